@@ -1,0 +1,158 @@
+"""Typed reads and writes of benchmarks, items and images. Listing queries never select image bytes."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from db.workspace import Workspace
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    id: int
+    name: str
+    kind: str
+    format: str
+    source: str
+    source_sha256: str
+    rows_read: int
+    rows_folded: int
+    rows_skipped: int
+    imported_at: str
+    meta: dict
+    questions: int = 0
+    images: int = 0
+
+
+@dataclass(frozen=True)
+class Item:
+    id: int
+    benchmark_id: int
+    position: int
+    index: int | str
+    question: str
+    hint: str | None
+    options: tuple[str, ...]
+    answer: str | None
+    category: str | None
+    l2_category: str | None
+    split: str | None
+    language: str
+    image_sha256: str | None
+    circular_copies: int
+    meta: dict
+
+    def to_json(self) -> dict:
+        return {
+            "index": self.index, "question": self.question, "hint": self.hint, "options": list(self.options),
+            "answer": self.answer, "category": self.category, "l2_category": self.l2_category, "split": self.split,
+            "language": self.language, "image_sha256": self.image_sha256, "circular_copies": self.circular_copies,
+        }
+
+
+_BENCH_SELECT = """
+SELECT b.*, (SELECT count(*) FROM items i WHERE i.benchmark_id = b.id) AS questions,
+       (SELECT count(DISTINCT image_sha256) FROM items i WHERE i.benchmark_id = b.id) AS images
+FROM benchmarks b
+"""
+ITEM_COLUMNS = ("id, benchmark_id, position, source_index, question, hint, options, answer, category, l2_category, "
+                "split, language, image_sha256, circular_copies, meta")
+
+
+def _bench(row: dict) -> Benchmark:
+    row = dict(row)
+    row["meta"] = json.loads(row["meta"])
+    return Benchmark(**row)
+
+
+def _item(row) -> Item:
+    (id_, bid, pos, index, question, hint, options, answer, cat, l2, split, lang, sha, copies, meta) = row
+    return Item(id_, bid, pos, index, question, hint, tuple(json.loads(options)), answer, cat, l2, split, lang, sha,
+                copies, json.loads(meta))
+
+
+def list_benchmarks(ws: Workspace) -> list[Benchmark]:
+    return [_bench(r) for r in ws.db.query(_BENCH_SELECT + " ORDER BY b.id")]
+
+
+def benchmark_by_name(ws: Workspace, name: str) -> Benchmark | None:
+    rows = list(ws.db.query(_BENCH_SELECT + " WHERE b.name = ?", [name]))
+    return _bench(rows[0]) if rows else None
+
+
+def benchmark_by_source(ws: Workspace, source_sha256: str) -> Benchmark | None:
+    rows = list(ws.db.query(_BENCH_SELECT + " WHERE b.source_sha256 = ?", [source_sha256]))
+    return _bench(rows[0]) if rows else None
+
+
+def insert_benchmark(ws: Workspace, *, name: str, kind: str, format: str, source: str, source_sha256: str,
+                     meta: dict) -> int:
+    cur = ws.conn.execute(
+        "INSERT INTO benchmarks (name, kind, format, source, source_sha256, rows_read, imported_at, meta) "
+        "VALUES (?, ?, ?, ?, ?, 0, ?, ?)",
+        (name, kind, format, source, source_sha256, now_iso(), json.dumps(meta)),
+    )
+    return cur.lastrowid
+
+
+def finish_benchmark(ws: Workspace, benchmark_id: int, *, rows_read: int, rows_folded: int, rows_skipped: int) -> None:
+    ws.conn.execute("UPDATE benchmarks SET rows_read = ?, rows_folded = ?, rows_skipped = ? WHERE id = ?",
+                    (rows_read, rows_folded, rows_skipped, benchmark_id))
+
+
+def has_image(ws: Workspace, sha256: str) -> bool:
+    return ws.conn.execute("SELECT 1 FROM images WHERE sha256 = ?", (sha256,)).fetchone() is not None
+
+
+def put_image(ws: Workspace, *, sha256: str, data: bytes, mime: str, width: int, height: int) -> bool:
+    """Store an image once; returns True when it was new."""
+    cur = ws.conn.execute(
+        "INSERT OR IGNORE INTO images (sha256, data, mime, width, height, bytes) VALUES (?, ?, ?, ?, ?, ?)",
+        (sha256, data, mime, width, height, len(data)),
+    )
+    return cur.rowcount == 1
+
+
+def image_bytes(ws: Workspace, sha256: str) -> tuple[bytes, str] | None:
+    row = ws.conn.execute("SELECT data, mime FROM images WHERE sha256 = ?", (sha256,)).fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def insert_items(ws: Workspace, rows: list[tuple]) -> None:
+    """rows: (benchmark_id, position, source_index, question, hint, options_json, answer, category, l2_category,
+    split, language, image_sha256, circular_copies, meta_json)."""
+    ws.conn.executemany(
+        "INSERT INTO items (benchmark_id, position, source_index, question, hint, options, answer, category, "
+        "l2_category, split, language, image_sha256, circular_copies, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        rows,
+    )
+
+
+def item_by_index(ws: Workspace, benchmark_id: int, index: int | str) -> Item | None:
+    row = ws.conn.execute(f"SELECT {ITEM_COLUMNS} FROM items WHERE benchmark_id = ? AND source_index = ?",
+                          (benchmark_id, index)).fetchone()
+    return _item(row) if row else None
+
+
+def add_circular_copy(ws: Workspace, item_id: int, copy_index: int | str) -> None:
+    # Copies are folded into their question; their indexes are kept so an export can re-expand them exactly.
+    ws.conn.execute(
+        "UPDATE items SET circular_copies = circular_copies + 1, meta = json_insert("
+        "CASE WHEN json_type(meta, '$.copies') IS NULL THEN json_set(meta, '$.copies', json_array()) ELSE meta END, "
+        "'$.copies[#]', ?) WHERE id = ?",
+        (copy_index, item_id),
+    )
+
+
+def list_items(ws: Workspace, benchmark_id: int, *, limit: int | None = None) -> list[Item]:
+    sql = f"SELECT {ITEM_COLUMNS} FROM items WHERE benchmark_id = ? ORDER BY position"
+    params: list = [benchmark_id]
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return [_item(r) for r in ws.conn.execute(sql, params)]

@@ -1,0 +1,1 @@
+"""Benchmarks, prompts, model backends, CircularEval / POPE, extraction, metrics, reports (no Qt)."""

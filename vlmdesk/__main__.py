@@ -1,0 +1,5 @@
+import sys
+
+from vlmdesk.cli import main
+
+sys.exit(main())

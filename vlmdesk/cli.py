@@ -1,0 +1,80 @@
+"""The `vlmdesk` command: argument parsing, workspace opening, one-line errors. Work is done by the layers below."""
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+
+from db.workspace import SchemaError, default_workspace_path, open_workspace
+from evaluator.importers import InputError
+
+
+class UsageError(Exception):
+    """A mistake in the command line that argparse cannot see (unknown benchmark, bad index...)."""
+
+
+def _formatter(prog):
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+def _workspace_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", metavar="PATH", default=argparse.SUPPRESS,
+                        help="workspace file (default: $VLMDESK_WORKSPACE, else the user data directory)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from vlmdesk import cmd_data
+
+    parser = argparse.ArgumentParser(
+        prog="vlmdesk",
+        formatter_class=_formatter,
+        description="A workbench for vision-language model benchmarks. With no command, opens the app.",
+        epilog=textwrap.dedent(f"""\
+            examples:
+              vlmdesk                                    open the app on the default workspace
+              vlmdesk import MMBench_DEV_EN.tsv          import a VLMEvalKit / MMBench TSV
+              vlmdesk benchmarks --json                  list what the workspace holds
+              vlmdesk --workspace my.sqlite items demo   use another workspace file
+
+            default workspace: {default_workspace_path()}"""),
+    )
+    _workspace_option(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for register in (cmd_data.register,):
+        register(lambda name, **kw: _add(sub, name, **kw))
+    return parser
+
+
+def _add(sub, name: str, *, help: str, description: str, examples: str):
+    p = sub.add_parser(name, help=help, description=description, formatter_class=_formatter,
+                       epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "))
+    _workspace_option(p)
+    return p
+
+
+def open_from_args(args, *, create: bool = True):
+    path = getattr(args, "workspace", None)
+    return open_workspace(path, create=create)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command is None:
+            from vlmdesk.app import start
+
+            return start(args)
+        return args.handler(args) or 0
+    except (InputError, SchemaError, UsageError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""Commands over benchmarks: import, benchmarks, items, show."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from db import catalog
+from evaluator.importers import FORMATS, import_benchmark
+from evaluator.importers.common import normalise_index
+
+
+def register(add) -> None:
+    p = add("import", help="import a benchmark file (VLMEvalKit/MMBench TSV, POPE, JSONL)",
+            description="Import a benchmark into the workspace, as one transaction. Images are stored once, by "
+                        "SHA-256. MMBench's circular copies (index + k*1,000,000) are checked and folded into "
+                        "their question. Re-importing the same file does nothing.",
+            examples="""
+                vlmdesk import MMBench_DEV_EN.tsv
+                vlmdesk import SEEDBench_IMG.tsv --name seed --skip-bad
+                vlmdesk import coco_pope_adversarial.json --format pope --images val2014/
+                vlmdesk import mine.jsonl --format jsonl --json""")
+    p.add_argument("path", help="the file to import")
+    p.add_argument("--name", help="benchmark name (default: from the file name, e.g. mmbench-dev-en)")
+    p.add_argument("--format", dest="fmt", choices=sorted(FORMATS), help="file format (default: detected)")
+    p.add_argument("--images", metavar="DIR", help="folder that image paths / POPE image names are relative to")
+    p.add_argument("--setting", choices=("random", "popular", "adversarial"),
+                   help="POPE setting (default: from the file name)")
+    p.add_argument("--skip-bad", action="store_true", help="import the good rows and report every skipped one")
+    p.add_argument("--json", action="store_true", help="print the import report as JSON")
+    p.set_defaults(handler=cmd_import)
+
+    p = add("benchmarks", help="list the benchmarks in the workspace",
+            description="List benchmarks: name, kind (mcq or yesno), distinct questions, rows read, images.",
+            examples="""
+                vlmdesk benchmarks
+                vlmdesk benchmarks --json""")
+    p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.set_defaults(handler=cmd_benchmarks)
+
+    p = add("items", help="list the items (questions) of a benchmark",
+            description="List a benchmark's items in file order. --json gives index, question, hint, options, "
+                        "answer, category, l2_category, split, language, image_sha256 for each.",
+            examples="""
+                vlmdesk items demo
+                vlmdesk items mmbench-dev-en --json --limit 5""")
+    p.add_argument("bench", help="benchmark name")
+    p.add_argument("--limit", type=int, help="at most N items")
+    p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.set_defaults(handler=cmd_items)
+
+    p = add("show", help="show one item, optionally writing its image",
+            description="Print one item of a benchmark in full.",
+            examples="""
+                vlmdesk show demo 3
+                vlmdesk show mmbench-dev-en 241 --image-out /tmp/q241.jpg""")
+    p.add_argument("bench", help="benchmark name")
+    p.add_argument("index", help="the item's index in its source file")
+    p.add_argument("--image-out", metavar="FILE", help="write the item's image to FILE")
+    p.add_argument("--json", action="store_true", help="print the item as JSON")
+    p.set_defaults(handler=cmd_show)
+
+
+def bench_or_fail(ws, name: str):
+    from vlmdesk.cli import UsageError
+
+    bench = catalog.benchmark_by_name(ws, name)
+    if bench is None:
+        known = ", ".join(b.name for b in catalog.list_benchmarks(ws)) or "none"
+        raise UsageError(f"no benchmark named {name!r} in {ws.path} (known: {known})")
+    return bench
+
+
+def cmd_import(args) -> int:
+    from vlmdesk.cli import open_from_args
+
+    with open_from_args(args) as ws:
+        report = import_benchmark(ws, args.path, fmt=args.fmt, name=args.name, images_dir=args.images,
+                                  setting=args.setting, skip_bad=args.skip_bad, progress=True)
+    for err in report.skipped:
+        print(f"skipped: {err}", file=sys.stderr)
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+    elif report.already_imported:
+        print(f"{args.path} is already imported as {report.name!r} (same content); nothing to do")
+    else:
+        print(f"imported {report.name!r} ({report.kind}): {report.questions} questions from {report.rows_read} rows"
+              f" ({report.rows_folded} circular copies folded, {len(report.skipped)} skipped), "
+              f"{report.images} images ({report.images_new} new)")
+    return 0
+
+
+def cmd_benchmarks(args) -> int:
+    from vlmdesk.cli import open_from_args
+
+    with open_from_args(args) as ws:
+        benches = catalog.list_benchmarks(ws)
+    if args.json:
+        print(json.dumps([{
+            "name": b.name, "kind": b.kind, "format": b.format, "questions": b.questions, "rows_read": b.rows_read,
+            "rows_folded": b.rows_folded, "rows_skipped": b.rows_skipped, "images": b.images,
+            "imported_at": b.imported_at, "source": b.source, "setting": b.meta.get("setting"),
+        } for b in benches], ensure_ascii=False))
+        return 0
+    if not benches:
+        print("no benchmarks yet: vlmdesk import FILE")
+        return 0
+    print(f"{'name':<28} {'kind':<6} {'questions':>9} {'rows':>7} {'images':>7}  imported")
+    for b in benches:
+        print(f"{b.name:<28} {b.kind:<6} {b.questions:>9} {b.rows_read:>7} {b.images:>7}  {b.imported_at[:19]}")
+    return 0
+
+
+def cmd_items(args) -> int:
+    from vlmdesk.cli import open_from_args
+
+    with open_from_args(args) as ws:
+        items = catalog.list_items(ws, bench_or_fail(ws, args.bench).id, limit=args.limit)
+    if args.json:
+        print(json.dumps([i.to_json() for i in items], ensure_ascii=False))
+        return 0
+    for i in items:
+        question = i.question.replace("\n", " ")
+        print(f"{str(i.index):>8}  {i.answer or '-':<3} {(i.category or '')[:28]:<28} "
+              f"{question[:70]}{'…' if len(question) > 70 else ''}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    from vlmdesk.cli import UsageError, open_from_args
+
+    with open_from_args(args) as ws:
+        bench = bench_or_fail(ws, args.bench)
+        try:
+            index = normalise_index(args.index)
+        except ValueError:
+            raise UsageError(f"not an index: {args.index!r}") from None
+        item = catalog.item_by_index(ws, bench.id, index)
+        if item is None:
+            raise UsageError(f"benchmark {bench.name!r} has no item with index {index!r}")
+        image = catalog.image_bytes(ws, item.image_sha256) if item.image_sha256 else None
+    if args.image_out:
+        if image is None:
+            raise UsageError(f"item {index!r} has no image")
+        Path(args.image_out).write_bytes(image[0])
+    if args.json:
+        print(json.dumps(item.to_json(), ensure_ascii=False))
+        return 0
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    print(f"{bench.name} #{item.index}   {item.category or ''} / {item.l2_category or ''}   split {item.split or '-'}")
+    if item.hint:
+        print(f"hint: {item.hint}")
+    print(f"question: {item.question}")
+    for letter, text in zip(letters, item.options):
+        mark = "*" if letter == item.answer else " "
+        print(f" {mark} {letter}. {text}")
+    if not item.options:
+        print(f"answer: {item.answer}")
+    if image:
+        print(f"image: {item.image_sha256[:12]}… ({image[1]}, {len(image[0])} bytes)"
+              + (f" written to {args.image_out}" if args.image_out else ""))
+    return 0
