@@ -82,3 +82,48 @@ def latest_version() -> int:
 
 def migration_names() -> list[str]:
     return [m.name for m in migrations._migrations]
+
+
+@migrations(name="0002_runs_predictions")
+def _m0002(db: Database) -> None:
+    db.executescript(
+        """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
+            model_spec TEXT NOT NULL,
+            strategy TEXT NOT NULL,
+            prompt_template TEXT NOT NULL,
+            extractor TEXT NOT NULL,
+            config TEXT NOT NULL DEFAULT '{}',
+            config_key TEXT NOT NULL,
+            versions TEXT NOT NULL DEFAULT '{}',
+            git_revision TEXT,
+            seed INTEGER NOT NULL DEFAULT 0,
+            status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed')),
+            error TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            finished_at TEXT
+        );
+        CREATE INDEX runs_config_key ON runs (config_key, id);
+        -- One row per (run, item, pass): everything needed to review a pass without calling the model again.
+        CREATE TABLE predictions (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            pass INTEGER NOT NULL,
+            option_order TEXT NOT NULL,
+            prompt TEXT NOT NULL,
+            response TEXT NOT NULL,
+            answer TEXT,
+            choice TEXT,
+            stage TEXT NOT NULL,
+            reason TEXT,
+            correct INTEGER,
+            latency_ms REAL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, item_id, pass)
+        );
+        CREATE INDEX predictions_item ON predictions (item_id);
+        """
+    )
