@@ -100,7 +100,7 @@ def _m0002(db: Database) -> None:
             versions TEXT NOT NULL DEFAULT '{}',
             git_revision TEXT,
             seed INTEGER NOT NULL DEFAULT 0,
-            status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed')),
+            status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed', 'interrupted')),
             error TEXT,
             created_at TEXT NOT NULL,
             updated_at TEXT NOT NULL,

@@ -23,7 +23,7 @@ def _workspace_option(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from vlmdesk import cmd_data
+    from vlmdesk import cmd_data, cmd_run
 
     parser = argparse.ArgumentParser(
         prog="vlmdesk",
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _workspace_option(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for register in (cmd_data.register,):
+    for register in (cmd_data.register, cmd_run.register):
         register(lambda name, **kw: _add(sub, name, **kw))
     return parser
 

@@ -1,0 +1,96 @@
+"""Scores of a stored run, computed from its predictions alone (no model is called)."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from db import catalog, runs
+from db.workspace import Workspace
+from evaluator.pope import parse_official, pope_metrics
+
+NONE = "(none)"
+
+
+def _fraction(hits: int, total: int) -> float | None:
+    return hits / total if total else None
+
+
+def run_report(ws: Workspace, run_id: int) -> dict | None:
+    run = runs.get_run(ws, run_id)
+    if run is None:
+        return None
+    bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
+    items = catalog.list_items(ws, run.benchmark_id, limit=run.config.get("limit"))
+    by_item: dict[int, dict[int, runs.Prediction]] = defaultdict(dict)
+    for p in runs.predictions_of(ws, run_id):
+        by_item[p.item_id][p.pass_] = p
+    head = {
+        "run_id": run.id, "benchmark": bench.name, "model": run.model_spec, "strategy": run.strategy,
+        "status": run.status, "extractor": run.extractor, "questions": len(items),
+        "model_calls": sum(len(v) for v in by_item.values()),
+        "undecided": sum(1 for v in by_item.values() for p in v.values() if p.choice is None),
+        "created_at": run.created_at, "finished_at": run.finished_at, "config": run.config,
+    }
+    if run.strategy == "pope":
+        return {**head, **_pope(items, by_item, bench.meta.get("setting"))}
+    return {**head, **_mcq(items, by_item, run.strategy)}
+
+
+def _mcq(items, by_item, strategy: str) -> dict:
+    circular = strategy == "circular"
+    groups: dict[str, dict[str, list[int]]] = {"by_l2": {}, "by_category": {}, "by_split": {}}
+    totals = [0, 0, 0]  # scored questions, vanilla right, circular right
+    unscored = consistent = complete = 0
+    for item in items:
+        passes = by_item.get(item.id, {})
+        if item.answer is None:
+            unscored += 1
+            continue
+        vanilla_ok = bool(passes.get(0) and passes[0].correct)
+        circular_ok = all(passes.get(k) and passes[k].correct for k in range(len(item.options)))
+        chosen = {_original_choice(p) for p in passes.values()}
+        if len(passes) == len(item.options):
+            complete += 1
+            consistent += len(chosen) == 1 and None not in chosen
+        for key, value in (("by_l2", item.l2_category), ("by_category", item.category), ("by_split", item.split)):
+            g = groups[key].setdefault(value or NONE, [0, 0, 0])
+            g[0] += 1
+            g[1] += vanilla_ok
+            g[2] += circular_ok
+        totals[0] += 1
+        totals[1] += vanilla_ok
+        totals[2] += circular_ok
+
+    def scores(g):
+        return {"questions": g[0], "vanilla": _fraction(g[1], g[0]),
+                "circular": _fraction(g[2], g[0]) if circular else None}
+
+    return {
+        "scored_questions": totals[0], "unscored_questions": unscored,
+        "overall": scores(totals),
+        **{key: {name: scores(g) for name, g in sorted(groups[key].items())} for key in groups},
+        # Among items asked every pass (all of them with --full-passes): the same original option chosen each time.
+        "consistency": _fraction(consistent, complete) if circular else None,
+        "undecided_vanilla": sum(1 for item in items if (p := by_item.get(item.id, {}).get(0)) and p.choice is None),
+    }
+
+
+def _original_choice(p: runs.Prediction) -> int | None:
+    if p.choice is None or p.choice == "Z" or not p.option_order:
+        return None
+    index = ord(p.choice) - ord("A")
+    return p.option_order[index] if 0 <= index < len(p.option_order) else None
+
+
+def _pope(items, by_item, setting: str | None) -> dict:
+    labels, official, strict = [], [], []
+    for item in items:
+        p = by_item.get(item.id, {}).get(0)
+        if p is None or item.answer is None:
+            continue
+        labels.append(item.answer)
+        official.append(p.choice if p.stage == "likelihood" else parse_official(p.response))
+        strict.append(p.choice if p.choice in ("yes", "no") else "unknown")
+    parsers = {"official": pope_metrics(labels, official), "strict": pope_metrics(labels, strict)}
+    return {"setting": setting, "answered": len(labels), "pope": parsers,
+            "overall": {"accuracy_official": parsers["official"]["accuracy"],
+                        "accuracy_strict": parsers["strict"]["accuracy"]}}

@@ -1,0 +1,235 @@
+"""The evaluation engine: CircularEval in waves, VanillaEval, POPE; resumable, one transaction per batch.
+
+Pass k of a multiple-choice item shows its options rotated by k (option i displayed is original (i + k) mod N).
+Waves: pass k of every item still alive is asked before any pass k + 1, batched, so early termination (a wrong pass
+ends the item) and batching coexist. Everything is derived from the stored predictions, so a run killed at any
+moment continues exactly where its last committed batch ended.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import string
+import subprocess
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from db import catalog, runs
+from db.catalog import Benchmark, Item
+from db.workspace import Workspace
+from evaluator.backends import Backend, BackendError, Query, can_score
+from evaluator.extraction import Extraction, extract_by_rules
+from evaluator.pope import parse_strict
+from evaluator.prompts import PromptTemplate
+
+LETTERS = string.ascii_uppercase
+YESNO_CANDIDATES = ("Yes", "No")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything that decides a run's answers (batch size does not, so it is not part of the run's identity)."""
+
+    strategy: str = "circular"  # circular | vanilla (multiple choice); yes/no benchmarks always take one pass
+    full_passes: bool = False
+    limit: int | None = None
+    max_new_tokens: int = 32
+    text_only: bool = False
+    likelihood: bool = False
+    seed: int = 0
+    extractor: str = "rules"
+
+    def config(self, batch_size: int) -> dict:
+        return {**asdict(self), "batch_size": batch_size}
+
+
+@dataclass(frozen=True)
+class Progress:
+    run_id: int
+    wave: int
+    passes_done: int
+    items_done: int
+    items_total: int
+    calls: int
+    calls_per_s: float
+    eta_s: float | None
+
+    def to_json(self) -> dict:
+        return {"event": "progress", **asdict(self)}
+
+
+def strategy_for(bench: Benchmark, settings: RunSettings) -> str:
+    return "pope" if bench.kind == "yesno" else settings.strategy
+
+
+def config_key(bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate) -> str:
+    identity = {"benchmark": bench.source_sha256, "model": model_spec, "settings": asdict(settings),
+                "template": template.to_json()}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": platform.python_version()}
+    for package in ("vlmdesk", "torch", "transformers", "openai", "pillow"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            pass
+    return found
+
+
+def git_revision() -> str | None:
+    """The source revision of this vlmdesk checkout, when it runs from one."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def frequent_answer(items: list[Item]) -> str | None:
+    counts = Counter(i.answer for i in items if i.answer)
+    return min(counts, key=lambda a: (-counts[a], a)) if counts else None
+
+
+def n_passes(item: Item, strategy: str) -> int:
+    return len(item.options) if strategy == "circular" else 1
+
+
+def rotation(n: int, k: int) -> tuple[int, ...]:
+    return tuple((i + k) % n for i in range(n))
+
+
+class Engine:
+    """Runs (or continues) one stored run against a backend."""
+
+    def __init__(self, ws: Workspace, run: runs.Run, backend: Backend, *, batch_size: int,
+                 on_progress: Callable[[Progress], None] | None = None):
+        self.ws, self.run, self.backend, self.batch_size = ws, run, backend, max(1, batch_size)
+        self.settings = RunSettings(**{k: v for k, v in run.config.items() if k != "batch_size"})
+        self.template = PromptTemplate.from_json(run.prompt_template)
+        self.on_progress = on_progress or (lambda p: None)
+        self.items = catalog.list_items(ws, run.benchmark_id, limit=self.settings.limit)
+        self.kind = "yesno" if run.strategy == "pope" else "mcq"
+        self.done: dict[int, dict[int, runs.Prediction]] = {i.id: {} for i in self.items}
+        for p in runs.predictions_of(ws, run.id):
+            if p.item_id in self.done:
+                self.done[p.item_id][p.pass_] = p
+        self.calls = 0
+        if self.settings.likelihood and not can_score(backend):
+            raise BackendError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
+
+    # -- scheduling ---------------------------------------------------------------------------------------------
+    def alive(self, item: Item, k: int) -> bool:
+        """Whether pass k of the item is still to be asked."""
+        if k >= n_passes(item, self.run.strategy) or k in self.done[item.id]:
+            return False
+        earlier = [self.done[item.id].get(j) for j in range(k)]
+        if any(p is None for p in earlier):
+            return False
+        if self.settings.full_passes or item.answer is None:
+            return True
+        return all(p.correct for p in earlier)
+
+    def remaining_upper_bound(self) -> int:
+        return sum(1 for item in self.items for k in range(n_passes(item, self.run.strategy))
+                   if k not in self.done[item.id] and all(
+                       self.settings.full_passes or item.answer is None or p.correct
+                       for p in self.done[item.id].values()))
+
+    def items_decided(self) -> int:
+        return sum(1 for item in self.items if self.remaining_for(item) == 0)
+
+    def remaining_for(self, item: Item) -> int:
+        passes = self.done[item.id]
+        if not self.settings.full_passes and item.answer is not None and any(p.correct is False for p in passes.values()):
+            return 0
+        return n_passes(item, self.run.strategy) - len(passes)
+
+    def execute(self) -> None:
+        started = time.monotonic()
+        waves = max((n_passes(i, self.run.strategy) for i in self.items), default=0)
+        for k in range(waves):
+            todo = [item for item in self.items if self.alive(item, k)]
+            # Similar prompt lengths batch together (less padding); order does not change any answer.
+            todo.sort(key=lambda item: (len(item.question) + sum(map(len, item.options)) + len(item.hint or "")))
+            for start in range(0, len(todo), self.batch_size):
+                self._ask(todo[start:start + self.batch_size], k)
+                elapsed = max(time.monotonic() - started, 1e-9)
+                rate = self.calls / elapsed
+                left = self.remaining_upper_bound()
+                self.on_progress(Progress(self.run.id, k, sum(map(len, self.done.values())), self.items_decided(),
+                                          len(self.items), self.calls, round(rate, 3),
+                                          round(left / rate, 1) if rate > 0 else None))
+
+    # -- one batch ----------------------------------------------------------------------------------------------
+    def _ask(self, batch: list[Item], k: int) -> None:
+        queries, orders = [], []
+        for item in batch:
+            order = rotation(len(item.options), k) if self.kind == "mcq" else ()
+            shown = tuple(item.options[j] for j in order)
+            prompt = self.template.render(question=item.question, hint=item.hint, options=shown,
+                                          language=item.language)
+            images = ()
+            if not self.settings.text_only and item.image_sha256:
+                found = catalog.image_bytes(self.ws, item.image_sha256)
+                images = (found[0],) if found else ()
+            letters = tuple(LETTERS[: len(shown)]) if self.kind == "mcq" else YESNO_CANDIDATES
+            queries.append(Query(prompt=prompt, images=images, letters=letters))
+            orders.append(order)
+        t0 = time.perf_counter()
+        if self.settings.likelihood:
+            scores = self.backend.score(queries, [q.letters for q in queries])
+            responses = [q.letters[max(range(len(s)), key=s.__getitem__)] for q, s in zip(queries, scores)]
+        else:
+            scores = None
+            responses = self.backend.generate(queries, self.settings.max_new_tokens)
+        latency = (time.perf_counter() - t0) * 1000 / len(batch)
+        self.calls += len(batch)
+        preds = []
+        for n, (item, query, order, response) in enumerate(zip(batch, queries, orders, responses)):
+            answer = self._displayed_answer(item, order)
+            extraction = self._extract(item, order, response, scores[n] if scores else None, query.letters)
+            correct = None if answer is None else extraction.choice == answer
+            preds.append(runs.Prediction(self.run.id, item.id, k, order, query.prompt, response, answer,
+                                         extraction.choice, extraction.stage, extraction.reason, correct,
+                                         round(latency, 3)))
+        runs.add_predictions(self.ws, preds)
+        for p in preds:
+            self.done[p.item_id][p.pass_] = p
+
+    def _displayed_answer(self, item: Item, order: tuple[int, ...]) -> str | None:
+        if item.answer is None:
+            return None
+        if self.kind == "yesno":
+            return item.answer
+        return LETTERS[order.index(LETTERS.index(item.answer))]
+
+    def _extract(self, item: Item, order, response: str, scores, letters) -> Extraction:
+        if scores is not None:
+            shown = ", ".join(f"{c}={s:.3f}" for c, s in zip(letters, scores))
+            choice = response.lower() if self.kind == "yesno" else response
+            return Extraction(choice, "likelihood", f"log-likelihoods {shown}")
+        if self.kind == "yesno":
+            reading = parse_strict(response)
+            if reading == "unknown":
+                return Extraction(None, "none", "strict parser: neither yes nor no")
+            return Extraction(reading, "rules", f"strict parser: {reading}")
+        return extract_by_rules(response, {LETTERS[i]: item.options[j] for i, j in enumerate(order)})
+
+
+def new_run(ws: Workspace, bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate,
+            *, batch_size: int, backend_info: dict) -> runs.Run:
+    run_id = runs.create_run(
+        ws, benchmark_id=bench.id, model_spec=model_spec, strategy=strategy_for(bench, settings),
+        prompt_template=template.to_json(), extractor=settings.extractor, config=settings.config(batch_size),
+        config_key=config_key(bench, model_spec, settings, template), versions={**versions(), "backend": backend_info},
+        git_revision=git_revision(), seed=settings.seed)
+    return runs.get_run(ws, run_id)

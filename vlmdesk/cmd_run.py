@@ -1,0 +1,247 @@
+"""Commands over evaluation runs: run, runs, report."""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+
+from db import catalog, runs
+from evaluator.backends import SPEC_HELP, BackendError, load_backend
+from evaluator.prompts import default_template, load_template
+from evaluator.report import run_report
+from evaluator.runner import Engine, RunSettings, config_key, frequent_answer, new_run
+from vlmdesk.cmd_data import bench_or_fail
+
+
+def register(add) -> None:
+    p = add("run", help="evaluate a model on a benchmark (CircularEval, VanillaEval, POPE)",
+            description="Run a model on a benchmark. Multiple choice: CircularEval by default (pass k rotates the "
+                        "options by k; an item counts only if every pass is right; pass 0 is VanillaEval, reported "
+                        "from the same run; a wrong pass ends the item). Yes/no (POPE) benchmarks take one pass. "
+                        "Every pass is stored; rerunning the same command continues an interrupted run.\n\n"
+                        f"model specs: {SPEC_HELP}",
+            examples="""
+                vlmdesk run --bench demo --model baseline:random
+                vlmdesk run --bench mmbench-dev-en --model hf:llava-hf/llava-1.5-7b-hf --batch-size 16
+                vlmdesk run --bench mmbench-dev-en --model 'openai:Qwen2-VL-7B@http://localhost:8000/v1'
+                vlmdesk run --bench demo --model hf:./my-model --strategy vanilla --limit 10 --json
+                vlmdesk run --resume 7""")
+    p.add_argument("--bench", help="benchmark name (vlmdesk benchmarks)")
+    p.add_argument("--model", help="model spec, e.g. hf:PATH, openai:MODEL@URL, baseline:random")
+    p.add_argument("--strategy", choices=("circular", "vanilla"), default="circular",
+                   help="circular (default) or vanilla (pass 0 only); ignored for yes/no benchmarks")
+    p.add_argument("--full-passes", action="store_true",
+                   help="ask every pass even after a wrong one (measures answer consistency)")
+    p.add_argument("--limit", type=int, help="only the first N items of the benchmark")
+    p.add_argument("--batch-size", type=int, default=8, help="prompts per model call (default 8)")
+    p.add_argument("--max-new-tokens", type=int, default=32, help="generation length (default 32)")
+    p.add_argument("--text-only", action="store_true", help="withhold the image (quality control, baselines)")
+    p.add_argument("--likelihood", action="store_true",
+                   help="choose by the log-likelihood of each option letter (Yes/No for POPE) instead of generating")
+    p.add_argument("--prompt-template", metavar="FILE",
+                   help="prompt template: text with {hint} {question} {options} {letters}, or JSON {en:…, zh:…}")
+    p.add_argument("--seed", type=int, default=0, help="seed for baseline:random (default 0)")
+    p.add_argument("--resume", type=int, metavar="RUN_ID", help="continue this run with its stored settings")
+    p.add_argument("--new", action="store_true", help="start a new run even if one with these settings exists")
+    p.add_argument("--json-progress", action="store_true", help="one JSON object per line on stdout, no bar")
+    p.add_argument("--json", action="store_true", help="print {\"run_id\": …} at the end")
+    p.set_defaults(handler=cmd_run)
+
+    p = add("runs", help="list the runs in the workspace",
+            description="List runs: id, benchmark, model, strategy, status, passes stored.",
+            examples="""
+                vlmdesk runs
+                vlmdesk runs --json""")
+    p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.set_defaults(handler=cmd_runs)
+
+    p = add("report", help="scores of a run: overall, per ability, per category, per split",
+            description="Scores computed from the stored passes: VanillaEval and CircularEval side by side, per L2 "
+                        "ability, leaf category and split; undecided answers; model calls. POPE runs give accuracy, "
+                        "precision, recall, F1 and yes-ratio under the official and the strict parser.",
+            examples="""
+                vlmdesk report 3
+                vlmdesk report 3 --json
+                vlmdesk report 3 4 --plot abilities.png""")
+    p.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
+    p.add_argument("--json", action="store_true", help="print the report as JSON (a list for several runs)")
+    p.add_argument("--plot", metavar="FILE", help="save a chart (.png, .svg or .pdf)")
+    p.add_argument("--level", choices=("l2", "category"), default="l2", help="chart bars per L2 ability or leaf")
+    p.set_defaults(handler=cmd_report)
+
+
+def _emit(obj: dict) -> None:
+    print(json.dumps(obj), flush=True)
+
+
+def cmd_run(args) -> int:
+    from vlmdesk.cli import UsageError, open_from_args
+
+    with open_from_args(args) as ws:
+        if args.resume is not None:
+            run = runs.get_run(ws, args.resume)
+            if run is None:
+                raise UsageError(f"no run {args.resume} in {ws.path}")
+            bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
+        else:
+            if not args.bench or not args.model:
+                raise UsageError("run needs --bench and --model (or --resume RUN_ID)")
+            bench = bench_or_fail(ws, args.bench)
+            settings = RunSettings(strategy=args.strategy, full_passes=args.full_passes, limit=args.limit,
+                                   max_new_tokens=args.max_new_tokens, text_only=args.text_only,
+                                   likelihood=args.likelihood, seed=args.seed)
+            try:
+                template = (load_template(args.prompt_template, bench.kind) if args.prompt_template
+                            else default_template(bench.kind))
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            run = None if args.new else runs.latest_run_with_key(ws, config_key(bench, args.model, settings, template))
+        if run is not None and run.status == "finished":
+            print(f"run {run.id} already finished with these settings (vlmdesk report {run.id}; --new to run again)",
+                  file=sys.stderr)
+            return _finish(args, run.id)
+        spec = run.model_spec if run is not None else args.model
+        items = catalog.list_items(ws, bench.id)
+        try:
+            backend = load_backend(spec, seed=run.seed if run else args.seed, frequent_answer=frequent_answer(items))
+        except BackendError as exc:
+            raise UsageError(str(exc)) from None
+        if run is None:
+            run = new_run(ws, bench, spec, settings, template, batch_size=args.batch_size,
+                          backend_info=backend.describe())
+            resumed = False
+        else:
+            resumed = True
+        batch_size = args.batch_size if args.resume is None else run.config.get("batch_size", args.batch_size)
+        return _execute(ws, run, backend, batch_size, args, resumed)
+
+
+def _execute(ws, run, backend, batch_size: int, args, resumed: bool) -> int:
+    from tqdm import tqdm
+
+    bar = None if args.json_progress else tqdm(desc=f"run {run.id}", unit="pass", file=sys.stderr,
+                                               disable=None, leave=False)
+
+    def on_progress(p):
+        if args.json_progress:
+            _emit(p.to_json())
+        else:
+            bar.total = p.passes_done + int((p.eta_s or 0) * p.calls_per_s)
+            bar.update(p.passes_done - bar.n)
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    engine = Engine(ws, run, backend, batch_size=batch_size, on_progress=on_progress)
+    if args.json_progress:
+        _emit({"event": "start", "run_id": run.id, "resumed": resumed, "benchmark_id": run.benchmark_id,
+               "items_total": len(engine.items), "passes_done": sum(map(len, engine.done.values()))})
+    previous = signal.signal(signal.SIGTERM, on_term)
+    runs.set_status(ws, run.id, "running")
+    try:
+        engine.execute()
+    except KeyboardInterrupt:
+        runs.set_status(ws, run.id, "interrupted", error="interrupted")
+        print(f"run {run.id} interrupted; continue with: vlmdesk run --resume {run.id}", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        runs.set_status(ws, run.id, "failed", error=f"{type(exc).__name__}: {exc}")
+        if isinstance(exc, BackendError):
+            print(f"error: run {run.id} failed: {exc} (continue with: vlmdesk run --resume {run.id})",
+                  file=sys.stderr)
+            return 1
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if bar is not None:
+            bar.close()
+    runs.set_status(ws, run.id, "finished")
+    if args.json_progress:
+        _emit({"event": "done", "run_id": run.id, "model_calls": engine.calls})
+    return _finish(args, run.id)
+
+
+def _finish(args, run_id: int) -> int:
+    if args.json:
+        _emit({"run_id": run_id})
+    elif not args.json_progress:
+        print(run_id)
+    return 0
+
+
+def cmd_runs(args) -> int:
+    from vlmdesk.cli import open_from_args
+
+    with open_from_args(args) as ws:
+        all_runs = runs.list_runs(ws)
+    if args.json:
+        print(json.dumps([{
+            "run_id": r.id, "benchmark": r.benchmark, "model": r.model_spec, "strategy": r.strategy,
+            "status": r.status, "predictions": r.predictions, "created_at": r.created_at,
+            "finished_at": r.finished_at, "config": r.config, "error": r.error,
+        } for r in all_runs]))
+        return 0
+    if not all_runs:
+        print("no runs yet: vlmdesk run --bench NAME --model SPEC")
+        return 0
+    print(f"{'id':>4}  {'benchmark':<22} {'model':<34} {'strategy':<9} {'status':<11} {'passes':>7}")
+    for r in all_runs:
+        print(f"{r.id:>4}  {r.benchmark[:22]:<22} {r.model_spec[:34]:<34} {r.strategy:<9} {r.status:<11} "
+              f"{r.predictions:>7}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from vlmdesk.cli import UsageError, open_from_args
+
+    with open_from_args(args) as ws:
+        reports = []
+        for run_id in args.run_ids:
+            report = run_report(ws, run_id)
+            if report is None:
+                raise UsageError(f"no run {run_id} in {ws.path}")
+            reports.append(report)
+    if args.plot:
+        from evaluator.plots import ability_figure, pope_figure, save_figure
+
+        kinds = {r["strategy"] == "pope" for r in reports}
+        if len(kinds) > 1:
+            raise UsageError("cannot plot POPE and multiple-choice runs in one chart")
+        try:
+            fig = (pope_figure(reports) if kinds == {True}
+                   else ability_figure(reports, "by_l2" if args.level == "l2" else "by_category"))
+            save_figure(fig, args.plot)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    if args.json:
+        print(json.dumps(reports[0] if len(reports) == 1 else reports, ensure_ascii=False))
+        return 0
+    for report in reports:
+        print(format_report(report))
+    if args.plot:
+        print(f"chart written to {args.plot}")
+    return 0
+
+
+def _pct(value) -> str:
+    return "   -  " if value is None else f"{100 * value:5.1f}%"
+
+
+def format_report(r: dict) -> str:
+    lines = [f"run {r['run_id']}  {r['benchmark']}  {r['model']}  {r['strategy']}  [{r['status']}]",
+             f"questions {r['questions']}   model calls {r['model_calls']}   undecided answers {r['undecided']}"]
+    if r["strategy"] == "pope":
+        lines.append(f"setting {r.get('setting') or '-'}   answered {r['answered']}")
+        lines.append(f"{'parser':<10} {'acc':>7} {'prec':>7} {'recall':>7} {'f1':>7} {'yes':>7} {'unknown':>8}")
+        for parser, m in r["pope"].items():
+            lines.append(f"{parser:<10} {_pct(m['accuracy']):>7} {_pct(m['precision']):>7} {_pct(m['recall']):>7} "
+                         f"{_pct(m['f1']):>7} {_pct(m['yes_ratio']):>7} {m['unknown']:>8}")
+        return "\n".join(lines)
+    lines.append(f"{'':<44} {'n':>5} {'vanilla':>8} {'circular':>9}")
+    lines.append(f"{'Overall':<44} {r['overall']['questions']:>5} {_pct(r['overall']['vanilla']):>8} "
+                 f"{_pct(r['overall']['circular']):>9}")
+    for title, key in (("L2 ability", "by_l2"), ("leaf category", "by_category"), ("split", "by_split")):
+        lines.append(f"-- {title}")
+        for name, s in r[key].items():
+            lines.append(f"  {name[:42]:<42} {s['questions']:>5} {_pct(s['vanilla']):>8} {_pct(s['circular']):>9}")
+    return "\n".join(lines)
