@@ -133,12 +133,13 @@ def _execute(ws, run, backend, batch_size: int, args, resumed: bool) -> int:
         raise KeyboardInterrupt
 
     engine = Engine(ws, run, backend, batch_size=batch_size, on_progress=on_progress)
-    if args.json_progress:
-        _emit({"event": "start", "run_id": run.id, "resumed": resumed, "benchmark_id": run.benchmark_id,
-               "items_total": len(engine.items), "passes_done": sum(map(len, engine.done.values()))})
+    # Cancel (QProcess.terminate, kill -TERM) ends the run cleanly between two SQLite statements.
     previous = signal.signal(signal.SIGTERM, on_term)
-    runs.set_status(ws, run.id, "running")
     try:
+        if args.json_progress:
+            _emit({"event": "start", "run_id": run.id, "resumed": resumed, "benchmark_id": run.benchmark_id,
+                   "items_total": len(engine.items), "passes_done": sum(map(len, engine.done.values()))})
+        runs.set_status(ws, run.id, "running")
         engine.execute()
     except KeyboardInterrupt:
         runs.set_status(ws, run.id, "interrupted", error="interrupted")

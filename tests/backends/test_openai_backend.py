@@ -1,0 +1,491 @@
+"""The openai backend against a scripted fault server of the test's own, and against a real `transformers serve`.
+
+The fault server (http.server in a thread on 127.0.0.1) answers each request with the next step of its script
+(the last step repeats) and records every request it received, so retry counts are exact. Backoff delays are
+recorded, not waited: each backend's ``_sleep`` is replaced.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from PIL import Image
+
+from evaluator.backends.base import Backend, BackendError, Query
+from evaluator.backends.openai_backend import OpenAIBackend, image_mime, parse_openai_spec
+
+SECRET = "sk-test-0123456789-very-secret"
+
+
+# ---- the fault server -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """One scripted answer: status, body (dict → JSON, str → as is), headers, and a delay before answering."""
+
+    status: int = 200
+    body: dict | str | None = None
+    headers: dict = field(default_factory=dict)
+    delay: float = 0.0
+
+
+def ok(text: str = "B") -> Step:
+    return Step(200, completion(text))
+
+
+def completion(text: str | None) -> dict:
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+class FaultServer:
+    """Answers POSTs with its script's steps in order (the last one repeats); ``echo=True`` answers each request
+    with its own last text part after ``delay_of(text)`` seconds. Records requests and the most in flight at once."""
+
+    def __init__(self, script: list[Step] | None = None, *, echo: bool = False, delay_of=lambda text: 0.0):
+        self.script = list(script or [ok()])
+        self.echo, self.delay_of = echo, delay_of
+        self.requests: list[dict] = []
+        self.in_flight = self.max_in_flight = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's naming)
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.loads(raw) if raw else None
+                with server._lock:
+                    n = len(server.requests)
+                    server.requests.append({"path": self.path, "body": body,
+                                            "headers": {k.lower(): v for k, v in self.headers.items()}})
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    if server.echo:
+                        text = _text_of(body)
+                        step = Step(200, completion(f"echo: {text}"), delay=server.delay_of(text))
+                    else:
+                        step = server.script[min(n, len(server.script) - 1)]
+                    time.sleep(step.delay)
+                    self._answer(step)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (the timeout test): nothing to answer
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self, step: Step):
+                if isinstance(step.body, dict):
+                    payload, ctype = json.dumps(step.body).encode(), "application/json"
+                else:
+                    payload, ctype = (step.body or "").encode(), "text/plain"
+                self.send_response(step.status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(payload)))
+                for key, value in step.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args):  # keep the test output quiet
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        daemon=True)
+        self._thread.start()
+
+    def close(self):
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    @property
+    def count(self) -> int:
+        return len(self.requests)
+
+
+def _text_of(body: dict) -> str:
+    content = body["messages"][0]["content"]
+    return content if isinstance(content, str) else content[-1]["text"]
+
+
+@pytest.fixture
+def serve():
+    """serve(script, **kw) starts a FaultServer that is closed when the test ends."""
+    servers = []
+
+    def start(script=None, **kw) -> FaultServer:
+        servers.append(FaultServer(script, **kw))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+def backend(url: str, *, retries: int = 4, timeout: float = 5.0, backoff: float = 0.01, **kw) -> OpenAIBackend:
+    """A backend whose backoff pauses are recorded in ``.delays`` instead of waited."""
+    b = OpenAIBackend("test-model", url, retries=retries, timeout=timeout, backoff=backoff, **kw)
+    b.delays = []
+    b._pause = lambda seconds, stop: b.delays.append(seconds)
+    return b
+
+
+def png_bytes(color=(200, 30, 30)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (16, 12), color).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def jpeg_bytes(color=(30, 30, 200)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (16, 12), color).save(buf, "JPEG")
+    return buf.getvalue()
+
+
+# ---- what is sent ---------------------------------------------------------------------------------------
+
+
+def test_request_carries_model_tokens_temperature_image_text_and_key(serve, monkeypatch, caplog):
+    monkeypatch.setenv("VLMDESK_TEST_KEY", SECRET)
+    server = serve([Step(500, {"error": {"message": "hiccup"}}), ok("A")])  # one retry, so something is logged
+    b = parse_openai_spec(f"my-vlm@{server.url}?key_env=VLMDESK_TEST_KEY&retries=2&backoff=0.001")
+    png = png_bytes()
+    with caplog.at_level(logging.DEBUG):
+        assert b.generate([Query("Which option? A. cat B. dog", (png,), ("A", "B"))], max_new_tokens=7) == ["A"]
+
+    assert server.count == 2
+    req = server.requests[-1]
+    assert req["path"] == "/v1/chat/completions"
+    assert req["headers"]["authorization"] == f"Bearer {SECRET}"
+    body = req["body"]
+    assert body["model"] == "my-vlm"
+    assert body["max_tokens"] == 7
+    assert body["temperature"] == 0
+    assert not body.get("stream")
+    (message,) = body["messages"]
+    assert message["role"] == "user"
+    image_part, text_part = message["content"]
+    assert image_part["type"] == "image_url"
+    prefix = "data:image/png;base64,"
+    assert image_part["image_url"]["url"].startswith(prefix)
+    assert base64.b64decode(image_part["image_url"]["url"][len(prefix):]) == png
+    assert text_part == {"type": "text", "text": "Which option? A. cat B. dog"}
+
+    described = json.dumps(b.describe())
+    assert SECRET not in described and SECRET not in b.spec
+    assert b.describe()["key_env"] == "VLMDESK_TEST_KEY"
+    assert {"model", "base_url", "key_env", "concurrency", "timeout", "retries"} <= b.describe().keys()
+    assert caplog.records, "the retry should have been logged"
+    assert all(SECRET not in r.getMessage() for r in caplog.records)
+    assert isinstance(b, Backend)
+
+
+def test_jpeg_mime_several_images_and_text_only_query(serve):
+    server = serve([ok("yes")])
+    b = backend(server.url)
+    png, jpg = png_bytes(), jpeg_bytes()
+    assert b.generate([Query("Same picture?", (jpg, png)), Query("Is the sky blue?")], 3) == ["yes", "yes"]
+    bodies = sorted((r["body"] for r in server.requests), key=lambda body: isinstance(body["messages"][0]["content"], str))
+    parts = bodies[0]["messages"][0]["content"]
+    assert [p["type"] for p in parts] == ["image_url", "image_url", "text"]
+    assert parts[0]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+    assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert bodies[1]["messages"][0]["content"] == "Is the sky blue?"  # a text-only query sends just text
+
+
+def test_unset_key_env_sends_dummy_key(serve, monkeypatch):
+    monkeypatch.delenv("VLMDESK_UNSET_KEY", raising=False)
+    server = serve([ok()])
+    backend(server.url, key_env="VLMDESK_UNSET_KEY").generate([Query("q")], 2)
+    assert server.requests[0]["headers"]["authorization"] == "Bearer EMPTY"
+
+
+def test_default_key_env_is_openai_api_key(serve, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    server = serve([ok()])
+    b = backend(server.url)
+    b.generate([Query("q")], 2)
+    assert server.requests[0]["headers"]["authorization"] == f"Bearer {SECRET}"
+    assert b.describe()["key_env"] == "OPENAI_API_KEY" and SECRET not in json.dumps(b.describe())
+
+
+@pytest.mark.parametrize(
+    "data, mime",
+    [(png_bytes(), "image/png"), (jpeg_bytes(), "image/jpeg"), (b"GIF89a....", "image/gif"),
+     (b"RIFF\x00\x00\x00\x00WEBPVP8 ", "image/webp"), (b"BM\x00\x00", "image/bmp")],
+)
+def test_image_mime_from_bytes(data, mime):
+    assert image_mime(data) == mime
+
+
+def test_unknown_image_format_fails_before_any_request(serve):
+    server = serve([ok()])
+    with pytest.raises(BackendError, match="unknown image format"):
+        backend(server.url).generate([Query("q", (png_bytes(),)), Query("q", (b"not an image",))], 2)
+    assert server.count == 0
+
+
+# ---- retries ----------------------------------------------------------------------------------------------
+
+
+def test_429_with_retry_after_zero_is_retried_at_once(serve):
+    server = serve([Step(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"}), ok("C")])
+    b = backend(server.url, backoff=5.0)  # a large backoff that Retry-After must override
+    assert b.generate([Query("q")], 2) == ["C"]
+    assert server.count == 2
+    assert b.delays == [0.0]
+
+
+def test_retry_after_is_capped(serve):
+    server = serve([Step(429, {"error": {"message": "slow down"}}, {"Retry-After": "3600"}), ok("C")])
+    b = backend(server.url, max_retry_after=2.0)
+    assert b.generate([Query("q")], 2) == ["C"]
+    assert b.delays == [2.0]
+
+
+def test_500_twice_then_ok_with_exponential_backoff(serve):
+    server = serve([Step(500, {"error": {"message": "boom"}}), Step(500, "Internal Server Error"), ok("D")])
+    b = backend(server.url)
+    assert b.generate([Query("q")], 2) == ["D"]
+    assert server.count == 3
+    first, second = b.delays
+    assert 0.01 <= first <= 0.0125 and 0.02 <= second <= 0.025  # base·2^k plus up to 25 % jitter
+
+
+def test_response_slower_than_timeout_is_retried(serve):
+    server = serve([Step(200, completion("late"), delay=1.5), ok("E")])
+    b = backend(server.url, timeout=0.3)
+    assert b.generate([Query("q")], 2) == ["E"]
+    assert server.count == 2
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [Step(200, "this is not json"), Step(200, {"id": "x", "object": "chat.completion"}),
+     Step(200, {"choices": []}), Step(200, completion(None))],
+    ids=["not-json", "no-choices", "empty-choices", "null-content"],
+)
+def test_malformed_body_is_retried(serve, bad):
+    server = serve([bad, ok("F")])
+    assert backend(server.url).generate([Query("q")], 2) == ["F"]
+    assert server.count == 2
+
+
+def test_always_malformed_gives_up_with_malformed_in_the_message(serve):
+    server = serve([Step(200, "<html>proxy error</html>")])
+    with pytest.raises(BackendError, match="malformed response") as err:
+        backend(server.url, retries=1).generate([Query("q")], 2)
+    assert server.count == 2
+    assert "2 attempts" in str(err.value)
+
+
+@pytest.mark.parametrize("status", [400, 401, 404])
+def test_client_errors_are_not_retried_and_read_well(serve, status):
+    server = serve([Step(status, {"error": {"message": f"Incorrect API key provided (case {status})",
+                                            "type": "invalid_request_error"}})])
+    with pytest.raises(BackendError) as err:
+        backend(server.url).generate([Query("q")], 2)
+    assert server.count == 1
+    message = str(err.value)
+    assert "\n" not in message
+    assert str(status) in message
+    assert f"Incorrect API key provided (case {status})" in message
+    assert server.url in message and "test-model" in message
+
+
+def test_fastapi_style_detail_is_the_message(serve):
+    server = serve([Step(422, {"detail": "Unexpected fields in the request: {'foo'}"})])
+    with pytest.raises(BackendError, match=r"HTTP 422.*Unexpected fields in the request"):
+        backend(server.url).generate([Query("q")], 2)
+    assert server.count == 1
+
+
+def test_always_503_gives_up_after_all_attempts(serve):
+    server = serve([Step(503, {"error": {"message": "model is loading"}})])
+    b = backend(server.url, retries=3)
+    with pytest.raises(BackendError) as err:
+        b.generate([Query("q")], 2)
+    assert server.count == 4  # 1 try + 3 retries
+    assert len(b.delays) == 3
+    message = str(err.value)
+    assert "4 attempts" in message and "503" in message and "model is loading" in message
+
+
+def test_unreachable_server_is_a_connection_error():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(BackendError, match=r"after 3 attempts; last error: connection error"):
+        backend(f"http://127.0.0.1:{port}/v1", retries=2).generate([Query("q")], 2)
+
+
+# ---- concurrency and order --------------------------------------------------------------------------------
+
+
+def test_concurrency_is_bounded_and_outputs_keep_input_order(serve):
+    # Later queries answer faster, so completion order differs from input order.
+    server = serve(echo=True, delay_of=lambda text: 0.3 - 0.04 * int(text.split()[-1]))
+    b = backend(server.url, concurrency=2)
+    prompts = [f"question {i}" for i in range(6)]
+    queries = [Query(p, (png_bytes(),)) if i % 2 else Query(p) for i, p in enumerate(prompts)]
+    assert b.generate(queries, 4) == [f"echo: {p}" for p in prompts]
+    assert server.count == 6
+    assert server.max_in_flight == 2
+
+
+def test_one_failing_query_fails_the_batch_without_hanging(serve):
+    server = serve([ok("x"), Step(400, {"error": {"message": "bad image"}}), ok("y")])
+    with pytest.raises(BackendError, match="bad image"):
+        backend(server.url, concurrency=1).generate([Query(f"q{i}") for i in range(5)], 2)
+    assert server.count == 2  # the queries after the failing one were never sent
+
+
+def test_empty_batch_sends_nothing(serve):
+    server = serve()
+    assert backend(server.url).generate([], 5) == []
+    assert server.count == 0
+
+
+# ---- specs ------------------------------------------------------------------------------------------------
+
+
+def test_spec_defaults_and_official_endpoint():
+    b = parse_openai_spec("gpt-4o-mini")
+    assert b.base_url is None and b.model == "gpt-4o-mini"
+    d = b.describe()
+    assert (d["key_env"], d["concurrency"], d["timeout"], d["retries"], d["temperature"]) == (
+        "OPENAI_API_KEY", 8, 60.0, 4, 0.0)
+    assert b.spec == "openai:gpt-4o-mini"
+
+
+def test_spec_options_round_trip():
+    spec = "openai:org/model@dev@http://127.0.0.1:9/v1?key_env=MY_KEY&concurrency=3&timeout=12.5&retries=0"
+    b = parse_openai_spec(spec[len("openai:"):])
+    assert (b.model, b.base_url, b.key_env, b.concurrency, b.timeout, b.retries) == (
+        "org/model@dev", "http://127.0.0.1:9/v1", "MY_KEY", 3, 12.5, 0)
+    assert b.spec == spec
+    assert parse_openai_spec(b.spec[len("openai:"):]).describe() == b.describe()
+
+
+@pytest.mark.parametrize(
+    "rest, match",
+    [("m@http://h/v1?colour=red", "unknown option 'colour'"),
+     ("m@http://h/v1?concurrency=0", "concurrency must be at least 1"),
+     ("m@http://h/v1?concurrency=two", "concurrency must be a whole number"),
+     ("m@http://h/v1?timeout=soon", "timeout must be a number"),
+     ("m@localhost:8000/v1", "must start with http:// or https://"),
+     ("m@http://user:pw@h/v1", "must not carry a password"),
+     ("m@http://h/v1?key_env=MY-KEY!", "key_env must name an environment variable"),
+     ("@http://h/v1", "needs a model name")],
+)
+def test_bad_specs_say_what_is_wrong(rest, match):
+    with pytest.raises(BackendError, match=match):
+        parse_openai_spec(rest)
+
+
+# ---- a real server: transformers serve with a tiny random LLaVA -------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class ServeProcess:
+    base_url: str
+    model: str
+    error: str | None  # why the server is not answering, with its output; None when it is
+
+    def running(self) -> tuple[str, str]:
+        """(base_url, model) — or the test FAILS (never skips) with the server's output."""
+        if self.error:
+            pytest.fail(self.error, pytrace=False)
+        return self.base_url, self.model
+
+
+@pytest.fixture(scope="module")
+def transformers_server(tiny_llava_dir, tmp_path_factory):
+    """`transformers serve <tiny llava dir> --device cpu` on a free port, killed at teardown.
+
+    The model is pinned on the command line (and preloaded), so requests must name it by that same path.
+    """
+    model = str(tiny_llava_dir)
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("transformers_serve") / "server.log"
+    # No hub, and no PyPI "newer version available" check at CLI start (huggingface_hub's check_cli_update).
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_HUB_DISABLE_UPDATE_CHECK="1",
+               TOKENIZERS_PARALLELISM="false")
+    cmd = [sys.executable, "-m", "transformers.cli.transformers", "serve", model,
+           "--device", "cpu", "--host", "127.0.0.1", "--port", str(port)]
+    with open(log_path, "wb") as log_file:
+        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=env)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    error = None
+    deadline = time.monotonic() + 120
+    try:
+        while error is None:
+            if proc.poll() is not None:
+                error = f"exited with status {proc.returncode} before answering"
+                break
+            try:
+                with urllib.request.urlopen(f"{base_url}/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                error = "did not answer GET /v1/models within 120 s"
+            time.sleep(0.25)
+        if error:
+            output = log_path.read_text(errors="replace")[-4000:]
+            error = f"`{' '.join(cmd)}` {error}; its output:\n{output}"
+        yield ServeProcess(base_url, model, error)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_transformers_serve_answers_image_and_text_queries(transformers_server):
+    base_url, model = transformers_server.running()
+    b = OpenAIBackend(model, base_url, concurrency=3, timeout=60, retries=1, backoff=0.1)
+    queries = [Query("What is shown in the image?", (png_bytes(),)),
+               Query("Is there a cat in the image? Please answer yes or no.", (jpeg_bytes(),)),
+               Query("The answer is A. The answer is")]  # text-only
+    answers = b.generate(queries, max_new_tokens=6)
+    assert len(answers) == 3
+    assert all(isinstance(a, str) and a for a in answers), answers
+
+
+def test_transformers_serve_rejects_another_model_name_without_retrying(transformers_server):
+    base_url, _ = transformers_server.running()
+    b = backend(base_url)
+    b.model = "some-other-model"
+    with pytest.raises(BackendError, match=r"HTTP 400.*pinned") as err:
+        b.generate([Query("q")], 2)
+    assert b.delays == []
+    assert base_url in str(err.value)

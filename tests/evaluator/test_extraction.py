@@ -1,0 +1,344 @@
+"""The rule-based choice extractor against responses whose meaning a careful human reads off.
+
+Each row: (response, options, human_answer, must_decide). ``human_answer`` is the letter a careful human
+reads, "Z" for a refusal / none of the options, or None when a human cannot tell either. The extractor may stay
+undecided on any row, but it must never return a letter other than the human's; on ``must_decide`` rows (clear
+forms) it must return exactly the human answer.
+"""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evaluator.extraction import Extraction, extract_by_rules, language_of
+
+ABCD = {"A": "cat", "B": "dog", "C": "bird", "D": "fish"}
+ABC = {"A": "cat", "B": "dog", "C": "bird"}
+ZH = {"A": "猫", "B": "狗", "C": "鸟"}
+NUMBERS = {"A": "12", "B": "112", "C": "21", "D": "1"}
+APPLES = {"A": "1 apple", "B": "2 apples", "C": "3 apples"}
+COLOURS = {"A": "red", "B": "red apple", "C": "green apple"}
+RIDING = {"A": "walking", "B": "riding a horse", "C": "swimming"}
+WITH_NONE = {"A": "cat", "B": "dog", "C": "None of the above"}
+VITAMINS = {"A": "Vitamin C", "B": "Vitamin D"}
+YES_NO = {"A": "Yes", "B": "No"}
+
+MUST, MAY = True, False
+
+ROWS = [
+    # --- bare letters and their usual English forms
+    ("B", ABCD, "B", MUST),
+    ("(B)", ABCD, "B", MUST),
+    ("B.", ABCD, "B", MUST),
+    ("B)", ABCD, "B", MUST),
+    ("B:", ABCD, "B", MUST),
+    ("[B]", ABCD, "B", MUST),
+    ("  B  \n", ABCD, "B", MUST),
+    ("Ｂ", ABCD, "B", MUST),
+    ("- B", ABCD, "B", MUST),
+    ("A", ABCD, "A", MUST),
+    ("A.", ABCD, "A", MUST),
+    ("(A) cat", ABCD, "A", MUST),
+    ("Option A.", ABCD, "A", MUST),
+    ("option B", ABCD, "B", MUST),
+    ("B. dog", ABCD, "B", MUST),
+    ("B) dog", ABCD, "B", MUST),
+    # --- markdown, LaTeX, tags
+    ("**B**", ABCD, "B", MUST),
+    ("**Answer:** (C)", ABCD, "C", MUST),
+    ("Answer: **C. bird**", ABCD, "C", MUST),
+    ("\\boxed{B}", ABCD, "B", MUST),
+    ("The final answer is $\\boxed{D}$.", ABCD, "D", MUST),
+    ("The answer is \\boxed{\\text{B}}", ABCD, "B", MUST),
+    ("<answer>C</answer>", ABCD, "C", MUST),
+    ("```\nB\n```", ABCD, "B", MUST),
+    ("**Analysis:**\n- A: cat (wrong)\n- B: dog (correct)\n\n**Answer: B**", ABCD, "B", MUST),
+    # --- answer statements
+    ("Answer: B", ABCD, "B", MUST),
+    ("ANSWER: D", ABCD, "D", MUST),
+    ("The answer is B", ABCD, "B", MUST),
+    ("The answer is option B.", ABCD, "B", MUST),
+    ("the correct option is (B)", ABCD, "B", MUST),
+    ("B is the correct answer.", ABCD, "B", MUST),
+    ("B is correct.", ABCD, "B", MUST),
+    ("A is correct.", ABCD, "A", MUST),
+    ("I would choose C.", ABCD, "C", MUST),
+    ("I'd go with option D.", ABCD, "D", MUST),
+    ("My answer: A", ABCD, "A", MUST),
+    ("Based on the image, the best choice is C.", ABCD, "C", MUST),
+    ("The answer is: C) bird", ABCD, "C", MUST),
+    ("The answer is D: fish.", ABCD, "D", MUST),
+    ("The answer is (A) cat.", ABCD, "A", MUST),
+    ("The answer is B (dog).", ABCD, "B", MUST),
+    ("The correct answer is B, a dog.", ABCD, "B", MUST),
+    ("1. The answer is C.", ABCD, "C", MUST),
+    ("The animal is a dog (B).", ABCD, "B", MUST),
+    ("Answer: (C) 3 apples", APPLES, "C", MUST),
+    ("B\n\nThe image shows a dog sitting on the grass next to a cat.", ABCD, "B", MUST),
+    ("B, because A shows a cat.", ABCD, "B", MUST),
+    ("Answer: B.\n\nA is a cat and C is a bird, so they are wrong.", ABCD, "B", MUST),
+    # --- Chinese
+    ("答案是B", ABCD, "B", MUST),
+    ("答案：B", ABCD, "B", MUST),
+    ("答案：（C）", ABCD, "C", MUST),
+    ("选B", ABCD, "B", MUST),
+    ("B选项", ABCD, "B", MUST),
+    ("正确答案是 B", ABCD, "B", MUST),
+    ("答案为C。", ABCD, "C", MUST),
+    ("我选择A", ABCD, "A", MUST),
+    ("故选D", ABCD, "D", MUST),
+    ("A选项错误，B选项正确。", ABCD, "B", MUST),
+    ("我认为答案是C，因为图中有一只鸟。", ABCD, "C", MUST),
+    ("答案是 D. fish", ABCD, "D", MUST),
+    ("图中是一只狗。", ZH, "B", MUST),
+    ("不是猫，是狗。", ZH, "B", MUST),
+    ("(C)", ZH, "C", MUST),
+    ("无法确定", ZH, "Z", MUST),
+    ("无法回答这个问题。", ABCD, "Z", MUST),
+    ("这只动物是猫还是鸟？无法判断。", ZH, "Z", MUST),
+    # --- option text, any case, articles
+    ("It is a dog.", ABCD, "B", MUST),
+    ("dog", ABCD, "B", MUST),
+    ("Dog.", ABCD, "B", MUST),
+    ("DOG", ABCD, "B", MUST),
+    ("The animal in the picture is a bird.", ABCD, "C", MUST),
+    ("It's a fish!", ABCD, "D", MUST),
+    ("A dog.", ABCD, "B", MUST),
+    ("A dog.", ABC, "B", MUST),
+    ("A cat is sleeping on the sofa.", ABCD, "A", MUST),
+    ("A dog is sleeping on the sofa.", ABCD, "B", MUST),
+    ("A dog or a cat?", ABCD, None, MAY),
+    ("A man is riding a horse.", RIDING, "B", MUST),
+    ("A man riding a horse.", RIDING, "B", MUST),
+    ("A man is standing next to a horse.", RIDING, None, MAY),
+    ("I think it's a dog.", ABCD, "B", MUST),
+    ("In the image, I see a bird perched on a branch.", ABCD, "C", MUST),
+    ("The picture shows a dog, not a cat.", ABCD, "B", MUST),
+    ("There is no fish in the image; it is a bird.", ABCD, "C", MUST),
+    ("It's not a cat.", ABCD, None, MAY),
+    ("The image shows a cat and a dog.", ABCD, None, MAY),
+    ("Dalmatian", ABCD, None, MAY),
+    ("a", ABCD, None, MAY),  # lower-case "a" is never read as a letter
+    ("b", ABCD, "B", MAY),  # a human reads B; the rules leave lower-case letters alone
+    ("Vitamin C", VITAMINS, "A", MUST),
+    ("The patient lacks vitamin D.", VITAMINS, "B", MUST),
+    ("X", {"A": "X", "B": "Y"}, "A", MUST),  # option texts that are letters (labels in a figure)
+    ("B", {"A": "B", "B": "A"}, None, MAY),  # label B or option B? a human cannot tell
+    ("Yes.", YES_NO, "A", MUST),
+    ("Yes, there is a dog.", YES_NO, "A", MUST),
+    ("No, there is no dog.", YES_NO, "B", MUST),
+    # --- numbers that contain each other
+    ("112", NUMBERS, "B", MUST),
+    ("12", NUMBERS, "A", MUST),
+    ("1", NUMBERS, "D", MUST),
+    ("There are 112 people.", NUMBERS, "B", MUST),
+    ("The count is 12.", NUMBERS, "A", MUST),
+    ("The answer is 21.", NUMBERS, "C", MUST),
+    ("I count 12 apples.", NUMBERS, "A", MUST),
+    ("12 or 112", NUMBERS, None, MAY),
+    ("About 1.12 meters.", NUMBERS, None, MAY),
+    ("There are 2 apples on the table.", APPLES, "B", MUST),
+    ("3 apples", APPLES, "C", MUST),
+    ("(B) 3 apples", APPLES, None, MAY),  # letter and text disagree
+    # --- option texts that contain each other
+    ("It is a red apple.", COLOURS, "B", MUST),
+    ("Red.", COLOURS, "A", MUST),
+    ("The color is red.", COLOURS, "A", MUST),
+    ("a green apple", COLOURS, "C", MUST),
+    ("Red apple or green apple?", COLOURS, None, MAY),
+    # --- chain of thought
+    (
+        "Let's think. Option A shows a cat, which does not match. Option C is a bird. "
+        "The animal barks, so the answer is B.",
+        ABCD,
+        "B",
+        MUST,
+    ),
+    ("A is wrong and C is wrong, so the answer is B.", ABCD, "B", MUST),
+    ("A and C are wrong, so B", ABC, "B", MUST),
+    ("A and C are wrong, so B.", ABCD, "B", MUST),
+    ("First, A is incorrect because the animal barks. D is also incorrect. Therefore, C.", ABCD, "C", MUST),
+    ("The answer is A. Wait, let me reconsider. The animal barks. The answer is B.", ABCD, "B", MUST),
+    ("Answer: B\nExplanation: A is a cat, which is wrong; the image shows a dog.", ABCD, "B", MUST),
+    ("Step 1: a four-legged animal. Step 2: does it have feathers? No. Final answer: D", ABCD, "D", MUST),
+    ("If B is correct, then the animal would bark. It does not bark, so the answer is A.", ABCD, "A", MUST),
+    ("Both A and B are wrong; the answer is C.", ABCD, "C", MUST),
+    ("It's B, not A.", ABCD, "B", MUST),
+    ("Not A. It is B.", ABCD, "B", MUST),
+    ("Neither A nor C; it's B.", ABCD, "B", MUST),
+    ("A is a cat, B is a dog.", ABCD, None, MAY),
+    (
+        "Let me look at each option: (A) cat — no. (B) dog — yes. (C) bird — no. (D) fish — no.",
+        ABCD,
+        "B",
+        MAY,
+    ),
+    # --- hedges and several options
+    ("A and C", ABCD, None, MAY),
+    ("either B or D", ABCD, None, MAY),
+    ("maybe B or C", ABCD, None, MAY),
+    ("The answer is either B or D.", ABCD, None, MAY),
+    ("The answer is B or maybe C.", ABCD, None, MAY),
+    ("It could be A or B.", ABCD, None, MAY),
+    ("B/C", ABCD, None, MAY),
+    ("A, B, C, D", ABCD, None, MAY),
+    ("A. cat\nB. dog\nC. bird\nD. fish", ABCD, None, MAY),
+    ("A. cat B. dog C. bird D. fish", ABCD, None, MAY),
+    ("Probably B.", ABCD, "B", MUST),  # one hedged answer still names one option
+    ("I am not sure. Maybe B.", ABCD, "B", MAY),
+    ("The correct answer is B, a cat.", ABCD, None, MAY),  # letter and text disagree
+    ("The answer is not A.", ABCD, None, MAY),
+    ("Uncertain.", ABCD, None, MAY),
+    # --- letters that are not options
+    ("D", ABC, None, MAY),
+    ("The answer is E.", ABCD, None, MAY),
+    ("(F)", ABCD, None, MAY),
+    # --- refusals and "cannot determine"
+    ("I cannot answer this question.", ABCD, "Z", MUST),
+    ("I'm sorry, I can't help with that.", ABCD, "Z", MUST),
+    ("It is impossible to determine from the image.", ABCD, "Z", MUST),
+    ("None of the options.", ABCD, "Z", MUST),
+    ("None of the options is correct.", ABCD, "Z", MUST),
+    ("I'm sorry, but I cannot determine whether it is a cat or a dog.", ABCD, "Z", MUST),
+    ("There is not enough information to answer.", ABCD, "Z", MUST),
+    ("The answer cannot be determined from the image.", ABCD, "Z", MUST),
+    ("None of the above", WITH_NONE, "C", MUST),  # here "none of the above" is an option's text
+    ("It is none of the above.", WITH_NONE, "C", MUST),
+    ("I can't tell for sure, but it looks like a dog.", ABCD, "B", MAY),
+    # --- empty
+    ("", ABCD, None, MAY),
+    ("   \n\t ", ABCD, None, MAY),
+]
+
+# The table deliberately holds many rows a human cannot read either (human answer None): those must stay
+# undecided. The bound is on the rows a human *can* read that the rules leave to step 2.
+READABLE_UNDECIDED_BOUND = 5
+
+
+def _row_id(row) -> str:
+    text = row[0].replace("\n", "⏎")
+    return text[:40] or "<empty>"
+
+
+@pytest.mark.parametrize("response, options, human, must_decide", ROWS, ids=[_row_id(r) for r in ROWS])
+def test_extractor_agrees_with_a_careful_human(response, options, human, must_decide):
+    got = extract_by_rules(response, options)
+    assert isinstance(got, Extraction)
+    assert got.choice in (human, None), f"wrong choice {got.choice!r} ({got.reason}); a human reads {human!r}"
+    assert (got.stage == "rules") == (got.choice is not None)
+    assert got.reason
+    if must_decide:
+        assert got.choice == human, got.reason
+
+
+def test_the_table_is_large_and_varied():
+    assert len(ROWS) >= 90
+    assert len({(r[0], tuple(r[1].items())) for r in ROWS}) == len(ROWS), "duplicate rows"
+    humans = {r[2] for r in ROWS}
+    assert {"A", "B", "C", "D", "Z", None} <= humans
+
+
+def test_undecided_count():
+    undecided = [r for r in ROWS if extract_by_rules(r[0], r[1]).choice is None]
+    undecided_but_readable = [r for r in undecided if r[2] is not None]
+    unreadable = [r for r in ROWS if r[2] is None]
+    print(
+        f"\nrule extraction: {len(undecided)} of {len(ROWS)} rows undecided; "
+        f"{len(unreadable)} rows a human cannot read either, "
+        f"{len(undecided_but_readable)} undecided rows a human can read"
+    )
+    assert len(undecided_but_readable) <= READABLE_UNDECIDED_BOUND
+    assert len(undecided) <= len(unreadable) + READABLE_UNDECIDED_BOUND
+
+
+@pytest.mark.parametrize(
+    "response, options, words",
+    [
+        ("D", ABC, ["'D'", "not among the options"]),
+        ("A and C", ABCD, ["several options named", "A, C"]),
+        ("(B)", ABCD, ["letter form", "(B)"]),
+        ("It is a dog.", ABCD, ["option text", "dog"]),
+        ("I cannot answer.", ABCD, ["refusal"]),
+        ("", ABCD, ["empty"]),
+        ("The answer is B.", ABCD, ["answer statement"]),
+    ],
+)
+def test_reasons_say_why(response, options, words):
+    reason = extract_by_rules(response, options).reason
+    for word in words:
+        assert word in reason
+
+
+def test_the_choice_is_spelled_like_the_options_keys():
+    assert extract_by_rules("It is a dog.", {"a": "cat", "b": "dog"}).choice == "b"
+    assert extract_by_rules("(B)", {"a": "cat", "b": "dog"}).choice == "b"
+    assert extract_by_rules("I cannot answer.", {"a": "cat", "b": "dog"}).choice == "Z"
+
+
+def test_language_of():
+    assert language_of("图中是一只狗。") == "zh"
+    assert language_of("What is in the image? 猫") == "zh"
+    assert language_of("What is in the image?") == "en"
+    assert language_of("") == "en"
+    assert language_of("Ｂ") == "en"
+
+
+# --- properties ---------------------------------------------------------------------------------------------
+
+LETTERS = "ABCDEFGH"
+WORDS = ["cat", "dog", "bird", "fish", "horse", "apple", "car", "tree", "house", "boat", "chair", "river"]
+
+
+@st.composite
+def option_maps(draw, texts=st.text(max_size=30)):
+    n = draw(st.integers(min_value=2, max_value=len(LETTERS)))
+    return {LETTERS[i]: draw(texts) for i in range(n)}
+
+
+@st.composite
+def word_options(draw):
+    n = draw(st.integers(min_value=2, max_value=6))
+    words = draw(st.permutations(WORDS))[:n]
+    return {LETTERS[i]: w for i, w in enumerate(words)}
+
+
+@settings(max_examples=400)
+@given(response=st.text(max_size=400), options=option_maps())
+def test_never_raises_and_returns_an_option_z_or_none(response, options):
+    got = extract_by_rules(response, options)
+    assert got.choice is None or got.choice == "Z" or got.choice in options
+    assert got.stage in ("rules", "none")
+    assert (got.stage == "rules") == (got.choice is not None)
+
+
+@settings(max_examples=300)
+@given(
+    response=st.text(alphabet=st.sampled_from(list("ABCDEZ ab()[].:,\n答案是选不和or and not is the answer")),
+                     max_size=200),
+    options=option_maps(texts=st.sampled_from(WORDS + ["", "A", "12", "猫", "None of the above"])),
+)
+def test_never_raises_on_letter_soup(response, options):
+    got = extract_by_rules(response, options)
+    assert got.choice is None or got.choice == "Z" or got.choice in options
+
+
+@given(
+    options=word_options(),
+    data=st.data(),
+    template=st.sampled_from(
+        ["{l}", "({l})", "{l}.", "Answer: {l}", "The answer is {l}.", "答案是{l}", "**{l}**", "{l}. {t}", "{t}",
+         "It is a {t}.", "The answer is ({l}) {t}."]
+    ),
+)
+def test_clear_answers_are_read(options, data, template):
+    letter = data.draw(st.sampled_from(sorted(options)))
+    got = extract_by_rules(template.format(l=letter, t=options[letter]), options)
+    assert got.choice == letter, got.reason
+
+
+@given(options=word_options(), data=st.data())
+def test_two_letters_joined_are_undecided(options, data):
+    first, second = data.draw(st.lists(st.sampled_from(sorted(options)), min_size=2, max_size=2, unique=True))
+    for joiner in (" or ", " and ", "/", ", "):
+        assert extract_by_rules(f"The answer is {first}{joiner}{second}.", options).choice is None
