@@ -12,3 +12,25 @@ import pytest  # noqa: E402
 def _isolated_workspace(tmp_path, monkeypatch):
     # A test that forgets --workspace must not write into the user's data directory.
     monkeypatch.setenv("VLMDESK_WORKSPACE", str(tmp_path / "default-workspace.sqlite"))
+
+
+# Tiny random-weight models on disk, built once per session and shared by every test that loads a model.
+@pytest.fixture(scope="session")
+def tiny_llava_dir(tmp_path_factory):
+    from tests.tiny_models import build_tiny_llava
+
+    return build_tiny_llava(tmp_path_factory.mktemp("tiny_llava"))
+
+
+@pytest.fixture(scope="session")
+def tiny_idefics3_dir(tmp_path_factory):
+    from tests.tiny_models import build_tiny_idefics3
+
+    return build_tiny_idefics3(tmp_path_factory.mktemp("tiny_idefics3"))
+
+
+@pytest.fixture(scope="session")
+def tiny_text_lm_dir(tmp_path_factory):
+    from tests.tiny_models import build_tiny_text_lm
+
+    return build_tiny_text_lm(tmp_path_factory.mktemp("tiny_text_lm"))
