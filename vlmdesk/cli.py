@@ -22,8 +22,12 @@ def _workspace_option(parser: argparse.ArgumentParser) -> None:
                         help="workspace file (default: $VLMDESK_WORKSPACE, else the user data directory)")
 
 
+# Each module has register(add): it adds its subcommands through `add(name, help=, description=, examples=)`.
+COMMAND_MODULES = ("cmd_data", "cmd_run")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from vlmdesk import cmd_data, cmd_run
+    import importlib
 
     parser = argparse.ArgumentParser(
         prog="vlmdesk",
@@ -40,8 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _workspace_option(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for register in (cmd_data.register, cmd_run.register):
-        register(lambda name, **kw: _add(sub, name, **kw))
+    for module in COMMAND_MODULES:
+        importlib.import_module(f"vlmdesk.{module}").register(lambda name, **kw: _add(sub, name, **kw))
     return parser
 
 
