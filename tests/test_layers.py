@@ -1,0 +1,48 @@
+"""The layer rules of DESIGN.md: only gui/ imports Qt; imports point down (gui -> annotation, evaluator -> db)."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+QT_FREE = ("db", "evaluator", "annotation")
+# What each layer may import from the project (vlmdesk/ is the composition root and may import everything).
+ALLOWED = {"db": {"db"}, "evaluator": {"evaluator", "db"}, "annotation": {"annotation", "evaluator", "db"},
+           "gui": {"gui", "annotation", "evaluator", "db", "vlmdesk"}}
+PROJECT = {"db", "evaluator", "annotation", "gui", "vlmdesk", "assets", "tests"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_lower_layers_import_without_qt():
+    modules = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts)
+                     for layer in QT_FREE for p in (ROOT / layer).rglob("*.py"))
+    modules = [m.removesuffix(".__init__") for m in modules]
+    assert len(modules) > 10
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}: importlib.import_module(m)\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6'))\n"
+            "print(bad); sys.exit(1 if bad else 0)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_imports_point_down():
+    offences = []
+    for layer, allowed in ALLOWED.items():
+        for path in (ROOT / layer).rglob("*.py"):
+            for name in _imports(path) & PROJECT:
+                if name not in allowed:
+                    offences.append(f"{path.relative_to(ROOT)} imports {name}")
+            if layer != "gui" and _imports(path) & {"PySide6", "shiboken6"}:
+                offences.append(f"{path.relative_to(ROOT)} imports Qt")
+    assert offences == []
