@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -14,12 +15,15 @@ CIRCULAR_STRIDE = 1_000_000
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Above this many pixels an image is treated as a decompression bomb (PIL's own warning threshold).
 MAX_PIXELS = Image.MAX_IMAGE_PIXELS or 89_478_485
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class InputError(Exception):
     """Bad input, reported as one line `FILE:LINE: field: what is wrong` (LINE 0 means the file as a whole)."""
 
     def __init__(self, file: str | Path, line: int, field: str, what: str, *, index=None):
+        # One line, always: a value quoted from the file may hold newlines or other control characters.
+        what = _CONTROL.sub(lambda m: repr(m.group())[1:-1], what)
         super().__init__(f"{file}:{line}: {field}: {what}")
         self.file, self.line, self.field, self.what = str(file), line, field, what
         self.index = index  # the row's index when known, so rows that depend on a skipped row are skipped too
@@ -50,21 +54,26 @@ class SourceRow:
     meta: dict = field(default_factory=dict)
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def normalise_index(value) -> int | str:
     """Integer-looking indexes become ints (so they sort and compare as numbers); anything else stays text."""
     if isinstance(value, bool):
         raise ValueError("not an index")
-    if isinstance(value, int):
-        return value
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        value = int(value)
+    if isinstance(value, int):
+        # SQLite integers are 64-bit: a larger number is kept as text rather than overflowing at insert time.
+        return value if _INT64_MIN <= value <= _INT64_MAX else str(value)
     text = str(value).strip()
     if not text:
         raise ValueError("empty")
     try:
-        return int(text)
+        number = int(text)
     except ValueError:
         return text
+    return number if _INT64_MIN <= number <= _INT64_MAX else text
 
 
 def blank(value) -> bool:
@@ -104,13 +113,22 @@ def check_image(data: bytes) -> tuple[str, int, int]:
     return mime, width, height
 
 
-def decoded_lines(raw: io.BufferedReader, file: Path) -> Iterator[str]:
-    """Lines of a UTF-8 file (a BOM is dropped), decoded one by one so an encoding error names its line."""
+def decoded_lines(raw: io.BufferedReader, file: Path, bad: dict | None = None) -> Iterator[str]:
+    """Lines of a UTF-8 file (a BOM is dropped), decoded one by one so an encoding error names its line.
+
+    Without `bad`, an encoding error is raised. With it, the error is recorded as bad[line] and the line is still
+    yielded (undecodable bytes as lone surrogates), so the reader can report that one row and go on (--skip-bad).
+    """
     for number, line in enumerate(raw, start=1):
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InputError(file, number, "encoding", f"not UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})") from None
+            error = InputError(file, number, "encoding",
+                               f"not UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})")
+            if bad is None:
+                raise error from None
+            bad[number] = error
+            text = line.decode("utf-8", "surrogateescape")
         if number == 1 and text.startswith("\ufeff"):
             text = text[1:]
         yield text

@@ -180,8 +180,8 @@ class _Loader:
         if ref.kind == "path":
             try:
                 data = Path(ref.value).read_bytes()
-            except OSError as exc:
-                raise err(f"cannot read {ref.value} ({exc.strerror or exc})") from None
+            except (OSError, ValueError) as exc:  # ValueError: a NUL character in the path
+                raise err(f"cannot read {ref.value} ({getattr(exc, 'strerror', None) or exc})") from None
         else:
             data = ref.value
         return self._store(data, err)

@@ -21,11 +21,13 @@ from evaluator.importers.common import (
 
 _DATA_URL = re.compile(r"^data:image/[\w.+-]+;base64,", re.IGNORECASE)
 _POPE_SETTINGS = ("random", "popular", "adversarial")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
 
 def _records(path: Path, raw) -> Iterator[tuple[int, object] | InputError]:
     """(line, parsed value) per JSON Lines record, or per element when the file is one JSON array."""
-    lines = decoded_lines(raw, path)
+    bad_encoding: dict[int, InputError] = {}  # line -> its encoding error, reported in place of the record
+    lines = decoded_lines(raw, path, bad_encoding)
     first = None
     for number, text in enumerate(lines, start=1):
         if text.strip():
@@ -34,10 +36,13 @@ def _records(path: Path, raw) -> Iterator[tuple[int, object] | InputError]:
     if first is None:
         return
     if first[1].lstrip().startswith("["):
-        yield from _array_records(path, first, lines)
+        yield from _array_records(path, first, lines, bad_encoding)
         return
     number, text = first
     for number, text in _chain([first], enumerate(lines, start=number + 1)):
+        if number in bad_encoding:
+            yield bad_encoding.pop(number)
+            continue
         if not text.strip():
             continue
         try:
@@ -52,16 +57,24 @@ def _chain(*iterables):
         yield from it
 
 
-def _array_records(path: Path, first: tuple[int, str], lines) -> Iterator[tuple[int, object] | InputError]:
+def _array_records(path: Path, first: tuple[int, str], lines,
+                   bad_encoding: dict) -> Iterator[tuple[int, object] | InputError]:
     # One JSON array: decode element by element so each error and row carries the line it starts on.
     start_line = first[0]
     text = first[1] + "".join(lines)
     decoder = json.JSONDecoder()
     pos = text.index("[") + 1
     ws = re.compile(r"[\s,]*")
+    counted = [0, start_line]  # newlines are counted incrementally (positions only grow): linear, not quadratic
+
+    def line_at(p: int) -> int:
+        counted[1] += text.count("\n", counted[0], p)
+        counted[0] = p
+        return counted[1]
+
     while True:
         pos = ws.match(text, pos).end()
-        line = start_line + text.count("\n", 0, pos)
+        line = line_at(pos)
         if pos >= len(text):
             yield InputError(path, line, "json", "the JSON array is not closed — truncated file?")
             return
@@ -70,9 +83,16 @@ def _array_records(path: Path, first: tuple[int, str], lines) -> Iterator[tuple[
         try:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            yield InputError(path, line, "json", f"not valid JSON ({exc.msg})")
+            # Undecodable bytes at or before the failure are the likelier cause: report those instead.
+            first_bad = min(bad_encoding, default=None)
+            if first_bad is not None and first_bad <= line_at(max(exc.pos, pos)):
+                yield bad_encoding[first_bad]
+            else:
+                yield InputError(path, line, "json", f"not valid JSON ({exc.msg})"
+                                 + (" — truncated file?" if exc.pos >= len(text.rstrip()) else ""))
             return
-        yield line, value
+        encoding = [bad_encoding.pop(n) for n in range(line, line_at(pos) + 1) if n in bad_encoding]
+        yield encoding[0] if encoding else (line, value)
 
 
 def _inline_or_path(value, base_dir: Path, err) -> ImageRef:
@@ -80,7 +100,10 @@ def _inline_or_path(value, base_dir: Path, err) -> ImageRef:
         raise err("image", "missing (a path, a data URL or base64)")
     value = value.strip()
     match = _DATA_URL.match(value)
-    if match or (len(value) > 256 and "/" not in value[:64] and "." not in value[-6:]):
+    # Plain base64 may contain "/" anywhere (a JPEG's always starts "/9j/"); a path is not 64+ base64 characters
+    # (no dot) whose length is a multiple of 4.
+    plain_b64 = len(value) >= 64 and len(value) % 4 == 0 and _BASE64.fullmatch(value)
+    if match or plain_b64 or (len(value) > 256 and "/" not in value[:64] and "." not in value[-6:]):
         try:
             return ImageRef("bytes", base64.b64decode(value[match.end():] if match else value, validate=True))
         except (binascii.Error, ValueError) as exc:

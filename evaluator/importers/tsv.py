@@ -26,7 +26,8 @@ def read_tsv(path: Path, raw, *, images_dir: Path | None = None) -> Iterator[Sou
     """Yield one SourceRow (or the InputError of a bad row) per data row; raise InputError if the file is unusable."""
     # Base64 images make single cells of megabytes; the csv module's default cap is 128 KB.
     csv.field_size_limit(max(csv.field_size_limit(), min(sys.maxsize, 2**31 - 1)))
-    lines = decoded_lines(raw, path)
+    bad_encoding: dict[int, InputError] = {}  # line -> its encoding error, reported with the row it belongs to
+    lines = decoded_lines(raw, path, bad_encoding)
     reader = csv.reader(lines, delimiter="\t")
     try:
         header = next(reader)
@@ -34,6 +35,8 @@ def read_tsv(path: Path, raw, *, images_dir: Path | None = None) -> Iterator[Sou
         raise InputError(path, 1, "header", "the file is empty") from None
     except csv.Error as exc:
         raise InputError(path, 1, "header", f"unreadable TSV ({exc})") from None
+    if bad_encoding:
+        raise bad_encoding[min(bad_encoding)]
     header = [h.strip() for h in header]
     col = {name: i for i, name in enumerate(header)}
     option_cols = [c for c in LETTERS if c in col]
@@ -59,6 +62,11 @@ def read_tsv(path: Path, raw, *, images_dir: Path | None = None) -> Iterator[Sou
             yield InputError(path, reader.line_num, "row", f"unreadable TSV ({exc})")
             return
         first_line, last_line = last_line + 1, reader.line_num
+        encoding = [bad_encoding.pop(n) for n in range(first_line, last_line + 1) if n in bad_encoding]
+        if encoding:
+            encoding[0].index = index_or_none(cells[col["index"]]) if len(cells) > col["index"] else None
+            yield encoding[0]
+            continue
         if not any(c.strip() for c in cells):
             continue
         if len(cells) != len(header):

@@ -1,0 +1,187 @@
+"""Importing an MMBench-dev-sized TSV: wall time and peak memory of `vlmdesk import`, against a naive importer.
+
+Generates a TSV shaped like MMBench_DEV_EN (~4,400 rows: ~1,300 questions x 2-4 circular rows, one ~50 KB JPEG per
+question as base64, the copies referring to their question's image by index), then imports it twice, each in a
+fresh child process on a fresh workspace:
+
+- streaming: the real command, `vlmdesk --workspace WS import FILE --json`;
+- naive: this file run with `--naive-child`: the whole TSV read with `csv` into a list first, every image decoded
+  into memory, then checked (PIL) and inserted in one transaction (copies folded by index, nothing else checked).
+
+Each child's peak resident memory comes from os.wait4() (the child's own rusage; the same figure as
+getrusage(RUSAGE_CHILDREN).ru_maxrss when it is the only child). On Linux a child's ru_maxrss starts from the
+parent's resident size at fork/vfork time, so this parent stays small: the file is generated in a child of its own
+(the generator keeps every question's image until the copies are written), and the parent's own peak is printed as
+the floor below which no child figure can go. Figures are printed, never asserted.
+
+    python bench/import_bench.py                 # temp dir, removed afterwards
+    python bench/import_bench.py --out bench/out --questions 300
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TARGET_PEAK_MB = 400
+
+
+def generate(path: Path, questions: int, side: int) -> int:
+    """Write the TSV row by row (write_tsv streams when given a header); returns the number of rows."""
+    from tests.factories import HEADER, mmbench_rows, write_tsv
+
+    rows = 0
+
+    def counted():
+        nonlocal rows
+        for r in mmbench_rows(questions, seed=2024, image_side=side):
+            rows += 1
+            yield r
+
+    write_tsv(path, counted(), header=HEADER)
+    return rows
+
+
+def run_child(argv: list[str], log: Path) -> dict:
+    """Run a child to completion; its wall time, exit status and peak RSS (MB)."""
+    with open(log, "wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    # ru_maxrss is KiB on Linux, bytes on macOS.
+    peak = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
+    return {"wall_s": wall, "peak_mb": peak, "rc": proc.returncode, "log": log.read_text(errors="replace")}
+
+
+def naive_import(tsv: Path, ws_path: Path) -> None:
+    """The baseline: everything in memory first, then one transaction."""
+    import base64
+
+    from db import catalog, open_workspace
+    from evaluator.importers.common import check_image, sha256_bytes
+    from evaluator.language import language_of
+
+    csv.field_size_limit(2**31 - 1)
+    with open(tsv, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    images = {r["index"]: base64.b64decode(r["image"]) for r in rows if len(r["image"]) > 64}
+    with open_workspace(ws_path) as ws, ws.db.atomic():
+        bid = catalog.insert_benchmark(ws, name="naive", kind="mcq", format="mmbench-tsv", source=str(tsv),
+                                       source_sha256="naive", meta={})
+        shas = {}
+        for index, data in images.items():
+            mime, w, h = check_image(data)
+            shas[index] = sha256_bytes(data)
+            catalog.put_image(ws, sha256=shas[index], data=data, mime=mime, width=w, height=h)
+        items, copies = [], {}
+        for pos, r in enumerate(rows, start=1):
+            index = int(r["index"])
+            if index >= 1_000_000:
+                copies[index % 1_000_000] = copies.get(index % 1_000_000, 0) + 1
+                continue
+            options = [r[L] for L in "ABCD" if r[L] and r[L] != "nan"]
+            items.append((bid, pos, index, r["question"], None if r["hint"] in ("", "nan") else r["hint"],
+                          json.dumps(options), r["answer"], r["category"], r["l2-category"], r["split"],
+                          language_of(r["question"]), shas.get(r["image"]) or shas[r["index"]], 0, "{}"))
+        catalog.insert_items(ws, items)
+        ws.conn.executemany("UPDATE items SET circular_copies = ? WHERE benchmark_id = ? AND source_index = ?",
+                            [(n, bid, i) for i, n in copies.items()])
+        catalog.finish_benchmark(ws, bid, rows_read=len(rows), rows_folded=sum(copies.values()), rows_skipped=0)
+
+
+def workspace_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists()) / 1e6
+
+
+def machine() -> str:
+    return (f"{platform.platform()} | {platform.machine()} | {os.cpu_count()} CPUs | Python "
+            f"{platform.python_version()} | SQLite {sqlite3.sqlite_version}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, help="keep the generated file and workspaces here (default: a temp dir)")
+    ap.add_argument("--questions", type=int, default=1300, help="distinct questions (default 1300, ~4,400 rows)")
+    ap.add_argument("--side", type=int, default=272, help="JPEG side in pixels (272 gives ~50 KB of noise)")
+    ap.add_argument("--naive-child", nargs=2, metavar=("TSV", "WS"), help=argparse.SUPPRESS)
+    ap.add_argument("--generate-child", metavar="TSV", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.naive_child:
+        naive_import(Path(args.naive_child[0]), Path(args.naive_child[1]))
+        return 0
+    if args.generate_child:
+        print(generate(Path(args.generate_child), args.questions, args.side))
+        return 0
+
+    tmp = None
+    if args.out:
+        out = args.out
+        out.mkdir(parents=True, exist_ok=True)
+    else:
+        out = Path(tmp := tempfile.mkdtemp(prefix="vlmdesk-import-bench-"))
+    try:
+        tsv = out / "MMBench_DEV_EN_bench.tsv"
+        gen = run_child([sys.executable, __file__, "--generate-child", str(tsv), "--questions", str(args.questions),
+                         "--side", str(args.side)], out / "generate.log")
+        if gen["rc"] != 0:
+            print(f"generating the file failed:\n{gen['log']}", file=sys.stderr)
+            return 1
+        rows, questions, gen_s = int(gen["log"].split()[-1]), args.questions, gen["wall_s"]
+        file_mb = tsv.stat().st_size / 1e6
+
+        results = {}
+        vlmdesk = Path(sys.executable).with_name("vlmdesk")
+        for way, argv_for in (
+            ("streaming", lambda ws: [str(vlmdesk), "--workspace", str(ws), "import", str(tsv), "--json"]),
+            ("naive", lambda ws: [sys.executable, __file__, "--naive-child", str(tsv), str(ws)]),
+        ):
+            ws = out / f"ws_{way}.sqlite"
+            for p in (ws, Path(f"{ws}-wal"), Path(f"{ws}-shm")):
+                p.unlink(missing_ok=True)
+            r = run_child(argv_for(ws), out / f"{way}.log")
+            if r["rc"] != 0:
+                print(f"{way} import failed (exit {r['rc']}):\n{r['log']}", file=sys.stderr)
+                return 1
+            r["ws_mb"] = workspace_mb(ws)
+            results[way] = r
+
+        report = json.loads(results["streaming"]["log"].strip().splitlines()[-1])
+        s, n = results["streaming"], results["naive"]
+        print(f"machine: {machine()}")
+        print(f"file: {tsv.name}: {rows} rows, {questions} questions, {file_mb:.1f} MB "
+              f"(generated in {gen_s:.1f} s)")
+        print(f"streaming import (vlmdesk import): {s['wall_s']:.2f} s, {rows / s['wall_s']:.0f} rows/s, "
+              f"peak RSS {s['peak_mb']:.0f} MB, workspace {s['ws_mb']:.1f} MB")
+        print(f"  questions {report['questions']}, folded {report['rows_folded']}, images {report['images']}, "
+              f"skipped {report['rows_skipped']}")
+        print(f"naive import (csv into memory first): {n['wall_s']:.2f} s, {rows / n['wall_s']:.0f} rows/s, "
+              f"peak RSS {n['peak_mb']:.0f} MB, workspace {n['ws_mb']:.1f} MB")
+        parent = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1024)
+        print(f"(this bench's own peak RSS: {parent:.0f} MB — the floor of any child figure)")
+        print(f"ratio streaming/naive: time {s['wall_s'] / n['wall_s']:.2f}x, "
+              f"peak memory {s['peak_mb'] / n['peak_mb']:.2f}x")
+        met = "met" if s["peak_mb"] < TARGET_PEAK_MB else "NOT met"
+        print(f"peak-memory target < {TARGET_PEAK_MB} MB for the streaming import: {met} ({s['peak_mb']:.0f} MB)")
+        return 0
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,285 @@
+"""The workspace file: pragmas, schema version and migrations, refusals, append-only reviews, image storage.
+
+Every test opens a real SQLite file under tmp_path.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from db import SchemaError, catalog, default_workspace_path, open_workspace, schema
+from db.workspace import BUSY_TIMEOUT_MS, ENV_VAR
+from evaluator.importers import import_benchmark
+from tests.factories import mmbench_rows, png_bytes, write_tsv
+
+
+def _raw(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(str(path))
+
+
+def _add_item(ws, *, name="b", sha=None, index=1) -> int:
+    """A benchmark with one item, written through the catalog functions; returns the item id."""
+    with ws.db.atomic():
+        bid = catalog.insert_benchmark(ws, name=name, kind="mcq", format="jsonl", source="x", source_sha256=name * 8,
+                                       meta={})
+        if sha is not None:
+            catalog.put_image(ws, sha256=sha, data=png_bytes(), mime="image/png", width=8, height=8)
+        catalog.insert_items(ws, [(bid, 1, index, "Q?", None, '["a", "b"]', "A", None, None, None, "en", sha, 0,
+                                   "{}")])
+    return ws.conn.execute("SELECT id FROM items WHERE benchmark_id = ?", (bid,)).fetchone()[0]
+
+
+# ------------------------------------------------------------------------------------------------ pragmas
+
+
+def test_pragmas_on_a_real_file(tmp_path):
+    path = tmp_path / "ws.sqlite"
+    with open_workspace(path) as ws:
+        assert ws.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert ws.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert ws.conn.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_TIMEOUT_MS
+        assert BUSY_TIMEOUT_MS >= 1000
+    assert path.is_file()
+    # WAL is a property of the file: another connection sees it too.
+    with _raw(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_foreign_keys_are_enforced(tmp_path):
+    with open_workspace(tmp_path / "ws.sqlite") as ws:
+        with pytest.raises(sqlite3.IntegrityError):
+            with ws.db.atomic():
+                catalog.insert_items(ws, [(999, 1, 1, "Q", None, "[]", None, None, None, None, "en", None, 0, "{}")])
+        _add_item(ws, name="x", sha=None)
+        with pytest.raises(sqlite3.IntegrityError):
+            with ws.db.atomic():
+                ws.conn.execute("UPDATE items SET image_sha256 = 'no-such-image'")
+        assert ws.conn.execute("SELECT count(*) FROM items WHERE image_sha256 IS NOT NULL").fetchone()[0] == 0
+
+
+def test_a_reader_is_not_blocked_by_an_open_write_transaction(tmp_path):
+    path = tmp_path / "ws.sqlite"
+    with open_workspace(path) as writer, open_workspace(path) as reader:
+        _add_item(writer, name="first")
+        writer.conn.execute("BEGIN IMMEDIATE")
+        catalog.insert_benchmark(writer, name="second", kind="mcq", format="jsonl", source="x", source_sha256="s2",
+                                 meta={})
+        # WAL: the reader sees the last committed state at once instead of waiting for the writer.
+        assert [b.name for b in catalog.list_benchmarks(reader)] == ["first"]
+        writer.conn.commit()
+        assert [b.name for b in catalog.list_benchmarks(reader)] == ["first", "second"]
+
+
+# ------------------------------------------------------------------------------------------- default path
+
+
+def test_default_path_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "elsewhere.sqlite"))
+    assert default_workspace_path() == tmp_path / "elsewhere.sqlite"
+
+
+def test_default_path_is_the_user_data_dir_without_the_environment(monkeypatch):
+    from platformdirs import user_data_path
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    path = default_workspace_path()
+    assert path.parent == user_data_path("vlmdesk", appauthor=False)
+    assert path.suffix == ".sqlite"
+
+
+# ------------------------------------------------------------------------------------ version, migrations
+
+
+def test_schema_version_is_the_number_of_migrations(tmp_path):
+    with open_workspace(tmp_path / "ws.sqlite") as ws:
+        names = schema.migration_names()
+        assert len(names) >= 1 and schema.latest_version() == len(names)
+        assert ws.schema_version() == len(names)
+        applied = [r["name"] for r in ws.db["_sqlite_migrations"].rows_where(order_by="rowid")]
+        assert applied == names
+    with _raw(tmp_path / "ws.sqlite") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(names)
+
+
+def test_reopening_changes_nothing(tmp_path):
+    path = tmp_path / "ws.sqlite"
+    with open_workspace(path) as ws:
+        _add_item(ws)
+        before = list(ws.conn.execute("SELECT * FROM _sqlite_migrations"))
+    with open_workspace(path) as ws:
+        assert list(ws.conn.execute("SELECT * FROM _sqlite_migrations")) == before
+        assert ws.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 1
+
+
+def test_a_newer_workspace_is_refused(tmp_path):
+    path = tmp_path / "ws.sqlite"
+    with open_workspace(path) as ws:
+        _add_item(ws)
+    newer = schema.latest_version() + 1
+    with _raw(path) as conn:
+        conn.execute(f"PRAGMA user_version = {newer}")
+    with pytest.raises(SchemaError, match="newer"):
+        open_workspace(path)
+    # Refusing does not touch the file's version or data.
+    with _raw(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == newer
+        assert conn.execute("SELECT count(*) FROM items").fetchone()[0] == 1
+
+
+def test_a_foreign_sqlite_file_is_refused(tmp_path):
+    path = tmp_path / "other.sqlite"
+    with _raw(path) as conn:
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+        conn.execute("INSERT INTO notes (body) VALUES ('mine')")
+    with pytest.raises(SchemaError, match="not a vlmdesk workspace"):
+        open_workspace(path)
+    with _raw(path) as conn:
+        assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["notes"]
+
+
+def test_a_file_that_is_not_sqlite_is_refused(tmp_path):
+    path = tmp_path / "junk.sqlite"
+    path.write_bytes(b"this is not a database, just text " * 200)
+    before = path.read_bytes()
+    with pytest.raises(SchemaError):
+        open_workspace(path)
+    assert path.read_bytes() == before
+
+
+def test_missing_file_without_create_is_refused(tmp_path):
+    with pytest.raises(SchemaError, match="no such workspace"):
+        open_workspace(tmp_path / "absent.sqlite", create=False)
+    assert not (tmp_path / "absent.sqlite").exists()
+
+
+def test_an_empty_file_becomes_a_workspace(tmp_path):
+    path = tmp_path / "empty.sqlite"
+    path.touch()
+    with open_workspace(path) as ws:
+        assert ws.schema_version() == schema.latest_version()
+
+
+def _old_workspace(path: Path) -> int:
+    """A workspace as the previous vlmdesk left it: all migrations but the last, user_version to match."""
+    names = schema.migration_names()
+    db = Database(str(path))
+    schema.migrations.apply(db, stop_before=names[-1])
+    old = len(schema.migrations.applied(db))
+    db.execute(f"PRAGMA user_version = {old}")
+    db.conn.commit()
+    db.close()
+    return old
+
+
+@pytest.mark.skipif(len(schema.migration_names()) < 2,
+                    reason="only one migration exists, so there is no older schema to upgrade from yet")
+def test_an_older_workspace_is_upgraded_with_its_data_intact(tmp_path):
+    path = tmp_path / "old.sqlite"
+    old = _old_workspace(path)
+    assert old == schema.latest_version() - 1
+    png = png_bytes()
+    sha = hashlib.sha256(png).hexdigest()
+    # Data written with the oldest schema's columns only (migration 0001).
+    with _raw(path) as conn:
+        conn.execute("INSERT INTO images (sha256, data, mime, width, height, bytes) "
+                     "VALUES (?, ?, 'image/png', 8, 8, ?)",
+                     (sha, png, len(png)))
+        conn.execute("INSERT INTO benchmarks (id, name, kind, format, source, source_sha256, rows_read, imported_at) "
+                     "VALUES (1, 'old', 'mcq', 'jsonl', 'old.jsonl', 'abc', 1, '2024-01-01')")
+        conn.execute("INSERT INTO items (id, benchmark_id, position, source_index, question, options, answer, "
+                     "image_sha256) VALUES (1, 1, 1, 7, 'Old question?', '[\"x\", \"y\"]', 'B', ?)", (sha,))
+        conn.execute("INSERT INTO reviews (item_id, annotator, verdict, created_at) VALUES (1, 'ann', 'ok', 'now')")
+    with pytest.raises(SchemaError, match="needs upgrading"):
+        open_workspace(path, upgrade=False)
+    with open_workspace(path) as ws:
+        assert ws.schema_version() == schema.latest_version()
+        assert [m.name for m in schema.migrations.applied(ws.db)] == schema.migration_names()
+        bench = catalog.benchmark_by_name(ws, "old")
+        assert bench is not None and bench.questions == 1 and bench.images == 1
+        (item,) = catalog.list_items(ws, bench.id)
+        assert (item.index, item.question, item.options, item.answer) == (7, "Old question?", ("x", "y"), "B")
+        assert catalog.image_bytes(ws, sha) == (png, "image/png")
+        assert ws.conn.execute("SELECT annotator, verdict FROM reviews").fetchall() == [("ann", "ok")]
+
+
+def test_upgrade_false_refuses_an_older_workspace(tmp_path):
+    # Version 0 (a fresh file) is "older" than any release; without upgrade it is refused and left empty.
+    path = tmp_path / "ws.sqlite"
+    Database(str(path)).close()
+    path.touch()
+    with pytest.raises(SchemaError, match="needs upgrading"):
+        open_workspace(path, upgrade=False)
+
+
+# ---------------------------------------------------------------------------------------- reviews, images
+
+
+def test_reviews_are_append_only(tmp_path):
+    with open_workspace(tmp_path / "ws.sqlite") as ws:
+        item_id = _add_item(ws)
+        with ws.db.atomic():
+            for verdict in ("ok", "wrong-answer"):
+                ws.conn.execute("INSERT INTO reviews (item_id, annotator, verdict, created_at) VALUES (?, 'a', ?, ?)",
+                                (item_id, verdict, catalog.now_iso()))
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            ws.conn.execute("UPDATE reviews SET verdict = 'ok' WHERE verdict = 'wrong-answer'")
+        ws.conn.rollback()
+        assert [r[0] for r in ws.conn.execute("SELECT verdict FROM reviews ORDER BY id")] == ["ok", "wrong-answer"]
+
+
+def _two_tsvs_sharing_images(tmp_path):
+    rows = list(mmbench_rows(5, seed=3))
+    a = write_tsv(tmp_path / "first.tsv", rows)
+    # Same images, different questions (so a different file and a different benchmark).
+    b = write_tsv(tmp_path / "second.tsv", [dict(r, question=r["question"] + " (again)") for r in rows])
+    return a, b
+
+
+def test_images_are_stored_once_across_benchmarks(tmp_path):
+    a, b = _two_tsvs_sharing_images(tmp_path)
+    with open_workspace(tmp_path / "ws.sqlite") as ws:
+        first = import_benchmark(ws, a)
+        second = import_benchmark(ws, b)
+        assert first.images == first.images_new == 5
+        assert second.images == 5 and second.images_new == 0
+        assert ws.conn.execute("SELECT count(*) FROM images").fetchone()[0] == 5
+        shas = {i.image_sha256 for bench in catalog.list_benchmarks(ws) for i in catalog.list_items(ws, bench.id)}
+        assert len(shas) == 5
+        # Content addressing: the key is the SHA-256 of the stored bytes.
+        for sha, data in ws.conn.execute("SELECT sha256, data FROM images"):
+            assert hashlib.sha256(data).hexdigest() == sha
+
+
+def test_listing_queries_never_carry_image_bytes(tmp_path):
+    a, _ = _two_tsvs_sharing_images(tmp_path)
+    with open_workspace(tmp_path / "ws.sqlite") as ws:
+        import_benchmark(ws, a)
+        statements: list[str] = []
+        ws.conn.set_trace_callback(statements.append)
+        try:
+            benches = catalog.list_benchmarks(ws)
+            items = catalog.list_items(ws, benches[0].id)
+            one = catalog.item_by_index(ws, benches[0].id, 0)
+        finally:
+            ws.conn.set_trace_callback(None)
+    assert len(items) == 5 and one is not None
+    assert statements, "the trace callback saw no SQL"
+    for sql in statements:
+        # No listing reads the images table, and none selects a `data` column (the only BLOB).
+        assert not re.search(r"\b(from|join)\s+images\b", sql, re.IGNORECASE), sql
+        assert not re.search(r"\bdata\b", sql, re.IGNORECASE), sql
+
+    def values(obj):
+        for f in fields(obj):
+            v = getattr(obj, f.name)
+            yield from (v.values() if isinstance(v, dict) else v if isinstance(v, tuple) else [v])
+
+    for obj in [*benches, *items, one]:
+        assert not any(isinstance(v, (bytes, bytearray, memoryview)) for v in values(obj)), obj
+        assert all(len(str(v)) < 1000 for v in values(obj)), "a base64 image leaked into a listed row"
