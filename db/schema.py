@@ -6,16 +6,32 @@ refused instead of misread.
 """
 from __future__ import annotations
 
+import sqlite3
+
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 migrations = Migrations("vlmdesk")
 
 
+def _script(db: Database, sql: str) -> None:
+    """Run a migration's statements one by one inside the migration's transaction.
+
+    (`executescript` would COMMIT first, so a migration failing half-way would leave half its tables behind.)
+    """
+    statement = ""
+    for line in sql.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            db.execute(statement)
+            statement = ""
+    if statement.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {statement.strip()[:80]}")
+
+
 @migrations(name="0001_benchmarks_items_reviews")
 def _m0001(db: Database) -> None:
-    db.executescript(
-        """
+    _script(db, """
         CREATE TABLE images (
             sha256 TEXT PRIMARY KEY,
             data BLOB NOT NULL,
@@ -69,7 +85,7 @@ def _m0001(db: Database) -> None:
             created_at TEXT NOT NULL
         );
         CREATE INDEX reviews_item ON reviews (item_id, id);
-        -- The review log is evidence: a verdict is superseded by a newer row, never edited or removed.
+        -- The review log is evidence: a verdict is superseded by a newer row (or withdrawn by an undo row), never edited.
         CREATE TRIGGER reviews_no_update BEFORE UPDATE ON reviews
             BEGIN SELECT RAISE(ABORT, 'reviews are append-only'); END;
         """
@@ -86,8 +102,7 @@ def migration_names() -> list[str]:
 
 @migrations(name="0002_runs_predictions")
 def _m0002(db: Database) -> None:
-    db.executescript(
-        """
+    _script(db, """
         CREATE TABLE runs (
             id INTEGER PRIMARY KEY,
             benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
@@ -125,5 +140,180 @@ def _m0002(db: Database) -> None:
             PRIMARY KEY (run_id, item_id, pass)
         );
         CREATE INDEX predictions_item ON predictions (item_id);
+        """
+    )
+
+
+
+@migrations(name="0003_extraction_alignment")
+def _m0003(db: Database) -> None:
+    _script(db, """
+        -- Cache of LLM extraction results. key = sha256 of (extractor, prompt version, question, options, response):
+        -- re-scoring or re-sampling never asks the extractor model twice for the same input.
+        CREATE TABLE extractions (
+            key TEXT PRIMARY KEY,
+            extractor TEXT NOT NULL,
+            choice TEXT,
+            stage TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            raw TEXT NOT NULL DEFAULT '[]',
+            attempts INTEGER NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        -- A re-scoring of a run's stored responses with another extractor (or human labels). The run's own
+        -- scoring stays in predictions; re-scoring with the same name again replaces that scoring.
+        CREATE TABLE scorings (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            summary TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            UNIQUE (run_id, name)
+        );
+        CREATE TABLE scored_passes (
+            scoring_id INTEGER NOT NULL REFERENCES scorings(id) ON DELETE CASCADE,
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            pass INTEGER NOT NULL,
+            choice TEXT,
+            stage TEXT NOT NULL,
+            reason TEXT,
+            correct INTEGER,
+            PRIMARY KEY (scoring_id, item_id, pass)
+        );
+        CREATE TABLE adjudication_sets (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            run_ids TEXT NOT NULL,
+            extractors TEXT NOT NULL,
+            sample_size INTEGER NOT NULL,
+            seed INTEGER NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        -- One distinct (question, options as shown, response) per set; sources lists the (run, item, pass) it
+        -- came from. response_key links labels to passes of any run.
+        CREATE TABLE adjudication_items (
+            id INTEGER PRIMARY KEY,
+            set_id INTEGER NOT NULL REFERENCES adjudication_sets(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            response_key TEXT NOT NULL,
+            question TEXT NOT NULL,
+            options TEXT NOT NULL,
+            response TEXT NOT NULL,
+            why TEXT NOT NULL CHECK (why IN ('disagree', 'undecided', 'sample')),
+            sources TEXT NOT NULL,
+            UNIQUE (set_id, response_key),
+            UNIQUE (set_id, position)
+        );
+        CREATE INDEX adjudication_items_key ON adjudication_items (response_key);
+        -- What each extractor said, stored when the set is built and shown to an annotator only after labelling.
+        CREATE TABLE adjudication_outputs (
+            item_id INTEGER NOT NULL REFERENCES adjudication_items(id) ON DELETE CASCADE,
+            extractor TEXT NOT NULL,
+            choice TEXT,
+            stage TEXT NOT NULL,
+            reason TEXT,
+            PRIMARY KEY (item_id, extractor)
+        );
+        -- Human readings of responses; a newer label by the same annotator supersedes, nothing is edited.
+        CREATE TABLE labels (
+            id INTEGER PRIMARY KEY,
+            item_id INTEGER NOT NULL REFERENCES adjudication_items(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            choice TEXT NOT NULL,
+            seconds REAL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX labels_item ON labels (item_id, id);
+        CREATE TRIGGER labels_no_update BEFORE UPDATE ON labels
+            BEGIN SELECT RAISE(ABORT, 'labels are append-only'); END;
+        CREATE TABLE adjudications (
+            id INTEGER PRIMARY KEY,
+            item_id INTEGER NOT NULL REFERENCES adjudication_items(id) ON DELETE CASCADE,
+            adjudicator TEXT NOT NULL,
+            choice TEXT NOT NULL,
+            note TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX adjudications_item ON adjudications (item_id, id);
+        CREATE TRIGGER adjudications_no_update BEFORE UPDATE ON adjudications
+            BEGIN SELECT RAISE(ABORT, 'adjudications are append-only'); END;
+        """
+    )
+
+@migrations(name="0004_quality_control")
+def _m0004(db: Database) -> None:
+    _script(db, """
+        -- One row per computation of a QC stage over a set of runs: the history of which runs flagged what.
+        CREATE TABLE qc_stage_runs (
+            id INTEGER PRIMARY KEY,
+            benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
+            stage TEXT NOT NULL CHECK (stage IN ('text-only', 'consensus')),
+            run_ids TEXT NOT NULL,
+            items_evaluated INTEGER NOT NULL,
+            candidates INTEGER NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        -- The flag of an item in a stage. Re-running the stage updates it (active = still selected by the latest
+        -- computation); decisions hang on (item, stage), so they survive re-runs.
+        CREATE TABLE qc_flags (
+            id INTEGER PRIMARY KEY,
+            benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            stage TEXT NOT NULL CHECK (stage IN ('text-only', 'consensus')),
+            stage_run_id INTEGER NOT NULL REFERENCES qc_stage_runs(id) ON DELETE CASCADE,
+            run_ids TEXT NOT NULL,
+            correct_run_ids TEXT NOT NULL,
+            active INTEGER NOT NULL DEFAULT 1,
+            flagged_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (item_id, stage)
+        );
+        CREATE INDEX qc_flags_benchmark ON qc_flags (benchmark_id, stage);
+        CREATE TABLE qc_decisions (
+            id INTEGER PRIMARY KEY,
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            stage TEXT NOT NULL CHECK (stage IN ('text-only', 'consensus')),
+            annotator TEXT NOT NULL,
+            decision TEXT NOT NULL CHECK (decision IN ('confirm', 'reject')),
+            reason TEXT CHECK (reason IN ('text_answerable', 'wrong_answer', 'ambiguous', 'bad_image', 'other')),
+            note TEXT,
+            old_answer TEXT,
+            new_answer TEXT,
+            created_at TEXT NOT NULL,
+            CHECK ((decision = 'confirm') = (reason IS NOT NULL)),
+            CHECK ((new_answer IS NOT NULL) = (reason IS 'wrong_answer'))
+        );
+        CREATE INDEX qc_decisions_item ON qc_decisions (item_id, stage, id);
+        -- Decisions are evidence, like reviews: a newer row supersedes, nothing is edited.
+        CREATE TRIGGER qc_decisions_no_update BEFORE UPDATE ON qc_decisions
+            BEGIN SELECT RAISE(ABORT, 'QC decisions are append-only'); END;
+        """
+    )
+
+
+@migrations(name="0005_item_search")
+def _m0005(db: Database) -> None:
+    # Full-text search over what an annotator reads: question, hint and option texts. An external-content FTS5
+    # table (the text stays in `items` only), kept in sync by triggers; `rebuild` indexes the existing rows.
+    # unicode61 with diacritics folded: "cafe" finds "café"; Chinese runs are searched by substring instead
+    # (db/item_query.py), since unicode61 keeps a CJK run as one token.
+    _script(db, """
+        CREATE VIRTUAL TABLE item_search USING fts5(
+            question, hint, options, content='items', content_rowid='id',
+            tokenize='unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER item_search_ai AFTER INSERT ON items BEGIN
+            INSERT INTO item_search (rowid, question, hint, options) VALUES (new.id, new.question, new.hint, new.options);
+        END;
+        CREATE TRIGGER item_search_ad AFTER DELETE ON items BEGIN
+            INSERT INTO item_search (item_search, rowid, question, hint, options)
+                VALUES ('delete', old.id, old.question, old.hint, old.options);
+        END;
+        CREATE TRIGGER item_search_au AFTER UPDATE OF question, hint, options ON items BEGIN
+            INSERT INTO item_search (item_search, rowid, question, hint, options)
+                VALUES ('delete', old.id, old.question, old.hint, old.options);
+            INSERT INTO item_search (rowid, question, hint, options) VALUES (new.id, new.question, new.hint, new.options);
+        END;
+        INSERT INTO item_search (item_search) VALUES ('rebuild');
         """
     )

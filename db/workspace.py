@@ -79,7 +79,9 @@ def _check_and_migrate(ws: Workspace, *, upgrade: bool) -> None:
     tables = set(ws.db.table_names())
     known = schema.latest_version()
     version = ws.schema_version()
-    if tables and "_sqlite_migrations" not in tables:
+    ours = "_sqlite_migrations" in tables and ws.conn.execute(
+        "SELECT 1 FROM _sqlite_migrations WHERE migration_set = ? LIMIT 1", (schema.migrations.name,)).fetchone()
+    if tables and not ours:
         raise SchemaError(f"{ws.path}: a SQLite file, but not a vlmdesk workspace (tables: {', '.join(sorted(tables))})")
     if version > known:
         raise SchemaError(

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 import textwrap
 
@@ -23,7 +24,7 @@ def _workspace_option(parser: argparse.ArgumentParser) -> None:
 
 
 # Each module has register(add): it adds its subcommands through `add(name, help=, description=, examples=)`.
-COMMAND_MODULES = ("cmd_data", "cmd_run")
+COMMAND_MODULES = ("cmd_data", "cmd_run", "cmd_pope", "cmd_qc", "cmd_extract", "cmd_align", "cmd_gui")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, SchemaError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except sqlite3.OperationalError as exc:
+        # Typically "database is locked": another process held a write lock past the busy timeout.
+        print(f"error: workspace: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

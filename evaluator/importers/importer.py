@@ -48,16 +48,24 @@ def slug(text: str) -> str:
 
 
 def detect_format(path: Path) -> str:
-    """By extension, then by the first record's fields."""
+    """By extension, then by the fields of the first record."""
     if path.suffix.lower() in (".tsv", ".tab"):
         return "mmbench-tsv"
     with open(path, "rb") as f:
-        head = f.read(4096).decode("utf-8", "replace")
-    if '"question_id"' in head and '"label"' in head:
+        first = f.readline().decode("utf-8", "replace")
+        head = first + f.read(4096).decode("utf-8", "replace")
+    try:
+        record = json.loads(first)
+    except json.JSONDecodeError:
+        record = None
+    if isinstance(record, dict):
+        if {"question_id", "label"} <= record.keys():
+            return "pope"
+        if {"question", "options"} <= record.keys():
+            return "jsonl"
+    elif '"question_id"' in head and '"label"' in head:  # a pretty-printed JSON array
         return "pope"
-    if '"question"' in head and '"options"' in head:
-        return "jsonl"
-    if "\t" in head.split("\n", 1)[0]:
+    if "\t" in first:
         return "mmbench-tsv"
     raise InputError(path, 1, "format", "cannot tell the format; pass --format mmbench-tsv|pope|jsonl")
 

@@ -283,3 +283,28 @@ def test_listing_queries_never_carry_image_bytes(tmp_path):
     for obj in [*benches, *items, one]:
         assert not any(isinstance(v, (bytes, bytearray, memoryview)) for v in values(obj)), obj
         assert all(len(str(v)) < 1000 for v in values(obj)), "a base64 image leaked into a listed row"
+
+
+def test_a_migration_failing_half_way_leaves_nothing_behind(tmp_path):
+    from db.schema import _script
+
+    ws = open_workspace(tmp_path / "half.sqlite")
+    try:
+        with pytest.raises(sqlite3.OperationalError):
+            with ws.db.atomic():
+                _script(ws.db, "CREATE TABLE first_half (x INTEGER);\nCREATE TABLE broken (;\n")
+        assert "first_half" not in ws.db.table_names()
+    finally:
+        ws.close()
+
+
+def test_a_foreign_file_with_a_migrations_table_is_refused(tmp_path):
+    path = tmp_path / "other-app.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE _sqlite_migrations (id INTEGER PRIMARY KEY, migration_set TEXT, name TEXT, "
+                 "applied_at TEXT)")
+    conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) VALUES ('other', 'm1', 'now')")
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaError, match="not a vlmdesk workspace"):
+        open_workspace(path)

@@ -884,3 +884,18 @@ def test_the_installed_script(tmp_path):
     assert p.returncode == 0 and "already imported" in p.stdout
     p = _script("benchmarks", "--json", ws=ws)
     assert [b["name"] for b in json.loads(p.stdout)] == ["mmbench-dev-en"]
+
+
+def test_format_detection_reads_the_whole_first_record(tmp_path):
+    import base64
+
+    from evaluator.importers import detect_format
+
+    big = {"image": base64.b64encode(jpeg_bytes(1, 200)).decode(), "question": "Q?", "options": ["a", "b"]}
+    path = tmp_path / "big-first.jsonl"
+    path.write_text(json.dumps(big) + "\n")
+    assert len(path.read_text()) > 4096 and detect_format(path) == "jsonl"
+    pope = tmp_path / "p.json"
+    pope.write_text(json.dumps([{"question_id": 1, "image": "a.jpg", "text": "Is there a cat?", "label": "no"}],
+                               indent=4))
+    assert detect_format(pope) == "pope"
