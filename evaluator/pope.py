@@ -161,11 +161,16 @@ def pope_metrics_by_setting(results: Mapping[str, tuple[Sequence[str], Sequence[
     tables average the three settings' figures.
     """
     settings = {name: pope_metrics(labels, answers) for name, (labels, answers) in results.items()}
+    return {"settings": settings, "mean": mean_over_settings(list(settings.values()))}
+
+
+def mean_over_settings(metrics: Sequence[dict]) -> dict:
+    """The mean of each fraction metric over settings, leaving out settings where it is None."""
     mean = {}
     for metric in FRACTION_METRICS:
-        values = [m[metric] for m in settings.values() if m[metric] is not None]
+        values = [m[metric] for m in metrics if m[metric] is not None]
         mean[metric] = sum(values) / len(values) if values else None
-    return {"settings": settings, "mean": mean}
+    return mean
 
 
 # ----------------------------------------------------------------------------------------------------- files
