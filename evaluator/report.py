@@ -1,9 +1,15 @@
-"""Scores of a stored run, computed from its predictions alone (no model is called)."""
+"""Scores of a stored run, computed from its predictions alone (no model is called).
+
+A run can carry several scorings: its own (the extractor it ran with, stored in predictions) and re-scorings
+(`vlmdesk rescore`, stored in scored_passes) that read the same responses with another extractor or with human
+labels. A report is always of one scoring, and says which.
+"""
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 
-from db import catalog, runs
+from db import catalog, extractions, runs
 from db.workspace import Workspace
 from evaluator.pope import parse_official, pope_metrics
 
@@ -14,18 +20,39 @@ def _fraction(hits: int, total: int) -> float | None:
     return hits / total if total else None
 
 
-def run_report(ws: Workspace, run_id: int) -> dict | None:
+RUN_SCORING = "run"
+"""The name of a run's own scoring (also reachable by the run's extractor spec when no re-scoring has that name)."""
+
+
+def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> dict | None:
+    """The report of one scoring of a run (default: its own). None when there is no such run; LookupError when
+    the run has no scoring of that name."""
     run = runs.get_run(ws, run_id)
     if run is None:
         return None
     bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
     items = catalog.list_items(ws, run.benchmark_id, limit=run.config.get("limit"))
+    stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
+    predictions = runs.predictions_of(ws, run_id)
+    if scoring in (None, RUN_SCORING) or (scoring == run.extractor and scoring not in stored):
+        name, source, summary = run.extractor, RUN_SCORING, {}
+    elif scoring in stored:
+        name, source, summary = scoring, "rescore", stored[scoring].summary
+        scored = {(p.item_id, p.pass_): p for p in extractions.scored_passes(ws, stored[scoring].id)}
+        predictions = [dataclasses.replace(p, choice=s.choice, stage=s.stage, reason=s.reason, correct=s.correct)
+                       for p in predictions if (s := scored.get((p.item_id, p.pass_))) is not None]
+    else:
+        known = ", ".join([RUN_SCORING, *stored]) or RUN_SCORING
+        raise LookupError(f"run {run_id} has no scoring {scoring!r} (known: {known}; vlmdesk rescore {run_id} "
+                          f"--extractor {scoring})")
     by_item: dict[int, dict[int, runs.Prediction]] = defaultdict(dict)
-    for p in runs.predictions_of(ws, run_id):
+    for p in predictions:
         by_item[p.item_id][p.pass_] = p
     head = {
         "run_id": run.id, "benchmark": bench.name, "model": run.model_spec, "strategy": run.strategy,
         "status": run.status, "extractor": run.extractor, "questions": len(items),
+        "scoring": name, "scoring_source": source, "scoring_summary": summary,
+        "scorings": [RUN_SCORING, *stored],
         "model_calls": sum(len(v) for v in by_item.values()),
         "undecided": sum(1 for v in by_item.values() for p in v.values() if p.choice is None),
         "created_at": run.created_at, "finished_at": run.finished_at, "config": run.config,
@@ -39,14 +66,17 @@ def _mcq(items, by_item, strategy: str) -> dict:
     circular = strategy == "circular"
     groups: dict[str, dict[str, list[int]]] = {"by_l2": {}, "by_category": {}, "by_split": {}}
     totals = [0, 0, 0]  # scored questions, vanilla right, circular right
-    unscored = consistent = complete = 0
+    unscored = consistent = complete = unasked = 0
     for item in items:
         passes = by_item.get(item.id, {})
         if item.answer is None:
             unscored += 1
             continue
         vanilla_ok = bool(passes.get(0) and passes[0].correct)
+        # A pass never asked counts as wrong: a lower bound. Under a re-scoring, an item can be right on every
+        # pass that was asked while later passes were never asked (the run's own extractor stopped it early).
         circular_ok = all(passes.get(k) and passes[k].correct for k in range(len(item.options)))
+        unasked += bool(passes) and not circular_ok and all(p.correct for p in passes.values())
         chosen = {_original_choice(p) for p in passes.values()}
         if len(passes) == len(item.options):
             complete += 1
@@ -70,6 +100,9 @@ def _mcq(items, by_item, strategy: str) -> dict:
         **{key: {name: scores(g) for name, g in sorted(groups[key].items())} for key in groups},
         # Among items asked every pass (all of them with --full-passes): the same original option chosen each time.
         "consistency": _fraction(consistent, complete) if circular else None,
+        # Items right on every asked pass with passes never asked; circular_upper counts them as right.
+        "circular_unasked_items": unasked if circular else None,
+        "circular_upper": _fraction(totals[2] + unasked, totals[0]) if circular else None,
         "undecided_vanilla": sum(1 for item in items if (p := by_item.get(item.id, {}).get(0)) and p.choice is None),
     }
 

@@ -22,7 +22,8 @@ from db import catalog, runs
 from db.catalog import Benchmark, Item
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query, can_score
-from evaluator.extraction import Extraction, extract_by_rules
+from evaluator.extraction import Extraction
+from evaluator.llm_extraction import Extractor, load_extractor
 from evaluator.pope import parse_strict
 from evaluator.prompts import PromptTemplate
 
@@ -111,9 +112,13 @@ class Engine:
     """Runs (or continues) one stored run against a backend."""
 
     def __init__(self, ws: Workspace, run: runs.Run, backend: Backend, *, batch_size: int,
-                 on_progress: Callable[[Progress], None] | None = None):
+                 on_progress: Callable[[Progress], None] | None = None, extractor: Extractor | None = None):
         self.ws, self.run, self.backend, self.batch_size = ws, run, backend, max(1, batch_size)
         self.settings = RunSettings(**{k: v for k, v in run.config.items() if k != "batch_size"})
+        # Generated multiple-choice responses are read by the run's extractor (rules, llm:SPEC or rules+llm:SPEC);
+        # POPE and likelihood runs never need it, so an LLM extractor is not even loaded for them.
+        reads_text = run.strategy != "pope" and not self.settings.likelihood
+        self.extractor = extractor or (load_extractor(run.extractor, ws) if reads_text else None)
         self.template = PromptTemplate.from_json(run.prompt_template)
         self.on_progress = on_progress or (lambda p: None)
         self.items = catalog.list_items(ws, run.benchmark_id, limit=self.settings.limit)
@@ -194,9 +199,11 @@ class Engine:
         latency = (time.perf_counter() - t0) * 1000 / len(batch)
         self.calls += len(batch)
         preds = []
+        read = self._read_texts(batch, orders, responses) if self.kind == "mcq" and scores is None else None
         for n, (item, query, order, response) in enumerate(zip(batch, queries, orders, responses)):
             answer = self._displayed_answer(item, order)
-            extraction = self._extract(item, order, response, scores[n] if scores else None, query.letters)
+            extraction = (read[n] if read is not None
+                          else self._extract(item, order, response, scores[n] if scores else None, query.letters))
             correct = None if answer is None else extraction.choice == answer
             preds.append(runs.Prediction(self.run.id, item.id, k, order, query.prompt, response, answer,
                                          extraction.choice, extraction.stage, extraction.reason, correct,
@@ -222,7 +229,13 @@ class Engine:
             if reading == "unknown":
                 return Extraction(None, "none", "strict parser: neither yes nor no")
             return Extraction(reading, "rules", f"strict parser: {reading}")
-        return extract_by_rules(response, {LETTERS[i]: item.options[j] for i, j in enumerate(order)})
+        raise AssertionError("multiple-choice texts are read by _read_texts")
+
+    def _read_texts(self, batch: list[Item], orders, responses: list[str]) -> list[Extraction]:
+        """The extractor over one batch at once, so an LLM extractor sends its prompts concurrently."""
+        return self.extractor.extract_many([
+            (item.question, {LETTERS[i]: item.options[j] for i, j in enumerate(order)}, response)
+            for item, order, response in zip(batch, orders, responses)])
 
 
 def new_run(ws: Workspace, bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate,

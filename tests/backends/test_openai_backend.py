@@ -1,4 +1,4 @@
-"""The openai backend against a scripted fault server of the test's own, and against a real `transformers serve`.
+"""The openai backend against a scripted fault server and a real `transformers serve` (both in tests/servers.py).
 
 The fault server (http.server in a thread on 127.0.0.1) answers each request with the next step of its script
 (the last step repeats) and records every request it received, so retry counts are exact. Backoff delays are
@@ -10,121 +10,16 @@ import base64
 import io
 import json
 import logging
-import os
 import socket
-import subprocess
-import sys
-import threading
-import time
-import urllib.request
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from PIL import Image
 
 from evaluator.backends.base import Backend, BackendError, Query
 from evaluator.backends.openai_backend import OpenAIBackend, image_mime, parse_openai_spec
+from tests.servers import FaultServer, Step, completion, ok, transformers_serve
 
 SECRET = "sk-test-0123456789-very-secret"
-
-
-# ---- the fault server -------------------------------------------------------------------------------------
-
-
-@dataclass
-class Step:
-    """One scripted answer: status, body (dict → JSON, str → as is), headers, and a delay before answering."""
-
-    status: int = 200
-    body: dict | str | None = None
-    headers: dict = field(default_factory=dict)
-    delay: float = 0.0
-
-
-def ok(text: str = "B") -> Step:
-    return Step(200, completion(text))
-
-
-def completion(text: str | None) -> dict:
-    return {
-        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
-
-
-class FaultServer:
-    """Answers POSTs with its script's steps in order (the last one repeats); ``echo=True`` answers each request
-    with its own last text part after ``delay_of(text)`` seconds. Records requests and the most in flight at once."""
-
-    def __init__(self, script: list[Step] | None = None, *, echo: bool = False, delay_of=lambda text: 0.0):
-        self.script = list(script or [ok()])
-        self.echo, self.delay_of = echo, delay_of
-        self.requests: list[dict] = []
-        self.in_flight = self.max_in_flight = 0
-        self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's naming)
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                body = json.loads(raw) if raw else None
-                with server._lock:
-                    n = len(server.requests)
-                    server.requests.append({"path": self.path, "body": body,
-                                            "headers": {k.lower(): v for k, v in self.headers.items()}})
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                try:
-                    if server.echo:
-                        text = _text_of(body)
-                        step = Step(200, completion(f"echo: {text}"), delay=server.delay_of(text))
-                    else:
-                        step = server.script[min(n, len(server.script) - 1)]
-                    time.sleep(step.delay)
-                    self._answer(step)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up waiting (the timeout test): nothing to answer
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-
-            def _answer(self, step: Step):
-                if isinstance(step.body, dict):
-                    payload, ctype = json.dumps(step.body).encode(), "application/json"
-                else:
-                    payload, ctype = (step.body or "").encode(), "text/plain"
-                self.send_response(step.status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(payload)))
-                for key, value in step.headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):  # keep the test output quiet
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
-        self._thread.start()
-
-    def close(self):
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    @property
-    def count(self) -> int:
-        return len(self.requests)
-
-
-def _text_of(body: dict) -> str:
-    content = body["messages"][0]["content"]
-    return content if isinstance(content, str) else content[-1]["text"]
 
 
 @pytest.fixture
@@ -405,69 +300,11 @@ def test_bad_specs_say_what_is_wrong(rest, match):
 # ---- a real server: transformers serve with a tiny random LLaVA -------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class ServeProcess:
-    base_url: str
-    model: str
-    error: str | None  # why the server is not answering, with its output; None when it is
-
-    def running(self) -> tuple[str, str]:
-        """(base_url, model) — or the test FAILS (never skips) with the server's output."""
-        if self.error:
-            pytest.fail(self.error, pytrace=False)
-        return self.base_url, self.model
-
-
 @pytest.fixture(scope="module")
 def transformers_server(tiny_llava_dir, tmp_path_factory):
-    """`transformers serve <tiny llava dir> --device cpu` on a free port, killed at teardown.
-
-    The model is pinned on the command line (and preloaded), so requests must name it by that same path.
-    """
-    model = str(tiny_llava_dir)
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("transformers_serve") / "server.log"
-    # No hub, and no PyPI "newer version available" check at CLI start (huggingface_hub's check_cli_update).
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_HUB_DISABLE_UPDATE_CHECK="1",
-               TOKENIZERS_PARALLELISM="false")
-    cmd = [sys.executable, "-m", "transformers.cli.transformers", "serve", model,
-           "--device", "cpu", "--host", "127.0.0.1", "--port", str(port)]
-    with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=env)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    error = None
-    deadline = time.monotonic() + 120
-    try:
-        while error is None:
-            if proc.poll() is not None:
-                error = f"exited with status {proc.returncode} before answering"
-                break
-            try:
-                with urllib.request.urlopen(f"{base_url}/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                error = "did not answer GET /v1/models within 120 s"
-            time.sleep(0.25)
-        if error:
-            output = log_path.read_text(errors="replace")[-4000:]
-            error = f"`{' '.join(cmd)}` {error}; its output:\n{output}"
-        yield ServeProcess(base_url, model, error)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    """`transformers serve <tiny llava dir> --device cpu` on a free port, killed at teardown (tests/servers.py)."""
+    with transformers_serve(tiny_llava_dir, tmp_path_factory.mktemp("transformers_serve")) as server:
+        yield server
 
 
 def test_transformers_serve_answers_image_and_text_queries(transformers_server):

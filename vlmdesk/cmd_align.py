@@ -1,0 +1,220 @@
+"""`vlmdesk align …`: the extractor–human alignment study from the terminal (sample, label, adjudicate, report)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from evaluator.backends import BackendError
+from evaluator.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
+
+
+def register(add) -> None:
+    from vlmdesk.cli import _formatter, _workspace_option
+
+    p = add("align", help="measure how well extractors agree with people (blind labelling, κ, α)",
+            description="The extractor–human alignment study. `sample` builds an adjudication set from runs; `label` "
+                        "is a blind terminal labelling loop; `adjudicate` lists annotator disagreements and records "
+                        "final labels; `report` gives alignment rates (Wilson 95 %), Cohen's κ, confusion matrices "
+                        "and inter-annotator agreement. See docs/extraction-and-alignment.md.",
+            examples="""
+                vlmdesk align sample --run 3 --run 4 --extractor 'rules+llm:openai:gpt-4o-mini' --size 50 --seed 1 --name s1
+                vlmdesk align label --set s1 --annotator ana
+                vlmdesk align adjudicate --set s1
+                vlmdesk align adjudicate --set s1 --item 17 --label B --adjudicator lead
+                vlmdesk align report --set s1 --json""")
+    sub = p.add_subparsers(dest="align_command", metavar="ACTION", required=True)
+
+    def action(name, help, handler):
+        q = sub.add_parser(name, help=help, description=help, formatter_class=_formatter)
+        _workspace_option(q)
+        q.set_defaults(handler=handler)
+        return q
+
+    q = action("sample", "build an adjudication set: extractor disagreements, rules-undecided, plus a seeded sample",
+               cmd_sample)
+    q.add_argument("--run", type=int, action="append", required=True, metavar="RUN_ID", help="repeatable")
+    q.add_argument("--extractor", action="append", default=[], metavar="SPEC",
+                   help=f"repeatable; rules is always included ({EXTRACTOR_HELP})")
+    q.add_argument("--size", type=int, required=True, help="how many of the remaining responses to sample")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--name", required=True, help="the set's name")
+    q.add_argument("--json", action="store_true")
+
+    q = action("label", "label a set blind: type the option the response chose, Z, unclear, or q to stop", cmd_label)
+    q.add_argument("--set", required=True, dest="set_name", metavar="NAME")
+    q.add_argument("--annotator", required=True, metavar="NAME")
+
+    q = action("adjudicate", "list annotator disagreements, or record a final label with --item and --label",
+               cmd_adjudicate)
+    q.add_argument("--set", required=True, dest="set_name", metavar="NAME")
+    q.add_argument("--item", type=int, metavar="ITEM_ID")
+    q.add_argument("--label", metavar="LETTER|Z|unclear")
+    q.add_argument("--adjudicator", metavar="NAME")
+    q.add_argument("--note")
+    q.add_argument("--json", action="store_true")
+
+    q = action("report", "alignment per extractor, inter-annotator agreement, open disagreements", cmd_report)
+    q.add_argument("--set", dest="set_name", metavar="NAME", help="default: every set")
+    q.add_argument("--json", action="store_true")
+
+
+def _usage(exc) -> Exception:
+    from vlmdesk.cli import UsageError
+
+    return UsageError(str(exc.args[0]) if exc.args else str(exc))
+
+
+def cmd_sample(args) -> int:
+    from annotation.alignment import build_set
+    from evaluator.rescoring import RescoreError
+    from vlmdesk.cli import open_from_args
+
+    for spec in args.extractor:
+        try:
+            parse_extractor_spec(spec)
+        except ValueError as exc:
+            raise _usage(exc) from None
+    with open_from_args(args) as ws:
+        try:
+            extractors = [load_extractor(spec, ws) for spec in args.extractor]
+            s = build_set(ws, args.name, args.run, extractors, size=args.size, seed=args.seed)
+        except (ValueError, RescoreError) as exc:
+            raise _usage(exc) from None
+        except BackendError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    out = {"set": s.name, "items": s.items, "by_why": s.by_why, "runs": list(s.run_ids),
+           "extractors": list(s.extractors), "seed": s.seed, "sample_size": s.sample_size}
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False))
+    else:
+        print(f"set {s.name!r}: {s.items} responses to label ({s.by_why['undecided']} rules-undecided, "
+              f"{s.by_why['disagree']} extractor disagreements, {s.by_why['sample']} sampled); "
+              f"vlmdesk align label --set {s.name} --annotator NAME")
+    return 0
+
+
+def cmd_label(args) -> int:
+    """The loop: show an item, read a label, commit it, and only then show what the extractors said."""
+    from annotation.alignment import add_label, next_for, reveal
+    from vlmdesk.cli import open_from_args
+
+    with open_from_args(args) as ws:
+        try:
+            task = next_for(ws, args.set_name, args.annotator)
+        except (LookupError, ValueError) as exc:
+            raise _usage(exc) from None
+        if task is None:
+            print(f"nothing left to label in {args.set_name!r} for {args.annotator}")
+            return 0
+        while task is not None:
+            print(f"\n[{task.done + 1}/{task.total}] item {task.item_id}")
+            print(f"Question: {task.question}")
+            for letter, text in task.options.items():
+                print(f"  {letter}. {text}")
+            print("Response:")
+            for line in (task.response or "(empty)").splitlines() or [""]:
+                print(f"  {line}")
+            shown = time.monotonic()
+            while True:
+                print(f"label ({', '.join(task.options)}, Z = none of them, unclear, q = quit)> ", end="", flush=True)
+                line = sys.stdin.readline()
+                if not line or line.strip().lower() == "q":
+                    print("\nstopped; labels so far are saved")
+                    return 0
+                try:
+                    label = add_label(ws, task.item_id, args.annotator, line.strip(),
+                                      seconds=round(time.monotonic() - shown, 3))
+                    break
+                except ValueError as exc:
+                    print(f"not saved: {exc}")
+            print(f"saved: {label.choice}")
+            for name, e in reveal(ws, task.item_id, args.annotator).items():
+                mark = "=" if (e.choice or "") == label.choice else "≠"
+                print(f"  {mark} {name}: {e.choice or 'undecided'} ({e.reason})")
+            task = next_for(ws, args.set_name, args.annotator)
+    print(f"\nall of {args.set_name!r} labelled by {args.annotator}")
+    return 0
+
+
+def cmd_adjudicate(args) -> int:
+    from annotation.alignment import adjudicate, disagreements
+    from vlmdesk.cli import UsageError, open_from_args
+
+    with open_from_args(args) as ws:
+        try:
+            if args.item is not None or args.label is not None:
+                if args.item is None or not args.label or not args.adjudicator:
+                    raise UsageError("recording a final label needs --item, --label and --adjudicator")
+                adjudicate(ws, args.item, args.adjudicator, args.label, note=args.note)
+                print(f"item {args.item}: final label {args.label.strip()} recorded")
+                return 0
+            found = disagreements(ws, args.set_name)
+        except (LookupError, ValueError) as exc:
+            raise _usage(exc) from None
+        rows = []
+        for d in found:
+            q, o, r = ws.conn.execute("SELECT question, options, response FROM adjudication_items WHERE id = ?",
+                                      (d.item_id,)).fetchone()
+            rows.append({"item_id": d.item_id, "labels": d.labels, "adjudicated": d.adjudicated, "question": q,
+                         "options": json.loads(o), "response": r})
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False))
+        return 0
+    if not rows:
+        print("no disagreements between annotators")
+    for row in rows:
+        labels = ", ".join(f"{a}: {c}" for a, c in row["labels"].items())
+        state = f"adjudicated {row['adjudicated']}" if row["adjudicated"] else "open"
+        print(f"item {row['item_id']} [{state}]  {labels}\n  Q: {row['question']}\n  "
+              + "  ".join(f"{k}. {v}" for k, v in row["options"].items()) + f"\n  response: {row['response']}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from annotation.alignment import alignment_report, list_sets
+    from vlmdesk.cli import UsageError, open_from_args
+
+    with open_from_args(args) as ws:
+        names = [args.set_name] if args.set_name else [s.name for s in list_sets(ws)]
+        try:
+            reports = [alignment_report(ws, n) for n in names]
+        except LookupError as exc:
+            raise _usage(exc) from None
+    if not reports:
+        raise UsageError("no adjudication sets yet: vlmdesk align sample --run ID --size N --name SET")
+    if args.json:
+        print(json.dumps(reports[0] if args.set_name else reports, ensure_ascii=False))
+        return 0
+    for r in reports:
+        print(format_alignment(r))
+    return 0
+
+
+def _pct(x) -> str:
+    return "    -" if x is None else f"{100 * x:5.1f}%"
+
+
+def format_alignment(r: dict) -> str:
+    fin = r["final"]
+    lines = [f"set {r['set']}  runs {r['runs']}  items {r['items']} ({r['by_why']['undecided']} undecided, "
+             f"{r['by_why']['disagree']} disagree, {r['by_why']['sample']} sampled)",
+             f"labelled {r['labelled']}   final labels {fin['decided']} (+{fin['unclear']} unclear, {fin['ties']} ties, "
+             f"{fin['adjudicated']} adjudicated)",
+             f"{'extractor':<40} {'n':>4} {'aligned':>8} {'95% Wilson':>17} {'kappa':>7}"]
+    for name, e in r["extractors"].items():
+        ci = e["wilson_95"]
+        ci_text = f"[{_pct(ci[0]).strip()}, {_pct(ci[1]).strip()}]" if ci else "-"
+        kappa = "-" if e["cohen_kappa"] is None else f"{e['cohen_kappa']:.3f}"
+        lines.append(f"{name[:40]:<40} {e['n']:>4} {_pct(e['rate']):>8} {ci_text:>17} {kappa:>7}")
+    inter = r["inter_annotator"]
+    fmt = (lambda v: "-" if v is None else f"{v:.3f}")
+    lines.append(f"annotators {', '.join(inter['annotators']) or '-'}: items with ≥2 labels "
+                 f"{inter['items_with_two_or_more']}, agreement {_pct(inter['percent_agreement']).strip()}, "
+                 f"Cohen's kappa {fmt(inter['cohen_kappa'])}, Krippendorff's alpha {fmt(inter['krippendorff_alpha'])}")
+    open_ = [d for d in r["disagreements"] if d["adjudicated"] is None]
+    if open_:
+        lines.append(f"{len(open_)} disagreement(s) to adjudicate: vlmdesk align adjudicate --set {r['set']}")
+    return "\n".join(lines)
