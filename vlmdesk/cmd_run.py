@@ -6,10 +6,13 @@ import signal
 import sys
 
 from db import catalog, runs
-from evaluator.backends import SPEC_HELP, BackendError, load_backend
+from evaluator.backends import SPEC_HELP, BackendError
+from evaluator.launch import execute_run, open_backend, start_run, stored_run
+from evaluator.llm_extraction import parse_extractor_spec
 from evaluator.prompts import default_template, load_template
+from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.report import run_report
-from evaluator.runner import Engine, RunSettings, config_key, frequent_answer, new_run
+from evaluator.runner import RunSettings
 from vlmdesk.cmd_data import bench_or_fail
 
 
@@ -41,6 +44,9 @@ def register(add) -> None:
     p.add_argument("--prompt-template", metavar="FILE",
                    help="prompt template: text with {hint} {question} {options} {letters}, or JSON {en:…, zh:…}")
     p.add_argument("--seed", type=int, default=0, help="seed for baseline:random (default 0)")
+    p.add_argument("--extractor", default="rules", metavar="SPEC",
+                   help="how free-text answers become a choice: rules (default), llm:MODEL_SPEC or "
+                        "rules+llm:MODEL_SPEC (see docs/extraction-and-alignment.md)")
     p.add_argument("--resume", type=int, metavar="RUN_ID", help="continue this run with its stored settings")
     p.add_argument("--new", action="store_true", help="start a new run even if one with these settings exists")
     p.add_argument("--json-progress", action="store_true", help="one JSON object per line on stdout, no bar")
@@ -64,6 +70,9 @@ def register(add) -> None:
                 vlmdesk report 3 --json
                 vlmdesk report 3 4 --plot abilities.png""")
     p.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
+    p.add_argument("--scoring", metavar="NAME",
+                   help="report a stored re-scoring (vlmdesk rescore) instead of the run's own: e.g. rules, "
+                        "rules+llm:SPEC, human")
     p.add_argument("--json", action="store_true", help="print the report as JSON (a list for several runs)")
     p.add_argument("--plot", metavar="FILE", help="save a chart (.png, .svg or .pdf)")
     p.add_argument("--level", choices=("l2", "category"), default="l2", help="chart bars per L2 ability or leaf")
@@ -89,30 +98,30 @@ def cmd_run(args) -> int:
             bench = bench_or_fail(ws, args.bench)
             settings = RunSettings(strategy=args.strategy, full_passes=args.full_passes, limit=args.limit,
                                    max_new_tokens=args.max_new_tokens, text_only=args.text_only,
-                                   likelihood=args.likelihood, seed=args.seed)
+                                   likelihood=args.likelihood, seed=args.seed, extractor=args.extractor)
+            try:
+                parse_extractor_spec(args.extractor)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
             try:
                 template = (load_template(args.prompt_template, bench.kind) if args.prompt_template
                             else default_template(bench.kind))
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
-            run = None if args.new else runs.latest_run_with_key(ws, config_key(bench, args.model, settings, template))
+            run = None if args.new else stored_run(ws, bench, args.model, settings, template)
         if run is not None and run.status == "finished":
             print(f"run {run.id} already finished with these settings (vlmdesk report {run.id}; --new to run again)",
                   file=sys.stderr)
             return _finish(args, run.id)
         spec = run.model_spec if run is not None else args.model
-        items = catalog.list_items(ws, bench.id)
+        batch_size = args.batch_size if args.resume is None else run.config.get("batch_size", args.batch_size)
         try:
-            backend = load_backend(spec, seed=run.seed if run else args.seed, frequent_answer=frequent_answer(items))
+            backend = open_backend(ws, bench.id, spec, seed=run.seed if run else args.seed, batch_size=batch_size)
         except BackendError as exc:
             raise UsageError(str(exc)) from None
+        resumed = run is not None
         if run is None:
-            run = new_run(ws, bench, spec, settings, template, batch_size=args.batch_size,
-                          backend_info=backend.describe())
-            resumed = False
-        else:
-            resumed = True
-        batch_size = args.batch_size if args.resume is None else run.config.get("batch_size", args.batch_size)
+            run = start_run(ws, bench, spec, settings, template, backend, batch_size=batch_size)
         return _execute(ws, run, backend, batch_size, args, resumed)
 
 
@@ -132,21 +141,19 @@ def _execute(ws, run, backend, batch_size: int, args, resumed: bool) -> int:
     def on_term(signum, frame):
         raise KeyboardInterrupt
 
-    engine = Engine(ws, run, backend, batch_size=batch_size, on_progress=on_progress)
-    # Cancel (QProcess.terminate, kill -TERM) ends the run cleanly between two SQLite statements.
-    previous = signal.signal(signal.SIGTERM, on_term)
-    try:
+    def on_start(engine):
         if args.json_progress:
             _emit({"event": "start", "run_id": run.id, "resumed": resumed, "benchmark_id": run.benchmark_id,
                    "items_total": len(engine.items), "passes_done": sum(map(len, engine.done.values()))})
-        runs.set_status(ws, run.id, "running")
-        engine.execute()
+
+    # Cancel (QProcess.terminate, kill -TERM) ends the run cleanly between two SQLite statements.
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        engine = execute_run(ws, run, backend, batch_size=batch_size, on_progress=on_progress, on_start=on_start)
     except KeyboardInterrupt:
-        runs.set_status(ws, run.id, "interrupted", error="interrupted")
         print(f"run {run.id} interrupted; continue with: vlmdesk run --resume {run.id}", file=sys.stderr)
         return 130
     except Exception as exc:
-        runs.set_status(ws, run.id, "failed", error=f"{type(exc).__name__}: {exc}")
         if isinstance(exc, BackendError):
             print(f"error: run {run.id} failed: {exc} (continue with: vlmdesk run --resume {run.id})",
                   file=sys.stderr)
@@ -156,7 +163,6 @@ def _execute(ws, run, backend, batch_size: int, args, resumed: bool) -> int:
         signal.signal(signal.SIGTERM, previous)
         if bar is not None:
             bar.close()
-    runs.set_status(ws, run.id, "finished")
     if args.json_progress:
         _emit({"event": "done", "run_id": run.id, "model_calls": engine.calls})
     return _finish(args, run.id)
@@ -198,10 +204,14 @@ def cmd_report(args) -> int:
     with open_from_args(args) as ws:
         reports = []
         for run_id in args.run_ids:
-            report = run_report(ws, run_id)
+            try:
+                report = run_report(ws, run_id, scoring=args.scoring)
+            except LookupError as exc:
+                raise UsageError(str(exc.args[0])) from None
             if report is None:
                 raise UsageError(f"no run {run_id} in {ws.path}")
             reports.append(report)
+    pope_means = attach_pope_means(reports)  # "pope_mean" on each POPE report; see docs/pope.md
     if args.plot:
         from evaluator.plots import ability_figure, pope_figure, save_figure
 
@@ -219,6 +229,8 @@ def cmd_report(args) -> int:
         return 0
     for report in reports:
         print(format_report(report))
+    if pope_means:
+        print(format_pope_means(pope_means))
     if args.plot:
         print(f"chart written to {args.plot}")
     return 0
@@ -231,6 +243,11 @@ def _pct(value) -> str:
 def format_report(r: dict) -> str:
     lines = [f"run {r['run_id']}  {r['benchmark']}  {r['model']}  {r['strategy']}  [{r['status']}]",
              f"questions {r['questions']}   model calls {r['model_calls']}   undecided answers {r['undecided']}"]
+    if "scoring" in r:
+        lines.append(f"scoring {r['scoring']} ({r['scoring_source']})"
+                     + (f"   items with passes never asked: {r['circular_unasked_items']} (circular counts them "
+                        f"wrong; {_pct(r['circular_upper']).strip()} if right)" if r.get("circular_unasked_items")
+                        else ""))
     if r["strategy"] == "pope":
         lines.append(f"setting {r.get('setting') or '-'}   answered {r['answered']}")
         lines.append(f"{'parser':<10} {'acc':>7} {'prec':>7} {'recall':>7} {'f1':>7} {'yes':>7} {'unknown':>8}")

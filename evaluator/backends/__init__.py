@@ -10,15 +10,17 @@ SPEC_HELP = ("hf:<local path or hub id>[?dtype=bfloat16&device=cuda&batch_size=8
              "baseline:random|first|frequent[?seed=N]")
 
 
-def load_backend(spec: str, *, seed: int = 0, frequent_answer: str | None = None) -> Backend:
-    """Build the backend a model spec names. `frequent_answer` feeds `baseline:frequent`."""
+def load_backend(spec: str, *, seed: int = 0, frequent_answer: str | None = None,
+                 batch_size: int | None = None) -> Backend:
+    """Build the backend a model spec names. `frequent_answer` feeds `baseline:frequent`; `batch_size` is the
+    run's, which a local model uses unless its spec sets its own."""
     scheme, sep, rest = spec.partition(":")
     if not sep or not rest:
         raise BackendError(f"bad model spec {spec!r}; expected one of {SPEC_HELP}")
     if scheme == "hf":
         from evaluator.backends.hf import parse_hf_spec
 
-        return parse_hf_spec(rest)
+        return parse_hf_spec(rest, default_batch_size=batch_size)
     if scheme == "openai":
         from evaluator.backends.openai_backend import parse_openai_spec
 

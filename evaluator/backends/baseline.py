@@ -39,7 +39,9 @@ class BaselineBackend:
         if self.kind == "first":
             return letters[0]
         if self.kind == "frequent":
-            return self.frequent if self.frequent in letters else letters[0]
+            # Labels may be stored in another case than offered ("yes" vs "Yes" for POPE).
+            wanted = (self.frequent or "").casefold()
+            return next((letter for letter in letters if letter.casefold() == wanted), letters[0])
         # Seeded by the prompt text, not by call order: a resumed run answers exactly as an uninterrupted one.
         digest = hashlib.sha256(f"{self.seed}\0{query.prompt}".encode()).digest()
         return random.Random(digest).choice(letters)

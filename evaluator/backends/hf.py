@@ -17,12 +17,13 @@ _DTYPES = ("float32", "float16", "bfloat16", "auto")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
-def parse_hf_spec(rest: str) -> "HFBackend":
+def parse_hf_spec(rest: str, *, default_batch_size: int | None = None) -> "HFBackend":
     """Build a backend from the part of a spec after ``hf:``: ``path_or_id[?dtype=…&device=…&batch_size=…&trust_remote_code=1]``."""
     model, _, query = rest.partition("?")
     if not model:
         raise BackendError("hf spec needs a model path or hub id: hf:<path or id>[?dtype=…&device=…&batch_size=…]")
-    kwargs: dict = {}
+    # The run's --batch-size applies unless the spec pins its own.
+    kwargs: dict = {"max_batch_size": default_batch_size} if default_batch_size else {}
     for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
         if key == "dtype":
             kwargs["dtype"] = value

@@ -291,3 +291,25 @@ def test_runs_and_report_commands(bench_ws, capsys, tmp_path):
     assert code == 0 and "Overall" in out and (tmp_path / "c.png").stat().st_size > 10_000
     code, out, _ = run_cli(capsys, "--workspace", str(bench_ws), "report", "1", "2", "--json")
     assert [r["run_id"] for r in json.loads(out)] == [1, 2]
+
+
+def test_frequent_baseline_answers_the_most_common_label_on_pope(tmp_path, capsys):
+    img_dir = tmp_path / "imgs"
+    img_dir.mkdir()
+    (img_dir / "a.png").write_bytes(png_bytes())
+    q = tmp_path / "pope_random.json"
+    q.write_text("".join(json.dumps({"question_id": i, "image": "a.png", "text": f"Is there a thing {i}?",
+                                     "label": "no" if i % 4 else "yes"}) + "\n" for i in range(1, 21)))
+    ws_path = tmp_path / "ws.sqlite"
+    run_cli(capsys, "--workspace", str(ws_path), "import", str(q), "--images", str(img_dir))
+    _, out, _ = run_cli(capsys, "--workspace", str(ws_path), "run", "--bench", "pope-random", "--model",
+                        "baseline:frequent", "--json")
+    m = report_json(capsys, ws_path, json.loads(out)["run_id"])["pope"]["strict"]
+    assert m["yes_ratio"] == 0.0 and m["accuracy"] == 15 / 20  # always "No", the majority label
+
+
+def test_hf_backend_batches_by_the_runs_batch_size(tiny_llava_dir):
+    from evaluator.backends import load_backend
+
+    assert load_backend(f"hf:{tiny_llava_dir}", batch_size=3).max_batch_size == 3
+    assert load_backend(f"hf:{tiny_llava_dir}?batch_size=5", batch_size=3).max_batch_size == 5

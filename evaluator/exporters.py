@@ -1,0 +1,210 @@
+"""Write a benchmark back out in the format it came from, minus some items and with some answers replaced.
+
+- `mmbench-tsv`: VLMEvalKit's TSV. The source file's columns, in its order when the file is still readable (else
+  VLMEvalKit's order), plus any column the items carry. Each image is base64 on the first row that shows it; every
+  later row with the same image holds that row's index (VLMEvalKit resolves one level of reference, never a chain).
+  Questions folded from CircularEval copies are expanded again: the copy at index + k*1,000,000 shows the options
+  rotated by k (option i is original option (i + k) mod N) and the answer letter rotated with them, all copies
+  after all originals, in k order.
+- `pope`: POPE's JSON Lines: question_id, image (the file name), text, label, plus any other key the source had.
+- `jsonl`: vlmdesk's JSONL; images are written once each into a folder next to the file, referenced by path.
+
+Files are written to a temporary name and renamed, so an interrupted export leaves nothing half-written.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from db import catalog
+from db.catalog import Benchmark, Item
+from db.workspace import Workspace
+from evaluator.importers.common import CIRCULAR_STRIDE, LETTERS
+
+EXPORT_FORMATS = {"mcq": ("mmbench-tsv", "jsonl"), "yesno": ("pope",)}
+VLMEVALKIT_ORDER = ("index", "question", "hint", *LETTERS, "answer", "category", "image", "source", "l2-category",
+                    "comment", "split")
+_MIME_EXT = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp",
+             "image/bmp": ".bmp", "image/tiff": ".tif"}
+
+
+class ExportError(ValueError):
+    """The benchmark cannot be written in the requested format."""
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    path: Path
+    format: str
+    questions: int
+    rows: int
+    images: int
+
+
+def export_benchmark(ws: Workspace, bench: Benchmark, path: str | Path, *, fmt: str | None = None,
+                     exclude: frozenset[int] = frozenset(), answers: dict[int, str] | None = None) -> ExportReport:
+    """Write `bench` without the items in `exclude` and with answers[item_id] replacing their answer keys."""
+    fmt = fmt or bench.format
+    if fmt not in EXPORT_FORMATS[bench.kind]:
+        raise ExportError(f"a {bench.kind} benchmark can be exported as {', '.join(EXPORT_FORMATS[bench.kind])}, "
+                          f"not {fmt}")
+    answers = answers or {}
+    items = [_with_answer(i, answers.get(i.id)) for i in catalog.list_items(ws, bench.id) if i.id not in exclude]
+    path = Path(path)
+    writer = {"mmbench-tsv": _write_tsv, "pope": _write_pope, "jsonl": _write_jsonl}[fmt]
+    rows, images = writer(ws, bench, items, path)
+    return ExportReport(path, fmt, len(items), rows, images)
+
+
+def _with_answer(item: Item, answer: str | None) -> Item:
+    return item if answer is None else replace(item, answer=answer)
+
+
+def _atomic_text(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    return os.fdopen(fd, "w", encoding="utf-8", newline=""), Path(tmp)
+
+
+def _finish(handle, tmp: Path, path: Path, ok: bool) -> None:
+    handle.close()
+    if ok:
+        os.replace(tmp, path)
+    else:
+        tmp.unlink(missing_ok=True)
+
+
+def _extra(item: Item) -> dict:
+    # meta["copies"] is vlmdesk's record of folded circular copies, not a column of the source.
+    return {k: v for k, v in item.meta.items() if k != "copies"}
+
+
+# ------------------------------------------------------------------------------------------------ TSV
+def _source_header(bench: Benchmark) -> list[str] | None:
+    if bench.format != "mmbench-tsv":
+        return None
+    try:
+        with open(bench.source, encoding="utf-8-sig", newline="") as f:
+            return [h.strip() for h in next(csv.reader(f, delimiter="\t"))]
+    except (OSError, StopIteration, csv.Error, UnicodeDecodeError):
+        return None
+
+
+def tsv_columns(bench: Benchmark, items: list[Item]) -> list[str]:
+    """Every column of the source header (image_path becomes image: images are written inline), then any column
+    the items need that it lacks."""
+    n_options = max((len(i.options) for i in items), default=2)
+    header = _source_header(bench)
+    l2_name = "l2_category" if header and "l2_category" in header and "l2-category" not in header else "l2-category"
+    wanted = ["index", "question", "image", *LETTERS[:n_options]]
+    for name, present in (("hint", any(i.hint for i in items)), ("answer", any(i.answer for i in items)),
+                          ("category", any(i.category for i in items)), (l2_name, any(i.l2_category for i in items)),
+                          ("split", any(i.split for i in items))):
+        if present:
+            wanted.append(name)
+    wanted += list(dict.fromkeys(k for i in items for k in _extra(i)))
+    if header:
+        columns = ["image" if h == "image_path" else h for h in header]
+        columns = list(dict.fromkeys(columns))
+    else:
+        columns = [h for h in VLMEVALKIT_ORDER if h in wanted or (h == "l2-category" and l2_name in wanted)]
+    return columns + [c for c in wanted if c not in columns]
+
+
+def _copies(item: Item) -> list[tuple[int, int | str, tuple[str, ...], str | None]]:
+    """(k, index, options, answer) of the item's re-expanded circular copies."""
+    n = len(item.options)
+    rows = []
+    for copy_index in item.meta.get("copies", []):
+        k = (int(copy_index) - int(item.index)) // CIRCULAR_STRIDE
+        shown = tuple(item.options[(i + k) % n] for i in range(n))
+        answer = None if item.answer is None else LETTERS[(LETTERS.index(item.answer) - k) % n]
+        rows.append((k, copy_index, shown, answer))
+    return rows
+
+
+def _write_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -> tuple[int, int]:
+    columns = tsv_columns(bench, items)
+    first_row_of: dict[str, int | str] = {}  # image sha -> index of the row that holds its base64
+
+    def row(item: Item, index, options, answer) -> list[str]:
+        values = {"index": index, "question": item.question, "hint": item.hint, "answer": answer,
+                  "category": item.category, "l2-category": item.l2_category, "l2_category": item.l2_category,
+                  "split": item.split, **_extra(item), **dict(zip(LETTERS, options))}
+        if item.image_sha256 in first_row_of:
+            values["image"] = first_row_of[item.image_sha256]
+        elif item.image_sha256:
+            first_row_of[item.image_sha256] = index
+            values["image"] = base64.b64encode(catalog.image_bytes(ws, item.image_sha256)[0]).decode("ascii")
+        return ["" if values.get(c) is None else str(values[c]) for c in columns]
+
+    handle, tmp = _atomic_text(path)
+    ok, rows = False, 0
+    try:
+        out = csv.writer(handle, delimiter="\t", lineterminator="\n")
+        out.writerow(columns)
+        for item in items:
+            out.writerow(row(item, item.index, item.options, item.answer))
+            rows += 1
+        copies = sorted(((k, position, item, index, options, answer) for position, item in enumerate(items)
+                         for k, index, options, answer in _copies(item)), key=lambda c: (c[0], c[1]))
+        for _, _, item, index, options, answer in copies:
+            out.writerow(row(item, index, options, answer))
+            rows += 1
+        ok = True
+    finally:
+        _finish(handle, tmp, path, ok)
+    return rows, len(first_row_of)
+
+
+# ------------------------------------------------------------------------------------------------ POPE
+def _write_pope(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -> tuple[int, int]:
+    handle, tmp = _atomic_text(path)
+    ok = False
+    try:
+        for item in items:
+            extra = _extra(item)
+            record = {"question_id": item.index, "image": extra.pop("image_name", None), "text": item.question,
+                      "label": item.answer, **extra}
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        ok = True
+    finally:
+        _finish(handle, tmp, path, ok)
+    return len(items), len({i.meta.get("image_name") for i in items})
+
+
+# ------------------------------------------------------------------------------------------------ JSONL
+def images_dir_for(path: Path) -> Path:
+    return path.with_name(path.stem + "_images")
+
+
+def _write_jsonl(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -> tuple[int, int]:
+    folder = images_dir_for(path)
+    written: dict[str, str] = {}
+    for item in items:
+        if item.image_sha256 and item.image_sha256 not in written:
+            data, mime = catalog.image_bytes(ws, item.image_sha256)
+            name = item.image_sha256 + _MIME_EXT.get(mime, ".bin")
+            folder.mkdir(parents=True, exist_ok=True)
+            target = folder / name
+            if not target.exists():
+                target.write_bytes(data)
+            written[item.image_sha256] = f"{folder.name}/{name}"
+    handle, tmp = _atomic_text(path)
+    ok = False
+    try:
+        for item in items:
+            record = {"index": item.index, "question": item.question, "options": list(item.options),
+                      "answer": item.answer, "image": written.get(item.image_sha256), "hint": item.hint,
+                      "category": item.category, "l2_category": item.l2_category, "split": item.split,
+                      **_extra(item)}
+            handle.write(json.dumps({k: v for k, v in record.items() if v is not None}, ensure_ascii=False) + "\n")
+        ok = True
+    finally:
+        _finish(handle, tmp, path, ok)
+    return len(items), len(written)

@@ -1,0 +1,373 @@
+"""`vlmdesk qc …`: quality control — text-only and consensus stages, the review queue, decisions, curated export."""
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import signal
+import sys
+import textwrap
+
+from annotation import qc
+from annotation.curation import changes_path, export_curated
+from evaluator.backends import SPEC_HELP, BackendError
+from evaluator.exporters import ExportError
+from evaluator.importers.common import normalise_index
+from evaluator.launch import execute_run, open_backend, start_run, stored_run
+from evaluator.prompts import default_template
+from evaluator.runner import RunSettings
+from vlmdesk.cmd_data import bench_or_fail
+
+ANNOTATOR_ENV = "VLMDESK_ANNOTATOR"
+
+
+def register(add) -> None:
+    p = add("qc", help="quality control: flag text-answerable and possibly flawed items, decide, export",
+            description="Quality control in two stages, then human decisions. text-only: models answer without the "
+                        "image under CircularEval; an item more than half of them get right is a 'text-answerable' "
+                        "candidate. consensus: over VLM runs you choose, an item no run gets right is a 'possibly "
+                        "flawed' candidate. Every candidate waits in a review queue until people confirm or reject "
+                        "it; export writes the benchmark without the confirmed-removed items and with corrected "
+                        "answers. See docs/quality-control.md.",
+            examples="""
+                vlmdesk qc text-only --bench demo --model baseline:first --model baseline:frequent
+                vlmdesk qc consensus --bench demo --run 3 --run 4
+                vlmdesk qc list --bench demo --status pending
+                vlmdesk qc decide demo 7 --confirm --reason wrong_answer --answer C --note 'key says B'
+                vlmdesk qc export demo --out demo-curated.jsonl
+                vlmdesk qc summary --json""")
+    sub = p.add_subparsers(dest="qc_command", metavar="STEP", required=True)
+    step = _stepper(sub)
+
+    s = step("text-only", "run language models without the image and flag what most of them answer",
+             "Runs each model on the benchmark under CircularEval with the image withheld (ordinary runs: see "
+             "vlmdesk runs / report; an interrupted command continues when run again, finished runs are reused), "
+             "then flags every item answered correctly in every pass by more than half of the runs. Replaces the "
+             "stage's previous flags; decisions already given stay.\n\n"
+             f"model specs: {SPEC_HELP}",
+             """
+             vlmdesk qc text-only --bench mmbench-dev-en --model hf:Qwen/Qwen2.5-1.5B-Instruct \\
+                 --model 'openai:gpt-4o-mini@https://api.openai.com/v1?key_env=OPENAI_API_KEY'
+             vlmdesk qc text-only --bench demo --model baseline:first --model baseline:frequent --json""")
+    s.add_argument("--bench", required=True, help="benchmark name")
+    s.add_argument("--model", action="append", required=True, metavar="SPEC",
+                   help="a model spec (repeat for several models)")
+    s.add_argument("--batch-size", type=int, default=8, help="prompts per model call (default 8)")
+    s.add_argument("--limit", type=int, help="only the first N items of the benchmark")
+    s.add_argument("--seed", type=int, default=0, help="seed for baseline:random (default 0)")
+    s.add_argument("--json", action="store_true", help="print the stage result as JSON")
+    s.set_defaults(handler=cmd_text_only)
+
+    s = step("consensus", "flag the items no chosen VLM run answers correctly",
+             "Over finished CircularEval runs of the benchmark that saw the images, flags every item that no run "
+             "answers correctly (possibly a wrong answer key, ambiguous options or an unreadable image). Replaces "
+             "the stage's previous flags; decisions already given stay.",
+             """
+             vlmdesk qc consensus --bench mmbench-dev-en --run 3 --run 4 --run 9
+             vlmdesk qc consensus --bench demo --run 2 --json""")
+    s.add_argument("--bench", required=True, help="benchmark name")
+    s.add_argument("--run", action="append", type=int, required=True, metavar="ID", dest="run_ids",
+                   help="a run id (repeat for several runs)")
+    s.add_argument("--json", action="store_true", help="print the stage result as JSON")
+    s.set_defaults(handler=cmd_consensus)
+
+    s = step("list", "the review queue: candidates with their status, runs and decisions",
+             "Lists QC candidates, pending first, then disputed, confirmed, rejected. Status comes from each "
+             "reviewer's latest decision: the outcome (keep / remove / correct to X) with the most votes; a tie "
+             "is 'disputed'.",
+             """
+             vlmdesk qc list
+             vlmdesk qc list --bench demo --stage consensus --status pending
+             vlmdesk qc list --disagreements --json""")
+    s.add_argument("--bench", help="only this benchmark")
+    s.add_argument("--stage", choices=qc.STAGES, help="only this stage")
+    s.add_argument("--status", choices=qc.STATUSES, help="only this status")
+    s.add_argument("--disagreements", action="store_true", help="only candidates whose reviewers disagree")
+    s.add_argument("--all", action="store_true", help="include flags withdrawn by a later computation of the stage")
+    s.add_argument("--json", action="store_true", help="print a JSON array")
+    s.set_defaults(handler=cmd_list)
+
+    s = step("decide", "confirm or reject a candidate (appends a decision)",
+             "Records your decision on an item's flag; decisions are never edited, a new one supersedes your "
+             "earlier one. A confirmation needs a reason (default: text_answerable in the text-only stage, "
+             "wrong_answer when --answer is given); wrong_answer needs --answer, the corrected key.",
+             """
+             vlmdesk qc decide demo 7 --confirm
+             vlmdesk qc decide demo 7 --confirm --reason ambiguous --note 'B and C both fit' --stage consensus
+             vlmdesk qc decide demo 12 --confirm --answer C
+             vlmdesk qc decide demo 12 --reject --annotator alice""")
+    s.add_argument("bench", help="benchmark name")
+    s.add_argument("index", help="the item's index")
+    which = s.add_mutually_exclusive_group(required=True)
+    which.add_argument("--confirm", dest="decision", action="store_const", const="confirm", help="the flag is right")
+    which.add_argument("--reject", dest="decision", action="store_const", const="reject", help="the flag is wrong")
+    s.add_argument("--reason", type=lambda v: v.replace("-", "_"), choices=qc.REASONS,
+                   help="why it is confirmed: " + ", ".join(f"{k} ({v})" for k, v in qc.REASON_TEXT.items()))
+    s.add_argument("--note", help="free text kept with the decision")
+    s.add_argument("--answer", help="the corrected answer key (a letter, or yes/no)")
+    s.add_argument("--stage", choices=qc.STAGES, help="which flag, when the item has both")
+    s.add_argument("--annotator", help=f"your name (default: ${ANNOTATOR_ENV}, else your user name)")
+    s.add_argument("--json", action="store_true", help="print the decision as JSON")
+    s.set_defaults(handler=cmd_decide)
+
+    s = step("export", "write the curated benchmark and its change log",
+             "Writes the benchmark without the items whose removal was confirmed and with corrected answer keys, "
+             "in the format it came from (VLMEvalKit TSV re-expanded for CircularEval, POPE JSONL, vlmdesk JSONL), "
+             "and FILE.changes.jsonl: one line per changed item (what, why, who). Disputed flags and conflicting "
+             "corrections change nothing and are logged as not_applied.",
+             """
+             vlmdesk qc export mmbench-dev-en --out MMBench_DEV_EN_curated.tsv
+             vlmdesk qc export demo --out curated.jsonl --with-reviews --json""")
+    s.add_argument("bench", help="benchmark name")
+    s.add_argument("--out", required=True, metavar="FILE", help="the curated file to write")
+    s.add_argument("--format", dest="fmt", choices=("mmbench-tsv", "jsonl", "pope"),
+                   help="output format (default: the benchmark's own)")
+    s.add_argument("--with-reviews", action="store_true",
+                   help="also apply standing item reviews (vlmdesk reviews): wrong_answer corrects, ambiguous / "
+                        "text_answerable / bad_image remove")
+    s.add_argument("--json", action="store_true", help="print the export report as JSON")
+    s.set_defaults(handler=cmd_export)
+
+    s = step("summary", "candidates, confirmed, rejected, pending: per stage and per category",
+             "Counts per benchmark and stage: candidates, pending, disputed, confirmed, rejected, disagreements, "
+             "withdrawn flags; confirmed per reason; per item category.",
+             """
+             vlmdesk qc summary
+             vlmdesk qc summary --bench demo --json""")
+    s.add_argument("--bench", help="only this benchmark")
+    s.add_argument("--json", action="store_true", help="print a JSON array (one object per benchmark)")
+    s.set_defaults(handler=cmd_summary)
+
+
+def _stepper(sub):
+    from vlmdesk.cli import _formatter, _workspace_option
+
+    def step(name: str, help: str, description: str, examples: str):
+        p = sub.add_parser(name, help=help, description=description, formatter_class=_formatter,
+                           epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "))
+        _workspace_option(p)
+        return p
+
+    return step
+
+
+def _usage(exc: Exception):
+    from vlmdesk.cli import UsageError
+
+    return UsageError(str(exc))
+
+
+def default_annotator() -> str:
+    return os.environ.get(ANNOTATOR_ENV) or getpass.getuser()
+
+
+def _print_stage(args, bench, result: qc.StageResult, ws, extra: dict | None = None) -> None:
+    index = {i.id: i.index for i in _items(ws, bench.id)}
+    if args.json:
+        print(json.dumps({"benchmark": bench.name, "stage": result.stage, "stage_run_id": result.stage_run_id,
+                          "runs": list(result.run_ids), **(extra or {}), "items_evaluated": result.items_evaluated,
+                          "candidates": [index[i] for i in result.candidates],
+                          "added": [index[i] for i in result.added],
+                          "withdrawn": [index[i] for i in result.withdrawn]}, ensure_ascii=False))
+        return
+    print(f"{result.stage}: {len(result.candidates)} {qc.CATEGORY[result.stage]} candidate(s) among "
+          f"{result.items_evaluated} items over runs {', '.join(map(str, result.run_ids))} "
+          f"({len(result.added)} new, {len(result.withdrawn)} withdrawn); review: vlmdesk qc list --bench {bench.name}")
+
+
+def _items(ws, bench_id):
+    from db import catalog
+
+    return catalog.list_items(ws, bench_id)
+
+
+def cmd_text_only(args) -> int:
+    from tqdm import tqdm
+
+    from vlmdesk.cli import UsageError, open_from_args
+
+    if len(set(args.model)) != len(args.model):
+        raise UsageError("a model is named twice")
+    for spec in args.model:
+        if spec.partition(":")[0] not in ("hf", "openai", "baseline") or not spec.partition(":")[2]:
+            raise UsageError(f"bad model spec {spec!r}; expected one of {SPEC_HELP}")
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    with open_from_args(args) as ws:
+        bench = bench_or_fail(ws, args.bench)
+        settings = RunSettings(strategy="circular", limit=args.limit, text_only=True, seed=args.seed)
+        template = default_template(bench.kind)
+        models: dict[str, int] = {}
+        previous = signal.signal(signal.SIGTERM, on_term)
+        try:
+            for spec in args.model:
+                run = stored_run(ws, bench, spec, settings, template)
+                if run is not None and run.status == "finished":
+                    print(f"{spec}: run {run.id} already finished, reused", file=sys.stderr)
+                    models[spec] = run.id
+                    continue
+                try:
+                    backend = open_backend(ws, bench.id, spec, seed=args.seed, batch_size=args.batch_size)
+                except BackendError as exc:
+                    raise UsageError(str(exc)) from None
+                if run is None:
+                    run = start_run(ws, bench, spec, settings, template, backend, batch_size=args.batch_size)
+                bar = tqdm(desc=f"run {run.id} {spec}", unit="pass", file=sys.stderr, disable=None, leave=False)
+
+                def on_progress(p, bar=bar):
+                    bar.total = p.passes_done + int((p.eta_s or 0) * p.calls_per_s)
+                    bar.update(p.passes_done - bar.n)
+
+                try:
+                    execute_run(ws, run, backend, batch_size=args.batch_size, on_progress=on_progress)
+                except BackendError as exc:
+                    print(f"error: run {run.id} ({spec}) failed: {exc}; run the same command again to continue",
+                          file=sys.stderr)
+                    return 1
+                finally:
+                    bar.close()
+                print(f"{spec}: run {run.id} finished", file=sys.stderr)
+                models[spec] = run.id
+        except KeyboardInterrupt:
+            print("interrupted; run the same command again to continue", file=sys.stderr)
+            return 130
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        try:
+            result = qc.compute_stage(ws, bench.id, "text-only", list(models.values()))
+        except qc.QCError as exc:
+            raise _usage(exc) from None
+        _print_stage(args, bench, result, ws, {"models": models})
+    return 0
+
+
+def cmd_consensus(args) -> int:
+    from vlmdesk.cli import open_from_args
+
+    with open_from_args(args) as ws:
+        bench = bench_or_fail(ws, args.bench)
+        try:
+            result = qc.compute_stage(ws, bench.id, "consensus", args.run_ids)
+        except qc.QCError as exc:
+            raise _usage(exc) from None
+        _print_stage(args, bench, result, ws)
+    return 0
+
+
+def cmd_list(args) -> int:
+    from vlmdesk.cli import open_from_args
+
+    with open_from_args(args) as ws:
+        bench_id = bench_or_fail(ws, args.bench).id if args.bench else None
+        found = qc.queue(ws, benchmark_id=bench_id, stage=args.stage, status=args.status,
+                         include_withdrawn=args.all, disagreements_only=args.disagreements)
+    if args.json:
+        print(json.dumps([c.to_json() for c in found], ensure_ascii=False))
+        return 0
+    if not found:
+        print("no QC candidates match (vlmdesk qc text-only / qc consensus make them)")
+        return 0
+    print(f"{'benchmark':<18} {'index':>8}  {'stage':<9} {'status':<9} {'outcome':<10} {'runs':<12} decisions")
+    for c in found:
+        r = c.resolution
+        outcome = {"correct": f"key→{r.answer}", None: "-"}.get(r.action, r.action)
+        votes = ", ".join(f"{d.annotator}:{d.decision}" + (f"/{d.reason}" if d.reason else "") for d in r.votes)
+        mark = " (disagree)" if r.disagreement else ""
+        withdrawn = "" if c.active else " [withdrawn]"
+        print(f"{c.benchmark[:18]:<18} {str(c.index):>8}  {c.stage:<9} {c.status:<9} {outcome:<10} "
+              f"{','.join(map(str, c.run_ids))[:12]:<12} {votes or '-'}{mark}{withdrawn}")
+    return 0
+
+
+def cmd_decide(args) -> int:
+    from db import catalog
+    from vlmdesk.cli import UsageError, open_from_args
+
+    with open_from_args(args) as ws:
+        bench = bench_or_fail(ws, args.bench)
+        try:
+            index = normalise_index(args.index)
+        except ValueError:
+            raise UsageError(f"not an index: {args.index!r}") from None
+        item = catalog.item_by_index(ws, bench.id, index)
+        if item is None:
+            raise UsageError(f"benchmark {bench.name!r} has no item with index {index!r}")
+        stages = qc.flag_stages(ws, item.id)
+        stage = args.stage
+        if stage is None:
+            if len(stages) != 1:
+                raise UsageError(f"item {index!r} is not a QC candidate" if not stages else
+                                 f"item {index!r} is flagged in both stages; say which with --stage")
+            stage = stages[0]
+        try:
+            decision = qc.decide(ws, item.id, stage, args.annotator or default_annotator(), args.decision,
+                                 reason=args.reason, note=args.note, answer=args.answer)
+        except qc.QCError as exc:
+            raise UsageError(f"item {index!r}: {exc}") from None
+        status = next(c for c in qc.queue(ws, benchmark_id=bench.id, stage=stage, include_withdrawn=True)
+                      if c.item_id == item.id).resolution
+    if args.json:
+        print(json.dumps({**decision.to_json(), "index": index, "status": status.status,
+                          "disagreement": status.disagreement}, ensure_ascii=False))
+        return 0
+    change = f" (answer {decision.old_answer} → {decision.new_answer})" if decision.new_answer else ""
+    print(f"saved: {decision.annotator} {decision.decision}s {bench.name} #{index} ({stage})"
+          f"{' as ' + decision.reason if decision.reason else ''}{change}; status now {status.status}"
+          f"{' — reviewers disagree' if status.disagreement else ''}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from pathlib import Path
+
+    from vlmdesk.cli import UsageError, open_from_args
+
+    with open_from_args(args) as ws:
+        bench = bench_or_fail(ws, args.bench)
+        out = Path(args.out)
+        if not out.parent.is_dir():
+            raise UsageError(f"{out.parent}: no such directory")
+        try:
+            report, changes = export_curated(ws, bench, out, fmt=args.fmt, with_reviews=args.with_reviews)
+        except ExportError as exc:
+            raise UsageError(str(exc)) from None
+    counts = {a: sum(1 for c in changes if c.action == a) for a in ("removed", "answer_corrected", "not_applied")}
+    if args.json:
+        print(json.dumps({"benchmark": bench.name, "path": str(report.path), "format": report.format,
+                          "questions": report.questions, "rows": report.rows, "images": report.images,
+                          "changes_path": str(changes_path(out)), **counts}, ensure_ascii=False))
+        return 0
+    print(f"wrote {report.path} ({report.format}): {report.questions} questions in {report.rows} rows; "
+          f"{counts['removed']} removed, {counts['answer_corrected']} answers corrected, "
+          f"{counts['not_applied']} not applied; change log {changes_path(out)}")
+    return 0
+
+
+def cmd_summary(args) -> int:
+    from vlmdesk.cli import open_from_args
+
+    with open_from_args(args) as ws:
+        bench_id = bench_or_fail(ws, args.bench).id if args.bench else None
+        found = qc.summary(ws, bench_id)
+    if args.json:
+        print(json.dumps(found, ensure_ascii=False))
+        return 0
+    if not found:
+        print("no QC candidates yet (vlmdesk qc text-only / qc consensus)")
+        return 0
+    for bench in found:
+        print(bench["benchmark"])
+        print(f"  {'':<28} {'cand.':>6} {'pending':>8} {'disputed':>9} {'confirmed':>10} {'rejected':>9}")
+        for stage, s in bench["stages"].items():
+            rows = [(f"{stage} ({s['category']})", s)] + [(f"  {k}", v) for k, v in s["by_item_category"].items()]
+            for label, c in rows:
+                print(f"  {label[:28]:<28} {c['candidates']:>6} {c['pending']:>8} {c['disputed']:>9} "
+                      f"{c['confirmed']:>10} {c['rejected']:>9}")
+            if s["by_reason"]:
+                print("    confirmed by reason: " + ", ".join(f"{k} {v}" for k, v in s["by_reason"].items()))
+        t = bench["total"]
+        print(f"  {'total':<28} {t['candidates']:>6} {t['pending']:>8} {t['disputed']:>9} {t['confirmed']:>10} "
+              f"{t['rejected']:>9}")
+    return 0
