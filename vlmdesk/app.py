@@ -1,20 +1,14 @@
 """`vlmdesk` with no command: the default workspace (with the demo on first start), then the app."""
 from __future__ import annotations
 
-from db import catalog
+from pathlib import Path
+
+from db.workspace import default_workspace_path
 
 
 def start(args) -> int:
-    from vlmdesk.cli import open_from_args
-    from vlmdesk.demo import ensure_demo
+    from vlmdesk.cmd_gui import start_gui
 
-    with open_from_args(args) as ws:
-        added = ensure_demo(ws)
-        if added:
-            print(f"created {ws.path} with the demo benchmarks: {', '.join(added)}")
-        benches = catalog.list_benchmarks(ws)
-        print(f"workspace {ws.path}")
-        for b in benches:
-            print(f"  {b.name:<24} {b.kind:<6} {b.questions:>6} questions  {b.images:>5} images")
-    print("The desktop app is not built yet; use the commands (vlmdesk --help).")
-    return 0
+    explicit = getattr(args, "workspace", None)
+    # The demo is added to the default workspace only; a workspace named on the command line opens as it is.
+    return start_gui(Path(explicit) if explicit else default_workspace_path(), first_start=explicit is None)

@@ -1,0 +1,271 @@
+"""Browse a benchmark: filters and full-text search over a lazy table, and the selected item in full."""
+from __future__ import annotations
+
+from PySide6.QtCore import QItemSelectionModel, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView, QComboBox, QFrame, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QScrollArea,
+    QSplitter, QTableView, QTabWidget, QVBoxLayout, QWidget,
+)
+
+from annotation import reviews
+from annotation.browse import QC_FILTERS, REVIEW_FILTERS, VERDICT_LABELS
+from db import item_query
+from db.item_query import RUN_RESULTS, ItemFilter
+from gui.image_view import ImageView
+from gui.item_panel import HistoryView, ItemPanel, PredictionsView
+
+ANY = "All"
+_REVIEW_TEXT = {"unreviewed": "Unreviewed", "reviewed": "Reviewed", "mine": "Reviewed by me",
+                "not_mine": "Not reviewed by me", "conflict": "Conflicting verdicts",
+                **{v: f"Verdict: {VERDICT_LABELS[v]}" for v in reviews.VERDICTS}}
+_QC_TEXT = {"flagged": "Flagged", "unflagged": "Not flagged", "pending": "Flag pending", "disputed": "Flag disputed",
+            "confirmed": "Flag confirmed", "rejected": "Flag rejected"}
+
+
+def _combo(name: str, width: int = 130) -> QComboBox:
+    c = QComboBox()
+    c.setObjectName(name)
+    c.setMinimumWidth(width)
+    c.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+    return c
+
+
+class BrowseView(QWidget):
+    openInReview = Signal(int)  # item id
+
+    def __init__(self, ctx, parent=None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.item = None
+
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search questions, hints and options…")
+        self.search.setClearButtonEnabled(True)
+        self.search.setMinimumWidth(220)
+        self._debounce = QTimer(self, singleShot=True, interval=250, timeout=self.apply_filters)
+        self.search.textChanged.connect(lambda _: self._debounce.start())
+        self.search.returnPressed.connect(self.apply_filters)
+        self.category = _combo("category", 150)
+        self.l2 = _combo("l2", 150)
+        self.split = _combo("split", 80)
+        self.review = _combo("review", 150)
+        self.qc = _combo("qc", 120)
+        self.run = _combo("run", 180)
+        self.result = _combo("result", 90)
+        self.review.addItem(ANY, None)
+        for f in REVIEW_FILTERS:
+            self.review.addItem(_REVIEW_TEXT[f], f)
+        self.qc.addItem(ANY, None)
+        for f in QC_FILTERS:
+            self.qc.addItem(_QC_TEXT[f], f)
+        self.result.addItem(ANY, None)
+        for r in RUN_RESULTS:
+            self.result.addItem(r, r)
+        self.count = QLabel()
+        self.count.setObjectName("muted")
+
+        filters = QWidget()
+        filters.setObjectName("filterBar")
+        fl = QVBoxLayout(filters)
+        fl.setContentsMargins(10, 8, 10, 8)
+        fl.setSpacing(6)
+        row1, row2 = QHBoxLayout(), QHBoxLayout()
+        row1.addWidget(self.search, 1)
+        row1.addWidget(self.count)
+        for label, combo, row in (("Category", self.category, row1), ("L2", self.l2, row1),
+                                  ("Split", self.split, row1), ("Review", self.review, row2), ("QC", self.qc, row2),
+                                  ("Run", self.run, row2), ("Result", self.result, row2)):
+            lab = QLabel(label)
+            lab.setObjectName("filterLabel")
+            row.addWidget(lab)
+            row.addWidget(combo)
+            combo.currentIndexChanged.connect(self.apply_filters)
+        clear = QPushButton("Clear filters")
+        clear.clicked.connect(self.clear_filters)
+        row2.addStretch(1)
+        row2.addWidget(clear)
+        fl.addLayout(row1)
+        fl.addLayout(row2)
+
+        self.table = QTableView()
+        self.table.setModel(ctx.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(26)
+        self.table.setAlternatingRowColors(True)
+        self.table.setShowGrid(False)
+        self.table.setWordWrap(False)
+        self.table.setTextElideMode(Qt.ElideRight)
+        header = self.table.horizontalHeader()
+        header.setHighlightSections(False)
+        header.setStretchLastSection(True)
+        for col, width in enumerate((54, 108, 108, 46, 80, 120, 64)):
+            self.table.setColumnWidth(col, width)
+        self.table.selectionModel().currentRowChanged.connect(self._on_current)
+        self.table.doubleClicked.connect(lambda idx: self._open(idx.row()))
+
+        self.image = ImageView()
+        self.panel = ItemPanel()
+        panel_scroll = QScrollArea()
+        panel_scroll.setWidgetResizable(True)
+        panel_scroll.setFrameShape(QFrame.NoFrame)
+        inner = QWidget()
+        il = QVBoxLayout(inner)
+        il.setContentsMargins(14, 10, 14, 10)
+        il.addWidget(self.panel)
+        open_btn = QPushButton("Review this item  ⏎")
+        open_btn.setObjectName("primary")
+        open_btn.clicked.connect(lambda: self.item and self.openInReview.emit(self.item.id))
+        il.addWidget(open_btn, 0, Qt.AlignLeft)
+        il.addStretch(1)
+        panel_scroll.setWidget(inner)
+        self.tabs = QTabWidget()
+        self.predictions = PredictionsView()
+        self.history = HistoryView()
+        self.tabs.addTab(self.predictions, "Predictions")
+        self.tabs.addTab(self.history, "Review history")
+
+        detail = QSplitter(Qt.Vertical)
+        detail.addWidget(self.image)
+        detail.addWidget(panel_scroll)
+        detail.addWidget(self.tabs)
+        detail.setSizes([250, 330, 150])
+        detail.setChildrenCollapsible(False)
+
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(self.table)
+        split.addWidget(detail)
+        split.setSizes([720, 350])
+        split.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(filters)
+        layout.addWidget(split, 1)
+
+        ctx.benchmarkChanged.connect(self._on_benchmark)
+        ctx.model.modelReset.connect(self._after_reset)
+        ctx.model.rowsInserted.connect(lambda *_: self._update_count())
+        ctx.loader.loaded.connect(self._on_image)
+        ctx.reviewsChanged.connect(self._on_reviews)
+        ctx.prefsChanged.connect(lambda: self.item and self._show(self.item.id))
+
+    # -- filters
+    def _on_benchmark(self) -> None:
+        bench = self.ctx.benchmark
+        facets = item_query.facet_values(self.ctx.ws, bench.id) if bench else {}
+        widgets = (self.category, self.l2, self.split, self.run)
+        for w in widgets:
+            w.blockSignals(True)
+        for combo, column in ((self.category, "category"), (self.l2, "l2_category"), (self.split, "split")):
+            combo.clear()
+            combo.addItem(ANY, None)
+            for v in facets.get(column, []):
+                combo.addItem(v or "(none)", v)
+        self.run.clear()
+        self.run.addItem("(no run)", None)
+        for run in self.ctx.runs.values():
+            self.run.addItem(f"run {run.id} · {run.model_spec}", run.id)
+        self.run.setCurrentIndex(1 if self.ctx.runs else 0)
+        for w in (self.review, self.qc, self.result):
+            w.blockSignals(True)
+            w.setCurrentIndex(0)
+        self.search.blockSignals(True)
+        self.search.clear()
+        self.search.blockSignals(False)
+        for w in (*widgets, self.review, self.qc, self.result):
+            w.blockSignals(False)
+        self._after_reset()
+
+    def current_filter(self) -> tuple[ItemFilter, str | None, str | None]:
+        return (ItemFilter(text=self.search.text(), category=self.category.currentData(),
+                           l2_category=self.l2.currentData(), split=self.split.currentData(),
+                           run_id=self.run.currentData(), run_result=self.result.currentData()),
+                self.review.currentData(), self.qc.currentData())
+
+    def apply_filters(self) -> None:
+        if self.ctx.benchmark is None:
+            return
+        f, review, qc = self.current_filter()
+        self.ctx.model.set_filter(f, review=review, qc=qc)
+
+    def clear_filters(self) -> None:
+        for w in (self.category, self.l2, self.split, self.review, self.qc, self.result):
+            w.blockSignals(True)
+            w.setCurrentIndex(0)
+            w.blockSignals(False)
+        self.search.blockSignals(True)
+        self.search.clear()
+        self.search.blockSignals(False)
+        self.apply_filters()
+
+    def select_combo(self, combo: QComboBox, data) -> None:
+        """Choose a filter value by its data (tests, --view presets)."""
+        index = combo.findData(data)
+        if index < 0:
+            raise ValueError(f"{combo.objectName()}: no value {data!r}")
+        combo.setCurrentIndex(index)
+
+    def _after_reset(self) -> None:
+        self._update_count()
+        model = self.ctx.model
+        if model.rows:
+            row = model.row_of(self.item.id) if self.item else None
+            self.table.selectionModel().setCurrentIndex(
+                model.index(row or 0, 0), QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+        else:
+            self._show(None)
+
+    def _update_count(self) -> None:
+        model = self.ctx.model
+        self.count.setText(f"{model.total:,} items" if model.benchmark else "")
+
+    # -- the selected item
+    def _on_current(self, current, _previous) -> None:
+        if current.isValid():
+            self._show(self.ctx.model.rows[current.row()].id)
+
+    def _show(self, item_id: int | None) -> None:
+        ctx = self.ctx
+        self.item = item_query.item_by_id(ctx.ws, item_id) if item_id is not None else None
+        if self.item is None:
+            self.panel.show_item(None)
+            self.image.set_image(None, placeholder="No item selected")
+            self.predictions.show_predictions(None, [])
+            self.history.show_history([])
+            return
+        item = self.item
+        status = ctx.model.status.get(item.id)
+        reveal = bool(status and status.by(ctx.annotator))
+        self.panel.show_item(item, bench_name=ctx.benchmark.name, blind=ctx.prefs.blind, reveal=reveal)
+        hide_runs = ctx.prefs.blind and not reveal
+        self.predictions.show_predictions(item, [] if hide_runs else
+                                          item_query.item_predictions(ctx.ws, item.id, ctx.runs), blind=hide_runs)
+        self.history.show_history(reviews.history(ctx.ws, item.id))
+        sha = item.image_sha256
+        image = ctx.loader.cached(sha) if sha else None
+        if image is not None:
+            self.image.set_image(image, key=sha)
+        elif sha:
+            self.image.set_image(None, placeholder="Loading image…")
+            ctx.loader.request(sha)
+        else:
+            self.image.set_image(None, placeholder="This item has no image")
+
+    def _on_image(self, sha: str, image) -> None:
+        if self.item is not None and self.item.image_sha256 == sha and self.image.image_key != sha:
+            self.image.set_image(image, key=sha, placeholder="The image could not be decoded")
+
+    def _on_reviews(self, item_id: int) -> None:
+        if self.item is not None and self.item.id == item_id:
+            self.history.show_history(reviews.history(self.ctx.ws, item_id))
+
+    def _open(self, row: int) -> None:
+        self.openInReview.emit(self.ctx.model.rows[row].id)
+
+    def keyPressEvent(self, event) -> None:
+        if event.key() in (Qt.Key_Return, Qt.Key_Enter) and self.item is not None:
+            self.openInReview.emit(self.item.id)
+        else:
+            super().keyPressEvent(event)

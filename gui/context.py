@@ -1,0 +1,53 @@
+"""What the views share: the open workspace (GUI-thread connection), preferences, the item listing, images."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import QObject, Signal
+
+from db import item_query
+from gui.images import ImageLoader
+from gui.item_model import ItemTableModel
+from gui.prefs import Preferences, PreferencesFile
+
+
+class Context(QObject):
+    benchmarkChanged = Signal()
+    prefsChanged = Signal()
+    reviewsChanged = Signal(int)  # item id whose verdicts changed
+    error = Signal(str, str)  # message, details
+    info = Signal(str)
+
+    def __init__(self, ws, prefs_file: PreferencesFile, prefs: Preferences, parent=None):
+        super().__init__(parent)
+        self.ws = ws
+        self.prefs_file = prefs_file
+        self.prefs = prefs
+        self.loader = ImageLoader(str(ws.path), capacity=max(4, 2 * prefs.prefetch + 4), parent=self)
+        self.model = ItemTableModel(ws, self)
+        self.model.annotator = prefs.annotator
+        self.benchmark = None
+        self.runs: dict = {}
+
+    @property
+    def annotator(self) -> str:
+        return self.prefs.annotator
+
+    def set_benchmark(self, benchmark) -> None:
+        self.benchmark = benchmark
+        bench_runs = item_query.runs_of_benchmark(self.ws, benchmark.id) if benchmark else []
+        self.runs = {r.id: r for r in bench_runs}
+        self.model.set_benchmark(benchmark, run_id=bench_runs[0].id if bench_runs else None)
+        self.benchmarkChanged.emit()
+
+    def update_prefs(self, **changes) -> None:
+        self.prefs = replace(self.prefs, **changes)
+        self.model.annotator = self.prefs.annotator
+        try:
+            self.prefs_file.save(self.prefs)
+        except OSError as exc:
+            self.error.emit(f"Could not save preferences to {self.prefs_file.path}: {exc}", "")
+        self.prefsChanged.emit()
+
+    def close(self) -> None:
+        self.loader.shutdown()

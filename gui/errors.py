@@ -1,0 +1,65 @@
+"""Errors shown in the window: a message bar for problems the user can act on, and a guard for unexpected
+exceptions raised in slots (PySide6 routes those to sys.excepthook) so that they reach the window, not a log."""
+from __future__ import annotations
+
+import sys
+import traceback
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton
+
+
+class MessageBar(QFrame):
+    """A dismissable strip at the top of the window. Errors stay until dismissed; notes fade after a while."""
+
+    STYLES = {
+        "error": "background:#fdecea; color:#7f1d1d; border-bottom:1px solid #f5b5ae;",
+        "info": "background:#e8f0fe; color:#1a3d7c; border-bottom:1px solid #b6cdfb;",
+    }
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("messageBar")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 6, 6, 6)
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        close = QToolButton()
+        close.setText("✕")
+        close.setAutoRaise(True)
+        close.setToolTip("Dismiss")
+        close.clicked.connect(self.hide)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(close)
+        self.kind = ""
+        self._timer = QTimer(self, singleShot=True, timeout=self.hide)
+        self.hide()
+
+    def show_message(self, text: str, kind: str = "error", details: str | None = None) -> None:
+        self.kind = kind
+        self.setStyleSheet(f"#messageBar {{{self.STYLES[kind]}}} QLabel {{ color: inherit; }}")
+        self.label.setText(text)
+        self.label.setToolTip(details or "")
+        self.show()
+        if kind == "info":
+            self._timer.start(6000)
+        else:
+            self._timer.stop()
+
+
+def install_error_guard(show) -> None:
+    """Route uncaught exceptions (in slots, timers, event handlers) to `show(message, details)`."""
+    previous = sys.excepthook
+
+    def hook(exc_type, exc, tb):
+        if issubclass(exc_type, KeyboardInterrupt):
+            return previous(exc_type, exc, tb)
+        details = "".join(traceback.format_exception(exc_type, exc, tb))
+        print(details, file=sys.stderr)
+        try:
+            show(f"Something went wrong: {exc_type.__name__}: {exc}", details)
+        except Exception:  # the window itself is broken: fall back to the default hook
+            previous(exc_type, exc, tb)
+
+    sys.excepthook = hook

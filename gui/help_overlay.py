@@ -1,0 +1,56 @@
+"""The keyboard help shown over the review view (F1 or ?)."""
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout
+
+from gui.shortcuts import help_rows
+
+
+class HelpOverlay(QFrame):
+    def __init__(self, parent):
+        super().__init__(parent)
+        self.setObjectName("helpOverlay")
+        layout = QVBoxLayout(self)
+        layout.setAlignment(Qt.AlignCenter)
+        card = QLabel()
+        card.setObjectName("helpCard")
+        card.setTextFormat(Qt.RichText)
+        rows, group = [], None
+        for g, keys, text in help_rows():
+            if g != group:
+                rows.append(f"<tr><td colspan=2 style='padding-top:10px'><b>{html.escape(g)}</b></td></tr>")
+                group = g
+            rows.append(f"<tr><td style='padding-right:24px'><code>{html.escape(keys)}</code></td>"
+                        f"<td>{html.escape(text)}</td></tr>")
+        card.setText("<h3>Keyboard</h3><table>" + "".join(rows) + "</table>"
+                     "<p style='color:#5f6368'>Keys are off while you type in a text field. Esc or F1 closes.</p>")
+        layout.addWidget(card)
+        self.card = card
+        self.setFocusPolicy(Qt.StrongFocus)
+        self.hide()
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        if self.parent() is not None:
+            self.parent().setFocus()
+
+    def toggle(self) -> None:
+        if self.isVisible():
+            self.hide()
+        else:
+            self.setGeometry(self.parent().rect())
+            self.raise_()
+            self.show()
+            self.setFocus()
+
+    def mousePressEvent(self, event) -> None:
+        self.hide()
+
+    def keyPressEvent(self, event) -> None:
+        if event.key() in (Qt.Key_Escape, Qt.Key_F1, Qt.Key_Question):
+            self.hide()
+        else:
+            super().keyPressEvent(event)

@@ -1,0 +1,170 @@
+"""The browse table: a lazy model over SQLite. Rows arrive a page at a time (fetchMore, keyset paging); a row is a
+few short columns, never image bytes, so tens of thousands of items scroll freely."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor
+
+from annotation import browse
+from db import item_query
+from db.item_query import ItemFilter, ItemRow
+from gui.item_panel import RESULT_MARKS
+
+COLUMNS = ("Index", "Category", "L2 category", "Split", "Review", "QC", "Run", "Question")
+PAGE = 200
+_RESULT_COLOURS = {"right": "#1e7d32", "wrong": "#b3261e", "pending": "#8a6d00", "unscored": "#5f6368"}
+
+
+class ItemTableModel(QAbstractTableModel):
+    def __init__(self, ws, parent=None):
+        super().__init__(parent)
+        self.ws = ws
+        self.benchmark = None
+        self.filter = ItemFilter()
+        self.review_filter: str | None = None
+        self.qc_filter: str | None = None
+        self.annotator = ""
+        self.rows: list[ItemRow] = []
+        self.total = 0
+        self.status: dict[int, browse.ReviewStatus] = {}
+        self.qc: dict[int, browse.QCMark] = {}
+        self._row_of: dict[int, int] = {}
+
+    # -- queries
+    def set_benchmark(self, benchmark, *, run_id: int | None = None) -> None:
+        self.benchmark = benchmark
+        self.filter = ItemFilter(run_id=run_id)
+        self.review_filter = self.qc_filter = None
+        self.reload()
+
+    def set_filter(self, f: ItemFilter, *, review: str | None = None, qc: str | None = None) -> None:
+        self.filter, self.review_filter, self.qc_filter = f, review, qc
+        self.reload()
+
+    def reload(self) -> None:
+        self.beginResetModel()
+        self.rows, self._row_of, self.total = [], {}, 0
+        if self.benchmark is not None:
+            self.status = browse.review_status(self.ws, self.benchmark.id)
+            self.qc = browse.qc_marks(self.ws, self.benchmark.id)
+            pairs = []
+            if self.review_filter:
+                pairs.append(browse.review_filter_ids(self.status, self.review_filter, self.annotator))
+            if self.qc_filter:
+                pairs.append(browse.qc_filter_ids(self.qc, self.qc_filter))
+            only, exclude = browse.combine(*pairs)
+            self._query = replace(self.filter, only_ids=only, exclude_ids=exclude)
+            self.total = item_query.count_items(self.ws, self.benchmark.id, self._query)
+            self._fetch(PAGE)
+        self.endResetModel()
+
+    def _fetch(self, n: int) -> list[ItemRow]:
+        after = (self.rows[-1].position, self.rows[-1].id) if self.rows else None
+        page = item_query.item_page(self.ws, self.benchmark.id, self._query, after=after, limit=n)
+        for row in page:
+            self._row_of[row.id] = len(self.rows)
+            self.rows.append(row)
+        return page
+
+    def canFetchMore(self, parent=QModelIndex()) -> bool:
+        return not parent.isValid() and self.benchmark is not None and len(self.rows) < self.total
+
+    def fetchMore(self, parent=QModelIndex()) -> None:
+        if not self.canFetchMore(parent):
+            return
+        n = min(PAGE, self.total - len(self.rows))
+        first = len(self.rows)
+        self.beginInsertRows(QModelIndex(), first, first + n - 1)
+        page = self._fetch(n)
+        if len(page) < n:  # rows vanished meanwhile (another process deleted items): stop where the data ends
+            self.total = len(self.rows)
+        self.endInsertRows()
+
+    def ensure_row(self, row: int) -> bool:
+        """Fetch pages until `row` is loaded; False when the listing is shorter."""
+        while row >= len(self.rows) and self.canFetchMore():
+            self.fetchMore()
+        return 0 <= row < len(self.rows)
+
+    def row_of(self, item_id: int) -> int | None:
+        return self._row_of.get(item_id)
+
+    def find_row(self, start: int, step: int, predicate) -> int | None:
+        """The first row from `start` in direction `step` whose item satisfies predicate(ItemRow); pages in."""
+        r = start
+        while True:
+            if step > 0 and not self.ensure_row(r):
+                return None
+            if r < 0:
+                return None
+            if predicate(self.rows[r]):
+                return r
+            r += step
+
+    def refresh_item(self, item_id: int) -> None:
+        """Re-read the review status of one item (after a verdict) without reloading the listing."""
+        if self.benchmark is None:
+            return
+        self.status = browse.review_status(self.ws, self.benchmark.id)
+        row = self._row_of.get(item_id)
+        if row is not None:
+            self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
+
+    def refresh_qc(self) -> None:
+        if self.benchmark is None:
+            return
+        self.qc = browse.qc_marks(self.ws, self.benchmark.id)
+        if self.rows:
+            self.dataChanged.emit(self.index(0, 5), self.index(len(self.rows) - 1, 5))
+
+    def reviewed(self, item_id: int) -> bool:
+        return item_id in self.status
+
+    # -- Qt model
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        row = self.rows[index.row()]
+        col = index.column()
+        if role == Qt.DisplayRole:
+            if col == 0:
+                return str(row.index)
+            if col in (1, 2, 3):
+                return (row.category, row.l2_category, row.split)[col - 1] or ""
+            if col == 4:
+                status = self.status.get(row.id)
+                return status.label if status else ""
+            if col == 5:
+                mark = self.qc.get(row.id)
+                return mark.short_label if mark else ""
+            if col == 6:
+                return f"{RESULT_MARKS[row.run_result]} {row.run_result}" if row.run_result != "none" else ""
+            if col == 7:
+                return " ".join(row.question.split())
+        elif role == Qt.ForegroundRole:
+            if col == 6 and row.run_result in _RESULT_COLOURS:
+                return QBrush(QColor(_RESULT_COLOURS[row.run_result]))
+            if col == 4 and (status := self.status.get(row.id)) and status.conflict:
+                return QBrush(QColor("#b3261e"))
+        elif role == Qt.ToolTipRole and col == 7:
+            return row.question
+        elif role == Qt.ToolTipRole and col == 5 and (mark := self.qc.get(row.id)):
+            return mark.label
+        elif role == Qt.UserRole:
+            return row.id
+        elif role == Qt.TextAlignmentRole and col == 0:
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        return None

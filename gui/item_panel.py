@@ -1,0 +1,274 @@
+"""What an annotator reads about one item: header, hint, question, options (answer key highlighted unless blind),
+every run's passes for the item, and the review history."""
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import (
+    QFrame, QHBoxLayout, QHeaderView, QLabel, QSizePolicy, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
+)
+
+from annotation.browse import VERDICT_LABELS
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+RESULT_MARKS = {"right": "✓", "wrong": "✗", "pending": "…", "unscored": "–", "none": ""}
+
+
+KEY_GREEN, KEY_BG, PICK_BLUE = "#34a853", "#e6f4ea", "#1a73e8"
+
+
+def _row_style(key: bool, picked: bool) -> str:
+    if not key and not picked:
+        return ""
+    border = PICK_BLUE if picked else KEY_GREEN
+    badge = PICK_BLUE if picked and not key else KEY_GREEN
+    return (f"#optionRow {{ background: {KEY_BG if key else '#ffffff'}; border: 2px solid {border}; }}"
+            f"#optionBadge {{ background: {badge}; color: white; }}"
+            f"#optionTag {{ color: {'#1e7d32' if key else PICK_BLUE}; }}")
+
+
+class OptionRow(QFrame):
+    def __init__(self, letter: str, text: str, key_hint: str, parent=None):
+        super().__init__(parent)
+        self.letter = letter
+        self.setObjectName("optionRow")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 6, 10, 6)
+        layout.setSpacing(10)
+        self.badge = QLabel(letter)
+        self.badge.setObjectName("optionBadge")
+        self.badge.setAlignment(Qt.AlignCenter)
+        self.badge.setFixedSize(28, 28)
+        self.text = QLabel(text)
+        self.text.setWordWrap(True)
+        self.text.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.text.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        self.tag = QLabel("")
+        self.tag.setObjectName("optionTag")
+        self.hint = QLabel(key_hint)
+        self.hint.setObjectName("keyHint")
+        layout.addWidget(self.badge, 0, Qt.AlignTop)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(self.tag, 0, Qt.AlignVCenter)
+        layout.addWidget(self.hint, 0, Qt.AlignVCenter)
+        self.set_state(key=False, picked=False)
+
+    def set_text(self, text: str, key_hint: str) -> None:
+        self.text.setText(text)
+        self.hint.setText(key_hint)
+
+    def set_state(self, *, key: bool, picked: bool) -> None:
+        if (key, picked) == (getattr(self, "is_key", None), getattr(self, "is_picked", None)):
+            return  # re-polishing is the costly part of showing an item: only on a change
+        self.is_key, self.is_picked = key, picked
+        self.setProperty("key", key)
+        self.setProperty("picked", picked)
+        tags = (["answer key"] if key else []) + (["your pick"] if picked else [])
+        self.tag.setText(" · ".join(tags))
+        self.tag.setVisible(bool(tags))
+        # A widget style sheet per state, not dynamic properties + style().polish(): in PySide6 6.12 on Python
+        # 3.11, QStyle.polish/unpolish(QWidget) drop a reference to None on every call, which crashes the
+        # interpreter after a few thousand items (found by bench/gui_bench.py).
+        self.setStyleSheet(_row_style(key, picked))
+
+
+class ItemPanel(QWidget):
+    """Header, hint, question and options of one item."""
+
+    def __init__(self, *, show_key_hints: bool = False, parent=None):
+        super().__init__(parent)
+        self.show_key_hints = show_key_hints
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(8)
+        self.header = QLabel()
+        self.header.setObjectName("itemHeader")
+        self.header.setWordWrap(True)
+        self.hint = QLabel()
+        self.hint.setObjectName("hint")
+        self.hint.setWordWrap(True)
+        self.hint.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.question = QLabel()
+        self.question.setObjectName("question")
+        self.question.setWordWrap(True)
+        self.question.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.options_box = QVBoxLayout()
+        self.options_box.setSpacing(4)
+        self.key_note = QLabel()
+        self.key_note.setObjectName("keyNote")
+        for w in (self.header, self.hint, self.question):
+            layout.addWidget(w)
+        layout.addLayout(self.options_box)
+        layout.addWidget(self.key_note)
+        layout.addStretch(1)
+        self.rows: list[OptionRow] = []
+        self._pool: list[OptionRow] = []  # rows are reused from item to item: creating widgets is slow
+        self.item = None
+        self.blind = False
+        self.picked: str | None = None
+        self.reveal = False
+
+    def show_item(self, item, *, bench_name: str = "", blind: bool = False, reveal: bool = False) -> None:
+        self.item, self.blind, self.reveal, self.picked = item, blind, reveal, None
+        if item is None:
+            self.header.setText("No item")
+            for w in (self.hint, self.question, self.key_note):
+                w.hide()
+            self._set_options([])
+            return
+        parts = [f"<b>{html.escape(bench_name)}</b> #{html.escape(str(item.index))}"] if bench_name else \
+            [f"#{html.escape(str(item.index))}"]
+        parts += [html.escape(p) for p in (item.category, item.l2_category, item.split) if p]
+        self.header.setText("  ·  ".join(parts))
+        self.hint.setText(item.hint or "")
+        self.hint.setVisible(bool(item.hint))
+        self.question.setText(item.question)
+        self.question.show()
+        self._set_options(item.options)
+        self._refresh()
+
+    def set_blind(self, blind: bool, reveal: bool = False) -> None:
+        self.blind, self.reveal = blind, reveal
+        self._refresh()
+
+    def set_picked(self, letter: str | None) -> None:
+        self.picked = letter
+        self._refresh()
+
+    def key_visible(self) -> bool:
+        return any(r.is_key for r in self.rows) or (self.key_note.isVisible() and "hidden" not in self.key_note.text())
+
+    def _set_options(self, options) -> None:
+        while len(self._pool) < len(options):
+            row = OptionRow(LETTERS[len(self._pool)], "", "", self)
+            self.options_box.addWidget(row)
+            self._pool.append(row)
+        for i, row in enumerate(self._pool):
+            if i < len(options):
+                row.set_text(options[i], f"{i + 1}" if self.show_key_hints and i < 9 else "")
+                row.show()
+            else:
+                row.hide()
+        self.rows = self._pool[:len(options)]
+
+    def _refresh(self) -> None:
+        item = self.item
+        if item is None:
+            return
+        hidden = self.blind and not self.reveal
+        for row in self.rows:
+            row.set_state(key=not hidden and row.letter == item.answer, picked=row.letter == self.picked)
+        if hidden:
+            self.key_note.setText("Answer key hidden (blind mode)")
+        elif item.answer is None:
+            self.key_note.setText("No answer key")
+        elif not item.options:
+            self.key_note.setText(f"Answer key: {item.answer}")
+        else:
+            self.key_note.setText("")
+        self.key_note.setVisible(bool(self.key_note.text()))
+
+
+def _order_letters(order, n_options: int) -> str:
+    # option_order[k] is the original index of the option shown in position k: show it as original letters.
+    return " ".join(LETTERS[i] for i in order) if order else "—"
+
+
+class PredictionsView(QTreeWidget):
+    """Every run's passes for one item: a run per top-level row, a pass per child."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setHeaderLabels(["Pass", "Order", "Response", "Choice", "✓"])
+        self.setRootIsDecorated(True)
+        self.setUniformRowHeights(True)
+        self.setAlternatingRowColors(True)
+        header = self.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.Stretch)
+        header.setSectionResizeMode(3, QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(4, QHeaderView.ResizeToContents)
+
+    def show_predictions(self, item, runs_passes, *, blind: bool = False) -> None:
+        self.clear()
+        if item is None:
+            return
+        for run, passes in runs_passes:
+            result = _item_result(item, run, passes)
+            mark = "" if blind else f"   {RESULT_MARKS[result]} {result}"
+            top = QTreeWidgetItem([f"run {run.id} · {run.model_spec} · {run.strategy}{mark}", "", "", "", ""])
+            font = top.font(0)
+            font.setBold(True)
+            top.setFont(0, font)
+            if not blind and result in ("right", "wrong"):
+                top.setForeground(0, QColor("#1e7d32" if result == "right" else "#b3261e"))
+            for p in passes:
+                response = " ".join(p.response.split())
+                correct = "" if blind or p.correct is None else ("✓" if p.correct else "✗")
+                original = _original_letter(p)
+                choice = (p.choice or "undecided") + (f" (= {original})" if original and original != p.choice else "")
+                child = QTreeWidgetItem([f"pass {p.pass_}", _order_letters(p.option_order, len(item.options)),
+                                         response, choice, correct])
+                child.setToolTip(2, p.response)
+                child.setToolTip(3, f"{p.stage}: {p.reason or ''}")
+                if not blind and p.correct is not None:
+                    child.setForeground(4, QColor("#1e7d32" if p.correct else "#b3261e"))
+                top.addChild(child)
+            self.addTopLevelItem(top)
+            top.setFirstColumnSpanned(True)
+            top.setExpanded(True)
+        if not runs_passes:
+            empty = QTreeWidgetItem(["No run has answered this item yet", "", "", "", ""])
+            empty.setForeground(0, QColor("#80868b"))
+            self.addTopLevelItem(empty)
+            empty.setFirstColumnSpanned(True)
+
+
+def _original_letter(p) -> str | None:
+    if p.choice is None or p.choice == "Z" or not p.option_order:
+        return None
+    k = ord(p.choice) - ord("A")
+    return LETTERS[p.option_order[k]] if 0 <= k < len(p.option_order) else None
+
+
+def _item_result(item, run, passes) -> str:
+    if any(p.correct is False for p in passes):
+        return "wrong"
+    if any(p.correct is None for p in passes):
+        return "unscored"
+    need = len(item.options) if run.strategy == "circular" else 1
+    return "right" if sum(1 for p in passes if p.correct) >= need else "pending"
+
+
+class HistoryView(QTreeWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setHeaderLabels(["When (UTC)", "Annotator", "Verdict", "Note"])
+        self.setRootIsDecorated(False)
+        self.setAlternatingRowColors(True)
+        header = self.header()
+        for i in range(3):
+            header.setSectionResizeMode(i, QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.Stretch)
+
+    def show_history(self, history) -> None:
+        self.clear()
+        for r in reversed(history):
+            verdict = "undo" if r.verdict == "undo" else VERDICT_LABELS.get(r.verdict, r.verdict)
+            if r.corrected_answer:
+                verdict += f" → {r.corrected_answer}"
+            row = QTreeWidgetItem([r.created_at[:19].replace("T", " "), r.annotator, verdict, r.note or ""])
+            if r.verdict == "undo":
+                font = QFont(row.font(2))
+                font.setItalic(True)
+                row.setFont(2, font)
+                row.setForeground(2, QColor("#80868b"))
+            self.addTopLevelItem(row)
+        if not history:
+            empty = QTreeWidgetItem(["Not reviewed yet", "", "", ""])
+            empty.setForeground(0, QColor("#80868b"))
+            self.addTopLevelItem(empty)

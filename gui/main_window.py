@@ -1,0 +1,290 @@
+"""The main window: workspace, benchmarks dock, a tab per view, status bar and message bar.
+
+Views and docks are registered as factories (`add_view`, `add_dock`) and built for each opened workspace, so later
+parts of the app (runs launcher, dashboard) plug in without touching this file's logic.
+"""
+from __future__ import annotations
+
+import getpass
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget, QFileDialog, QInputDialog, QLabel, QListWidget, QListWidgetItem, QMainWindow, QTabWidget,
+    QVBoxLayout, QWidget,
+)
+
+from db import catalog
+from db.workspace import SchemaError, open_workspace
+from gui.browse_view import BrowseView
+from gui.context import Context
+from gui.errors import MessageBar
+from gui.prefs import Preferences, PreferencesFile, config_dir
+from gui.queues_view import QueuesView
+from gui.review_view import ReviewView
+
+
+class BenchmarksDock(QListWidget):
+    def __init__(self, ctx, parent=None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.setObjectName("benchList")
+        self.setToolTip("Benchmarks in this workspace (vlmdesk import FILE adds one)")
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setTextElideMode(Qt.ElideRight)
+        self.currentRowChanged.connect(self._chosen)  # filled by MainWindow.open_workspace
+
+    def reload(self, benchmarks=None) -> None:
+        self.blockSignals(True)
+        self.clear()
+        for b in benchmarks if benchmarks is not None else catalog.list_benchmarks(self.ctx.ws):
+            kind = "yes/no" if b.kind == "yesno" else "multiple choice"
+            item = QListWidgetItem(f"{b.name}\n{b.questions:,} items · {kind}")
+            item.setData(Qt.UserRole, b.name)
+            item.setData(Qt.UserRole + 1, b)
+            self.addItem(item)
+        self.blockSignals(False)
+
+    def select(self, name: str) -> None:
+        for row in range(self.count()):
+            if self.item(row).data(Qt.UserRole) == name:
+                self.setCurrentRow(row)
+                return
+        raise ValueError(f"no benchmark named {name!r}")
+
+    def _chosen(self, row: int) -> None:
+        if row >= 0:
+            self.ctx.set_benchmark(self.item(row).data(Qt.UserRole + 1))
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, workspace: str | Path, *, prefs_file: PreferencesFile | None = None,
+                 settings_path: Path | None = None):
+        super().__init__()
+        self.setWindowTitle("vlmdesk")
+        self.prefs_file = prefs_file or PreferencesFile()
+        self.prefs: Preferences = self.prefs_file.load()
+        self.settings = QSettings(str(settings_path or config_dir() / "window.ini"), QSettings.IniFormat)
+        self.ctx: Context | None = None
+        self.ws = None
+        self.views: dict[str, QWidget] = {}
+        self.docks: dict[str, QDockWidget] = {}
+        self._view_factories: list[tuple[str, str, object]] = []
+        self._dock_factories: list[tuple[str, str, object, Qt.DockWidgetArea]] = []
+
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        self.message_bar = MessageBar()
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.currentChanged.connect(self._tab_changed)
+        layout.addWidget(self.message_bar)
+        layout.addWidget(self.tabs, 1)
+        self.setCentralWidget(central)
+
+        self.annotator_label = QLabel()
+        self.workspace_label = QLabel()
+        self.statusBar().addPermanentWidget(self.workspace_label)
+        self.statusBar().addPermanentWidget(self.annotator_label)
+        self._make_menus()
+
+        self.add_dock("benchmarks", "Benchmarks", BenchmarksDock, Qt.LeftDockWidgetArea)
+        self.add_view("browse", "Browse", BrowseView)
+        self.add_view("review", "Review", ReviewView)
+        self.add_view("queues", "Queues", QueuesView)
+        for problem in self.prefs_file.problems:
+            self.show_error(problem)
+        self.open_workspace(workspace)
+        self._restore_layout()
+
+    # -- extension points
+    def add_view(self, name: str, title: str, factory) -> None:
+        """Register a tab: factory(ctx) -> QWidget, built now and again for every workspace opened."""
+        self._view_factories.append((name, title, factory))
+        if self.ctx is not None:
+            self._build_view(name, title, factory)
+        self._update_view_menu()
+
+    def add_dock(self, name: str, title: str, factory, area=Qt.RightDockWidgetArea) -> None:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"dock_{name}")
+        dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetClosable)
+        self.addDockWidget(area, dock)
+        self.docks[name] = dock
+        self._dock_factories.append((name, title, factory, area))
+        self.view_menu.addAction(dock.toggleViewAction())
+        if self.ctx is not None:
+            dock.setWidget(factory(self.ctx))
+
+    def _build_view(self, name: str, title: str, factory) -> None:
+        view = factory(self.ctx)
+        self.views[name] = view
+        self.tabs.addTab(view, title)
+
+    # -- workspace
+    def open_workspace(self, path: str | Path) -> bool:
+        try:
+            ws = open_workspace(path)
+        except (SchemaError, OSError) as exc:
+            self.show_error(str(exc))
+            return False
+        if self.ctx is not None:
+            self.ctx.close()
+            self.ctx.deleteLater()
+            self.ws.close()
+        while self.tabs.count():
+            widget = self.tabs.widget(0)
+            self.tabs.removeTab(0)
+            widget.deleteLater()
+        self.ws = ws
+        self.ctx = Context(ws, self.prefs_file, self.prefs, self)
+        self.ctx.error.connect(self.show_error)
+        self.ctx.info.connect(lambda text: self.message_bar.show_message(text, "info"))
+        self.ctx.prefsChanged.connect(self._prefs_changed)
+        self.views = {}
+        for name, title, factory in self._view_factories:
+            self._build_view(name, title, factory)
+        for name, _, factory, _ in self._dock_factories:
+            self.docks[name].setWidget(factory(self.ctx))
+        self.ctx.update_prefs(recent_workspaces=self.prefs.with_recent(str(Path(ws.path).resolve())).recent_workspaces)
+        self.workspace_label.setText(f"Workspace: {ws.path}")
+        self.setWindowTitle(f"vlmdesk — {Path(ws.path).name}")
+        self._update_recent_menu()
+        benches = catalog.list_benchmarks(ws)  # once: it counts every benchmark's items and images
+        self.docks["benchmarks"].widget().reload(benches)
+        if benches:
+            self.select_benchmark(benches[0].name)
+        return True
+
+    def select_benchmark(self, name: str) -> None:
+        dock = self.docks["benchmarks"].widget()
+        dock.select(name)
+
+    def view(self, name: str) -> QWidget:
+        return self.views[name]
+
+    def show_view(self, name: str) -> None:
+        self.tabs.setCurrentWidget(self.views[name])
+
+    # -- annotator and preferences
+    def ensure_annotator(self, *, ask: bool = True) -> str:
+        """Ask once for the name that signs every verdict; later starts reuse it (Annotator menu to change)."""
+        if not self.ctx.prefs.annotator:
+            default = getpass.getuser()
+            name, ok = (QInputDialog.getText(self, "Who is annotating?", "Your name (signs every verdict):",
+                                             text=default) if ask else (default, True))
+            self.ctx.update_prefs(annotator=(name.strip() if ok and name.strip() else default))
+        return self.ctx.prefs.annotator
+
+    def change_annotator(self) -> None:
+        name, ok = QInputDialog.getText(self, "Annotator", "Your name:", text=self.ctx.prefs.annotator)
+        if ok and name.strip():
+            self.ctx.update_prefs(annotator=name.strip())
+
+    def _prefs_changed(self) -> None:
+        self.prefs = self.ctx.prefs
+        self.annotator_label.setText(f"Annotator: {self.prefs.annotator or '—'}")
+        self.blind_action.setChecked(self.prefs.blind)
+        self.advance_action.setChecked(self.prefs.advance)
+
+    # -- errors
+    def show_error(self, message: str, details: str = "") -> None:
+        self.message_bar.show_message(message, "error", details or None)
+
+    # -- menus
+    def _make_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        new = QAction("&New workspace…", self, shortcut=QKeySequence("Ctrl+N"), triggered=self._new_workspace)
+        opn = QAction("&Open workspace…", self, shortcut=QKeySequence("Ctrl+O"), triggered=self._open_dialog)
+        self.recent_menu = file_menu.addMenu("Open &recent")
+        quit_ = QAction("&Quit", self, shortcut=QKeySequence("Ctrl+Q"), triggered=self.close)
+        file_menu.addAction(new)
+        file_menu.addAction(opn)
+        file_menu.addMenu(self.recent_menu)
+        file_menu.addSeparator()
+        file_menu.addAction(quit_)
+        self.view_menu = self.menuBar().addMenu("&View")
+        self.view_actions_anchor = self.view_menu.addSeparator()
+        self.blind_action = QAction("&Blind mode (hide the answer key)", self, checkable=True,
+                                    toggled=lambda on: self.ctx and self.ctx.prefs.blind != on
+                                    and self.ctx.update_prefs(blind=on))
+        self.advance_action = QAction("&Advance after a verdict", self, checkable=True,
+                                      toggled=lambda on: self.ctx and self.ctx.prefs.advance != on
+                                      and self.ctx.update_prefs(advance=on))
+        self.view_menu.addAction(self.blind_action)
+        self.view_menu.addAction(self.advance_action)
+        self.view_menu.addSeparator()
+        ann = self.menuBar().addMenu("&Annotator")
+        ann.addAction(QAction("&Change name…", self, triggered=self.change_annotator))
+        help_menu = self.menuBar().addMenu("&Help")
+        help_menu.addAction(QAction("&Keyboard shortcuts (F1 in Review)", self, triggered=self._help))
+        self._view_actions: list[QAction] = []
+
+    def _update_view_menu(self) -> None:
+        for action in self._view_actions:
+            self.view_menu.removeAction(action)
+            action.setParent(None)
+            action.deleteLater()
+        self._view_actions = []
+        for n, (name, title, _) in enumerate(self._view_factories):
+            action = QAction(title, self, triggered=lambda _=False, v=name: self.show_view(v))
+            if n < 9:
+                action.setShortcut(QKeySequence(f"Ctrl+{n + 1}"))
+            self.view_menu.insertAction(self.view_actions_anchor, action)
+            self._view_actions.append(action)
+
+    def _update_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        for path in self.prefs.recent_workspaces:
+            self.recent_menu.addAction(QAction(path, self, triggered=lambda _=False, p=path: self.open_workspace(p)))
+
+    def _open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open workspace", str(Path(self.ws.path).parent),
+                                              "vlmdesk workspaces (*.sqlite *.db);;All files (*)")
+        if path:
+            self.open_workspace(path)
+
+    def _new_workspace(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "New workspace", str(Path(self.ws.path).parent / "workspace.sqlite"),
+                                              "vlmdesk workspaces (*.sqlite)")
+        if path:
+            if Path(path).exists():
+                self.show_error(f"{path} exists already: use Open workspace")
+                return
+            self.open_workspace(path)
+
+    def _help(self) -> None:
+        self.show_view("review")
+        self.views["review"].help.toggle()
+
+    def _tab_changed(self, index: int) -> None:
+        widget = self.tabs.widget(index)
+        if widget is not None and hasattr(widget, "setFocus"):
+            widget.setFocus()
+        if widget is self.views.get("queues"):
+            widget.update_counts()
+
+    # -- layout memory (QSettings: geometry and docks only)
+    def _restore_layout(self) -> None:
+        geometry = self.settings.value("geometry")
+        state = self.settings.value("state")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1280, 800)
+            self.resizeDocks([self.docks["benchmarks"]], [210], Qt.Horizontal)
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+
+    def closeEvent(self, event) -> None:
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("state", self.saveState())
+        self.settings.sync()
+        if self.ctx is not None:
+            self.ctx.close()
+        if self.ws is not None:
+            self.ws.close()
+        super().closeEvent(event)

@@ -1,0 +1,479 @@
+"""Work queues: quality-control candidates, blind extractor adjudication, inter-annotator conflicts.
+
+Each queue names how much is left. The adjudication queue is blind: the extractors' outputs are fetched (alignment
+.reveal) only after the annotator's label is committed, and the widgets that show them stay hidden until then.
+"""
+from __future__ import annotations
+
+import html
+import time
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QPushButton,
+    QScrollArea, QSplitter, QStackedWidget, QVBoxLayout, QWidget,
+)
+
+from annotation import alignment, qc, reviews
+from annotation.browse import VERDICT_LABELS, open_conflicts
+from db import item_query
+from gui.image_view import ImageView
+from gui.item_panel import LETTERS, ItemPanel
+
+
+def _title(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setObjectName("pageTitle")
+    return label
+
+
+def _scroll(widget: QWidget) -> QScrollArea:
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.NoFrame)
+    area.setWidget(widget)
+    return area
+
+
+class _ItemPage(QWidget):
+    """An item (image left, text right) above a page-specific action area."""
+
+    def __init__(self, ctx, title: str, parent=None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.item = None
+        self.image = ImageView()
+        self.panel = ItemPanel()
+        self.title = _title(title)
+        self.left = QLabel()
+        self.left.setObjectName("muted")
+        right = QWidget()
+        self.right_layout = QVBoxLayout(right)
+        self.right_layout.setContentsMargins(16, 12, 16, 12)
+        self.right_layout.setSpacing(10)
+        head = QHBoxLayout()
+        head.addWidget(self.title)
+        head.addStretch(1)
+        head.addWidget(self.left)
+        self.right_layout.addLayout(head)
+        self.right_layout.addWidget(self.panel)
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(self.image)
+        split.addWidget(_scroll(right))
+        split.setSizes([520, 520])
+        split.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(split)
+        ctx.loader.loaded.connect(self._on_image)
+
+    def show_item(self, item_id: int | None, *, blind: bool = False) -> None:
+        self.item = item_query.item_by_id(self.ctx.ws, item_id) if item_id is not None else None
+        bench = self.ctx.benchmark.name if self.ctx.benchmark else ""
+        self.panel.show_item(self.item, bench_name=bench, blind=blind)
+        sha = self.item.image_sha256 if self.item else None
+        image = self.ctx.loader.cached(sha) if sha else None
+        if image is not None:
+            self.image.set_image(image, key=sha)
+        else:
+            self.image.set_image(None, placeholder="Loading image…" if sha else "Nothing to show")
+            if sha:
+                self.ctx.loader.request(sha)
+
+    def _on_image(self, sha, image) -> None:
+        if self.item is not None and self.item.image_sha256 == sha:
+            self.image.set_image(image, key=sha, placeholder="The image could not be decoded")
+
+
+class QCPage(_ItemPage):
+    changed = Signal()
+
+    def __init__(self, ctx, parent=None):
+        super().__init__(ctx, "Quality control", parent)
+        self.candidate = None
+        self.flag = QLabel()
+        self.flag.setObjectName("flagNote")
+        self.flag.setWordWrap(True)
+        self.right_layout.insertWidget(1, self.flag)
+        form = QGridLayout()
+        self.reason = QComboBox()
+        for r in qc.REASONS:
+            self.reason.addItem(qc.REASON_TEXT[r], r)
+        self.answer = QComboBox()
+        self.note = QLineEdit()
+        self.note.setPlaceholderText("Note (optional)")
+        form.addWidget(QLabel("Reason"), 0, 0)
+        form.addWidget(self.reason, 0, 1)
+        form.addWidget(QLabel("Right answer"), 1, 0)
+        form.addWidget(self.answer, 1, 1)
+        form.addWidget(QLabel("Note"), 2, 0)
+        form.addWidget(self.note, 2, 1)
+        self.right_layout.addLayout(form)
+        buttons = QHBoxLayout()
+        self.confirm = QPushButton("Confirm flag")
+        self.confirm.setObjectName("verdict_ok")
+        self.reject = QPushButton("Reject flag (keep the item)")
+        self.confirm.clicked.connect(lambda: self.decide("confirm"))
+        self.reject.clicked.connect(lambda: self.decide("reject"))
+        buttons.addWidget(self.confirm)
+        buttons.addWidget(self.reject)
+        buttons.addStretch(1)
+        self.right_layout.addLayout(buttons)
+        self.saved = QLabel()
+        self.saved.setObjectName("saved")
+        self.right_layout.addWidget(self.saved)
+        self.right_layout.addStretch(1)
+        self.reason.currentIndexChanged.connect(self._reason_changed)
+        self._reason_changed()
+
+    def _reason_changed(self) -> None:
+        self.answer.setEnabled(self.reason.currentData() == "wrong_answer")
+
+    def remaining(self) -> list:
+        bench = self.ctx.benchmark
+        if bench is None:
+            return []
+        me = self.ctx.annotator
+        return [c for c in qc.queue(self.ctx.ws, benchmark_id=bench.id)
+                if c.status in ("pending", "disputed") and not any(v.annotator == me for v in c.resolution.votes)]
+
+    def refresh(self) -> None:
+        left = self.remaining()
+        self.left.setText(f"{len(left)} left for you")
+        self.candidate = left[0] if left else None
+        for w in (self.confirm, self.reject):
+            w.setEnabled(self.candidate is not None)
+        if self.candidate is None:
+            self.flag.setText("No quality-control candidate is waiting for you. Flags come from "
+                              "<code>vlmdesk qc text-only</code> and <code>vlmdesk qc consensus</code>.")
+            self.show_item(None)
+            return
+        c = self.candidate
+        runs_text = ", ".join(str(r) for r in c.run_ids)
+        right = ", ".join(str(r) for r in c.correct_run_ids) or "none"
+        self.flag.setText(f"<b>{html.escape(qc.CATEGORY[c.stage])}</b> ({c.stage} stage) · runs {runs_text} · "
+                          f"answered right by: {right} · status {c.status}")
+        self.show_item(c.item_id)
+        self.answer.clear()
+        for n in range(len(self.item.options) if self.item else 0):
+            if LETTERS[n] != self.item.answer:
+                self.answer.addItem(LETTERS[n], LETTERS[n])
+        if self.item is not None and not self.item.options:
+            self.answer.addItems([a for a in ("yes", "no") if a != (self.item.answer or "").lower()])
+        default = "text_answerable" if c.stage == "text-only" else "wrong_answer"
+        self.reason.setCurrentIndex(self.reason.findData(default))
+
+    def decide(self, decision: str) -> None:
+        c = self.candidate
+        if c is None:
+            return
+        reason = self.reason.currentData() if decision == "confirm" else None
+        answer = (self.answer.currentData() or self.answer.currentText() or None) \
+            if decision == "confirm" and reason == "wrong_answer" else None
+        try:
+            qc.decide(self.ctx.ws, c.item_id, c.stage, self.ctx.annotator, decision, reason=reason,
+                      note=self.note.text().strip() or None, answer=answer)
+        except qc.QCError as exc:
+            self.ctx.error.emit(str(exc), "")
+            return
+        self.saved.setText(f"✓ Saved: {decision} #{c.index}" + (f" ({qc.REASON_TEXT[reason]})" if reason else ""))
+        self.note.clear()
+        self.ctx.model.refresh_qc()
+        self.refresh()
+        self.changed.emit()
+
+
+class AdjudicationPage(QWidget):
+    """Blind labelling of free-form responses: which option does the response choose?"""
+
+    changed = Signal()
+    labelled = Signal(int)  # adjudication item id
+
+    def __init__(self, ctx, parent=None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.task = None
+        self.shown_at = time.monotonic()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(24, 16, 24, 16)
+        layout.setSpacing(10)
+        head = QHBoxLayout()
+        head.addWidget(_title("Extractor adjudication"))
+        head.addStretch(1)
+        self.left = QLabel()
+        self.left.setObjectName("muted")
+        self.set_combo = QComboBox()
+        self.set_combo.setMinimumWidth(200)
+        self.set_combo.currentIndexChanged.connect(lambda _: self.refresh())
+        head.addWidget(QLabel("Set"))
+        head.addWidget(self.set_combo)
+        head.addWidget(self.left)
+        layout.addLayout(head)
+        explain = QLabel("Read the model's response and say which option it chooses, by its literal content. "
+                         "The extractors' readings appear only after your label is saved.")
+        explain.setObjectName("muted")
+        explain.setWordWrap(True)
+        layout.addWidget(explain)
+        self.question = QLabel()
+        self.question.setObjectName("question")
+        self.question.setWordWrap(True)
+        layout.addWidget(self.question)
+        self.options = QLabel()
+        self.options.setWordWrap(True)
+        self.options.setObjectName("optionsText")
+        layout.addWidget(self.options)
+        resp_title = QLabel("Response")
+        resp_title.setObjectName("sectionTitle")
+        layout.addWidget(resp_title)
+        self.response = QLabel()
+        self.response.setObjectName("response")
+        self.response.setWordWrap(True)
+        self.response.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        layout.addWidget(self.response)
+        self.buttons_box = QHBoxLayout()
+        layout.addLayout(self.buttons_box)
+        self.label_buttons: list[QPushButton] = []
+        self.revealed = QFrame()
+        self.revealed.setObjectName("revealBox")
+        rl = QVBoxLayout(self.revealed)
+        self.reveal_text = QLabel()
+        self.reveal_text.setWordWrap(True)
+        self.reveal_text.setTextFormat(Qt.RichText)
+        rl.addWidget(self.reveal_text)
+        self.next_button = QPushButton("Next response  ⏎")
+        self.next_button.setObjectName("primary")
+        self.next_button.clicked.connect(self.refresh)
+        rl.addWidget(self.next_button, 0, Qt.AlignLeft)
+        self.revealed.hide()
+        layout.addWidget(self.revealed)
+        layout.addStretch(1)
+        for key, action in (("Return", self._next_if_revealed), ("Z", lambda: self.label("Z")),
+                            ("?", lambda: self.label(alignment.UNCLEAR))):
+            sc = QShortcut(QKeySequence(key), self)
+            sc.setContext(Qt.WidgetWithChildrenShortcut)
+            sc.activated.connect(action)
+        for n in range(9):
+            sc = QShortcut(QKeySequence(str(n + 1)), self)
+            sc.setContext(Qt.WidgetWithChildrenShortcut)
+            sc.activated.connect(lambda n=n: self._label_index(n))
+
+    def reload_sets(self) -> None:
+        current = self.set_combo.currentData()
+        self.set_combo.blockSignals(True)
+        self.set_combo.clear()
+        for s in alignment.list_sets(self.ctx.ws):
+            self.set_combo.addItem(f"{s.name} ({s.items})", s.name)
+        if current is not None and self.set_combo.findData(current) >= 0:
+            self.set_combo.setCurrentIndex(self.set_combo.findData(current))
+        self.set_combo.blockSignals(False)
+
+    def remaining(self) -> int:
+        name = self.set_combo.currentData()
+        if name is None:
+            return 0
+        task = alignment.next_for(self.ctx.ws, name, self.ctx.annotator)
+        return 0 if task is None else task.total - task.done
+
+    def refresh(self) -> None:
+        self.revealed.hide()
+        self.reveal_text.setText("")
+        name = self.set_combo.currentData()
+        self.task = alignment.next_for(self.ctx.ws, name, self.ctx.annotator) if name else None
+        for b in self.label_buttons:
+            self.buttons_box.removeWidget(b)
+            b.deleteLater()
+        self.label_buttons = []
+        if self.task is None:
+            self.left.setText("0 left" if name else "")
+            self.question.setText("Nothing left to label here." if name else
+                                  "No adjudication set yet. Build one with <code>vlmdesk align sample</code>.")
+            self.options.setText("")
+            self.response.setText("")
+            self.changed.emit()
+            return
+        t = self.task
+        self.left.setText(f"{t.total - t.done} left for you")
+        self.question.setText(t.question)
+        self.options.setText("<br>".join(f"<b>{html.escape(k)}.</b> {html.escape(v)}" for k, v in t.options.items()))
+        self.response.setText(t.response)
+        for n, letter in enumerate(t.options):
+            b = QPushButton(f"{letter}   {n + 1}" if n < 9 else letter)
+            b.clicked.connect(lambda _=False, c=letter: self.label(c))
+            self.buttons_box.addWidget(b)
+            self.label_buttons.append(b)
+        for text, choice in (("None of them   Z", "Z"), ("Unclear   ?", alignment.UNCLEAR)):
+            b = QPushButton(text)
+            b.clicked.connect(lambda _=False, c=choice: self.label(c))
+            self.buttons_box.addWidget(b)
+            self.label_buttons.append(b)
+        self.buttons_box.addStretch(0)
+        self.shown_at = time.monotonic()
+        self.setFocus()
+        self.changed.emit()
+
+    def _label_index(self, n: int) -> None:
+        if self.task is not None and n < len(self.task.options):
+            self.label(list(self.task.options)[n])
+
+    def _next_if_revealed(self) -> None:
+        if self.revealed.isVisible():
+            self.refresh()
+
+    def label(self, choice: str) -> None:
+        t = self.task
+        if t is None or self.revealed.isVisible():
+            return
+        try:
+            alignment.add_label(self.ctx.ws, t.item_id, self.ctx.annotator, choice,
+                                seconds=round(time.monotonic() - self.shown_at, 2))
+            outputs = alignment.reveal(self.ctx.ws, t.item_id, self.ctx.annotator)
+        except (ValueError, LookupError, PermissionError) as exc:
+            self.ctx.error.emit(str(exc), "")
+            return
+        rows = []
+        for name, ext in outputs.items():
+            said = ext.choice or "undecided"
+            agree = "✓ agrees" if ext.choice == choice else "✗ differs"
+            colour = "#1e7d32" if ext.choice == choice else "#b3261e"
+            rows.append(f"<tr><td style='padding-right:16px'><b>{html.escape(name)}</b></td>"
+                        f"<td style='padding-right:16px'>{html.escape(said)}</td>"
+                        f"<td style='color:{colour}; padding-right:16px'>{agree}</td>"
+                        f"<td style='color:#5f6368'>{html.escape(ext.reason or '')}</td></tr>")
+        self.reveal_text.setText(f"✓ Saved your label <b>{html.escape(choice)}</b>. The extractors read:"
+                                 f"<table style='margin-top:6px'>{''.join(rows)}</table>")
+        self.revealed.show()
+        for b in self.label_buttons:
+            b.setEnabled(False)
+        self.labelled.emit(t.item_id)
+        self.changed.emit()
+
+
+class ConflictsPage(_ItemPage):
+    changed = Signal()
+
+    def __init__(self, ctx, parent=None):
+        super().__init__(ctx, "Conflicts", parent)
+        self.entries: list = []
+        self.verdicts = QLabel()
+        self.verdicts.setWordWrap(True)
+        self.verdicts.setTextFormat(Qt.RichText)
+        self.right_layout.addWidget(self.verdicts)
+        explain = QLabel("Settle by giving your verdict; it is added to the log next to the others.")
+        explain.setObjectName("muted")
+        explain.setWordWrap(True)
+        self.right_layout.addWidget(explain)
+        grid = QGridLayout()
+        self.corrected = QComboBox()
+        self.buttons: dict[str, QPushButton] = {}
+        for n, verdict in enumerate(reviews.VERDICTS[:-1]):
+            b = QPushButton(VERDICT_LABELS[verdict])
+            b.clicked.connect(lambda _=False, v=verdict: self.settle(v))
+            grid.addWidget(b, n // 3, n % 3)
+            self.buttons[verdict] = b
+        self.right_layout.addLayout(grid)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Right answer (for wrong key)"))
+        row.addWidget(self.corrected)
+        row.addStretch(1)
+        self.right_layout.addLayout(row)
+        self.saved = QLabel()
+        self.saved.setObjectName("saved")
+        self.right_layout.addWidget(self.saved)
+        self.right_layout.addStretch(1)
+
+    def remaining(self) -> int:
+        bench = self.ctx.benchmark
+        return len(open_conflicts(self.ctx.ws, bench.id, self.ctx.annotator)) if bench else 0
+
+    def refresh(self) -> None:
+        bench = self.ctx.benchmark
+        self.entries = open_conflicts(self.ctx.ws, bench.id, self.ctx.annotator) if bench else []
+        self.left.setText(f"{len(self.entries)} left for you")
+        for b in self.buttons.values():
+            b.setEnabled(bool(self.entries))
+        if not self.entries:
+            self.verdicts.setText("No conflicting verdicts to settle.")
+            self.show_item(None)
+            return
+        item_id, standing = self.entries[0]
+        self.show_item(item_id)
+        rows = "".join(
+            f"<tr><td style='padding-right:16px'><b>{html.escape(r.annotator)}</b></td>"
+            f"<td style='padding-right:16px'>{html.escape(VERDICT_LABELS[r.verdict])}"
+            f"{' → ' + html.escape(r.corrected_answer) if r.corrected_answer else ''}</td>"
+            f"<td style='color:#5f6368'>{html.escape(r.note or '')}</td></tr>" for r in standing)
+        self.verdicts.setText(f"<b>Standing verdicts</b><table style='margin-top:4px'>{rows}</table>")
+        self.corrected.clear()
+        for n in range(len(self.item.options) if self.item else 0):
+            self.corrected.addItem(LETTERS[n])
+
+    def settle(self, verdict: str) -> None:
+        if not self.entries or self.item is None:
+            return
+        item_id, standing = self.entries[0]
+        others = "; ".join(f"{r.annotator}: {r.verdict}" for r in standing)
+        try:
+            reviews.add_review(self.ctx.ws, item_id, self.ctx.annotator, verdict,
+                               corrected_answer=self.corrected.currentText() if verdict == "wrong_answer" else None,
+                               note=f"settles conflict ({others})")
+        except ValueError as exc:
+            self.ctx.error.emit(str(exc), "")
+            return
+        self.saved.setText(f"✓ Saved: {VERDICT_LABELS[verdict]} on #{self.item.index}")
+        self.ctx.model.refresh_item(item_id)
+        self.ctx.reviewsChanged.emit(item_id)
+        self.refresh()
+        self.changed.emit()
+
+
+class QueuesView(QWidget):
+    """A list of queues (with what is left) beside the selected queue's page."""
+
+    def __init__(self, ctx, parent=None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.list = QListWidget()
+        self.list.setObjectName("queueList")
+        self.list.setFixedWidth(230)
+        self.stack = QStackedWidget()
+        self.qc = QCPage(ctx)
+        self.adjudication = AdjudicationPage(ctx)
+        self.conflicts = ConflictsPage(ctx)
+        self.pages = (("qc", "Quality control", self.qc), ("adjudication", "Extractor adjudication", self.adjudication),
+                      ("conflicts", "Conflicts", self.conflicts))
+        for _, title, page in self.pages:
+            self.list.addItem(QListWidgetItem(title))
+            self.stack.addWidget(page)
+            page.changed.connect(self.update_counts)
+        self.list.currentRowChanged.connect(self._select)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.list)
+        layout.addWidget(self.stack, 1)
+        ctx.benchmarkChanged.connect(self.refresh)
+        ctx.reviewsChanged.connect(lambda _: self.update_counts())
+
+    def page(self, name: str) -> QWidget:
+        return next(p for n, _, p in self.pages if n == name)
+
+    def select(self, name: str) -> None:
+        self.list.setCurrentRow([n for n, _, _ in self.pages].index(name))
+
+    def _select(self, row: int) -> None:
+        self.stack.setCurrentIndex(row)
+        self.pages[row][2].refresh()
+
+    def refresh(self) -> None:
+        self.adjudication.reload_sets()
+        for _, _, page in self.pages:
+            page.refresh()
+        if self.list.currentRow() < 0:
+            self.list.setCurrentRow(0)
+        self.update_counts()
+
+    def update_counts(self) -> None:
+        counts = (len(self.qc.remaining()), self.adjudication.remaining(), self.conflicts.remaining())
+        for row, ((_, title, _), n) in enumerate(zip(self.pages, counts)):
+            self.list.item(row).setText(f"{title}\n{n} left")

@@ -1,0 +1,55 @@
+"""The keyboard map of the review view: one table, checked for duplicates by a test, shown in the help overlay."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    action: str  # what the view does: "verdict:ok", "pick:2", "next", ...
+    keys: tuple[str, ...]  # QKeySequence strings
+    text: str  # what the help overlay says
+    group: str
+
+
+VERDICT_KEYS = (
+    ("ok", "O", "OK — the item is fine"),
+    ("wrong_answer", "W", "Wrong answer key — with an option picked; else W, then the right option"),
+    ("ambiguous", "U", "Ambiguous / unclear question or options"),
+    ("text_answerable", "T", "Answerable from the text alone"),
+    ("bad_image", "I", "Bad image (unreadable, wrong, missing)"),
+    ("skip", "S", "Skip — no opinion"),
+)
+
+
+def review_shortcuts() -> tuple[Shortcut, ...]:
+    table = [Shortcut(f"verdict:{v}", (k,), text, "Verdicts") for v, k, text in VERDICT_KEYS]
+    for n in range(26):
+        keys = ((str(n + 1),) if n < 9 else ()) + (f"Shift+{LETTERS[n]}",)
+        table.append(Shortcut(f"pick:{n}", keys, f"Pick option {LETTERS[n]}", "Options"))
+    table += [
+        Shortcut("next", ("Right", "J"), "Next item", "Moving"),
+        Shortcut("previous", ("Left", "K"), "Previous item", "Moving"),
+        Shortcut("next_unreviewed", ("N",), "Next item nobody has reviewed", "Moving"),
+        Shortcut("undo", ("Ctrl+Z",), "Undo my last verdict (and go back to it)", "Verdicts"),
+        Shortcut("note", ("E",), "Write a note (Esc or Enter returns to the keys)", "Verdicts"),
+        Shortcut("fit", ("F",), "Image: fit / actual pixels", "Image"),
+        Shortcut("zoom_in", ("+", "="), "Image: zoom in", "Image"),
+        Shortcut("zoom_out", ("-",), "Image: zoom out", "Image"),
+        Shortcut("blind", ("B",), "Blind mode: hide / show the answer key", "View"),
+        Shortcut("help", ("F1", "?"), "This help", "View"),
+    ]
+    return tuple(table)
+
+
+def help_rows() -> list[tuple[str, str, str]]:
+    """(group, keys, text) for the overlay; the 26 option picks are shown as one line."""
+    rows = []
+    for s in review_shortcuts():
+        if s.action.startswith("pick:"):
+            continue
+        rows.append((s.group, " / ".join(s.keys), s.text))
+    rows.insert(len(VERDICT_KEYS), ("Options", "1–9 / Shift+A–Z", "Pick an option (the right answer for W)"))
+    return rows

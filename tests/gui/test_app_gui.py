@@ -1,0 +1,177 @@
+"""The window as a whole: browse filters and lazy paging, preferences, layout memory, errors in the window,
+the screenshot command, and a verdict that survives a SIGKILL right after the key press."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from annotation import reviews
+from db import catalog, item_query, open_workspace
+from db.item_query import ItemFilter
+from gui.prefs import Preferences, PreferencesFile
+from vlmdesk.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_search_and_filters_in_the_browse_view(qtbot, demo_ws, make_window):
+    window = make_window(demo_ws)
+    browse = window.view("browse")
+    model = window.ctx.model
+    assert model.total == 30 and browse.count.text() == "30 items"
+    qtbot.keyClicks(browse.search, "cat")
+    with open_workspace(demo_ws) as ws:
+        bench = catalog.benchmark_by_name(ws, "demo")
+        expected = [r.id for r in item_query.item_page(ws, bench.id, ItemFilter(text="cat"))]
+    qtbot.waitUntil(lambda: model.total == len(expected))
+    assert [r.id for r in model.rows] == expected and 0 < len(expected) < 30
+    browse.select_combo(browse.result, "right")
+    assert all(r.run_result == "right" for r in model.rows)
+    browse.clear_filters()
+    assert model.total == 30 and browse.search.text() == ""
+    # The selected row is shown in full, with the key highlighted.
+    browse.table.selectRow(2)
+    assert browse.item.id == model.rows[2].id
+    assert [r.letter for r in browse.panel.rows if r.is_key] == [browse.item.answer]
+
+
+def test_the_table_pages_lazily_and_never_reads_images(qtbot, tmp_path, make_window):
+    from evaluator.importers import import_benchmark
+    from tests.factories import write_mmbench_tsv
+
+    path = tmp_path / "big.sqlite"
+    with open_workspace(path) as ws:
+        import_benchmark(ws, write_mmbench_tsv(tmp_path / "big.tsv", 1000, circular=False, image_side=16), name="big")
+    window = make_window(path)
+    model = window.ctx.model
+    assert model.total == 1000 and model.rowCount() == 200
+    statements = []
+    window.ws.conn.set_trace_callback(statements.append)
+    table = window.view("browse").table
+    for _ in range(3):
+        table.scrollToBottom()
+        qtbot.wait(20)
+    window.ws.conn.set_trace_callback(None)
+    assert 200 < model.rowCount() <= 1000
+    assert statements and not any("FROM images" in s for s in statements)
+
+
+def test_preferences_file_is_readable_and_tolerant(tmp_path):
+    pf = PreferencesFile(tmp_path / "p.json")
+    pf.save(Preferences(annotator="ann", blind=True).with_recent("/a").with_recent("/b").with_recent("/a"))
+    data = json.loads((tmp_path / "p.json").read_text())
+    assert data["annotator"] == "ann" and data["blind"] is True and data["recent_workspaces"] == ["/a", "/b"]
+    assert pf.load() == Preferences(annotator="ann", blind=True, recent_workspaces=("/a", "/b"))
+    (tmp_path / "p.json").write_text(json.dumps({"annotator": 3, "zoom": "huge", "advance": False}))
+    prefs = pf.load()
+    assert prefs == Preferences(advance=False)
+    assert len(pf.problems) == 2 and "annotator" in pf.problems[0]
+    (tmp_path / "p.json").write_text("{not json")
+    assert pf.load() == Preferences() and "unreadable" in pf.problems[0]
+
+
+def test_layout_and_preferences_are_remembered(qtbot, demo_ws, make_window, tmp_path):
+    window = make_window(demo_ws)
+    window.resize(1100, 700)
+    window.docks["benchmarks"].hide()
+    window.blind_action.setChecked(True)
+    window.close()
+    pf = PreferencesFile(tmp_path / "config" / "preferences.json")
+    prefs = pf.load()
+    assert prefs.blind and prefs.annotator == "ann"
+    assert prefs.recent_workspaces[0] == str(Path(demo_ws).resolve())
+    from gui.main_window import MainWindow
+
+    again = MainWindow(demo_ws, prefs_file=pf, settings_path=tmp_path / "config" / "window.ini")
+    qtbot.addWidget(again)
+    again.show()
+    qtbot.waitExposed(again)
+    # Offscreen Qt has an 800x600 screen, so restoreGeometry narrows the width to fit it; the height and the
+    # dock layout come back as they were.
+    assert again.height() == 700 and not again.docks["benchmarks"].isVisible()
+    assert again.blind_action.isChecked() and "Annotator: ann" in again.annotator_label.text()
+
+
+def test_errors_reach_the_window(qtbot, demo_ws, make_window, tmp_path, monkeypatch):
+    from gui.errors import install_error_guard
+
+    window = make_window(demo_ws)
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+    install_error_guard(window.show_error)
+    try:
+        raise RuntimeError("disk on fire")
+    except RuntimeError:
+        sys.excepthook(*sys.exc_info())
+    assert window.message_bar.isVisible() and "disk on fire" in window.message_bar.label.text()
+    window.message_bar.hide()
+    bad = tmp_path / "not-a-workspace.sqlite"
+    bad.write_bytes(b"hello, this is not SQLite at all" * 10)
+    assert window.open_workspace(bad) is False
+    assert window.message_bar.isVisible() and "not a SQLite workspace" in window.message_bar.label.text()
+    assert window.ctx.benchmark.name == "demo"  # the open workspace stays usable
+
+
+def test_screenshot_command(qtbot, demo_ws, tmp_path, capsys):
+    from PySide6.QtGui import QImage
+
+    out = tmp_path / "shots" / "review.png"
+    assert cli_main(["--workspace", str(demo_ws), "gui", "--screenshot", str(out), "--view", "review"]) == 0
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1280, 800)
+    assert cli_main(["--workspace", str(demo_ws), "gui", "--screenshot", str(out), "--size", "big"]) == 2
+    assert cli_main(["--workspace", str(demo_ws), "gui", "--screenshot", str(out), "--view", "nope"]) == 2
+    assert cli_main(["--workspace", str(demo_ws), "gui", "--screenshot", str(out), "--bench", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error: ") == 3 and "--size" in err and "nope" in err
+
+
+KILL_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication
+    from gui.app import application
+    from gui.main_window import MainWindow
+    from gui.prefs import Preferences, PreferencesFile
+
+    app = application()
+    config = Path(sys.argv[2])
+    prefs = PreferencesFile(config / "preferences.json")
+    prefs.save(Preferences(annotator="killed"))
+    window = MainWindow(sys.argv[1], prefs_file=prefs, settings_path=config / "window.ini")
+    window.show()
+    window.show_view("review")
+    deadline = time.monotonic() + 10
+    while QApplication.activeWindow() is not window and time.monotonic() < deadline:
+        app.processEvents()
+    review = window.view("review")
+    review.setFocus()
+    QTest.keyClick(window, Qt.Key_I)
+    print("pressed", review.saved.text(), flush=True)
+    app.exec()
+""")
+
+
+def test_a_verdict_survives_a_kill_right_after_the_key_press(tmp_path, demo_ws):
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(demo_ws), str(tmp_path / "cfg")], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("pressed ✓ Saved"), line + proc.stderr.read() if not line else line
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with open_workspace(demo_ws) as ws:
+        first = catalog.list_items(ws, catalog.benchmark_by_name(ws, "demo").id)[0]
+        standing = reviews.standing_reviews(ws, annotator="killed")
+    assert [(r.item_id, r.verdict) for r in standing] == [(first.id, "bad_image")]

@@ -1,0 +1,91 @@
+"""Queues in the real window: blind extractor adjudication, QC decisions, conflicts."""
+from PySide6.QtCore import Qt
+
+from annotation import alignment, qc, reviews
+from db import catalog, item_query, open_workspace
+
+
+def _set_from_run(path, name="first-set"):
+    with open_workspace(path) as ws:
+        bench = catalog.benchmark_by_name(ws, "demo")
+        run_id = item_query.runs_of_benchmark(ws, bench.id)[0].id
+        return alignment.build_set(ws, name, [run_id], [], size=3, seed=1)
+
+
+def _visible_texts(widget):
+    from PySide6.QtWidgets import QLabel
+
+    return " ".join(label.text() for label in widget.findChildren(QLabel) if label.isVisibleTo(widget))
+
+
+def test_blind_adjudication_reveals_extractor_outputs_only_after_the_label(qtbot, demo_ws, make_window):
+    adj_set = _set_from_run(demo_ws)
+    window = make_window(demo_ws)
+    window.show_view("queues")
+    queues = window.view("queues")
+    queues.select("adjudication")
+    page = queues.adjudication
+    assert page.set_combo.currentData() == adj_set.name
+    task = page.task
+    assert task is not None and page.response.text() == task.response
+    assert f"{adj_set.items} left" in page.left.text()
+    # Before the label: the outputs box is hidden, nothing visible names an extractor or its reading.
+    assert not page.revealed.isVisible() and page.reveal_text.text() == ""
+    assert "rules" not in _visible_texts(page)
+    page.setFocus()
+    qtbot.keyClick(window, Qt.Key_1)  # the first option, from the keyboard
+    first = next(iter(task.options))
+    with open_workspace(demo_ws) as ws:
+        labels = alignment.standing_labels(ws, adj_set.name)
+        assert labels == {task.item_id: {"ann": first}}
+        outputs = alignment.reveal(ws, task.item_id, "ann")
+    assert page.revealed.isVisible()
+    assert "rules" in page.reveal_text.text() and (outputs["rules"].choice or "undecided") in page.reveal_text.text()
+    assert f"{adj_set.items - 1} left" in queues.list.item(1).text()
+    qtbot.keyClick(window, Qt.Key_Return)  # next response, outputs hidden again
+    assert page.task.item_id != task.item_id and not page.revealed.isVisible()
+
+
+def test_qc_confirm_and_reject_from_the_queue(qtbot, demo_ws, make_window):
+    with open_workspace(demo_ws) as ws:
+        bench = catalog.benchmark_by_name(ws, "demo")
+        run_id = item_query.runs_of_benchmark(ws, bench.id)[0].id
+        flagged = qc.compute_stage(ws, bench.id, "consensus", [run_id]).candidates
+    window = make_window(demo_ws)
+    window.show_view("queues")
+    queues = window.view("queues")
+    queues.select("qc")
+    page = queues.qc
+    assert f"{len(flagged)} left" in page.left.text()
+    first = page.candidate.item_id
+    page.reason.setCurrentIndex(page.reason.findData("ambiguous"))
+    page.note.setText("two readings")
+    qtbot.mouseClick(page.confirm, Qt.LeftButton)
+    second = page.candidate.item_id
+    qtbot.mouseClick(page.reject, Qt.LeftButton)
+    with open_workspace(demo_ws) as ws:
+        d1, = qc.history(ws, first, "consensus")
+        d2, = qc.history(ws, second, "consensus")
+    assert (d1.decision, d1.reason, d1.note, d1.annotator) == ("confirm", "ambiguous", "two readings", "ann")
+    assert (d2.decision, d2.reason) == ("reject", None)
+    assert f"{len(flagged) - 2} left" in page.left.text()
+    assert window.ctx.model.qc[first].label == "possibly flawed · confirmed"
+
+
+def test_conflicts_are_listed_and_settled(qtbot, demo_ws, make_window):
+    with open_workspace(demo_ws) as ws:
+        item = catalog.list_items(ws, catalog.benchmark_by_name(ws, "demo").id)[3]
+        reviews.add_review(ws, item.id, "bob", "ok")
+        reviews.add_review(ws, item.id, "eve", "ambiguous", note="hard to see")
+    window = make_window(demo_ws)
+    window.show_view("queues")
+    queues = window.view("queues")
+    queues.select("conflicts")
+    page = queues.conflicts
+    assert page.item.id == item.id and "1 left" in page.left.text()
+    assert "hard to see" in page.verdicts.text() and "bob" in page.verdicts.text()
+    qtbot.mouseClick(page.buttons["ambiguous"], Qt.LeftButton)
+    assert "0 left" in page.left.text()
+    with open_workspace(demo_ws) as ws:
+        mine = [r for r in reviews.history(ws, item.id) if r.annotator == "ann"]
+    assert [(r.verdict, r.note.startswith("settles conflict")) for r in mine] == [("ambiguous", True)]
