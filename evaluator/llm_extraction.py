@@ -18,7 +18,6 @@ import hashlib
 import json
 import re
 import unicodedata
-from dataclasses import dataclass
 from typing import Mapping, Protocol, Sequence, runtime_checkable
 
 from db import extractions as store

@@ -34,3 +34,19 @@ def tiny_text_lm_dir(tmp_path_factory):
     from tests.tiny_models import build_tiny_text_lm
 
     return build_tiny_text_lm(tmp_path_factory.mktemp("tiny_text_lm"))
+
+
+@pytest.fixture
+def serve():
+    """serve(script, **kw) starts a scripted local HTTP server (tests/servers.py) that is closed when the test ends."""
+    from tests.servers import FaultServer
+
+    servers = []
+
+    def start(script=None, **kw) -> FaultServer:
+        servers.append(FaultServer(script, **kw))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()

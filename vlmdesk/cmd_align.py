@@ -1,7 +1,6 @@
 """`vlmdesk align …`: the extractor–human alignment study from the terminal (sample, label, adjudicate, report)."""
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time

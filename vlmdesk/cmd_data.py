@@ -71,6 +71,19 @@ def bench_or_fail(ws, name: str):
     return bench
 
 
+def item_or_fail(ws, bench, index_text: str):
+    from vlmdesk.cli import UsageError
+
+    try:
+        index = normalise_index(index_text)
+    except ValueError:
+        raise UsageError(f"not an index: {index_text!r}") from None
+    item = catalog.item_by_index(ws, bench.id, index)
+    if item is None:
+        raise UsageError(f"benchmark {bench.name!r} has no item with index {index!r}")
+    return item
+
+
 def cmd_import(args) -> int:
     from vlmdesk.cli import open_from_args
 
@@ -133,17 +146,11 @@ def cmd_show(args) -> int:
 
     with open_from_args(args) as ws:
         bench = bench_or_fail(ws, args.bench)
-        try:
-            index = normalise_index(args.index)
-        except ValueError:
-            raise UsageError(f"not an index: {args.index!r}") from None
-        item = catalog.item_by_index(ws, bench.id, index)
-        if item is None:
-            raise UsageError(f"benchmark {bench.name!r} has no item with index {index!r}")
+        item = item_or_fail(ws, bench, args.index)
         image = catalog.image_bytes(ws, item.image_sha256) if item.image_sha256 else None
     if args.image_out:
         if image is None:
-            raise UsageError(f"item {index!r} has no image")
+            raise UsageError(f"item {item.index!r} has no image")
         Path(args.image_out).write_bytes(image[0])
     if args.json:
         print(json.dumps(item.to_json(), ensure_ascii=False))

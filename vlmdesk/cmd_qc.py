@@ -12,11 +12,10 @@ from annotation import qc
 from annotation.curation import changes_path, export_curated
 from evaluator.backends import SPEC_HELP, BackendError
 from evaluator.exporters import ExportError
-from evaluator.importers.common import normalise_index
 from evaluator.launch import execute_run, open_backend, start_run, stored_run
 from evaluator.prompts import default_template
 from evaluator.runner import RunSettings
-from vlmdesk.cmd_data import bench_or_fail
+from vlmdesk.cmd_data import bench_or_fail, item_or_fail
 
 ANNOTATOR_ENV = "VLMDESK_ANNOTATOR"
 
@@ -282,18 +281,12 @@ def cmd_list(args) -> int:
 
 
 def cmd_decide(args) -> int:
-    from db import catalog
     from vlmdesk.cli import UsageError, open_from_args
 
     with open_from_args(args) as ws:
         bench = bench_or_fail(ws, args.bench)
-        try:
-            index = normalise_index(args.index)
-        except ValueError:
-            raise UsageError(f"not an index: {args.index!r}") from None
-        item = catalog.item_by_index(ws, bench.id, index)
-        if item is None:
-            raise UsageError(f"benchmark {bench.name!r} has no item with index {index!r}")
+        item = item_or_fail(ws, bench, args.index)
+        index = item.index
         stages = qc.flag_stages(ws, item.id)
         stage = args.stage
         if stage is None:

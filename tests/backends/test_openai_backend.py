@@ -17,23 +17,9 @@ from PIL import Image
 
 from evaluator.backends.base import Backend, BackendError, Query
 from evaluator.backends.openai_backend import OpenAIBackend, image_mime, parse_openai_spec
-from tests.servers import FaultServer, Step, completion, ok, transformers_serve
+from tests.servers import Step, completion, ok, transformers_serve
 
 SECRET = "sk-test-0123456789-very-secret"
-
-
-@pytest.fixture
-def serve():
-    """serve(script, **kw) starts a FaultServer that is closed when the test ends."""
-    servers = []
-
-    def start(script=None, **kw) -> FaultServer:
-        servers.append(FaultServer(script, **kw))
-        return servers[-1]
-
-    yield start
-    for s in servers:
-        s.close()
 
 
 def backend(url: str, *, retries: int = 4, timeout: float = 5.0, backoff: float = 0.01, **kw) -> OpenAIBackend:

@@ -12,23 +12,10 @@ from evaluator.backends import BackendError, load_backend
 from evaluator.backends.openai_backend import OpenAIBackend
 from evaluator.llm_extraction import (LLMExtractor, RulesThenLLM, load_extractor, parse_extractor_spec, parse_reply,
                                       render_prompt)
-from tests.servers import FaultServer, Step, ok, text_of, transformers_serve
+from tests.servers import Step, ok, text_of, transformers_serve
 from vlmdesk.cli import main
 
 OPTS = {"A": "cat", "B": "dog", "C": "bird"}
-
-
-@pytest.fixture
-def serve():
-    servers = []
-
-    def start(script=None, **kw) -> FaultServer:
-        servers.append(FaultServer(script, **kw))
-        return servers[-1]
-
-    yield start
-    for s in servers:
-        s.close()
 
 
 @pytest.fixture
