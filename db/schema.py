@@ -317,3 +317,19 @@ def _m0005(db: Database) -> None:
         INSERT INTO item_search (item_search) VALUES ('rebuild');
         """
     )
+
+
+@migrations(name="0006_models")
+def _m0006(db: Database) -> None:
+    # Models a user keeps at hand (the desktop app's Models panel, `vlmdesk models`): a name and a model spec. A
+    # spec names the environment variable that holds an API key, never the key (db/models.py refuses keys).
+    _script(db, """
+        CREATE TABLE models (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            spec TEXT NOT NULL,
+            note TEXT,
+            created_at TEXT NOT NULL
+        );
+        """
+    )

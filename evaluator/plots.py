@@ -5,6 +5,7 @@ The GUI embeds the same Figure objects in a FigureCanvasQTAgg; the command line 
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -14,6 +15,26 @@ SHORT_L2 = {
     "finegrained_perception (cross-instance)": "FP-C", "attribute_reasoning": "AR", "relation_reasoning": "RR",
     "logic_reasoning": "LR",
 }
+LEVEL_OF = {"by_l2": "l2", "by_category": "category", "by_split": "split"}
+COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860"]
+_TARGET = "bar?"
+
+
+def _tag(patch, **target) -> None:
+    """Name what a bar stands for (run, level, group, …) in its gid, so a viewer can list the items behind it."""
+    patch.set_gid(_TARGET + urlencode({k: v for k, v in target.items() if v is not None}))
+
+
+def bar_target(artist) -> dict | None:
+    """What a bar of these figures stands for: {"run": "3", "level": "l2", "group": "…", "strategy": "…"} (POPE:
+    "parser", "metric"; alignment: "extractor"), or None for any other artist."""
+    gid = artist.get_gid() or ""
+    return dict(parse_qsl(gid[len(_TARGET):])) if gid.startswith(_TARGET) else None
+
+
+def run_label(report: dict) -> str:
+    model = report["model"]
+    return f"run {report['run_id']} · {model if len(model) <= 28 else '…' + model[-27:]}"
 
 
 def ability_figure(reports: list[dict], level: str = "by_l2") -> Figure:
@@ -26,9 +47,8 @@ def ability_figure(reports: list[dict], level: str = "by_l2") -> Figure:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     width = 0.8 / max(1, 2 * len(reports))
-    colors = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860"]
     for r_i, report in enumerate(reports):
-        color = colors[r_i % len(colors)]
+        color = COLORS[r_i % len(COLORS)]
         for s_i, (strategy, alpha) in enumerate((("vanilla", 0.45), ("circular", 1.0))):
             heights = []
             for g in groups:
@@ -37,7 +57,10 @@ def ability_figure(reports: list[dict], level: str = "by_l2") -> Figure:
                 heights.append(0.0 if value is None else value * 100)
             offset = (2 * r_i + s_i) * width - 0.4 + width / 2
             bars = ax.bar([x + offset for x in range(len(groups))], heights, width, color=color, alpha=alpha,
-                          label=f"run {report['run_id']} {report['model']} — {strategy}")
+                          label=f"{run_label(report)} — {strategy}")
+            for bar, g in zip(bars, groups):
+                _tag(bar, run=report["run_id"], level="all" if g == "Overall" else LEVEL_OF.get(level, level),
+                     group=None if g == "Overall" else g, strategy=strategy)
             for bar, h in zip(bars, heights):
                 ax.annotate(f"{h:.0f}", (bar.get_x() + bar.get_width() / 2, h), ha="center", va="bottom",
                             fontsize=7, xytext=(0, 1), textcoords="offset points")
@@ -46,8 +69,10 @@ def ability_figure(reports: list[dict], level: str = "by_l2") -> Figure:
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 105)
     title = reports[0]["benchmark"] if len({r["benchmark"] for r in reports}) == 1 else "runs"
-    ax.set_title(f"{title}: VanillaEval vs CircularEval")
-    ax.legend(fontsize=7, loc="upper right")
+    ax.set_title(f"{title}: VanillaEval (light) vs CircularEval (solid)")
+    # Below the axes: inside, the legend would hide bars.
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 if level == "by_l2" else -0.35),
+              ncol=2 if len(reports) > 1 else 2, frameon=False)
     ax.grid(axis="y", alpha=0.3)
     return fig
 
@@ -62,14 +87,89 @@ def pope_figure(reports: list[dict]) -> Figure:
     width = 0.8 / max(1, len(series))
     for s_i, (report, parser) in enumerate(series):
         values = [(report["pope"][parser].get(m) or 0.0) * 100 for m in metrics]
-        ax.bar([x + s_i * width - 0.4 + width / 2 for x in range(len(metrics))], values, width,
-               label=f"run {report['run_id']} ({report.get('setting') or '-'}) — {parser}")
+        r_i = s_i // 2
+        bars = ax.bar([x + s_i * width - 0.4 + width / 2 for x in range(len(metrics))], values, width,
+                      color=COLORS[r_i % len(COLORS)], alpha=1.0 if parser == "official" else 0.5,
+                      label=f"{report.get('setting') or '-'} · {run_label(report)} — {parser}")
+        for bar, metric in zip(bars, metrics):
+            _tag(bar, run=report["run_id"], level="pope", parser=parser, metric=metric)
     ax.set_xticks(range(len(metrics)), metrics)
     ax.set_ylim(0, 105)
     ax.set_ylabel("%")
-    ax.set_title("POPE")
+    ax.set_title("POPE per setting (solid: official parser, light: strict)")
     ax.legend(fontsize=7)
     ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def drop_figure(reports: list[dict]) -> Figure:
+    """VanillaEval vs CircularEval overall per run, with the drop between them (MMBench's headline finding)."""
+    circular = [r for r in reports if r.get("overall", {}).get("circular") is not None]
+    if not circular:
+        raise ValueError("VanillaEval vs CircularEval needs a CircularEval run")
+    fig = Figure(figsize=(max(5.0, 1.6 * len(circular) + 2), 4.0), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for x, report in enumerate(circular):
+        vanilla, circ = (100 * (report["overall"][k] or 0.0) for k in ("vanilla", "circular"))
+        color = COLORS[x % len(COLORS)]
+        for dx, strategy, value, alpha in ((-0.2, "vanilla", vanilla, 0.45), (0.2, "circular", circ, 1.0)):
+            (bar,) = ax.bar([x + dx], [value], 0.38, color=color, alpha=alpha,
+                            label=("VanillaEval" if strategy == "vanilla" else "CircularEval") if x == 0 else None)
+            _tag(bar, run=report["run_id"], level="all", strategy=strategy)
+            ax.annotate(f"{value:.1f}", (x + dx, value), ha="center", va="bottom", fontsize=8, xytext=(0, 1),
+                        textcoords="offset points")
+        ax.annotate(f"−{vanilla - circ:.1f} pts", (x, max(vanilla, circ) + 7), ha="center", fontsize=9,
+                    color="#b3261e", fontweight="bold")
+    ax.set_xticks(range(len(circular)), [run_label(r).replace(" · ", "\n") for r in circular], fontsize=8)
+    ax.set_ylim(0, 112)
+    ax.set_ylabel("overall accuracy (%)")
+    ax.set_title("VanillaEval vs CircularEval (light: vanilla, solid: circular)")
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def alignment_figure(report: dict, extractor: str | None = None) -> Figure:
+    """An alignment study (annotation.alignment.alignment_report): per extractor the share of responses read as
+    the final human label, with its Wilson 95 % interval; beside it one extractor's confusion matrix."""
+    names = [n for n, e in report["extractors"].items() if e["n"]]
+    fig = Figure(figsize=(10.0, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    bars_ax, matrix_ax = fig.subplots(1, 2, width_ratios=[1.15, 1])
+    rates = [100 * report["extractors"][n]["rate"] for n in names]
+    lows = [r - 100 * report["extractors"][n]["wilson_95"][0] for r, n in zip(rates, names)]
+    highs = [100 * report["extractors"][n]["wilson_95"][1] - r for r, n in zip(rates, names)]
+    bars = bars_ax.bar(range(len(names)), rates, 0.6, color=[COLORS[i % len(COLORS)] for i in range(len(names))],
+                       yerr=[lows, highs], capsize=6, error_kw={"elinewidth": 1.2, "ecolor": "#3c4043"})
+    for bar, name, rate in zip(bars, names, rates):
+        _tag(bar, level="alignment", extractor=name)
+        e = report["extractors"][name]
+        bars_ax.annotate(f"{rate:.1f}%\n{e['agreed']}/{e['n']}", (bar.get_x() + bar.get_width() / 2, 2),
+                         ha="center", va="bottom", fontsize=8, color="white", fontweight="bold")
+    bars_ax.set_xticks(range(len(names)), [n if len(n) <= 22 else n[:21] + "…" for n in names], fontsize=8)
+    bars_ax.set_ylim(0, 105)
+    bars_ax.set_ylabel("alignment with the final human label (%)")
+    bars_ax.set_title(f"set {report['set']}: {report['final']['decided']} decided labels (bars: Wilson 95 %)",
+                      fontsize=10)
+    bars_ax.grid(axis="y", alpha=0.3)
+    extractor = extractor if extractor in names else (names[0] if names else None)
+    if extractor is None:
+        matrix_ax.axis("off")
+        matrix_ax.text(0.5, 0.5, "no decided labels yet", ha="center", va="center", color="#5f6368")
+        return fig
+    conf = report["extractors"][extractor]["confusion"]
+    labels, matrix = conf["labels"], conf["matrix"]
+    matrix_ax.imshow(matrix, cmap="Blues", vmin=0)
+    peak = max((v for row in matrix for v in row), default=0)
+    for i, row in enumerate(matrix):
+        for j, v in enumerate(row):
+            matrix_ax.text(j, i, str(v), ha="center", va="center", fontsize=9,
+                           color="white" if peak and v > peak / 2 else "#202124")
+    matrix_ax.set_xticks(range(len(labels)), labels, fontsize=8, rotation=45 if len(labels) > 6 else 0)
+    matrix_ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    matrix_ax.set_xlabel(f"{extractor} said")
+    matrix_ax.set_ylabel("people said")
+    matrix_ax.set_title(f"confusion: {extractor}", fontsize=10)
     return fig
 
 

@@ -33,21 +33,7 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> dict |
     bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
     items = catalog.list_items(ws, run.benchmark_id, limit=run.config.get("limit"))
     stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
-    predictions = runs.predictions_of(ws, run_id)
-    if scoring in (None, RUN_SCORING) or (scoring == run.extractor and scoring not in stored):
-        name, source, summary = run.extractor, RUN_SCORING, {}
-    elif scoring in stored:
-        name, source, summary = scoring, "rescore", stored[scoring].summary
-        scored = {(p.item_id, p.pass_): p for p in extractions.scored_passes(ws, stored[scoring].id)}
-        predictions = [dataclasses.replace(p, choice=s.choice, stage=s.stage, reason=s.reason, correct=s.correct)
-                       for p in predictions if (s := scored.get((p.item_id, p.pass_))) is not None]
-    else:
-        known = ", ".join([RUN_SCORING, *stored]) or RUN_SCORING
-        raise LookupError(f"run {run_id} has no scoring {scoring!r} (known: {known}; vlmdesk rescore {run_id} "
-                          f"--extractor {scoring})")
-    by_item: dict[int, dict[int, runs.Prediction]] = defaultdict(dict)
-    for p in predictions:
-        by_item[p.item_id][p.pass_] = p
+    name, source, summary, by_item = _scored_passes(ws, run, stored, scoring)
     head = {
         "run_id": run.id, "benchmark": bench.name, "model": run.model_spec, "strategy": run.strategy,
         "status": run.status, "extractor": run.extractor, "questions": len(items),
@@ -62,6 +48,26 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> dict |
     return {**head, **_mcq(items, by_item, run.strategy)}
 
 
+def _scored_passes(ws: Workspace, run: runs.Run, stored: dict, scoring: str | None):
+    """(scoring name, source, summary, item id -> pass -> prediction as that scoring reads it)."""
+    predictions = runs.predictions_of(ws, run.id)
+    if scoring in (None, RUN_SCORING) or (scoring == run.extractor and scoring not in stored):
+        name, source, summary = run.extractor, RUN_SCORING, {}
+    elif scoring in stored:
+        name, source, summary = scoring, "rescore", stored[scoring].summary
+        scored = {(p.item_id, p.pass_): p for p in extractions.scored_passes(ws, stored[scoring].id)}
+        predictions = [dataclasses.replace(p, choice=s.choice, stage=s.stage, reason=s.reason, correct=s.correct)
+                       for p in predictions if (s := scored.get((p.item_id, p.pass_))) is not None]
+    else:
+        known = ", ".join([RUN_SCORING, *stored]) or RUN_SCORING
+        raise LookupError(f"run {run.id} has no scoring {scoring!r} (known: {known}; vlmdesk rescore {run.id} "
+                          f"--extractor {scoring})")
+    by_item: dict[int, dict[int, runs.Prediction]] = defaultdict(dict)
+    for p in predictions:
+        by_item[p.item_id][p.pass_] = p
+    return name, source, summary, by_item
+
+
 def _mcq(items, by_item, strategy: str) -> dict:
     circular = strategy == "circular"
     groups: dict[str, dict[str, list[int]]] = {"by_l2": {}, "by_category": {}, "by_split": {}}
@@ -72,10 +78,7 @@ def _mcq(items, by_item, strategy: str) -> dict:
         if item.answer is None:
             unscored += 1
             continue
-        vanilla_ok = bool(passes.get(0) and passes[0].correct)
-        # A pass never asked counts as wrong: a lower bound. Under a re-scoring, an item can be right on every
-        # pass that was asked while later passes were never asked (the run's own extractor stopped it early).
-        circular_ok = all(passes.get(k) and passes[k].correct for k in range(len(item.options)))
+        vanilla_ok, circular_ok = _vanilla_ok(passes), _circular_ok(item, passes)
         unasked += bool(passes) and not circular_ok and all(p.correct for p in passes.values())
         chosen = {_original_choice(p) for p in passes.values()}
         if len(passes) == len(item.options):
@@ -107,6 +110,16 @@ def _mcq(items, by_item, strategy: str) -> dict:
     }
 
 
+def _vanilla_ok(passes: dict[int, runs.Prediction]) -> bool:
+    return bool(passes.get(0) and passes[0].correct)
+
+
+def _circular_ok(item, passes: dict[int, runs.Prediction]) -> bool:
+    # A pass never asked counts as wrong: a lower bound. Under a re-scoring, an item can be right on every
+    # pass that was asked while later passes were never asked (the run's own extractor stopped it early).
+    return all(passes.get(k) and passes[k].correct for k in range(len(item.options)))
+
+
 def _original_choice(p: runs.Prediction) -> int | None:
     if p.choice is None or p.choice == "Z" or not p.option_order:
         return None
@@ -127,3 +140,94 @@ def _pope(items, by_item, setting: str | None) -> dict:
     return {"setting": setting, "answered": len(labels), "pope": parsers,
             "overall": {"accuracy_official": parsers["official"]["accuracy"],
                         "accuracy_strict": parsers["strict"]["accuracy"]}}
+
+
+# --- the items behind a figure ------------------------------------------------------------------------------
+
+GROUP_LEVELS = {"l2": "l2_category", "category": "category", "split": "split", "all": None}
+
+
+@dataclasses.dataclass(frozen=True)
+class ItemResult:
+    """One item of a run as a report counts it: right or wrong under VanillaEval and CircularEval (POPE: under
+    the official and the strict parser); None where the item is unscored or the strategy has no such figure."""
+
+    item_id: int
+    index: str
+    question: str
+    category: str | None
+    l2_category: str | None
+    split: str | None
+    answer: str | None
+    passes: int
+    vanilla: bool | None
+    circular: bool | None
+    official: bool | None = None
+    strict: bool | None = None
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | None = None,
+                scoring: str | None = None) -> list[ItemResult]:
+    """The items behind one bar of a report: those of L2 ability / leaf category / split `group` (`level` l2,
+    category, split; "all" for every item), each with the right/wrong the report counted. A group named
+    "(none)" means items without a value. LookupError for an unknown run or scoring, ValueError for a bad level."""
+    if level not in GROUP_LEVELS:
+        raise ValueError(f"level {level!r}: one of {', '.join(GROUP_LEVELS)}")
+    run = runs.get_run(ws, run_id)
+    if run is None:
+        raise LookupError(f"no run {run_id}")
+    items = catalog.list_items(ws, run.benchmark_id, limit=run.config.get("limit"))
+    stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
+    _, _, _, by_item = _scored_passes(ws, run, stored, scoring)
+    column = GROUP_LEVELS[level]
+    out = []
+    for item in items:
+        if column is not None and (getattr(item, column) or NONE) != group:
+            continue
+        passes = by_item.get(item.id, {})
+        scored = item.answer is not None
+        if run.strategy == "pope":
+            p = passes.get(0)
+            official = strict = None
+            if p is not None and scored:
+                official = (p.choice if p.stage == "likelihood" else parse_official(p.response)) == item.answer
+                strict = p.choice == item.answer
+            out.append(ItemResult(item.id, str(item.index), item.question, item.category, item.l2_category,
+                                  item.split, item.answer, len(passes), None, None, official, strict))
+            continue
+        out.append(ItemResult(item.id, str(item.index), item.question, item.category, item.l2_category, item.split,
+                              item.answer, len(passes), _vanilla_ok(passes) if scored else None,
+                              _circular_ok(item, passes) if scored and run.strategy == "circular" else None))
+    return out
+
+
+def run_summary(ws: Workspace, run_id: int) -> dict | None:
+    """One line of the runs list: status, model, benchmark, the overall figures and how long the run has taken
+    (first start to finish, or to its latest batch while unfinished; the pauses of a resumed run included)."""
+    report = run_report(ws, run_id)
+    if report is None:
+        return None
+    run = runs.get_run(ws, run_id)
+    overall = report.get("overall", {})
+    pope = report.get("pope", {})
+    return {
+        "run_id": run.id, "benchmark": report["benchmark"], "model": run.model_spec, "strategy": run.strategy,
+        "status": run.status, "error": run.error, "questions": report["questions"],
+        "passes": run.predictions, "vanilla": overall.get("vanilla"), "circular": overall.get("circular"),
+        "pope_f1": pope.get("official", {}).get("f1") if pope else None,
+        "pope_accuracy": pope.get("official", {}).get("accuracy") if pope else None,
+        "created_at": run.created_at, "finished_at": run.finished_at,
+        "duration_s": _seconds_between(run.created_at, run.finished_at or run.updated_at),
+    }
+
+
+def _seconds_between(start: str, end: str | None) -> float | None:
+    from datetime import datetime
+
+    try:
+        return round((datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds(), 1) if end else None
+    except ValueError:
+        return None

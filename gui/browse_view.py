@@ -100,8 +100,15 @@ class BrowseView(QWidget):
         header = self.table.horizontalHeader()
         header.setHighlightSections(False)
         header.setStretchLastSection(True)
-        for col, width in enumerate((54, 108, 108, 46, 80, 120, 64)):
-            self.table.setColumnWidth(col, width)
+        # Short columns fit their content (measured on the first page only: the listing is lazy); the question
+        # takes the rest.
+        header.setResizeContentsPrecision(200)
+        for col in range(7):
+            header.setSectionResizeMode(col, QHeaderView.ResizeToContents)
+        # Leaf categories run to 38 characters: a fixed width, elided, the full name in the tooltip.
+        header.setSectionResizeMode(1, QHeaderView.Interactive)
+        self.table.setColumnWidth(1, 135)
+        header.setSectionResizeMode(7, QHeaderView.Stretch)
         self.table.selectionModel().currentRowChanged.connect(self._on_current)
         self.table.doubleClicked.connect(lambda idx: self._open(idx.row()))
 
@@ -136,7 +143,7 @@ class BrowseView(QWidget):
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self.table)
         split.addWidget(detail)
-        split.setSizes([720, 350])
+        split.setSizes([750, 330])
         split.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -149,6 +156,7 @@ class BrowseView(QWidget):
         ctx.model.rowsInserted.connect(lambda *_: self._update_count())
         ctx.loader.loaded.connect(self._on_image)
         ctx.reviewsChanged.connect(self._on_reviews)
+        ctx.runsChanged.connect(self._on_runs)
         ctx.prefsChanged.connect(lambda: self.item and self._show(self.item.id))
 
     # -- filters
@@ -163,10 +171,7 @@ class BrowseView(QWidget):
             combo.addItem(ANY, None)
             for v in facets.get(column, []):
                 combo.addItem(v or "(none)", v)
-        self.run.clear()
-        self.run.addItem("(no run)", None)
-        for run in self.ctx.runs.values():
-            self.run.addItem(f"run {run.id} · {run.model_spec}", run.id)
+        self._fill_runs()
         self.run.setCurrentIndex(1 if self.ctx.runs else 0)
         for w in (self.review, self.qc, self.result):
             w.blockSignals(True)
@@ -177,6 +182,20 @@ class BrowseView(QWidget):
         for w in (*widgets, self.review, self.qc, self.result):
             w.blockSignals(False)
         self._after_reset()
+
+    def _fill_runs(self) -> None:
+        self.run.clear()
+        self.run.addItem("(no run)", None)
+        for run in self.ctx.runs.values():
+            self.run.addItem(f"run {run.id} · {run.model_spec}", run.id)
+
+    def _on_runs(self) -> None:
+        """A run started or finished in the app: offer it in the run filter, keeping the current choice."""
+        current = self.run.currentData()
+        self.run.blockSignals(True)
+        self._fill_runs()
+        self.run.setCurrentIndex(max(0, self.run.findData(current)))
+        self.run.blockSignals(False)
 
     def current_filter(self) -> tuple[ItemFilter, str | None, str | None]:
         return (ItemFilter(text=self.search.text(), category=self.category.currentData(),

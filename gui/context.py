@@ -17,6 +17,7 @@ class Context(QObject):
     reviewsChanged = Signal(int)  # item id whose verdicts changed
     error = Signal(str, str)  # message, details
     info = Signal(str)
+    runsChanged = Signal()  # a run was started, finished or stopped from the app
 
     def __init__(self, ws, prefs_file: PreferencesFile, prefs: Preferences, parent=None):
         super().__init__(parent)
@@ -28,6 +29,7 @@ class Context(QObject):
         self.model.annotator = prefs.annotator
         self.benchmark = None
         self.runs: dict = {}
+        self.runsChanged.connect(self._reload_runs)
 
     @property
     def annotator(self) -> str:
@@ -39,6 +41,10 @@ class Context(QObject):
         self.runs = {r.id: r for r in bench_runs}
         self.model.set_benchmark(benchmark, run_id=bench_runs[0].id if bench_runs else None)
         self.benchmarkChanged.emit()
+
+    def _reload_runs(self) -> None:
+        if self.benchmark is not None:
+            self.runs = {r.id: r for r in item_query.runs_of_benchmark(self.ws, self.benchmark.id)}
 
     def update_prefs(self, **changes) -> None:
         self.prefs = replace(self.prefs, **changes)

@@ -10,9 +10,10 @@ from PySide6.QtGui import QBrush, QColor
 from annotation import browse
 from db import item_query
 from db.item_query import ItemFilter, ItemRow
+from evaluator.plots import SHORT_L2
 from gui.item_panel import RESULT_MARKS
 
-COLUMNS = ("Index", "Category", "L2 category", "Split", "Review", "QC", "Run", "Question")
+COLUMNS = ("Index", "Category", "L2", "Split", "Review", "QC", "Run", "Question")
 PAGE = 200
 _RESULT_COLOURS = {"right": "#1e7d32", "wrong": "#b3261e", "pending": "#8a6d00", "unscored": "#5f6368"}
 
@@ -142,7 +143,9 @@ class ItemTableModel(QAbstractTableModel):
         if role == Qt.DisplayRole:
             if col == 0:
                 return str(row.index)
-            if col in (1, 2, 3):
+            if col == 2:  # MMBench's short ability codes (CP, FP-S, …); the full name is the tooltip
+                return SHORT_L2.get(row.l2_category or "", row.l2_category or "")
+            if col in (1, 3):
                 return (row.category, row.l2_category, row.split)[col - 1] or ""
             if col == 4:
                 status = self.status.get(row.id)
@@ -161,6 +164,8 @@ class ItemTableModel(QAbstractTableModel):
                 return QBrush(QColor("#b3261e"))
         elif role == Qt.ToolTipRole and col == 7:
             return row.question
+        elif role == Qt.ToolTipRole and col in (1, 2):
+            return (row.category, row.l2_category)[col - 1]
         elif role == Qt.ToolTipRole and col == 5 and (mark := self.qc.get(row.id)):
             return mark.label
         elif role == Qt.UserRole:

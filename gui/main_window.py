@@ -21,8 +21,12 @@ from gui.browse_view import BrowseView
 from gui.context import Context
 from gui.errors import MessageBar
 from gui.prefs import Preferences, PreferencesFile, config_dir
+from gui.alignment_view import AlignmentView
+from gui.dashboard_view import DashboardView
+from gui.models_view import ModelsView
 from gui.queues_view import QueuesView
 from gui.review_view import ReviewView
+from gui.runs_view import RunsView
 
 
 class BenchmarksDock(QListWidget):
@@ -95,6 +99,10 @@ class MainWindow(QMainWindow):
         self.add_view("browse", "Browse", BrowseView)
         self.add_view("review", "Review", ReviewView)
         self.add_view("queues", "Queues", QueuesView)
+        self.add_view("runs", "Runs", RunsView)
+        self.add_view("results", "Results", DashboardView)
+        self.add_view("alignment", "Alignment", AlignmentView)
+        self.add_view("models", "Models", ModelsView)
         for problem in self.prefs_file.problems:
             self.show_error(problem)
         self.open_workspace(workspace)
@@ -123,6 +131,16 @@ class MainWindow(QMainWindow):
         view = factory(self.ctx)
         self.views[name] = view
         self.tabs.addTab(view, title)
+        if hasattr(view, "openInReview"):  # a view that lists items (Browse, Results) opens one in Review
+            view.openInReview.connect(self.open_item)
+        if hasattr(view, "openResults"):
+            view.openResults.connect(self.show_results)
+
+    def _shutdown_views(self) -> None:
+        """Views that own child processes (runs, model tests) stop them before they go."""
+        for view in self.views.values():
+            if hasattr(view, "shutdown"):
+                view.shutdown()
 
     # -- workspace
     def open_workspace(self, path: str | Path) -> bool:
@@ -131,6 +149,7 @@ class MainWindow(QMainWindow):
         except (SchemaError, OSError) as exc:
             self.show_error(str(exc))
             return False
+        self._shutdown_views()
         if self.ctx is not None:
             self.ctx.close()
             self.ctx.deleteLater()
@@ -165,6 +184,30 @@ class MainWindow(QMainWindow):
 
     def view(self, name: str) -> QWidget:
         return self.views[name]
+
+    def open_item(self, item_id: int) -> None:
+        """Show an item in Review: its benchmark chosen, and the Browse filters cleared if they hide it."""
+        from db import item_query
+
+        item = item_query.item_by_id(self.ws, item_id)
+        if item is None:
+            self.show_error(f"Item {item_id} is not in this workspace any more")
+            return
+        if self.ctx.benchmark is None or self.ctx.benchmark.id != item.benchmark_id:
+            bench = next(b for b in catalog.list_benchmarks(self.ws) if b.id == item.benchmark_id)
+            self.select_benchmark(bench.name)
+        if self.ctx.model.row_of(item_id) is None:
+            self.views["browse"].clear_filters()
+        row = self.ctx.model.find_row(0, 1, lambda r: r.id == item_id)
+        if row is None:
+            self.show_error(f"Item {item_id} could not be found in the Browse listing")
+            return
+        self.show_view("review")
+        self.views["review"].show_row(row)
+
+    def show_results(self, run_ids: list) -> None:
+        self.show_view("results")
+        self.views["results"].show_runs(list(run_ids))
 
     def show_view(self, name: str) -> None:
         self.tabs.setCurrentWidget(self.views[name])
@@ -266,6 +309,8 @@ class MainWindow(QMainWindow):
             widget.setFocus()
         if widget is self.views.get("queues"):
             widget.update_counts()
+        elif hasattr(widget, "on_shown"):  # views whose content others change (labels → alignment)
+            widget.on_shown()
 
     # -- layout memory (QSettings: geometry and docks only)
     def _restore_layout(self) -> None:
@@ -280,6 +325,7 @@ class MainWindow(QMainWindow):
             self.restoreState(state)
 
     def closeEvent(self, event) -> None:
+        self._shutdown_views()
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("state", self.saveState())
         self.settings.sync()

@@ -20,7 +20,8 @@ def register(add) -> None:
                 vlmdesk gui
                 vlmdesk gui --workspace team.sqlite
                 vlmdesk gui --screenshot docs/screenshots/review.png --view review --bench demo
-                vlmdesk gui --screenshot queue.png --view queue --queue adjudication --size 1440x900""")
+                vlmdesk gui --screenshot queue.png --view queue --queue adjudication --size 1440x900
+                vlmdesk gui --screenshot dashboard.png --view dashboard --run 1 --run 2 --chart drop""")
     p.add_argument("--screenshot", metavar="FILE", help="save a PNG of the window and exit")
     p.add_argument("--view", default="browse", help=f"view to show: {', '.join(SCREENSHOT_VIEWS)} (default browse)")
     p.add_argument("--bench", help="benchmark to show (default: the first)")
@@ -28,6 +29,11 @@ def register(add) -> None:
                    help="queue page for --view queue (default: the first with work left)")
     p.add_argument("--item", help="item index to show (default: the first; review: the first with predictions)")
     p.add_argument("--size", default="1280x800", help="window size for --screenshot, WIDTHxHEIGHT (default 1280x800)")
+    p.add_argument("--run", type=int, action="append", metavar="RUN_ID",
+                   help="--view dashboard: runs to show (repeatable; default: the benchmark's latest, up to 3)")
+    p.add_argument("--chart", choices=("l2", "category", "drop", "pope"), help="--view dashboard: the chart")
+    p.add_argument("--launch", metavar="SPEC", default="baseline:random?delay_ms=120",
+                   help="--view launcher: the model of the run started for the picture (default a slowed baseline)")
     p.set_defaults(handler=cmd_gui)
 
 
@@ -58,7 +64,59 @@ def _prepare_queue(window, args) -> None:
     queues.select(name)
 
 
-SCREENSHOT_VIEWS = {"browse": _prepare_browse, "review": _prepare_review, "queue": _prepare_queue}
+def _prepare_launcher(window, args) -> None:
+    """A run in progress (a real `vlmdesk run` child process, --new so the picture repeats) and one queued."""
+    import time
+
+    from PySide6.QtWidgets import QApplication
+
+    from gui.run_queue import RunRequest, run_args
+
+    runs_view = window.view("runs")
+    window.show_view("runs")
+    bench = window.ctx.benchmark
+    runs_view.form.set_choice(bench=bench.name, model=args.launch)
+    job = runs_view.queue.submit(RunRequest((*run_args(bench=bench.name, model=args.launch), "--new"),
+                                            f"{args.launch} on {bench.name}"))
+    others = [b for b in catalog.list_benchmarks(window.ws) if b.id != bench.id]
+    if others:
+        runs_view.queue.submit(RunRequest(run_args(bench=others[0].name, model="baseline:first"),
+                                          f"baseline:first on {others[0].name}"))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and job.state in ("queued", "running"):
+        QApplication.processEvents()
+        total = job.progress.get("items_total") or 0
+        if total and job.progress.get("items_done", 0) >= 0.4 * total and "calls_per_s" in job.progress:
+            break
+        time.sleep(0.02)
+    runs_view.jobs.setCurrentRow(0)
+
+
+def _prepare_dashboard(window, args) -> None:
+    from evaluator.plots import bar_target
+    from vlmdesk.cli import UsageError
+
+    dash = window.view("results")
+    window.show_view("results")
+    run_ids = args.run or sorted(r.id for r in list(window.ctx.runs.values())[:3])  # newest first
+    if not run_ids:
+        raise UsageError("--view dashboard: the benchmark has no runs (vlmdesk run …)")
+    dash.show_runs(run_ids, chart=args.chart)
+    # The items behind a bar, as after a click: the first ability's CircularEval bar of the first run.
+    bars = [bar_target(b) for b in dash.chart.bars()]
+    target = next((t for t in bars if t.get("group") and t.get("strategy") == "circular"), None) or \
+        next(iter(bars), None)
+    if target:
+        dash.show_items_of(target)
+
+
+def _prepare_alignment(window, args) -> None:
+    window.show_view("alignment")
+    window.view("alignment").refresh()
+
+
+SCREENSHOT_VIEWS = {"browse": _prepare_browse, "review": _prepare_review, "queue": _prepare_queue,
+                    "launcher": _prepare_launcher, "dashboard": _prepare_dashboard, "alignment": _prepare_alignment}
 """--view name -> function(window, args) that puts the window in that state. Later views register here."""
 
 

@@ -5,7 +5,7 @@ import json
 import signal
 import sys
 
-from db import catalog, runs
+from db import catalog, models, runs
 from evaluator.backends import SPEC_HELP, BackendError
 from evaluator.launch import execute_run, open_backend, start_run, stored_run
 from evaluator.llm_extraction import parse_extractor_spec
@@ -30,7 +30,7 @@ def register(add) -> None:
                 vlmdesk run --bench demo --model hf:./my-model --strategy vanilla --limit 10 --json
                 vlmdesk run --resume 7""")
     p.add_argument("--bench", help="benchmark name (vlmdesk benchmarks)")
-    p.add_argument("--model", help="model spec, e.g. hf:PATH, openai:MODEL@URL, baseline:random")
+    p.add_argument("--model", help="model spec (hf:PATH, openai:MODEL@URL, baseline:random) or a saved model's name")
     p.add_argument("--strategy", choices=("circular", "vanilla"), default="circular",
                    help="circular (default) or vanilla (pass 0 only); ignored for yes/no benchmarks")
     p.add_argument("--full-passes", action="store_true",
@@ -59,6 +59,8 @@ def register(add) -> None:
                 vlmdesk runs
                 vlmdesk runs --json""")
     p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.add_argument("--scores", action="store_true",
+                   help="add the overall figures and the duration (the app's runs list); slower on big workspaces")
     p.set_defaults(handler=cmd_runs)
 
     p = add("report", help="scores of a run: overall, per ability, per category, per split",
@@ -95,6 +97,7 @@ def cmd_run(args) -> int:
         else:
             if not args.bench or not args.model:
                 raise UsageError("run needs --bench and --model (or --resume RUN_ID)")
+            args.model = models.resolve_spec(ws, args.model)  # a saved model's name (vlmdesk models) or a spec
             bench = bench_or_fail(ws, args.bench)
             settings = RunSettings(strategy=args.strategy, full_passes=args.full_passes, limit=args.limit,
                                    max_new_tokens=args.max_new_tokens, text_only=args.text_only,
@@ -181,21 +184,36 @@ def cmd_runs(args) -> int:
 
     with open_from_args(args) as ws:
         all_runs = runs.list_runs(ws)
+        scores = {}
+        if args.scores:
+            from evaluator.report import run_summary
+
+            scores = {r.id: run_summary(ws, r.id) for r in all_runs}
     if args.json:
         print(json.dumps([{
             "run_id": r.id, "benchmark": r.benchmark, "model": r.model_spec, "strategy": r.strategy,
             "status": r.status, "predictions": r.predictions, "created_at": r.created_at,
             "finished_at": r.finished_at, "config": r.config, "error": r.error,
+            **({k: scores[r.id][k] for k in _SCORE_FIELDS} if args.scores else {}),
         } for r in all_runs]))
         return 0
     if not all_runs:
         print("no runs yet: vlmdesk run --bench NAME --model SPEC")
         return 0
-    print(f"{'id':>4}  {'benchmark':<22} {'model':<34} {'strategy':<9} {'status':<11} {'passes':>7}")
+    print(f"{'id':>4}  {'benchmark':<22} {'model':<34} {'strategy':<9} {'status':<11} {'passes':>7}"
+          + ("   vanilla circular  pope-f1  seconds" if args.scores else ""))
     for r in all_runs:
+        extra = ""
+        if args.scores:
+            s = scores[r.id]
+            extra = (f"  {_pct(s['vanilla']):>8} {_pct(s['circular']):>8} {_pct(s['pope_f1']):>8} "
+                     f"{s['duration_s'] if s['duration_s'] is not None else '-':>8}")
         print(f"{r.id:>4}  {r.benchmark[:22]:<22} {r.model_spec[:34]:<34} {r.strategy:<9} {r.status:<11} "
-              f"{r.predictions:>7}")
+              f"{r.predictions:>7}" + extra)
     return 0
+
+
+_SCORE_FIELDS = ("vanilla", "circular", "pope_accuracy", "pope_f1", "questions", "duration_s")
 
 
 def cmd_report(args) -> int:

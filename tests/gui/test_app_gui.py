@@ -8,8 +8,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-from PySide6.QtCore import Qt
 
 from annotation import reviews
 from db import catalog, item_query, open_workspace

@@ -1,0 +1,49 @@
+"""Build the workspace the screenshots of docs/gui.md are taken from (`python docs/screenshots/prepare_workspace.py
+OUT.sqlite`): the demo benchmarks, baseline runs, a QC stage, and an adjudication set with two annotators' labels
+so the Alignment view has something to show. Everything goes through `vlmdesk` commands except the labels, which
+stand in for people: annotators "ana" and "ben" label most responses as the rules read them, a few otherwise, and
+a lead adjudicates three of their disagreements."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from annotation import alignment
+from db import open_workspace
+from vlmdesk.cli import main
+from vlmdesk.demo import ensure_demo
+
+
+def vlmdesk(*args: str) -> None:
+    if main(["--workspace", str(PATH), *args]) != 0:
+        sys.exit(f"vlmdesk {' '.join(args)} failed")
+
+
+PATH = Path(sys.argv[1] if len(sys.argv) > 1 else "screenshots.sqlite")
+if PATH.exists():
+    sys.exit(f"{PATH} exists; give a new file name")
+with open_workspace(PATH) as ws:
+    ensure_demo(ws)
+for model in ("baseline:random", "baseline:first", "baseline:frequent"):
+    vlmdesk("run", "--bench", "demo", "--model", model)             # runs 1-3
+vlmdesk("run", "--bench", "demo", "--model", "baseline:random?seed=7", "--full-passes")   # run 4
+vlmdesk("run", "--bench", "demo-pope", "--model", "baseline:random")  # run 5
+vlmdesk("run", "--bench", "demo-pope", "--model", "baseline:frequent")  # run 6
+vlmdesk("qc", "consensus", "--bench", "demo", "--run", "1", "--run", "2")
+vlmdesk("models", "add", "coin", "baseline:random")
+vlmdesk("models", "add", "always-A", "baseline:first")
+# A weak "LLM" extractor (a baseline that always answers the first letter) gives the study a second extractor.
+vlmdesk("align", "sample", "--run", "1", "--run", "4", "--extractor", "llm:baseline:first", "--size", "40",
+        "--seed", "1", "--name", "demo-study")
+with open_workspace(PATH) as ws:
+    for n in range(60):
+        task = alignment.next_for(ws, "demo-study", "ana")
+        if task is None:
+            break
+        said = alignment.RulesExtractor().extract_many([(task.question, task.options, task.response)])[0].choice
+        alignment.add_label(ws, task.item_id, "ana", "Z" if n % 13 == 6 else (said or "unclear"), seconds=4.0)
+        other = "Z" if n % 9 == 4 else (said or "unclear")
+        alignment.add_label(ws, task.item_id, "ben", other, seconds=5.0)
+    for d in alignment.disagreements(ws, "demo-study")[:3]:
+        alignment.adjudicate(ws, d.item_id, "lead", d.labels["ana"], note="read again")
+print(f"wrote {PATH}")

@@ -1,0 +1,109 @@
+"""A model's smoke test: load it (or reach its server) and answer one benchmark item, timed.
+
+What `vlmdesk models test` prints and the app's Models panel shows (run as a separate process there, so a model
+that crashes or runs out of memory cannot take the window down).
+"""
+from __future__ import annotations
+
+import string
+import time
+from dataclasses import asdict, dataclass
+
+from db import catalog
+from db.workspace import Workspace
+from evaluator.backends import SPEC_HELP, BackendError, Query
+from evaluator.extraction import extract_by_rules
+from evaluator.launch import open_backend
+from evaluator.pope import parse_strict
+from evaluator.prompts import default_template
+
+DEMO_BENCHMARK = "demo"
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    spec: str
+    backend: dict  # the backend's describe(): resolved settings, no secrets
+    benchmark: str
+    item_index: str
+    prompt: str
+    response: str
+    choice: str | None
+    answer: str | None
+    correct: bool | None
+    load_s: float
+    answer_s: float
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def validate_spec(spec: str) -> str:
+    """The spec, stripped, if the backends can read it; ValueError otherwise. Nothing is loaded or sent: an hf:
+    spec is checked when it is tested or run, an openai: one builds a client object only. Keys are refused."""
+    from db.models import check_no_secret
+
+    spec = (spec or "").strip()
+    check_no_secret(spec)
+    scheme, sep, rest = spec.partition(":")
+    try:
+        if scheme == "openai" and sep:
+            from evaluator.backends.openai_backend import parse_openai_spec
+
+            parse_openai_spec(rest)
+        elif scheme == "baseline" and sep:
+            from evaluator.backends import load_backend
+
+            load_backend(spec)
+        elif scheme != "hf" or not rest:
+            raise BackendError(f"bad model spec {spec!r}; expected one of {SPEC_HELP}")
+    except BackendError as exc:
+        raise ValueError(str(exc)) from None
+    return spec
+
+
+def check_model(ws: Workspace, spec: str, *, benchmark: str | None = None, item_index: str | None = None,
+                max_new_tokens: int = 32) -> ModelCheck:
+    """Load the model a spec names and ask it one item (default: the first item of the demo benchmark, else of the
+    first multiple-choice benchmark). Raises BackendError (load or call failed) or LookupError (no such item)."""
+    bench = _benchmark(ws, benchmark)
+    items = catalog.list_items(ws, bench.id)
+    if item_index is not None:
+        items = [i for i in items if str(i.index) == str(item_index)]
+    if not items:
+        raise LookupError(f"benchmark {bench.name!r} has no item {item_index!r}" if item_index is not None
+                          else f"benchmark {bench.name!r} has no items")
+    item = items[0]
+    started = time.perf_counter()
+    backend = open_backend(ws, bench.id, spec, seed=0, batch_size=1)
+    load_s = time.perf_counter() - started
+    prompt = default_template(bench.kind).render(question=item.question, hint=item.hint, options=item.options,
+                                                 language=item.language)
+    image = catalog.image_bytes(ws, item.image_sha256) if item.image_sha256 else None
+    letters = tuple(string.ascii_uppercase[: len(item.options)]) if bench.kind == "mcq" else ("Yes", "No")
+    started = time.perf_counter()
+    response = backend.generate([Query(prompt, (image[0],) if image else (), letters)], max_new_tokens)[0]
+    answer_s = time.perf_counter() - started
+    if bench.kind == "mcq":
+        choice = extract_by_rules(response, dict(zip(letters, item.options))).choice
+    else:
+        reading = parse_strict(response)
+        choice = None if reading == "unknown" else reading
+    return ModelCheck(spec=backend.spec, backend=backend.describe(), benchmark=bench.name, item_index=str(item.index),
+                      prompt=prompt, response=response, choice=choice, answer=item.answer,
+                      correct=None if item.answer is None else choice == item.answer,
+                      load_s=round(load_s, 3), answer_s=round(answer_s, 3))
+
+
+def _benchmark(ws: Workspace, name: str | None) -> catalog.Benchmark:
+    benches = catalog.list_benchmarks(ws)
+    if name is not None:
+        found = next((b for b in benches if b.name == name), None)
+        if found is None:
+            raise LookupError(f"no benchmark named {name!r}")
+        return found
+    found = (next((b for b in benches if b.name == DEMO_BENCHMARK), None)
+             or next((b for b in benches if b.kind == "mcq"), None) or (benches[0] if benches else None))
+    if found is None:
+        raise LookupError("the workspace has no benchmark to test with (vlmdesk import FILE)")
+    return found

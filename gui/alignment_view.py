@@ -1,0 +1,128 @@
+"""The Alignment tab: an adjudication set's study (annotation.alignment.alignment_report — `vlmdesk align
+report`): per extractor the alignment with the final human labels and its Wilson interval, a confusion matrix,
+and inter-annotator agreement."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget
+
+from annotation import alignment
+from evaluator.plots import alignment_figure
+from gui.charts import ChartView, message_figure
+from gui.tables import RowsModel, export_table, table_view
+
+COLUMNS = ("Extractor", "n", "Agreed", "Alignment", "Wilson 95 %", "Cohen's κ", "Undecided cases", "Disagreements",
+           "Sample")
+
+
+def _pct(v) -> str:
+    return "–" if v is None else f"{100 * v:.1f} %"
+
+
+class AlignmentView(QWidget):
+    def __init__(self, ctx, parent=None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.report: dict | None = None
+        self.set_combo = QComboBox()
+        self.set_combo.setMinimumWidth(160)
+        self.set_combo.currentIndexChanged.connect(self.redraw)
+        self.extractor = QComboBox()
+        self.extractor.setMinimumWidth(200)
+        self.extractor.currentIndexChanged.connect(self._draw)
+        refresh = QPushButton("Refresh")
+        refresh.clicked.connect(self.refresh)
+        self.summary = QLabel()
+        self.summary.setObjectName("muted")
+        self.summary.setWordWrap(True)
+        self.chart = ChartView()
+        self.table = RowsModel(COLUMNS, self)
+        self.table.align_right = set(range(1, len(COLUMNS)))
+        table = table_view(self.table, stretch=0)
+        export = QPushButton("Export CSV…")
+        export.clicked.connect(lambda: export_table(self, self.table, "alignment.csv"))
+        top = QHBoxLayout()
+        for text, w in (("Adjudication set", self.set_combo), ("Confusion matrix of", self.extractor)):
+            lab = QLabel(text)
+            lab.setObjectName("filterLabel")
+            top.addWidget(lab)
+            top.addWidget(w)
+        top.addStretch(1)
+        top.addWidget(refresh)
+        lower = QWidget()
+        ll = QVBoxLayout(lower)
+        ll.setContentsMargins(0, 0, 0, 0)
+        head = QHBoxLayout()
+        head.addWidget(self.summary, 1)
+        head.addWidget(export, 0, Qt.AlignTop)
+        ll.addLayout(head)
+        ll.addWidget(table, 1)
+        split = QSplitter(Qt.Vertical)
+        split.addWidget(self.chart)
+        split.addWidget(lower)
+        split.setSizes([470, 200])
+        split.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 8)
+        layout.addLayout(top)
+        layout.addWidget(split, 1)
+        self.refresh()
+
+    def refresh(self) -> None:
+        current = self.set_combo.currentData()
+        self.set_combo.blockSignals(True)
+        self.set_combo.clear()
+        for s in alignment.list_sets(self.ctx.ws):
+            self.set_combo.addItem(f"{s.name} ({s.items} responses)", s.name)
+        if current and (i := self.set_combo.findData(current)) >= 0:
+            self.set_combo.setCurrentIndex(i)
+        self.set_combo.blockSignals(False)
+        self.redraw()
+
+    def on_shown(self) -> None:
+        self.refresh()
+
+    def redraw(self) -> None:
+        name = self.set_combo.currentData()
+        self.report = alignment.alignment_report(self.ctx.ws, name) if name else None
+        self.extractor.blockSignals(True)
+        self.extractor.clear()
+        for ext in (self.report or {}).get("extractors", {}):
+            self.extractor.addItem(ext, ext)
+        self.extractor.blockSignals(False)
+        self._fill_table()
+        self._draw()
+
+    def _draw(self) -> None:
+        if self.report is None:
+            self.chart.set_figure(message_figure("No adjudication set yet: vlmdesk align sample --run ID … "
+                                                 "then label it in Queues › Extractor adjudication"), clickable=False)
+            return
+        self.chart.set_figure(alignment_figure(self.report, self.extractor.currentData()),
+                              f"Extractor–human alignment · set {self.report['set']}", clickable=False)
+
+    def _fill_table(self) -> None:
+        r = self.report
+        if r is None:
+            self.table.set_rows([])
+            self.summary.setText("")
+            return
+        rows = []
+        for name, e in r["extractors"].items():
+            ci = e["wilson_95"]
+            rows.append((name, e["n"], e["agreed"], _pct(e["rate"]),
+                         f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f} %" if ci else "–",
+                         "–" if e["cohen_kappa"] is None else f"{e['cohen_kappa']:.3f}",
+                         *(f"{w['agreed']}/{w['n']}" for w in (e["by_why"][k] for k in alignment.WHY))))
+        self.table.set_rows(rows)
+        inter = r["inter_annotator"]
+        final = r["final"]
+        parts = [f"{r['labelled']} of {r['items']} responses labelled",
+                 f"{final['decided']} final labels ({final['adjudicated']} adjudicated, {final['ties']} ties, "
+                 f"{final['unclear']} unclear)",
+                 f"annotators: {', '.join(inter['annotators']) or '–'}"]
+        if inter["items_with_two_or_more"]:
+            alpha = inter["krippendorff_alpha"]
+            parts.append(f"agreement {_pct(inter['percent_agreement'])} on {inter['items_with_two_or_more']} items"
+                         + (f", α = {alpha:.3f}" if alpha is not None else ""))
+        self.summary.setText("  ·  ".join(parts))

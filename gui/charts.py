@@ -1,0 +1,80 @@
+"""A matplotlib Figure in the window (FigureCanvasQTAgg). The Figures come from evaluator/plots.py, which knows
+nothing of Qt; this widget only shows them, tells which bar was clicked, and saves them as PNG or SVG."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
+from matplotlib.figure import Figure
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+
+from evaluator.plots import bar_target, save_figure
+
+
+def message_figure(text: str) -> Figure:
+    fig = Figure(figsize=(6, 3))
+    fig.text(0.5, 0.5, text, ha="center", va="center", color="#5f6368", fontsize=11, wrap=True)
+    return fig
+
+
+class ChartView(QWidget):
+    barClicked = Signal(dict)  # what the bar stands for (evaluator.plots.bar_target)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.figure: Figure | None = None
+        self.canvas: FigureCanvasQTAgg | None = None
+        self.title = QLabel()
+        self.title.setObjectName("sectionTitle")
+        self.title.setWordWrap(True)
+        self.hint = QLabel("Click a bar for its items")
+        self.hint.setObjectName("muted")
+        self.export_button = QPushButton("Export chart…")
+        self.export_button.setToolTip("Save this chart as PNG or SVG")
+        self.export_button.clicked.connect(self._export_dialog)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.addWidget(self.title)
+        bar.addStretch(1)
+        bar.addWidget(self.hint)
+        bar.addWidget(self.export_button)
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(4)
+        self._layout.addLayout(bar)
+        self.set_figure(message_figure("Choose runs on the left"))
+
+    def set_figure(self, figure: Figure, title: str = "", *, clickable: bool = True) -> None:
+        if self.canvas is not None:
+            self._layout.removeWidget(self.canvas)
+            self.canvas.setParent(None)
+            self.canvas.deleteLater()
+        self.figure = figure
+        self.canvas = FigureCanvasQTAgg(figure)
+        self.canvas.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
+        self.canvas.setMinimumHeight(220)
+        self.canvas.mpl_connect("button_press_event", self._pressed)
+        self.canvas.setCursor(Qt.PointingHandCursor if clickable else Qt.ArrowCursor)
+        self._layout.addWidget(self.canvas, 1)
+        self.title.setText(title)
+        self.hint.setVisible(clickable)
+        self.export_button.setEnabled(bool(figure.axes))
+
+    def bars(self) -> list:
+        """Every tagged bar of the figure (its patches that stand for something)."""
+        return [p for ax in (self.figure.axes if self.figure else []) for p in ax.patches if bar_target(p)]
+
+    def _pressed(self, event) -> None:
+        for patch in self.bars():
+            if patch.contains(event)[0]:
+                self.barClicked.emit(bar_target(patch))
+                return
+
+    def export(self, path: str | Path) -> Path:
+        return save_figure(self.figure, path)
+
+    def _export_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export chart", "chart.png", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
+        if path:
+            self.export(path)

@@ -1,0 +1,199 @@
+"""The Results tab: runs on the left (one or several), their report as charts (evaluator/plots.py Figures in a
+FigureCanvasQTAgg), and the items behind a clicked bar (evaluator.report.group_items — `vlmdesk run-items`),
+each opening in Review."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox, QFileDialog, QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget,
+)
+
+from evaluator import plots
+from evaluator.exporters import ExportError
+from evaluator.prediction_export import default_file_name, export_predictions
+from evaluator.report import NONE, group_items, run_report
+from gui.charts import ChartView, message_figure
+from gui.runs_list import RunsList
+from gui.tables import RowsModel, export_table, table_view
+
+CHARTS = {  # name -> (title, kinds it draws)
+    "l2": ("Per L2 ability", "mcq"),
+    "category": ("Per leaf category", "mcq"),
+    "drop": ("VanillaEval vs CircularEval", "mcq"),
+    "pope": ("POPE per setting", "pope"),
+}
+ITEM_COLUMNS = ("Index", "Result", "Vanilla", "Circular", "L2", "Category", "Question")
+MARK = {True: "✓", False: "✗", None: "–"}
+STRATEGY_TITLE = {"vanilla": "VanillaEval", "circular": "CircularEval"}
+
+
+class DashboardView(QWidget):
+    openInReview = Signal(int)  # item id
+
+    def __init__(self, ctx, parent=None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.reports: list[dict] = []
+        self.target: dict | None = None
+        self.runs = RunsList(ctx, multi=True, compact=True)
+        self.runs.selectionChanged.connect(self.redraw)
+        export_csv = QPushButton("Export CSV…")
+        export_csv.clicked.connect(lambda: export_table(self, self.runs.model, "runs.csv"))
+        self.export_preds = QPushButton("Export predictions…")
+        self.export_preds.setToolTip("The selected run in VLMEvalKit's prediction format (TSV or CSV)")
+        self.export_preds.clicked.connect(self._export_predictions_dialog)
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        t = QLabel("Runs (Ctrl+click to compare)")
+        t.setObjectName("sectionTitle")
+        ll.addWidget(t)
+        ll.addWidget(self.runs, 1)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.export_preds)
+        buttons.addWidget(export_csv)
+        buttons.addStretch(1)
+        ll.addLayout(buttons)
+
+        self.kind = QComboBox()
+        for name, (title, _) in CHARTS.items():
+            self.kind.addItem(title, name)
+        self.kind.currentIndexChanged.connect(self.redraw)
+        self.chart = ChartView()
+        self.chart.barClicked.connect(self.show_items_of)
+        self.items_title = QLabel("Click a bar to list the items behind it; double-click an item to review it")
+        self.items_title.setObjectName("muted")
+        self.items_title.setWordWrap(True)  # a long title must not widen the pane
+        self.items = RowsModel(ITEM_COLUMNS, self)
+        self.items_table = table_view(self.items, stretch=6)
+        self.items_table.doubleClicked.connect(lambda idx: self.openInReview.emit(self.items.payloads[idx.row()]))
+        items_csv = QPushButton("Export CSV…")
+        items_csv.clicked.connect(lambda: export_table(self, self.items, "items.csv"))
+        chart_box = QWidget()
+        cl = QVBoxLayout(chart_box)
+        cl.setContentsMargins(0, 0, 0, 0)
+        top = QHBoxLayout()
+        lab = QLabel("Chart")
+        lab.setObjectName("filterLabel")
+        top.addWidget(lab)
+        top.addWidget(self.kind)
+        top.addStretch(1)
+        cl.addLayout(top)
+        cl.addWidget(self.chart, 1)
+        items_box = QWidget()
+        il = QVBoxLayout(items_box)
+        il.setContentsMargins(0, 0, 0, 0)
+        head = QHBoxLayout()
+        head.addWidget(self.items_title, 1)
+        head.addWidget(items_csv)
+        il.addLayout(head)
+        il.addWidget(self.items_table, 1)
+        right = QSplitter(Qt.Vertical)
+        right.addWidget(chart_box)
+        right.addWidget(items_box)
+        right.setSizes([470, 230])
+        right.setChildrenCollapsible(False)
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(left)
+        split.addWidget(right)
+        split.setSizes([470, 710])
+        split.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 8)
+        layout.addWidget(split)
+        ctx.runsChanged.connect(self.refresh)
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.runs.reload()
+        if not self.runs.selected_run_ids() and self.runs.model.payloads:
+            self.show_runs([self.runs.model.payloads[0]])
+
+    def show_runs(self, run_ids: list[int], chart: str | None = None) -> None:
+        if chart is not None:
+            self.kind.blockSignals(True)
+            self.kind.setCurrentIndex(self.kind.findData(chart))
+            self.kind.blockSignals(False)
+        self.runs.select(run_ids)  # redraws
+
+    # -- charts
+    def redraw(self) -> None:
+        ids = self.runs.selected_run_ids()
+        self.reports = [r for r in (run_report(self.ctx.ws, i) for i in sorted(ids)) if r is not None]
+        self.export_preds.setEnabled(len(ids) == 1)
+        if not self.reports:
+            self.chart.set_figure(message_figure("Choose one or more runs on the left"), clickable=False)
+            return
+        kinds = {"pope" if r["strategy"] == "pope" else "mcq" for r in self.reports}
+        if len(kinds) > 1:
+            self.chart.set_figure(message_figure("POPE and multiple-choice runs cannot share a chart:\n"
+                                                 "choose runs of one kind"), clickable=False)
+            return
+        kind = kinds.pop()
+        chart = self.kind.currentData()
+        if CHARTS[chart][1] != kind:
+            chart = "pope" if kind == "pope" else "l2"
+            self.kind.blockSignals(True)
+            self.kind.setCurrentIndex(self.kind.findData(chart))
+            self.kind.blockSignals(False)
+        for i in range(self.kind.count()):  # only the charts that fit the runs can be chosen
+            self.kind.model().item(i).setEnabled(CHARTS[self.kind.itemData(i)][1] == kind)
+        try:
+            fig = {"l2": lambda r: plots.ability_figure(r, "by_l2"),
+                   "category": lambda r: plots.ability_figure(r, "by_category"),
+                   "drop": plots.drop_figure, "pope": plots.pope_figure}[chart](self.reports)
+        except ValueError as exc:
+            self.chart.set_figure(message_figure(str(exc)), clickable=False)
+            return
+        names = ", ".join(str(r["run_id"]) for r in self.reports)
+        self.chart.set_figure(fig, f"{CHARTS[chart][0]} · run{'s' if len(self.reports) > 1 else ''} {names}")
+
+    # -- items behind a bar
+    def show_items_of(self, target: dict) -> None:
+        self.target = target
+        run_id = int(target["run"])
+        level = target.get("level", "all")
+        group = target.get("group")
+        found = group_items(self.ctx.ws, run_id, level="all" if level == "pope" else level, group=group)
+        key = target.get("parser") or target.get("strategy") or "vanilla"
+        rows, colours = [], {}
+        for n, r in enumerate(found):
+            verdict = getattr(r, key)
+            rows.append((r.index, {True: "✓ right", False: "✗ wrong", None: "– unscored"}[verdict],
+                         MARK[r.vanilla] if r.official is None else MARK[r.official],
+                         MARK[r.circular] if r.official is None else MARK[r.strict],
+                         plots.SHORT_L2.get(r.l2_category or "", r.l2_category or ""), r.category or "",
+                         " ".join(r.question.split())))
+            colours[(n, 1)] = {True: "#1e7d32", False: "#b3261e"}.get(verdict, "#5f6368")
+        tips = {(n, 4): r.l2_category for n, r in enumerate(found) if r.l2_category}
+        self.items.columns = (ITEM_COLUMNS if level != "pope"
+                              else ("Index", "Result", "Official", "Strict", "L2", "Category", "Question"))
+        self.items.set_rows(rows, [r.item_id for r in found], colours=colours, tooltips=tips)
+        right = sum(1 for r in found if getattr(r, key))
+        what = "all items" if level in ("all", "pope") else (group if group != NONE else "(none)")
+        how = STRATEGY_TITLE.get(key, f"{key} parser")
+        self.items_title.setText(f"Run {run_id} · {what} · {how}: {right} of {len(found)} right"
+                                 " — double-click an item to review it")
+
+    # -- export
+    def export_predictions(self, path) -> object:
+        ids = self.runs.selected_run_ids()
+        return export_predictions(self.ctx.ws, ids[0], path)
+
+    def _export_predictions_dialog(self) -> None:
+        ids = self.runs.selected_run_ids()
+        if len(ids) != 1:
+            return
+        s = self.runs.summary(ids[0])
+        path, _ = QFileDialog.getSaveFileName(self, "Export predictions (VLMEvalKit format)",
+                                              default_file_name(s["model"], s["benchmark"]),
+                                              "TSV (*.tsv);;CSV (*.csv)")
+        if not path:
+            return
+        try:
+            done = self.export_predictions(path)
+        except (ExportError, OSError) as exc:
+            self.ctx.error.emit(f"Could not export the predictions: {exc}", "")
+            return
+        self.ctx.info.emit(f"Wrote {done.path.name}: {done.rows} rows, {done.predicted} with a prediction "
+                           f"(vlmdesk export-predictions {done.run_id} --out {done.path.name})")

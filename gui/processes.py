@@ -1,0 +1,100 @@
+"""`vlmdesk` commands in child processes (QProcess, the same Python interpreter): the window never waits for a
+model, and a crash or an out-of-memory in one cannot take the window down — its stderr is kept and shown."""
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+
+from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
+
+
+class CommandProcess(QObject):
+    """One `vlmdesk --workspace WS ARGS…` run. stdout lines that are JSON objects arrive as `event`s."""
+
+    event = Signal(dict)
+    stderrChanged = Signal()
+    done = Signal()  # after exit (normal or crash) or a failure to start; see exit_code / crashed / error
+
+    def __init__(self, workspace: str, args: list[str], parent=None):
+        super().__init__(parent)
+        self.workspace, self.args = str(workspace), [str(a) for a in args]
+        self.stdout, self.stderr = "", ""
+        self.exit_code: int | None = None
+        self.crashed = False
+        self.error = ""
+        self.finished = False
+        self._partial = ""
+        self.process = QProcess(self)
+        env = QProcessEnvironment.systemEnvironment()
+        env.insert("PYTHONUNBUFFERED", "1")
+        self.process.setProcessEnvironment(env)
+        self.process.readyReadStandardOutput.connect(self._read_stdout)
+        self.process.readyReadStandardError.connect(self._read_stderr)
+        self.process.finished.connect(self._finished)
+        self.process.errorOccurred.connect(self._error)
+
+    def command_line(self) -> str:
+        """The same command, to run by hand."""
+        return shlex.join(["vlmdesk", "--workspace", self.workspace, *self.args])
+
+    def start(self) -> None:
+        self.process.start(sys.executable, ["-m", "vlmdesk", "--workspace", self.workspace, *self.args])
+
+    def running(self) -> bool:
+        return self.process.state() != QProcess.NotRunning
+
+    def terminate(self) -> None:
+        """SIGTERM: `vlmdesk run` stops between two batches and marks the run interrupted."""
+        if self.running():
+            self.process.terminate()
+
+    def kill(self) -> None:
+        if self.running():
+            self.process.kill()
+
+    def pid(self) -> int:
+        return int(self.process.processId())
+
+    def json_output(self):
+        """stdout parsed as one JSON document (commands run with --json), else None."""
+        try:
+            return json.loads(self.stdout)
+        except ValueError:
+            return None
+
+    def _read_stdout(self) -> None:
+        text = bytes(self.process.readAllStandardOutput()).decode("utf-8", "replace")
+        self.stdout += text
+        self._partial += text
+        *lines, self._partial = self._partial.split("\n")
+        for line in lines:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(obj, dict):
+                    self.event.emit(obj)
+
+    def _read_stderr(self) -> None:
+        self.stderr += bytes(self.process.readAllStandardError()).decode("utf-8", "replace")
+        self.stderrChanged.emit()
+
+    def _finished(self, code: int, status) -> None:
+        self._read_stdout()
+        self._read_stderr()
+        self.crashed = status == QProcess.CrashExit
+        self.exit_code = code
+        self._finish()
+
+    def _error(self, error) -> None:
+        if error == QProcess.FailedToStart:
+            self.error = f"could not start {sys.executable}: {self.process.errorString()}"
+            self._finish()
+
+    def _finish(self) -> None:
+        if not self.finished:
+            self.finished = True
+            self.done.emit()

@@ -1,0 +1,103 @@
+"""The runs of a workspace as a table: status, model, benchmark, overall figures, duration
+(evaluator.report.run_summary — what `vlmdesk runs --scores` prints)."""
+from __future__ import annotations
+
+from PySide6.QtCore import QItemSelectionModel, Signal
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QVBoxLayout, QWidget
+
+from db import runs
+from evaluator.report import run_summary
+from gui.tables import RowsModel, table_view
+
+COLUMNS = ("Run", "Status", "Model", "Benchmark", "Strategy", "Vanilla", "Circular", "POPE F1", "Duration")
+COMPACT = ("Run", "Status", "Model", "Benchmark", "Score %")
+STATUS_COLOURS = {"finished": "#1e7d32", "running": "#1a73e8", "interrupted": "#8a6d00", "failed": "#b3261e"}
+
+
+def pct(value) -> str:
+    return "" if value is None else f"{100 * value:.1f} %"
+
+
+def duration(seconds) -> str:
+    if seconds is None:
+        return ""
+    seconds = int(round(seconds))
+    if seconds < 3600:
+        return f"{seconds // 60}:{seconds % 60:02d}"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def score(s: dict) -> str:
+    """The overall figures in one cell: CircularEval and VanillaEval, or POPE's F1 (official parser)."""
+    def num(v):
+        return f"{100 * v:.1f}"
+
+    if s["strategy"] == "pope":
+        return f"F1 {num(s['pope_f1'])}" if s["pope_f1"] is not None else ""
+    parts = [f"C {num(s['circular'])}"] if s["circular"] is not None else []
+    if s["vanilla"] is not None:
+        parts.append(f"V {num(s['vanilla'])}")
+    return " · ".join(parts)
+
+
+class RunsList(QWidget):
+    selectionChanged = Signal()
+    activated = Signal(int)  # run id (double click)
+
+    def __init__(self, ctx, *, multi: bool = False, compact: bool = False, parent=None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.compact = compact
+        self.summaries: dict[int, dict] = {}
+        self.model = RowsModel(COMPACT if compact else COLUMNS, self)
+        self.model.align_right = {0} if compact else {0, 5, 6, 7, 8}
+        self.table = table_view(self.model, stretch=2)
+        self.table.setSelectionMode(QAbstractItemView.ExtendedSelection if multi else QAbstractItemView.SingleSelection)
+        header = self.table.horizontalHeader()
+        if compact:  # a narrow pane: the model is elided (tooltip) so that the scores stay in view
+            header.setSectionResizeMode(2, QHeaderView.Stretch)
+            header.setStretchLastSection(False)
+        else:
+            header.setSectionResizeMode(2, QHeaderView.Stretch)
+        self.table.selectionModel().selectionChanged.connect(lambda *_: self.selectionChanged.emit())
+        self.table.doubleClicked.connect(lambda idx: self.activated.emit(self.model.payloads[idx.row()]))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.table)
+
+    def reload(self) -> None:
+        keep = self.selected_run_ids()
+        self.summaries = {}
+        for r in runs.list_runs(self.ctx.ws):
+            s = run_summary(self.ctx.ws, r.id)
+            if s is not None:
+                self.summaries[r.id] = s
+        ordered = sorted(self.summaries.values(), key=lambda s: -s["run_id"])  # newest first
+        rows, colours, tips = [], {}, {}
+        for i, s in enumerate(ordered):
+            if self.compact:
+                rows.append((s["run_id"], s["status"], s["model"], s["benchmark"], score(s)))
+            else:
+                rows.append((s["run_id"], s["status"], s["model"], s["benchmark"], s["strategy"], pct(s["vanilla"]),
+                             pct(s["circular"]), pct(s["pope_f1"]), duration(s["duration_s"])))
+            colours[(i, 1)] = STATUS_COLOURS.get(s["status"], "#3c4043")
+            if s["error"]:
+                tips[(i, 1)] = s["error"]
+            tips[(i, 2)] = s["model"]
+        self.model.set_rows(rows, [s["run_id"] for s in ordered], colours=colours, tooltips=tips)
+        self.select(keep)
+
+    def selected_run_ids(self) -> list[int]:
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        return [self.model.payloads[r] for r in rows if r < len(self.model.payloads)]
+
+    def select(self, run_ids) -> None:
+        sel = self.table.selectionModel()
+        sel.clearSelection()
+        for r, run_id in enumerate(self.model.payloads):
+            if run_id in run_ids:
+                sel.select(self.model.index(r, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
+        self.selectionChanged.emit()
+
+    def summary(self, run_id: int) -> dict | None:
+        return self.summaries.get(run_id)

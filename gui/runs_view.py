@@ -1,0 +1,410 @@
+"""The Runs tab: the launch form, the queue with the running job's progress and stderr, and the runs list with
+resume. Every launch is a `vlmdesk run … --json-progress` child process (gui.run_queue); the form only turns its
+widgets into that command line, shown under it."""
+from __future__ import annotations
+
+import shlex
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QFormLayout, QFrame, QGroupBox, QHBoxLayout, QLabel, QListWidget,
+    QListWidgetItem, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QSplitter, QVBoxLayout, QWidget,
+)
+
+from db import catalog, models
+from gui.runs_list import RunsList
+from gui.run_queue import RunJob, RunQueue, RunRequest, run_args
+from gui.tables import export_table
+
+# (label, --strategy, --likelihood) per benchmark kind; POPE is what a yes/no benchmark always gets.
+STRATEGIES = {
+    "mcq": (("CircularEval", "circular", False), ("VanillaEval", "vanilla", False),
+            ("Likelihood · CircularEval", "circular", True), ("Likelihood · VanillaEval", "vanilla", True)),
+    "yesno": (("POPE (yes/no)", "circular", False), ("POPE · likelihood", "circular", True)),
+}
+STATE_MARKS = {"queued": "○", "running": "▶", "finished": "✓", "cancelled": "■", "failed": "✗"}
+
+
+def eta(seconds) -> str:
+    if seconds is None:
+        return "–"
+    seconds = int(seconds)
+    return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+class LaunchForm(QGroupBox):
+    submitted = Signal(object)  # RunRequest
+
+    def __init__(self, ctx, parent=None):
+        super().__init__("New run", parent)
+        self.ctx = ctx
+        self.bench = QComboBox()
+        self.model = QComboBox()
+        self.model.setEditable(True)
+        self.model.lineEdit().setPlaceholderText("a saved model or a spec: hf:…, openai:…, baseline:…")
+        self.strategy = QComboBox()
+        self.extractor = QComboBox()
+        self.extractor.setEditable(True)
+        self.batch = QSpinBox(minimum=1, maximum=1024, value=8)
+        self.max_tokens = QSpinBox(minimum=1, maximum=8192, value=32)
+        self.limit = QSpinBox(minimum=0, maximum=10_000_000, value=0)
+        self.limit.setSpecialValueText("all items")
+        self.text_only = QCheckBox("Text only (withhold the image)")
+        self.command = QPlainTextEdit()
+        self.command.setReadOnly(True)
+        self.command.setObjectName("command")
+        self.command.setFixedHeight(64)
+        self.command.setToolTip("The command this form runs (copy it to run it in a terminal)")
+        self.start = QPushButton("Start run")
+        self.start.setObjectName("primary")
+        self.start.clicked.connect(self._submit)
+        form = QFormLayout(self)
+        form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        form.addRow("Benchmark", self.bench)
+        form.addRow("Model", self.model)
+        form.addRow("Strategy", self.strategy)
+        form.addRow("Extractor", self.extractor)
+        form.addRow("Batch size", self.batch)
+        form.addRow("Max new tokens", self.max_tokens)
+        form.addRow("Limit", self.limit)
+        form.addRow("", self.text_only)
+        cmd_label = QLabel("Command")
+        cmd_label.setObjectName("muted")
+        form.addRow(cmd_label)
+        form.addRow(self.command)
+        form.addRow(self.start)
+        self.bench.currentIndexChanged.connect(self._bench_changed)
+        for w in (self.model, self.extractor):
+            w.currentTextChanged.connect(self._update_command)
+        for w in (self.strategy, self.bench):
+            w.currentIndexChanged.connect(self._update_command)
+        for w in (self.batch, self.max_tokens, self.limit):
+            w.valueChanged.connect(self._update_command)
+        self.text_only.toggled.connect(self._update_command)
+        self.reload()
+
+    def reload(self) -> None:
+        bench_name = self.bench.currentData()
+        model_text = self.model.currentText()
+        self.bench.blockSignals(True)
+        self.bench.clear()
+        for b in catalog.list_benchmarks(self.ctx.ws):
+            self.bench.addItem(f"{b.name}  ({b.questions:,} · {'yes/no' if b.kind == 'yesno' else 'MCQ'})",
+                               b.name)
+            self.bench.setItemData(self.bench.count() - 1, b.kind, Qt.UserRole + 1)
+        wanted = bench_name or (self.ctx.benchmark.name if self.ctx.benchmark else None)
+        if wanted and (i := self.bench.findData(wanted)) >= 0:
+            self.bench.setCurrentIndex(i)
+        self.bench.blockSignals(False)
+        saved = models.list_models(self.ctx.ws)
+        self.model.blockSignals(True)
+        self.model.clear()
+        for m in saved:
+            self.model.addItem(m.name, m.spec)
+            self.model.setItemData(self.model.count() - 1, m.spec, Qt.ToolTipRole)
+        for spec in ("baseline:random", "baseline:first", "baseline:frequent"):
+            if not any(m.spec == spec for m in saved):
+                self.model.addItem(spec, spec)
+        self.model.setCurrentText(model_text or self.model.itemText(0))
+        self.model.blockSignals(False)
+        extractor = self.extractor.currentText() or "rules"
+        self.extractor.blockSignals(True)
+        self.extractor.clear()
+        self.extractor.addItem("rules")
+        for m in saved:
+            if m.kind in ("openai", "hf"):
+                self.extractor.addItem(f"rules+llm:{m.spec}")
+        self.extractor.setCurrentText(extractor)
+        self.extractor.blockSignals(False)
+        self._bench_changed()
+
+    def _bench_changed(self) -> None:
+        kind = self.bench.currentData(Qt.UserRole + 1) or "mcq"
+        previous = self.strategy.currentIndex()
+        self.strategy.blockSignals(True)
+        self.strategy.clear()
+        for label, strategy, likelihood in STRATEGIES[kind]:
+            self.strategy.addItem(label, (strategy, likelihood))
+        self.strategy.setCurrentIndex(max(0, min(previous, self.strategy.count() - 1)))
+        self.strategy.blockSignals(False)
+        self.extractor.setEnabled(kind == "mcq")
+        self._update_command()
+
+    def model_spec(self) -> str:
+        text = self.model.currentText().strip()
+        i = self.model.findText(text)
+        return self.model.itemData(i) if i >= 0 else text
+
+    def set_choice(self, *, bench: str | None = None, model: str | None = None, strategy: str | None = None,
+                   **values) -> None:
+        """Fill the form (tests, presets): strategy by its label; values: batch, max_tokens, limit, text_only,
+        extractor."""
+        if bench is not None:
+            self.bench.setCurrentIndex(self.bench.findData(bench))
+        if model is not None:
+            self.model.setCurrentText(model)
+        if strategy is not None:
+            self.strategy.setCurrentIndex(self.strategy.findText(strategy))
+        for name, value in values.items():
+            widget = getattr(self, name)
+            if isinstance(widget, QSpinBox):
+                widget.setValue(value)
+            elif isinstance(widget, QCheckBox):
+                widget.setChecked(value)
+            else:
+                widget.setCurrentText(value)
+        self._update_command()
+
+    def request(self) -> RunRequest | None:
+        bench, spec = self.bench.currentData(), self.model_spec()
+        if not bench or not spec:
+            return None
+        strategy, likelihood = self.strategy.currentData() or ("circular", False)
+        args = run_args(bench=bench, model=spec, strategy=strategy, likelihood=likelihood,
+                        extractor=self.extractor.currentText().strip() or "rules", batch_size=self.batch.value(),
+                        max_new_tokens=self.max_tokens.value(), limit=self.limit.value() or None,
+                        text_only=self.text_only.isChecked())
+        return RunRequest(args, f"{spec} on {bench}")
+
+    def _update_command(self) -> None:
+        req = self.request()
+        self.command.setPlainText(shlex.join(["vlmdesk", *req.args]) if req else "")
+        self.start.setEnabled(req is not None)
+
+    def _submit(self) -> None:
+        req = self.request()
+        if req is not None:
+            self.submitted.emit(req)
+
+
+class JobCard(QFrame):
+    """The running (or last) job: title, progress bar, items/passes/rate/ETA, cancel."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("jobCard")
+        self.job: RunJob | None = None
+        self.title = QLabel("No run in progress")
+        self.title.setObjectName("pageTitle")
+        self.title.setWordWrap(True)
+        self.bar = QProgressBar()
+        self.bar.setTextVisible(True)
+        self.stats = QLabel("Start a run with the form; runs queue one after another.")
+        self.stats.setObjectName("muted")
+        self.stats.setWordWrap(True)
+        self.cancel = QPushButton("Cancel run")
+        self.cancel.setEnabled(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 10, 12, 10)
+        head = QHBoxLayout()
+        head.addWidget(self.title, 1)
+        head.addWidget(self.cancel, 0, Qt.AlignTop)
+        layout.addLayout(head)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.stats)
+
+    def show_job(self, job: RunJob | None) -> None:
+        self.job = job
+        if job is None:
+            return
+        p = job.progress
+        total, items = p.get("items_total"), p.get("items_done", 0)
+        run = f"Run {job.run_id}" if job.run_id else f"Job {job.number}"
+        self.title.setText(f"{STATE_MARKS[job.state]} {run} · {job.request.title}")
+        # Unknown total while the model loads: a busy bar (range 0..0); afterwards items done of items total.
+        self.bar.setRange(0, total if total else (0 if job.state == RunJob.RUNNING else 1))
+        if total:
+            self.bar.setValue(items)
+            self.bar.setFormat(f"{items} / {total} items  (%p%)")
+        elif job.state != RunJob.RUNNING:
+            self.bar.setValue(1 if job.state == RunJob.FINISHED else 0)
+            self.bar.setFormat(job.state)
+        else:
+            self.bar.setFormat("loading the model…")
+        parts = []
+        if p:
+            parts.append(f"items {items}/{total or '?'} · passes {p.get('passes_done', 0)}"
+                         + (f" · wave {p['wave'] + 1}" if "wave" in p else ""))
+        if "calls_per_s" in p:
+            parts.append(f"{p['calls_per_s']:.1f} calls/s · ETA ≤ {eta(p.get('eta_s'))}")
+        if job.state != RunJob.RUNNING:
+            parts.append(job.state + (f": {job.message}" if job.message else ""))
+        elif job.message:
+            parts.append(job.message)
+        self.stats.setText("   ·   ".join(parts) or "starting…")
+        self.cancel.setEnabled(job.state == RunJob.RUNNING and not job.cancel_requested)
+
+
+class RunsView(QWidget):
+    openResults = Signal(list)  # run ids
+
+    def __init__(self, ctx, parent=None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.queue = RunQueue(str(ctx.ws.path), self)
+        self.form = LaunchForm(ctx)
+        self.form.setFixedWidth(400)
+        self.form.submitted.connect(self.queue.submit)
+        self.card = JobCard()
+        self.card.cancel.clicked.connect(lambda: self.card.job and self.queue.cancel(self.card.job))
+        self.jobs = QListWidget()
+        self.jobs.setObjectName("jobList")
+        self.jobs.setWordWrap(True)
+        self.jobs.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.jobs.currentRowChanged.connect(self._job_selected)
+        self.remove_queued = QPushButton("Remove from queue")
+        self.remove_queued.clicked.connect(self._remove_selected)
+        self.log = QPlainTextEdit()
+        self.log.setReadOnly(True)
+        self.log.setObjectName("log")
+        self.log.setPlaceholderText("The selected run's messages (stderr): errors, tracebacks, out-of-memory…")
+        self.log_title = QLabel("Messages")
+        self.log_title.setObjectName("sectionTitle")
+
+        self.runs = RunsList(ctx)
+        self.resume = QPushButton("Resume")
+        self.resume.setToolTip("Continue an interrupted or failed run (vlmdesk run --resume ID)")
+        self.resume.clicked.connect(self._resume)
+        self.results = QPushButton("Show results")
+        self.results.clicked.connect(lambda: self.runs.selected_run_ids()
+                                     and self.openResults.emit(self.runs.selected_run_ids()))
+        export = QPushButton("Export CSV…")
+        export.clicked.connect(lambda: export_table(self, self.runs.model, "runs.csv"))
+        self.runs.selectionChanged.connect(self._run_selected)
+        self.runs.activated.connect(lambda run_id: self.openResults.emit([run_id]))
+
+        queue_box = QWidget()
+        ql = QVBoxLayout(queue_box)
+        ql.setContentsMargins(0, 0, 0, 0)
+        ql.addWidget(self.card)
+        row = QHBoxLayout()
+        jobs_col = QVBoxLayout()
+        t = QLabel("Queue")
+        t.setObjectName("sectionTitle")
+        jobs_col.addWidget(t)
+        jobs_col.addWidget(self.jobs, 1)
+        jobs_col.addWidget(self.remove_queued, 0, Qt.AlignLeft)
+        log_col = QVBoxLayout()
+        log_col.addWidget(self.log_title)
+        log_col.addWidget(self.log, 1)
+        row.addLayout(jobs_col, 2)
+        row.addLayout(log_col, 3)
+        ql.addLayout(row, 1)
+        top = QWidget()
+        tl = QHBoxLayout(top)
+        tl.setContentsMargins(0, 0, 0, 0)
+        tl.setSpacing(12)
+        tl.addWidget(self.form, 0, Qt.AlignTop)
+        tl.addWidget(queue_box, 1)
+
+        runs_box = QWidget()
+        rl = QVBoxLayout(runs_box)
+        rl.setContentsMargins(0, 0, 0, 0)
+        head = QHBoxLayout()
+        t = QLabel("Runs in this workspace")
+        t.setObjectName("sectionTitle")
+        head.addWidget(t)
+        head.addStretch(1)
+        for b in (self.resume, self.results, export):
+            head.addWidget(b)
+        rl.addLayout(head)
+        rl.addWidget(self.runs, 1)
+
+        split = QSplitter(Qt.Vertical)
+        split.addWidget(top)
+        split.addWidget(runs_box)
+        split.setSizes([420, 280])
+        split.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 10, 10, 10)
+        layout.addWidget(split, 1)
+
+        self.queue.jobAdded.connect(self._job_added)
+        self.queue.jobChanged.connect(self._job_changed)
+        self.queue.jobFinished.connect(self._job_finished)
+        ctx.benchmarkChanged.connect(self._benchmark_changed)
+        self.runs.reload()
+        self._run_selected()
+
+    # -- queue
+    def _job_added(self, job: RunJob) -> None:
+        item = QListWidgetItem()
+        item.setData(Qt.UserRole, job.number)
+        self.jobs.addItem(item)
+        self._job_changed(job)
+
+    def _job_changed(self, job: RunJob) -> None:
+        if job.run_id is not None and job.run_id not in self.runs.summaries:  # the run row now exists
+            self.runs.reload()
+            self.ctx.runsChanged.emit()
+        for row in range(self.jobs.count()):
+            item = self.jobs.item(row)
+            if item.data(Qt.UserRole) == job.number:
+                item.setText(f"{STATE_MARKS[job.state]} {job.summary()}")
+                item.setToolTip(item.text())
+        if job.state == RunJob.RUNNING or self.card.job in (None, job) or self.queue.current is None:
+            if self.card.job is not job and job.state == RunJob.RUNNING:
+                self.jobs.setCurrentRow(self.queue.jobs.index(job))
+            self.card.show_job(job)
+        if self._selected_job() is job:
+            self._show_log(job)
+        self.remove_queued.setEnabled(bool(self._selected_job() and self._selected_job().state == RunJob.QUEUED))
+
+    def _job_finished(self, job: RunJob) -> None:
+        self.runs.reload()
+        self.form.reload()
+        self.ctx.runsChanged.emit()
+        if job.state == RunJob.FAILED:
+            self.ctx.error.emit(f"Run failed: {job.message}", job.stderr)
+
+    def _selected_job(self) -> RunJob | None:
+        row = self.jobs.currentRow()
+        return self.queue.jobs[row] if 0 <= row < len(self.queue.jobs) else None
+
+    def _job_selected(self, _row: int) -> None:
+        job = self._selected_job()
+        if job is not None:
+            self._show_log(job)
+            self.remove_queued.setEnabled(job.state == RunJob.QUEUED)
+
+    def _show_log(self, job: RunJob) -> None:
+        command = job.process.command_line() if job.process else shlex.join(["vlmdesk", *job.request.args])
+        text = f"$ {command}\n{job.stderr}"
+        if job.message and job.state != RunJob.RUNNING:
+            text += f"\n[{job.state}] {job.message}\n"
+        if self.log.toPlainText() != text:
+            self.log.setPlainText(text)
+            self.log.verticalScrollBar().setValue(self.log.verticalScrollBar().maximum())
+        self.log_title.setText(f"Messages · job {job.number}")
+
+    def _remove_selected(self) -> None:
+        job = self._selected_job()
+        if job is not None:
+            self.queue.cancel(job)
+
+    # -- runs
+    def _run_selected(self) -> None:
+        ids = self.runs.selected_run_ids()
+        summary = self.runs.summary(ids[0]) if len(ids) == 1 else None
+        self.resume.setEnabled(bool(summary and summary["status"] in ("interrupted", "failed", "running")
+                                    and not self._queued_or_running(summary["run_id"])))
+        self.results.setEnabled(bool(ids))
+
+    def _queued_or_running(self, run_id: int) -> bool:
+        return any(j.run_id == run_id and j.state in (RunJob.QUEUED, RunJob.RUNNING) for j in self.queue.jobs)
+
+    def _resume(self) -> None:
+        ids = self.runs.selected_run_ids()
+        if ids:
+            s = self.runs.summary(ids[0])
+            self.queue.resume(ids[0], f"resume {s['model']} on {s['benchmark']}")
+            self._run_selected()
+
+    def _benchmark_changed(self) -> None:
+        if self.ctx.benchmark is not None and self.queue.current is None:
+            i = self.form.bench.findData(self.ctx.benchmark.name)
+            if i >= 0:
+                self.form.bench.setCurrentIndex(i)
+
+    def shutdown(self) -> None:
+        self.queue.shutdown()

@@ -1,0 +1,96 @@
+"""Small table helpers the result views share: a read-only table model over rows of values, and CSV export of
+any table model as it is shown."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import QAbstractItemView, QFileDialog, QHeaderView, QTableView
+
+
+class RowsModel(QAbstractTableModel):
+    """Rows of display texts (plus, per row, a payload and optional colour / tooltip per cell)."""
+
+    def __init__(self, columns: tuple[str, ...], parent=None):
+        super().__init__(parent)
+        self.columns = columns
+        self.rows: list[tuple] = []
+        self.payloads: list = []
+        self.colours: dict[tuple[int, int], str] = {}
+        self.tooltips: dict[tuple[int, int], str] = {}
+        self.align_right: set[int] = set()
+
+    def set_rows(self, rows: list[tuple], payloads: list | None = None, *, colours=None, tooltips=None) -> None:
+        self.beginResetModel()
+        self.rows = [tuple("" if v is None else str(v) for v in r) for r in rows]
+        self.payloads = list(payloads) if payloads is not None else [None] * len(rows)
+        self.colours, self.tooltips = dict(colours or {}), dict(tooltips or {})
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.columns)
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+            return self.columns[section]
+        return None
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        r, c = index.row(), index.column()
+        if role == Qt.DisplayRole:
+            return self.rows[r][c]
+        if role == Qt.ForegroundRole and (r, c) in self.colours:
+            return QBrush(QColor(self.colours[(r, c)]))
+        if role == Qt.ToolTipRole:
+            return self.tooltips.get((r, c)) or (self.rows[r][c] if len(self.rows[r][c]) > 30 else None)
+        if role == Qt.TextAlignmentRole and c in self.align_right:
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        if role == Qt.UserRole:
+            return self.payloads[r]
+        return None
+
+
+def table_view(model, *, stretch: int | None = None) -> QTableView:
+    view = QTableView()
+    view.setModel(model)
+    view.setSelectionBehavior(QAbstractItemView.SelectRows)
+    view.verticalHeader().hide()
+    view.verticalHeader().setDefaultSectionSize(24)
+    view.setAlternatingRowColors(True)
+    view.setShowGrid(False)
+    view.setWordWrap(False)
+    view.setTextElideMode(Qt.ElideRight)
+    view.setEditTriggers(QAbstractItemView.NoEditTriggers)
+    header = view.horizontalHeader()
+    header.setHighlightSections(False)
+    header.setSectionResizeMode(QHeaderView.ResizeToContents)
+    if stretch is not None:
+        header.setSectionResizeMode(stretch, QHeaderView.Stretch)
+    return view
+
+
+def write_csv(model, path: str | Path) -> int:
+    """Every row of a table model as its cells read, headers first; returns the number of rows written."""
+    path = Path(path)
+    columns = range(model.columnCount())
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        out = csv.writer(f)
+        out.writerow([model.headerData(c, Qt.Horizontal, Qt.DisplayRole) for c in columns])
+        for r in range(model.rowCount()):
+            out.writerow([model.data(model.index(r, c), Qt.DisplayRole) or "" for c in columns])
+    return model.rowCount()
+
+
+def export_table(parent, model, default_name: str) -> Path | None:
+    path, _ = QFileDialog.getSaveFileName(parent, "Export table as CSV", default_name, "CSV (*.csv)")
+    if not path:
+        return None
+    write_csv(model, path)
+    return Path(path)

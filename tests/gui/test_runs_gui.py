@@ -1,0 +1,169 @@
+"""Runs launched from the app: real `vlmdesk run --json-progress` child processes (QProcess), their progress,
+cancel and resume, crashes, the queue, and the Models panel's test process."""
+import os
+import signal
+
+from PySide6.QtCore import Qt
+
+from db import open_workspace, runs
+from evaluator.report import run_report
+from gui.run_queue import RunJob
+from vlmdesk.cli import main as cli_main
+
+WAIT = 120_000  # ms: a child process imports the whole stack (torch for hf:) on a busy CI machine
+
+
+def _launch(window, qtbot, **choice):
+    view = window.view("runs")
+    window.show_view("runs")
+    view.form.set_choice(**choice)
+    seen = []
+    view.queue.jobChanged.connect(lambda job: seen.append(dict(job.progress)))
+    qtbot.mouseClick(view.form.start, Qt.LeftButton)
+    return view, view.queue.jobs[-1], seen
+
+
+def _scores(report):
+    return {k: report[k] for k in ("overall", "by_l2", "by_category", "questions", "model_calls")}
+
+
+def test_a_baseline_run_from_the_form_reports_progress_and_results(qtbot, demo_ws, make_window):
+    window = make_window(demo_ws)
+    view, job, seen = _launch(window, qtbot, bench="demo", model="baseline:random", batch=4)
+    assert "vlmdesk run --bench demo --model baseline:random" in view.form.command.toPlainText()
+    qtbot.waitUntil(lambda: job.state not in (RunJob.QUEUED, RunJob.RUNNING), timeout=WAIT)
+    assert job.state == RunJob.FINISHED, job.stderr
+    progress = [p for p in seen if "calls_per_s" in p]
+    assert len(progress) >= 3 and progress[-1]["items_done"] == progress[-1]["items_total"] == 30
+    assert [p["passes_done"] for p in progress] == sorted(p["passes_done"] for p in progress)
+    assert view.card.bar.value() == 30 and "calls/s" in view.card.stats.text()
+    with open_workspace(demo_ws) as ws:
+        report = run_report(ws, job.run_id)
+    assert report["status"] == "finished"
+    # The runs list shows it with its figures, and the Results tab draws it.
+    row = view.runs.model.payloads.index(job.run_id)
+    assert view.runs.model.rows[row][1] == "finished"
+    assert view.runs.model.rows[row][6] == f"{100 * report['overall']['circular']:.1f} %"
+    window.show_results([job.run_id])
+    dash = window.view("results")
+    assert [r["run_id"] for r in dash.reports] == [job.run_id] and dash.chart.bars()
+    # Browse offers the new run in its run filter without reopening the workspace.
+    run_filter = window.view("browse").run
+    assert run_filter.findData(job.run_id) > 0
+
+
+def test_a_tiny_local_vlm_runs_from_the_form(qtbot, demo_ws, make_window, tiny_llava_dir):
+    window = make_window(demo_ws)
+    view, job, seen = _launch(window, qtbot, bench="demo", model=f"hf:{tiny_llava_dir}?device=cpu",
+                              strategy="VanillaEval", limit=3, max_tokens=4, batch=3)
+    qtbot.waitUntil(lambda: job.state not in (RunJob.QUEUED, RunJob.RUNNING), timeout=WAIT)
+    assert job.state == RunJob.FINISHED, job.stderr
+    assert any(p.get("items_done") == 3 for p in seen)
+    with open_workspace(demo_ws) as ws:
+        run = runs.get_run(ws, job.run_id)
+        assert run.model_spec.startswith("hf:") and run.strategy == "vanilla" and run.predictions == 3
+        assert run_report(ws, job.run_id)["questions"] == 3
+    assert job.run_id in view.runs.model.payloads
+
+
+def test_cancel_then_resume_gives_the_scores_of_an_uninterrupted_run(qtbot, demo_ws, make_window):
+    spec = "baseline:random?delay_ms=30"
+    window = make_window(demo_ws)
+    view, job, seen = _launch(window, qtbot, bench="demo", model=spec, batch=2)
+    qtbot.waitUntil(lambda: job.progress.get("passes_done", 0) >= 6, timeout=WAIT)
+    assert view.card.cancel.isEnabled()
+    qtbot.mouseClick(view.card.cancel, Qt.LeftButton)
+    qtbot.waitUntil(lambda: job.state == RunJob.CANCELLED, timeout=WAIT)
+    with open_workspace(demo_ws) as ws:
+        stopped = runs.get_run(ws, job.run_id)
+    assert stopped.status == "interrupted" and 6 <= stopped.predictions < 39
+    # Resume from the runs list (vlmdesk run --resume ID).
+    view.runs.select([job.run_id])
+    assert view.resume.isEnabled()
+    view.resume.click()
+    resumed = view.queue.jobs[-1]
+    assert resumed.request.args == ("run", "--resume", str(job.run_id))
+    qtbot.waitUntil(lambda: resumed.state not in (RunJob.QUEUED, RunJob.RUNNING), timeout=WAIT)
+    assert resumed.state == RunJob.FINISHED, resumed.stderr
+    assert resumed.start_event["resumed"] is True and resumed.start_event["passes_done"] == stopped.predictions
+    assert cli_main(["--workspace", str(demo_ws), "run", "--bench", "demo", "--model", spec, "--batch-size", "2",
+                     "--new"]) == 0
+    with open_workspace(demo_ws) as ws:
+        again = max(r.id for r in runs.list_runs(ws))
+        assert _scores(run_report(ws, job.run_id)) == _scores(run_report(ws, again))
+        assert run_report(ws, job.run_id)["status"] == "finished"
+
+
+def test_crashing_runs_show_their_error_and_the_queue_goes_on(qtbot, demo_ws, make_window, tmp_path):
+    window = make_window(demo_ws)
+    view = window.view("runs")
+    queue = view.queue
+    # A model that cannot load: the process exits with an error, the window shows it.
+    view.form.set_choice(bench="demo", model=f"hf:{tmp_path / 'no-such-model'}")
+    view.form.start.click()
+    broken = queue.jobs[-1]
+    # A slow run queued behind it, killed with SIGKILL mid-way (what an out-of-memory kill looks like).
+    view.form.set_choice(model="baseline:random?delay_ms=40", batch=2)
+    view.form.start.click()
+    killed = queue.jobs[-1]
+    # A third run queued behind both still runs: one after another, never two at once.
+    view.form.set_choice(model="baseline:first", batch=8)
+    view.form.start.click()
+    last = queue.jobs[-1]
+    running_at_once = []
+    queue.jobChanged.connect(lambda _: running_at_once.append(sum(j.state == RunJob.RUNNING for j in queue.jobs)))
+    qtbot.waitUntil(lambda: broken.state == RunJob.FAILED, timeout=WAIT)
+    assert "model directory not found" in broken.message and "Traceback" not in broken.stderr
+    assert window.message_bar.isVisible() and "model directory not found" in window.message_bar.label.text()
+    qtbot.waitUntil(lambda: killed.progress.get("passes_done", 0) >= 4, timeout=WAIT)
+    assert last.state == RunJob.QUEUED
+    os.kill(killed.process.pid(), signal.SIGKILL)
+    qtbot.waitUntil(lambda: killed.state == RunJob.FAILED, timeout=WAIT)
+    assert killed.process.crashed and killed.message.startswith("the process crashed")
+    qtbot.waitUntil(lambda: last.state == RunJob.FINISHED, timeout=WAIT)
+    assert max(running_at_once) == 1
+    # The app still works: the killed run can be resumed to the end from the runs list.
+    view.runs.select([killed.run_id])
+    view.resume.click()
+    resumed = queue.jobs[-1]
+    qtbot.waitUntil(lambda: resumed.state == RunJob.FINISHED, timeout=WAIT)
+    with open_workspace(demo_ws) as ws:
+        assert runs.get_run(ws, killed.run_id).status == "finished"
+    view.jobs.setCurrentRow(queue.jobs.index(broken))
+    assert "model directory not found" in view.log.toPlainText()
+
+
+def test_models_panel_saves_specs_without_secrets_and_tests_them_in_a_process(qtbot, demo_ws, make_window,
+                                                                              tmp_path):
+    window = make_window(demo_ws)
+    view = window.view("models")
+    window.show_view("models")
+    form = view.form
+    form.name.setText("local-server")
+    form.kind.setCurrentIndex(form.kind.findData("openai"))
+    form.oa_model.setText("qwen")
+    form.oa_url.setText("http://127.0.0.1:9/v1")
+    form.oa_key_env.setText("MY_KEY")
+    assert form.spec() == "openai:qwen@http://127.0.0.1:9/v1?key_env=MY_KEY"
+    form.add.click()
+    assert view.add_model("leaky", "openai:qwen@http://127.0.0.1:9/v1?api_key=sk-0123456789abcdefghij") is False
+    assert "API key" in window.message_bar.label.text()
+    assert view.add_model("coin", "baseline:random") and view.add_model("broken", f"hf:{tmp_path / 'nothing'}")
+    assert view.model.payloads == ["local-server", "coin", "broken"]
+    assert cli_main(["--workspace", str(demo_ws), "models", "list"]) == 0  # the same store as the command
+    # The launcher offers them by name.
+    window.view("runs").form.reload()
+    assert window.view("runs").form.model.findText("coin") >= 0
+    view.select("coin")
+    view.test_button.click()
+    qtbot.waitUntil(lambda: view.process.finished, timeout=WAIT)
+    assert view.output.toPlainText().count("✓ baseline:random loaded") == 1
+    assert "Item 1 of demo" in view.output.toPlainText()
+    view.select("broken")
+    view.test_button.click()
+    qtbot.waitUntil(lambda: view.process.finished, timeout=WAIT)
+    assert "✗ test failed" in view.output.toPlainText()
+    assert "model directory not found" in view.output.toPlainText()
+    view.select("coin")
+    view.remove_selected()
+    assert view.model.payloads == ["local-server", "broken"]

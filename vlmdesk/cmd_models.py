@@ -1,0 +1,118 @@
+"""`vlmdesk models …`: the saved models of a workspace (add, list, remove) and a smoke test of one."""
+from __future__ import annotations
+
+import json
+import sys
+
+from evaluator.backends import SPEC_HELP, BackendError
+
+
+def register(add) -> None:
+    from vlmdesk.cli import _formatter, _workspace_option
+
+    p = add("models", help="saved models: add, list, remove, test (load it and answer one item)",
+            description="Models kept in the workspace under a short name, for the app's launcher and for "
+                        "`vlmdesk run --model NAME`. An openai: spec names the environment variable holding its "
+                        "key (key_env=NAME); keys themselves are refused, never stored.\n\n"
+                        f"model specs: {SPEC_HELP}",
+            examples="""
+                vlmdesk models add llava-7b 'hf:llava-hf/llava-1.5-7b-hf?dtype=bfloat16'
+                vlmdesk models add local-vllm 'openai:Qwen2-VL-7B@http://localhost:8000/v1?key_env=VLLM_KEY'
+                vlmdesk models add coin baseline:random
+                vlmdesk models list --json
+                vlmdesk models test llava-7b --json
+                vlmdesk models remove coin""")
+    sub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+
+    def action(name, help, handler):
+        q = sub.add_parser(name, help=help, description=help, formatter_class=_formatter)
+        _workspace_option(q)
+        q.set_defaults(handler=handler)
+        return q
+
+    q = action("add", "save a model spec under a name", cmd_add)
+    q.add_argument("name")
+    q.add_argument("spec", help="hf:PATH_OR_ID, openai:MODEL@URL?key_env=VAR or baseline:random|first|frequent")
+    q.add_argument("--note")
+    q.add_argument("--json", action="store_true")
+    q = action("list", "list the saved models", cmd_list)
+    q.add_argument("--json", action="store_true")
+    q = action("remove", "forget a saved model (its runs are kept)", cmd_remove)
+    q.add_argument("name")
+    q = action("test", "load a model (or reach its server) and answer one item of the demo benchmark", cmd_test)
+    q.add_argument("model", help="a saved model's name or a model spec")
+    q.add_argument("--bench", help="benchmark to take the item from (default: demo, else the first multiple-choice)")
+    q.add_argument("--item", help="item index (default: the benchmark's first)")
+    q.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def cmd_add(args) -> int:
+    from db import models
+    from vlmdesk.cli import UsageError, open_from_args
+
+    from evaluator.model_check import validate_spec
+
+    with open_from_args(args) as ws:
+        try:
+            saved = models.add_model(ws, args.name, validate_spec(args.spec), note=args.note)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    if args.json:
+        print(json.dumps(saved.to_json(), ensure_ascii=False))
+    else:
+        print(f"saved {saved.name}: {saved.spec}")
+    return 0
+
+
+def cmd_list(args) -> int:
+    from db import models
+    from vlmdesk.cli import open_from_args
+
+    with open_from_args(args) as ws:
+        saved = models.list_models(ws)
+    if args.json:
+        print(json.dumps([m.to_json() for m in saved], ensure_ascii=False))
+        return 0
+    if not saved:
+        print("no saved models: vlmdesk models add NAME SPEC")
+    for m in saved:
+        print(f"{m.name:<24} {m.spec}")
+    return 0
+
+
+def cmd_remove(args) -> int:
+    from db import models
+    from vlmdesk.cli import UsageError, open_from_args
+
+    with open_from_args(args) as ws:
+        if not models.remove_model(ws, args.name):
+            raise UsageError(f"no saved model named {args.name!r}")
+    print(f"removed {args.name}")
+    return 0
+
+
+def cmd_test(args) -> int:
+    from db import models
+    from evaluator.model_check import check_model
+    from vlmdesk.cli import UsageError, open_from_args
+
+    with open_from_args(args) as ws:
+        spec = models.resolve_spec(ws, args.model)
+        if ":" not in spec:
+            raise UsageError(f"no saved model named {args.model!r} (vlmdesk models list), and not a spec: "
+                             f"{SPEC_HELP}")
+        try:
+            result = check_model(ws, spec, benchmark=args.bench, item_index=args.item)
+        except LookupError as exc:
+            raise UsageError(str(exc.args[0])) from None
+        except BackendError as exc:
+            print(f"error: {spec}: {exc}", file=sys.stderr)
+            return 1
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+        return 0
+    verdict = {True: "right", False: "wrong", None: "unscored"}[result.correct]
+    print(f"{result.spec}: loaded in {result.load_s:.1f} s, answered in {result.answer_s:.2f} s")
+    print(f"item {result.item_index} of {result.benchmark}: response {result.response!r} → "
+          f"{result.choice or 'undecided'} ({verdict}; key {result.answer})")
+    return 0

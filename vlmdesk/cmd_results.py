@@ -1,0 +1,80 @@
+"""Commands over a run's results: its predictions in VLMEvalKit's format, and the items behind a report figure."""
+from __future__ import annotations
+
+import json
+
+
+def register(add) -> None:
+    p = add("export-predictions", help="write a run's predictions as a VLMEvalKit prediction file (TSV/CSV)",
+            description="VLMEvalKit's {model}_{dataset} prediction layout: the benchmark's columns (no image) plus "
+                        "`prediction`, the raw model output. CircularEval runs give the original rows and the "
+                        "expanded copies (index + k·1,000,000) with the options rotated as the model saw them in "
+                        "pass k and that pass's prediction (empty where the pass was never asked). See "
+                        "docs/gui.md#results.",
+            examples="""
+                vlmdesk export-predictions 3 --out llava-1.5-7b-hf_MMBench_DEV_EN.tsv
+                vlmdesk export-predictions 3 --out preds.csv --prediction choice""")
+    p.add_argument("run_id", type=int, metavar="RUN_ID")
+    p.add_argument("--out", required=True, metavar="FILE", help=".tsv or .csv")
+    p.add_argument("--prediction", choices=("response", "choice"), default="response",
+                   help="the raw response (default, what VLMEvalKit stores) or the extracted letter")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_export_predictions)
+
+    p = add("run-items", help="the items behind a report figure: one ability, category or split of a run",
+            description="Each item of the group with whether the report counted it right under VanillaEval and "
+                        "CircularEval (POPE: under the official and the strict parser). What the app lists when a "
+                        "bar is clicked.",
+            examples="""
+                vlmdesk run-items 3 --level l2 --group coarse_perception
+                vlmdesk run-items 3 --level category --group image_style --json
+                vlmdesk run-items 5 --json""")
+    p.add_argument("run_id", type=int, metavar="RUN_ID")
+    p.add_argument("--level", choices=("l2", "category", "split", "all"), default="all")
+    p.add_argument("--group", help="the ability / category / split name, as in `vlmdesk report --json`")
+    p.add_argument("--scoring", metavar="NAME", help="a stored re-scoring instead of the run's own")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_run_items)
+
+
+def cmd_export_predictions(args) -> int:
+    from evaluator.exporters import ExportError
+    from evaluator.prediction_export import export_predictions
+    from vlmdesk.cli import UsageError, open_from_args
+
+    with open_from_args(args) as ws:
+        try:
+            done = export_predictions(ws, args.run_id, args.out, prediction=args.prediction)
+        except LookupError as exc:
+            raise UsageError(f"{exc.args[0]} in {ws.path}") from None
+        except ExportError as exc:
+            raise UsageError(str(exc)) from None
+    if args.json:
+        print(json.dumps({"path": str(done.path), "run_id": done.run_id, "rows": done.rows,
+                          "predicted": done.predicted}))
+    else:
+        print(f"wrote {done.path}: {done.rows} rows, {done.predicted} with a prediction")
+    return 0
+
+
+def cmd_run_items(args) -> int:
+    from evaluator.report import group_items
+    from vlmdesk.cli import UsageError, open_from_args
+
+    if args.level != "all" and args.group is None:
+        raise UsageError(f"--level {args.level} needs --group NAME")
+    with open_from_args(args) as ws:
+        try:
+            found = group_items(ws, args.run_id, level=args.level, group=args.group, scoring=args.scoring)
+        except LookupError as exc:
+            raise UsageError(str(exc.args[0])) from None
+    if args.json:
+        print(json.dumps([r.to_json() for r in found], ensure_ascii=False))
+        return 0
+    mark = {True: "✓", False: "✗", None: "–"}
+    for r in found:
+        scores = (f"vanilla {mark[r.vanilla]}  circular {mark[r.circular]}" if r.official is None and r.strict is None
+                  else f"official {mark[r.official]}  strict {mark[r.strict]}")
+        print(f"{r.index:>10}  {scores}  {' '.join(r.question.split())[:70]}")
+    print(f"{len(found)} items")
+    return 0
