@@ -67,7 +67,7 @@ def test_a_tiny_local_vlm_runs_from_the_form(qtbot, demo_ws, make_window, tiny_l
 
 
 def test_cancel_then_resume_gives_the_scores_of_an_uninterrupted_run(qtbot, demo_ws, make_window):
-    spec = "baseline:random?delay_ms=30"
+    spec = "baseline:random?delay_ms=150"  # slow enough that the cancel lands mid-run on a loaded machine
     window = make_window(demo_ws)
     view, job, seen = _launch(window, qtbot, bench="demo", model=spec, batch=2)
     qtbot.waitUntil(lambda: job.progress.get("passes_done", 0) >= 6, timeout=WAIT)
@@ -103,7 +103,7 @@ def test_crashing_runs_show_their_error_and_the_queue_goes_on(qtbot, demo_ws, ma
     view.form.start.click()
     broken = queue.jobs[-1]
     # A slow run queued behind it, killed with SIGKILL mid-way (what an out-of-memory kill looks like).
-    view.form.set_choice(model="baseline:random?delay_ms=40", batch=2)
+    view.form.set_choice(model="baseline:random?delay_ms=150", batch=2)  # still running when killed, under load
     view.form.start.click()
     killed = queue.jobs[-1]
     # A third run queued behind both still runs: one after another, never two at once.
