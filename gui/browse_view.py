@@ -12,6 +12,7 @@ from annotation.browse import QC_FILTERS, REVIEW_FILTERS, VERDICT_LABELS
 from db import item_query
 from db.item_query import RUN_RESULTS, ItemFilter
 from gui.image_view import ImageView
+from gui.item_model import COLUMNS
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView
 
 ANY = "All"
@@ -100,13 +101,10 @@ class BrowseView(QWidget):
         header = self.table.horizontalHeader()
         header.setHighlightSections(False)
         header.setStretchLastSection(True)
-        # Short columns fit their content (measured on the first page only: the listing is lazy); the question
-        # takes the rest.
-        header.setResizeContentsPrecision(200)
-        for col in range(7):
-            header.setSectionResizeMode(col, QHeaderView.ResizeToContents)
+        # Short columns are sized to their content once per listing (see _fit_columns); the question takes the rest.
+        # (ResizeToContents would re-measure on every page fetched and every repaint: seconds on a big benchmark.)
+        header.setSectionResizeMode(QHeaderView.Interactive)
         # Leaf categories run to 38 characters: a fixed width, elided, the full name in the tooltip.
-        header.setSectionResizeMode(1, QHeaderView.Interactive)
         self.table.setColumnWidth(1, 135)
         header.setSectionResizeMode(7, QHeaderView.Stretch)
         self.table.selectionModel().currentRowChanged.connect(self._on_current)
@@ -226,8 +224,18 @@ class BrowseView(QWidget):
             raise ValueError(f"{combo.objectName()}: no value {data!r}")
         combo.setCurrentIndex(index)
 
+    def _fit_columns(self) -> None:
+        """Width of each short column from its header and the texts of the first page."""
+        model = self.ctx.model
+        cells, head = self.table.fontMetrics(), self.table.horizontalHeader().fontMetrics()
+        sample = model.rows[:200]
+        for col in (0, 2, 3, 4, 5, 6):
+            widest = max((cells.horizontalAdvance(model.display_text(r, col)) for r in sample), default=0)
+            self.table.setColumnWidth(col, max(widest, head.horizontalAdvance(COLUMNS[col])) + 22)
+
     def _after_reset(self) -> None:
         self._update_count()
+        self._fit_columns()
         model = self.ctx.model
         if model.rows:
             row = model.row_of(self.item.id) if self.item else None

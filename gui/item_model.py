@@ -135,28 +135,30 @@ class ItemTableModel(QAbstractTableModel):
             return COLUMNS[section]
         return None
 
+    def display_text(self, row: ItemRow, col: int) -> str:
+        if col == 0:
+            return str(row.index)
+        if col == 2:  # MMBench's short ability codes (CP, FP-S, …); the full name is the tooltip
+            return SHORT_L2.get(row.l2_category or "", row.l2_category or "")
+        if col in (1, 3):
+            return (row.category, row.l2_category, row.split)[col - 1] or ""
+        if col == 4:
+            status = self.status.get(row.id)
+            return status.label if status else ""
+        if col == 5:
+            mark = self.qc.get(row.id)
+            return mark.short_label if mark else ""
+        if col == 6:
+            return f"{RESULT_MARKS[row.run_result]} {row.run_result}" if row.run_result != "none" else ""
+        return " ".join(row.question.split())
+
     def data(self, index, role=Qt.DisplayRole):
         if not index.isValid():
             return None
         row = self.rows[index.row()]
         col = index.column()
         if role == Qt.DisplayRole:
-            if col == 0:
-                return str(row.index)
-            if col == 2:  # MMBench's short ability codes (CP, FP-S, …); the full name is the tooltip
-                return SHORT_L2.get(row.l2_category or "", row.l2_category or "")
-            if col in (1, 3):
-                return (row.category, row.l2_category, row.split)[col - 1] or ""
-            if col == 4:
-                status = self.status.get(row.id)
-                return status.label if status else ""
-            if col == 5:
-                mark = self.qc.get(row.id)
-                return mark.short_label if mark else ""
-            if col == 6:
-                return f"{RESULT_MARKS[row.run_result]} {row.run_result}" if row.run_result != "none" else ""
-            if col == 7:
-                return " ".join(row.question.split())
+            return self.display_text(row, col)
         elif role == Qt.ForegroundRole:
             if col == 6 and row.run_result in _RESULT_COLOURS:
                 return QBrush(QColor(_RESULT_COLOURS[row.run_result]))
