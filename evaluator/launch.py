@@ -39,9 +39,10 @@ def execute_run(ws: Workspace, run: runs.Run, backend: Backend, *, batch_size: i
                 on_start: Callable[[Engine], None] | None = None) -> Engine:
     """Ask every pass still missing and mark the run finished. An interruption (KeyboardInterrupt) marks it
     interrupted, any other exception failed; both are re-raised, and rerunning continues where it stopped."""
-    engine = Engine(ws, run, backend, batch_size=batch_size, on_progress=on_progress)
     try:
-        # Inside the try: an interruption that lands while the caller announces the start still marks the run.
+        # Inside the try: a backend that cannot serve the run (e.g. no likelihoods), or an interruption that lands
+        # while the caller announces the start, still marks the run.
+        engine = Engine(ws, run, backend, batch_size=batch_size, on_progress=on_progress)
         if on_start is not None:
             on_start(engine)
         runs.set_status(ws, run.id, "running")

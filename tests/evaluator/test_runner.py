@@ -313,3 +313,13 @@ def test_hf_backend_batches_by_the_runs_batch_size(tiny_llava_dir):
 
     assert load_backend(f"hf:{tiny_llava_dir}", batch_size=3).max_batch_size == 3
     assert load_backend(f"hf:{tiny_llava_dir}?batch_size=5", batch_size=3).max_batch_size == 5
+
+
+def test_likelihood_on_a_backend_that_cannot_score_fails_the_run_with_one_line(bench_ws, capsys, tmp_path):
+    # The openai backend generates but cannot score likelihoods: the run is refused and marked failed.
+    code, _, err = run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model",
+                           "openai:m@http://127.0.0.1:9/v1", "--likelihood")
+    assert code == 1 and err.startswith("error: run 1 failed") and "cannot score likelihoods" in err
+    assert err.count("\n") == 1
+    with open_workspace(bench_ws) as ws:
+        assert runs.get_run(ws, 1).status == "failed"
