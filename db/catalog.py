@@ -139,14 +139,15 @@ def item_by_index(ws: Workspace, benchmark_id: int, index: int | str) -> Item | 
     return _item(row) if row else None
 
 
-def add_circular_copy(ws: Workspace, item_id: int, copy_index: int | str) -> None:
-    # Copies are folded into their question; their indexes are kept so an export can re-expand them exactly.
-    ws.conn.execute(
-        "UPDATE items SET circular_copies = circular_copies + 1, meta = json_insert("
-        "CASE WHEN json_type(meta, '$.copies') IS NULL THEN json_set(meta, '$.copies', json_array()) ELSE meta END, "
-        "'$.copies[#]', ?) WHERE id = ?",
-        (copy_index, item_id),
-    )
+def add_circular_copy(ws: Workspace, item_id: int, copy_index: int | str, shift: int) -> None:
+    """Fold a circular copy into its question: its index and its rotation are kept (meta.copies, meta.copy_shifts,
+    in step) so an export can write the source's rows again exactly."""
+    row = ws.conn.execute("SELECT meta FROM items WHERE id = ?", (item_id,)).fetchone()
+    meta = json.loads(row[0])
+    meta["copies"] = [*meta.get("copies", []), copy_index]
+    meta["copy_shifts"] = [*meta.get("copy_shifts", []), shift]
+    ws.conn.execute("UPDATE items SET circular_copies = circular_copies + 1, meta = ? WHERE id = ?",
+                    (json.dumps(meta, ensure_ascii=False), item_id))
 
 
 def list_items(ws: Workspace, benchmark_id: int, *, limit: int | None = None) -> list[Item]:

@@ -80,8 +80,8 @@ def _finish(handle, tmp: Path, path: Path, ok: bool) -> None:
 
 
 def _extra(item: Item) -> dict:
-    # meta["copies"] is vlmdesk's record of folded circular copies, not a column of the source.
-    return {k: v for k, v in item.meta.items() if k != "copies"}
+    # meta["copies"] / meta["copy_shifts"] are vlmdesk's record of folded circular copies, not columns of the source.
+    return {k: v for k, v in item.meta.items() if k not in ("copies", "copy_shifts")}
 
 
 # ------------------------------------------------------------------------------------------------ TSV
@@ -116,14 +116,23 @@ def tsv_columns(bench: Benchmark, items: list[Item]) -> list[str]:
     return columns + [c for c in wanted if c not in columns]
 
 
+def copy_shifts(item: Item) -> list[tuple[int | str, int]]:
+    """(index, rotation) of each circular copy the source had: the rotation recorded at import, else (workspaces
+    imported before it was recorded) the one its index offset implies."""
+    copies = item.meta.get("copies", [])
+    shifts = item.meta.get("copy_shifts") or [(int(c) - int(item.index)) // CIRCULAR_STRIDE for c in copies]
+    return list(zip(copies, shifts))
+
+
 def _copies(item: Item) -> list[tuple[int, int | str, tuple[str, ...], str | None]]:
-    """(k, index, options, answer) of the item's re-expanded circular copies."""
+    """(k, index, options, answer) of the item's re-expanded circular copies, k being the copy's rank in the
+    source (its index offset), which orders the rows as the source did."""
     n = len(item.options)
     rows = []
-    for copy_index in item.meta.get("copies", []):
+    for copy_index, shift in copy_shifts(item):
         k = (int(copy_index) - int(item.index)) // CIRCULAR_STRIDE
-        shown = tuple(item.options[(i + k) % n] for i in range(n))
-        answer = None if item.answer is None else LETTERS[(LETTERS.index(item.answer) - k) % n]
+        shown = tuple(item.options[(i + shift) % n] for i in range(n))
+        answer = None if item.answer is None else LETTERS[(LETTERS.index(item.answer) - shift) % n]
         rows.append((k, copy_index, shown, answer))
     return rows
 

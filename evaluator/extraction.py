@@ -176,14 +176,18 @@ _NEXT_WORD = re.compile(r"[ \t]+([a-z][a-z'’]*)")
 # "not A", "rather than a cat", "不是猫": the mention that follows is ruled out.
 _NEGATION_BEFORE = re.compile(
     r"(?:\bnot|n['’]t|\bno|\bneither|\bnor|\brather\s+than|\binstead\s+of|\bexcept|\bexcluding|\bother\s+than"
-    r"|不是|并非|而非|没有|排除)\s*(?:(?:an?|the|option|choice|letter|answer)\s+)*[(\[]?$",
+    r"|\bunlikely|\bdoubt|\banything\s+but|不是|并非|而非|没有|排除)"
+    # a few plain words may stand between ("I would not choose A", "I don't think it's A", "can't be A");
+    # punctuation ends the reach ("not a cat, so A" names A).
+    r"(?:\s+(?!(?:so|then|hence|therefore|thus|but|instead)\b)[\w'’]+){0,3}?"
+    r"\s*(?:(?:an?|the|option|choice|letter|answer)\s+)*[(\[]?$",
     re.I,
 )
 # "A is wrong", "A and C are incorrect", "A选项错误": ruled out by what follows (also the letters joined to it).
 _NEGATION_AFTER = re.compile(
     r"[)\]]?(?:\s*(?:,|and|or|&|和|、|与)\s*(?:option\s+)?[(\[]?(?-i:[A-Z])[)\]]?)*\s*(?:选项|option)?\s*"
     r"(?:is|are|was|were|would\s+be|seems|appears)?\s*"
-    r"(?:not\b|n['’]t|wrong|incorrect|false|unlikely|impossible|ruled\s+out|eliminated|excluded"
+    r"(?:not\b|n['’]t|wrong|incorrect|false|unlikely|impossible|ruled\s+out|eliminated|excluded|an?\s+mistake"
     r"|不对|不正确|错误|是错|错|不是|排除)",
     re.I,
 )

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from db import catalog, runs
 from db.workspace import Workspace
-from evaluator.exporters import ExportError, _atomic_text, _finish
+from evaluator.exporters import ExportError, _atomic_text, _finish, copy_shifts
 from evaluator.importers.common import CIRCULAR_STRIDE, LETTERS
 from evaluator.runner import rotation
 
@@ -100,10 +100,11 @@ def export_predictions(ws: Workspace, run_id: int, path: str | Path, *, predicti
 
 
 def _copy_index(item: catalog.Item, k: int):
+    """The index of the source row that shows the options rotated as pass k did."""
     if k == 0:
         return item.index
-    for copy in item.meta.get("copies", []):  # the index the source file gave this copy, when it had one
-        if (int(copy) - int(item.index)) // CIRCULAR_STRIDE == k:
+    for copy, shift in copy_shifts(item):  # the index the source file gave this rotation, when it had one
+        if shift == k:
             return copy
     try:
         return int(item.index) + k * CIRCULAR_STRIDE

@@ -45,7 +45,7 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> dict |
     }
     if run.strategy == "pope":
         return {**head, **_pope(items, by_item, bench.meta.get("setting"))}
-    return {**head, **_mcq(items, by_item, run.strategy)}
+    return {**head, **_mcq(items, by_item, run.strategy, full_passes=bool(run.config.get("full_passes")))}
 
 
 def _scored_passes(ws: Workspace, run: runs.Run, stored: dict, scoring: str | None):
@@ -68,7 +68,7 @@ def _scored_passes(ws: Workspace, run: runs.Run, stored: dict, scoring: str | No
     return name, source, summary, by_item
 
 
-def _mcq(items, by_item, strategy: str) -> dict:
+def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> dict:
     circular = strategy == "circular"
     groups: dict[str, dict[str, list[int]]] = {"by_l2": {}, "by_category": {}, "by_split": {}}
     totals = [0, 0, 0]  # scored questions, vanilla right, circular right
@@ -101,8 +101,9 @@ def _mcq(items, by_item, strategy: str) -> dict:
         "scored_questions": totals[0], "unscored_questions": unscored,
         "overall": scores(totals),
         **{key: {name: scores(g) for name, g in sorted(groups[key].items())} for key in groups},
-        # Among items asked every pass (all of them with --full-passes): the same original option chosen each time.
-        "consistency": _fraction(consistent, complete) if circular else None,
+        # The same original option chosen in every pass. Only --full-passes runs ask every pass of every item;
+        # elsewhere the items asked to the end are the ones right so far, a biased sample, so no figure.
+        "consistency": _fraction(consistent, complete) if circular and full_passes else None,
         # Items right on every asked pass with passes never asked; circular_upper counts them as right.
         "circular_unasked_items": unasked if circular else None,
         "circular_upper": _fraction(totals[2] + unasked, totals[0]) if circular else None,

@@ -59,6 +59,10 @@ def rescore(ws: Workspace, run_id: int, extractor: Extractor, *, name: str | Non
 
     With ``fallback_to_run``, passes the extractor leaves ``unlabelled`` keep the run's own reading (the human
     scoring: human labels where they exist, the run's extractor elsewhere)."""
+    run = runs.get_run(ws, run_id)
+    if run is not None and run.status != "finished":
+        # A scoring covers the passes stored when it was made; passes a resume adds later would count as wrong.
+        raise RescoreError(f"run {run_id} is {run.status}: finish it first (vlmdesk run --resume {run_id})")
     passes = stored_passes(ws, run_id)
     read: Sequence[Extraction] = extractor.extract_many([p.input for p in passes])
     scored, changed, kept = [], 0, 0

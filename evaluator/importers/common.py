@@ -13,6 +13,8 @@ from PIL import Image, UnidentifiedImageError
 # MMBench and VLMEvalKit put circular copies of question i at index i + k * CIRCULAR_STRIDE.
 CIRCULAR_STRIDE = 1_000_000
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# Z is the extractors' "none of the options / refusal" choice, so an item has at most 25 options (A-Y).
+MAX_OPTIONS = 25
 # Above this many pixels an image is treated as a decompression bomb (PIL's own warning threshold).
 MAX_PIXELS = Image.MAX_IMAGE_PIXELS or 89_478_485
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

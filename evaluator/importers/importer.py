@@ -233,30 +233,51 @@ class _Loader:
             # Not a copy after all: a benchmark whose indexes are simply large.
             self._queue(row, sha)
             return
-        problem = rotation_problem(original, row, sha)
-        if problem:
-            field, what = problem
-            raise InputError(self.path, row.line, field, f"circular copy of row {base_index}: {what}")
-        catalog.add_circular_copy(self.ws, original.id, row.index)
+        try:
+            shift = copy_shift(original, row, sha)
+        except _NotACopy as exc:
+            raise InputError(self.path, row.line, exc.field, f"circular copy of row {base_index}: {exc.what}") from None
+        catalog.add_circular_copy(self.ws, original.id, row.index, shift)
         self.report.rows_folded += 1
 
 
-def rotation_problem(original: catalog.Item, copy: SourceRow, copy_sha: str | None) -> tuple[str, str] | None:
-    """Why `copy` is not `original` with its options rotated (field, reason), or None when it is."""
+class _NotACopy(Exception):
+    def __init__(self, field: str, what: str):
+        super().__init__(what)
+        self.field, self.what = field, what
+
+
+def copy_shift(original: catalog.Item, copy: SourceRow, copy_sha: str | None) -> int:
+    """The rotation k (the copy shows original option (i + k) mod N as option i, 0 < k < N) that makes `copy` a
+    circular copy of `original`; raises _NotACopy(field, reason) when it is none.
+
+    The shift is recorded per copy, so exports reproduce the source's rows whichever direction it rotated in.
+    """
     if copy.question.strip() != original.question.strip():
-        return "question", "the question text differs"
+        raise _NotACopy("question", "the question text differs")
+    if (copy.hint or "") != (original.hint or ""):
+        raise _NotACopy("hint", "the hint differs (it is part of the prompt)")
     n = len(original.options)
     if len(copy.options) != n:
-        return "A", f"has {len(copy.options)} options, the original {n}"
-    shifts = [k for k in range(n) if tuple(original.options[(i + k) % n] for i in range(n)) == copy.options]
-    if not shifts:
-        return "A", "its options are not a rotation of the original's"
+        raise _NotACopy("A", f"has {len(copy.options)} options, the original {n}")
     if (copy.answer is None) != (original.answer is None):
-        return "answer", "one has an answer and the other not"
-    if copy.answer is not None:
-        meant = copy.options[LETTERS.index(copy.answer)]
-        if meant != original.options[LETTERS.index(original.answer)]:
-            return "answer", f"{copy.answer} ({meant!r}) is not the original answer {original.answer} rotated"
+        raise _NotACopy("answer", "one has an answer and the other not")
     if copy_sha != original.image_sha256:
-        return "image", "a different image than the original's"
-    return None
+        raise _NotACopy("image", "a different image than the original's")
+    rotations = [k for k in range(n) if tuple(original.options[(i + k) % n] for i in range(n)) == copy.options]
+    if not rotations:
+        raise _NotACopy("A", "its options are not a rotation of the original's")
+    if copy.answer is not None:
+        # With repeated option texts several rotations may match; the answer key tells them apart.
+        a_copy, a_orig = LETTERS.index(copy.answer), LETTERS.index(original.answer)
+        rotations = [k for k in rotations if (a_copy + k) % n == a_orig]
+        if not rotations:
+            meant = copy.options[a_copy]
+            raise _NotACopy("answer", f"{copy.answer} ({meant!r}) is not the original answer {original.answer} rotated")
+    used = dict(zip(original.meta.get("copy_shifts", []), original.meta.get("copies", [])))
+    free = [k for k in rotations if k != 0 and k not in used]
+    if not free:
+        k = rotations[0]
+        raise _NotACopy("A", "its options are in the original's order, not rotated" if k == 0
+                        else f"repeats the rotation of row {used[k]}")
+    return free[0]

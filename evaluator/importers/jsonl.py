@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 from evaluator.importers.common import (
-    LETTERS, ImageRef, InputError, SourceRow, blank, decoded_lines, index_or_none, normalise_index,
+    LETTERS, MAX_OPTIONS, ImageRef, InputError, SourceRow, blank, decoded_lines, index_or_none, normalise_index,
 )
 
 _DATA_URL = re.compile(r"^data:image/[\w.+-]+;base64,", re.IGNORECASE)
@@ -148,8 +148,8 @@ def _parse_mcq(obj, line: int, record_no: int, path: Path, base_dir: Path) -> So
     if not isinstance(raw_options, list) or not all(isinstance(o, (str, int, float)) for o in raw_options):
         raise err("options", "must be a list of texts (or an object letter -> text)")
     options = [str(o).strip() for o in raw_options]
-    if len(options) < 2 or len(options) > len(LETTERS):
-        raise err("options", f"needs 2 to {len(LETTERS)} options, found {len(options)}")
+    if len(options) < 2 or len(options) > MAX_OPTIONS:
+        raise err("options", f"needs 2 to {MAX_OPTIONS} options (Z means 'none of them'), found {len(options)}")
     if any(not o for o in options):
         raise err("options", f"option {LETTERS[options.index('')]} is empty")
 

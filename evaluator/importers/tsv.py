@@ -39,6 +39,9 @@ def read_tsv(path: Path, raw, *, images_dir: Path | None = None) -> Iterator[Sou
         raise bad_encoding[min(bad_encoding)]
     header = [h.strip() for h in header]
     col = {name: i for i, name in enumerate(header)}
+    if "Z" in col:
+        raise InputError(path, 1, "header", "an option column Z: vlmdesk reads Z as 'none of the options', so "
+                                            "items have at most 25 options (A-Y)")
     option_cols = [c for c in LETTERS if c in col]
     missing = [c for c in ("index", "question") if c not in col]
     if "image" not in col and "image_path" not in col:

@@ -209,6 +209,18 @@ ROWS = [
     # --- empty
     ("", ABCD, None, MAY),
     ("   \n\t ", ABCD, None, MAY),
+    # --- an option named only to rule it out, with words in between: a human cannot tell which one is meant
+    ("I would not choose A.", ABCD, None, MAY),
+    ("I wouldn't pick B.", ABCD, None, MAY),
+    ("It can't be A.", ABCD, None, MAY),
+    ("I don't think it's A.", ABCD, None, MAY),
+    ("I won't select D.", ABCD, None, MAY),
+    ("It is unlikely to be C.", ABCD, None, MAY),
+    ("Anything but A.", ABCD, None, MAY),
+    ("B would be a mistake.", ABCD, None, MAY),
+    ("I doubt it is B.", ABCD, None, MAY),
+    ("It is not A but B.", ABCD, "B", MUST),
+    ("Not A, instead B.", ABCD, "B", MAY),
 ]
 
 # The table deliberately holds many rows a human cannot read either (human answer None): those must stay

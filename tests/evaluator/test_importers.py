@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import csv
 import json
 import re
 import shutil
@@ -202,6 +203,8 @@ def _copy_line(all_rows, index: int) -> int:
     ("answer not rotated", "answer"),
     ("question differs", "question"),
     ("different image", "image"),
+    ("hint differs", "hint"),
+    ("not rotated at all", "A"),
 ])
 def test_a_circular_copy_that_does_not_match_its_question(vd, tmp_path, breakage, field):
     before = seed_workspace(vd, tmp_path)
@@ -215,6 +218,11 @@ def test_a_circular_copy_that_does_not_match_its_question(vd, tmp_path, breakage
         victim["answer"] = "ABCD"[("ABCD".index(victim["answer"]) + 1) % n]
     elif breakage == "question differs":
         victim["question"] += " (edited)"
+    elif breakage == "hint differs":
+        victim["hint"] = "Another hint than the question's."
+    elif breakage == "not rotated at all":
+        original = next(r for r in all_rows if int(r["index"]) == int(victim["index"]) % 1_000_000)
+        victim.update({L: original[L] for L in "ABCD"}, answer=original["answer"])
     else:
         victim["image"] = b64(jpeg_bytes(12345, SIDE))
     src = write_tsv(tmp_path / "bad_copies.tsv", all_rows)
@@ -899,3 +907,50 @@ def test_format_detection_reads_the_whole_first_record(tmp_path):
     pope.write_text(json.dumps([{"question_id": 1, "image": "a.jpg", "text": "Is there a cat?", "label": "no"}],
                                indent=4))
     assert detect_format(pope) == "pope"
+
+
+def test_copies_rotated_the_other_way_import_and_export_as_they_were(vd, tmp_path):
+    """A source whose copy k shows the options shifted by -k: accepted, and written back row for row."""
+    from evaluator.prediction_export import _copy_index
+
+    all_rows = []
+    for r in mmbench_rows(5, seed=4, image_side=SIDE):
+        k, i = divmod(int(r["index"]), 1_000_000)
+        if k:
+            original = next(o for o in all_rows if int(o["index"]) == i)
+            opts = [original[L] for L in "ABCD" if original[L]]
+            n = len(opts)
+            shown = [opts[(j - k) % n] for j in range(n)]
+            r = dict(r, **{L: (shown[j] if j < n else "") for j, L in enumerate("ABCD")},
+                     answer="ABCD"[(("ABCD".index(original["answer"])) + k) % n])
+        all_rows.append(r)
+    src = write_tsv(tmp_path / "other_way.tsv", all_rows)
+    assert vd.ok("import", src, "--json").json["rows_folded"] == len(all_rows) - 5
+    out = tmp_path / "back.tsv"
+    vd.ok("qc", "export", "other-way", "--out", out)
+    with open(out, newline="", encoding="utf-8") as f:
+        back = {int(r["index"]): r for r in csv.DictReader(f, delimiter="\t")}
+    for r in all_rows:
+        for column in ("A", "B", "C", "D", "answer"):
+            assert (back[int(r["index"])][column] or "") == (r[column] or ""), (r["index"], column)
+    # A prediction file names, for each pass, the source row that showed that rotation.
+    from db import catalog, open_workspace
+
+    with open_workspace(vd.ws) as ws:
+        item = catalog.item_by_index(ws, catalog.benchmark_by_name(ws, "other-way").id, 0)
+    n = len(item.options)
+    for k in range(1, n):
+        row = back[int(_copy_index(item, k))]
+        assert [row[L] for L in "ABCD"[:n]] == [item.options[(j + k) % n] for j in range(n)]
+
+
+def test_option_z_is_reserved_for_none_of_the_options(vd, tmp_path):
+    img = tmp_path / "i.png"
+    img.write_bytes(png_bytes())
+    many = write_jsonl(tmp_path / "many.jsonl", [{"question": "Q?", "options": [f"o{i}" for i in range(26)],
+                                                  "answer": "Z", "image": "i.png"}])
+    r = vd("import", many)
+    assert r.rc == 2 and "options: needs 2 to 25 options" in r.err
+    tsv = write_tsv(tmp_path / "z.tsv", [], header=["index", "question", *"ABCDEFGHIJKLMNOPQRSTUVWXYZ", "image"])
+    r = vd("import", tsv)
+    assert r.rc == 2 and ":1: header: an option column Z" in r.err

@@ -138,3 +138,29 @@ def test_rescore_of_a_baseline_run_with_rules_changes_nothing(setup, capsys):
     for key in ("overall", "by_l2", "by_category", "undecided", "model_calls", "consistency"):
         assert own[key] == again[key]
     assert again["circular_unasked_items"] == 0
+
+
+def test_an_unfinished_run_cannot_be_rescored(tmp_path, capsys):
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    from db import open_workspace
+    from vlmdesk.cli import main
+    from vlmdesk.demo import ensure_demo
+
+    path = tmp_path / "ws.sqlite"
+    with open_workspace(path) as ws:
+        ensure_demo(ws)
+    proc = subprocess.Popen([sys.executable, "-m", "vlmdesk", "--workspace", str(path), "run", "--bench", "demo",
+                             "--model", "baseline:first?delay_ms=200", "--batch-size", "2", "--json-progress"],
+                            stdout=subprocess.PIPE, text=True)
+    while json.loads(proc.stdout.readline())["event"] != "progress":
+        pass
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    capsys.readouterr()
+    assert main(["--workspace", str(path), "rescore", "1", "--extractor", "rules"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: run 1 is interrupted: finish it first") and err.count("\n") == 1

@@ -97,6 +97,9 @@ def test_passes_rotate_options_and_remap_the_answer(bench_ws, capsys):
         assert p.correct == (p.answer == "A")
     rep = report_json(capsys, bench_ws, run_id)
     assert rep["consistency"] == 0.0  # always "A" means a different option every pass
+    # Without --full-passes only items right so far are asked to the end: no consistency figure.
+    _, out, _ = run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first", "--json")
+    assert report_json(capsys, bench_ws, json.loads(out)["run_id"])["consistency"] is None
 
 
 def test_seeded_random_baseline_circular_near_one_in_256(tmp_path, capsys):
