@@ -23,6 +23,7 @@ from typing import Mapping, Protocol, Sequence, runtime_checkable
 from db import extractions as store
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query, load_backend
+from evaluator.backends.secrets import check_no_secret
 from evaluator.extraction import REFUSAL, Extraction, extract_by_rules
 from evaluator.language import language_of
 
@@ -196,6 +197,10 @@ class RulesThenLLM:
 def parse_extractor_spec(spec: str) -> tuple[str, str | None]:
     """('rules', None) | ('llm', model spec) | ('rules+llm', model spec); ValueError for anything else."""
     spec = (spec or "").strip()
+    try:
+        check_no_secret(spec)  # first: the spec is stored with runs and scorings, and quoted in errors below
+    except BackendError as exc:
+        raise ValueError(f"extractor: {exc}") from None
     if spec == "rules":
         return "rules", None
     for kind in ("rules+llm", "llm"):

@@ -41,10 +41,13 @@ class ModelCheck:
 def validate_spec(spec: str) -> str:
     """The spec, stripped, if the backends can read it; ValueError otherwise. Nothing is loaded or sent: an hf:
     spec is checked when it is tested or run, an openai: one builds a client object only. Keys are refused."""
-    from db.models import check_no_secret
+    from evaluator.backends.secrets import check_no_secret
 
     spec = (spec or "").strip()
-    check_no_secret(spec)
+    try:
+        check_no_secret(spec)
+    except BackendError as exc:
+        raise ValueError(str(exc)) from None
     scheme, sep, rest = spec.partition(":")
     try:
         if scheme == "openai" and sep:

@@ -14,6 +14,9 @@ def load_backend(spec: str, *, seed: int = 0, frequent_answer: str | None = None
                  batch_size: int | None = None) -> Backend:
     """Build the backend a model spec names. `frequent_answer` feeds `baseline:frequent`; `batch_size` is the
     run's, which a local model uses unless its spec sets its own."""
+    from evaluator.backends.secrets import check_no_secret
+
+    check_no_secret(spec)  # before the spec can reach a run row, a log line or an error message
     scheme, sep, rest = spec.partition(":")
     if not sep or not rest:
         raise BackendError(f"bad model spec {spec!r}; expected one of {SPEC_HELP}")
