@@ -47,7 +47,7 @@ def execute_run(ws: Workspace, run: runs.Run, backend: Backend, *, batch_size: i
             on_start(engine)
         runs.set_status(ws, run.id, "running")
         engine.execute()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, BrokenPipeError):  # cancelled, or the reader of its progress went away
         runs.set_status(ws, run.id, "interrupted", error="interrupted")
         raise
     except Exception as exc:

@@ -125,10 +125,18 @@ class QCPage(_ItemPage):
         self.right_layout.addWidget(self.saved)
         self.right_layout.addStretch(1)
         self.reason.currentIndexChanged.connect(self._reason_changed)
+        self.answer.currentIndexChanged.connect(self._update_confirm)
         self._reason_changed()
 
     def _reason_changed(self) -> None:
         self.answer.setEnabled(self.reason.currentData() == "wrong_answer")
+        self._update_confirm()
+
+    def _update_confirm(self) -> None:
+        # Confirming "wrong answer key" rewrites the key: only once the reviewer has picked the right answer.
+        needs_answer = self.reason.currentData() == "wrong_answer"
+        self.confirm.setEnabled(self.candidate is not None and
+                                (not needs_answer or self.answer.currentData() is not None))
 
     def remaining(self) -> list:
         bench = self.ctx.benchmark
@@ -155,22 +163,27 @@ class QCPage(_ItemPage):
         self.flag.setText(f"<b>{html.escape(qc.CATEGORY[c.stage])}</b> ({c.stage} stage) · runs {runs_text} · "
                           f"answered right by: {right} · status {c.status}")
         self.show_item(c.item_id)
+        self.answer.blockSignals(True)
         self.answer.clear()
+        self.answer.addItem("choose…", None)  # never a pre-filled key: a stray click must not rewrite it
         for n in range(len(self.item.options) if self.item else 0):
             if LETTERS[n] != self.item.answer:
                 self.answer.addItem(LETTERS[n], LETTERS[n])
         if self.item is not None and not self.item.options:
-            self.answer.addItems([a for a in ("yes", "no") if a != (self.item.answer or "").lower()])
+            for a in ("yes", "no"):
+                if a != (self.item.answer or "").lower():
+                    self.answer.addItem(a, a)
+        self.answer.blockSignals(False)
         default = "text_answerable" if c.stage == "text-only" else "wrong_answer"
         self.reason.setCurrentIndex(self.reason.findData(default))
+        self._update_confirm()
 
     def decide(self, decision: str) -> None:
         c = self.candidate
         if c is None:
             return
         reason = self.reason.currentData() if decision == "confirm" else None
-        answer = (self.answer.currentData() or self.answer.currentText() or None) \
-            if decision == "confirm" and reason == "wrong_answer" else None
+        answer = self.answer.currentData() if decision == "confirm" and reason == "wrong_answer" else None
         try:
             qc.decide(self.ctx.ws, c.item_id, c.stage, self.ctx.annotator, decision, reason=reason,
                       note=self.note.text().strip() or None, answer=answer)
@@ -280,9 +293,11 @@ class AdjudicationPage(QWidget):
         self.reveal_text.setText("")
         name = self.set_combo.currentData()
         self.task = alignment.next_for(self.ctx.ws, name, self.ctx.annotator) if name else None
-        for b in self.label_buttons:
-            self.buttons_box.removeWidget(b)
-            b.deleteLater()
+        # Empty the row completely (buttons and the trailing stretch), or every refresh would add a stretch.
+        while self.buttons_box.count():
+            widget = self.buttons_box.takeAt(0).widget()
+            if widget is not None:
+                widget.deleteLater()
         self.label_buttons = []
         if self.task is None:
             self.left.setText("0 left" if name else "")

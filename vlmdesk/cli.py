@@ -14,6 +14,30 @@ class UsageError(Exception):
     """A mistake in the command line that argparse cannot see (unknown benchmark, bad index...)."""
 
 
+def output_file(path_text: str):
+    """The path a command will write, checked first: its folder must exist (nothing is created behind the user's
+    back), and it must not be a folder itself."""
+    from pathlib import Path
+
+    path = Path(path_text).expanduser()
+    if path.is_dir():
+        raise UsageError(f"{path}: is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise UsageError(f"{path.parent}: no such directory")
+    return path
+
+
+def positive_int(text: str) -> int:
+    """argparse type for counts that must be at least 1 (--limit, --batch-size, --max-new-tokens)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _formatter(prog):
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
 

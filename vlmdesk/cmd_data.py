@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from db import catalog
 from evaluator.importers import FORMATS, import_benchmark
 from evaluator.importers.common import normalise_index
+from vlmdesk.cli import output_file, positive_int
 
 
 def register(add) -> None:
@@ -45,7 +45,7 @@ def register(add) -> None:
                 vlmdesk items demo
                 vlmdesk items mmbench-dev-en --json --limit 5""")
     p.add_argument("bench", help="benchmark name")
-    p.add_argument("--limit", type=int, help="at most N items")
+    p.add_argument("--limit", type=positive_int, help="at most N items")
     p.add_argument("--json", action="store_true", help="print a JSON array")
     p.set_defaults(handler=cmd_items)
 
@@ -151,7 +151,10 @@ def cmd_show(args) -> int:
     if args.image_out:
         if image is None:
             raise UsageError(f"item {item.index!r} has no image")
-        Path(args.image_out).write_bytes(image[0])
+        try:
+            output_file(args.image_out).write_bytes(image[0])
+        except OSError as exc:
+            raise UsageError(f"{args.image_out}: {exc.strerror or exc}") from None
     if args.json:
         print(json.dumps(item.to_json(), ensure_ascii=False))
         return 0

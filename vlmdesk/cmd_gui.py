@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -189,7 +190,13 @@ def screenshot(path: Path, out: Path, *, view: str, size: tuple[int, int], args)
     with tempfile.TemporaryDirectory() as config:  # a picture never reads or changes the user's settings
         prefs = PreferencesFile(Path(config) / "preferences.json")
         prefs.save(Preferences(annotator="annotator"))
-        window = MainWindow(path, prefs_file=prefs, settings_path=Path(config) / "window.ini")
+        shown = path
+        if view == "launcher":  # its picture starts real runs: on a copy, so the workspace keeps no trace of them
+            shown = Path(config) / path.name
+            with sqlite3.connect(path) as source, sqlite3.connect(shown) as copy:
+                source.backup(copy)
+        window = MainWindow(shown, prefs_file=prefs, settings_path=Path(config) / "window.ini")
+        window.workspace_label.setText(f"Workspace: {path}")
         try:
             if window.ctx is None:
                 raise UsageError(window.message_bar.label.text())
@@ -214,7 +221,11 @@ def screenshot(path: Path, out: Path, *, view: str, size: tuple[int, int], args)
 
 def _settle(app, window) -> None:
     """Let decoding workers finish and their images reach the views before the picture is taken."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+
     for _ in range(5):
         app.processEvents()
         window.ctx.loader.pool.waitForDone(5000)
         app.processEvents()
+        # Widgets replaced with deleteLater() go only when the event loop runs; there is none here.
+        QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)

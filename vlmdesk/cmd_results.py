@@ -40,11 +40,11 @@ def register(add) -> None:
 def cmd_export_predictions(args) -> int:
     from evaluator.exporters import ExportError
     from evaluator.prediction_export import export_predictions
-    from vlmdesk.cli import UsageError, open_from_args
+    from vlmdesk.cli import UsageError, open_from_args, output_file
 
     with open_from_args(args) as ws:
         try:
-            done = export_predictions(ws, args.run_id, args.out, prediction=args.prediction)
+            done = export_predictions(ws, args.run_id, output_file(args.out), prediction=args.prediction)
         except LookupError as exc:
             raise UsageError(f"{exc.args[0]} in {ws.path}") from None
         except ExportError as exc:

@@ -13,6 +13,7 @@ from evaluator.prompts import default_template, load_template
 from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.report import run_report
 from evaluator.runner import RunSettings
+from vlmdesk.cli import output_file, positive_int
 from vlmdesk.cmd_data import bench_or_fail
 
 
@@ -35,9 +36,9 @@ def register(add) -> None:
                    help="circular (default) or vanilla (pass 0 only); ignored for yes/no benchmarks")
     p.add_argument("--full-passes", action="store_true",
                    help="ask every pass even after a wrong one (measures answer consistency)")
-    p.add_argument("--limit", type=int, help="only the first N items of the benchmark")
-    p.add_argument("--batch-size", type=int, default=8, help="prompts per model call (default 8)")
-    p.add_argument("--max-new-tokens", type=int, default=32, help="generation length (default 32)")
+    p.add_argument("--limit", type=positive_int, help="only the first N items of the benchmark")
+    p.add_argument("--batch-size", type=positive_int, default=8, help="prompts per model call (default 8)")
+    p.add_argument("--max-new-tokens", type=positive_int, default=32, help="generation length (default 32)")
     p.add_argument("--text-only", action="store_true", help="withhold the image (quality control, baselines)")
     p.add_argument("--likelihood", action="store_true",
                    help="choose by the log-likelihood of each option letter (Yes/No for POPE) instead of generating")
@@ -156,6 +157,10 @@ def _execute(ws, run, backend, batch_size: int, args, resumed: bool) -> int:
     except KeyboardInterrupt:
         print(f"run {run.id} interrupted; continue with: vlmdesk run --resume {run.id}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # whoever read the progress lines went away (`… --json-progress | head`)
+        print(f"run {run.id} interrupted: its output was closed; continue with: vlmdesk run --resume {run.id}",
+              file=sys.stderr)
+        return 1
     except Exception as exc:
         if isinstance(exc, BackendError):
             print(f"error: run {run.id} failed: {exc} (continue with: vlmdesk run --resume {run.id})",
@@ -239,8 +244,8 @@ def cmd_report(args) -> int:
         try:
             fig = (pope_figure(reports) if kinds == {True}
                    else ability_figure(reports, "by_l2" if args.level == "l2" else "by_category"))
-            save_figure(fig, args.plot)
-        except ValueError as exc:
+            save_figure(fig, output_file(args.plot))
+        except (ValueError, OSError) as exc:
             raise UsageError(str(exc)) from None
     if args.json:
         print(json.dumps(reports[0] if len(reports) == 1 else reports, ensure_ascii=False))

@@ -326,3 +326,29 @@ def test_likelihood_on_a_backend_that_cannot_score_fails_the_run_with_one_line(b
     assert err.count("\n") == 1
     with open_workspace(bench_ws) as ws:
         assert runs.get_run(ws, 1).status == "failed"
+
+
+def test_counts_must_be_positive_and_output_folders_must_exist(bench_ws, capsys, tmp_path):
+    for flag in ("--limit", "--batch-size", "--max-new-tokens"):
+        with pytest.raises(SystemExit) as exc:
+            main(["--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first", flag, "0"])
+        assert exc.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+    run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first")
+    missing = tmp_path / "no-such-folder"
+    for args in (["report", "1", "--plot", str(missing / "c.png")], ["show", "b", "1", "--image-out", str(missing / "i.png")],
+                 ["export-predictions", "1", "--out", str(missing / "p.tsv")]):
+        code, _, err = run_cli(capsys, "--workspace", str(bench_ws), *args)
+        assert code == 2 and err == f"error: {missing}: no such directory\n", args
+    assert not missing.exists()
+
+
+def test_a_closed_progress_pipe_interrupts_the_run(bench_ws):
+    proc = subprocess.Popen([sys.executable, "-m", "vlmdesk", "run", "--bench", "b", "--model",
+                             "baseline:random?delay_ms=20", "--batch-size", "2", "--json-progress"],
+                            env=_cli_env(bench_ws), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.readline()
+    proc.stdout.close()  # like `| head -1`
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "output was closed" in err
+    with open_workspace(bench_ws) as ws:
+        assert runs.get_run(ws, 1).status == "interrupted"

@@ -58,6 +58,11 @@ def test_qc_confirm_and_reject_from_the_queue(qtbot, demo_ws, make_window):
     page = queues.qc
     assert f"{len(flagged)} left" in page.left.text()
     first = page.candidate.item_id
+    # "Wrong answer key" is offered first, but confirming it waits for the right answer to be picked.
+    assert page.reason.currentData() == "wrong_answer" and page.answer.currentData() is None
+    assert not page.confirm.isEnabled()
+    page.answer.setCurrentIndex(1)
+    assert page.confirm.isEnabled()
     page.reason.setCurrentIndex(page.reason.findData("ambiguous"))
     page.note.setText("two readings")
     qtbot.mouseClick(page.confirm, Qt.LeftButton)
