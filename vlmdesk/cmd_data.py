@@ -30,6 +30,15 @@ def register(add) -> None:
     p.add_argument("--json", action="store_true", help="print the import report as JSON")
     p.set_defaults(handler=cmd_import)
 
+    p = add("demo", help="import the bundled demo benchmarks (demo, demo-pope)",
+            description="Import the demo: 30 MMBench-style questions ('demo') and 48 POPE questions ('demo-pope') "
+                        "over 12 photographs that ship with vlmdesk. The app does this on its first start; this "
+                        "command is for other workspaces and for the command line. Running it twice does nothing.",
+            examples="""
+                vlmdesk demo
+                vlmdesk --workspace /tmp/try.sqlite demo && vlmdesk --workspace /tmp/try.sqlite run --bench demo --model baseline:random""")
+    p.set_defaults(handler=cmd_demo)
+
     p = add("benchmarks", help="list the benchmarks in the workspace",
             description="List benchmarks: name, kind (mcq or yesno), distinct questions, rows read, images.",
             examples="""
@@ -105,6 +114,17 @@ def cmd_import(args) -> int:
     return 0
 
 
+def cmd_demo(args) -> int:
+    from vlmdesk.cli import open_from_args
+    from vlmdesk.demo import import_demo
+
+    with open_from_args(args) as ws:
+        for report in import_demo(ws):
+            state = "already there" if report.already_imported else "imported"
+            print(f"{report.name}: {state} ({report.questions} questions, {report.images} images)")
+    return 0
+
+
 def cmd_benchmarks(args) -> int:
     from vlmdesk.cli import open_from_args
 
@@ -118,7 +138,7 @@ def cmd_benchmarks(args) -> int:
         } for b in benches], ensure_ascii=False))
         return 0
     if not benches:
-        print("no benchmarks yet: vlmdesk import FILE")
+        print("no benchmarks yet: vlmdesk import FILE (or vlmdesk demo for the bundled demo)")
         return 0
     print(f"{'name':<28} {'kind':<6} {'questions':>9} {'rows':>7} {'images':>7}  imported")
     for b in benches:

@@ -13,12 +13,16 @@ def demo_dir() -> Path:
     return Path(str(files("assets") / "demo"))
 
 
+def import_demo(ws: Workspace) -> list:
+    """Import the demo benchmarks (a no-op for each one already there); returns their import reports."""
+    d = demo_dir()
+    return [import_benchmark(ws, d / "demo_mcq.jsonl", fmt="jsonl", name="demo"),
+            import_benchmark(ws, d / "demo_pope.jsonl", fmt="pope", name="demo-pope", images_dir=d / "images",
+                             setting="random")]
+
+
 def ensure_demo(ws: Workspace) -> list[str]:
-    """Import the demo benchmarks into an empty workspace; returns the names imported."""
+    """Import the demo benchmarks into an empty workspace (the first start); returns the names imported."""
     if catalog.list_benchmarks(ws):
         return []
-    d = demo_dir()
-    mcq = import_benchmark(ws, d / "demo_mcq.jsonl", fmt="jsonl", name="demo")
-    pope = import_benchmark(ws, d / "demo_pope.jsonl", fmt="pope", name="demo-pope", images_dir=d / "images",
-                            setting="random")
-    return [mcq.name, pope.name]
+    return [report.name for report in import_demo(ws)]

@@ -954,3 +954,12 @@ def test_option_z_is_reserved_for_none_of_the_options(vd, tmp_path):
     tsv = write_tsv(tmp_path / "z.tsv", [], header=["index", "question", *"ABCDEFGHIJKLMNOPQRSTUVWXYZ", "image"])
     r = vd("import", tsv)
     assert r.rc == 2 and ":1: header: an option column Z" in r.err
+
+
+def test_the_demo_command_imports_the_bundled_benchmarks_once(vd):
+    assert "vlmdesk demo" in vd.ok("benchmarks").out
+    assert vd.ok("demo").out.count(": imported") == 2
+    assert vd.ok("demo").out.count(": already there") == 2
+    found = vd.benchmarks()
+    assert (found["demo"]["questions"], found["demo-pope"]["questions"]) == (30, 48)
+    assert found["demo-pope"]["kind"] == "yesno" and found["demo-pope"]["setting"] == "random"
