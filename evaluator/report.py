@@ -154,7 +154,7 @@ class ItemResult:
     the official and the strict parser); None where the item is unscored or the strategy has no such figure."""
 
     item_id: int
-    index: str
+    index: int | str
     question: str
     category: str | None
     l2_category: str | None
@@ -184,6 +184,14 @@ def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | 
     stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
     _, _, _, by_item = _scored_passes(ws, run, stored, scoring)
     column = GROUP_LEVELS[level]
+    if column is not None:
+        known = sorted({getattr(item, column) or NONE for item in items})
+        if level == "l2" and group not in known:  # MMBench's short codes, as the charts and Browse show them
+            from evaluator.plots import SHORT_L2
+
+            group = next((name for name, code in SHORT_L2.items() if code == group and name in known), group)
+        if group not in known:
+            raise LookupError(f"no {level} group {group!r} in run {run_id} (known: {', '.join(known)})")
     out = []
     for item in items:
         if column is not None and (getattr(item, column) or NONE) != group:
@@ -196,10 +204,10 @@ def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | 
             if p is not None and scored:
                 official = (p.choice if p.stage == "likelihood" else parse_official(p.response)) == item.answer
                 strict = p.choice == item.answer
-            out.append(ItemResult(item.id, str(item.index), item.question, item.category, item.l2_category,
+            out.append(ItemResult(item.id, item.index, item.question, item.category, item.l2_category,
                                   item.split, item.answer, len(passes), None, None, official, strict))
             continue
-        out.append(ItemResult(item.id, str(item.index), item.question, item.category, item.l2_category, item.split,
+        out.append(ItemResult(item.id, item.index, item.question, item.category, item.l2_category, item.split,
                               item.answer, len(passes), _vanilla_ok(passes) if scored else None,
                               _circular_ok(item, passes) if scored and run.strategy == "circular" else None))
     return out

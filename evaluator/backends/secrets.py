@@ -15,14 +15,15 @@ _KEY_SHAPES = re.compile(r"(?<![A-Za-z0-9])(?:sk[-_]|gsk_|hf_|xai-|AIza)[A-Za-z0
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
 _URL = re.compile(r"https?://\S+", re.IGNORECASE)
 
-ADVICE = "name the environment variable that holds the key instead (openai:MODEL@URL?key_env=MY_KEY_VAR)"
+ADVICE = ("name the environment variable that holds the key instead (openai:MODEL@URL?key_env=MY_KEY_VAR); "
+          "keys are never stored")
 
 
 def check_no_secret(spec: str) -> None:
     """BackendError when a model spec seems to hold a key rather than name the variable that holds it."""
     text = spec or ""
     if _KEY_SHAPES.search(text):
-        raise BackendError(f"the model spec seems to contain an API key; {ADVICE} — keys are never stored")
+        raise BackendError(f"the model spec seems to contain an API key; {ADVICE}")
     _, _, query = text.rpartition("?")
     options = dict(parse_qsl(query, keep_blank_values=True)) if "?" in text else {}
     leaked = sorted(k for k in options if k.lower() in _SECRET_OPTIONS)

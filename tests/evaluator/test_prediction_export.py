@@ -89,6 +89,14 @@ def test_run_items_are_what_the_report_counts(ws_path, capsys):
         pope = run_report(ws, 3)["pope"]
     assert sum(r["official"] for r in found) == round(pope["official"]["accuracy"] * len(found))
     assert main(["--workspace", str(ws_path), "run-items", "1", "--level", "l2"]) == 2
+    capsys.readouterr()
+    # An unknown group is an error that lists the known ones; MMBench's short codes name L2 abilities too.
+    assert main(["--workspace", str(ws_path), "run-items", "1", "--level", "l2", "--group", "nosuch"]) == 2
+    assert "known: " in capsys.readouterr().err
+    assert main(["--workspace", str(ws_path), "run-items", "1", "--level", "l2", "--group", "CP", "--json"]) == 0
+    short = json.loads(capsys.readouterr().out)
+    assert len(short) == report["by_l2"]["coarse_perception"]["questions"]
+    assert all(isinstance(r["index"], int) for r in short)  # integers stay integers, as in `vlmdesk items`
 
 
 def test_models_commands_and_runs_scores(ws_path, capsys):
