@@ -25,38 +25,42 @@ def register(add) -> None:
                 vlmdesk align report --set s1 --json""")
     sub = p.add_subparsers(dest="align_command", metavar="ACTION", required=True)
 
-    def action(name, help, handler):
-        q = sub.add_parser(name, help=help, description=help, formatter_class=_formatter)
+    def action(name, help, handler, example):
+        q = sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
+                           formatter_class=_formatter, epilog=f"example:\n  {example}")
         _workspace_option(q)
         q.set_defaults(handler=handler)
         return q
 
     q = action("sample", "build an adjudication set: extractor disagreements, rules-undecided, plus a seeded sample",
-               cmd_sample)
+               cmd_sample, "vlmdesk align sample --run 3 --run 4 --extractor 'rules+llm:openai:gpt-4o-mini' --size 50 "
+                           "--seed 1 --name s1")
     q.add_argument("--run", type=int, action="append", required=True, metavar="RUN_ID", help="repeatable")
     q.add_argument("--extractor", action="append", default=[], metavar="SPEC",
                    help=f"repeatable; rules is always included ({EXTRACTOR_HELP})")
     q.add_argument("--size", type=int, required=True, help="how many of the remaining responses to sample")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--seed", type=int, default=0, help="seed of the random sample and of the shown order (default 0)")
     q.add_argument("--name", required=True, help="the set's name")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print the new set as JSON")
 
-    q = action("label", "label a set blind: type the option the response chose, Z, unclear, or q to stop", cmd_label)
-    q.add_argument("--set", required=True, dest="set_name", metavar="NAME")
-    q.add_argument("--annotator", required=True, metavar="NAME")
+    q = action("label", "label a set blind: type the option the response chose, Z, unclear, or q to stop", cmd_label,
+               "vlmdesk align label --set s1 --annotator ana")
+    q.add_argument("--set", required=True, dest="set_name", metavar="NAME", help="the adjudication set to label")
+    q.add_argument("--annotator", required=True, metavar="NAME", help="your name, stored with every label")
 
     q = action("adjudicate", "list annotator disagreements, or record a final label with --item and --label",
-               cmd_adjudicate)
-    q.add_argument("--set", required=True, dest="set_name", metavar="NAME")
-    q.add_argument("--item", type=int, metavar="ITEM_ID")
-    q.add_argument("--label", metavar="LETTER|Z|unclear")
-    q.add_argument("--adjudicator", metavar="NAME")
-    q.add_argument("--note")
-    q.add_argument("--json", action="store_true")
+               cmd_adjudicate, "vlmdesk align adjudicate --set s1 --item 17 --label B --adjudicator lead")
+    q.add_argument("--set", required=True, dest="set_name", metavar="NAME", help="the adjudication set")
+    q.add_argument("--item", type=int, metavar="ITEM_ID", help="the disagreement to settle (ids as listed)")
+    q.add_argument("--label", metavar="LETTER|Z|unclear", help="the final label for --item")
+    q.add_argument("--adjudicator", metavar="NAME", help="who settles it (stored with the label)")
+    q.add_argument("--note", help="why (optional)")
+    q.add_argument("--json", action="store_true", help="print JSON")
 
-    q = action("report", "alignment per extractor, inter-annotator agreement, open disagreements", cmd_report)
+    q = action("report", "alignment per extractor, inter-annotator agreement, open disagreements", cmd_report,
+               "vlmdesk align report --set s1 --json")
     q.add_argument("--set", dest="set_name", metavar="NAME", help="default: every set")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 def _usage(exc) -> Exception:

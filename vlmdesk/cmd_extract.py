@@ -40,7 +40,7 @@ def register(add) -> None:
                 vlmdesk rescore 3 --extractor 'rules+llm:openai:gpt-4o-mini'
                 vlmdesk rescore 3 --extractor human
                 vlmdesk report 3 --scoring human --json""")
-    p.add_argument("run_id", type=int, metavar="RUN_ID")
+    p.add_argument("run_id", type=int, metavar="RUN_ID", help="a finished multiple-choice run (vlmdesk runs)")
     p.add_argument("--extractor", required=True, metavar="SPEC", help=f"{EXTRACTOR_HELP} | human")
     p.add_argument("--json", action="store_true", help="print the scoring's summary as JSON")
     p.set_defaults(handler=cmd_rescore)

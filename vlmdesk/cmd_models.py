@@ -24,22 +24,25 @@ def register(add) -> None:
                 vlmdesk models remove coin""")
     sub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
 
-    def action(name, help, handler):
-        q = sub.add_parser(name, help=help, description=help, formatter_class=_formatter)
+    def action(name, help, handler, example):
+        q = sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
+                           formatter_class=_formatter, epilog=f"example:\n  {example}")
         _workspace_option(q)
         q.set_defaults(handler=handler)
         return q
 
-    q = action("add", "save a model spec under a name", cmd_add)
-    q.add_argument("name")
+    q = action("add", "save a model spec under a name", cmd_add,
+               "vlmdesk models add llava-7b 'hf:llava-hf/llava-1.5-7b-hf?dtype=bfloat16'")
+    q.add_argument("name", help="a short name (letters, digits, spaces, . @ / + - _; no colon)")
     q.add_argument("spec", help="hf:PATH_OR_ID, openai:MODEL@URL?key_env=VAR or baseline:random|first|frequent")
-    q.add_argument("--note")
-    q.add_argument("--json", action="store_true")
-    q = action("list", "list the saved models", cmd_list)
-    q.add_argument("--json", action="store_true")
-    q = action("remove", "forget a saved model (its runs are kept)", cmd_remove)
-    q.add_argument("name")
-    q = action("test", "load a model (or reach its server) and answer one item of the demo benchmark", cmd_test)
+    q.add_argument("--note", help="a free note (no keys)")
+    q.add_argument("--json", action="store_true", help="print the saved model as JSON")
+    q = action("list", "list the saved models", cmd_list, "vlmdesk models list --json")
+    q.add_argument("--json", action="store_true", help="print a JSON array")
+    q = action("remove", "forget a saved model (its runs are kept)", cmd_remove, "vlmdesk models remove coin")
+    q.add_argument("name", help="the saved model's name")
+    q = action("test", "load a model (or reach its server) and answer one item of the demo benchmark", cmd_test,
+               "vlmdesk models test llava-7b --json")
     q.add_argument("model", help="a saved model's name or a model spec")
     q.add_argument("--bench", help="benchmark to take the item from (default: demo, else the first multiple-choice)")
     q.add_argument("--item", help="item index (default: the benchmark's first)")

@@ -14,11 +14,11 @@ def register(add) -> None:
             examples="""
                 vlmdesk export-predictions 3 --out llava-1.5-7b-hf_MMBench_DEV_EN.tsv
                 vlmdesk export-predictions 3 --out preds.csv --prediction choice""")
-    p.add_argument("run_id", type=int, metavar="RUN_ID")
+    p.add_argument("run_id", type=int, metavar="RUN_ID", help="the run (vlmdesk runs)")
     p.add_argument("--out", required=True, metavar="FILE", help=".tsv or .csv")
     p.add_argument("--prediction", choices=("response", "choice"), default="response",
                    help="the raw response (default, what VLMEvalKit stores) or the extracted letter")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_export_predictions)
 
     p = add("run-items", help="the items behind a report figure: one ability, category or split of a run",
@@ -29,11 +29,13 @@ def register(add) -> None:
                 vlmdesk run-items 3 --level l2 --group coarse_perception
                 vlmdesk run-items 3 --level category --group image_style --json
                 vlmdesk run-items 5 --json""")
-    p.add_argument("run_id", type=int, metavar="RUN_ID")
-    p.add_argument("--level", choices=("l2", "category", "split", "all"), default="all")
-    p.add_argument("--group", help="the ability / category / split name, as in `vlmdesk report --json`")
+    p.add_argument("run_id", type=int, metavar="RUN_ID", help="the run (vlmdesk runs)")
+    p.add_argument("--level", choices=("l2", "category", "split", "all"), default="all",
+                   help="group by L2 ability, leaf category or split (default all: every item)")
+    p.add_argument("--group", help="the ability / category / split name, as in `vlmdesk report --json` "
+                                   "(L2 short codes such as CP or FP-S work too)")
     p.add_argument("--scoring", metavar="NAME", help="a stored re-scoring instead of the run's own")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_run_items)
 
 

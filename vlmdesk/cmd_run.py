@@ -72,7 +72,7 @@ def register(add) -> None:
                 vlmdesk report 3
                 vlmdesk report 3 --json
                 vlmdesk report 3 4 --plot abilities.png""")
-    p.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
+    p.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID", help="one or more runs (vlmdesk runs)")
     p.add_argument("--scoring", metavar="NAME",
                    help="report a stored re-scoring (vlmdesk rescore) instead of the run's own: e.g. rules, "
                         "rules+llm:SPEC, human")
