@@ -248,6 +248,10 @@ class MainWindow(QMainWindow):
         file_menu.addAction(opn)
         file_menu.addMenu(self.recent_menu)
         file_menu.addSeparator()
+        file_menu.addAction(QAction("&Import benchmark…", self, shortcut=QKeySequence("Ctrl+I"),
+                                    triggered=self._import_dialog))
+        file_menu.addAction(QAction("Import the &demo benchmarks", self, triggered=self.import_demo))
+        file_menu.addSeparator()
         file_menu.addAction(quit_)
         self.view_menu = self.menuBar().addMenu("&View")
         self.view_actions_anchor = self.view_menu.addSeparator()
@@ -289,6 +293,49 @@ class MainWindow(QMainWindow):
                                               "vlmdesk workspaces (*.sqlite *.db);;All files (*)")
         if path:
             self.open_workspace(path)
+
+    # -- importing (the same `vlmdesk import` / `vlmdesk demo` commands, in a child process)
+    def _import_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Import a benchmark", str(Path(self.ws.path).parent),
+            "Benchmarks (*.tsv *.jsonl *.json);;All files (*)")
+        if not path:
+            return
+        # POPE files name their images, and JSONL/TSV image paths may be relative to another folder: optional.
+        images = QFileDialog.getExistingDirectory(self, "Images folder (optional: Cancel if the file holds its images)",
+                                                  str(Path(path).parent))
+        self.import_file(path, images or None)
+
+    def import_file(self, path: str, images: str | None = None):
+        return self._run_import(["import", path, "--json", *(["--images", images] if images else [])],
+                                f"Importing {Path(path).name}…")
+
+    def import_demo(self):
+        return self._run_import(["demo"], "Importing the demo benchmarks…")
+
+    def _run_import(self, args: list[str], busy: str):
+        from gui.processes import CommandProcess
+
+        process = CommandProcess(self.ws.path, args, self)
+        self.message_bar.show_message(busy, "info")
+
+        def finished() -> None:
+            if process.exit_code == 0:
+                benches = catalog.list_benchmarks(self.ws)
+                self.docks["benchmarks"].widget().reload(benches)
+                if self.ctx.benchmark is None and benches:
+                    self.select_benchmark(benches[0].name)
+                lines = [line for line in process.stdout.splitlines() if line.strip()]
+                self.message_bar.show_message(lines[-1] if lines and not lines[-1].startswith("{")
+                                              else f"Imported: {' '.join(args[1:2]) or 'demo'}", "info")
+            else:
+                errors = [line for line in process.stderr.splitlines() if line.startswith("error:")]
+                self.show_error(errors[-1] if errors else f"import failed: {process.error or process.stderr[-300:]}",
+                                process.stderr)
+
+        process.done.connect(finished)
+        process.start()
+        return process
 
     def _new_workspace(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "New workspace", str(Path(self.ws.path).parent / "workspace.sqlite"),

@@ -173,3 +173,23 @@ def test_a_verdict_survives_a_kill_right_after_the_key_press(tmp_path, demo_ws):
         first = catalog.list_items(ws, catalog.benchmark_by_name(ws, "demo").id)[0]
         standing = reviews.standing_reviews(ws, annotator="killed")
     assert [(r.item_id, r.verdict) for r in standing] == [(first.id, "bad_image")]
+
+
+def test_benchmarks_are_imported_from_the_file_menu_commands(qtbot, tmp_path, make_window):
+    from tests.factories import write_mmbench_tsv
+
+    window = make_window(tmp_path / "empty.sqlite")
+    assert window.docks["benchmarks"].widget().count() == 0
+    demo = window.import_demo()
+    qtbot.waitUntil(lambda: demo.finished, timeout=60_000)
+    assert demo.exit_code == 0 and window.docks["benchmarks"].widget().count() == 2
+    assert window.ctx.benchmark is not None and window.ctx.benchmark.name == "demo"
+    bad = tmp_path / "broken.tsv"
+    bad.write_text("index\tquestion\n1\tQ?\n")
+    failed = window.import_file(str(bad))
+    qtbot.waitUntil(lambda: failed.finished, timeout=60_000)
+    assert failed.exit_code == 2 and "missing column" in window.message_bar.label.text()
+    tsv = write_mmbench_tsv(tmp_path / "MMBench_small.tsv", 4)
+    done = window.import_file(str(tsv))
+    qtbot.waitUntil(lambda: done.finished, timeout=60_000)
+    assert done.exit_code == 0 and window.docks["benchmarks"].widget().count() == 3
