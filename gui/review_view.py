@@ -220,7 +220,9 @@ class ReviewView(QWidget):
             self.history.show_history([])
             self.position_label.setText("")
             self._update_progress()
+            self._enable_verdicts(False)
             return
+        self._enable_verdicts(True)
         self.row = row
         self.item = item_query.item_by_id(self.ctx.ws, model.rows[row].id)
         self.shown_at = time.monotonic()
@@ -231,6 +233,11 @@ class ReviewView(QWidget):
         self.position_label.setText(f"{row + 1} of {model.total}")
         self._prefetch()
         self.itemShown.emit(self.item.id)
+
+    def _enable_verdicts(self, on: bool) -> None:
+        """No item, nothing to judge: the buttons say so instead of doing nothing."""
+        for button in self.verdict_buttons.values():
+            button.setEnabled(on)
 
     def show_item_id(self, item_id: int) -> None:
         row = self.ctx.model.row_of(item_id)

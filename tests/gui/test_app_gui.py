@@ -193,3 +193,15 @@ def test_benchmarks_are_imported_from_the_file_menu_commands(qtbot, tmp_path, ma
     done = window.import_file(str(tsv))
     qtbot.waitUntil(lambda: done.finished, timeout=60_000)
     assert done.exit_code == 0 and window.docks["benchmarks"].widget().count() == 3
+
+
+def test_verdict_buttons_wait_for_an_item(qtbot, tmp_path, make_window):
+    window = make_window(tmp_path / "empty.sqlite")
+    review = window.view("review")
+    window.show_view("review")
+    review.show_row(None)
+    assert not any(b.isEnabled() for b in review.verdict_buttons.values())
+    demo = window.import_demo()
+    qtbot.waitUntil(lambda: demo.finished, timeout=60_000)
+    review.show_row(0)
+    assert all(b.isEnabled() for b in review.verdict_buttons.values())
