@@ -80,3 +80,26 @@ def write_mmbench_tsv(path: Path, n_questions: int, **kw) -> Path:
     with_answer = kw.get("with_answer", True)
     header = HEADER if with_answer else [h for h in HEADER if h != "answer"]
     return write_tsv(path, mmbench_rows(n_questions, **kw), header=header)
+
+
+# A dozen COCO-like scenes and the objects in each (16 categories in all), co-occurring the way COCO's do (person
+# with almost everything, oven with sink, car with traffic light ...): the input of the POPE building tests.
+POPE_SCENES = {
+    "kitchen1": ["person", "oven", "sink", "cup", "apple"],
+    "kitchen2": ["oven", "sink", "cup"],
+    "kitchen3": ["person", "sink", "cup", "apple", "cat"],
+    "street1": ["person", "car", "truck", "traffic light"],
+    "street2": ["car", "traffic light", "bicycle", "person"],
+    "street3": ["truck", "car", "dog"],
+    "living1": ["couch", "tv", "remote", "person", "cup"],
+    "living2": ["couch", "cat", "dog", "remote"],
+    "living3": ["tv", "remote", "couch", "person"],
+    "slope1": ["person", "skis"],
+    "slope2": ["person", "skis", "dog"],
+    "desk1": ["scissors", "cup", "person", "apple"],
+}
+
+
+def pope_scenes(suffix: str) -> dict[str, list[str]]:
+    """POPE_SCENES keyed by image file name (stem + suffix)."""
+    return {f"{stem}{suffix}": list(objects) for stem, objects in POPE_SCENES.items()}

@@ -181,11 +181,9 @@ def format_metrics_table(rows: dict[str, dict], mean: dict | None = None) -> str
 
 def cmd_build(args) -> int:
     from evaluator.importers import import_benchmark
-    from vlmdesk.cli import UsageError, open_from_args
+    from vlmdesk.cli import UsageError, open_from_args, output_file
 
-    out = Path(args.out)
-    if not out.parent.is_dir():
-        raise UsageError(f"{out.parent}: no such directory (--out)")
+    out = output_file(args.out)
     if args.name and not args.do_import:
         raise UsageError("--name only applies with --import")
     try:

@@ -314,15 +314,11 @@ def cmd_decide(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from pathlib import Path
-
-    from vlmdesk.cli import UsageError, open_from_args
+    from vlmdesk.cli import UsageError, open_from_args, output_file
 
     with open_from_args(args) as ws:
         bench = bench_or_fail(ws, args.bench)
-        out = Path(args.out)
-        if not out.parent.is_dir():
-            raise UsageError(f"{out.parent}: no such directory")
+        out = output_file(args.out)
         try:
             report, changes = export_curated(ws, bench, out, fmt=args.fmt, with_reviews=args.with_reviews)
         except ExportError as exc:

@@ -31,6 +31,7 @@ from evaluator.pope import (
     score_matched,
     write_pope_jsonl,
 )
+from tests.factories import pope_scenes
 from tests.pope_official import official_evaluate
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "pope"
@@ -301,24 +302,10 @@ def test_match_answers_string_ids_match_integer_ids():
 
 # ---------------------------------------------------------------------------------------------- building
 
-# A dozen images, 16 categories: kitchens, streets, living rooms, slopes, a desk — objects co-occur the way
-# they do in COCO (person with almost everything, oven with sink, car with traffic light ...).
+# tests/factories.POPE_SCENES: a dozen images, 16 categories co-occurring the way they do in COCO.
 CATEGORIES = ["person", "car", "truck", "traffic light", "bicycle", "dog", "cat", "couch", "tv", "remote",
               "cup", "oven", "sink", "apple", "skis", "scissors"]
-IMAGES = {
-    "kitchen1.jpg": ["person", "oven", "sink", "cup", "apple"],
-    "kitchen2.jpg": ["oven", "sink", "cup"],
-    "kitchen3.jpg": ["person", "sink", "cup", "apple", "cat"],
-    "street1.jpg": ["person", "car", "truck", "traffic light"],
-    "street2.jpg": ["car", "traffic light", "bicycle", "person"],
-    "street3.jpg": ["truck", "car", "dog"],
-    "living1.jpg": ["couch", "tv", "remote", "person", "cup"],
-    "living2.jpg": ["couch", "cat", "dog", "remote"],
-    "living3.jpg": ["tv", "remote", "couch", "person"],
-    "slope1.jpg": ["person", "skis"],
-    "slope2.jpg": ["person", "skis", "dog"],
-    "desk1.jpg": ["scissors", "cup", "person", "apple"],
-}
+IMAGES = pope_scenes(".jpg")
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 from db import open_workspace, runs
 from tests.pope_official import official_evaluate
 from evaluator.pope import parse_official, pope_question, read_pope_questions
-from tests.factories import png_bytes
+from tests.factories import png_bytes, pope_scenes
 from vlmdesk.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "pope"
@@ -195,21 +195,8 @@ def test_score_command_line_errors(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------------------ pope build
 
-# A dozen images; PNG names as a COCO split would list them.
-IMAGES = {
-    "kitchen1.png": ["person", "oven", "sink", "cup", "apple"],
-    "kitchen2.png": ["oven", "sink", "cup"],
-    "kitchen3.png": ["person", "sink", "cup", "apple", "cat"],
-    "street1.png": ["person", "car", "truck", "traffic light"],
-    "street2.png": ["car", "traffic light", "bicycle", "person"],
-    "street3.png": ["truck", "car", "dog"],
-    "living1.png": ["couch", "tv", "remote", "person", "cup"],
-    "living2.png": ["couch", "cat", "dog", "remote"],
-    "living3.png": ["tv", "remote", "couch", "person"],
-    "slope1.png": ["person", "skis"],
-    "slope2.png": ["person", "skis", "dog"],
-    "desk1.png": ["scissors", "cup", "person", "apple"],
-}
+# tests/factories.POPE_SCENES, with PNG names as a COCO split would list them.
+IMAGES = pope_scenes(".png")
 CATEGORIES = sorted({name for names in IMAGES.values() for name in names})
 
 
