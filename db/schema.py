@@ -345,10 +345,10 @@ def _m0010(db: Database) -> None:
     # FTS5 reads its content without virtual tables (json_each), hence the recursive CTE over the array.
     # Triggers read the view before a delete or update (the old texts, as indexed) and after an insert or update.
     _script(db, """
-        DROP TRIGGER item_search_ai;
-        DROP TRIGGER item_search_ad;
-        DROP TRIGGER item_search_au;
-        DROP TABLE item_search;
+        DROP TRIGGER IF EXISTS item_search_ai;
+        DROP TRIGGER IF EXISTS item_search_ad;
+        DROP TRIGGER IF EXISTS item_search_au;
+        DROP TABLE IF EXISTS item_search;
         CREATE VIEW item_search_texts (id, question, hint, options) AS
             SELECT items.id, items.question, items.hint,
                 CASE WHEN json_valid(items.options) THEN (
