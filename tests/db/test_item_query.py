@@ -1,4 +1,4 @@
-"""Browsing queries: full-text search (migrations 0005, 0010), filters, keyset pages, run results — never image bytes."""
+"""Browsing queries: search (migrations 0005, 0010), filters, keyset pages, run results — never image bytes."""
 import base64
 import json
 import sqlite3
