@@ -333,3 +333,14 @@ def _m0006(db: Database) -> None:
         );
         """
     )
+
+
+# PRAGMA application_id of every vlmdesk workspace: "VLMD" as a big-endian 32-bit integer.
+APPLICATION_ID = int.from_bytes(b"VLMD", "big")
+
+
+@migrations(name="0008_workspace_identity")
+def _m0008(db: Database) -> None:
+    # Marks the file as a vlmdesk workspace in its header (bytes 68-71), so that opening can tell ours from a
+    # foreign SQLite file by reading 100 bytes, before any write (db/workspace.py, docs/adr/0007).
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
