@@ -173,7 +173,7 @@ def identify(path: Path) -> FileIdentity:
     if len(head) < HEADER_BYTES or not head.startswith(SQLITE_MAGIC):
         if SQLITE_MAGIC.startswith(head[:16]):  # the magic cut short: a SQLite file truncated inside its header
             raise damaged(path, f"truncated to {size} bytes")
-        raise SchemaError(f"{path}: not a SQLite file, so not a vlmdesk workspace")
+        raise SchemaError(f"{path}: not a SQLite workspace (the file is not a SQLite database)")
     page_size = int.from_bytes(head[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     if page_size < 512 or page_size & (page_size - 1):

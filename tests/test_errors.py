@@ -129,7 +129,7 @@ def _truncated(path: Path) -> None:
 
 
 BAD_FILES = {
-    "not-sqlite": (lambda p: p.write_bytes(b"just some text\n" * 300), "not a SQLite file"),
+    "not-sqlite": (lambda p: p.write_bytes(b"just some text\n" * 300), "not a SQLite database"),
     "foreign": (lambda p: (p.unlink(), sqlite3.connect(p).execute("CREATE TABLE notes (x)").connection.close()),
                 "not a vlmdesk workspace"),
     "newer": (_newer, "newer than this vlmdesk"),

@@ -371,7 +371,7 @@ def test_a_non_sqlite_file_keeps_every_byte(tmp_path):
     path = tmp_path / "notes.sqlite"
     path.write_bytes(b"SQLite is mentioned, but this is a text file\n" * 100)
     before = _sha(path)
-    with pytest.raises(SchemaError, match="not a SQLite file"):
+    with pytest.raises(SchemaError, match="not a SQLite database"):
         open_workspace(path)
     assert _sha(path) == before and _companions(path) == []
 
