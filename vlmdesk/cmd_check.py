@@ -10,7 +10,8 @@ def register(add) -> None:
                         "images no item uses and the schema version. Without --repair nothing is written. "
                         "With --repair, rebuild what can be rebuilt (search index, schema upgrade, orphan images "
                         "deleted) and say what was done; damaged pages are never written to — the way to save "
-                        "what can be read is printed instead. Exit status 0 when healthy, 1 when problems remain.",
+                        "what can be read is printed instead. Run --repair while no import is running: an import "
+                        "stores its images before its items. Exit status 0 when healthy, 1 when problems remain.",
             examples="""
                 vlmdesk check
                 vlmdesk check --repair
