@@ -132,8 +132,6 @@ class FileIdentity:
 
     blank: bool  # no schema at all (an empty file or an empty SQLite database): it may become a workspace
     version: int  # schema version (PRAGMA user_version)
-    has_identity: bool  # application_id is vlmdesk's (migration 0008 ran)
-    wal: bool  # the file is in WAL mode
     truncated: str | None  # why the file is shorter than its header says, when it is
 
 
@@ -154,8 +152,8 @@ def _uri(path: Path, *, immutable: bool) -> str:
 
 
 def read_only_connection(path: Path, *, allow_immutable: bool) -> sqlite3.Connection:
-    """A connection that cannot write. Immutable (no lock, no companion files) when no -wal file holds newer
-    pages and nobody can write next to the file anyway, or for a probe of a file we may still refuse."""
+    """A connection that cannot write. With `allow_immutable` (for files nobody can write, and for probing a file
+    we may still refuse) and no -wal file holding newer pages, it is immutable: no lock, no -wal/-shm created."""
     immutable = allow_immutable and not _has_wal(path)
     conn = sqlite3.connect(_uri(path, immutable=immutable), uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -169,7 +167,7 @@ def identify(path: Path) -> FileIdentity:
         raise SchemaError(f"{path}: not a regular file")
     head, size = _read_header(path)
     if not head:
-        return FileIdentity(blank=True, version=0, has_identity=False, wal=False, truncated=None)
+        return FileIdentity(blank=True, version=0, truncated=None)
     if len(head) < HEADER_BYTES or not head.startswith(SQLITE_MAGIC):
         if SQLITE_MAGIC.startswith(head[:16]):  # the magic cut short: a SQLite file truncated inside its header
             raise damaged(path, f"truncated to {size} bytes")
@@ -182,7 +180,6 @@ def identify(path: Path) -> FileIdentity:
     if app_id not in (0, APPLICATION_ID):
         raise SchemaError(f"{path}: a SQLite file of another application (application_id {app_id:#010x}), "
                           "not a vlmdesk workspace")
-    wal = head[18] == 2 or head[19] == 2
     pages = int.from_bytes(head[28:32], "big")
     truncated = None
     # The page count is trusted only when the header says it is current; a -wal file may still hold what the main
@@ -191,7 +188,7 @@ def identify(path: Path) -> FileIdentity:
         truncated = f"truncated: {size:,} bytes where its header says {pages * page_size:,}"
     version = int.from_bytes(head[60:64], "big", signed=True)
     if app_id == APPLICATION_ID:
-        return FileIdentity(blank=False, version=version, has_identity=True, wal=wal, truncated=truncated)
+        return FileIdentity(blank=False, version=version, truncated=truncated)
     # No identity yet: a workspace from before migration 0008, an empty database, or a foreign one. Only the schema
     # can tell, read through a connection that cannot write.
     try:
@@ -210,7 +207,7 @@ def identify(path: Path) -> FileIdentity:
     if not blank and not ours:
         shown = ", ".join(sorted(tables)[:8]) + (", …" if len(tables) > 8 else "")
         raise SchemaError(f"{path}: a SQLite file, but not a vlmdesk workspace (tables: {shown or 'none'})")
-    return FileIdentity(blank=blank, version=version, has_identity=False, wal=wal, truncated=truncated)
+    return FileIdentity(blank=blank, version=version, truncated=truncated)
 
 
 def location_writable(path: Path) -> bool:
@@ -248,9 +245,10 @@ def open_workspace(path: str | os.PathLike | None = None, *, create: bool = True
     if ident.truncated:
         raise damaged(path, ident.truncated)
     _refuse_newer(path, ident.version)
-    if read_only or not location_writable(path):
-        return _open_read_only(path, ident, explicit=read_only)
-    return _open_read_write(path, ident, upgrade=upgrade, created=False)
+    writable = location_writable(path)
+    if read_only or not writable:
+        return _open_read_only(path, ident, explicit=read_only, writable=writable)
+    return _open_read_write(path, ident, upgrade=upgrade)
 
 
 def _refuse_newer(path: Path, version: int) -> None:
@@ -262,7 +260,7 @@ def _refuse_newer(path: Path, version: int) -> None:
 
 def _open_new(path: Path) -> Workspace:
     try:
-        return _open_read_write(path, None, upgrade=True, created=True)
+        return _open_read_write(path, None, upgrade=True)
     except BaseException:
         # A workspace that could not even be set up (disk full...) leaves no empty file behind.
         for suffix in ("", "-wal", "-shm", "-journal"):
@@ -270,16 +268,16 @@ def _open_new(path: Path) -> Workspace:
         raise
 
 
-def _open_read_only(path: Path, ident: FileIdentity, *, explicit: bool) -> Workspace:
+def _open_read_only(path: Path, ident: FileIdentity, *, explicit: bool, writable: bool) -> Workspace:
     known = schema.latest_version()
     if ident.blank or ident.version < known:
         why = "it was opened read-only" if explicit else "the file is read-only"
         raise SchemaError(f"{path}: workspace schema version {ident.version} needs upgrading to {known}, but {why}")
     # Immutable only where nobody can write (so no writer can change the file under us): a read-only file or
-    # folder. An explicitly read-only opening of a writable file shares the file with writers through WAL.
+    # folder. A read-only opening of a writable file shares it with writers through WAL.
     conn = None
     try:
-        conn = read_only_connection(path, allow_immutable=not explicit)
+        conn = read_only_connection(path, allow_immutable=not writable)
         conn.execute("PRAGMA foreign_keys = ON")
         _refuse_newer(path, conn.execute("PRAGMA user_version").fetchone()[0])
     except BaseException as exc:
@@ -291,7 +289,7 @@ def _open_read_only(path: Path, ident: FileIdentity, *, explicit: bool) -> Works
     return Workspace(path, Database(conn), read_only=True)
 
 
-def _open_read_write(path: Path, ident: FileIdentity | None, *, upgrade: bool, created: bool) -> Workspace:
+def _open_read_write(path: Path, ident: FileIdentity | None, *, upgrade: bool) -> Workspace:
     if ident is not None and not upgrade and ident.version < schema.latest_version():
         raise SchemaError(f"{path}: workspace schema version {ident.version} needs upgrading to "
                           f"{schema.latest_version()}")
