@@ -14,7 +14,7 @@ from sqlite_utils import Database
 
 from db import schema
 from db.workspace import (
-    BUSY_TIMEOUT_MS, Workspace, identify, location_writable, read_only_connection, recover_command,
+    BUSY_TIMEOUT_MS, Workspace, identify, location_writable, migrate, read_only_connection, recover_command,
 )
 
 # Listings of problems are cut here: a badly damaged file can have millions.
@@ -67,11 +67,7 @@ def _schema_version(ws: Workspace) -> list[str]:
 
 def _upgrade(ws: Workspace) -> str:
     before = ws.schema_version()
-    schema.migrations.apply(ws.db)
-    after = len(schema.migrations.applied(ws.db))
-    ws.db.execute(f"PRAGMA user_version = {after}")
-    ws.conn.commit()
-    return f"upgraded the schema from version {before} to {after}"
+    return f"upgraded the schema from version {before} to {migrate(ws)}"
 
 
 def _integrity(ws: Workspace) -> list[str]:
@@ -89,10 +85,13 @@ def _recover_hint(path: Path) -> str:
 
 
 def _foreign_keys(ws: Workspace) -> list[str]:
-    rows = ws.conn.execute("PRAGMA foreign_key_check").fetchall()
     # No repair: deleting the rows that point nowhere could delete what an annotator made.
-    return _bounded([f"{table} row {rowid} refers to a missing row of {parent}" for table, rowid, parent, _ in
-                     rows[:MAX_PROBLEMS + 1]], len(rows))
+    shown, total = [], 0
+    for table, rowid, parent, _ in ws.conn.execute("PRAGMA foreign_key_check"):
+        total += 1
+        if len(shown) < MAX_PROBLEMS:
+            shown.append(f"{table} row {rowid} refers to a missing row of {parent}")
+    return _bounded(shown, total)
 
 
 def _search_index(ws: Workspace) -> list[str]:

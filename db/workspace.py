@@ -327,7 +327,13 @@ def _check_and_migrate(ws: Workspace, *, upgrade: bool) -> None:
     if version < known:
         if not upgrade:
             raise SchemaError(f"{ws.path}: workspace schema version {version} needs upgrading to {known}")
-        schema.migrations.apply(ws.db)
-        applied = len(schema.migrations.applied(ws.db))
-        ws.db.execute(f"PRAGMA user_version = {applied}")
-        ws.conn.commit()
+        migrate(ws)
+
+
+def migrate(ws: Workspace) -> int:
+    """Apply the migrations not applied yet (each in its own transaction); mirror their count in user_version."""
+    schema.migrations.apply(ws.db)
+    applied = len(schema.migrations.applied(ws.db))
+    ws.db.execute(f"PRAGMA user_version = {applied}")
+    ws.conn.commit()
+    return applied

@@ -166,3 +166,15 @@ def test_checks_are_named_entries_each_with_an_optional_repair(demo_path):
         check_module.CHECKS = original
     result = {r.name: r for r in report.results}["always_one"]
     assert calls == ["repaired"] and result.repaired == ["fixed it"] and result.ok and report.healthy
+
+
+def test_references_to_missing_rows_are_reported_and_kept(demo_path):
+    with sqlite3.connect(demo_path) as conn:  # foreign keys are off on a plain connection, as in a foreign tool
+        conn.execute("INSERT INTO reviews (item_id, annotator, verdict, created_at) VALUES (987654, 'ann', 'ok', 'x')")
+    conn.close()
+    code, report = check_json(demo_path, "--repair")
+    assert code == 1
+    assert by_name(report)["foreign_keys"]["problems"] == ["reviews row 1 refers to a missing row of items"]
+    with sqlite3.connect(demo_path) as conn:  # nothing a person made is deleted
+        assert conn.execute("SELECT count(*) FROM reviews WHERE item_id = 987654").fetchone()[0] == 1
+    conn.close()
