@@ -96,7 +96,8 @@ def recover_command(path: Path | str) -> str:
 def damaged(path: Path | str, what: str) -> DamagedWorkspace:
     return DamagedWorkspace(
         f"{path}: the workspace file is damaged ({what}); see what is wrong with "
-        f"`vlmdesk check --workspace {shlex.quote(str(path))}`, or save what can be read with `{recover_command(path)}`")
+        f"`vlmdesk check --workspace {shlex.quote(str(path))}`, "
+        f"or save what can be read with `{recover_command(path)}`")
 
 
 def database_error(path: Path | str, exc: sqlite3.Error) -> UserError | EnvironmentFault | None:

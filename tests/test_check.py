@@ -32,9 +32,10 @@ def _break_search_index(path) -> int:
     """An index entry for an item that does not exist, and a real item's text missing from the index (its id)."""
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO item_search (rowid, question, hint, options) VALUES (999999, 'ghost', NULL, '[]')")
-        row = conn.execute("SELECT id, question, hint, options FROM items WHERE question LIKE '%cat%' LIMIT 1").fetchone()
-        conn.execute("INSERT INTO item_search (item_search, rowid, question, hint, options) VALUES ('delete', ?, ?, ?, ?)",
-                     row)
+        row = conn.execute("SELECT id, question, hint, options FROM items WHERE question LIKE '%cat%' "
+                           "LIMIT 1").fetchone()
+        conn.execute("INSERT INTO item_search (item_search, rowid, question, hint, options) "
+                     "VALUES ('delete', ?, ?, ?, ?)", row)
     conn.close()
     return row[0]
 
@@ -42,8 +43,8 @@ def _break_search_index(path) -> int:
 def _add_orphan_images(path, n=2) -> None:
     with sqlite3.connect(path) as conn:
         for i in range(n):
-            conn.execute("INSERT INTO images (sha256, data, mime, width, height, bytes) VALUES (?, ?, 'image/png', 1, 1, ?)",
-                         (f"{i:064x}", bytes(1000), 1000))
+            conn.execute("INSERT INTO images (sha256, data, mime, width, height, bytes) "
+                         "VALUES (?, ?, 'image/png', 1, 1, ?)", (f"{i:064x}", bytes(1000), 1000))
     conn.close()
 
 

@@ -42,7 +42,8 @@ def log_internal_error(exc: BaseException, *, command: str | None = None) -> Pat
 
     stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     # Arguments are not logged: a mistyped key could be among them.
-    head = f"--- {stamp} vlmdesk {__version__} pid {os.getpid()} command {command or '-'} python {sys.version.split()[0]}\n"
+    head = (f"--- {stamp} vlmdesk {__version__} pid {os.getpid()} command {command or '-'} "
+            f"python {sys.version.split()[0]}\n")
     with open(path, "a", encoding="utf-8", errors="backslashreplace") as f:
         f.write(head + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
     return path
