@@ -333,3 +333,18 @@ def _m0006(db: Database) -> None:
         );
         """
     )
+
+
+@migrations(name="0009_run_owner")
+def _m0009(db: Database) -> None:
+    # Who is executing a run: a process claims it (host, pid, a random token, since when) and beats a heartbeat
+    # while it runs. A second process refuses a run whose owner is alive; a run whose owner is gone (dead pid on
+    # this host, or a stale heartbeat) reads as interrupted (db/runs.py effective_status) and can be resumed.
+    _script(db, """
+        ALTER TABLE runs ADD COLUMN owner_host TEXT;
+        ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+        ALTER TABLE runs ADD COLUMN owner_token TEXT;
+        ALTER TABLE runs ADD COLUMN owner_since TEXT;
+        ALTER TABLE runs ADD COLUMN heartbeat_at TEXT;
+        """
+    )

@@ -26,6 +26,7 @@ from typing import Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from .base import BackendError, Query
+from .secrets import redact
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,7 @@ class OpenAIBackend:
 
         self._openai = openai
         self._key_is_set = bool(os.environ.get(key_env))
+        self._secrets = (os.environ.get(key_env) or "",)  # what servers' messages must not carry on (redact)
         # max_retries=0: retrying is this class's job, so every attempt is visible in logs and tests.
         kwargs = {"api_key": os.environ.get(key_env) or DUMMY_KEY, "timeout": self.timeout, "max_retries": 0}
         if self.base_url is not None:
@@ -221,7 +223,7 @@ class OpenAIBackend:
                 return _content_of(raw.http_response.text)
             except openai.APIStatusError as e:
                 status = e.status_code
-                detail = _server_message(e.response)
+                detail = redact(_server_message(e.response), secrets=self._secrets)
                 if not _retryable_status(status):
                     hint = ""
                     if status in (401, 403):
@@ -239,6 +241,7 @@ class OpenAIBackend:
                 last_error = f"connection error: {_one_line(str(cause) or type(cause).__name__)}"
             except _Malformed as e:
                 last_error = f"malformed response: {e}"
+            last_error = redact(last_error, secrets=self._secrets)
             if attempt < attempts:
                 delay = self._delay(attempt, retry_after)
                 log.warning("openai: query %d, attempt %d/%d to %s failed (%s); retrying in %.2f s",
