@@ -16,6 +16,7 @@ import base64
 import email.utils
 import json
 import logging
+import math
 import os
 import random
 import re
@@ -37,6 +38,10 @@ _DEFAULTS = {"key_env": DEFAULT_KEY_ENV, "concurrency": 8, "timeout": 60.0, "ret
              "backoff": 1.0}
 _SPEC_FORM = "openai:<model>[@<base url>][?key_env=NAME&concurrency=8&timeout=60&retries=4&temperature=0&backoff=1]"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Spec options, bounded at the door (a huge concurrency would start that many threads).
+_RANGES = {"concurrency": (1, 1024), "retries": (0, 100), "timeout": (0.001, 86_400.0), "temperature": (0.0, 2.0),
+           "backoff": (0.0, 3_600.0)}
+_WHOLE = {"concurrency", "retries"}
 
 
 def parse_openai_spec(rest: str) -> "OpenAIBackend":
@@ -63,15 +68,17 @@ def parse_openai_spec(rest: str) -> "OpenAIBackend":
     for key, value in pairs:
         if key == "key_env":
             kwargs["key_env"] = value
-        elif key in ("concurrency", "retries"):
-            if not value.isdigit():
-                raise BackendError(f"openai spec: {key} must be a whole number, got {value!r}")
-            kwargs[key] = int(value)
-        elif key in ("timeout", "temperature", "backoff"):
+        elif key in _RANGES:
+            low, high = _RANGES[key]
             try:
-                kwargs[key] = float(value)
+                number = (int(value) if value.isdigit() and len(value) < 20 else None) if key in _WHOLE \
+                    else float(value[:40])
             except ValueError:
-                raise BackendError(f"openai spec: {key} must be a number, got {value!r}") from None
+                number = None
+            if number is None or not math.isfinite(number) or not low <= number <= high:
+                raise BackendError(f"openai spec: {key} must be a {'whole ' if key in _WHOLE else ''}number in "
+                                   f"{low:g}..{high:g}, got {value[:40]!r}")
+            kwargs[key] = number
         else:
             raise BackendError(
                 f"openai spec: unknown option {key!r} (known: key_env, concurrency, timeout, retries, temperature, "
