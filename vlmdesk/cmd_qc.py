@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 from annotation import qc
+from db.runs import RunBusy
 from annotation.curation import changes_path, export_curated
 from evaluator.backends import SPEC_HELP, BackendError
 from evaluator.exporters import ExportError
@@ -233,6 +234,8 @@ def cmd_text_only(args) -> int:
         except KeyboardInterrupt:
             print("interrupted; run the same command again to continue", file=sys.stderr)
             return 130
+        except RunBusy as exc:  # another process is executing that run: left alone
+            raise UsageError(str(exc)) from None
         finally:
             signal.signal(signal.SIGTERM, previous)
         try:
