@@ -121,7 +121,8 @@ FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id
 def _json_object(text, what: str, problems: list[str]) -> dict:
     """A stored JSON object, or {} with the reason noted: a damaged value must not make the workspace unreadable."""
     try:
-        value = json.loads(text, parse_constant=_no_constant) if isinstance(text, (str, bytes)) else None
+        value = (json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+                 if isinstance(text, (str, bytes)) else None)
     except (ValueError, RecursionError) as exc:
         problems.append(f"{what}: not readable JSON ({str(exc)[:80]})")
         return {}
@@ -133,6 +134,13 @@ def _json_object(text, what: str, problems: list[str]) -> dict:
 
 def _no_constant(name: str):
     raise ValueError(f"{name} is not a number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:20]} is out of range")
+    return value
 
 
 def config_problems(config: dict) -> list[str]:

@@ -75,9 +75,12 @@ def parse_openai_spec(rest: str) -> "OpenAIBackend":
                     else float(value[:40])
             except ValueError:
                 number = None
-            if number is None or not math.isfinite(number) or not low <= number <= high:
-                raise BackendError(f"openai spec: {key} must be a {'whole ' if key in _WHOLE else ''}number in "
-                                   f"{low:g}..{high:g}, got {value[:40]!r}")
+            if number is None or not math.isfinite(number):
+                raise BackendError(f"openai spec: {key} must be a {'whole ' if key in _WHOLE else ''}number, "
+                                   f"got {value[:40]!r}")
+            if not low <= number <= high:
+                raise BackendError(f"openai spec: {key} must be at {'least' if number < low else 'most'} "
+                                   f"{low if number < low else high:g}, got {value[:40]}")
             kwargs[key] = number
         else:
             raise BackendError(
