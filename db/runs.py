@@ -161,8 +161,11 @@ def config_problems(config: dict) -> list[str]:
     return found
 
 
+_RUN_FIELDS = set(Run.__dataclass_fields__) - {"stored_status", "problems"}
+
+
 def _run(row, now: datetime | None = None) -> Run:
-    row = dict(row)
+    row = {k: v for k, v in dict(row).items() if k in _RUN_FIELDS}  # columns a later migration adds are ignored
     problems: list[str] = []
     row["config"] = _json_object(row["config"], "config", problems)
     problems += config_problems(row["config"])

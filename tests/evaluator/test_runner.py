@@ -353,3 +353,12 @@ def test_a_closed_progress_pipe_interrupts_the_run(bench_ws):
     assert proc.returncode == 1 and "output was closed" in err
     with open_workspace(bench_ws) as ws:
         assert runs.get_run(ws, 1).status == "interrupted"
+
+
+def test_a_run_that_fails_before_asking_anything_is_not_stored(bench_ws, capsys):
+    # The extractor model cannot be loaded: the run was claimed but nothing was asked, so nothing stays behind.
+    code, _, err = run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first",
+                           "--extractor", "llm:hf:/nonexistent-model-dir")
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "nonexistent-model-dir" in err
+    with open_workspace(bench_ws) as ws:
+        assert runs.list_runs(ws) == []
