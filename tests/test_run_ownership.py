@@ -21,7 +21,7 @@ from tests.evaluator.test_runner import write_jsonl_bench
 RUN = ["run", "--bench", "k", "--model", "baseline:random?delay_ms=10", "--seed", "5", "--batch-size", "3"]
 
 
-def vlmdesk(ws_path, *args, **kw):
+def vlmdesk(ws_path, *args):
     return [sys.executable, "-m", "vlmdesk", "--workspace", str(ws_path), *args]
 
 
@@ -138,7 +138,7 @@ def test_check_repair_stores_interrupted_for_a_dead_owner_only(two_ws):
 
 
 @pytest.fixture
-def one_run(two_ws, capsys):
+def one_run(two_ws):
     contested, _ = two_ws
     assert run_text(contested, *RUN, "--limit", "3").returncode == 0
     return contested

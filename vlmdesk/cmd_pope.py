@@ -92,7 +92,8 @@ def _register_build(sub) -> None:
     p.add_argument("--annotations", required=True, metavar="FILE", help="COCO instances_*.json or objects JSONL")
     p.add_argument("--images", required=True, metavar="DIR", help="folder holding the annotated images")
     p.add_argument("--setting", required=True, choices=SETTINGS, help="how absent objects are drawn")
-    p.add_argument("--images-count", type=positive_int, default=500, metavar="N", help="images to ask about (default 500)")
+    p.add_argument("--images-count", type=positive_int, default=500, metavar="N",
+                   help="images to ask about (default 500)")
     p.add_argument("--per-image", type=positive_int, default=3, metavar="K",
                    help="present and absent objects asked per image, K each (default 3)")
     p.add_argument("--seed", type=seed, default=0, help="seed of the image and object choice (default 0)")
