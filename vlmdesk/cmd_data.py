@@ -7,7 +7,8 @@ import sys
 from db import catalog
 from evaluator.importers import FORMATS, import_benchmark
 from evaluator.importers.common import normalise_index
-from vlmdesk.cli import output_file, positive_int
+from vlmdesk.args import positive_int
+from vlmdesk.cli import output_file
 
 
 def register(add) -> None:

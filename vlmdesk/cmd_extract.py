@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from vlmdesk.args import record_id
 
 from evaluator.backends import BackendError
 from evaluator.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
@@ -40,7 +41,7 @@ def register(add) -> None:
                 vlmdesk rescore 3 --extractor 'rules+llm:openai:gpt-4o-mini'
                 vlmdesk rescore 3 --extractor human
                 vlmdesk report 3 --scoring human --json""")
-    p.add_argument("run_id", type=int, metavar="RUN_ID", help="a finished multiple-choice run (vlmdesk runs)")
+    p.add_argument("run_id", type=record_id, metavar="RUN_ID", help="a finished multiple-choice run (vlmdesk runs)")
     p.add_argument("--extractor", required=True, metavar="SPEC", help=f"{EXTRACTOR_HELP} | human")
     p.add_argument("--json", action="store_true", help="print the scoring's summary as JSON")
     p.set_defaults(handler=cmd_rescore)

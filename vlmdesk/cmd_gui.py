@@ -7,6 +7,7 @@ import sqlite3
 import sys
 import tempfile
 from pathlib import Path
+from vlmdesk.args import record_id
 
 from db import catalog
 from db.workspace import default_workspace_path
@@ -30,7 +31,7 @@ def register(add) -> None:
                    help="queue page for --view queue (default: the first with work left)")
     p.add_argument("--item", help="item index to show (default: the first; review: the first with predictions)")
     p.add_argument("--size", default="1280x800", help="window size for --screenshot, WIDTHxHEIGHT (default 1280x800)")
-    p.add_argument("--run", type=int, action="append", metavar="RUN_ID",
+    p.add_argument("--run", type=record_id, action="append", metavar="RUN_ID",
                    help="--view dashboard: runs to show (repeatable; default: the benchmark's latest, up to 3)")
     p.add_argument("--chart", choices=("l2", "category", "drop", "pope"), help="--view dashboard: the chart")
     p.add_argument("--launch", metavar="SPEC", default="baseline:random?delay_ms=120",
