@@ -9,6 +9,7 @@ from db import runs
 from evaluator.backends import BackendError, spec_help
 from evaluator.backends.secrets import redact
 from evaluator.launch import Launch, prepare_resume, prepare_run, run_or_resume
+from evaluator.llm_extraction import extractor_help
 from evaluator.prompts import default_template, load_template
 from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.report import run_report
@@ -47,8 +48,8 @@ def register(add) -> None:
                    help="prompt template: text with {hint} {question} {options} {letters}, or JSON {en:…, zh:…}")
     p.add_argument("--seed", type=seed, default=0, help="seed for baseline:random (default 0; 0..2**32-1)")
     p.add_argument("--extractor", default="rules", metavar="SPEC",
-                   help="how free-text answers become a choice: rules (default), llm:MODEL_SPEC or "
-                        "rules+llm:MODEL_SPEC (see docs/extraction-and-alignment.md)")
+                   help=f"how free-text answers become a choice: {extractor_help()} (default rules; see "
+                        "docs/extraction-and-alignment.md)")
     p.add_argument("--resume", type=record_id, metavar="RUN_ID", help="continue this run with its stored settings")
     p.add_argument("--new", action="store_true", help="start a new run even if one with these settings exists")
     p.add_argument("--json-progress", action="store_true", help="one JSON object per line on stdout, no bar")
