@@ -90,17 +90,17 @@ def normalise_index(value) -> int | str:
     non-empty text. Raises ValueError with the reason for anything else (bools, fractions, NaN, objects, numbers
     SQLite cannot store)."""
     if isinstance(value, bool):
-        raise ValueError(f"{str(value).lower()} is not an index")
+        raise ValueError("a JSON boolean is not an index")
     if isinstance(value, float):
         if not value.is_integer():
-            raise ValueError(f"{value!r} is not a whole number")
+            raise ValueError("not a whole number")
         value = int(value)
     if isinstance(value, int):
         number = value
     elif isinstance(value, str):
         text = value.strip()
         if blank(text):
-            raise ValueError("empty")
+            raise ValueError("empty or nan")
         try:
             number = int(text)
         except ValueError:  # not a number, or too many digits for int()
@@ -108,7 +108,8 @@ def normalise_index(value) -> int | str:
                 raise ValueError("a number outside SQLite's 64-bit integer range") from None
             return text
     else:
-        raise ValueError(f"a JSON {type(value).__name__} is not an index")
+        kind = {dict: "object", list: "array", type(None): "null"}.get(type(value), type(value).__name__)
+        raise ValueError(f"a JSON {kind} is not an index")
     if not _INT64_MIN <= number <= _INT64_MAX:
         raise ValueError("a number outside SQLite's 64-bit integer range")
     return number
@@ -135,6 +136,10 @@ def sha256_stream(f: BinaryIO) -> str:
     for chunk in iter(lambda: f.read(1 << 20), b""):
         h.update(chunk)
     return h.hexdigest()
+
+
+class JsonTooDeep(ValueError):
+    """JSON nested deeper than MAX_JSON_DEPTH."""
 
 
 class Refused(ValueError):
@@ -179,7 +184,7 @@ def read_image_file(path: Path, root: Path, limits: ReadLimits) -> bytes:
     """The bytes of an image file, read within the limits; raises Refused or OSError (ValueError for a NUL in the
     path)."""
     if not limits.allow_outside and not inside(path, root):
-        raise Refused(f"{path} is outside {root} (through '..', an absolute path or a symlink); "
+        raise Refused(f"{path} is outside {os.path.abspath(root)} (through '..', an absolute path or a symlink); "
                       "pass --allow-outside to read it")
     with open_regular(path, limits.max_image_bytes, "--max-image-mb limit") as f:
         data = f.read(limits.max_image_bytes + 1)
@@ -264,11 +269,10 @@ def json_too_deep(text: str, start: int = 0, limit: int = MAX_JSON_DEPTH) -> int
 
 
 def json_loads(text: str):
-    """json.loads, bounded in depth; raises ValueError (json.JSONDecodeError for syntax, also for too-deep
-    nesting; a plain ValueError for a number of more than 4,300 digits)."""
-    at = json_too_deep(text)
-    if at is not None:
-        raise json.JSONDecodeError(f"nested deeper than {MAX_JSON_DEPTH} levels", text, at)
+    """json.loads, bounded in depth. Raises JsonTooDeep, json.JSONDecodeError, or a plain ValueError for a number
+    of more than 4,300 digits (Python's limit on int())."""
+    if json_too_deep(text) is not None:
+        raise JsonTooDeep(f"nested deeper than {MAX_JSON_DEPTH} levels")
     return json.loads(text)
 
 

@@ -313,7 +313,8 @@ class _Loader:
                    "bytes_read": self.raw.tell(), "bytes_total": self.size})
 
     def _flush(self) -> None:
-        self._progress()
+        if self.pending or self.pending_images:
+            self._progress()
         self.conn.commit()  # staged circular-copy updates, so that the batch below starts a transaction of its own
         if self.pending_images:
             # The only writes to the workspace before the end: one short transaction per batch of new images.

@@ -16,10 +16,12 @@ from typing import Iterator
 
 from evaluator.importers.common import (
     LETTERS, MAX_JSON_ARRAY_BYTES, MAX_JSON_DEPTH, MAX_OPTIONS, ImageRef, InputError, ReadLimits, SourceRow, blank,
-    check_texts, data_url_payload, decode_base64_image, decoded_lines, finite, index_or_none, json_loads,
-    json_too_deep, normalise_index,
+    JsonTooDeep, check_texts, data_url_payload, decode_base64_image, decoded_lines, finite, index_or_none,
+    json_loads, json_too_deep, normalise_index,
 )
 
+# json raises a plain ValueError for a number longer than Python's int() accepts.
+_TOO_MANY_DIGITS = "not valid JSON (a number of more than 4,300 digits)"
 _POPE_SETTINGS = ("random", "popular", "adversarial")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
@@ -47,13 +49,13 @@ def _records(path: Path, raw, limits: ReadLimits) -> Iterator[tuple[int, object]
             continue
         try:
             yield number, json_loads(text)
-        except RecursionError:  # json_loads bounds the depth; this is the last line of defence
+        except (JsonTooDeep, RecursionError):  # RecursionError: the last line of defence
             yield InputError(path, number, "json", f"nested deeper than {MAX_JSON_DEPTH} levels")
         except json.JSONDecodeError as exc:
             yield InputError(path, number, "json", f"not valid JSON ({exc.msg} at column {exc.colno})"
                              + (" — truncated last line?" if not text.endswith("\n") else ""))
-        except ValueError as exc:  # a number too long for int()
-            yield InputError(path, number, "json", f"not valid JSON ({exc})")
+        except ValueError:
+            yield InputError(path, number, "json", _TOO_MANY_DIGITS)
 
 
 def _chain(*iterables):
@@ -103,8 +105,8 @@ def _array_records(path: Path, first: tuple[int, str], lines,
             yield InputError(path, line, "json", f"nested deeper than {MAX_JSON_DEPTH} levels")
             return
         except ValueError as exc:
-            if not isinstance(exc, json.JSONDecodeError):  # a number too long for int()
-                yield InputError(path, line, "json", f"not valid JSON ({exc})")
+            if not isinstance(exc, json.JSONDecodeError):
+                yield InputError(path, line, "json", _TOO_MANY_DIGITS)
                 return
             # Undecodable bytes at or before the failure are the likelier cause: report those instead.
             first_bad = min(bad_encoding, default=None)
@@ -266,6 +268,6 @@ def _parse_pope(obj, line: int, path: Path, images_dir: Path | None) -> SourceRo
 
 
 def _short(value) -> str:
-    """A value quoted in an error, cut to a readable length."""
-    text = repr(value)
+    """A JSON value quoted in an error, as JSON, cut to a readable length."""
+    text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."
