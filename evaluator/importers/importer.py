@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from tqdm import tqdm
-
 from db import catalog
 from db.workspace import Workspace
 from evaluator.language import language_of
@@ -162,14 +160,35 @@ def import_benchmark(ws: Workspace, path: str | Path, *, fmt: str | None = None,
         size = os.fstat(raw.fileno()).st_size
         emit = on_event or (lambda event: None)
         emit({"event": "start", "name": name, "format": fmt, "kind": kind, "bytes_total": size})
-        with tqdm(total=size, unit="B", unit_scale=True, desc=f"importing {name}", file=sys.stderr,
-                  disable=(None if progress else True), leave=False) as bar:
+        with _bar(progress, size, name) as bar:
             loader = _Loader(ws, path, report, skip_bad, fmt, images_dir or path.parent, limits, raw, size, emit)
             loader.run(reader(path, raw, images_dir=images_dir, limits=limits), bar,
                        dict(name=name, kind=kind, format=fmt, source=str(path.resolve()), source_sha256=source_sha,
                             meta=meta))
     emit({"event": "done", **report.to_json()})
     return report
+
+
+class _NoBar:
+    n = 0
+
+    def update(self, n: int) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def _bar(progress: bool | None, size: int, name: str):
+    """A progress bar on stderr (a terminal only); tqdm is imported only then, since it costs a quarter second."""
+    if not progress or not sys.stderr.isatty():
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=size, unit="B", unit_scale=True, desc=f"importing {name}", file=sys.stderr, leave=False)
 
 
 class _Loader:
