@@ -256,7 +256,8 @@ class _Loader:
         for row, sha in self.copies:
             self._guard(row, lambda r, sha=sha: self._fold_or_insert(r, sha))
         self._flush()
-        self.report.images = len(self.shas)
+        self.report.images = self.conn.execute(
+            f"SELECT count(DISTINCT image_sha256) FROM {_STAGE}.items").fetchone()[0]
 
     def _guard(self, row: SourceRow, step) -> None:
         try:
@@ -401,7 +402,8 @@ class _Loader:
                               f"SELECT ?, {_ITEM_FIELDS} FROM {_STAGE}.items ORDER BY position", (bench_id,))
             catalog.finish_benchmark(self.ws, bench_id, rows_read=self.report.rows_read,
                                      rows_folded=self.report.rows_folded, rows_skipped=len(self.report.skipped))
-            self._delete_unused(self.stored)  # images stored for rows skipped later (--skip-bad)
+            # Images stored for rows that were skipped later (--skip-bad) would be orphans.
+            self.report.images_new -= self._delete_unused(self.stored)
             self.conn.commit()
         except sqlite3.IntegrityError:
             # An image found in the workspace when it was checked has gone since: the other import that stored it
@@ -409,13 +411,15 @@ class _Loader:
             raise InputError(self.path, 0, "image", "an image shared with another import was removed when that "
                                                     "import failed; import this file again") from None
 
-    def _delete_unused(self, shas) -> None:
-        shas = list(shas)
+    def _delete_unused(self, shas) -> int:
+        """Delete those of shas that no item uses; returns how many were deleted."""
+        shas, deleted = list(shas), 0
         for i in range(0, len(shas), 500):
             chunk = shas[i:i + 500]
-            self.conn.execute(
+            deleted += self.conn.execute(
                 f"DELETE FROM main.images WHERE sha256 IN ({', '.join('?' * len(chunk))}) "
-                "AND NOT EXISTS (SELECT 1 FROM main.items WHERE items.image_sha256 = images.sha256)", chunk)
+                "AND NOT EXISTS (SELECT 1 FROM main.items WHERE items.image_sha256 = images.sha256)", chunk).rowcount
+        return deleted
 
     def _undo(self) -> None:
         """After a failure or an interruption: nothing of this import may remain, neither its staged items (the

@@ -966,3 +966,21 @@ def test_the_demo_command_imports_the_bundled_benchmarks_once(vd):
     found = vd.benchmarks()
     assert (found["demo"]["questions"], found["demo-pope"]["questions"]) == (30, 48)
     assert found["demo-pope"]["kind"] == "yesno" and found["demo-pope"]["setting"] == "random"
+
+
+def test_json_progress_is_one_event_per_line(vd, tmp_path):
+    src = write_mmbench_tsv(tmp_path / "progress.tsv", 3, image_side=SIDE)
+    r = vd.ok("import", src, "--json-progress")
+    events = [json.loads(line) for line in r.out.splitlines()]
+    assert events[0] == {"event": "start", "name": "progress", "format": "mmbench-tsv", "kind": "mcq",
+                         "bytes_total": src.stat().st_size}
+    progress = [e for e in events[1:-1]]
+    assert progress and all(e["event"] == "progress" for e in progress)
+    assert set(progress[0]) == {"event", "rows", "questions", "skipped", "images_new", "bytes_read", "bytes_total"}
+    assert [e["rows"] for e in progress] == sorted(e["rows"] for e in progress)
+    done = events[-1]
+    assert done["event"] == "done" and done["questions"] == 3 and done["rows_read"] == progress[-1]["rows"]
+    assert done["images_new"] == 3 and done["already_imported"] is False
+    assert set(done) - {"event"} == set(vd.ok("import", src, "--json").json)  # the fields of --json
+    again = [json.loads(line) for line in vd.ok("import", src, "--json-progress").out.splitlines()]
+    assert len(again) == 1 and again[0]["event"] == "done" and again[0]["already_imported"] is True
