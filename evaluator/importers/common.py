@@ -1,6 +1,7 @@
 """What every importer shares: the row type the readers yield, one-line input errors, image checks."""
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -26,7 +27,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Limits on what an import reads (every read of a file is bounded). The image cap is `--max-image-mb`.
 DEFAULT_MAX_IMAGE_MB = 64
 MAX_SOURCE_BYTES = 32 * 2**30  # a benchmark file is a regular file of at most this size
-MAX_JSON_ARRAY_BYTES = 512 * 2**20  # a file that is one JSON array is held in memory whole: JSON Lines has no cap
+MAX_JSON_ARRAY_BYTES = 128 * 2**20  # a file that is one JSON array is held in memory whole: JSON Lines has no cap
 MAX_JSON_DEPTH = 64  # nesting of arrays/objects; Python's json recurses, so 100,000 levels would overflow the stack
 TEXT_SLACK_BYTES = 16 * 2**20  # what a line may hold besides one base64 image
 
@@ -196,8 +197,6 @@ def read_image_file(path: Path, root: Path, limits: ReadLimits) -> bytes:
 def decode_base64_image(text: str, limits: ReadLimits) -> bytes:
     """Base64 (whitespace-free) to bytes, refusing before decoding anything bigger than the image cap. Raises
     ValueError (binascii.Error is one)."""
-    import base64
-
     if len(text) * 3 // 4 > limits.max_image_bytes + 2:
         raise Refused(f"an inline image of {_mb(len(text) * 3 // 4)}, over the --max-image-mb limit of "
                       f"{_mb(limits.max_image_bytes)}")
@@ -227,6 +226,8 @@ def text_problem(value: str) -> str | None:
     """Text SQLite and every reader can hold: no NUL character, no lone surrogate (not encodable as UTF-8)."""
     if "\x00" in value:
         return f"a NUL character at position {value.index(chr(0)) + 1}"
+    if value.isascii():  # no copy of a (base64) cell of many megabytes
+        return None
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -289,7 +290,7 @@ def check_image(data: bytes) -> tuple[str, int, int]:
         with Image.open(io.BytesIO(data)) as img:
             width, height = img.size
             if width * height > MAX_PIXELS:
-                raise ValueError(f"decompression bomb: {width}x{height} pixels is over the limit of {MAX_PIXELS}")
+                raise Image.DecompressionBombError(f"{width}x{height} pixels is over the limit of {MAX_PIXELS}")
             fmt = img.format
             img.load()
     except Image.DecompressionBombError as exc:
