@@ -474,3 +474,11 @@ def test_a_slow_import_does_not_lock_out_a_run_or_a_verdict(ws, tmp_path):
         assert catalog.benchmark_by_name(w, "slow").questions == 3000
         assert [r.verdict for r in reviews.standing_reviews(w, annotator="alice")] == ["ok"]
         assert w.conn.execute("SELECT status FROM runs ORDER BY id DESC").fetchone()[0] == "finished"
+
+
+def test_extract_input_nested_100000_deep_is_one_line(ws, tmp_path):
+    deep = tmp_path / "responses.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    p = vlmdesk(ws, "extract", "--input", deep)
+    assert p.returncode == 2 and p.stderr.splitlines() == [
+        f"error: {deep}:1: line: not JSON (nested deeper than 64 levels)"], p.stderr
