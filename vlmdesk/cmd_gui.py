@@ -150,7 +150,8 @@ def cmd_gui(args) -> int:
     if args.view not in SCREENSHOT_VIEWS:
         raise UsageError(f"--view: unknown view {args.view!r} (one of {', '.join(SCREENSHOT_VIEWS)})")
     if not args.screenshot:
-        return start_gui(path, first_start=getattr(args, "workspace", None) is None)
+        return start_gui(path, first_start=getattr(args, "workspace", None) is None,
+                         read_only=getattr(args, "read_only", False))
     size = _size(args.size)
     if not path.exists():
         raise UsageError(f"no workspace at {path}")
@@ -158,21 +159,24 @@ def cmd_gui(args) -> int:
     return screenshot(path, Path(args.screenshot), view=args.view, size=size, args=args)
 
 
-def start_gui(path: Path, *, first_start: bool) -> int:
+def start_gui(path: Path, *, first_start: bool, read_only: bool = False) -> int:
     from vlmdesk.cli import UsageError
 
+    if read_only:
+        raise UsageError("--read-only applies to commands; the app opens a file it cannot write read-only by itself")
     if (sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
             and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
         raise UsageError("no display to open the app on (no $DISPLAY or $WAYLAND_DISPLAY); use the commands "
                          "(vlmdesk --help) or vlmdesk gui --screenshot FILE")
-    if first_start:
-        from db.workspace import open_workspace
-        from vlmdesk.demo import ensure_demo
+    from db.workspace import open_workspace
+    from vlmdesk.demo import ensure_demo
 
-        with open_workspace(path) as ws:
-            added = ensure_demo(ws)
-        if added:
-            print(f"created {path} with the demo benchmarks: {', '.join(added)}", file=sys.stderr)
+    # Opened (and read) here first: a file that cannot be a workspace is one line and exit 2, before any window.
+    with open_workspace(path) as ws:
+        catalog.list_benchmarks(ws)
+        added = ensure_demo(ws) if first_start and not ws.read_only else []
+    if added:
+        print(f"created {path} with the demo benchmarks: {', '.join(added)}", file=sys.stderr)
     from gui.app import run
 
     return run(path)

@@ -15,6 +15,8 @@ from typing import BinaryIO, Iterable, Iterator
 
 from PIL import Image, UnidentifiedImageError
 
+from db.errors import UserError
+
 # MMBench and VLMEvalKit put circular copies of question i at index i + k * CIRCULAR_STRIDE.
 CIRCULAR_STRIDE = 1_000_000
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -32,7 +34,7 @@ MAX_JSON_DEPTH = 64  # nesting of arrays/objects; Python's json recurses, so 100
 TEXT_SLACK_BYTES = 16 * 2**20  # what a line may hold besides one base64 image
 
 
-class InputError(Exception):
+class InputError(UserError):
     """Bad input, reported as one line `FILE:LINE: field: what is wrong` (LINE 0 means the file as a whole)."""
 
     def __init__(self, file: str | Path, line: int, field: str, what: str, *, index=None):
