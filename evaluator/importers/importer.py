@@ -406,10 +406,10 @@ class _Loader:
             self.report.images_new -= self._delete_unused(self.stored)
             self.conn.commit()
         except sqlite3.IntegrityError:
-            # An image found in the workspace when it was checked has gone since: the other import that stored it
-            # failed or was cancelled, and removed it.
-            raise InputError(self.path, 0, "image", "an image shared with another import was removed when that "
-                                                    "import failed; import this file again") from None
+            # An image found in the workspace when it was checked has gone since: another import that stored it
+            # failed and removed it, or `vlmdesk check --repair` took it for an orphan.
+            raise InputError(self.path, 0, "image", "an image this import uses was removed meanwhile (another import "
+                                                    "failed, or check --repair ran); import the file again") from None
 
     def _delete_unused(self, shas) -> int:
         """Delete those of shas that no item uses; returns how many were deleted."""
