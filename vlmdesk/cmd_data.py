@@ -1,7 +1,6 @@
 """Commands over benchmarks: import, benchmarks, items, show."""
 from __future__ import annotations
 
-import argparse
 import json
 import signal
 import sys
