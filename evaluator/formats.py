@@ -68,13 +68,15 @@ def get(name: str) -> FormatEntry | None:
     return REGISTRY.get(name)
 
 
-def detect(suffix: str, record: object, first: str, head: str) -> str | None:
-    """The format of a file: by its extension, else by its first record (the first format whose sniff agrees)."""
-    entries = REGISTRY.entries()
-    found = next((e for e in entries if suffix.lower() in e.extensions), None)
-    ordered = sorted(entries, key=lambda e: e.sniff_order)  # stable: registration order within one rank
-    found = found or next((e for e in ordered if e.sniff and e.sniff(record, first, head)), None)
-    return found.name if found else None
+def by_extension(suffix: str) -> str | None:
+    """The format a file name's extension says, if one does."""
+    return next((e.name for e in REGISTRY.entries() if suffix.lower() in e.extensions), None)
+
+
+def sniff(record: object, first: str, head: str) -> str | None:
+    """The format a file's first record says: the first whose sniff agrees, exact tests before loose ones."""
+    ordered = sorted(REGISTRY.entries(), key=lambda e: e.sniff_order)  # stable: registration order within a rank
+    return next((e.name for e in ordered if e.sniff and e.sniff(record, first, head)), None)
 
 
 def export_formats(kind: str) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 "How to add a backend" steps of docs/architecture.md followed literally with a toy backend."""
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from evaluator.llm_extraction import REGISTRY as EXTRACTORS
 from evaluator.llm_extraction import load_extractor, parse_extractor_spec
 from evaluator.registry import PLUGINS_ENV, PluginError
 from tests.backend_plugins import slow_backend  # noqa: F401 (fixture)
+from tests.factories import png_bytes
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo
 
@@ -59,6 +61,7 @@ def plugins(tmp_path, monkeypatch):
         for name, text in sources.items():
             write_plugin(folder, name, text)
             sys.modules.pop(name, None)
+        importlib.invalidate_caches()  # the folder's listing may be cached from before the file existed
         monkeypatch.setenv(PLUGINS_ENV, ",".join(sources))
 
     return use
@@ -273,3 +276,38 @@ def test_the_documented_toy_backend_runs_through_a_real_vlmdesk_run(tmp_path):
     gone = vlmdesk("--workspace", ws, "run", "--bench", "demo", "--model", "toy:last",
                    env={k: v for k, v in env.items() if k != PLUGINS_ENV})
     assert gone.returncode == 2 and "unknown model spec scheme 'toy'" in gone.stderr
+
+
+# -- formats -------------------------------------------------------------------------------------------------
+
+
+def test_formats_are_read_written_and_detected_through_the_registry(tmp_path, capsys, plugins):
+    from evaluator import formats
+
+    assert formats.format_names() == ("mmbench-tsv", "pope", "jsonl")
+    assert formats.export_formats("mcq") == ("mmbench-tsv", "jsonl") and formats.export_formats("yesno") == ("pope",)
+    assert formats.by_extension(".TSV") == "mmbench-tsv" and formats.by_extension(".jsonl") is None
+    assert formats.sniff({"question_id": 1, "label": "yes"}, "", "") == "pope"
+    assert formats.sniff({"question": "q", "options": []}, "{\t}", "") == "jsonl"  # a tab, but a JSON record
+    assert formats.sniff(None, "index\tquestion", "") == "mmbench-tsv"
+    with pytest.raises(SystemExit):
+        main(["import", "--help"])
+    assert "{jsonl,mmbench-tsv,pope}" in capsys.readouterr().out
+    # A format of one's own: a module whose entry names a reader (here vlmdesk's JSONL one) and an extension.
+    plugins(mine="""
+from evaluator.formats import FormatEntry
+
+FORMATS = (FormatEntry("mine", "mcq", "JSONL under another name", "evaluator.importers.jsonl:read_jsonl",
+                       "evaluator.exporters:_write_jsonl", extensions=(".mine",)),)
+""")
+    src = tmp_path / "b.mine"
+    (tmp_path / "img.png").write_bytes(png_bytes())
+    src.write_text(json.dumps({"index": 1, "question": "Which?", "options": ["x", "y"], "answer": "B",
+                               "image": "img.png"}) + "\n")
+    ws = tmp_path / "ws.sqlite"
+    code, out, err = cli(capsys, ws, "import", src, "--json")
+    assert code == 0, err
+    assert json.loads(out)["format"] == "mine"
+    code, out, err = cli(capsys, ws, "qc", "export", "b", "--out", tmp_path / "out.jsonl", "--json")
+    assert code == 0 and json.loads(out)["format"] == "mine", err
+    assert json.loads((tmp_path / "out.jsonl").read_text())["options"] == ["x", "y"]

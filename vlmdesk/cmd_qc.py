@@ -13,6 +13,7 @@ from annotation.curation import changes_path, export_curated
 from evaluator.backends import BackendError, spec_help
 from evaluator.backends.secrets import redact
 from evaluator.exporters import ExportError
+from evaluator.formats import format_names
 from evaluator.launch import prepare_run, resolve_model, run_or_resume
 from evaluator.prompts import default_template
 from evaluator.runner import RunSettings
@@ -122,7 +123,7 @@ def register(add) -> None:
              vlmdesk qc export demo --out curated.jsonl --with-reviews --json""")
     s.add_argument("bench", help="benchmark name")
     s.add_argument("--out", required=True, metavar="FILE", help="the curated file to write")
-    s.add_argument("--format", dest="fmt", choices=("mmbench-tsv", "jsonl", "pope"),
+    s.add_argument("--format", dest="fmt", choices=format_names(),
                    help="output format (default: the benchmark's own)")
     s.add_argument("--with-reviews", action="store_true",
                    help="also apply standing item reviews (vlmdesk reviews): wrong_answer corrects, ambiguous / "
