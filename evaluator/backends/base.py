@@ -79,6 +79,7 @@ class BackendEntry:
     validate: Callable[[str], None] | str | None = None
     fields: tuple[Field, ...] = ()
     examples: tuple[str, ...] = ()
+    title: str = ""  # what the app's menus call it (default: the scheme)
 
     def check(self, rest: str) -> None:
         """BackendError when ``rest`` cannot be read (an entry without ``validate`` is checked by building it)."""

@@ -57,7 +57,7 @@ def hf_options(rest: str, *, default_batch_size: int | None = None) -> tuple[str
 
 
 BACKENDS = (BackendEntry(
-    name="hf", syntax="hf:<local path or hub id>[?dtype=bfloat16&device=cuda&batch_size=8&trust_remote_code=1]",
+    name="hf", title="Local or hub model", syntax="hf:<local path or hub id>[?dtype=bfloat16&device=cuda&batch_size=8&trust_remote_code=1]",
     help="a local Hugging Face transformers model (image-text-to-text, or a text LM), batched greedy generation "
          "and likelihood scoring",
     build=lambda rest, context: parse_hf_spec(rest, default_batch_size=context.batch_size),

@@ -93,7 +93,7 @@ def parse_openai_spec(rest: str) -> "OpenAIBackend":
 
 
 BACKENDS = (BackendEntry(
-    name="openai", syntax="openai:<model>@<base url>[?key_env=OPENAI_API_KEY&concurrency=8&timeout=60]",
+    name="openai", title="OpenAI-compatible server", syntax="openai:<model>@<base url>[?key_env=OPENAI_API_KEY&concurrency=8&timeout=60]",
     help="any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, LM Studio, OpenAI); the key is read "
          "from the variable key_env names, never stored",
     build=lambda rest, context: parse_openai_spec(rest), validate=lambda rest: parse_openai_spec(rest) and None,
