@@ -5,6 +5,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import QObject, Signal
 
+from annotation import blind
 from db import item_query
 from gui.images import ImageLoader
 from gui.item_model import ItemTableModel
@@ -35,6 +36,13 @@ class Context(QObject):
     @property
     def annotator(self) -> str:
         return self.prefs.annotator
+
+    def sight(self, *, item_ids=None) -> blind.Sight:
+        """What the session's annotator may see now (the blind rule), for the benchmark shown or some items."""
+        return blind.sight(self.ws, self.annotator, blind=self.prefs.blind,
+                           reveal_after_verdict=self.prefs.reveal_after_verdict,
+                           benchmark_id=self.benchmark.id if self.benchmark and item_ids is None else None,
+                           item_ids=item_ids)
 
     def set_benchmark(self, benchmark) -> None:
         self.benchmark = benchmark
