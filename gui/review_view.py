@@ -17,10 +17,7 @@ from db import item_query
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
 from gui.item_panel import LETTERS, HistoryView, ItemPanel, PredictionsView
-from gui.shortcuts import VERDICT_KEYS, review_shortcuts
-
-VERDICT_BUTTONS = {"ok": "OK", "wrong_answer": "Wrong key", "ambiguous": "Ambiguous",
-                   "text_answerable": "Text-answerable", "bad_image": "Bad image", "skip": "Skip"}
+from gui.shortcuts import VERDICT_BUTTONS, VERDICT_KEYS, review_shortcuts
 
 
 def typing_in(widget) -> bool:
