@@ -94,6 +94,7 @@ class ReviewView(QWidget):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # the item wraps to the column, never sideways
         scroll.setWidget(self.panel)
         self.panel_scroll = scroll
         self.tabs = QTabWidget()
@@ -107,7 +108,8 @@ class ReviewView(QWidget):
         upper.addWidget(scroll)
         upper.addWidget(self.tabs)
         upper.setStretchFactor(0, 3)
-        upper.setStretchFactor(1, 2)
+        upper.setStretchFactor(1, 1)
+        upper.setSizes([3000, 1000])  # proportions: the item first, the runs and history below
         upper.setChildrenCollapsible(False)
         sl.addWidget(upper, 1)
 
