@@ -11,7 +11,7 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
-    QDockWidget, QFileDialog, QInputDialog, QLabel, QListWidget, QListWidgetItem, QMainWindow, QTabWidget,
+    QApplication, QDockWidget, QFileDialog, QInputDialog, QLabel, QListWidget, QListWidgetItem, QMainWindow, QTabWidget,
     QVBoxLayout, QWidget,
 )
 
@@ -27,6 +27,13 @@ from gui.models_view import ModelsView
 from gui.queues_view import QueuesView
 from gui.review_view import ReviewView
 from gui.runs_view import RunsView
+
+
+SYNC_COMMANDS = {  # kind: (menu title, export command, import command)
+    "reviews": ("reviews", ["reviews", "export"], ["reviews", "import"]),
+    "labels": ("labels", ["align", "export-labels"], ["align", "import-labels"]),
+    "decisions": ("QC decisions", ["qc", "export-decisions"], ["qc", "import-decisions"]),
+}
 
 
 def _keeping_scroll(view, reload) -> None:
@@ -281,7 +288,8 @@ class MainWindow(QMainWindow):
             view.reload()
         elif name == "runs":
             _keeping_scroll(view.runs.table, view.runs.reload)
-            view.form.reload()
+            if not view.form.isAncestorOf(QApplication.focusWidget()):  # never under the fingers of someone typing
+                view.form.reload()
         elif name == "results":
             _keeping_scroll(view.runs.table, view.refresh)
         elif hasattr(view, "refresh"):  # alignment
@@ -366,6 +374,12 @@ class MainWindow(QMainWindow):
                                     triggered=self._import_dialog))
         file_menu.addAction(QAction("Import the &demo benchmarks", self, triggered=self.import_demo))
         file_menu.addSeparator()
+        for kind, (title, _, _) in SYNC_COMMANDS.items():  # annotators on several machines: exchange JSON Lines
+            file_menu.addAction(QAction(f"Export {title}…", self,
+                                        triggered=lambda _=False, k=kind: self._export_dialog(k)))
+            file_menu.addAction(QAction(f"Import {title}…", self,
+                                        triggered=lambda _=False, k=kind: self._import_dialog_records(k)))
+        file_menu.addSeparator()
         file_menu.addAction(quit_)
         self.view_menu = self.menuBar().addMenu("&View")
         self.view_actions_anchor = self.view_menu.addSeparator()
@@ -447,6 +461,66 @@ class MainWindow(QMainWindow):
                 errors = [line for line in process.stderr.splitlines() if line.startswith("error:")]
                 self.show_error(errors[-1] if errors else f"import failed: {process.error or process.stderr[-300:]}",
                                 process.stderr)
+
+        process.done.connect(finished)
+        process.start()
+        return process
+
+    # -- annotators on several machines: the `vlmdesk reviews|align|qc` export and import commands, in a child process
+    def export_records(self, kind: str, path: str, *, set_name: str | None = None):
+        """Write this workspace's `kind` (reviews, labels, decisions) to a JSON Lines file."""
+        title, export, _ = SYNC_COMMANDS[kind]
+        args = [*export, *(["--set", set_name] if kind == "labels" else []), "--out", path]
+        return self._run_command(args, f"Exporting {title}…", refresh=False)
+
+    def import_records(self, kind: str, path: str):
+        """Merge a JSON Lines file of `kind` written by another copy of the workspace (idempotent by record id)."""
+        title, _, import_ = SYNC_COMMANDS[kind]
+        return self._run_command([*import_, path], f"Importing {title} from {Path(path).name}…", refresh=True)
+
+    def _export_dialog(self, kind: str) -> None:
+        set_name = None
+        if kind == "labels":
+            from annotation import alignment
+
+            names = [s.name for s in alignment.list_sets(self.ws)]
+            if not names:
+                self.show_error("No adjudication set in this workspace: nothing to export (vlmdesk align sample)")
+                return
+            set_name, ok = (QInputDialog.getItem(self, "Export labels", "Adjudication set:", names, 0, False)
+                            if len(names) > 1 else (names[0], True))
+            if not ok:
+                return
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {SYNC_COMMANDS[kind][0]}",
+                                              str(Path(self.ws.path).parent / f"{kind}.jsonl"),
+                                              "JSON Lines (*.jsonl);;All files (*)")
+        if path:
+            self.export_records(kind, path, set_name=set_name)
+
+    def _import_dialog_records(self, kind: str) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, f"Import {SYNC_COMMANDS[kind][0]}", str(Path(self.ws.path).parent),
+                                              "JSON Lines (*.jsonl);;All files (*)")
+        if path:
+            self.import_records(kind, path)
+
+    def _run_command(self, args: list[str], busy: str, *, refresh: bool):
+        """Run `vlmdesk ARGS` on this workspace in a child process and report its last line (or its error line)."""
+        from gui.processes import CommandProcess
+
+        process = CommandProcess(self.ws.path, args, self)
+        self.message_bar.show_message(busy, "info")
+
+        def finished() -> None:
+            if process.exit_code == 0:
+                lines = [line for line in (process.stdout + "\n" + process.stderr).splitlines()
+                         if line.strip() and not line.startswith("{")]
+                self.message_bar.show_message(lines[-1] if lines else "Done.", "info")
+                if refresh:
+                    self.refresh()
+            else:
+                errors = [line for line in process.stderr.splitlines() if line.startswith("error:")]
+                self.show_error(errors[-1] if errors else
+                                f"{args[0]} failed: {process.error or process.stderr[-300:]}", process.stderr)
 
         process.done.connect(finished)
         process.start()

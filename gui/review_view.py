@@ -158,7 +158,8 @@ class ReviewView(QWidget):
         self.progress.setObjectName("muted")
 
         nav = QHBoxLayout()
-        for text, tip, slot in (("◀", "Previous item  [← / K]", self.previous), ("▶", "Next item  [→ / J]", self.next),
+        for text, tip, slot in (("◀", "Previous item  [← / K]", self.previous),
+                                ("▶", "Next item  [→ / J]", self.next),
                                 ("Next unreviewed  N", "The next item nobody has reviewed  [N]", self.next_unreviewed),
                                 ("Undo  Ctrl+Z", "Withdraw my last verdict  [Ctrl+Z]", self.undo)):
             b = QPushButton(text)

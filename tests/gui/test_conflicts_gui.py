@@ -72,7 +72,8 @@ def test_verdict_keys_note_and_undo(qtbot, demo_ws, make_window):
     assert _log(demo_ws, first.id) == []
     qtbot.keyClick(page.note, Qt.Key_Return)
     qtbot.keyClick(window, Qt.Key_U)
-    assert _log(demo_ws, first.id) == [("ambiguous", None, "settles conflict: both fine")]  # Ctrl+Z undid "ok" in the field
+    # Ctrl+Z undid "ok" in the field itself.
+    assert _log(demo_ws, first.id) == [("ambiguous", None, "settles conflict: both fine")]
     assert page.item.id == second.id and page.note.text() == ""
     qtbot.keyClick(window, Qt.Key_Z, Qt.ControlModifier)  # undo: a withdrawal row, the item is back
     log = _log(demo_ws, first.id)
