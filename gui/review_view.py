@@ -15,7 +15,7 @@ from annotation.browse import VERDICT_LABELS
 from db import item_query
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
-from gui.item_panel import LETTERS, HistoryView, ItemPanel, PredictionsView
+from gui.item_panel import LETTERS, HistoryView, ItemPanel, PredictionsView, show_item_details
 from gui.shortcuts import VERDICT_KEYS, review_shortcuts
 
 VERDICT_BUTTONS = {"ok": "OK", "wrong_answer": "Wrong key", "ambiguous": "Ambiguous",
@@ -247,18 +247,8 @@ class ReviewView(QWidget):
     def _show_text(self) -> None:
         item, ctx = self.item, self.ctx
         mine = self._mine()
-        reveal = mine is not None
-        self.panel.show_item(item, bench_name=ctx.benchmark.name if ctx.benchmark else "", blind=ctx.prefs.blind,
-                             reveal=reveal)
-        hide_runs = ctx.prefs.blind and not reveal
-        self.predictions.show_predictions(item, [] if hide_runs else
-                                          item_query.item_predictions(ctx.ws, item.id, ctx.runs), blind=hide_runs)
-        if hide_runs:
-            self.predictions.clear()
-            self.tabs.setTabText(0, "Predictions (hidden until your verdict)")
-        else:
-            self.tabs.setTabText(0, "Predictions")
-        self.history.show_history(reviews.history(ctx.ws, item.id))
+        show_item_details(ctx, item, panel=self.panel, predictions=self.predictions, history=self.history,
+                          tabs=self.tabs)
         self._update_progress()
         if mine is not None and not self.saved.property("fresh"):
             verdict, corrected = mine
