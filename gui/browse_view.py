@@ -13,7 +13,7 @@ from db import item_query
 from db.item_query import RUN_RESULTS, ItemFilter
 from gui.image_view import ImageView
 from gui.item_model import COLUMNS
-from gui.item_panel import HistoryView, ItemPanel, PredictionsView
+from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
 
 ANY = "All"
 _REVIEW_TEXT = {"unreviewed": "Unreviewed", "reviewed": "Reviewed", "mine": "Reviewed by me",
@@ -256,20 +256,12 @@ class BrowseView(QWidget):
     def _show(self, item_id: int | None) -> None:
         ctx = self.ctx
         self.item = item_query.item_by_id(ctx.ws, item_id) if item_id is not None else None
+        show_item_details(ctx, self.item, panel=self.panel, predictions=self.predictions, history=self.history,
+                          tabs=self.tabs)
         if self.item is None:
-            self.panel.show_item(None)
             self.image.set_image(None, placeholder="No item selected")
-            self.predictions.show_predictions(None, [])
-            self.history.show_history([])
             return
         item = self.item
-        status = ctx.model.status.get(item.id)
-        reveal = bool(status and status.by(ctx.annotator))
-        self.panel.show_item(item, bench_name=ctx.benchmark.name, blind=ctx.prefs.blind, reveal=reveal)
-        hide_runs = ctx.prefs.blind and not reveal
-        self.predictions.show_predictions(item, [] if hide_runs else
-                                          item_query.item_predictions(ctx.ws, item.id, ctx.runs), blind=hide_runs)
-        self.history.show_history(reviews.history(ctx.ws, item.id))
         sha = item.image_sha256
         image = ctx.loader.cached(sha) if sha else None
         if image is not None:
@@ -286,7 +278,7 @@ class BrowseView(QWidget):
 
     def _on_reviews(self, item_id: int) -> None:
         if self.item is not None and self.item.id == item_id:
-            self.history.show_history(reviews.history(self.ctx.ws, item_id))
+            self._show(item_id)  # a verdict may reveal what blind mode hid
 
     def _open(self, row: int) -> None:
         self.openInReview.emit(self.ctx.model.rows[row].id)

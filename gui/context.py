@@ -28,7 +28,7 @@ class Context(QObject):
         self.prefs = prefs
         self.loader = ImageLoader(str(ws.path), capacity=max(4, 2 * prefs.prefetch + 4), parent=self)
         self.model = ItemTableModel(ws, self)
-        self.model.annotator = prefs.annotator
+        self._sync_model()
         self.benchmark = None
         self.runs: dict = {}
         self.runsChanged.connect(self._reload_runs)
@@ -55,9 +55,18 @@ class Context(QObject):
         if self.benchmark is not None:
             self.runs = {r.id: r for r in item_query.runs_of_benchmark(self.ws, self.benchmark.id)}
 
+    def _sync_model(self) -> bool:
+        """Give the listing the session's annotator and blind settings; True when they changed."""
+        m, p = self.model, self.prefs
+        now = (p.annotator, p.blind, p.reveal_after_verdict)
+        changed = (m.annotator, m.blind, m.reveal_after_verdict) != now
+        m.annotator, m.blind, m.reveal_after_verdict = now
+        return changed
+
     def update_prefs(self, **changes) -> None:
         self.prefs = replace(self.prefs, **changes)
-        self.model.annotator = self.prefs.annotator
+        if self._sync_model() and self.benchmark is not None:
+            self.model.reload()  # what the listing may show (and filter by) changed
         try:
             self.prefs_file.save(self.prefs)
         except OSError as exc:

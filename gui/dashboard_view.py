@@ -12,7 +12,7 @@ from evaluator import plots
 from evaluator.exporters import ExportError
 from evaluator.prediction_export import default_file_name, export_predictions
 from evaluator.report import NONE, group_items, run_report
-from gui.charts import ChartView, message_figure
+from gui.charts import BlindCover, ChartView, message_figure
 from gui.runs_list import RunsList
 from gui.tables import RowsModel, export_table, table_view
 
@@ -98,11 +98,20 @@ class DashboardView(QWidget):
         split.addWidget(right)
         split.setSizes([470, 710])
         split.setChildrenCollapsible(False)
+        self.cover = BlindCover(split, "Results")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
-        layout.addWidget(split)
+        layout.addWidget(self.cover)
         ctx.runsChanged.connect(self.refresh)
+        ctx.prefsChanged.connect(self._blind_changed)
+        self.cover.set_hidden(ctx.prefs.blind)
         self.refresh()
+
+    def _blind_changed(self) -> None:
+        was = self.cover.hidden
+        self.cover.set_hidden(self.ctx.prefs.blind)
+        if was and not self.cover.hidden:
+            self.redraw()
 
     def refresh(self) -> None:
         self.runs.reload()

@@ -7,7 +7,7 @@ from dataclasses import replace
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from annotation import browse
+from annotation import blind, browse
 from db import item_query
 from db.item_query import ItemFilter, ItemRow
 from evaluator.plots import SHORT_L2
@@ -27,6 +27,9 @@ class ItemTableModel(QAbstractTableModel):
         self.review_filter: str | None = None
         self.qc_filter: str | None = None
         self.annotator = ""
+        self.blind = False  # the session's blind mode and "reveal after my verdict" (Context keeps them in step)
+        self.reveal_after_verdict = True
+        self.sight = blind.Sight("", False, True, frozenset(), frozenset())
         self.rows: list[ItemRow] = []
         self.total = 0
         self.status: dict[int, browse.ReviewStatus] = {}
@@ -49,18 +52,29 @@ class ItemTableModel(QAbstractTableModel):
         self.beginResetModel()
         self.rows, self._row_of, self.total = [], {}, 0
         if self.benchmark is not None:
-            self.status = browse.review_status(self.ws, self.benchmark.id)
-            self.qc = browse.qc_marks(self.ws, self.benchmark.id)
+            self._read_status()
             pairs = []
             if self.review_filter:
                 pairs.append(browse.review_filter_ids(self.status, self.review_filter, self.annotator))
             if self.qc_filter:
                 pairs.append(browse.qc_filter_ids(self.qc, self.qc_filter))
+            if self.sight.blind and (self.qc_filter or self.filter.run_result):
+                # Filtering by what is hidden would tell it: such filters list only items the annotator judged.
+                pairs.append((self.sight.judged if self.sight.reveal_after_verdict else frozenset(), None))
+            if self.filter.run_result:
+                pairs.append((None, frozenset(i for r, i, _ in self.sight.hidden_passes if r == self.filter.run_id)))
             only, exclude = browse.combine(*pairs)
             self._query = replace(self.filter, only_ids=only, exclude_ids=exclude)
             self.total = item_query.count_items(self.ws, self.benchmark.id, self._query)
             self._fetch(max(PAGE, at_least))
         self.endResetModel()
+
+    def _read_status(self) -> None:
+        """Review status, QC marks and the blind rule's sight, as this annotator may see them."""
+        self.sight = blind.sight(self.ws, self.annotator, blind=self.blind,
+                                 reveal_after_verdict=self.reveal_after_verdict, benchmark_id=self.benchmark.id)
+        self.status = browse.visible_status(browse.review_status(self.ws, self.benchmark.id), self.sight)
+        self.qc = browse.visible_qc(browse.qc_marks(self.ws, self.benchmark.id), self.sight)
 
     def _fetch(self, n: int) -> list[ItemRow]:
         after = (self.rows[-1].position, self.rows[-1].id) if self.rows else None
@@ -109,7 +123,7 @@ class ItemTableModel(QAbstractTableModel):
         """Re-read the review status of one item (after a verdict) without reloading the listing."""
         if self.benchmark is None:
             return
-        self.status = browse.review_status(self.ws, self.benchmark.id)
+        self._read_status()  # a verdict may judge the item: what it reveals changes with it
         row = self._row_of.get(item_id)
         if row is not None:
             self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
@@ -117,7 +131,7 @@ class ItemTableModel(QAbstractTableModel):
     def refresh_qc(self) -> None:
         if self.benchmark is None:
             return
-        self.qc = browse.qc_marks(self.ws, self.benchmark.id)
+        self.qc = browse.visible_qc(browse.qc_marks(self.ws, self.benchmark.id), self.sight)
         if self.rows:
             self.dataChanged.emit(self.index(0, 5), self.index(len(self.rows) - 1, 5))
 
@@ -150,7 +164,9 @@ class ItemTableModel(QAbstractTableModel):
             mark = self.qc.get(row.id)
             return mark.short_label if mark else ""
         if col == 6:
-            return f"{RESULT_MARKS[row.run_result]} {row.run_result}" if row.run_result != "none" else ""
+            if row.run_result == "none" or not self.sight.shows_run_result(self.filter.run_id, row.id):
+                return ""
+            return f"{RESULT_MARKS[row.run_result]} {row.run_result}"
         return " ".join(row.question.split())
 
     def data(self, index, role=Qt.DisplayRole):
@@ -161,7 +177,8 @@ class ItemTableModel(QAbstractTableModel):
         if role == Qt.DisplayRole:
             return self.display_text(row, col)
         elif role == Qt.ForegroundRole:
-            if col == 6 and row.run_result in _RESULT_COLOURS:
+            if col == 6 and row.run_result in _RESULT_COLOURS and self.sight.shows_run_result(self.filter.run_id,
+                                                                                               row.id):
                 return QBrush(QColor(_RESULT_COLOURS[row.run_result]))
             if col == 4 and (status := self.status.get(row.id)) and status.conflict:
                 return QBrush(QColor("#b3261e"))

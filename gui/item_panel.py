@@ -14,6 +14,8 @@ from annotation.browse import VERDICT_LABELS
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 RESULT_MARKS = {"right": "✓", "wrong": "✗", "pending": "…", "unscored": "–", "none": ""}
+ADJUDICATION_HIDDEN = "hidden until your label (blind adjudication)"
+PREDICTIONS_HIDDEN = "Predictions (hidden until your verdict)"
 
 
 KEY_GREEN, KEY_BG, PICK_BLUE = "#34a853", "#e6f4ea", "#1a73e8"
@@ -193,29 +195,39 @@ class PredictionsView(QTreeWidget):
         header.setSectionResizeMode(3, QHeaderView.ResizeToContents)
         header.setSectionResizeMode(4, QHeaderView.ResizeToContents)
 
-    def show_predictions(self, item, runs_passes, *, blind: bool = False) -> None:
+    def show_predictions(self, item, runs_passes, *, sight=None) -> None:
+        """Every run's passes of the item, less what the blind rule (annotation/blind.py `Sight`) hides: nothing
+        before the annotator's verdict in blind mode; a response awaiting their blind label, and its reading and
+        run result, always."""
         self.clear()
-        if item is None:
+        if item is None or (sight is not None and not sight.reveals(item.id)):
             return
         for run, passes in runs_passes:
+            shows = [sight is None or sight.shows_pass(run.id, item.id, p.pass_) for p in passes]
             result = _item_result(item, run, passes)
-            mark = "" if blind else f"   {RESULT_MARKS[result]} {result}"
+            result_shown = sight is None or sight.shows_run_result(run.id, item.id)
+            mark = f"   {RESULT_MARKS[result]} {result}" if result_shown else ""
             top = QTreeWidgetItem([f"run {run.id} · {run.model_spec} · {run.strategy}{mark}", "", "", "", ""])
             font = top.font(0)
             font.setBold(True)
             top.setFont(0, font)
-            if not blind and result in ("right", "wrong"):
+            if result_shown and result in ("right", "wrong"):
                 top.setForeground(0, QColor("#1e7d32" if result == "right" else "#b3261e"))
-            for p in passes:
+            for p, shown in zip(passes, shows):
+                order = _order_letters(p.option_order, len(item.options))
+                if not shown:
+                    child = QTreeWidgetItem([f"pass {p.pass_}", order, ADJUDICATION_HIDDEN, "", ""])
+                    child.setForeground(2, QColor("#80868b"))
+                    top.addChild(child)
+                    continue
                 response = " ".join(p.response.split())
-                correct = "" if blind or p.correct is None else ("✓" if p.correct else "✗")
+                correct = "" if p.correct is None else ("✓" if p.correct else "✗")
                 original = _original_letter(p)
                 choice = (p.choice or "undecided") + (f" (= {original})" if original and original != p.choice else "")
-                child = QTreeWidgetItem([f"pass {p.pass_}", _order_letters(p.option_order, len(item.options)),
-                                         response, choice, correct])
+                child = QTreeWidgetItem([f"pass {p.pass_}", order, response, choice, correct])
                 child.setToolTip(2, p.response)
                 child.setToolTip(3, f"{p.stage}: {p.reason or ''}")
-                if not blind and p.correct is not None:
+                if p.correct is not None:
                     child.setForeground(4, QColor("#1e7d32" if p.correct else "#b3261e"))
                 top.addChild(child)
             self.addTopLevelItem(top)
@@ -255,20 +267,54 @@ class HistoryView(QTreeWidget):
             header.setSectionResizeMode(i, QHeaderView.ResizeToContents)
         header.setSectionResizeMode(3, QHeaderView.Stretch)
 
-    def show_history(self, history) -> None:
+    def show_history(self, history, *, hidden_others: bool = False) -> None:
+        """The review log, newest first; `hidden_others`: other annotators' rows were left out (blind mode)."""
         self.clear()
+        if hidden_others:
+            note = QTreeWidgetItem(["Other annotators' verdicts are hidden until yours (blind mode)", "", "", ""])
+            note.setForeground(0, QColor("#80868b"))
+            self.addTopLevelItem(note)
+            note.setFirstColumnSpanned(True)
         for r in reversed(history):
             verdict = "undo" if r.verdict == "undo" else VERDICT_LABELS.get(r.verdict, r.verdict)
             if r.corrected_answer:
                 verdict += f" → {r.corrected_answer}"
             row = QTreeWidgetItem([r.created_at[:19].replace("T", " "), r.annotator, verdict, r.note or ""])
+            whole = f"{r.annotator}: {verdict}" + (f" — {r.note}" if r.note else "")
+            for column in range(4):  # a narrow pane elides the note: the whole entry is every cell's tooltip
+                row.setToolTip(column, whole)
             if r.verdict == "undo":
                 font = QFont(row.font(2))
                 font.setItalic(True)
                 row.setFont(2, font)
                 row.setForeground(2, QColor("#80868b"))
             self.addTopLevelItem(row)
-        if not history:
+        if not history and not hidden_others:
             empty = QTreeWidgetItem(["Not reviewed yet", "", "", ""])
             empty.setForeground(0, QColor("#80868b"))
             self.addTopLevelItem(empty)
+
+
+def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsView, history: HistoryView,
+                      tabs=None):
+    """One item in a panel, its predictions and its review history, as the blind rule lets the session's annotator
+    see them (Browse and Review both show items through here). Returns the Sight used."""
+    from annotation import reviews
+    from db import item_query
+
+    if item is None:
+        panel.show_item(None)
+        predictions.show_predictions(None, [])
+        history.show_history([])
+        return None
+    sight = ctx.sight(item_ids=[item.id])
+    revealed = sight.reveals(item.id)
+    panel.show_item(item, bench_name=ctx.benchmark.name if ctx.benchmark else "", blind=sight.blind, reveal=revealed)
+    predictions.show_predictions(item, item_query.item_predictions(ctx.ws, item.id, ctx.runs) if revealed else [],
+                                 sight=sight)
+    log = reviews.history(ctx.ws, item.id)
+    shown = sight.visible_history(item.id, log)
+    history.show_history(shown, hidden_others=not revealed)  # said whether or not others judged it
+    if tabs is not None and (i := tabs.indexOf(predictions)) >= 0:
+        tabs.setTabText(i, "Predictions" if revealed else PREDICTIONS_HIDDEN)
+    return sight

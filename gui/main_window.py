@@ -9,10 +9,10 @@ import getpass
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QApplication, QDockWidget, QFileDialog, QInputDialog, QLabel, QListWidget, QListWidgetItem, QMainWindow, QTabWidget,
-    QVBoxLayout, QWidget,
+    QApplication, QDockWidget, QFileDialog, QInputDialog, QLabel, QListWidget, QListWidgetItem, QMainWindow,
+    QTabWidget, QVBoxLayout, QWidget,
 )
 
 from db import catalog, item_query
@@ -113,7 +113,14 @@ class MainWindow(QMainWindow):
 
         self.annotator_label = QLabel()
         self.workspace_label = QLabel()
+        self.blind_label = QLabel("Blind")  # the session's blind mode, always in sight while it is on
+        self.blind_label.setObjectName("blindIndicator")
+        self.blind_label.setToolTip("Blind mode: what could bias a verdict stays hidden until yours (B toggles)")
+        self.blind_label.setStyleSheet("QLabel { background: #1a73e8; color: white; border-radius: 3px; "
+                                       "padding: 1px 8px; font-weight: 600; }")
+        self.blind_label.hide()
         self.statusBar().addPermanentWidget(self.workspace_label)
+        self.statusBar().addPermanentWidget(self.blind_label)
         self.statusBar().addPermanentWidget(self.annotator_label)
         self._make_menus()
 
@@ -353,6 +360,8 @@ class MainWindow(QMainWindow):
         self.prefs = self.ctx.prefs
         self.annotator_label.setText(f"Annotator: {self.prefs.annotator or '—'}")
         self.blind_action.setChecked(self.prefs.blind)
+        self.blind_label.setVisible(self.prefs.blind)
+        self.reveal_action.setChecked(self.prefs.reveal_after_verdict)
         self.advance_action.setChecked(self.prefs.advance)
 
     # -- errors
@@ -383,14 +392,20 @@ class MainWindow(QMainWindow):
         file_menu.addAction(quit_)
         self.view_menu = self.menuBar().addMenu("&View")
         self.view_actions_anchor = self.view_menu.addSeparator()
-        self.blind_action = QAction("&Blind mode (hide the answer key)", self, checkable=True,
+        self.blind_action = QAction("&Blind mode (B)", self, checkable=True,
                                     toggled=lambda on: self.ctx and self.ctx.prefs.blind != on
                                     and self.ctx.update_prefs(blind=on))
+        self.reveal_action = QAction("&Reveal after my verdict (blind mode)", self, checkable=True,
+                                     toggled=lambda on: self.ctx and self.ctx.prefs.reveal_after_verdict != on
+                                     and self.ctx.update_prefs(reveal_after_verdict=on))
+        # B everywhere but in Review, whose own B shortcut (gui/shortcuts.py) would otherwise be ambiguous.
+        self.blind_shortcut = QShortcut(QKeySequence("B"), self, activated=self.blind_action.toggle)
         self.advance_action = QAction("&Advance after a verdict", self, checkable=True,
                                       toggled=lambda on: self.ctx and self.ctx.prefs.advance != on
                                       and self.ctx.update_prefs(advance=on))
         self.view_menu.addAction(QAction("&Refresh", self, shortcut=QKeySequence("F5"), triggered=self.refresh))
         self.view_menu.addAction(self.blind_action)
+        self.view_menu.addAction(self.reveal_action)
         self.view_menu.addAction(self.advance_action)
         self.view_menu.addSeparator()
         ann = self.menuBar().addMenu("&Annotator")
@@ -541,6 +556,7 @@ class MainWindow(QMainWindow):
 
     def _tab_changed(self, index: int) -> None:
         widget = self.tabs.widget(index)
+        self.blind_shortcut.setEnabled(widget is not self.views.get("review"))
         if widget is not None and hasattr(widget, "setFocus"):
             widget.setFocus()
         name = next((n for n, v in self.views.items() if v is widget), None)

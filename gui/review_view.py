@@ -16,7 +16,7 @@ from annotation.correction import wrong_key_problem
 from db import item_query
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
-from gui.item_panel import LETTERS, HistoryView, ItemPanel, PredictionsView
+from gui.item_panel import LETTERS, HistoryView, ItemPanel, PredictionsView, show_item_details
 from gui.shortcuts import VERDICT_BUTTONS, VERDICT_KEYS, review_shortcuts
 
 
@@ -302,18 +302,8 @@ class ReviewView(QWidget):
     def _show_text(self) -> None:
         item, ctx = self.item, self.ctx
         mine = self._mine()
-        reveal = mine is not None
-        self.panel.show_item(item, bench_name=ctx.benchmark.name if ctx.benchmark else "", blind=ctx.prefs.blind,
-                             reveal=reveal)
-        hide_runs = ctx.prefs.blind and not reveal
-        self.predictions.show_predictions(item, [] if hide_runs else
-                                          item_query.item_predictions(ctx.ws, item.id, ctx.runs), blind=hide_runs)
-        if hide_runs:
-            self.predictions.clear()
-            self.tabs.setTabText(0, "Predictions (hidden until your verdict)")
-        else:
-            self.tabs.setTabText(0, "Predictions")
-        self.history.show_history(reviews.history(ctx.ws, item.id))
+        show_item_details(ctx, item, panel=self.panel, predictions=self.predictions, history=self.history,
+                          tabs=self.tabs)
         self._update_progress()
         self.change.setVisible(mine is not None)
         if mine is not None and not self.saved.property("fresh"):
