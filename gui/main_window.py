@@ -307,7 +307,12 @@ class MainWindow(QMainWindow):
     def _reload_items(self) -> None:
         """The Browse listing again, as far as it was paged in, at the same scroll position and selection."""
         table = self.views["browse"].table
-        _keeping_scroll(table, lambda: self.ctx.model.reload(at_least=len(self.ctx.model.rows)))
+        review = self.views["review"]
+        review.holding = True
+        try:
+            _keeping_scroll(table, lambda: self.ctx.model.reload(at_least=len(self.ctx.model.rows)))
+        finally:
+            review.holding = False
 
     def select_benchmark(self, name: str) -> None:
         dock = self.docks["benchmarks"].widget()

@@ -52,6 +52,7 @@ class ReviewView(QWidget):
         self.shown_at = time.monotonic()
         self.armed_wrong = False  # W pressed without a pick: the next option pick commits "wrong key"
         self.prefetch_enabled = True
+        self.holding = False  # True while the window reloads the listing in place (keep the item shown)
         self.shortcuts: dict[str, list[QShortcut]] = {}
 
         self.image = ImageView()
@@ -260,6 +261,10 @@ class ReviewView(QWidget):
     def _on_model_reset(self) -> None:
         if self.item is not None and (r := self.ctx.model.row_of(self.item.id)) is not None:
             self.row = r
+        elif self.item is not None and self.holding:
+            # A refresh after another process wrote may drop the item from a filtered listing: it stays on screen
+            # (the annotator is reading it); Next goes on from about where it was.
+            self.row = min(self.row or 0, max(0, len(self.ctx.model.rows) - 1))
         elif self.ctx.model.rows:
             self.show_row(0)
         else:

@@ -85,3 +85,21 @@ def test_a_benchmark_imported_elsewhere_appears_in_the_dock_and_f5_refreshes(qtb
     qtbot.keyClick(window, Qt.Key_F5)
     assert window.ctx.model.status[chosen].label.startswith("ok") and browse.item.id == chosen
     assert window.ctx.benchmark.id == bench.id
+
+
+def test_the_item_being_read_stays_when_a_refresh_drops_it_from_the_filtered_listing(qtbot, demo_ws, make_window):
+    window = make_window(demo_ws, advance=False)
+    browse = window.view("browse")
+    browse.select_combo(browse.review, "unreviewed")
+    window.show_view("review")
+    review = window.view("review")
+    review.show_row(3)
+    item = review.item
+    with open_workspace(demo_ws) as ws:
+        reviews.add_review(ws, item.id, "bob", "ok", note="bob-read-it")
+    qtbot.waitUntil(lambda: window.ctx.model.row_of(item.id) is None, timeout=2000)
+    qtbot.waitUntil(lambda: review.history.topLevelItemCount() == 1, timeout=2000)
+    assert review.item.id == item.id and review.history.topLevelItem(0).text(3) == "bob-read-it"
+    qtbot.keyClick(window, Qt.Key_O)  # and it can still be judged
+    with open_workspace(demo_ws) as ws:
+        assert [(r.item_id, r.verdict) for r in reviews.standing_reviews(ws, annotator="ann")] == [(item.id, "ok")]
