@@ -33,10 +33,12 @@ def _title(text: str) -> QLabel:
 
 
 def _shortcut(page: QWidget, key: str, slot) -> QShortcut:
-    """A key of one queue page: active while the focus is inside the page. A focused text field (the note) claims
-    printable keys and Ctrl+Z itself, so keys are off while typing."""
+    """A key of one queue page, window-wide while that page is the one shown (QueuesView enables it), so it works
+    whatever was clicked last. A focused text field (the note) claims printable keys and Ctrl+Z itself, so keys are
+    off while typing."""
     sc = QShortcut(QKeySequence(key), page)
-    sc.setContext(Qt.WidgetWithChildrenShortcut)
+    sc.setContext(Qt.WindowShortcut)
+    sc.setEnabled(False)
     sc.activated.connect(slot)
     return sc
 
@@ -727,8 +729,24 @@ class QueuesView(QWidget):
 
     def _select(self, row: int) -> None:
         self.stack.setCurrentIndex(row)
+        self._enable_keys()
         self.pages[row][2].refresh()
         self.pages[row][2].setFocus()
+
+    def _enable_keys(self) -> None:
+        """Only the shown page's keys, only while the Queues tab is visible: pages share keys (1–9, Ctrl+Z)."""
+        current = self.stack.currentWidget() if self.isVisible() else None
+        for _, _, page in self.pages:
+            for sc in page.findChildren(QShortcut):
+                sc.setEnabled(page is current)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self._enable_keys()
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        self._enable_keys()
 
     def refresh(self) -> None:
         self.adjudication.reload_sets()

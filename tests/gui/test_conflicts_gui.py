@@ -113,3 +113,17 @@ def test_counts_agree_between_page_and_list_for_every_queue(qtbot, demo_ws, make
         n = p.remaining() if isinstance(p.remaining(), int) else len(p.remaining())
         assert queues.list.item(row).text().endswith(f"{n} left")
         assert p.left.text() == "" or p.left.text().startswith(f"{n} left")
+
+
+def test_keys_work_after_clicking_the_queue_list(qtbot, demo_ws, make_window):
+    first, _ = _seed_conflicts(demo_ws)
+    window = make_window(demo_ws)
+    queues, page = _open(window)
+    rect = queues.list.visualItemRect(queues.list.item(2))
+    qtbot.mouseClick(queues.list.viewport(), Qt.LeftButton, pos=rect.center())
+    assert queues.list.hasFocus()
+    qtbot.keyClick(window, Qt.Key_I)
+    assert _log(demo_ws, first.id) == [("bad_image", None, "settles conflict")]
+    window.show_view("browse")  # hidden: the page's keys are off
+    qtbot.keyClick(window, Qt.Key_O)
+    assert len(_log(demo_ws, first.id)) == 1
