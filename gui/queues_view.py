@@ -77,7 +77,10 @@ class _ItemPage(QWidget):
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self.image)
         split.addWidget(_scroll(right))
-        split.setSizes([520, 520])
+        # The decision side first: at 1024×700 its buttons and fields must fit; the image scales to what is left.
+        split.setStretchFactor(0, 2)
+        split.setStretchFactor(1, 3)
+        split.setSizes([400, 600])
         split.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -511,7 +514,7 @@ class ConflictsPage(_ItemPage):
             b.setToolTip(f"{text}  [{key}]")
             b.setFocusPolicy(Qt.NoFocus)
             b.clicked.connect(lambda _=False, v=verdict: self.settle(v))
-            grid.addWidget(b, n // 3, n % 3)
+            grid.addWidget(b, n // 2, n % 2)  # two columns: the page fits beside the image at 1024×700
             self.buttons[verdict] = b
         self.right_layout.addLayout(grid)
         row = QHBoxLayout()
@@ -701,7 +704,7 @@ class QueuesView(QWidget):
         self.ctx = ctx
         self.list = QListWidget()
         self.list.setObjectName("queueList")
-        self.list.setFixedWidth(230)
+        self.list.setFixedWidth(190)
         self.stack = QStackedWidget()
         self.qc = QCPage(ctx)
         self.adjudication = AdjudicationPage(ctx)
