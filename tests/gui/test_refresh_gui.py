@@ -103,3 +103,23 @@ def test_the_item_being_read_stays_when_a_refresh_drops_it_from_the_filtered_lis
     qtbot.keyClick(window, Qt.Key_O)  # and it can still be judged
     with open_workspace(demo_ws) as ws:
         assert [(r.item_id, r.verdict) for r in reviews.standing_reviews(ws, annotator="ann")] == [(item.id, "ok")]
+
+
+def test_a_reviews_import_in_a_terminal_shows_in_review_within_two_seconds(qtbot, tmp_path, demo_ws, make_window):
+    import shutil
+
+    other = tmp_path / "other.sqlite"
+    shutil.copy(demo_ws, other)
+    with open_workspace(other) as ws:
+        first = catalog.list_items(ws, catalog.benchmark_by_name(ws, "demo").id)[0]
+        reviews.add_review(ws, first.id, "kim", "bad_image", note="kim-from-elsewhere")
+    exported = tmp_path / "kim.jsonl"
+    assert _vlmdesk(other, "reviews", "export", "--out", str(exported)).returncode == 0
+    window = make_window(demo_ws)
+    window.show_view("review")
+    review = window.view("review")
+    assert review.item.id == first.id and review.history.topLevelItem(0).text(1) == ""
+    done = _vlmdesk(demo_ws, "reviews", "import", str(exported))
+    assert done.returncode == 0, done.stderr
+    qtbot.waitUntil(lambda: review.history.topLevelItem(0).text(3) == "kim-from-elsewhere", timeout=2000)
+    assert window.ctx.model.status[first.id].label == "bad image"
