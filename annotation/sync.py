@@ -19,12 +19,12 @@ import json
 import math
 import os
 import uuid as _uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from annotation import qc, reviews, standing
+from annotation import qc, reviews
 from annotation.alignment import UNCLEAR
 from annotation.standing import ADJUDICATIONS, LABELS, QC_DECISIONS, REVIEWS, WITHDRAWAL, Kind
 from db import catalog
@@ -71,7 +71,6 @@ class _Row:
     values: dict  # column -> value
     scope: tuple  # (table, *scope columns, who): an undo must share it with its target
     withdraws: str | None = None
-    target_line: int | None = field(default=None)
 
     @property
     def uuid(self) -> str:

@@ -241,7 +241,7 @@ def cmd_export_labels(args) -> int:
     from vlmdesk.cli import UsageError, open_from_args
     from vlmdesk.cmd_reviews import run_export
 
-    with open_from_args(args) as ws:
+    with open_from_args(args, create=False) as ws:
         if get_set(ws, args.set_name) is None:
             raise UsageError(f"no adjudication set named {args.set_name!r}")
         return run_export(ws, "labels", args.out, set_name=args.set_name, annotator=args.annotator)

@@ -390,7 +390,7 @@ def cmd_export_decisions(args) -> int:
     from vlmdesk.cli import open_from_args
     from vlmdesk.cmd_reviews import run_export
 
-    with open_from_args(args) as ws:
+    with open_from_args(args, create=False) as ws:
         if args.bench is not None:
             bench_or_fail(ws, args.bench)
         return run_export(ws, "qc", args.out, benchmark=args.bench, annotator=args.annotator)

@@ -75,7 +75,7 @@ def run_import(args, kind: str, what: str) -> int:
     from annotation import sync
     from vlmdesk.cli import open_from_args
 
-    with open_from_args(args) as ws:
+    with open_from_args(args, create=False) as ws:
         report = sync.import_records(ws, args.file, kind, skip_bad=args.skip_bad)
     for err in report.skipped:
         print(f"skipped: {err}", file=sys.stderr)
@@ -92,7 +92,7 @@ def cmd_export(args) -> int:
     from vlmdesk.cli import open_from_args
     from vlmdesk.cmd_data import bench_or_fail
 
-    with open_from_args(args) as ws:
+    with open_from_args(args, create=False) as ws:
         if args.bench is not None:
             bench_or_fail(ws, args.bench)
         return run_export(ws, "reviews", args.out, benchmark=args.bench, annotator=args.annotator)

@@ -137,6 +137,10 @@ def test_export_filters_by_benchmark_and_names_its_errors(two_copies, capsys, tm
     assert code == 2 and err.startswith("error: no benchmark named 'nope'")
     code, _, err = cli(capsys, a, "reviews", "export", "--out", str(tmp_path / "missing" / "x.jsonl"))
     assert code == 2 and "no such directory" in err
+    # Merging needs the benchmarks: a workspace that does not exist is not created behind the user's back.
+    path = write_lines(tmp_path / "in.jsonl", [GOOD])
+    code, _, err = cli(capsys, tmp_path / "nowhere.sqlite", "reviews", "import", path)
+    assert code == 2 and "no such workspace" in err and not (tmp_path / "nowhere.sqlite").exists()
 
 
 GOOD = {"id": "7f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f", "benchmark": "demo", "index": 1, "annotator": "cyd",
