@@ -55,26 +55,24 @@ def may_reveal(ws: Workspace, item_id: int, annotator: str, *, blind: bool, reve
     return reveal_after_verdict and bool(annotator) and _judged(ws, item_id, annotator)
 
 
-def unlabelled_response_keys(ws: Workspace, annotator: str) -> frozenset[str]:
-    """Response keys in some adjudication set that this annotator has not labelled (in any set)."""
-    rows = ws.conn.execute(
-        "SELECT DISTINCT a.response_key FROM adjudication_items a WHERE NOT EXISTS (SELECT 1 FROM labels l "
-        "JOIN adjudication_items b ON b.id = l.item_id WHERE b.response_key = a.response_key AND l.annotator = ?)",
-        (annotator or "",))
-    return frozenset(r[0] for r in rows)
+def unlabelled_response_keys(ws: Workspace, annotator: str, keys=None) -> frozenset[str]:
+    """Response keys in some adjudication set (of `keys`, when given) that this annotator has not labelled in any."""
+    sql = ("SELECT DISTINCT a.response_key FROM adjudication_items a WHERE NOT EXISTS (SELECT 1 FROM labels l "
+           "JOIN adjudication_items b ON b.id = l.item_id WHERE b.response_key = a.response_key AND l.annotator = ?)")
+    params: list = [annotator or ""]
+    if keys is not None:
+        sql += " AND a.response_key IN (SELECT value FROM json_each(?))"
+        params.append(json.dumps(sorted(keys)))
+    return frozenset(r[0] for r in ws.conn.execute(sql, params))
 
 
 def adjudication_hidden_passes(ws: Workspace, annotator: str, *, benchmark_id: int | None = None,
                                item_ids=None) -> frozenset[tuple[int, int, int]]:
     """(run_id, item_id, pass) of every stored pass whose response awaits this annotator's blind label."""
-    keys = unlabelled_response_keys(ws, annotator)
-    if not keys:
-        return frozenset()
-    questions = sorted({q for (q,) in ws.conn.execute(
-        "SELECT DISTINCT question FROM adjudication_items WHERE response_key IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(keys)),))})
-    sql = "SELECT id, question, options FROM items WHERE question IN (SELECT value FROM json_each(?))"
-    params: list = [json.dumps(questions)]
+    # Only items whose question some adjudication item carries can have such a pass (the key hashes the question).
+    sql = ("SELECT id, question, options FROM items WHERE question IN "
+           "(SELECT DISTINCT question FROM adjudication_items)")
+    params: list = []
     if benchmark_id is not None:
         sql += " AND benchmark_id = ?"
         params.append(benchmark_id)
@@ -84,15 +82,15 @@ def adjudication_hidden_passes(ws: Workspace, annotator: str, *, benchmark_id: i
     items = {r[0]: (r[1], json.loads(r[2])) for r in ws.conn.execute(sql, params)}
     if not items:
         return frozenset()
-    hidden = set()
+    by_key: dict[str, list[tuple[int, int, int]]] = {}
     for run_id, item_id, pass_, order, response in ws.conn.execute(
             "SELECT run_id, item_id, pass, option_order, response FROM predictions "
             "WHERE item_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(items)),)):
         question, options = items[item_id]
         shown = {LETTERS[i]: options[j] for i, j in enumerate(json.loads(order)) if j < len(options)}
-        if response_key(question, shown, response) in keys:
-            hidden.add((run_id, item_id, pass_))
-    return frozenset(hidden)
+        by_key.setdefault(response_key(question, shown, response), []).append((run_id, item_id, pass_))
+    waiting = unlabelled_response_keys(ws, annotator, by_key) if by_key else frozenset()
+    return frozenset(p for k in waiting for p in by_key[k])
 
 
 @dataclass(frozen=True)
@@ -132,6 +130,11 @@ class Sight:
 
 def sight(ws: Workspace, annotator: str, *, blind: bool, reveal_after_verdict: bool = True,
           benchmark_id: int | None = None, item_ids=None) -> Sight:
-    judged = frozenset(judged_item_ids(ws, annotator, benchmark_id)) if blind else frozenset()
+    if not blind:
+        judged: frozenset[int] = frozenset()
+    elif item_ids is not None:  # one item shown: read its own log, not the annotator's whole history
+        judged = frozenset(i for i in item_ids if annotator and _judged(ws, i, annotator))
+    else:
+        judged = frozenset(judged_item_ids(ws, annotator, benchmark_id))
     return Sight(annotator, blind, reveal_after_verdict, judged,
                  adjudication_hidden_passes(ws, annotator, benchmark_id=benchmark_id, item_ids=item_ids))

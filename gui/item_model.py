@@ -33,7 +33,8 @@ class ItemTableModel(QAbstractTableModel):
         self.rows: list[ItemRow] = []
         self.total = 0
         self.status: dict[int, browse.ReviewStatus] = {}
-        self.qc: dict[int, browse.QCMark] = {}
+        self.qc: dict[int, browse.QCMark] = {}  # as the annotator may see them; _qc_marks: all
+        self._qc_marks: dict[int, browse.QCMark] = {}
         self._row_of: dict[int, int] = {}
 
     # -- queries
@@ -69,12 +70,14 @@ class ItemTableModel(QAbstractTableModel):
             self._fetch(max(PAGE, at_least))
         self.endResetModel()
 
-    def _read_status(self) -> None:
+    def _read_status(self, *, qc: bool = True) -> None:
         """Review status, QC marks and the blind rule's sight, as this annotator may see them."""
         self.sight = blind.sight(self.ws, self.annotator, blind=self.blind,
                                  reveal_after_verdict=self.reveal_after_verdict, benchmark_id=self.benchmark.id)
         self.status = browse.visible_status(browse.review_status(self.ws, self.benchmark.id), self.sight)
-        self.qc = browse.visible_qc(browse.qc_marks(self.ws, self.benchmark.id), self.sight)
+        if qc:
+            self._qc_marks = browse.qc_marks(self.ws, self.benchmark.id)
+        self.qc = browse.visible_qc(self._qc_marks, self.sight)
 
     def _fetch(self, n: int) -> list[ItemRow]:
         after = (self.rows[-1].position, self.rows[-1].id) if self.rows else None
@@ -123,7 +126,7 @@ class ItemTableModel(QAbstractTableModel):
         """Re-read the review status of one item (after a verdict) without reloading the listing."""
         if self.benchmark is None:
             return
-        self._read_status()  # a verdict may judge the item: what it reveals changes with it
+        self._read_status(qc=False)  # a verdict may judge the item: what it reveals changes with it
         row = self._row_of.get(item_id)
         if row is not None:
             self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
@@ -131,7 +134,8 @@ class ItemTableModel(QAbstractTableModel):
     def refresh_qc(self) -> None:
         if self.benchmark is None:
             return
-        self.qc = browse.visible_qc(browse.qc_marks(self.ws, self.benchmark.id), self.sight)
+        self._qc_marks = browse.qc_marks(self.ws, self.benchmark.id)
+        self.qc = browse.visible_qc(self._qc_marks, self.sight)
         if self.rows:
             self.dataChanged.emit(self.index(0, 5), self.index(len(self.rows) - 1, 5))
 

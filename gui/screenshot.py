@@ -266,7 +266,7 @@ def visible_texts(window) -> list[str]:
         found.append(w.toolTip())
     out, seen = [], set()
     for text in found:
-        for line in (text or "").splitlines():
+        for line in (text or "").replace("\u200b", "").splitlines():  # zero-width spaces only let long words wrap
             line = line.strip()
             if line and line not in seen:
                 seen.add(line)
