@@ -205,6 +205,7 @@ class MainWindow(QMainWindow):
         self._stale = set()
         self._data_version = self._read_data_version()
         self._poll.start()
+        self._tab_changed(self.tabs.currentIndex())  # the first tab's on-show work, now that every view exists
         return True
 
     def _close_workspace(self) -> None:

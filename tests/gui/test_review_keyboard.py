@@ -169,7 +169,12 @@ def test_verdict_bar_and_options_stay_in_view_at_small_window_sizes(qtbot, tmp_p
             top_left = button.mapTo(window, button.rect().topLeft())
             assert frame.contains(QRect(top_left, button.size())) and not button.visibleRegion().isEmpty(), size
         # Eleven options scroll inside their panel: the last one (the key) can be brought into view.
+        from PySide6.QtWidgets import QScrollArea
+
         last = review.panel.rows[-1]
-        review.panel_scroll.ensureWidgetVisible(last)
+        area = last.parentWidget()
+        while not isinstance(area, QScrollArea):
+            area = area.parentWidget()
+        area.ensureWidgetVisible(last)
         qtbot.wait(20)
         assert not last.visibleRegion().isEmpty() and review.panel_scroll.height() > 200, size
