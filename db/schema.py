@@ -452,3 +452,61 @@ def _m0007(db: Database) -> None:
         CREATE TRIGGER qc_decisions_no_update BEFORE UPDATE ON qc_decisions
             BEGIN SELECT RAISE(ABORT, 'QC decisions are append-only'); END;
         """)
+
+
+@migrations(name="0008_workspace_identity")
+def _m0008(db: Database) -> None:
+    # Marks the file as a vlmdesk workspace in its header (bytes 68-71), so that opening can tell ours from a
+    # foreign SQLite file by reading 100 bytes, before any write (db/workspace.py, docs/adr/0007).
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
+@migrations(name="0010_search_texts")
+def _m0010(db: Database) -> None:
+    # Search over the texts an annotator reads, not over the JSON that stores the options: 0005 indexed the
+    # options' JSON, so the substring search for `"`, `,` or `[` matched every item, and escapes ("\n") glued
+    # words together. The view item_search_texts is the one place that says what is searched (question, hint,
+    # the option texts one per line); the FTS table reads it as its external content, so 'rebuild' and
+    # 'integrity-check' compare the index with the items themselves, and the substring search reads it too.
+    # FTS5 reads its content without virtual tables (json_each), hence the recursive CTE over the array.
+    # Triggers read the view before a delete or update (the old texts, as indexed) and after an insert or update.
+    _script(db, """
+        DROP TRIGGER IF EXISTS item_search_ai;
+        DROP TRIGGER IF EXISTS item_search_ad;
+        DROP TRIGGER IF EXISTS item_search_au;
+        DROP TABLE IF EXISTS item_search;
+        CREATE VIEW item_search_texts (id, question, hint, options) AS
+            SELECT items.id, items.question, items.hint,
+                CASE WHEN json_valid(items.options) THEN (
+                    WITH RECURSIVE k(n) AS (
+                        SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n + 1 < json_array_length(items.options))
+                    SELECT group_concat(json_extract(items.options, '$[' || n || ']'), char(10)) FROM k)
+                ELSE items.options END
+            FROM items;
+        CREATE VIRTUAL TABLE item_search USING fts5(
+            question, hint, options, content='item_search_texts', content_rowid='id',
+            tokenize='unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER item_search_ai AFTER INSERT ON items BEGIN
+            INSERT INTO item_search (rowid, question, hint, options)
+                SELECT id, question, hint, options FROM item_search_texts WHERE id = new.id;
+        END;
+        CREATE TRIGGER item_search_bd BEFORE DELETE ON items BEGIN
+            INSERT INTO item_search (item_search, rowid, question, hint, options)
+                SELECT 'delete', id, question, hint, options FROM item_search_texts WHERE id = old.id;
+        END;
+        CREATE TRIGGER item_search_bu BEFORE UPDATE OF id, question, hint, options ON items BEGIN
+            INSERT INTO item_search (item_search, rowid, question, hint, options)
+                SELECT 'delete', id, question, hint, options FROM item_search_texts WHERE id = old.id;
+        END;
+        CREATE TRIGGER item_search_au AFTER UPDATE OF id, question, hint, options ON items BEGIN
+            INSERT INTO item_search (rowid, question, hint, options)
+                SELECT id, question, hint, options FROM item_search_texts WHERE id = new.id;
+        END;
+        INSERT INTO item_search (item_search) VALUES ('rebuild');
+        """
+    )
+
+
+# PRAGMA application_id of every vlmdesk workspace: "VLMD" as a big-endian 32-bit integer.
+APPLICATION_ID = int.from_bytes(b"VLMD", "big")
