@@ -5,8 +5,10 @@ the extractors disagree or the rules are undecided, plus a seeded random sample 
 said is stored with the set but handed to an annotator only after that annotator's label on the item is committed:
 `next_for` returns question, options and response only; `reveal` refuses before a label exists.
 
-Labels and adjudications are append-only (triggers); an annotator's newest label on an item is the one that stands.
-The final label of an item: the newest adjudication, else the majority of the standing labels (a tie has none).
+Labels and adjudications are append-only (triggers), each with a uuid. A correction is a newer label; an undo is a
+row (choice `undo`) naming the uuid of the label it withdraws. What stands per (item, annotator): annotation/
+standing.py. The final label of an item: the newest standing adjudication, else the majority of the standing labels
+(a tie has none).
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Sequence
 
-from annotation import agreement
+from annotation import agreement, standing
+from annotation.standing import ADJUDICATIONS, LABELS
 from db.catalog import now_iso
 from db.workspace import Workspace
 from evaluator.extraction import REFUSAL, Extraction
@@ -67,6 +70,24 @@ class Label:
     choice: str
     seconds: float | None
     created_at: str
+    uuid: str = ""
+    withdraws: str | None = None  # on an undo row: the uuid of the label it withdraws
+
+
+@dataclass(frozen=True)
+class Adjudication:
+    id: int
+    item_id: int
+    adjudicator: str
+    choice: str
+    note: str | None
+    created_at: str
+    uuid: str = ""
+    withdraws: str | None = None  # on an undo row: the uuid of the adjudication it withdraws
+
+
+_LABEL_COLUMNS = "id, item_id, annotator, choice, seconds, created_at, uuid, withdraws"
+_ADJUDICATION_COLUMNS = "id, item_id, adjudicator, choice, note, created_at, uuid, withdraws"
 
 
 @dataclass(frozen=True)
@@ -159,37 +180,81 @@ def _set_or_fail(ws: Workspace, name: str) -> AdjudicationSet:
 # --- blind labelling -------------------------------------------------------------------------------------
 
 
+# The one query behind "N left for you" and the next task, so a page and its list always agree: the set's items
+# on which the annotator has no standing label.
+_UNLABELLED = (f"FROM adjudication_items i WHERE i.set_id = ? AND NOT EXISTS (SELECT 1 FROM labels l "
+               f"WHERE l.item_id = i.id AND l.annotator = ? AND {standing.live(LABELS, 'l')})")
+
+
+def remaining_for(ws: Workspace, set_name: str, annotator: str) -> int:
+    """How many items of the set are left for this annotator (no standing label of theirs)."""
+    s = _set_or_fail(ws, set_name)
+    return ws.conn.execute(f"SELECT count(*) {_UNLABELLED}", (s.id, _annotator(annotator))).fetchone()[0]
+
+
+def remaining_items(ws: Workspace, set_name: str, annotator: str) -> list[int]:
+    """The adjudication item ids left for this annotator, in the order they are shown (same query as the count)."""
+    s = _set_or_fail(ws, set_name)
+    return [r[0] for r in ws.conn.execute(f"SELECT i.id {_UNLABELLED} ORDER BY i.position",
+                                          (s.id, _annotator(annotator)))]
+
+
 def next_for(ws: Workspace, set_name: str, annotator: str) -> LabelTask | None:
     """The next item of the set this annotator has not labelled (question, options, response only)."""
     s = _set_or_fail(ws, set_name)
     annotator = _annotator(annotator)
-    done = ws.conn.execute("SELECT count(DISTINCT l.item_id) FROM labels l JOIN adjudication_items i ON i.id = "
-                           "l.item_id WHERE i.set_id = ? AND l.annotator = ?", (s.id, annotator)).fetchone()[0]
-    row = ws.conn.execute(
-        "SELECT id, position, question, options, response FROM adjudication_items i WHERE set_id = ? AND NOT EXISTS "
-        "(SELECT 1 FROM labels l WHERE l.item_id = i.id AND l.annotator = ?) ORDER BY position LIMIT 1",
-        (s.id, annotator)).fetchone()
+    left = remaining_for(ws, set_name, annotator)
+    row = ws.conn.execute(f"SELECT i.id, i.position, i.question, i.options, i.response {_UNLABELLED} "
+                          "ORDER BY i.position LIMIT 1", (s.id, annotator)).fetchone()
     if row is None:
         return None
-    return LabelTask(row[0], s.name, row[1], row[2], json.loads(row[3]), row[4], done, s.items)
+    return LabelTask(row[0], s.name, row[1], row[2], json.loads(row[3]), row[4], s.items - left, s.items)
 
 
 def add_label(ws: Workspace, item_id: int, annotator: str, choice: str, *, seconds: float | None = None) -> Label:
-    """Commit an annotator's reading of a response: an option letter, Z (none of the options) or "unclear"."""
+    """Commit an annotator's reading of a response: an option letter, Z (none of the options) or "unclear". Giving
+    a label again (after the reveal, too) is a correction: the newest stands, both stay in the log."""
     annotator = _annotator(annotator)
     choice = _valid_choice(ws, item_id, choice)
-    created = now_iso()
+    return _append_label(ws, item_id, annotator, choice, seconds, None)
+
+
+def undo_label(ws: Workspace, item_id: int, annotator: str) -> Label | None:
+    """Withdraw the annotator's standing label on the item (it is left for them again). Returns the withdrawn one."""
+    annotator = _annotator(annotator)
+    found = ws.conn.execute(standing.standing_sql(LABELS, _LABEL_COLUMNS, "t.item_id = ? AND t.annotator = ?"),
+                            (item_id, annotator)).fetchone()
+    if found is None:
+        return None
+    withdrawn = Label(*found)
+    _append_label(ws, item_id, annotator, standing.WITHDRAWAL, None, withdrawn.uuid)
+    return withdrawn
+
+
+def _append_label(ws, item_id, annotator, choice, seconds, withdraws) -> Label:
+    created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():
         label_id = ws.conn.execute(
-            "INSERT INTO labels (item_id, annotator, choice, seconds, created_at) VALUES (?, ?, ?, ?, ?)",
-            (item_id, annotator, choice, seconds, created)).lastrowid
-    return Label(label_id, item_id, annotator, choice, seconds, created)
+            "INSERT INTO labels (item_id, annotator, choice, seconds, created_at, uuid, withdraws) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", (item_id, annotator, choice, seconds, created, uid, withdraws)).lastrowid
+    return Label(label_id, item_id, annotator, choice, seconds, created, uid, withdraws)
+
+
+def label_history(ws: Workspace, item_id: int) -> list[Label]:
+    """Every label and undo on an adjudication item, in time order."""
+    return [Label(*r) for r in ws.conn.execute(
+        f"SELECT {_LABEL_COLUMNS} FROM labels WHERE item_id = ? ORDER BY {standing.ORDER}", (item_id,))]
+
+
+def has_standing_label(ws: Workspace, item_id: int, annotator: str) -> bool:
+    return ws.conn.execute(f"SELECT 1 FROM labels l WHERE l.item_id = ? AND l.annotator = ? AND "
+                           f"{standing.live(LABELS, 'l')}", (item_id, annotator)).fetchone() is not None
 
 
 def reveal(ws: Workspace, item_id: int, annotator: str) -> dict[str, Extraction]:
-    """What the extractors said about an item — only to an annotator who has labelled it."""
+    """What the extractors said about an item — only to an annotator whose label on it stands."""
     annotator = _annotator(annotator)
-    if not ws.conn.execute("SELECT 1 FROM labels WHERE item_id = ? AND annotator = ?", (item_id, annotator)).fetchone():
+    if not has_standing_label(ws, item_id, annotator):
         raise NotLabelledYet(f"{annotator} has not labelled item {item_id}; extractor outputs are shown only after "
                              "the label is committed")
     return _outputs(ws, item_id)
@@ -223,21 +288,23 @@ def _valid_choice(ws: Workspace, item_id: int, choice: str) -> str:
 # --- standing labels, disagreements, adjudication, final labels -----------------------------------------
 
 
+_IN_SET = "t.item_id IN (SELECT id FROM adjudication_items WHERE set_id = ?)"
+
+
 def standing_labels(ws: Workspace, set_name: str) -> dict[int, dict[str, str]]:
-    """Per item of the set: annotator → their newest label."""
+    """Per item of the set: annotator → their standing label."""
     s = _set_or_fail(ws, set_name)
     out: dict[int, dict[str, str]] = defaultdict(dict)
     for item_id, annotator, choice in ws.conn.execute(
-            "SELECT l.item_id, l.annotator, l.choice FROM labels l JOIN adjudication_items i ON i.id = l.item_id "
-            "WHERE i.set_id = ? ORDER BY l.id", (s.id,)):
+            standing.standing_sql(LABELS, "item_id, annotator, choice", _IN_SET), (s.id,)):
         out[item_id][annotator] = choice
     return dict(out)
 
 
 def _adjudicated(ws: Workspace, set_id: int) -> dict[int, str]:
-    rows = ws.conn.execute("SELECT a.item_id, a.choice FROM adjudications a JOIN adjudication_items i ON "
-                           "i.id = a.item_id WHERE i.set_id = ? ORDER BY a.id", (set_id,))
-    return dict(rows.fetchall())  # newest wins
+    """Per item: the newest standing adjudication, whoever gave it."""
+    rows = ws.conn.execute(standing.standing_sql(ADJUDICATIONS, "item_id, choice", _IN_SET), (set_id,))
+    return dict(rows.fetchall())  # in time order: the newest wins
 
 
 @dataclass(frozen=True)
@@ -258,13 +325,39 @@ def disagreements(ws: Workspace, set_name: str) -> list[Disagreement]:
             if len(set(labels.values())) > 1]
 
 
-def adjudicate(ws: Workspace, item_id: int, adjudicator: str, choice: str, *, note: str | None = None) -> None:
-    """Record the final label of an item (a newer adjudication supersedes an older one)."""
+def adjudicate(ws: Workspace, item_id: int, adjudicator: str, choice: str, *, note: str | None = None
+               ) -> Adjudication:
+    """Record the final label of an item (a newer adjudication, by anyone, supersedes an older one)."""
     adjudicator = _annotator(adjudicator)
     choice = _valid_choice(ws, item_id, choice)
+    return _append_adjudication(ws, item_id, adjudicator, choice, note, None)
+
+
+def undo_adjudication(ws: Workspace, item_id: int, adjudicator: str) -> Adjudication | None:
+    """Withdraw this adjudicator's standing adjudication of the item. Returns the withdrawn one."""
+    adjudicator = _annotator(adjudicator)
+    found = ws.conn.execute(standing.standing_sql(ADJUDICATIONS, _ADJUDICATION_COLUMNS,
+                                                  "t.item_id = ? AND t.adjudicator = ?"), (item_id, adjudicator)).fetchone()
+    if found is None:
+        return None
+    withdrawn = Adjudication(*found)
+    _append_adjudication(ws, item_id, adjudicator, standing.WITHDRAWAL, None, withdrawn.uuid)
+    return withdrawn
+
+
+def _append_adjudication(ws, item_id, adjudicator, choice, note, withdraws) -> Adjudication:
+    created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():
-        ws.conn.execute("INSERT INTO adjudications (item_id, adjudicator, choice, note, created_at) "
-                        "VALUES (?, ?, ?, ?, ?)", (item_id, adjudicator, choice, note, now_iso()))
+        row_id = ws.conn.execute(
+            "INSERT INTO adjudications (item_id, adjudicator, choice, note, created_at, uuid, withdraws) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", (item_id, adjudicator, choice, note, created, uid, withdraws)).lastrowid
+    return Adjudication(row_id, item_id, adjudicator, choice, note, created, uid, withdraws)
+
+
+def adjudication_history(ws: Workspace, item_id: int) -> list[Adjudication]:
+    """Every adjudication and undo of an item, in time order."""
+    return [Adjudication(*r) for r in ws.conn.execute(
+        f"SELECT {_ADJUDICATION_COLUMNS} FROM adjudications WHERE item_id = ? ORDER BY {standing.ORDER}", (item_id,))]
 
 
 def final_labels(ws: Workspace, set_name: str) -> dict[int, FinalLabel]:

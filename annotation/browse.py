@@ -44,7 +44,7 @@ class ReviewStatus:
 def review_status(ws: Workspace, benchmark_id: int) -> dict[int, ReviewStatus]:
     """Standing verdicts per reviewed item of a benchmark (unreviewed items are absent)."""
     grouped: dict[int, list] = {}
-    for r in sorted(reviews.standing_reviews(ws, benchmark_id=benchmark_id), key=lambda r: r.id):
+    for r in reviews.standing_reviews(ws, benchmark_id=benchmark_id):  # in time order
         grouped.setdefault(r.item_id, []).append((r.annotator, r.verdict, r.corrected_answer))
     return {item: ReviewStatus(tuple(v)) for item, v in grouped.items()}
 
@@ -146,7 +146,7 @@ def open_conflicts(ws: Workspace, benchmark_id: int, settler: str) -> list[tuple
     for item_id, standing in sorted(reviews.conflicts(ws, benchmark_id).items()):
         mine = [r for r in standing if r.annotator == settler]
         others = [r for r in standing if r.annotator != settler]
-        if mine and others and mine[0].id > max(r.id for r in others):
+        if mine and others and (mine[0].created_at, mine[0].id) > max((r.created_at, r.id) for r in others):
             continue
         out.append((item_id, standing))
     return out

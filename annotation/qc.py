@@ -6,8 +6,9 @@ run answers correctly is a "possibly flawed" candidate. Computing a stage again 
 again keep their flag (now naming the new runs), items no longer selected are withdrawn (they leave the queue).
 Decisions hang on (item, stage), not on a computation, so they survive re-runs and keep counting.
 
-Decisions are an append-only log. Per flag, each reviewer's latest decision is their vote; a vote is an outcome
-(keep the item, remove it, or correct its answer to X). The outcome with strictly the most votes stands; a tie
+Decisions are an append-only log, each with a uuid. Per flag, each reviewer's standing decision (annotation/
+standing.py: the latest not withdrawn by an undo) is their vote; a vote is an outcome (keep the item, remove it, or
+correct its answer to X). A correction is a newer decision; an undo row (decision `undo`) withdraws one. The outcome with strictly the most votes stands; a tie
 between the top outcomes is "disputed" and changes nothing.
 """
 from __future__ import annotations
@@ -16,6 +17,8 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 
+from annotation import standing
+from annotation.standing import QC_DECISIONS
 from db import catalog, runs
 from db.catalog import now_iso
 from db.workspace import Workspace
@@ -58,6 +61,8 @@ class Decision:
     old_answer: str | None
     new_answer: str | None
     created_at: str
+    uuid: str = ""
+    withdraws: str | None = None  # on an undo row: the uuid of the decision it withdraws
 
     @property
     def outcome(self) -> tuple[str, str | None]:
@@ -78,8 +83,8 @@ class Resolution:
     action: str | None  # keep | remove | correct, when not pending/disputed
     answer: str | None  # the corrected answer when action == "correct"
     reason: str | None  # the most common reason among the votes that won (confirmed only)
-    disagreement: bool  # reviewers' latest decisions differ
-    votes: tuple[Decision, ...]  # each reviewer's latest decision
+    disagreement: bool  # reviewers' standing decisions differ
+    votes: tuple[Decision, ...]  # each reviewer's standing decision
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,7 @@ class Candidate:
     flagged_at: str
     updated_at: str
     resolution: Resolution
-    history: tuple[Decision, ...]
+    history: tuple[Decision, ...]  # the whole log of the flag, undo rows included, in time order
 
     @property
     def status(self) -> str:
@@ -243,15 +248,33 @@ def decide(ws: Workspace, item_id: int, stage: str, annotator: str, decision: st
             answer = _valid_answer(item, answer)
         elif answer is not None:
             raise QCError("only a wrong-answer confirmation takes a corrected answer")
-    created = now_iso()
+    return _append(ws, item_id, stage, annotator, decision, reason, note,
+                   item.answer if answer is not None else None, answer, None)
+
+
+def undo_decision(ws: Workspace, item_id: int, stage: str, annotator: str) -> Decision | None:
+    """Withdraw the annotator's standing decision on the item's flag in `stage`. Returns the withdrawn one."""
+    annotator = (annotator or "").strip()
+    found = ws.conn.execute(standing.standing_sql(QC_DECISIONS, _COLUMNS, "t.item_id = ? AND t.stage = ? AND "
+                                                  "t.annotator = ?"), (item_id, stage, annotator)).fetchone()
+    if found is None:
+        return None
+    withdrawn = Decision(*found)
+    _append(ws, item_id, stage, annotator, standing.WITHDRAWAL, None, None, None, None, withdrawn.uuid)
+    return withdrawn
+
+
+_COLUMNS = "id, item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created_at, uuid, withdraws"
+
+
+def _append(ws, item_id, stage, annotator, decision, reason, note, old_answer, new_answer, withdraws) -> Decision:
+    created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():
         cur = ws.conn.execute(
-            "INSERT INTO qc_decisions (item_id, stage, annotator, decision, reason, note, old_answer, new_answer, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (item_id, stage, annotator, decision, reason, note, item.answer if answer is not None else None, answer,
-             created))
-    return Decision(cur.lastrowid, item_id, stage, annotator, decision, reason, note,
-                    item.answer if answer is not None else None, answer, created)
+            f"INSERT INTO qc_decisions ({_COLUMNS.removeprefix('id, ')}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created, uid, withdraws))
+    return Decision(cur.lastrowid, item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created,
+                    uid, withdraws)
 
 
 def _stages_hint(ws: Workspace, item_id: int) -> str:
@@ -284,16 +307,24 @@ def _valid_answer(item: catalog.Item, answer: str | None) -> str:
 
 
 def history(ws: Workspace, item_id: int, stage: str | None = None) -> list[Decision]:
-    sql = "SELECT * FROM qc_decisions WHERE item_id = ?" + (" AND stage = ?" if stage else "") + " ORDER BY id"
+    """Every decision and undo on the item (in one stage), in time order."""
+    sql = (f"SELECT {_COLUMNS} FROM qc_decisions WHERE item_id = ?" + (" AND stage = ?" if stage else "")
+           + f" ORDER BY {standing.ORDER}")
     return [Decision(*r) for r in ws.conn.execute(sql, (item_id, stage) if stage else (item_id,))]
 
 
-def resolve(decisions: list[Decision]) -> Resolution:
-    """Each reviewer's latest decision votes; strictly the most votes wins, a tie at the top is disputed."""
-    latest: dict[str, Decision] = {}
-    for d in sorted(decisions, key=lambda d: d.id):
-        latest[d.annotator] = d
-    votes = tuple(sorted(latest.values(), key=lambda d: d.id))
+def standing_decisions(ws: Workspace, item_id: int, stage: str) -> list[Decision]:
+    """Each reviewer's standing decision on the item's flag in `stage`, in time order."""
+    return [Decision(*r) for r in ws.conn.execute(
+        standing.standing_sql(QC_DECISIONS, _COLUMNS, "t.item_id = ? AND t.stage = ?"), (item_id, stage))]
+
+
+def resolve(votes: list[Decision]) -> Resolution:
+    """`votes`: each reviewer's standing decision on one flag (standing_decisions). Strictly the most votes wins, a
+    tie at the top is disputed."""
+    votes = tuple(votes)
+    if len({d.annotator for d in votes}) != len(votes) or any(d.decision == standing.WITHDRAWAL for d in votes):
+        raise ValueError("resolve() takes one standing decision per reviewer (qc.standing_decisions)")
     if not votes:
         return Resolution("pending", None, None, None, False, ())
     tally = Counter(d.outcome for d in votes)
@@ -327,19 +358,24 @@ def queue(ws: Workspace, *, benchmark_id: int | None = None, stage: str | None =
         sql += " AND f.active = 1"
     flags = list(ws.conn.execute(sql, params))
     decisions: dict[tuple[int, str], list[Decision]] = defaultdict(list)
+    votes: dict[tuple[int, str], list[Decision]] = defaultdict(list)
     if flags:
         item_ids = sorted({f[1] for f in flags})
         for chunk in range(0, len(item_ids), 500):
             part = item_ids[chunk:chunk + 500]
-            for row in ws.conn.execute(f"SELECT * FROM qc_decisions WHERE item_id IN ({','.join('?' * len(part))}) "
-                                       "ORDER BY id", part):
+            among = f"t.item_id IN ({','.join('?' * len(part))})"
+            for row in ws.conn.execute(f"SELECT {_COLUMNS} FROM qc_decisions t WHERE {among} ORDER BY {standing.ORDER}",
+                                       part):
                 d = Decision(*row)
                 decisions[(d.item_id, d.stage)].append(d)
+            for row in ws.conn.execute(standing.standing_sql(QC_DECISIONS, _COLUMNS, among), part):
+                d = Decision(*row)
+                votes[(d.item_id, d.stage)].append(d)
     found = []
     for (flag_id, item_id, bid, bname, index, position, fstage, category, question, answer, active, run_ids,
          correct, flagged_at, updated_at) in flags:
         log = decisions[(item_id, fstage)]
-        resolution = resolve(log)
+        resolution = resolve(votes[(item_id, fstage)])
         if status is not None and resolution.status != status:
             continue
         if disagreements_only and not resolution.disagreement:

@@ -1,18 +1,21 @@
 """Item verdicts: an append-only log in the `reviews` table.
 
-Each verdict is committed the moment it is given. Undo appends an `undo` row that withdraws the annotator's latest
-standing verdict on that item, so the log keeps everything that was ever said and who said it when.
+Each verdict is committed the moment it is given, with a uuid. Undo appends an `undo` row naming the uuid of the
+verdict it withdraws (the annotator's latest standing one), so the log keeps everything that was ever said and who
+said it when. A correction is simply a newer verdict. What stands: annotation/standing.py.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
 
+from annotation import standing
 from db.catalog import now_iso
 from db.workspace import Workspace
 
 VERDICTS = ("ok", "wrong_answer", "ambiguous", "text_answerable", "bad_image", "skip")
-UNDO = "undo"
+UNDO = standing.WITHDRAWAL
+_COLUMNS = "id, item_id, annotator, verdict, corrected_answer, note, seconds, created_at, uuid, withdraws"
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,8 @@ class Review:
     note: str | None
     seconds: float | None
     created_at: str
+    uuid: str = ""
+    withdraws: str | None = None  # on an undo row: the uuid of the verdict it withdraws
 
 
 def add_review(ws: Workspace, item_id: int, annotator: str, verdict: str, *, corrected_answer: str | None = None,
@@ -35,55 +40,46 @@ def add_review(ws: Workspace, item_id: int, annotator: str, verdict: str, *, cor
         raise ValueError("a wrong-answer verdict needs the corrected answer")
     if not annotator.strip():
         raise ValueError("an annotator name is required")
-    return _append(ws, item_id, annotator.strip(), verdict, corrected_answer, note, seconds)
+    return _append(ws, item_id, annotator.strip(), verdict, corrected_answer, note, seconds, None)
 
 
 def undo_last(ws: Workspace, annotator: str, item_id: int | None = None) -> Review | None:
     """Withdraw the annotator's latest standing verdict (on one item, or on any item). Returns the withdrawn one."""
-    standing = [r for r in standing_reviews(ws, annotator=annotator) if item_id is None or r.item_id == item_id]
-    if not standing:
+    mine = [r for r in standing_reviews(ws, annotator=annotator) if item_id is None or r.item_id == item_id]
+    if not mine:
         return None
-    last = max(standing, key=lambda r: r.id)
-    _append(ws, last.item_id, annotator, UNDO, None, f"withdraws review {last.id}", None)
+    last = mine[-1]  # standing_reviews is in time order
+    _append(ws, last.item_id, last.annotator, UNDO, None, f"withdraws review {last.id}", None, last.uuid)
     return last
 
 
-def _append(ws, item_id, annotator, verdict, corrected_answer, note, seconds) -> Review:
-    created = now_iso()
+def _append(ws, item_id, annotator, verdict, corrected_answer, note, seconds, withdraws) -> Review:
+    created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():
         cur = ws.conn.execute(
-            "INSERT INTO reviews (item_id, annotator, verdict, corrected_answer, note, seconds, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)", (item_id, annotator, verdict, corrected_answer, note, seconds, created))
-    return Review(cur.lastrowid, item_id, annotator, verdict, corrected_answer, note, seconds, created)
+            "INSERT INTO reviews (item_id, annotator, verdict, corrected_answer, note, seconds, created_at, uuid, "
+            "withdraws) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (item_id, annotator, verdict, corrected_answer, note, seconds, created, uid, withdraws))
+    return Review(cur.lastrowid, item_id, annotator, verdict, corrected_answer, note, seconds, created, uid, withdraws)
 
 
 def history(ws: Workspace, item_id: int) -> list[Review]:
-    rows = ws.conn.execute("SELECT id, item_id, annotator, verdict, corrected_answer, note, seconds, created_at "
-                           "FROM reviews WHERE item_id = ? ORDER BY id", (item_id,))
+    """Every verdict and undo on the item, in time order."""
+    rows = ws.conn.execute(f"SELECT {_COLUMNS} FROM reviews WHERE item_id = ? ORDER BY {standing.ORDER}", (item_id,))
     return [Review(*r) for r in rows]
 
 
 def standing_reviews(ws: Workspace, *, benchmark_id: int | None = None, annotator: str | None = None) -> list[Review]:
-    """The verdict that stands per (item, annotator): the latest one not withdrawn by an undo."""
-    sql = ("SELECT r.id, r.item_id, r.annotator, r.verdict, r.corrected_answer, r.note, r.seconds, r.created_at "
-           "FROM reviews r JOIN items i ON i.id = r.item_id WHERE 1 = 1")
-    params: list = []
+    """The verdict that stands per (item, annotator) (annotation/standing.py), in time order."""
+    where, params = ["1 = 1"], []
     if benchmark_id is not None:
-        sql += " AND i.benchmark_id = ?"
+        where.append("t.item_id IN (SELECT id FROM items WHERE benchmark_id = ?)")
         params.append(benchmark_id)
     if annotator is not None:
-        sql += " AND r.annotator = ?"
+        where.append("t.annotator = ?")
         params.append(annotator)
-    stacks: dict[tuple[int, str], list[Review]] = defaultdict(list)
-    for row in ws.conn.execute(sql + " ORDER BY r.id", params):
-        review = Review(*row)
-        stack = stacks[(review.item_id, review.annotator)]
-        if review.verdict == UNDO:
-            if stack:
-                stack.pop()
-        else:
-            stack.append(review)
-    return [stack[-1] for stack in stacks.values() if stack]
+    sql = standing.standing_sql(standing.REVIEWS, _COLUMNS, " AND ".join(where))
+    return [Review(*row) for row in ws.conn.execute(sql, params)]
 
 
 def conflicts(ws: Workspace, benchmark_id: int) -> dict[int, list[Review]]:

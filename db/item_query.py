@@ -1,7 +1,8 @@
 """Item listing for browsing: filtered, searched, paged by keyset. Never selects image bytes.
 
 Filters that depend on derived state (review status, QC decisions) arrive as id sets computed by annotation/;
-this module only knows the item columns, the full-text index (migration 0005) and the stored passes of a run.
+this module only knows the item columns, the search texts and their full-text index (migration 0010:
+question, hint and option texts) and the stored passes of a run.
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ RUN_RESULTS = ("right", "wrong", "pending", "unscored", "none")
 """Per item and run: every needed pass right / a pass wrong / passes missing / no answer key / not run."""
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+")  # letters and digits: what the unicode61 tokenizer keeps ("_" separates)
+MAX_SEARCH_CHARS = 1000
+"""What a search reads of what was typed (a pasted page would make a huge FTS or LIKE pattern)."""
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,19 @@ class ItemRow:
     run_result: str  # one of RUN_RESULTS
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _ascii_lower(text: str) -> str:
+    """Lower-case as SQLite's lower() does (ASCII only), so the substring search ignores the case of Latin letters."""
+    return text.translate(_ASCII_LOWER)
+
+
 def fts_query(text: str) -> str | None:
-    """The FTS5 MATCH expression for what a user typed: every word, as a prefix, all required. None: no words."""
+    """The FTS5 MATCH expression for what a user typed: every word, as a prefix, all required. None: no words.
+
+    Each word is quoted, so nothing typed is read as FTS syntax (quotes, NEAR, AND, *, -, ^, column filters).
+    """
     words = _WORD.findall(text)
     return " ".join(f'"{w}"*' for w in words) or None
 
@@ -59,17 +73,18 @@ def _where(ws: Workspace, benchmark_id: int, f: ItemFilter) -> tuple[str, list]:
         if value is not None:
             sql.append(f"coalesce(i.{column}, '') = ?")
             params.append(value)
-    text = f.text.strip()
+    text = f.text[:MAX_SEARCH_CHARS].strip()
     if text:
         match = None if _CJK.search(text) else fts_query(text)
         if match:
             sql.append("i.id IN (SELECT rowid FROM item_search WHERE item_search MATCH ?)")
             params.append(match)
         else:  # CJK (one unicode61 token per run of characters) or punctuation only: substring search
-            sql.append("(i.question LIKE ? ESCAPE '\\' OR coalesce(i.hint, '') LIKE ? ESCAPE '\\' "
-                       "OR i.options LIKE ? ESCAPE '\\')")
-            like = "%" + re.sub(r"([%_\\])", r"\\\1", text) + "%"
-            params += [like, like, like]  # options are stored as JSON with ensure_ascii=False
+            # over the same texts as the index (the view), never over the JSON that stores the options. instr,
+            # not LIKE: LIKE reads its pattern up to a NUL, so "\0" would match everything.
+            sql.append("EXISTS (SELECT 1 FROM item_search_texts t WHERE t.id = i.id AND (instr(lower(t.question), ?) "
+                       "OR instr(lower(coalesce(t.hint, '')), ?) OR instr(lower(coalesce(t.options, '')), ?)))")
+            params += [_ascii_lower(text)] * 3
     if f.only_ids is not None:
         sql.append("i.id IN (SELECT value FROM json_each(?))")
         params.append(json.dumps(sorted(f.only_ids)))

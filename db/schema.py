@@ -333,3 +333,169 @@ def _m0006(db: Database) -> None:
         );
         """
     )
+
+
+# A uuid4 written in SQL, so that every insert gets one even when the writer does not set it (the annotation layer
+# sets its own with Python's uuid4). abs() of the remainder, not of random(): abs(-2**63) overflows.
+_UUID4 = ("lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || "
+          "substr('89ab', 1 + abs(random() % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))")
+_ID_COLUMNS = f"""
+            uuid TEXT NOT NULL UNIQUE DEFAULT ({_UUID4}),
+            withdraws TEXT REFERENCES {{table}}(uuid) DEFERRABLE INITIALLY DEFERRED"""
+
+
+def _rebuild(db: Database, table: str, body: str, checks: str, columns: str, after: str) -> None:
+    """Recreate `table` with the columns of `body`, uuid and withdraws, then the table constraints `checks`, copying every row in id order (each gets a uuid), then run
+    `after` (indexes, triggers). SQLite cannot change a CHECK or add a UNIQUE NOT NULL column in place."""
+    new = f"{table}_0007"
+    _script(db, f"CREATE TABLE {new} (\n{body},{_ID_COLUMNS.format(table=new)},\n{checks}\n);\n"
+                f"INSERT INTO {new} ({columns}) SELECT {columns} FROM {table} ORDER BY id;\n")
+    if table == "reviews":
+        _backfill_review_withdrawals(db, new)
+    # Nothing references these tables, so dropping the old one deletes nothing else; the rename also rewrites the
+    # self-reference of `withdraws`.
+    _script(db, f"DROP TABLE {table};\nALTER TABLE {new} RENAME TO {table};\n{after}")
+
+
+def _backfill_review_withdrawals(db: Database, table: str) -> None:
+    """Undo rows written before 0007 withdrew the latest standing verdict of their (item, annotator), and said which
+    in their note ("withdraws review N"). Name it by uuid now; a note that does not name a standing verdict of the
+    same (item, annotator) falls back to the old rule (the latest one), so what stands does not change."""
+    import re
+    from collections import defaultdict
+
+    stacks: dict[tuple, list[int]] = defaultdict(list)
+    uuids: dict[int, str] = {}
+    updates = []
+    for rid, item_id, annotator, verdict, note, uuid in db.execute(
+            f"SELECT id, item_id, annotator, verdict, note, uuid FROM {table} ORDER BY id").fetchall():
+        uuids[rid] = uuid
+        stack = stacks[(item_id, annotator)]
+        if verdict != "undo":
+            stack.append(rid)
+            continue
+        named = re.fullmatch(r"withdraws review (\d+)", note or "")
+        target = int(named[1]) if named and int(named[1]) in stack else (stack[-1] if stack else None)
+        if target is not None:
+            stack.remove(target)
+            updates.append((uuids[target], rid))
+    for withdraws, rid in updates:
+        db.execute(f"UPDATE {table} SET withdraws = ? WHERE id = ?", (withdraws, rid))
+
+
+@migrations(name="0007_label_ids")
+def _m0007(db: Database) -> None:
+    # Every human record gets a uuid (so logs from several machines merge by identity) and a withdrawal names the
+    # uuid it withdraws (docs/adr/0010). 'undo' is the withdrawal in every kind: a verdict, a label's or an
+    # adjudication's choice, a QC decision. Tables stay append-only.
+    _rebuild(db, "reviews", """
+            id INTEGER PRIMARY KEY,
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            corrected_answer TEXT,
+            note TEXT,
+            seconds REAL,
+            created_at TEXT NOT NULL""", """
+            CHECK (withdraws IS NULL OR verdict = 'undo')""",
+             "id, item_id, annotator, verdict, corrected_answer, note, seconds, created_at", """
+        CREATE INDEX reviews_item ON reviews (item_id, id);
+        CREATE INDEX reviews_withdraws ON reviews (withdraws);
+        CREATE TRIGGER reviews_no_update BEFORE UPDATE ON reviews
+            BEGIN SELECT RAISE(ABORT, 'reviews are append-only'); END;
+        """)
+    _rebuild(db, "labels", """
+            id INTEGER PRIMARY KEY,
+            item_id INTEGER NOT NULL REFERENCES adjudication_items(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            choice TEXT NOT NULL,
+            seconds REAL,
+            created_at TEXT NOT NULL""", """
+            CHECK ((choice = 'undo') = (withdraws IS NOT NULL))""",
+             "id, item_id, annotator, choice, seconds, created_at", """
+        CREATE INDEX labels_item ON labels (item_id, id);
+        CREATE INDEX labels_withdraws ON labels (withdraws);
+        CREATE TRIGGER labels_no_update BEFORE UPDATE ON labels
+            BEGIN SELECT RAISE(ABORT, 'labels are append-only'); END;
+        """)
+    _rebuild(db, "adjudications", """
+            id INTEGER PRIMARY KEY,
+            item_id INTEGER NOT NULL REFERENCES adjudication_items(id) ON DELETE CASCADE,
+            adjudicator TEXT NOT NULL,
+            choice TEXT NOT NULL,
+            note TEXT,
+            created_at TEXT NOT NULL""", """
+            CHECK ((choice = 'undo') = (withdraws IS NOT NULL))""",
+             "id, item_id, adjudicator, choice, note, created_at", """
+        CREATE INDEX adjudications_item ON adjudications (item_id, id);
+        CREATE INDEX adjudications_withdraws ON adjudications (withdraws);
+        CREATE TRIGGER adjudications_no_update BEFORE UPDATE ON adjudications
+            BEGIN SELECT RAISE(ABORT, 'adjudications are append-only'); END;
+        """)
+    _rebuild(db, "qc_decisions", """
+            id INTEGER PRIMARY KEY,
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            stage TEXT NOT NULL CHECK (stage IN ('text-only', 'consensus')),
+            annotator TEXT NOT NULL,
+            decision TEXT NOT NULL CHECK (decision IN ('confirm', 'reject', 'undo')),
+            reason TEXT CHECK (reason IN ('text_answerable', 'wrong_answer', 'ambiguous', 'bad_image', 'other')),
+            note TEXT,
+            old_answer TEXT,
+            new_answer TEXT,
+            created_at TEXT NOT NULL""", """
+            CHECK ((decision = 'confirm') = (reason IS NOT NULL)),
+            CHECK ((new_answer IS NOT NULL) = (reason IS 'wrong_answer')),
+            CHECK ((decision = 'undo') = (withdraws IS NOT NULL))""",
+             "id, item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created_at", """
+        CREATE INDEX qc_decisions_item ON qc_decisions (item_id, stage, id);
+        CREATE INDEX qc_decisions_withdraws ON qc_decisions (withdraws);
+        CREATE TRIGGER qc_decisions_no_update BEFORE UPDATE ON qc_decisions
+            BEGIN SELECT RAISE(ABORT, 'QC decisions are append-only'); END;
+        """)
+
+
+@migrations(name="0010_search_texts")
+def _m0010(db: Database) -> None:
+    # Search over the texts an annotator reads, not over the JSON that stores the options: 0005 indexed the
+    # options' JSON, so the substring search for `"`, `,` or `[` matched every item, and escapes ("\n") glued
+    # words together. The view item_search_texts is the one place that says what is searched (question, hint,
+    # the option texts one per line); the FTS table reads it as its external content, so 'rebuild' and
+    # 'integrity-check' compare the index with the items themselves, and the substring search reads it too.
+    # FTS5 reads its content without virtual tables (json_each), hence the recursive CTE over the array.
+    # Triggers read the view before a delete or update (the old texts, as indexed) and after an insert or update.
+    _script(db, """
+        DROP TRIGGER IF EXISTS item_search_ai;
+        DROP TRIGGER IF EXISTS item_search_ad;
+        DROP TRIGGER IF EXISTS item_search_au;
+        DROP TABLE IF EXISTS item_search;
+        CREATE VIEW item_search_texts (id, question, hint, options) AS
+            SELECT items.id, items.question, items.hint,
+                CASE WHEN json_valid(items.options) THEN (
+                    WITH RECURSIVE k(n) AS (
+                        SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n + 1 < json_array_length(items.options))
+                    SELECT group_concat(json_extract(items.options, '$[' || n || ']'), char(10)) FROM k)
+                ELSE items.options END
+            FROM items;
+        CREATE VIRTUAL TABLE item_search USING fts5(
+            question, hint, options, content='item_search_texts', content_rowid='id',
+            tokenize='unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER item_search_ai AFTER INSERT ON items BEGIN
+            INSERT INTO item_search (rowid, question, hint, options)
+                SELECT id, question, hint, options FROM item_search_texts WHERE id = new.id;
+        END;
+        CREATE TRIGGER item_search_bd BEFORE DELETE ON items BEGIN
+            INSERT INTO item_search (item_search, rowid, question, hint, options)
+                SELECT 'delete', id, question, hint, options FROM item_search_texts WHERE id = old.id;
+        END;
+        CREATE TRIGGER item_search_bu BEFORE UPDATE OF id, question, hint, options ON items BEGIN
+            INSERT INTO item_search (item_search, rowid, question, hint, options)
+                SELECT 'delete', id, question, hint, options FROM item_search_texts WHERE id = old.id;
+        END;
+        CREATE TRIGGER item_search_au AFTER UPDATE OF id, question, hint, options ON items BEGIN
+            INSERT INTO item_search (rowid, question, hint, options)
+                SELECT id, question, hint, options FROM item_search_texts WHERE id = new.id;
+        END;
+        INSERT INTO item_search (item_search) VALUES ('rebuild');
+        """
+    )

@@ -6,7 +6,8 @@ is a first-class outcome: step 2 (an LLM matcher) or a human takes over, and not
 
 The reading goes from the strongest evidence to the weakest:
 
-1. the whole response is exactly one option's text;
+1. the whole response is exactly one option's text, or exactly one letter in any case ("b", "(b)"; in running
+   text only capitals are letters, since "a" is an article and "b" a unit or a variable);
 2. an explicit answer statement ("the answer is B", "Answer: (C) 3 apples", "so B", "B is correct",
    "答案是B", a first line that is a bare letter) — the *last* one wins, because chain-of-thought responses
    mention other letters while reasoning and end with the answer (and self-corrections come later);
@@ -47,17 +48,22 @@ _LATEX_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
 _MARKUP = re.compile(r"\*\*|__|[*`$]|^[ \t]*#+[ \t]*", re.M)
 
 
-def _normalise(response: str) -> str:
-    # NFKC folds full-width forms that Chinese responses use: "Ｂ" → "B", "：" → ":", "（" → "(".
-    text = unicodedata.normalize("NFKC", response)
+def _normalise_text(text: str) -> str:
+    """The reading of any text, response or option: an option is found in a response as written in either."""
+    # NFKC folds the full-width forms Chinese text uses: "Ｂ" → "B", "：" → ":", "（" → "(", "；" → ";".
+    text = unicodedata.normalize("NFKC", text)
     text = _LATEX_TEXT.sub(r"\1", text)  # first, so that \boxed{\text{B}} has no nested braces left
-    text = _BOXED.sub(lambda m: f"\nAnswer: {m.group(1) if m.group(1) is not None else m.group(2)}\n", text)
     return _MARKUP.sub("", text)
+
+
+def _normalise(response: str) -> str:
+    text = _normalise_text(response)
+    return _BOXED.sub(lambda m: f"\nAnswer: {m.group(1) if m.group(1) is not None else m.group(2)}\n", text)
 
 
 # --- Options ----------------------------------------------------------------------------------------------
 
-_EDGE_PUNCT = " \t\r\n.,;:!?\"'()[]{}<>。，；：！？、“”‘’「」（）"
+_EDGE_PUNCT = " \t\r\n.,;:!?\"'()[]{}<>。、“”‘’「」『』《》〈〉【】〔〕"  # after NFKC: no full-width ASCII
 _LEADING_ARTICLE = re.compile(r"^(?:an?|the)\s+(?=\S)", re.I)
 _LATIN = "0-9A-Za-z\u00c0-\u024f"
 
@@ -129,7 +135,8 @@ class _Choices:
     @classmethod
     def of(cls, options: Mapping[str, str]) -> _Choices:
         keys = {str(k).strip().upper(): k for k in options}
-        texts = {letter: ("" if options[k] is None else str(options[k])) for letter, k in keys.items()}
+        texts = {letter: ("" if options[k] is None else _normalise_text(str(options[k])))
+                 for letter, k in keys.items()}
         patterns = tuple((k, p) for k, t in texts.items() if (p := _option_pattern(t)) is not None)
         return cls(tuple(texts), texts, patterns, keys)
 
@@ -180,12 +187,12 @@ _NEGATION_BEFORE = re.compile(
     # a few plain words may stand between ("I would not choose A", "I don't think it's A", "can't be A");
     # punctuation ends the reach ("not a cat, so A" names A).
     r"(?:\s+(?!(?:so|then|hence|therefore|thus|but|instead)\b)[\w'’]+){0,3}?"
-    r"\s*(?:(?:an?|the|option|choice|letter|answer)\s+)*[(\[]?$",
+    r"\s*(?:(?:an?|the|option|choice|letter|answer)\s+)*[(\[《「『【〈“‘\"']?$",
     re.I,
 )
 # "A is wrong", "A and C are incorrect", "A选项错误": ruled out by what follows (also the letters joined to it).
 _NEGATION_AFTER = re.compile(
-    r"[)\]]?(?:\s*(?:,|and|or|&|和|、|与)\s*(?:option\s+)?[(\[]?(?-i:[A-Z])[)\]]?)*\s*(?:选项|option)?\s*"
+    r"[)\]》」』】〉”’\"']?(?:\s*(?:,|and|or|&|和|、|与)\s*(?:option\s+)?[(\[]?(?-i:[A-Z])[)\]]?)*\s*(?:选项|option)?\s*"
     r"(?:is|are|was|were|would\s+be|seems|appears)?\s*"
     r"(?:not\b|n['’]t|wrong|incorrect|false|unlikely|impossible|ruled\s+out|eliminated|excluded|an?\s+mistake"
     r"|不对|不正确|错误|是错|错|不是|排除)",
@@ -247,6 +254,10 @@ def _mask(text: str, mentions: list[_Mention]) -> str:
     for m in mentions:
         chars[m.start : m.end] = " " * (m.end - m.start)
     return "".join(chars)
+
+
+# A response that is one letter and nothing else names that letter, whatever its case: "b", "(b)", "c.".
+_LONE_LETTER = re.compile(r"[(\[]?(?P<letter>[A-Za-z])[)\]]?[.:;,!]?")
 
 
 def _unique(letters) -> list[str]:
@@ -485,6 +496,12 @@ def _extract(response: str, choices: _Choices) -> Extraction:
     exact = choices.exact(text)
     if exact is not None:
         return _decided(exact, f"option text '{_quote(choices.texts[exact])}'")
+    lone = _LONE_LETTER.fullmatch(text.strip())
+    if lone is not None:
+        letter = lone["letter"].upper()
+        if letter not in choices.texts:
+            return _not_an_option(letter, choices)
+        return _decided(letter, f"letter form '{lone[0]}'")
 
     statement = _answer_statement(text, choices)
     if statement is not None and statement.choice is not None:

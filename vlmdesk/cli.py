@@ -49,7 +49,7 @@ def _workspace_option(parser: argparse.ArgumentParser) -> None:
 
 # Each module has register(add): it adds its subcommands through `add(name, help=, description=, examples=)`.
 COMMAND_MODULES = ("cmd_data", "cmd_run", "cmd_pope", "cmd_qc", "cmd_extract", "cmd_align", "cmd_models", "cmd_results",
-                   "cmd_gui")
+                   "cmd_gui", "cmd_reviews")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,7 +22,8 @@ def register(add) -> None:
                 vlmdesk align label --set s1 --annotator ana
                 vlmdesk align adjudicate --set s1
                 vlmdesk align adjudicate --set s1 --item 17 --label B --adjudicator lead
-                vlmdesk align report --set s1 --json""")
+                vlmdesk align report --set s1 --json
+                vlmdesk align export-labels --set s1 --out s1-ana.jsonl && vlmdesk align import-labels s1-ana.jsonl""")
     sub = p.add_subparsers(dest="align_command", metavar="ACTION", required=True)
 
     def action(name, help, handler, example):
@@ -61,6 +62,18 @@ def register(add) -> None:
                "vlmdesk align report --set s1 --json")
     q.add_argument("--set", dest="set_name", metavar="NAME", help="default: every set")
     q.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    from vlmdesk.cmd_reviews import add_export_output, add_import_arguments
+
+    q = action("export-labels", "write a set's labels, adjudications and their undos as JSON Lines, oldest first",
+               cmd_export_labels, "vlmdesk align export-labels --set s1 --annotator ana --out ana-labels.jsonl")
+    q.add_argument("--set", required=True, dest="set_name", metavar="NAME", help="the adjudication set")
+    q.add_argument("--annotator", metavar="NAME", help="only this annotator's (or adjudicator's) records")
+    add_export_output(q)
+
+    q = action("import-labels", "merge labels and adjudications exported from another copy of the workspace",
+               cmd_import_labels, "vlmdesk align import-labels ana-labels.jsonl --skip-bad")
+    add_import_arguments(q, "labels and adjudications")
 
 
 def _usage(exc) -> Exception:
@@ -221,3 +234,20 @@ def format_alignment(r: dict) -> str:
     if open_:
         lines.append(f"{len(open_)} disagreement(s) to adjudicate: vlmdesk align adjudicate --set {r['set']}")
     return "\n".join(lines)
+
+
+def cmd_export_labels(args) -> int:
+    from annotation.alignment import get_set
+    from vlmdesk.cli import UsageError, open_from_args
+    from vlmdesk.cmd_reviews import run_export
+
+    with open_from_args(args, create=False) as ws:
+        if get_set(ws, args.set_name) is None:
+            raise UsageError(f"no adjudication set named {args.set_name!r}")
+        return run_export(ws, "labels", args.out, set_name=args.set_name, annotator=args.annotator)
+
+
+def cmd_import_labels(args) -> int:
+    from vlmdesk.cmd_reviews import run_import
+
+    return run_import(args, "labels", "record(s)")

@@ -35,7 +35,8 @@ def register(add) -> None:
                 vlmdesk qc list --bench demo --status pending
                 vlmdesk qc decide demo 7 --confirm --reason wrong_answer --answer C --note 'key says B'
                 vlmdesk qc export demo --out demo-curated.jsonl
-                vlmdesk qc summary --json""")
+                vlmdesk qc summary --json
+                vlmdesk qc export-decisions --out mine.jsonl && vlmdesk qc import-decisions theirs.jsonl""")
     sub = p.add_subparsers(dest="qc_command", metavar="STEP", required=True)
     step = _stepper(sub)
 
@@ -137,6 +138,28 @@ def register(add) -> None:
     s.add_argument("--bench", help="only this benchmark")
     s.add_argument("--json", action="store_true", help="print a JSON array (one object per benchmark)")
     s.set_defaults(handler=cmd_summary)
+
+    from vlmdesk.cmd_reviews import add_export_output, add_import_arguments
+
+    s = step("export-decisions", "write QC decisions and their undos as JSON Lines, oldest first",
+             "Writes every decision (and every undo of one) for merging into another copy of the workspace: id, "
+             "benchmark, index, stage, annotator, decision, reason, answer, old_answer, note, at, withdraws.",
+             """
+             vlmdesk qc export-decisions --bench demo --out demo-decisions.jsonl
+             vlmdesk qc export-decisions --annotator ana > ana-decisions.jsonl""")
+    s.add_argument("--bench", help="only this benchmark's items")
+    s.add_argument("--annotator", metavar="NAME", help="only this reviewer's decisions")
+    add_export_output(s)
+    s.set_defaults(handler=cmd_export_decisions)
+
+    s = step("import-decisions", "merge QC decisions exported from another copy of the workspace",
+             "Merges a file written by export-decisions: a decision already present (same id) is skipped, so "
+             "importing twice adds nothing. A bad line stops the import with nothing written, unless --skip-bad.",
+             """
+             vlmdesk qc import-decisions ana-decisions.jsonl
+             vlmdesk qc import-decisions ana-decisions.jsonl --skip-bad --json""")
+    add_import_arguments(s, "QC decisions")
+    s.set_defaults(handler=cmd_import_decisions)
 
 
 def _stepper(sub):
@@ -361,3 +384,19 @@ def cmd_summary(args) -> int:
         print(f"  {'total':<28} {t['candidates']:>6} {t['pending']:>8} {t['disputed']:>9} {t['confirmed']:>10} "
               f"{t['rejected']:>9}")
     return 0
+
+
+def cmd_export_decisions(args) -> int:
+    from vlmdesk.cli import open_from_args
+    from vlmdesk.cmd_reviews import run_export
+
+    with open_from_args(args, create=False) as ws:
+        if args.bench is not None:
+            bench_or_fail(ws, args.bench)
+        return run_export(ws, "qc", args.out, benchmark=args.bench, annotator=args.annotator)
+
+
+def cmd_import_decisions(args) -> int:
+    from vlmdesk.cmd_reviews import run_import
+
+    return run_import(args, "qc", "decision(s)")

@@ -1,12 +1,17 @@
-"""Browsing queries: full-text search (migration 0005), filters, keyset pages, run results — never image bytes."""
+"""Browsing queries: search (migrations 0005, 0010), filters, keyset pages, run results — never image bytes."""
+import base64
+import json
 import sqlite3
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlite_utils import Database
 
 from db import catalog, item_query, open_workspace, schema
 from db.item_query import ItemFilter
 from evaluator.importers import import_benchmark
-from tests.factories import write_mmbench_tsv
+from tests.factories import png_bytes, write_mmbench_tsv
 from vlmdesk.demo import demo_dir
 
 
@@ -54,6 +59,160 @@ def test_migration_indexes_rows_that_existed_before_it(tmp_path):
         assert ws.schema_version() == schema.latest_version()
         for word in ("lighthouse", "coastal", "south"):
             assert item_query.count_items(ws, 1, ItemFilter(text=word)) == 1
+
+
+# Items whose texts hold the punctuation of JSON only here and there; the options' JSON holds it in every item.
+SEARCH_ITEMS = [
+    ("Where is the lighthouse?", "coastal photo", ["north", "south", "east", "west"]),
+    ("Which painting is shown?", None, ['the "Mona Lisa"', "The Starry Night"]),
+    ("What does the sign say: stop, or go?", "", ["stop", "go"]),
+    ("Which list is sorted?", "lists are written [1, 2]", ["[1, 2, 3]", "[3, 1, 2]"]),
+    ("Which brace is shown?", None, ["{", "}"]),
+    ("Which road leads to the sea?", None, ["left\nright", "back"]),  # a line break inside an option
+    ("哪种溶液的浓度更高？", None, ["都不是；它们的浓度相同", "溶液B", "溶液A"]),
+    ("How many dogs?", None, ["1", "2", "3"]),
+]
+
+
+def _texts(question, hint, options):
+    return [question, hint or "", *options]
+
+
+def _search_bench(tmp_path):
+    image = "data:image/png;base64," + base64.b64encode(png_bytes()).decode()
+    path = tmp_path / "search.jsonl"
+    path.write_text("".join(json.dumps({"index": n, "question": q, "hint": h, "options": o, "image": image},
+                                       ensure_ascii=False) + "\n" for n, (q, h, o) in enumerate(SEARCH_ITEMS)),
+                    encoding="utf-8")
+    ws = open_workspace(tmp_path / "ws.sqlite")
+    import_benchmark(ws, path, fmt="jsonl", name="search")
+    bench = catalog.benchmark_by_name(ws, "search")
+    ids = {item.index: item.id for item in catalog.list_items(ws, bench.id)}
+    return ws, bench, [ids[n] for n in range(len(SEARCH_ITEMS))]
+
+
+@pytest.fixture(scope="module")
+def searchable(tmp_path_factory):
+    """One workspace for the tests that only search it."""
+    ws, bench, ids = _search_bench(tmp_path_factory.mktemp("search"))
+    yield ws, bench, ids
+    ws.close()
+
+
+def _found(ws, bench, text):
+    found = {r.id for r in item_query.item_page(ws, bench.id, ItemFilter(text=text), limit=1000)}
+    assert item_query.count_items(ws, bench.id, ItemFilter(text=text)) == len(found)
+    return found
+
+
+def _index_in_sync(ws):
+    # FTS5 compares its index with the content (the item_search_texts view) and raises when they differ.
+    ws.conn.execute("INSERT INTO item_search (item_search, rank) VALUES ('integrity-check', 1)")
+    return True
+
+
+@pytest.mark.parametrize("char", ['"', ",", "[", "]", "{", "}", ":", "\\"])
+def test_json_punctuation_finds_only_the_items_whose_texts_hold_it(searchable, char):
+    ws, bench, ids = searchable
+    expected = {ids[n] for n, item in enumerate(SEARCH_ITEMS) if any(char in t for t in _texts(*item))}
+    assert _found(ws, bench, char) == expected
+    assert len(expected) < len(ids)
+
+
+def test_option_texts_are_searched_as_written(searchable):
+    ws, bench, ids = searchable
+    assert _found(ws, bench, "south") == {ids[0]}
+    assert _found(ws, bench, "mona") == {ids[1]}
+    assert _found(ws, bench, "starry night") == {ids[1]}
+    assert _found(ws, bench, "right") == {ids[5]}
+    assert _found(ws, bench, "nright") == set()  # the JSON escape "\n" glued "n" to the next word
+    assert _found(ws, bench, "浓度相同") == {ids[6]}  # Chinese: a substring of an option's text
+    assert _found(ws, bench, "溶液") == {ids[6]}
+    assert _found(ws, bench, "；它们") == {ids[6]}
+    assert _found(ws, bench, "2") == {ids[3], ids[7]}
+    assert _found(ws, bench, "coastal") == {ids[0]}
+
+
+ODD_QUERIES = ['"', '""', '"south', 'south"', "'", "NEAR(north south)", "north AND south", "north OR", "NOT",
+               "*", "**", "-", "- north", "-north", "^north", "question:north", "options : south", "(", ")",
+               "_", "%", "\\", "north*", "+", "north NEAR/2 south", "{question}: north", "\x00", "x" * 5000,
+               "north " * 800, "浓度 \"", "\u200b", "🙂"]
+
+
+@pytest.mark.parametrize("query", ODD_QUERIES, ids=range(len(ODD_QUERIES)))
+def test_odd_queries_are_never_an_error_and_never_match_everything(searchable, query):
+    ws, bench, ids = searchable
+    assert len(_found(ws, bench, query)) < len(ids)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=st.text(max_size=60))
+def test_any_typed_text_is_a_valid_search(searchable, query):
+    ws, bench, ids = searchable
+    found = _found(ws, bench, query)
+    if query.strip() and not any(c.isalnum() for c in query):  # punctuation only: a plain substring search
+        assert found == {ids[n] for n, item in enumerate(SEARCH_ITEMS)
+                         if any(_ascii_lower(query.strip()) in _ascii_lower(t) for t in _texts(*item))}
+
+
+def _ascii_lower(text):
+    return "".join(c.lower() if c.isascii() else c for c in text)
+
+
+def test_the_index_follows_inserts_updates_and_deletes(tmp_path):
+    ws, bench, ids = _search_bench(tmp_path)
+    with ws:
+        with ws.db.atomic():
+            ws.conn.execute("UPDATE items SET options = ? WHERE id = ?", (json.dumps(["harbour", "quay"]), ids[0]))
+        assert _found(ws, bench, "south") == set()
+        assert _found(ws, bench, "quay") == {ids[0]}
+        assert _index_in_sync(ws)
+        with ws.db.atomic():
+            ws.conn.execute("UPDATE items SET hint = 'misty morning' WHERE id = ?", (ids[0],))
+        assert _found(ws, bench, "coastal") == set() and _found(ws, bench, "misty") == {ids[0]}
+        with ws.db.atomic():
+            ws.conn.execute("DELETE FROM items WHERE id = ?", (ids[1],))
+        assert _found(ws, bench, "mona") == set()
+        assert _index_in_sync(ws)
+        with ws.db.atomic():  # deleting the benchmark deletes its items by cascade
+            ws.conn.execute("DELETE FROM benchmarks WHERE id = ?", (bench.id,))
+        assert ws.conn.execute("SELECT count(*) FROM item_search WHERE item_search MATCH 'quay'").fetchone() == (0,)
+        assert _index_in_sync(ws)
+
+
+def test_0010_upgrades_a_workspace_indexed_over_json(tmp_path):
+    path = tmp_path / "old.sqlite"
+    db = Database(sqlite3.connect(path))
+    schema.migrations.apply(db, stop_before="0010_search_texts")
+    db.execute("INSERT INTO benchmarks (id, name, kind, format, source, source_sha256, rows_read, imported_at) "
+               "VALUES (1, 'b', 'mcq', 'jsonl', 's', 'x', 2, 'now')")
+    for n, (question, options) in enumerate([("Where is the lighthouse?", ["north", "south"]),
+                                             ("Which road?", ["left\nright", "back"])]):
+        db.execute("INSERT INTO items (benchmark_id, position, source_index, question, options) VALUES (1, ?, ?, ?, ?)",
+                   (n, n, question, json.dumps(options)))
+    db.execute(f"PRAGMA user_version = {len(schema.migrations.applied(db))}")
+    db.conn.commit()
+    # Before: the index and the substring search read the options' JSON.
+    assert db.execute("SELECT count(*) FROM item_search WHERE item_search MATCH 'nright'").fetchone() == (1,)
+    db.close()
+    with open_workspace(path) as ws:
+        assert ws.schema_version() == schema.latest_version()
+        assert "0010_search_texts" in {r[0] for r in ws.conn.execute("SELECT name FROM _sqlite_migrations")}
+        assert item_query.count_items(ws, 1, ItemFilter(text='"')) == 0
+        assert item_query.count_items(ws, 1, ItemFilter(text="[")) == 0
+        assert item_query.count_items(ws, 1, ItemFilter(text="nright")) == 0
+        assert item_query.count_items(ws, 1, ItemFilter(text="south")) == 1
+        assert item_query.count_items(ws, 1, ItemFilter(text="right")) == 1
+        assert _index_in_sync(ws)
+        triggers = {r[0] for r in ws.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                                                  "AND tbl_name = 'items'")}
+        assert {"item_search_ai", "item_search_bd", "item_search_bu", "item_search_au"} <= triggers
+        assert "item_search_ad" not in triggers
+        with ws.db.atomic():  # the new triggers keep the upgraded index in sync
+            ws.conn.execute("INSERT INTO items (benchmark_id, position, source_index, question, options) "
+                            "VALUES (1, 2, 2, 'Which tower?', '[\"belfry\", \"spire\"]')")
+        assert item_query.count_items(ws, 1, ItemFilter(text="belfry")) == 1
+        assert _index_in_sync(ws)
 
 
 def test_chinese_text_is_searched_by_substring(tmp_path):

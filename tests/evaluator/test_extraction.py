@@ -23,6 +23,11 @@ RIDING = {"A": "walking", "B": "riding a horse", "C": "swimming"}
 WITH_NONE = {"A": "cat", "B": "dog", "C": "None of the above"}
 VITAMINS = {"A": "Vitamin C", "B": "Vitamin D"}
 YES_NO = {"A": "Yes", "B": "No"}
+# Full-width punctuation inside option texts, as MMBench-CN and CCBench write them.
+CONCENTRATION = {"A": "都不是；它们的浓度相同", "B": "溶液B", "C": "溶液A"}  # MMBench-CN, attribute comparison
+POEMS = {"A": "《悯农（其二）》", "B": "《咏鹅》", "C": "《静夜思》", "D": "《春晓》"}
+CALLIGRAPHY = {"A": "颜真卿，唐代", "B": "王羲之，东晋", "C": "苏轼，北宋", "D": "米芾，北宋"}
+FULL_WIDTH_LABELS = {"A": "Ｘ", "B": "Ｙ"}
 
 MUST, MAY = True, False
 
@@ -96,6 +101,26 @@ ROWS = [
     ("(C)", ZH, "C", MUST),
     ("无法确定", ZH, "Z", MUST),
     ("无法回答这个问题。", ABCD, "Z", MUST),
+    # --- option texts with full-width punctuation read like responses (NFKC on both sides)
+    ("都不是；它们的浓度相同", CONCENTRATION, "A", MUST),  # the option's own words, not a refusal
+    ("都不是;它们的浓度相同。", CONCENTRATION, "A", MUST),
+    ("答案：都不是；它们的浓度相同", CONCENTRATION, "A", MUST),
+    ("答案是A：都不是；它们的浓度相同", CONCENTRATION, "A", MUST),
+    ("溶液A的浓度更高。", CONCENTRATION, "C", MUST),  # the "A" inside option C's text is no letter
+    ("溶液Ｂ", CONCENTRATION, "B", MUST),
+    ("Either 《悯农（其二）》 or 《咏鹅》.", POEMS, None, MAY),
+    ("《悯农（其二）》", POEMS, "A", MUST),
+    ("悯农（其二）", POEMS, "A", MUST),
+    ("这首诗是《悯农(其二)》。", POEMS, "A", MUST),
+    ("这首诗是《悯农》。", POEMS, None, MAY),  # 其一 or 其二?
+    ("答案：《静夜思》", POEMS, "C", MUST),
+    ("图中的诗是李白的《静夜思》，不是《春晓》。", POEMS, "C", MUST),
+    ("《春晓》不对，是《静夜思》。", POEMS, "C", MUST),
+    ("王羲之，东晋", CALLIGRAPHY, "B", MUST),
+    ("这幅书法出自王羲之,东晋时期。", CALLIGRAPHY, "B", MUST),
+    ("北宋", CALLIGRAPHY, None, MAY),  # two options are Northern Song
+    ("Ｘ", FULL_WIDTH_LABELS, "A", MUST),
+    ("Y", FULL_WIDTH_LABELS, "B", MUST),
     ("这只动物是猫还是鸟？无法判断。", ZH, "Z", MUST),
     # --- option text, any case, articles
     ("It is a dog.", ABCD, "B", MUST),
@@ -119,8 +144,25 @@ ROWS = [
     ("It's not a cat.", ABCD, None, MAY),
     ("The image shows a cat and a dog.", ABCD, None, MAY),
     ("Dalmatian", ABCD, None, MAY),
-    ("a", ABCD, None, MAY),  # lower-case "a" is never read as a letter
-    ("b", ABCD, "B", MAY),  # a human reads B; the rules leave lower-case letters alone
+    # --- one lower-case letter and nothing else is that letter; in running text lower-case letters are words
+    ("a", ABCD, "A", MUST),
+    ("b", ABCD, "B", MUST),
+    ("b.", ABCD, "B", MUST),
+    (" (b) ", ABCD, "B", MUST),
+    ("[c]", ABCD, "C", MUST),
+    ("d)", ABCD, "D", MUST),
+    ("**c**", ABCD, "C", MUST),
+    ("ｂ", ABCD, "B", MUST),
+    ("（ｃ）", ABCD, "C", MUST),
+    ("a.", ABC, "A", MUST),
+    ("b", {"a": "cat", "b": "dog"}, "b", MUST),
+    ("e", ABCD, None, MAY),  # no option E
+    ("d", ABC, None, MAY),
+    ("a", {"A": "an", "B": "a"}, None, MAY),  # option A, or option B's text?
+    ("b", {"A": "b", "B": "d"}, None, MAY),  # lower-case labels in a figure
+    ("a dog", ABCD, "B", MUST),
+    ("a or b", ABCD, None, MAY),
+    ("b is wrong", ABCD, None, MAY),
     ("Vitamin C", VITAMINS, "A", MUST),
     ("The patient lacks vitamin D.", VITAMINS, "B", MUST),
     ("X", {"A": "X", "B": "Y"}, "A", MUST),  # option texts that are letters (labels in a figure)
@@ -346,6 +388,27 @@ def test_never_raises_on_letter_soup(response, options):
 def test_clear_answers_are_read(options, data, template):
     letter = data.draw(st.sampled_from(sorted(options)))
     got = extract_by_rules(template.format(l=letter, t=options[letter]), options)
+    assert got.choice == letter, got.reason
+
+
+def _full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+@given(
+    options=word_options(),
+    data=st.data(),
+    template=st.sampled_from(["{t}", "It is a {t}.", "答案：{t}", "The answer is ({l}) {t}.", "Not {o}; {t}."]),
+    wide_options=st.booleans(),
+)
+def test_full_width_and_ascii_spellings_read_alike(options, data, template, wide_options):
+    letter, other = data.draw(st.lists(st.sampled_from(sorted(options)), min_size=2, max_size=2, unique=True))
+    response = template.format(l=letter, t=f"({options[letter]})", o=options[other])
+    if wide_options:
+        options = {k: _full_width(f"({t})") for k, t in options.items()}
+    else:
+        response = _full_width(response)
+    got = extract_by_rules(response, options)
     assert got.choice == letter, got.reason
 
 

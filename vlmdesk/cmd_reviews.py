@@ -1,0 +1,102 @@
+"""`vlmdesk reviews …`: item verdicts between copies of a workspace (export / import as JSON Lines).
+
+`vlmdesk align export-labels|import-labels` and `vlmdesk qc export-decisions|import-decisions` do the same for
+alignment labels and QC decisions; all three share `run_export` / `run_import` (the work is annotation/sync.py).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+
+def register(add) -> None:
+    from vlmdesk.cli import _formatter, _workspace_option
+
+    p = add("reviews", help="item verdicts between annotators' copies of a workspace (export, import)",
+            description="Annotators often work on their own copy of a workspace. `export` writes every verdict and "
+                        "undo as JSON Lines (id, benchmark, index, annotator, verdict, answer, note, seconds, at, "
+                        "withdraws); `import` merges such a file: records already present (same id) are skipped, so "
+                        "importing twice adds nothing and copies can exchange files both ways. What stands is each "
+                        "annotator's latest verdict not withdrawn, by time.",
+            examples="""
+                vlmdesk reviews export --bench demo --annotator ana --out ana.jsonl
+                vlmdesk --workspace lead.sqlite reviews import ana.jsonl
+                vlmdesk reviews import ana.jsonl --skip-bad --json""")
+    sub = p.add_subparsers(dest="reviews_command", metavar="ACTION", required=True)
+
+    def action(name, help, handler, examples):
+        q = sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".", formatter_class=_formatter,
+                           epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "))
+        _workspace_option(q)
+        q.set_defaults(handler=handler)
+        return q
+
+    q = action("export", "write verdicts and undos as JSON Lines, oldest first", cmd_export, """
+               vlmdesk reviews export --out all.jsonl
+               vlmdesk reviews export --bench demo --annotator ana > ana.jsonl""")
+    q.add_argument("--bench", help="only this benchmark's items")
+    q.add_argument("--annotator", metavar="NAME", help="only this annotator's records")
+    add_export_output(q)
+
+    q = action("import", "merge verdicts exported from another copy of the workspace", cmd_import, """
+               vlmdesk reviews import ana.jsonl
+               vlmdesk reviews import ana.jsonl --skip-bad --json""")
+    add_import_arguments(q, "verdicts")
+
+
+def add_export_output(q) -> None:
+    q.add_argument("--out", metavar="FILE", help="write to FILE (replaced atomically) instead of standard output")
+
+
+def add_import_arguments(q, what: str) -> None:
+    q.add_argument("file", metavar="FILE", help=f"a JSON Lines file of {what} written by the matching export")
+    q.add_argument("--skip-bad", action="store_true",
+                   help="import the good lines and list the bad ones (default: a bad line stops the import, "
+                        "nothing written)")
+    q.add_argument("--json", action="store_true", help="print the import report as JSON")
+
+
+def run_export(ws, kind: str, out: str | None, **filters) -> int:
+    from annotation import sync
+    from vlmdesk.cli import output_file
+
+    records = sync.export_records(ws, kind, **filters)
+    if out is None:
+        sync.write_jsonl(records, sys.stdout)
+        return 0
+    path = output_file(out)
+    n = sync.export_to_file(records, path)
+    print(f"wrote {n} record(s) to {path}", file=sys.stderr)
+    return 0
+
+
+def run_import(args, kind: str, what: str) -> int:
+    from annotation import sync
+    from vlmdesk.cli import open_from_args
+
+    with open_from_args(args, create=False) as ws:
+        report = sync.import_records(ws, args.file, kind, skip_bad=args.skip_bad)
+    for err in report.skipped:
+        print(f"skipped: {err}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+        return 0
+    by_table = ", ".join(f"{n} {table}" for table, n in report.added.items()) if len(report.added) > 1 else ""
+    print(f"imported {sum(report.added.values())} new {what}{f' ({by_table})' if by_table else ''}; "
+          f"{report.present} already present; {len(report.skipped)} line(s) skipped")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from vlmdesk.cli import open_from_args
+    from vlmdesk.cmd_data import bench_or_fail
+
+    with open_from_args(args, create=False) as ws:
+        if args.bench is not None:
+            bench_or_fail(ws, args.bench)
+        return run_export(ws, "reviews", args.out, benchmark=args.bench, annotator=args.annotator)
+
+
+def cmd_import(args) -> int:
+    return run_import(args, "reviews", "record(s)")
