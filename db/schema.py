@@ -454,6 +454,13 @@ def _m0007(db: Database) -> None:
         """)
 
 
+@migrations(name="0008_workspace_identity")
+def _m0008(db: Database) -> None:
+    # Marks the file as a vlmdesk workspace in its header (bytes 68-71), so that opening can tell ours from a
+    # foreign SQLite file by reading 100 bytes, before any write (db/workspace.py, docs/adr/0007).
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
 @migrations(name="0010_search_texts")
 def _m0010(db: Database) -> None:
     # Search over the texts an annotator reads, not over the JSON that stores the options: 0005 indexed the
@@ -499,3 +506,7 @@ def _m0010(db: Database) -> None:
         INSERT INTO item_search (item_search) VALUES ('rebuild');
         """
     )
+
+
+# PRAGMA application_id of every vlmdesk workspace: "VLMD" as a big-endian 32-bit integer.
+APPLICATION_ID = int.from_bytes(b"VLMD", "big")

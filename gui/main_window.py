@@ -6,6 +6,7 @@ parts of the app (runs launcher, dashboard) plug in without touching this file's
 from __future__ import annotations
 
 import getpass
+import sqlite3
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, Qt
@@ -16,7 +17,8 @@ from PySide6.QtWidgets import (
 )
 
 from db import catalog
-from db.workspace import SchemaError, open_workspace
+from db.errors import EnvironmentFault, UserError
+from db.workspace import database_error, open_workspace
 from gui.browse_view import BrowseView
 from gui.context import Context
 from gui.errors import MessageBar
@@ -151,10 +153,18 @@ class MainWindow(QMainWindow):
 
     # -- workspace
     def open_workspace(self, path: str | Path) -> bool:
+        """Open another workspace; one that cannot be opened (or read) is one message, and the open one stays."""
+        ws = None
         try:
             ws = open_workspace(path)
-        except (SchemaError, OSError) as exc:
-            self.show_error(str(exc))
+            benches = catalog.list_benchmarks(ws)  # once: it counts every benchmark's items and images
+        except (UserError, EnvironmentFault, OSError, sqlite3.DatabaseError) as exc:
+            if ws is not None:
+                ws.close()
+            error = database_error(path, exc) if isinstance(exc, sqlite3.DatabaseError) else exc
+            if error is None:
+                raise
+            self.show_error(str(error))
             return False
         self._shutdown_views()
         if self.ctx is not None:
@@ -179,10 +189,12 @@ class MainWindow(QMainWindow):
         self.workspace_label.setText(f"Workspace: {ws.path}")
         self.setWindowTitle(f"vlmdesk — {Path(ws.path).name}")
         self._update_recent_menu()
-        benches = catalog.list_benchmarks(ws)  # once: it counts every benchmark's items and images
         self.docks["benchmarks"].widget().reload(benches)
         if benches:
             self.select_benchmark(benches[0].name)
+        if ws.read_only:
+            self.message_bar.show_message(f"{ws.path} is read-only: you can browse and export, but nothing you do "
+                                          "here can be saved", "info")
         return True
 
     def select_benchmark(self, name: str) -> None:

@@ -6,6 +6,7 @@ import re
 import sys
 from pathlib import Path
 
+from db import catalog
 from db.workspace import default_workspace_path
 from gui.screenshot import TABS, VIEWS, ScreenshotError, Shot
 
@@ -62,7 +63,8 @@ def cmd_gui(args) -> int:
     if not args.screenshot:
         if args.visible_text or args.blind:
             raise UsageError("--visible-text and --blind go with --screenshot")
-        return start_gui(path, first_start=getattr(args, "workspace", None) is None)
+        return start_gui(path, first_start=getattr(args, "workspace", None) is None,
+                         read_only=getattr(args, "read_only", False))
     annotator = args.annotator.strip()
     if not annotator or len(annotator) > 100 or any(not ch.isprintable() for ch in annotator):
         raise UsageError(f"--annotator: a printable name of 1 to 100 characters, got {args.annotator!r}")
@@ -84,21 +86,24 @@ def cmd_gui(args) -> int:
     return 0
 
 
-def start_gui(path: Path, *, first_start: bool) -> int:
+def start_gui(path: Path, *, first_start: bool, read_only: bool = False) -> int:
     from vlmdesk.cli import UsageError
 
+    if read_only:
+        raise UsageError("--read-only applies to commands; the app opens a file it cannot write read-only by itself")
     if (sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
             and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
         raise UsageError("no display to open the app on (no $DISPLAY or $WAYLAND_DISPLAY); use the commands "
                          "(vlmdesk --help) or vlmdesk gui --screenshot FILE")
-    if first_start:
-        from db.workspace import open_workspace
-        from vlmdesk.demo import ensure_demo
+    from db.workspace import open_workspace
+    from vlmdesk.demo import ensure_demo
 
-        with open_workspace(path) as ws:
-            added = ensure_demo(ws)
-        if added:
-            print(f"created {path} with the demo benchmarks: {', '.join(added)}", file=sys.stderr)
+    # Opened (and read) here first: a file that cannot be a workspace is one line and exit 2, before any window.
+    with open_workspace(path) as ws:
+        catalog.list_benchmarks(ws)
+        added = ensure_demo(ws) if first_start and not ws.read_only else []
+    if added:
+        print(f"created {path} with the demo benchmarks: {', '.join(added)}", file=sys.stderr)
     from gui.app import run
 
     return run(path)

@@ -10,6 +10,8 @@ from typing import Iterable, Iterator
 
 from PIL import Image, UnidentifiedImageError
 
+from db.errors import UserError
+
 # MMBench and VLMEvalKit put circular copies of question i at index i + k * CIRCULAR_STRIDE.
 CIRCULAR_STRIDE = 1_000_000
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -20,7 +22,7 @@ MAX_PIXELS = Image.MAX_IMAGE_PIXELS or 89_478_485
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class InputError(Exception):
+class InputError(UserError):
     """Bad input, reported as one line `FILE:LINE: field: what is wrong` (LINE 0 means the file as a whole)."""
 
     def __init__(self, file: str | Path, line: int, field: str, what: str, *, index=None):
