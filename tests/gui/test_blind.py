@@ -66,6 +66,7 @@ def _markers(scores) -> dict[str, callable]:
     found = {m: contains(m) for m in (OTHER, THIRD, NOTE, RESPONSE, READING, ADJ_RESPONSE, CORRECTED, "✓ right",
                                       "✗ wrong", "flawed · ")}
     found["answer key"] = lambda lines: any(line == "answer key" or line.startswith("answer key ·") for line in lines)
+    found["model test answer"] = lambda lines: any(line.startswith(("Response: ", "Choice: ")) for line in lines)
     for s in scores:
         found[f"score {s}"] = contains(s)
     return found
@@ -84,7 +85,7 @@ VIEW_CASES = {
     "runs": (Shot("runs"), {"score"}),
     "results": (Shot("results", runs=(1,)), {"✗ wrong"}),
     "alignment": (Shot("alignment"), {OTHER}),
-    "models": (Shot("models"), set()),
+    "models": (Shot("models"), {"model test answer"}),
 }
 QUEUE_LEAKS = {"queue-qc", "queue-conflicts"}  # pages of engineer "flow" (queues_view.py)
 
@@ -102,6 +103,11 @@ def test_blind_mode_hides_every_marker_in_every_view(qtbot, seeded, make_window,
     markers = _markers(scores)
     window = make_window(path)
     VIEWS[shot.view](window, shot)
+    if case == "models":  # a model test answers a demo item: its response, choice and key
+        models = window.view("models")
+        assert models.add_model("always-A", "baseline:first")
+        models.test_button.click()
+        qtbot.waitUntil(lambda: models.process.finished, timeout=120_000)  # a child process on a busy machine
     texts = visible_texts(window)
     assert _shows(texts, markers, expected) == {n for n in markers if any(n.startswith(w) for w in expected)}, texts
 
