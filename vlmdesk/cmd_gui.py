@@ -23,7 +23,7 @@ def register(add) -> None:
                 vlmdesk gui --screenshot docs/screenshots/review.png --view review --bench demo
                 vlmdesk gui --screenshot queue.png --view queue --queue adjudication --size 1440x900
                 vlmdesk gui --screenshot results.png --view results --run 1 --run 2 --chart drop
-                vlmdesk gui --screenshot blind.png --view review --item 5 --tab history --annotator ana --blind --visible-text blind.txt""")
+                vlmdesk gui --screenshot b.png --view review --item 5 --tab history --blind --visible-text b.txt""")
     p.add_argument("--screenshot", metavar="FILE", help="save a PNG of the window and exit")
     p.add_argument("--view", default="browse", help=f"view to show: {', '.join(VIEWS)} (default browse)")
     p.add_argument("--bench", help="benchmark to show (default: the first)")
