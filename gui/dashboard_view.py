@@ -127,6 +127,8 @@ class DashboardView(QWidget):
 
     # -- charts
     def redraw(self) -> None:
+        if self.cover.hidden:  # blind mode: nothing to draw; drawn when it is turned off
+            return
         ids = self.runs.selected_run_ids()
         self.reports = [r for r in (run_report(self.ctx.ws, i) for i in sorted(ids)) if r is not None]
         self.export_preds.setEnabled(len(ids) == 1)
