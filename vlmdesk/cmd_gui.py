@@ -71,6 +71,9 @@ def cmd_gui(args) -> int:
     shot = Shot(view=args.view, bench=args.bench, item=args.item, queue=args.queue, tab=args.tab,
                 runs=tuple(args.run or ()), chart=args.chart, launch=args.launch, size=_size(args.size),
                 annotator=annotator, blind=args.blind)
+    for option, value in (("--screenshot", args.screenshot), ("--visible-text", args.visible_text)):
+        if value and Path(value).is_dir():
+            raise UsageError(f"{option}: {value} is a directory; give a file name")
     if not path.exists():
         raise UsageError(f"no workspace at {path}")
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")

@@ -218,3 +218,4 @@ def test_the_check_hook_writes_the_visible_texts(seeded, tmp_path):
     lines = txt.read_text(encoding="utf-8").splitlines()
     assert NOTE not in lines and OTHER not in " ".join(lines) and "Blind" in lines
     assert cli_main([*args[:-2], "--annotator", " "]) == 2
+    assert cli_main([*args[:-1], str(tmp_path)]) == 2  # --visible-text names a folder: one line, nothing written
