@@ -200,10 +200,18 @@ def test_blind_adjudication_hides_the_queued_response_with_blind_off_until_my_la
     browse.select_combo(browse.result, "wrong")
     assert window.ctx.model.row_of(second.id) is None
     browse.clear_filters()
+    # Nor do the items behind a Results bar.
+    results = window.view("results")
+    window.show_view("results")
+    results.show_items_of({"run": 2, "level": "all", "strategy": "vanilla"})
+    row = results.items.payloads.index(second.id)
+    assert results.items.rows[row][1] == "hidden until your label (blind adjudication)"
     with open_workspace(path) as ws:
         alignment.add_label(ws, alignment.next_for(ws, "study", "ann").item_id, "ann", "B")
     VIEWS["review"](window, Shot("review", item="2", tab="predictions"))
     assert ADJ_RESPONSE in " ".join(visible_texts(window))
+    results.show_items_of({"run": 2, "level": "all", "strategy": "vanilla"})
+    assert results.items.rows[row][1] == "✗ wrong"
 
 
 def test_the_check_hook_writes_the_visible_texts(seeded, tmp_path):
