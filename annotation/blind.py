@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 
-from annotation import reviews
+from annotation import reviews, standing
 from db.workspace import Workspace
 from evaluator.llm_extraction import response_key
 from evaluator.rescoring import LETTERS
@@ -36,15 +36,9 @@ def judged_item_ids(ws: Workspace, annotator: str, benchmark_id: int | None = No
 
 
 def _judged(ws: Workspace, item_id: int, annotator: str) -> bool:
-    stack: list[str] = []
-    for (verdict,) in ws.conn.execute("SELECT verdict FROM reviews WHERE item_id = ? AND annotator = ? ORDER BY id",
-                                      (item_id, annotator)):
-        if verdict == reviews.UNDO:
-            if stack:
-                stack.pop()
-        else:
-            stack.append(verdict)
-    return bool(stack) and stack[-1] not in NOT_A_JUDGEMENT
+    row = ws.conn.execute(standing.standing_sql(standing.REVIEWS, "verdict", "t.item_id = ? AND t.annotator = ?"),
+                          (item_id, annotator)).fetchone()
+    return row is not None and row[0] not in NOT_A_JUDGEMENT
 
 
 def may_reveal(ws: Workspace, item_id: int, annotator: str, *, blind: bool, reveal_after_verdict: bool) -> bool:
@@ -56,9 +50,12 @@ def may_reveal(ws: Workspace, item_id: int, annotator: str, *, blind: bool, reve
 
 
 def unlabelled_response_keys(ws: Workspace, annotator: str, keys=None) -> frozenset[str]:
-    """Response keys in some adjudication set (of `keys`, when given) that this annotator has not labelled in any."""
+    """Response keys in some adjudication set (of `keys`, when given) on which this annotator has no standing label
+    in any set."""
+    # A standing label (annotation/standing.py) commits the annotator's reading; a withdrawn one hides it again.
     sql = ("SELECT DISTINCT a.response_key FROM adjudication_items a WHERE NOT EXISTS (SELECT 1 FROM labels l "
-           "JOIN adjudication_items b ON b.id = l.item_id WHERE b.response_key = a.response_key AND l.annotator = ?)")
+           "JOIN adjudication_items b ON b.id = l.item_id WHERE b.response_key = a.response_key AND l.annotator = ? "
+           f"AND {standing.live(standing.LABELS, 'l')})")
     params: list = [annotator or ""]
     if keys is not None:
         sql += " AND a.response_key IN (SELECT value FROM json_each(?))"

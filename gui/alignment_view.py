@@ -95,6 +95,8 @@ class AlignmentView(QWidget):
         self.refresh()
 
     def redraw(self) -> None:
+        if self.cover.hidden:  # blind mode: nothing to draw; drawn when it is turned off
+            return
         name = self.set_combo.currentData()
         self.report = alignment.alignment_report(self.ctx.ws, name) if name else None
         self.extractor.blockSignals(True)

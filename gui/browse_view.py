@@ -144,7 +144,7 @@ class BrowseView(QWidget):
         detail.addWidget(self.image)
         detail.addWidget(panel_box)
         detail.addWidget(self.tabs)
-        detail.setSizes([250, 330, 150])
+        detail.setSizes([210, 400, 150])
         detail.setChildrenCollapsible(False)
 
         split = QSplitter(Qt.Horizontal)

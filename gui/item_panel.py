@@ -17,7 +17,7 @@ from annotation.browse import VERDICT_LABELS
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 RESULT_MARKS = {"right": "✓", "wrong": "✗", "pending": "…", "unscored": "–", "none": ""}
 ADJUDICATION_HIDDEN = "hidden until your label (blind adjudication)"
-PREDICTIONS_HIDDEN = "Predictions (hidden until your verdict)"
+PREDICTIONS_HIDDEN = "Predictions (hidden)"
 
 
 KEY_GREEN, KEY_BG, PICK_BLUE = "#34a853", "#e6f4ea", "#1a73e8"
@@ -382,4 +382,5 @@ def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsVi
     history.show_history(shown, hidden_others=not revealed)  # said whether or not others judged it
     if tabs is not None and (i := tabs.indexOf(predictions)) >= 0:
         tabs.setTabText(i, "Predictions" if revealed else PREDICTIONS_HIDDEN)
+        tabs.setTabToolTip(i, "" if revealed else "Blind mode: the runs' answers show once your verdict stands")
     return sight

@@ -189,13 +189,16 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
             window.show()
             VIEWS[shot.view](window, shot)
             settle(app, window)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            if not window.grab().save(str(out), "PNG"):
-                raise ScreenshotError(f"could not write {out}")
             texts = visible_texts(window)
-            if visible_text is not None:
-                visible_text.parent.mkdir(parents=True, exist_ok=True)
-                visible_text.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+            try:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                if not window.grab().save(str(out), "PNG"):
+                    raise ScreenshotError(f"could not write {out}")
+                if visible_text is not None:
+                    visible_text.parent.mkdir(parents=True, exist_ok=True)
+                    visible_text.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+            except OSError as exc:
+                raise ScreenshotError(f"could not write {exc.filename or out}: {exc.strerror or exc}") from None
         finally:
             window.close()
             QCoreApplication.processEvents()

@@ -6,6 +6,7 @@ import re
 import sys
 from pathlib import Path
 
+from db import catalog
 from db.workspace import default_workspace_path
 from gui.screenshot import TABS, VIEWS, ScreenshotError, Shot
 
@@ -22,7 +23,7 @@ def register(add) -> None:
                 vlmdesk gui --screenshot docs/screenshots/review.png --view review --bench demo
                 vlmdesk gui --screenshot queue.png --view queue --queue adjudication --size 1440x900
                 vlmdesk gui --screenshot results.png --view results --run 1 --run 2 --chart drop
-                vlmdesk gui --screenshot blind.png --view review --item 5 --tab history --annotator ana --blind --visible-text blind.txt""")
+                vlmdesk gui --screenshot b.png --view review --item 5 --tab history --blind --visible-text b.txt""")
     p.add_argument("--screenshot", metavar="FILE", help="save a PNG of the window and exit")
     p.add_argument("--view", default="browse", help=f"view to show: {', '.join(VIEWS)} (default browse)")
     p.add_argument("--bench", help="benchmark to show (default: the first)")
@@ -70,6 +71,9 @@ def cmd_gui(args) -> int:
     shot = Shot(view=args.view, bench=args.bench, item=args.item, queue=args.queue, tab=args.tab,
                 runs=tuple(args.run or ()), chart=args.chart, launch=args.launch, size=_size(args.size),
                 annotator=annotator, blind=args.blind)
+    for option, value in (("--screenshot", args.screenshot), ("--visible-text", args.visible_text)):
+        if value and Path(value).is_dir():
+            raise UsageError(f"{option}: {value} is a directory; give a file name")
     if not path.exists():
         raise UsageError(f"no workspace at {path}")
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -94,7 +98,6 @@ def start_gui(path: Path, *, first_start: bool, read_only: bool = False) -> int:
             and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
         raise UsageError("no display to open the app on (no $DISPLAY or $WAYLAND_DISPLAY); use the commands "
                          "(vlmdesk --help) or vlmdesk gui --screenshot FILE")
-    from db import catalog
     from db.workspace import open_workspace
     from vlmdesk.demo import ensure_demo
 

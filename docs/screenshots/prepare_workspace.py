@@ -1,9 +1,9 @@
 """Build the workspace the screenshots of docs/gui.md are taken from (`python docs/screenshots/prepare_workspace.py
-OUT.sqlite`): the demo benchmarks, baseline runs, a QC stage, and an adjudication set with two annotators' labels
-so the Alignment view has something to show, and a few review verdicts (one conflict, with a note) so that Browse,
-the Review history and blind mode have something to show and hide. Everything goes through `vlmdesk` commands except the labels, which
-stand in for people: annotators "ana" and "ben" label most responses as the rules read them, a few otherwise, and
-a lead adjudicates three of their disagreements."""
+OUT.sqlite`): the demo benchmarks, baseline runs, a QC stage, an adjudication set with two annotators' labels so
+the Alignment view has something to show, and a few review verdicts (one conflict, with a note) so that Browse, the
+Review history and blind mode have something to show and hide. Everything goes through `vlmdesk` commands except
+the labels and verdicts, which stand in for people: annotators "ana" and "ben" label every response as the rules
+read it, a few otherwise, and a lead adjudicates three of their disagreements."""
 from __future__ import annotations
 
 import sys

@@ -72,3 +72,5 @@ def test_adjudication_hides_a_response_until_this_annotator_labels_it(ws):
     assert blind.adjudication_hidden_passes(ws, "ann", item_ids=[a.id]) == {(run_id, a.id, 0), (again, a.id, 0)}
     alignment.add_label(ws, task.item_id, "ann", "A")
     assert blind.adjudication_hidden_passes(ws, "ann") == frozenset()
+    alignment.undo_label(ws, task.item_id, "ann")  # a withdrawn label is no committed label: hidden again
+    assert blind.adjudication_hidden_passes(ws, "ann", item_ids=[a.id]) == {(run_id, a.id, 0), (again, a.id, 0)}

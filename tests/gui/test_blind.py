@@ -66,6 +66,7 @@ def _markers(scores) -> dict[str, callable]:
     found = {m: contains(m) for m in (OTHER, THIRD, NOTE, RESPONSE, READING, ADJ_RESPONSE, CORRECTED, "✓ right",
                                       "✗ wrong", "flawed · ")}
     found["answer key"] = lambda lines: any(line == "answer key" or line.startswith("answer key ·") for line in lines)
+    found["model test answer"] = lambda lines: any(line.startswith(("Response: ", "Choice: ")) for line in lines)
     for s in scores:
         found[f"score {s}"] = contains(s)
     return found
@@ -84,7 +85,7 @@ VIEW_CASES = {
     "runs": (Shot("runs"), {"score"}),
     "results": (Shot("results", runs=(1,)), {"✗ wrong"}),
     "alignment": (Shot("alignment"), {OTHER}),
-    "models": (Shot("models"), set()),
+    "models": (Shot("models"), {"model test answer"}),
 }
 QUEUE_LEAKS = {"queue-qc", "queue-conflicts"}  # pages of engineer "flow" (queues_view.py)
 
@@ -102,6 +103,11 @@ def test_blind_mode_hides_every_marker_in_every_view(qtbot, seeded, make_window,
     markers = _markers(scores)
     window = make_window(path)
     VIEWS[shot.view](window, shot)
+    if case == "models":  # a model test answers a demo item: its response, choice and key
+        models = window.view("models")
+        assert models.add_model("always-A", "baseline:first")
+        models.test_button.click()
+        qtbot.waitUntil(lambda: models.process.finished, timeout=120_000)  # a child process on a busy machine
     texts = visible_texts(window)
     assert _shows(texts, markers, expected) == {n for n in markers if any(n.startswith(w) for w in expected)}, texts
 
@@ -194,10 +200,18 @@ def test_blind_adjudication_hides_the_queued_response_with_blind_off_until_my_la
     browse.select_combo(browse.result, "wrong")
     assert window.ctx.model.row_of(second.id) is None
     browse.clear_filters()
+    # Nor do the items behind a Results bar.
+    results = window.view("results")
+    window.show_view("results")
+    results.show_items_of({"run": 2, "level": "all", "strategy": "vanilla"})
+    row = results.items.payloads.index(second.id)
+    assert results.items.rows[row][1] == "hidden until your label (blind adjudication)"
     with open_workspace(path) as ws:
         alignment.add_label(ws, alignment.next_for(ws, "study", "ann").item_id, "ann", "B")
     VIEWS["review"](window, Shot("review", item="2", tab="predictions"))
     assert ADJ_RESPONSE in " ".join(visible_texts(window))
+    results.show_items_of({"run": 2, "level": "all", "strategy": "vanilla"})
+    assert results.items.rows[row][1] == "✗ wrong"
 
 
 def test_the_check_hook_writes_the_visible_texts(seeded, tmp_path):
@@ -212,3 +226,4 @@ def test_the_check_hook_writes_the_visible_texts(seeded, tmp_path):
     lines = txt.read_text(encoding="utf-8").splitlines()
     assert NOTE not in lines and OTHER not in " ".join(lines) and "Blind" in lines
     assert cli_main([*args[:-2], "--annotator", " "]) == 2
+    assert cli_main([*args[:-1], str(tmp_path)]) == 2  # --visible-text names a folder: one line, nothing written
