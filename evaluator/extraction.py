@@ -167,10 +167,18 @@ class _Mention:
     negated: bool  # named only to be ruled out
 
 
-# A stand-alone capital letter, optionally bracketed: not part of a word, "X-ray", "I'm", "U.S." or "B.5".
+# Scripts written without spaces: a Latin letter glued to a following character of theirs is part of a word
+# ("B型" blood type B, "A股" A-shares, "B超" ultrasound), not an option letter, unless that character is one of
+# the words that follow an option letter in a sentence ("B选项", "B是对的", "A和B", "C不对", "选B吧").
+_SPACELESS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ebef"
+_AFTER_LETTER_WORDS = "选项是为和或与及跟正对错不最符吧呢啊呀吗嘛了也都还更比才就即"
+_NOT_GLUED = rf"(?!(?![{_AFTER_LETTER_WORDS}])[{_SPACELESS}])"
+_GLUED = re.compile(rf"[{_SPACELESS}]")
+
+# A stand-alone capital letter, optionally bracketed: not part of a word, "X-ray", "I'm", "U.S.", "B.5" or "B型".
 _LETTER = re.compile(
     r"(?<![0-9A-Za-z'’_\-])(?<![A-Za-z]\.)(?P<open>[(\[]?)(?P<letter>[A-Z])(?P<close>[)\]]?)"
-    r"(?![0-9A-Za-z'’_\-])(?!\.[0-9A-Za-z])"
+    r"(?![0-9A-Za-z'’_\-])(?!\.[0-9A-Za-z])" + _NOT_GLUED
 )
 # After "A", these words show that "A" is the option letter ("A is wrong") and not the article ("A dog").
 _VERBS_AFTER_LETTER = frozenset(
@@ -303,9 +311,11 @@ _VERDICT = re.compile(
 _HYPOTHETICAL = re.compile(
     r"(?:\b(?:if|whether|suppose|supposing|assuming|unless)\s+(?:option\s+)?|如果|假如|假设)$", re.I
 )
-# A first line that starts with a letter form: "B", "B.", "(B) dog" — the answer, unless the lines are a list.
-# A bare capital followed by a word ("A dog? No, a cat.") is not a letter form.
-_LEADING_LINE = re.compile(r"[ \t]*(?:[(\[][A-Z][)\]]|[A-Z](?:[.:),]|(?=[ \t]*$)))")
+# A first line that starts with a letter form: "B", "B.", "(B) dog", "(b) dog", "b. dog" — the answer, unless the
+# lines are a list. A bare letter followed by a word ("A dog? No, a cat.", "a cat") is not a letter form.
+_LEADING_LINE = re.compile(
+    r"[ \t]*(?:[(\[][A-Za-z][)\]]|[A-Z](?:[.:),]|(?=[ \t]*$))|[a-z][.:)](?![0-9A-Za-z]))"
+)
 
 # What may stand between a cue and the answer: "the answer is probably option (B)".
 _FILLER = re.compile(
@@ -322,13 +332,13 @@ _CLAUSE_END = re.compile(
     re.I,
 )
 _LEADING_LETTER = re.compile(
-    r"(?P<open>[(\[]?)(?P<letter>[A-Z])(?P<close>[)\]]?)(?![0-9A-Za-z'’_\-])(?!\.[0-9A-Za-z])"
+    r"(?P<open>[(\[]?)(?P<letter>[A-Za-z])(?P<close>[)\]]?)(?![0-9A-Za-z'’_\-])(?!\.[0-9A-Za-z])" + _NOT_GLUED
 )
 # More letters joined to the answer: "B or C", "B, D", "B/C", "B和C".
 _JOINED_LETTER = re.compile(
     r"\s*(?:,|/|&|\bor\b|\band\b|或者|或|和|与|、|以及)\s*"
     r"(?:(?:and|or|maybe|perhaps|possibly|probably|even|also|just|option)\s+)*[(\[]?"
-    r"(?-i:(?P<letter>[A-Z]))(?![0-9A-Za-z'’_\-])",
+    r"(?P<letter>[A-Za-z])(?![0-9A-Za-z'’_\-])" + _NOT_GLUED,
     re.I,
 )
 _ANSWER_REACH = 200  # characters after a cue in which its answer must stand (keeps long responses linear)
@@ -366,12 +376,13 @@ def _read_answer(
         return None
     said = _quote(text[cue_start : start + len(clause)])
 
-    letter = _LEADING_LETTER.match(answer)
-    if letter and not _reads_as_word(answer, letter):
-        chosen, rest = letter.group("letter"), answer[letter.end() :]
+    letter = _answer_letter(answer, choices)
+    if letter is not None:
+        chosen, rest = letter.group("letter").upper(), answer[letter.end() :]
         joined = _JOINED_LETTER.match(rest)
-        if joined and not _is_negated(rest, joined.start("letter"), joined.end()):
-            return _several(_unique([chosen, joined.group("letter")]))
+        if (joined and (joined.group("letter").isupper() or letter.group("letter").islower())
+                and not _is_negated(rest, joined.start("letter"), joined.end())):
+            return _several(_unique([chosen, joined.group("letter").upper()]))
         if chosen not in choices.texts:
             return _not_an_option(chosen, choices)
         if _names_another_text(rest, chosen, choices):
@@ -382,6 +393,24 @@ def _read_answer(
     if len(named) == 1:
         return _decided(named[0], f"{label} '{said}'")
     return _several(named) if named else None
+
+
+def _answer_letter(answer: str, choices: _Choices) -> re.Match[str] | None:
+    """The option letter that ``answer`` (what follows a cue) starts with, if it starts with one."""
+    m = _LEADING_LETTER.match(answer)
+    if m is None or _reads_as_word(answer, m):
+        return None
+    if _GLUED.match(answer, m.end()) and any(p.match(answer) for _, p in choices.patterns):
+        return None  # "B是…" where an option's text starts so: the option's text wins over letter B
+    if m.group("letter").islower():
+        # A lower-case letter is the answer in a letter form only — "(b)", "b)", "b.", "b:", "b," or the letter
+        # alone — ("the answer is a cat" has the article), and only when it is an option's letter.
+        after = answer[m.end() : m.end() + 1]
+        if not (m.group("close") or after in (".", ":", ",") or not answer[m.end() :].strip()):
+            return None
+        if m.group("letter").upper() not in choices.texts:
+            return None
+    return m
 
 
 def _first_clause(text: str) -> str:
@@ -410,10 +439,11 @@ def _answer_statement(text: str, choices: _Choices) -> Extraction | None:
         if not _HYPOTHETICAL.search(text, max(0, m.start() - _CONTEXT), m.start())
     ]
     lines = [line for line in text.strip().splitlines() if line.strip()]
+    lead = _LEADING_LINE.match(lines[0]) if lines else None
     if (
-        lines
-        and _LEADING_LINE.match(lines[0])
-        and len(_letter_mentions(_first_clause(lines[0]))) == 1  # "A. cat B. dog" on one line is a list
+        lead
+        # "A. cat B. dog" on one line is a list (a lower-case letter form is not among the capitals counted)
+        and len(_letter_mentions(_first_clause(lines[0]))) + lead.group(0).islower() == 1
         and not any(_LEADING_LINE.match(line) for line in lines[1:])
     ):
         first = text.index(lines[0])
