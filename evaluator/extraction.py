@@ -298,6 +298,17 @@ _CONCLUSION = re.compile(
     """,
     re.I | re.X,
 )
+# Self-corrections that end a clause with a letter form: "Actually, C.", "Wait, no: it is (b).", "Correction: (b)".
+# Only a letter form: "Actually, the cat in option A is asleep" is no answer.
+_CORRECTION = re.compile(
+    r"""
+    \b(?:actually|correction|wait)\b[\s,:;.!]*(?:no\b[\s,:;.!]*)?
+    (?:(?:it|this|that)\s*(?:is|['’]s|must\s+be)\s+|(?:the\s+)?(?:answer\s+is|option|choice)\s+)?
+    (?P<letter>[(\[]?(?-i:[A-Z])[)\]]?|[(\[][a-z][)\]])
+    (?=\s*(?:[.!?。！]|$))
+    """,
+    re.I | re.X,
+)
 # Verdicts that follow the letter: "B is the correct answer", "B is correct", "B选项正确".
 _VERDICT = re.compile(
     r"""
@@ -378,6 +389,8 @@ def _read_answer(
 
     letter = _answer_letter(answer, choices)
     if letter is not None:
+        if _NEGATION_AFTER.match(answer, letter.end(), letter.end() + _CONTEXT):
+            return None  # "Wait, A is wrong": no answer
         chosen, rest = letter.group("letter").upper(), answer[letter.end() :]
         joined = _JOINED_LETTER.match(rest)
         if (joined and (joined.group("letter").isupper() or letter.group("letter").islower())
@@ -433,6 +446,7 @@ def _answer_statement(text: str, choices: _Choices) -> Extraction | None:
     cues: list[tuple[int, str, object]] = []
     cues += [(m.start(), "cue", m) for m in _ANSWER_CUE.finditer(text)]
     cues += [(m.start("letter"), "stated", m) for m in _CONCLUSION.finditer(text)]
+    cues += [(m.start("letter"), "stated", m) for m in _CORRECTION.finditer(text)]
     cues += [
         (m.start(), "stated", m)
         for m in _VERDICT.finditer(text)
@@ -451,7 +465,7 @@ def _answer_statement(text: str, choices: _Choices) -> Extraction | None:
 
     for _, kind, cue in sorted(cues, key=lambda c: c[0], reverse=True):
         if kind == "stated":
-            letter = cue.group("letter")
+            letter = cue.group("letter").strip("()[]").upper()
             if letter not in choices.texts:
                 return _not_an_option(letter, choices)
             return _decided(letter, f"answer statement '{_quote(cue.group(0))}'")
@@ -486,9 +500,24 @@ _REFUSAL = re.compile(
 # --- The extractor ----------------------------------------------------------------------------------------
 
 
-def _from_mentions(mentions: list[_Mention], choices: _Choices) -> Extraction:
+# A lower-case letter in a letter form in running text: "(b)", "b." or "b)" ending a sentence, "b -" at a line's
+# start. Not read as an answer (lower-case letters are words there), but a human would hesitate when it names
+# another option than the rest of the response ("A? No. b.").
+_LOWER_FORM = re.compile(
+    r"(?<![^\s(\[])(?:[(\[](?P<bracketed>[a-z])[)\]]|(?P<letter>[a-z])(?=[.)][ \t]*(?:$|\n))|"
+    r"(?<=^)(?P<dashed>[a-z])(?=[ \t]*[-–—][ \t]))",
+    re.M,
+)
+
+
+def _from_mentions(mentions: list[_Mention], choices: _Choices, text: str = "") -> Extraction:
     positive = [m for m in mentions if not m.negated]
     named = _unique(m.letter for m in positive if m.letter in choices.texts)
+    lower = _unique(
+        letter.upper() for m in _LOWER_FORM.finditer(text) if (letter := m.group(m.lastgroup)).upper() in choices.texts
+    )
+    if len(named) == 1 and any(letter != named[0] for letter in lower):
+        return _undecided(f"lower-case letter form names another option: {', '.join(lower)}")
     foreign = _unique(m.letter for m in positive if m.letter not in choices.texts)
     if foreign and named:
         return _undecided("letters outside the options also named: " + ", ".join(foreign))
@@ -547,4 +576,4 @@ def _extract(response: str, choices: _Choices) -> Extraction:
         return Extraction(REFUSAL, "rules", "refusal")
     if statement is not None:
         return statement  # an answer statement that names several options or a letter that is no option
-    return _from_mentions(mentions, choices)
+    return _from_mentions(mentions, choices, masked)
