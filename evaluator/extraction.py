@@ -7,10 +7,12 @@ is a first-class outcome: step 2 (an LLM matcher) or a human takes over, and not
 The reading goes from the strongest evidence to the weakest:
 
 1. the whole response is exactly one option's text, or exactly one letter in any case ("b", "(b)"; in running
-   text only capitals are letters, since "a" is an article and "b" a unit or a variable);
+   text only capitals are letters, since "a" is an article and "b" a unit or a variable — except in a letter
+   form right after an answer cue, "Answer: b", "答案是ｂ", or starting the first line, "(b) dog", "b. dog");
+   a letter glued to a following Chinese word is part of that word ("B型" is blood type B, "A股" A-shares);
 2. an explicit answer statement ("the answer is B", "Answer: (C) 3 apples", "so B", "B is correct",
-   "答案是B", a first line that is a bare letter) — the *last* one wins, because chain-of-thought responses
-   mention other letters while reasoning and end with the answer (and self-corrections come later);
+   "答案是B", "Actually, C.", a first line that is a bare letter) — the *last* one wins, because chain-of-thought
+   responses mention other letters while reasoning and end with the answer (and self-corrections come later);
 3. a refusal ("I cannot answer", "none of the options", "无法确定") → ``"Z"``;
 4. every mention of an option letter or option text in the response; exactly one option must be named,
    mentions that rule an option out ("not A", "C is wrong") do not count.
