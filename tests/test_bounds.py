@@ -81,7 +81,8 @@ def test_the_overflowing_limit_of_the_issue_through_the_real_command(ws_path):
 
 
 @pytest.mark.parametrize("spec", [
-    "baseline:random?seed=" + HUGE, "baseline:random?delay_ms=5", "slow:random?delay_ms=inf", "slow:random?delay_ms=nan",
+    "baseline:random?seed=" + HUGE, "baseline:random?delay_ms=5",
+    "slow:random?delay_ms=inf", "slow:random?delay_ms=nan",
     "openai:m@http://127.0.0.1:9/v1?concurrency=" + HUGE, "openai:m@http://127.0.0.1:9/v1?timeout=nan",
     "openai:m@http://127.0.0.1:9/v1?timeout=1e999", "openai:m@http://127.0.0.1:9/v1?retries=" + HUGE,
     "openai:m@http://127.0.0.1:9/v1?temperature=-3", "hf:./nowhere?batch_size=" + HUGE,

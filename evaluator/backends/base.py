@@ -80,6 +80,8 @@ class BackendEntry:
     fields: tuple[Field, ...] = ()
     examples: tuple[str, ...] = ()
     title: str = ""  # what the app's menus call it (default: the scheme)
+    # A reference point needing no model: the app offers its examples as they are, never as an extractor's model.
+    reference: bool = False
 
     def check(self, rest: str) -> None:
         """BackendError when ``rest`` cannot be read (an entry without ``validate`` is checked by building it)."""

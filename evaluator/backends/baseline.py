@@ -43,7 +43,7 @@ def build(rest: str, context: BuildContext) -> "BaselineBackend":
 
 
 BACKENDS = (BackendEntry(
-    name="baseline", title="Baseline", syntax="baseline:random|first|frequent[?seed=N]",
+    name="baseline", title="Baseline", reference=True, syntax="baseline:random|first|frequent[?seed=N]",
     help="reference points that cost nothing: the first option, a seeded random one, the most frequent answer",
     build=build, validate=lambda rest: parse_baseline_spec(rest) and None,
     fields=(Field("", "Kind", "choice", choices=KINDS, default="random", required=True),
