@@ -13,7 +13,6 @@ sends the dummy key ``EMPTY``. ``openai`` is imported lazily, so importing this 
 from __future__ import annotations
 
 import base64
-import email.utils
 import json
 import logging
 import math
@@ -22,7 +21,6 @@ import random
 import re
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -205,6 +203,9 @@ class OpenAIBackend:
                 failed.set()  # set in the worker, before it can pick up the next query
                 raise
 
+        # Imported here: every --help imports this module (the backend registry); these cost more than all of it.
+        from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(bodies)),
                                 thread_name_prefix="openai-backend") as pool:
             futures = [pool.submit(run, i, body) for i, body in enumerate(bodies)]
@@ -338,6 +339,8 @@ def _retry_after_seconds(headers) -> float | None:
     except ValueError:
         pass
     try:
+        import email.utils
+
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
