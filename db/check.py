@@ -95,13 +95,18 @@ def _foreign_keys(ws: Workspace) -> list[str]:
 
 
 def _search_index(ws: Workspace) -> list[str]:
-    if ws.read_only:
-        return []  # FTS5 checks through an INSERT, which a read-only connection refuses; reported as skipped
+    present = {(kind, name) for kind, name in ws.conn.execute("SELECT type, name FROM sqlite_master")}
+    missing = [f"the search index's {kind} {name} is missing" for kind, name in schema.search_index_objects()
+               if (kind, name) not in present]
+    if missing or ws.read_only:
+        return missing  # FTS5 checks through an INSERT, which a read-only connection refuses; reported as skipped
     try:
         # rank = 1: compare the index with the items table too, not only with itself (external content).
         ws.conn.execute("INSERT INTO item_search (item_search, rank) VALUES ('integrity-check', 1)")
     except sqlite3.DatabaseError as exc:
-        if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) != sqlite3.SQLITE_CORRUPT:
+        # CORRUPT: entries that do not match; ERROR: shadow tables FTS5 cannot even read ("vtable constructor
+        # failed", "invalid fts5 file format").
+        if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_ERROR):
             raise
         return [f"the search index does not match the items ({exc})"]
     finally:
@@ -110,10 +115,35 @@ def _search_index(ws: Workspace) -> list[str]:
 
 
 def _rebuild_search_index(ws: Workspace) -> str:
+    """Drop whatever is left of the search index and create it again from its one definition, then fill it."""
     with ws.db.atomic():
-        ws.conn.execute("INSERT INTO item_search (item_search) VALUES ('rebuild')")
+        for kind, name in reversed(schema.search_index_objects()):  # triggers first, the view last
+            if kind != "table":
+                ws.conn.execute(f"DROP {kind} IF EXISTS {name}")
+                continue
+            try:
+                ws.conn.execute(f"DROP TABLE IF EXISTS {name}")
+            except sqlite3.DatabaseError:  # its constructor fails: the shadow tables are broken
+                _unlink_broken_virtual_table(ws, name)
+        schema.create_search_index(ws.db)
     items = ws.conn.execute("SELECT count(*) FROM items").fetchone()[0]
     return f"rebuilt the search index over {items:,} items"
+
+
+_FTS5_SHADOWS = ("data", "idx", "content", "docsize", "config")
+
+
+def _unlink_broken_virtual_table(ws: Workspace, name: str) -> None:
+    # An FTS5 table whose shadow tables it cannot read cannot be dropped (DROP runs its constructor). Its schema
+    # row is removed instead — a virtual table owns no pages, so nothing is left dangling — and its shadow tables,
+    # ordinary tables now, are dropped. RESET makes this connection read the schema again.
+    ws.conn.execute("PRAGMA writable_schema = ON")
+    try:
+        ws.conn.execute("DELETE FROM sqlite_master WHERE type = 'table' AND name = ? AND rootpage = 0", (name,))
+    finally:
+        ws.conn.execute("PRAGMA writable_schema = RESET")
+    for shadow in _FTS5_SHADOWS:
+        ws.conn.execute(f"DROP TABLE IF EXISTS {name}_{shadow}")
 
 
 _ORPHANS = "FROM images WHERE NOT EXISTS (SELECT 1 FROM items WHERE items.image_sha256 = images.sha256)"

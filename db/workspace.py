@@ -7,7 +7,9 @@ only once it is known to be a vlmdesk workspace this version understands. A file
 """
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shlex
 import sqlite3
 from dataclasses import dataclass
@@ -100,6 +102,39 @@ def damaged(path: Path | str, what: str) -> DamagedWorkspace:
         f"or save what can be read with `{recover_command(path)}`")
 
 
+def broken_schema(path: Path | str, search_index: bool, what: str) -> DamagedWorkspace:
+    if search_index:
+        return DamagedWorkspace(f"{path}: the workspace's search index is broken ({what}); rebuild it with "
+                                f"`vlmdesk check --repair --workspace {shlex.quote(str(path))}`")
+    return damaged(path, what)
+
+
+# SQLITE_ERROR is mostly a wrong statement (a bug), except when the file's schema lost one of its objects, or FTS5
+# cannot read its own tables: messages only the file can cause.
+_SCHEMA_LOSS = re.compile(r"^no such (?:table|view|trigger|index): (?:main\.)?(\w+)")
+_FTS_BROKEN = ("vtable constructor failed", "invalid fts5 file format", "fts5: corrupt", "fts5: missing row")
+
+
+def _broken_schema(message: str) -> str | None:
+    """"search index" or "schema" when `message` says that part of the file's schema is broken; else None."""
+    if any(m in message for m in _FTS_BROKEN):
+        return "search index"
+    lost = _SCHEMA_LOSS.match(message)
+    if not lost or lost[1] not in _schema_object_names():
+        return None
+    return "search index" if lost[1] in {name for _, name in schema.search_index_objects()} else "schema"
+
+
+@functools.cache
+def _schema_object_names() -> frozenset[str]:
+    """Every table, view, index and trigger the migrations create (read from a workspace made in memory)."""
+    db = Database(memory=True)
+    schema.migrations.apply(db)
+    names = frozenset(r[0] for r in db.execute("SELECT name FROM sqlite_master"))
+    db.close()
+    return names
+
+
 def database_error(path: Path | str, exc: sqlite3.Error) -> UserError | EnvironmentFault | None:
     """What a SQLite error means for the workspace at `path`, as the one-line error to report; None when it is not
     about the file (a bug, e.g. a wrong statement), which is then reported as an internal error."""
@@ -109,6 +144,8 @@ def database_error(path: Path | str, exc: sqlite3.Error) -> UserError | Environm
     primary = code & 0xFF
     if primary in _DAMAGED:
         return damaged(path, str(exc))
+    if primary == sqlite3.SQLITE_ERROR and (broken := _broken_schema(str(exc))):
+        return broken_schema(path, broken == "search index", str(exc))
     if primary == sqlite3.SQLITE_READONLY:
         return ReadOnlyWorkspace(f"{path}: workspace is read-only")
     if primary in _FAULTS:

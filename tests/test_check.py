@@ -10,6 +10,7 @@ import pytest
 from db import catalog, item_query, open_workspace, schema
 from db.check import CHECKS, check_workspace
 from tests.db.test_workspace import garble_page
+from tests.factories import mmbench_rows, write_tsv
 from tests.test_errors import demo_path, one_line_error, sha, vlmdesk  # noqa: F401 (demo_path is a fixture)
 
 
@@ -194,3 +195,60 @@ def test_a_running_run_whose_process_is_gone_is_marked_interrupted(demo_path):
     with sqlite3.connect(demo_path) as conn:
         assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
     conn.close()
+
+
+# ------------------------------------------------------------------------------ a broken or missing search index
+
+def _search_schema(path) -> dict:
+    names = [name for _, name in schema.search_index_objects()]
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(f"SELECT name, type, sql FROM sqlite_master WHERE name IN ({','.join('?' * len(names))})",
+                            names).fetchall()
+    conn.close()
+    return {name: (kind, sql) for name, kind, sql in rows}
+
+
+def _search(path, text: str) -> list[int]:
+    with open_workspace(path) as ws:
+        bench = catalog.benchmark_by_name(ws, "demo")
+        return [r.id for r in item_query.item_page(ws, bench.id, item_query.ItemFilter(text=text))]
+
+
+BREAK_SEARCH = {
+    "data emptied": "DELETE FROM item_search_data",
+    "config emptied": "DELETE FROM item_search_config",
+    "table dropped": "DROP TABLE item_search",
+    "trigger dropped": "DROP TRIGGER item_search_ai",
+    "view dropped": "DROP VIEW item_search_texts",
+}
+
+
+@pytest.mark.parametrize("how", sorted(BREAK_SEARCH))
+def test_a_broken_or_missing_search_index_is_found_and_rebuilt_from_its_one_definition(demo_path, tmp_path, how):
+    fresh = _search_schema(demo_path)
+    assert {kind for kind, _ in fresh.values()} == {"view", "table", "trigger"} and len(fresh) == 6
+    found_before = _search(demo_path, "cat")
+    assert found_before
+    with sqlite3.connect(demo_path) as conn:
+        conn.execute(BREAK_SEARCH[how])
+    conn.close()
+    code, report = check_json(demo_path)
+    assert code == 1 and not by_name(report)["search_index"]["ok"], report
+    # An import on the broken file is one line that names the way out (not an internal error).
+    tsv = write_tsv(tmp_path / "new.tsv", list(mmbench_rows(3, seed=5)))
+    proc = vlmdesk("--workspace", str(demo_path), "import", str(tsv))
+    if proc.returncode != 0:
+        assert proc.returncode == 2 and "vlmdesk check" in one_line_error(proc), proc.stderr
+
+    proc = check(demo_path, "--repair")
+    assert proc.returncode == 0, proc.stdout
+    assert "repaired: rebuilt the search index over" in proc.stdout and "failed" not in proc.stdout
+    assert _search_schema(demo_path) == fresh  # the same view, table and triggers as a new workspace's
+    proc = vlmdesk("--workspace", str(demo_path), "import", str(tsv), "--name", "after-repair")
+    assert proc.returncode == 0, proc.stderr
+    assert _search(demo_path, "cat") == found_before
+    with open_workspace(demo_path) as ws:
+        assert ws.conn.execute("SELECT count(*) FROM item_search").fetchone()[0] == \
+            ws.conn.execute("SELECT count(*) FROM items").fetchone()[0]
+    code, report = check_json(demo_path)
+    assert code == 0 and report["healthy"], report
