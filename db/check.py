@@ -27,6 +27,7 @@ class Check:
     title: str
     find: Callable[[Workspace], list[str]]
     repair: Callable[[Workspace], str] | None = None
+    current_schema: bool = False  # reads what only the current schema has: skipped (noted) on an older one
 
 
 @dataclass
@@ -72,7 +73,9 @@ def _upgrade(ws: Workspace) -> str:
 
 def _integrity(ws: Workspace) -> list[str]:
     try:
-        rows = [r[0] for r in ws.conn.execute(f"PRAGMA integrity_check({MAX_PROBLEMS})")]
+        # A row may hold several lines ("*** in database main ***" and the first problem): one problem a line.
+        rows = [line for r in ws.conn.execute(f"PRAGMA integrity_check({MAX_PROBLEMS})")
+                for line in r[0].splitlines() if line.strip()]
     except sqlite3.DatabaseError as exc:
         rows = [f"could not be checked: {exc}"]
     if rows == ["ok"]:
@@ -175,9 +178,9 @@ CHECKS: tuple[Check, ...] = (
     Check("integrity", "file integrity", _integrity),
     Check("schema", "schema version", _schema_version, _upgrade),
     Check("foreign_keys", "references between tables", _foreign_keys),
-    Check("search_index", "search index", _search_index, _rebuild_search_index),
+    Check("search_index", "search index", _search_index, _rebuild_search_index, current_schema=True),
     Check("orphan_images", "images used by no item", _orphan_images, _delete_orphan_images),
-    Check("dead_runs", "runs whose process is gone", _dead_runs, _mark_dead_runs_interrupted),
+    Check("dead_runs", "runs whose process is gone", _dead_runs, _mark_dead_runs_interrupted, current_schema=True),
 )
 
 
@@ -215,15 +218,19 @@ def check_workspace(path: Path, *, repair: bool = False) -> Report:
     SchemaError for a file that is not a vlmdesk workspace, which is left untouched."""
     ident = identify(path)
     notes: list[str] = []
-    writable = location_writable(path) and not ident.truncated
+    writable = location_writable(path) and not ident.damage
     ws = _open_plain(path, writable=writable)
     results: list[CheckResult] = []
     try:
         for check in CHECKS:
+            if check.current_schema and ws.schema_version() != schema.latest_version():
+                notes.append(f"{check.title} not checked: the schema is not this vlmdesk's")
+                results.append(CheckResult(check.name, check.title))
+                continue
             result = CheckResult(check.name, check.title, _run_one(ws, check))
             results.append(result)
-            if check.name == "integrity" and ident.truncated:
-                result.problems.insert(0, f"the file is {ident.truncated}")
+            if check.name == "integrity" and ident.damage:
+                result.problems.insert(0, f"the file is damaged: {ident.damage}")
             if not (repair and result.problems and check.repair):
                 continue
             if reason := _no_repair(ws, results, ident):

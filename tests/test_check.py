@@ -112,7 +112,7 @@ def test_a_truncated_file_is_reported(demo_path):
     before = sha(demo_path)
     code, report = check_json(demo_path, "--repair")
     integrity = by_name(report)["integrity"]
-    assert code == 1 and integrity["problems"][0].startswith("the file is truncated:")
+    assert code == 1 and integrity["problems"][0].startswith("the file is damaged: truncated:")
     assert sha(demo_path) == before
 
 
