@@ -252,3 +252,48 @@ def test_a_broken_or_missing_search_index_is_found_and_rebuilt_from_its_one_defi
             ws.conn.execute("SELECT count(*) FROM items").fetchone()[0]
     code, report = check_json(demo_path)
     assert code == 0 and report["healthy"], report
+
+
+def test_rescoring_a_run_whose_items_are_gone_is_one_line_naming_check(demo_path):
+    with sqlite3.connect(demo_path) as conn:  # written by another tool with foreign keys off
+        gone = conn.execute("SELECT DISTINCT item_id FROM predictions WHERE run_id = 1 LIMIT 2").fetchall()
+        conn.executemany("DELETE FROM items WHERE id = ?", gone)
+    conn.close()
+    code, report = check_json(demo_path)
+    assert code == 1 and any("predictions row" in p for p in by_name(report)["foreign_keys"]["problems"])
+    proc = vlmdesk("--workspace", str(demo_path), "rescore", "1", "--extractor", "rules")
+    line = one_line_error(proc)
+    assert proc.returncode == 2 and "2 item(s)" in line and "vlmdesk check" in line, line
+
+
+def test_every_problem_line_of_a_damaged_file_is_indented_under_its_check(demo_path):
+    from tests.db.test_workspace import zero_page_after_header
+
+    zero_page_after_header(demo_path, "idx__sqlite_migrations_migration_set_name")
+    proc = check(demo_path)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("workspace ") and "found problems" in lines[-1]
+    body = lines[1:-1]
+    assert any("*** in database main ***" in line for line in body)
+    assert all(line.startswith("  ") for line in body), proc.stdout
+    code, report = check_json(demo_path)
+    assert all("\n" not in p for c in report["checks"] for p in c["problems"])
+    assert "*** in database main ***" in by_name(report)["integrity"]["problems"]
+
+
+def test_a_workspace_from_before_run_owners_with_runs_is_checked_then_upgraded(demo_path):
+    with sqlite3.connect(demo_path) as conn:  # as a workspace made before migration 0009_run_owner
+        for column in ("owner_host", "owner_pid", "owner_token", "owner_since", "heartbeat_at"):
+            conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0009_run_owner'")
+        conn.execute(f"PRAGMA user_version = {schema.latest_version() - 1}")
+    conn.close()
+    before = sha(demo_path)
+    code, report = check_json(demo_path)
+    checks = by_name(report)
+    assert code == 1 and not checks["schema"]["ok"] and checks["dead_runs"]["ok"], report
+    assert "runs whose process is gone not checked: the schema is not this vlmdesk's" in report["notes"]
+    assert sha(demo_path) == before
+    code, report = check_json(demo_path, "--repair")
+    assert code == 0 and report["healthy"] and not report["notes"], report
