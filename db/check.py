@@ -223,7 +223,7 @@ def check_workspace(path: Path, *, repair: bool = False) -> Report:
     results: list[CheckResult] = []
     try:
         for check in CHECKS:
-            if check.current_schema and ws.schema_version() != schema.latest_version():
+            if check.current_schema and _version(ws, ident) != schema.latest_version():
                 notes.append(f"{check.title} not checked: the schema is not this vlmdesk's")
                 results.append(CheckResult(check.name, check.title))
                 continue
@@ -247,6 +247,13 @@ def check_workspace(path: Path, *, repair: bool = False) -> Report:
     finally:
         ws.close()
     return Report(path, ws.read_only, results, notes)
+
+
+def _version(ws: Workspace, ident) -> int:
+    try:
+        return ws.schema_version()  # after a --repair upgrade, the new one
+    except sqlite3.DatabaseError:
+        return ident.version  # a schema SQLite cannot load: the header's
 
 
 def _no_repair(ws: Workspace, results: list[CheckResult], ident) -> str | None:

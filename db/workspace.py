@@ -105,13 +105,6 @@ def damaged(path: Path | str, what: str) -> DamagedWorkspace:
         f"or save what can be read with `{recover_command(path)}`")
 
 
-def broken_schema(path: Path | str, search_index: bool, what: str) -> DamagedWorkspace:
-    if search_index:
-        return DamagedWorkspace(f"{path}: the workspace's search index is broken ({what}); rebuild it with "
-                                f"`vlmdesk check --repair --workspace {shlex.quote(str(path))}`")
-    return damaged(path, what)
-
-
 # SQLITE_ERROR is mostly a wrong statement (a bug), except when the file's schema lost one of its objects, or FTS5
 # cannot read its own tables: messages only the file can cause.
 _SCHEMA_LOSS = re.compile(r"^no such (?:table|view|trigger|index): (?:main\.)?(\w+)")
@@ -148,7 +141,10 @@ def database_error(path: Path | str, exc: sqlite3.Error) -> UserError | Environm
     if primary in _DAMAGED:
         return damaged(path, str(exc))
     if primary == sqlite3.SQLITE_ERROR and (broken := _broken_schema(str(exc))):
-        return broken_schema(path, broken == "search index", str(exc))
+        if broken == "search index":
+            return DamagedWorkspace(f"{path}: the workspace's search index is broken ({exc}); rebuild it with "
+                                    f"`vlmdesk check --repair --workspace {shlex.quote(str(path))}`")
+        return damaged(path, str(exc))
     if primary == sqlite3.SQLITE_READONLY:
         return ReadOnlyWorkspace(f"{path}: workspace is read-only")
     if primary in _FAULTS:
@@ -407,6 +403,9 @@ def _open_read_only(path: Path, ident: FileIdentity, *, explicit: bool, writable
         conn = read_only_connection(path, allow_immutable=not writable)
         conn.execute("PRAGMA foreign_keys = ON")
         _refuse_newer(path, conn.execute("PRAGMA user_version").fetchone()[0])
+        marked = conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        if damage := _judge_schema(path, conn, marked=marked).damage:
+            raise damaged(path, damage)
         ws = Workspace(path, Database(conn), read_only=True)
         if probe_first:
             probe(ws)

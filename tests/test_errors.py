@@ -111,6 +111,7 @@ def test_a_plain_value_error_is_a_bug_not_a_usage_error(tmp_path):
 def test_a_wrong_sql_statement_is_a_bug_not_a_workspace_problem(tmp_path):
     code = _BUG.replace('raise RuntimeError("boom\\nsecond line of the message")',
                         'ws = cli.open_from_args(args); ws.conn.execute("SELECT x FROM no_such_table")')
+    open_workspace(tmp_path / "ws.sqlite").close()
     proc = vlmdesk("--workspace", str(tmp_path / "ws.sqlite"), "benchmarks", code=code,
                    env={"VLMDESK_LOG_DIR": str(tmp_path / "logs")})
     assert proc.returncode == 1

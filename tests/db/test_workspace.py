@@ -534,6 +534,8 @@ def test_a_workspace_whose_migration_record_is_unreadable_is_damaged_not_foreign
     message = str(caught.value)
     assert "not a vlmdesk workspace" not in message and "damaged" in message
     assert "vlmdesk check" in message and ".recover" in message
+    with pytest.raises(DamagedWorkspace, match="its record of migrations cannot be read"):
+        open_workspace(path, read_only=True)
     assert _sha(path) == before and _companions(path) == []
 
 
