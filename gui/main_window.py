@@ -180,7 +180,7 @@ class MainWindow(QMainWindow):
         """Open another workspace; one that cannot be opened (or read) is one message, and the open one stays."""
         ws = None
         try:
-            ws = open_workspace(path)
+            ws = open_workspace(path, probe=True)
             benches = catalog.list_benchmarks(ws)  # once: it counts every benchmark's items and images
         except (UserError, EnvironmentFault, OSError, sqlite3.DatabaseError) as exc:
             if ws is not None:
