@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from annotation import agreement, standing
+from annotation.names import annotator_name
 from annotation.standing import ADJUDICATIONS, LABELS
 from db.catalog import now_iso
 from db.workspace import Workspace
@@ -267,9 +268,7 @@ def _outputs(ws: Workspace, item_id: int) -> dict[str, Extraction]:
 
 
 def _annotator(name: str) -> str:
-    if not name or not name.strip():
-        raise ValueError("an annotator name is required")
-    return name.strip()
+    return annotator_name(name)  # raises BadName, a ValueError
 
 
 def _valid_choice(ws: Workspace, item_id: int, choice: str) -> str:

@@ -7,8 +7,10 @@ from pathlib import Path
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
 from matplotlib.figure import Figure
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QMessageBox, QPushButton, QSizePolicy, QVBoxLayout,
+                               QWidget)
 
+from db.errors import UserError
 from evaluator.plots import bar_target, save_figure
 
 
@@ -77,4 +79,7 @@ class ChartView(QWidget):
     def _export_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export chart", "chart.png", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
         if path:
-            self.export(path)
+            try:
+                self.export(path)
+            except (UserError, OSError, ValueError) as exc:  # a refused path (evaluator/outfiles.py), a full disk
+                QMessageBox.warning(self, "Export chart", str(exc))
