@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from annotation import agreement, standing
-from annotation.names import annotator_name
+from annotation.names import annotator_name, record_note
 from annotation.standing import ADJUDICATIONS, LABELS
 from db.catalog import now_iso
 from db.workspace import Workspace
@@ -329,7 +329,7 @@ def adjudicate(ws: Workspace, item_id: int, adjudicator: str, choice: str, *, no
     """Record the final label of an item (a newer adjudication, by anyone, supersedes an older one)."""
     adjudicator = _annotator(adjudicator)
     choice = _valid_choice(ws, item_id, choice)
-    return _append_adjudication(ws, item_id, adjudicator, choice, note, None)
+    return _append_adjudication(ws, item_id, adjudicator, choice, record_note(note), None)
 
 
 def undo_adjudication(ws: Workspace, item_id: int, adjudicator: str) -> Adjudication | None:

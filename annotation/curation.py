@@ -18,7 +18,7 @@ from db import catalog
 from db.catalog import Benchmark, now_iso
 from db.workspace import Workspace
 from evaluator.exporters import ExportReport, export_benchmark
-from evaluator.outfiles import AtomicOutput
+from evaluator.outfiles import AtomicOutput, check_output
 
 REVIEW_OUTCOME = {"ok": ("keep", None), "ambiguous": ("remove", None), "text_answerable": ("remove", None),
                   "bad_image": ("remove", None)}
@@ -130,6 +130,7 @@ def export_curated(ws: Workspace, bench: Benchmark, out: str | Path, *, fmt: str
                    with_reviews: bool = False) -> tuple[ExportReport, list[Change]]:
     """Write the curated benchmark to `out` and its change log to `out`.changes.jsonl."""
     out = Path(out)
+    check_output(changes_path(out))  # before the benchmark is written: both files or neither
     plan = curation_plan(ws, bench.id, with_reviews=with_reviews)
     report = export_benchmark(
         ws, bench, out, fmt=fmt, exclude=frozenset(i for i, c in plan.items() if c.action == "removed"),

@@ -1,4 +1,4 @@
-"""The one rule for a person's name as it is stored with a verdict, label, adjudication or QC decision.
+"""The one rule for a person's name (and a note) as it is stored with a verdict, label, adjudication or QC decision.
 
 Every door that stores a name goes through `annotator_name` (reviews.add_review, alignment.add_label / adjudicate,
 qc.decide, the CLI's --annotator options, and the merge of records from another copy), so a record made on one copy
@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import unicodedata
 
+from evaluator.importers.common import text_problem
+
 MAX_ANNOTATOR_CHARS = 100
+MAX_NOTE_CHARS = 10_000  # a note on a verdict, adjudication or QC decision (one line of a merge file holds it)
 _JOINERS = frozenset("\u200c\u200d")
 
 
@@ -41,3 +44,18 @@ def annotator_name(value) -> str:
             raise BadName(f"holds U+{ord(c):04X} ({unicodedata.name(c, unicodedata.category(c))}) at position "
                           f"{position}; a name is one line of printable text")
     return name
+
+
+def record_note(value) -> str | None:
+    """A note as a record stores it (and a merge reads it back): None, or text of at most MAX_NOTE_CHARS without a
+    NUL or a lone surrogate; raises BadName (the same door as names)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadName(f"a note is text, got {type(value).__name__}")
+    if len(value) > MAX_NOTE_CHARS:
+        raise BadName(f"a note of {len(value)} characters; at most {MAX_NOTE_CHARS}")
+    problem = text_problem(value)
+    if problem:
+        raise BadName(f"the note contains {problem}")
+    return value

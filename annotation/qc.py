@@ -18,7 +18,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 
 from annotation import standing
-from annotation.names import BadName, annotator_name
+from annotation.names import BadName, annotator_name, record_note
 from annotation.standing import QC_DECISIONS
 from db import catalog, runs
 from db.catalog import now_iso
@@ -228,6 +228,10 @@ def decide(ws: Workspace, item_id: int, stage: str, annotator: str, decision: st
     """Append a decision on the item's flag in `stage`; committed at once. A confirmation without a reason takes
     'wrong_answer' when an answer is given, 'text_answerable' in the text-only stage, and is refused otherwise."""
     annotator = _annotator(annotator)
+    try:
+        note = record_note(note)
+    except BadName as exc:
+        raise QCError(str(exc)) from None
     if decision not in DECISIONS:
         raise QCError(f"unknown decision {decision!r} (confirm or reject)")
     if stage not in flag_stages(ws, item_id):

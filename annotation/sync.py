@@ -28,7 +28,7 @@ from typing import Callable, Iterable, Iterator
 
 from annotation import qc, reviews
 from annotation.alignment import UNCLEAR
-from annotation.names import BadName, annotator_name
+from annotation.names import MAX_NOTE_CHARS, BadName, annotator_name
 from annotation.standing import ADJUDICATIONS, LABELS, QC_DECISIONS, REVIEWS, WITHDRAWAL, Kind
 from db import catalog
 from db.workspace import Workspace
@@ -41,7 +41,7 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_LINE_BYTES = 64 * 1024
 MAX_DEPTH = 2  # records are flat objects; anything nested deeper is refused before it is parsed
 MAX_LOOKUP = 1000  # benchmark and set names, looked up as they are (older rules allowed other lengths)
-MAX_NOTE = 10_000
+MAX_NOTE = MAX_NOTE_CHARS  # what a local record may hold (annotation/names.py)
 MAX_SECONDS = 1e7  # time spent on one record; more is a clock error, not work
 MAX_LISTED = 100  # skipped lines listed in a report (all are counted)
 EARLIEST = datetime(2000, 1, 1, tzinfo=timezone.utc)  # `at` before this is a clock error

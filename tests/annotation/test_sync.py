@@ -306,11 +306,15 @@ def test_records_made_locally_merge_into_a_copy_whatever_the_names(tmp_path):
     names = ["José\u00a0Luis", "Jose\u0301", "x" * 100, "  ana  ", "\u0645\u06cc\u200c\u0646\u0627", "山田\u3000太郎"]
     with open_workspace(a) as ws:
         item = catalog.list_items(ws, catalog.benchmark_by_name(ws, long_bench).id)[0]
-        stored = [reviews.add_review(ws, item.id, n, "ok").annotator for n in names]
+        stored = [reviews.add_review(ws, item.id, n, "ok", note="n" * 10_000).annotator for n in names]
         for bad, what in (("x" * 101, "longer than 100"), ("ana\u202e", r"U\+202E"), ("a\nb", r"U\+000A"),
                           ("\u00a0", "required")):
             with pytest.raises(ValueError, match=what):
                 reviews.add_review(ws, item.id, bad, "ok")
+        # Notes too: a merge refuses a NUL or more than 10,000 characters, so the door where they are made does.
+        for note, what in (("a\x00b", "NUL"), ("n" * 10_001, "at most 10000")):
+            with pytest.raises(ValueError, match=what):
+                reviews.add_review(ws, item.id, "ana", "ok", note=note)
     assert stored == ["José\u00a0Luis", "José", "x" * 100, "ana", names[4], names[5]]  # NFC, stripped
     out = tmp_path / "a.jsonl"
     for args in (("reviews", "export", "--out", str(out)),):
