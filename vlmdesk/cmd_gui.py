@@ -184,13 +184,16 @@ def start_gui(path: Path, *, first_start: bool, read_only: bool = False) -> int:
 
 
 def screenshot(path: Path, out: Path, *, view: str, size: tuple[int, int], args) -> int:
-    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtCore import QBuffer, QCoreApplication, QIODevice
 
+    from evaluator.outfiles import check_output, write_file
     from gui.app import application
     from gui.main_window import MainWindow
     from gui.prefs import Preferences, PreferencesFile
     from vlmdesk.cli import UsageError
 
+    if out.parent.is_dir():  # refused before rendering (the folder may be made below)
+        check_output(out)
     app = application()
     with tempfile.TemporaryDirectory() as config:  # a picture never reads or changes the user's settings
         prefs = PreferencesFile(Path(config) / "preferences.json")
@@ -215,8 +218,11 @@ def screenshot(path: Path, out: Path, *, view: str, size: tuple[int, int], args)
             SCREENSHOT_VIEWS[view](window, args)
             _settle(app, window)
             out.parent.mkdir(parents=True, exist_ok=True)
-            if not window.grab().save(str(out), "PNG"):
+            png = QBuffer()
+            png.open(QIODevice.WriteOnly)
+            if not window.grab().save(png, "PNG"):
                 raise UsageError(f"could not write {out}")
+            write_file(out, lambda f: f.write(png.data().data()), binary=True)  # evaluator/outfiles.py's rule
         finally:
             window.close()
             QCoreApplication.processEvents()
