@@ -1,11 +1,18 @@
-"""Shared test setup: Qt renders offscreen, and no test touches the user's real workspace or the network hub."""
+"""Shared test setup: Qt renders offscreen, no test touches the user's real workspace or the network hub, and every
+test is marked by what it does (gui, subprocess, model, server, slow, fast; see the end of this file)."""
+import inspect
 import os
+import types
+from functools import cache
+from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import pytest  # noqa: E402
+
+pytest_plugins = ("pytester",)  # tests/test_markers.py runs the markers below on a sample tree
 
 
 @pytest.fixture(autouse=True)
@@ -54,23 +61,24 @@ def serve():
 
 # ---- markers, applied from what a test does (declared in pyproject.toml; see README, Development) -------------
 #
-# gui: under tests/gui/. model: builds a tiny model (slow). server: talks to a local HTTP server (the scripted
-# fault server, or a real `transformers serve`). subprocess: starts a process — found by reading the source of
-# the test, of the fixtures it uses and of the helpers they call in tests/, so new tests are marked without a list.
-# slow: model, or measured slow (SLOW below). fast: none of slow, gui, subprocess — the edit loop's `-m fast`.
-
-import inspect  # noqa: E402
-import types  # noqa: E402
-from functools import cache  # noqa: E402
-from pathlib import Path  # noqa: E402
+# gui: under tests/gui/. model: uses a tiny model (also slow). server: a local HTTP server (the scripted fault
+# server, or a real `transformers serve`). subprocess: starts a process. Server and subprocess are found in the
+# names the test, its fixtures and the tests/ helpers they call use (their bytecode), so tests written later are
+# marked without a list. property: a hypothesis @given test (also slow: hundreds of examples). slow: model,
+# property, or measured slow (SLOW). fast: none of slow, gui, subprocess: `-m fast`.
+# A test may also carry @pytest.mark.slow (or gui, subprocess) itself.
 
 TESTS_DIR = Path(__file__).resolve().parent
 MODEL_FIXTURES = {"tiny_llava_dir", "tiny_idefics3_dir", "tiny_text_lm_dir"}
 SPAWNS = {"subprocess", "Popen", "QProcess", "executable"}  # names in the bytecode of code that starts a process
 SERVES = {"FaultServer", "transformers_serve"}
-# Tests of more than ~1 s on 2 cores that no rule above marks (pytest --durations=0 on the full suite); a prefix
-# of a node id marks every parametrisation.
+# The slowest tests no rule marks (pytest --durations=0 over the whole suite, 2 busy cores): over 5 s each, or
+# parametrised by the dozen at ~0.7 s each. A prefix of a node id marks every parametrisation.
 SLOW = (
+    "tests/evaluator/test_runner.py::test_seeded_random_baseline_circular_near_one_in_256",
+    "tests/annotation/test_sync.py::test_a_bad_line_is_one_error_and_nothing_is_written",
+    "tests/evaluator/test_importers.py::test_skip_bad_imports_the_good_rows_and_reports_each_skipped_one",
+    "tests/annotation/test_alignment.py::test_final_labels_disagreements_adjudication_and_report",
 )
 
 
@@ -92,10 +100,13 @@ def _under_tests(filename: str) -> bool:
 
 
 def _names_in(code: types.CodeType) -> set[str]:
+    """Global and attribute names, and string constants (a fixture asked for by name), nested code included."""
     names = set(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names |= _names_in(const)
+        elif isinstance(const, str) and const.isidentifier():
+            names.add(const)
     return names
 
 
@@ -126,8 +137,13 @@ def pytest_collection_modifyitems(config, items):
         marks = set()
         if Path(str(item.path)).resolve().is_relative_to(TESTS_DIR / "gui"):
             marks.add("gui")
-        if fixtures & MODEL_FIXTURES:
+        params = {v for v in getattr(getattr(item, "callspec", None), "params", {}).values() if isinstance(v, str)}
+        # A model fixture used, passed as a parameter, or asked for by a name built from "tiny_" (getfixturevalue).
+        if (fixtures | params | names) & MODEL_FIXTURES or (
+                "getfixturevalue" in names and any(n.startswith("tiny_") for n in names)):
             marks |= {"model", "slow"}
+        if getattr(getattr(item, "function", None), "is_hypothesis_test", False):
+            marks |= {"property", "slow"}
         if names & SERVES:
             marks.add("server")
         if names & SPAWNS:
