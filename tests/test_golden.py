@@ -118,8 +118,8 @@ class Vlmdesk:
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
                     "PYTHONIOENCODING": "utf-8", "VLMDESK_ANNOTATOR": "golden", "VLMDESK_WORKSPACE": str(self.ws)}
 
-    def __call__(self, *args, save: str | None = None, workspace: bool = True) -> str:
-        argv = [sys.executable, "-m", "vlmdesk", *(["--workspace", str(self.ws)] if workspace else []), *map(str, args)]
+    def __call__(self, *args, save: str | None = None) -> str:
+        argv = [sys.executable, "-m", "vlmdesk", "--workspace", str(self.ws), *map(str, args)]
         done = subprocess.run(argv, capture_output=True, env=self.env, cwd=self.tmp, timeout=300)
         assert done.returncode == 0, (args, done.stderr.decode(errors="replace"))
         if save:
@@ -174,9 +174,10 @@ def produce(vd: Vlmdesk) -> None:
     vd("report", 10, "--json", save="report-10-mmbench-small-random-full-passes.json")
     vd("report", 1, 3, "--json", save="report-1-3.json")
 
-    for run_id, name, extra in [(1, "export-predictions-1.tsv", ()), (4, "export-predictions-4.csv", ("--prediction", "choice")),
-                                (5, "export-predictions-5.tsv", ()), (6, "export-predictions-6.tsv", ()),
-                                (10, "export-predictions-10.tsv", ())]:
+    exports = [(1, "export-predictions-1.tsv", ()), (4, "export-predictions-4.csv", ("--prediction", "choice")),
+               (5, "export-predictions-5.tsv", ()), (6, "export-predictions-6.tsv", ()),
+               (10, "export-predictions-10.tsv", ())]
+    for run_id, name, extra in exports:
         vd("export-predictions", run_id, "--out", out / name, *extra, "--json", save=f"{name}.json")
 
     vd("qc", "consensus", "--bench", "demo", "--run", 1, "--run", 3, "--json", save="qc-consensus-demo.json")
