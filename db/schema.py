@@ -454,6 +454,28 @@ def _m0007(db: Database) -> None:
         """)
 
 
+@migrations(name="0008_workspace_identity")
+def _m0008(db: Database) -> None:
+    # Marks the file as a vlmdesk workspace in its header (bytes 68-71), so that opening can tell ours from a
+    # foreign SQLite file by reading 100 bytes, before any write (db/workspace.py, docs/adr/0007).
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
+@migrations(name="0009_run_owner")
+def _m0009(db: Database) -> None:
+    # Who is executing a run: a process claims it (host, pid, a random token, since when) and beats a heartbeat
+    # while it runs. A second process refuses a run whose owner is alive; a run whose owner is gone (dead pid on
+    # this host, or a stale heartbeat) reads as interrupted (db/runs.py effective_status) and can be resumed.
+    _script(db, """
+        ALTER TABLE runs ADD COLUMN owner_host TEXT;
+        ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+        ALTER TABLE runs ADD COLUMN owner_token TEXT;
+        ALTER TABLE runs ADD COLUMN owner_since TEXT;
+        ALTER TABLE runs ADD COLUMN heartbeat_at TEXT;
+        """
+    )
+
+
 @migrations(name="0010_search_texts")
 def _m0010(db: Database) -> None:
     # Search over the texts an annotator reads, not over the JSON that stores the options: 0005 indexed the
@@ -499,3 +521,7 @@ def _m0010(db: Database) -> None:
         INSERT INTO item_search (item_search) VALUES ('rebuild');
         """
     )
+
+
+# PRAGMA application_id of every vlmdesk workspace: "VLMD" as a big-endian 32-bit integer.
+APPLICATION_ID = int.from_bytes(b"VLMD", "big")

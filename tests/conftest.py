@@ -19,6 +19,8 @@ pytest_plugins = ("pytester",)  # tests/test_markers.py runs the markers below o
 def _isolated_workspace(tmp_path, monkeypatch):
     # A test that forgets --workspace must not write into the user's data directory.
     monkeypatch.setenv("VLMDESK_WORKSPACE", str(tmp_path / "default-workspace.sqlite"))
+    # Nor write tracebacks of internal errors into the user's log directory.
+    monkeypatch.setenv("VLMDESK_LOG_DIR", str(tmp_path / "logs"))
 
 
 # Tiny random-weight models on disk, built once per session and shared by every test that loads a model.

@@ -11,4 +11,5 @@ def start(args) -> int:
 
     explicit = getattr(args, "workspace", None)
     # The demo is added to the default workspace only; a workspace named on the command line opens as it is.
-    return start_gui(Path(explicit) if explicit else default_workspace_path(), first_start=explicit is None)
+    return start_gui(Path(explicit) if explicit else default_workspace_path(), first_start=explicit is None,
+                     read_only=getattr(args, "read_only", False))

@@ -6,11 +6,13 @@ import sqlite3
 import sys
 import textwrap
 
-from db.workspace import SchemaError, default_workspace_path, open_workspace
-from evaluator.importers import InputError
+from db.errors import EnvironmentFault, UserError
+from db.workspace import database_error, default_workspace_path, open_workspace
+from vlmdesk.errors import internal_error_line
+from vlmdesk.args import Parser, positive_int  # noqa: F401 (positive_int moved to vlmdesk/args.py)
 
 
-class UsageError(Exception):
+class UsageError(UserError):
     """A mistake in the command line that argparse cannot see (unknown benchmark, bad index...)."""
 
 
@@ -27,17 +29,6 @@ def output_file(path_text: str):
     return path
 
 
-def positive_int(text: str) -> int:
-    """argparse type for counts that must be at least 1 (--limit, --batch-size, --max-new-tokens)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def _formatter(prog):
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
 
@@ -45,17 +36,20 @@ def _formatter(prog):
 def _workspace_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", metavar="PATH", default=argparse.SUPPRESS,
                         help="workspace file (default: $VLMDESK_WORKSPACE, else the user data directory)")
+    parser.add_argument("--read-only", action="store_true", default=argparse.SUPPRESS,
+                        help="open the workspace read-only: reading commands work, writes are refused (a file that "
+                             "cannot be written opens read-only anyway)")
 
 
 # Each module has register(add): it adds its subcommands through `add(name, help=, description=, examples=)`.
 COMMAND_MODULES = ("cmd_data", "cmd_run", "cmd_pope", "cmd_qc", "cmd_extract", "cmd_align", "cmd_models", "cmd_results",
-                   "cmd_gui", "cmd_reviews")
+                   "cmd_gui", "cmd_reviews", "cmd_check")
 
 
 def build_parser() -> argparse.ArgumentParser:
     import importlib
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="vlmdesk",
         formatter_class=_formatter,
         description="A workbench for vision-language model benchmarks. With no command, opens the app.",
@@ -65,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
               vlmdesk import MMBench_DEV_EN.tsv          import a VLMEvalKit / MMBench TSV
               vlmdesk benchmarks --json                  list what the workspace holds
               vlmdesk --workspace my.sqlite items demo   use another workspace file
+              vlmdesk --read-only report 1               read without any chance of writing
 
             default workspace: {default_workspace_path()}"""),
     )
@@ -82,12 +77,22 @@ def _add(sub, name: str, *, help: str, description: str, examples: str):
     return p
 
 
-def open_from_args(args, *, create: bool = True):
+def workspace_path(args):
+    """The workspace file a command works on: --workspace, else the default."""
+    from pathlib import Path
+
     path = getattr(args, "workspace", None)
-    return open_workspace(path, create=create)
+    return Path(path).expanduser() if path is not None else default_workspace_path()
+
+
+def open_from_args(args, *, create: bool = True):
+    return open_workspace(workspace_path(args), create=create, read_only=getattr(args, "read_only", False))
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Every failure ends here, once: expected ones (UserError: exit 2; EnvironmentFault and SQLite
+    errors about the file: exit 1 or 2) as one line `error: …`; anything else is a bug, reported in one line that
+    names the log file holding its traceback (exit 1)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -96,18 +101,27 @@ def main(argv: list[str] | None = None) -> int:
 
             return start(args)
         return args.handler(args) or 0
-    except (InputError, SchemaError, UsageError) as exc:
+    except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except sqlite3.OperationalError as exc:
-        # Typically "database is locked": another process held a write lock past the busy timeout.
-        print(f"error: workspace: {exc}", file=sys.stderr)
+    except EnvironmentFault as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 1
+    except sqlite3.DatabaseError as exc:
+        error = database_error(workspace_path(args), exc)
+        if error is None:  # not about the file (e.g. a wrong statement): a bug
+            print(internal_error_line(exc, command=args.command), file=sys.stderr)
+            return 1
+        print(f"error: {error}", file=sys.stderr)
+        return 2 if isinstance(error, UserError) else 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        print(internal_error_line(exc, command=args.command), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,7 +14,10 @@ import pytest
 from sqlite_utils import Database
 
 from db import SchemaError, catalog, default_workspace_path, open_workspace, schema
-from db.workspace import BUSY_TIMEOUT_MS, ENV_VAR
+from db.errors import EnvironmentFault
+from db.workspace import (
+    APPLICATION_ID, BUSY_TIMEOUT_MS, ENV_VAR, DamagedWorkspace, ReadOnlyWorkspace, database_error,
+)
 from evaluator.importers import import_benchmark
 from tests.factories import mmbench_rows, png_bytes, write_tsv
 
@@ -308,3 +311,198 @@ def test_a_foreign_file_with_a_migrations_table_is_refused(tmp_path):
     conn.close()
     with pytest.raises(SchemaError, match="not a vlmdesk workspace"):
         open_workspace(path)
+
+
+# ----------------------------------------------------------------- identity: refusing before any write
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _companions(path: Path) -> list[str]:
+    return sorted(p.name for p in path.parent.iterdir() if p.name.startswith(path.name) and p != path)
+
+
+def _workspace_with_item(path: Path) -> Path:
+    with open_workspace(path) as ws:
+        _add_item(ws, sha=hashlib.sha256(png_bytes()).hexdigest())
+    assert _companions(path) == []  # closing the last connection checkpoints and removes -wal/-shm
+    return path
+
+
+def test_a_new_workspace_carries_the_vlmdesk_application_id(tmp_path):
+    path = _workspace_with_item(tmp_path / "ws.sqlite")
+    assert path.read_bytes()[68:72] == b"VLMD"
+    with _raw(path) as conn:
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID == int.from_bytes(b"VLMD", "big")
+    assert "0008_workspace_identity" in schema.migration_names()
+
+
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_a_foreign_sqlite_file_keeps_every_byte(tmp_path, journal):
+    path = tmp_path / "other.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA journal_mode = {journal}")
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    conn.execute("INSERT INTO notes (body) VALUES ('mine')")
+    conn.commit()
+    conn.close()
+    before = _sha(path)
+    with pytest.raises(SchemaError, match="not a vlmdesk workspace.*notes"):
+        open_workspace(path)
+    assert _sha(path) == before and _companions(path) == []
+
+
+def test_another_applications_file_is_refused_from_its_header(tmp_path):
+    path = tmp_path / "other.sqlite"
+    with _raw(path) as conn:
+        conn.execute("PRAGMA application_id = 1234")
+        conn.execute("CREATE TABLE _sqlite_migrations (migration_set TEXT, name TEXT)")
+        conn.execute("INSERT INTO _sqlite_migrations VALUES ('vlmdesk', '0001')")  # even if it looks like ours
+    conn.close()
+    before = _sha(path)
+    with pytest.raises(SchemaError, match="another application"):
+        open_workspace(path)
+    assert _sha(path) == before and _companions(path) == []
+
+
+def test_a_non_sqlite_file_keeps_every_byte(tmp_path):
+    path = tmp_path / "notes.sqlite"
+    path.write_bytes(b"SQLite is mentioned, but this is a text file\n" * 100)
+    before = _sha(path)
+    with pytest.raises(SchemaError, match="not a SQLite database"):
+        open_workspace(path)
+    assert _sha(path) == before and _companions(path) == []
+
+
+def test_a_newer_workspace_keeps_every_byte(tmp_path):
+    path = _workspace_with_item(tmp_path / "ws.sqlite")
+    with _raw(path) as conn:
+        conn.execute(f"PRAGMA user_version = {schema.latest_version() + 1}")
+    conn.close()
+    before = _sha(path)
+    for read_only in (False, True):
+        with pytest.raises(SchemaError, match="newer than this vlmdesk"):
+            open_workspace(path, read_only=read_only)
+    assert _sha(path) == before and _companions(path) == []
+
+
+def test_a_workspace_from_before_the_identity_is_upgraded(tmp_path):
+    # The previous release's files: our migrations table, application_id 0.
+    path = tmp_path / "old.sqlite"
+    db = Database(str(path))
+    schema.migrations.apply(db, stop_before="0008_workspace_identity")
+    db.execute(f"PRAGMA user_version = {len(schema.migrations.applied(db))}")
+    db.conn.commit()
+    db.close()
+    assert path.read_bytes()[68:72] == b"\0\0\0\0"
+    with open_workspace(path) as ws:
+        assert ws.schema_version() == schema.latest_version()
+    assert path.read_bytes()[68:72] == b"VLMD"
+
+
+# --------------------------------------------------------------------------------------------- damage
+
+
+def test_a_truncated_workspace_is_refused_naming_the_way_out(tmp_path):
+    path = _workspace_with_item(tmp_path / "ws.sqlite")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    before = _sha(path)
+    with pytest.raises(DamagedWorkspace) as caught:
+        open_workspace(path)
+    message = str(caught.value)
+    assert str(path) in message and "truncated" in message and "\n" not in message
+    assert "vlmdesk check" in message and ".recover" in message
+    assert _sha(path) == before and _companions(path) == []
+
+
+def test_a_sqlite_file_cut_inside_its_header_is_damaged_not_foreign(tmp_path):
+    path = _workspace_with_item(tmp_path / "ws.sqlite")
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(DamagedWorkspace, match="truncated to 40 bytes"):
+        open_workspace(path)
+
+
+def _table_root_page(path: Path, table: str) -> tuple[int, int]:
+    with _raw(path) as conn:
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    return root, page_size
+
+
+def garble_page(path: Path, table: str) -> None:
+    """Overwrite the first bytes of a table's root page with garbage, as a failing disk would."""
+    root, page_size = _table_root_page(path, table)
+    with open(path, "r+b") as f:
+        f.seek((root - 1) * page_size)
+        f.write(bytes(range(7, 250)))
+
+
+def test_a_damaged_page_is_worded_as_damage(tmp_path):
+    path = _workspace_with_item(tmp_path / "ws.sqlite")
+    garble_page(path, "items")
+    with open_workspace(path) as ws:
+        with pytest.raises(sqlite3.DatabaseError) as caught:
+            ws.conn.execute("SELECT question FROM items").fetchall()
+    error = database_error(path, caught.value)
+    assert isinstance(error, DamagedWorkspace)
+    assert str(path) in str(error) and ".recover" in str(error) and "vlmdesk check" in str(error)
+
+
+# ------------------------------------------------------------------------------------------- read-only
+
+
+def test_read_only_opening_reads_and_refuses_writes(tmp_path):
+    path = _workspace_with_item(tmp_path / "ws.sqlite")
+    before = _sha(path)
+    with open_workspace(path, read_only=True) as ws:
+        assert ws.read_only
+        # Reads work, through a mode=ro connection that SQLite itself keeps from writing.
+        assert [b.name for b in catalog.list_benchmarks(ws)] == ["b"]
+        with pytest.raises(sqlite3.OperationalError) as caught:
+            with ws.db.atomic():
+                catalog.insert_benchmark(ws, name="new", kind="mcq", format="jsonl", source="x",
+                                         source_sha256="n" * 8, meta={})
+    error = database_error(path, caught.value)
+    assert isinstance(error, ReadOnlyWorkspace) and str(error) == f"{path}: workspace is read-only"
+    assert _sha(path) == before
+
+
+def test_read_only_opening_never_upgrades(tmp_path):
+    path = tmp_path / "old.sqlite"
+    _old_workspace(path)
+    before = _sha(path)
+    with pytest.raises(SchemaError, match="needs upgrading.*read-only"):
+        open_workspace(path, read_only=True)
+    with pytest.raises(SchemaError, match="no such workspace"):
+        open_workspace(tmp_path / "absent.sqlite", read_only=True)
+    assert _sha(path) == before and not (tmp_path / "absent.sqlite").exists()
+
+
+# ------------------------------------------------------------------------------------------ disk faults
+
+
+def test_a_full_disk_is_a_full_disk_not_a_foreign_file(tmp_path):
+    path = _workspace_with_item(tmp_path / "ws.sqlite")
+    with open_workspace(path) as ws:
+        # SQLite's own page limit raises the very error a full disk does (SQLITE_FULL).
+        pages = ws.conn.execute("PRAGMA page_count").fetchone()[0]
+        ws.conn.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(sqlite3.OperationalError) as caught:
+            with ws.db.atomic():
+                catalog.put_image(ws, sha256="f" * 64, data=bytes(200_000), mime="image/png", width=8, height=8)
+    error = database_error(path, caught.value)
+    assert isinstance(error, EnvironmentFault)
+    assert "disk is full" in str(error) and "not a" not in str(error)
+    with open_workspace(path) as ws:  # the failed transaction left nothing behind
+        assert ws.conn.execute("SELECT count(*) FROM images").fetchone()[0] == 1
+
+
+def test_sqlite_errors_that_are_not_about_the_file_are_not_worded_as_such(tmp_path):
+    with open_workspace(tmp_path / "ws.sqlite") as ws:
+        with pytest.raises(sqlite3.OperationalError) as caught:
+            ws.conn.execute("SELECT * FROM no_such_table")
+    assert database_error(ws.path, caught.value) is None  # a bug: reported as an internal error

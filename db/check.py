@@ -1,0 +1,234 @@
+"""`vlmdesk check`: named checks of a workspace file, each with an optional repair.
+
+A check returns the problems it sees (an empty list when healthy); its repair, when there is one, fixes what can be
+rebuilt without losing anything a person made, and says what it did. Adding a check is one entry in CHECKS.
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from sqlite_utils import Database
+
+from db import runs, schema
+from db.workspace import (
+    BUSY_TIMEOUT_MS, Workspace, identify, location_writable, migrate, read_only_connection, recover_command,
+)
+
+# Listings of problems are cut here: a badly damaged file can have millions.
+MAX_PROBLEMS = 50
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    title: str
+    find: Callable[[Workspace], list[str]]
+    repair: Callable[[Workspace], str] | None = None
+
+
+@dataclass
+class CheckResult:
+    name: str
+    title: str
+    problems: list[str] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_json(self) -> dict:
+        return {"name": self.name, "title": self.title, "ok": self.ok, "problems": self.problems,
+                "repaired": self.repaired}
+
+
+def _bounded(rows: list[str], total: int | None = None) -> list[str]:
+    total = len(rows) if total is None else total
+    if total > MAX_PROBLEMS:
+        return rows[:MAX_PROBLEMS] + [f"… and {total - MAX_PROBLEMS:,} more"]
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ checks
+
+
+def _schema_version(ws: Workspace) -> list[str]:
+    version, known = ws.schema_version(), schema.latest_version()
+    if version > known:
+        return [f"schema version {version} is newer than this vlmdesk understands ({known}): upgrade vlmdesk"]
+    if version < known:
+        return [f"schema version {version}; this vlmdesk upgrades it to {known} (vlmdesk check --repair, or any "
+                "command that writes)"]
+    return []
+
+
+def _upgrade(ws: Workspace) -> str:
+    before = ws.schema_version()
+    return f"upgraded the schema from version {before} to {migrate(ws)}"
+
+
+def _integrity(ws: Workspace) -> list[str]:
+    try:
+        rows = [r[0] for r in ws.conn.execute(f"PRAGMA integrity_check({MAX_PROBLEMS})")]
+    except sqlite3.DatabaseError as exc:
+        rows = [f"could not be checked: {exc}"]
+    if rows == ["ok"]:
+        return []
+    return _bounded(rows) + [_recover_hint(ws.path)]
+
+
+def _recover_hint(path: Path) -> str:
+    return f"damaged pages cannot be rebuilt in place: save what can be read with `{recover_command(path)}`"
+
+
+def _foreign_keys(ws: Workspace) -> list[str]:
+    # No repair: deleting the rows that point nowhere could delete what an annotator made.
+    shown, total = [], 0
+    for table, rowid, parent, _ in ws.conn.execute("PRAGMA foreign_key_check"):
+        total += 1
+        if len(shown) < MAX_PROBLEMS:
+            shown.append(f"{table} row {rowid} refers to a missing row of {parent}")
+    return _bounded(shown, total)
+
+
+def _search_index(ws: Workspace) -> list[str]:
+    if ws.read_only:
+        return []  # FTS5 checks through an INSERT, which a read-only connection refuses; reported as skipped
+    try:
+        # rank = 1: compare the index with the items table too, not only with itself (external content).
+        ws.conn.execute("INSERT INTO item_search (item_search, rank) VALUES ('integrity-check', 1)")
+    except sqlite3.DatabaseError as exc:
+        if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) != sqlite3.SQLITE_CORRUPT:
+            raise
+        return [f"the search index does not match the items ({exc})"]
+    finally:
+        ws.conn.rollback()  # the check writes nothing; end the transaction the INSERT opened
+    return []
+
+
+def _rebuild_search_index(ws: Workspace) -> str:
+    with ws.db.atomic():
+        ws.conn.execute("INSERT INTO item_search (item_search) VALUES ('rebuild')")
+    items = ws.conn.execute("SELECT count(*) FROM items").fetchone()[0]
+    return f"rebuilt the search index over {items:,} items"
+
+
+_ORPHANS = "FROM images WHERE NOT EXISTS (SELECT 1 FROM items WHERE items.image_sha256 = images.sha256)"
+
+
+def _orphan_images(ws: Workspace) -> list[str]:
+    count, size = ws.conn.execute(f"SELECT count(*), coalesce(sum(bytes), 0) {_ORPHANS}").fetchone()
+    return [f"{count:,} image(s) ({size / 1e6:.1f} MB) used by no item"] if count else []
+
+
+def _delete_orphan_images(ws: Workspace) -> str:
+    with ws.db.atomic():
+        count, size = ws.conn.execute(f"SELECT count(*), coalesce(sum(bytes), 0) {_ORPHANS}").fetchone()
+        ws.conn.execute(f"DELETE {_ORPHANS}")
+    return f"deleted {count:,} image(s) used by no item ({size / 1e6:.1f} MB)"
+
+
+def _dead_runs(ws: Workspace) -> list[str]:
+    return _bounded([f"run {r.id} ({r.model_spec}) is stored as running, but its process is gone"
+                     for r in runs.dead_owner_runs(ws)])
+
+
+def _mark_dead_runs_interrupted(ws: Workspace) -> str:
+    marked = [r.id for r in runs.dead_owner_runs(ws) if runs.mark_interrupted(ws, r.id)]
+    return f"marked {len(marked)} run(s) interrupted: {', '.join(map(str, marked))}"
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("integrity", "file integrity", _integrity),
+    Check("schema", "schema version", _schema_version, _upgrade),
+    Check("foreign_keys", "references between tables", _foreign_keys),
+    Check("search_index", "search index", _search_index, _rebuild_search_index),
+    Check("orphan_images", "images used by no item", _orphan_images, _delete_orphan_images),
+    Check("dead_runs", "runs whose process is gone", _dead_runs, _mark_dead_runs_interrupted),
+)
+
+
+# ------------------------------------------------------------------------------------------------ running
+
+
+@dataclass
+class Report:
+    path: Path
+    read_only: bool
+    results: list[CheckResult]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return all(r.ok for r in self.results)
+
+    def as_json(self) -> dict:
+        return {"workspace": str(self.path), "healthy": self.healthy, "read_only": self.read_only,
+                "checks": [r.as_json() for r in self.results], "notes": self.notes}
+
+
+def _run_one(ws: Workspace, check: Check) -> list[str]:
+    try:
+        return check.find(ws)
+    except sqlite3.DatabaseError as exc:
+        return [f"could not be checked: {exc}"]
+
+
+def check_workspace(path: Path, *, repair: bool = False) -> Report:
+    """Run every check on the workspace at `path`, and with `repair` every repair where its check found problems.
+
+    Nothing is written without `repair`: the file is read through a plain connection (no journal-mode switch, no
+    migration: an older schema is reported, not upgraded), read-only where the file cannot be written. Raises
+    SchemaError for a file that is not a vlmdesk workspace, which is left untouched."""
+    ident = identify(path)
+    notes: list[str] = []
+    writable = location_writable(path) and not ident.truncated
+    ws = _open_plain(path, writable=writable)
+    results: list[CheckResult] = []
+    try:
+        for check in CHECKS:
+            result = CheckResult(check.name, check.title, _run_one(ws, check))
+            results.append(result)
+            if check.name == "integrity" and ident.truncated:
+                result.problems.insert(0, f"the file is {ident.truncated}")
+            if not (repair and result.problems and check.repair):
+                continue
+            if reason := _no_repair(ws, results, ident):
+                notes.append(f"{check.title} not repaired: {reason}")
+                continue
+            try:
+                result.repaired.append(check.repair(ws))
+            except sqlite3.DatabaseError as exc:
+                ws.conn.rollback()
+                result.repaired.append(f"repair failed: {exc}")
+            result.problems = _run_one(ws, check)
+        if ws.read_only:
+            notes.append("the search index was not checked: the file is read-only")
+    finally:
+        ws.close()
+    return Report(path, ws.read_only, results, notes)
+
+
+def _no_repair(ws: Workspace, results: list[CheckResult], ident) -> str | None:
+    """Why repairs must not write to this file, if they must not."""
+    if ws.read_only:
+        return "the file is read-only"
+    if not results[0].ok:  # integrity: writing into a file with damaged pages can spread the damage
+        return "the file is damaged; recover it first"
+    if ident.version > schema.latest_version():
+        return "the workspace is newer than this vlmdesk"
+    return None
+
+
+def _open_plain(path: Path, *, writable: bool) -> Workspace:
+    """A connection for looking: no WAL switch, no migration."""
+    if writable:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+    else:
+        conn = read_only_connection(path, allow_immutable=True)
+    return Workspace(path, Database(conn), read_only=not writable)

@@ -1,0 +1,15 @@
+"""The two kinds of expected failure every layer may raise; the `vlmdesk` command catches each once.
+
+A bug is neither: it is any other exception, reported as an internal error with its traceback in a log file.
+"""
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """Something the user gave or chose cannot be used (bad input, a file we refuse, an unknown name): one line,
+    exit status 2, nothing written."""
+
+
+class EnvironmentFault(Exception):
+    """The machine failed the work, not the input (disk full, I/O error, a lock held too long): one line, exit
+    status 1; trying again later may succeed."""
