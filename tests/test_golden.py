@@ -20,7 +20,6 @@ Regenerate after an intended change of output, then review `git diff tests/data/
 """
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
@@ -256,6 +255,15 @@ def test_output_is_byte_identical_to_its_golden_file(produced, name):
     got = produced.get(name)
     assert got is not None, f"{name}: no longer produced"
     if got != expected:
-        diff = difflib.unified_diff(expected.decode(errors="replace").splitlines(),
-                                    got.decode(errors="replace").splitlines(), "golden", "now", lineterm="", n=1)
-        pytest.fail(f"{name} differs from tests/data/golden/{name}:\n" + "\n".join(list(diff)[:40]))
+        pytest.fail(f"{name} differs from tests/data/golden/{name}: {first_difference(expected, got)}")
+
+
+def first_difference(expected: bytes, got: bytes) -> str:
+    """Where two outputs first differ, with some context (outputs are often one long JSON line)."""
+    old, new = expected.decode(errors="replace").splitlines(), got.decode(errors="replace").splitlines()
+    for n, (a, b) in enumerate(zip(old, new), 1):
+        if a != b:
+            col = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            start = max(0, col - 60)
+            return f"line {n}, column {col + 1}:\n  golden: …{a[start:col + 100]}…\n  now:    …{b[start:col + 100]}…"
+    return f"{len(old)} lines in the golden file, {len(new)} now (or only line ends differ)"
