@@ -1,5 +1,5 @@
 """Shared test setup: Qt renders offscreen, no test touches the user's real workspace or the network hub, and every
-test is marked by what it does (gui, subprocess, model, server, slow, fast; see the end of this file)."""
+test is marked by what it does (gui, subprocess, model, server, property, slow, fast; see the end of this file)."""
 import inspect
 import os
 import types
@@ -63,24 +63,32 @@ def serve():
 
 # ---- markers, applied from what a test does (declared in pyproject.toml; see README, Development) -------------
 #
-# gui: under tests/gui/. model: uses a tiny model (also slow). server: a local HTTP server (the scripted fault
+# gui: under tests/gui/, or uses qtbot / qapp. model: uses a tiny model (also slow). server: a local HTTP server (the scripted fault
 # server, or a real `transformers serve`). subprocess: starts a process. Server and subprocess are found in the
 # names the test, its fixtures and the tests/ helpers they call use (their bytecode), so tests written later are
 # marked without a list. property: a hypothesis @given test (also slow: hundreds of examples). slow: model,
-# property, or measured slow (SLOW). fast: none of slow, gui, subprocess: `-m fast`.
+# property, or measured slow (SLOW). fast: none of slow, gui, subprocess, server (its retries wait): `-m fast`.
 # A test may also carry @pytest.mark.slow (or gui, subprocess) itself.
 
 TESTS_DIR = Path(__file__).resolve().parent
 MODEL_FIXTURES = {"tiny_llava_dir", "tiny_idefics3_dir", "tiny_text_lm_dir"}
 SPAWNS = {"subprocess", "Popen", "QProcess", "executable"}  # names in the bytecode of code that starts a process
 SERVES = {"FaultServer", "transformers_serve"}
-# The slowest tests no rule marks (pytest --durations=0 over the whole suite, 2 busy cores): over 5 s each, or
-# parametrised by the dozen at ~0.7 s each. A prefix of a node id marks every parametrisation.
+# The slowest tests no rule marks (pytest --durations=0, 2 busy cores): over 3 s each, or tables of in-process
+# command-line error cases (0.2-0.7 s a row) that would cost the fast loop a quarter of its time. A prefix of a node
+# id marks every parametrisation.
 SLOW = (
     "tests/evaluator/test_runner.py::test_seeded_random_baseline_circular_near_one_in_256",
     "tests/annotation/test_sync.py::test_a_bad_line_is_one_error_and_nothing_is_written",
     "tests/evaluator/test_importers.py::test_skip_bad_imports_the_good_rows_and_reports_each_skipped_one",
     "tests/annotation/test_alignment.py::test_final_labels_disagreements_adjudication_and_report",
+    "tests/test_bounds.py::test_huge_or_out_of_range_numbers_are_one_line_errors_and_store_nothing",
+    "tests/test_bounds.py::test_a_garbage_stored_config_is_shown_as_such_and_never_stops_reading",
+    "tests/test_bounds.py::test_model_spec_options_are_range_checked_before_a_run_exists",
+    "tests/test_bounds.py::test_template_fields_are_checked_when_the_template_is_read",
+    "tests/evaluator/test_importers.py::test_bad_input_is_one_line_and_changes_nothing",
+    "tests/annotation/test_alignment.py::test_align_commands",
+    "tests/backends/test_hf.py::test_bad_path_is_a_readable_backend_error",  # imports transformers: 3 s
 )
 
 
@@ -137,7 +145,7 @@ def pytest_collection_modifyitems(config, items):
         roots = [getattr(item, "function", None)] + [d.func for name in fixtures for d in defs.get(name, ())]
         names = frozenset().union(*(_reachable_names(r) for r in roots if r is not None))
         marks = set()
-        if Path(str(item.path)).resolve().is_relative_to(TESTS_DIR / "gui"):
+        if Path(str(item.path)).resolve().is_relative_to(TESTS_DIR / "gui") or fixtures & {"qtbot", "qapp"}:
             marks.add("gui")
         params = {v for v in getattr(getattr(item, "callspec", None), "params", {}).values() if isinstance(v, str)}
         # A model fixture used, passed as a parameter, or asked for by a name built from "tiny_" (getfixturevalue).
@@ -153,7 +161,7 @@ def pytest_collection_modifyitems(config, items):
         if item.nodeid.startswith(SLOW):
             marks.add("slow")
         present = {m.name for m in item.iter_markers()}
-        if not (marks | present) & {"slow", "gui", "subprocess"}:
+        if not (marks | present) & {"slow", "gui", "subprocess", "server"}:
             marks.add("fast")
         for name in sorted(marks - present):
             item.add_marker(name)

@@ -60,6 +60,10 @@ def test_marked_by_hand():
     pass
 
 
+def test_drives_a_widget(qtbot):
+    pass
+
+
 @pytest.mark.parametrize("n", [1, 2])
 def test_parametrised(n):
     pass
@@ -106,7 +110,7 @@ def test_markers_follow_what_each_test_does(pytester):
         "test_pure": ["fast"],
         "test_parametrised[1]": ["fast"],
         "test_parametrised[2]": ["fast"],
-        "test_uses_the_fault_server": ["fast", "server"],
+        "test_uses_the_fault_server": ["server"],
         "test_calls_a_helper_that_spawns": ["subprocess"],
         "test_uses_a_fixture_whose_class_spawns": ["subprocess"],
         "test_uses_a_model": ["model", "slow"],
@@ -114,4 +118,5 @@ def test_markers_follow_what_each_test_does(pytester):
         "test_asks_for_a_model_by_name[llava]": ["model", "slow"],
         "test_property": ["property", "slow"],
         "test_window": ["gui"],
+        "test_drives_a_widget": ["gui"],
     }
