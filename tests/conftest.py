@@ -63,12 +63,12 @@ def serve():
 
 # ---- markers, applied from what a test does (declared in pyproject.toml; see README, Development) -------------
 #
-# gui: under tests/gui/, or uses qtbot / qapp. model: uses a tiny model (also slow). server: a local HTTP server (the scripted fault
-# server, or a real `transformers serve`). subprocess: starts a process. Server and subprocess are found in the
-# names the test, its fixtures and the tests/ helpers they call use (their bytecode), so tests written later are
-# marked without a list. property: a hypothesis @given test (also slow: hundreds of examples). slow: model,
-# property, or measured slow (SLOW). fast: none of slow, gui, subprocess, server (its retries wait): `-m fast`.
-# A test may also carry @pytest.mark.slow (or gui, subprocess) itself.
+# gui: under tests/gui/, or uses qtbot / qapp. model: uses a tiny model (also slow). server: a local HTTP server
+# (the scripted fault server, or a real `transformers serve`). subprocess: starts a process. Server and subprocess
+# are found in the names the test, its fixtures and the tests/ helpers they call use (their bytecode), so tests
+# written later are marked without a list. property: a hypothesis @given test (also slow: hundreds of examples).
+# slow: model, property, or measured slow (SLOW). fast: none of slow, gui, subprocess, server (retries wait): the
+# edit loop's `-m fast`. A test may also carry one of these markers itself.
 
 TESTS_DIR = Path(__file__).resolve().parent
 MODEL_FIXTURES = {"tiny_llava_dir", "tiny_idefics3_dir", "tiny_text_lm_dir"}

@@ -264,6 +264,6 @@ def first_difference(expected: bytes, got: bytes) -> str:
     for n, (a, b) in enumerate(zip(old, new), 1):
         if a != b:
             col = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            start = max(0, col - 60)
-            return f"line {n}, column {col + 1}:\n  golden: …{a[start:col + 100]}…\n  now:    …{b[start:col + 100]}…"
+            around = slice(max(0, col - 60), col + 100)
+            return f"line {n}, column {col + 1}:\n  golden: …{a[around]}…\n  now:    …{b[around]}…"
     return f"{len(old)} lines in the golden file, {len(new)} now (or only line ends differ)"
