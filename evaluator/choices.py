@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Sequence
 
-from evaluator.pope import PARSERS, parse_strict
+from evaluator.pope import PARSERS, YES_NO, parse_strict  # YES_NO: POPE's labels, every yes/no item's keys
 
 if TYPE_CHECKING:
     from db.runs import Prediction
@@ -22,8 +22,6 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 NONE_OF_THEM = "Z"
 """The extractors' choice for a refusal or "none of the options", so an item has at most 25 options (A-Y)."""
 MAX_OPTIONS = LETTERS.index(NONE_OF_THEM)
-YES_NO = ("yes", "no")
-"""The answer keys of a yes/no item, as stored."""
 YESNO_CANDIDATES = ("Yes", "No")
 """What a yes/no item offers the model (the likelihood scorer compares these; the choice is their lower case)."""
 
@@ -105,6 +103,12 @@ glossary's "Run result"; db.item_query.RUN_RESULTS lists the same names for the 
 def passes_needed(strategy: str, n_options: int) -> int:
     """Passes an item needs right: every rotation under CircularEval, one pass under VanillaEval and POPE."""
     return n_options if strategy == "circular" else 1
+
+
+def pass_correct(choice: str | None, answer: str | None) -> bool | None:
+    """Whether one pass is right: its reading is the displayed answer key. None without a key; an undecided
+    reading (None) is wrong."""
+    return None if answer is None else choice == answer
 
 
 def run_result(marks: Mapping[int, bool | None], needed: int) -> RunResult:
