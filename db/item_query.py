@@ -130,8 +130,8 @@ def run_results(ws: Workspace, run_ids: list[int]) -> dict[int, dict[int, str]]:
         if run is None:
             continue
         rows = ws.conn.execute(
-            f"SELECT p.item_id, {_result_case(_need(run.strategy))} FROM predictions p JOIN items i ON i.id = p.item_id "
-            f"WHERE p.run_id = ? GROUP BY p.item_id ORDER BY p.item_id", (run_id,))
+            f"SELECT p.item_id, {_result_case(_need(run.strategy))} FROM predictions p "
+            f"JOIN items i ON i.id = p.item_id WHERE p.run_id = ? GROUP BY p.item_id ORDER BY p.item_id", (run_id,))
         for item_id, result in rows:
             found.setdefault(item_id, {})[run_id] = result
     return found

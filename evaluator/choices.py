@@ -53,8 +53,9 @@ def rotation(n_options: int, k: int) -> tuple[int, ...]:
 
 
 def shown_options(options: Sequence[str], order: Sequence[int]) -> dict[str, str]:
-    """Letter -> option text, as a pass with this option order displays them."""
-    return {LETTERS[i]: options[j] for i, j in enumerate(order)}
+    """Letter -> option text, as a pass with this option order displays them (an index past the options, which
+    only a damaged row could hold, shows nothing)."""
+    return {LETTERS[i]: options[j] for i, j in enumerate(order) if j < len(options)}
 
 
 def displayed_answer(answer: str | None, order: Sequence[int]) -> str | None:

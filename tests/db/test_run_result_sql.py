@@ -88,8 +88,9 @@ def test_sql_verdict_is_the_python_rule(ws, generated):
     assert {r.id: r.run_result for r in rows} == expected
     for result in RUN_RESULTS:
         wanted = {i for i, r in expected.items() if r == result}
-        assert item_query.count_items(ws, bench_id, ItemFilter(run_id=run_id, run_result=result)) == len(wanted)
-        assert {r.id for r in item_query.item_page(ws, bench_id, ItemFilter(run_id=run_id, run_result=result))} == wanted
+        only = ItemFilter(run_id=run_id, run_result=result)
+        assert item_query.count_items(ws, bench_id, only) == len(wanted)
+        assert {r.id for r in item_query.item_page(ws, bench_id, only)} == wanted
     assert item_query.run_results(ws, [run_id]) == {i: {run_id: r} for i, r in expected.items() if r != "none"}
     # QC's "answered correctly" is the same verdict, over the items with a key that the run asked.
     assert qc.circular_correctness(ws, [run_id]) == {
