@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from dataclasses import dataclass
 
 from db import catalog, runs
@@ -54,7 +55,7 @@ class ItemRow:
     run_result: str  # one of RUN_RESULTS
 
 
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
 def _ascii_lower(text: str) -> str:
@@ -103,7 +104,7 @@ def _where(ws: Workspace, benchmark_id: int, f: ItemFilter) -> tuple[str, list]:
 
 
 def _result_case(need: str) -> str:
-    """The verdict over the passes `p` of one item of one run, needing `need` right passes (see RUN_RESULTS)."""
+    """The run result over the passes `p` of one item of one run, needing `need` right passes (see RUN_RESULTS)."""
     return (f"CASE WHEN count(*) = 0 THEN 'none' WHEN sum(p.correct = 0) > 0 THEN 'wrong' "
             f"WHEN sum(p.correct IS NULL) > 0 THEN 'unscored' WHEN sum(p.correct = 1) >= {need} THEN 'right' "
             f"ELSE 'pending' END")

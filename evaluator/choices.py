@@ -1,8 +1,8 @@
 """The rules about choices, each written once: option letters, rotation and the displayed answer, the answer keys
-an item admits, reading a yes/no answer, the per-item verdict of a run (VanillaEval, CircularEval, POPE), whether
+an item admits, reading a yes/no answer, the per-item run result (VanillaEval, CircularEval, POPE), whether
 an item is still being asked, and CJK text.
 
-Everything that runs, reports, re-scores, exports or checks QC calls these; db/item_query.py computes the verdict
+Everything that runs, reports, re-scores, exports or checks QC calls these; db/item_query.py computes the run result
 in SQL for paging speed (db/ cannot import evaluator/), and tests/db/test_run_result_sql.py holds the two to the
 same answers on generated runs.
 """
@@ -93,7 +93,7 @@ def pope_reading(p: Prediction, parser: PopeParser) -> str:
     return p.choice if p.choice in YES_NO else "unknown"
 
 
-# ----------------------------------------------------------------------------------------------------- verdict
+# ------------------------------------------------------------------------------------------------ run result
 
 Strategy = Literal["circular", "vanilla", "pope"]
 RunResult = Literal["right", "wrong", "pending", "unscored", "none"]
@@ -113,7 +113,7 @@ def pass_correct(choice: str | None, answer: str | None) -> bool | None:
 
 
 def run_result(marks: Mapping[int, bool | None], needed: int) -> RunResult:
-    """The verdict from an item's stored passes (pass -> right / wrong / None for no answer key). A wrong pass
+    """The run result from an item's stored passes (pass -> right / wrong / None for no answer key). A wrong pass
     decides at once (CircularEval's early termination); an undecided answer was stored as wrong."""
     if not marks:
         return "none"
@@ -126,12 +126,12 @@ def run_result(marks: Mapping[int, bool | None], needed: int) -> RunResult:
 
 
 def item_result(strategy: str, n_options: int, marks: Mapping[int, bool | None]) -> RunResult:
-    """The verdict of one item of a run under the run's own strategy."""
+    """The run result of one item of a run under the run's own strategy."""
     return run_result(marks, passes_needed(strategy, n_options))
 
 
 def vanilla_result(marks: Mapping[int, bool | None]) -> RunResult:
-    """The verdict under VanillaEval (pass 0, the original order), which every multiple-choice run also gives."""
+    """The run result under VanillaEval (pass 0, the original order), which every multiple-choice run also gives."""
     return run_result({0: marks[0]} if 0 in marks else {}, 1)
 
 
