@@ -150,6 +150,8 @@ def still_alive(marks: Iterable[bool | None], *, full_passes: bool) -> bool:
 
 CJK_IDEOGRAPHS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
 """CJK Unified Ideographs, their extensions and the compatibility ideographs (full-width Latin "Ｂ" is not CJK)."""
+CJK_SCRIPTS = "\u3040-\u30ff" + CJK_IDEOGRAPHS + "\uac00-\ud7af"
+"""Kana, CJK ideographs and hangul syllables: scripts written without spaces between words."""
 _CJK = re.compile(f"[{CJK_IDEOGRAPHS}]")
 
 
