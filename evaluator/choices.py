@@ -95,7 +95,6 @@ def pope_reading(p: Prediction, parser: PopeParser) -> str:
 
 # ------------------------------------------------------------------------------------------------ run result
 
-Strategy = Literal["circular", "vanilla", "pope"]
 RunResult = Literal["right", "wrong", "pending", "unscored", "none"]
 """Per item and run: every needed pass right / a pass wrong / passes missing / no answer key / not run (the
 glossary's "Run result"; db.item_query.RUN_RESULTS lists the same names for the SQL that computes it)."""
