@@ -6,15 +6,23 @@ rebuilt without losing anything a person made, and says what it did. Adding a ch
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 from sqlite_utils import Database
 
 from db import runs, schema
 from db.workspace import (
-    BUSY_TIMEOUT_MS, Workspace, identify, location_writable, migrate, read_only_connection, recover_command,
+    BUSY_TIMEOUT_MS,
+    FileIdentity,
+    Workspace,
+    identify,
+    location_writable,
+    migrate,
+    read_only_connection,
+    recover_command,
 )
 
 # Listings of problems are cut here: a badly damaged file can have millions.
@@ -41,7 +49,7 @@ class CheckResult:
     def ok(self) -> bool:
         return not self.problems
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "ok": self.ok, "problems": self.problems,
                 "repaired": self.repaired}
 
@@ -89,7 +97,8 @@ def _recover_hint(path: Path) -> str:
 
 def _foreign_keys(ws: Workspace) -> list[str]:
     # No repair: deleting the rows that point nowhere could delete what an annotator made.
-    shown, total = [], 0
+    shown: list[str] = []
+    total = 0
     for table, rowid, parent, _ in ws.conn.execute("PRAGMA foreign_key_check"):
         total += 1
         if len(shown) < MAX_PROBLEMS:
@@ -198,7 +207,7 @@ class Report:
     def healthy(self) -> bool:
         return all(r.ok for r in self.results)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {"workspace": str(self.path), "healthy": self.healthy, "read_only": self.read_only,
                 "checks": [r.as_json() for r in self.results], "notes": self.notes}
 
@@ -249,14 +258,14 @@ def check_workspace(path: Path, *, repair: bool = False) -> Report:
     return Report(path, ws.read_only, results, notes)
 
 
-def _version(ws: Workspace, ident) -> int:
+def _version(ws: Workspace, ident: FileIdentity) -> int:
     try:
         return ws.schema_version()  # after a --repair upgrade, the new one
     except sqlite3.DatabaseError:
         return ident.version  # a schema SQLite cannot load: the header's
 
 
-def _no_repair(ws: Workspace, results: list[CheckResult], ident) -> str | None:
+def _no_repair(ws: Workspace, results: list[CheckResult], ident: FileIdentity) -> str | None:
     """Why repairs must not write to this file, if they must not."""
     if ws.read_only:
         return "the file is read-only"

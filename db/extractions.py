@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from db.catalog import now_iso
-from db.workspace import Workspace
+from db.workspace import Workspace, inserted_id
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,8 @@ def store(ws: Workspace, entries: list[CachedExtraction]) -> None:
 
 def cache_size(ws: Workspace, extractor: str | None = None) -> int:
     if extractor is None:
-        return ws.conn.execute("SELECT count(*) FROM extractions").fetchone()[0]
-    return ws.conn.execute("SELECT count(*) FROM extractions WHERE extractor = ?", (extractor,)).fetchone()[0]
+        return int(ws.conn.execute("SELECT count(*) FROM extractions").fetchone()[0])
+    return int(ws.conn.execute("SELECT count(*) FROM extractions WHERE extractor = ?", (extractor,)).fetchone()[0])
 
 
 # --- scorings ---------------------------------------------------------------------------------------------
@@ -56,7 +57,7 @@ class Scoring:
     id: int
     run_id: int
     name: str
-    summary: dict
+    summary: dict[str, Any]
     created_at: str
 
 
@@ -70,14 +71,14 @@ class ScoredPass:
     correct: bool | None
 
 
-def save_scoring(ws: Workspace, run_id: int, name: str, passes: list[ScoredPass], summary: dict) -> Scoring:
+def save_scoring(ws: Workspace, run_id: int, name: str, passes: list[ScoredPass], summary: dict[str, Any]) -> Scoring:
     """Store (or replace, under the same name) one scoring of a run, in one transaction."""
     now = now_iso()
     with ws.db.atomic():
         ws.conn.execute("DELETE FROM scorings WHERE run_id = ? AND name = ?", (run_id, name))
         cur = ws.conn.execute("INSERT INTO scorings (run_id, name, summary, created_at) VALUES (?, ?, ?, ?)",
                               (run_id, name, json.dumps(summary, sort_keys=True), now))
-        scoring_id = cur.lastrowid
+        scoring_id = inserted_id(cur)
         ws.conn.executemany(
             "INSERT INTO scored_passes (scoring_id, item_id, pass, choice, stage, reason, correct) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",

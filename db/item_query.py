@@ -80,7 +80,7 @@ def _without_marks(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
 
 
-def _sql_fold(text) -> str:
+def _sql_fold(text: object) -> str:
     return search_fold(text if isinstance(text, str) else "" if text is None else str(text))
 
 
@@ -92,7 +92,7 @@ _REFOLDS_SEEN: dict[int, bool] = {}
 _REFOLDS_SEEN_MAX = 1 << 17
 
 
-def _refolds(texts) -> bool:
+def _refolds(texts: object) -> bool:
     """True when folding changes the words of an item's texts (its columns, joined) beyond what the index folds
     itself (lower case, no diacritics): "Ｆｕｌｌ", "ﬁsh", "Straße"; not Chinese with full-width punctuation."""
     if not isinstance(texts, str):
@@ -117,7 +117,7 @@ def _words_refold(texts: str) -> bool:
     return _WORD.findall(search_fold(rest)) != _WORD.findall(rest.lower())
 
 
-def _has_words(words: str, *texts) -> int:
+def _has_words(words: str, *texts: object) -> int:
     """1 when every word (one per line) starts a word of the folded texts — the index's prefix search, folded."""
     found = set(_WORD.findall(_without_marks(search_fold("\n".join(t for t in texts if isinstance(t, str))))))
     return int(all(any(t.startswith(w) for t in found) for w in words.split("\n")))
@@ -126,7 +126,7 @@ def _has_words(words: str, *texts) -> int:
 # The last answer: (connection, benchmark, PRAGMA data_version, total_changes) and the ids of the benchmark's items
 # whose texts refold. Typing a search asks again at every letter; any write (by this connection or another one)
 # makes the next search ask the items afresh.
-_REFOLDING: list = [None, None]
+_REFOLDING: list[object] = [None, None]
 
 
 def _refolding_items(ws: Workspace, benchmark_id: int) -> str:
@@ -139,7 +139,7 @@ def _refolding_items(ws: Workspace, benchmark_id: int) -> str:
             "AND vlmdesk_search_refolds(question || char(10) || coalesce(hint, '') || char(10) || options)",
             (benchmark_id,))]
         _REFOLDING[:] = [key, json.dumps(ids)]
-    return _REFOLDING[1]
+    return str(_REFOLDING[1])
 
 
 def _register_functions(conn: sqlite3.Connection) -> None:
@@ -154,7 +154,7 @@ def _register_functions(conn: sqlite3.Connection) -> None:
     conn.create_function("vlmdesk_search_words", 4, _has_words, deterministic=True)
 
 
-def _search_sql(ws: Workspace, benchmark_id: int, typed: str) -> tuple[str, list]:
+def _search_sql(ws: Workspace, benchmark_id: int, typed: str) -> tuple[str, list[object]]:
     """The condition on item i for a search: words by the index (plus the items it cannot fold), and text in
     scripts without spaces, or punctuation only, as a substring of the folded texts."""
     if _SURROGATE.search(typed):  # no stored text holds a lone surrogate (nor could SQLite be given one)
@@ -175,9 +175,9 @@ def _search_sql(ws: Workspace, benchmark_id: int, typed: str) -> tuple[str, list
             "OR instr(vlmdesk_search_fold(coalesce(t.options, '')), ?)))", [text] * 3)
 
 
-def _where(ws: Workspace, benchmark_id: int, f: ItemFilter) -> tuple[str, list]:
+def _where(ws: Workspace, benchmark_id: int, f: ItemFilter) -> tuple[str, list[object]]:
     sql = ["i.benchmark_id = ?"]
-    params: list = [benchmark_id]
+    params: list[object] = [benchmark_id]
     for column, value in (("category", f.category), ("l2_category", f.l2_category), ("split", f.split)):
         if value is not None:
             sql.append(f"coalesce(i.{column}, '') = ?")
@@ -236,7 +236,7 @@ def run_results(ws: Workspace, run_ids: list[int]) -> dict[int, dict[int, str]]:
 
 def count_items(ws: Workspace, benchmark_id: int, f: ItemFilter = ItemFilter()) -> int:
     where, params = _where(ws, benchmark_id, f)
-    return ws.conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0]
+    return int(ws.conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0])
 
 
 def item_page(ws: Workspace, benchmark_id: int, f: ItemFilter = ItemFilter(), *, after: tuple[int, int] | None = None,
@@ -285,4 +285,5 @@ def item_predictions(ws: Workspace, item_id: int, runs_by_id: dict[int, runs.Run
             r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7], r[8], r[9],
             None if r[10] is None else bool(r[10]), r[11]))
     known = runs_by_id or {}
-    return [(known.get(run_id) or runs.get_run(ws, run_id), passes) for run_id, passes in by_run.items()]
+    found = [(known.get(run_id) or runs.get_run(ws, run_id), passes) for run_id, passes in by_run.items()]
+    return [(run, passes) for run, passes in found if run is not None]  # a run deleted since: nothing to show

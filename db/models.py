@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from db.catalog import now_iso
 from db.workspace import Workspace
@@ -27,7 +28,7 @@ class SavedModel:
     def kind(self) -> str:
         return self.spec.partition(":")[0]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "spec": self.spec, "kind": self.kind, "note": self.note,
                 "created_at": self.created_at}
 
@@ -44,7 +45,10 @@ def add_model(ws: Workspace, name: str, spec: str, *, note: str | None = None) -
             raise ValueError(f"a model named {name!r} exists already (vlmdesk models remove {name!r} first)")
         ws.conn.execute("INSERT INTO models (name, spec, note, created_at) VALUES (?, ?, ?, ?)",
                         (name, spec, note, now_iso()))
-    return get_model(ws, name)
+    saved = get_model(ws, name)
+    if saved is None:
+        raise LookupError(f"model {name!r} was not stored")  # a bug, not the user's mistake
+    return saved
 
 
 def get_model(ws: Workspace, name: str) -> SavedModel | None:

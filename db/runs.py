@@ -12,11 +12,12 @@ import socket
 import sqlite3
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from typing import Any, NoReturn
 
 from db import catalog
 from db.catalog import now_iso
-from db.workspace import Workspace
+from db.workspace import Workspace, inserted_id
 
 # The numbers a run stores, bounded where they enter (vlmdesk/args.py for the command line).
 ID_MAX = 2**63 - 1  # SQLite's INTEGER
@@ -30,7 +31,7 @@ STALE_AFTER_S = 60.0  # a heartbeat older than this means the owner is gone (sto
 class RunBusy(Exception):
     """The run is being executed by another live process."""
 
-    def __init__(self, run: "Run"):
+    def __init__(self, run: Run):
         super().__init__(f"run {run.id} is being run by pid {run.owner_pid} on {run.owner_host} since "
                          f"{run.owner_since}")
         self.run = run
@@ -49,7 +50,7 @@ class Owner:
     token: str
 
     @classmethod
-    def here(cls) -> "Owner":
+    def here(cls) -> Owner:
         return cls(socket.gethostname(), os.getpid(), uuid.uuid4().hex)
 
 
@@ -62,9 +63,9 @@ class Run:
     strategy: str
     prompt_template: str
     extractor: str
-    config: dict
+    config: dict[str, Any]
     config_key: str
-    versions: dict
+    versions: dict[str, Any]
     git_revision: str | None
     seed: int
     status: str  # effective: a `running` run whose owner is gone reads `interrupted`
@@ -88,7 +89,7 @@ class Run:
         return value if valid_int(value, 1, COUNT_MAX) else None
 
 
-def valid_int(value, low: int, high: int) -> bool:
+def valid_int(value: object, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
@@ -107,7 +108,7 @@ class Prediction:
     correct: bool | None
     latency_ms: float | None
 
-    def row(self, created_at: str) -> tuple:
+    def row(self, created_at: str) -> tuple[object, ...]:
         return (self.run_id, self.item_id, self.pass_, json.dumps(list(self.option_order)), self.prompt,
                 self.response, self.answer, self.choice, self.stage, self.reason,
                 None if self.correct is None else int(self.correct), self.latency_ms, created_at)
@@ -119,7 +120,7 @@ FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id
 """
 
 
-def _json_object(text, what: str, problems: list[str]) -> dict:
+def _json_object(text: object, what: str, problems: list[str]) -> dict[str, Any]:
     """A stored JSON object, or {} with the reason noted: a damaged value must not make the workspace unreadable."""
     try:
         value = (json.loads(text, parse_constant=_no_constant, parse_float=_finite)
@@ -133,7 +134,7 @@ def _json_object(text, what: str, problems: list[str]) -> dict:
     return value
 
 
-def _no_constant(name: str):
+def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a number")
 
 
@@ -144,7 +145,7 @@ def _finite(text: str) -> float:
     return value
 
 
-def config_problems(config: dict) -> list[str]:
+def config_problems(config: dict[str, Any]) -> list[str]:
     """Stored settings outside what any vlmdesk could have written (the engine refuses to resume on them)."""
     found = []
     for key in ("limit", "batch_size", "max_new_tokens"):
@@ -165,8 +166,8 @@ def config_problems(config: dict) -> list[str]:
 _RUN_FIELDS = set(Run.__dataclass_fields__) - {"stored_status", "problems"}
 
 
-def _run(row, now: datetime | None = None) -> Run:
-    row = {k: v for k, v in dict(row).items() if k in _RUN_FIELDS}  # columns a later migration adds are ignored
+def _run(record: sqlite3.Row | dict[str, Any], now: datetime | None = None) -> Run:
+    row = {k: v for k, v in dict(record).items() if k in _RUN_FIELDS}  # columns a later migration adds are ignored
     problems: list[str] = []
     row["config"] = _json_object(row["config"], "config", problems)
     problems += config_problems(row["config"])
@@ -183,12 +184,14 @@ def _run(row, now: datetime | None = None) -> Run:
 # -- ownership -----------------------------------------------------------------------------------------------
 
 
-def _parse_time(text) -> datetime | None:
+def _parse_time(text: str | None) -> datetime | None:
+    if text is None:
+        return None
     try:
         when = datetime.fromisoformat(text)
     except (TypeError, ValueError):
         return None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -213,7 +216,7 @@ def owner_gone(run: Run, now: datetime | None = None) -> bool:
     if run.owner_host == socket.gethostname() and (run.owner_pid is None or not _pid_alive(run.owner_pid)):
         return True
     beat = _parse_time(run.heartbeat_at)
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return beat is None or (now - beat).total_seconds() > STALE_AFTER_S
 
 
@@ -237,18 +240,18 @@ class _immediate:
     def __init__(self, ws: Workspace):
         self.conn = ws.conn
 
-    def __enter__(self):
+    def __enter__(self) -> sqlite3.Connection:
         self.conn.execute("BEGIN IMMEDIATE")
         return self.conn
 
-    def __exit__(self, exc_type, *exc):
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         if exc_type is None:
             self.conn.execute("COMMIT")
         elif self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
 
 
-def _claim_in_txn(conn, run: Run, owner: Owner, now: str) -> None:
+def _claim_in_txn(conn: sqlite3.Connection, run: Run, owner: Owner, now: str) -> None:
     if run.owner_token is not None and not owner_gone(run) and not _owned_by(run, owner):
         raise RunBusy(run)
     conn.execute(
@@ -273,12 +276,12 @@ def claim_run(ws: Workspace, run_id: int, owner: Owner) -> Run:
         if run is None:
             raise LookupError(f"no run {run_id}")
         _claim_in_txn(conn, run, owner, now)
-    return get_run(ws, run_id)
+    return _stored_run(ws, run_id)
 
 
 def create_or_claim(ws: Workspace, *, reuse: bool, owner: Owner, benchmark_id: int, model_spec: str,
-                    strategy: str, prompt_template: str, extractor: str, config: dict, config_key: str,
-                    versions: dict, git_revision: str | None, seed: int) -> Run:
+                    strategy: str, prompt_template: str, extractor: str, config: dict[str, Any], config_key: str,
+                    versions: dict[str, Any], git_revision: str | None, seed: int) -> Run:
     """With `reuse`, the latest run with this config key, claimed for `owner` (or returned as is when finished);
     else, or when there is none, a new run owned by `owner`. One transaction: two processes started at once
     never both create the run, and the second gets RunBusy."""
@@ -290,20 +293,20 @@ def create_or_claim(ws: Workspace, *, reuse: bool, owner: Owner, benchmark_id: i
                 _claim_in_txn(conn, found, owner, now)
             run_id = found.id
         else:
-            run_id = conn.execute(
+            run_id = inserted_id(conn.execute(
                 "INSERT INTO runs (benchmark_id, model_spec, strategy, prompt_template, extractor, config, "
                 "config_key, versions, git_revision, seed, status, created_at, updated_at, owner_host, owner_pid, "
                 "owner_token, owner_since, heartbeat_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
                 (benchmark_id, model_spec, strategy, prompt_template, extractor, json.dumps(config, sort_keys=True),
                  config_key, json.dumps(versions, sort_keys=True), git_revision, seed, now, now, owner.host,
-                 owner.pid, owner.token, now, now)).lastrowid
-    return get_run(ws, run_id)
+                 owner.pid, owner.token, now, now)))
+    return _stored_run(ws, run_id)
 
 
 def create_run(ws: Workspace, *, benchmark_id: int, model_spec: str, strategy: str, prompt_template: str,
-               extractor: str, config: dict, config_key: str, versions: dict, git_revision: str | None,
-               seed: int, owner: Owner | None = None) -> int:
+               extractor: str, config: dict[str, Any], config_key: str, versions: dict[str, Any],
+               git_revision: str | None, seed: int, owner: Owner | None = None) -> int:
     """A new run, owned by `owner` (default: this process)."""
     return create_or_claim(ws, reuse=False, owner=owner or Owner.here(), benchmark_id=benchmark_id,
                            model_spec=model_spec, strategy=strategy, prompt_template=prompt_template,
@@ -356,6 +359,14 @@ def mark_interrupted(ws: Workspace, run_id: int) -> bool:
 # -- reads and writes ----------------------------------------------------------------------------------------
 
 
+def _stored_run(ws: Workspace, run_id: int) -> Run:
+    """The run just written in this process (a LookupError here is a bug, not a user's mistake)."""
+    run = get_run(ws, run_id)
+    if run is None:
+        raise LookupError(f"no run {run_id}")
+    return run
+
+
 def get_run(ws: Workspace, run_id: int) -> Run | None:
     if not valid_int(run_id, 1, ID_MAX):
         return None
@@ -369,7 +380,7 @@ def latest_run_with_key(ws: Workspace, config_key: str) -> Run | None:
 
 
 def list_runs(ws: Workspace) -> list[Run]:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return [_run(r, now) for r in ws.db.query(_RUN_SELECT + " ORDER BY r.id")]
 
 

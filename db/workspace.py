@@ -17,6 +17,7 @@ import tempfile
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from sqlite_utils import Database
 
@@ -66,16 +67,23 @@ class Workspace:
         return self.db.conn
 
     def schema_version(self) -> int:
-        return self.db.execute("PRAGMA user_version").fetchone()[0]
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
 
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "Workspace":
+    def __enter__(self) -> Workspace:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def inserted_id(cur: sqlite3.Cursor) -> int:
+    """The id of the row the INSERT on `cur` just wrote (sqlite3 types it as optional; after an INSERT it is set)."""
+    if cur.lastrowid is None:
+        raise RuntimeError("no row was inserted")
+    return cur.lastrowid
 
 
 # ------------------------------------------------------------------------------------------- the one rule
@@ -152,7 +160,7 @@ def database_error(path: Path | str, exc: sqlite3.Error) -> UserError | Environm
     return None
 
 
-def _raise_for(path: Path, exc: sqlite3.DatabaseError):
+def _raise_for(path: Path, exc: sqlite3.DatabaseError) -> NoReturn:
     """Re-raise a SQLite error met while opening as what it means for the file (unchanged when it is a bug)."""
     err = database_error(path, exc)
     if err is None:
@@ -302,7 +310,7 @@ def location_writable(path: Path) -> bool:
 # ---------------------------------------------------------------------------------------------- opening
 
 
-def open_workspace(path: str | os.PathLike | None = None, *, create: bool = True, upgrade: bool = True,
+def open_workspace(path: str | os.PathLike[str] | None = None, *, create: bool = True, upgrade: bool = True,
                    read_only: bool = False, probe: bool = False) -> Workspace:
     """Open (and create or upgrade) a workspace.
 
