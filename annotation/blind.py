@@ -14,13 +14,14 @@ Two reasons to hide, independent of each other:
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
 from annotation import reviews, standing
 from db.workspace import Workspace
-from evaluator.llm_extraction import response_key
 from evaluator.choices import shown_options
+from evaluator.llm_extraction import response_key
 
 NOT_A_JUDGEMENT = ("skip",)
 HIDDEN_TEXT = "hidden in blind mode"
@@ -49,14 +50,14 @@ def may_reveal(ws: Workspace, item_id: int, annotator: str, *, blind: bool, reve
     return reveal_after_verdict and bool(annotator) and _judged(ws, item_id, annotator)
 
 
-def unlabelled_response_keys(ws: Workspace, annotator: str, keys=None) -> frozenset[str]:
+def unlabelled_response_keys(ws: Workspace, annotator: str, keys: Iterable[str] | None = None) -> frozenset[str]:
     """Response keys in some adjudication set (of `keys`, when given) on which this annotator has no standing label
     in any set."""
     # A standing label (annotation/standing.py) commits the annotator's reading; a withdrawn one hides it again.
     sql = ("SELECT DISTINCT a.response_key FROM adjudication_items a WHERE NOT EXISTS (SELECT 1 FROM labels l "
            "JOIN adjudication_items b ON b.id = l.item_id WHERE b.response_key = a.response_key AND l.annotator = ? "
            f"AND {standing.live(standing.LABELS, 'l')})")
-    params: list = [annotator or ""]
+    params: list[object] = [annotator or ""]
     if keys is not None:
         sql += " AND a.response_key IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(sorted(keys)))
@@ -64,12 +65,12 @@ def unlabelled_response_keys(ws: Workspace, annotator: str, keys=None) -> frozen
 
 
 def adjudication_hidden_passes(ws: Workspace, annotator: str, *, benchmark_id: int | None = None,
-                               item_ids=None) -> frozenset[tuple[int, int, int]]:
+                               item_ids: Collection[int] | None = None) -> frozenset[tuple[int, int, int]]:
     """(run_id, item_id, pass) of every stored pass whose response awaits this annotator's blind label."""
     # Only items whose question some adjudication item carries can have such a pass (the key hashes the question).
     sql = ("SELECT id, question, options FROM items WHERE question IN "
            "(SELECT DISTINCT question FROM adjudication_items)")
-    params: list = []
+    params: list[object] = []
     if benchmark_id is not None:
         sql += " AND benchmark_id = ?"
         params.append(benchmark_id)
@@ -120,13 +121,13 @@ class Sight:
         """Figures over many items (scores, charts, alignment) mix judged and unjudged items: hidden when blind."""
         return not self.blind
 
-    def visible_history(self, item_id: int, history):
+    def visible_history(self, item_id: int, history: Iterable[reviews.Review]) -> list[reviews.Review]:
         """The review log rows of an item this annotator may read: all, or only their own before their verdict."""
         return list(history) if self.reveals(item_id) else [r for r in history if r.annotator == self.annotator]
 
 
 def sight(ws: Workspace, annotator: str, *, blind: bool, reveal_after_verdict: bool = True,
-          benchmark_id: int | None = None, item_ids=None) -> Sight:
+          benchmark_id: int | None = None, item_ids: Collection[int] | None = None) -> Sight:
     if not blind:
         judged: frozenset[int] = frozenset()
     elif item_ids is not None:  # one item shown: read its own log, not the annotator's whole history

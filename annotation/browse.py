@@ -43,7 +43,7 @@ class ReviewStatus:
 
 def review_status(ws: Workspace, benchmark_id: int) -> dict[int, ReviewStatus]:
     """Standing verdicts per reviewed item of a benchmark (unreviewed items are absent)."""
-    grouped: dict[int, list] = {}
+    grouped: dict[int, list[tuple[str, str, str | None]]] = {}
     for r in reviews.standing_reviews(ws, benchmark_id=benchmark_id):  # in time order
         grouped.setdefault(r.item_id, []).append((r.annotator, r.verdict, r.corrected_answer))
     return {item: ReviewStatus(tuple(v)) for item, v in grouped.items()}
@@ -105,7 +105,7 @@ _QC_SHORT = {"text-only": "text", "consensus": "flawed"}
 
 def qc_marks(ws: Workspace, benchmark_id: int) -> dict[int, QCMark]:
     """Active quality-control flags per item, with their resolution (annotation/qc.py)."""
-    found: dict[int, list] = {}
+    found: dict[int, list[tuple[str, str]]] = {}
     for c in qc.queue(ws, benchmark_id=benchmark_id):
         found.setdefault(c.item_id, []).append((c.stage, c.status))
     return {item: QCMark(tuple(sorted(v))) for item, v in found.items()}

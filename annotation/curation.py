@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from annotation import qc, reviews
 from db import catalog
@@ -21,7 +22,7 @@ from evaluator.choices import canonical_answer
 from evaluator.exporters import ExportReport, export_benchmark
 from evaluator.outfiles import AtomicOutput, check_output
 
-REVIEW_OUTCOME = {"ok": ("keep", None), "ambiguous": ("remove", None), "text_answerable": ("remove", None),
+REVIEW_OUTCOME: dict[str, tuple[str, str | None]] = {"ok": ("keep", None), "ambiguous": ("remove", None), "text_answerable": ("remove", None),
                   "bad_image": ("remove", None)}
 
 
@@ -40,7 +41,7 @@ class Change:
     decided_at: str | None
     why_not_applied: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()
                 if not (k == "why_not_applied" and v is None)}
 
@@ -62,6 +63,7 @@ def curation_plan(ws: Workspace, benchmark_id: int, *, with_reviews: bool = Fals
     verdicts: dict[int, list[_Verdict]] = {}
     for c in qc.queue(ws, benchmark_id=benchmark_id, include_withdrawn=True, status="confirmed"):
         r = c.resolution
+        assert r.action is not None and r.reason is not None  # a confirmed resolution has both (qc.resolve)
         winners = [d for d in r.votes if d.outcome == (r.action, r.answer)]
         verdicts.setdefault(c.item_id, []).append(_Verdict(
             f"qc:{c.stage}", r.action, r.answer, r.reason, tuple(d.annotator for d in winners),
@@ -76,7 +78,7 @@ def curation_plan(ws: Workspace, benchmark_id: int, *, with_reviews: bool = Fals
     return dict(sorted(plan.items(), key=lambda kv: order[kv[0]]))
 
 
-def _review_verdicts(ws: Workspace, benchmark_id: int, items: dict) -> dict[int, _Verdict]:
+def _review_verdicts(ws: Workspace, benchmark_id: int, items: dict[int, catalog.Item]) -> dict[int, _Verdict]:
     by_item: dict[int, list[reviews.Review]] = {}
     for r in reviews.standing_reviews(ws, benchmark_id=benchmark_id):
         if r.verdict != "skip":
@@ -106,7 +108,7 @@ def _norm(item: catalog.Item, answer: str | None) -> str | None:
 def _combine(item: catalog.Item, found: list[_Verdict]) -> Change:
     removing = [v for v in found if v.action == "remove"]
     chosen = removing or found
-    answers = {v.answer for v in found if v.action == "correct"}
+    answers = {v.answer for v in found if v.action == "correct" and v.answer is not None}
     action = "removed" if removing else "answer_corrected" if len(answers) == 1 else "not_applied"
     return Change(
         index=item.index, action=action, old_answer=item.answer,
@@ -130,7 +132,7 @@ def export_curated(ws: Workspace, bench: Benchmark, out: str | Path, *, fmt: str
     plan = curation_plan(ws, bench.id, with_reviews=with_reviews)
     report = export_benchmark(
         ws, bench, out, fmt=fmt, exclude=frozenset(i for i, c in plan.items() if c.action == "removed"),
-        answers={i: c.new_answer for i, c in plan.items() if c.action == "answer_corrected"})
+        answers={i: c.new_answer for i, c in plan.items() if c.action == "answer_corrected" and c.new_answer is not None})
     log = changes_path(out)
     exported_at = now_iso()
     with AtomicOutput(log) as f:

@@ -28,7 +28,7 @@ class BadName(ValueError):
     """A name that cannot be stored; the message says why (without the name, which may be unprintable)."""
 
 
-def annotator_name(value) -> str:
+def annotator_name(value: object) -> str:
     """The name as stored (see the module's rule); raises BadName."""
     if not isinstance(value, str):
         raise BadName(f"expected a name, got {type(value).__name__}")
@@ -46,7 +46,7 @@ def annotator_name(value) -> str:
     return name
 
 
-def record_note(value) -> str | None:
+def record_note(value: object) -> str | None:
     """A note as a record stores it (and a merge reads it back): None, or text of at most MAX_NOTE_CHARS without a
     NUL or a lone surrogate; raises BadName (the same door as names)."""
     if value is None:

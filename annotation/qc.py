@@ -8,21 +8,22 @@ Decisions hang on (item, stage), not on a computation, so they survive re-runs a
 
 Decisions are an append-only log, each with a uuid. Per flag, each reviewer's standing decision (annotation/
 standing.py: the latest not withdrawn by an undo) is their vote; a vote is an outcome (keep the item, remove it, or
-correct its answer to X). A correction is a newer decision; an undo row (decision `undo`) withdraws one. The outcome with strictly the most votes stands; a tie
-between the top outcomes is "disputed" and changes nothing.
+correct its answer to X). A correction is a newer decision; an undo row (decision `undo`) withdraws one. The
+outcome with strictly the most votes stands; a tie between the top outcomes is "disputed" and changes nothing.
 """
 from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from annotation import standing
 from annotation.names import BadName, annotator_name, record_note
 from annotation.standing import QC_DECISIONS
 from db import catalog, item_query, runs
 from db.catalog import now_iso
-from db.workspace import Workspace
+from db.workspace import Workspace, inserted_id
 from evaluator.choices import answer_keys, canonical_answer
 
 STAGES = ("text-only", "consensus")
@@ -74,7 +75,7 @@ class Decision:
             return ("correct", self.new_answer)
         return ("remove", None)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -112,7 +113,7 @@ class Candidate:
     def status(self) -> str:
         return self.resolution.status
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         r = self.resolution
         return {
             "benchmark": self.benchmark, "index": self.index, "stage": self.stage, "category": CATEGORY[self.stage],
@@ -190,7 +191,7 @@ def compute_stage(ws: Workspace, benchmark_id: int, stage: str, run_ids: list[in
         cur = ws.conn.execute(
             "INSERT INTO qc_stage_runs (benchmark_id, stage, run_ids, items_evaluated, candidates, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?)", (benchmark_id, stage, json.dumps(run_ids), len(correctness), len(chosen), now))
-        stage_run_id = cur.lastrowid
+        stage_run_id = inserted_id(cur)
         ws.conn.executemany(
             "INSERT INTO qc_flags (benchmark_id, item_id, stage, stage_run_id, run_ids, correct_run_ids, active, "
             "flagged_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) "
@@ -207,7 +208,7 @@ def compute_stage(ws: Workspace, benchmark_id: int, stage: str, run_ids: list[in
                        tuple(i for i in chosen if not before.get(i)), tuple(withdrawn))
 
 
-def stage_history(ws: Workspace, benchmark_id: int) -> list[dict]:
+def stage_history(ws: Workspace, benchmark_id: int) -> list[dict[str, Any]]:
     rows = ws.conn.execute("SELECT id, stage, run_ids, items_evaluated, candidates, created_at FROM qc_stage_runs "
                            "WHERE benchmark_id = ? ORDER BY id", (benchmark_id,))
     return [{"id": r[0], "stage": r[1], "runs": json.loads(r[2]), "items_evaluated": r[3], "candidates": r[4],
@@ -267,13 +268,14 @@ def undo_decision(ws: Workspace, item_id: int, stage: str, annotator: str) -> De
 _COLUMNS = "id, item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created_at, uuid, withdraws"
 
 
-def _append(ws, item_id, stage, annotator, decision, reason, note, old_answer, new_answer, withdraws) -> Decision:
+def _append(ws: Workspace, item_id: int, stage: str, annotator: str, decision: str, reason: str | None,
+            note: str | None, old_answer: str | None, new_answer: str | None, withdraws: str | None) -> Decision:
     created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():
         cur = ws.conn.execute(
             f"INSERT INTO qc_decisions ({_COLUMNS.removeprefix('id, ')}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created, uid, withdraws))
-    return Decision(cur.lastrowid, item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created,
+    return Decision(inserted_id(cur), item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created,
                     uid, withdraws)
 
 
@@ -293,7 +295,10 @@ def _item(ws: Workspace, item_id: int) -> catalog.Item:
     row = ws.conn.execute("SELECT benchmark_id, source_index FROM items WHERE id = ?", (item_id,)).fetchone()
     if row is None:
         raise QCError(f"no item {item_id}")
-    return catalog.item_by_index(ws, row[0], row[1])
+    item = catalog.item_by_index(ws, row[0], row[1])
+    if item is None:  # the row read just above: gone only if deleted in between
+        raise QCError(f"no item {item_id}")
+    return item
 
 
 def _valid_answer(item: catalog.Item, answer: str | None) -> str:
@@ -322,10 +327,10 @@ def standing_decisions(ws: Workspace, item_id: int, stage: str) -> list[Decision
         standing.standing_sql(QC_DECISIONS, _COLUMNS, "t.item_id = ? AND t.stage = ?"), (item_id, stage))]
 
 
-def resolve(votes: list[Decision]) -> Resolution:
+def resolve(standing_votes: list[Decision]) -> Resolution:
     """`votes`: each reviewer's standing decision on one flag (standing_decisions). Strictly the most votes wins, a
     tie at the top is disputed."""
-    votes = tuple(votes)
+    votes = tuple(standing_votes)
     if len({d.annotator for d in votes}) != len(votes) or any(d.decision == standing.WITHDRAWAL for d in votes):
         raise ValueError("resolve() takes one standing decision per reviewer (qc.standing_decisions)")
     if not votes:
@@ -352,7 +357,7 @@ def queue(ws: Workspace, *, benchmark_id: int | None = None, stage: str | None =
     sql = ("SELECT f.id, f.item_id, f.benchmark_id, b.name, i.source_index, i.position, f.stage, i.category, "
            "i.question, i.answer, f.active, f.run_ids, f.correct_run_ids, f.flagged_at, f.updated_at "
            "FROM qc_flags f JOIN items i ON i.id = f.item_id JOIN benchmarks b ON b.id = f.benchmark_id WHERE 1 = 1")
-    params: list = []
+    params: list[object] = []
     for clause, value in (("f.benchmark_id = ?", benchmark_id), ("f.stage = ?", stage)):
         if value is not None:
             sql += f" AND {clause}"
@@ -390,10 +395,10 @@ def queue(ws: Workspace, *, benchmark_id: int | None = None, stage: str | None =
     return found
 
 
-def summary(ws: Workspace, benchmark_id: int | None = None) -> list[dict]:
+def summary(ws: Workspace, benchmark_id: int | None = None) -> list[dict[str, Any]]:
     """Per benchmark: counts per stage, and within each stage per reason (confirmed) and per item category.
     Withdrawn flags are counted apart and nowhere else."""
-    out: dict[int, dict] = {}
+    out: dict[int, dict[str, Any]] = {}
     for c in queue(ws, benchmark_id=benchmark_id, include_withdrawn=True):
         bench = out.setdefault(c.benchmark_id, {"benchmark": c.benchmark, "stages": {}})
         stage = bench["stages"].setdefault(c.stage, {"category": CATEGORY[c.stage], **_counts(), "withdrawn": 0,
@@ -419,10 +424,10 @@ def summary(ws: Workspace, benchmark_id: int | None = None) -> list[dict]:
     return result
 
 
-def _counts() -> dict:
+def _counts() -> dict[str, Any]:
     return {"candidates": 0, "pending": 0, "disputed": 0, "confirmed": 0, "rejected": 0}
 
 
-def _count(counts: dict, status: str) -> None:
+def _count(counts: dict[str, Any], status: str) -> None:
     counts["candidates"] += 1
     counts[status] += 1

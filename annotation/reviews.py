@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from annotation import standing
 from annotation.names import annotator_name, record_note
 from db.catalog import now_iso
-from db.workspace import Workspace
+from db.workspace import Workspace, inserted_id
 
 VERDICTS = ("ok", "wrong_answer", "ambiguous", "text_answerable", "bad_image", "skip")
 UNDO = standing.WITHDRAWAL
@@ -53,14 +54,15 @@ def undo_last(ws: Workspace, annotator: str, item_id: int | None = None) -> Revi
     return last
 
 
-def _append(ws, item_id, annotator, verdict, corrected_answer, note, seconds, withdraws) -> Review:
+def _append(ws: Workspace, item_id: int, annotator: str, verdict: str, corrected_answer: str | None, note: str | None,
+            seconds: float | None, withdraws: str | None) -> Review:
     created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():
         cur = ws.conn.execute(
             "INSERT INTO reviews (item_id, annotator, verdict, corrected_answer, note, seconds, created_at, uuid, "
             "withdraws) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (item_id, annotator, verdict, corrected_answer, note, seconds, created, uid, withdraws))
-    return Review(cur.lastrowid, item_id, annotator, verdict, corrected_answer, note, seconds, created, uid, withdraws)
+    return Review(inserted_id(cur), item_id, annotator, verdict, corrected_answer, note, seconds, created, uid, withdraws)
 
 
 def history(ws: Workspace, item_id: int) -> list[Review]:
@@ -71,7 +73,8 @@ def history(ws: Workspace, item_id: int) -> list[Review]:
 
 def standing_reviews(ws: Workspace, *, benchmark_id: int | None = None, annotator: str | None = None) -> list[Review]:
     """The verdict that stands per (item, annotator) (annotation/standing.py), in time order."""
-    where, params = ["1 = 1"], []
+    where: list[str] = ["1 = 1"]
+    params: list[object] = []
     if benchmark_id is not None:
         where.append("t.item_id IN (SELECT id FROM items WHERE benchmark_id = ?)")
         params.append(benchmark_id)
@@ -92,7 +95,7 @@ def conflicts(ws: Workspace, benchmark_id: int) -> dict[int, list[Review]]:
             if len({(r.verdict, r.corrected_answer) for r in rs}) > 1}
 
 
-def progress(ws: Workspace, benchmark_id: int, annotator: str | None = None) -> dict:
+def progress(ws: Workspace, benchmark_id: int, annotator: str | None = None) -> dict[str, Any]:
     """Reviewed / total items, for everyone and for one annotator."""
     total = ws.conn.execute("SELECT count(*) FROM items WHERE benchmark_id = ?", (benchmark_id,)).fetchone()[0]
     standing = standing_reviews(ws, benchmark_id=benchmark_id)
