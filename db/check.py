@@ -12,7 +12,7 @@ from typing import Callable
 
 from sqlite_utils import Database
 
-from db import schema
+from db import runs, schema
 from db.workspace import (
     BUSY_TIMEOUT_MS, Workspace, identify, location_writable, migrate, read_only_connection, recover_command,
 )
@@ -131,12 +131,23 @@ def _delete_orphan_images(ws: Workspace) -> str:
     return f"deleted {count:,} image(s) used by no item ({size / 1e6:.1f} MB)"
 
 
+def _dead_runs(ws: Workspace) -> list[str]:
+    return _bounded([f"run {r.id} ({r.model_spec}) is stored as running, but its process is gone"
+                     for r in runs.dead_owner_runs(ws)])
+
+
+def _mark_dead_runs_interrupted(ws: Workspace) -> str:
+    marked = [r.id for r in runs.dead_owner_runs(ws) if runs.mark_interrupted(ws, r.id)]
+    return f"marked {len(marked)} run(s) interrupted: {', '.join(map(str, marked))}"
+
+
 CHECKS: tuple[Check, ...] = (
     Check("integrity", "file integrity", _integrity),
     Check("schema", "schema version", _schema_version, _upgrade),
     Check("foreign_keys", "references between tables", _foreign_keys),
     Check("search_index", "search index", _search_index, _rebuild_search_index),
     Check("orphan_images", "images used by no item", _orphan_images, _delete_orphan_images),
+    Check("dead_runs", "runs whose process is gone", _dead_runs, _mark_dead_runs_interrupted),
 )
 
 

@@ -1,11 +1,55 @@
-"""Runs and their predictions (one row per run, item and pass)."""
+"""Runs and their predictions (one row per run, item and pass), and who is executing a run.
+
+A process executing a run owns it: it claims the run in one transaction (only when the run has no owner, or its
+owner is gone) and beats a heartbeat while it runs. A run stored as running whose owner is gone reads as
+`interrupted` everywhere (`effective_status`), and the next claim takes it over.
+"""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+import socket
+import sqlite3
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 
 from db.catalog import now_iso
 from db.workspace import Workspace
+
+# The numbers a run stores, bounded where they enter (vlmdesk/args.py for the command line).
+ID_MAX = 2**63 - 1  # SQLite's INTEGER
+COUNT_MAX = 10**9   # items, passes, tokens, batch sizes
+SEED_MAX = 2**32 - 1
+
+HEARTBEAT_S = 5.0
+STALE_AFTER_S = 60.0  # a heartbeat older than this means the owner is gone (stopped, killed, or on a lost host)
+
+
+class RunBusy(Exception):
+    """The run is being executed by another live process."""
+
+    def __init__(self, run: "Run"):
+        super().__init__(f"run {run.id} is being run by pid {run.owner_pid} on {run.owner_host} since "
+                         f"{run.owner_since}")
+        self.run = run
+
+
+class RunLost(Exception):
+    """This process no longer owns the run it was executing (another process took it over)."""
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A process that executes runs: host name, pid and a random token naming this claim."""
+
+    host: str
+    pid: int
+    token: str
+
+    @classmethod
+    def here(cls) -> "Owner":
+        return cls(socket.gethostname(), os.getpid(), uuid.uuid4().hex)
 
 
 @dataclass(frozen=True)
@@ -22,12 +66,29 @@ class Run:
     versions: dict
     git_revision: str | None
     seed: int
-    status: str
+    status: str  # effective: a `running` run whose owner is gone reads `interrupted`
     error: str | None
     created_at: str
     updated_at: str
     finished_at: str | None
     predictions: int = 0
+    owner_host: str | None = None
+    owner_pid: int | None = None
+    owner_token: str | None = None
+    owner_since: str | None = None
+    heartbeat_at: str | None = None
+    stored_status: str = ""
+    problems: tuple[str, ...] = field(default=())  # stored values that could not be read, shown as such
+
+    @property
+    def limit(self) -> int | None:
+        """The run's item limit, or None (every item) — also when the stored value is unreadable (in problems)."""
+        value = self.config.get("limit")
+        return value if valid_int(value, 1, COUNT_MAX) else None
+
+
+def valid_int(value, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
 @dataclass(frozen=True)
@@ -57,29 +118,246 @@ FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id
 """
 
 
-def _run(row: dict) -> Run:
-    row = dict(row)
-    row["config"] = json.loads(row["config"])
-    row["versions"] = json.loads(row["versions"])
-    return Run(**row)
+def _json_object(text, what: str, problems: list[str]) -> dict:
+    """A stored JSON object, or {} with the reason noted: a damaged value must not make the workspace unreadable."""
+    try:
+        value = (json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+                 if isinstance(text, (str, bytes)) else None)
+    except (ValueError, RecursionError) as exc:
+        problems.append(f"{what}: not readable JSON ({str(exc)[:80]})")
+        return {}
+    if not isinstance(value, dict):
+        problems.append(f"{what}: expected a JSON object, got {str(text)[:40]!r}")
+        return {}
+    return value
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:20]} is out of range")
+    return value
+
+
+def config_problems(config: dict) -> list[str]:
+    """Stored settings outside what any vlmdesk could have written (the engine refuses to resume on them)."""
+    found = []
+    for key in ("limit", "batch_size", "max_new_tokens"):
+        value = config.get(key)
+        if key in config and not (value is None and key == "limit") and not valid_int(value, 1, COUNT_MAX):
+            found.append(f"config.{key}: {str(value)[:40]!r} is not a count in 1..{COUNT_MAX}")
+    if "seed" in config and not valid_int(config["seed"], 0, SEED_MAX):
+        found.append(f"config.seed: {str(config['seed'])[:40]!r} is not a seed in 0..{SEED_MAX}")
+    for key in ("full_passes", "text_only", "likelihood"):
+        if key in config and not isinstance(config[key], bool):
+            found.append(f"config.{key}: {str(config[key])[:40]!r} is not true/false")
+    for key in ("strategy", "extractor"):
+        if key in config and not isinstance(config[key], str):
+            found.append(f"config.{key}: {str(config[key])[:40]!r} is not text")
+    return found
+
+
+_RUN_FIELDS = set(Run.__dataclass_fields__) - {"stored_status", "problems"}
+
+
+def _run(row, now: datetime | None = None) -> Run:
+    row = {k: v for k, v in dict(row).items() if k in _RUN_FIELDS}  # columns a later migration adds are ignored
+    problems: list[str] = []
+    row["config"] = _json_object(row["config"], "config", problems)
+    problems += config_problems(row["config"])
+    row["versions"] = _json_object(row["versions"], "versions", problems)
+    if not valid_int(row["seed"], -SEED_MAX, ID_MAX):
+        problems.append(f"seed: {str(row['seed'])[:40]!r} is not a whole number")
+        row["seed"] = 0
+    if row["owner_pid"] is not None and not valid_int(row["owner_pid"], 0, ID_MAX):
+        row["owner_pid"] = None
+    run = Run(**row, stored_status=row["status"], problems=tuple(problems))
+    return replace(run, status=effective_status(run, now))
+
+
+# -- ownership -----------------------------------------------------------------------------------------------
+
+
+def _parse_time(text) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return isinstance(pid, int) and 0 < pid < 2**31  # someone else's live process
+    try:  # a zombie (exited, not yet reaped by its parent) is gone too
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read(512).rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def owner_gone(run: Run, now: datetime | None = None) -> bool:
+    """Whether the process that claimed the run no longer runs it: no owner recorded, a dead pid on this host,
+    or a heartbeat older than STALE_AFTER_S (any host: a stopped process, or a host we cannot look into)."""
+    if run.owner_token is None:
+        return True
+    if run.owner_host == socket.gethostname() and (run.owner_pid is None or not _pid_alive(run.owner_pid)):
+        return True
+    beat = _parse_time(run.heartbeat_at)
+    now = now or datetime.now(timezone.utc)
+    return beat is None or (now - beat).total_seconds() > STALE_AFTER_S
+
+
+def effective_status(run: Run, now: datetime | None = None) -> str:
+    """The status to show and act on: a run stored as `running` whose owner is gone is `interrupted`. The one
+    rule for `vlmdesk runs`, `report`, `check` and the app's lists."""
+    stored = run.stored_status or run.status
+    if stored == "running" and owner_gone(run, now):
+        return "interrupted"
+    return stored
+
+
+def _owned_by(run: Run, owner: Owner) -> bool:
+    """The same process (a second claim by the process that holds the run is not a conflict)."""
+    return run.owner_host == owner.host and run.owner_pid == owner.pid
+
+
+class _immediate:
+    """A write transaction taken at its start (BEGIN IMMEDIATE), so a read-then-write cannot be raced."""
+
+    def __init__(self, ws: Workspace):
+        self.conn = ws.conn
+
+    def __enter__(self):
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        elif self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+
+def _claim_in_txn(conn, run: Run, owner: Owner, now: str) -> None:
+    if run.owner_token is not None and not owner_gone(run) and not _owned_by(run, owner):
+        raise RunBusy(run)
+    conn.execute(
+        "UPDATE runs SET owner_host = ?, owner_pid = ?, owner_token = ?, owner_since = ?, heartbeat_at = ?, "
+        "status = 'running', error = NULL, finished_at = NULL, updated_at = ? WHERE id = ? AND owner_token IS ?",
+        (owner.host, owner.pid, owner.token, now, now, now, run.id, run.owner_token))
+
+
+def check_free(run: Run, owner: Owner | None = None) -> None:
+    """RunBusy when another live process is executing the run (a read: no lock is taken)."""
+    owner = owner or Owner.here()
+    if run.owner_token is not None and not owner_gone(run) and not _owned_by(run, owner):
+        raise RunBusy(run)
+
+
+def claim_run(ws: Workspace, run_id: int, owner: Owner) -> Run:
+    """Take the run for this process, in one transaction: only when it has no owner or its owner is gone.
+    RunBusy otherwise (the run is left alone); LookupError when there is no such run."""
+    now = now_iso()
+    with _immediate(ws) as conn:
+        run = get_run(ws, run_id)
+        if run is None:
+            raise LookupError(f"no run {run_id}")
+        _claim_in_txn(conn, run, owner, now)
+    return get_run(ws, run_id)
+
+
+def create_or_claim(ws: Workspace, *, reuse: bool, owner: Owner, benchmark_id: int, model_spec: str,
+                    strategy: str, prompt_template: str, extractor: str, config: dict, config_key: str,
+                    versions: dict, git_revision: str | None, seed: int) -> Run:
+    """With `reuse`, the latest run with this config key, claimed for `owner` (or returned as is when finished);
+    else, or when there is none, a new run owned by `owner`. One transaction: two processes started at once
+    never both create the run, and the second gets RunBusy."""
+    now = now_iso()
+    with _immediate(ws) as conn:
+        found = latest_run_with_key(ws, config_key) if reuse else None
+        if found is not None:
+            if found.status != "finished":
+                _claim_in_txn(conn, found, owner, now)
+            run_id = found.id
+        else:
+            run_id = conn.execute(
+                "INSERT INTO runs (benchmark_id, model_spec, strategy, prompt_template, extractor, config, "
+                "config_key, versions, git_revision, seed, status, created_at, updated_at, owner_host, owner_pid, "
+                "owner_token, owner_since, heartbeat_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                (benchmark_id, model_spec, strategy, prompt_template, extractor, json.dumps(config, sort_keys=True),
+                 config_key, json.dumps(versions, sort_keys=True), git_revision, seed, now, now, owner.host,
+                 owner.pid, owner.token, now, now)).lastrowid
+    return get_run(ws, run_id)
 
 
 def create_run(ws: Workspace, *, benchmark_id: int, model_spec: str, strategy: str, prompt_template: str,
                extractor: str, config: dict, config_key: str, versions: dict, git_revision: str | None,
-               seed: int) -> int:
+               seed: int, owner: Owner | None = None) -> int:
+    """A new run, owned by `owner` (default: this process)."""
+    return create_or_claim(ws, reuse=False, owner=owner or Owner.here(), benchmark_id=benchmark_id,
+                           model_spec=model_spec, strategy=strategy, prompt_template=prompt_template,
+                           extractor=extractor, config=config, config_key=config_key, versions=versions,
+                           git_revision=git_revision, seed=seed).id
+
+
+def heartbeat(conn: sqlite3.Connection, run_id: int, owner: Owner) -> bool:
+    """Record that the owner is alive; False when the run is no longer this owner's. `conn` may be a connection
+    of another thread (the heartbeat thread keeps its own)."""
+    with conn:
+        cur = conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ? AND owner_token = ?",
+                           (now_iso(), run_id, owner.token))
+    return cur.rowcount == 1
+
+
+def release(ws: Workspace, run_id: int, owner: Owner, status: str, *, error: str | None = None) -> bool:
+    """Set the run's final status and give up ownership, if this owner still holds it (False otherwise: a run
+    taken over by another process is left to that process)."""
     now = now_iso()
     with ws.db.atomic():
         cur = ws.conn.execute(
-            "INSERT INTO runs (benchmark_id, model_spec, strategy, prompt_template, extractor, config, config_key, "
-            "versions, git_revision, seed, status, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
-            (benchmark_id, model_spec, strategy, prompt_template, extractor, json.dumps(config, sort_keys=True),
-             config_key, json.dumps(versions, sort_keys=True), git_revision, seed, now, now),
-        )
-    return cur.lastrowid
+            "UPDATE runs SET status = ?, error = ?, updated_at = ?, finished_at = ?, owner_host = NULL, "
+            "owner_pid = NULL, owner_token = NULL, owner_since = NULL, heartbeat_at = NULL "
+            "WHERE id = ? AND owner_token = ?",
+            (status, error, now, now if status == "finished" else None, run_id, owner.token))
+    return cur.rowcount == 1
+
+
+def dead_owner_runs(ws: Workspace) -> list[Run]:
+    """Runs stored as running whose owner is gone (what `vlmdesk check` reports; they show as interrupted)."""
+    return [r for r in list_runs(ws) if r.stored_status == "running" and r.status == "interrupted"]
+
+
+def mark_interrupted(ws: Workspace, run_id: int) -> bool:
+    """Store `interrupted` for a running run whose owner is gone (`vlmdesk check --repair`); False when the run
+    is not such a run (finished, or its owner is alive)."""
+    with _immediate(ws) as conn:
+        run = get_run(ws, run_id)
+        if run is None or run.stored_status != "running" or run.status != "interrupted":
+            return False
+        who = f"pid {run.owner_pid} on {run.owner_host}" if run.owner_token else "no recorded owner"
+        conn.execute(
+            "UPDATE runs SET status = 'interrupted', error = ?, updated_at = ?, owner_host = NULL, owner_pid = NULL, "
+            "owner_token = NULL, owner_since = NULL, heartbeat_at = NULL WHERE id = ? AND owner_token IS ?",
+            (f"interrupted: its process ({who}) is gone", now_iso(), run_id, run.owner_token))
+    return True
+
+
+# -- reads and writes ----------------------------------------------------------------------------------------
 
 
 def get_run(ws: Workspace, run_id: int) -> Run | None:
+    if not valid_int(run_id, 1, ID_MAX):
+        return None
     rows = list(ws.db.query(_RUN_SELECT + " WHERE r.id = ?", [run_id]))
     return _run(rows[0]) if rows else None
 
@@ -90,26 +368,35 @@ def latest_run_with_key(ws: Workspace, config_key: str) -> Run | None:
 
 
 def list_runs(ws: Workspace) -> list[Run]:
-    return [_run(r) for r in ws.db.query(_RUN_SELECT + " ORDER BY r.id")]
+    now = datetime.now(timezone.utc)
+    return [_run(r, now) for r in ws.db.query(_RUN_SELECT + " ORDER BY r.id")]
 
 
-def set_status(ws: Workspace, run_id: int, status: str, *, error: str | None = None) -> None:
+def delete_unstarted(ws: Workspace, run_id: int, owner: Owner) -> bool:
+    """Remove a run this owner created that has no pass stored (it failed before asking anything)."""
+    with ws.db.atomic():
+        cur = ws.conn.execute(
+            "DELETE FROM runs WHERE id = ? AND owner_token = ? AND NOT EXISTS "
+            "(SELECT 1 FROM predictions WHERE run_id = ?)", (run_id, owner.token, run_id))
+    return cur.rowcount == 1
+
+
+def add_predictions(ws: Workspace, predictions: list[Prediction], owner: Owner | None = None) -> None:
+    """One batch, one transaction: a batch is either stored whole or (after a kill) not at all. With `owner`, the
+    batch is stored only while that owner holds the run (RunLost otherwise), and beats its heartbeat."""
     now = now_iso()
     with ws.db.atomic():
-        ws.conn.execute("UPDATE runs SET status = ?, error = ?, updated_at = ?, finished_at = ? WHERE id = ?",
-                        (status, error, now, now if status == "finished" else None, run_id))
-
-
-def add_predictions(ws: Workspace, predictions: list[Prediction]) -> None:
-    """One batch, one transaction: a batch is either stored whole or (after a kill) not at all."""
-    now = now_iso()
-    with ws.db.atomic():
+        if predictions and owner is not None:
+            cur = ws.conn.execute("UPDATE runs SET updated_at = ?, heartbeat_at = ? WHERE id = ? AND owner_token = ?",
+                                  (now, now, predictions[0].run_id, owner.token))
+            if cur.rowcount != 1:
+                raise RunLost(f"run {predictions[0].run_id} was taken over by another process")
         ws.conn.executemany(
             "INSERT INTO predictions (run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, "
             "reason, correct, latency_ms, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [p.row(now) for p in predictions],
         )
-        if predictions:
+        if predictions and owner is None:
             ws.conn.execute("UPDATE runs SET updated_at = ? WHERE id = ?", (now, predictions[0].run_id))
 
 

@@ -461,6 +461,21 @@ def _m0008(db: Database) -> None:
     db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
+@migrations(name="0009_run_owner")
+def _m0009(db: Database) -> None:
+    # Who is executing a run: a process claims it (host, pid, a random token, since when) and beats a heartbeat
+    # while it runs. A second process refuses a run whose owner is alive; a run whose owner is gone (dead pid on
+    # this host, or a stale heartbeat) reads as interrupted (db/runs.py effective_status) and can be resumed.
+    _script(db, """
+        ALTER TABLE runs ADD COLUMN owner_host TEXT;
+        ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+        ALTER TABLE runs ADD COLUMN owner_token TEXT;
+        ALTER TABLE runs ADD COLUMN owner_since TEXT;
+        ALTER TABLE runs ADD COLUMN heartbeat_at TEXT;
+        """
+    )
+
+
 @migrations(name="0010_search_texts")
 def _m0010(db: Database) -> None:
     # Search over the texts an annotator reads, not over the JSON that stores the options: 0005 indexed the

@@ -7,11 +7,17 @@ JSON object {"en": "...", "zh": "..."}.
 from __future__ import annotations
 
 import json
+import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
 
 FIELDS = {"hint", "question", "options", "letters"}
+MAX_TEMPLATE_BYTES = 64 * 1024
+MAX_WIDTH = 1000  # a field's width or precision: `{question:>999999999}` would build a gigabyte prompt
+# What a field of a text template may say after ':': [[fill]align][width][.precision][s]. Anything else (numeric
+# types, nested fields) cannot format a text and fails only when a prompt is built, so it is refused up front.
+_SPEC = re.compile(r"(?:.?[<>^])?(?P<width>\d+)?(?:\.(?P<precision>\d+))?s?", re.DOTALL)
 
 MCQ_DEFAULT = {
     "en": "{hint}Question: {question}\nOptions:\n{options}\nAnswer with the option's letter from the given choices "
@@ -46,7 +52,17 @@ class PromptTemplate:
 
     @classmethod
     def from_json(cls, text: str) -> "PromptTemplate":
-        return cls(json.loads(text))
+        """A stored template; ValueError when it is not one (a damaged row is refused, not run)."""
+        try:
+            by_language = json.loads(text)
+        except (TypeError, ValueError, RecursionError):
+            raise ValueError("the stored prompt template is not readable JSON") from None
+        if not isinstance(by_language, dict) or not by_language or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in by_language.items()):
+            raise ValueError("the stored prompt template is not an object of texts")
+        for language, template in by_language.items():
+            check_fields(template, f"stored {language} template")
+        return cls(by_language)
 
 
 def default_template(kind: str) -> PromptTemplate:
@@ -57,9 +73,18 @@ def load_template(path: str | Path, kind: str) -> PromptTemplate:
     """Read a user's template file; raises ValueError naming the problem."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        if not path.is_file():
+            raise ValueError(f"{path}: prompt template must be a regular file")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_TEMPLATE_BYTES + 1)
     except OSError as exc:
         raise ValueError(f"{path}: cannot read prompt template ({exc.strerror})") from None
+    if len(raw) > MAX_TEMPLATE_BYTES:
+        raise ValueError(f"{path}: prompt template is larger than {MAX_TEMPLATE_BYTES // 1024} KB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: prompt template is not UTF-8 (byte {exc.start})") from None
     by_language = None
     if text.lstrip().startswith("{"):
         try:
@@ -72,15 +97,33 @@ def load_template(path: str | Path, kind: str) -> PromptTemplate:
         by_language = {"en": text, "zh": text}
     by_language.setdefault("en", next(iter(by_language.values())))
     for language, template in by_language.items():
-        try:
-            used = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
-        except ValueError as exc:
-            raise ValueError(f"{path}: {language} template: {exc}") from None
-        unknown = used - FIELDS
-        if unknown:
-            raise ValueError(f"{path}: {language} template: unknown field(s) {', '.join(sorted(unknown))} "
-                             f"(use {', '.join(sorted(FIELDS))})")
+        used = check_fields(template, f"{path}: {language} template")
         if "question" not in used or (kind == "mcq" and "options" not in used):
             needed = "{question} and {options}" if kind == "mcq" else "{question}"
             raise ValueError(f"{path}: {language} template must contain {needed}")
     return PromptTemplate(by_language)
+
+
+def check_fields(template: str, where: str) -> set[str]:
+    """The fields a template uses; ValueError (starting with `where`) for an unknown field, a conversion other
+    than !s / !r / !a, or a format spec that is not [[fill]align][width][.precision][s] within MAX_WIDTH."""
+    used = set()
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if name not in FIELDS:
+            raise ValueError(f"{where}: unknown field {{{name[:40]}}} (use {', '.join(sorted(FIELDS))})")
+        if conversion not in (None, "s", "r", "a"):
+            raise ValueError(f"{where}: {{{name}}}: unknown conversion !{conversion}")
+        match = _SPEC.fullmatch(spec or "")
+        if match is None:
+            raise ValueError(f"{where}: {{{name}}}: format {spec[:40]!r} is not [[fill]align][width][.precision]")
+        for part in ("width", "precision"):
+            if match[part] is not None and (len(match[part]) > 4 or int(match[part]) > MAX_WIDTH):
+                raise ValueError(f"{where}: {{{name}}}: {part} {match[part][:12]} is larger than {MAX_WIDTH}")
+        used.add(name)
+    return used

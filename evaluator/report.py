@@ -31,7 +31,7 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> dict |
     if run is None:
         return None
     bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
-    items = catalog.list_items(ws, run.benchmark_id, limit=run.config.get("limit"))
+    items = catalog.list_items(ws, run.benchmark_id, limit=run.limit)
     stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
     name, source, summary, by_item = _scored_passes(ws, run, stored, scoring)
     head = {
@@ -42,10 +42,11 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> dict |
         "model_calls": sum(len(v) for v in by_item.values()),
         "undecided": sum(1 for v in by_item.values() for p in v.values() if p.choice is None),
         "created_at": run.created_at, "finished_at": run.finished_at, "config": run.config,
+        "problems": list(run.problems),
     }
     if run.strategy == "pope":
         return {**head, **_pope(items, by_item, bench.meta.get("setting"))}
-    return {**head, **_mcq(items, by_item, run.strategy, full_passes=bool(run.config.get("full_passes")))}
+    return {**head, **_mcq(items, by_item, run.strategy, full_passes=run.config.get("full_passes") is True)}
 
 
 def _scored_passes(ws: Workspace, run: runs.Run, stored: dict, scoring: str | None):
@@ -180,7 +181,7 @@ def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | 
     run = runs.get_run(ws, run_id)
     if run is None:
         raise LookupError(f"no run {run_id}")
-    items = catalog.list_items(ws, run.benchmark_id, limit=run.config.get("limit"))
+    items = catalog.list_items(ws, run.benchmark_id, limit=run.limit)
     stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
     _, _, _, by_item = _scored_passes(ws, run, stored, scoring)
     column = GROUP_LEVELS[level]
@@ -238,5 +239,5 @@ def _seconds_between(start: str, end: str | None) -> float | None:
 
     try:
         return round((datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds(), 1) if end else None
-    except ValueError:
+    except (TypeError, ValueError):
         return None

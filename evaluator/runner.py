@@ -47,6 +47,26 @@ class RunSettings:
     def config(self, batch_size: int) -> dict:
         return {**asdict(self), "batch_size": batch_size}
 
+    def check(self) -> None:
+        """ValueError naming every setting out of range (before a run is stored with them)."""
+        problems = runs.config_problems(self.config(1))
+        if self.strategy not in ("circular", "vanilla"):
+            problems.append(f"strategy: {self.strategy!r} is not circular or vanilla")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+
+def settings_of(run: runs.Run) -> RunSettings:
+    """The settings a stored run was started with; ValueError when its stored config is unreadable (such a run
+    is shown, never executed)."""
+    problems = [p for p in run.problems if p.startswith("config")]
+    if problems:
+        raise ValueError(f"run {run.id}: stored settings are unreadable: {'; '.join(problems)}")
+    known = {f for f in RunSettings.__dataclass_fields__}
+    settings = RunSettings(**{k: v for k, v in run.config.items() if k in known})
+    settings.check()
+    return settings
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -112,16 +132,18 @@ class Engine:
     """Runs (or continues) one stored run against a backend."""
 
     def __init__(self, ws: Workspace, run: runs.Run, backend: Backend, *, batch_size: int,
-                 on_progress: Callable[[Progress], None] | None = None, extractor: Extractor | None = None):
+                 on_progress: Callable[[Progress], None] | None = None, extractor: Extractor | None = None,
+                 owner: runs.Owner | None = None):
         self.ws, self.run, self.backend, self.batch_size = ws, run, backend, max(1, batch_size)
-        self.settings = RunSettings(**{k: v for k, v in run.config.items() if k != "batch_size"})
+        self.owner = owner  # when set, each batch is stored only while this owner holds the run
+        self.settings = settings_of(run)
         # Generated multiple-choice responses are read by the run's extractor (rules, llm:SPEC or rules+llm:SPEC);
         # POPE and likelihood runs never need it, so an LLM extractor is not even loaded for them.
         reads_text = run.strategy != "pope" and not self.settings.likelihood
         self.extractor = extractor or (load_extractor(run.extractor, ws) if reads_text else None)
         self.template = PromptTemplate.from_json(run.prompt_template)
         self.on_progress = on_progress or (lambda p: None)
-        self.items = catalog.list_items(ws, run.benchmark_id, limit=self.settings.limit)
+        self.items = catalog.list_items(ws, run.benchmark_id, limit=run.limit)
         self.kind = "yesno" if run.strategy == "pope" else "mcq"
         self.done: dict[int, dict[int, runs.Prediction]] = {i.id: {} for i in self.items}
         for p in runs.predictions_of(ws, run.id):
@@ -208,7 +230,7 @@ class Engine:
             preds.append(runs.Prediction(self.run.id, item.id, k, order, query.prompt, response, answer,
                                          extraction.choice, extraction.stage, extraction.reason, correct,
                                          round(latency, 3)))
-        runs.add_predictions(self.ws, preds)
+        runs.add_predictions(self.ws, preds, owner=self.owner)
         for p in preds:
             self.done[p.item_id][p.pass_] = p
 
@@ -239,10 +261,12 @@ class Engine:
 
 
 def new_run(ws: Workspace, bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate,
-            *, batch_size: int, backend_info: dict) -> runs.Run:
-    run_id = runs.create_run(
-        ws, benchmark_id=bench.id, model_spec=model_spec, strategy=strategy_for(bench, settings),
-        prompt_template=template.to_json(), extractor=settings.extractor, config=settings.config(batch_size),
-        config_key=config_key(bench, model_spec, settings, template), versions={**versions(), "backend": backend_info},
-        git_revision=git_revision(), seed=settings.seed)
-    return runs.get_run(ws, run_id)
+            *, batch_size: int, backend_info: dict, owner: runs.Owner | None = None, reuse: bool = False) -> runs.Run:
+    """A new run owned by `owner` (default: this process); with `reuse`, the stored run with these settings
+    instead when there is one (claimed, or as is when finished; runs.RunBusy when another process runs it)."""
+    settings.check()
+    return runs.create_or_claim(
+        ws, reuse=reuse, owner=owner or runs.Owner.here(), benchmark_id=bench.id, model_spec=model_spec,
+        strategy=strategy_for(bench, settings), prompt_template=template.to_json(), extractor=settings.extractor,
+        config=settings.config(batch_size), config_key=config_key(bench, model_spec, settings, template),
+        versions={**versions(), "backend": backend_info}, git_revision=git_revision(), seed=settings.seed)

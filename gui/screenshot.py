@@ -141,10 +141,10 @@ TABS = ("predictions", "history")
 
 
 def _select_item(window, index: str) -> None:
-    from evaluator.importers.common import normalise_index
+    from evaluator.importers.common import index_for_lookup
 
     bench = window.ctx.benchmark
-    item = catalog.item_by_index(window.ws, bench.id, normalise_index(index))
+    item = catalog.item_by_index(window.ws, bench.id, index_for_lookup(index))
     row = window.ctx.model.find_row(0, 1, lambda r: item is not None and r.id == item.id)
     if row is None:
         raise ScreenshotError(f"benchmark {bench.name!r} has no item with index {index!r}")

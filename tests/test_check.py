@@ -179,3 +179,18 @@ def test_references_to_missing_rows_are_reported_and_kept(demo_path):
     with sqlite3.connect(demo_path) as conn:  # nothing a person made is deleted
         assert conn.execute("SELECT count(*) FROM reviews WHERE item_id = 987654").fetchone()[0] == 1
     conn.close()
+
+
+def test_a_running_run_whose_process_is_gone_is_marked_interrupted(demo_path):
+    with sqlite3.connect(demo_path) as conn:  # as a SIGKILLed run leaves it: running, owned by a dead pid
+        conn.execute("UPDATE runs SET status = 'running', owner_host = 'elsewhere', owner_pid = 1, owner_token = 't', "
+                     "owner_since = '2020-01-01T00:00:00+00:00', heartbeat_at = '2020-01-01T00:00:00+00:00'")
+    conn.close()
+    code, report = check_json(demo_path)
+    assert code == 1 and by_name(report)["dead_runs"]["problems"] == [
+        "run 1 (baseline:first) is stored as running, but its process is gone"]
+    code, report = check_json(demo_path, "--repair")
+    assert code == 0 and by_name(report)["dead_runs"]["repaired"] == ["marked 1 run(s) interrupted: 1"]
+    with sqlite3.connect(demo_path) as conn:
+        assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
+    conn.close()

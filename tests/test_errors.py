@@ -79,6 +79,19 @@ def test_a_bug_is_one_line_naming_the_log_that_holds_its_traceback(tmp_path):
     assert log.read_text().count("Traceback (most recent call last)") == 2
 
 
+def test_a_key_in_a_bug_message_reaches_neither_the_line_nor_the_log(tmp_path):
+    key = "sk-" + "Q7x" * 12
+    code = _BUG.replace('"boom\\nsecond line of the message"', f'"Incorrect API key provided: {key}"')
+    logs = tmp_path / "logs"
+    proc = vlmdesk("--workspace", str(tmp_path / "ws.sqlite"), "benchmarks", code=code,
+                   env={"VLMDESK_LOG_DIR": str(logs)})
+    line = one_line_error(proc)
+    assert proc.returncode == 1 and "Incorrect API key provided" in line
+    log_text = (logs / "vlmdesk.log").read_text()
+    assert "Incorrect API key provided" in log_text
+    assert key not in line and key not in log_text and key[:12] not in log_text
+
+
 def test_a_bug_is_still_one_line_when_the_log_cannot_be_written(tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the log folder should be")

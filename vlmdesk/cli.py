@@ -9,6 +9,7 @@ import textwrap
 from db.errors import EnvironmentFault, UserError
 from db.workspace import database_error, default_workspace_path, open_workspace
 from vlmdesk.errors import internal_error_line
+from vlmdesk.args import Parser, positive_int  # noqa: F401 (positive_int moved to vlmdesk/args.py)
 
 
 class UsageError(UserError):
@@ -26,17 +27,6 @@ def output_file(path_text: str):
     if not path.parent.is_dir():
         raise UsageError(f"{path.parent}: no such directory")
     return path
-
-
-def positive_int(text: str) -> int:
-    """argparse type for counts that must be at least 1 (--limit, --batch-size, --max-new-tokens)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _formatter(prog):
@@ -59,7 +49,7 @@ COMMAND_MODULES = ("cmd_data", "cmd_run", "cmd_pope", "cmd_qc", "cmd_extract", "
 def build_parser() -> argparse.ArgumentParser:
     import importlib
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="vlmdesk",
         formatter_class=_formatter,
         description="A workbench for vision-language model benchmarks. With no command, opens the app.",

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from vlmdesk.args import positive_int, record_id, seed
 
 from evaluator.backends import BackendError
 from evaluator.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
@@ -36,11 +37,11 @@ def register(add) -> None:
     q = action("sample", "build an adjudication set: extractor disagreements, rules-undecided, plus a seeded sample",
                cmd_sample, "vlmdesk align sample --run 3 --run 4 --extractor 'rules+llm:openai:gpt-4o-mini' --size 50 "
                            "--seed 1 --name s1")
-    q.add_argument("--run", type=int, action="append", required=True, metavar="RUN_ID", help="repeatable")
+    q.add_argument("--run", type=record_id, action="append", required=True, metavar="RUN_ID", help="repeatable")
     q.add_argument("--extractor", action="append", default=[], metavar="SPEC",
                    help=f"repeatable; rules is always included ({EXTRACTOR_HELP})")
-    q.add_argument("--size", type=int, required=True, help="how many of the remaining responses to sample")
-    q.add_argument("--seed", type=int, default=0, help="seed of the random sample and of the shown order (default 0)")
+    q.add_argument("--size", type=positive_int, required=True, help="how many of the remaining responses to sample")
+    q.add_argument("--seed", type=seed, default=0, help="seed of the random sample and of the shown order (default 0)")
     q.add_argument("--name", required=True, help="the set's name")
     q.add_argument("--json", action="store_true", help="print the new set as JSON")
 
@@ -52,7 +53,7 @@ def register(add) -> None:
     q = action("adjudicate", "list annotator disagreements, or record a final label with --item and --label",
                cmd_adjudicate, "vlmdesk align adjudicate --set s1 --item 17 --label B --adjudicator lead")
     q.add_argument("--set", required=True, dest="set_name", metavar="NAME", help="the adjudication set")
-    q.add_argument("--item", type=int, metavar="ITEM_ID", help="the disagreement to settle (ids as listed)")
+    q.add_argument("--item", type=record_id, metavar="ITEM_ID", help="the disagreement to settle (ids as listed)")
     q.add_argument("--label", metavar="LETTER|Z|unclear", help="the final label for --item")
     q.add_argument("--adjudicator", metavar="NAME", help="who settles it (stored with the label)")
     q.add_argument("--note", help="why (optional)")

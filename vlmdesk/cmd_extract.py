@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from vlmdesk.args import record_id
 
 from evaluator.backends import BackendError
 from evaluator.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
@@ -40,7 +41,7 @@ def register(add) -> None:
                 vlmdesk rescore 3 --extractor 'rules+llm:openai:gpt-4o-mini'
                 vlmdesk rescore 3 --extractor human
                 vlmdesk report 3 --scoring human --json""")
-    p.add_argument("run_id", type=int, metavar="RUN_ID", help="a finished multiple-choice run (vlmdesk runs)")
+    p.add_argument("run_id", type=record_id, metavar="RUN_ID", help="a finished multiple-choice run (vlmdesk runs)")
     p.add_argument("--extractor", required=True, metavar="SPEC", help=f"{EXTRACTOR_HELP} | human")
     p.add_argument("--json", action="store_true", help="print the scoring's summary as JSON")
     p.set_defaults(handler=cmd_rescore)
@@ -49,6 +50,7 @@ def register(add) -> None:
 def read_inputs(path: str) -> list[tuple[object, str, dict[str, str], str]]:
     """(id, question, options, response) per line; InputError at the first bad line (blank lines are skipped)."""
     from evaluator.importers import InputError
+    from evaluator.importers.common import json_loads
 
     try:
         with open(path, encoding="utf-8") as f:
@@ -62,9 +64,9 @@ def read_inputs(path: str) -> list[tuple[object, str, dict[str, str], str]]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = json_loads(line)  # depth-bounded: 100,000 nested brackets are an error, not a RecursionError
         except ValueError as exc:
-            raise InputError(path, n, "line", f"not JSON ({exc.msg})") from None
+            raise InputError(path, n, "line", f"not JSON ({getattr(exc, 'msg', exc)})") from None
         if not isinstance(rec, dict):
             raise InputError(path, n, "line", "expected a JSON object")
         if "id" not in rec or not isinstance(rec["id"], (str, int)) or isinstance(rec["id"], bool):

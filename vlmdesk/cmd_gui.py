@@ -9,6 +9,7 @@ from pathlib import Path
 from db import catalog
 from db.workspace import default_workspace_path
 from gui.screenshot import TABS, VIEWS, ScreenshotError, Shot
+from vlmdesk.args import record_id
 
 
 def register(add) -> None:
@@ -32,7 +33,7 @@ def register(add) -> None:
     p.add_argument("--item", help="item index to show (default: the first; review: the first with predictions)")
     p.add_argument("--tab", choices=TABS, help="--view browse/review: the lower tab to show (default predictions)")
     p.add_argument("--size", default="1280x800", help="window size for --screenshot, WIDTHxHEIGHT (default 1280x800)")
-    p.add_argument("--run", type=int, action="append", metavar="RUN_ID",
+    p.add_argument("--run", type=record_id, action="append", metavar="RUN_ID",
                    help="--view results: runs to show (repeatable; default: the benchmark's latest, up to 3)")
     p.add_argument("--chart", choices=("l2", "category", "drop", "pope"), help="--view results: the chart")
     p.add_argument("--launch", metavar="SPEC", default="baseline:random?delay_ms=120",

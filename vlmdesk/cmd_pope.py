@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from vlmdesk.args import positive_int, seed
 
 from evaluator.importers.importer import slug
 from evaluator.importers.jsonl import pope_setting_from_name
@@ -91,10 +92,11 @@ def _register_build(sub) -> None:
     p.add_argument("--annotations", required=True, metavar="FILE", help="COCO instances_*.json or objects JSONL")
     p.add_argument("--images", required=True, metavar="DIR", help="folder holding the annotated images")
     p.add_argument("--setting", required=True, choices=SETTINGS, help="how absent objects are drawn")
-    p.add_argument("--images-count", type=int, default=500, metavar="N", help="images to ask about (default 500)")
-    p.add_argument("--per-image", type=int, default=3, metavar="K",
+    p.add_argument("--images-count", type=positive_int, default=500, metavar="N",
+                   help="images to ask about (default 500)")
+    p.add_argument("--per-image", type=positive_int, default=3, metavar="K",
                    help="present and absent objects asked per image, K each (default 3)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the image and object choice (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the image and object choice (default 0)")
     p.add_argument("--out", required=True, metavar="FILE", help="question file to write (POPE JSON Lines)")
     p.add_argument("--import", dest="do_import", action="store_true", help="also import it into the workspace")
     p.add_argument("--name", help="benchmark name for --import (default: from the --out file name)")

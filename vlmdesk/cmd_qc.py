@@ -9,13 +9,14 @@ import sys
 import textwrap
 
 from annotation import qc
+from db.runs import RunBusy
 from annotation.curation import changes_path, export_curated
 from evaluator.backends import SPEC_HELP, BackendError
 from evaluator.exporters import ExportError
 from evaluator.launch import execute_run, open_backend, start_run, stored_run
 from evaluator.prompts import default_template
 from evaluator.runner import RunSettings
-from vlmdesk.cli import positive_int
+from vlmdesk.args import positive_int, record_id, seed
 from vlmdesk.cmd_data import bench_or_fail, item_or_fail
 
 ANNOTATOR_ENV = "VLMDESK_ANNOTATOR"
@@ -55,7 +56,7 @@ def register(add) -> None:
                    help="a model spec (repeat for several models)")
     s.add_argument("--batch-size", type=positive_int, default=8, help="prompts per model call (default 8)")
     s.add_argument("--limit", type=positive_int, help="only the first N items of the benchmark")
-    s.add_argument("--seed", type=int, default=0, help="seed for baseline:random (default 0)")
+    s.add_argument("--seed", type=seed, default=0, help="seed for baseline:random (default 0)")
     s.add_argument("--json", action="store_true", help="print the stage result as JSON")
     s.set_defaults(handler=cmd_text_only)
 
@@ -67,7 +68,7 @@ def register(add) -> None:
              vlmdesk qc consensus --bench mmbench-dev-en --run 3 --run 4 --run 9
              vlmdesk qc consensus --bench demo --run 2 --json""")
     s.add_argument("--bench", required=True, help="benchmark name")
-    s.add_argument("--run", action="append", type=int, required=True, metavar="ID", dest="run_ids",
+    s.add_argument("--run", action="append", type=record_id, required=True, metavar="ID", dest="run_ids",
                    help="a run id (repeat for several runs)")
     s.add_argument("--json", action="store_true", help="print the stage result as JSON")
     s.set_defaults(handler=cmd_consensus)
@@ -256,6 +257,8 @@ def cmd_text_only(args) -> int:
         except KeyboardInterrupt:
             print("interrupted; run the same command again to continue", file=sys.stderr)
             return 130
+        except RunBusy as exc:  # another process is executing that run: left alone
+            raise UsageError(str(exc)) from None
         finally:
             signal.signal(signal.SIGTERM, previous)
         try:

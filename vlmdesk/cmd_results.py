@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from vlmdesk.args import record_id
 
 
 def register(add) -> None:
@@ -14,7 +15,7 @@ def register(add) -> None:
             examples="""
                 vlmdesk export-predictions 3 --out llava-1.5-7b-hf_MMBench_DEV_EN.tsv
                 vlmdesk export-predictions 3 --out preds.csv --prediction choice""")
-    p.add_argument("run_id", type=int, metavar="RUN_ID", help="the run (vlmdesk runs)")
+    p.add_argument("run_id", type=record_id, metavar="RUN_ID", help="the run (vlmdesk runs)")
     p.add_argument("--out", required=True, metavar="FILE", help=".tsv or .csv")
     p.add_argument("--prediction", choices=("response", "choice"), default="response",
                    help="the raw response (default, what VLMEvalKit stores) or the extracted letter")
@@ -29,7 +30,7 @@ def register(add) -> None:
                 vlmdesk run-items 3 --level l2 --group coarse_perception
                 vlmdesk run-items 3 --level category --group image_style --json
                 vlmdesk run-items 5 --json""")
-    p.add_argument("run_id", type=int, metavar="RUN_ID", help="the run (vlmdesk runs)")
+    p.add_argument("run_id", type=record_id, metavar="RUN_ID", help="the run (vlmdesk runs)")
     p.add_argument("--level", choices=("l2", "category", "split", "all"), default="all",
                    help="group by L2 ability, leaf category or split (default all: every item)")
     p.add_argument("--group", help="the ability / category / split name, as in `vlmdesk report --json` "

@@ -6,14 +6,16 @@ import signal
 import sys
 
 from db import catalog, models, runs
-from evaluator.backends import SPEC_HELP, BackendError
+from evaluator.backends import SPEC_HELP, BackendError, can_score
+from evaluator.backends.secrets import redact
 from evaluator.launch import execute_run, open_backend, start_run, stored_run
 from evaluator.llm_extraction import parse_extractor_spec
-from evaluator.prompts import default_template, load_template
+from evaluator.prompts import PromptTemplate, default_template, load_template
 from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.report import run_report
-from evaluator.runner import RunSettings
-from vlmdesk.cli import output_file, positive_int
+from evaluator.runner import RunSettings, settings_of
+from vlmdesk.args import positive_int, record_id, seed
+from vlmdesk.cli import output_file
 from vlmdesk.cmd_data import bench_or_fail
 
 
@@ -44,11 +46,11 @@ def register(add) -> None:
                    help="choose by the log-likelihood of each option letter (Yes/No for POPE) instead of generating")
     p.add_argument("--prompt-template", metavar="FILE",
                    help="prompt template: text with {hint} {question} {options} {letters}, or JSON {en:…, zh:…}")
-    p.add_argument("--seed", type=int, default=0, help="seed for baseline:random (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed for baseline:random (default 0; 0..2**32-1)")
     p.add_argument("--extractor", default="rules", metavar="SPEC",
                    help="how free-text answers become a choice: rules (default), llm:MODEL_SPEC or "
                         "rules+llm:MODEL_SPEC (see docs/extraction-and-alignment.md)")
-    p.add_argument("--resume", type=int, metavar="RUN_ID", help="continue this run with its stored settings")
+    p.add_argument("--resume", type=record_id, metavar="RUN_ID", help="continue this run with its stored settings")
     p.add_argument("--new", action="store_true", help="start a new run even if one with these settings exists")
     p.add_argument("--json-progress", action="store_true", help="one JSON object per line on stdout, no bar")
     p.add_argument("--json", action="store_true", help="print {\"run_id\": …} at the end")
@@ -72,7 +74,7 @@ def register(add) -> None:
                 vlmdesk report 3
                 vlmdesk report 3 --json
                 vlmdesk report 3 4 --plot abilities.png""")
-    p.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID", help="one or more runs (vlmdesk runs)")
+    p.add_argument("run_ids", type=record_id, nargs="+", metavar="RUN_ID", help="one or more runs (vlmdesk runs)")
     p.add_argument("--scoring", metavar="NAME",
                    help="report a stored re-scoring (vlmdesk rescore) instead of the run's own: e.g. rules, "
                         "rules+llm:SPEC, human")
@@ -95,6 +97,12 @@ def cmd_run(args) -> int:
             if run is None:
                 raise UsageError(f"no run {args.resume} in {ws.path}")
             bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
+            if run.status != "finished":
+                try:  # a damaged stored run is shown, never executed
+                    settings = settings_of(run)
+                    PromptTemplate.from_json(run.prompt_template)
+                except ValueError as exc:
+                    raise UsageError(f"{exc}; it cannot be resumed (start it again with --new)") from None
         else:
             if not args.bench or not args.model:
                 raise UsageError("run needs --bench and --model (or --resume RUN_ID)")
@@ -104,10 +112,8 @@ def cmd_run(args) -> int:
                                    max_new_tokens=args.max_new_tokens, text_only=args.text_only,
                                    likelihood=args.likelihood, seed=args.seed, extractor=args.extractor)
             try:
+                settings.check()
                 parse_extractor_spec(args.extractor)
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
-            try:
                 template = (load_template(args.prompt_template, bench.kind) if args.prompt_template
                             else default_template(bench.kind))
             except ValueError as exc:
@@ -117,20 +123,34 @@ def cmd_run(args) -> int:
             print(f"run {run.id} already finished with these settings (vlmdesk report {run.id}; --new to run again)",
                   file=sys.stderr)
             return _finish(args, run.id)
-        spec = run.model_spec if run is not None else args.model
-        batch_size = args.batch_size if args.resume is None else run.config.get("batch_size", args.batch_size)
         try:
-            backend = open_backend(ws, bench.id, spec, seed=run.seed if run else args.seed, batch_size=batch_size)
-        except BackendError as exc:
+            if run is not None:
+                runs.check_free(run)  # before loading a model for nothing; execute_run claims it for real
+            spec = run.model_spec if run is not None else args.model
+            batch_size = args.batch_size if args.resume is None else run.config.get("batch_size", args.batch_size)
+            try:
+                backend = open_backend(ws, bench.id, spec, seed=run.seed if run else args.seed, batch_size=batch_size)
+            except BackendError as exc:
+                raise UsageError(redact(str(exc), spec, settings.extractor)) from None
+            if settings.likelihood and not can_score(backend):
+                raise UsageError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
+            resumed = run is not None
+            if args.resume is None:
+                # Found or created and claimed in one transaction: the same command started twice at once runs once.
+                run = start_run(ws, bench, spec, settings, template, backend, batch_size=batch_size,
+                                reuse=not args.new)
+                if run.status == "finished":  # finished by another process since we looked
+                    return _finish(args, run.id)
+                resumed = resumed or run.predictions > 0
+            return _execute(ws, run, backend, batch_size, args, resumed)
+        except runs.RunBusy as exc:
             raise UsageError(str(exc)) from None
-        resumed = run is not None
-        if run is None:
-            run = start_run(ws, bench, spec, settings, template, backend, batch_size=batch_size)
-        return _execute(ws, run, backend, batch_size, args, resumed)
 
 
 def _execute(ws, run, backend, batch_size: int, args, resumed: bool) -> int:
     from tqdm import tqdm
+
+    from vlmdesk.cli import UsageError
 
     bar = None if args.json_progress else tqdm(desc=f"run {run.id}", unit="pass", file=sys.stderr,
                                                disable=None, leave=False)
@@ -153,7 +173,11 @@ def _execute(ws, run, backend, batch_size: int, args, resumed: bool) -> int:
     # Cancel (QProcess.terminate, kill -TERM) ends the run cleanly between two SQLite statements.
     previous = signal.signal(signal.SIGTERM, on_term)
     try:
-        engine = execute_run(ws, run, backend, batch_size=batch_size, on_progress=on_progress, on_start=on_start)
+        engine = execute_run(ws, run, backend, batch_size=batch_size, on_progress=on_progress, on_start=on_start,
+                             fresh=args.resume is None and run.predictions == 0)
+    except runs.RunLost as exc:
+        print(f"error: {exc}; it continues there", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"run {run.id} interrupted; continue with: vlmdesk run --resume {run.id}", file=sys.stderr)
         return 130
@@ -162,8 +186,11 @@ def _execute(ws, run, backend, batch_size: int, args, resumed: bool) -> int:
               file=sys.stderr)
         return 1
     except Exception as exc:
+        message = redact(str(exc), run.model_spec, run.extractor)
+        if runs.get_run(ws, run.id) is None:  # removed: it failed before asking anything, so it is not stored
+            raise UsageError(message) from None
         if isinstance(exc, BackendError):
-            print(f"error: run {run.id} failed: {exc} (continue with: vlmdesk run --resume {run.id})",
+            print(f"error: run {run.id} failed: {message} (continue with: vlmdesk run --resume {run.id})",
                   file=sys.stderr)
             return 1
         raise
@@ -198,7 +225,9 @@ def cmd_runs(args) -> int:
         print(json.dumps([{
             "run_id": r.id, "benchmark": r.benchmark, "model": r.model_spec, "strategy": r.strategy,
             "status": r.status, "predictions": r.predictions, "created_at": r.created_at,
-            "finished_at": r.finished_at, "config": r.config, "error": r.error,
+            "finished_at": r.finished_at, "config": r.config, "error": r.error, "problems": list(r.problems),
+            "owner": {"host": r.owner_host, "pid": r.owner_pid, "since": r.owner_since,
+                      "heartbeat_at": r.heartbeat_at} if r.status == "running" else None,
             **({k: scores[r.id][k] for k in _SCORE_FIELDS} if args.scores else {}),
         } for r in all_runs]))
         return 0
@@ -215,6 +244,9 @@ def cmd_runs(args) -> int:
                      f"{s['duration_s'] if s['duration_s'] is not None else '-':>8}")
         print(f"{r.id:>4}  {r.benchmark[:22]:<22} {r.model_spec[:34]:<34} {r.strategy:<9} {r.status:<11} "
               f"{r.predictions:>7}" + extra)
+    for r in all_runs:
+        if r.problems:
+            print(f"run {r.id}: unreadable stored value(s): {'; '.join(r.problems)}")
     return 0
 
 
@@ -266,6 +298,8 @@ def _pct(value) -> str:
 def format_report(r: dict) -> str:
     lines = [f"run {r['run_id']}  {r['benchmark']}  {r['model']}  {r['strategy']}  [{r['status']}]",
              f"questions {r['questions']}   model calls {r['model_calls']}   undecided answers {r['undecided']}"]
+    if r.get("problems"):
+        lines.append(f"unreadable stored value(s), figures read without them: {'; '.join(r['problems'])}")
     if "scoring" in r:
         lines.append(f"scoring {r['scoring']} ({r['scoring_source']})"
                      + (f"   items with passes never asked: {r['circular_unasked_items']} (circular counts them "

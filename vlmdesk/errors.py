@@ -8,6 +8,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from evaluator.backends.secrets import redact
+
 LOG_DIR_ENV = "VLMDESK_LOG_DIR"
 LOG_NAME = "vlmdesk.log"
 # The log is kept to about this size: when it grows past it, it becomes vlmdesk.log.1 (one older copy is kept).
@@ -44,14 +46,15 @@ def log_internal_error(exc: BaseException, *, command: str | None = None) -> Pat
     # Arguments are not logged: a mistyped key could be among them.
     head = (f"--- {stamp} vlmdesk {__version__} pid {os.getpid()} command {command or '-'} "
             f"python {sys.version.split()[0]}\n")
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     with open(path, "a", encoding="utf-8", errors="backslashreplace") as f:
-        f.write(head + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        f.write(head + redact(text))
     return path
 
 
 def internal_error_line(exc: BaseException, *, command: str | None = None) -> str:
     """The one line `vlmdesk` prints for a bug, after logging its traceback."""
-    what = one_line(f"{type(exc).__name__}: {exc}")
+    what = one_line(redact(f"{type(exc).__name__}: {exc}"))
     try:
         where = f"traceback in {log_internal_error(exc, command=command)}"
     except OSError as log_exc:

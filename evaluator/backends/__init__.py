@@ -37,10 +37,15 @@ def load_backend(spec: str, *, seed: int = 0, frequent_answer: str | None = None
         if unknown:
             raise BackendError(f"baseline: unknown option(s) {', '.join(sorted(unknown))} (seed, delay_ms)")
         try:
-            return BaselineBackend(kind, seed=int(opts.get("seed", seed)), frequent=frequent_answer,
-                                   delay_ms=float(opts.get("delay_ms", 0)))
+            spec_seed = int(opts["seed"][:12]) if "seed" in opts and len(opts["seed"]) <= 12 else seed
+            delay_ms = float(opts.get("delay_ms", "0")[:40])
         except ValueError as exc:
             raise BackendError(f"baseline: bad option value ({exc})") from None
+        if not 0 <= spec_seed <= 2**32 - 1 or ("seed" in opts and len(opts["seed"]) > 12):
+            raise BackendError(f"baseline: seed must be a whole number in 0..{2**32 - 1}")
+        if not 0 <= delay_ms <= 60_000:  # also refuses nan and inf
+            raise BackendError("baseline: delay_ms must be a number in 0..60000")
+        return BaselineBackend(kind, seed=spec_seed, frequent=frequent_answer, delay_ms=delay_ms)
     raise BackendError(f"unknown model spec scheme {scheme!r}; expected one of {SPEC_HELP}")
 
 

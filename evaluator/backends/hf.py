@@ -30,8 +30,8 @@ def parse_hf_spec(rest: str, *, default_batch_size: int | None = None) -> "HFBac
         elif key == "device":
             kwargs["device"] = value
         elif key == "batch_size":
-            if not value.isdigit() or int(value) < 1:
-                raise BackendError(f"hf spec: batch_size must be a positive integer, got {value!r}")
+            if not value.isdigit() or not 1 <= int(value[:12]) <= 1_000_000 or len(value) > 12:
+                raise BackendError(f"hf spec: batch_size must be a whole number in 1..1000000, got {value[:40]!r}")
             kwargs["max_batch_size"] = int(value)
         elif key == "trust_remote_code":
             if value.lower() not in _TRUE | _FALSE:

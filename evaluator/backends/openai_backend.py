@@ -16,6 +16,7 @@ import base64
 import email.utils
 import json
 import logging
+import math
 import os
 import random
 import re
@@ -26,6 +27,7 @@ from typing import Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from .base import BackendError, Query
+from .secrets import redact
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,10 @@ _DEFAULTS = {"key_env": DEFAULT_KEY_ENV, "concurrency": 8, "timeout": 60.0, "ret
              "backoff": 1.0}
 _SPEC_FORM = "openai:<model>[@<base url>][?key_env=NAME&concurrency=8&timeout=60&retries=4&temperature=0&backoff=1]"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Spec options, bounded at the door (a huge concurrency would start that many threads).
+_RANGES = {"concurrency": (1, 1024), "retries": (0, 100), "timeout": (0.001, 86_400.0), "temperature": (0.0, 2.0),
+           "backoff": (0.0, 3_600.0)}
+_WHOLE = {"concurrency", "retries"}
 
 
 def parse_openai_spec(rest: str) -> "OpenAIBackend":
@@ -62,15 +68,20 @@ def parse_openai_spec(rest: str) -> "OpenAIBackend":
     for key, value in pairs:
         if key == "key_env":
             kwargs["key_env"] = value
-        elif key in ("concurrency", "retries"):
-            if not value.isdigit():
-                raise BackendError(f"openai spec: {key} must be a whole number, got {value!r}")
-            kwargs[key] = int(value)
-        elif key in ("timeout", "temperature", "backoff"):
+        elif key in _RANGES:
+            low, high = _RANGES[key]
             try:
-                kwargs[key] = float(value)
+                number = (int(value) if value.isdigit() and len(value) < 20 else None) if key in _WHOLE \
+                    else float(value[:40])
             except ValueError:
-                raise BackendError(f"openai spec: {key} must be a number, got {value!r}") from None
+                number = None
+            if number is None or not math.isfinite(number):
+                raise BackendError(f"openai spec: {key} must be a {'whole ' if key in _WHOLE else ''}number, "
+                                   f"got {value[:40]!r}")
+            if not low <= number <= high:
+                raise BackendError(f"openai spec: {key} must be at {'least' if number < low else 'most'} "
+                                   f"{low if number < low else high:g}, got {value[:40]}")
+            kwargs[key] = number
         else:
             raise BackendError(
                 f"openai spec: unknown option {key!r} (known: key_env, concurrency, timeout, retries, temperature, "
@@ -133,6 +144,7 @@ class OpenAIBackend:
 
         self._openai = openai
         self._key_is_set = bool(os.environ.get(key_env))
+        self._secrets = (os.environ.get(key_env) or "",)  # what servers' messages must not carry on (redact)
         # max_retries=0: retrying is this class's job, so every attempt is visible in logs and tests.
         kwargs = {"api_key": os.environ.get(key_env) or DUMMY_KEY, "timeout": self.timeout, "max_retries": 0}
         if self.base_url is not None:
@@ -221,7 +233,7 @@ class OpenAIBackend:
                 return _content_of(raw.http_response.text)
             except openai.APIStatusError as e:
                 status = e.status_code
-                detail = _server_message(e.response)
+                detail = redact(_server_message(e.response), secrets=self._secrets)
                 if not _retryable_status(status):
                     hint = ""
                     if status in (401, 403):
@@ -239,6 +251,7 @@ class OpenAIBackend:
                 last_error = f"connection error: {_one_line(str(cause) or type(cause).__name__)}"
             except _Malformed as e:
                 last_error = f"malformed response: {e}"
+            last_error = redact(last_error, secrets=self._secrets)
             if attempt < attempts:
                 delay = self._delay(attempt, retry_after)
                 log.warning("openai: query %d, attempt %d/%d to %s failed (%s); retrying in %.2f s",

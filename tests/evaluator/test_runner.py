@@ -252,7 +252,8 @@ def test_sigkill_at_any_moment_resumes_to_the_uninterrupted_scores(tmp_path, cap
     with open_workspace(killed) as ws:
         [run] = runs.list_runs(ws)
         stored_before = run.predictions
-    assert run.status == "running" and 0 < stored_before
+    # Stored as running, but its owner is dead: shown (and resumable) as interrupted.
+    assert run.stored_status == "running" and run.status == "interrupted" and 0 < stored_before
     resumed = subprocess.run(cmd, env=_cli_env(killed), capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     events = [json.loads(line) for line in resumed.stdout.splitlines()]
@@ -318,14 +319,14 @@ def test_hf_backend_batches_by_the_runs_batch_size(tiny_llava_dir):
     assert load_backend(f"hf:{tiny_llava_dir}?batch_size=5", batch_size=3).max_batch_size == 5
 
 
-def test_likelihood_on_a_backend_that_cannot_score_fails_the_run_with_one_line(bench_ws, capsys, tmp_path):
-    # The openai backend generates but cannot score likelihoods: the run is refused and marked failed.
+def test_likelihood_on_a_backend_that_cannot_score_is_refused_before_a_run_is_stored(bench_ws, capsys, tmp_path):
+    # The openai backend generates but cannot score likelihoods: nothing was asked, so nothing is stored.
     code, _, err = run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model",
                            "openai:m@http://127.0.0.1:9/v1", "--likelihood")
-    assert code == 1 and err.startswith("error: run 1 failed") and "cannot score likelihoods" in err
+    assert code == 2 and err.startswith("error: ") and "cannot score likelihoods" in err
     assert err.count("\n") == 1
     with open_workspace(bench_ws) as ws:
-        assert runs.get_run(ws, 1).status == "failed"
+        assert runs.list_runs(ws) == []
 
 
 def test_counts_must_be_positive_and_output_folders_must_exist(bench_ws, capsys, tmp_path):
@@ -352,3 +353,12 @@ def test_a_closed_progress_pipe_interrupts_the_run(bench_ws):
     assert proc.returncode == 1 and "output was closed" in err
     with open_workspace(bench_ws) as ws:
         assert runs.get_run(ws, 1).status == "interrupted"
+
+
+def test_a_run_that_fails_before_asking_anything_is_not_stored(bench_ws, capsys):
+    # The extractor model cannot be loaded: the run was claimed but nothing was asked, so nothing stays behind.
+    code, _, err = run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first",
+                           "--extractor", "llm:hf:/nonexistent-model-dir")
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "nonexistent-model-dir" in err
+    with open_workspace(bench_ws) as ws:
+        assert runs.list_runs(ws) == []
