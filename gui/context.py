@@ -19,6 +19,7 @@ class Context(QObject):
     error = Signal(str, str)  # message, details
     info = Signal(str)
     runsChanged = Signal()  # a run was started, finished or stopped from the app
+    workspaceChanged = Signal()  # another process or connection wrote to the workspace, or View › Refresh
 
     def __init__(self, ws, prefs_file: PreferencesFile, prefs: Preferences, parent=None):
         super().__init__(parent)

@@ -48,7 +48,8 @@ class ItemTableModel(QAbstractTableModel):
         self.filter, self.review_filter, self.qc_filter = f, review, qc
         self.reload()
 
-    def reload(self) -> None:
+    def reload(self, *, at_least: int = PAGE) -> None:
+        """Query again; `at_least` rows are paged in at once (a refresh keeps what was scrolled to)."""
         self.beginResetModel()
         self.rows, self._row_of, self.total = [], {}, 0
         if self.benchmark is not None:
@@ -66,7 +67,7 @@ class ItemTableModel(QAbstractTableModel):
             only, exclude = browse.combine(*pairs)
             self._query = replace(self.filter, only_ids=only, exclude_ids=exclude)
             self.total = item_query.count_items(self.ws, self.benchmark.id, self._query)
-            self._fetch(PAGE)
+            self._fetch(max(PAGE, at_least))
         self.endResetModel()
 
     def _read_status(self, *, qc: bool = True) -> None:

@@ -33,7 +33,7 @@ class Shot:
     tab: str | None = None  # review/browse: "predictions" or "history"
     runs: tuple[int, ...] = ()
     chart: str | None = None
-    launch: str = "baseline:random?delay_ms=120"
+    launch: str = "baseline:random"
     size: tuple[int, int] = (1280, 800)
     annotator: str = "annotator"
     blind: bool = False
@@ -224,7 +224,8 @@ def visible_texts(window) -> list[str]:
     """Every text a person could read in the window now, one line each, first occurrence kept: the window title,
     menu titles, labels, buttons, group titles, current combo texts, text fields, tab titles, visible cells and
     headers of tables, trees and lists (and their tooltips), progress texts, status bar, tooltips of visible
-    widgets, and every text of the matplotlib figures shown (titles, tick labels, legends, bar labels) and the placeholder text of an empty image area."""
+    widgets, every text of the matplotlib figures shown (titles, tick labels, legends, bar labels), and the
+    placeholder text of an empty image area."""
     from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
     from PySide6.QtWidgets import (
         QAbstractButton, QAbstractItemView, QComboBox, QDockWidget, QGroupBox, QHeaderView, QLabel, QLineEdit,
