@@ -88,7 +88,6 @@ VIEW_CASES = {
     "alignment": (Shot("alignment"), {OTHER}),
     "models": (Shot("models"), {"model test answer"}),
 }
-QUEUE_LEAKS = {"queue-qc", "queue-conflicts"}  # pages of engineer "flow" (queues_view.py)
 
 
 def _shows(texts, markers, wanted):
@@ -96,9 +95,7 @@ def _shows(texts, markers, wanted):
 
 
 @pytest.mark.parametrize("case", list(VIEW_CASES))
-def test_blind_mode_hides_every_marker_in_every_view(qtbot, seeded, make_window, case, request):
-    if case in QUEUE_LEAKS:
-        request.applymarker(pytest.mark.xfail(strict=False, reason="queues: fixed by flow"))
+def test_blind_mode_hides_every_marker_in_every_view(qtbot, seeded, make_window, case):
     path, first, _, scores = seeded
     shot, expected = VIEW_CASES[case]
     markers = _markers(scores)
