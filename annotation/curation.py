@@ -9,8 +9,6 @@ different corrections are a conflict and nothing is applied. Disputed (tied) fla
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,7 +17,9 @@ from annotation import qc, reviews
 from db import catalog
 from db.catalog import Benchmark, now_iso
 from db.workspace import Workspace
+from evaluator.choices import canonical_answer
 from evaluator.exporters import ExportReport, export_benchmark
+from evaluator.outfiles import AtomicOutput, check_output
 
 REVIEW_OUTCOME = {"ok": ("keep", None), "ambiguous": ("remove", None), "text_answerable": ("remove", None),
                   "bad_image": ("remove", None)}
@@ -100,12 +100,7 @@ def _review_verdicts(ws: Workspace, benchmark_id: int, items: dict) -> dict[int,
 
 def _norm(item: catalog.Item, answer: str | None) -> str | None:
     """A reviewer's corrected answer in the item's own terms, or None when it names no option."""
-    if not answer:
-        return None
-    answer = answer.strip()
-    if item.options:
-        return answer.upper() if answer.upper() in qc.LETTERS[: len(item.options)] else None
-    return answer.lower() if answer.lower() in ("yes", "no") else None
+    return canonical_answer(len(item.options), answer)
 
 
 def _combine(item: catalog.Item, found: list[_Verdict]) -> Change:
@@ -131,16 +126,15 @@ def export_curated(ws: Workspace, bench: Benchmark, out: str | Path, *, fmt: str
                    with_reviews: bool = False) -> tuple[ExportReport, list[Change]]:
     """Write the curated benchmark to `out` and its change log to `out`.changes.jsonl."""
     out = Path(out)
+    check_output(changes_path(out))  # before the benchmark is written: both files or neither
     plan = curation_plan(ws, bench.id, with_reviews=with_reviews)
     report = export_benchmark(
         ws, bench, out, fmt=fmt, exclude=frozenset(i for i, c in plan.items() if c.action == "removed"),
         answers={i: c.new_answer for i, c in plan.items() if c.action == "answer_corrected"})
     log = changes_path(out)
-    fd, tmp = tempfile.mkstemp(prefix=f".{log.name}.", dir=log.parent)
     exported_at = now_iso()
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with AtomicOutput(log) as f:
         for change in plan.values():
             f.write(json.dumps({"benchmark": bench.name, "exported_at": exported_at, **change.to_json()},
                                ensure_ascii=False) + "\n")
-    os.replace(tmp, log)
     return report, list(plan.values())

@@ -18,10 +18,12 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 
 from annotation import standing
+from annotation.names import BadName, annotator_name, record_note
 from annotation.standing import QC_DECISIONS
-from db import catalog, runs
+from db import catalog, item_query, runs
 from db.catalog import now_iso
 from db.workspace import Workspace
+from evaluator.choices import answer_keys, canonical_answer
 
 STAGES = ("text-only", "consensus")
 CATEGORY = {"text-only": "text-answerable", "consensus": "possibly flawed"}
@@ -30,7 +32,6 @@ REASON_TEXT = {"text_answerable": "answerable without the image", "wrong_answer"
                "ambiguous": "ambiguous", "bad_image": "bad image", "other": "other"}
 DECISIONS = ("confirm", "reject")
 STATUSES = ("pending", "disputed", "confirmed", "rejected")
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 class QCError(ValueError):
@@ -157,17 +158,14 @@ def check_stage_runs(ws: Workspace, benchmark_id: int, stage: str, run_ids: list
 def circular_correctness(ws: Workspace, run_ids: list[int]) -> dict[int, dict[int, bool]]:
     """item id -> {run id: answered correctly} for every item with an answer key that the run evaluated.
 
-    Correct means every pass right: as many right passes as the item has options (CircularEval), or the one pass
-    of a yes/no item (no options, one pass).
+    Correct means the run result is right (evaluator/choices.py run_result): every CircularEval pass right, or
+    the one pass of a yes/no item.
     """
-    marks = ",".join("?" * len(run_ids))
-    rows = ws.conn.execute(
-        f"SELECT p.item_id, p.run_id, sum(p.correct = 1) = max(1, json_array_length(i.options)) "
-        f"FROM predictions p JOIN items i ON i.id = p.item_id "
-        f"WHERE p.run_id IN ({marks}) AND i.answer IS NOT NULL GROUP BY p.item_id, p.run_id", run_ids)
     found: dict[int, dict[int, bool]] = defaultdict(dict)
-    for item_id, run_id, correct in rows:
-        found[item_id][run_id] = bool(correct)
+    for item_id, by_run in item_query.run_results(ws, run_ids).items():
+        for run_id, result in by_run.items():
+            if result != "unscored":
+                found[item_id][run_id] = result == "right"
     return found
 
 
@@ -226,9 +224,11 @@ def decide(ws: Workspace, item_id: int, stage: str, annotator: str, decision: st
            note: str | None = None, answer: str | None = None) -> Decision:
     """Append a decision on the item's flag in `stage`; committed at once. A confirmation without a reason takes
     'wrong_answer' when an answer is given, 'text_answerable' in the text-only stage, and is refused otherwise."""
-    annotator = (annotator or "").strip()
-    if not annotator:
-        raise QCError("an annotator name is required")
+    annotator = _annotator(annotator)
+    try:
+        note = record_note(note)
+    except BadName as exc:
+        raise QCError(str(exc)) from None
     if decision not in DECISIONS:
         raise QCError(f"unknown decision {decision!r} (confirm or reject)")
     if stage not in flag_stages(ws, item_id):
@@ -254,7 +254,7 @@ def decide(ws: Workspace, item_id: int, stage: str, annotator: str, decision: st
 
 def undo_decision(ws: Workspace, item_id: int, stage: str, annotator: str) -> Decision | None:
     """Withdraw the annotator's standing decision on the item's flag in `stage`. Returns the withdrawn one."""
-    annotator = (annotator or "").strip()
+    annotator = _annotator(annotator)
     found = ws.conn.execute(standing.standing_sql(QC_DECISIONS, _COLUMNS, "t.item_id = ? AND t.stage = ? AND "
                                                   "t.annotator = ?"), (item_id, stage, annotator)).fetchone()
     if found is None:
@@ -277,6 +277,13 @@ def _append(ws, item_id, stage, annotator, decision, reason, note, old_answer, n
                     uid, withdraws)
 
 
+def _annotator(name: str) -> str:
+    try:
+        return annotator_name(name or "")
+    except BadName as exc:
+        raise QCError(f"annotator: {exc}") from None
+
+
 def _stages_hint(ws: Workspace, item_id: int) -> str:
     stages = flag_stages(ws, item_id)
     return f" (it has: {', '.join(stages)})" if stages else " (it is not a QC candidate)"
@@ -292,15 +299,11 @@ def _item(ws: Workspace, item_id: int) -> catalog.Item:
 def _valid_answer(item: catalog.Item, answer: str | None) -> str:
     if answer is None or not str(answer).strip():
         raise QCError("a wrong-answer confirmation needs the corrected answer (--answer)")
-    answer = str(answer).strip()
-    if item.options:
-        answer = answer.upper()
-        allowed = LETTERS[: len(item.options)]
-    else:
-        answer = answer.lower()
-        allowed = ("yes", "no")
-    if answer not in allowed:
-        raise QCError(f"answer {answer!r} is not one of {', '.join(allowed)}")
+    typed = str(answer).strip()
+    answer = canonical_answer(len(item.options), typed)
+    if answer is None:
+        typed = typed.upper() if item.options else typed.lower()
+        raise QCError(f"answer {typed!r} is not one of {', '.join(answer_keys(len(item.options)))}")
     if answer == item.answer:
         raise QCError(f"{answer} is already the answer key")
     return answer

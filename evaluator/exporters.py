@@ -16,21 +16,21 @@ from __future__ import annotations
 import base64
 import csv
 import json
-import os
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from db import catalog
 from db.catalog import Benchmark, Item
 from db.workspace import Workspace
+from evaluator.choices import LETTERS, MAX_OPTIONS, displayed_answer, letters, rotation
 from evaluator.formats import export_formats
 from evaluator.formats import get as get_format
-from evaluator.importers.common import CIRCULAR_STRIDE, LETTERS
+from evaluator.importers.common import CIRCULAR_STRIDE
+from evaluator.outfiles import AtomicOutput
 from evaluator.registry import resolve
 
-VLMEVALKIT_ORDER = ("index", "question", "hint", *LETTERS, "answer", "category", "image", "source", "l2-category",
-                    "comment", "split")
+VLMEVALKIT_ORDER = ("index", "question", "hint", *letters(MAX_OPTIONS), "answer", "category", "image", "source",
+                    "l2-category", "comment", "split")
 _MIME_EXT = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp",
              "image/bmp": ".bmp", "image/tiff": ".tif"}
 
@@ -68,17 +68,14 @@ def _with_answer(item: Item, answer: str | None) -> Item:
 
 
 def _atomic_text(path: Path):
+    """(handle, pending output): evaluator/outfiles.py's rule (no devices, workspaces, half-written files)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    return os.fdopen(fd, "w", encoding="utf-8", newline=""), Path(tmp)
+    out = AtomicOutput(path, newline="")
+    return out.open(), out
 
 
-def _finish(handle, tmp: Path, path: Path, ok: bool) -> None:
-    handle.close()
-    if ok:
-        os.replace(tmp, path)
-    else:
-        tmp.unlink(missing_ok=True)
+def _finish(handle, out: AtomicOutput, path: Path, ok: bool) -> None:
+    out.close(ok)
 
 
 def _extra(item: Item) -> dict:
@@ -103,7 +100,7 @@ def tsv_columns(bench: Benchmark, items: list[Item]) -> list[str]:
     n_options = max((len(i.options) for i in items), default=2)
     header = _source_header(bench)
     l2_name = "l2_category" if header and "l2_category" in header and "l2-category" not in header else "l2-category"
-    wanted = ["index", "question", "image", *LETTERS[:n_options]]
+    wanted = ["index", "question", "image", *letters(n_options)]
     for name, present in (("hint", any(i.hint for i in items)), ("answer", any(i.answer for i in items)),
                           ("category", any(i.category for i in items)), (l2_name, any(i.l2_category for i in items)),
                           ("split", any(i.split for i in items))):
@@ -133,8 +130,9 @@ def _copies(item: Item) -> list[tuple[int, int | str, tuple[str, ...], str | Non
     rows = []
     for copy_index, shift in copy_shifts(item):
         k = (int(copy_index) - int(item.index)) // CIRCULAR_STRIDE
-        shown = tuple(item.options[(i + shift) % n] for i in range(n))
-        answer = None if item.answer is None else LETTERS[(LETTERS.index(item.answer) - shift) % n]
+        order = rotation(n, shift)
+        shown = tuple(item.options[j] for j in order)
+        answer = displayed_answer(item.answer, order)
         rows.append((k, copy_index, shown, answer))
     return rows
 

@@ -25,9 +25,10 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Mapping
 
+from evaluator.choices import CJK_SCRIPTS, NONE_OF_THEM, has_cjk
 from evaluator.language import language_of  # noqa: F401  (re-exported: items and responses share it)
 
-REFUSAL = "Z"
+REFUSAL = NONE_OF_THEM
 """The choice recorded when a response refuses or says that none of the options fits."""
 
 
@@ -36,9 +37,6 @@ class Extraction:
     choice: str | None  # an option letter, "Z" (refusal / none of the options), or None (undecided)
     stage: str  # "rules" when decided by rules, "none" when undecided
     reason: str  # short human-readable reason
-
-
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef]")
 
 
 # --- Normalisation ----------------------------------------------------------------------------------------
@@ -118,10 +116,10 @@ class _Phrase:
 def _option_pattern(text: str) -> _Phrase | None:
     """A matcher finding the option's text as a whole word / phrase (Chinese: as a substring)."""
     phrase = _LEADING_ARTICLE.sub("", " ".join(text.split()).strip(_EDGE_PUNCT))
-    if not phrase or (len(phrase) == 1 and phrase.isalpha() and not _CJK.search(phrase)):
+    if not phrase or (len(phrase) == 1 and phrase.isalpha() and not has_cjk(phrase)):
         return None  # a one-letter option text ("a") cannot be told apart from letters and articles
     body = re.compile(r"\s+".join(re.escape(word) for word in phrase.split()), re.I)
-    if _CJK.search(phrase):
+    if has_cjk(phrase):
         return _Phrase(body, False, False)
     return _Phrase(body, bool(_LATIN_CHAR.match(phrase)), bool(_LATIN_CHAR.match(phrase[-1])))
 
@@ -172,7 +170,7 @@ class _Mention:
 # Scripts written without spaces: a Latin letter glued to a following character of theirs is part of a word
 # ("B型" blood type B, "A股" A-shares, "B超" ultrasound), not an option letter, unless that character is one of
 # the words that follow an option letter in a sentence ("B选项", "B是对的", "A和B", "C不对", "选B吧").
-_SPACELESS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ebef"
+_SPACELESS = CJK_SCRIPTS
 _AFTER_LETTER_WORDS = "选项是为和或与及跟正对错不最符吧呢啊呀吗嘛了也都还更比才就即"
 _NOT_GLUED = rf"(?!(?![{_AFTER_LETTER_WORDS}])[{_SPACELESS}])"
 _GLUED = re.compile(rf"[{_SPACELESS}]")

@@ -10,6 +10,8 @@ from urllib.parse import parse_qsl, urlencode
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from evaluator.outfiles import AtomicOutput
+
 SHORT_L2 = {
     "coarse_perception": "CP", "finegrained_perception (instance-level)": "FP-S",
     "finegrained_perception (cross-instance)": "FP-C", "attribute_reasoning": "AR", "relation_reasoning": "RR",
@@ -177,5 +179,6 @@ def save_figure(fig: Figure, path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise ValueError(f"{path}: plot files end in .png, .svg or .pdf")
-    fig.savefig(path, dpi=150)
+    with AtomicOutput(path, binary=True) as f:  # evaluator/outfiles.py's rule
+        fig.savefig(f, dpi=150, format=path.suffix.lower()[1:])
     return path

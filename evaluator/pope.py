@@ -12,13 +12,16 @@ import json
 import os
 import random
 import re
-import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from evaluator.outfiles import AtomicOutput
+
 SETTINGS = ("random", "popular", "adversarial")
+YES_NO = ("yes", "no")
+"""POPE's labels, and the answer keys of every yes/no item as vlmdesk stores them."""
 FRACTION_METRICS = ("accuracy", "precision", "recall", "f1", "yes_ratio")
 
 # --------------------------------------------------------------------------------------------------- parsers
@@ -110,6 +113,9 @@ def parse_strict(text: str) -> str:
     return "unknown"
 
 
+PARSERS: dict[str, Callable[[str], str]] = {"official": parse_official, "strict": parse_strict}
+"""The POPE answer parsers by name, in the order reports list them."""
+
 # --------------------------------------------------------------------------------------------------- metrics
 
 
@@ -130,9 +136,9 @@ def pope_metrics(labels: Sequence[str], answers: Sequence[str]) -> dict:
         raise ValueError(f"{len(labels)} labels but {len(answers)} answers")
     tp = fp = tn = fn = unknown = labelled_yes = 0
     for index, (label, answer) in enumerate(zip(labels, answers)):
-        if label not in ("yes", "no"):
+        if label not in YES_NO:
             raise ValueError(f"label {index}: {label!r} is not 'yes' or 'no'")
-        if answer not in ("yes", "no", "unknown"):
+        if answer not in (*YES_NO, "unknown"):
             raise ValueError(f"answer {index}: {answer!r} is not 'yes', 'no' or 'unknown'")
         labelled_yes += label == "yes"
         if answer == "unknown":
@@ -222,7 +228,7 @@ def read_pope_questions(path: str | os.PathLike) -> list[dict]:
             if not isinstance(item.get(field), kind) or isinstance(item.get(field), bool):
                 raise ValueError(f"{path}, {where}: field '{field}' missing or not {says}")
         label = item["label"].strip().lower()
-        if label not in ("yes", "no"):
+        if label not in YES_NO:
             raise ValueError(f"{path}, {where}: field 'label' is {item['label']!r}, not yes/no")
         key = str(item["question_id"])
         if key in seen:
@@ -299,17 +305,10 @@ def score_matched(pairs: Sequence[tuple[dict, PopeAnswer]], parse: Callable[[str
 
 
 def write_pope_jsonl(records: Iterable[dict], path: str | os.PathLike) -> None:
-    """Writes records as JSON Lines through a temporary file and an atomic replace (no half-written files)."""
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            for record in records:
-                file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    """Writes records as JSON Lines under evaluator/outfiles.py's rule (no half-written files)."""
+    with AtomicOutput(path) as file:
+        for record in records:
+            file.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 # ------------------------------------------------------------------------------------------------ annotations

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 
-from evaluator.pope import FRACTION_METRICS, mean_over_settings
-
-PARSERS = ("official", "strict")
+from evaluator.pope import FRACTION_METRICS, PARSERS, mean_over_settings
 
 
 def _group_key(report: dict) -> str:

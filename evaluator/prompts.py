@@ -12,6 +12,8 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluator.choices import letters
+
 FIELDS = {"hint", "question", "options", "letters"}
 MAX_TEMPLATE_BYTES = 64 * 1024
 MAX_WIDTH = 1000  # a field's width or precision: `{question:>999999999}` would build a gigabyte prompt
@@ -38,13 +40,13 @@ class PromptTemplate:
 
     def render(self, *, question: str, hint: str | None, options: tuple[str, ...], language: str) -> str:
         text = self.by_language.get(language) or self.by_language["en"]
-        letters = string.ascii_uppercase[: len(options)]
+        shown = letters(len(options))
         prefix = HINT_PREFIX.get(language, HINT_PREFIX["en"])
         return text.format(
             hint=f"{prefix}{hint}\n" if hint else "",
             question=question,
-            options="\n".join(f"{letter}. {option}" for letter, option in zip(letters, options)),
-            letters=", ".join(letters),
+            options="\n".join(f"{letter}. {option}" for letter, option in zip(shown, options)),
+            letters=", ".join(shown),
         )
 
     def to_json(self) -> str:

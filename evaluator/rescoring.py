@@ -7,17 +7,16 @@ counts it as wrong while saying how many items that affects (``circular_unasked_
 """
 from __future__ import annotations
 
-import string
 from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
 from db import catalog, extractions, runs
 from db.workspace import Workspace
+from evaluator.choices import pass_correct, shown_options
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import ExtractionInput, Extractor
 
-LETTERS = string.ascii_uppercase
 UNLABELLED = "unlabelled"
 """The stage an extractor may return to say "no reading of mine here": with fallback_to_run the run's own stays."""
 
@@ -46,10 +45,14 @@ def stored_passes(ws: Workspace, run_id: int) -> list[StoredPass]:
     if run.strategy == "pope":
         raise RescoreError(f"run {run_id} is a yes/no (POPE) run; re-scoring reads multiple-choice answers")
     items = {i.id: i for i in catalog.list_items(ws, run.benchmark_id)}
+    predictions = runs.predictions_of(ws, run_id)
+    if gone := {p.item_id for p in predictions} - items.keys():  # deleted behind vlmdesk's back (foreign keys off)
+        raise RescoreError(f"run {run_id} has answers to {len(gone)} item(s) that are no longer in the workspace; "
+                           "see vlmdesk check")
     out = []
-    for p in runs.predictions_of(ws, run_id):
+    for p in predictions:
         item = items[p.item_id]
-        out.append(StoredPass(p, item.question, {LETTERS[i]: item.options[j] for i, j in enumerate(p.option_order)}))
+        out.append(StoredPass(p, item.question, shown_options(item.options, p.option_order)))
     return out
 
 
@@ -73,9 +76,9 @@ def rescore(ws: Workspace, run_id: int, extractor: Extractor, *, name: str | Non
             kept += 1
         elif e.stage == UNLABELLED:
             e = Extraction(None, "none", e.reason)
-        correct = None if p.answer is None else e.choice == p.answer
         changed += e.choice != p.choice
-        scored.append(extractions.ScoredPass(p.item_id, p.pass_, e.choice, e.stage, e.reason, correct))
+        scored.append(extractions.ScoredPass(p.item_id, p.pass_, e.choice, e.stage, e.reason,
+                                             pass_correct(e.choice, p.answer)))
     summary = {"extractor": extractor.name, "passes": len(scored), "changed_from_run": changed,
                "undecided": sum(1 for s in scored if s.choice is None),
                "by_stage": dict(sorted(Counter(s.stage for s in scored).items()))}

@@ -9,6 +9,7 @@ from db import catalog
 from evaluator.formats import format_names
 from evaluator.importers import import_benchmark
 from evaluator.importers.common import DEFAULT_MAX_IMAGE_MB, ReadLimits, index_for_lookup
+from evaluator.outfiles import write_file
 from vlmdesk.args import int_in, positive_int
 from vlmdesk.cli import output_file
 
@@ -220,18 +221,19 @@ def cmd_show(args) -> int:
         if image is None:
             raise UsageError(f"item {item.index!r} has no image")
         try:
-            output_file(args.image_out).write_bytes(image[0])
+            write_file(output_file(args.image_out), lambda f: f.write(image[0]), binary=True)
         except OSError as exc:
             raise UsageError(f"{args.image_out}: {exc.strerror or exc}") from None
     if args.json:
         print(json.dumps(item.to_json(), ensure_ascii=False))
         return 0
-    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    from evaluator.choices import LETTERS
+
     print(f"{bench.name} #{item.index}   {item.category or ''} / {item.l2_category or ''}   split {item.split or '-'}")
     if item.hint:
         print(f"hint: {item.hint}")
     print(f"question: {item.question}")
-    for letter, text in zip(letters, item.options):
+    for letter, text in zip(LETTERS, item.options):
         mark = "*" if letter == item.answer else " "
         print(f" {mark} {letter}. {text}")
     if not item.options:

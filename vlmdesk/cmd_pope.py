@@ -9,12 +9,10 @@ from vlmdesk.args import positive_int, seed
 from evaluator.importers.importer import slug
 from evaluator.importers.jsonl import pope_setting_from_name
 from evaluator.pope import (
-    FRACTION_METRICS, SETTINGS, match_answers, parse_official, parse_strict, pope_metrics, pope_metrics_by_setting,
-    read_pope_answers, read_pope_questions, write_pope_jsonl,
+    FRACTION_METRICS, PARSERS, SETTINGS, match_answers, pope_metrics, pope_metrics_by_setting, read_pope_answers,
+    read_pope_questions, write_pope_jsonl,
 )
 from evaluator.pope_build import build_pope_set
-
-PARSERS = {"official": parse_official, "strict": parse_strict}
 
 
 def register(add) -> None:

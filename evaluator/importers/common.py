@@ -11,17 +11,15 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Iterator
 
 from PIL import Image, UnidentifiedImageError
 
 from db.errors import UserError
+from evaluator.choices import LETTERS, MAX_OPTIONS  # noqa: F401  (the readers take them from here)
 
 # MMBench and VLMEvalKit put circular copies of question i at index i + k * CIRCULAR_STRIDE.
 CIRCULAR_STRIDE = 1_000_000
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-# Z is the extractors' "none of the options / refusal" choice, so an item has at most 25 options (A-Y).
-MAX_OPTIONS = 25
 # Above this many pixels an image is treated as a decompression bomb (PIL's own warning threshold).
 MAX_PIXELS = Image.MAX_IMAGE_PIXELS or 89_478_485
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -34,13 +32,19 @@ MAX_JSON_DEPTH = 64  # nesting of arrays/objects; Python's json recurses, so 100
 TEXT_SLACK_BYTES = 16 * 2**20  # what a line may hold besides one base64 image
 
 
+def location(file: str | Path, line: int) -> str:
+    """`FILE:LINE`, or `FILE` alone for line 0 (the file as a whole)."""
+    return f"{file}:{line}" if line else str(file)
+
+
 class InputError(UserError):
-    """Bad input, reported as one line `FILE:LINE: field: what is wrong` (LINE 0 means the file as a whole)."""
+    """Bad input, reported as one line `FILE:LINE: field: what is wrong` (`FILE: field: …` when LINE is 0: the file
+    as a whole)."""
 
     def __init__(self, file: str | Path, line: int, field: str, what: str, *, index=None):
         # One line, always: a value quoted from the file may hold newlines or other control characters.
         what = _CONTROL.sub(lambda m: repr(m.group())[1:-1], what)
-        super().__init__(f"{file}:{line}: {field}: {what}")
+        super().__init__(f"{location(file, line)}: {field}: {what}")
         self.file, self.line, self.field, self.what = str(file), line, field, what
         self.index = index  # the row's index when known, so rows that depend on a skipped row are skipped too
 
@@ -271,12 +275,13 @@ def json_too_deep(text: str, start: int = 0, limit: int = MAX_JSON_DEPTH) -> int
     return None
 
 
-def json_loads(text: str):
-    """json.loads, bounded in depth. Raises JsonTooDeep, json.JSONDecodeError, or a plain ValueError for a number
-    of more than 4,300 digits (Python's limit on int())."""
-    if json_too_deep(text) is not None:
-        raise JsonTooDeep(f"nested deeper than {MAX_JSON_DEPTH} levels")
-    return json.loads(text)
+def json_loads(text: str, *, limit: int = MAX_JSON_DEPTH, decoder: json.JSONDecoder | None = None):
+    """json.loads (or decoder.decode: one made once with hooks such as object_pairs_hook), bounded in depth (`limit`
+    levels). Raises JsonTooDeep, json.JSONDecodeError, or a plain ValueError for a number of more than 4,300 digits
+    (Python's limit on int())."""
+    if json_too_deep(text, limit=limit) is not None:
+        raise JsonTooDeep(f"nested deeper than {limit} levels")
+    return json.loads(text) if decoder is None else decoder.decode(text)
 
 
 def finite(value) -> bool:
@@ -334,8 +339,6 @@ def decoded_lines(raw: io.BufferedReader, file: Path, bad: dict | None = None,
         yield text
 
 
-def letters_for(options: Iterable[str]) -> str:
-    return LETTERS[: len(tuple(options))]
 
 
 def index_or_none(value) -> int | str | None:
