@@ -231,12 +231,15 @@ def visible_texts(window) -> list[str]:
     """Every text a person could read in the window now, one line each, first occurrence kept: the window title,
     menu titles, labels, buttons, group titles, current combo texts, text fields, tab titles, visible cells and
     headers of tables, trees and lists (and their tooltips), progress texts, status bar, tooltips of visible
-    widgets, and every text of the matplotlib figures shown (titles, tick labels, legends, bar labels)."""
+    widgets, every text of the matplotlib figures shown (titles, tick labels, legends, bar labels), and the
+    placeholder text of an empty image area."""
     from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
     from PySide6.QtWidgets import (
         QAbstractButton, QAbstractItemView, QComboBox, QDockWidget, QGroupBox, QHeaderView, QLabel, QLineEdit,
         QMenuBar, QPlainTextEdit, QProgressBar, QStatusBar, QTabBar, QTextEdit, QWidget,
     )
+
+    from gui.image_view import ImageView
 
     found: list[str] = [window.windowTitle()]
     for w in window.findChildren(QWidget):
@@ -269,6 +272,8 @@ def visible_texts(window) -> list[str]:
             found += [a.text().replace("&", "") for a in w.actions()]
         elif isinstance(w, FigureCanvasQTAgg):
             found += _figure_texts(w.figure)
+        elif isinstance(w, ImageView) and not w.has_image():
+            found.append(w.placeholder)  # painted over the empty image area
         if isinstance(w, QGroupBox):
             found.append(w.title())
         if isinstance(w, QDockWidget):
