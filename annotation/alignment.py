@@ -21,6 +21,7 @@ from typing import Sequence
 from annotation import agreement, standing
 from annotation.standing import ADJUDICATIONS, LABELS
 from db.catalog import now_iso
+from db.errors import InvalidInput, NotFound, UserError
 from db.workspace import Workspace
 from evaluator.extraction import REFUSAL, Extraction
 from evaluator.llm_extraction import ExtractionInput, Extractor, RulesExtractor, response_key
@@ -31,7 +32,7 @@ UNDECIDED = "undecided"  # how an extractor's "no choice" appears in confusion m
 WHY = ("undecided", "disagree", "sample")
 
 
-class NotLabelledYet(PermissionError):
+class NotLabelledYet(UserError):
     """Extractor outputs are shown to an annotator only after their own label on the item is committed."""
 
 
@@ -104,13 +105,13 @@ def build_set(ws: Workspace, name: str, run_ids: Sequence[int], extractors: Sequ
     """Collect, de-duplicate, read with every extractor (rules always among them), select, store — one transaction."""
     name = name.strip()
     if not name:
-        raise ValueError("an adjudication set needs a name")
+        raise InvalidInput("an adjudication set needs a name")
     if ws.conn.execute("SELECT 1 FROM adjudication_sets WHERE name = ?", (name,)).fetchone():
-        raise ValueError(f"an adjudication set named {name!r} exists already")
+        raise InvalidInput(f"an adjudication set named {name!r} exists already")
     if size < 0:
-        raise ValueError("the sample size must be 0 or more")
+        raise InvalidInput("the sample size must be 0 or more")
     if not run_ids:
-        raise ValueError("an adjudication set needs at least one run")
+        raise InvalidInput("an adjudication set needs at least one run")
     readers = {e.name: e for e in [RulesExtractor(), *extractors]}
     distinct: dict[str, ExtractionInput] = {}
     sources: dict[str, list[list[int]]] = defaultdict(list)
@@ -173,7 +174,7 @@ def list_sets(ws: Workspace) -> list[AdjudicationSet]:
 def _set_or_fail(ws: Workspace, name: str) -> AdjudicationSet:
     found = get_set(ws, name)
     if found is None:
-        raise LookupError(f"no adjudication set named {name!r}")
+        raise NotFound(f"no adjudication set named {name!r}")
     return found
 
 
@@ -268,21 +269,21 @@ def _outputs(ws: Workspace, item_id: int) -> dict[str, Extraction]:
 
 def _annotator(name: str) -> str:
     if not name or not name.strip():
-        raise ValueError("an annotator name is required")
+        raise InvalidInput("an annotator name is required")
     return name.strip()
 
 
 def _valid_choice(ws: Workspace, item_id: int, choice: str) -> str:
     row = ws.conn.execute("SELECT options FROM adjudication_items WHERE id = ?", (item_id,)).fetchone()
     if row is None:
-        raise LookupError(f"no adjudication item {item_id}")
+        raise NotFound(f"no adjudication item {item_id}")
     options = json.loads(row[0])
     text = (choice or "").strip()
     if text.lower() == UNCLEAR:
         return UNCLEAR
     if text.upper() in options or text.upper() == REFUSAL:
         return text.upper()
-    raise ValueError(f"{choice!r} is not a label: one of {', '.join(options)}, Z (none of them) or unclear")
+    raise InvalidInput(f"{choice!r} is not a label: one of {', '.join(options)}, Z (none of them) or unclear")
 
 
 # --- standing labels, disagreements, adjudication, final labels -----------------------------------------

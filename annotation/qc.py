@@ -21,6 +21,7 @@ from annotation import standing
 from annotation.standing import QC_DECISIONS
 from db import catalog, runs
 from db.catalog import now_iso
+from db.errors import UserError
 from db.workspace import Workspace
 
 STAGES = ("text-only", "consensus")
@@ -33,7 +34,7 @@ STATUSES = ("pending", "disputed", "confirmed", "rejected")
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-class QCError(ValueError):
+class QCError(UserError, ValueError):
     """A QC request that cannot be honoured (wrong runs for a stage, no such flag, bad answer...)."""
 
 

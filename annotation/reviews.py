@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from annotation import standing
 from db.catalog import now_iso
+from db.errors import InvalidInput
 from db.workspace import Workspace
 
 VERDICTS = ("ok", "wrong_answer", "ambiguous", "text_answerable", "bad_image", "skip")
@@ -35,11 +36,11 @@ class Review:
 def add_review(ws: Workspace, item_id: int, annotator: str, verdict: str, *, corrected_answer: str | None = None,
                note: str | None = None, seconds: float | None = None) -> Review:
     if verdict not in VERDICTS:
-        raise ValueError(f"unknown verdict {verdict!r} (one of {', '.join(VERDICTS)})")
+        raise InvalidInput(f"unknown verdict {verdict!r} (one of {', '.join(VERDICTS)})")
     if verdict == "wrong_answer" and not corrected_answer:
-        raise ValueError("a wrong-answer verdict needs the corrected answer")
+        raise InvalidInput("a wrong-answer verdict needs the corrected answer")
     if not annotator.strip():
-        raise ValueError("an annotator name is required")
+        raise InvalidInput("an annotator name is required")
     return _append(ws, item_id, annotator.strip(), verdict, corrected_answer, note, seconds, None)
 
 

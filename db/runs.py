@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from db.catalog import now_iso
+from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import Workspace
 
 # The numbers a run stores, bounded where they enter (vlmdesk/args.py for the command line).
@@ -26,7 +27,7 @@ HEARTBEAT_S = 5.0
 STALE_AFTER_S = 60.0  # a heartbeat older than this means the owner is gone (stopped, killed, or on a lost host)
 
 
-class RunBusy(Exception):
+class RunBusy(UserError):
     """The run is being executed by another live process."""
 
     def __init__(self, run: "Run"):
@@ -35,7 +36,7 @@ class RunBusy(Exception):
         self.run = run
 
 
-class RunLost(Exception):
+class RunLost(EnvironmentFault):
     """This process no longer owns the run it was executing (another process took it over)."""
 
 
@@ -270,7 +271,7 @@ def claim_run(ws: Workspace, run_id: int, owner: Owner) -> Run:
     with _immediate(ws) as conn:
         run = get_run(ws, run_id)
         if run is None:
-            raise LookupError(f"no run {run_id}")
+            raise NotFound(f"no run {run_id}")
         _claim_in_txn(conn, run, owner, now)
     return get_run(ws, run_id)
 

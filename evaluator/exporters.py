@@ -23,6 +23,7 @@ from pathlib import Path
 
 from db import catalog
 from db.catalog import Benchmark, Item
+from db.errors import UserError
 from db.workspace import Workspace
 from evaluator.importers.common import CIRCULAR_STRIDE, LETTERS
 
@@ -33,7 +34,7 @@ _MIME_EXT = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "im
              "image/bmp": ".bmp", "image/tiff": ".tif"}
 
 
-class ExportError(ValueError):
+class ExportError(UserError, ValueError):
     """The benchmark cannot be written in the requested format."""
 
 

@@ -21,6 +21,7 @@ import unicodedata
 from typing import Mapping, Protocol, Sequence, runtime_checkable
 
 from db import extractions as store
+from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query, load_backend
 from evaluator.backends.secrets import check_no_secret
@@ -200,17 +201,17 @@ def parse_extractor_spec(spec: str) -> tuple[str, str | None]:
     try:
         check_no_secret(spec)  # first: the spec is stored with runs and scorings, and quoted in errors below
     except BackendError as exc:
-        raise ValueError(f"extractor: {exc}") from None
+        raise InvalidInput(f"extractor: {exc}") from None
     if spec == "rules":
         return "rules", None
     for kind in ("rules+llm", "llm"):
         if spec.startswith(kind + ":"):
             model = spec[len(kind) + 1:]
             if not model or ":" not in model:
-                raise ValueError(f"extractor {spec!r}: {kind}: needs a model spec such as openai:gpt-4o-mini or "
+                raise InvalidInput(f"extractor {spec!r}: {kind}: needs a model spec such as openai:gpt-4o-mini or "
                                  "hf:./text-model")
             return kind, model
-    raise ValueError(f"unknown extractor {spec!r}; expected {EXTRACTOR_HELP}")
+    raise InvalidInput(f"unknown extractor {spec!r}; expected {EXTRACTOR_HELP}")
 
 
 def load_extractor(spec: str, ws: Workspace | None = None) -> Extractor:

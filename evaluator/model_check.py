@@ -10,6 +10,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from db import catalog
+from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
 from evaluator.backends import SPEC_HELP, BackendError, Query
 from evaluator.extraction import extract_by_rules
@@ -47,7 +48,7 @@ def validate_spec(spec: str) -> str:
     try:
         check_no_secret(spec)
     except BackendError as exc:
-        raise ValueError(str(exc)) from None
+        raise InvalidInput(str(exc)) from None
     scheme, sep, rest = spec.partition(":")
     try:
         if scheme == "openai" and sep:
@@ -61,7 +62,7 @@ def validate_spec(spec: str) -> str:
         elif scheme != "hf" or not rest:
             raise BackendError(f"bad model spec {spec!r}; expected one of {SPEC_HELP}")
     except BackendError as exc:
-        raise ValueError(str(exc)) from None
+        raise InvalidInput(str(exc)) from None
     return spec
 
 
@@ -74,7 +75,7 @@ def check_model(ws: Workspace, spec: str, *, benchmark: str | None = None, item_
     if item_index is not None:
         items = [i for i in items if str(i.index) == str(item_index)]
     if not items:
-        raise LookupError(f"benchmark {bench.name!r} has no item {item_index!r}" if item_index is not None
+        raise NotFound(f"benchmark {bench.name!r} has no item {item_index!r}" if item_index is not None
                           else f"benchmark {bench.name!r} has no items")
     item = items[0]
     started = time.perf_counter()
@@ -103,10 +104,10 @@ def _benchmark(ws: Workspace, name: str | None) -> catalog.Benchmark:
     if name is not None:
         found = next((b for b in benches if b.name == name), None)
         if found is None:
-            raise LookupError(f"no benchmark named {name!r}")
+            raise NotFound(f"no benchmark named {name!r}")
         return found
     found = (next((b for b in benches if b.name == DEMO_BENCHMARK), None)
              or next((b for b in benches if b.kind == "mcq"), None) or (benches[0] if benches else None))
     if found is None:
-        raise LookupError("the workspace has no benchmark to test with (vlmdesk import FILE)")
+        raise NotFound("the workspace has no benchmark to test with (vlmdesk import FILE)")
     return found

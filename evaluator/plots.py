@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
+from db.errors import InvalidInput
+
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -106,7 +108,7 @@ def drop_figure(reports: list[dict]) -> Figure:
     """VanillaEval vs CircularEval overall per run, with the drop between them (MMBench's headline finding)."""
     circular = [r for r in reports if r.get("overall", {}).get("circular") is not None]
     if not circular:
-        raise ValueError("VanillaEval vs CircularEval needs a CircularEval run")
+        raise InvalidInput("VanillaEval vs CircularEval needs a CircularEval run")
     fig = Figure(figsize=(max(5.0, 1.6 * len(circular) + 2), 4.0), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -176,6 +178,6 @@ def alignment_figure(report: dict, extractor: str | None = None) -> Figure:
 def save_figure(fig: Figure, path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise ValueError(f"{path}: plot files end in .png, .svg or .pdf")
+        raise InvalidInput(f"{path}: plot files end in .png, .svg or .pdf")
     fig.savefig(path, dpi=150)
     return path

@@ -10,6 +10,7 @@ import dataclasses
 from collections import defaultdict
 
 from db import catalog, extractions, runs
+from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
 from evaluator.pope import parse_official, pope_metrics
 
@@ -61,7 +62,7 @@ def _scored_passes(ws: Workspace, run: runs.Run, stored: dict, scoring: str | No
                        for p in predictions if (s := scored.get((p.item_id, p.pass_))) is not None]
     else:
         known = ", ".join([RUN_SCORING, *stored]) or RUN_SCORING
-        raise LookupError(f"run {run.id} has no scoring {scoring!r} (known: {known}; vlmdesk rescore {run.id} "
+        raise NotFound(f"run {run.id} has no scoring {scoring!r} (known: {known}; vlmdesk rescore {run.id} "
                           f"--extractor {scoring})")
     by_item: dict[int, dict[int, runs.Prediction]] = defaultdict(dict)
     for p in predictions:
@@ -138,7 +139,7 @@ def _pope(items, by_item, setting: str | None) -> dict:
         labels.append(item.answer)
         official.append(p.choice if p.stage == "likelihood" else parse_official(p.response))
         strict.append(p.choice if p.choice in ("yes", "no") else "unknown")
-    parsers = {"official": pope_metrics(labels, official), "strict": pope_metrics(labels, strict)}
+    parsers = {"official": pope_metrics(labels, official).to_json(), "strict": pope_metrics(labels, strict).to_json()}
     return {"setting": setting, "answered": len(labels), "pope": parsers,
             "overall": {"accuracy_official": parsers["official"]["accuracy"],
                         "accuracy_strict": parsers["strict"]["accuracy"]}}
@@ -177,10 +178,10 @@ def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | 
     category, split; "all" for every item), each with the right/wrong the report counted. A group named
     "(none)" means items without a value. LookupError for an unknown run or scoring, ValueError for a bad level."""
     if level not in GROUP_LEVELS:
-        raise ValueError(f"level {level!r}: one of {', '.join(GROUP_LEVELS)}")
+        raise InvalidInput(f"level {level!r}: one of {', '.join(GROUP_LEVELS)}")
     run = runs.get_run(ws, run_id)
     if run is None:
-        raise LookupError(f"no run {run_id}")
+        raise NotFound(f"no run {run_id}")
     items = catalog.list_items(ws, run.benchmark_id, limit=run.limit)
     stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
     _, _, _, by_item = _scored_passes(ws, run, stored, scoring)
@@ -192,7 +193,7 @@ def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | 
 
             group = next((name for name, code in SHORT_L2.items() if code == group and name in known), group)
         if group not in known:
-            raise LookupError(f"no {level} group {group!r} in run {run_id} (known: {', '.join(known)})")
+            raise NotFound(f"no {level} group {group!r} in run {run_id} (known: {', '.join(known)})")
     out = []
     for item in items:
         if column is not None and (getattr(item, column) or NONE) != group:

@@ -20,6 +20,7 @@ from typing import Callable
 
 from db import catalog, runs
 from db.catalog import Benchmark, Item
+from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query, can_score
 from evaluator.extraction import Extraction
@@ -53,7 +54,7 @@ class RunSettings:
         if self.strategy not in ("circular", "vanilla"):
             problems.append(f"strategy: {self.strategy!r} is not circular or vanilla")
         if problems:
-            raise ValueError("; ".join(problems))
+            raise InvalidInput("; ".join(problems))
 
 
 def settings_of(run: runs.Run) -> RunSettings:
@@ -61,7 +62,7 @@ def settings_of(run: runs.Run) -> RunSettings:
     is shown, never executed)."""
     problems = [p for p in run.problems if p.startswith("config")]
     if problems:
-        raise ValueError(f"run {run.id}: stored settings are unreadable: {'; '.join(problems)}")
+        raise InvalidInput(f"run {run.id}: stored settings are unreadable: {'; '.join(problems)}")
     known = {f for f in RunSettings.__dataclass_fields__}
     settings = RunSettings(**{k: v for k, v in run.config.items() if k in known})
     settings.check()

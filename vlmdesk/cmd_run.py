@@ -6,6 +6,7 @@ import signal
 import sys
 
 from db import catalog, models, runs
+from db.errors import InvalidInput
 from evaluator.backends import SPEC_HELP, BackendError, can_score
 from evaluator.backends.secrets import redact
 from evaluator.launch import execute_run, open_backend, start_run, stored_run
@@ -101,7 +102,7 @@ def cmd_run(args) -> int:
                 try:  # a damaged stored run is shown, never executed
                     settings = settings_of(run)
                     PromptTemplate.from_json(run.prompt_template)
-                except ValueError as exc:
+                except InvalidInput as exc:
                     raise UsageError(f"{exc}; it cannot be resumed (start it again with --new)") from None
         else:
             if not args.bench or not args.model:
@@ -111,40 +112,33 @@ def cmd_run(args) -> int:
             settings = RunSettings(strategy=args.strategy, full_passes=args.full_passes, limit=args.limit,
                                    max_new_tokens=args.max_new_tokens, text_only=args.text_only,
                                    likelihood=args.likelihood, seed=args.seed, extractor=args.extractor)
-            try:
-                settings.check()
-                parse_extractor_spec(args.extractor)
-                template = (load_template(args.prompt_template, bench.kind) if args.prompt_template
-                            else default_template(bench.kind))
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
+            settings.check()
+            parse_extractor_spec(args.extractor)
+            template = (load_template(args.prompt_template, bench.kind) if args.prompt_template
+                        else default_template(bench.kind))
             run = None if args.new else stored_run(ws, bench, args.model, settings, template)
         if run is not None and run.status == "finished":
             print(f"run {run.id} already finished with these settings (vlmdesk report {run.id}; --new to run again)",
                   file=sys.stderr)
             return _finish(args, run.id)
+        if run is not None:
+            runs.check_free(run)  # before loading a model for nothing; execute_run claims it for real
+        spec = run.model_spec if run is not None else args.model
+        batch_size = args.batch_size if args.resume is None else run.config.get("batch_size", args.batch_size)
         try:
-            if run is not None:
-                runs.check_free(run)  # before loading a model for nothing; execute_run claims it for real
-            spec = run.model_spec if run is not None else args.model
-            batch_size = args.batch_size if args.resume is None else run.config.get("batch_size", args.batch_size)
-            try:
-                backend = open_backend(ws, bench.id, spec, seed=run.seed if run else args.seed, batch_size=batch_size)
-            except BackendError as exc:
-                raise UsageError(redact(str(exc), spec, settings.extractor)) from None
-            if settings.likelihood and not can_score(backend):
-                raise UsageError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
-            resumed = run is not None
-            if args.resume is None:
-                # Found or created and claimed in one transaction: the same command started twice at once runs once.
-                run = start_run(ws, bench, spec, settings, template, backend, batch_size=batch_size,
-                                reuse=not args.new)
-                if run.status == "finished":  # finished by another process since we looked
-                    return _finish(args, run.id)
-                resumed = resumed or run.predictions > 0
-            return _execute(ws, run, backend, batch_size, args, resumed)
-        except runs.RunBusy as exc:
-            raise UsageError(str(exc)) from None
+            backend = open_backend(ws, bench.id, spec, seed=run.seed if run else args.seed, batch_size=batch_size)
+        except BackendError as exc:
+            raise UsageError(redact(str(exc), spec, settings.extractor)) from None
+        if settings.likelihood and not can_score(backend):
+            raise UsageError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
+        resumed = run is not None
+        if args.resume is None:
+            # Found or created and claimed in one transaction: the same command started twice at once runs once.
+            run = start_run(ws, bench, spec, settings, template, backend, batch_size=batch_size, reuse=not args.new)
+            if run.status == "finished":  # finished by another process since we looked
+                return _finish(args, run.id)
+            resumed = resumed or run.predictions > 0
+        return _execute(ws, run, backend, batch_size, args, resumed)
 
 
 def _execute(ws, run, backend, batch_size: int, args, resumed: bool) -> int:
@@ -259,10 +253,7 @@ def cmd_report(args) -> int:
     with open_from_args(args) as ws:
         reports = []
         for run_id in args.run_ids:
-            try:
-                report = run_report(ws, run_id, scoring=args.scoring)
-            except LookupError as exc:
-                raise UsageError(str(exc.args[0])) from None
+            report = run_report(ws, run_id, scoring=args.scoring)
             if report is None:
                 raise UsageError(f"no run {run_id} in {ws.path}")
             reports.append(report)
@@ -277,7 +268,7 @@ def cmd_report(args) -> int:
             fig = (pope_figure(reports) if kinds == {True}
                    else ability_figure(reports, "by_l2" if args.level == "l2" else "by_category"))
             save_figure(fig, output_file(args.plot))
-        except (ValueError, OSError) as exc:
+        except OSError as exc:
             raise UsageError(str(exc)) from None
     if args.json:
         print(json.dumps(reports[0] if len(reports) == 1 else reports, ensure_ascii=False))

@@ -5,6 +5,8 @@ import io
 from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
+from db.errors import EnvironmentFault
+
 
 @dataclass(frozen=True)
 class Query:
@@ -48,5 +50,6 @@ class ScoringBackend(Backend, Protocol):
         ...
 
 
-class BackendError(RuntimeError):
-    """A backend failed in a way the user should read (bad spec, unreachable server, model load error)."""
+class BackendError(EnvironmentFault, RuntimeError):
+    """A backend failed in a way the user should read (bad spec, unreachable server, model load error). Commands
+    that can tell a bad spec from a failing model catch it and say which; elsewhere it is one line, exit 1."""
