@@ -131,27 +131,27 @@ def drop_figure(reports: list[dict]) -> Figure:
     return fig
 
 
-def alignment_figure(report: dict, extractor: str | None = None) -> Figure:
-    """An alignment study (annotation.alignment.alignment_report): per extractor the share of responses read as
+def alignment_figure(report, extractor: str | None = None) -> Figure:
+    """An alignment study (annotation.alignment.AlignmentReport): per extractor the share of responses read as
     the final human label, with its Wilson 95 % interval; beside it one extractor's confusion matrix."""
-    names = [n for n, e in report["extractors"].items() if e["n"]]
+    names = [n for n, e in report.extractors.items() if e.overall.n]
     fig = Figure(figsize=(10.0, 4.2), layout="constrained")
     FigureCanvasAgg(fig)
     bars_ax, matrix_ax = fig.subplots(1, 2, width_ratios=[1.15, 1])
-    rates = [100 * report["extractors"][n]["rate"] for n in names]
-    lows = [r - 100 * report["extractors"][n]["wilson_95"][0] for r, n in zip(rates, names)]
-    highs = [100 * report["extractors"][n]["wilson_95"][1] - r for r, n in zip(rates, names)]
+    overall = [report.extractors[n].overall for n in names]
+    rates = [100 * o.rate for o in overall]
+    lows = [r - 100 * o.wilson_95[0] for r, o in zip(rates, overall)]
+    highs = [100 * o.wilson_95[1] - r for r, o in zip(rates, overall)]
     bars = bars_ax.bar(range(len(names)), rates, 0.6, color=[COLORS[i % len(COLORS)] for i in range(len(names))],
                        yerr=[lows, highs], capsize=6, error_kw={"elinewidth": 1.2, "ecolor": "#3c4043"})
-    for bar, name, rate in zip(bars, names, rates):
+    for bar, name, rate, o in zip(bars, names, rates, overall):
         _tag(bar, level="alignment", extractor=name)
-        e = report["extractors"][name]
-        bars_ax.annotate(f"{rate:.1f}%\n{e['agreed']}/{e['n']}", (bar.get_x() + bar.get_width() / 2, 2),
+        bars_ax.annotate(f"{rate:.1f}%\n{o.agreed}/{o.n}", (bar.get_x() + bar.get_width() / 2, 2),
                          ha="center", va="bottom", fontsize=8, color="white", fontweight="bold")
     bars_ax.set_xticks(range(len(names)), [n if len(n) <= 22 else n[:21] + "…" for n in names], fontsize=8)
     bars_ax.set_ylim(0, 105)
     bars_ax.set_ylabel("alignment with the final human label (%)")
-    bars_ax.set_title(f"set {report['set']}: {report['final']['decided']} decided labels (bars: Wilson 95 %)",
+    bars_ax.set_title(f"set {report.set_name}: {report.final.decided} decided labels (bars: Wilson 95 %)",
                       fontsize=10)
     bars_ax.grid(axis="y", alpha=0.3)
     extractor = extractor if extractor in names else (names[0] if names else None)
@@ -159,8 +159,8 @@ def alignment_figure(report: dict, extractor: str | None = None) -> Figure:
         matrix_ax.axis("off")
         matrix_ax.text(0.5, 0.5, "no decided labels yet", ha="center", va="center", color="#5f6368")
         return fig
-    conf = report["extractors"][extractor]["confusion"]
-    labels, matrix = conf["labels"], conf["matrix"]
+    conf = report.extractors[extractor].confusion
+    labels, matrix = conf.labels, conf.matrix
     matrix_ax.imshow(matrix, cmap="Blues", vmin=0)
     peak = max((v for row in matrix for v in row), default=0)
     for i, row in enumerate(matrix):
