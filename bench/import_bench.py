@@ -8,6 +8,10 @@ fresh child process on a fresh workspace:
 - naive: this file run with `--naive-child`: the whole TSV read with `csv` into a list first, every image decoded
   into memory, then checked (PIL) and inserted in one transaction (copies folded by index, nothing else checked).
 
+While each child runs, a thread of this process plays another writer (a run, a verdict): every 50 ms it takes the
+workspace's write lock and gives it back, and the longest wait is printed — the naive import holds the lock for
+its whole transaction, the real one only for short batches and the final publish.
+
 Each child's peak resident memory comes from os.wait4() (the child's own rusage; the same figure as
 getrusage(RUSAGE_CHILDREN).ru_maxrss when it is the only child). On Linux a child's ru_maxrss starts from the
 parent's resident size at fork/vfork time, so this parent stays small: the file is generated in a child of its own
@@ -30,6 +34,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -55,17 +60,51 @@ def generate(path: Path, questions: int, side: int) -> int:
     return rows
 
 
-def run_child(argv: list[str], log: Path) -> dict:
-    """Run a child to completion; its wall time, exit status and peak RSS (MB)."""
+class LockProbe(threading.Thread):
+    """Another writer: takes and releases the workspace's write lock every 50 ms; records the longest wait."""
+
+    def __init__(self, ws: Path):
+        super().__init__(daemon=True)
+        self.ws, self.stop, self.longest_s, self.tries = ws, threading.Event(), 0.0, 0
+
+    def run(self) -> None:
+        while not self.stop.wait(0.05):
+            if not self.ws.exists():
+                continue
+            conn = sqlite3.connect(str(self.ws), timeout=3600)
+            try:
+                if not conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'items'").fetchone()[0]:
+                    continue  # not migrated yet
+                start = time.perf_counter()
+                conn.execute("BEGIN IMMEDIATE")
+                self.longest_s = max(self.longest_s, time.perf_counter() - start)
+                self.tries += 1
+                conn.rollback()
+            except sqlite3.Error:
+                pass
+            finally:
+                conn.close()
+
+
+def run_child(argv: list[str], log: Path, ws: Path | None = None) -> dict:
+    """Run a child to completion; its wall time, exit status, peak RSS (MB) and, with ws, the longest wait of
+    another writer for the workspace's write lock meanwhile."""
+    probe = LockProbe(ws) if ws is not None else None
     with open(log, "wb") as out:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        if probe is not None:
+            probe.start()
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
+    if probe is not None:
+        probe.stop.set()
+        probe.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     # ru_maxrss is KiB on Linux, bytes on macOS.
     peak = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
-    return {"wall_s": wall, "peak_mb": peak, "rc": proc.returncode, "log": log.read_text(errors="replace")}
+    return {"wall_s": wall, "peak_mb": peak, "rc": proc.returncode, "log": log.read_text(errors="replace"),
+            "lock_wait_s": probe.longest_s if probe else None, "lock_tries": probe.tries if probe else 0}
 
 
 def naive_import(tsv: Path, ws_path: Path) -> None:
@@ -153,7 +192,7 @@ def main() -> int:
             ws = out / f"ws_{way}.sqlite"
             for p in (ws, Path(f"{ws}-wal"), Path(f"{ws}-shm")):
                 p.unlink(missing_ok=True)
-            r = run_child(argv_for(ws), out / f"{way}.log")
+            r = run_child(argv_for(ws), out / f"{way}.log", ws)
             if r["rc"] != 0:
                 print(f"{way} import failed (exit {r['rc']}):\n{r['log']}", file=sys.stderr)
                 return 1
@@ -172,6 +211,8 @@ def main() -> int:
         print(f"naive import (csv into memory first): {n['wall_s']:.2f} s, {rows / n['wall_s']:.0f} rows/s, "
               f"peak RSS {n['peak_mb']:.0f} MB, workspace {n['ws_mb']:.1f} MB")
         parent = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1024)
+        print(f"longest wait of another writer for the write lock: streaming {s['lock_wait_s'] * 1000:.0f} ms "
+              f"({s['lock_tries']} tries), naive {n['lock_wait_s'] * 1000:.0f} ms ({n['lock_tries']} tries)")
         print(f"(this bench's own peak RSS: {parent:.0f} MB — the floor of any child figure)")
         print(f"ratio streaming/naive: time {s['wall_s'] / n['wall_s']:.2f}x, "
               f"peak memory {s['peak_mb'] / n['peak_mb']:.2f}x")

@@ -319,32 +319,73 @@ class MainWindow(QMainWindow):
         self.import_file(path, images or None)
 
     def import_file(self, path: str, images: str | None = None):
-        return self._run_import(["import", path, "--json", *(["--images", images] if images else [])],
-                                f"Importing {Path(path).name}…")
+        return self._run_import(["import", path, "--json-progress", *(["--images", images] if images else [])],
+                                f"Importing {Path(path).name}")
 
     def import_demo(self):
-        return self._run_import(["demo"], "Importing the demo benchmarks…")
+        return self._run_import(["demo"], "Importing the demo benchmarks")
 
     def _run_import(self, args: list[str], busy: str):
+        """Run the command in a child process, with a strip in the status bar showing the rows read so far and a
+        Cancel button (terminate: the child removes whatever it stored, so the workspace is left as it was)."""
+        from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton
+
         from gui.processes import CommandProcess
 
         process = CommandProcess(self.ws.path, args, self)
-        self.message_bar.show_message(busy, "info")
+        strip = QWidget(objectName="importProgress")
+        layout = QHBoxLayout(strip)
+        layout.setContentsMargins(0, 0, 0, 0)
+        label = QLabel(f"{busy}…", objectName="importProgressLabel")
+        bar = QProgressBar(maximumWidth=140, textVisible=False)
+        bar.setRange(0, 0)  # busy until the first progress event tells the size
+        cancel = QPushButton("Cancel", objectName="importCancel", toolTip="Stop the import; nothing is kept")
+        for widget in (label, bar, cancel):
+            layout.addWidget(widget)
+        self.statusBar().addPermanentWidget(strip)
+        cancelled, done = [], []
+
+        def on_event(event: dict) -> None:
+            if event.get("event") == "done":
+                done.append(event)
+            elif event.get("event") == "progress":
+                label.setText(f"{busy}: {event['rows']:,} rows read")
+                if event.get("bytes_total"):
+                    bar.setRange(0, 1000)
+                    bar.setValue(int(1000 * event["bytes_read"] / event["bytes_total"]))
+
+        def on_cancel() -> None:
+            cancelled.append(True)
+            cancel.setEnabled(False)
+            label.setText(f"{busy}: cancelling…")
+            process.terminate()
 
         def finished() -> None:
+            self.statusBar().removeWidget(strip)
+            strip.deleteLater()
             if process.exit_code == 0:
                 benches = catalog.list_benchmarks(self.ws)
                 self.docks["benchmarks"].widget().reload(benches)
                 if self.ctx.benchmark is None and benches:
                     self.select_benchmark(benches[0].name)
                 lines = [line for line in process.stdout.splitlines() if line.strip()]
-                self.message_bar.show_message(lines[-1] if lines and not lines[-1].startswith("{")
-                                              else f"Imported: {' '.join(args[1:2]) or 'demo'}", "info")
+                if done:
+                    report = done[-1]
+                    text = (f"{report['name']!r} was already imported" if report["already_imported"] else
+                            f"Imported {report['name']!r}: {report['questions']:,} questions"
+                            + (f", {report['rows_skipped']:,} rows skipped" if report["rows_skipped"] else ""))
+                else:
+                    text = lines[-1] if lines else "Imported the demo benchmarks"
+                self.message_bar.show_message(text, "info")
+            elif cancelled:
+                self.message_bar.show_message(f"{busy}: cancelled; nothing was imported", "info")
             else:
                 errors = [line for line in process.stderr.splitlines() if line.startswith("error:")]
                 self.show_error(errors[-1] if errors else f"import failed: {process.error or process.stderr[-300:]}",
                                 process.stderr)
 
+        process.event.connect(on_event)
+        cancel.clicked.connect(on_cancel)
         process.done.connect(finished)
         process.start()
         return process
@@ -393,3 +434,4 @@ class MainWindow(QMainWindow):
         if self.ws is not None:
             self.ws.close()
         super().closeEvent(event)
+

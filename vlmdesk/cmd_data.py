@@ -2,25 +2,31 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
 from db import catalog
 from evaluator.importers import FORMATS, import_benchmark
-from evaluator.importers.common import normalise_index
-from vlmdesk.args import positive_int
+from evaluator.importers.common import DEFAULT_MAX_IMAGE_MB, ReadLimits, index_for_lookup
+from vlmdesk.args import int_in, positive_int
 from vlmdesk.cli import output_file
+
+MAX_IMAGE_MB_CEILING = 4096
 
 
 def register(add) -> None:
     p = add("import", help="import a benchmark file (VLMEvalKit/MMBench TSV, POPE, JSONL)",
-            description="Import a benchmark into the workspace, as one transaction. Images are stored once, by "
-                        "SHA-256. MMBench's circular copies (index + k*1,000,000) are checked and folded into "
-                        "their question. Re-importing the same file does nothing.",
+            description="Import a benchmark into the workspace: all of it, or nothing (also when interrupted). Images "
+                        "are stored once, by SHA-256. MMBench's circular copies (index + k*1,000,000) are checked "
+                        "and folded into their question. Re-importing the same file does nothing. Image files must "
+                        "be regular files inside the file's folder (or --images), of at most --max-image-mb.",
             examples="""
                 vlmdesk import MMBench_DEV_EN.tsv
                 vlmdesk import SEEDBench_IMG.tsv --name seed --skip-bad
                 vlmdesk import coco_pope_adversarial.json --format pope --images val2014/
-                vlmdesk import mine.jsonl --format jsonl --json""")
+                vlmdesk import mine.jsonl --format jsonl --json
+                vlmdesk import shared.jsonl --allow-outside --max-image-mb 200
+                vlmdesk import MMBench_DEV_EN.tsv --json-progress""")
     p.add_argument("path", help="the file to import")
     p.add_argument("--name", help="benchmark name (default: from the file name, e.g. mmbench-dev-en)")
     p.add_argument("--format", dest="fmt", choices=sorted(FORMATS), help="file format (default: detected)")
@@ -28,6 +34,13 @@ def register(add) -> None:
     p.add_argument("--setting", choices=("random", "popular", "adversarial"),
                    help="POPE setting (default: from the file name)")
     p.add_argument("--skip-bad", action="store_true", help="import the good rows and report every skipped one")
+    p.add_argument("--max-image-mb", type=int_in(1, MAX_IMAGE_MB_CEILING), default=DEFAULT_MAX_IMAGE_MB, metavar="N",
+                   help=f"refuse images (files or inline) over N MB (default {DEFAULT_MAX_IMAGE_MB}, "
+                        f"at most {MAX_IMAGE_MB_CEILING})")
+    p.add_argument("--allow-outside", action="store_true",
+                   help="read image paths that leave the file's folder (or --images): '..', absolute paths, symlinks")
+    p.add_argument("--json-progress", action="store_true",
+                   help="print progress as JSON lines on stdout: start, progress (rows read), done (the report)")
     p.add_argument("--json", action="store_true", help="print the import report as JSON")
     p.set_defaults(handler=cmd_import)
 
@@ -84,28 +97,56 @@ def bench_or_fail(ws, name: str):
 def item_or_fail(ws, bench, index_text: str):
     from vlmdesk.cli import UsageError
 
-    try:
-        index = normalise_index(index_text)
-    except ValueError:
-        raise UsageError(f"not an index: {index_text!r}") from None
+    index = index_for_lookup(index_text)
     item = catalog.item_by_index(ws, bench.id, index)
     if item is None:
         raise UsageError(f"benchmark {bench.name!r} has no item with index {index!r}")
     return item
 
 
+def _emit(event: dict) -> None:
+    print(json.dumps(event, ensure_ascii=False), flush=True)
+
+
+class _Cancellable:
+    """SIGTERM (the app's Cancel, kill -TERM) and SIGINT (Ctrl+C) become KeyboardInterrupt, once: the import then
+    removes what it stored, and a second signal must not cut that short."""
+
+    def __enter__(self):
+        self.previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        return self
+
+    def _on_signal(self, signum, frame):
+        for sig in self.previous:
+            signal.signal(sig, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
 def cmd_import(args) -> int:
     from vlmdesk.cli import open_from_args
 
-    with open_from_args(args) as ws:
-        report = import_benchmark(ws, args.path, fmt=args.fmt, name=args.name, images_dir=args.images,
-                                  setting=args.setting, skip_bad=args.skip_bad, progress=True)
+    try:
+        with _Cancellable(), open_from_args(args) as ws:
+            report = import_benchmark(
+                ws, args.path, fmt=args.fmt, name=args.name, images_dir=args.images, setting=args.setting,
+                skip_bad=args.skip_bad, progress=not args.json_progress,
+                limits=ReadLimits(max_image_bytes=args.max_image_mb * 2**20, allow_outside=args.allow_outside),
+                on_event=_emit if args.json_progress else None)
+    except KeyboardInterrupt:
+        print(f"import of {args.path} interrupted; nothing was imported", file=sys.stderr)
+        return 130
     for err in report.skipped:
         print(f"skipped: {err}", file=sys.stderr)
     for warning in report.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_json(), ensure_ascii=False))
+    elif args.json_progress:
+        pass  # the "done" event holds the report
     elif report.already_imported:
         print(f"{args.path} is already imported as {report.name!r} (same content); nothing to do")
     else:
@@ -119,10 +160,15 @@ def cmd_demo(args) -> int:
     from vlmdesk.cli import open_from_args
     from vlmdesk.demo import import_demo
 
-    with open_from_args(args) as ws:
-        for report in import_demo(ws):
-            state = "already there" if report.already_imported else "imported"
-            print(f"{report.name}: {state} ({report.questions} questions, {report.images} images)")
+    try:
+        with _Cancellable(), open_from_args(args) as ws:
+            reports = import_demo(ws)
+    except KeyboardInterrupt:
+        print("import of the demo interrupted; what was not finished was not imported", file=sys.stderr)
+        return 130
+    for report in reports:
+        state = "already there" if report.already_imported else "imported"
+        print(f"{report.name}: {state} ({report.questions} questions, {report.images} images)")
     return 0
 
 

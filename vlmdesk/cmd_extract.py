@@ -50,6 +50,7 @@ def register(add) -> None:
 def read_inputs(path: str) -> list[tuple[object, str, dict[str, str], str]]:
     """(id, question, options, response) per line; InputError at the first bad line (blank lines are skipped)."""
     from evaluator.importers import InputError
+    from evaluator.importers.common import json_loads
 
     try:
         with open(path, encoding="utf-8") as f:
@@ -63,9 +64,9 @@ def read_inputs(path: str) -> list[tuple[object, str, dict[str, str], str]]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = json_loads(line)  # depth-bounded: 100,000 nested brackets are an error, not a RecursionError
         except ValueError as exc:
-            raise InputError(path, n, "line", f"not JSON ({exc.msg})") from None
+            raise InputError(path, n, "line", f"not JSON ({getattr(exc, 'msg', exc)})") from None
         if not isinstance(rec, dict):
             raise InputError(path, n, "line", "expected a JSON object")
         if "id" not in rec or not isinstance(rec["id"], (str, int)) or isinstance(rec["id"], bool):

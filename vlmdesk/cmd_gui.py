@@ -123,11 +123,11 @@ SCREENSHOT_VIEWS = {"browse": _prepare_browse, "review": _prepare_review, "queue
 
 
 def _select_item(window, index: str) -> None:
-    from evaluator.importers.common import normalise_index
+    from evaluator.importers.common import index_for_lookup
     from vlmdesk.cli import UsageError
 
     bench = window.ctx.benchmark
-    item = catalog.item_by_index(window.ws, bench.id, normalise_index(index))
+    item = catalog.item_by_index(window.ws, bench.id, index_for_lookup(index))
     row = window.ctx.model.find_row(0, 1, lambda r: item is not None and r.id == item.id)
     if row is None:
         raise UsageError(f"benchmark {bench.name!r} has no item with index {index!r}")

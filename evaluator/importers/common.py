@@ -1,12 +1,17 @@
 """What every importer shares: the row type the readers yield, one-line input errors, image checks."""
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
+import json
+import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 from PIL import Image, UnidentifiedImageError
 
@@ -20,6 +25,13 @@ MAX_OPTIONS = 25
 # Above this many pixels an image is treated as a decompression bomb (PIL's own warning threshold).
 MAX_PIXELS = Image.MAX_IMAGE_PIXELS or 89_478_485
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+# Limits on what an import reads (every read of a file is bounded). The image cap is `--max-image-mb`.
+DEFAULT_MAX_IMAGE_MB = 64
+MAX_SOURCE_BYTES = 32 * 2**30  # a benchmark file is a regular file of at most this size
+MAX_JSON_ARRAY_BYTES = 128 * 2**20  # a file that is one JSON array is held in memory whole: JSON Lines has no cap
+MAX_JSON_DEPTH = 64  # nesting of arrays/objects; Python's json recurses, so 100,000 levels would overflow the stack
+TEXT_SLACK_BYTES = 16 * 2**20  # what a line may hold besides one base64 image
 
 
 class InputError(UserError):
@@ -58,26 +70,59 @@ class SourceRow:
     meta: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ReadLimits:
+    """How far an import may read: image files and inline images up to `max_image_bytes`; image files only inside
+    the benchmark file's folder (or --images) unless `allow_outside`."""
+
+    max_image_bytes: int = DEFAULT_MAX_IMAGE_MB * 2**20
+    allow_outside: bool = False
+
+    @property
+    def max_line_bytes(self) -> int:
+        """A physical line (or TSV cell) holds at most one base64 image plus some text."""
+        return self.max_image_bytes * 4 // 3 + TEXT_SLACK_BYTES
+
+
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_DIGITS = re.compile(r"[+-]?[0-9]+")
 
 
 def normalise_index(value) -> int | str:
-    """Integer-looking indexes become ints (so they sort and compare as numbers); anything else stays text."""
+    """An index is a 64-bit integer (integer-looking text becomes one, so indexes sort and compare as numbers) or a
+    non-empty text. Raises ValueError with the reason for anything else (bools, fractions, NaN, objects, numbers
+    SQLite cannot store)."""
     if isinstance(value, bool):
-        raise ValueError("not an index")
-    if isinstance(value, float) and value.is_integer():
+        raise ValueError("a JSON boolean is not an index")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("not a whole number")
         value = int(value)
     if isinstance(value, int):
-        # SQLite integers are 64-bit: a larger number is kept as text rather than overflowing at insert time.
-        return value if _INT64_MIN <= value <= _INT64_MAX else str(value)
-    text = str(value).strip()
-    if not text:
-        raise ValueError("empty")
-    try:
-        number = int(text)
-    except ValueError:
-        return text
-    return number if _INT64_MIN <= number <= _INT64_MAX else text
+        number = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if blank(text):
+            raise ValueError("empty or nan")
+        try:
+            number = int(text)
+        except ValueError:  # not a number, or too many digits for int()
+            if _DIGITS.fullmatch(text):
+                raise ValueError("a number outside SQLite's 64-bit integer range") from None
+            return text
+    else:
+        kind = {dict: "object", list: "array", type(None): "null"}.get(type(value), type(value).__name__)
+        raise ValueError(f"a JSON {kind} is not an index")
+    if not _INT64_MIN <= number <= _INT64_MAX:
+        raise ValueError("a number outside SQLite's 64-bit integer range")
+    return number
+
+
+def index_for_lookup(text: str) -> int | str:
+    """The index to look an item up by, from a command-line argument: never raises (an impossible index is simply
+    not found)."""
+    found = index_or_none(text)
+    return text.strip() if found is None else found
 
 
 def blank(value) -> bool:
@@ -89,12 +134,153 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_file(path: Path) -> str:
+def sha256_stream(f: BinaryIO) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        h.update(chunk)
     return h.hexdigest()
+
+
+class JsonTooDeep(ValueError):
+    """JSON nested deeper than MAX_JSON_DEPTH."""
+
+
+class Refused(ValueError):
+    """A file an import will not read (not a regular file, too big, outside its folder); the message says why."""
+
+
+_FILE_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**20:.1f} MB" if n < 10 * 2**20 else f"{n // 2**20} MB"
+
+
+def open_regular(path: Path, max_bytes: int, what: str = "limit") -> BinaryIO:
+    """Open a regular file of at most max_bytes for reading; raises Refused (or OSError).
+
+    stat first, so a device is never opened (opening some has effects); then open with O_NONBLOCK, so that a FIFO
+    swapped in after the stat cannot block, and check that the file opened is the one that was checked.
+    """
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _FILE_KINDS if test(st.st_mode)), "not a regular file")
+        raise Refused(f"{path} is {kind}, not a regular file")
+    if st.st_size > max_bytes:
+        raise Refused(f"{path} is {_mb(st.st_size)}, over the {what} of {_mb(max_bytes)}")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    opened = os.fstat(fd)
+    if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
+        os.close(fd)
+        raise Refused(f"{path} changed while it was being opened")
+    return os.fdopen(fd, "rb")
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether path, with every symlink and '..' resolved, lies in the folder root (resolved the same way)."""
+    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([real, real_root]) == real_root
+
+
+def read_image_file(path: Path, root: Path, limits: ReadLimits) -> bytes:
+    """The bytes of an image file, read within the limits; raises Refused or OSError (ValueError for a NUL in the
+    path)."""
+    if not limits.allow_outside and not inside(path, root):
+        raise Refused(f"{path} is outside {os.path.abspath(root)} (through '..', an absolute path or a symlink); "
+                      "pass --allow-outside to read it")
+    with open_regular(path, limits.max_image_bytes, "--max-image-mb limit") as f:
+        data = f.read(limits.max_image_bytes + 1)
+    if len(data) > limits.max_image_bytes:  # it grew after the stat
+        raise Refused(f"{path} is over the --max-image-mb limit of {_mb(limits.max_image_bytes)}")
+    return data
+
+
+def decode_base64_image(text: str, limits: ReadLimits) -> bytes:
+    """Base64 (whitespace-free) to bytes, refusing before decoding anything bigger than the image cap. Raises
+    ValueError (binascii.Error is one)."""
+    if len(text) * 3 // 4 > limits.max_image_bytes + 2:
+        raise Refused(f"an inline image of {_mb(len(text) * 3 // 4)}, over the --max-image-mb limit of "
+                      f"{_mb(limits.max_image_bytes)}")
+    return base64.b64decode(text, validate=True)
+
+
+_DATA_URL = re.compile(r"data:([^,;]*)((?:;[^,;]*)*),", re.IGNORECASE)
+
+
+def data_url_payload(value: str) -> str | None:
+    """The base64 payload of a `data:image/...;base64,` URL, None when value is no data URL at all; raises
+    Refused for a data URL that is not a base64 image."""
+    if not value[:5].lower() == "data:":
+        return None
+    match = _DATA_URL.match(value)
+    if match is None:
+        raise Refused("a data URL without a comma")
+    mime = match.group(1).strip().lower()
+    if not mime.startswith("image/"):
+        raise Refused(f"a data URL of type {mime or 'text/plain (none given)'!r}, not an image")
+    if "base64" not in [p.strip().lower() for p in match.group(2).split(";")]:
+        raise Refused("a data URL that is not base64-encoded (';base64,' is missing)")
+    return value[match.end():]
+
+
+def text_problem(value: str) -> str | None:
+    """Text SQLite and every reader can hold: no NUL character, no lone surrogate (not encodable as UTF-8)."""
+    if "\x00" in value:
+        return f"a NUL character at position {value.index(chr(0)) + 1}"
+    if value.isascii():  # no copy of a (base64) cell of many megabytes
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"a lone surrogate U+{ord(value[exc.start]):04X} at position {exc.start + 1} (not valid Unicode)"
+    return None
+
+
+def check_texts(value, field: str, err) -> None:
+    """text_problem for every string in value (a string, or lists/objects of them, keys included)."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem:
+            raise err(field, f"contains {problem}")
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            check_texts(key, field, err)
+            check_texts(inner, field, err)
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            check_texts(inner, field, err)
+
+
+_JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def json_too_deep(text: str, start: int = 0, limit: int = MAX_JSON_DEPTH) -> int | None:
+    """The position where arrays/objects in text nest deeper than limit, else None (strings are skipped)."""
+    if text.count("[", start) + text.count("{", start) <= limit:
+        return None
+    depth = 0
+    for m in _JSON_TOKENS.finditer(text, start):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > limit:
+                return m.start()
+        elif c in "]}":
+            depth -= 1
+    return None
+
+
+def json_loads(text: str):
+    """json.loads, bounded in depth. Raises JsonTooDeep, json.JSONDecodeError, or a plain ValueError for a number
+    of more than 4,300 digits (Python's limit on int())."""
+    if json_too_deep(text) is not None:
+        raise JsonTooDeep(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    return json.loads(text)
+
+
+def finite(value) -> bool:
+    return not isinstance(value, float) or math.isfinite(value)
 
 
 def check_image(data: bytes) -> tuple[str, int, int]:
@@ -106,24 +292,34 @@ def check_image(data: bytes) -> tuple[str, int, int]:
         with Image.open(io.BytesIO(data)) as img:
             width, height = img.size
             if width * height > MAX_PIXELS:
-                raise ValueError(f"decompression bomb: {width}x{height} pixels is over the limit of {MAX_PIXELS}")
+                raise Image.DecompressionBombError(f"{width}x{height} pixels is over the limit of {MAX_PIXELS}")
             fmt = img.format
             img.load()
     except Image.DecompressionBombError as exc:
         raise ValueError(f"decompression bomb: {exc}") from None
-    except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombWarning) as exc:
-        raise ValueError(f"not an image PIL can open ({exc})") from None
+    except UnidentifiedImageError:
+        raise ValueError("not an image PIL can identify") from None
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombWarning) as exc:
+        # PIL names its BytesIO ("<_io.BytesIO object at 0x…>"), which tells a reader nothing.
+        raise ValueError(f"not an image PIL can open ({_BYTESIO.sub('the image', str(exc))})") from None
     mime = Image.MIME.get(fmt or "", "application/octet-stream")
     return mime, width, height
 
 
-def decoded_lines(raw: io.BufferedReader, file: Path, bad: dict | None = None) -> Iterator[str]:
+_BYTESIO = re.compile(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
+
+
+def decoded_lines(raw: io.BufferedReader, file: Path, bad: dict | None = None,
+                  max_line: int = ReadLimits().max_line_bytes) -> Iterator[str]:
     """Lines of a UTF-8 file (a BOM is dropped), decoded one by one so an encoding error names its line.
 
     Without `bad`, an encoding error is raised. With it, the error is recorded as bad[line] and the line is still
     yielded (undecodable bytes as lone surrogates), so the reader can report that one row and go on (--skip-bad).
+    A line longer than max_line bytes ends the file with an InputError (it is never held in memory whole).
     """
-    for number, line in enumerate(raw, start=1):
+    for number, line in enumerate(iter(lambda: raw.readline(max_line + 1), b""), start=1):
+        if len(line) > max_line:
+            raise InputError(file, number, "line", f"longer than {_mb(max_line)} (an image over --max-image-mb?)")
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:

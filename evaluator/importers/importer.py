@@ -1,25 +1,38 @@
-"""Import one benchmark file into a workspace, as one transaction: all good rows, or nothing."""
+"""Import one benchmark file into a workspace: all good rows, or nothing.
+
+Rows are read, checked, hashed and their images decoded with no lock held; new images are written in short
+transactions, items are staged in a private temporary database, and one short transaction at the end makes the
+benchmark appear with all its items. An import that fails or is interrupted deletes the images it stored.
+"""
 from __future__ import annotations
 
 import json
+import os
 import re
+import sqlite3
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from tqdm import tqdm
+from typing import Callable
 
 from db import catalog
 from db.workspace import Workspace
 from evaluator.language import language_of
 from evaluator.importers.common import (
-    CIRCULAR_STRIDE, LETTERS, InputError, SourceRow, check_image, sha256_bytes, sha256_file,
+    CIRCULAR_STRIDE, LETTERS, MAX_SOURCE_BYTES, InputError, ReadLimits, Refused, SourceRow, check_image, json_loads,
+    open_regular, read_image_file, sha256_bytes, sha256_stream,
 )
 from evaluator.importers.jsonl import pope_setting_from_name, read_jsonl, read_pope
 from evaluator.importers.tsv import read_tsv
 
 FORMATS = {"mmbench-tsv": ("mcq", read_tsv), "jsonl": ("mcq", read_jsonl), "pope": ("yesno", read_pope)}
-_BATCH = 500
+MAX_NAME_CHARS = 100
+# A write transaction holds at most this many rows or image bytes, so other writers wait a fraction of a second.
+_BATCH_ROWS = 500
+_BATCH_BYTES = 16 * 2**20
+_STAGE = "import_stage"
+_ITEM_FIELDS = ("position, source_index, question, hint, options, answer, category, l2_category, split, language, "
+                "image_sha256, circular_copies, meta")
 
 
 @dataclass
@@ -44,19 +57,39 @@ class ImportReport:
 
 
 def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "benchmark"
+    return re.sub(r"[^a-z0-9]+", "-", text.lower())[:MAX_NAME_CHARS].strip("-") or "benchmark"
 
 
-def detect_format(path: Path) -> str:
+def benchmark_name_problem(name: str) -> str | None:
+    """What is wrong with a benchmark name, or None: names are shown in one-line listings and menus, so they are
+    one printable line (no control or bidirectional-override characters) of at most MAX_NAME_CHARS."""
+    if not name.strip():
+        return "empty"
+    if len(name) > MAX_NAME_CHARS:
+        return f"{len(name)} characters; at most {MAX_NAME_CHARS}"
+    if name != name.strip():
+        return "starts or ends with white space"
+    # isprintable() is False for control characters (newlines, tabs), format characters (U+202E and the other
+    # bidirectional controls, zero-width characters), line/paragraph separators and unassigned code points.
+    bad = next((c for c in name if not c.isprintable()), None)
+    if bad is not None:
+        return f"holds the unprintable character U+{ord(bad):04X}; use one line of printable text"
+    return None
+
+
+def detect_format(path: Path, raw=None) -> str:
     """By extension, then by the fields of the first record."""
     if path.suffix.lower() in (".tsv", ".tab"):
         return "mmbench-tsv"
-    with open(path, "rb") as f:
-        first = f.readline().decode("utf-8", "replace")
-        head = first + f.read(4096).decode("utf-8", "replace")
+    if raw is None:
+        with _open_source(path) as f:
+            return detect_format(path, f)
+    first_bytes = raw.readline(ReadLimits().max_line_bytes)
+    first = first_bytes.decode("utf-8", "replace")
+    head = first + raw.read(4096).decode("utf-8", "replace")
     try:
-        record = json.loads(first)
-    except json.JSONDecodeError:
+        record = json_loads(first)
+    except (ValueError, RecursionError):
         record = None
     if isinstance(record, dict):
         if {"question_id", "label"} <= record.keys():
@@ -70,65 +103,136 @@ def detect_format(path: Path) -> str:
     raise InputError(path, 1, "format", "cannot tell the format; pass --format mmbench-tsv|pope|jsonl")
 
 
+def _open_source(path: Path):
+    try:
+        return open_regular(path, MAX_SOURCE_BYTES, "limit for a benchmark file")
+    except FileNotFoundError:
+        raise InputError(path, 0, "path", "no such file") from None
+    except Refused as exc:
+        raise InputError(path, 0, "path", str(exc).removeprefix(f"{path} ")) from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL character in the path
+        raise InputError(path, 0, "path", f"cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+
+
 def import_benchmark(ws: Workspace, path: str | Path, *, fmt: str | None = None, name: str | None = None,
                      images_dir: str | Path | None = None, setting: str | None = None, skip_bad: bool = False,
-                     progress: bool | None = None) -> ImportReport:
-    """Raises InputError on the first bad row (unless skip_bad) with the workspace unchanged."""
+                     progress: bool | None = None, limits: ReadLimits = ReadLimits(),
+                     on_event: Callable[[dict], None] | None = None) -> ImportReport:
+    """Raises InputError on the first bad row (unless skip_bad) with the workspace unchanged; an interrupted import
+    (KeyboardInterrupt, e.g. from SIGTERM) leaves it unchanged too.
+
+    on_event receives {"event": "start" | "progress" | "done", ...} dicts as the import goes (see README).
+    """
     path = Path(path)
-    if not path.is_file():
-        raise InputError(path, 0, "path", "no such file")
     images_dir = Path(images_dir) if images_dir else None
     if images_dir is not None and not images_dir.is_dir():
         raise InputError(images_dir, 0, "--images", "no such directory")
-    fmt = fmt or detect_format(path)
-    if fmt not in FORMATS:
+    if fmt is not None and fmt not in FORMATS:
         raise InputError(path, 0, "format", f"unknown format {fmt!r} (mmbench-tsv, pope, jsonl)")
-    kind, reader = FORMATS[fmt]
-    source_sha = sha256_file(path)
-
-    existing = catalog.benchmark_by_source(ws, source_sha)
-    if existing is not None:
-        return ImportReport(name=existing.name, kind=existing.kind, format=existing.format, already_imported=True,
-                            rows_read=existing.rows_read, questions=existing.questions,
-                            rows_folded=existing.rows_folded, images=existing.images)
-    name = name or slug(path.stem)
-    if catalog.benchmark_by_name(ws, name) is not None:
-        raise InputError(path, 0, "--name", f"a different benchmark is already named {name!r}; choose another --name")
-    meta: dict = {"source_file": path.name}
-    if fmt == "pope":
-        meta["setting"] = setting or pope_setting_from_name(path)
-    report = ImportReport(name=name, kind=kind, format=fmt)
-    if fmt == "pope" and images_dir is None:
-        report.warnings.append("no --images given: questions are imported without images (runs will need them)")
-
-    with ws.db.atomic(), open(path, "rb") as raw, tqdm(
-        total=path.stat().st_size, unit="B", unit_scale=True, desc=f"importing {name}", file=sys.stderr,
-        disable=(None if progress else True), leave=False,
-    ) as bar:
-        bench_id = catalog.insert_benchmark(ws, name=name, kind=kind, format=fmt, source=str(path.resolve()),
-                                            source_sha256=source_sha, meta=meta)
-        _Loader(ws, path, bench_id, report, skip_bad, fmt).load(reader(path, raw, images_dir=images_dir), raw, bar)
-        catalog.finish_benchmark(ws, bench_id, rows_read=report.rows_read, rows_folded=report.rows_folded,
-                                 rows_skipped=len(report.skipped))
+    if name is not None and (problem := benchmark_name_problem(name)):
+        raise InputError(path, 0, "--name", f"{name[:40]!r}{'...' if len(name) > 40 else ''}: {problem}")
+    if ws.conn.in_transaction:
+        raise RuntimeError("import_benchmark writes in its own short transactions; call it outside a transaction")
+    with _open_source(path) as raw:
+        fmt = fmt or detect_format(path, raw)
+        raw.seek(0)
+        source_sha = sha256_stream(raw)
+        raw.seek(0)
+        existing = catalog.benchmark_by_source(ws, source_sha)
+        if existing is not None:
+            report = ImportReport(name=existing.name, kind=existing.kind, format=existing.format,
+                                  already_imported=True, rows_read=existing.rows_read, questions=existing.questions,
+                                  rows_folded=existing.rows_folded, images=existing.images)
+            if on_event:
+                on_event({"event": "done", **report.to_json()})
+            return report
+        name = name or slug(path.stem)
+        if catalog.benchmark_by_name(ws, name) is not None:
+            raise InputError(path, 0, "--name",
+                             f"a different benchmark is already named {name!r}; choose another --name")
+        kind, reader = FORMATS[fmt]
+        meta: dict = {"source_file": path.name}
+        if fmt == "pope":
+            meta["setting"] = setting or pope_setting_from_name(path)
+        report = ImportReport(name=name, kind=kind, format=fmt)
+        if fmt == "pope" and images_dir is None:
+            report.warnings.append("no --images given: questions are imported without images (runs will need them)")
+        size = os.fstat(raw.fileno()).st_size
+        emit = on_event or (lambda event: None)
+        emit({"event": "start", "name": name, "format": fmt, "kind": kind, "bytes_total": size})
+        with _bar(progress, size, name) as bar:
+            loader = _Loader(ws, path, report, skip_bad, fmt, images_dir or path.parent, limits, raw, size, emit)
+            loader.run(reader(path, raw, images_dir=images_dir, limits=limits), bar,
+                       dict(name=name, kind=kind, format=fmt, source=str(path.resolve()), source_sha256=source_sha,
+                            meta=meta))
+    emit({"event": "done", **report.to_json()})
     return report
 
 
-class _Loader:
-    """Checks rows against each other (duplicates, image references, circular copies) and writes them in batches."""
+class _NoBar:
+    n = 0
 
-    def __init__(self, ws: Workspace, path: Path, bench_id: int, report: ImportReport, skip_bad: bool, fmt: str):
-        self.ws, self.path, self.bench_id, self.report, self.skip_bad = ws, path, bench_id, report, skip_bad
+    def update(self, n: int) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def _bar(progress: bool | None, size: int, name: str):
+    """A progress bar on stderr (a terminal only); tqdm is imported only then, since it costs a quarter second."""
+    if not progress or not sys.stderr.isatty():
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=size, unit="B", unit_scale=True, desc=f"importing {name}", file=sys.stderr, leave=False)
+
+
+class _Loader:
+    """Checks rows against each other (duplicates, image references, circular copies), stores new images in short
+    transactions and stages items; `run` ends with the one short transaction that adds the benchmark."""
+
+    def __init__(self, ws: Workspace, path: Path, report: ImportReport, skip_bad: bool, fmt: str, root: Path,
+                 limits: ReadLimits, raw, size: int, emit):
+        self.ws, self.path, self.report, self.skip_bad = ws, path, report, skip_bad
+        self.root, self.limits, self.raw, self.size, self.emit = root, limits, raw, size, emit
         self.fold_copies = fmt == "mmbench-tsv"
         self.first_line: dict = {}  # index -> line of its first appearance
         self.row_image: dict = {}  # index -> sha256 of the row's image (the target of image references)
         self.dropped: set = set()  # indexes of skipped rows: references to them and their copies are skipped too
-        self.shas: set[str] = set()
+        self.shas: set[str] = set()  # every image the benchmark's rows use (checked, stored or found stored)
+        self.stored: set[str] = set()  # images this import added to the workspace: removed again if it fails
         self.pending: list[tuple] = []
+        self.pending_images: list[tuple] = []
+        self.pending_bytes = 0
         self.deferred: list[SourceRow] = []  # rows whose image refers to a row not seen yet
         self.copies: list[tuple[SourceRow, str | None]] = []  # possible circular copies, checked at the end
         self.position = 0
 
-    def load(self, rows, raw, bar) -> None:
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self.ws.conn
+
+    def run(self, rows, bar, benchmark: dict) -> None:
+        self.conn.execute(f"ATTACH DATABASE '' AS {_STAGE}")  # private and temporary: gone when detached
+        try:
+            self.conn.execute(f"CREATE TABLE {_STAGE}.items (id INTEGER PRIMARY KEY, {_ITEM_FIELDS}, "
+                              "UNIQUE (source_index))")
+            self.conn.commit()
+            self._load(rows, bar)
+            self._publish(benchmark)
+        except BaseException:
+            self._undo()
+            raise
+        finally:
+            if self.conn.in_transaction:
+                self.conn.rollback()
+            self.conn.execute(f"DETACH DATABASE {_STAGE}")
+
+    def _load(self, rows, bar) -> None:
         for row in rows:
             self.report.rows_read += 1
             if isinstance(row, InputError):
@@ -145,14 +249,15 @@ class _Loader:
                     self.deferred.append(row)
                 else:
                     self._guard(row, self._place)
-            bar.update(raw.tell() - bar.n)
+            bar.update(self.raw.tell() - bar.n)
         for row in self.deferred:
             self._guard(row, self._place)
         self._flush()
         for row, sha in self.copies:
             self._guard(row, lambda r, sha=sha: self._fold_or_insert(r, sha))
         self._flush()
-        self.report.images = len(self.shas)
+        self.report.images = self.conn.execute(
+            f"SELECT count(DISTINCT image_sha256) FROM {_STAGE}.items").fetchone()[0]
 
     def _guard(self, row: SourceRow, step) -> None:
         try:
@@ -187,14 +292,17 @@ class _Loader:
             return self.row_image[ref.value]
         if ref.kind == "path":
             try:
-                data = Path(ref.value).read_bytes()
+                data = read_image_file(Path(ref.value), self.root, self.limits)
+            except Refused as exc:
+                raise err(str(exc)) from None
             except (OSError, ValueError) as exc:  # ValueError: a NUL character in the path
                 raise err(f"cannot read {ref.value} ({getattr(exc, 'strerror', None) or exc})") from None
         else:
             data = ref.value
-        return self._store(data, err)
+        return self._check(data, err)
 
-    def _store(self, data: bytes, err) -> str:
+    def _check(self, data: bytes, err) -> str:
+        """Hash and (when the workspace does not hold it yet) decode the image; it is written with the next batch."""
         sha = sha256_bytes(data)
         # An image already in the workspace was checked when it was stored.
         if sha not in self.shas and not catalog.has_image(self.ws, sha):
@@ -202,33 +310,53 @@ class _Loader:
                 mime, width, height = check_image(data)
             except ValueError as exc:
                 raise err(str(exc)) from None
-            catalog.put_image(self.ws, sha256=sha, data=data, mime=mime, width=width, height=height)
-            self.report.images_new += 1
+            self.pending_images.append((sha, data, mime, width, height))
+            self.pending_bytes += len(data)
         self.shas.add(sha)
         return sha
 
     def _queue(self, row: SourceRow, sha: str | None) -> None:
         self.position += 1
         self.pending.append((
-            self.bench_id, self.position, row.index, row.question, row.hint,
+            self.position, row.index, row.question, row.hint,
             json.dumps(list(row.options), ensure_ascii=False), row.answer, row.category, row.l2_category, row.split,
             language_of(" ".join([row.question, row.hint or "", *row.options])), sha, 0,
             json.dumps(row.meta, ensure_ascii=False, default=str),
         ))
         self.report.questions += 1
-        if len(self.pending) >= _BATCH:
+        if len(self.pending) >= _BATCH_ROWS or self.pending_bytes >= _BATCH_BYTES:
             self._flush()
 
+    def _progress(self) -> None:
+        self.emit({"event": "progress", "rows": self.report.rows_read, "questions": self.report.questions,
+                   "skipped": len(self.report.skipped), "images_new": self.report.images_new,
+                   "bytes_read": self.raw.tell(), "bytes_total": self.size})
+
     def _flush(self) -> None:
+        if self.pending or self.pending_images:
+            self._progress()
+        self.conn.commit()  # staged circular-copy updates, so that the batch below starts a transaction of its own
+        if self.pending_images:
+            # The only writes to the workspace before the end: one short transaction per batch of new images.
+            self.conn.execute("BEGIN IMMEDIATE")
+            for sha, data, mime, width, height in self.pending_images:
+                if catalog.put_image(self.ws, sha256=sha, data=data, mime=mime, width=width, height=height):
+                    self.stored.add(sha)
+                    self.report.images_new += 1
+            self.conn.commit()
+            self.pending_images, self.pending_bytes = [], 0
         if self.pending:
-            catalog.insert_items(self.ws, self.pending)
+            # The staging database is private to this connection: writing it locks nobody out.
+            self.conn.executemany(f"INSERT INTO {_STAGE}.items ({_ITEM_FIELDS}) VALUES ({', '.join('?' * 13)})",
+                                  self.pending)
+            self.conn.commit()
             self.pending = []
 
     def _fold_or_insert(self, row: SourceRow, sha: str | None) -> None:
         base_index = row.index % CIRCULAR_STRIDE
         if base_index in self.dropped:
             raise InputError(self.path, row.line, "index", f"circular copy of row {base_index}, which was skipped")
-        original = catalog.item_by_index(self.ws, self.bench_id, base_index)
+        original = self._staged(base_index)
         if original is None:
             # Not a copy after all: a benchmark whose indexes are simply large.
             self._queue(row, sha)
@@ -237,8 +365,72 @@ class _Loader:
             shift = copy_shift(original, row, sha)
         except _NotACopy as exc:
             raise InputError(self.path, row.line, exc.field, f"circular copy of row {base_index}: {exc.what}") from None
-        catalog.add_circular_copy(self.ws, original.id, row.index, shift)
+        # Kept in step (meta.copies, meta.copy_shifts) so an export can write the source's rows again exactly.
+        meta = original.meta
+        meta["copies"] = [*meta.get("copies", []), row.index]
+        meta["copy_shifts"] = [*meta.get("copy_shifts", []), shift]
+        self.conn.execute(f"UPDATE {_STAGE}.items SET circular_copies = circular_copies + 1, meta = ? WHERE id = ?",
+                          (json.dumps(meta, ensure_ascii=False), original.id))
         self.report.rows_folded += 1
+
+    def _staged(self, index) -> catalog.Item | None:
+        row = self.conn.execute(f"SELECT id, 0, {_ITEM_FIELDS} FROM {_STAGE}.items WHERE source_index = ?",
+                                (index,)).fetchone()
+        if row is None:
+            return None
+        (id_, bid, pos, index, question, hint, options, answer, cat, l2, split, lang, sha, copies, meta) = row
+        return catalog.Item(id_, bid, pos, index, question, hint, tuple(json.loads(options)), answer, cat, l2, split,
+                            lang, sha, copies, json.loads(meta))
+
+    def _publish(self, benchmark: dict) -> None:
+        """The one transaction that makes the benchmark appear: a benchmark row and a copy of the staged items."""
+        self.conn.commit()  # the staged circular-copy updates
+        if self.report.questions == 0:
+            what = (f"no row could be imported ({len(self.report.skipped)} skipped)" if self.report.rows_read
+                    else "no rows: an empty file, an empty JSON array or a header without rows")
+            raise InputError(self.path, 0, "rows", what)
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Checked again under the lock: another import may have taken the name or the file meanwhile.
+            if catalog.benchmark_by_source(self.ws, benchmark["source_sha256"]) is not None:
+                raise InputError(self.path, 0, "path", "the same file was imported by another process meanwhile")
+            if catalog.benchmark_by_name(self.ws, benchmark["name"]) is not None:
+                raise InputError(self.path, 0, "--name", f"a different benchmark is already named "
+                                                         f"{benchmark['name']!r}; choose another --name")
+            bench_id = catalog.insert_benchmark(self.ws, **benchmark)
+            self.conn.execute(f"INSERT INTO main.items (benchmark_id, {_ITEM_FIELDS}) "
+                              f"SELECT ?, {_ITEM_FIELDS} FROM {_STAGE}.items ORDER BY position", (bench_id,))
+            catalog.finish_benchmark(self.ws, bench_id, rows_read=self.report.rows_read,
+                                     rows_folded=self.report.rows_folded, rows_skipped=len(self.report.skipped))
+            # Images stored for rows that were skipped later (--skip-bad) would be orphans.
+            self.report.images_new -= self._delete_unused(self.stored)
+            self.conn.commit()
+        except sqlite3.IntegrityError:
+            # An image found in the workspace when it was checked has gone since: another import that stored it
+            # failed and removed it, or `vlmdesk check --repair` took it for an orphan.
+            raise InputError(self.path, 0, "image", "an image this import uses was removed meanwhile (another import "
+                                                    "failed, or check --repair ran); import the file again") from None
+
+    def _delete_unused(self, shas) -> int:
+        """Delete those of shas that no item uses; returns how many were deleted."""
+        shas, deleted = list(shas), 0
+        for i in range(0, len(shas), 500):
+            chunk = shas[i:i + 500]
+            deleted += self.conn.execute(
+                f"DELETE FROM main.images WHERE sha256 IN ({', '.join('?' * len(chunk))}) "
+                "AND NOT EXISTS (SELECT 1 FROM main.items WHERE items.image_sha256 = images.sha256)", chunk).rowcount
+        return deleted
+
+    def _undo(self) -> None:
+        """After a failure or an interruption: nothing of this import may remain, neither its staged items (the
+        staging database goes with DETACH) nor the images it stored, which nothing else uses yet."""
+        if self.conn.in_transaction:
+            self.conn.rollback()
+        shas = list(self.stored)
+        for i in range(0, len(shas), _BATCH_ROWS):  # short transactions again
+            self.conn.execute("BEGIN IMMEDIATE")
+            self._delete_unused(shas[i:i + _BATCH_ROWS])
+            self.conn.commit()
 
 
 class _NotACopy(Exception):

@@ -8,7 +8,6 @@ Generic JSONL, one object per line:
 """
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 import re
@@ -16,18 +15,21 @@ from pathlib import Path
 from typing import Iterator
 
 from evaluator.importers.common import (
-    LETTERS, MAX_OPTIONS, ImageRef, InputError, SourceRow, blank, decoded_lines, index_or_none, normalise_index,
+    LETTERS, MAX_JSON_ARRAY_BYTES, MAX_JSON_DEPTH, MAX_OPTIONS, ImageRef, InputError, ReadLimits, SourceRow, blank,
+    JsonTooDeep, check_texts, data_url_payload, decode_base64_image, decoded_lines, finite, index_or_none,
+    json_loads, json_too_deep, normalise_index,
 )
 
-_DATA_URL = re.compile(r"^data:image/[\w.+-]+;base64,", re.IGNORECASE)
+# json raises a plain ValueError for a number longer than Python's int() accepts.
+_TOO_MANY_DIGITS = "not valid JSON (a number of more than 4,300 digits)"
 _POPE_SETTINGS = ("random", "popular", "adversarial")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
 
-def _records(path: Path, raw) -> Iterator[tuple[int, object] | InputError]:
+def _records(path: Path, raw, limits: ReadLimits) -> Iterator[tuple[int, object] | InputError]:
     """(line, parsed value) per JSON Lines record, or per element when the file is one JSON array."""
     bad_encoding: dict[int, InputError] = {}  # line -> its encoding error, reported in place of the record
-    lines = decoded_lines(raw, path, bad_encoding)
+    lines = decoded_lines(raw, path, bad_encoding, limits.max_line_bytes)
     first = None
     for number, text in enumerate(lines, start=1):
         if text.strip():
@@ -46,10 +48,14 @@ def _records(path: Path, raw) -> Iterator[tuple[int, object] | InputError]:
         if not text.strip():
             continue
         try:
-            yield number, json.loads(text)
+            yield number, json_loads(text)
+        except (JsonTooDeep, RecursionError):  # RecursionError: the last line of defence
+            yield InputError(path, number, "json", f"nested deeper than {MAX_JSON_DEPTH} levels")
         except json.JSONDecodeError as exc:
             yield InputError(path, number, "json", f"not valid JSON ({exc.msg} at column {exc.colno})"
                              + (" — truncated last line?" if not text.endswith("\n") else ""))
+        except ValueError:
+            yield InputError(path, number, "json", _TOO_MANY_DIGITS)
 
 
 def _chain(*iterables):
@@ -61,7 +67,16 @@ def _array_records(path: Path, first: tuple[int, str], lines,
                    bad_encoding: dict) -> Iterator[tuple[int, object] | InputError]:
     # One JSON array: decode element by element so each error and row carries the line it starts on.
     start_line = first[0]
-    text = first[1] + "".join(lines)
+    parts, size = [first[1]], len(first[1])
+    for line in lines:
+        size += len(line)
+        if size > MAX_JSON_ARRAY_BYTES:
+            yield InputError(path, start_line, "json", f"one JSON array of more than {MAX_JSON_ARRAY_BYTES // 2**20} "
+                                                       "MB; write it as JSON Lines (one record per line)")
+            return
+        parts.append(line)
+    text = "".join(parts)
+    del parts
     decoder = json.JSONDecoder()
     pos = text.index("[") + 1
     ws = re.compile(r"[\s,]*")
@@ -72,6 +87,7 @@ def _array_records(path: Path, first: tuple[int, str], lines,
         counted[0] = p
         return counted[1]
 
+    deep = json_too_deep(text, pos)  # where an element nests too deep: decoding stops before it
     while True:
         pos = ws.match(text, pos).end()
         line = line_at(pos)
@@ -81,8 +97,17 @@ def _array_records(path: Path, first: tuple[int, str], lines,
         if text[pos] == "]":
             return
         try:
+            start = pos
             value, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
+            if deep is not None and start <= deep < pos:
+                raise RecursionError
+        except RecursionError:
+            yield InputError(path, line, "json", f"nested deeper than {MAX_JSON_DEPTH} levels")
+            return
+        except ValueError as exc:
+            if not isinstance(exc, json.JSONDecodeError):
+                yield InputError(path, line, "json", _TOO_MANY_DIGITS)
+                return
             # Undecodable bytes at or before the failure are the likelier cause: report those instead.
             first_bad = min(bad_encoding, default=None)
             if first_bad is not None and first_bad <= line_at(max(exc.pos, pos)):
@@ -95,47 +120,59 @@ def _array_records(path: Path, first: tuple[int, str], lines,
         yield encoding[0] if encoding else (line, value)
 
 
-def _inline_or_path(value, base_dir: Path, err) -> ImageRef:
+def _inline_or_path(value, base_dir: Path, err, limits: ReadLimits) -> ImageRef:
     if not isinstance(value, str) or blank(value):
         raise err("image", "missing (a path, a data URL or base64)")
     value = value.strip()
-    match = _DATA_URL.match(value)
+    try:
+        payload = data_url_payload(value)
+    except ValueError as exc:
+        raise err("image", str(exc)) from None
     # Plain base64 may contain "/" anywhere (a JPEG's always starts "/9j/"); a path is not 64+ base64 characters
     # (no dot) whose length is a multiple of 4.
     plain_b64 = len(value) >= 64 and len(value) % 4 == 0 and _BASE64.fullmatch(value)
-    if match or plain_b64 or (len(value) > 256 and "/" not in value[:64] and "." not in value[-6:]):
+    if payload is not None or plain_b64 or (len(value) > 256 and "/" not in value[:64] and "." not in value[-6:]):
         try:
-            return ImageRef("bytes", base64.b64decode(value[match.end():] if match else value, validate=True))
+            return ImageRef("bytes", decode_base64_image(value if payload is None else payload, limits))
         except (binascii.Error, ValueError) as exc:
-            raise err("image", f"undecodable base64 ({exc})") from None
+            raise err("image", f"undecodable base64 ({exc})" if isinstance(exc, binascii.Error) else str(exc)) from None
     p = Path(value)
     return ImageRef("path", p if p.is_absolute() else base_dir / p)
 
 
-def read_jsonl(path: Path, raw, *, images_dir: Path | None = None) -> Iterator[SourceRow | InputError]:
+def _check_record(obj, err) -> None:
+    """Every text of a record (keys, values, nested values) must be storable: no NUL, no lone surrogate."""
+    if not isinstance(obj, dict):
+        raise err("row", f"expected a JSON object, got {type(obj).__name__}")
+    for key, value in obj.items():
+        check_texts(key, "row", err)
+        check_texts(value, key, err)
+
+
+def read_jsonl(path: Path, raw, *, images_dir: Path | None = None,
+               limits: ReadLimits = ReadLimits()) -> Iterator[SourceRow | InputError]:
     base_dir = images_dir or path.parent
-    for record_no, rec in enumerate(_records(path, raw), start=1):
+    for record_no, rec in enumerate(_records(path, raw, limits), start=1):
         if isinstance(rec, InputError):
             yield rec
             continue
         line, obj = rec
         try:
-            yield _parse_mcq(obj, line, record_no, path, base_dir)
+            yield _parse_mcq(obj, line, record_no, path, base_dir, limits)
         except InputError as exc:
             exc.index = index_or_none(obj.get("index", record_no)) if isinstance(obj, dict) else None
             yield exc
 
 
-def _parse_mcq(obj, line: int, record_no: int, path: Path, base_dir: Path) -> SourceRow:
+def _parse_mcq(obj, line: int, record_no: int, path: Path, base_dir: Path, limits: ReadLimits) -> SourceRow:
     def err(field: str, what: str) -> InputError:
         return InputError(path, line, field, what)
 
-    if not isinstance(obj, dict):
-        raise err("row", f"expected a JSON object, got {type(obj).__name__}")
+    _check_record(obj, err)
     try:
         index = normalise_index(obj.get("index", record_no))
-    except (ValueError, TypeError):
-        raise err("index", f"not a valid index: {obj.get('index')!r}") from None
+    except ValueError as exc:
+        raise err("index", f"not a valid index: {_short(obj.get('index'))} ({exc})") from None
     question = obj.get("question")
     if not isinstance(question, str) or not question.strip():
         raise err("question", "missing or empty")
@@ -145,7 +182,8 @@ def _parse_mcq(obj, line: int, record_no: int, path: Path, base_dir: Path) -> So
         if keys != list(LETTERS[: len(keys)]):
             raise err("options", f"letters must run A, B, C… in order, got {', '.join(keys)}")
         raw_options = list(raw_options.values())
-    if not isinstance(raw_options, list) or not all(isinstance(o, (str, int, float)) for o in raw_options):
+    if not isinstance(raw_options, list) or not all(
+            isinstance(o, (str, int, float)) and not isinstance(o, bool) and finite(o) for o in raw_options):
         raise err("options", "must be a list of texts (or an object letter -> text)")
     options = [str(o).strip() for o in raw_options]
     if len(options) < 2 or len(options) > MAX_OPTIONS:
@@ -173,7 +211,7 @@ def _parse_mcq(obj, line: int, record_no: int, path: Path, base_dir: Path) -> So
     known = {"index", "question", "options", "answer", "image", "hint", "category", "l2_category", "split"}
     return SourceRow(
         line=line, index=index, question=question.strip(), options=tuple(options), answer=answer,
-        image=_inline_or_path(obj.get("image"), base_dir, err),
+        image=_inline_or_path(obj.get("image"), base_dir, err, limits),
         hint=text("hint"), category=text("category"), l2_category=text("l2_category"), split=text("split"),
         meta={k: v for k, v in obj.items() if k not in known},
     )
@@ -185,9 +223,10 @@ def pope_setting_from_name(path: Path) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-def read_pope(path: Path, raw, *, images_dir: Path | None = None) -> Iterator[SourceRow | InputError]:
+def read_pope(path: Path, raw, *, images_dir: Path | None = None,
+              limits: ReadLimits = ReadLimits()) -> Iterator[SourceRow | InputError]:
     """POPE question files: `question_id`, `image` (a file name inside --images), `text`, `label` (yes/no)."""
-    for rec in _records(path, raw):
+    for rec in _records(path, raw, limits):
         if isinstance(rec, InputError):
             yield rec
             continue
@@ -203,15 +242,14 @@ def _parse_pope(obj, line: int, path: Path, images_dir: Path | None) -> SourceRo
     def err(field: str, what: str) -> InputError:
         return InputError(path, line, field, what)
 
-    if not isinstance(obj, dict):
-        raise err("row", f"expected a JSON object, got {type(obj).__name__}")
+    _check_record(obj, err)
     for name in ("question_id", "image", "text", "label"):
         if name not in obj:
             raise err(name, "missing")
     try:
         index = normalise_index(obj["question_id"])
-    except (ValueError, TypeError):
-        raise err("question_id", f"not a valid id: {obj['question_id']!r}") from None
+    except ValueError as exc:
+        raise err("question_id", f"not a valid id: {_short(obj['question_id'])} ({exc})") from None
     text = obj["text"]
     if not isinstance(text, str) or not text.strip():
         raise err("text", "missing or empty")
@@ -227,3 +265,9 @@ def _parse_pope(obj, line: int, path: Path, images_dir: Path | None) -> SourceRo
         meta={"image_name": image_name.strip(), **{k: v for k, v in obj.items()
                                                    if k not in ("question_id", "image", "text", "label")}},
     )
+
+
+def _short(value) -> str:
+    """A JSON value quoted in an error, as JSON, cut to a readable length."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -6,15 +6,14 @@ benchmark, so any subset with index, question, two or more option letters and an
 """
 from __future__ import annotations
 
-import base64
 import binascii
 import csv
-import sys
 from pathlib import Path
 from typing import Iterator
 
 from evaluator.importers.common import (
-    LETTERS, ImageRef, InputError, SourceRow, blank, decoded_lines, index_or_none, normalise_index,
+    LETTERS, ImageRef, InputError, ReadLimits, SourceRow, blank, check_texts, data_url_payload, decode_base64_image,
+    decoded_lines, index_or_none, normalise_index,
 )
 
 # Inline images shorter than this are references to another row's index (VLMEvalKit's convention).
@@ -22,12 +21,14 @@ IMAGE_REF_MAX_CHARS = 64
 KNOWN = {"index", "question", "hint", "answer", "category", "l2-category", "l2_category", "split", "image", "image_path"}
 
 
-def read_tsv(path: Path, raw, *, images_dir: Path | None = None) -> Iterator[SourceRow | InputError]:
+def read_tsv(path: Path, raw, *, images_dir: Path | None = None,
+             limits: ReadLimits = ReadLimits()) -> Iterator[SourceRow | InputError]:
     """Yield one SourceRow (or the InputError of a bad row) per data row; raise InputError if the file is unusable."""
-    # Base64 images make single cells of megabytes; the csv module's default cap is 128 KB.
-    csv.field_size_limit(max(csv.field_size_limit(), min(sys.maxsize, 2**31 - 1)))
+    # Base64 images make single cells of megabytes (the csv module's default cap is 128 KB); a quoted cell may span
+    # lines, so the cap on a cell is the cap on a line.
+    csv.field_size_limit(limits.max_line_bytes)
     bad_encoding: dict[int, InputError] = {}  # line -> its encoding error, reported with the row it belongs to
-    lines = decoded_lines(raw, path, bad_encoding)
+    lines = decoded_lines(raw, path, bad_encoding, limits.max_line_bytes)
     reader = csv.reader(lines, delimiter="\t")
     try:
         header = next(reader)
@@ -81,20 +82,23 @@ def read_tsv(path: Path, raw, *, images_dir: Path | None = None) -> Iterator[Sou
             continue
         row = dict(zip(header, cells))
         try:
-            yield _parse(row, first_line, path, option_cols, base_dir, extra)
+            yield _parse(row, first_line, path, option_cols, base_dir, extra, limits)
         except InputError as exc:
             exc.index = index_or_none(row["index"])
             yield exc
 
 
-def _parse(row: dict, line: int, path: Path, option_cols: list[str], base_dir: Path, extra: list[str]) -> SourceRow:
+def _parse(row: dict, line: int, path: Path, option_cols: list[str], base_dir: Path, extra: list[str],
+           limits: ReadLimits) -> SourceRow:
     def err(field: str, what: str) -> InputError:
         return InputError(path, line, field, what)
 
+    for column, value in row.items():
+        check_texts(value, column, err)
     try:
         index = normalise_index(row["index"])
-    except ValueError:
-        raise err("index", f"not a valid index: {row['index']!r}") from None
+    except ValueError as exc:
+        raise err("index", f"not a valid index: {row['index'][:60]!r} ({exc})") from None
     question = row["question"].strip()
     if not question:
         raise err("question", "empty")
@@ -116,7 +120,7 @@ def _parse(row: dict, line: int, path: Path, option_cols: list[str], base_dir: P
         if answer not in LETTERS[: len(options)]:
             raise err("answer", f"{row['answer'].strip()!r} is not one of the options {', '.join(LETTERS[:len(options)])}")
 
-    image = _image_ref(row, base_dir, err)
+    image = _image_ref(row, base_dir, err, limits)
     get = lambda *names: next((row[n].strip() for n in names if n in row and not blank(row[n])), None)  # noqa: E731
     return SourceRow(
         line=line,
@@ -133,19 +137,25 @@ def _parse(row: dict, line: int, path: Path, option_cols: list[str], base_dir: P
     )
 
 
-def _image_ref(row: dict, base_dir: Path, err) -> ImageRef:
+def _image_ref(row: dict, base_dir: Path, err, limits: ReadLimits) -> ImageRef:
     cell = row.get("image", "")
     if not blank(cell):
         cell = cell.strip()
-        if len(cell) <= IMAGE_REF_MAX_CHARS:
+        try:
+            payload = data_url_payload(cell)
+        except ValueError as exc:
+            raise err("image", str(exc)) from None
+        if payload is None and len(cell) <= IMAGE_REF_MAX_CHARS:
             try:
                 return ImageRef("row", normalise_index(cell))
             except ValueError:
                 raise err("image", f"not base64 and not a row index: {cell!r}") from None
         try:
-            return ImageRef("bytes", base64.b64decode(cell, validate=True))
-        except (binascii.Error, ValueError) as exc:
+            return ImageRef("bytes", decode_base64_image(cell if payload is None else payload, limits))
+        except binascii.Error as exc:
             raise err("image", f"undecodable base64 ({exc})") from None
+        except ValueError as exc:
+            raise err("image", str(exc)) from None
     path_cell = row.get("image_path", "")
     if not blank(path_cell):
         p = Path(path_cell.strip())

@@ -798,19 +798,22 @@ def test_errors_name_the_physical_line_after_multiline_cells(vd, tmp_path):
     assert vd.items("multi-ok")[0]["hint"] == "first line\nsecond line\nthird line"
 
 
-def test_indexes_beyond_64_bits_are_kept_as_text(vd, tmp_path):
+def test_indexes_beyond_64_bits_are_an_error(vd, tmp_path):
+    """SQLite stores 64-bit integers: a larger index cannot be kept as the number it is, so it is refused."""
     rs = rows(3)
     rs[1]["index"] = "99999999999999999999999"
-    rs[2]["image"] = "99999999999999999999999"  # a reference to it
-    vd.ok("import", write_tsv(tmp_path / "huge.tsv", rs))
-    items = vd.items("huge")
-    assert [i["index"] for i in items] == [0, "99999999999999999999999", 2]
-    assert items[2]["image_sha256"] == items[1]["image_sha256"]
-    assert vd.ok("show", "huge", "99999999999999999999999", "--json").json["index"] == "99999999999999999999999"
+    src = write_tsv(tmp_path / "huge.tsv", rs)
+    r = vd("import", src)
+    assert r.rc == 2 and r.err_lines == [f"error: {src}:3: index: not a valid index: '99999999999999999999999' "
+                                         "(a number outside SQLite's 64-bit integer range)"]
     recs = mcq_records(2)
     recs[1]["index"] = 2**64
-    vd.ok("import", write_jsonl(tmp_path / "huge.jsonl", recs), "--name", "huge-jsonl")
-    assert [i["index"] for i in vd.items("huge-jsonl")] == [0, str(2**64)]
+    src = write_jsonl(tmp_path / "huge.jsonl", recs)
+    r = vd("import", src)
+    assert r.rc == 2 and r.err_lines[0].startswith(f"error: {src}:2: index: not a valid index: ")
+    recs[1]["index"] = 2**63 - 1
+    vd.ok("import", write_jsonl(tmp_path / "edge.jsonl", recs))
+    assert [i["index"] for i in vd.items("edge")] == [0, 2**63 - 1]
 
 
 def test_a_path_with_a_nul_character_is_bad_input(vd, tmp_path):
@@ -818,7 +821,7 @@ def test_a_path_with_a_nul_character_is_bad_input(vd, tmp_path):
     recs[1]["image"] = "pic\u0000.png"
     src = write_jsonl(tmp_path / "nul.jsonl", recs)
     r = vd("import", src)
-    assert r.rc == 2 and len(r.err_lines) == 1 and r.err_lines[0].startswith(f"error: {src}:2: image: cannot read")
+    assert r.rc == 2 and r.err_lines == [f"error: {src}:2: image: contains a NUL character at position 4"]
 
 
 def test_values_quoted_in_errors_cannot_break_the_line(vd, tmp_path):
@@ -963,3 +966,21 @@ def test_the_demo_command_imports_the_bundled_benchmarks_once(vd):
     found = vd.benchmarks()
     assert (found["demo"]["questions"], found["demo-pope"]["questions"]) == (30, 48)
     assert found["demo-pope"]["kind"] == "yesno" and found["demo-pope"]["setting"] == "random"
+
+
+def test_json_progress_is_one_event_per_line(vd, tmp_path):
+    src = write_mmbench_tsv(tmp_path / "progress.tsv", 3, image_side=SIDE)
+    r = vd.ok("import", src, "--json-progress")
+    events = [json.loads(line) for line in r.out.splitlines()]
+    assert events[0] == {"event": "start", "name": "progress", "format": "mmbench-tsv", "kind": "mcq",
+                         "bytes_total": src.stat().st_size}
+    progress = [e for e in events[1:-1]]
+    assert progress and all(e["event"] == "progress" for e in progress)
+    assert set(progress[0]) == {"event", "rows", "questions", "skipped", "images_new", "bytes_read", "bytes_total"}
+    assert [e["rows"] for e in progress] == sorted(e["rows"] for e in progress)
+    done = events[-1]
+    assert done["event"] == "done" and done["questions"] == 3 and done["rows_read"] == progress[-1]["rows"]
+    assert done["images_new"] == 3 and done["already_imported"] is False
+    assert set(done) - {"event"} == set(vd.ok("import", src, "--json").json)  # the fields of --json
+    again = [json.loads(line) for line in vd.ok("import", src, "--json-progress").out.splitlines()]
+    assert len(again) == 1 and again[0]["event"] == "done" and again[0]["already_imported"] is True
