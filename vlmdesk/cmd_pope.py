@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from evaluator.importers.importer import slug
 from evaluator.pope import SETTINGS, write_pope_jsonl
