@@ -13,6 +13,7 @@ import sqlite3
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from typing import Literal
 
 from db.catalog import now_iso
 from db.errors import EnvironmentFault, NotFound, UserError
@@ -25,6 +26,12 @@ SEED_MAX = 2**32 - 1
 
 HEARTBEAT_S = 5.0
 STALE_AFTER_S = 60.0  # a heartbeat older than this means the owner is gone (stopped, killed, or on a lost host)
+
+
+Strategy = Literal["circular", "vanilla", "pope"]
+"""How a run asks its items: CircularEval (every rotation), VanillaEval (pass 0 only), POPE (one yes/no pass)."""
+RunStatus = Literal["running", "finished", "failed", "interrupted"]
+"""A run's status; its effective status reads `interrupted` for a `running` run whose owner is gone."""
 
 
 class RunBusy(UserError):
@@ -59,7 +66,7 @@ class Run:
     benchmark_id: int
     benchmark: str
     model_spec: str
-    strategy: str
+    strategy: Strategy
     prompt_template: str
     extractor: str
     config: dict
@@ -67,7 +74,7 @@ class Run:
     versions: dict
     git_revision: str | None
     seed: int
-    status: str  # effective: a `running` run whose owner is gone reads `interrupted`
+    status: RunStatus  # effective: a `running` run whose owner is gone reads `interrupted`
     error: str | None
     created_at: str
     updated_at: str
@@ -78,7 +85,7 @@ class Run:
     owner_token: str | None = None
     owner_since: str | None = None
     heartbeat_at: str | None = None
-    stored_status: str = ""
+    stored_status: RunStatus | Literal[""] = ""
     problems: tuple[str, ...] = field(default=())  # stored values that could not be read, shown as such
 
     @property

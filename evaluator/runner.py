@@ -26,6 +26,8 @@ from evaluator.backends import Backend, BackendError, Query, can_score
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import Extractor, load_extractor
 from evaluator.pope import parse_strict
+from evaluator.progress import Progress
+from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
 from evaluator.prompts import PromptTemplate
 
 LETTERS = string.ascii_uppercase
@@ -36,7 +38,7 @@ YESNO_CANDIDATES = ("Yes", "No")
 class RunSettings:
     """Everything that decides a run's answers (batch size does not, so it is not part of the run's identity)."""
 
-    strategy: str = "circular"  # circular | vanilla (multiple choice); yes/no benchmarks always take one pass
+    strategy: McqStrategy = "circular"  # yes/no benchmarks always take one pass (strategy "pope")
     full_passes: bool = False
     limit: int | None = None
     max_new_tokens: int = 32
@@ -51,7 +53,7 @@ class RunSettings:
     def check(self) -> None:
         """ValueError naming every setting out of range (before a run is stored with them)."""
         problems = runs.config_problems(self.config(1))
-        if self.strategy not in ("circular", "vanilla"):
+        if self.strategy not in MCQ_STRATEGIES:
             problems.append(f"strategy: {self.strategy!r} is not circular or vanilla")
         if problems:
             raise InvalidInput("; ".join(problems))
@@ -69,22 +71,7 @@ def settings_of(run: runs.Run) -> RunSettings:
     return settings
 
 
-@dataclass(frozen=True)
-class Progress:
-    run_id: int
-    wave: int
-    passes_done: int
-    items_done: int
-    items_total: int
-    calls: int
-    calls_per_s: float
-    eta_s: float | None
-
-    def to_json(self) -> dict:
-        return {"event": "progress", **asdict(self)}
-
-
-def strategy_for(bench: Benchmark, settings: RunSettings) -> str:
+def strategy_for(bench: Benchmark, settings: RunSettings) -> Strategy:
     return "pope" if bench.kind == "yesno" else settings.strategy
 
 

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-Strategy = Literal["circular", "vanilla", "pope"]
-"""How a run asks its items: CircularEval (every rotation), VanillaEval (pass 0 only), POPE (one yes/no pass)."""
+from db.runs import RunStatus, Strategy  # the stored columns' values are defined with the Run row
+
 STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 McqStrategy = Literal["circular", "vanilla"]
 """The strategies a user chooses for a multiple-choice benchmark (yes/no benchmarks are always `pope`)."""
 MCQ_STRATEGIES: tuple[McqStrategy, ...] = get_args(McqStrategy)
 
-RunStatus = Literal["running", "finished", "failed", "interrupted"]
-"""A run's (effective) status: `running` whose owner is gone reads `interrupted`."""
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 
 Stage = Literal["rules", "llm", "likelihood", "none", "human"]

@@ -13,6 +13,8 @@ from evaluator.launch import execute_run, open_backend, start_run, stored_run
 from evaluator.llm_extraction import parse_extractor_spec
 from evaluator.prompts import PromptTemplate, default_template, load_template
 from evaluator.pope_report import attach_pope_means, format_pope_means
+from evaluator.progress import DoneEvent, StartEvent
+from evaluator.types import MCQ_STRATEGIES
 from evaluator.report import run_report
 from evaluator.runner import RunSettings, settings_of
 from vlmdesk.args import positive_int, record_id, seed
@@ -35,7 +37,7 @@ def register(add) -> None:
                 vlmdesk run --resume 7""")
     p.add_argument("--bench", help="benchmark name (vlmdesk benchmarks)")
     p.add_argument("--model", help="model spec (hf:PATH, openai:MODEL@URL, baseline:random) or a saved model's name")
-    p.add_argument("--strategy", choices=("circular", "vanilla"), default="circular",
+    p.add_argument("--strategy", choices=MCQ_STRATEGIES, default="circular",
                    help="circular (default) or vanilla (pass 0 only); ignored for yes/no benchmarks")
     p.add_argument("--full-passes", action="store_true",
                    help="ask every pass even after a wrong one (measures answer consistency)")
@@ -161,8 +163,8 @@ def _execute(ws, run, backend, batch_size: int, args, resumed: bool) -> int:
 
     def on_start(engine):
         if args.json_progress:
-            _emit({"event": "start", "run_id": run.id, "resumed": resumed, "benchmark_id": run.benchmark_id,
-                   "items_total": len(engine.items), "passes_done": sum(map(len, engine.done.values()))})
+            _emit(StartEvent(run.id, resumed, run.benchmark_id, len(engine.items),
+                             sum(map(len, engine.done.values()))).to_json())
 
     # Cancel (QProcess.terminate, kill -TERM) ends the run cleanly between two SQLite statements.
     previous = signal.signal(signal.SIGTERM, on_term)
@@ -193,7 +195,7 @@ def _execute(ws, run, backend, batch_size: int, args, resumed: bool) -> int:
         if bar is not None:
             bar.close()
     if args.json_progress:
-        _emit({"event": "done", "run_id": run.id, "model_calls": engine.calls})
+        _emit(DoneEvent(run.id, engine.calls).to_json())
     return _finish(args, run.id)
 
 
