@@ -15,7 +15,7 @@ from typing import BinaryIO, Iterable, Iterator
 
 from PIL import Image, UnidentifiedImageError
 
-from db.errors import UserError
+from db.errors import InvalidInput, UserError
 
 # MMBench and VLMEvalKit put circular copies of question i at index i + k * CIRCULAR_STRIDE.
 CIRCULAR_STRIDE = 1_000_000
@@ -141,11 +141,11 @@ def sha256_stream(f: BinaryIO) -> str:
     return h.hexdigest()
 
 
-class JsonTooDeep(ValueError):
+class JsonTooDeep(InvalidInput):
     """JSON nested deeper than MAX_JSON_DEPTH."""
 
 
-class Refused(ValueError):
+class Refused(InvalidInput):
     """A file an import will not read (not a regular file, too big, outside its folder); the message says why."""
 
 
