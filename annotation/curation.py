@@ -19,6 +19,7 @@ from annotation import qc, reviews
 from db import catalog
 from db.catalog import Benchmark, now_iso
 from db.workspace import Workspace
+from evaluator.choices import canonical_answer
 from evaluator.exporters import ExportReport, export_benchmark
 
 REVIEW_OUTCOME = {"ok": ("keep", None), "ambiguous": ("remove", None), "text_answerable": ("remove", None),
@@ -100,12 +101,7 @@ def _review_verdicts(ws: Workspace, benchmark_id: int, items: dict) -> dict[int,
 
 def _norm(item: catalog.Item, answer: str | None) -> str | None:
     """A reviewer's corrected answer in the item's own terms, or None when it names no option."""
-    if not answer:
-        return None
-    answer = answer.strip()
-    if item.options:
-        return answer.upper() if answer.upper() in qc.LETTERS[: len(item.options)] else None
-    return answer.lower() if answer.lower() in ("yes", "no") else None
+    return canonical_answer(len(item.options), answer)
 
 
 def _combine(item: catalog.Item, found: list[_Verdict]) -> Change:

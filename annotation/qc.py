@@ -19,10 +19,11 @@ from dataclasses import asdict, dataclass
 
 from annotation import standing
 from annotation.standing import QC_DECISIONS
-from db import catalog, runs
+from db import catalog, item_query, runs
 from db.catalog import now_iso
 from db.errors import UserError
 from db.workspace import Workspace
+from evaluator.choices import answer_keys, canonical_answer
 
 STAGES = ("text-only", "consensus")
 CATEGORY = {"text-only": "text-answerable", "consensus": "possibly flawed"}
@@ -31,7 +32,6 @@ REASON_TEXT = {"text_answerable": "answerable without the image", "wrong_answer"
                "ambiguous": "ambiguous", "bad_image": "bad image", "other": "other"}
 DECISIONS = ("confirm", "reject")
 STATUSES = ("pending", "disputed", "confirmed", "rejected")
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 class QCError(UserError, ValueError):
@@ -158,17 +158,14 @@ def check_stage_runs(ws: Workspace, benchmark_id: int, stage: str, run_ids: list
 def circular_correctness(ws: Workspace, run_ids: list[int]) -> dict[int, dict[int, bool]]:
     """item id -> {run id: answered correctly} for every item with an answer key that the run evaluated.
 
-    Correct means every pass right: as many right passes as the item has options (CircularEval), or the one pass
-    of a yes/no item (no options, one pass).
+    Correct means the run's verdict is right (evaluator/choices.py run_result): every CircularEval pass right, or
+    the one pass of a yes/no item.
     """
-    marks = ",".join("?" * len(run_ids))
-    rows = ws.conn.execute(
-        f"SELECT p.item_id, p.run_id, sum(p.correct = 1) = max(1, json_array_length(i.options)) "
-        f"FROM predictions p JOIN items i ON i.id = p.item_id "
-        f"WHERE p.run_id IN ({marks}) AND i.answer IS NOT NULL GROUP BY p.item_id, p.run_id", run_ids)
     found: dict[int, dict[int, bool]] = defaultdict(dict)
-    for item_id, run_id, correct in rows:
-        found[item_id][run_id] = bool(correct)
+    for item_id, by_run in item_query.run_results(ws, run_ids).items():
+        for run_id, result in by_run.items():
+            if result != "unscored":
+                found[item_id][run_id] = result == "right"
     return found
 
 
@@ -293,15 +290,11 @@ def _item(ws: Workspace, item_id: int) -> catalog.Item:
 def _valid_answer(item: catalog.Item, answer: str | None) -> str:
     if answer is None or not str(answer).strip():
         raise QCError("a wrong-answer confirmation needs the corrected answer (--answer)")
-    answer = str(answer).strip()
-    if item.options:
-        answer = answer.upper()
-        allowed = LETTERS[: len(item.options)]
-    else:
-        answer = answer.lower()
-        allowed = ("yes", "no")
-    if answer not in allowed:
-        raise QCError(f"answer {answer!r} is not one of {', '.join(allowed)}")
+    typed = str(answer).strip()
+    answer = canonical_answer(len(item.options), typed)
+    if answer is None:
+        typed = typed.upper() if item.options else typed.lower()
+        raise QCError(f"answer {typed!r} is not one of {', '.join(answer_keys(len(item.options)))}")
     if answer == item.answer:
         raise QCError(f"{answer} is already the answer key")
     return answer

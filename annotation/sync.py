@@ -29,6 +29,7 @@ from annotation.alignment import UNCLEAR
 from annotation.standing import ADJUDICATIONS, LABELS, QC_DECISIONS, REVIEWS, WITHDRAWAL, Kind
 from db import catalog
 from db.workspace import Workspace
+from evaluator.choices import answer_keys
 from evaluator.extraction import REFUSAL
 from evaluator.importers import InputError
 
@@ -172,7 +173,7 @@ def _json_type(value) -> str:
 
 def _answers(item: catalog.Item) -> tuple[str, ...]:
     """The answer keys an item admits, in canonical form: its option letters, or yes/no."""
-    return tuple(qc.LETTERS[: len(item.options)]) if item.options else ("yes", "no")
+    return answer_keys(len(item.options))
 
 
 # ------------------------------------------------------------------------------------------------ the kinds

@@ -14,9 +14,14 @@ from db import catalog, runs
 from db.workspace import Workspace
 
 RUN_RESULTS = ("right", "wrong", "pending", "unscored", "none")
-"""Per item and run: every needed pass right / a pass wrong / passes missing / no answer key / not run."""
+"""Per item and run: every needed pass right / a pass wrong / passes missing / no answer key / not run. The rule
+is evaluator/choices.py's run_result; the SQL below computes the same for paging and QC (db/ cannot import
+evaluator/), and tests/db/test_run_result_sql.py checks the two agree on generated runs."""
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+# Scripts written without spaces, which the unicode61 tokenizer keeps as one token per run of characters: CJK
+# ideographs (evaluator/choices.py's CJK_IDEOGRAPHS; a test keeps this class a superset), kana and hangul. A
+# tokenizer rule, not a language rule: Japanese and Korean need the substring search as much as Chinese does.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ebef]")
 _WORD = re.compile(r"[^\W_]+")  # letters and digits: what the unicode61 tokenizer keeps ("_" separates)
 MAX_SEARCH_CHARS = 1000
 """What a search reads of what was typed (a pasted page would make a huge FTS or LIKE pattern)."""
@@ -75,7 +80,7 @@ def _where(ws: Workspace, benchmark_id: int, f: ItemFilter) -> tuple[str, list]:
             params.append(value)
     text = f.text[:MAX_SEARCH_CHARS].strip()
     if text:
-        match = None if _CJK.search(text) else fts_query(text)
+        match = None if _UNSPACED.search(text) else fts_query(text)
         if match:
             sql.append("i.id IN (SELECT rowid FROM item_search WHERE item_search MATCH ?)")
             params.append(match)
@@ -97,15 +102,39 @@ def _where(ws: Workspace, benchmark_id: int, f: ItemFilter) -> tuple[str, list]:
     return " AND ".join(sql), params
 
 
+def _result_case(need: str) -> str:
+    """The verdict over the passes `p` of one item of one run, needing `need` right passes (see RUN_RESULTS)."""
+    return (f"CASE WHEN count(*) = 0 THEN 'none' WHEN sum(p.correct = 0) > 0 THEN 'wrong' "
+            f"WHEN sum(p.correct IS NULL) > 0 THEN 'unscored' WHEN sum(p.correct = 1) >= {need} THEN 'right' "
+            f"ELSE 'pending' END")
+
+
+def _need(strategy: str) -> str:
+    """Passes needed right (evaluator/choices.py passes_needed): every rotation under CircularEval, else one."""
+    return "json_array_length(i.options)" if strategy == "circular" else "1"
+
+
 def _run_result_sql(ws: Workspace, run_id: int | None) -> str:
     if run_id is None:
         return "'none'"
     run = runs.get_run(ws, run_id)
-    # CircularEval needs every rotation right; vanilla and POPE one pass. A wrong pass decides at once.
-    need = "json_array_length(i.options)" if run is not None and run.strategy == "circular" else "1"
-    return (f"(SELECT CASE WHEN count(*) = 0 THEN 'none' WHEN sum(p.correct = 0) > 0 THEN 'wrong' "
-            f"WHEN sum(p.correct IS NULL) > 0 THEN 'unscored' WHEN sum(p.correct = 1) >= {need} THEN 'right' "
-            f"ELSE 'pending' END FROM predictions p WHERE p.run_id = {int(run_id)} AND p.item_id = i.id)")
+    need = _need(run.strategy if run is not None else "")
+    return f"(SELECT {_result_case(need)} FROM predictions p WHERE p.run_id = {int(run_id)} AND p.item_id = i.id)"
+
+
+def run_results(ws: Workspace, run_ids: list[int]) -> dict[int, dict[int, str]]:
+    """item id -> {run id: one of RUN_RESULTS} for every item a run has a stored pass of (the run's own scoring)."""
+    found: dict[int, dict[int, str]] = {}
+    for run_id in run_ids:
+        run = runs.get_run(ws, run_id)
+        if run is None:
+            continue
+        rows = ws.conn.execute(
+            f"SELECT p.item_id, {_result_case(_need(run.strategy))} FROM predictions p JOIN items i ON i.id = p.item_id "
+            f"WHERE p.run_id = ? GROUP BY p.item_id ORDER BY p.item_id", (run_id,))
+        for item_id, result in rows:
+            found.setdefault(item_id, {})[run_id] = result
+    return found
 
 
 def count_items(ws: Workspace, benchmark_id: int, f: ItemFilter = ItemFilter()) -> int:

@@ -25,10 +25,11 @@ from db import catalog
 from db.catalog import Benchmark, Item
 from db.errors import UserError
 from db.workspace import Workspace
-from evaluator.importers.common import CIRCULAR_STRIDE, LETTERS
+from evaluator.choices import LETTERS, MAX_OPTIONS, displayed_answer, letters, rotation
+from evaluator.importers.common import CIRCULAR_STRIDE
 
 EXPORT_FORMATS = {"mcq": ("mmbench-tsv", "jsonl"), "yesno": ("pope",)}
-VLMEVALKIT_ORDER = ("index", "question", "hint", *LETTERS, "answer", "category", "image", "source", "l2-category",
+VLMEVALKIT_ORDER = ("index", "question", "hint", *letters(MAX_OPTIONS), "answer", "category", "image", "source", "l2-category",
                     "comment", "split")
 _MIME_EXT = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp",
              "image/bmp": ".bmp", "image/tiff": ".tif"}
@@ -102,7 +103,7 @@ def tsv_columns(bench: Benchmark, items: list[Item]) -> list[str]:
     n_options = max((len(i.options) for i in items), default=2)
     header = _source_header(bench)
     l2_name = "l2_category" if header and "l2_category" in header and "l2-category" not in header else "l2-category"
-    wanted = ["index", "question", "image", *LETTERS[:n_options]]
+    wanted = ["index", "question", "image", *letters(n_options)]
     for name, present in (("hint", any(i.hint for i in items)), ("answer", any(i.answer for i in items)),
                           ("category", any(i.category for i in items)), (l2_name, any(i.l2_category for i in items)),
                           ("split", any(i.split for i in items))):
@@ -132,8 +133,9 @@ def _copies(item: Item) -> list[tuple[int, int | str, tuple[str, ...], str | Non
     rows = []
     for copy_index, shift in copy_shifts(item):
         k = (int(copy_index) - int(item.index)) // CIRCULAR_STRIDE
-        shown = tuple(item.options[(i + shift) % n] for i in range(n))
-        answer = None if item.answer is None else LETTERS[(LETTERS.index(item.answer) - shift) % n]
+        order = rotation(n, shift)
+        shown = tuple(item.options[j] for j in order)
+        answer = displayed_answer(item.answer, order)
         rows.append((k, copy_index, shown, answer))
     return rows
 

@@ -23,9 +23,10 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Mapping
 
+from evaluator.choices import NONE_OF_THEM, has_cjk
 from evaluator.language import language_of  # noqa: F401  (re-exported: items and responses share it)
 
-REFUSAL = "Z"
+REFUSAL = NONE_OF_THEM
 """The choice recorded when a response refuses or says that none of the options fits."""
 
 
@@ -34,9 +35,6 @@ class Extraction:
     choice: str | None  # an option letter, "Z" (refusal / none of the options), or None (undecided)
     stage: str  # "rules" when decided by rules, "none" when undecided
     reason: str  # short human-readable reason
-
-
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef]")
 
 
 # --- Normalisation ----------------------------------------------------------------------------------------
@@ -116,10 +114,10 @@ class _Phrase:
 def _option_pattern(text: str) -> _Phrase | None:
     """A matcher finding the option's text as a whole word / phrase (Chinese: as a substring)."""
     phrase = _LEADING_ARTICLE.sub("", " ".join(text.split()).strip(_EDGE_PUNCT))
-    if not phrase or (len(phrase) == 1 and phrase.isalpha() and not _CJK.search(phrase)):
+    if not phrase or (len(phrase) == 1 and phrase.isalpha() and not has_cjk(phrase)):
         return None  # a one-letter option text ("a") cannot be told apart from letters and articles
     body = re.compile(r"\s+".join(re.escape(word) for word in phrase.split()), re.I)
-    if _CJK.search(phrase):
+    if has_cjk(phrase):
         return _Phrase(body, False, False)
     return _Phrase(body, bool(_LATIN_CHAR.match(phrase)), bool(_LATIN_CHAR.match(phrase[-1])))
 

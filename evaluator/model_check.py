@@ -5,7 +5,6 @@ that crashes or runs out of memory cannot take the window down).
 """
 from __future__ import annotations
 
-import string
 import time
 from dataclasses import asdict, dataclass
 
@@ -13,9 +12,9 @@ from db import catalog
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
 from evaluator.backends import SPEC_HELP, BackendError, Query
+from evaluator.choices import YESNO_CANDIDATES, letters, read_yes_no
 from evaluator.extraction import extract_by_rules
 from evaluator.launch import open_backend
-from evaluator.pope import parse_strict
 from evaluator.prompts import default_template
 
 DEMO_BENCHMARK = "demo"
@@ -84,15 +83,14 @@ def check_model(ws: Workspace, spec: str, *, benchmark: str | None = None, item_
     prompt = default_template(bench.kind).render(question=item.question, hint=item.hint, options=item.options,
                                                  language=item.language)
     image = catalog.image_bytes(ws, item.image_sha256) if item.image_sha256 else None
-    letters = tuple(string.ascii_uppercase[: len(item.options)]) if bench.kind == "mcq" else ("Yes", "No")
+    candidates = tuple(letters(len(item.options))) if bench.kind == "mcq" else YESNO_CANDIDATES
     started = time.perf_counter()
-    response = backend.generate([Query(prompt, (image[0],) if image else (), letters)], max_new_tokens)[0]
+    response = backend.generate([Query(prompt, (image[0],) if image else (), candidates)], max_new_tokens)[0]
     answer_s = time.perf_counter() - started
     if bench.kind == "mcq":
-        choice = extract_by_rules(response, dict(zip(letters, item.options))).choice
+        choice = extract_by_rules(response, dict(zip(candidates, item.options))).choice
     else:
-        reading = parse_strict(response)
-        choice = None if reading == "unknown" else reading
+        choice = read_yes_no(response)
     return ModelCheck(spec=backend.spec, backend=backend.describe(), benchmark=bench.name, item_index=str(item.index),
                       prompt=prompt, response=response, choice=choice, answer=item.answer,
                       correct=None if item.answer is None else choice == item.answer,

@@ -113,6 +113,9 @@ def parse_strict(text: str) -> str:
     return "unknown"
 
 
+PARSERS: dict[str, Callable[[str], str]] = {"official": parse_official, "strict": parse_strict}
+"""The POPE answer parsers by name, in the order reports list them."""
+
 # --------------------------------------------------------------------------------------------------- metrics
 
 

@@ -11,18 +11,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from db.errors import InvalidInput
 from evaluator.importers.jsonl import pope_setting_from_name
 from evaluator.pope import (
-    FRACTION_METRICS, PopeMeans, PopeMetrics, match_answers, mean_over_settings, parse_official, parse_strict,
-    pope_metrics, read_pope_answers, read_pope_questions,
+    FRACTION_METRICS, PARSERS, PopeMeans, PopeMetrics, match_answers, mean_over_settings, pope_metrics,
+    read_pope_answers, read_pope_questions,
 )
-from evaluator.types import POPE_PARSERS, PopeParser
-
-PARSERS = POPE_PARSERS
-PARSE: dict[PopeParser, Callable[[str], str]] = {"official": parse_official, "strict": parse_strict}
+from evaluator.types import PopeParser
 
 # ------------------------------------------------------------------------------------------- answer files
 
@@ -73,7 +70,7 @@ def score_files(question_files: Sequence[str], answer_files: Sequence[str], pars
     file that cannot be read or does not match its questions."""
     if len(question_files) != len(answer_files):
         raise InvalidInput(f"{len(question_files)} --questions but {len(answer_files)} --answers: give them in pairs")
-    parse = PARSE[parser]
+    parse = PARSERS[parser]
     scores = {}
     for name, questions_file, answers_file in zip(setting_names(question_files), question_files, answer_files):
         questions, answers = _read(read_pope_questions, questions_file), _read(read_pope_answers, answers_file)

@@ -20,9 +20,9 @@ from pathlib import Path
 from db import catalog, runs
 from db.errors import NotFound
 from db.workspace import Workspace
+from evaluator.choices import displayed_answer, letters, rotation
 from evaluator.exporters import ExportError, _atomic_text, _finish, copy_shifts
-from evaluator.importers.common import CIRCULAR_STRIDE, LETTERS
-from evaluator.runner import rotation
+from evaluator.importers.common import CIRCULAR_STRIDE
 
 PREDICTION_FIELDS = ("response", "choice")
 SEPARATORS = {".tsv": "\t", ".csv": ","}
@@ -72,7 +72,7 @@ def export_predictions(ws: Workspace, run_id: int, path: str | Path, *, predicti
         predicted = sum((item.id, 0) in done for item in items)
     else:
         n_options = max((len(i.options) for i in items), default=2)
-        columns = ["index", "question", "hint", *LETTERS[:n_options], "answer", "category", "l2-category", "split",
+        columns = ["index", "question", "hint", *letters(n_options), "answer", "category", "l2-category", "split",
                    "prediction"]
         waves = max((len(i.options) for i in items), default=1) if run.strategy == "circular" else 1
         rows, predicted = [], 0
@@ -83,7 +83,7 @@ def export_predictions(ws: Workspace, run_id: int, path: str | Path, *, predicti
                 predicted += (item.id, k) in done
                 order = rotation(len(item.options), k)
                 shown = [item.options[j] for j in order]
-                answer = None if item.answer is None else LETTERS[order.index(LETTERS.index(item.answer))]
+                answer = displayed_answer(item.answer, order)
                 rows.append([_copy_index(item, k), item.question, item.hint,
                              *(shown + [None] * (n_options - len(shown))), answer, item.category, item.l2_category,
                              item.split, said(done.get((item.id, k)))])

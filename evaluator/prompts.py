@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from db.errors import InvalidInput
+from evaluator.choices import letters
 
 FIELDS = {"hint", "question", "options", "letters"}
 MAX_TEMPLATE_BYTES = 64 * 1024
@@ -40,13 +41,13 @@ class PromptTemplate:
 
     def render(self, *, question: str, hint: str | None, options: tuple[str, ...], language: str) -> str:
         text = self.by_language.get(language) or self.by_language["en"]
-        letters = string.ascii_uppercase[: len(options)]
+        shown = letters(len(options))
         prefix = HINT_PREFIX.get(language, HINT_PREFIX["en"])
         return text.format(
             hint=f"{prefix}{hint}\n" if hint else "",
             question=question,
-            options="\n".join(f"{letter}. {option}" for letter, option in zip(letters, options)),
-            letters=", ".join(letters),
+            options="\n".join(f"{letter}. {option}" for letter, option in zip(shown, options)),
+            letters=", ".join(shown),
         )
 
     def to_json(self) -> str:

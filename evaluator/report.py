@@ -12,7 +12,10 @@ from collections import defaultdict
 from db import catalog, extractions, runs
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
-from evaluator.pope import parse_official, pope_metrics
+from evaluator.choices import (
+    POPE_PARSERS, item_result, marks_of, original_option, pope_reading, vanilla_result,
+)
+from evaluator.pope import pope_metrics
 
 NONE = "(none)"
 
@@ -71,7 +74,7 @@ def _scored_passes(ws: Workspace, run: runs.Run, stored: dict, scoring: str | No
 
 
 def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> dict:
-    circular = strategy == "circular"
+    is_circular = strategy == "circular"
     groups: dict[str, dict[str, list[int]]] = {"by_l2": {}, "by_category": {}, "by_split": {}}
     totals = [0, 0, 0]  # scored questions, vanilla right, circular right
     unscored = consistent = complete = unasked = 0
@@ -80,9 +83,12 @@ def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> dict:
         if item.answer is None:
             unscored += 1
             continue
-        vanilla_ok, circular_ok = _vanilla_ok(passes), _circular_ok(item, passes)
-        unasked += bool(passes) and not circular_ok and all(p.correct for p in passes.values())
-        chosen = {_original_choice(p) for p in passes.values()}
+        marks = marks_of(passes)
+        vanilla_ok = vanilla_result(marks) == "right"
+        circular = item_result("circular", len(item.options), marks)
+        circular_ok = circular == "right"
+        unasked += circular == "pending"
+        chosen = {original_option(p.choice, p.option_order) for p in passes.values()}
         if len(passes) == len(item.options):
             complete += 1
             consistent += len(chosen) == 1 and None not in chosen
@@ -97,7 +103,7 @@ def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> dict:
 
     def scores(g):
         return {"questions": g[0], "vanilla": _fraction(g[1], g[0]),
-                "circular": _fraction(g[2], g[0]) if circular else None}
+                "circular": _fraction(g[2], g[0]) if is_circular else None}
 
     return {
         "scored_questions": totals[0], "unscored_questions": unscored,
@@ -105,41 +111,27 @@ def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> dict:
         **{key: {name: scores(g) for name, g in sorted(groups[key].items())} for key in groups},
         # The same original option chosen in every pass. Only --full-passes runs ask every pass of every item;
         # elsewhere the items asked to the end are the ones right so far, a biased sample, so no figure.
-        "consistency": _fraction(consistent, complete) if circular and full_passes else None,
-        # Items right on every asked pass with passes never asked; circular_upper counts them as right.
-        "circular_unasked_items": unasked if circular else None,
-        "circular_upper": _fraction(totals[2] + unasked, totals[0]) if circular else None,
+        "consistency": _fraction(consistent, complete) if is_circular and full_passes else None,
+        # Items right on every asked pass with passes never asked (a pass never asked counts as wrong: a lower
+        # bound; under a re-scoring the run's own extractor may have stopped an item that is right so far);
+        # circular_upper counts them as right.
+        "circular_unasked_items": unasked if is_circular else None,
+        "circular_upper": _fraction(totals[2] + unasked, totals[0]) if is_circular else None,
         "undecided_vanilla": sum(1 for item in items if (p := by_item.get(item.id, {}).get(0)) and p.choice is None),
     }
 
 
-def _vanilla_ok(passes: dict[int, runs.Prediction]) -> bool:
-    return bool(passes.get(0) and passes[0].correct)
-
-
-def _circular_ok(item, passes: dict[int, runs.Prediction]) -> bool:
-    # A pass never asked counts as wrong: a lower bound. Under a re-scoring, an item can be right on every
-    # pass that was asked while later passes were never asked (the run's own extractor stopped it early).
-    return all(passes.get(k) and passes[k].correct for k in range(len(item.options)))
-
-
-def _original_choice(p: runs.Prediction) -> int | None:
-    if p.choice is None or p.choice == "Z" or not p.option_order:
-        return None
-    index = ord(p.choice) - ord("A")
-    return p.option_order[index] if 0 <= index < len(p.option_order) else None
-
-
 def _pope(items, by_item, setting: str | None) -> dict:
-    labels, official, strict = [], [], []
+    labels: list[str] = []
+    readings: dict[str, list[str]] = {parser: [] for parser in POPE_PARSERS}
     for item in items:
         p = by_item.get(item.id, {}).get(0)
         if p is None or item.answer is None:
             continue
         labels.append(item.answer)
-        official.append(p.choice if p.stage == "likelihood" else parse_official(p.response))
-        strict.append(p.choice if p.choice in ("yes", "no") else "unknown")
-    parsers = {"official": pope_metrics(labels, official).to_json(), "strict": pope_metrics(labels, strict).to_json()}
+        for parser in POPE_PARSERS:
+            readings[parser].append(pope_reading(p, parser))
+    parsers = {parser: pope_metrics(labels, readings[parser]).to_json() for parser in POPE_PARSERS}
     return {"setting": setting, "answered": len(labels), "pope": parsers,
             "overall": {"accuracy_official": parsers["official"]["accuracy"],
                         "accuracy_strict": parsers["strict"]["accuracy"]}}
@@ -204,14 +196,16 @@ def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | 
             p = passes.get(0)
             official = strict = None
             if p is not None and scored:
-                official = (p.choice if p.stage == "likelihood" else parse_official(p.response)) == item.answer
-                strict = p.choice == item.answer
+                official = pope_reading(p, "official") == item.answer
+                strict = pope_reading(p, "strict") == item.answer
             out.append(ItemResult(item.id, item.index, item.question, item.category, item.l2_category,
                                   item.split, item.answer, len(passes), None, None, official, strict))
             continue
+        marks = marks_of(passes)
+        circular = item_result("circular", len(item.options), marks) == "right"
         out.append(ItemResult(item.id, item.index, item.question, item.category, item.l2_category, item.split,
-                              item.answer, len(passes), _vanilla_ok(passes) if scored else None,
-                              _circular_ok(item, passes) if scored and run.strategy == "circular" else None))
+                              item.answer, len(passes), vanilla_result(marks) == "right" if scored else None,
+                              circular if scored and run.strategy == "circular" else None))
     return out
 
 

@@ -7,7 +7,6 @@ counts it as wrong while saying how many items that affects (``circular_unasked_
 """
 from __future__ import annotations
 
-import string
 from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
@@ -15,10 +14,10 @@ from typing import Sequence
 from db import catalog, extractions, runs
 from db.errors import UserError
 from db.workspace import Workspace
+from evaluator.choices import shown_options
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import ExtractionInput, Extractor
 
-LETTERS = string.ascii_uppercase
 UNLABELLED = "unlabelled"
 """The stage an extractor may return to say "no reading of mine here": with fallback_to_run the run's own stays."""
 
@@ -50,7 +49,7 @@ def stored_passes(ws: Workspace, run_id: int) -> list[StoredPass]:
     out = []
     for p in runs.predictions_of(ws, run_id):
         item = items[p.item_id]
-        out.append(StoredPass(p, item.question, {LETTERS[i]: item.options[j] for i, j in enumerate(p.option_order)}))
+        out.append(StoredPass(p, item.question, shown_options(item.options, p.option_order)))
     return out
 
 

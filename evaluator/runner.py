@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-import string
 import subprocess
 import time
 from collections import Counter
@@ -23,15 +22,14 @@ from db.catalog import Benchmark, Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query, can_score
+from evaluator.choices import (
+    YESNO_CANDIDATES, displayed_answer, letters, passes_needed, read_yes_no, rotation, shown_options, still_alive,
+)
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import Extractor, load_extractor
-from evaluator.pope import parse_strict
 from evaluator.progress import Progress
 from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
 from evaluator.prompts import PromptTemplate
-
-LETTERS = string.ascii_uppercase
-YESNO_CANDIDATES = ("Yes", "No")
 
 
 @dataclass(frozen=True)
@@ -109,11 +107,7 @@ def frequent_answer(items: list[Item]) -> str | None:
 
 
 def n_passes(item: Item, strategy: str) -> int:
-    return len(item.options) if strategy == "circular" else 1
-
-
-def rotation(n: int, k: int) -> tuple[int, ...]:
-    return tuple((i + k) % n for i in range(n))
+    return passes_needed(strategy, len(item.options))
 
 
 class Engine:
@@ -143,30 +137,24 @@ class Engine:
 
     # -- scheduling ---------------------------------------------------------------------------------------------
     def alive(self, item: Item, k: int) -> bool:
-        """Whether pass k of the item is still to be asked."""
-        if k >= n_passes(item, self.run.strategy) or k in self.done[item.id]:
-            return False
-        earlier = [self.done[item.id].get(j) for j in range(k)]
-        if any(p is None for p in earlier):
-            return False
-        if self.settings.full_passes or item.answer is None:
-            return True
-        return all(p.correct for p in earlier)
+        """Whether pass k of the item is to be asked now: it is not stored, every earlier pass is, and the item is
+        still alive."""
+        passes = self.done[item.id]
+        return (k < n_passes(item, self.run.strategy) and k not in passes and all(j in passes for j in range(k))
+                and self._still_alive(item))
+
+    def _still_alive(self, item: Item) -> bool:
+        return still_alive((p.correct for p in self.done[item.id].values()), full_passes=self.settings.full_passes)
 
     def remaining_upper_bound(self) -> int:
-        return sum(1 for item in self.items for k in range(n_passes(item, self.run.strategy))
-                   if k not in self.done[item.id] and all(
-                       self.settings.full_passes or item.answer is None or p.correct
-                       for p in self.done[item.id].values()))
+        return sum(self.remaining_for(item) for item in self.items)
 
     def items_decided(self) -> int:
         return sum(1 for item in self.items if self.remaining_for(item) == 0)
 
     def remaining_for(self, item: Item) -> int:
-        passes = self.done[item.id]
-        if not self.settings.full_passes and item.answer is not None and any(p.correct is False for p in passes.values()):
-            return 0
-        return n_passes(item, self.run.strategy) - len(passes)
+        """Passes of the item still to ask (0 once a wrong pass ended it)."""
+        return n_passes(item, self.run.strategy) - len(self.done[item.id]) if self._still_alive(item) else 0
 
     def execute(self) -> None:
         started = time.monotonic()
@@ -196,8 +184,8 @@ class Engine:
             if not self.settings.text_only and item.image_sha256:
                 found = catalog.image_bytes(self.ws, item.image_sha256)
                 images = (found[0],) if found else ()
-            letters = tuple(LETTERS[: len(shown)]) if self.kind == "mcq" else YESNO_CANDIDATES
-            queries.append(Query(prompt=prompt, images=images, letters=letters))
+            candidates = tuple(letters(len(shown))) if self.kind == "mcq" else YESNO_CANDIDATES
+            queries.append(Query(prompt=prompt, images=images, letters=candidates))
             orders.append(order)
         t0 = time.perf_counter()
         if self.settings.likelihood:
@@ -211,7 +199,7 @@ class Engine:
         preds = []
         read = self._read_texts(batch, orders, responses) if self.kind == "mcq" and scores is None else None
         for n, (item, query, order, response) in enumerate(zip(batch, queries, orders, responses)):
-            answer = self._displayed_answer(item, order)
+            answer = displayed_answer(item.answer, order)
             extraction = (read[n] if read is not None
                           else self._extract(item, order, response, scores[n] if scores else None, query.letters))
             correct = None if answer is None else extraction.choice == answer
@@ -222,21 +210,14 @@ class Engine:
         for p in preds:
             self.done[p.item_id][p.pass_] = p
 
-    def _displayed_answer(self, item: Item, order: tuple[int, ...]) -> str | None:
-        if item.answer is None:
-            return None
-        if self.kind == "yesno":
-            return item.answer
-        return LETTERS[order.index(LETTERS.index(item.answer))]
-
     def _extract(self, item: Item, order, response: str, scores, letters) -> Extraction:
         if scores is not None:
             shown = ", ".join(f"{c}={s:.3f}" for c, s in zip(letters, scores))
             choice = response.lower() if self.kind == "yesno" else response
             return Extraction(choice, "likelihood", f"log-likelihoods {shown}")
         if self.kind == "yesno":
-            reading = parse_strict(response)
-            if reading == "unknown":
+            reading = read_yes_no(response)
+            if reading is None:
                 return Extraction(None, "none", "strict parser: neither yes nor no")
             return Extraction(reading, "rules", f"strict parser: {reading}")
         raise AssertionError("multiple-choice texts are read by _read_texts")
@@ -244,7 +225,7 @@ class Engine:
     def _read_texts(self, batch: list[Item], orders, responses: list[str]) -> list[Extraction]:
         """The extractor over one batch at once, so an LLM extractor sends its prompts concurrently."""
         return self.extractor.extract_many([
-            (item.question, {LETTERS[i]: item.options[j] for i, j in enumerate(order)}, response)
+            (item.question, shown_options(item.options, order), response)
             for item, order, response in zip(batch, orders, responses)])
 
 

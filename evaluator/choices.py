@@ -1,0 +1,151 @@
+"""The rules about choices, each written once: option letters, rotation and the displayed answer, the answer keys
+an item admits, reading a yes/no answer, the per-item verdict of a run (VanillaEval, CircularEval, POPE), whether
+an item is still being asked, and CJK text.
+
+Everything that runs, reports, re-scores, exports or checks QC calls these; db/item_query.py computes the verdict
+in SQL for paging speed (db/ cannot import evaluator/), and tests/db/test_run_result_sql.py holds the two to the
+same answers on generated runs.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Sequence
+
+from evaluator.pope import PARSERS, parse_strict
+from evaluator.types import POPE_PARSERS, PopeParser  # noqa: F401 (POPE_PARSERS: the parsers in report order)
+
+if TYPE_CHECKING:
+    from db.runs import Prediction
+
+# --------------------------------------------------------------------------------------------------- letters
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+NONE_OF_THEM = "Z"
+"""The extractors' choice for a refusal or "none of the options", so an item has at most 25 options (A-Y)."""
+MAX_OPTIONS = LETTERS.index(NONE_OF_THEM)
+YES_NO = ("yes", "no")
+"""The answer keys of a yes/no item, as stored."""
+YESNO_CANDIDATES = ("Yes", "No")
+"""What a yes/no item offers the model (the likelihood scorer compares these; the choice is their lower case)."""
+
+
+def letters(n_options: int) -> str:
+    """The letters of the first n options: "ABC" for three."""
+    return LETTERS[:n_options]
+
+
+def answer_keys(n_options: int) -> tuple[str, ...]:
+    """The answer keys an item admits, in canonical form: its option letters, or yes/no when it has no options."""
+    return tuple(LETTERS[:n_options]) if n_options else YES_NO
+
+
+def canonical_answer(n_options: int, text: str | None) -> str | None:
+    """A typed answer key in the item's own terms ("b" -> "B", " Yes" -> "yes"); None when it names none."""
+    if not text or not text.strip():
+        return None
+    text = text.strip()
+    text = text.upper() if n_options else text.lower()
+    return text if text in answer_keys(n_options) else None
+
+
+# -------------------------------------------------------------------------------------------------- rotation
+
+def rotation(n_options: int, k: int) -> tuple[int, ...]:
+    """Pass k's option order: the option displayed i-th is original option (i + k) mod N (MMBench's copies)."""
+    return tuple((i + k) % n_options for i in range(n_options))
+
+
+def shown_options(options: Sequence[str], order: Sequence[int]) -> dict[str, str]:
+    """Letter -> option text, as a pass with this option order displays them."""
+    return {LETTERS[i]: options[j] for i, j in enumerate(order)}
+
+
+def displayed_answer(answer: str | None, order: Sequence[int]) -> str | None:
+    """The answer key as a pass with this option order displays it (a yes/no key, no order: unchanged)."""
+    if answer is None or not order:
+        return answer
+    return LETTERS[list(order).index(LETTERS.index(answer))]
+
+
+def original_option(choice: str | None, order: Sequence[int]) -> int | None:
+    """Which original option a displayed letter chose (its index); None for undecided, Z, or no such letter."""
+    if choice is None or choice == NONE_OF_THEM or not order or len(choice) != 1:
+        return None
+    index = ord(choice) - ord("A")
+    return order[index] if 0 <= index < len(order) else None
+
+
+# ------------------------------------------------------------------------------------------------------ yes/no
+
+def read_yes_no(response: str) -> str | None:
+    """What a free-form yes/no answer said: "yes", "no", or None when it says neither (the strict parser)."""
+    reading = parse_strict(response)
+    return None if reading == "unknown" else reading
+
+
+
+
+def pope_reading(p: Prediction, parser: PopeParser) -> str:
+    """A stored POPE pass as a parser reads it: "yes", "no" or "unknown". The official parser reads the response
+    again (a likelihood pass has no text to read: its choice); the strict one is what the run stored."""
+    if parser == "official":
+        return p.choice if p.stage == "likelihood" else PARSERS["official"](p.response)
+    return p.choice if p.choice in YES_NO else "unknown"
+
+
+# ----------------------------------------------------------------------------------------------------- verdict
+
+RunResult = Literal["right", "wrong", "pending", "unscored", "none"]
+"""Per item and run: every needed pass right / a pass wrong / passes missing / no answer key / not run (the
+glossary's "Run result"; db.item_query.RUN_RESULTS lists the same names for the SQL that computes it)."""
+
+
+def passes_needed(strategy: str, n_options: int) -> int:
+    """Passes an item needs right: every rotation under CircularEval, one pass under VanillaEval and POPE."""
+    return n_options if strategy == "circular" else 1
+
+
+def run_result(marks: Mapping[int, bool | None], needed: int) -> RunResult:
+    """The verdict from an item's stored passes (pass -> right / wrong / None for no answer key). A wrong pass
+    decides at once (CircularEval's early termination); an undecided answer was stored as wrong."""
+    if not marks:
+        return "none"
+    values = list(marks.values())
+    if any(m is False for m in values):
+        return "wrong"
+    if any(m is None for m in values):
+        return "unscored"
+    return "right" if sum(1 for m in values if m) >= needed else "pending"
+
+
+def item_result(strategy: str, n_options: int, marks: Mapping[int, bool | None]) -> RunResult:
+    """The verdict of one item of a run under the run's own strategy."""
+    return run_result(marks, passes_needed(strategy, n_options))
+
+
+def vanilla_result(marks: Mapping[int, bool | None]) -> RunResult:
+    """The verdict under VanillaEval (pass 0, the original order), which every multiple-choice run also gives."""
+    return run_result({0: marks[0]} if 0 in marks else {}, 1)
+
+
+def marks_of(passes: Mapping[int, Prediction]) -> dict[int, bool | None]:
+    """pass -> right / wrong / None (no key), from stored predictions."""
+    return {k: p.correct for k, p in passes.items()}
+
+
+def still_alive(marks: Iterable[bool | None], *, full_passes: bool) -> bool:
+    """Whether an item's later passes are still to be asked: no pass wrong so far, or every pass is asked anyway
+    (--full-passes). An item without an answer key has no wrong pass, so it is asked to the end."""
+    return full_passes or not any(m is False for m in marks)
+
+
+# -------------------------------------------------------------------------------------------------------- CJK
+
+CJK_IDEOGRAPHS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
+"""CJK Unified Ideographs, their extensions and the compatibility ideographs (full-width Latin "Ｂ" is not CJK)."""
+_CJK = re.compile(f"[{CJK_IDEOGRAPHS}]")
+
+
+def has_cjk(text: str | None) -> bool:
+    """Whether the text holds a CJK ideograph (Chinese text: prompts, and option texts matched as substrings)."""
+    return bool(text) and _CJK.search(text) is not None
