@@ -5,12 +5,16 @@ The GUI embeds the same Figure objects in a FigureCanvasQTAgg; the command line 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode
 
 from db.errors import InvalidInput
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from evaluator.report import RunReport, Scores
 
 SHORT_L2 = {
     "coarse_perception": "CP", "finegrained_perception (instance-level)": "FP-S",
@@ -34,15 +38,19 @@ def bar_target(artist) -> dict | None:
     return dict(parse_qsl(gid[len(_TARGET):])) if gid.startswith(_TARGET) else None
 
 
-def run_label(report: dict) -> str:
-    model = report["model"]
-    return f"run {report['run_id']} · {model if len(model) <= 28 else '…' + model[-27:]}"
+def run_label(report: RunReport) -> str:
+    model = report.model
+    return f"run {report.run_id} · {model if len(model) <= 28 else '…' + model[-27:]}"
 
 
-def ability_figure(reports: list[dict], level: str = "by_l2") -> Figure:
+def _groups(report: RunReport, level: str) -> dict[str, Scores]:
+    return report.mcq.groups(level) if report.mcq else {}
+
+
+def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
     """Grouped bars per ability: for each run, VanillaEval (light) and CircularEval (solid), plus Overall."""
     order = list(SHORT_L2)
-    names = sorted({name for r in reports for name in r.get(level, {})},
+    names = sorted({name for r in reports for name in _groups(r, level)},
                    key=lambda n: (order.index(n) if n in order else len(order), n))
     groups = ["Overall", *names]
     fig = Figure(figsize=(min(14.0, max(6.0, 0.5 * len(groups) * (1 + len(reports)))), 4.2), layout="constrained")
@@ -54,14 +62,14 @@ def ability_figure(reports: list[dict], level: str = "by_l2") -> Figure:
         for s_i, (strategy, alpha) in enumerate((("vanilla", 0.45), ("circular", 1.0))):
             heights = []
             for g in groups:
-                scores = report["overall"] if g == "Overall" else report.get(level, {}).get(g, {})
-                value = scores.get(strategy)
+                scores = report.mcq.overall if g == "Overall" and report.mcq else _groups(report, level).get(g)
+                value = getattr(scores, strategy) if scores is not None else None
                 heights.append(0.0 if value is None else value * 100)
             offset = (2 * r_i + s_i) * width - 0.4 + width / 2
             bars = ax.bar([x + offset for x in range(len(groups))], heights, width, color=color, alpha=alpha,
                           label=f"{run_label(report)} — {strategy}")
             for bar, g in zip(bars, groups):
-                _tag(bar, run=report["run_id"], level="all" if g == "Overall" else LEVEL_OF.get(level, level),
+                _tag(bar, run=report.run_id, level="all" if g == "Overall" else LEVEL_OF.get(level, level),
                      group=None if g == "Overall" else g, strategy=strategy)
             for bar, h in zip(bars, heights):
                 ax.annotate(f"{h:.0f}", (bar.get_x() + bar.get_width() / 2, h), ha="center", va="bottom",
@@ -70,7 +78,7 @@ def ability_figure(reports: list[dict], level: str = "by_l2") -> Figure:
                   ha="center" if level == "by_l2" else "right")
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 105)
-    title = reports[0]["benchmark"] if len({r["benchmark"] for r in reports}) == 1 else "runs"
+    title = reports[0].benchmark if len({r.benchmark for r in reports}) == 1 else "runs"
     ax.set_title(f"{title}: VanillaEval (light) vs CircularEval (solid)")
     # Below the axes: inside, the legend would hide bars.
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 if level == "by_l2" else -0.35),
@@ -79,7 +87,7 @@ def ability_figure(reports: list[dict], level: str = "by_l2") -> Figure:
     return fig
 
 
-def pope_figure(reports: list[dict]) -> Figure:
+def pope_figure(reports: list[RunReport]) -> Figure:
     """POPE metrics per run, under both parsers."""
     metrics = ["accuracy", "precision", "recall", "f1", "yes_ratio"]
     fig = Figure(figsize=(7.5, 4.0), layout="constrained")
@@ -88,13 +96,13 @@ def pope_figure(reports: list[dict]) -> Figure:
     series = [(r, parser) for r in reports for parser in ("official", "strict")]
     width = 0.8 / max(1, len(series))
     for s_i, (report, parser) in enumerate(series):
-        values = [(report["pope"][parser].get(m) or 0.0) * 100 for m in metrics]
+        values = [(getattr(report.pope.pope[parser], m) or 0.0) * 100 for m in metrics]
         r_i = s_i // 2
         bars = ax.bar([x + s_i * width - 0.4 + width / 2 for x in range(len(metrics))], values, width,
                       color=COLORS[r_i % len(COLORS)], alpha=1.0 if parser == "official" else 0.5,
-                      label=f"{report.get('setting') or '-'} · {run_label(report)} — {parser}")
+                      label=f"{report.pope.setting or '-'} · {run_label(report)} — {parser}")
         for bar, metric in zip(bars, metrics):
-            _tag(bar, run=report["run_id"], level="pope", parser=parser, metric=metric)
+            _tag(bar, run=report.run_id, level="pope", parser=parser, metric=metric)
     ax.set_xticks(range(len(metrics)), metrics)
     ax.set_ylim(0, 105)
     ax.set_ylabel("%")
@@ -104,21 +112,21 @@ def pope_figure(reports: list[dict]) -> Figure:
     return fig
 
 
-def drop_figure(reports: list[dict]) -> Figure:
+def drop_figure(reports: list[RunReport]) -> Figure:
     """VanillaEval vs CircularEval overall per run, with the drop between them (MMBench's headline finding)."""
-    circular = [r for r in reports if r.get("overall", {}).get("circular") is not None]
+    circular = [r for r in reports if r.mcq and r.mcq.overall.circular is not None]
     if not circular:
         raise InvalidInput("VanillaEval vs CircularEval needs a CircularEval run")
     fig = Figure(figsize=(max(5.0, 1.6 * len(circular) + 2), 4.0), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     for x, report in enumerate(circular):
-        vanilla, circ = (100 * (report["overall"][k] or 0.0) for k in ("vanilla", "circular"))
+        vanilla, circ = (100 * (getattr(report.mcq.overall, k) or 0.0) for k in ("vanilla", "circular"))
         color = COLORS[x % len(COLORS)]
         for dx, strategy, value, alpha in ((-0.2, "vanilla", vanilla, 0.45), (0.2, "circular", circ, 1.0)):
             (bar,) = ax.bar([x + dx], [value], 0.38, color=color, alpha=alpha,
                             label=("VanillaEval" if strategy == "vanilla" else "CircularEval") if x == 0 else None)
-            _tag(bar, run=report["run_id"], level="all", strategy=strategy)
+            _tag(bar, run=report.run_id, level="all", strategy=strategy)
             ax.annotate(f"{value:.1f}", (x + dx, value), ha="center", va="bottom", fontsize=8, xytext=(0, 1),
                         textcoords="offset points")
         ax.annotate(f"−{vanilla - circ:.1f} pts", (x, max(vanilla, circ) + 7), ha="center", fontsize=9,

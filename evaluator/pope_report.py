@@ -9,9 +9,9 @@ gets none (and says why) instead of an average that mixes a rerun or another dat
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from db.errors import InvalidInput
 from evaluator.importers.jsonl import pope_setting_from_name
@@ -20,6 +20,9 @@ from evaluator.pope import (
     read_pope_answers, read_pope_questions,
 )
 from evaluator.types import PopeParser
+
+if TYPE_CHECKING:
+    from evaluator.report import RunReport
 
 # ------------------------------------------------------------------------------------------- answer files
 
@@ -145,42 +148,38 @@ class PopeMeanEntry:
         return self.official if parser == "official" else self.strict
 
 
-def _group_key(report: dict) -> str:
-    config = {k: v for k, v in (report.get("config") or {}).items() if k != "batch_size"}
-    return json.dumps([report["model"], config], sort_keys=True)
+def _group_key(report: RunReport) -> str:
+    config = {k: v for k, v in (report.config or {}).items() if k != "batch_size"}
+    return json.dumps([report.model, config], sort_keys=True)
 
 
-def pope_means(reports: list[dict]) -> list[PopeMeanEntry]:
+def pope_means(reports: Sequence[RunReport]) -> list[PopeMeanEntry]:
     """One entry per group of POPE reports (in order of first appearance) with two or more runs."""
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[RunReport]] = {}
     for report in reports:
-        if report.get("strategy") == "pope":
+        if report.pope is not None:
             groups.setdefault(_group_key(report), []).append(report)
     means = []
     for members in groups.values():
         if len(members) < 2:
             continue
-        settings = [r.get("setting") for r in members]
-        model, run_ids = members[0]["model"], tuple(r["run_id"] for r in members)
+        settings = [r.pope.setting for r in members]
+        model, run_ids = members[0].model, tuple(r.run_id for r in members)
         note = None
         if None in settings:
-            unnamed = [r["run_id"] for r in members if r.get("setting") is None]
+            unnamed = [r.run_id for r, setting in zip(members, settings) if setting is None]
             note = f"no mean: the benchmark of run {unnamed[0]} names no POPE setting"
         elif len(set(settings)) < len(settings):
             repeated = next(s for s in settings if settings.count(s) > 1)
-            runs = [r["run_id"] for r in members if r.get("setting") == repeated]
+            runs = [r.run_id for r, setting in zip(members, settings) if setting == repeated]
             note = f"no mean: setting {repeated} appears in runs {', '.join(map(str, runs))}"
         if note is not None:
             means.append(PopeMeanEntry(model, run_ids, None, None, None, note))
             continue
-        official, strict = (mean_over_settings([_metrics(r["pope"][parser]) for r in members]) for parser in PARSERS)
-        means.append(PopeMeanEntry(model, run_ids, {r["setting"]: r["run_id"] for r in members}, official, strict,
+        official, strict = (mean_over_settings([r.pope.pope[parser] for r in members]) for parser in PARSERS)
+        means.append(PopeMeanEntry(model, run_ids, {r.pope.setting: r.run_id for r in members}, official, strict,
                                    None))
     return means
-
-
-def _metrics(m: PopeMetrics | dict) -> PopeMetrics:
-    return m if isinstance(m, PopeMetrics) else PopeMetrics(**m)
 
 
 def _pct(value) -> str:
@@ -203,16 +202,12 @@ def format_pope_means(means: list[PopeMeanEntry]) -> str:
     return "\n".join(lines)
 
 
-def attach_pope_means(reports: list[dict]) -> list[PopeMeanEntry]:
-    """Sets "pope_mean" on every POPE report (its group's entry as JSON, or None) and returns the entries.
+def attach_pope_means(reports: Sequence[RunReport]) -> tuple[list[RunReport], list[PopeMeanEntry]]:
+    """The reports with `pope_mean` set on every POPE report (its group's entry, or None), and the entries.
 
     Kept on each report, not beside the list, so `report --json` keeps its shape (an object for one run, a list
     for several) whatever mix of runs is asked for.
     """
     means = pope_means(reports)
-    for report in reports:
-        if report.get("strategy") == "pope":
-            entry = next((m for m in means if report["run_id"] in m.runs), None)
-            report["pope_mean"] = entry and entry.to_json()
-    return means
-
+    return [r if r.pope is None else replace(r, pope_mean=next((m for m in means if r.run_id in m.runs), None))
+            for r in reports], means

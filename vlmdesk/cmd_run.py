@@ -15,7 +15,7 @@ from evaluator.prompts import PromptTemplate, default_template, load_template
 from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.progress import DoneEvent, StartEvent
 from evaluator.types import MCQ_STRATEGIES
-from evaluator.report import run_report
+from evaluator.report import RunReport, run_report
 from evaluator.runner import RunSettings, settings_of
 from vlmdesk.args import positive_int, record_id, seed
 from vlmdesk.cli import output_file
@@ -259,11 +259,11 @@ def cmd_report(args) -> int:
             if report is None:
                 raise UsageError(f"no run {run_id} in {ws.path}")
             reports.append(report)
-    pope_means = attach_pope_means(reports)  # "pope_mean" on each POPE report; see docs/pope.md
+    reports, pope_means = attach_pope_means(reports)  # pope_mean on each POPE report; see docs/pope.md
     if args.plot:
         from evaluator.plots import ability_figure, pope_figure, save_figure
 
-        kinds = {r["strategy"] == "pope" for r in reports}
+        kinds = {r.pope is not None for r in reports}
         if len(kinds) > 1:
             raise UsageError("cannot plot POPE and multiple-choice runs in one chart")
         try:
@@ -273,7 +273,8 @@ def cmd_report(args) -> int:
         except OSError as exc:
             raise UsageError(str(exc)) from None
     if args.json:
-        print(json.dumps(reports[0] if len(reports) == 1 else reports, ensure_ascii=False))
+        found = [r.to_json() for r in reports]
+        print(json.dumps(found[0] if len(found) == 1 else found, ensure_ascii=False))
         return 0
     for report in reports:
         print(format_report(report))
@@ -288,28 +289,28 @@ def _pct(value) -> str:
     return "   -  " if value is None else f"{100 * value:5.1f}%"
 
 
-def format_report(r: dict) -> str:
-    lines = [f"run {r['run_id']}  {r['benchmark']}  {r['model']}  {r['strategy']}  [{r['status']}]",
-             f"questions {r['questions']}   model calls {r['model_calls']}   undecided answers {r['undecided']}"]
-    if r.get("problems"):
-        lines.append(f"unreadable stored value(s), figures read without them: {'; '.join(r['problems'])}")
-    if "scoring" in r:
-        lines.append(f"scoring {r['scoring']} ({r['scoring_source']})"
-                     + (f"   items with passes never asked: {r['circular_unasked_items']} (circular counts them "
-                        f"wrong; {_pct(r['circular_upper']).strip()} if right)" if r.get("circular_unasked_items")
-                        else ""))
-    if r["strategy"] == "pope":
-        lines.append(f"setting {r.get('setting') or '-'}   answered {r['answered']}")
+def format_report(r: RunReport) -> str:
+    lines = [f"run {r.run_id}  {r.benchmark}  {r.model}  {r.strategy}  [{r.status}]",
+             f"questions {r.questions}   model calls {r.model_calls}   undecided answers {r.undecided}"]
+    if r.problems:
+        lines.append(f"unreadable stored value(s), figures read without them: {'; '.join(r.problems)}")
+    mcq = r.mcq
+    lines.append(f"scoring {r.scoring} ({r.scoring_source})"
+                 + (f"   items with passes never asked: {mcq.circular_unasked_items} (circular counts them "
+                    f"wrong; {_pct(mcq.circular_upper).strip()} if right)" if mcq and mcq.circular_unasked_items
+                    else ""))
+    if r.pope is not None:
+        lines.append(f"setting {r.pope.setting or '-'}   answered {r.pope.answered}")
         lines.append(f"{'parser':<10} {'acc':>7} {'prec':>7} {'recall':>7} {'f1':>7} {'yes':>7} {'unknown':>8}")
-        for parser, m in r["pope"].items():
-            lines.append(f"{parser:<10} {_pct(m['accuracy']):>7} {_pct(m['precision']):>7} {_pct(m['recall']):>7} "
-                         f"{_pct(m['f1']):>7} {_pct(m['yes_ratio']):>7} {m['unknown']:>8}")
+        for parser, m in r.pope.pope.items():
+            lines.append(f"{parser:<10} {_pct(m.accuracy):>7} {_pct(m.precision):>7} {_pct(m.recall):>7} "
+                         f"{_pct(m.f1):>7} {_pct(m.yes_ratio):>7} {m.unknown:>8}")
         return "\n".join(lines)
     lines.append(f"{'':<44} {'n':>5} {'vanilla':>8} {'circular':>9}")
-    lines.append(f"{'Overall':<44} {r['overall']['questions']:>5} {_pct(r['overall']['vanilla']):>8} "
-                 f"{_pct(r['overall']['circular']):>9}")
+    lines.append(f"{'Overall':<44} {mcq.overall.questions:>5} {_pct(mcq.overall.vanilla):>8} "
+                 f"{_pct(mcq.overall.circular):>9}")
     for title, key in (("L2 ability", "by_l2"), ("leaf category", "by_category"), ("split", "by_split")):
         lines.append(f"-- {title}")
-        for name, s in r[key].items():
-            lines.append(f"  {name[:42]:<42} {s['questions']:>5} {_pct(s['vanilla']):>8} {_pct(s['circular']):>9}")
+        for name, sc in mcq.groups(key).items():
+            lines.append(f"  {name[:42]:<42} {sc.questions:>5} {_pct(sc.vanilla):>8} {_pct(sc.circular):>9}")
     return "\n".join(lines)

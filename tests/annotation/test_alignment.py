@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from annotation import agreement
-from annotation.alignment import (FinalCounts, LabelTask, NotLabelledYet, add_label, adjudicate, alignment_report, build_set,
-                                  disagreements, final_labels, next_for, reveal, standing_labels)
+from annotation.alignment import (FinalCounts, LabelTask, NotLabelledYet, add_label, adjudicate, alignment_report,
+                                  build_set, disagreements, final_labels, next_for, reveal, standing_labels)
 from db import open_workspace, runs
 from db.catalog import benchmark_by_name, list_items
 from evaluator.extraction import Extraction
