@@ -95,7 +95,7 @@ def test_run_items_are_what_the_report_counts(ws_path, capsys):
     assert "known: " in capsys.readouterr().err
     assert main(["--workspace", str(ws_path), "run-items", "1", "--level", "l2", "--group", "CP", "--json"]) == 0
     short = json.loads(capsys.readouterr().out)
-    assert len(short) == report["by_l2"]["coarse_perception"]["questions"]
+    assert len(short) == report.mcq.by_l2["coarse_perception"].questions
     assert all(isinstance(r["index"], int) for r in short)  # integers stay integers, as in `vlmdesk items`
 
 
