@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annotation import qc, reviews
+from annotation.blind import Sight
 from db.workspace import Workspace
 
 VERDICT_LABELS = {"ok": "ok", "wrong_answer": "wrong key", "ambiguous": "ambiguous",
@@ -46,6 +47,18 @@ def review_status(ws: Workspace, benchmark_id: int) -> dict[int, ReviewStatus]:
     for r in reviews.standing_reviews(ws, benchmark_id=benchmark_id):  # in time order
         grouped.setdefault(r.item_id, []).append((r.annotator, r.verdict, r.corrected_answer))
     return {item: ReviewStatus(tuple(v)) for item, v in grouped.items()}
+
+
+def visible_status(status: dict[int, ReviewStatus], sight: Sight) -> dict[int, ReviewStatus]:
+    """The review status an annotator may see (annotation/blind.py): before their verdict, only their own."""
+    if not sight.blind:
+        return status
+    out = {}
+    for item, s in status.items():
+        shown = s if sight.reveals(item) else ReviewStatus(tuple(v for v in s.verdicts if v[0] == sight.annotator))
+        if shown.verdicts:
+            out[item] = shown
+    return out
 
 
 def item_review_status(ws: Workspace, benchmark_id: int, item_id: int) -> ReviewStatus:
@@ -96,6 +109,11 @@ def qc_marks(ws: Workspace, benchmark_id: int) -> dict[int, QCMark]:
     for c in qc.queue(ws, benchmark_id=benchmark_id):
         found.setdefault(c.item_id, []).append((c.stage, c.status))
     return {item: QCMark(tuple(sorted(v))) for item, v in found.items()}
+
+
+def visible_qc(marks: dict[int, QCMark], sight: Sight) -> dict[int, QCMark]:
+    """QC flags say which runs answered an item right: blind mode shows them only for items the annotator judged."""
+    return marks if not sight.blind else {item: m for item, m in marks.items() if sight.reveals(item)}
 
 
 def qc_filter_ids(marks: dict[int, QCMark], which: str) -> tuple[frozenset[int] | None, frozenset[int] | None]:

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSpli
 
 from annotation import alignment
 from evaluator.plots import alignment_figure
-from gui.charts import ChartView, message_figure
+from gui.charts import BlindCover, ChartView, message_figure
 from gui.tables import RowsModel, export_table, table_view
 
 COLUMNS = ("Extractor", "n", "Agreed", "Alignment", "Wilson 95 %", "Cohen's κ", "Undecided cases", "Disagreements",
@@ -62,11 +62,23 @@ class AlignmentView(QWidget):
         split.addWidget(lower)
         split.setSizes([470, 200])
         split.setChildrenCollapsible(False)
+        content = QWidget()
+        cl = QVBoxLayout(content)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.addLayout(top)
+        cl.addWidget(split, 1)
+        self.cover = BlindCover(content, "Alignment figures")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
-        layout.addLayout(top)
-        layout.addWidget(split, 1)
+        layout.addWidget(self.cover)
+        ctx.prefsChanged.connect(self._blind_changed)
+        self.cover.set_hidden(ctx.prefs.blind)
         self.refresh()
+
+    def _blind_changed(self) -> None:
+        self.cover.set_hidden(self.ctx.prefs.blind)
+        if not self.cover.hidden:
+            self.refresh()
 
     def refresh(self) -> None:
         current = self.set_combo.currentData()
@@ -83,6 +95,8 @@ class AlignmentView(QWidget):
         self.refresh()
 
     def redraw(self) -> None:
+        if self.cover.hidden:  # blind mode: nothing to draw; drawn when it is turned off
+            return
         name = self.set_combo.currentData()
         self.report = alignment.alignment_report(self.ctx.ws, name) if name else None
         self.extractor.blockSignals(True)

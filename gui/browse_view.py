@@ -13,7 +13,7 @@ from db import item_query
 from db.item_query import RUN_RESULTS, ItemFilter
 from gui.image_view import ImageView
 from gui.item_model import COLUMNS
-from gui.item_panel import HistoryView, ItemPanel, PredictionsView
+from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
 
 ANY = "All"
 _REVIEW_TEXT = {"unreviewed": "Unreviewed", "reviewed": "Reviewed", "mine": "Reviewed by me",
@@ -100,31 +100,40 @@ class BrowseView(QWidget):
         self.table.setTextElideMode(Qt.ElideRight)
         header = self.table.horizontalHeader()
         header.setHighlightSections(False)
-        header.setStretchLastSection(True)
         # Short columns are sized to their content once per listing (see _fit_columns); the question takes the rest.
         # (ResizeToContents would re-measure on every page fetched and every repaint: seconds on a big benchmark.)
         header.setSectionResizeMode(QHeaderView.Interactive)
         # Leaf categories run to 38 characters: a fixed width, elided, the full name in the tooltip.
         self.table.setColumnWidth(1, 135)
         header.setSectionResizeMode(7, QHeaderView.Stretch)
+        header.setStretchLastSection(False)
+        # The question is what a row is about: right after the index, so a narrow window (1024 px) still shows it.
+        header.moveSection(7, 1)
         self.table.selectionModel().currentRowChanged.connect(self._on_current)
         self.table.doubleClicked.connect(lambda idx: self._open(idx.row()))
 
         self.image = ImageView()
         self.panel = ItemPanel()
-        panel_scroll = QScrollArea()
+        self.panel_scroll = panel_scroll = QScrollArea()
         panel_scroll.setWidgetResizable(True)
         panel_scroll.setFrameShape(QFrame.NoFrame)
         inner = QWidget()
         il = QVBoxLayout(inner)
         il.setContentsMargins(14, 10, 14, 10)
         il.addWidget(self.panel)
-        open_btn = QPushButton("Review this item  ⏎")
-        open_btn.setObjectName("primary")
-        open_btn.clicked.connect(lambda: self.item and self.openInReview.emit(self.item.id))
-        il.addWidget(open_btn, 0, Qt.AlignLeft)
         il.addStretch(1)
         panel_scroll.setWidget(inner)
+        panel_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # long words wrap (item_panel.breakable)
+        self.open_button = open_btn = QPushButton("Review this item  ⏎")
+        open_btn.setObjectName("primary")
+        open_btn.clicked.connect(lambda: self.item and self.openInReview.emit(self.item.id))
+        # Outside the scrolling text, so it is never below the fold.
+        panel_box = QWidget()
+        pl = QVBoxLayout(panel_box)
+        pl.setContentsMargins(0, 0, 0, 6)
+        pl.setSpacing(4)
+        pl.addWidget(panel_scroll, 1)
+        pl.addWidget(open_btn, 0, Qt.AlignHCenter)
         self.tabs = QTabWidget()
         self.predictions = PredictionsView()
         self.history = HistoryView()
@@ -133,9 +142,9 @@ class BrowseView(QWidget):
 
         detail = QSplitter(Qt.Vertical)
         detail.addWidget(self.image)
-        detail.addWidget(panel_scroll)
+        detail.addWidget(panel_box)
         detail.addWidget(self.tabs)
-        detail.setSizes([250, 330, 150])
+        detail.setSizes([210, 400, 150])
         detail.setChildrenCollapsible(False)
 
         split = QSplitter(Qt.Horizontal)
@@ -256,20 +265,12 @@ class BrowseView(QWidget):
     def _show(self, item_id: int | None) -> None:
         ctx = self.ctx
         self.item = item_query.item_by_id(ctx.ws, item_id) if item_id is not None else None
+        show_item_details(ctx, self.item, panel=self.panel, predictions=self.predictions, history=self.history,
+                          tabs=self.tabs)
         if self.item is None:
-            self.panel.show_item(None)
             self.image.set_image(None, placeholder="No item selected")
-            self.predictions.show_predictions(None, [])
-            self.history.show_history([])
             return
         item = self.item
-        status = ctx.model.status.get(item.id)
-        reveal = bool(status and status.by(ctx.annotator))
-        self.panel.show_item(item, bench_name=ctx.benchmark.name, blind=ctx.prefs.blind, reveal=reveal)
-        hide_runs = ctx.prefs.blind and not reveal
-        self.predictions.show_predictions(item, [] if hide_runs else
-                                          item_query.item_predictions(ctx.ws, item.id, ctx.runs), blind=hide_runs)
-        self.history.show_history(reviews.history(ctx.ws, item.id))
         sha = item.image_sha256
         image = ctx.loader.cached(sha) if sha else None
         if image is not None:
@@ -286,7 +287,7 @@ class BrowseView(QWidget):
 
     def _on_reviews(self, item_id: int) -> None:
         if self.item is not None and self.item.id == item_id:
-            self.history.show_history(reviews.history(self.ctx.ws, item_id))
+            self._show(item_id)  # a verdict may reveal what blind mode hid
 
     def _open(self, row: int) -> None:
         self.openInReview.emit(self.ctx.model.rows[row].id)

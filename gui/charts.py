@@ -7,8 +7,11 @@ from pathlib import Path
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
 from matplotlib.figure import Figure
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFileDialog, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget,
+)
 
+from annotation.blind import HIDDEN_TEXT
 from evaluator.plots import bar_target, save_figure
 
 
@@ -78,3 +81,25 @@ class ChartView(QWidget):
         path, _ = QFileDialog.getSaveFileName(self, "Export chart", "chart.png", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
         if path:
             self.export(path)
+
+
+class BlindCover(QStackedWidget):
+    """A tab that is only about scores (Results, Alignment): its content, or in blind mode a short placeholder —
+    figures over many items would tell an annotator how items they have not judged went."""
+
+    def __init__(self, content: QWidget, what: str, parent=None):
+        super().__init__(parent)
+        self.content = content
+        self.placeholder = QLabel(f"{what} {HIDDEN_TEXT}.\nTurn blind mode off (View › Blind mode, or B) to see them.")
+        self.placeholder.setObjectName("muted")
+        self.placeholder.setAlignment(Qt.AlignCenter)
+        self.placeholder.setWordWrap(True)
+        self.addWidget(content)
+        self.addWidget(self.placeholder)
+
+    def set_hidden(self, hidden: bool) -> None:
+        self.setCurrentWidget(self.placeholder if hidden else self.content)
+
+    @property
+    def hidden(self) -> bool:
+        return self.currentWidget() is self.placeholder

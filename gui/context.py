@@ -5,6 +5,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import QObject, Signal
 
+from annotation import blind
 from db import item_query
 from gui.images import ImageLoader
 from gui.item_model import ItemTableModel
@@ -18,6 +19,7 @@ class Context(QObject):
     error = Signal(str, str)  # message, details
     info = Signal(str)
     runsChanged = Signal()  # a run was started, finished or stopped from the app
+    workspaceChanged = Signal()  # another process or connection wrote to the workspace, or View › Refresh
 
     def __init__(self, ws, prefs_file: PreferencesFile, prefs: Preferences, parent=None):
         super().__init__(parent)
@@ -26,7 +28,7 @@ class Context(QObject):
         self.prefs = prefs
         self.loader = ImageLoader(str(ws.path), capacity=max(4, 2 * prefs.prefetch + 4), parent=self)
         self.model = ItemTableModel(ws, self)
-        self.model.annotator = prefs.annotator
+        self._sync_model()
         self.benchmark = None
         self.runs: dict = {}
         self.runsChanged.connect(self._reload_runs)
@@ -34,6 +36,13 @@ class Context(QObject):
     @property
     def annotator(self) -> str:
         return self.prefs.annotator
+
+    def sight(self, *, item_ids=None) -> blind.Sight:
+        """What the session's annotator may see now (the blind rule), for the benchmark shown or some items."""
+        return blind.sight(self.ws, self.annotator, blind=self.prefs.blind,
+                           reveal_after_verdict=self.prefs.reveal_after_verdict,
+                           benchmark_id=self.benchmark.id if self.benchmark and item_ids is None else None,
+                           item_ids=item_ids)
 
     def set_benchmark(self, benchmark) -> None:
         self.benchmark = benchmark
@@ -46,9 +55,18 @@ class Context(QObject):
         if self.benchmark is not None:
             self.runs = {r.id: r for r in item_query.runs_of_benchmark(self.ws, self.benchmark.id)}
 
+    def _sync_model(self) -> bool:
+        """Give the listing the session's annotator and blind settings; True when they changed."""
+        m, p = self.model, self.prefs
+        now = (p.annotator, p.blind, p.reveal_after_verdict)
+        changed = (m.annotator, m.blind, m.reveal_after_verdict) != now
+        m.annotator, m.blind, m.reveal_after_verdict = now
+        return changed
+
     def update_prefs(self, **changes) -> None:
         self.prefs = replace(self.prefs, **changes)
-        self.model.annotator = self.prefs.annotator
+        if self._sync_model() and self.benchmark is not None:
+            self.model.reload()  # what the listing may show (and filter by) changed
         try:
             self.prefs_file.save(self.prefs)
         except OSError as exc:

@@ -12,7 +12,8 @@ from evaluator import plots
 from evaluator.exporters import ExportError
 from evaluator.prediction_export import default_file_name, export_predictions
 from evaluator.report import NONE, group_items, run_report
-from gui.charts import ChartView, message_figure
+from gui.charts import BlindCover, ChartView, message_figure
+from gui.item_panel import ADJUDICATION_HIDDEN
 from gui.runs_list import RunsList
 from gui.tables import RowsModel, export_table, table_view
 
@@ -98,11 +99,20 @@ class DashboardView(QWidget):
         split.addWidget(right)
         split.setSizes([470, 710])
         split.setChildrenCollapsible(False)
+        self.cover = BlindCover(split, "Results")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
-        layout.addWidget(split)
+        layout.addWidget(self.cover)
         ctx.runsChanged.connect(self.refresh)
+        ctx.prefsChanged.connect(self._blind_changed)
+        self.cover.set_hidden(ctx.prefs.blind)
         self.refresh()
+
+    def _blind_changed(self) -> None:
+        was = self.cover.hidden
+        self.cover.set_hidden(self.ctx.prefs.blind)
+        if was and not self.cover.hidden:
+            self.redraw()
 
     def refresh(self) -> None:
         self.runs.reload()
@@ -118,6 +128,8 @@ class DashboardView(QWidget):
 
     # -- charts
     def redraw(self) -> None:
+        if self.cover.hidden:  # blind mode: nothing to draw; drawn when it is turned off
+            return
         ids = self.runs.selected_run_ids()
         self.reports = [r for r in (run_report(self.ctx.ws, i) for i in sorted(ids)) if r is not None]
         self.export_preds.setEnabled(len(ids) == 1)
@@ -156,9 +168,17 @@ class DashboardView(QWidget):
         group = target.get("group")
         found = group_items(self.ctx.ws, run_id, level="all" if level == "pope" else level, group=group)
         key = target.get("parser") or target.get("strategy") or "vanilla"
+        # A run's verdict on an item whose response awaits this annotator's blind label is not shown (the blind
+        # rule, annotation/blind.py); the bar's count above still includes it.
+        sight = self.ctx.sight(item_ids=[r.item_id for r in found])
         rows, colours = [], {}
         for n, r in enumerate(found):
             verdict = getattr(r, key)
+            if not sight.shows_run_result(run_id, r.item_id):
+                rows.append((r.index, ADJUDICATION_HIDDEN, "", "", plots.SHORT_L2.get(r.l2_category or "", ""),
+                             r.category or "", " ".join(r.question.split())))
+                colours[(n, 1)] = "#80868b"
+                continue
             rows.append((r.index, {True: "✓ right", False: "✗ wrong", None: "– unscored"}[verdict],
                          MARK[r.vanilla] if r.official is None else MARK[r.official],
                          MARK[r.circular] if r.official is None else MARK[r.strict],

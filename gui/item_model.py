@@ -7,7 +7,7 @@ from dataclasses import replace
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from annotation import browse
+from annotation import blind, browse
 from db import item_query
 from db.item_query import ItemFilter, ItemRow
 from evaluator.plots import SHORT_L2
@@ -27,10 +27,14 @@ class ItemTableModel(QAbstractTableModel):
         self.review_filter: str | None = None
         self.qc_filter: str | None = None
         self.annotator = ""
+        self.blind = False  # the session's blind mode and "reveal after my verdict" (Context keeps them in step)
+        self.reveal_after_verdict = True
+        self.sight = blind.Sight("", False, True, frozenset(), frozenset())
         self.rows: list[ItemRow] = []
         self.total = 0
         self.status: dict[int, browse.ReviewStatus] = {}
-        self.qc: dict[int, browse.QCMark] = {}
+        self.qc: dict[int, browse.QCMark] = {}  # as the annotator may see them; _qc_marks: all
+        self._qc_marks: dict[int, browse.QCMark] = {}
         self._row_of: dict[int, int] = {}
 
     # -- queries
@@ -44,22 +48,36 @@ class ItemTableModel(QAbstractTableModel):
         self.filter, self.review_filter, self.qc_filter = f, review, qc
         self.reload()
 
-    def reload(self) -> None:
+    def reload(self, *, at_least: int = PAGE) -> None:
+        """Query again; `at_least` rows are paged in at once (a refresh keeps what was scrolled to)."""
         self.beginResetModel()
         self.rows, self._row_of, self.total = [], {}, 0
         if self.benchmark is not None:
-            self.status = browse.review_status(self.ws, self.benchmark.id)
-            self.qc = browse.qc_marks(self.ws, self.benchmark.id)
+            self._read_status()
             pairs = []
             if self.review_filter:
                 pairs.append(browse.review_filter_ids(self.status, self.review_filter, self.annotator))
             if self.qc_filter:
                 pairs.append(browse.qc_filter_ids(self.qc, self.qc_filter))
+            if self.sight.blind and (self.qc_filter or self.filter.run_result):
+                # Filtering by what is hidden would tell it: such filters list only items the annotator judged.
+                pairs.append((self.sight.judged if self.sight.reveal_after_verdict else frozenset(), None))
+            if self.filter.run_result:
+                pairs.append((None, frozenset(i for r, i, _ in self.sight.hidden_passes if r == self.filter.run_id)))
             only, exclude = browse.combine(*pairs)
             self._query = replace(self.filter, only_ids=only, exclude_ids=exclude)
             self.total = item_query.count_items(self.ws, self.benchmark.id, self._query)
-            self._fetch(PAGE)
+            self._fetch(max(PAGE, at_least))
         self.endResetModel()
+
+    def _read_status(self, *, qc: bool = True) -> None:
+        """Review status, QC marks and the blind rule's sight, as this annotator may see them."""
+        self.sight = blind.sight(self.ws, self.annotator, blind=self.blind,
+                                 reveal_after_verdict=self.reveal_after_verdict, benchmark_id=self.benchmark.id)
+        self.status = browse.visible_status(browse.review_status(self.ws, self.benchmark.id), self.sight)
+        if qc:
+            self._qc_marks = browse.qc_marks(self.ws, self.benchmark.id)
+        self.qc = browse.visible_qc(self._qc_marks, self.sight)
 
     def _fetch(self, n: int) -> list[ItemRow]:
         after = (self.rows[-1].position, self.rows[-1].id) if self.rows else None
@@ -108,7 +126,7 @@ class ItemTableModel(QAbstractTableModel):
         """Re-read the review status of one item (after a verdict) without reloading the listing."""
         if self.benchmark is None:
             return
-        self.status = browse.review_status(self.ws, self.benchmark.id)
+        self._read_status(qc=False)  # a verdict may judge the item: what it reveals changes with it
         row = self._row_of.get(item_id)
         if row is not None:
             self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
@@ -116,7 +134,8 @@ class ItemTableModel(QAbstractTableModel):
     def refresh_qc(self) -> None:
         if self.benchmark is None:
             return
-        self.qc = browse.qc_marks(self.ws, self.benchmark.id)
+        self._qc_marks = browse.qc_marks(self.ws, self.benchmark.id)
+        self.qc = browse.visible_qc(self._qc_marks, self.sight)
         if self.rows:
             self.dataChanged.emit(self.index(0, 5), self.index(len(self.rows) - 1, 5))
 
@@ -149,7 +168,9 @@ class ItemTableModel(QAbstractTableModel):
             mark = self.qc.get(row.id)
             return mark.short_label if mark else ""
         if col == 6:
-            return f"{RESULT_MARKS[row.run_result]} {row.run_result}" if row.run_result != "none" else ""
+            if row.run_result == "none" or not self.sight.shows_run_result(self.filter.run_id, row.id):
+                return ""
+            return f"{RESULT_MARKS[row.run_result]} {row.run_result}"
         return " ".join(row.question.split())
 
     def data(self, index, role=Qt.DisplayRole):
@@ -160,7 +181,8 @@ class ItemTableModel(QAbstractTableModel):
         if role == Qt.DisplayRole:
             return self.display_text(row, col)
         elif role == Qt.ForegroundRole:
-            if col == 6 and row.run_result in _RESULT_COLOURS:
+            if col == 6 and row.run_result in _RESULT_COLOURS and self.sight.shows_run_result(self.filter.run_id,
+                                                                                               row.id):
                 return QBrush(QColor(_RESULT_COLOURS[row.run_result]))
             if col == 4 and (status := self.status.get(row.id)) and status.conflict:
                 return QBrush(QColor("#b3261e"))

@@ -3,20 +3,42 @@ every run's passes for the item, and the review history."""
 from __future__ import annotations
 
 import html
+import re
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
-    QFrame, QHBoxLayout, QHeaderView, QLabel, QSizePolicy, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
+    QFrame, QHBoxLayout, QHeaderView, QLabel, QScrollArea, QSizePolicy, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
+    QWidget,
 )
 
 from annotation.browse import VERDICT_LABELS
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 RESULT_MARKS = {"right": "✓", "wrong": "✗", "pending": "…", "unscored": "–", "none": ""}
+ADJUDICATION_HIDDEN = "hidden until your label (blind adjudication)"
+PREDICTIONS_HIDDEN = "Predictions (hidden)"
 
 
 KEY_GREEN, KEY_BG, PICK_BLUE = "#34a853", "#e6f4ea", "#1a73e8"
+ZWSP = "\u200b"
+_LONG_WORD = re.compile(r"\S{25,}")
+
+
+def breakable(text: str) -> str:
+    """Text a word-wrapping label can break anywhere in a long unbroken word (a zero-width space every 16
+    characters of it): otherwise one such word sets the label's minimum width and scrolls the panel sideways."""
+    return _LONG_WORD.sub(lambda m: ZWSP.join(m.group(0)[i:i + 16] for i in range(0, len(m.group(0)), 16)), text)
+
+
+def _text_label(name: str = "") -> QLabel:
+    label = QLabel()
+    if name:
+        label.setObjectName(name)
+    label.setTextFormat(Qt.PlainText)  # benchmark text is text, never markup
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+    return label
 
 
 def _row_style(key: bool, picked: bool) -> str:
@@ -41,9 +63,8 @@ class OptionRow(QFrame):
         self.badge.setObjectName("optionBadge")
         self.badge.setAlignment(Qt.AlignCenter)
         self.badge.setFixedSize(28, 28)
-        self.text = QLabel(text)
-        self.text.setWordWrap(True)
-        self.text.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.text = _text_label()
+        self.text.setText(breakable(text))
         self.text.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
         self.tag = QLabel("")
         self.tag.setObjectName("optionTag")
@@ -56,7 +77,7 @@ class OptionRow(QFrame):
         self.set_state(key=False, picked=False)
 
     def set_text(self, text: str, key_hint: str) -> None:
-        self.text.setText(text)
+        self.text.setText(breakable(text))
         self.hint.setText(key_hint)
 
     def set_state(self, *, key: bool, picked: bool) -> None:
@@ -74,34 +95,78 @@ class OptionRow(QFrame):
         self.setStyleSheet(_row_style(key, picked))
 
 
+class OptionsArea(QScrollArea):
+    """The option rows, scrolling inside the panel when there are many (11, 25): never taller than its rows, at
+    least two rows tall, and at most about ten rows in its size hint, so the key note under it stays in sight."""
+
+    MIN_HEIGHT, HINT_HEIGHT = 84, 420
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        inner = QWidget()
+        inner.setObjectName("optionsInner")
+        self.box = QVBoxLayout(inner)
+        self.box.setContentsMargins(0, 0, 0, 0)
+        self.box.setSpacing(4)
+        self.setWidget(inner)
+        self.setMinimumHeight(self.MIN_HEIGHT)
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
+
+    def _content_height(self) -> int:
+        inner = self.widget()
+        width = self.viewport().width() or self.width()
+        height = inner.heightForWidth(width) if inner.hasHeightForWidth() else -1
+        return height if height > 0 else inner.sizeHint().height()
+
+    def fit(self) -> None:
+        self.widget().adjustSize()
+        self.setMaximumHeight(max(self.MIN_HEIGHT, self._content_height()))
+        self.updateGeometry()
+
+    def sizeHint(self) -> QSize:
+        return QSize(super().sizeHint().width(), min(self._content_height(), self.HINT_HEIGHT))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():  # rows re-wrap: the content height changes
+            self.setMaximumHeight(max(self.MIN_HEIGHT, self._content_height()))
+
+
+class _SqueezableLayout(QVBoxLayout):
+    """Tells the scroll area around the panel that it has no height-for-width: a scroll area would then give the
+    panel its full preferred height (every option row) and scroll the whole panel; without it the panel takes the
+    height in view and the options scroll inside it, the question and the key note staying in sight."""
+
+    def hasHeightForWidth(self) -> bool:
+        return False
+
+
 class ItemPanel(QWidget):
     """Header, hint, question and options of one item."""
 
     def __init__(self, *, show_key_hints: bool = False, parent=None):
         super().__init__(parent)
         self.show_key_hints = show_key_hints
-        layout = QVBoxLayout(self)
+        layout = _SqueezableLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(8)
         self.header = QLabel()
         self.header.setObjectName("itemHeader")
         self.header.setWordWrap(True)
-        self.hint = QLabel()
-        self.hint.setObjectName("hint")
-        self.hint.setWordWrap(True)
-        self.hint.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.question = QLabel()
-        self.question.setObjectName("question")
-        self.question.setWordWrap(True)
-        self.question.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.options_box = QVBoxLayout()
-        self.options_box.setSpacing(4)
+        self.hint = _text_label("hint")
+        self.question = _text_label("question")
+        self.options_area = OptionsArea(self)
+        self.options_box = self.options_area.box
         self.key_note = QLabel()
         self.key_note.setObjectName("keyNote")
+        self.key_note.setWordWrap(True)
         for w in (self.header, self.hint, self.question):
             layout.addWidget(w)
-        layout.addLayout(self.options_box)
-        layout.addWidget(self.key_note)
+        layout.addWidget(self.options_area)
+        layout.addWidget(self.key_note)  # under the options, outside their scroll: always in sight
         layout.addStretch(1)
         self.rows: list[OptionRow] = []
         self._pool: list[OptionRow] = []  # rows are reused from item to item: creating widgets is slow
@@ -122,9 +187,9 @@ class ItemPanel(QWidget):
             [f"#{html.escape(str(item.index))}"]
         parts += [html.escape(p) for p in (item.category, item.l2_category, item.split) if p]
         self.header.setText("  ·  ".join(parts))
-        self.hint.setText(item.hint or "")
+        self.hint.setText(breakable(item.hint or ""))
         self.hint.setVisible(bool(item.hint))
-        self.question.setText(item.question)
+        self.question.setText(breakable(item.question))
         self.question.show()
         self._set_options(item.options)
         self._refresh()
@@ -142,7 +207,7 @@ class ItemPanel(QWidget):
 
     def _set_options(self, options) -> None:
         while len(self._pool) < len(options):
-            row = OptionRow(LETTERS[len(self._pool)], "", "", self)
+            row = OptionRow(LETTERS[len(self._pool)], "", "", self.options_area.widget())
             self.options_box.addWidget(row)
             self._pool.append(row)
         for i, row in enumerate(self._pool):
@@ -152,6 +217,8 @@ class ItemPanel(QWidget):
             else:
                 row.hide()
         self.rows = self._pool[:len(options)]
+        self.options_area.setVisible(bool(options))
+        self.options_area.fit()
 
     def _refresh(self) -> None:
         item = self.item
@@ -193,29 +260,39 @@ class PredictionsView(QTreeWidget):
         header.setSectionResizeMode(3, QHeaderView.ResizeToContents)
         header.setSectionResizeMode(4, QHeaderView.ResizeToContents)
 
-    def show_predictions(self, item, runs_passes, *, blind: bool = False) -> None:
+    def show_predictions(self, item, runs_passes, *, sight=None) -> None:
+        """Every run's passes of the item, less what the blind rule (annotation/blind.py `Sight`) hides: nothing
+        before the annotator's verdict in blind mode; a response awaiting their blind label, and its reading and
+        run result, always."""
         self.clear()
-        if item is None:
+        if item is None or (sight is not None and not sight.reveals(item.id)):
             return
         for run, passes in runs_passes:
+            shows = [sight is None or sight.shows_pass(run.id, item.id, p.pass_) for p in passes]
             result = _item_result(item, run, passes)
-            mark = "" if blind else f"   {RESULT_MARKS[result]} {result}"
+            result_shown = sight is None or sight.shows_run_result(run.id, item.id)
+            mark = f"   {RESULT_MARKS[result]} {result}" if result_shown else ""
             top = QTreeWidgetItem([f"run {run.id} · {run.model_spec} · {run.strategy}{mark}", "", "", "", ""])
             font = top.font(0)
             font.setBold(True)
             top.setFont(0, font)
-            if not blind and result in ("right", "wrong"):
+            if result_shown and result in ("right", "wrong"):
                 top.setForeground(0, QColor("#1e7d32" if result == "right" else "#b3261e"))
-            for p in passes:
+            for p, shown in zip(passes, shows):
+                order = _order_letters(p.option_order, len(item.options))
+                if not shown:
+                    child = QTreeWidgetItem([f"pass {p.pass_}", order, ADJUDICATION_HIDDEN, "", ""])
+                    child.setForeground(2, QColor("#80868b"))
+                    top.addChild(child)
+                    continue
                 response = " ".join(p.response.split())
-                correct = "" if blind or p.correct is None else ("✓" if p.correct else "✗")
+                correct = "" if p.correct is None else ("✓" if p.correct else "✗")
                 original = _original_letter(p)
                 choice = (p.choice or "undecided") + (f" (= {original})" if original and original != p.choice else "")
-                child = QTreeWidgetItem([f"pass {p.pass_}", _order_letters(p.option_order, len(item.options)),
-                                         response, choice, correct])
+                child = QTreeWidgetItem([f"pass {p.pass_}", order, response, choice, correct])
                 child.setToolTip(2, p.response)
                 child.setToolTip(3, f"{p.stage}: {p.reason or ''}")
-                if not blind and p.correct is not None:
+                if p.correct is not None:
                     child.setForeground(4, QColor("#1e7d32" if p.correct else "#b3261e"))
                 top.addChild(child)
             self.addTopLevelItem(top)
@@ -255,20 +332,55 @@ class HistoryView(QTreeWidget):
             header.setSectionResizeMode(i, QHeaderView.ResizeToContents)
         header.setSectionResizeMode(3, QHeaderView.Stretch)
 
-    def show_history(self, history) -> None:
+    def show_history(self, history, *, hidden_others: bool = False) -> None:
+        """The review log, newest first; `hidden_others`: other annotators' rows were left out (blind mode)."""
         self.clear()
+        if hidden_others:
+            note = QTreeWidgetItem(["Other annotators' verdicts are hidden until yours (blind mode)", "", "", ""])
+            note.setForeground(0, QColor("#80868b"))
+            self.addTopLevelItem(note)
+            note.setFirstColumnSpanned(True)
         for r in reversed(history):
             verdict = "undo" if r.verdict == "undo" else VERDICT_LABELS.get(r.verdict, r.verdict)
             if r.corrected_answer:
                 verdict += f" → {r.corrected_answer}"
             row = QTreeWidgetItem([r.created_at[:19].replace("T", " "), r.annotator, verdict, r.note or ""])
+            whole = f"{r.annotator}: {verdict}" + (f" — {r.note}" if r.note else "")
+            for column in range(4):  # a narrow pane elides the note: the whole entry is every cell's tooltip
+                row.setToolTip(column, whole)
             if r.verdict == "undo":
                 font = QFont(row.font(2))
                 font.setItalic(True)
                 row.setFont(2, font)
                 row.setForeground(2, QColor("#80868b"))
             self.addTopLevelItem(row)
-        if not history:
+        if not history and not hidden_others:
             empty = QTreeWidgetItem(["Not reviewed yet", "", "", ""])
             empty.setForeground(0, QColor("#80868b"))
             self.addTopLevelItem(empty)
+
+
+def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsView, history: HistoryView,
+                      tabs=None):
+    """One item in a panel, its predictions and its review history, as the blind rule lets the session's annotator
+    see them (Browse and Review both show items through here). Returns the Sight used."""
+    from annotation import reviews
+    from db import item_query
+
+    if item is None:
+        panel.show_item(None)
+        predictions.show_predictions(None, [])
+        history.show_history([])
+        return None
+    sight = ctx.sight(item_ids=[item.id])
+    revealed = sight.reveals(item.id)
+    panel.show_item(item, bench_name=ctx.benchmark.name if ctx.benchmark else "", blind=sight.blind, reveal=revealed)
+    predictions.show_predictions(item, item_query.item_predictions(ctx.ws, item.id, ctx.runs) if revealed else [],
+                                 sight=sight)
+    log = reviews.history(ctx.ws, item.id)
+    shown = sight.visible_history(item.id, log)
+    history.show_history(shown, hidden_others=not revealed)  # said whether or not others judged it
+    if tabs is not None and (i := tabs.indexOf(predictions)) >= 0:
+        tabs.setTabText(i, "Predictions" if revealed else PREDICTIONS_HIDDEN)
+        tabs.setTabToolTip(i, "" if revealed else "Blind mode: the runs' answers show once your verdict stands")
+    return sight

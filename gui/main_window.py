@@ -9,14 +9,14 @@ import getpass
 import sqlite3
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, Qt
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QDockWidget, QFileDialog, QInputDialog, QLabel, QListWidget, QListWidgetItem, QMainWindow, QTabWidget,
-    QVBoxLayout, QWidget,
+    QApplication, QDockWidget, QFileDialog, QInputDialog, QLabel, QListWidget, QListWidgetItem, QMainWindow,
+    QTabWidget, QVBoxLayout, QWidget,
 )
 
-from db import catalog
+from db import catalog, item_query
 from db.errors import EnvironmentFault, UserError
 from db.workspace import database_error, open_workspace
 from gui.browse_view import BrowseView
@@ -31,6 +31,22 @@ from gui.review_view import ReviewView
 from gui.runs_view import RunsView
 
 
+SYNC_COMMANDS = {  # kind: (menu title, export command, import command)
+    "reviews": ("reviews", ["reviews", "export"], ["reviews", "import"]),
+    "labels": ("labels", ["align", "export-labels"], ["align", "import-labels"]),
+    "decisions": ("QC decisions", ["qc", "export-decisions"], ["qc", "import-decisions"]),
+}
+
+
+def _keeping_scroll(view, reload) -> None:
+    """Run `reload` (which resets the view's model) and put the view's scroll bars back where they were."""
+    bars = (view.verticalScrollBar(), view.horizontalScrollBar())
+    values = [b.value() for b in bars]
+    reload()
+    for bar, value in zip(bars, values):
+        bar.setValue(value)
+
+
 class BenchmarksDock(QListWidget):
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
@@ -42,6 +58,7 @@ class BenchmarksDock(QListWidget):
         self.currentRowChanged.connect(self._chosen)  # filled by MainWindow.open_workspace
 
     def reload(self, benchmarks=None) -> None:
+        current = self.currentItem().data(Qt.UserRole) if self.currentItem() else None
         self.blockSignals(True)
         self.clear()
         for b in benchmarks if benchmarks is not None else catalog.list_benchmarks(self.ctx.ws):
@@ -50,6 +67,8 @@ class BenchmarksDock(QListWidget):
             item.setData(Qt.UserRole, b.name)
             item.setData(Qt.UserRole + 1, b)
             self.addItem(item)
+            if b.name == current:  # a reload (another process imported) keeps the choice, without re-selecting
+                self.setCurrentItem(item)
         self.blockSignals(False)
 
     def select(self, name: str) -> None:
@@ -78,6 +97,9 @@ class MainWindow(QMainWindow):
         self.docks: dict[str, QDockWidget] = {}
         self._view_factories: list[tuple[str, str, object]] = []
         self._dock_factories: list[tuple[str, str, object, Qt.DockWidgetArea]] = []
+        self._stale: set[str] = set()  # views to reload when next shown ("model": the Browse listing)
+        self._data_version: int | None = None
+        self._poll = QTimer(self, interval=1000, timeout=self._check_for_changes)
 
         central = QWidget()
         layout = QVBoxLayout(central)
@@ -93,7 +115,14 @@ class MainWindow(QMainWindow):
 
         self.annotator_label = QLabel()
         self.workspace_label = QLabel()
+        self.blind_label = QLabel("Blind")  # the session's blind mode, always in sight while it is on
+        self.blind_label.setObjectName("blindIndicator")
+        self.blind_label.setToolTip("Blind mode: what could bias a verdict stays hidden until yours (B toggles)")
+        self.blind_label.setStyleSheet("QLabel { background: #1a73e8; color: white; border-radius: 3px; "
+                                       "padding: 1px 8px; font-weight: 600; }")
+        self.blind_label.hide()
         self.statusBar().addPermanentWidget(self.workspace_label)
+        self.statusBar().addPermanentWidget(self.blind_label)
         self.statusBar().addPermanentWidget(self.annotator_label)
         self._make_menus()
 
@@ -137,6 +166,8 @@ class MainWindow(QMainWindow):
             view.openInReview.connect(self.open_item)
         if hasattr(view, "openResults"):
             view.openResults.connect(self.show_results)
+        if hasattr(view, "keyIgnored"):  # a key that did nothing says why, where the eye does not have to search
+            view.keyIgnored.connect(lambda text: self.statusBar().showMessage(text, 5000))
 
     def _shutdown_views(self) -> None:
         """Views that own child processes (runs, model tests) stop them before they go."""
@@ -159,23 +190,18 @@ class MainWindow(QMainWindow):
                 raise
             self.show_error(str(error))
             return False
-        self._shutdown_views()
-        if self.ctx is not None:
-            self.ctx.close()
-            self.ctx.deleteLater()
-            self.ws.close()
-        while self.tabs.count():
-            widget = self.tabs.widget(0)
-            self.tabs.removeTab(0)
-            widget.deleteLater()
+        self._close_workspace()
         self.ws = ws
         self.ctx = Context(ws, self.prefs_file, self.prefs, self)
         self.ctx.error.connect(self.show_error)
         self.ctx.info.connect(lambda text: self.message_bar.show_message(text, "info"))
         self.ctx.prefsChanged.connect(self._prefs_changed)
+        self.ctx.workspaceChanged.connect(self._workspace_changed)
         self.views = {}
+        self.tabs.blockSignals(True)  # building tabs must not run a half-built view's on-show code
         for name, title, factory in self._view_factories:
             self._build_view(name, title, factory)
+        self.tabs.blockSignals(False)
         for name, _, factory, _ in self._dock_factories:
             self.docks[name].setWidget(factory(self.ctx))
         self.ctx.update_prefs(recent_workspaces=self.prefs.with_recent(str(Path(ws.path).resolve())).recent_workspaces)
@@ -188,7 +214,118 @@ class MainWindow(QMainWindow):
         if ws.read_only:
             self.message_bar.show_message(f"{ws.path} is read-only: you can browse and export, but nothing you do "
                                           "here can be saved", "info")
+        self._stale = set()
+        self._data_version = self._read_data_version()
+        self._poll.start()
+        self._tab_changed(self.tabs.currentIndex())  # the first tab's on-show work, now that every view exists
         return True
+
+    def _close_workspace(self) -> None:
+        """Take down everything that holds the old connection before closing it: the poll timer, child processes,
+        views and docks (their timers stopped, their signals cut, deleted), the context (image loader, item model).
+        Without this, a tab switch during the teardown or a queued timer ran queries on the closed database."""
+        self._poll.stop()
+        if self.ctx is None:
+            return
+        self._shutdown_views()
+        old = [self.tabs.widget(i) for i in range(self.tabs.count())]
+        old += [dock.widget() for dock in self.docks.values() if dock.widget() is not None]
+        self.tabs.blockSignals(True)
+        while self.tabs.count():
+            self.tabs.removeTab(0)
+        self.tabs.blockSignals(False)
+        for name, *_ in self._dock_factories:
+            widget = self.docks[name].widget()
+            if widget is not None:
+                self.docks[name].setWidget(None)
+        self.ctx.close()
+        for obj in (self.ctx, self.ctx.model, self.ctx.loader, *old):
+            obj.blockSignals(True)
+        for widget in old:
+            for timer in widget.findChildren(QTimer):
+                timer.stop()
+            widget.hide()
+            widget.deleteLater()
+        self.ctx.deleteLater()
+        self.views = {}
+        self.ws.close()
+        self.ctx, self.ws = None, None
+
+    # -- never stale: what other processes and connections write shows within about a second
+    def _read_data_version(self) -> int | None:
+        try:  # changes only when another connection commits: one cheap pragma per tick
+            return self.ws.conn.execute("PRAGMA data_version").fetchone()[0]
+        except Exception:  # noqa: BLE001 — a workspace going away must not flood the window with errors
+            return None
+
+    def _check_for_changes(self) -> None:
+        if self.ws is None:
+            return
+        version = self._read_data_version()
+        if version is not None and version != self._data_version:
+            self._data_version = version
+            self.ctx.workspaceChanged.emit()
+
+    def refresh(self) -> None:
+        """View › Refresh (F5): the same as a change written by another process."""
+        if self.ctx is not None:
+            self.ctx.workspaceChanged.emit()
+
+    def _workspace_changed(self) -> None:
+        """Reload what shows the workspace: the benchmarks dock and the visible tab now; the hidden tabs when they
+        are shown next (a run writing every second must not redraw every chart of the window)."""
+        ctx = self.ctx
+        benches = catalog.list_benchmarks(self.ws)
+        self.docks["benchmarks"].widget().reload(benches)
+        if ctx.benchmark is not None:
+            fresh = next((b for b in benches if b.id == ctx.benchmark.id), None)
+            if fresh is None:  # deleted elsewhere: show another one
+                if benches:
+                    self.select_benchmark(benches[0].name)
+                return
+            ctx.benchmark = fresh
+            if [(r.id, r.status) for r in item_query.runs_of_benchmark(self.ws, fresh.id)] != \
+                    [(r.id, r.status) for r in ctx.runs.values()]:
+                ctx.runsChanged.emit()
+        elif benches:
+            self.select_benchmark(benches[0].name)
+            return
+        self._stale = set(self.views) | {"model"}
+        current = self.tabs.currentWidget()
+        for name, view in self.views.items():
+            if view is current:
+                self._refresh_view(name)
+
+    def _refresh_view(self, name: str) -> None:
+        self._stale.discard(name)
+        view = self.views[name]
+        if name in ("browse", "review") and "model" in self._stale:
+            self._stale.discard("model")
+            self._reload_items()
+        if name == "review":
+            view.refresh_item()
+        elif name == "queues":
+            view.reload()
+        elif name == "runs":
+            _keeping_scroll(view.runs.table, view.runs.reload)
+            if not view.form.isAncestorOf(QApplication.focusWidget()):  # never under the fingers of someone typing
+                view.form.reload()
+        elif name == "results":
+            _keeping_scroll(view.runs.table, view.refresh)
+        elif hasattr(view, "refresh"):  # alignment
+            view.refresh()
+        elif hasattr(view, "reload"):  # models
+            view.reload()
+
+    def _reload_items(self) -> None:
+        """The Browse listing again, as far as it was paged in, at the same scroll position and selection."""
+        table = self.views["browse"].table
+        review = self.views["review"]
+        review.holding = True
+        try:
+            _keeping_scroll(table, lambda: self.ctx.model.reload(at_least=len(self.ctx.model.rows)))
+        finally:
+            review.holding = False
 
     def select_benchmark(self, name: str) -> None:
         dock = self.docks["benchmarks"].widget()
@@ -199,8 +336,6 @@ class MainWindow(QMainWindow):
 
     def open_item(self, item_id: int) -> None:
         """Show an item in Review: its benchmark chosen, and the Browse filters cleared if they hide it."""
-        from db import item_query
-
         item = item_query.item_by_id(self.ws, item_id)
         if item is None:
             self.show_error(f"Item {item_id} is not in this workspace any more")
@@ -243,6 +378,8 @@ class MainWindow(QMainWindow):
         self.prefs = self.ctx.prefs
         self.annotator_label.setText(f"Annotator: {self.prefs.annotator or '—'}")
         self.blind_action.setChecked(self.prefs.blind)
+        self.blind_label.setVisible(self.prefs.blind)
+        self.reveal_action.setChecked(self.prefs.reveal_after_verdict)
         self.advance_action.setChecked(self.prefs.advance)
 
     # -- errors
@@ -264,16 +401,29 @@ class MainWindow(QMainWindow):
                                     triggered=self._import_dialog))
         file_menu.addAction(QAction("Import the &demo benchmarks", self, triggered=self.import_demo))
         file_menu.addSeparator()
+        for kind, (title, _, _) in SYNC_COMMANDS.items():  # annotators on several machines: exchange JSON Lines
+            file_menu.addAction(QAction(f"Export {title}…", self,
+                                        triggered=lambda _=False, k=kind: self._export_dialog(k)))
+            file_menu.addAction(QAction(f"Import {title}…", self,
+                                        triggered=lambda _=False, k=kind: self._import_dialog_records(k)))
+        file_menu.addSeparator()
         file_menu.addAction(quit_)
         self.view_menu = self.menuBar().addMenu("&View")
         self.view_actions_anchor = self.view_menu.addSeparator()
-        self.blind_action = QAction("&Blind mode (hide the answer key)", self, checkable=True,
+        self.blind_action = QAction("&Blind mode (B)", self, checkable=True,
                                     toggled=lambda on: self.ctx and self.ctx.prefs.blind != on
                                     and self.ctx.update_prefs(blind=on))
+        self.reveal_action = QAction("&Reveal after my verdict (blind mode)", self, checkable=True,
+                                     toggled=lambda on: self.ctx and self.ctx.prefs.reveal_after_verdict != on
+                                     and self.ctx.update_prefs(reveal_after_verdict=on))
+        # B everywhere but in Review, whose own B shortcut (gui/shortcuts.py) would otherwise be ambiguous.
+        self.blind_shortcut = QShortcut(QKeySequence("B"), self, activated=self.blind_action.toggle)
         self.advance_action = QAction("&Advance after a verdict", self, checkable=True,
                                       toggled=lambda on: self.ctx and self.ctx.prefs.advance != on
                                       and self.ctx.update_prefs(advance=on))
+        self.view_menu.addAction(QAction("&Refresh", self, shortcut=QKeySequence("F5"), triggered=self.refresh))
         self.view_menu.addAction(self.blind_action)
+        self.view_menu.addAction(self.reveal_action)
         self.view_menu.addAction(self.advance_action)
         self.view_menu.addSeparator()
         ann = self.menuBar().addMenu("&Annotator")
@@ -390,6 +540,66 @@ class MainWindow(QMainWindow):
         process.start()
         return process
 
+    # -- annotators on several machines: the `vlmdesk reviews|align|qc` export and import commands, in a child process
+    def export_records(self, kind: str, path: str, *, set_name: str | None = None):
+        """Write this workspace's `kind` (reviews, labels, decisions) to a JSON Lines file."""
+        title, export, _ = SYNC_COMMANDS[kind]
+        args = [*export, *(["--set", set_name] if kind == "labels" else []), "--out", path]
+        return self._run_command(args, f"Exporting {title}…", refresh=False)
+
+    def import_records(self, kind: str, path: str):
+        """Merge a JSON Lines file of `kind` written by another copy of the workspace (idempotent by record id)."""
+        title, _, import_ = SYNC_COMMANDS[kind]
+        return self._run_command([*import_, path], f"Importing {title} from {Path(path).name}…", refresh=True)
+
+    def _export_dialog(self, kind: str) -> None:
+        set_name = None
+        if kind == "labels":
+            from annotation import alignment
+
+            names = [s.name for s in alignment.list_sets(self.ws)]
+            if not names:
+                self.show_error("No adjudication set in this workspace: nothing to export (vlmdesk align sample)")
+                return
+            set_name, ok = (QInputDialog.getItem(self, "Export labels", "Adjudication set:", names, 0, False)
+                            if len(names) > 1 else (names[0], True))
+            if not ok:
+                return
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {SYNC_COMMANDS[kind][0]}",
+                                              str(Path(self.ws.path).parent / f"{kind}.jsonl"),
+                                              "JSON Lines (*.jsonl);;All files (*)")
+        if path:
+            self.export_records(kind, path, set_name=set_name)
+
+    def _import_dialog_records(self, kind: str) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, f"Import {SYNC_COMMANDS[kind][0]}", str(Path(self.ws.path).parent),
+                                              "JSON Lines (*.jsonl);;All files (*)")
+        if path:
+            self.import_records(kind, path)
+
+    def _run_command(self, args: list[str], busy: str, *, refresh: bool):
+        """Run `vlmdesk ARGS` on this workspace in a child process and report its last line (or its error line)."""
+        from gui.processes import CommandProcess
+
+        process = CommandProcess(self.ws.path, args, self)
+        self.message_bar.show_message(busy, "info")
+
+        def finished() -> None:
+            if process.exit_code == 0:
+                lines = [line for line in (process.stdout + "\n" + process.stderr).splitlines()
+                         if line.strip() and not line.startswith("{")]
+                self.message_bar.show_message(lines[-1] if lines else "Done.", "info")
+                if refresh:
+                    self.refresh()
+            else:
+                errors = [line for line in process.stderr.splitlines() if line.startswith("error:")]
+                self.show_error(errors[-1] if errors else
+                                f"{args[0]} failed: {process.error or process.stderr[-300:]}", process.stderr)
+
+        process.done.connect(finished)
+        process.start()
+        return process
+
     def _new_workspace(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "New workspace", str(Path(self.ws.path).parent / "workspace.sqlite"),
                                               "vlmdesk workspaces (*.sqlite)")
@@ -405,9 +615,13 @@ class MainWindow(QMainWindow):
 
     def _tab_changed(self, index: int) -> None:
         widget = self.tabs.widget(index)
+        self.blind_shortcut.setEnabled(widget is not self.views.get("review"))
         if widget is not None and hasattr(widget, "setFocus"):
             widget.setFocus()
-        if widget is self.views.get("queues"):
+        name = next((n for n, v in self.views.items() if v is widget), None)
+        if name in self._stale:  # changed elsewhere while hidden
+            self._refresh_view(name)
+        elif widget is self.views.get("queues"):
             widget.update_counts()
         elif hasattr(widget, "on_shown"):  # views whose content others change (labels → alignment)
             widget.on_shown()
@@ -429,9 +643,6 @@ class MainWindow(QMainWindow):
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("state", self.saveState())
         self.settings.sync()
-        if self.ctx is not None:
-            self.ctx.close()
-        if self.ws is not None:
-            self.ws.close()
+        self._close_workspace()
         super().closeEvent(event)
 

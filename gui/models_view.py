@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QStackedWidget, QVBoxLayout, QWidget,
 )
 
+from annotation.blind import HIDDEN_TEXT
 from db import models
 from evaluator.model_check import validate_spec
 from gui.processes import CommandProcess
@@ -103,6 +104,7 @@ class ModelsView(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.process: CommandProcess | None = None
+        self.tested: dict | None = None  # the last successful test's result (shown again when blind mode changes)
         self.model = RowsModel(("Name", "Spec", "Added"), self)
         self.table = table_view(self.model, stretch=1)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._selected())
@@ -137,6 +139,7 @@ class ModelsView(QWidget):
         layout.setContentsMargins(10, 10, 10, 10)
         layout.addLayout(left, 1)
         layout.addWidget(self.form, 0, Qt.AlignTop)
+        ctx.prefsChanged.connect(self._show_tested)
         self.reload()
 
     def reload(self) -> None:
@@ -182,6 +185,7 @@ class ModelsView(QWidget):
         name = self.selected_name()
         if name is None or (self.process is not None and self.process.running()):
             return
+        self.tested = None
         self.process = CommandProcess(str(self.ctx.ws.path), ["models", "test", name, "--json"], self)
         self.process.done.connect(self._tested)
         self.process.stderrChanged.connect(self._show_output)
@@ -196,17 +200,28 @@ class ModelsView(QWidget):
     def _tested(self) -> None:
         p = self.process
         result = p.json_output() if p.exit_code == 0 else None
-        if isinstance(result, dict):
-            verdict = {True: "right", False: "wrong", None: "unscored"}[result["correct"]]
-            text = (f"✓ {result['spec']} loaded in {result['load_s']:.2f} s and answered in {result['answer_s']:.2f} s"
-                    f"\n\nItem {result['item_index']} of {result['benchmark']}:\n{result['prompt']}\n\n"
-                    f"Response: {result['response']!r}\nChoice: {result['choice'] or 'undecided'} ({verdict}; key "
-                    f"{result['answer']})\n\nBackend: {json.dumps(result['backend'], ensure_ascii=False)}")
-        else:
+        self.tested = result if isinstance(result, dict) else None
+        if self.tested is None:
             why = p.error or ("the process crashed" if p.crashed else f"exit code {p.exit_code}")
-            text = f"✗ test failed ({why})\n\n{p.stderr.strip()}"
-        self.output.setPlainText(f"$ {p.command_line()}\n{text}")
+            self.output.setPlainText(f"$ {p.command_line()}\n✗ test failed ({why})\n\n{p.stderr.strip()}")
+        else:
+            self._show_tested()
         self._selected()
+
+    def _show_tested(self) -> None:
+        result = self.tested
+        if result is None or self.process is None:
+            return
+        text = (f"✓ {result['spec']} loaded in {result['load_s']:.2f} s and answered in {result['answer_s']:.2f} s"
+                f"\n\nItem {result['item_index']} of {result['benchmark']}:\n{result['prompt']}\n\n")
+        if self.ctx.prefs.blind:  # the demo item's key and the model's answer to it: a benchmark item like any other
+            text += f"Response, choice and key {HIDDEN_TEXT}."
+        else:
+            verdict = {True: "right", False: "wrong", None: "unscored"}[result["correct"]]
+            text += (f"Response: {result['response']!r}\nChoice: {result['choice'] or 'undecided'} ({verdict}; key "
+                     f"{result['answer']})")
+        text += f"\n\nBackend: {json.dumps(result['backend'], ensure_ascii=False)}"
+        self.output.setPlainText(f"$ {self.process.command_line()}\n{text}")
 
     def shutdown(self) -> None:
         if self.process is not None and self.process.running():

@@ -24,7 +24,8 @@ def config_dir() -> Path:
 @dataclass(frozen=True)
 class Preferences:
     annotator: str = ""  # asked once; every verdict and label carries it
-    blind: bool = False  # hide the answer key while verifying
+    blind: bool = False  # blind mode (annotation/blind.py): nothing that could bias a verdict before it is given
+    reveal_after_verdict: bool = True  # in blind mode, show what was hidden once my verdict on the item stands
     zoom: str = "fit"  # "fit" or "100" (actual pixels)
     advance: bool = True  # move to the next item after a verdict
     prefetch: int = 3  # images decoded ahead of the current item

@@ -11,21 +11,36 @@ import time
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QPushButton,
+    QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
     QScrollArea, QSplitter, QStackedWidget, QVBoxLayout, QWidget,
 )
 
 from annotation import alignment, qc, reviews
+from annotation.blind import HIDDEN_TEXT
 from annotation.browse import VERDICT_LABELS, open_conflicts
+from annotation.correction import wrong_key_problem
 from db import item_query
 from gui.image_view import ImageView
 from gui.item_panel import LETTERS, ItemPanel
+from gui.review_view import NoteEdit
+from gui.shortcuts import VERDICT_BUTTONS, VERDICT_KEYS, review_shortcuts
 
 
 def _title(text: str) -> QLabel:
     label = QLabel(text)
     label.setObjectName("pageTitle")
     return label
+
+
+def _shortcut(page: QWidget, key: str, slot) -> QShortcut:
+    """A key of one queue page, window-wide while that page is the one shown (QueuesView enables it), so it works
+    whatever was clicked last. A focused text field (the note) claims printable keys and Ctrl+Z itself, so keys are
+    off while typing."""
+    sc = QShortcut(QKeySequence(key), page)
+    sc.setContext(Qt.WindowShortcut)
+    sc.setEnabled(False)
+    sc.activated.connect(slot)
+    return sc
 
 
 def _scroll(widget: QWidget) -> QScrollArea:
@@ -48,6 +63,7 @@ class _ItemPage(QWidget):
         self.title = _title(title)
         self.left = QLabel()
         self.left.setObjectName("muted")
+        self.setFocusPolicy(Qt.StrongFocus)  # the page's keys need the focus inside it
         right = QWidget()
         self.right_layout = QVBoxLayout(right)
         self.right_layout.setContentsMargins(16, 12, 16, 12)
@@ -61,17 +77,25 @@ class _ItemPage(QWidget):
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self.image)
         split.addWidget(_scroll(right))
-        split.setSizes([520, 520])
+        # The decision side first: at 1024×700 its buttons and fields must fit; the image scales to what is left.
+        split.setStretchFactor(0, 2)
+        split.setStretchFactor(1, 3)
+        split.setSizes([400, 600])
         split.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(split)
         ctx.loader.loaded.connect(self._on_image)
 
-    def show_item(self, item_id: int | None, *, blind: bool = False) -> None:
+    def reveals(self, item_id: int) -> bool:
+        """The blind rule (annotation/blind.py) for this annotator and item: key, others' verdicts, run results."""
+        return self.ctx.sight(item_ids=[item_id]).reveals(item_id)
+
+    def show_item(self, item_id: int | None) -> None:
         self.item = item_query.item_by_id(self.ctx.ws, item_id) if item_id is not None else None
         bench = self.ctx.benchmark.name if self.ctx.benchmark else ""
-        self.panel.show_item(self.item, bench_name=bench, blind=blind)
+        reveal = self.item is not None and self.reveals(self.item.id)
+        self.panel.show_item(self.item, bench_name=bench, blind=self.ctx.prefs.blind, reveal=reveal)
         sha = self.item.image_sha256 if self.item else None
         image = self.ctx.loader.cached(sha) if sha else None
         if image is not None:
@@ -92,6 +116,7 @@ class QCPage(_ItemPage):
     def __init__(self, ctx, parent=None):
         super().__init__(ctx, "Quality control", parent)
         self.candidate = None
+        self.decided: list[tuple[int, str]] = []  # (item id, stage) decided on this page, newest last: Ctrl+Z
         self.flag = QLabel()
         self.flag.setObjectName("flagNote")
         self.flag.setWordWrap(True)
@@ -101,8 +126,9 @@ class QCPage(_ItemPage):
         for r in qc.REASONS:
             self.reason.addItem(qc.REASON_TEXT[r], r)
         self.answer = QComboBox()
-        self.note = QLineEdit()
+        self.note = NoteEdit()
         self.note.setPlaceholderText("Note (optional)")
+        self.note.done.connect(self.setFocus)
         form.addWidget(QLabel("Reason"), 0, 0)
         form.addWidget(self.reason, 0, 1)
         form.addWidget(QLabel("Right answer"), 1, 0)
@@ -120,12 +146,22 @@ class QCPage(_ItemPage):
         buttons.addWidget(self.reject)
         buttons.addStretch(1)
         self.right_layout.addLayout(buttons)
+        saved_row = QHBoxLayout()
         self.saved = QLabel()
         self.saved.setObjectName("saved")
-        self.right_layout.addWidget(self.saved)
+        self.saved.setWordWrap(True)
+        self.change = QPushButton("Change my decision  Ctrl+Z")
+        self.change.setToolTip("Withdraw your last decision here (the log keeps it) and decide that flag again")
+        self.change.clicked.connect(self.undo)
+        self.change.hide()
+        saved_row.addWidget(self.saved, 1)
+        saved_row.addWidget(self.change)
+        self.right_layout.addLayout(saved_row)
         self.right_layout.addStretch(1)
         self.reason.currentIndexChanged.connect(self._reason_changed)
         self.answer.currentIndexChanged.connect(self._update_confirm)
+        _shortcut(self, "Ctrl+Z", self.undo)
+        _shortcut(self, "E", self.note.setFocus)
         self._reason_changed()
 
     def _reason_changed(self) -> None:
@@ -139,6 +175,7 @@ class QCPage(_ItemPage):
                                 (not needs_answer or self.answer.currentData() is not None))
 
     def remaining(self) -> list:
+        """THE list of flags left for this reviewer: the page's count and the queue list's count both come from it."""
         bench = self.ctx.benchmark
         if bench is None:
             return []
@@ -146,37 +183,60 @@ class QCPage(_ItemPage):
         return [c for c in qc.queue(self.ctx.ws, benchmark_id=bench.id)
                 if c.status in ("pending", "disputed") and not any(v.annotator == me for v in c.resolution.votes)]
 
-    def refresh(self) -> None:
+    def reload(self) -> None:
+        """After another process wrote: keep the flag being decided (and what was chosen for it) if still left."""
+        left = self.remaining()
+        keep = self.candidate is not None and any((c.item_id, c.stage) == (self.candidate.item_id,
+                                                                          self.candidate.stage) for c in left)
+        if not keep:
+            self.refresh()
+            return
+        self.left.setText(f"{len(left)} left for you")
+        self.candidate = next(c for c in left if (c.item_id, c.stage) == (self.candidate.item_id,
+                                                                          self.candidate.stage))
+        self._show_flag()
+
+    def refresh(self, prefer: tuple[int, str] | None = None) -> None:
+        """Show the first flag left for me (or `prefer`, a flag whose decision was just withdrawn)."""
         left = self.remaining()
         self.left.setText(f"{len(left)} left for you")
-        self.candidate = left[0] if left else None
+        self.candidate = next((c for c in left if (c.item_id, c.stage) == prefer), left[0] if left else None)
         for w in (self.confirm, self.reject):
             w.setEnabled(self.candidate is not None)
+        self.change.setVisible(bool(self.decided))
         if self.candidate is None:
             self.flag.setText("No quality-control candidate is waiting for you. Flags come from "
                               "<code>vlmdesk qc text-only</code> and <code>vlmdesk qc consensus</code>.")
             self.show_item(None)
             return
         c = self.candidate
-        runs_text = ", ".join(str(r) for r in c.run_ids)
-        right = ", ".join(str(r) for r in c.correct_run_ids) or "none"
-        self.flag.setText(f"<b>{html.escape(qc.CATEGORY[c.stage])}</b> ({c.stage} stage) · runs {runs_text} · "
-                          f"answered right by: {right} · status {c.status}")
         self.show_item(c.item_id)
+        self._show_flag()
+        reveal = self.item is not None and self.reveals(self.item.id)
         self.answer.blockSignals(True)
         self.answer.clear()
         self.answer.addItem("choose…", None)  # never a pre-filled key: a stray click must not rewrite it
+        # Blind: every option is offered (leaving the key out would name it); the key is refused on confirm.
+        key = (self.item.answer or "") if self.item is not None and reveal else None
         for n in range(len(self.item.options) if self.item else 0):
-            if LETTERS[n] != self.item.answer:
+            if LETTERS[n] != key:
                 self.answer.addItem(LETTERS[n], LETTERS[n])
         if self.item is not None and not self.item.options:
             for a in ("yes", "no"):
-                if a != (self.item.answer or "").lower():
+                if key is None or a != key.lower():
                     self.answer.addItem(a, a)
         self.answer.blockSignals(False)
         default = "text_answerable" if c.stage == "text-only" else "wrong_answer"
         self.reason.setCurrentIndex(self.reason.findData(default))
         self._update_confirm()
+        self.setFocus()
+
+    def _show_flag(self) -> None:
+        c = self.candidate
+        runs_text = ", ".join(str(r) for r in c.run_ids)
+        right = (", ".join(str(r) for r in c.correct_run_ids) or "none") if self.reveals(c.item_id) else HIDDEN_TEXT
+        self.flag.setText(f"<b>{html.escape(qc.CATEGORY[c.stage])}</b> ({c.stage} stage) · runs {runs_text} · "
+                          f"answered right by: {html.escape(right)} · status {c.status}")
 
     def decide(self, decision: str) -> None:
         c = self.candidate
@@ -184,16 +244,36 @@ class QCPage(_ItemPage):
             return
         reason = self.reason.currentData() if decision == "confirm" else None
         answer = self.answer.currentData() if decision == "confirm" and reason == "wrong_answer" else None
+        if answer is not None and (problem := wrong_key_problem(self.item.answer, answer)):
+            self.ctx.error.emit(f"Not saved: {problem}.", "")
+            return
         try:
             qc.decide(self.ctx.ws, c.item_id, c.stage, self.ctx.annotator, decision, reason=reason,
                       note=self.note.text().strip() or None, answer=answer)
         except qc.QCError as exc:
             self.ctx.error.emit(str(exc), "")
             return
+        self.decided.append((c.item_id, c.stage))
         self.saved.setText(f"✓ Saved: {decision} #{c.index}" + (f" ({qc.REASON_TEXT[reason]})" if reason else ""))
         self.note.clear()
         self.ctx.model.refresh_qc()
         self.refresh()
+        self.changed.emit()
+
+    def undo(self) -> None:
+        """Withdraw my last decision on this page (appended; the log keeps both) and show that flag again."""
+        while self.decided:
+            item_id, stage = self.decided.pop()
+            withdrawn = qc.undo_decision(self.ctx.ws, item_id, stage, self.ctx.annotator)
+            if withdrawn is not None:
+                break
+        else:
+            self.ctx.info.emit("Nothing to undo: no decision of yours from this page stands.")
+            self.change.hide()
+            return
+        self.ctx.model.refresh_qc()
+        self.refresh(prefer=(item_id, stage))
+        self.saved.setText(f"↶ Withdrawn: your {withdrawn.decision} — decide again")
         self.changed.emit()
 
 
@@ -254,22 +334,26 @@ class AdjudicationPage(QWidget):
         self.reveal_text.setWordWrap(True)
         self.reveal_text.setTextFormat(Qt.RichText)
         rl.addWidget(self.reveal_text)
+        reveal_buttons = QHBoxLayout()
         self.next_button = QPushButton("Next response  ⏎")
         self.next_button.setObjectName("primary")
         self.next_button.clicked.connect(self.refresh)
-        rl.addWidget(self.next_button, 0, Qt.AlignLeft)
+        self.change = QPushButton("Change my answer  Ctrl+Z")
+        self.change.setToolTip("Withdraw this label (the log keeps it), hide the extractors again and label anew")
+        self.change.clicked.connect(self.undo)
+        reveal_buttons.addWidget(self.next_button)
+        reveal_buttons.addWidget(self.change)
+        reveal_buttons.addStretch(1)
+        rl.addLayout(reveal_buttons)
         self.revealed.hide()
         layout.addWidget(self.revealed)
         layout.addStretch(1)
+        self.labelled_here: list[int] = []  # adjudication items labelled on this page, newest last: Ctrl+Z
         for key, action in (("Return", self._next_if_revealed), ("Z", lambda: self.label("Z")),
-                            ("?", lambda: self.label(alignment.UNCLEAR))):
-            sc = QShortcut(QKeySequence(key), self)
-            sc.setContext(Qt.WidgetWithChildrenShortcut)
-            sc.activated.connect(action)
+                            ("?", lambda: self.label(alignment.UNCLEAR)), ("Ctrl+Z", self.undo)):
+            _shortcut(self, key, action)
         for n in range(9):
-            sc = QShortcut(QKeySequence(str(n + 1)), self)
-            sc.setContext(Qt.WidgetWithChildrenShortcut)
-            sc.activated.connect(lambda n=n: self._label_index(n))
+            _shortcut(self, str(n + 1), lambda n=n: self._label_index(n))
 
     def reload_sets(self) -> None:
         current = self.set_combo.currentData()
@@ -282,11 +366,23 @@ class AdjudicationPage(QWidget):
         self.set_combo.blockSignals(False)
 
     def remaining(self) -> int:
+        """THE count of responses left for this annotator (alignment.remaining_for): page and list agree."""
         name = self.set_combo.currentData()
-        if name is None:
-            return 0
-        task = alignment.next_for(self.ctx.ws, name, self.ctx.annotator)
-        return 0 if task is None else task.total - task.done
+        return alignment.remaining_for(self.ctx.ws, name, self.ctx.annotator) if name else 0
+
+    def reload(self) -> None:
+        """After another process wrote: keep the response being labelled (or the reveal being read)."""
+        self.reload_sets()
+        name = self.set_combo.currentData()
+        if self.task is not None and self.task.set_name == name:
+            if self.revealed.isVisible():
+                self.left.setText(f"{self.remaining()} left for you")
+                return
+            upcoming = alignment.next_for(self.ctx.ws, name, self.ctx.annotator)
+            if upcoming is not None and upcoming.item_id == self.task.item_id:
+                self.left.setText(f"{self.remaining()} left for you")
+                return
+        self.refresh()
 
     def refresh(self) -> None:
         self.revealed.hide()
@@ -308,7 +404,7 @@ class AdjudicationPage(QWidget):
             self.changed.emit()
             return
         t = self.task
-        self.left.setText(f"{t.total - t.done} left for you")
+        self.left.setText(f"{self.remaining()} left for you")
         self.question.setText(t.question)
         self.options.setText("<br>".join(f"<b>{html.escape(k)}.</b> {html.escape(v)}" for k, v in t.options.items()))
         self.response.setText(t.response)
@@ -360,85 +456,243 @@ class AdjudicationPage(QWidget):
         self.revealed.show()
         for b in self.label_buttons:
             b.setEnabled(False)
+        self.labelled_here.append(t.item_id)
+        self.left.setText(f"{self.remaining()} left for you")
         self.labelled.emit(t.item_id)
         self.changed.emit()
 
+    def undo(self) -> None:
+        """Take my last label on this page back (a withdrawal row), hide the extractors' readings and let me label
+        that response again."""
+        while self.labelled_here:
+            item_id = self.labelled_here.pop()
+            if alignment.undo_label(self.ctx.ws, item_id, self.ctx.annotator) is not None:
+                break
+        else:
+            self.ctx.info.emit("Nothing to undo: no label of yours from this page stands.")
+            return
+        if self.task is not None and self.task.item_id == item_id:
+            # The same response again, as before the label: readings hidden, buttons live, the clock restarted.
+            self.revealed.hide()
+            self.reveal_text.setText("")
+            for b in self.label_buttons:
+                b.setEnabled(True)
+            self.shown_at = time.monotonic()
+            self.left.setText(f"{self.remaining()} left for you")
+            self.setFocus()
+            self.changed.emit()
+        else:
+            self.refresh()  # labels go in set order, so the withdrawn response is the first one left
+        self.ctx.info.emit("Label withdrawn: label this response again.")
+
 
 class ConflictsPage(_ItemPage):
+    """Settle a disagreement by giving my own verdict, as in Review: the same keys (gui/shortcuts.py), no answer
+    picked until I pick one, "wrong key" only with another option than the key, a note, Ctrl+Z."""
+
     changed = Signal()
 
     def __init__(self, ctx, parent=None):
         super().__init__(ctx, "Conflicts", parent)
         self.entries: list = []
+        self.settled: list[int] = []  # items settled on this page, newest last: Ctrl+Z withdraws
+        self.armed_wrong = False
+        self.shown_at = time.monotonic()
         self.verdicts = QLabel()
         self.verdicts.setWordWrap(True)
         self.verdicts.setTextFormat(Qt.RichText)
         self.right_layout.addWidget(self.verdicts)
-        explain = QLabel("Settle by giving your verdict; it is added to the log next to the others.")
+        explain = QLabel("Settle by giving your verdict (the keys of Review); it is added to the log next to the "
+                         "others. For a wrong key, pick the right option first (1–9 or Shift+letter).")
         explain.setObjectName("muted")
         explain.setWordWrap(True)
         self.right_layout.addWidget(explain)
         grid = QGridLayout()
-        self.corrected = QComboBox()
         self.buttons: dict[str, QPushButton] = {}
-        for n, verdict in enumerate(reviews.VERDICTS[:-1]):
-            b = QPushButton(VERDICT_LABELS[verdict])
+        for n, (verdict, key, text) in enumerate(VERDICT_KEYS):
+            b = QPushButton(f"{VERDICT_BUTTONS[verdict]}   {key}")
+            b.setToolTip(f"{text}  [{key}]")
+            b.setFocusPolicy(Qt.NoFocus)
             b.clicked.connect(lambda _=False, v=verdict: self.settle(v))
-            grid.addWidget(b, n // 3, n % 3)
+            grid.addWidget(b, n // 2, n % 2)  # two columns: the page fits beside the image at 1024×700
             self.buttons[verdict] = b
         self.right_layout.addLayout(grid)
         row = QHBoxLayout()
         row.addWidget(QLabel("Right answer (for wrong key)"))
+        self.corrected = QComboBox()
+        self.corrected.currentIndexChanged.connect(self._combo_picked)
         row.addWidget(self.corrected)
         row.addStretch(1)
         self.right_layout.addLayout(row)
+        self.hint_label = QLabel()
+        self.hint_label.setObjectName("armed")
+        self.hint_label.hide()
+        self.right_layout.addWidget(self.hint_label)
+        self.note = NoteEdit()
+        self.note.setPlaceholderText("Note for your verdict (E to write, Enter/Esc to leave)")
+        self.note.done.connect(self.setFocus)
+        self.right_layout.addWidget(self.note)
+        saved_row = QHBoxLayout()
         self.saved = QLabel()
         self.saved.setObjectName("saved")
-        self.right_layout.addWidget(self.saved)
+        self.saved.setWordWrap(True)
+        self.change = QPushButton("Change my answer  Ctrl+Z")
+        self.change.setToolTip("Withdraw your last settlement here (the log keeps it) and settle that item again")
+        self.change.clicked.connect(self.undo)
+        self.change.hide()
+        saved_row.addWidget(self.saved, 1)
+        saved_row.addWidget(self.change)
+        self.right_layout.addLayout(saved_row)
         self.right_layout.addStretch(1)
+        self.setFocusPolicy(Qt.StrongFocus)
+        for s in review_shortcuts():
+            if s.action.startswith(("verdict:", "pick:")) or s.action in ("undo", "note"):
+                for key in s.keys:
+                    _shortcut(self, key, lambda a=s.action: self.on_action(a))
+
+    def on_action(self, action: str) -> None:
+        if action.startswith("verdict:"):
+            self.settle(action.split(":", 1)[1])
+        elif action.startswith("pick:"):
+            self.pick(int(action.split(":", 1)[1]))
+        elif action == "note":
+            self.note.setFocus()
+        elif action == "undo":
+            self.undo()
 
     def remaining(self) -> int:
+        """THE count of conflicts left for this annotator (annotation.browse.open_conflicts): page and list agree."""
         bench = self.ctx.benchmark
         return len(open_conflicts(self.ctx.ws, bench.id, self.ctx.annotator)) if bench else 0
 
-    def refresh(self) -> None:
+    def reload(self) -> None:
+        """After another process wrote: keep the item being settled (and its pick and note) if still open."""
         bench = self.ctx.benchmark
-        self.entries = open_conflicts(self.ctx.ws, bench.id, self.ctx.annotator) if bench else []
+        entries = open_conflicts(self.ctx.ws, bench.id, self.ctx.annotator) if bench else []
+        current = self.item.id if self.item is not None else None
+        if current is None or current not in [i for i, _ in entries]:
+            self.refresh()
+            return
+        self.entries = [e for e in entries if e[0] == current] + [e for e in entries if e[0] != current]
+        self.left.setText(f"{len(self.entries)} left for you")
+        self._show_verdicts()
+
+    def refresh(self, prefer: int | None = None) -> None:
+        bench = self.ctx.benchmark
+        entries = open_conflicts(self.ctx.ws, bench.id, self.ctx.annotator) if bench else []
+        # `prefer` (an item whose settlement was just withdrawn) goes first.
+        self.entries = [e for e in entries if e[0] == prefer] + [e for e in entries if e[0] != prefer]
         self.left.setText(f"{len(self.entries)} left for you")
         for b in self.buttons.values():
             b.setEnabled(bool(self.entries))
+        self.change.setVisible(bool(self.settled))
+        self.armed_wrong = False
+        self.hint_label.hide()
+        self.note.clear()
         if not self.entries:
             self.verdicts.setText("No conflicting verdicts to settle.")
             self.show_item(None)
+            self._fill_answers()
             return
-        item_id, standing = self.entries[0]
+        item_id, _ = self.entries[0]
         self.show_item(item_id)
+        self._show_verdicts()
+        self._fill_answers()
+        self.shown_at = time.monotonic()
+        self.setFocus()
+
+    def _show_verdicts(self) -> None:
+        item_id, standing = self.entries[0]
+        if not self.reveals(item_id):
+            # Blind: others' verdicts, corrections and notes only once my own verdict on the item stands.
+            others = len({r.annotator for r in standing if r.annotator != self.ctx.annotator})
+            self.verdicts.setText(f"<b>{others} annotators disagree</b> — give your verdict first; theirs show "
+                                  "once yours is saved.")
+            return
         rows = "".join(
             f"<tr><td style='padding-right:16px'><b>{html.escape(r.annotator)}</b></td>"
             f"<td style='padding-right:16px'>{html.escape(VERDICT_LABELS[r.verdict])}"
             f"{' → ' + html.escape(r.corrected_answer) if r.corrected_answer else ''}</td>"
             f"<td style='color:#5f6368'>{html.escape(r.note or '')}</td></tr>" for r in standing)
         self.verdicts.setText(f"<b>Standing verdicts</b><table style='margin-top:4px'>{rows}</table>")
-        self.corrected.clear()
-        for n in range(len(self.item.options) if self.item else 0):
-            self.corrected.addItem(LETTERS[n])
 
-    def settle(self, verdict: str) -> None:
+    def _fill_answers(self) -> None:
+        """Nothing picked until the user picks: every item starts at "choose…", never the previous item's pick."""
+        self.corrected.blockSignals(True)
+        self.corrected.clear()
+        self.corrected.addItem("choose…", None)
+        item = self.item
+        if item is not None:
+            for letter in (LETTERS[n] for n in range(len(item.options))) if item.options else ("yes", "no"):
+                self.corrected.addItem(letter, letter)
+        self.corrected.setCurrentIndex(0)
+        self.corrected.blockSignals(False)
+        self.panel.set_picked(None)
+
+    def _combo_picked(self) -> None:
+        letter = self.corrected.currentData()
+        if self.item is not None and self.item.options:
+            self.panel.set_picked(letter)
+
+    def pick(self, n: int) -> None:
+        item = self.item
+        if item is None or n >= len(item.options):
+            return
+        letter = LETTERS[n]
+        if self.armed_wrong:
+            self.settle("wrong_answer", corrected=letter)
+            return
+        letter = None if self.corrected.currentData() == letter else letter
+        self.corrected.setCurrentIndex(max(0, self.corrected.findData(letter)) if letter else 0)
+
+    def settle(self, verdict: str, corrected: str | None = None) -> None:
         if not self.entries or self.item is None:
             return
-        item_id, standing = self.entries[0]
-        others = "; ".join(f"{r.annotator}: {r.verdict}" for r in standing)
+        item = self.item
+        if verdict == "wrong_answer":
+            corrected = corrected or self.corrected.currentData()
+            if corrected is None:
+                self.armed_wrong = True
+                self.hint_label.setText("Wrong key: pick the right option (1–9 or Shift+letter, or the list)")
+                self.hint_label.show()
+                return
+            if problem := wrong_key_problem(item.answer, corrected):
+                self.armed_wrong = False
+                self.hint_label.hide()
+                self.ctx.error.emit(f"Not saved: {problem}.", "")
+                return
+        text = self.note.text().strip()
         try:
-            reviews.add_review(self.ctx.ws, item_id, self.ctx.annotator, verdict,
-                               corrected_answer=self.corrected.currentText() if verdict == "wrong_answer" else None,
-                               note=f"settles conflict ({others})")
+            reviews.add_review(self.ctx.ws, item.id, self.ctx.annotator, verdict,
+                               corrected_answer=corrected if verdict == "wrong_answer" else None,
+                               note="settles conflict" + (f": {text}" if text else ""),
+                               seconds=round(time.monotonic() - self.shown_at, 2))
         except ValueError as exc:
             self.ctx.error.emit(str(exc), "")
             return
-        self.saved.setText(f"✓ Saved: {VERDICT_LABELS[verdict]} on #{self.item.index}")
+        self.settled.append(item.id)
+        self.ctx.model.refresh_item(item.id)
+        self.ctx.reviewsChanged.emit(item.id)
+        self.refresh()
+        self.saved.setText(f"✓ Saved: {VERDICT_LABELS[verdict]}" + (f" → {corrected}" if verdict == "wrong_answer"
+                                                                     else "") + f" on #{item.index}")
+        self.changed.emit()
+
+    def undo(self) -> None:
+        """Withdraw my last settlement on this page (an undo row; the log keeps both) and show that item again."""
+        while self.settled:
+            item_id = self.settled.pop()
+            withdrawn = reviews.undo_last(self.ctx.ws, self.ctx.annotator, item_id=item_id)
+            if withdrawn is not None:
+                break
+        else:
+            self.ctx.info.emit("Nothing to undo: no settlement of yours from this page stands.")
+            self.change.hide()
+            return
         self.ctx.model.refresh_item(item_id)
         self.ctx.reviewsChanged.emit(item_id)
-        self.refresh()
+        self.refresh(prefer=item_id)
+        self.saved.setText(f"↶ Withdrawn: {VERDICT_LABELS[withdrawn.verdict]} — settle it again")
         self.changed.emit()
 
 
@@ -450,7 +704,7 @@ class QueuesView(QWidget):
         self.ctx = ctx
         self.list = QListWidget()
         self.list.setObjectName("queueList")
-        self.list.setFixedWidth(230)
+        self.list.setFixedWidth(190)
         self.stack = QStackedWidget()
         self.qc = QCPage(ctx)
         self.adjudication = AdjudicationPage(ctx)
@@ -478,12 +732,37 @@ class QueuesView(QWidget):
 
     def _select(self, row: int) -> None:
         self.stack.setCurrentIndex(row)
+        self._enable_keys()
         self.pages[row][2].refresh()
+        self.pages[row][2].setFocus()
+
+    def _enable_keys(self) -> None:
+        """Only the shown page's keys, only while the Queues tab is visible: pages share keys (1–9, Ctrl+Z)."""
+        current = self.stack.currentWidget() if self.isVisible() else None
+        for _, _, page in self.pages:
+            for sc in page.findChildren(QShortcut):
+                sc.setEnabled(page is current)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self._enable_keys()
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        self._enable_keys()
 
     def refresh(self) -> None:
         self.adjudication.reload_sets()
         for _, _, page in self.pages:
             page.refresh()
+        if self.list.currentRow() < 0:
+            self.list.setCurrentRow(0)
+        self.update_counts()
+
+    def reload(self) -> None:
+        """Another process wrote: every page keeps its current item where it is still waiting, counts follow."""
+        for _, _, page in self.pages:
+            page.reload()
         if self.list.currentRow() < 0:
             self.list.setCurrentRow(0)
         self.update_counts()

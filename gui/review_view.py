@@ -12,14 +12,12 @@ from PySide6.QtWidgets import (
 
 from annotation import reviews
 from annotation.browse import VERDICT_LABELS
+from annotation.correction import wrong_key_problem
 from db import item_query
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
-from gui.item_panel import LETTERS, HistoryView, ItemPanel, PredictionsView
-from gui.shortcuts import VERDICT_KEYS, review_shortcuts
-
-VERDICT_BUTTONS = {"ok": "OK", "wrong_answer": "Wrong key", "ambiguous": "Ambiguous",
-                   "text_answerable": "Text-answerable", "bad_image": "Bad image", "skip": "Skip"}
+from gui.item_panel import LETTERS, HistoryView, ItemPanel, PredictionsView, show_item_details
+from gui.shortcuts import VERDICT_BUTTONS, VERDICT_KEYS, review_shortcuts
 
 
 def typing_in(widget) -> bool:
@@ -43,6 +41,7 @@ class ReviewView(QWidget):
     itemShown = Signal(int)  # item id
     imageShown = Signal(str)  # sha256 now painted
     verdictSaved = Signal(object)  # reviews.Review
+    keyIgnored = Signal(str)  # why a key did nothing (the window's status bar says it)
 
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
@@ -53,6 +52,7 @@ class ReviewView(QWidget):
         self.shown_at = time.monotonic()
         self.armed_wrong = False  # W pressed without a pick: the next option pick commits "wrong key"
         self.prefetch_enabled = True
+        self.holding = False  # True while the window reloads the listing in place (keep the item shown)
         self.shortcuts: dict[str, list[QShortcut]] = {}
 
         self.image = ImageView()
@@ -88,14 +88,37 @@ class ReviewView(QWidget):
         side.setObjectName("reviewSide")
         sl = QVBoxLayout(side)
         sl.setContentsMargins(16, 12, 16, 12)
-        sl.setSpacing(10)
+        sl.setSpacing(8)
+        # The item (question, options) and the runs/history tabs share what is left above the verdict bar, each
+        # scrolling inside itself; the verdict bar stays at the bottom, visible at 1024×700 whatever the item.
         self.panel = ItemPanel(show_key_hints=True)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # the item wraps to the column, never sideways
         scroll.setWidget(self.panel)
-        sl.addWidget(scroll, 3)
+        self.panel_scroll = scroll
+        self.tabs = QTabWidget()
+        self.predictions = PredictionsView()
+        self.history = HistoryView()
+        self.tabs.addTab(self.predictions, "Predictions")
+        self.tabs.addTab(self.history, "Review history")
+        self.tabs.setFocusPolicy(Qt.NoFocus)
+        self.tabs.setMinimumHeight(90)
+        upper = QSplitter(Qt.Vertical)
+        upper.addWidget(scroll)
+        upper.addWidget(self.tabs)
+        upper.setStretchFactor(0, 3)
+        upper.setStretchFactor(1, 1)
+        upper.setSizes([3000, 1000])  # proportions: the item first, the runs and history below
+        upper.setChildrenCollapsible(False)
+        sl.addWidget(upper, 1)
 
+        self.verdict_bar = QWidget()
+        self.verdict_bar.setObjectName("verdictBar")
+        vb = QVBoxLayout(self.verdict_bar)
+        vb.setContentsMargins(0, 0, 0, 0)
+        vb.setSpacing(6)
         verdicts = QGridLayout()
         verdicts.setSpacing(6)
         self.verdict_buttons: dict[str, QPushButton] = {}
@@ -104,44 +127,51 @@ class ReviewView(QWidget):
             b.setObjectName("verdict_ok" if verdict == "ok" else "verdict")
             b.setToolTip(f"{text}  [{key}]")
             b.setFocusPolicy(Qt.NoFocus)
+            b.setMinimumWidth(0)
             b.clicked.connect(lambda _=False, v=verdict: self.verdict(v))
             verdicts.addWidget(b, n // 3, n % 3)
             self.verdict_buttons[verdict] = b
-        sl.addLayout(verdicts)
+        vb.addLayout(verdicts)
         self.hint_label = QLabel()
         self.hint_label.setObjectName("armed")
+        self.hint_label.setWordWrap(True)
         self.hint_label.hide()
-        sl.addWidget(self.hint_label)
+        vb.addWidget(self.hint_label)
         self.note = NoteEdit()
         self.note.setPlaceholderText("Note for the next verdict (E to write, Enter/Esc to leave)")
         self.note.done.connect(self.setFocus)
-        sl.addWidget(self.note)
+        vb.addWidget(self.note)
 
         status = QHBoxLayout()
         self.saved = QLabel()
         self.saved.setObjectName("saved")
+        self.saved.setWordWrap(True)
+        self.change = QPushButton("Change my verdict")
+        self.change.setObjectName("flat")
+        self.change.setToolTip("Withdraw your verdict on this item (kept in the log) and give another one")
+        self.change.setFocusPolicy(Qt.NoFocus)
+        self.change.clicked.connect(self.change_verdict)
+        self.change.hide()
+        status.addWidget(self.saved, 1)
+        status.addWidget(self.change)
+        vb.addLayout(status)
         self.progress = QLabel()
         self.progress.setObjectName("muted")
-        status.addWidget(self.saved, 1)
-        status.addWidget(self.progress)
-        sl.addLayout(status)
 
         nav = QHBoxLayout()
-        for text, slot in (("◀  Previous", self.previous), ("Next  ▶", self.next),
-                           ("Next unreviewed  N", self.next_unreviewed), ("Undo  Ctrl+Z", self.undo)):
+        for text, tip, slot in (("◀", "Previous item  [← / K]", self.previous),
+                                ("▶", "Next item  [→ / J]", self.next),
+                                ("Next unreviewed  N", "The next item nobody has reviewed  [N]", self.next_unreviewed),
+                                ("Undo  Ctrl+Z", "Withdraw my last verdict  [Ctrl+Z]", self.undo)):
             b = QPushButton(text)
+            b.setToolTip(tip)
             b.setFocusPolicy(Qt.NoFocus)
             b.clicked.connect(slot)
             nav.addWidget(b)
-        sl.addLayout(nav)
-
-        self.tabs = QTabWidget()
-        self.predictions = PredictionsView()
-        self.history = HistoryView()
-        self.tabs.addTab(self.predictions, "Predictions")
-        self.tabs.addTab(self.history, "Review history")
-        self.tabs.setFocusPolicy(Qt.NoFocus)
-        sl.addWidget(self.tabs, 2)
+        nav.addStretch(1)
+        nav.addWidget(self.progress)
+        vb.addLayout(nav)
+        sl.addWidget(self.verdict_bar, 0)
 
         split = QSplitter(Qt.Horizontal)
         split.addWidget(image_box)
@@ -164,17 +194,43 @@ class ReviewView(QWidget):
 
     # -- keyboard
     def _make_shortcuts(self) -> None:
+        # Window-wide while Review is the visible tab (enabled in showEvent): the keys work whatever widget was
+        # clicked last (the Benchmarks dock, a splitter, the image). Text fields still get their typing: a line
+        # edit claims printable keys before any shortcut (ShortcutOverride), and on_action checks again.
         for s in review_shortcuts():
             for key in s.keys:
                 sc = QShortcut(QKeySequence(key), self)
-                sc.setContext(Qt.WidgetWithChildrenShortcut)
+                sc.setContext(Qt.WindowShortcut)
+                sc.setEnabled(False)
                 sc.activated.connect(lambda a=s.action: self.on_action(a))
                 self.shortcuts.setdefault(s.action, []).append(sc)
 
+    def _enable_shortcuts(self, on: bool) -> None:
+        for group in self.shortcuts.values():
+            for sc in group:
+                sc.setEnabled(on)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self._enable_shortcuts(True)
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        self._enable_shortcuts(False)
+
+    def _ignored(self, why: str) -> None:
+        self.keyIgnored.emit(why)
+
     def on_action(self, action: str) -> None:
         if typing_in(QApplication.focusWidget()):
+            self._ignored("Keys are off while a text field has the focus (Esc or click the item to leave it)")
             return
         if self.help.isVisible() and action != "help":
+            self._ignored("The keyboard help is open: Esc or F1 closes it")
+            return
+        needs_item = action.startswith(("verdict:", "pick:")) or action == "note"
+        if needs_item and self.item is None:
+            self._ignored("No item to judge here (choose a benchmark, or clear the filters)")
             return
         if action.startswith("verdict:"):
             self.verdict(action.split(":", 1)[1])
@@ -205,6 +261,10 @@ class ReviewView(QWidget):
     def _on_model_reset(self) -> None:
         if self.item is not None and (r := self.ctx.model.row_of(self.item.id)) is not None:
             self.row = r
+        elif self.item is not None and self.holding:
+            # A refresh after another process wrote may drop the item from a filtered listing: it stays on screen
+            # (the annotator is reading it); Next goes on from about where it was.
+            self.row = min(self.row or 0, max(0, len(self.ctx.model.rows) - 1))
         elif self.ctx.model.rows:
             self.show_row(0)
         else:
@@ -247,19 +307,10 @@ class ReviewView(QWidget):
     def _show_text(self) -> None:
         item, ctx = self.item, self.ctx
         mine = self._mine()
-        reveal = mine is not None
-        self.panel.show_item(item, bench_name=ctx.benchmark.name if ctx.benchmark else "", blind=ctx.prefs.blind,
-                             reveal=reveal)
-        hide_runs = ctx.prefs.blind and not reveal
-        self.predictions.show_predictions(item, [] if hide_runs else
-                                          item_query.item_predictions(ctx.ws, item.id, ctx.runs), blind=hide_runs)
-        if hide_runs:
-            self.predictions.clear()
-            self.tabs.setTabText(0, "Predictions (hidden until your verdict)")
-        else:
-            self.tabs.setTabText(0, "Predictions")
-        self.history.show_history(reviews.history(ctx.ws, item.id))
+        show_item_details(ctx, item, panel=self.panel, predictions=self.predictions, history=self.history,
+                          tabs=self.tabs)
         self._update_progress()
+        self.change.setVisible(mine is not None)
         if mine is not None and not self.saved.property("fresh"):
             verdict, corrected = mine
             self.saved.setText(f"Your verdict: {VERDICT_LABELS[verdict]}" + (f" → {corrected}" if corrected else ""))
@@ -328,7 +379,11 @@ class ReviewView(QWidget):
 
     # -- verdicts
     def pick(self, n: int) -> None:
-        if self.item is None or n >= len(self.item.options):
+        if self.item is None:
+            return
+        if n >= len(self.item.options):
+            self._ignored(f"This item has {len(self.item.options)} options: there is no option {LETTERS[n]}"
+                          if self.item.options else "A yes/no item has no options to pick")
             return
         letter = LETTERS[n]
         if self.armed_wrong:
@@ -350,8 +405,11 @@ class ReviewView(QWidget):
                     self.hint_label.setText("Wrong key: press the right option (1–9 or Shift+letter)")
                     self.hint_label.show()
                     return
-        if verdict == "wrong_answer" and corrected == item.answer and not self.ctx.prefs.blind:
-            self.ctx.error.emit(f"{corrected} is already the answer key: use OK (O), or pick another option.", "")
+        if verdict == "wrong_answer" and (problem := wrong_key_problem(item.answer, corrected)):
+            self.armed_wrong = False
+            self.hint_label.hide()
+            self._ignored(f"Not saved: {problem}")
+            self.ctx.error.emit(f"Not saved: {problem}.", "")
             return
         try:
             review = reviews.add_review(self.ctx.ws, item.id, self.ctx.annotator, verdict,
@@ -374,6 +432,41 @@ class ReviewView(QWidget):
             self.show_row(self.row + 1)
         else:
             self._show_text()
+
+    def change_verdict(self) -> None:
+        """Withdraw my standing verdict on this item (an undo row: the log keeps both) and stay to give another."""
+        if self.item is None:
+            return
+        withdrawn = reviews.undo_last(self.ctx.ws, self.ctx.annotator, item_id=self.item.id)
+        if withdrawn is None:
+            self._ignored("You have no verdict on this item to change")
+            return
+        self.ctx.model.refresh_item(withdrawn.item_id)
+        self.ctx.reviewsChanged.emit(withdrawn.item_id)
+        self.saved.setText(f"↶ Withdrawn: {VERDICT_LABELS[withdrawn.verdict]} — give your verdict again")
+        self.saved.setProperty("fresh", True)
+        self.shown_at = time.monotonic()
+        self._show_text()
+
+    def refresh_item(self) -> None:
+        """Show the current item again after another process wrote (verdicts, runs), keeping the pick."""
+        if self.item is None:
+            if self.ctx.model.rows:
+                self.show_row(0)
+            else:
+                self._update_progress()
+            return
+        item = item_query.item_by_id(self.ctx.ws, self.item.id)
+        if item is None:  # deleted elsewhere
+            self.show_row(0 if self.ctx.model.rows else None)
+            return
+        picked = self.panel.picked
+        self.item = item
+        self.row = self.ctx.model.row_of(item.id) if self.ctx.model.row_of(item.id) is not None else self.row
+        self.saved.setProperty("fresh", True)  # keep what the saved line says
+        self._show_text()
+        if picked is not None and any(r.letter == picked for r in self.panel.rows):
+            self.panel.set_picked(picked)
 
     def undo(self) -> None:
         withdrawn = reviews.undo_last(self.ctx.ws, self.ctx.annotator)

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel, Signal
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QVBoxLayout, QWidget
 
+from annotation.blind import HIDDEN_TEXT
 from db import runs
 from evaluator.report import run_summary
 from gui.tables import RowsModel, table_view
 
 COLUMNS = ("Run", "Status", "Model", "Benchmark", "Strategy", "Vanilla", "Circular", "POPE F1", "Duration")
 COMPACT = ("Run", "Status", "Model", "Benchmark", "Score %")
+SCORE_COLUMNS = {"Vanilla", "Circular", "POPE F1", "Score %"}
 STATUS_COLOURS = {"finished": "#1e7d32", "running": "#1a73e8", "interrupted": "#8a6d00", "failed": "#b3261e"}
 
 
@@ -61,9 +63,22 @@ class RunsList(QWidget):
             header.setSectionResizeMode(2, QHeaderView.Stretch)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self.selectionChanged.emit())
         self.table.doubleClicked.connect(lambda idx: self.activated.emit(self.model.payloads[idx.row()]))
+        self.notice = QLabel(f"Scores {HIDDEN_TEXT}")
+        self.notice.setObjectName("muted")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.notice)
         layout.addWidget(self.table)
+        ctx.prefsChanged.connect(self._apply_blind)
+        self._apply_blind()
+
+    def _apply_blind(self) -> None:
+        """A score is a figure over items the annotator may not have judged: its columns go in blind mode."""
+        hide = self.ctx.prefs.blind
+        for n, title in enumerate(self.model.columns):
+            if title in SCORE_COLUMNS:
+                self.table.setColumnHidden(n, hide)
+        self.notice.setVisible(hide)
 
     def reload(self) -> None:
         keep = self.selected_run_ids()

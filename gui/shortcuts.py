@@ -23,6 +23,10 @@ VERDICT_KEYS = (
     ("skip", "S", "Skip — no opinion"),
 )
 
+VERDICT_BUTTONS = {"ok": "OK", "wrong_answer": "Wrong key", "ambiguous": "Ambiguous",
+                   "text_answerable": "Text-answerable", "bad_image": "Bad image", "skip": "Skip"}
+"""Short button captions of the verdicts (Review, Conflicts)."""
+
 
 def review_shortcuts() -> tuple[Shortcut, ...]:
     table = [Shortcut(f"verdict:{v}", (k,), text, "Verdicts") for v, k, text in VERDICT_KEYS]

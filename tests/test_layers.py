@@ -1,4 +1,5 @@
-"""The layer rules of DESIGN.md: only gui/ imports Qt; imports point down (gui -> annotation, evaluator -> db)."""
+"""The layer rules of DESIGN.md: only gui/ imports Qt; imports point down (gui -> annotation, evaluator -> db); the
+composition root (vlmdesk/) reaches Qt only through gui/."""
 import ast
 import subprocess
 import sys
@@ -46,3 +47,16 @@ def test_imports_point_down():
             if layer != "gui" and _imports(path) & {"PySide6", "shiboken6"}:
                 offences.append(f"{path.relative_to(ROOT)} imports Qt")
     assert offences == []
+
+
+def test_the_command_line_reaches_qt_only_through_gui():
+    # Statically: no module of vlmdesk/ imports PySide6 (or matplotlib's Qt backend) itself.
+    offences = [f"{p.relative_to(ROOT)} imports Qt" for p in (ROOT / "vlmdesk").rglob("*.py")
+                if _imports(p) & {"PySide6", "shiboken6"} or "backend_qt" in p.read_text(encoding="utf-8")]
+    assert offences == []
+    # And at run time: building every command's parser (gui's included) loads no Qt.
+    code = ("import sys\nfrom vlmdesk.cli import build_parser\nbuild_parser()\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6'))\n"
+            "print(bad); sys.exit(1 if bad else 0)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,15 +1,16 @@
 """Build the workspace the screenshots of docs/gui.md are taken from (`python docs/screenshots/prepare_workspace.py
-OUT.sqlite`): the demo benchmarks, baseline runs, a QC stage, and an adjudication set with two annotators' labels
-so the Alignment view has something to show. Everything goes through `vlmdesk` commands except the labels, which
-stand in for people: annotators "ana" and "ben" label most responses as the rules read them, a few otherwise, and
-a lead adjudicates three of their disagreements."""
+OUT.sqlite`): the demo benchmarks, baseline runs, a QC stage, an adjudication set with two annotators' labels so
+the Alignment view has something to show, and a few review verdicts (one conflict, with a note) so that Browse, the
+Review history and blind mode have something to show and hide. Everything goes through `vlmdesk` commands except
+the labels and verdicts, which stand in for people: annotators "ana" and "ben" label every response as the rules
+read it, a few otherwise, and a lead adjudicates three of their disagreements."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from annotation import alignment
-from db import open_workspace
+from annotation import alignment, reviews
+from db import catalog, open_workspace
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo
 
@@ -36,7 +37,7 @@ vlmdesk("models", "add", "always-A", "baseline:first")
 vlmdesk("align", "sample", "--run", "1", "--run", "4", "--extractor", "llm:baseline:first", "--size", "40",
         "--seed", "1", "--name", "demo-study")
 with open_workspace(PATH) as ws:
-    for n in range(60):
+    for n in range(1000):  # every response of the set, so that ana sees all passes (blind adjudication)
         task = alignment.next_for(ws, "demo-study", "ana")
         if task is None:
             break
@@ -46,4 +47,11 @@ with open_workspace(PATH) as ws:
         alignment.add_label(ws, task.item_id, "ben", other, seconds=5.0)
     for d in alignment.disagreements(ws, "demo-study")[:3]:
         alignment.adjudicate(ws, d.item_id, "lead", d.labels["ana"], note="read again")
+    demo = {i.index: i.id for i in catalog.list_items(ws, catalog.benchmark_by_name(ws, "demo").id)}
+    for index, who, verdict, corrected, note in (
+            (1, "ana", "ok", None, None), (3, "ana", "ok", None, None), (3, "ben", "ok", None, None),
+            (2, "ben", "ambiguous", None, "both descriptions fit a shallow depth of field"),
+            (5, "ana", "ok", None, None),
+            (5, "ben", "wrong_answer", "B", "the mission patch reads STS-7: Sally Ride?")):
+        reviews.add_review(ws, demo[index], who, verdict, corrected_answer=corrected, note=note, seconds=6.0)
 print(f"wrote {PATH}")

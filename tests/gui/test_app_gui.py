@@ -205,3 +205,39 @@ def test_verdict_buttons_wait_for_an_item(qtbot, tmp_path, make_window):
     qtbot.waitUntil(lambda: demo.finished, timeout=60_000)
     review.show_row(0)
     assert all(b.isEnabled() for b in review.verdict_buttons.values())
+
+
+def test_reviews_are_exported_and_imported_from_the_file_menu_commands(qtbot, tmp_path, demo_ws, make_window):
+    import shutil
+
+    copy = tmp_path / "copy.sqlite"
+    shutil.copy(demo_ws, copy)
+    with open_workspace(demo_ws) as ws:
+        items = catalog.list_items(ws, catalog.benchmark_by_name(ws, "demo").id)[:3]
+        reviews.add_review(ws, items[0].id, "bob", "ok")
+        reviews.add_review(ws, items[1].id, "bob", "wrong_answer", corrected_answer="A", note="bob-note")
+        reviews.add_review(ws, items[2].id, "bob", "skip")
+        reviews.undo_last(ws, "bob", item_id=items[2].id)
+        expected = sorted((r.item_id, r.annotator, r.verdict, r.corrected_answer, r.note)
+                          for r in reviews.standing_reviews(ws))
+    window = make_window(demo_ws)
+    out = tmp_path / "bob.jsonl"
+    export = window.export_records("reviews", str(out))
+    qtbot.waitUntil(lambda: export.finished, timeout=60_000)
+    assert export.exit_code == 0 and len(out.read_text().splitlines()) == 4
+    assert "wrote 4 record" in window.message_bar.label.text()
+    assert window.open_workspace(copy)
+    done = window.import_records("reviews", str(out))
+    qtbot.waitUntil(lambda: done.finished, timeout=60_000)
+    assert done.exit_code == 0 and "imported 4" in window.message_bar.label.text()
+    with open_workspace(copy) as ws:
+        assert sorted((r.item_id, r.annotator, r.verdict, r.corrected_answer, r.note)
+                      for r in reviews.standing_reviews(ws)) == expected
+    # The window shows what the import wrote (Browse's review column), and a bad file is one error line.
+    assert window.ctx.model.status[items[1].id].label == "wrong key → A"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x"}\n')
+    failed = window.import_records("reviews", str(bad))
+    qtbot.waitUntil(lambda: failed.finished, timeout=60_000)
+    assert failed.exit_code == 2 and window.message_bar.label.text().startswith("error: ")
+    assert "bad.jsonl:1" in window.message_bar.label.text()

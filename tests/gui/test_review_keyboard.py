@@ -1,5 +1,6 @@
 """The real window driven by the keyboard: filter, review ten items, undo one; every verdict is in SQLite."""
 import sqlite3
+from pathlib import Path
 
 from PySide6.QtCore import Qt
 
@@ -140,3 +141,41 @@ def test_qt_binding_does_not_leak_references_to_none(qtbot, demo_ws, make_window
             review.show_row(row)
             review.pick(row % 3)
     assert before - sys.getrefcount(None) < 50
+
+
+def test_verdict_bar_and_options_stay_in_view_at_small_window_sizes(qtbot, tmp_path, make_window):
+    import json
+
+    from PySide6.QtCore import QRect
+
+    from evaluator.importers import import_benchmark
+    from evaluator.importers.common import ReadLimits
+
+    path = tmp_path / "many.sqlite"
+    image = Path(__file__).resolve().parents[2] / "assets" / "demo" / "images" / "astronaut.jpg"
+    source = tmp_path / "many.jsonl"
+    source.write_text(json.dumps({"index": 1, "question": "Which one? " + "long question text " * 30,
+                                  "options": [f"option {n} " + "with words to wrap " * 6 for n in range(11)],
+                                  "answer": "K", "image": str(image)}) + "\n")
+    with open_workspace(path) as ws:
+        import_benchmark(ws, source, name="many", limits=ReadLimits(allow_outside=True))
+    window = make_window(path)
+    window.show_view("review")
+    review = window.view("review")
+    for size in ((1280, 800), (1024, 700)):
+        window.resize(*size)
+        qtbot.wait(50)
+        frame = QRect(0, 0, *size)
+        for button in [*review.verdict_buttons.values(), review.note]:
+            top_left = button.mapTo(window, button.rect().topLeft())
+            assert frame.contains(QRect(top_left, button.size())) and not button.visibleRegion().isEmpty(), size
+        # Eleven options scroll inside their panel: the last one (the key) can be brought into view.
+        from PySide6.QtWidgets import QScrollArea
+
+        last = review.panel.rows[-1]
+        area = last.parentWidget()
+        while not isinstance(area, QScrollArea):
+            area = area.parentWidget()
+        area.ensureWidgetVisible(last)
+        qtbot.wait(20)
+        assert not last.visibleRegion().isEmpty() and review.panel_scroll.height() > 200, size

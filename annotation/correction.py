@@ -1,0 +1,15 @@
+"""What a "wrong answer key" verdict must name: the one rule that Review and the Conflicts page (and anything else
+that records such a verdict) check before writing it."""
+from __future__ import annotations
+
+
+def wrong_key_problem(answer_key: str | None, corrected: str | None) -> str | None:
+    """Why `corrected` cannot be the right answer of a wrong-key verdict on an item keyed `answer_key`, or None.
+
+    A wrong-key verdict that names the current key says nothing (the tester found "wrong key → A" saved on an item
+    keyed A): it must pick another option. Yes/no answers compare without case."""
+    if not corrected:
+        return "pick the right option first"
+    if answer_key is not None and corrected.strip().lower() == answer_key.strip().lower():
+        return f"{corrected} is already the answer key: use OK, or pick another option"
+    return None

@@ -1,0 +1,347 @@
+"""Render the window offscreen in a named state (a *screenshot view*), save it as PNG, and optionally list every text
+visible in it — the check hook of the blind rule (`vlmdesk gui --screenshot … --visible-text FILE`).
+
+Qt is imported inside the functions: `vlmdesk` imports this module to know the view names for its help, and a
+command that never opens a window must not pay for loading Qt.
+"""
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from db import catalog
+
+MAX_CELLS = 5000  # item views: cells read per view (only those in the viewport are kept)
+MAX_EDIT_CHARS = 20_000  # text fields: characters read
+
+
+class ScreenshotError(ValueError):
+    """The state asked for cannot be shown (unknown benchmark, item, run…): one line for the user."""
+
+
+@dataclass(frozen=True)
+class Shot:
+    """What to show: the options of `vlmdesk gui --screenshot`."""
+
+    view: str = "browse"
+    bench: str | None = None
+    item: str | None = None
+    queue: str | None = None
+    tab: str | None = None  # review/browse: "predictions" or "history"
+    runs: tuple[int, ...] = ()
+    chart: str | None = None
+    launch: str = "baseline:random?delay_ms=120"
+    size: tuple[int, int] = (1280, 800)
+    annotator: str = "annotator"
+    blind: bool = False
+
+
+# -- the views ---------------------------------------------------------------------------------------------
+
+
+def _prepare_browse(window, shot: Shot) -> None:
+    window.show_view("browse")
+    if shot.item:
+        _select_item(window, shot.item)
+    _lower_tab(window.view("browse"), shot.tab)
+
+
+def _prepare_review(window, shot: Shot) -> None:
+    review = window.view("review")
+    window.show_view("review")
+    if shot.item:
+        _select_item(window, shot.item)
+    else:
+        model = window.ctx.model
+        # The most telling first picture: an item that some run got wrong, so predictions and the key both show.
+        row = model.find_row(0, 1, lambda r: r.run_result == "wrong") if model.filter.run_id else None
+        review.show_row(row or 0)
+    _lower_tab(review, shot.tab)
+
+
+def _lower_tab(view, tab: str | None) -> None:
+    if tab is not None:
+        view.tabs.setCurrentWidget({"predictions": view.predictions, "history": view.history}[tab])
+
+
+def _prepare_queue(window, shot: Shot) -> None:
+    queues = window.view("queues")
+    window.show_view("queues")
+    queues.refresh()
+    name = shot.queue or next((n for n, _, page in queues.pages
+                               if (page.remaining() if n != "qc" else len(page.remaining()))), "qc")
+    queues.select(name)
+
+
+def _prepare_runs(window, shot: Shot) -> None:
+    window.show_view("runs")
+
+
+def _prepare_models(window, shot: Shot) -> None:
+    window.show_view("models")
+
+
+def _prepare_launcher(window, shot: Shot) -> None:
+    """A run in progress (a real `vlmdesk run` child process, --new so the picture repeats) and one queued."""
+    from PySide6.QtWidgets import QApplication
+
+    from gui.run_queue import RunRequest, run_args
+
+    runs_view = window.view("runs")
+    window.show_view("runs")
+    bench = window.ctx.benchmark
+    runs_view.form.set_choice(bench=bench.name, model=shot.launch)
+    job = runs_view.queue.submit(RunRequest((*run_args(bench=bench.name, model=shot.launch), "--new"),
+                                            f"{shot.launch} on {bench.name}"))
+    others = [b for b in catalog.list_benchmarks(window.ws) if b.id != bench.id]
+    if others:
+        runs_view.queue.submit(RunRequest(run_args(bench=others[0].name, model="baseline:first"),
+                                          f"baseline:first on {others[0].name}"))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and job.state in ("queued", "running"):
+        QApplication.processEvents()
+        total = job.progress.get("items_total") or 0
+        if total and job.progress.get("items_done", 0) >= 0.4 * total and "calls_per_s" in job.progress:
+            break
+        time.sleep(0.02)
+    runs_view.jobs.setCurrentRow(0)
+
+
+def _prepare_results(window, shot: Shot) -> None:
+    from evaluator.plots import bar_target
+
+    dash = window.view("results")
+    window.show_view("results")
+    run_ids = list(shot.runs) or sorted(r.id for r in list(window.ctx.runs.values())[:3])  # newest first
+    if not run_ids:
+        raise ScreenshotError("--view results: the benchmark has no runs (vlmdesk run …)")
+    dash.show_runs(run_ids, chart=shot.chart)
+    # The items behind a bar, as after a click: the first ability's CircularEval bar of the first run.
+    bars = [bar_target(b) for b in dash.chart.bars()]
+    target = next((t for t in bars if t.get("group") and t.get("strategy") == "circular"), None) or \
+        next(iter(bars), None)
+    if target:
+        dash.show_items_of(target)
+
+
+def _prepare_alignment(window, shot: Shot) -> None:
+    window.show_view("alignment")
+    window.view("alignment").refresh()
+
+
+VIEWS = {"browse": _prepare_browse, "review": _prepare_review, "queue": _prepare_queue, "runs": _prepare_runs,
+         "launcher": _prepare_launcher, "results": _prepare_results, "dashboard": _prepare_results,
+         "alignment": _prepare_alignment, "models": _prepare_models}
+"""--view name -> function(window, shot) that puts the window in that state ("dashboard" is the older name of
+"results"). Later views register here."""
+TABS = ("predictions", "history")
+
+
+def _select_item(window, index: str) -> None:
+    from evaluator.importers.common import index_for_lookup
+
+    bench = window.ctx.benchmark
+    item = catalog.item_by_index(window.ws, bench.id, index_for_lookup(index))
+    row = window.ctx.model.find_row(0, 1, lambda r: item is not None and r.id == item.id)
+    if row is None:
+        raise ScreenshotError(f"benchmark {bench.name!r} has no item with index {index!r}")
+    window.view("browse").table.selectRow(row)
+    window.view("review").show_row(row)
+
+
+# -- taking the picture ------------------------------------------------------------------------------------
+
+
+def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = None) -> list[str]:
+    """Open the window on `workspace` with a throw-away configuration (the user's settings are never read or
+    changed), put it in the state `shot` names, save the PNG, and write the visible texts when asked. Returns them."""
+    from PySide6.QtCore import QCoreApplication
+
+    from gui.app import application
+    from gui.main_window import MainWindow
+    from gui.prefs import Preferences, PreferencesFile
+
+    if shot.view not in VIEWS:
+        raise ScreenshotError(f"--view: unknown view {shot.view!r} (one of {', '.join(VIEWS)})")
+    app = application()
+    with tempfile.TemporaryDirectory() as config:
+        prefs = PreferencesFile(Path(config) / "preferences.json")
+        prefs.save(Preferences(annotator=shot.annotator, blind=shot.blind))
+        shown = workspace
+        if shot.view == "launcher":  # its picture starts real runs: on a copy, so the workspace keeps no trace
+            shown = Path(config) / workspace.name
+            with sqlite3.connect(workspace) as source, sqlite3.connect(shown) as copy:
+                source.backup(copy)
+        window = MainWindow(shown, prefs_file=prefs, settings_path=Path(config) / "window.ini")
+        window.workspace_label.setText(f"Workspace: {workspace}")
+        try:
+            if window.ctx is None:
+                raise ScreenshotError(window.message_bar.label.text())
+            if shot.bench:
+                try:
+                    window.select_benchmark(shot.bench)
+                except ValueError as exc:
+                    raise ScreenshotError(str(exc)) from None
+            window.resize(*shot.size)
+            window.show()
+            VIEWS[shot.view](window, shot)
+            settle(app, window)
+            texts = visible_texts(window)
+            try:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                if not window.grab().save(str(out), "PNG"):
+                    raise ScreenshotError(f"could not write {out}")
+                if visible_text is not None:
+                    visible_text.parent.mkdir(parents=True, exist_ok=True)
+                    visible_text.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+            except OSError as exc:
+                raise ScreenshotError(f"could not write {exc.filename or out}: {exc.strerror or exc}") from None
+        finally:
+            window.close()
+            QCoreApplication.processEvents()
+    return texts
+
+
+def settle(app, window) -> None:
+    """Let decoding workers finish and their images reach the views before the picture is taken."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    for _ in range(5):
+        app.processEvents()
+        window.ctx.loader.pool.waitForDone(5000)
+        app.processEvents()
+        # Widgets replaced with deleteLater() go only when the event loop runs; there is none here.
+        QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+
+
+# -- what is visible ---------------------------------------------------------------------------------------
+
+
+def visible_texts(window) -> list[str]:
+    """Every text a person could read in the window now, one line each, first occurrence kept: the window title,
+    menu titles, labels, buttons, group titles, current combo texts, text fields, tab titles, visible cells and
+    headers of tables, trees and lists (and their tooltips), progress texts, status bar, tooltips of visible
+    widgets, and every text of the matplotlib figures shown (titles, tick labels, legends, bar labels)."""
+    from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
+    from PySide6.QtWidgets import (
+        QAbstractButton, QAbstractItemView, QComboBox, QDockWidget, QGroupBox, QHeaderView, QLabel, QLineEdit,
+        QMenuBar, QPlainTextEdit, QProgressBar, QStatusBar, QTabBar, QTextEdit, QWidget,
+    )
+
+    found: list[str] = [window.windowTitle()]
+    for w in window.findChildren(QWidget):
+        if not w.isVisible() or w.width() <= 0 or w.height() <= 0:
+            continue
+        if isinstance(w, QLabel):
+            found.append(_plain(w.text()))
+        elif isinstance(w, QAbstractButton):
+            found.append(w.text())
+        elif isinstance(w, QComboBox):
+            found.append(w.currentText())
+        elif isinstance(w, QLineEdit):
+            found.append(w.text() or w.placeholderText())
+        elif isinstance(w, QPlainTextEdit):
+            found.append(w.toPlainText()[:MAX_EDIT_CHARS] or w.placeholderText())
+        elif isinstance(w, QTextEdit):
+            found.append(w.toPlainText()[:MAX_EDIT_CHARS] or w.placeholderText())
+        elif isinstance(w, QTabBar):
+            for i in range(w.count()):
+                found += [w.tabText(i), w.tabToolTip(i)]
+        elif isinstance(w, QHeaderView):
+            found += _header_texts(w)
+        elif isinstance(w, QAbstractItemView):
+            found += _cell_texts(w)
+        elif isinstance(w, QProgressBar) and w.isTextVisible():
+            found.append(w.text())
+        elif isinstance(w, QStatusBar):
+            found.append(w.currentMessage())
+        elif isinstance(w, QMenuBar):
+            found += [a.text().replace("&", "") for a in w.actions()]
+        elif isinstance(w, FigureCanvasQTAgg):
+            found += _figure_texts(w.figure)
+        if isinstance(w, QGroupBox):
+            found.append(w.title())
+        if isinstance(w, QDockWidget):
+            found.append(w.windowTitle())
+        found.append(w.toolTip())
+    out, seen = [], set()
+    for text in found:
+        for line in (text or "").replace("\u200b", "").splitlines():  # zero-width spaces only let long words wrap
+            line = line.strip()
+            if line and line not in seen:
+                seen.add(line)
+                out.append(line)
+    return out
+
+
+def _plain(text: str) -> str:
+    from PySide6.QtGui import Qt, QTextDocumentFragment  # QtGui's Qt namespace holds mightBeRichText
+
+    return QTextDocumentFragment.fromHtml(text).toPlainText() if Qt.mightBeRichText(text) else text
+
+
+def _header_texts(header) -> list[str]:
+    from PySide6.QtCore import Qt
+
+    model = header.model()
+    if model is None or header.isHidden():
+        return []
+    out = []
+    for section in range(header.count()):
+        if header.isSectionHidden(section) or header.sectionSize(section) <= 0:
+            continue
+        pos = header.sectionViewportPosition(section)
+        extent = header.width() if header.orientation() == Qt.Horizontal else header.height()
+        if pos + header.sectionSize(section) > 0 and pos < extent:
+            out.append(str(model.headerData(section, header.orientation(), Qt.DisplayRole) or ""))
+    return out
+
+
+def _cell_texts(view) -> list[str]:
+    """DisplayRole and ToolTipRole of the cells whose rectangle meets the viewport (expanded tree rows included)."""
+    from PySide6.QtCore import QModelIndex, Qt
+    from PySide6.QtWidgets import QTableView, QTreeView
+
+    model = view.model()
+    if model is None:
+        return []
+    area = view.viewport().rect()
+    out: list[str] = []
+    budget = [MAX_CELLS]
+
+    def walk(parent) -> None:
+        try:
+            columns = model.columnCount(parent)
+        except TypeError:  # list models (QListWidget's) keep columnCount private: they have one column
+            columns = 1
+        for r in range(model.rowCount(parent)):
+            if budget[0] <= 0:
+                return
+            if isinstance(view, QTableView) and view.isRowHidden(r):
+                continue
+            if isinstance(view, QTreeView) and view.isRowHidden(r, parent):
+                continue
+            for c in range(columns):
+                budget[0] -= 1
+                if isinstance(view, (QTableView, QTreeView)) and view.isColumnHidden(c):
+                    continue
+                index = model.index(r, c, parent)
+                if view.visualRect(index).intersects(area):
+                    out.extend(str(model.data(index, role) or "") for role in (Qt.DisplayRole, Qt.ToolTipRole))
+            first = model.index(r, 0, parent)
+            if isinstance(view, QTreeView) and view.isExpanded(first):
+                walk(first)
+
+    walk(QModelIndex())
+    return out
+
+
+def _figure_texts(figure) -> list[str]:
+    from matplotlib.text import Text
+
+    if figure.canvas is not None:
+        figure.canvas.draw()  # tick labels are laid out at drawing time
+    return [t.get_text() for t in figure.findobj(Text) if t.get_visible() and t.get_text()]
