@@ -306,7 +306,31 @@ def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | 
     return out
 
 
-def run_summary(ws: Workspace, run_id: int) -> dict | None:
+@dataclasses.dataclass(frozen=True)
+class RunSummary:
+    """One line of the runs list (`vlmdesk runs --scores`, the app's runs list)."""
+
+    run_id: int
+    benchmark: str
+    model: str
+    strategy: Strategy
+    status: RunStatus
+    error: str | None
+    questions: int
+    passes: int
+    vanilla: float | None
+    circular: float | None
+    pope_f1: float | None
+    pope_accuracy: float | None
+    created_at: str
+    finished_at: str | None
+    duration_s: float | None
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def run_summary(ws: Workspace, run_id: int) -> RunSummary | None:
     """One line of the runs list: status, model, benchmark, the overall figures and how long the run has taken
     (first start to finish, or to its latest batch while unfinished; the pauses of a resumed run included)."""
     report = run_report(ws, run_id)
@@ -314,14 +338,11 @@ def run_summary(ws: Workspace, run_id: int) -> dict | None:
         return None
     run = runs.get_run(ws, run_id)
     overall, official = report.mcq and report.mcq.overall, report.pope and report.pope.pope["official"]
-    return {
-        "run_id": run.id, "benchmark": report.benchmark, "model": run.model_spec, "strategy": run.strategy,
-        "status": run.status, "error": run.error, "questions": report.questions,
-        "passes": run.predictions, "vanilla": overall and overall.vanilla, "circular": overall and overall.circular,
-        "pope_f1": official and official.f1, "pope_accuracy": official and official.accuracy,
-        "created_at": run.created_at, "finished_at": run.finished_at,
-        "duration_s": _seconds_between(run.created_at, run.finished_at or run.updated_at),
-    }
+    return RunSummary(
+        run.id, report.benchmark, run.model_spec, run.strategy, run.status, run.error, report.questions,
+        run.predictions, overall and overall.vanilla, overall and overall.circular, official and official.f1,
+        official and official.accuracy, run.created_at, run.finished_at,
+        _seconds_between(run.created_at, run.finished_at or run.updated_at))
 
 
 def _seconds_between(start: str, end: str | None) -> float | None:

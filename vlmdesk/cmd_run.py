@@ -224,7 +224,7 @@ def cmd_runs(args) -> int:
             "finished_at": r.finished_at, "config": r.config, "error": r.error, "problems": list(r.problems),
             "owner": {"host": r.owner_host, "pid": r.owner_pid, "since": r.owner_since,
                       "heartbeat_at": r.heartbeat_at} if r.status == "running" else None,
-            **({k: scores[r.id][k] for k in _SCORE_FIELDS} if args.scores else {}),
+            **({k: getattr(scores[r.id], k) for k in _SCORE_FIELDS} if args.scores else {}),
         } for r in all_runs]))
         return 0
     if not all_runs:
@@ -236,8 +236,8 @@ def cmd_runs(args) -> int:
         extra = ""
         if args.scores:
             s = scores[r.id]
-            extra = (f"  {_pct(s['vanilla']):>8} {_pct(s['circular']):>8} {_pct(s['pope_f1']):>8} "
-                     f"{s['duration_s'] if s['duration_s'] is not None else '-':>8}")
+            extra = (f"  {_pct(s.vanilla):>8} {_pct(s.circular):>8} {_pct(s.pope_f1):>8} "
+                     f"{s.duration_s if s.duration_s is not None else '-':>8}")
         print(f"{r.id:>4}  {r.benchmark[:22]:<22} {r.model_spec[:34]:<34} {r.strategy:<9} {r.status:<11} "
               f"{r.predictions:>7}" + extra)
     for r in all_runs:
