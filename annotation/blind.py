@@ -20,7 +20,7 @@ from functools import cached_property
 from annotation import reviews, standing
 from db.workspace import Workspace
 from evaluator.llm_extraction import response_key
-from evaluator.rescoring import LETTERS
+from evaluator.choices import LETTERS
 
 NOT_A_JUDGEMENT = ("skip",)
 HIDDEN_TEXT = "hidden in blind mode"
