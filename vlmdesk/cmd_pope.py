@@ -124,9 +124,7 @@ def cmd_build(args) -> int:
                                per_image=args.per_image, seed=args.seed)
     except OSError as exc:
         raise UsageError(f"{exc.filename}: {exc.strerror}") from None
-    summary = {"out": str(out), "setting": built.setting, "seed": built.seed, "annotations": args.annotations,
-               "annotation_format": built.annotation_format, "images": built.images, "per_image": args.per_image,
-               "questions": len(built.records), "import": None}
+    imported = None
     if args.do_import:
         from db import catalog
 
@@ -138,26 +136,27 @@ def cmd_build(args) -> int:
                 raise UsageError(f"a different benchmark is already named {name!r}; choose another --name")
             write_pope_jsonl(built.records, out)
             try:
-                report = import_benchmark(ws, out, fmt="pope", name=name, images_dir=args.images,
-                                          setting=args.setting)
+                imported = import_benchmark(ws, out, fmt="pope", name=name, images_dir=args.images,
+                                            setting=args.setting)
             except BaseException:
                 out.unlink()  # the command failed as a whole: no question file without its import
                 raise
-        summary["import"] = report.to_json()
     else:
         write_pope_jsonl(built.records, out)
     if args.json:
-        print(json.dumps(summary, ensure_ascii=False))
+        print(json.dumps({"out": str(out), "setting": built.setting, "seed": built.seed,
+                          "annotations": args.annotations, "annotation_format": built.annotation_format,
+                          "images": built.images,
+                          "per_image": args.per_image, "questions": len(built.records),
+                          "import": imported and imported.to_json()}, ensure_ascii=False))
         return 0
-    print(f"wrote {summary['questions']} questions ({built.setting}, {built.images} images, {args.per_image} present "
+    print(f"wrote {len(built.records)} questions ({built.setting}, {built.images} images, {args.per_image} present "
           f"+ {args.per_image} absent objects each, seed {built.seed}) to {out}")
-    if summary["import"] is not None:
-        report = summary["import"]
-        if report["already_imported"]:
-            print(f"already imported as {report['name']!r} (same content)")
-        else:
-            print(f"imported {report['name']!r}: {report['questions']} questions, {report['images']} images "
-                  f"({report['images_new']} new); run it with: vlmdesk run --bench {report['name']} --model SPEC")
+    if imported is not None and imported.already_imported:
+        print(f"already imported as {imported.name!r} (same content)")
+    elif imported is not None:
+        print(f"imported {imported.name!r}: {imported.questions} questions, {imported.images} images "
+              f"({imported.images_new} new); run it with: vlmdesk run --bench {imported.name} --model SPEC")
     return 0
 
 
