@@ -157,21 +157,19 @@ def cmd_adjudicate(args) -> int:
             adjudicate(ws, args.item, args.adjudicator, args.label, note=args.note)
             print(f"item {args.item}: final label {args.label.strip()} recorded")
             return 0
-        rows = []
-        for d in disagreements(ws, args.set_name):
-            text = item_texts(ws, d.item_id)
-            rows.append({"item_id": d.item_id, "labels": d.labels, "adjudicated": d.adjudicated,
-                         "question": text.question, "options": text.options, "response": text.response})
+        found = [(d, item_texts(ws, d.item_id)) for d in disagreements(ws, args.set_name)]
     if args.json:
-        print(json.dumps(rows, ensure_ascii=False))
+        print(json.dumps([{"item_id": d.item_id, "labels": d.labels, "adjudicated": d.adjudicated,
+                           "question": t.question, "options": t.options, "response": t.response} for d, t in found],
+                         ensure_ascii=False))
         return 0
-    if not rows:
+    if not found:
         print("no disagreements between annotators")
-    for row in rows:
-        labels = ", ".join(f"{a}: {c}" for a, c in row["labels"].items())
-        state = f"adjudicated {row['adjudicated']}" if row["adjudicated"] else "open"
-        print(f"item {row['item_id']} [{state}]  {labels}\n  Q: {row['question']}\n  "
-              + "  ".join(f"{k}. {v}" for k, v in row["options"].items()) + f"\n  response: {row['response']}")
+    for d, t in found:
+        labels = ", ".join(f"{a}: {c}" for a, c in d.labels.items())
+        state = f"adjudicated {d.adjudicated}" if d.adjudicated else "open"
+        print(f"item {d.item_id} [{state}]  {labels}\n  Q: {t.question}\n  "
+              + "  ".join(f"{k}. {v}" for k, v in t.options.items()) + f"\n  response: {t.response}")
     return 0
 
 
