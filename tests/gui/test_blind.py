@@ -31,9 +31,10 @@ def seeded(demo_ws):
     with open_workspace(demo_ws) as ws:
         bench = catalog.benchmark_by_name(ws, "demo")
         items = catalog.list_items(ws, bench.id)
+        owner = runs.Owner.here()
         run_id = runs.create_run(ws, benchmark_id=bench.id, model_spec="test:scripted", strategy="vanilla",
                                  prompt_template="{}", extractor="rules", config={}, config_key="scripted",
-                                 versions={}, git_revision=None, seed=0)
+                                 versions={}, git_revision=None, seed=0, owner=owner)
         passes = []
         for n, item in enumerate(items):
             order = tuple(range(len(item.options)))
@@ -47,7 +48,7 @@ def seeded(demo_ws):
                 passes.append(runs.Prediction(run_id, item.id, 0, order, "p", "A", item.answer, "A", "rules",
                                               "letter", item.answer == "A", 1.0))
         runs.add_predictions(ws, passes)
-        runs.set_status(ws, run_id, "finished")
+        runs.release(ws, run_id, owner, "finished")  # (runs.set_status is gone since run ownership)
         adj = alignment.build_set(ws, "study", [run_id], [], size=0, seed=1)
         assert adj.items == 1
         alignment.add_label(ws, alignment.next_for(ws, "study", OTHER).item_id, OTHER, "A")
