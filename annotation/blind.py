@@ -19,7 +19,7 @@ from functools import cached_property
 
 from annotation import reviews, standing
 from db.workspace import Workspace
-from evaluator.choices import LETTERS
+from evaluator.choices import shown_options
 from evaluator.llm_extraction import response_key
 
 NOT_A_JUDGEMENT = ("skip",)
@@ -84,8 +84,8 @@ def adjudication_hidden_passes(ws: Workspace, annotator: str, *, benchmark_id: i
             "SELECT run_id, item_id, pass, option_order, response FROM predictions "
             "WHERE item_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(items)),)):
         question, options = items[item_id]
-        shown = {LETTERS[i]: options[j] for i, j in enumerate(json.loads(order)) if j < len(options)}
-        by_key.setdefault(response_key(question, shown, response), []).append((run_id, item_id, pass_))
+        by_key.setdefault(response_key(question, shown_options(options, json.loads(order)), response), []).append(
+            (run_id, item_id, pass_))
     waiting = unlabelled_response_keys(ws, annotator, by_key) if by_key else frozenset()
     return frozenset(p for k in waiting for p in by_key[k])
 

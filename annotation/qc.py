@@ -158,7 +158,7 @@ def check_stage_runs(ws: Workspace, benchmark_id: int, stage: str, run_ids: list
 def circular_correctness(ws: Workspace, run_ids: list[int]) -> dict[int, dict[int, bool]]:
     """item id -> {run id: answered correctly} for every item with an answer key that the run evaluated.
 
-    Correct means the run's verdict is right (evaluator/choices.py run_result): every CircularEval pass right, or
+    Correct means the run result is right (evaluator/choices.py run_result): every CircularEval pass right, or
     the one pass of a yes/no item.
     """
     found: dict[int, dict[int, bool]] = defaultdict(dict)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
+import unicodedata
 from dataclasses import dataclass
 
 from db import catalog, runs
@@ -18,10 +20,15 @@ RUN_RESULTS = ("right", "wrong", "pending", "unscored", "none")
 is evaluator/choices.py's run_result; the SQL below computes the same for paging and QC (db/ cannot import
 evaluator/), and tests/db/test_run_result_sql.py checks the two agree on generated runs."""
 
-# Scripts written without spaces, which the unicode61 tokenizer keeps as one token per run of characters: CJK
-# ideographs (evaluator/choices.py's CJK_IDEOGRAPHS; a test keeps this class a superset), kana and hangul. A
-# tokenizer rule, not a language rule: Japanese and Korean need the substring search as much as Chinese does.
-_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ebef]")
+# Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, kana, Chinese; and Hangul, whose words
+# carry their particles): unicode61 makes one token of a whole run of them, so they are searched as substrings.
+# A tokenizer rule, not a language rule; a superset of evaluator/choices.py's CJK_IDEOGRAPHS (a test checks it:
+# db/ cannot import evaluator/).
+_SPACELESS = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ebef]"
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _WORD = re.compile(r"[^\W_]+")  # letters and digits: what the unicode61 tokenizer keeps ("_" separates)
 MAX_SEARCH_CHARS = 1000
 """What a search reads of what was typed (a pasted page would make a huge FTS or LIKE pattern)."""
@@ -54,21 +61,118 @@ class ItemRow:
     run_result: str  # one of RUN_RESULTS
 
 
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+def search_fold(text: str) -> str:
+    """What search compares, of the texts and of what is typed alike: NFKC, then case folding ("Ｆｕｌｌ" is
+    "full", "Straße" is "STRASSE"). The FTS index cannot fold so (unicode61 only lower-cases and drops
+    diacritics), so the items whose words it would index otherwise are searched word by word here."""
+    if text.isascii():
+        return text.lower()
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    folded = text.casefold()
+    return folded if unicodedata.is_normalized("NFKC", folded) else unicodedata.normalize("NFKC", folded)
 
 
-def _ascii_lower(text: str) -> str:
-    """Lower-case as SQLite's lower() does (ASCII only), so the substring search ignores the case of Latin letters."""
-    return text.translate(_ASCII_LOWER)
+def _without_marks(text: str) -> str:
+    """Diacritics dropped, as unicode61's remove_diacritics does: "café" is searched as "cafe"."""
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
 
 
-def fts_query(text: str) -> str | None:
-    """The FTS5 MATCH expression for what a user typed: every word, as a prefix, all required. None: no words.
+def _sql_fold(text) -> str:
+    return search_fold(text if isinstance(text, str) else "" if text is None else str(text))
 
-    Each word is quoted, so nothing typed is read as FTS syntax (quotes, NEAR, AND, *, -, ^, column filters).
-    """
-    words = _WORD.findall(text)
-    return " ".join(f'"{w}"*' for w in words) or None
+
+# Full-width and CJK punctuation: NFKC changes it, but it separates words before and after (as "，" and ",").
+_FOLDED_PUNCTUATION = re.compile("[\u3000-\u3037\u303b-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+")
+# Whether an item's texts refold, by the hash of the texts: a search asks it of every item of the benchmark, and
+# typing the next letter asks again. (A 64-bit hash collision would only hide one item from one search.)
+_REFOLDS_SEEN: dict[int, bool] = {}
+_REFOLDS_SEEN_MAX = 1 << 17
+
+
+def _refolds(texts) -> bool:
+    """True when folding changes the words of an item's texts (its columns, joined) beyond what the index folds
+    itself (lower case, no diacritics): "Ｆｕｌｌ", "ﬁsh", "Straße"; not Chinese with full-width punctuation."""
+    if not isinstance(texts, str):
+        return False
+    if texts.isascii():
+        return "\\u" in texts  # a JSON escape in the options: what it stands for is not seen here
+    key = hash(texts)
+    seen = _REFOLDS_SEEN.get(key)
+    if seen is None:
+        if len(_REFOLDS_SEEN) >= _REFOLDS_SEEN_MAX:
+            _REFOLDS_SEEN.clear()
+        seen = _REFOLDS_SEEN[key] = _words_refold(texts)
+    return seen
+
+
+def _words_refold(texts: str) -> bool:
+    if unicodedata.is_normalized("NFKC", texts) and texts.casefold() == texts.lower():
+        return False
+    rest = _FOLDED_PUNCTUATION.sub(" ", texts)
+    if unicodedata.is_normalized("NFKC", rest) and rest.casefold() == rest.lower():
+        return False
+    return _WORD.findall(search_fold(rest)) != _WORD.findall(rest.lower())
+
+
+def _has_words(words: str, *texts) -> int:
+    """1 when every word (one per line) starts a word of the folded texts — the index's prefix search, folded."""
+    found = set(_WORD.findall(_without_marks(search_fold("\n".join(t for t in texts if isinstance(t, str))))))
+    return int(all(any(t.startswith(w) for t in found) for w in words.split("\n")))
+
+
+# The last answer: (connection, benchmark, PRAGMA data_version, total_changes) and the ids of the benchmark's items
+# whose texts refold. Typing a search asks again at every letter; any write (by this connection or another one)
+# makes the next search ask the items afresh.
+_REFOLDING: list = [None, None]
+
+
+def _refolding_items(ws: Workspace, benchmark_id: int) -> str:
+    """The ids (a JSON array) of the benchmark's items that the index cannot find by folded words."""
+    conn = ws.conn
+    key = (conn, benchmark_id, conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+    if _REFOLDING[0] != key:  # the connection itself is held, so its id cannot be reused by another one
+        ids = [r[0] for r in conn.execute(
+            "SELECT id FROM items WHERE benchmark_id = ? "
+            "AND vlmdesk_search_refolds(question || char(10) || coalesce(hint, '') || char(10) || options)",
+            (benchmark_id,))]
+        _REFOLDING[:] = [key, json.dumps(ids)]
+    return _REFOLDING[1]
+
+
+def _register_functions(conn: sqlite3.Connection) -> None:
+    """Once per connection: SQLite refuses to redefine a function while one of its statements is unfinished."""
+    try:
+        conn.execute("SELECT vlmdesk_search_words('', '', '', '')").fetchone()
+        return
+    except sqlite3.OperationalError:
+        pass
+    conn.create_function("vlmdesk_search_fold", 1, _sql_fold, deterministic=True)
+    conn.create_function("vlmdesk_search_refolds", 1, _refolds, deterministic=True)
+    conn.create_function("vlmdesk_search_words", 4, _has_words, deterministic=True)
+
+
+def _search_sql(ws: Workspace, benchmark_id: int, typed: str) -> tuple[str, list]:
+    """The condition on item i for a search: words by the index (plus the items it cannot fold), and text in
+    scripts without spaces, or punctuation only, as a substring of the folded texts."""
+    if _SURROGATE.search(typed):  # no stored text holds a lone surrogate (nor could SQLite be given one)
+        return "0", []
+    _register_functions(ws.conn)
+    text = search_fold(typed)
+    words = _WORD.findall(_without_marks(text))  # "İ" folds to "i" and a combining dot, which is no word break
+    if words and not _SPACELESS.search(text):
+        # Every word as a prefix, all required; each quoted, so nothing typed is read as FTS syntax (quotes, NEAR,
+        # AND, *, -, ^, column filters). Over the same texts as the index (the view), never the options' JSON.
+        return ("i.id IN (SELECT rowid FROM item_search WHERE item_search MATCH ? UNION ALL "
+                "SELECT t.id FROM item_search_texts t WHERE t.id IN (SELECT value FROM json_each(?)) "
+                "AND vlmdesk_search_words(?, t.question, t.hint, t.options))",
+                [" ".join(f'"{w}"*' for w in words), _refolding_items(ws, benchmark_id), "\n".join(words)])
+    # instr, not LIKE: LIKE reads its pattern up to a NUL, so "\0" would match everything.
+    return ("EXISTS (SELECT 1 FROM item_search_texts t WHERE t.id = i.id AND ("
+            "instr(vlmdesk_search_fold(t.question), ?) OR instr(vlmdesk_search_fold(coalesce(t.hint, '')), ?) "
+            "OR instr(vlmdesk_search_fold(coalesce(t.options, '')), ?)))", [text] * 3)
 
 
 def _where(ws: Workspace, benchmark_id: int, f: ItemFilter) -> tuple[str, list]:
@@ -80,16 +184,9 @@ def _where(ws: Workspace, benchmark_id: int, f: ItemFilter) -> tuple[str, list]:
             params.append(value)
     text = f.text[:MAX_SEARCH_CHARS].strip()
     if text:
-        match = None if _UNSPACED.search(text) else fts_query(text)
-        if match:
-            sql.append("i.id IN (SELECT rowid FROM item_search WHERE item_search MATCH ?)")
-            params.append(match)
-        else:  # CJK (one unicode61 token per run of characters) or punctuation only: substring search
-            # over the same texts as the index (the view), never over the JSON that stores the options. instr,
-            # not LIKE: LIKE reads its pattern up to a NUL, so "\0" would match everything.
-            sql.append("EXISTS (SELECT 1 FROM item_search_texts t WHERE t.id = i.id AND (instr(lower(t.question), ?) "
-                       "OR instr(lower(coalesce(t.hint, '')), ?) OR instr(lower(coalesce(t.options, '')), ?)))")
-            params += [_ascii_lower(text)] * 3
+        condition, values = _search_sql(ws, benchmark_id, text)
+        sql.append(condition)
+        params += values
     if f.only_ids is not None:
         sql.append("i.id IN (SELECT value FROM json_each(?))")
         params.append(json.dumps(sorted(f.only_ids)))
@@ -103,7 +200,7 @@ def _where(ws: Workspace, benchmark_id: int, f: ItemFilter) -> tuple[str, list]:
 
 
 def _result_case(need: str) -> str:
-    """The verdict over the passes `p` of one item of one run, needing `need` right passes (see RUN_RESULTS)."""
+    """The run result over the passes `p` of one item of one run, needing `need` right passes (see RUN_RESULTS)."""
     return (f"CASE WHEN count(*) = 0 THEN 'none' WHEN sum(p.correct = 0) > 0 THEN 'wrong' "
             f"WHEN sum(p.correct IS NULL) > 0 THEN 'unscored' WHEN sum(p.correct = 1) >= {need} THEN 'right' "
             f"ELSE 'pending' END")
@@ -130,8 +227,8 @@ def run_results(ws: Workspace, run_ids: list[int]) -> dict[int, dict[int, str]]:
         if run is None:
             continue
         rows = ws.conn.execute(
-            f"SELECT p.item_id, {_result_case(_need(run.strategy))} FROM predictions p JOIN items i ON i.id = p.item_id "
-            f"WHERE p.run_id = ? GROUP BY p.item_id ORDER BY p.item_id", (run_id,))
+            f"SELECT p.item_id, {_result_case(_need(run.strategy))} FROM predictions p "
+            f"JOIN items i ON i.id = p.item_id WHERE p.run_id = ? GROUP BY p.item_id ORDER BY p.item_id", (run_id,))
         for item_id, result in rows:
             found.setdefault(item_id, {})[run_id] = result
     return found

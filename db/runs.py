@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Literal
 
+from db import catalog
 from db.catalog import now_iso
 from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import Workspace
@@ -406,6 +407,11 @@ def add_predictions(ws: Workspace, predictions: list[Prediction], owner: Owner |
         )
         if predictions and owner is None:
             ws.conn.execute("UPDATE runs SET updated_at = ? WHERE id = ?", (now, predictions[0].run_id))
+
+
+def items_of(ws: Workspace, run: Run) -> list[catalog.Item]:
+    """The items a run asks, in file order: its benchmark's, only the first `limit` when it was started with one."""
+    return catalog.list_items(ws, run.benchmark_id, limit=run.limit)
 
 
 def predictions_of(ws: Workspace, run_id: int) -> list[Prediction]:

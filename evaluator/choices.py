@@ -1,8 +1,8 @@
 """The rules about choices, each written once: option letters, rotation and the displayed answer, the answer keys
-an item admits, reading a yes/no answer, the per-item verdict of a run (VanillaEval, CircularEval, POPE), whether
+an item admits, reading a yes/no answer, the per-item run result (VanillaEval, CircularEval, POPE), whether
 an item is still being asked, and CJK text.
 
-Everything that runs, reports, re-scores, exports or checks QC calls these; db/item_query.py computes the verdict
+Everything that runs, reports, re-scores, exports or checks QC calls these; db/item_query.py computes the run result
 in SQL for paging speed (db/ cannot import evaluator/), and tests/db/test_run_result_sql.py holds the two to the
 same answers on generated runs.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Sequence
 
-from evaluator.pope import PARSERS, parse_strict
+from evaluator.pope import PARSERS, YES_NO, parse_strict  # YES_NO: POPE's labels, every yes/no item's keys
 from evaluator.types import POPE_PARSERS, PopeParser  # noqa: F401 (POPE_PARSERS: the parsers in report order)
 
 if TYPE_CHECKING:
@@ -23,8 +23,6 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 NONE_OF_THEM = "Z"
 """The extractors' choice for a refusal or "none of the options", so an item has at most 25 options (A-Y)."""
 MAX_OPTIONS = LETTERS.index(NONE_OF_THEM)
-YES_NO = ("yes", "no")
-"""The answer keys of a yes/no item, as stored."""
 YESNO_CANDIDATES = ("Yes", "No")
 """What a yes/no item offers the model (the likelihood scorer compares these; the choice is their lower case)."""
 
@@ -56,8 +54,9 @@ def rotation(n_options: int, k: int) -> tuple[int, ...]:
 
 
 def shown_options(options: Sequence[str], order: Sequence[int]) -> dict[str, str]:
-    """Letter -> option text, as a pass with this option order displays them."""
-    return {LETTERS[i]: options[j] for i, j in enumerate(order)}
+    """Letter -> option text, as a pass with this option order displays them (an index past the options, which
+    only a damaged row could hold, shows nothing)."""
+    return {LETTERS[i]: options[j] for i, j in enumerate(order) if j < len(options)}
 
 
 def displayed_answer(answer: str | None, order: Sequence[int]) -> str | None:
@@ -93,7 +92,7 @@ def pope_reading(p: Prediction, parser: PopeParser) -> str:
     return p.choice if p.choice in YES_NO else "unknown"
 
 
-# ----------------------------------------------------------------------------------------------------- verdict
+# ------------------------------------------------------------------------------------------------ run result
 
 RunResult = Literal["right", "wrong", "pending", "unscored", "none"]
 """Per item and run: every needed pass right / a pass wrong / passes missing / no answer key / not run (the
@@ -105,8 +104,14 @@ def passes_needed(strategy: str, n_options: int) -> int:
     return n_options if strategy == "circular" else 1
 
 
+def pass_correct(choice: str | None, answer: str | None) -> bool | None:
+    """Whether one pass is right: its reading is the displayed answer key. None without a key; an undecided
+    reading (None) is wrong."""
+    return None if answer is None else choice == answer
+
+
 def run_result(marks: Mapping[int, bool | None], needed: int) -> RunResult:
-    """The verdict from an item's stored passes (pass -> right / wrong / None for no answer key). A wrong pass
+    """The run result from an item's stored passes (pass -> right / wrong / None for no answer key). A wrong pass
     decides at once (CircularEval's early termination); an undecided answer was stored as wrong."""
     if not marks:
         return "none"
@@ -119,12 +124,12 @@ def run_result(marks: Mapping[int, bool | None], needed: int) -> RunResult:
 
 
 def item_result(strategy: str, n_options: int, marks: Mapping[int, bool | None]) -> RunResult:
-    """The verdict of one item of a run under the run's own strategy."""
+    """The run result of one item of a run under the run's own strategy."""
     return run_result(marks, passes_needed(strategy, n_options))
 
 
 def vanilla_result(marks: Mapping[int, bool | None]) -> RunResult:
-    """The verdict under VanillaEval (pass 0, the original order), which every multiple-choice run also gives."""
+    """The run result under VanillaEval (pass 0, the original order), which every multiple-choice run also gives."""
     return run_result({0: marks[0]} if 0 in marks else {}, 1)
 
 
@@ -143,6 +148,8 @@ def still_alive(marks: Iterable[bool | None], *, full_passes: bool) -> bool:
 
 CJK_IDEOGRAPHS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
 """CJK Unified Ideographs, their extensions and the compatibility ideographs (full-width Latin "Ｂ" is not CJK)."""
+CJK_SCRIPTS = "\u3040-\u30ff" + CJK_IDEOGRAPHS + "\uac00-\ud7af"
+"""Kana, CJK ideographs and hangul syllables: scripts written without spaces between words."""
 _CJK = re.compile(f"[{CJK_IDEOGRAPHS}]")
 
 

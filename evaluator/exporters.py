@@ -29,8 +29,8 @@ from evaluator.choices import LETTERS, MAX_OPTIONS, displayed_answer, letters, r
 from evaluator.importers.common import CIRCULAR_STRIDE
 
 EXPORT_FORMATS = {"mcq": ("mmbench-tsv", "jsonl"), "yesno": ("pope",)}
-VLMEVALKIT_ORDER = ("index", "question", "hint", *letters(MAX_OPTIONS), "answer", "category", "image", "source", "l2-category",
-                    "comment", "split")
+VLMEVALKIT_ORDER = ("index", "question", "hint", *letters(MAX_OPTIONS), "answer", "category", "image", "source",
+                    "l2-category", "comment", "split")
 _MIME_EXT = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp",
              "image/bmp": ".bmp", "image/tiff": ".tif"}
 

@@ -7,10 +7,12 @@ is a first-class outcome: step 2 (an LLM matcher) or a human takes over, and not
 The reading goes from the strongest evidence to the weakest:
 
 1. the whole response is exactly one option's text, or exactly one letter in any case ("b", "(b)"; in running
-   text only capitals are letters, since "a" is an article and "b" a unit or a variable);
+   text only capitals are letters, since "a" is an article and "b" a unit or a variable — except in a letter
+   form right after an answer cue, "Answer: b", "答案是ｂ", or starting the first line, "(b) dog", "b. dog");
+   a letter glued to a following Chinese word is part of that word ("B型" is blood type B, "A股" A-shares);
 2. an explicit answer statement ("the answer is B", "Answer: (C) 3 apples", "so B", "B is correct",
-   "答案是B", a first line that is a bare letter) — the *last* one wins, because chain-of-thought responses
-   mention other letters while reasoning and end with the answer (and self-corrections come later);
+   "答案是B", "Actually, C.", a first line that is a bare letter) — the *last* one wins, because chain-of-thought
+   responses mention other letters while reasoning and end with the answer (and self-corrections come later);
 3. a refusal ("I cannot answer", "none of the options", "无法确定") → ``"Z"``;
 4. every mention of an option letter or option text in the response; exactly one option must be named,
    mentions that rule an option out ("not A", "C is wrong") do not count.
@@ -23,7 +25,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Mapping
 
-from evaluator.choices import NONE_OF_THEM, has_cjk
+from evaluator.choices import CJK_SCRIPTS, NONE_OF_THEM, has_cjk
 from evaluator.language import language_of  # noqa: F401  (re-exported: items and responses share it)
 
 REFUSAL = NONE_OF_THEM
@@ -165,10 +167,18 @@ class _Mention:
     negated: bool  # named only to be ruled out
 
 
-# A stand-alone capital letter, optionally bracketed: not part of a word, "X-ray", "I'm", "U.S." or "B.5".
+# Scripts written without spaces: a Latin letter glued to a following character of theirs is part of a word
+# ("B型" blood type B, "A股" A-shares, "B超" ultrasound), not an option letter, unless that character is one of
+# the words that follow an option letter in a sentence ("B选项", "B是对的", "A和B", "C不对", "选B吧").
+_SPACELESS = CJK_SCRIPTS
+_AFTER_LETTER_WORDS = "选项是为和或与及跟正对错不最符吧呢啊呀吗嘛了也都还更比才就即"
+_NOT_GLUED = rf"(?!(?![{_AFTER_LETTER_WORDS}])[{_SPACELESS}])"
+_GLUED = re.compile(rf"[{_SPACELESS}]")
+
+# A stand-alone capital letter, optionally bracketed: not part of a word, "X-ray", "I'm", "U.S.", "B.5" or "B型".
 _LETTER = re.compile(
     r"(?<![0-9A-Za-z'’_\-])(?<![A-Za-z]\.)(?P<open>[(\[]?)(?P<letter>[A-Z])(?P<close>[)\]]?)"
-    r"(?![0-9A-Za-z'’_\-])(?!\.[0-9A-Za-z])"
+    r"(?![0-9A-Za-z'’_\-])(?!\.[0-9A-Za-z])" + _NOT_GLUED
 )
 # After "A", these words show that "A" is the option letter ("A is wrong") and not the article ("A dog").
 _VERBS_AFTER_LETTER = frozenset(
@@ -288,6 +298,17 @@ _CONCLUSION = re.compile(
     """,
     re.I | re.X,
 )
+# Self-corrections that end a clause with a letter form: "Actually, C.", "Wait, no: it is (b).", "Correction: (b)".
+# Only a letter form: "Actually, the cat in option A is asleep" is no answer.
+_CORRECTION = re.compile(
+    r"""
+    \b(?:actually|correction|wait)\b[\s,:;.!]*(?:no\b[\s,:;.!]*)?
+    (?:(?:it|this|that)\s*(?:is|['’]s|must\s+be)\s+|(?:the\s+)?(?:answer\s+is|option|choice)\s+)?
+    (?P<letter>[(\[]?(?-i:[A-Z])[)\]]?|[(\[][a-z][)\]])
+    (?=\s*(?:[.!?。！]|$))
+    """,
+    re.I | re.X,
+)
 # Verdicts that follow the letter: "B is the correct answer", "B is correct", "B选项正确".
 _VERDICT = re.compile(
     r"""
@@ -301,9 +322,11 @@ _VERDICT = re.compile(
 _HYPOTHETICAL = re.compile(
     r"(?:\b(?:if|whether|suppose|supposing|assuming|unless)\s+(?:option\s+)?|如果|假如|假设)$", re.I
 )
-# A first line that starts with a letter form: "B", "B.", "(B) dog" — the answer, unless the lines are a list.
-# A bare capital followed by a word ("A dog? No, a cat.") is not a letter form.
-_LEADING_LINE = re.compile(r"[ \t]*(?:[(\[][A-Z][)\]]|[A-Z](?:[.:),]|(?=[ \t]*$)))")
+# A first line that starts with a letter form: "B", "B.", "(B) dog", "(b) dog", "b. dog" — the answer, unless the
+# lines are a list. A bare letter followed by a word ("A dog? No, a cat.", "a cat") is not a letter form.
+_LEADING_LINE = re.compile(
+    r"[ \t]*(?:[(\[][A-Za-z][)\]]|[A-Z](?:[.:),]|(?=[ \t]*$))|[a-z][.:)](?![0-9A-Za-z]))"
+)
 
 # What may stand between a cue and the answer: "the answer is probably option (B)".
 _FILLER = re.compile(
@@ -320,13 +343,13 @@ _CLAUSE_END = re.compile(
     re.I,
 )
 _LEADING_LETTER = re.compile(
-    r"(?P<open>[(\[]?)(?P<letter>[A-Z])(?P<close>[)\]]?)(?![0-9A-Za-z'’_\-])(?!\.[0-9A-Za-z])"
+    r"(?P<open>[(\[]?)(?P<letter>[A-Za-z])(?P<close>[)\]]?)(?![0-9A-Za-z'’_\-])(?!\.[0-9A-Za-z])" + _NOT_GLUED
 )
 # More letters joined to the answer: "B or C", "B, D", "B/C", "B和C".
 _JOINED_LETTER = re.compile(
     r"\s*(?:,|/|&|\bor\b|\band\b|或者|或|和|与|、|以及)\s*"
     r"(?:(?:and|or|maybe|perhaps|possibly|probably|even|also|just|option)\s+)*[(\[]?"
-    r"(?-i:(?P<letter>[A-Z]))(?![0-9A-Za-z'’_\-])",
+    r"(?P<letter>[A-Za-z])(?![0-9A-Za-z'’_\-])" + _NOT_GLUED,
     re.I,
 )
 _ANSWER_REACH = 200  # characters after a cue in which its answer must stand (keeps long responses linear)
@@ -364,12 +387,15 @@ def _read_answer(
         return None
     said = _quote(text[cue_start : start + len(clause)])
 
-    letter = _LEADING_LETTER.match(answer)
-    if letter and not _reads_as_word(answer, letter):
-        chosen, rest = letter.group("letter"), answer[letter.end() :]
+    letter = _answer_letter(answer, choices)
+    if letter is not None:
+        if _NEGATION_AFTER.match(answer, letter.end(), letter.end() + _CONTEXT):
+            return None  # "Wait, A is wrong": no answer
+        chosen, rest = letter.group("letter").upper(), answer[letter.end() :]
         joined = _JOINED_LETTER.match(rest)
-        if joined and not _is_negated(rest, joined.start("letter"), joined.end()):
-            return _several(_unique([chosen, joined.group("letter")]))
+        if (joined and (joined.group("letter").isupper() or letter.group("letter").islower())
+                and not _is_negated(rest, joined.start("letter"), joined.end())):
+            return _several(_unique([chosen, joined.group("letter").upper()]))
         if chosen not in choices.texts:
             return _not_an_option(chosen, choices)
         if _names_another_text(rest, chosen, choices):
@@ -380,6 +406,24 @@ def _read_answer(
     if len(named) == 1:
         return _decided(named[0], f"{label} '{said}'")
     return _several(named) if named else None
+
+
+def _answer_letter(answer: str, choices: _Choices) -> re.Match[str] | None:
+    """The option letter that ``answer`` (what follows a cue) starts with, if it starts with one."""
+    m = _LEADING_LETTER.match(answer)
+    if m is None or _reads_as_word(answer, m):
+        return None
+    if _GLUED.match(answer, m.end()) and any(p.match(answer) for _, p in choices.patterns):
+        return None  # "B是…" where an option's text starts so: the option's text wins over letter B
+    if m.group("letter").islower():
+        # A lower-case letter is the answer in a letter form only — "(b)", "b)", "b.", "b:", "b," or the letter
+        # alone — ("the answer is a cat" has the article), and only when it is an option's letter.
+        after = answer[m.end() : m.end() + 1]
+        if not (m.group("close") or after in (".", ":", ",") or not answer[m.end() :].strip()):
+            return None
+        if m.group("letter").upper() not in choices.texts:
+            return None
+    return m
 
 
 def _first_clause(text: str) -> str:
@@ -402,16 +446,18 @@ def _answer_statement(text: str, choices: _Choices) -> Extraction | None:
     cues: list[tuple[int, str, object]] = []
     cues += [(m.start(), "cue", m) for m in _ANSWER_CUE.finditer(text)]
     cues += [(m.start("letter"), "stated", m) for m in _CONCLUSION.finditer(text)]
+    cues += [(m.start("letter"), "stated", m) for m in _CORRECTION.finditer(text)]
     cues += [
         (m.start(), "stated", m)
         for m in _VERDICT.finditer(text)
         if not _HYPOTHETICAL.search(text, max(0, m.start() - _CONTEXT), m.start())
     ]
     lines = [line for line in text.strip().splitlines() if line.strip()]
+    lead = _LEADING_LINE.match(lines[0]) if lines else None
     if (
-        lines
-        and _LEADING_LINE.match(lines[0])
-        and len(_letter_mentions(_first_clause(lines[0]))) == 1  # "A. cat B. dog" on one line is a list
+        lead
+        # "A. cat B. dog" on one line is a list (a lower-case letter form is not among the capitals counted)
+        and len(_letter_mentions(_first_clause(lines[0]))) + lead.group(0).islower() == 1
         and not any(_LEADING_LINE.match(line) for line in lines[1:])
     ):
         first = text.index(lines[0])
@@ -419,7 +465,7 @@ def _answer_statement(text: str, choices: _Choices) -> Extraction | None:
 
     for _, kind, cue in sorted(cues, key=lambda c: c[0], reverse=True):
         if kind == "stated":
-            letter = cue.group("letter")
+            letter = cue.group("letter").strip("()[]").upper()
             if letter not in choices.texts:
                 return _not_an_option(letter, choices)
             return _decided(letter, f"answer statement '{_quote(cue.group(0))}'")
@@ -454,9 +500,24 @@ _REFUSAL = re.compile(
 # --- The extractor ----------------------------------------------------------------------------------------
 
 
-def _from_mentions(mentions: list[_Mention], choices: _Choices) -> Extraction:
+# A lower-case letter in a letter form in running text: "(b)", "b." or "b)" ending a sentence, "b -" at a line's
+# start. Not read as an answer (lower-case letters are words there), but a human would hesitate when it names
+# another option than the rest of the response ("A? No. b.").
+_LOWER_FORM = re.compile(
+    r"(?<![^\s(\[])(?:[(\[](?P<bracketed>[a-z])[)\]]|(?P<letter>[a-z])(?=[.)][ \t]*(?:$|\n))|"
+    r"(?<=^)(?P<dashed>[a-z])(?=[ \t]*[-–—][ \t]))",
+    re.M,
+)
+
+
+def _from_mentions(mentions: list[_Mention], choices: _Choices, text: str = "") -> Extraction:
     positive = [m for m in mentions if not m.negated]
     named = _unique(m.letter for m in positive if m.letter in choices.texts)
+    lower = _unique(
+        letter.upper() for m in _LOWER_FORM.finditer(text) if (letter := m.group(m.lastgroup)).upper() in choices.texts
+    )
+    if len(named) == 1 and any(letter != named[0] for letter in lower):
+        return _undecided(f"lower-case letter form names another option: {', '.join(lower)}")
     foreign = _unique(m.letter for m in positive if m.letter not in choices.texts)
     if foreign and named:
         return _undecided("letters outside the options also named: " + ", ".join(foreign))
@@ -515,4 +576,4 @@ def _extract(response: str, choices: _Choices) -> Extraction:
         return Extraction(REFUSAL, "rules", "refusal")
     if statement is not None:
         return statement  # an answer statement that names several options or a letter that is no option
-    return _from_mentions(mentions, choices)
+    return _from_mentions(mentions, choices, masked)

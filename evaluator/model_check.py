@@ -12,7 +12,7 @@ from db import catalog
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
 from evaluator.backends import SPEC_HELP, BackendError, Query
-from evaluator.choices import YESNO_CANDIDATES, letters, read_yes_no
+from evaluator.choices import YESNO_CANDIDATES, letters, pass_correct, read_yes_no
 from evaluator.extraction import extract_by_rules
 from evaluator.launch import open_backend
 from evaluator.prompts import default_template
@@ -93,7 +93,7 @@ def check_model(ws: Workspace, spec: str, *, benchmark: str | None = None, item_
         choice = read_yes_no(response)
     return ModelCheck(spec=backend.spec, backend=backend.describe(), benchmark=bench.name, item_index=str(item.index),
                       prompt=prompt, response=response, choice=choice, answer=item.answer,
-                      correct=None if item.answer is None else choice == item.answer,
+                      correct=pass_correct(choice, item.answer),
                       load_s=round(load_s, 3), answer_s=round(answer_s, 3))
 
 

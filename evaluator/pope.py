@@ -22,6 +22,8 @@ from db.errors import InvalidInput
 from evaluator.types import POPE_SETTINGS
 
 SETTINGS = POPE_SETTINGS
+YES_NO = ("yes", "no")
+"""POPE's labels, and the answer keys of every yes/no item as vlmdesk stores them."""
 FRACTION_METRICS = ("accuracy", "precision", "recall", "f1", "yes_ratio")
 
 # --------------------------------------------------------------------------------------------------- parsers
@@ -171,9 +173,9 @@ def pope_metrics(labels: Sequence[str], answers: Sequence[str]) -> PopeMetrics:
         raise ValueError(f"{len(labels)} labels but {len(answers)} answers")
     tp = fp = tn = fn = unknown = labelled_yes = 0
     for index, (label, answer) in enumerate(zip(labels, answers)):
-        if label not in ("yes", "no"):
+        if label not in YES_NO:
             raise ValueError(f"label {index}: {label!r} is not 'yes' or 'no'")
-        if answer not in ("yes", "no", "unknown"):
+        if answer not in (*YES_NO, "unknown"):
             raise ValueError(f"answer {index}: {answer!r} is not 'yes', 'no' or 'unknown'")
         labelled_yes += label == "yes"
         if answer == "unknown":
@@ -251,7 +253,7 @@ def read_pope_questions(path: str | os.PathLike) -> list[dict]:
             if not isinstance(item.get(field), kind) or isinstance(item.get(field), bool):
                 raise InvalidInput(f"{path}, {where}: field '{field}' missing or not {says}")
         label = item["label"].strip().lower()
-        if label not in ("yes", "no"):
+        if label not in YES_NO:
             raise InvalidInput(f"{path}, {where}: field 'label' is {item['label']!r}, not yes/no")
         key = str(item["question_id"])
         if key in seen:

@@ -56,7 +56,7 @@ def export_predictions(ws: Workspace, run_id: int, path: str | Path, *, predicti
     run = runs.get_run(ws, run_id)
     if run is None:
         raise NotFound(f"no run {run_id}")
-    items = catalog.list_items(ws, run.benchmark_id, limit=run.limit)
+    items = runs.items_of(ws, run)
     done: dict[tuple[int, int], runs.Prediction] = {(p.item_id, p.pass_): p for p in runs.predictions_of(ws, run_id)}
 
     def said(p: runs.Prediction | None) -> str:

@@ -143,7 +143,7 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> RunRep
     if run is None:
         return None
     bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
-    items = catalog.list_items(ws, run.benchmark_id, limit=run.limit)
+    items = runs.items_of(ws, run)
     stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
     name, source, summary, by_item = _scored_passes(ws, run, stored, scoring)
     figures = (_pope(items, by_item, bench.meta.get("setting")) if run.strategy == "pope"
@@ -271,7 +271,7 @@ def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | 
     run = runs.get_run(ws, run_id)
     if run is None:
         raise NotFound(f"no run {run_id}")
-    items = catalog.list_items(ws, run.benchmark_id, limit=run.limit)
+    items = runs.items_of(ws, run)
     stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
     _, _, _, by_item = _scored_passes(ws, run, stored, scoring)
     column = GROUP_LEVELS[level]

@@ -14,7 +14,7 @@ from typing import Sequence
 from db import catalog, extractions, runs
 from db.errors import UserError
 from db.workspace import Workspace
-from evaluator.choices import shown_options
+from evaluator.choices import pass_correct, shown_options
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import ExtractionInput, Extractor
 
@@ -73,9 +73,9 @@ def rescore(ws: Workspace, run_id: int, extractor: Extractor, *, name: str | Non
             kept += 1
         elif e.stage == UNLABELLED:
             e = Extraction(None, "none", e.reason)
-        correct = None if p.answer is None else e.choice == p.answer
         changed += e.choice != p.choice
-        scored.append(extractions.ScoredPass(p.item_id, p.pass_, e.choice, e.stage, e.reason, correct))
+        scored.append(extractions.ScoredPass(p.item_id, p.pass_, e.choice, e.stage, e.reason,
+                                             pass_correct(e.choice, p.answer)))
     summary = {"extractor": extractor.name, "passes": len(scored), "changed_from_run": changed,
                "undecided": sum(1 for s in scored if s.choice is None),
                "by_stage": dict(sorted(Counter(s.stage for s in scored).items()))}

@@ -23,7 +23,8 @@ from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query, can_score
 from evaluator.choices import (
-    YESNO_CANDIDATES, displayed_answer, letters, passes_needed, read_yes_no, rotation, shown_options, still_alive,
+    YESNO_CANDIDATES, displayed_answer, letters, pass_correct, passes_needed, read_yes_no, rotation, shown_options,
+    still_alive,
 )
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import Extractor, load_extractor
@@ -125,7 +126,7 @@ class Engine:
         self.extractor = extractor or (load_extractor(run.extractor, ws) if reads_text else None)
         self.template = PromptTemplate.from_json(run.prompt_template)
         self.on_progress = on_progress or (lambda p: None)
-        self.items = catalog.list_items(ws, run.benchmark_id, limit=run.limit)
+        self.items = runs.items_of(ws, run)
         self.kind = "yesno" if run.strategy == "pope" else "mcq"
         self.done: dict[int, dict[int, runs.Prediction]] = {i.id: {} for i in self.items}
         for p in runs.predictions_of(ws, run.id):
@@ -202,10 +203,9 @@ class Engine:
             answer = displayed_answer(item.answer, order)
             extraction = (read[n] if read is not None
                           else self._extract(item, order, response, scores[n] if scores else None, query.letters))
-            correct = None if answer is None else extraction.choice == answer
             preds.append(runs.Prediction(self.run.id, item.id, k, order, query.prompt, response, answer,
-                                         extraction.choice, extraction.stage, extraction.reason, correct,
-                                         round(latency, 3)))
+                                         extraction.choice, extraction.stage, extraction.reason,
+                                         pass_correct(extraction.choice, answer), round(latency, 3)))
         runs.add_predictions(self.ws, preds, owner=self.owner)
         for p in preds:
             self.done[p.item_id][p.pass_] = p

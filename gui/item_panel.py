@@ -13,8 +13,7 @@ from PySide6.QtWidgets import (
 )
 
 from annotation.browse import VERDICT_LABELS
-
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+from evaluator.choices import LETTERS, item_result, original_option
 RESULT_MARKS = {"right": "✓", "wrong": "✗", "pending": "…", "unscored": "–", "none": ""}
 ADJUDICATION_HIDDEN = "hidden until your label (blind adjudication)"
 PREDICTIONS_HIDDEN = "Predictions (hidden)"
@@ -269,7 +268,7 @@ class PredictionsView(QTreeWidget):
             return
         for run, passes in runs_passes:
             shows = [sight is None or sight.shows_pass(run.id, item.id, p.pass_) for p in passes]
-            result = _item_result(item, run, passes)
+            result = item_result(run.strategy, len(item.options), {p.pass_: p.correct for p in passes})
             result_shown = sight is None or sight.shows_run_result(run.id, item.id)
             mark = f"   {RESULT_MARKS[result]} {result}" if result_shown else ""
             top = QTreeWidgetItem([f"run {run.id} · {run.model_spec} · {run.strategy}{mark}", "", "", "", ""])
@@ -287,7 +286,8 @@ class PredictionsView(QTreeWidget):
                     continue
                 response = " ".join(p.response.split())
                 correct = "" if p.correct is None else ("✓" if p.correct else "✗")
-                original = _original_letter(p)
+                index = original_option(p.choice, p.option_order)
+                original = None if index is None else LETTERS[index]
                 choice = (p.choice or "undecided") + (f" (= {original})" if original and original != p.choice else "")
                 child = QTreeWidgetItem([f"pass {p.pass_}", order, response, choice, correct])
                 child.setToolTip(2, p.response)
@@ -303,22 +303,6 @@ class PredictionsView(QTreeWidget):
             empty.setForeground(0, QColor("#80868b"))
             self.addTopLevelItem(empty)
             empty.setFirstColumnSpanned(True)
-
-
-def _original_letter(p) -> str | None:
-    if p.choice is None or p.choice == "Z" or not p.option_order:
-        return None
-    k = ord(p.choice) - ord("A")
-    return LETTERS[p.option_order[k]] if 0 <= k < len(p.option_order) else None
-
-
-def _item_result(item, run, passes) -> str:
-    if any(p.correct is False for p in passes):
-        return "wrong"
-    if any(p.correct is None for p in passes):
-        return "unscored"
-    need = len(item.options) if run.strategy == "circular" else 1
-    return "right" if sum(1 for p in passes if p.correct) >= need else "pending"
 
 
 class HistoryView(QTreeWidget):

@@ -22,7 +22,8 @@ from annotation.correction import wrong_key_problem
 from db import item_query
 from db.errors import InvalidInput, UserError
 from gui.image_view import ImageView
-from gui.item_panel import LETTERS, ItemPanel
+from evaluator.choices import LETTERS, answer_keys, canonical_answer
+from gui.item_panel import ItemPanel
 from gui.review_view import NoteEdit
 from gui.shortcuts import VERDICT_BUTTONS, VERDICT_KEYS, review_shortcuts
 
@@ -219,12 +220,10 @@ class QCPage(_ItemPage):
         self.answer.addItem("choose…", None)  # never a pre-filled key: a stray click must not rewrite it
         # Blind: every option is offered (leaving the key out would name it); the key is refused on confirm.
         key = (self.item.answer or "") if self.item is not None and reveal else None
-        for n in range(len(self.item.options) if self.item else 0):
-            if LETTERS[n] != key:
-                self.answer.addItem(LETTERS[n], LETTERS[n])
-        if self.item is not None and not self.item.options:
-            for a in ("yes", "no"):
-                if key is None or a != key.lower():
+        if self.item is not None:
+            n = len(self.item.options)
+            for a in answer_keys(n):
+                if key is None or a != canonical_answer(n, key):
                     self.answer.addItem(a, a)
         self.answer.blockSignals(False)
         default = "text_answerable" if c.stage == "text-only" else "wrong_answer"
@@ -624,7 +623,7 @@ class ConflictsPage(_ItemPage):
         self.corrected.addItem("choose…", None)
         item = self.item
         if item is not None:
-            for letter in (LETTERS[n] for n in range(len(item.options))) if item.options else ("yes", "no"):
+            for letter in answer_keys(len(item.options)):
                 self.corrected.addItem(letter, letter)
         self.corrected.setCurrentIndex(0)
         self.corrected.blockSignals(False)

@@ -17,7 +17,8 @@ from db import item_query
 from db.errors import InvalidInput
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
-from gui.item_panel import LETTERS, HistoryView, ItemPanel, PredictionsView, show_item_details
+from evaluator.choices import LETTERS
+from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
 from gui.shortcuts import VERDICT_BUTTONS, VERDICT_KEYS, review_shortcuts
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+from evaluator.choices import LETTERS
 
 
 @dataclass(frozen=True)

@@ -225,12 +225,13 @@ def cmd_show(args) -> int:
     if args.json:
         print(json.dumps(item.to_json(), ensure_ascii=False))
         return 0
-    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    from evaluator.choices import LETTERS
+
     print(f"{bench.name} #{item.index}   {item.category or ''} / {item.l2_category or ''}   split {item.split or '-'}")
     if item.hint:
         print(f"hint: {item.hint}")
     print(f"question: {item.question}")
-    for letter, text in zip(letters, item.options):
+    for letter, text in zip(LETTERS, item.options):
         mark = "*" if letter == item.answer else " "
         print(f" {mark} {letter}. {text}")
     if not item.options:

@@ -11,17 +11,15 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Iterator
 
 from PIL import Image, UnidentifiedImageError
 
 from db.errors import InvalidInput, UserError
+from evaluator.choices import LETTERS, MAX_OPTIONS  # noqa: F401  (the readers take them from here)
 
 # MMBench and VLMEvalKit put circular copies of question i at index i + k * CIRCULAR_STRIDE.
 CIRCULAR_STRIDE = 1_000_000
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-# Z is the extractors' "none of the options / refusal" choice, so an item has at most 25 options (A-Y).
-MAX_OPTIONS = 25
 # Above this many pixels an image is treated as a decompression bomb (PIL's own warning threshold).
 MAX_PIXELS = Image.MAX_IMAGE_PIXELS or 89_478_485
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -334,8 +332,6 @@ def decoded_lines(raw: io.BufferedReader, file: Path, bad: dict | None = None,
         yield text
 
 
-def letters_for(options: Iterable[str]) -> str:
-    return LETTERS[: len(tuple(options))]
 
 
 def index_or_none(value) -> int | str | None:

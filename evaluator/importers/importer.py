@@ -17,6 +17,7 @@ from typing import Callable
 
 from db import catalog
 from db.workspace import Workspace
+from evaluator.choices import displayed_answer, rotation
 from evaluator.language import language_of
 from evaluator.importers.common import (
     CIRCULAR_STRIDE, LETTERS, MAX_SOURCE_BYTES, InputError, ReadLimits, Refused, SourceRow, check_image, json_loads,
@@ -456,15 +457,14 @@ def copy_shift(original: catalog.Item, copy: SourceRow, copy_sha: str | None) ->
         raise _NotACopy("answer", "one has an answer and the other not")
     if copy_sha != original.image_sha256:
         raise _NotACopy("image", "a different image than the original's")
-    rotations = [k for k in range(n) if tuple(original.options[(i + k) % n] for i in range(n)) == copy.options]
+    rotations = [k for k in range(n) if tuple(original.options[j] for j in rotation(n, k)) == copy.options]
     if not rotations:
         raise _NotACopy("A", "its options are not a rotation of the original's")
     if copy.answer is not None:
         # With repeated option texts several rotations may match; the answer key tells them apart.
-        a_copy, a_orig = LETTERS.index(copy.answer), LETTERS.index(original.answer)
-        rotations = [k for k in rotations if (a_copy + k) % n == a_orig]
+        rotations = [k for k in rotations if displayed_answer(original.answer, rotation(n, k)) == copy.answer]
         if not rotations:
-            meant = copy.options[a_copy]
+            meant = copy.options[LETTERS.index(copy.answer)]
             raise _NotACopy("answer", f"{copy.answer} ({meant!r}) is not the original answer {original.answer} rotated")
     used = dict(zip(original.meta.get("copy_shifts", []), original.meta.get("copies", [])))
     free = [k for k in rotations if k != 0 and k not in used]

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from evaluator.choices import YES_NO
 from evaluator.importers.common import (
     LETTERS, MAX_JSON_ARRAY_BYTES, MAX_JSON_DEPTH, MAX_OPTIONS, ImageRef, InputError, ReadLimits, SourceRow, blank,
     JsonTooDeep, check_texts, data_url_payload, decode_base64_image, decoded_lines, finite, index_or_none,
@@ -254,7 +255,7 @@ def _parse_pope(obj, line: int, path: Path, images_dir: Path | None) -> SourceRo
     if not isinstance(text, str) or not text.strip():
         raise err("text", "missing or empty")
     label = obj["label"]
-    if not isinstance(label, str) or label.strip().lower() not in ("yes", "no"):
+    if not isinstance(label, str) or label.strip().lower() not in YES_NO:
         raise err("label", f"must be 'yes' or 'no', got {label!r}")
     image_name = obj["image"]
     if not isinstance(image_name, str) or not image_name.strip():

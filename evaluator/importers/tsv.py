@@ -11,6 +11,7 @@ import csv
 from pathlib import Path
 from typing import Iterator
 
+from evaluator.choices import NONE_OF_THEM
 from evaluator.importers.common import (
     LETTERS, ImageRef, InputError, ReadLimits, SourceRow, blank, check_texts, data_url_payload, decode_base64_image,
     decoded_lines, index_or_none, normalise_index,
@@ -40,7 +41,7 @@ def read_tsv(path: Path, raw, *, images_dir: Path | None = None,
         raise bad_encoding[min(bad_encoding)]
     header = [h.strip() for h in header]
     col = {name: i for i, name in enumerate(header)}
-    if "Z" in col:
+    if NONE_OF_THEM in col:
         raise InputError(path, 1, "header", "an option column Z: vlmdesk reads Z as 'none of the options', so "
                                             "items have at most 25 options (A-Y)")
     option_cols = [c for c in LETTERS if c in col]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from sqlite_utils import Database
 
 from db import catalog, item_query, open_workspace, schema
-from db.item_query import ItemFilter
+from db.item_query import ItemFilter, search_fold
 from evaluator.importers import import_benchmark
 from tests.factories import png_bytes, write_mmbench_tsv
 from vlmdesk.demo import demo_dir
@@ -71,6 +71,16 @@ SEARCH_ITEMS = [
     ("Which road leads to the sea?", None, ["left\nright", "back"]),  # a line break inside an option
     ("哪种溶液的浓度更高？", None, ["都不是；它们的浓度相同", "溶液B", "溶液A"]),
     ("How many dogs?", None, ["1", "2", "3"]),
+    # Folded by NFKC and case folding before they are compared with what is typed.
+    ("Which sign hangs on the door?", "Ｆｕｌｌ ＡＢＣ", ["ＯＰＥＮ", "ＣＬＯＳＥＤ"]),
+    ("Welche Straße ist das?", None, ["Große Straße", "Kleine Gasse"]),
+    ("Which word is printed?", None, ["ﬁsh", "bird"]),
+    # Scripts written without spaces between words: searched as substrings, like Chinese.
+    ("ภาษาไทยคืออะไร", None, ["ภาษาไทย", "ภาษาอังกฤษ"]),
+    ("ພາສາລາວແມ່ນຫຍັງ", None, ["ພາສາລາວ", "ພາສາໄທ"]),
+    ("ភាសាខ្មែរជាអ្វី", None, ["ភាសាខ្មែរ", "ភាសាថៃ"]),
+    ("မြန်မာဘာသာ ဘာလဲ", None, ["မြန်မာစာ", "ထိုင်းစာ"]),
+    ("東京タワーはどこですか", None, ["みなと区", "しんじゅく区"]),
 ]
 
 
@@ -150,13 +160,81 @@ def test_odd_queries_are_never_an_error_and_never_match_everything(searchable, q
 def test_any_typed_text_is_a_valid_search(searchable, query):
     ws, bench, ids = searchable
     found = _found(ws, bench, query)
-    if query.strip() and not any(c.isalnum() for c in query):  # punctuation only: a plain substring search
+    folded = search_fold(query.strip())
+    if folded and not any(c.isalnum() for c in folded):  # punctuation only: a plain substring search, folded
         assert found == {ids[n] for n, item in enumerate(SEARCH_ITEMS)
-                         if any(_ascii_lower(query.strip()) in _ascii_lower(t) for t in _texts(*item))}
+                         if any(folded in search_fold(t) for t in _texts(*item))}
 
 
-def _ascii_lower(text):
-    return "".join(c.lower() if c.isascii() else c for c in text)
+def _item_with(text):
+    return {n for n, item in enumerate(SEARCH_ITEMS) if any(text in t for t in _texts(*item))}
+
+
+@pytest.mark.parametrize("query, holder", [
+    ("full", "Ｆｕｌｌ"), ("FULL", "Ｆｕｌｌ"), ("ｆｕｌｌ", "Ｆｕｌｌ"), ("abc", "ＡＢＣ"), ("open", "ＯＰＥＮ"),
+    ("Closed", "ＣＬＯＳＥＤ"), ("full abc", "Ｆｕｌｌ"), ("gross", "Große"), ("GROSSE strasse", "Große"),
+    ("strasse", "Straße"), ("STRASSE", "Straße"), ("fish", "ﬁsh"), ("ﬁ", "ﬁsh"),
+])
+def test_texts_and_queries_are_folded_alike(searchable, query, holder):
+    """NFKC and case folding on both sides: full-width letters, ß and ligatures are found by their plain spelling."""
+    ws, bench, ids = searchable
+    assert _found(ws, bench, query) == {ids[n] for n in _item_with(holder)}
+    assert _index_in_sync(ws)
+
+
+@pytest.mark.parametrize("query, holder", [
+    ("ไทย", "ภาษาไทย"), ("ภาษา", "ภาษาไทย"), ("ลาว", None), ("ລາວ", "ພາສາລາວ"), ("ខ្មែរ", "ភាសាខ្មែរ"),
+    ("ဘာသာ", "မြန်မာဘာသာ"), ("タワー", "東京タワー"), ("ﾀﾜｰ", "東京タワー"), ("どこ", "東京タワー"), ("みなと", "みなと区"),
+])
+def test_scripts_without_spaces_are_searched_by_substring(searchable, query, holder):
+    ws, bench, ids = searchable
+    assert _found(ws, bench, query) == ({ids[n] for n in _item_with(holder)} if holder else set())
+
+
+@pytest.mark.parametrize("query", ["\ud800", "\udfff", "full\ud800", "\ud800超", "ไทย\udc00", "\ud83d\ude00"])
+def test_lone_surrogates_match_nothing_and_never_raise(searchable, query):
+    ws, bench, ids = searchable
+    assert _found(ws, bench, query) == set()
+
+
+def test_every_word_of_every_item_is_found_in_any_width_and_case(searchable):
+    ws, bench, ids = searchable
+    for n, item in enumerate(SEARCH_ITEMS):
+        for text in _texts(*item):
+            for word in item_query._WORD.findall(text):
+                for spelling in (word, word.upper(), _full_width(word), search_fold(word)):
+                    assert ids[n] in _found(ws, bench, spelling), (word, spelling)
+
+
+def _full_width(text):
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=12))
+def test_full_width_and_upper_case_queries_find_the_same_items(searchable, query):
+    ws, bench, ids = searchable
+    found = _found(ws, bench, query)
+    assert _found(ws, bench, _full_width(query)) == found
+    assert _found(ws, bench, query.upper()) == found
+
+
+def test_folded_search_follows_writes_of_this_and_of_other_connections(tmp_path):
+    ws, bench, ids = _search_bench(tmp_path)
+    with ws:
+        assert _found(ws, bench, "zebra") == set()
+        with ws.db.atomic():
+            ws.conn.execute("UPDATE items SET hint = 'Ｚｅｂｒａ crossing' WHERE id = ?", (ids[0],))
+        assert _found(ws, bench, "zebra") == {ids[0]}
+        with open_workspace(tmp_path / "ws.sqlite") as other:
+            with other.db.atomic():
+                other.conn.execute("UPDATE items SET options = ? WHERE id = ?",
+                                   (json.dumps(["ＺＥＢＲＡ", "horse"], ensure_ascii=True), ids[2]))
+        assert _found(ws, bench, "zebra") == {ids[0], ids[2]}
+        with ws.db.atomic():
+            ws.conn.execute("UPDATE items SET hint = NULL WHERE id = ?", (ids[0],))
+        assert _found(ws, bench, "zebra") == {ids[2]}
+        assert _index_in_sync(ws)
 
 
 def test_the_index_follows_inserts_updates_and_deletes(tmp_path):

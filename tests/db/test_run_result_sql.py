@@ -1,4 +1,4 @@
-"""The verdict per item and run, computed in SQL (db/item_query.py, for paging and QC) and in Python
+"""The run result per item and run, computed in SQL (db/item_query.py, for paging and QC) and in Python
 (evaluator/choices.py, for reports): the same answers on generated runs stored in a real workspace — every
 pass/fail pattern, missing passes, undecided answers, items without a key, VanillaEval, CircularEval and POPE."""
 import itertools
@@ -33,7 +33,7 @@ def generated_runs(draw):
 
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory):
-    with open_workspace(tmp_path_factory.mktemp("verdict") / "ws.sqlite") as ws:
+    with open_workspace(tmp_path_factory.mktemp("run-result") / "ws.sqlite") as ws:
         yield ws
 
 
@@ -75,7 +75,7 @@ def _store(ws, strategy, items):
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(generated=generated_runs())
-def test_sql_verdict_is_the_python_rule(ws, generated):
+def test_sql_run_result_is_the_python_rule(ws, generated):
     strategy, items = generated
     bench_id, run_id = _store(ws, strategy, items)
     stored = catalog.list_items(ws, bench_id)
@@ -88,28 +88,29 @@ def test_sql_verdict_is_the_python_rule(ws, generated):
     assert {r.id: r.run_result for r in rows} == expected
     for result in RUN_RESULTS:
         wanted = {i for i, r in expected.items() if r == result}
-        assert item_query.count_items(ws, bench_id, ItemFilter(run_id=run_id, run_result=result)) == len(wanted)
-        assert {r.id for r in item_query.item_page(ws, bench_id, ItemFilter(run_id=run_id, run_result=result))} == wanted
+        only = ItemFilter(run_id=run_id, run_result=result)
+        assert item_query.count_items(ws, bench_id, only) == len(wanted)
+        assert {r.id for r in item_query.item_page(ws, bench_id, only)} == wanted
     assert item_query.run_results(ws, [run_id]) == {i: {run_id: r} for i, r in expected.items() if r != "none"}
-    # QC's "answered correctly" is the same verdict, over the items with a key that the run asked.
+    # QC's "answered correctly" is the same run result, over the items with a key that the run asked.
     assert qc.circular_correctness(ws, [run_id]) == {
         i: {run_id: r == "right"} for i, r in expected.items() if r not in ("none", "unscored")}
     # The report counts the same items right.
     for result in report.group_items(ws, run_id):
-        verdict = expected[result.item_id]
+        result_here = expected[result.item_id]
         if result.answer is None:
-            assert verdict in ("unscored", "none")
+            assert result_here in ("unscored", "none")
             continue
         if strategy == "pope":
-            assert result.strict == (verdict == "right" if verdict != "none" else None)
+            assert result.strict == (result_here == "right" if result_here != "none" else None)
         elif strategy == "circular":
-            assert result.circular == (verdict == "right")
+            assert result.circular == (result_here == "right")
         else:
-            assert result.vanilla == (verdict == "right")
+            assert result.vanilla == (result_here == "right")
 
 
 def test_every_result_and_pattern_is_reached(ws):
-    """The generated runs can reach every verdict (a generator that never made 'pending' would prove little)."""
+    """The generated runs can reach every run result (a generator that never made 'pending' would prove little)."""
     reached = set()
     for strategy, n, keyed in (("circular", 3, True), ("circular", 3, False), ("vanilla", 4, True), ("pope", 0, True)):
         asked = choices.passes_needed(strategy, n)
@@ -119,13 +120,14 @@ def test_every_result_and_pattern_is_reached(ws):
     assert reached == set(RUN_RESULTS)
 
 
-def test_the_search_treats_every_cjk_ideograph_as_unspaced():
+def test_the_search_treats_every_cjk_letter_as_spaceless():
     """db/item_query.py keeps its own character class (db cannot import evaluator): it must cover the ideographs
-    evaluator/choices.py calls CJK, or a Chinese search would go to the word index and find nothing."""
-    for low, high in _ranges(choices.CJK_IDEOGRAPHS):
+    and kana and hangul evaluator/choices.py names, or a Chinese search would go to the word index and find
+    nothing."""
+    for low, high in _ranges(choices.CJK_SCRIPTS):
         for code in {low, high, (low + high) // 2}:
-            assert item_query._UNSPACED.search(chr(code)), hex(code)
-    assert not item_query._UNSPACED.search("Ｂ abc")
+            assert item_query._SPACELESS.search(chr(code)), hex(code)
+    assert not item_query._SPACELESS.search("Ｂ abc")
 
 
 def _ranges(chars: str) -> list[tuple[int, int]]:

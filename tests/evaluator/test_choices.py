@@ -82,11 +82,11 @@ def test_pope_readings_per_parser():
     ("pope", 0, {0: True}, "right"),
     ("pope", 0, {0: None}, "unscored"),
 ])
-def test_item_verdicts(strategy, n, marks, result):
+def test_item_run_results(strategy, n, marks, result):
     assert choices.item_result(strategy, n, marks) == result
 
 
-def test_vanilla_verdict_reads_pass_zero_only():
+def test_vanilla_run_result_reads_pass_zero_only():
     assert choices.vanilla_result({0: True, 1: False}) == "right"
     assert choices.vanilla_result({1: True}) == "none"
     assert choices.vanilla_result({0: False, 1: True}) == "wrong"
@@ -100,7 +100,7 @@ def test_still_alive(marks, full, alive):
     assert choices.still_alive(marks, full_passes=full) is alive
 
 
-def test_run_results_name_the_same_verdicts_as_the_sql():
+def test_run_results_name_the_same_results_as_the_sql():
     from typing import get_args
 
     from db.item_query import RUN_RESULTS

@@ -28,6 +28,12 @@ CONCENTRATION = {"A": "都不是；它们的浓度相同", "B": "溶液B", "C": 
 POEMS = {"A": "《悯农（其二）》", "B": "《咏鹅》", "C": "《静夜思》", "D": "《春晓》"}
 CALLIGRAPHY = {"A": "颜真卿，唐代", "B": "王羲之，东晋", "C": "苏轼，北宋", "D": "米芾，北宋"}
 FULL_WIDTH_LABELS = {"A": "Ｘ", "B": "Ｙ"}
+# Option texts that start with a Latin letter glued to Chinese: blood types, exams, share classes.
+BLOOD = {"A": "O型", "B": "A型", "C": "B型", "D": "AB型"}
+SCANS = {"A": "CT", "B": "X光", "C": "Ｂ超"}
+SHARES = {"A": "港股", "B": "Ａ股", "C": "美股"}
+ZH_PETS = {"A": "猫", "B": "狗"}
+VITAMINS_ZH = {"A": "维生素C", "B": "维生素D"}
 
 MUST, MAY = True, False
 
@@ -122,6 +128,26 @@ ROWS = [
     ("Ｘ", FULL_WIDTH_LABELS, "A", MUST),
     ("Y", FULL_WIDTH_LABELS, "B", MUST),
     ("这只动物是猫还是鸟？无法判断。", ZH, "Z", MUST),
+    # --- a Latin letter glued to a Chinese word is part of the word ("B型" is blood type B), not option B
+    ("答案是B型", BLOOD, "C", MUST),
+    ("The answer is B型", BLOOD, "C", MUST),
+    ("答案是Ｂ型", BLOOD, "C", MUST),
+    ("B型", BLOOD, "C", MUST),
+    ("他是AB型血。", BLOOD, "D", MUST),
+    ("答案：A型", BLOOD, "B", MUST),
+    ("B选项正确", BLOOD, "B", MUST),  # 选项 after a letter: the option letter
+    ("答案是B型", {"A": "A型", "B": "O型"}, None, MAY),  # blood type B is none of the options
+    ("答案：B超检查", SCANS, "C", MUST),
+    ("选B超", SCANS, "C", MUST),
+    ("应该做Ｂ超", SCANS, "C", MUST),
+    ("答案是X光", SCANS, "B", MUST),
+    ("选B", SCANS, "B", MUST),
+    ("应选Ａ股。", SHARES, "B", MUST),
+    ("选A股", SHARES, "B", MUST),
+    ("答案是B股", SHARES, None, MAY),  # B-shares: no option
+    ("答案是C型", ABCD, None, MAY),
+    ("答案是B吧", ABCD, "B", MUST),
+    ("答案是维生素C片", VITAMINS_ZH, "A", MUST),
     # --- option text, any case, articles
     ("It is a dog.", ABCD, "B", MUST),
     ("dog", ABCD, "B", MUST),
@@ -160,6 +186,33 @@ ROWS = [
     ("d", ABC, None, MAY),
     ("a", {"A": "an", "B": "a"}, None, MAY),  # option A, or option B's text?
     ("b", {"A": "b", "B": "d"}, None, MAY),  # lower-case labels in a figure
+    # ... but after an explicit answer cue, or as "(b)" / "b." starting the first line, it is a letter
+    ("Answer: A\nFinal answer: ｂ", ABCD, "B", MUST),
+    ("The answer is A.\n\\boxed{b}", ABCD, "B", MUST),
+    ("Answer: A\n<answer>(b)</answer>", ABCD, "B", MUST),
+    ("答案：Ａ\n最终答案：ｂ", ABCD, "B", MUST),
+    ("答案是Ａ。不对，答案是ｂ。", ABCD, "B", MUST),
+    ("The answer is cat. Correction: the answer is (b).", ABCD, "B", MUST),
+    ("The answer is (a) cat. Wait, no: it is (B).", ABCD, "B", MUST),
+    ("So the answer is A... no wait, (b)", ABCD, "B", MUST),
+    ("Answer: b\nActually, C", ABCD, "C", MUST),
+    ("Answer: B. Wait, A is wrong too.", ABCD, "B", MUST),
+    ("The answer is b", ABCD, "B", MUST),
+    ("答案是ｂ", ABCD, "B", MUST),
+    ("选ｃ", ABCD, "C", MUST),
+    ("The answer is a dog.", ABCD, "B", MUST),  # "a" before a word is the article
+    ("e.g. the answer is B", ABCD, "B", MUST),
+    ("(b) dog", ABCD, "B", MUST),
+    ("b) dog", ABCD, "B", MUST),
+    ("ｂ：狗", ZH_PETS, "B", MUST),
+    ("(b) cat", ABCD, None, MAY),  # letter and option text disagree
+    ("b. cat", ABCD, None, MAY),
+    ("ｂ：猫", ZH_PETS, None, MAY),
+    ("Answer: b. cat", ABCD, None, MAY),
+    ("A? No. b.", ABCD, None, MAY),
+    ("b - cat", ABCD, None, MAY),
+    ("The answer is (a) or (b).", ABCD, None, MAY),
+    ("Answer: e", ABCD, None, MAY),
     ("a dog", ABCD, "B", MUST),
     ("a or b", ABCD, None, MAY),
     ("b is wrong", ABCD, None, MAY),
@@ -417,3 +470,55 @@ def test_two_letters_joined_are_undecided(options, data):
     first, second = data.draw(st.lists(st.sampled_from(sorted(options)), min_size=2, max_size=2, unique=True))
     for joiner in (" or ", " and ", "/", ", "):
         assert extract_by_rules(f"The answer is {first}{joiner}{second}.", options).choice is None
+
+
+@given(options=word_options(), data=st.data(), glued=st.sampled_from(list("型股超光号类族片级")))
+def test_a_letter_glued_to_a_chinese_word_is_no_option_letter(options, data, glued):
+    letter = data.draw(st.sampled_from(sorted(options)))
+    for template in ("答案是{l}{g}", "The answer is {l}{g}", "选{l}{g}", "{l}{g}", "答案：{w}{g}"):
+        response = template.format(l=letter, g=glued, w=_full_width(letter))
+        assert extract_by_rules(response, options).choice is None, response
+
+
+@given(
+    options=word_options(),
+    data=st.data(),
+    template=st.sampled_from(
+        ["Answer: {A}\nFinal answer: {l}", "The answer is {A}.\n\\boxed{{{l}}}", "Answer: {A}\n<answer>({l})</answer>",
+         "答案：{A}\n最终答案：{l}", "答案是{A}。不对，答案是{l}。", "The answer is {o}. Correction: the answer is ({l}).",
+         "The answer is ({a}) {o}. Wait, no: it is ({l})."]
+    ),
+    wide=st.booleans(),
+)
+def test_a_later_lower_case_answer_overrides_an_earlier_one(options, data, template, wide):
+    first, later = data.draw(st.lists(st.sampled_from(sorted(options)), min_size=2, max_size=2, unique=True))
+    response = template.format(A=first, a=first.lower(), o=options[first], l=later.lower())
+    got = extract_by_rules(_full_width(response) if wide else response, options)
+    assert got.choice == later, got.reason
+
+
+def test_extract_command_reads_glued_and_lower_case_letters_like_a_human(tmp_path):
+    """The tester's reproduction through `vlmdesk extract --input` (a subprocess): never the wrong option."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cases = [
+        ("答案是B型", BLOOD, "C"), ("The answer is B型", BLOOD, "C"), ("答案：B超检查", SCANS, "C"),
+        ("选B超", SCANS, "C"), ("应选Ａ股。", SHARES, "B"),
+        ("Answer: A\nFinal answer: ｂ", ABCD, "B"), ("The answer is A.\n\\boxed{b}", ABCD, "B"),
+        ("Answer: A\n<answer>(b)</answer>", ABCD, "B"), ("答案：Ａ\n最终答案：ｂ", ABCD, "B"),
+        ("答案是Ａ。不对，答案是ｂ。", ABCD, "B"), ("The answer is cat. Correction: the answer is (b).", ABCD, "B"),
+        ("(b) cat", ABCD, None), ("b. cat", ABCD, None), ("ｂ：猫", ZH_PETS, None), ("(B) cat", ABCD, None),
+    ]
+    src = tmp_path / "responses.jsonl"
+    src.write_text("".join(json.dumps({"id": n, "question": "q", "options": o, "response": r}, ensure_ascii=False)
+                           + "\n" for n, (r, o, _) in enumerate(cases)), encoding="utf-8")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-m", "vlmdesk", "--workspace", str(tmp_path / "ws.sqlite"), "extract",
+                           "--input", str(src)], cwd=root, capture_output=True, text=True, encoding="utf-8",
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = {row["id"]: row["choice"] for row in map(json.loads, proc.stdout.splitlines())}
+    assert got == {n: human for n, (_, _, human) in enumerate(cases)}
