@@ -42,7 +42,8 @@ def test_ability_and_drop_charts_are_the_reports_figures(qtbot, three_runs, make
     expected = {}
     for run_id, report in reports.items():
         for strategy in ("vanilla", "circular"):
-            expected[_key(run=run_id, level="all", strategy=strategy)] = 100 * (getattr(report.mcq.overall, strategy) or 0)
+            overall = getattr(report.mcq.overall, strategy)
+            expected[_key(run=run_id, level="all", strategy=strategy)] = 100 * (overall or 0)
             for name, scores in report.mcq.by_l2.items():
                 expected[_key(run=run_id, level="l2", group=name, strategy=strategy)] = \
                     100 * (getattr(scores, strategy) or 0)
