@@ -26,9 +26,11 @@ from db.catalog import Benchmark, Item
 from db.errors import UserError
 from db.workspace import Workspace
 from evaluator.choices import LETTERS, MAX_OPTIONS, displayed_answer, letters, rotation
+from evaluator.formats import export_formats
+from evaluator.formats import get as get_format
 from evaluator.importers.common import CIRCULAR_STRIDE
+from evaluator.registry import resolve
 
-EXPORT_FORMATS = {"mcq": ("mmbench-tsv", "jsonl"), "yesno": ("pope",)}
 VLMEVALKIT_ORDER = ("index", "question", "hint", *letters(MAX_OPTIONS), "answer", "category", "image", "source",
                     "l2-category", "comment", "split")
 _MIME_EXT = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp",
@@ -52,13 +54,13 @@ def export_benchmark(ws: Workspace, bench: Benchmark, path: str | Path, *, fmt: 
                      exclude: frozenset[int] = frozenset(), answers: dict[int, str] | None = None) -> ExportReport:
     """Write `bench` without the items in `exclude` and with answers[item_id] replacing their answer keys."""
     fmt = fmt or bench.format
-    if fmt not in EXPORT_FORMATS[bench.kind]:
-        raise ExportError(f"a {bench.kind} benchmark can be exported as {', '.join(EXPORT_FORMATS[bench.kind])}, "
-                          f"not {fmt}")
+    allowed = export_formats(bench.kind)
+    if fmt not in allowed:
+        raise ExportError(f"a {bench.kind} benchmark can be exported as {', '.join(allowed)}, not {fmt}")
     answers = answers or {}
     items = [_with_answer(i, answers.get(i.id)) for i in catalog.list_items(ws, bench.id) if i.id not in exclude]
     path = Path(path)
-    writer = {"mmbench-tsv": _write_tsv, "pope": _write_pope, "jsonl": _write_jsonl}[fmt]
+    writer = resolve(get_format(fmt).write)  # the format registry names each format's writer
     rows, images = writer(ws, bench, items, path)
     return ExportReport(path, fmt, len(items), rows, images)
 

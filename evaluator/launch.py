@@ -1,4 +1,10 @@
-"""Starting, resuming and finishing runs: what `vlmdesk run` and `vlmdesk qc text-only` share.
+"""Starting, resuming and finishing runs: the one launch path of `vlmdesk run`, `vlmdesk qc text-only` and the app
+(whose launcher starts `vlmdesk run` processes).
+
+`prepare_run` (or `prepare_resume`) turns what was asked — a saved model's name or a spec, settings, a template —
+into a Launch: the stored run with these settings when there is one (finished: nothing to do), else a new one,
+with its backend loaded; `run_or_resume` executes it. Every refusal is a LaunchRefused (a UserError): a bad spec
+or setting, a backend that cannot do what the settings ask, a run another process is executing.
 
 A run's identity is its config key (benchmark, model, settings, template): asking again for the same run finds the
 stored one and continues it from its predictions, so an interrupted command is resumed by running it again.
@@ -9,15 +15,125 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from dataclasses import dataclass
 from typing import Callable
 
-from db import catalog, runs
+from db import catalog, models, runs
 from db.catalog import Benchmark
+from db.errors import InvalidInput, UserError
 from db.workspace import BUSY_TIMEOUT_MS, Workspace
-from evaluator.backends import Backend, load_backend
+from evaluator.backends import Backend, BackendError, can_score, check_spec, load_backend
 from evaluator.backends.secrets import redact
+from evaluator.llm_extraction import parse_extractor_spec
 from evaluator.prompts import PromptTemplate
-from evaluator.runner import Engine, Progress, RunSettings, config_key, frequent_answer, new_run
+from evaluator.runner import Engine, Progress, RunSettings, config_key, frequent_answer, new_run, settings_of
+
+
+class LaunchRefused(UserError):
+    """A run cannot be started or continued as asked; nothing was stored."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A run ready to execute (`backend` loaded), or found finished already (`backend` None)."""
+
+    run: runs.Run
+    backend: Backend | None
+    batch_size: int
+    resumed: bool  # the run existed: its stored passes are kept and not asked again
+    fresh: bool  # created by this launch: a failure before anything is asked removes it
+
+    @property
+    def finished(self) -> bool:
+        return self.backend is None
+
+
+def resolve_model(ws: Workspace, name_or_spec: str) -> str:
+    """The spec a saved model's name stands for, or the spec given — checked by the backend registry (nothing is
+    loaded). LaunchRefused when neither a saved model nor a spec a backend reads."""
+    spec = models.resolve_spec(ws, (name_or_spec or "").strip())
+    try:
+        return check_spec(spec)
+    except BackendError as exc:
+        if ":" not in spec:
+            raise LaunchRefused(f"no saved model named {spec[:80]!r} (vlmdesk models list), and not a model "
+                                f"spec: {exc}") from None
+        raise LaunchRefused(redact(str(exc), spec)) from None
+
+
+def prepare_run(ws: Workspace, bench: Benchmark, model: str, settings: RunSettings, template: PromptTemplate, *,
+                batch_size: int, new: bool = False) -> Launch:
+    """The run these settings name: the stored one (continued where it stopped) unless `new`, else a new one
+    owned by this process. `model` is a saved model's name or a spec."""
+    spec = resolve_model(ws, model)
+    try:
+        settings.check()
+        parse_extractor_spec(settings.extractor)
+    except InvalidInput as exc:
+        raise LaunchRefused(str(exc)) from None
+    found = None if new else stored_run(ws, bench, spec, settings, template)
+    if found is not None and found.status == "finished":
+        return Launch(found, None, batch_size, resumed=True, fresh=False)
+    if found is not None:
+        _check_free(found)  # before loading a model for nothing; execute_run claims it for real
+    backend = _open(ws, bench.id, spec, settings, seed=settings.seed, batch_size=batch_size)
+    try:
+        # Found or created and claimed in one transaction: the same command started twice at once runs once.
+        run = start_run(ws, bench, spec, settings, template, backend, batch_size=batch_size, reuse=not new)
+    except runs.RunBusy as exc:
+        raise LaunchRefused(str(exc)) from None
+    if run.status == "finished":  # finished by another process since we looked
+        return Launch(run, None, batch_size, resumed=True, fresh=False)
+    return Launch(run, backend, batch_size, resumed=found is not None or run.predictions > 0,
+                  fresh=run.predictions == 0)
+
+
+def prepare_resume(ws: Workspace, run_id: int, *, batch_size: int) -> Launch:
+    """A stored run, to be continued with its stored settings (and batch size, when it stored one)."""
+    run = runs.get_run(ws, run_id)
+    if run is None:
+        raise LaunchRefused(f"no run {run_id} in {ws.path}")
+    if run.status == "finished":
+        return Launch(run, None, batch_size, resumed=True, fresh=False)
+    try:  # a damaged stored run is shown, never executed
+        settings = settings_of(run)
+        PromptTemplate.from_json(run.prompt_template)
+    except InvalidInput as exc:
+        raise LaunchRefused(f"{exc}; it cannot be resumed (start it again with --new)") from None
+    _check_free(run)
+    batch_size = run.config.get("batch_size", batch_size)
+    backend = _open(ws, run.benchmark_id, run.model_spec, settings, seed=run.seed, batch_size=batch_size)
+    return Launch(run, backend, batch_size, resumed=True, fresh=False)
+
+
+def run_or_resume(ws: Workspace, launch: Launch, *, on_progress: Callable[[Progress], None] | None = None,
+                  on_start: Callable[[Engine], None] | None = None) -> Engine | None:
+    """Execute a prepared launch (see execute_run); None when the run was finished already."""
+    if launch.backend is None:
+        return None
+    try:
+        return execute_run(ws, launch.run, launch.backend, batch_size=launch.batch_size, on_progress=on_progress,
+                           on_start=on_start, fresh=launch.fresh)
+    except runs.RunBusy as exc:  # another process claimed it meanwhile: left alone
+        raise LaunchRefused(str(exc)) from None
+
+
+def _check_free(run: runs.Run) -> None:
+    try:
+        runs.check_free(run)
+    except runs.RunBusy as exc:
+        raise LaunchRefused(str(exc)) from None
+
+
+def _open(ws: Workspace, benchmark_id: int, spec: str, settings: RunSettings, *, seed: int,
+          batch_size: int) -> Backend:
+    try:
+        backend = open_backend(ws, benchmark_id, spec, seed=seed, batch_size=batch_size)
+    except BackendError as exc:
+        raise LaunchRefused(redact(str(exc), spec, settings.extractor)) from None
+    if settings.likelihood and not can_score(backend):
+        raise LaunchRefused(f"{backend.spec} cannot score likelihoods; drop --likelihood")
+    return backend
 
 
 def stored_run(ws: Workspace, bench: Benchmark, model_spec: str, settings: RunSettings,

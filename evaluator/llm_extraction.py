@@ -18,7 +18,8 @@ import hashlib
 import json
 import re
 import unicodedata
-from typing import Mapping, Protocol, Sequence, runtime_checkable
+from dataclasses import dataclass
+from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from db import extractions as store
 from db.errors import InvalidInput
@@ -27,8 +28,8 @@ from evaluator.backends import Backend, BackendError, Query, load_backend
 from evaluator.backends.secrets import check_no_secret
 from evaluator.extraction import REFUSAL, Extraction, extract_by_rules
 from evaluator.language import language_of
+from evaluator.registry import Field, Registry
 
-EXTRACTOR_HELP = "rules | llm:<model spec> | rules+llm:<model spec>"
 PROMPT_VERSION = 1
 ATTEMPTS = 3  # the first ask and two reminders
 MAX_NEW_TOKENS = 8
@@ -195,32 +196,71 @@ class RulesThenLLM:
         return out
 
 
+@dataclass(frozen=True)
+class ExtractorEntry:
+    """An extractor as the registry knows it: the spec ``name`` or ``name:<model spec>`` (``needs_model``), its
+    help, the fields of the app's form and ``build(model spec or None, workspace or None)``."""
+
+    name: str
+    syntax: str
+    help: str
+    build: Callable[[str | None, Workspace | None], Extractor]
+    needs_model: bool = False
+    fields: tuple[Field, ...] = ()
+
+
+def _llm(model: str | None, ws: Workspace | None) -> LLMExtractor:
+    return LLMExtractor(load_backend(model or ""), ws=ws)
+
+
+_MODEL_FIELD = Field("", "Model spec", required=True, placeholder="openai:gpt-4o-mini",
+                     help="the model that reads the responses (any model spec)")
+EXTRACTORS = (
+    ExtractorEntry("rules", "rules", "vlmdesk's rules: letter forms, one option's text, refusals; else undecided",
+                   lambda model, ws: RulesExtractor()),
+    ExtractorEntry("llm", "llm:<model spec>", "every response read by an LLM (strict reply parsing, cached)", _llm,
+                   needs_model=True, fields=(_MODEL_FIELD,)),
+    ExtractorEntry("rules+llm", "rules+llm:<model spec>", "MMBench's pipeline: the LLM only where the rules are "
+                   "undecided", lambda model, ws: RulesThenLLM(_llm(model, ws)), needs_model=True,
+                   fields=(_MODEL_FIELD,)),
+)
+REGISTRY: Registry[ExtractorEntry] = Registry("extractor", "EXTRACTORS", builtins=(__name__,))
+
+
+def extractor_help() -> str:
+    return " | ".join(entry.syntax for entry in REGISTRY.help_entries())
+
+
+def __getattr__(name: str):
+    if name == "EXTRACTOR_HELP":  # reads the registry: computed when asked for
+        return extractor_help()
+    raise AttributeError(name)
+
+
 def parse_extractor_spec(spec: str) -> tuple[str, str | None]:
-    """('rules', None) | ('llm', model spec) | ('rules+llm', model spec); ValueError for anything else."""
+    """(extractor name, model spec or None), e.g. ('rules', None), ('rules+llm', 'openai:gpt-4o-mini');
+    InvalidInput for anything the registry does not know."""
     spec = (spec or "").strip()
     try:
         check_no_secret(spec)  # first: the spec is stored with runs and scorings, and quoted in errors below
     except BackendError as exc:
         raise InvalidInput(f"extractor: {exc}") from None
-    if spec == "rules":
-        return "rules", None
-    for kind in ("rules+llm", "llm"):
-        if spec.startswith(kind + ":"):
-            model = spec[len(kind) + 1:]
-            if not model or ":" not in model:
-                raise InvalidInput(f"extractor {spec!r}: {kind}: needs a model spec such as openai:gpt-4o-mini or "
-                                 "hf:./text-model")
-            return kind, model
-    raise InvalidInput(f"unknown extractor {spec!r}; expected {EXTRACTOR_HELP}")
+    name, sep, model = spec.partition(":")
+    entry = REGISTRY.get(name)
+    if entry is None or (sep and not entry.needs_model):
+        raise InvalidInput(f"unknown extractor {spec[:200]!r}; expected {extractor_help()}")
+    if not entry.needs_model:
+        return name, None
+    if not model or ":" not in model:
+        raise InvalidInput(f"extractor {spec[:200]!r}: {name}: needs a model spec such as openai:gpt-4o-mini or "
+                         "hf:./text-model")
+    return name, model
 
 
 def load_extractor(spec: str, ws: Workspace | None = None) -> Extractor:
-    """Build the extractor a spec names; ``ws`` holds the LLM cache. ValueError / BackendError on bad specs."""
-    kind, model = parse_extractor_spec(spec)
-    if kind == "rules":
-        return RulesExtractor()
-    llm = LLMExtractor(load_backend(model), ws=ws)
-    return llm if kind == "llm" else RulesThenLLM(llm)
+    """Build the extractor a spec names; ``ws`` holds the LLM cache. InvalidInput / BackendError on bad specs."""
+    name, model = parse_extractor_spec(spec)
+    return REGISTRY.get(name).build(model, ws)
 
 
 def _quote(text: str, limit: int = 40) -> str:

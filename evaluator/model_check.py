@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from db import catalog
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
-from evaluator.backends import SPEC_HELP, BackendError, Query
+from evaluator.backends import BackendError, Query
 from evaluator.choices import YESNO_CANDIDATES, letters, pass_correct, read_yes_no
 from evaluator.extraction import extract_by_rules
 from evaluator.launch import open_backend
@@ -39,36 +39,19 @@ class ModelCheck:
 
 
 def validate_spec(spec: str) -> str:
-    """The spec, stripped, if the backends can read it; ValueError otherwise. Nothing is loaded or sent: an hf:
-    spec is checked when it is tested or run, an openai: one builds a client object only. Keys are refused."""
-    from evaluator.backends.secrets import check_no_secret
+    """The spec, stripped, if a registered backend can read it; InvalidInput otherwise (backends.check_spec)."""
+    from evaluator.backends import check_spec
 
-    spec = (spec or "").strip()
     try:
-        check_no_secret(spec)
+        return check_spec(spec)
     except BackendError as exc:
         raise InvalidInput(str(exc)) from None
-    scheme, sep, rest = spec.partition(":")
-    try:
-        if scheme == "openai" and sep:
-            from evaluator.backends.openai_backend import parse_openai_spec
-
-            parse_openai_spec(rest)
-        elif scheme == "baseline" and sep:
-            from evaluator.backends import load_backend
-
-            load_backend(spec)
-        elif scheme != "hf" or not rest:
-            raise BackendError(f"bad model spec {spec!r}; expected one of {SPEC_HELP}")
-    except BackendError as exc:
-        raise InvalidInput(str(exc)) from None
-    return spec
 
 
 def check_model(ws: Workspace, spec: str, *, benchmark: str | None = None, item_index: str | None = None,
                 max_new_tokens: int = 32) -> ModelCheck:
     """Load the model a spec names and ask it one item (default: the first item of the demo benchmark, else of the
-    first multiple-choice benchmark). Raises BackendError (load or call failed) or LookupError (no such item)."""
+    first multiple-choice benchmark). Raises BackendError (load or call failed) or NotFound (no such item)."""
     bench = _benchmark(ws, benchmark)
     items = catalog.list_items(ws, bench.id)
     if item_index is not None:

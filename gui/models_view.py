@@ -7,58 +7,39 @@ import json
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton,
-    QStackedWidget, QVBoxLayout, QWidget,
+    QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
+    QPushButton, QStackedWidget, QVBoxLayout, QWidget,
 )
 
 from annotation.blind import HIDDEN_TEXT
 from db import models
 from db.errors import InvalidInput
+from evaluator.backends import REGISTRY as BACKENDS
 from evaluator.model_check import validate_spec
 from gui.processes import CommandProcess
 from gui.tables import RowsModel, table_view
 
 
 class AddModelForm(QGroupBox):
-    """Builds a spec from a few fields (or takes one typed as is)."""
+    """Builds a spec from the fields each registered backend declares (or takes one typed as is)."""
 
     def __init__(self, parent=None):
         super().__init__("Add a model", parent)
         self.name = QLineEdit()
         self.name.setPlaceholderText("a short name, e.g. llava-7b")
         self.kind = QComboBox()
-        for label, kind in (("Local or hub model (hf:)", "hf"), ("OpenAI-compatible server (openai:)", "openai"),
-                            ("Baseline (baseline:)", "baseline"), ("Spec, typed", "spec")):
-            self.kind.addItem(label, kind)
-        self.hf_path = QLineEdit()
-        self.hf_path.setPlaceholderText("a folder or a hub id: llava-hf/llava-1.5-7b-hf")
-        browse = QPushButton("Folder…")
-        browse.clicked.connect(self._browse)
-        hf = QWidget()
-        hl = QHBoxLayout(hf)
-        hl.setContentsMargins(0, 0, 0, 0)
-        hl.addWidget(self.hf_path, 1)
-        hl.addWidget(browse)
-        self.oa_model = QLineEdit()
-        self.oa_model.setPlaceholderText("model name, e.g. Qwen/Qwen2-VL-7B-Instruct")
-        self.oa_url = QLineEdit()
-        self.oa_url.setPlaceholderText("http://localhost:8000/v1")
-        self.oa_key_env = QLineEdit()
-        self.oa_key_env.setPlaceholderText("OPENAI_API_KEY")
-        self.oa_key_env.setToolTip("The NAME of the environment variable that holds the key — never the key")
-        oa = QWidget()
-        ol = QFormLayout(oa)
-        ol.setContentsMargins(0, 0, 0, 0)
-        ol.addRow("Model", self.oa_model)
-        ol.addRow("Base URL", self.oa_url)
-        ol.addRow("Key variable", self.oa_key_env)
-        self.baseline = QComboBox()
-        self.baseline.addItems(["random", "first", "frequent"])
-        self.spec_text = QLineEdit()
-        self.spec_text.setPlaceholderText("hf:…?dtype=bfloat16 · openai:…@…?key_env=… · baseline:…")
         self.stack = QStackedWidget()
-        for w in (hf, oa, self.baseline, self.spec_text):
-            self.stack.addWidget(w)
+        self.entries = {entry.name: entry for entry in BACKENDS.help_entries()}
+        self.inputs: dict[str, dict[str, QWidget]] = {}  # backend -> field name -> its widget
+        for entry in self.entries.values():
+            self.kind.addItem(f"{entry.title or entry.name} ({entry.name}:)", entry.name)
+            self.kind.setItemData(self.kind.count() - 1, f"{entry.syntax}\n{entry.help}", Qt.ToolTipRole)
+            self.stack.addWidget(self._page(entry))
+        self.kind.addItem("Spec, typed", "spec")
+        self.spec_text = QLineEdit()
+        self.spec_text.setPlaceholderText(" · ".join(f"{e.name}:…" for e in self.entries.values()))
+        self.spec_text.textChanged.connect(self._update_preview)
+        self.stack.addWidget(self.spec_text)
         self.kind.currentIndexChanged.connect(self.stack.setCurrentIndex)
         self.preview = QLabel()
         self.preview.setObjectName("muted")
@@ -71,33 +52,76 @@ class AddModelForm(QGroupBox):
         form.addRow(self.stack)
         form.addRow(self.preview)
         form.addRow(self.add)
-        for w in (self.hf_path, self.oa_model, self.oa_url, self.oa_key_env, self.spec_text):
-            w.textChanged.connect(self._update_preview)
         self.kind.currentIndexChanged.connect(self._update_preview)
-        self.baseline.currentIndexChanged.connect(self._update_preview)
         self._update_preview()
+
+    def _page(self, entry) -> QWidget:
+        page = QWidget()
+        layout = QFormLayout(page)
+        layout.setContentsMargins(0, 0, 0, 0)
+        widgets: dict[str, QWidget] = {}
+        for field in entry.fields:
+            if field.kind == "choice":
+                w = QComboBox()
+                w.addItems(list(field.choices))
+                if field.default in field.choices:
+                    w.setCurrentText(field.default)
+                w.currentIndexChanged.connect(self._update_preview)
+            elif field.kind == "flag":
+                w = QCheckBox()
+                w.toggled.connect(self._update_preview)
+            else:
+                w = QLineEdit()
+                w.setPlaceholderText(field.placeholder)
+                w.textChanged.connect(self._update_preview)
+            if field.help:
+                w.setToolTip(field.help)
+            widgets[field.name] = w
+            if field.kind == "path":
+                browse = QPushButton("Folder…")
+                browse.clicked.connect(lambda _=False, w=w: self._browse(w))
+                row = QWidget()
+                hl = QHBoxLayout(row)
+                hl.setContentsMargins(0, 0, 0, 0)
+                hl.addWidget(w, 1)
+                hl.addWidget(browse)
+                layout.addRow(field.label, row)
+            else:
+                layout.addRow(field.label, w)
+        self.inputs[entry.name] = widgets
+        return page
+
+    def set_values(self, backend: str, values: dict) -> None:
+        """Choose a backend and fill its fields (what a user would type)."""
+        self.kind.setCurrentIndex(self.kind.findData(backend))
+        for name, value in values.items():
+            w = self.inputs[backend][name]
+            if isinstance(w, QComboBox):
+                w.setCurrentText(str(value))
+            elif isinstance(w, QCheckBox):
+                w.setChecked(bool(value))
+            else:
+                w.setText(str(value))
 
     def spec(self) -> str:
         kind = self.kind.currentData()
-        if kind == "hf":
-            return f"hf:{self.hf_path.text().strip()}" if self.hf_path.text().strip() else ""
-        if kind == "openai":
-            model, url, env = (w.text().strip() for w in (self.oa_model, self.oa_url, self.oa_key_env))
-            if not model:
-                return ""
-            return f"openai:{model}" + (f"@{url}" if url else "") + (f"?key_env={env}" if env else "")
-        if kind == "baseline":
-            return f"baseline:{self.baseline.currentText()}"
-        return self.spec_text.text().strip()
+        if kind == "spec":
+            return self.spec_text.text().strip()
+        entry, widgets = self.entries[kind], self.inputs[kind]
+        values = {name: (w.currentText() if isinstance(w, QComboBox) else w.isChecked() if isinstance(w, QCheckBox)
+                         else w.text().strip()) for name, w in widgets.items()}
+        if any(f.required and not values.get(f.name) for f in entry.fields):
+            return ""
+        return entry.compose(values)
 
     def _update_preview(self) -> None:
         spec = self.spec()
         self.preview.setText(f"spec: {spec}" if spec else "")
 
-    def _browse(self) -> None:
+    def _browse(self, target: QLineEdit) -> None:
         path = QFileDialog.getExistingDirectory(self, "Model folder")
         if path:
-            self.hf_path.setText(path)
+            target.setText(path)
 
 
 class ModelsView(QWidget):

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
 )
 
 from db import catalog, models
+from evaluator.backends import REGISTRY as BACKENDS
 from gui.runs_list import RunsList
 from gui.run_queue import RunJob, RunQueue, RunRequest, run_args
 from gui.tables import export_table
@@ -102,7 +103,8 @@ class LaunchForm(QGroupBox):
         for m in saved:
             self.model.addItem(m.name, m.spec)
             self.model.setItemData(self.model.count() - 1, m.spec, Qt.ToolTipRole)
-        for spec in ("baseline:random", "baseline:first", "baseline:frequent"):
+        backends = {entry.name: entry for entry in BACKENDS.help_entries()}
+        for spec in (s for entry in backends.values() if entry.reference for s in entry.examples):
             if not any(m.spec == spec for m in saved):
                 self.model.addItem(spec, spec)
         self.model.setCurrentText(model_text or self.model.itemText(0))
@@ -112,7 +114,7 @@ class LaunchForm(QGroupBox):
         self.extractor.clear()
         self.extractor.addItem("rules")
         for m in saved:
-            if m.kind in ("openai", "hf"):
+            if m.kind in backends and not backends[m.kind].reference:  # a model that can read responses
                 self.extractor.addItem(f"rules+llm:{m.spec}")
         self.extractor.setCurrentText(extractor)
         self.extractor.blockSignals(False)

@@ -34,7 +34,7 @@ class Shot:
     tab: str | None = None  # review/browse: "predictions" or "history"
     runs: tuple[int, ...] = ()
     chart: str | None = None
-    launch: str = "baseline:random?delay_ms=120"
+    launch: str = "baseline:random"
     size: tuple[int, int] = (1280, 800)
     annotator: str = "annotator"
     blind: bool = False

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from db import open_workspace, runs
+from tests.backend_plugins import slow_backend  # noqa: F401 (fixture)
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo
 
@@ -80,11 +81,13 @@ def test_the_overflowing_limit_of_the_issue_through_the_real_command(ws_path):
 
 
 @pytest.mark.parametrize("spec", [
-    "baseline:random?seed=" + HUGE, "baseline:random?delay_ms=inf", "baseline:random?delay_ms=nan",
+    "baseline:random?seed=" + HUGE, "baseline:random?delay_ms=5",
+    "slow:random?delay_ms=inf", "slow:random?delay_ms=nan",
     "openai:m@http://127.0.0.1:9/v1?concurrency=" + HUGE, "openai:m@http://127.0.0.1:9/v1?timeout=nan",
     "openai:m@http://127.0.0.1:9/v1?timeout=1e999", "openai:m@http://127.0.0.1:9/v1?retries=" + HUGE,
     "openai:m@http://127.0.0.1:9/v1?temperature=-3", "hf:./nowhere?batch_size=" + HUGE,
 ])
+@pytest.mark.usefixtures("slow_backend")
 def test_model_spec_options_are_range_checked_before_a_run_exists(ws_path, capsys, spec):
     code, _, err = cli(capsys, ws_path, "run", "--bench", "demo", "--model", spec)
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err

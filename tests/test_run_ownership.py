@@ -16,9 +16,12 @@ import pytest
 
 from db import open_workspace, runs
 from evaluator.importers import import_benchmark
+from tests.backend_plugins import slow_backend  # noqa: F401 (fixture)
 from tests.evaluator.test_runner import write_jsonl_bench
 
-RUN = ["run", "--bench", "k", "--model", "baseline:random?delay_ms=10", "--seed", "5", "--batch-size", "3"]
+pytestmark = pytest.mark.usefixtures("slow_backend")  # RUN asks the test-only slow: backend
+
+RUN = ["run", "--bench", "k", "--model", "slow:random?delay_ms=10", "--seed", "5", "--batch-size", "3"]
 
 
 def vlmdesk(ws_path, *args):

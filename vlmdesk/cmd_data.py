@@ -6,7 +6,8 @@ import signal
 import sys
 
 from db import catalog
-from evaluator.importers import FORMATS, import_benchmark
+from evaluator.formats import format_names
+from evaluator.importers import import_benchmark
 from evaluator.importers.common import DEFAULT_MAX_IMAGE_MB, ReadLimits, index_for_lookup
 from vlmdesk.args import int_in, positive_int
 from vlmdesk.cli import output_file
@@ -29,7 +30,7 @@ def register(add) -> None:
                 vlmdesk import MMBench_DEV_EN.tsv --json-progress""")
     p.add_argument("path", help="the file to import")
     p.add_argument("--name", help="benchmark name (default: from the file name, e.g. mmbench-dev-en)")
-    p.add_argument("--format", dest="fmt", choices=sorted(FORMATS), help="file format (default: detected)")
+    p.add_argument("--format", dest="fmt", choices=sorted(format_names()), help="file format (default: detected)")
     p.add_argument("--images", metavar="DIR", help="folder that image paths / POPE image names are relative to")
     p.add_argument("--setting", choices=("random", "popular", "adversarial"),
                    help="POPE setting (default: from the file name)")

@@ -36,8 +36,9 @@ def register(add) -> None:
     p.add_argument("--run", type=record_id, action="append", metavar="RUN_ID",
                    help="--view results: runs to show (repeatable; default: the benchmark's latest, up to 3)")
     p.add_argument("--chart", choices=("l2", "category", "drop", "pope"), help="--view results: the chart")
-    p.add_argument("--launch", metavar="SPEC", default="baseline:random?delay_ms=120",
-                   help="--view launcher: the model of the run started for the picture (default a slowed baseline)")
+    p.add_argument("--launch", metavar="SPEC", default="baseline:random",
+                   help="--view launcher: the model of the run started for the picture (default baseline:random, "
+                        "which may finish before the picture: a slow model shows it running)")
     p.add_argument("--annotator", metavar="NAME", default="annotator",
                    help="--screenshot: the session's annotator for the picture (default 'annotator')")
     p.add_argument("--blind", action="store_true", help="--screenshot: blind mode on for the picture")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from evaluator.backends import SPEC_HELP, BackendError
+from evaluator.backends import REGISTRY, BackendError, spec_help
 
 
 def register(add) -> None:
@@ -14,7 +14,7 @@ def register(add) -> None:
             description="Models kept in the workspace under a short name, for the app's launcher and for "
                         "`vlmdesk run --model NAME`. An openai: spec names the environment variable holding its "
                         "key (key_env=NAME); keys themselves are refused, never stored.\n\n"
-                        f"model specs: {SPEC_HELP}",
+                        f"model specs: {spec_help()}",
             examples="""
                 vlmdesk models add llava-7b 'hf:llava-hf/llava-1.5-7b-hf?dtype=bfloat16'
                 vlmdesk models add local-vllm 'openai:Qwen2-VL-7B@http://localhost:8000/v1?key_env=VLLM_KEY'
@@ -34,7 +34,8 @@ def register(add) -> None:
     q = action("add", "save a model spec under a name", cmd_add,
                "vlmdesk models add llava-7b 'hf:llava-hf/llava-1.5-7b-hf?dtype=bfloat16'")
     q.add_argument("name", help="a short name (letters, digits, spaces, . @ / + - _; no colon)")
-    q.add_argument("spec", help="hf:PATH_OR_ID, openai:MODEL@URL?key_env=VAR or baseline:random|first|frequent")
+    schemes = ", ".join(f"{e.name}:…" for e in REGISTRY.help_entries())
+    q.add_argument("spec", help=f"a model spec ({schemes}; see above)")
     q.add_argument("--note", help="a free note (no keys)")
     q.add_argument("--json", action="store_true", help="print the saved model as JSON")
     q = action("list", "list the saved models", cmd_list, "vlmdesk models list --json")
@@ -91,15 +92,12 @@ def cmd_remove(args) -> int:
 
 
 def cmd_test(args) -> int:
-    from db import models
+    from evaluator.launch import resolve_model
     from evaluator.model_check import check_model
     from vlmdesk.cli import UsageError, open_from_args
 
     with open_from_args(args) as ws:
-        spec = models.resolve_spec(ws, args.model)
-        if ":" not in spec:
-            raise UsageError(f"no saved model named {args.model!r} (vlmdesk models list), and not a spec: "
-                             f"{SPEC_HELP}")
+        spec = resolve_model(ws, args.model)
         try:
             result = check_model(ws, spec, benchmark=args.bench, item_index=args.item)
         except BackendError as exc:

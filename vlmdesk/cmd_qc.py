@@ -9,11 +9,12 @@ import sys
 import textwrap
 
 from annotation import qc
-from db.runs import RunBusy
 from annotation.curation import changes_path, export_curated
-from evaluator.backends import SPEC_HELP, BackendError
+from evaluator.backends import BackendError, spec_help
+from evaluator.backends.secrets import redact
 from evaluator.exporters import ExportError
-from evaluator.launch import execute_run, open_backend, start_run, stored_run
+from evaluator.formats import format_names
+from evaluator.launch import prepare_run, resolve_model, run_or_resume
 from evaluator.prompts import default_template
 from evaluator.runner import RunSettings
 from vlmdesk.args import positive_int, record_id, seed
@@ -46,14 +47,14 @@ def register(add) -> None:
              "vlmdesk runs / report; an interrupted command continues when run again, finished runs are reused), "
              "then flags every item answered correctly in every pass by more than half of the runs. Replaces the "
              "stage's previous flags; decisions already given stay.\n\n"
-             f"model specs: {SPEC_HELP}",
+             f"model specs: {spec_help()}",
              """
              vlmdesk qc text-only --bench mmbench-dev-en --model hf:Qwen/Qwen2.5-1.5B-Instruct \\
                  --model 'openai:gpt-4o-mini@https://api.openai.com/v1?key_env=OPENAI_API_KEY'
              vlmdesk qc text-only --bench demo --model baseline:first --model baseline:frequent --json""")
     s.add_argument("--bench", required=True, help="benchmark name")
     s.add_argument("--model", action="append", required=True, metavar="SPEC",
-                   help="a model spec (repeat for several models)")
+                   help="a saved model's name or a model spec (repeat for several models)")
     s.add_argument("--batch-size", type=positive_int, default=8, help="prompts per model call (default 8)")
     s.add_argument("--limit", type=positive_int, help="only the first N items of the benchmark")
     s.add_argument("--seed", type=seed, default=0, help="seed for baseline:random (default 0)")
@@ -122,7 +123,7 @@ def register(add) -> None:
              vlmdesk qc export demo --out curated.jsonl --with-reviews --json""")
     s.add_argument("bench", help="benchmark name")
     s.add_argument("--out", required=True, metavar="FILE", help="the curated file to write")
-    s.add_argument("--format", dest="fmt", choices=("mmbench-tsv", "jsonl", "pope"),
+    s.add_argument("--format", dest="fmt", choices=format_names(),
                    help="output format (default: the benchmark's own)")
     s.add_argument("--with-reviews", action="store_true",
                    help="also apply standing item reviews (vlmdesk reviews): wrong_answer corrects, ambiguous / "
@@ -210,62 +211,53 @@ def cmd_text_only(args) -> int:
 
     from vlmdesk.cli import UsageError, open_from_args
 
-    if len(set(args.model)) != len(args.model):
-        raise UsageError("a model is named twice")
-    for spec in args.model:
-        if spec.partition(":")[0] not in ("hf", "openai", "baseline") or not spec.partition(":")[2]:
-            raise UsageError(f"bad model spec {spec!r}; expected one of {SPEC_HELP}")
-
     def on_term(signum, frame):
         raise KeyboardInterrupt
 
     with open_from_args(args) as ws:
+        # Every model (a saved model's name or a spec) is checked before the first one runs.
+        specs = {model: resolve_model(ws, model) for model in args.model}
+        if len(set(specs.values())) != len(args.model):
+            raise UsageError("a model is named twice")
         bench = bench_or_fail(ws, args.bench)
         settings = RunSettings(strategy="circular", limit=args.limit, text_only=True, seed=args.seed)
         template = default_template(bench.kind)
-        models: dict[str, int] = {}
+        run_ids: dict[str, int] = {}
         previous = signal.signal(signal.SIGTERM, on_term)
         try:
-            for spec in args.model:
-                run = stored_run(ws, bench, spec, settings, template)
-                if run is not None and run.status == "finished":
-                    print(f"{spec}: run {run.id} already finished, reused", file=sys.stderr)
-                    models[spec] = run.id
+            for model, spec in specs.items():
+                launch = prepare_run(ws, bench, spec, settings, template, batch_size=args.batch_size)
+                run = launch.run
+                if launch.finished:
+                    print(f"{model}: run {run.id} already finished, reused", file=sys.stderr)
+                    run_ids[model] = run.id
                     continue
-                try:
-                    backend = open_backend(ws, bench.id, spec, seed=args.seed, batch_size=args.batch_size)
-                except BackendError as exc:
-                    raise UsageError(str(exc)) from None
-                if run is None:
-                    run = start_run(ws, bench, spec, settings, template, backend, batch_size=args.batch_size)
-                bar = tqdm(desc=f"run {run.id} {spec}", unit="pass", file=sys.stderr, disable=None, leave=False)
+                bar = tqdm(desc=f"run {run.id} {model}", unit="pass", file=sys.stderr, disable=None, leave=False)
 
                 def on_progress(p, bar=bar):
                     bar.total = p.passes_done + int((p.eta_s or 0) * p.calls_per_s)
                     bar.update(p.passes_done - bar.n)
 
                 try:
-                    execute_run(ws, run, backend, batch_size=args.batch_size, on_progress=on_progress)
+                    run_or_resume(ws, launch, on_progress=on_progress)
                 except BackendError as exc:
-                    print(f"error: run {run.id} ({spec}) failed: {exc}; run the same command again to continue",
-                          file=sys.stderr)
+                    print(f"error: run {run.id} ({model}) failed: {redact(str(exc), spec)}; run the same command "
+                          "again to continue", file=sys.stderr)
                     return 1
                 finally:
                     bar.close()
-                print(f"{spec}: run {run.id} finished", file=sys.stderr)
-                models[spec] = run.id
+                print(f"{model}: run {run.id} finished", file=sys.stderr)
+                run_ids[model] = run.id
         except KeyboardInterrupt:
             print("interrupted; run the same command again to continue", file=sys.stderr)
             return 130
-        except RunBusy as exc:  # another process is executing that run: left alone
-            raise UsageError(str(exc)) from None
         finally:
             signal.signal(signal.SIGTERM, previous)
         try:
-            result = qc.compute_stage(ws, bench.id, "text-only", list(models.values()))
+            result = qc.compute_stage(ws, bench.id, "text-only", list(run_ids.values()))
         except qc.QCError as exc:
             raise _usage(exc) from None
-        _print_stage(args, bench, result, ws, {"models": models})
+        _print_stage(args, bench, result, ws, {"models": run_ids})
     return 0
 
 

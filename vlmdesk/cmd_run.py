@@ -5,18 +5,17 @@ import json
 import signal
 import sys
 
-from db import catalog, models, runs
-from db.errors import InvalidInput
-from evaluator.backends import SPEC_HELP, BackendError, can_score
+from db import runs
+from evaluator.backends import BackendError, spec_help
 from evaluator.backends.secrets import redact
-from evaluator.launch import execute_run, open_backend, start_run, stored_run
-from evaluator.llm_extraction import parse_extractor_spec
-from evaluator.prompts import PromptTemplate, default_template, load_template
+from evaluator.launch import Launch, prepare_resume, prepare_run, run_or_resume
+from evaluator.llm_extraction import extractor_help
+from evaluator.prompts import default_template, load_template
 from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.progress import DoneEvent, StartEvent
-from evaluator.types import MCQ_STRATEGIES
 from evaluator.report import RunReport, run_report
-from evaluator.runner import RunSettings, settings_of
+from evaluator.runner import RunSettings
+from evaluator.types import MCQ_STRATEGIES
 from vlmdesk.args import positive_int, record_id, seed
 from vlmdesk.cli import output_file
 from vlmdesk.cmd_data import bench_or_fail
@@ -28,7 +27,7 @@ def register(add) -> None:
                         "options by k; an item counts only if every pass is right; pass 0 is VanillaEval, reported "
                         "from the same run; a wrong pass ends the item). Yes/no (POPE) benchmarks take one pass. "
                         "Every pass is stored; rerunning the same command continues an interrupted run.\n\n"
-                        f"model specs: {SPEC_HELP}",
+                        f"model specs: {spec_help()}",
             examples="""
                 vlmdesk run --bench demo --model baseline:random
                 vlmdesk run --bench mmbench-dev-en --model hf:llava-hf/llava-1.5-7b-hf --batch-size 16
@@ -51,8 +50,8 @@ def register(add) -> None:
                    help="prompt template: text with {hint} {question} {options} {letters}, or JSON {en:…, zh:…}")
     p.add_argument("--seed", type=seed, default=0, help="seed for baseline:random (default 0; 0..2**32-1)")
     p.add_argument("--extractor", default="rules", metavar="SPEC",
-                   help="how free-text answers become a choice: rules (default), llm:MODEL_SPEC or "
-                        "rules+llm:MODEL_SPEC (see docs/extraction-and-alignment.md)")
+                   help=f"how free-text answers become a choice: {extractor_help()} (default rules; see "
+                        "docs/extraction-and-alignment.md)")
     p.add_argument("--resume", type=record_id, metavar="RUN_ID", help="continue this run with its stored settings")
     p.add_argument("--new", action="store_true", help="start a new run even if one with these settings exists")
     p.add_argument("--json-progress", action="store_true", help="one JSON object per line on stdout, no bar")
@@ -96,58 +95,33 @@ def cmd_run(args) -> int:
 
     with open_from_args(args) as ws:
         if args.resume is not None:
-            run = runs.get_run(ws, args.resume)
-            if run is None:
-                raise UsageError(f"no run {args.resume} in {ws.path}")
-            bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
-            if run.status != "finished":
-                try:  # a damaged stored run is shown, never executed
-                    settings = settings_of(run)
-                    PromptTemplate.from_json(run.prompt_template)
-                except InvalidInput as exc:
-                    raise UsageError(f"{exc}; it cannot be resumed (start it again with --new)") from None
+            launch = prepare_resume(ws, args.resume, batch_size=args.batch_size)
         else:
             if not args.bench or not args.model:
                 raise UsageError("run needs --bench and --model (or --resume RUN_ID)")
-            args.model = models.resolve_spec(ws, args.model)  # a saved model's name (vlmdesk models) or a spec
             bench = bench_or_fail(ws, args.bench)
             settings = RunSettings(strategy=args.strategy, full_passes=args.full_passes, limit=args.limit,
                                    max_new_tokens=args.max_new_tokens, text_only=args.text_only,
                                    likelihood=args.likelihood, seed=args.seed, extractor=args.extractor)
-            settings.check()
-            parse_extractor_spec(args.extractor)
             template = (load_template(args.prompt_template, bench.kind) if args.prompt_template
                         else default_template(bench.kind))
-            run = None if args.new else stored_run(ws, bench, args.model, settings, template)
-        if run is not None and run.status == "finished":
+            # args.model: a saved model's name (vlmdesk models) or a spec
+            launch = prepare_run(ws, bench, args.model, settings, template, batch_size=args.batch_size,
+                                 new=args.new)
+        if launch.finished:
+            run = launch.run
             print(f"run {run.id} already finished with these settings (vlmdesk report {run.id}; --new to run again)",
                   file=sys.stderr)
             return _finish(args, run.id)
-        if run is not None:
-            runs.check_free(run)  # before loading a model for nothing; execute_run claims it for real
-        spec = run.model_spec if run is not None else args.model
-        batch_size = args.batch_size if args.resume is None else run.config.get("batch_size", args.batch_size)
-        try:
-            backend = open_backend(ws, bench.id, spec, seed=run.seed if run else args.seed, batch_size=batch_size)
-        except BackendError as exc:
-            raise UsageError(redact(str(exc), spec, settings.extractor)) from None
-        if settings.likelihood and not can_score(backend):
-            raise UsageError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
-        resumed = run is not None
-        if args.resume is None:
-            # Found or created and claimed in one transaction: the same command started twice at once runs once.
-            run = start_run(ws, bench, spec, settings, template, backend, batch_size=batch_size, reuse=not args.new)
-            if run.status == "finished":  # finished by another process since we looked
-                return _finish(args, run.id)
-            resumed = resumed or run.predictions > 0
-        return _execute(ws, run, backend, batch_size, args, resumed)
+        return _execute(ws, launch, args)
 
 
-def _execute(ws, run, backend, batch_size: int, args, resumed: bool) -> int:
+def _execute(ws, launch: Launch, args) -> int:
     from tqdm import tqdm
 
     from vlmdesk.cli import UsageError
 
+    run = launch.run
     bar = None if args.json_progress else tqdm(desc=f"run {run.id}", unit="pass", file=sys.stderr,
                                                disable=None, leave=False)
 
@@ -163,14 +137,13 @@ def _execute(ws, run, backend, batch_size: int, args, resumed: bool) -> int:
 
     def on_start(engine):
         if args.json_progress:
-            _emit(StartEvent(run.id, resumed, run.benchmark_id, len(engine.items),
+            _emit(StartEvent(run.id, launch.resumed, run.benchmark_id, len(engine.items),
                              sum(map(len, engine.done.values()))).to_json())
 
     # Cancel (QProcess.terminate, kill -TERM) ends the run cleanly between two SQLite statements.
     previous = signal.signal(signal.SIGTERM, on_term)
     try:
-        engine = execute_run(ws, run, backend, batch_size=batch_size, on_progress=on_progress, on_start=on_start,
-                             fresh=args.resume is None and run.predictions == 0)
+        engine = run_or_resume(ws, launch, on_progress=on_progress, on_start=on_start)
     except runs.RunLost as exc:
         print(f"error: {exc}; it continues there", file=sys.stderr)
         return 1

@@ -1,56 +1,62 @@
-"""Model backends behind one protocol (base.Backend): `hf:`, `openai:`, `baseline:`."""
+"""Model backends behind one protocol (base.Backend), found through a registry.
+
+A model spec is ``<scheme>:<rest>``; the scheme names a registry entry (base.BackendEntry) declared as
+``BACKENDS = (BackendEntry(…),)`` by a module of this package (`hf:`, `openai:`, `baseline:`) or by a module
+named in VLMDESK_PLUGINS. Adding a backend is adding such a module (docs/architecture.md).
+"""
 from __future__ import annotations
 
-from urllib.parse import parse_qsl
+from evaluator.backends.base import Backend, BackendEntry, BackendError, BuildContext, Query, ScoringBackend
+from evaluator.registry import Registry
 
-from evaluator.backends.base import Backend, BackendError, Query, ScoringBackend
+REGISTRY: Registry[BackendEntry] = Registry("backend", "BACKENDS", package="evaluator.backends")
 
-SPEC_HELP = ("hf:<local path or hub id>[?dtype=bfloat16&device=cuda&batch_size=8&trust_remote_code=1], "
-             "openai:<model>@<base url>[?key_env=OPENAI_API_KEY&concurrency=8&timeout=60], "
-             "baseline:random|first|frequent[?seed=N]")
+
+def spec_help() -> str:
+    """The spec syntax of every registered backend, for --help texts and messages."""
+    return ", ".join(entry.syntax for entry in REGISTRY.help_entries())
+
+
+def _entry(spec: str) -> tuple[BackendEntry, str]:
+    from evaluator.backends.secrets import check_no_secret
+
+    check_no_secret(spec)  # before the spec can reach a run row, a log line or an error message
+    scheme, sep, rest = spec.partition(":")
+    if not sep or not rest:
+        raise BackendError(f"bad model spec {spec[:200]!r}; expected one of {spec_help()}")
+    entry = REGISTRY.get(scheme)
+    if entry is None:
+        raise BackendError(f"unknown model spec scheme {scheme[:40]!r}; expected one of {spec_help()}")
+    return entry, rest
+
+
+def check_spec(spec: str) -> str:
+    """The spec, stripped, when a backend can read it; BackendError otherwise. Nothing is loaded or sent (an
+    openai: spec builds a client object only). Keys are refused."""
+    spec = (spec or "").strip()
+    entry, rest = _entry(spec)
+    entry.check(rest)
+    return spec
 
 
 def load_backend(spec: str, *, seed: int = 0, frequent_answer: str | None = None,
                  batch_size: int | None = None) -> Backend:
     """Build the backend a model spec names. `frequent_answer` feeds `baseline:frequent`; `batch_size` is the
     run's, which a local model uses unless its spec sets its own."""
-    from evaluator.backends.secrets import check_no_secret
-
-    check_no_secret(spec)  # before the spec can reach a run row, a log line or an error message
-    scheme, sep, rest = spec.partition(":")
-    if not sep or not rest:
-        raise BackendError(f"bad model spec {spec!r}; expected one of {SPEC_HELP}")
-    if scheme == "hf":
-        from evaluator.backends.hf import parse_hf_spec
-
-        return parse_hf_spec(rest, default_batch_size=batch_size)
-    if scheme == "openai":
-        from evaluator.backends.openai_backend import parse_openai_spec
-
-        return parse_openai_spec(rest)
-    if scheme == "baseline":
-        from evaluator.backends.baseline import BaselineBackend
-
-        kind, _, query = rest.partition("?")
-        opts = dict(parse_qsl(query))
-        unknown = set(opts) - {"seed", "delay_ms"}
-        if unknown:
-            raise BackendError(f"baseline: unknown option(s) {', '.join(sorted(unknown))} (seed, delay_ms)")
-        try:
-            spec_seed = int(opts["seed"][:12]) if "seed" in opts and len(opts["seed"]) <= 12 else seed
-            delay_ms = float(opts.get("delay_ms", "0")[:40])
-        except ValueError as exc:
-            raise BackendError(f"baseline: bad option value ({exc})") from None
-        if not 0 <= spec_seed <= 2**32 - 1 or ("seed" in opts and len(opts["seed"]) > 12):
-            raise BackendError(f"baseline: seed must be a whole number in 0..{2**32 - 1}")
-        if not 0 <= delay_ms <= 60_000:  # also refuses nan and inf
-            raise BackendError("baseline: delay_ms must be a number in 0..60000")
-        return BaselineBackend(kind, seed=spec_seed, frequent=frequent_answer, delay_ms=delay_ms)
-    raise BackendError(f"unknown model spec scheme {scheme!r}; expected one of {SPEC_HELP}")
+    entry, rest = _entry(spec)
+    return entry.make(rest, BuildContext(seed=seed, frequent_answer=frequent_answer, batch_size=batch_size))
 
 
 def can_score(backend: Backend) -> bool:
     return callable(getattr(backend, "score", None))
 
 
-__all__ = ["Backend", "BackendError", "Query", "ScoringBackend", "SPEC_HELP", "can_score", "load_backend"]
+def __getattr__(name: str):
+    # SPEC_HELP reads the registry, so it is computed when asked for, not when this package is imported.
+    if name == "SPEC_HELP":
+        return spec_help()
+    raise AttributeError(name)
+
+
+__all__ = ["Backend", "BackendEntry", "BackendError", "BuildContext", "Query", "REGISTRY", "ScoringBackend",
+           "can_score", "check_spec", "load_backend", "spec_help"]

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
+from urllib.parse import urlencode
+
+from evaluator.registry import Field, resolve
 
 from db.errors import EnvironmentFault
 
@@ -53,3 +56,56 @@ class ScoringBackend(Backend, Protocol):
 class BackendError(EnvironmentFault, RuntimeError):
     """A backend failed in a way the user should read (bad spec, unreachable server, model load error). Commands
     that can tell a bad spec from a failing model catch it and say which; elsewhere it is one line, exit 1."""
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What a run knows that a backend may use: the run's seed, the benchmark's most frequent answer (for
+    `baseline:frequent`) and the run's batch size (a local model's default)."""
+
+    seed: int = 0
+    frequent_answer: str | None = None
+    batch_size: int | None = None
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    """A model backend as the registry knows it: the scheme a spec starts with (``name``), its syntax and help,
+    the fields of the app's form, and two functions taking the part of the spec after ``name:`` —
+    ``validate`` checks it without loading anything (no model, no network; raises BackendError), ``build``
+    makes the backend (``build(rest, BuildContext)``). Either may be "module:function", imported when used."""
+
+    name: str
+    syntax: str
+    help: str
+    build: Callable[[str, BuildContext], Backend] | str
+    validate: Callable[[str], None] | str | None = None
+    fields: tuple[Field, ...] = ()
+    examples: tuple[str, ...] = ()
+    title: str = ""  # what the app's menus call it (default: the scheme)
+    # A reference point needing no model: the app offers its examples as they are, never as an extractor's model.
+    reference: bool = False
+
+    def check(self, rest: str) -> None:
+        """BackendError when ``rest`` cannot be read (an entry without ``validate`` is checked by building it)."""
+        if self.validate is not None:
+            resolve(self.validate)(rest)
+        else:
+            self.make(rest, BuildContext())
+
+    def make(self, rest: str, context: BuildContext) -> Backend:
+        return resolve(self.build)(rest, context)
+
+    def compose(self, values: Mapping[str, str | bool | None]) -> str:
+        """The spec a filled form stands for: the field named "" right after the scheme, "@" after an @, the
+        other fields as query options (empty ones and a flag left off are omitted)."""
+        target = str(values.get("") or "").strip()
+        at = str(values.get("@") or "").strip()
+        options = {}
+        for f in self.fields:
+            value = values.get(f.name)
+            if f.name in ("", "@") or value in (None, "", False):
+                continue
+            options[f.name] = "1" if value is True else str(value).strip()
+        return (f"{self.name}:{target}" + (f"@{at}" if at else "")
+                + (f"?{urlencode(options)}" if options else ""))

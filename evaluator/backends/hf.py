@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Sequence
 from urllib.parse import parse_qsl, urlencode
 
-from .base import BackendError, Query
+from evaluator.registry import Field
+
+from .base import BackendEntry, BackendError, Query
 
 _DTYPES = ("float32", "float16", "bfloat16", "auto")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
@@ -19,12 +21,22 @@ _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 def parse_hf_spec(rest: str, *, default_batch_size: int | None = None) -> "HFBackend":
     """Build a backend from the part of a spec after ``hf:``: ``path_or_id[?dtype=…&device=…&batch_size=…&trust_remote_code=1]``."""
+    model, kwargs = hf_options(rest, default_batch_size=default_batch_size)
+    return HFBackend(model, **kwargs)
+
+
+def hf_options(rest: str, *, default_batch_size: int | None = None) -> tuple[str, dict]:
+    """The model and the keyword arguments of HFBackend a spec names, read without loading anything."""
     model, _, query = rest.partition("?")
     if not model:
         raise BackendError("hf spec needs a model path or hub id: hf:<path or id>[?dtype=…&device=…&batch_size=…]")
     # The run's --batch-size applies unless the spec pins its own.
     kwargs: dict = {"max_batch_size": default_batch_size} if default_batch_size else {}
-    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError:
+        raise BackendError(f"hf spec: cannot read the options {query[:80]!r} (name=value&…)") from None
+    for key, value in pairs:
         if key == "dtype":
             kwargs["dtype"] = value
         elif key == "device":
@@ -39,7 +51,23 @@ def parse_hf_spec(rest: str, *, default_batch_size: int | None = None) -> "HFBac
             kwargs["trust_remote_code"] = value.lower() in _TRUE
         else:
             raise BackendError(f"hf spec: unknown option {key!r} (known: dtype, device, batch_size, trust_remote_code)")
-    return HFBackend(model, **kwargs)
+    if kwargs.get("dtype") not in (None, *_DTYPES):
+        raise BackendError(f"hf: unknown dtype {kwargs['dtype']!r} (one of {', '.join(_DTYPES)})")
+    return model, kwargs
+
+
+BACKENDS = (BackendEntry(
+    name="hf", title="Local or hub model", syntax="hf:<local path or hub id>[?dtype=bfloat16&device=cuda&batch_size=8&trust_remote_code=1]",
+    help="a local Hugging Face transformers model (image-text-to-text, or a text LM), batched greedy generation "
+         "and likelihood scoring",
+    build=lambda rest, context: parse_hf_spec(rest, default_batch_size=context.batch_size),
+    validate=lambda rest: hf_options(rest) and None,
+    fields=(Field("", "Model directory or hub id", "path", required=True, placeholder="llava-hf/llava-1.5-7b-hf"),
+            Field("dtype", "dtype", "choice", choices=("", *_DTYPES), help="default: bfloat16 on CUDA, else float32"),
+            Field("device", "Device", placeholder="cuda, cpu, auto"),
+            Field("batch_size", "Batch size", "int", help="default: the run's --batch-size"),
+            Field("trust_remote_code", "Trust remote code", "flag", help="run the model repository's own code")),
+    examples=("hf:llava-hf/llava-1.5-7b-hf", "hf:./my-vlm?dtype=bfloat16&batch_size=16")),)
 
 
 class HFBackend:

@@ -13,7 +13,6 @@ sends the dummy key ``EMPTY``. ``openai`` is imported lazily, so importing this 
 from __future__ import annotations
 
 import base64
-import email.utils
 import json
 import logging
 import math
@@ -22,11 +21,12 @@ import random
 import re
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from .base import BackendError, Query
+from evaluator.registry import Field
+
+from .base import BackendEntry, BackendError, Query
 from .secrets import redact
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,20 @@ def parse_openai_spec(rest: str) -> "OpenAIBackend":
                 "backoff)"
             )
     return OpenAIBackend(model, base_url, **kwargs)
+
+
+BACKENDS = (BackendEntry(
+    name="openai", title="OpenAI-compatible server", syntax="openai:<model>@<base url>[?key_env=OPENAI_API_KEY&concurrency=8&timeout=60]",
+    help="any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, LM Studio, OpenAI); the key is read "
+         "from the variable key_env names, never stored",
+    build=lambda rest, context: parse_openai_spec(rest), validate=lambda rest: parse_openai_spec(rest) and None,
+    fields=(Field("", "Model", required=True, placeholder="Qwen/Qwen2-VL-7B-Instruct"),
+            Field("@", "Base URL", placeholder="http://localhost:8000/v1 (empty: OpenAI's own API)"),
+            Field("key_env", "Key variable", placeholder=DEFAULT_KEY_ENV,
+                  help="the environment variable holding the API key (the key itself is never stored)"),
+            Field("concurrency", "Concurrent requests", "int", placeholder="8"),
+            Field("timeout", "Timeout (s)", placeholder="60")),
+    examples=("openai:gpt-4o-mini", "openai:Qwen2-VL-7B@http://localhost:8000/v1?concurrency=64")),)
 
 
 class OpenAIBackend:
@@ -188,6 +202,9 @@ class OpenAIBackend:
             except BaseException:
                 failed.set()  # set in the worker, before it can pick up the next query
                 raise
+
+        # Imported here: every --help imports this module (the backend registry); these cost more than all of it.
+        from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(bodies)),
                                 thread_name_prefix="openai-backend") as pool:
@@ -322,6 +339,8 @@ def _retry_after_seconds(headers) -> float | None:
     except ValueError:
         pass
     try:
+        import email.utils
+
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None

@@ -1,5 +1,5 @@
 """Benchmark importers: VLMEvalKit/MMBench TSV, POPE question files, vlmdesk's generic JSONL."""
 from evaluator.importers.common import InputError
-from evaluator.importers.importer import FORMATS, ImportReport, detect_format, import_benchmark
+from evaluator.importers.importer import ImportReport, detect_format, import_benchmark
 
-__all__ = ["FORMATS", "ImportReport", "InputError", "detect_format", "import_benchmark"]
+__all__ = ["ImportReport", "InputError", "detect_format", "import_benchmark"]

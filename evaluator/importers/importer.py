@@ -23,10 +23,10 @@ from evaluator.importers.common import (
     CIRCULAR_STRIDE, LETTERS, MAX_SOURCE_BYTES, InputError, ReadLimits, Refused, SourceRow, check_image, json_loads,
     open_regular, read_image_file, sha256_bytes, sha256_stream,
 )
-from evaluator.importers.jsonl import pope_setting_from_name, read_jsonl, read_pope
-from evaluator.importers.tsv import read_tsv
+from evaluator import formats
+from evaluator.importers.jsonl import pope_setting_from_name
+from evaluator.registry import resolve
 
-FORMATS = {"mmbench-tsv": ("mcq", read_tsv), "jsonl": ("mcq", read_jsonl), "pope": ("yesno", read_pope)}
 MAX_NAME_CHARS = 100
 # A write transaction holds at most this many rows or image bytes, so other writers wait a fraction of a second.
 _BATCH_ROWS = 500
@@ -80,8 +80,9 @@ def benchmark_name_problem(name: str) -> str | None:
 
 def detect_format(path: Path, raw=None) -> str:
     """By extension, then by the fields of the first record."""
-    if path.suffix.lower() in (".tsv", ".tab"):
-        return "mmbench-tsv"
+    found = formats.by_extension(path.suffix)
+    if found is not None:
+        return found
     if raw is None:
         with _open_source(path) as f:
             return detect_format(path, f)
@@ -92,16 +93,10 @@ def detect_format(path: Path, raw=None) -> str:
         record = json_loads(first)
     except (ValueError, RecursionError):
         record = None
-    if isinstance(record, dict):
-        if {"question_id", "label"} <= record.keys():
-            return "pope"
-        if {"question", "options"} <= record.keys():
-            return "jsonl"
-    elif '"question_id"' in head and '"label"' in head:  # a pretty-printed JSON array
-        return "pope"
-    if "\t" in first:
-        return "mmbench-tsv"
-    raise InputError(path, 1, "format", "cannot tell the format; pass --format mmbench-tsv|pope|jsonl")
+    found = formats.sniff(record, first, head)
+    if found is None:
+        raise InputError(path, 1, "format", f"cannot tell the format; pass --format {'|'.join(formats.format_names())}")
+    return found
 
 
 def _open_source(path: Path):
@@ -128,8 +123,8 @@ def import_benchmark(ws: Workspace, path: str | Path, *, fmt: str | None = None,
     images_dir = Path(images_dir) if images_dir else None
     if images_dir is not None and not images_dir.is_dir():
         raise InputError(images_dir, 0, "--images", "no such directory")
-    if fmt is not None and fmt not in FORMATS:
-        raise InputError(path, 0, "format", f"unknown format {fmt!r} (mmbench-tsv, pope, jsonl)")
+    if fmt is not None and formats.get(fmt) is None:
+        raise InputError(path, 0, "format", f"unknown format {fmt[:40]!r} ({', '.join(formats.format_names())})")
     if name is not None and (problem := benchmark_name_problem(name)):
         raise InputError(path, 0, "--name", f"{name[:40]!r}{'...' if len(name) > 40 else ''}: {problem}")
     if ws.conn.in_transaction:
@@ -151,12 +146,13 @@ def import_benchmark(ws: Workspace, path: str | Path, *, fmt: str | None = None,
         if catalog.benchmark_by_name(ws, name) is not None:
             raise InputError(path, 0, "--name",
                              f"a different benchmark is already named {name!r}; choose another --name")
-        kind, reader = FORMATS[fmt]
+        entry = formats.get(fmt)
+        kind, reader = entry.kind, resolve(entry.read)
         meta: dict = {"source_file": path.name}
-        if fmt == "pope":
+        if entry.takes_setting:
             meta["setting"] = setting or pope_setting_from_name(path)
         report = ImportReport(name=name, kind=kind, format=fmt)
-        if fmt == "pope" and images_dir is None:
+        if entry.wants_images and images_dir is None:
             report.warnings.append("no --images given: questions are imported without images (runs will need them)")
         size = os.fstat(raw.fileno()).st_size
         emit = on_event or (lambda event: None)
@@ -200,7 +196,7 @@ class _Loader:
                  limits: ReadLimits, raw, size: int, emit):
         self.ws, self.path, self.report, self.skip_bad = ws, path, report, skip_bad
         self.root, self.limits, self.raw, self.size, self.emit = root, limits, raw, size, emit
-        self.fold_copies = fmt == "mmbench-tsv"
+        self.fold_copies = formats.get(fmt).fold_copies
         self.first_line: dict = {}  # index -> line of its first appearance
         self.row_image: dict = {}  # index -> sha256 of the row's image (the target of image references)
         self.dropped: set = set()  # indexes of skipped rows: references to them and their copies are skipped too

@@ -14,6 +14,7 @@ from db import open_workspace, runs
 from db.extractions import scorings_of
 from evaluator.importers import import_benchmark
 from evaluator.llm_extraction import load_extractor
+from tests.backend_plugins import slow_backend  # noqa: F401 (fixture)
 from tests.factories import png_bytes
 from tests.servers import FaultServer, ok
 from vlmdesk.cli import main
@@ -140,6 +141,7 @@ def test_rescore_of_a_baseline_run_with_rules_changes_nothing(setup, capsys):
     assert again["circular_unasked_items"] == 0
 
 
+@pytest.mark.usefixtures("slow_backend")
 def test_an_unfinished_run_cannot_be_rescored(tmp_path, capsys):
     import json
     import signal
@@ -154,7 +156,7 @@ def test_an_unfinished_run_cannot_be_rescored(tmp_path, capsys):
     with open_workspace(path) as ws:
         ensure_demo(ws)
     proc = subprocess.Popen([sys.executable, "-m", "vlmdesk", "--workspace", str(path), "run", "--bench", "demo",
-                             "--model", "baseline:first?delay_ms=200", "--batch-size", "2", "--json-progress"],
+                             "--model", "slow:first?delay_ms=200", "--batch-size", "2", "--json-progress"],
                             stdout=subprocess.PIPE, text=True)
     while json.loads(proc.stdout.readline())["event"] != "progress":
         pass

@@ -17,6 +17,7 @@ from evaluator.importers import import_benchmark
 from evaluator.prompts import default_template
 from evaluator.report import run_report
 from evaluator.runner import Engine, RunSettings, new_run
+from tests.backend_plugins import slow_backend  # noqa: F401 (fixture)
 from tests.factories import png_bytes
 from vlmdesk.cli import main
 
@@ -234,6 +235,7 @@ def _cli_env(ws_path):
     return {**os.environ, "VLMDESK_WORKSPACE": str(ws_path)}
 
 
+@pytest.mark.usefixtures("slow_backend")
 @pytest.mark.parametrize("kill_after_lines", [2, 5, 10])
 def test_sigkill_at_any_moment_resumes_to_the_uninterrupted_scores(tmp_path, capsys, kill_after_lines):
     src = write_jsonl_bench(tmp_path / "k.jsonl", 80)
@@ -241,7 +243,7 @@ def test_sigkill_at_any_moment_resumes_to_the_uninterrupted_scores(tmp_path, cap
     for ws_path in (killed, clean):
         with open_workspace(ws_path) as ws:
             import_benchmark(ws, src, fmt="jsonl", name="k")
-    cmd = [sys.executable, "-m", "vlmdesk", "run", "--bench", "k", "--model", "baseline:random?delay_ms=15",
+    cmd = [sys.executable, "-m", "vlmdesk", "run", "--bench", "k", "--model", "slow:random?delay_ms=15",
            "--seed", "3", "--batch-size", "4", "--json-progress"]
     proc = subprocess.Popen(cmd, env=_cli_env(killed), stdout=subprocess.PIPE, text=True)
     for _ in range(kill_after_lines):
@@ -268,8 +270,9 @@ def test_sigkill_at_any_moment_resumes_to_the_uninterrupted_scores(tmp_path, cap
         assert strip(runs.predictions_of(ws1, 1)) == strip(runs.predictions_of(ws2, 1))
 
 
+@pytest.mark.usefixtures("slow_backend")
 def test_sigterm_marks_the_run_interrupted_and_resume_by_id_finishes(bench_ws, capsys):
-    cmd = [sys.executable, "-m", "vlmdesk", "run", "--bench", "b", "--model", "baseline:random?delay_ms=20",
+    cmd = [sys.executable, "-m", "vlmdesk", "run", "--bench", "b", "--model", "slow:random?delay_ms=20",
            "--batch-size", "2", "--json-progress"]
     proc = subprocess.Popen(cmd, env=_cli_env(bench_ws), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline()
@@ -343,9 +346,10 @@ def test_counts_must_be_positive_and_output_folders_must_exist(bench_ws, capsys,
     assert not missing.exists()
 
 
+@pytest.mark.usefixtures("slow_backend")
 def test_a_closed_progress_pipe_interrupts_the_run(bench_ws):
     proc = subprocess.Popen([sys.executable, "-m", "vlmdesk", "run", "--bench", "b", "--model",
-                             "baseline:random?delay_ms=20", "--batch-size", "2", "--json-progress"],
+                             "slow:random?delay_ms=20", "--batch-size", "2", "--json-progress"],
                             env=_cli_env(bench_ws), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdout.readline()
     proc.stdout.close()  # like `| head -1`

@@ -3,11 +3,13 @@ cancel and resume, crashes, the queue, and the Models panel's test process."""
 import os
 import signal
 
+import pytest
 from PySide6.QtCore import Qt
 
 from db import open_workspace, runs
 from evaluator.report import run_report
 from gui.run_queue import RunJob
+from tests.backend_plugins import slow_backend  # noqa: F401 (fixture)
 from vlmdesk.cli import main as cli_main
 
 WAIT = 120_000  # ms: a child process imports the whole stack (torch for hf:) on a busy CI machine
@@ -66,8 +68,9 @@ def test_a_tiny_local_vlm_runs_from_the_form(qtbot, demo_ws, make_window, tiny_l
     assert job.run_id in view.runs.model.payloads
 
 
+@pytest.mark.usefixtures("slow_backend")
 def test_cancel_then_resume_gives_the_scores_of_an_uninterrupted_run(qtbot, demo_ws, make_window):
-    spec = "baseline:random?delay_ms=150"  # slow enough that the cancel lands mid-run on a loaded machine
+    spec = "slow:random?delay_ms=150"  # the test-only slow backend: slow enough that the cancel lands mid-run on a loaded machine
     window = make_window(demo_ws)
     view, job, seen = _launch(window, qtbot, bench="demo", model=spec, batch=2)
     qtbot.waitUntil(lambda: job.progress.get("passes_done", 0) >= 6, timeout=WAIT)
@@ -94,6 +97,7 @@ def test_cancel_then_resume_gives_the_scores_of_an_uninterrupted_run(qtbot, demo
         assert run_report(ws, job.run_id).status == "finished"
 
 
+@pytest.mark.usefixtures("slow_backend")
 def test_crashing_runs_show_their_error_and_the_queue_goes_on(qtbot, demo_ws, make_window, tmp_path):
     window = make_window(demo_ws)
     view = window.view("runs")
@@ -103,7 +107,7 @@ def test_crashing_runs_show_their_error_and_the_queue_goes_on(qtbot, demo_ws, ma
     view.form.start.click()
     broken = queue.jobs[-1]
     # A slow run queued behind it, killed with SIGKILL mid-way (what an out-of-memory kill looks like).
-    view.form.set_choice(model="baseline:random?delay_ms=150", batch=2)  # still running when killed, under load
+    view.form.set_choice(model="slow:random?delay_ms=150", batch=2)  # still running when killed, under load
     view.form.start.click()
     killed = queue.jobs[-1]
     # A third run queued behind both still runs: one after another, never two at once.
@@ -140,10 +144,9 @@ def test_models_panel_saves_specs_without_secrets_and_tests_them_in_a_process(qt
     window.show_view("models")
     form = view.form
     form.name.setText("local-server")
-    form.kind.setCurrentIndex(form.kind.findData("openai"))
-    form.oa_model.setText("qwen")
-    form.oa_url.setText("http://127.0.0.1:9/v1")
-    form.oa_key_env.setText("MY_KEY")
+    # One page per registered backend, built from the fields its entry declares.
+    assert [form.kind.itemData(i) for i in range(form.kind.count())] == ["baseline", "hf", "openai", "spec"]
+    form.set_values("openai", {"": "qwen", "@": "http://127.0.0.1:9/v1", "key_env": "MY_KEY"})
     assert form.spec() == "openai:qwen@http://127.0.0.1:9/v1?key_env=MY_KEY"
     form.add.click()
     assert view.add_model("leaky", "openai:qwen@http://127.0.0.1:9/v1?api_key=sk-0123456789abcdefghij") is False

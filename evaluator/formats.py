@@ -1,0 +1,84 @@
+"""The format registry: benchmark file formats vlmdesk imports and exports, by name.
+
+An entry names a format, the benchmark kind it holds, how a file is recognised (extensions, or a look at its first
+record), its reader (evaluator/importers/) and writer (evaluator/exporters.py), and what its import takes (an
+images folder, a POPE setting). The importer, the exporter, `vlmdesk import --format`, `qc export --format` and the
+app's import dialog read them. A new format is a module declaring a tuple `FORMATS` of FormatEntry — a reader, a
+writer if it can be written — built in (the builtins below) or named in VLMDESK_PLUGINS (docs/architecture.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Literal
+
+from evaluator.registry import Field, Registry
+
+
+@dataclass(frozen=True)
+class FormatEntry:
+    """``read(path, raw, *, images_dir, limits)`` yields the importer's SourceRows (or InputErrors);
+    ``write(ws, bench, items, path) -> (rows, images)`` writes a benchmark; either may be "module:function".
+    ``sniff(first_record, first_line, head)`` says whether a file not recognised by its extension is in this
+    format (``first_record``: the first line read as JSON, or None; ``head``: the first 4 KB or so)."""
+
+    name: str
+    kind: Literal["mcq", "yesno"]
+    help: str
+    read: Callable | str
+    write: Callable | str | None = None
+    extensions: tuple[str, ...] = ()
+    sniff: Callable[[object, str, str], bool] | None = None
+    sniff_order: int = 0  # lower first: a loose test (a tab in the first line) goes after the exact ones
+    fold_copies: bool = False  # MMBench's pre-expanded circular copies are folded into their question
+    takes_setting: bool = False  # a POPE setting (random / popular / adversarial), else read from the file name
+    wants_images: bool = False  # images are named, not embedded: warn when no images folder is given
+    fields: tuple[Field, ...] = ()
+
+
+def _pope_sniff(record: object, first: str, head: str) -> bool:
+    if isinstance(record, dict):
+        return {"question_id", "label"} <= record.keys()
+    return '"question_id"' in head and '"label"' in head  # a pretty-printed JSON array
+
+
+_IMAGES = Field("images_dir", "Images folder", "path", help="where the image files the questions name are")
+FORMATS = (
+    FormatEntry("mmbench-tsv", "mcq", "VLMEvalKit / MMBench TSV (base64 images; circular copies folded)",
+                "evaluator.importers.tsv:read_tsv", "evaluator.exporters:_write_tsv", extensions=(".tsv", ".tab"),
+                sniff=lambda record, first, head: "\t" in first, sniff_order=1, fold_copies=True,
+                fields=(_IMAGES,)),
+    FormatEntry("pope", "yesno", "POPE question file: question_id, image, text, label (JSON Lines or an array)",
+                "evaluator.importers.jsonl:read_pope", "evaluator.exporters:_write_pope", sniff=_pope_sniff,
+                takes_setting=True, wants_images=True,
+                fields=(_IMAGES, Field("setting", "Setting", "choice",
+                                       choices=("", "random", "popular", "adversarial")))),
+    FormatEntry("jsonl", "mcq", "vlmdesk's JSON Lines: question, options, answer, image (path, data URL or base64)",
+                "evaluator.importers.jsonl:read_jsonl", "evaluator.exporters:_write_jsonl",
+                sniff=lambda record, first, head: isinstance(record, dict) and {"question", "options"} <= record.keys(),
+                fields=(_IMAGES,)),
+)
+REGISTRY: Registry[FormatEntry] = Registry("format", "FORMATS", builtins=(__name__,))
+
+
+def format_names() -> tuple[str, ...]:
+    return tuple(entry.name for entry in REGISTRY.help_entries())
+
+
+def get(name: str) -> FormatEntry | None:
+    return REGISTRY.get(name)
+
+
+def by_extension(suffix: str) -> str | None:
+    """The format a file name's extension says, if one does."""
+    return next((e.name for e in REGISTRY.entries() if suffix.lower() in e.extensions), None)
+
+
+def sniff(record: object, first: str, head: str) -> str | None:
+    """The format a file's first record says: the first whose sniff agrees, exact tests before loose ones."""
+    ordered = sorted(REGISTRY.entries(), key=lambda e: e.sniff_order)  # stable: registration order within a rank
+    return next((e.name for e in ordered if e.sniff and e.sniff(record, first, head)), None)
+
+
+def export_formats(kind: str) -> tuple[str, ...]:
+    """The formats a benchmark of `kind` can be written in."""
+    return tuple(e.name for e in REGISTRY.entries() if e.kind == kind and e.write is not None)
