@@ -27,6 +27,7 @@ class Check:
     title: str
     find: Callable[[Workspace], list[str]]
     repair: Callable[[Workspace], str] | None = None
+    current_schema: bool = False  # reads what only the current schema has: skipped (noted) on an older one
 
 
 @dataclass
@@ -72,7 +73,9 @@ def _upgrade(ws: Workspace) -> str:
 
 def _integrity(ws: Workspace) -> list[str]:
     try:
-        rows = [r[0] for r in ws.conn.execute(f"PRAGMA integrity_check({MAX_PROBLEMS})")]
+        # A row may hold several lines ("*** in database main ***" and the first problem): one problem a line.
+        rows = [line for r in ws.conn.execute(f"PRAGMA integrity_check({MAX_PROBLEMS})")
+                for line in r[0].splitlines() if line.strip()]
     except sqlite3.DatabaseError as exc:
         rows = [f"could not be checked: {exc}"]
     if rows == ["ok"]:
@@ -95,13 +98,18 @@ def _foreign_keys(ws: Workspace) -> list[str]:
 
 
 def _search_index(ws: Workspace) -> list[str]:
-    if ws.read_only:
-        return []  # FTS5 checks through an INSERT, which a read-only connection refuses; reported as skipped
+    present = {(kind, name) for kind, name in ws.conn.execute("SELECT type, name FROM sqlite_master")}
+    missing = [f"the search index's {kind} {name} is missing" for kind, name in schema.search_index_objects()
+               if (kind, name) not in present]
+    if missing or ws.read_only:
+        return missing  # FTS5 checks through an INSERT, which a read-only connection refuses; reported as skipped
     try:
         # rank = 1: compare the index with the items table too, not only with itself (external content).
         ws.conn.execute("INSERT INTO item_search (item_search, rank) VALUES ('integrity-check', 1)")
     except sqlite3.DatabaseError as exc:
-        if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) != sqlite3.SQLITE_CORRUPT:
+        # CORRUPT: entries that do not match; ERROR: shadow tables FTS5 cannot even read ("vtable constructor
+        # failed", "invalid fts5 file format").
+        if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_ERROR):
             raise
         return [f"the search index does not match the items ({exc})"]
     finally:
@@ -110,10 +118,35 @@ def _search_index(ws: Workspace) -> list[str]:
 
 
 def _rebuild_search_index(ws: Workspace) -> str:
+    """Drop whatever is left of the search index and create it again from its one definition, then fill it."""
     with ws.db.atomic():
-        ws.conn.execute("INSERT INTO item_search (item_search) VALUES ('rebuild')")
+        for kind, name in reversed(schema.search_index_objects()):  # triggers first, the view last
+            if kind != "table":
+                ws.conn.execute(f"DROP {kind} IF EXISTS {name}")
+                continue
+            try:
+                ws.conn.execute(f"DROP TABLE IF EXISTS {name}")
+            except sqlite3.DatabaseError:  # its constructor fails: the shadow tables are broken
+                _unlink_broken_virtual_table(ws, name)
+        schema.create_search_index(ws.db)
     items = ws.conn.execute("SELECT count(*) FROM items").fetchone()[0]
     return f"rebuilt the search index over {items:,} items"
+
+
+_FTS5_SHADOWS = ("data", "idx", "content", "docsize", "config")
+
+
+def _unlink_broken_virtual_table(ws: Workspace, name: str) -> None:
+    # An FTS5 table whose shadow tables it cannot read cannot be dropped (DROP runs its constructor). Its schema
+    # row is removed instead — a virtual table owns no pages, so nothing is left dangling — and its shadow tables,
+    # ordinary tables now, are dropped. RESET makes this connection read the schema again.
+    ws.conn.execute("PRAGMA writable_schema = ON")
+    try:
+        ws.conn.execute("DELETE FROM sqlite_master WHERE type = 'table' AND name = ? AND rootpage = 0", (name,))
+    finally:
+        ws.conn.execute("PRAGMA writable_schema = RESET")
+    for shadow in _FTS5_SHADOWS:
+        ws.conn.execute(f"DROP TABLE IF EXISTS {name}_{shadow}")
 
 
 _ORPHANS = "FROM images WHERE NOT EXISTS (SELECT 1 FROM items WHERE items.image_sha256 = images.sha256)"
@@ -145,9 +178,9 @@ CHECKS: tuple[Check, ...] = (
     Check("integrity", "file integrity", _integrity),
     Check("schema", "schema version", _schema_version, _upgrade),
     Check("foreign_keys", "references between tables", _foreign_keys),
-    Check("search_index", "search index", _search_index, _rebuild_search_index),
+    Check("search_index", "search index", _search_index, _rebuild_search_index, current_schema=True),
     Check("orphan_images", "images used by no item", _orphan_images, _delete_orphan_images),
-    Check("dead_runs", "runs whose process is gone", _dead_runs, _mark_dead_runs_interrupted),
+    Check("dead_runs", "runs whose process is gone", _dead_runs, _mark_dead_runs_interrupted, current_schema=True),
 )
 
 
@@ -185,15 +218,19 @@ def check_workspace(path: Path, *, repair: bool = False) -> Report:
     SchemaError for a file that is not a vlmdesk workspace, which is left untouched."""
     ident = identify(path)
     notes: list[str] = []
-    writable = location_writable(path) and not ident.truncated
+    writable = location_writable(path) and not ident.damage
     ws = _open_plain(path, writable=writable)
     results: list[CheckResult] = []
     try:
         for check in CHECKS:
+            if check.current_schema and _version(ws, ident) != schema.latest_version():
+                notes.append(f"{check.title} not checked: the schema is not this vlmdesk's")
+                results.append(CheckResult(check.name, check.title))
+                continue
             result = CheckResult(check.name, check.title, _run_one(ws, check))
             results.append(result)
-            if check.name == "integrity" and ident.truncated:
-                result.problems.insert(0, f"the file is {ident.truncated}")
+            if check.name == "integrity" and ident.damage:
+                result.problems.insert(0, f"the file is damaged: {ident.damage}")
             if not (repair and result.problems and check.repair):
                 continue
             if reason := _no_repair(ws, results, ident):
@@ -210,6 +247,13 @@ def check_workspace(path: Path, *, repair: bool = False) -> Report:
     finally:
         ws.close()
     return Report(path, ws.read_only, results, notes)
+
+
+def _version(ws: Workspace, ident) -> int:
+    try:
+        return ws.schema_version()  # after a --repair upgrade, the new one
+    except sqlite3.DatabaseError:
+        return ident.version  # a schema SQLite cannot load: the header's
 
 
 def _no_repair(ws: Workspace, results: list[CheckResult], ident) -> str | None:

@@ -6,6 +6,7 @@ refused instead of misread.
 """
 from __future__ import annotations
 
+import re
 import sqlite3
 
 from sqlite_utils import Database
@@ -476,20 +477,9 @@ def _m0009(db: Database) -> None:
     )
 
 
-@migrations(name="0010_search_texts")
-def _m0010(db: Database) -> None:
-    # Search over the texts an annotator reads, not over the JSON that stores the options: 0005 indexed the
-    # options' JSON, so the substring search for `"`, `,` or `[` matched every item, and escapes ("\n") glued
-    # words together. The view item_search_texts is the one place that says what is searched (question, hint,
-    # the option texts one per line); the FTS table reads it as its external content, so 'rebuild' and
-    # 'integrity-check' compare the index with the items themselves, and the substring search reads it too.
-    # FTS5 reads its content without virtual tables (json_each), hence the recursive CTE over the array.
-    # Triggers read the view before a delete or update (the old texts, as indexed) and after an insert or update.
-    _script(db, """
-        DROP TRIGGER IF EXISTS item_search_ai;
-        DROP TRIGGER IF EXISTS item_search_ad;
-        DROP TRIGGER IF EXISTS item_search_au;
-        DROP TABLE IF EXISTS item_search;
+# The search index's one definition: migration 0010 creates it and `vlmdesk check --repair` re-creates it from
+# here. (A later migration that changes it must drop and call this again.)
+_SEARCH_INDEX = """
         CREATE VIEW item_search_texts (id, question, hint, options) AS
             SELECT items.id, items.question, items.hint,
                 CASE WHEN json_valid(items.options) THEN (
@@ -518,9 +508,37 @@ def _m0010(db: Database) -> None:
             INSERT INTO item_search (rowid, question, hint, options)
                 SELECT id, question, hint, options FROM item_search_texts WHERE id = new.id;
         END;
-        INSERT INTO item_search (item_search) VALUES ('rebuild');
-        """
-    )
+"""
+
+
+def search_index_objects() -> list[tuple[str, str]]:
+    """(type, name) of every schema object of the search index: its view, FTS table and triggers."""
+    kinds = {"VIEW": "view", "VIRTUAL TABLE": "table", "TRIGGER": "trigger"}
+    return [(kinds[k], name) for k, name in re.findall(r"CREATE (VIEW|VIRTUAL TABLE|TRIGGER) (\w+)", _SEARCH_INDEX)]
+
+
+def create_search_index(db: Database) -> None:
+    """Create the search index's view, FTS table and triggers (none may exist yet) and fill the index."""
+    _script(db, _SEARCH_INDEX)
+    db.execute("INSERT INTO item_search (item_search) VALUES ('rebuild')")
+
+
+@migrations(name="0010_search_texts")
+def _m0010(db: Database) -> None:
+    # Search over the texts an annotator reads, not over the JSON that stores the options: 0005 indexed the
+    # options' JSON, so the substring search for `"`, `,` or `[` matched every item, and escapes ("\n") glued
+    # words together. The view item_search_texts is the one place that says what is searched (question, hint,
+    # the option texts one per line); the FTS table reads it as its external content, so 'rebuild' and
+    # 'integrity-check' compare the index with the items themselves, and the substring search reads it too.
+    # FTS5 reads its content without virtual tables (json_each), hence the recursive CTE over the array.
+    # Triggers read the view before a delete or update (the old texts, as indexed) and after an insert or update.
+    _script(db, """
+        DROP TRIGGER IF EXISTS item_search_ai;
+        DROP TRIGGER IF EXISTS item_search_ad;
+        DROP TRIGGER IF EXISTS item_search_au;
+        DROP TABLE IF EXISTS item_search;
+        """)
+    create_search_index(db)
 
 
 # PRAGMA application_id of every vlmdesk workspace: "VLMD" as a big-endian 32-bit integer.

@@ -7,9 +7,14 @@ only once it is known to be a vlmdesk workspace this version understands. A file
 """
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shlex
+import shutil
 import sqlite3
+import tempfile
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,6 +105,32 @@ def damaged(path: Path | str, what: str) -> DamagedWorkspace:
         f"or save what can be read with `{recover_command(path)}`")
 
 
+# SQLITE_ERROR is mostly a wrong statement (a bug), except when the file's schema lost one of its objects, or FTS5
+# cannot read its own tables: messages only the file can cause.
+_SCHEMA_LOSS = re.compile(r"^no such (?:table|view|trigger|index): (?:main\.)?(\w+)")
+_FTS_BROKEN = ("vtable constructor failed", "invalid fts5 file format", "fts5: corrupt", "fts5: missing row")
+
+
+def _broken_schema(message: str) -> str | None:
+    """"search index" or "schema" when `message` says that part of the file's schema is broken; else None."""
+    if any(m in message for m in _FTS_BROKEN):
+        return "search index"
+    lost = _SCHEMA_LOSS.match(message)
+    if not lost or lost[1] not in _schema_object_names():
+        return None
+    return "search index" if lost[1] in {name for _, name in schema.search_index_objects()} else "schema"
+
+
+@functools.cache
+def _schema_object_names() -> frozenset[str]:
+    """Every table, view, index and trigger the migrations create (read from a workspace made in memory)."""
+    db = Database(memory=True)
+    schema.migrations.apply(db)
+    names = frozenset(r[0] for r in db.execute("SELECT name FROM sqlite_master"))
+    db.close()
+    return names
+
+
 def database_error(path: Path | str, exc: sqlite3.Error) -> UserError | EnvironmentFault | None:
     """What a SQLite error means for the workspace at `path`, as the one-line error to report; None when it is not
     about the file (a bug, e.g. a wrong statement), which is then reported as an internal error."""
@@ -108,6 +139,11 @@ def database_error(path: Path | str, exc: sqlite3.Error) -> UserError | Environm
         return None
     primary = code & 0xFF
     if primary in _DAMAGED:
+        return damaged(path, str(exc))
+    if primary == sqlite3.SQLITE_ERROR and (broken := _broken_schema(str(exc))):
+        if broken == "search index":
+            return DamagedWorkspace(f"{path}: the workspace's search index is broken ({exc}); rebuild it with "
+                                    f"`vlmdesk check --repair --workspace {shlex.quote(str(path))}`")
         return damaged(path, str(exc))
     if primary == sqlite3.SQLITE_READONLY:
         return ReadOnlyWorkspace(f"{path}: workspace is read-only")
@@ -133,7 +169,7 @@ class FileIdentity:
 
     blank: bool  # no schema at all (an empty file or an empty SQLite database): it may become a workspace
     version: int  # schema version (PRAGMA user_version)
-    truncated: str | None  # why the file is shorter than its header says, when it is
+    damage: str | None  # why a file that is a workspace cannot be read whole (truncated, its migrations unreadable)
 
 
 def _read_header(path: Path) -> tuple[bytes, int]:
@@ -153,22 +189,48 @@ def _uri(path: Path, *, immutable: bool) -> str:
 
 
 def read_only_connection(path: Path, *, allow_immutable: bool) -> sqlite3.Connection:
-    """A connection that cannot write. With `allow_immutable` (for files nobody can write, and for probing a file
-    we may still refuse) and no -wal file holding newer pages, it is immutable: no lock, no -wal/-shm created."""
-    immutable = allow_immutable and not _has_wal(path)
+    """A connection that cannot write, and creates no -wal/-shm where none exists: immutable (no lock) when there
+    is no -wal file, or, with `allow_immutable` (files nobody can write, probing a file we may still refuse), when
+    the -wal holds nothing. Otherwise plain `mode=ro`, which sees what writers add through the WAL."""
+    immutable = not Path(f"{path}-wal").exists() or (allow_immutable and not _has_wal(path))
     conn = sqlite3.connect(_uri(path, immutable=immutable), uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return conn
 
 
+# What every workspace holds: a file with these tables whose migration record cannot be read is damaged, not foreign.
+_CORE_TABLES = frozenset({"_sqlite_migrations", "benchmarks", "items", "images"})
+
+
+def _judge_schema(path: Path, conn: sqlite3.Connection, *, marked: bool) -> FileIdentity:
+    """Read the schema through `conn`: blank, a workspace (its version), a damaged one, or foreign (SchemaError).
+    `marked`: the header carries the vlmdesk application id."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if not conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        return FileIdentity(blank=True, version=version, damage=None)
+    if "_sqlite_migrations" in tables and conn.execute(
+            "SELECT 1 FROM _sqlite_migrations WHERE migration_set = ? LIMIT 1",
+            (schema.migrations.name,)).fetchone() is not None:
+        return FileIdentity(blank=False, version=version, damage=None)
+    if marked or _CORE_TABLES <= tables:
+        # Ours by its header or its tables, yet the record of its migrations reads as empty: a damaged page.
+        return FileIdentity(blank=False, version=version, damage="its record of migrations cannot be read")
+    shown = ", ".join(sorted(tables)[:8]) + (", …" if len(tables) > 8 else "")
+    raise SchemaError(f"{path}: a SQLite file, but not a vlmdesk workspace (tables: {shown or 'none'})")
+
+
 def identify(path: Path) -> FileIdentity:
-    """Tell whether `path` is a vlmdesk workspace without changing a byte of it. Raises SchemaError for a file that
-    is not one (not SQLite, another application's database), DamagedWorkspace for an unreadable one."""
+    """Tell whether `path` is a vlmdesk workspace without changing a byte of it (nor adding -wal/-shm files).
+    Raises SchemaError for a file that is not one (not SQLite, another application's database), DamagedWorkspace
+    for one SQLite cannot read at all; a workspace it can read only in part is returned with its `damage`."""
     if not path.is_file():
         raise SchemaError(f"{path}: not a regular file")
     head, size = _read_header(path)
-    if not head:
-        return FileIdentity(blank=True, version=0, truncated=None)
+    if not head and not _has_wal(path):
+        return FileIdentity(blank=True, version=0, damage=None)
+    if not head:  # everything is still in the -wal
+        return _read_identity(path)
     if len(head) < HEADER_BYTES or not head.startswith(SQLITE_MAGIC):
         if SQLITE_MAGIC.startswith(head[:16]):  # the magic cut short: a SQLite file truncated inside its header
             raise damaged(path, f"truncated to {size} bytes")
@@ -182,33 +244,51 @@ def identify(path: Path) -> FileIdentity:
         raise SchemaError(f"{path}: a SQLite file of another application (application_id {app_id:#010x}), "
                           "not a vlmdesk workspace")
     pages = int.from_bytes(head[28:32], "big")
-    truncated = None
     # The page count is trusted only when the header says it is current; a -wal file may still hold what the main
     # file lacks (a checkpoint interrupted half-way), so truncation is judged only without one.
     if pages and head[24:28] == head[92:96] and size < pages * page_size and not _has_wal(path):
-        truncated = f"truncated: {size:,} bytes where its header says {pages * page_size:,}"
+        return FileIdentity(blank=False, version=int.from_bytes(head[60:64], "big", signed=True),
+                            damage=f"truncated: {size:,} bytes where its header says {pages * page_size:,}")
     version = int.from_bytes(head[60:64], "big", signed=True)
     if app_id == APPLICATION_ID:
-        return FileIdentity(blank=False, version=version, truncated=truncated)
+        return FileIdentity(blank=False, version=version, damage=None)
     # No identity yet: a workspace from before migration 0008, an empty database, or a foreign one. Only the schema
     # can tell, read through a connection that cannot write.
     try:
-        conn = read_only_connection(path, allow_immutable=True)
-        try:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            ours = "_sqlite_migrations" in tables and conn.execute(
-                "SELECT 1 FROM _sqlite_migrations WHERE migration_set = ? LIMIT 1",
-                (schema.migrations.name,)).fetchone() is not None
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            blank = not conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        finally:
-            conn.close()
+        return _read_identity(path)
     except sqlite3.DatabaseError as exc:
         _raise_for(path, exc)
-    if not blank and not ours:
-        shown = ", ".join(sorted(tables)[:8]) + (", …" if len(tables) > 8 else "")
-        raise SchemaError(f"{path}: a SQLite file, but not a vlmdesk workspace (tables: {shown or 'none'})")
-    return FileIdentity(blank=blank, version=version, truncated=truncated)
+
+
+def _read_identity(path: Path) -> FileIdentity:
+    if _has_wal(path) and not Path(f"{path}-shm").exists():
+        # Reading a -wal needs a -shm, which SQLite would create beside the file. The main file alone first (immutable
+        # ignores the -wal): it often tells already. Else, a copy of both in a private folder tells.
+        with closing(sqlite3.connect(_uri(path, immutable=True), uri=True)) as conn:
+            alone = _judge_schema(path, conn, marked=False)
+        if not alone.blank:
+            return alone
+        return _identity_of_copy(path)
+    with closing(read_only_connection(path, allow_immutable=True)) as conn:
+        return _judge_schema(path, conn, marked=False)
+
+
+MAX_PROBE_COPY_BYTES = 256 * 2**20
+
+
+def _identity_of_copy(path: Path) -> FileIdentity:
+    wal = Path(f"{path}-wal")
+    if path.stat().st_size + wal.stat().st_size > MAX_PROBE_COPY_BYTES:
+        raise SchemaError(f"{path}: its -wal file holds its schema but no -shm file is beside it; open it once with "
+                          "sqlite3 (which writes it back into the file) before using it here")
+    with tempfile.TemporaryDirectory(prefix="vlmdesk-probe-") as tmp:
+        copy = Path(tmp) / "probe.sqlite"
+        shutil.copyfile(path, copy)
+        shutil.copyfile(wal, f"{copy}-wal")
+        with closing(read_only_connection(copy, allow_immutable=False)) as conn:
+            ident = _judge_schema(path, conn, marked=conn.execute("PRAGMA application_id").fetchone()[0]
+                                  == APPLICATION_ID)
+    return ident
 
 
 def location_writable(path: Path) -> bool:
@@ -223,33 +303,74 @@ def location_writable(path: Path) -> bool:
 
 
 def open_workspace(path: str | os.PathLike | None = None, *, create: bool = True, upgrade: bool = True,
-                   read_only: bool = False) -> Workspace:
+                   read_only: bool = False, probe: bool = False) -> Workspace:
     """Open (and create or upgrade) a workspace.
 
     A file that cannot be written (or `read_only=True`) opens read-only: reads work, writes raise. Raises
-    SchemaError for foreign, non-SQLite or newer files and for a read-only file that needs an upgrade,
-    DamagedWorkspace for a truncated or unreadable one, EnvironmentFault for a disk that fails.
+    SchemaError for foreign, non-SQLite or newer files, for a read-only file that needs an upgrade and for a
+    missing one without `create`, DamagedWorkspace for a truncated or unreadable one, EnvironmentFault for a disk
+    that fails. With `probe`, the edges of every table and index are read before anything else (see `probe`), so
+    a damaged page there is found before anything is shown from the file or written to it.
     """
     path = Path(path) if path is not None else default_workspace_path()
     if not path.exists():
         if not create or read_only:
             raise SchemaError(f"{path}: no such workspace")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise EnvironmentFault(f"{path.parent}: cannot create the folder ({exc.strerror or exc})") from None
+        _make_folder(path.parent)
         return _open_new(path)
     try:
         ident = identify(path)
     except OSError as exc:
         raise EnvironmentFault(f"{path}: cannot read the file ({exc.strerror or exc})") from None
-    if ident.truncated:
-        raise damaged(path, ident.truncated)
+    if ident.damage:
+        raise damaged(path, ident.damage)
     _refuse_newer(path, ident.version)
     writable = location_writable(path)
     if read_only or not writable:
-        return _open_read_only(path, ident, explicit=read_only, writable=writable)
-    return _open_read_write(path, ident, upgrade=upgrade)
+        return _open_read_only(path, ident, explicit=read_only, writable=writable, probe_first=probe)
+    return _open_read_write(path, ident, upgrade=upgrade, probe_first=probe)
+
+
+def _make_folder(folder: Path) -> None:
+    existing = next(p for p in (folder, *folder.parents) if p.exists() or p.is_symlink())
+    if not existing.is_dir():  # a path under a file (ws.png/ws.sqlite): the user's mistake, not the disk's
+        raise SchemaError(f"{folder}: cannot create the folder: {existing} is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvironmentFault(f"{folder}: cannot create the folder ({exc.strerror or exc})") from None
+
+
+def probe(ws: Workspace) -> None:
+    """Read the first and the last entry of every table and index, and the search index: the b-tree roots and
+    their edges, which the app's views read first, in milliseconds whatever the file's size. A damaged page there
+    raises DamagedWorkspace naming the way out. Pages in between are not read (`vlmdesk check` reads them all)."""
+    try:
+        objects = ws.conn.execute("SELECT type, name, tbl_name FROM sqlite_master WHERE type IN ('table', 'index') "
+                                  "AND rootpage > 0 ORDER BY rootpage").fetchall()
+        for kind, name, table in objects:
+            if kind == "table":
+                for order in ("", " DESC"):
+                    _probe_read(ws, f'SELECT * FROM "{name}" ORDER BY rowid{order} LIMIT 1')
+                continue
+            columns = [r[2] for r in ws.conn.execute(f'PRAGMA index_info("{name}")')]
+            if columns and columns[0] is not None:  # not an index over an expression
+                for order in ("", " DESC"):
+                    _probe_read(ws, f'SELECT "{columns[0]}" FROM "{table}" INDEXED BY "{name}" '
+                                    f'ORDER BY "{columns[0]}"{order} LIMIT 1')
+        if ws.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'item_search'").fetchone():
+            ws.conn.execute("SELECT rowid FROM item_search WHERE item_search MATCH 'a' LIMIT 1").fetchall()
+    except sqlite3.DatabaseError as exc:
+        _raise_for(ws.path, exc)
+
+
+def _probe_read(ws: Workspace, sql: str) -> None:
+    try:
+        ws.conn.execute(sql).fetchall()
+    except sqlite3.OperationalError as exc:
+        # A query the planner refuses ("no query solution": a partial index; a table without rowid) reads nothing.
+        if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) != sqlite3.SQLITE_ERROR or _broken_schema(str(exc)):
+            raise
 
 
 def _refuse_newer(path: Path, version: int) -> None:
@@ -269,28 +390,36 @@ def _open_new(path: Path) -> Workspace:
         raise
 
 
-def _open_read_only(path: Path, ident: FileIdentity, *, explicit: bool, writable: bool) -> Workspace:
+def _open_read_only(path: Path, ident: FileIdentity, *, explicit: bool, writable: bool,
+                    probe_first: bool = False) -> Workspace:
     known = schema.latest_version()
     if ident.blank or ident.version < known:
         why = "it was opened read-only" if explicit else "the file is read-only"
         raise SchemaError(f"{path}: workspace schema version {ident.version} needs upgrading to {known}, but {why}")
-    # Immutable only where nobody can write (so no writer can change the file under us): a read-only file or
-    # folder. A read-only opening of a writable file shares it with writers through WAL.
+    # Where someone may write (a writable file opened --read-only) and a -wal exists, the connection shares the
+    # file with writers through WAL; else it is immutable: nothing is created beside the file.
     conn = None
     try:
         conn = read_only_connection(path, allow_immutable=not writable)
         conn.execute("PRAGMA foreign_keys = ON")
         _refuse_newer(path, conn.execute("PRAGMA user_version").fetchone()[0])
+        marked = conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        if damage := _judge_schema(path, conn, marked=marked).damage:
+            raise damaged(path, damage)
+        ws = Workspace(path, Database(conn), read_only=True)
+        if probe_first:
+            probe(ws)
     except BaseException as exc:
         if conn is not None:
             conn.close()
         if isinstance(exc, sqlite3.DatabaseError):
             _raise_for(path, exc)
         raise
-    return Workspace(path, Database(conn), read_only=True)
+    return ws
 
 
-def _open_read_write(path: Path, ident: FileIdentity | None, *, upgrade: bool) -> Workspace:
+def _open_read_write(path: Path, ident: FileIdentity | None, *, upgrade: bool,
+                     probe_first: bool = False) -> Workspace:
     if ident is not None and not upgrade and ident.version < schema.latest_version():
         raise SchemaError(f"{path}: workspace schema version {ident.version} needs upgrading to "
                           f"{schema.latest_version()}")
@@ -305,7 +434,7 @@ def _open_read_write(path: Path, ident: FileIdentity | None, *, upgrade: bool) -
         # NORMAL is durable in WAL mode up to the last checkpointed commit and survives process kills.
         conn.execute("PRAGMA synchronous = NORMAL")
         ws = Workspace(path, Database(conn))
-        _check_and_migrate(ws, upgrade=upgrade)
+        _check_and_migrate(ws, upgrade=upgrade, probe_first=probe_first)
     except BaseException as exc:
         if conn is not None:
             conn.close()
@@ -315,16 +444,17 @@ def _open_read_write(path: Path, ident: FileIdentity | None, *, upgrade: bool) -
     return ws
 
 
-def _check_and_migrate(ws: Workspace, *, upgrade: bool) -> None:
+def _check_and_migrate(ws: Workspace, *, upgrade: bool, probe_first: bool) -> None:
     # identify() already judged the header and schema; this second look sees pages a -wal file held.
-    tables = set(ws.db.table_names())
+    marked = ws.conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    ident = _judge_schema(ws.path, ws.conn, marked=marked)
+    if ident.damage:
+        raise damaged(ws.path, ident.damage)
     known = schema.latest_version()
     version = ws.schema_version()
-    ours = "_sqlite_migrations" in tables and ws.conn.execute(
-        "SELECT 1 FROM _sqlite_migrations WHERE migration_set = ? LIMIT 1", (schema.migrations.name,)).fetchone()
-    if tables and not ours:
-        raise SchemaError(f"{ws.path}: a SQLite file, but not a vlmdesk workspace (tables: {', '.join(sorted(tables))})")
     _refuse_newer(ws.path, version)
+    if probe_first:  # before a migration writes into a damaged file
+        probe(ws)
     if version < known:
         if not upgrade:
             raise SchemaError(f"{ws.path}: workspace schema version {version} needs upgrading to {known}")

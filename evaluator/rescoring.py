@@ -46,8 +46,12 @@ def stored_passes(ws: Workspace, run_id: int) -> list[StoredPass]:
     if run.strategy == "pope":
         raise RescoreError(f"run {run_id} is a yes/no (POPE) run; re-scoring reads multiple-choice answers")
     items = {i.id: i for i in catalog.list_items(ws, run.benchmark_id)}
+    predictions = runs.predictions_of(ws, run_id)
+    if gone := {p.item_id for p in predictions} - items.keys():  # deleted behind vlmdesk's back (foreign keys off)
+        raise RescoreError(f"run {run_id} has answers to {len(gone)} item(s) that are no longer in the workspace; "
+                           "see vlmdesk check")
     out = []
-    for p in runs.predictions_of(ws, run_id):
+    for p in predictions:
         item = items[p.item_id]
         out.append(StoredPass(p, item.question, shown_options(item.options, p.option_order)))
     return out

@@ -10,6 +10,7 @@ import pytest
 from db import catalog, item_query, open_workspace, schema
 from db.check import CHECKS, check_workspace
 from tests.db.test_workspace import garble_page
+from tests.factories import mmbench_rows, write_tsv
 from tests.test_errors import demo_path, one_line_error, sha, vlmdesk  # noqa: F401 (demo_path is a fixture)
 
 
@@ -111,7 +112,7 @@ def test_a_truncated_file_is_reported(demo_path):
     before = sha(demo_path)
     code, report = check_json(demo_path, "--repair")
     integrity = by_name(report)["integrity"]
-    assert code == 1 and integrity["problems"][0].startswith("the file is truncated:")
+    assert code == 1 and integrity["problems"][0].startswith("the file is damaged: truncated:")
     assert sha(demo_path) == before
 
 
@@ -194,3 +195,105 @@ def test_a_running_run_whose_process_is_gone_is_marked_interrupted(demo_path):
     with sqlite3.connect(demo_path) as conn:
         assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
     conn.close()
+
+
+# ------------------------------------------------------------------------------ a broken or missing search index
+
+def _search_schema(path) -> dict:
+    names = [name for _, name in schema.search_index_objects()]
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(f"SELECT name, type, sql FROM sqlite_master WHERE name IN ({','.join('?' * len(names))})",
+                            names).fetchall()
+    conn.close()
+    return {name: (kind, sql) for name, kind, sql in rows}
+
+
+def _search(path, text: str) -> list[int]:
+    with open_workspace(path) as ws:
+        bench = catalog.benchmark_by_name(ws, "demo")
+        return [r.id for r in item_query.item_page(ws, bench.id, item_query.ItemFilter(text=text))]
+
+
+BREAK_SEARCH = {
+    "data emptied": "DELETE FROM item_search_data",
+    "config emptied": "DELETE FROM item_search_config",
+    "table dropped": "DROP TABLE item_search",
+    "trigger dropped": "DROP TRIGGER item_search_ai",
+    "view dropped": "DROP VIEW item_search_texts",
+}
+
+
+@pytest.mark.parametrize("how", sorted(BREAK_SEARCH))
+def test_a_broken_or_missing_search_index_is_found_and_rebuilt_from_its_one_definition(demo_path, tmp_path, how):
+    fresh = _search_schema(demo_path)
+    assert {kind for kind, _ in fresh.values()} == {"view", "table", "trigger"} and len(fresh) == 6
+    found_before = _search(demo_path, "cat")
+    assert found_before
+    with sqlite3.connect(demo_path) as conn:
+        conn.execute(BREAK_SEARCH[how])
+    conn.close()
+    code, report = check_json(demo_path)
+    assert code == 1 and not by_name(report)["search_index"]["ok"], report
+    # An import on the broken file is one line that names the way out (not an internal error).
+    tsv = write_tsv(tmp_path / "new.tsv", list(mmbench_rows(3, seed=5)))
+    proc = vlmdesk("--workspace", str(demo_path), "import", str(tsv))
+    if proc.returncode != 0:
+        assert proc.returncode == 2 and "vlmdesk check" in one_line_error(proc), proc.stderr
+
+    proc = check(demo_path, "--repair")
+    assert proc.returncode == 0, proc.stdout
+    assert "repaired: rebuilt the search index over" in proc.stdout and "failed" not in proc.stdout
+    assert _search_schema(demo_path) == fresh  # the same view, table and triggers as a new workspace's
+    proc = vlmdesk("--workspace", str(demo_path), "import", str(tsv), "--name", "after-repair")
+    assert proc.returncode == 0, proc.stderr
+    assert _search(demo_path, "cat") == found_before
+    with open_workspace(demo_path) as ws:
+        assert ws.conn.execute("SELECT count(*) FROM item_search").fetchone()[0] == \
+            ws.conn.execute("SELECT count(*) FROM items").fetchone()[0]
+    code, report = check_json(demo_path)
+    assert code == 0 and report["healthy"], report
+
+
+def test_rescoring_a_run_whose_items_are_gone_is_one_line_naming_check(demo_path):
+    with sqlite3.connect(demo_path) as conn:  # written by another tool with foreign keys off
+        gone = conn.execute("SELECT DISTINCT item_id FROM predictions WHERE run_id = 1 LIMIT 2").fetchall()
+        conn.executemany("DELETE FROM items WHERE id = ?", gone)
+    conn.close()
+    code, report = check_json(demo_path)
+    assert code == 1 and any("predictions row" in p for p in by_name(report)["foreign_keys"]["problems"])
+    proc = vlmdesk("--workspace", str(demo_path), "rescore", "1", "--extractor", "rules")
+    line = one_line_error(proc)
+    assert proc.returncode == 2 and "2 item(s)" in line and "vlmdesk check" in line, line
+
+
+def test_every_problem_line_of_a_damaged_file_is_indented_under_its_check(demo_path):
+    from tests.db.test_workspace import zero_page_after_header
+
+    zero_page_after_header(demo_path, "idx__sqlite_migrations_migration_set_name")
+    proc = check(demo_path)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("workspace ") and "found problems" in lines[-1]
+    body = lines[1:-1]
+    assert any("*** in database main ***" in line for line in body)
+    assert all(line.startswith("  ") for line in body), proc.stdout
+    code, report = check_json(demo_path)
+    assert all("\n" not in p for c in report["checks"] for p in c["problems"])
+    assert "*** in database main ***" in by_name(report)["integrity"]["problems"]
+
+
+def test_a_workspace_from_before_run_owners_with_runs_is_checked_then_upgraded(demo_path):
+    with sqlite3.connect(demo_path) as conn:  # as a workspace made before migration 0009_run_owner
+        for column in ("owner_host", "owner_pid", "owner_token", "owner_since", "heartbeat_at"):
+            conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0009_run_owner'")
+        conn.execute(f"PRAGMA user_version = {schema.latest_version() - 1}")
+    conn.close()
+    before = sha(demo_path)
+    code, report = check_json(demo_path)
+    checks = by_name(report)
+    assert code == 1 and not checks["schema"]["ok"] and checks["dead_runs"]["ok"], report
+    assert "runs whose process is gone not checked: the schema is not this vlmdesk's" in report["notes"]
+    assert sha(demo_path) == before
+    code, report = check_json(demo_path, "--repair")
+    assert code == 0 and report["healthy"] and not report["notes"], report

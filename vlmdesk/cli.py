@@ -85,7 +85,20 @@ def workspace_path(args):
     return Path(path).expanduser() if path is not None else default_workspace_path()
 
 
-def open_from_args(args, *, create: bool = True):
+# Commands that may create a missing workspace: they bring something in from outside. Every other command works on
+# what a workspace already holds, so a missing file is a mistyped path: one line "no such workspace", nothing made.
+CREATING_COMMANDS = frozenset({("import",), ("demo",), ("extract",), ("models", "add"), ("pope", "build")})
+
+
+def creates_workspace(args) -> bool:
+    """Whether the command in `args` may create its workspace when the file does not exist."""
+    action = getattr(args, f"{args.command}_command", None) if args.command else None
+    return (args.command,) in CREATING_COMMANDS or (args.command, action) in CREATING_COMMANDS
+
+
+def open_from_args(args, *, create: bool | None = None):
+    """The command's workspace, opened (`create`: default, whether the command is one that may create it)."""
+    create = creates_workspace(args) if create is None else create
     return open_workspace(workspace_path(args), create=create, read_only=getattr(args, "read_only", False))
 
 

@@ -37,9 +37,9 @@ def cmd_check(args) -> int:
         print(f"workspace {path}{' (read-only)' if report.read_only else ''}")
         for result in report.results:
             print(f"  {'ok' if result.ok else 'PROBLEM':8} {result.title}")
-            for line in result.repaired:
-                print(f"           repaired: {line}")
-            for line in result.problems:
+            for text in result.repaired:
+                print(f"           repaired: {text}")
+            for line in (line for text in result.problems for line in text.splitlines()):
                 print(f"           {line}")
         for note in report.notes:
             print(f"  note: {note}")

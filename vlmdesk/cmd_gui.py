@@ -104,7 +104,7 @@ def start_gui(path: Path, *, first_start: bool, read_only: bool = False) -> int:
     from vlmdesk.demo import ensure_demo
 
     # Opened (and read) here first: a file that cannot be a workspace is one line and exit 2, before any window.
-    with open_workspace(path) as ws:
+    with open_workspace(path, probe=True) as ws:  # probe: a damaged page the views read is found here too
         catalog.list_benchmarks(ws)
         added = ensure_demo(ws) if first_start and not ws.read_only else []
     if added:

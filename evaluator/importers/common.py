@@ -32,13 +32,19 @@ MAX_JSON_DEPTH = 64  # nesting of arrays/objects; Python's json recurses, so 100
 TEXT_SLACK_BYTES = 16 * 2**20  # what a line may hold besides one base64 image
 
 
+def location(file: str | Path, line: int) -> str:
+    """`FILE:LINE`, or `FILE` alone for line 0 (the file as a whole)."""
+    return f"{file}:{line}" if line else str(file)
+
+
 class InputError(UserError):
-    """Bad input, reported as one line `FILE:LINE: field: what is wrong` (LINE 0 means the file as a whole)."""
+    """Bad input, reported as one line `FILE:LINE: field: what is wrong` (`FILE: field: …` when LINE is 0: the file
+    as a whole)."""
 
     def __init__(self, file: str | Path, line: int, field: str, what: str, *, index=None):
         # One line, always: a value quoted from the file may hold newlines or other control characters.
         what = _CONTROL.sub(lambda m: repr(m.group())[1:-1], what)
-        super().__init__(f"{file}:{line}: {field}: {what}")
+        super().__init__(f"{location(file, line)}: {field}: {what}")
         self.file, self.line, self.field, self.what = str(file), line, field, what
         self.index = index  # the row's index when known, so rows that depend on a skipped row are skipped too
 

@@ -206,7 +206,7 @@ def test_a_present_id_with_other_content_and_an_unreadable_file_are_errors(two_c
     code, _, err = cli(capsys, a, "reviews", "import", str(tmp_path / "latin1.jsonl"))
     assert code == 2 and ":2: line: not UTF-8" in err
     code, _, err = cli(capsys, a, "reviews", "import", str(tmp_path / "absent.jsonl"))
-    assert code == 2 and err.startswith(f"error: {tmp_path / 'absent.jsonl'}:0: file: ")
+    assert code == 2 and err.startswith(f"error: {tmp_path / 'absent.jsonl'}: file: ")
 
 
 def test_skip_bad_imports_the_good_lines_and_lists_the_bad_ones(two_copies, tmp_path):
@@ -239,7 +239,7 @@ def test_file_bounds(tmp_path, monkeypatch, two_copies, capsys):
     monkeypatch.setattr(sync, "MAX_FILE_BYTES", 100)
     path = write_lines(tmp_path / "big.jsonl", [GOOD])
     code, _, err = cli(capsys, a, "reviews", "import", path)
-    assert code == 2 and f"{path}:0: file: " in err and "more than the 100" in err
+    assert code == 2 and f"{path}: file: " in err and "more than the 100" in err
 
 
 # ---- alignment labels and adjudications -----------------------------------------------------------------

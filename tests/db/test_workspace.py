@@ -506,3 +506,99 @@ def test_sqlite_errors_that_are_not_about_the_file_are_not_worded_as_such(tmp_pa
         with pytest.raises(sqlite3.OperationalError) as caught:
             ws.conn.execute("SELECT * FROM no_such_table")
     assert database_error(ws.path, caught.value) is None  # a bug: reported as an internal error
+
+
+# ------------------------------------------------------------- damaged, not foreign; nothing created beside a file
+
+
+def zero_page_after_header(path: Path, name: str) -> None:
+    """Zero a b-tree page (a table's or an index's root) after its 8-byte page header: its cells point nowhere, and
+    SQLite reads the page as empty instead of failing."""
+    root, page_size = _table_root_page(path, name)
+    with open(path, "r+b") as f:
+        f.seek((root - 1) * page_size + 8)
+        f.write(bytes(page_size - 8))
+
+
+@pytest.mark.parametrize("marked", [True, False], ids=["application-id", "before-0008"])
+def test_a_workspace_whose_migration_record_is_unreadable_is_damaged_not_foreign(tmp_path, marked):
+    path = _workspace_with_item(tmp_path / "ws.sqlite")
+    if not marked:  # a workspace from before the identity: only its tables say it is ours
+        with _raw(path) as conn:
+            conn.execute("PRAGMA application_id = 0")
+        conn.close()
+    zero_page_after_header(path, "idx__sqlite_migrations_migration_set_name")
+    before = _sha(path)
+    with pytest.raises(DamagedWorkspace) as caught:
+        open_workspace(path)
+    message = str(caught.value)
+    assert "not a vlmdesk workspace" not in message and "damaged" in message
+    assert "vlmdesk check" in message and ".recover" in message
+    with pytest.raises(DamagedWorkspace, match="its record of migrations cannot be read"):
+        open_workspace(path, read_only=True)
+    assert _sha(path) == before and _companions(path) == []
+
+
+def _foreign_wal_file_without_shm(folder: Path) -> Path:
+    """A foreign SQLite file in WAL mode whose tables are still only in its -wal (its -shm lost, as when the two
+    files are copied without it)."""
+    src = folder / "src"
+    src.mkdir()
+    conn = sqlite3.connect(src / "f.sqlite")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("CREATE TABLE notes (x)")
+    conn.execute("INSERT INTO notes VALUES ('kept')")
+    conn.commit()
+    path = folder / "f.sqlite"
+    for suffix in ("", "-wal"):  # copied while the writer still holds it open: no checkpoint has run
+        path.with_name(path.name + suffix).write_bytes((src / f"f.sqlite{suffix}").read_bytes())
+    conn.close()
+    assert _companions(path) == ["f.sqlite-wal"] and Path(f"{path}-wal").stat().st_size > 0
+    return path
+
+
+def test_a_foreign_wal_file_without_its_shm_is_refused_creating_nothing(tmp_path):
+    path = _foreign_wal_file_without_shm(tmp_path)
+    before = {p.name: _sha(p) for p in tmp_path.iterdir() if p.is_file()}
+    with pytest.raises(SchemaError, match=r"not a vlmdesk workspace \(tables: notes\)"):
+        open_workspace(path)
+    assert {p.name: _sha(p) for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+def test_read_only_opening_creates_no_companion_files(tmp_path):
+    path = _workspace_with_item(tmp_path / "ws.sqlite")
+    before = _sha(path)
+    with open_workspace(path, read_only=True) as ws:
+        assert ws.read_only and ws.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 1
+        assert _companions(path) == []
+    assert _companions(path) == [] and _sha(path) == before
+
+
+PROBED = ["benchmarks", "items", "runs", "predictions", "reviews", "items_benchmark_position"]
+
+
+@pytest.mark.parametrize("name", PROBED)
+def test_probe_finds_a_damaged_page_the_views_would_read(tmp_path, name):
+    from vlmdesk.demo import ensure_demo
+    from vlmdesk.cli import main
+
+    path = tmp_path / "ws.sqlite"
+    with open_workspace(path) as ws:
+        ensure_demo(ws)
+    assert main(["--workspace", str(path), "run", "--bench", "demo", "--model", "baseline:first"]) == 0
+    with open_workspace(path) as ws:
+        ws.conn.execute("INSERT INTO reviews (item_id, annotator, verdict, created_at) "
+                        "SELECT min(id), 'ann', 'ok', 'x' FROM items")
+        ws.conn.commit()
+    with open_workspace(path, probe=True) as ws:  # a healthy workspace passes
+        assert not ws.read_only
+    garble_page(path, name)
+    with open_workspace(path) as ws:  # opening alone reads no table: the damage is not seen yet
+        pass
+    before = _sha(path)
+    with pytest.raises(DamagedWorkspace, match="vlmdesk check"):
+        open_workspace(path, probe=True)
+    with pytest.raises(DamagedWorkspace, match="vlmdesk check"):
+        open_workspace(path, probe=True, read_only=True)
+    assert _sha(path) == before

@@ -24,12 +24,13 @@ import pytest
 
 from db import catalog, open_workspace
 from evaluator.importers import import_benchmark
+from evaluator.importers.common import location
 from tests.factories import mmbench_rows, png_bytes, write_tsv
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "data" / "hostile"
 CASE_TIMEOUT_S = 120  # generous for a loaded machine; a hang (an unbounded read, a FIFO) never ends at all
-ERROR_LINE = re.compile(r"^error: .+:\d+: [\w -]+: .+$")
+ERROR_LINE = re.compile(r"^error: .+?(:\d+)?: [\w -]+: .+$")
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,7 @@ def check(ws: Path, source: Path, args, expected, before: dict) -> None:
         assert p.stdout == ""
         lines = p.stderr.splitlines()
         assert len(lines) == 1 and ERROR_LINE.match(lines[0]), p.stderr
-        assert lines[0].startswith(f"error: {source}:{expected.line}: {expected.field}: "), lines[0]
+        assert lines[0].startswith(f"error: {location(source, expected.line)}: {expected.field}: "), lines[0]
         assert expected.says in lines[0], lines[0]
         assert "BytesIO" not in lines[0]
         assert dump(ws) == before

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from db import catalog, open_workspace
 from evaluator.importers import InputError, import_benchmark
-from evaluator.importers.common import SourceRow, check_image
+from evaluator.importers.common import SourceRow, check_image, location
 from evaluator.importers.jsonl import read_jsonl, read_pope
 from evaluator.importers.tsv import read_tsv
 from tests.factories import HEADER, jpeg_bytes, mmbench_rows, png_bytes
@@ -120,7 +120,7 @@ def mutated(draw, seed: bytes) -> bytes:
 def _one_line(err: InputError) -> None:
     text = str(err)
     assert "\n" not in text and "\r" not in text, text
-    assert text.startswith(f"{err.file}:{err.line}: {err.field}: ")
+    assert text.startswith(f"{location(err.file, err.line)}: {err.field}: ")
     assert isinstance(err.line, int) and err.line >= 0
 
 

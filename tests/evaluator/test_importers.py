@@ -526,6 +526,8 @@ def test_json_outputs_have_the_documented_fields(vd, tmp_path):
 
 
 def test_text_outputs(vd, tmp_path):
+    assert vd("benchmarks").rc == 2 and not vd.ws.exists()  # a reading command creates no workspace
+    open_workspace(vd.ws).close()
     assert "no benchmarks yet" in vd.ok("benchmarks").out
     vd.ok("import", write_mmbench_tsv(tmp_path / "txt.tsv", 3, seed=9, image_side=SIDE))
     out = vd.ok("benchmarks").out
@@ -960,6 +962,7 @@ def test_option_z_is_reserved_for_none_of_the_options(vd, tmp_path):
 
 
 def test_the_demo_command_imports_the_bundled_benchmarks_once(vd):
+    open_workspace(vd.ws).close()
     assert "vlmdesk demo" in vd.ok("benchmarks").out
     assert vd.ok("demo").out.count(": imported") == 2
     assert vd.ok("demo").out.count(": already there") == 2
