@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal, Sequence, get_args
 
 from annotation import agreement, standing
+from annotation.names import annotator_name, record_note
 from annotation.standing import ADJUDICATIONS, LABELS
 from db.catalog import now_iso
 from db.errors import InvalidInput, NotFound, UserError
@@ -288,9 +289,7 @@ def _outputs(ws: Workspace, item_id: int) -> dict[str, Extraction]:
 
 
 def _annotator(name: str) -> str:
-    if not name or not name.strip():
-        raise InvalidInput("an annotator name is required")
-    return name.strip()
+    return annotator_name(name)  # raises BadName, an InvalidInput
 
 
 def _valid_choice(ws: Workspace, item_id: int, choice: str) -> str:
@@ -354,7 +353,7 @@ def adjudicate(ws: Workspace, item_id: int, adjudicator: str, choice: str, *, no
     """Record the final label of an item (a newer adjudication, by anyone, supersedes an older one)."""
     adjudicator = _annotator(adjudicator)
     choice = _valid_choice(ws, item_id, choice)
-    return _append_adjudication(ws, item_id, adjudicator, choice, note, None)
+    return _append_adjudication(ws, item_id, adjudicator, choice, record_note(note), None)
 
 
 def undo_adjudication(ws: Workspace, item_id: int, adjudicator: str) -> Adjudication | None:

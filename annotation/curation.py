@@ -9,8 +9,6 @@ different corrections are a conflict and nothing is applied. Disputed (tied) fla
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from db.catalog import Benchmark, now_iso
 from db.workspace import Workspace
 from evaluator.choices import canonical_answer
 from evaluator.exporters import ExportReport, export_benchmark
+from evaluator.outfiles import AtomicOutput, check_output
 
 REVIEW_OUTCOME = {"ok": ("keep", None), "ambiguous": ("remove", None), "text_answerable": ("remove", None),
                   "bad_image": ("remove", None)}
@@ -127,16 +126,15 @@ def export_curated(ws: Workspace, bench: Benchmark, out: str | Path, *, fmt: str
                    with_reviews: bool = False) -> tuple[ExportReport, list[Change]]:
     """Write the curated benchmark to `out` and its change log to `out`.changes.jsonl."""
     out = Path(out)
+    check_output(changes_path(out))  # before the benchmark is written: both files or neither
     plan = curation_plan(ws, bench.id, with_reviews=with_reviews)
     report = export_benchmark(
         ws, bench, out, fmt=fmt, exclude=frozenset(i for i, c in plan.items() if c.action == "removed"),
         answers={i: c.new_answer for i, c in plan.items() if c.action == "answer_corrected"})
     log = changes_path(out)
-    fd, tmp = tempfile.mkstemp(prefix=f".{log.name}.", dir=log.parent)
     exported_at = now_iso()
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with AtomicOutput(log) as f:
         for change in plan.values():
             f.write(json.dumps({"benchmark": bench.name, "exported_at": exported_at, **change.to_json()},
                                ensure_ascii=False) + "\n")
-    os.replace(tmp, log)
     return report, list(plan.values())

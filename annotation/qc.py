@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 
 from annotation import standing
+from annotation.names import BadName, annotator_name, record_note
 from annotation.standing import QC_DECISIONS
 from db import catalog, item_query, runs
 from db.catalog import now_iso
@@ -224,9 +225,11 @@ def decide(ws: Workspace, item_id: int, stage: str, annotator: str, decision: st
            note: str | None = None, answer: str | None = None) -> Decision:
     """Append a decision on the item's flag in `stage`; committed at once. A confirmation without a reason takes
     'wrong_answer' when an answer is given, 'text_answerable' in the text-only stage, and is refused otherwise."""
-    annotator = (annotator or "").strip()
-    if not annotator:
-        raise QCError("an annotator name is required")
+    annotator = _annotator(annotator)
+    try:
+        note = record_note(note)
+    except BadName as exc:
+        raise QCError(str(exc)) from None
     if decision not in DECISIONS:
         raise QCError(f"unknown decision {decision!r} (confirm or reject)")
     if stage not in flag_stages(ws, item_id):
@@ -252,7 +255,7 @@ def decide(ws: Workspace, item_id: int, stage: str, annotator: str, decision: st
 
 def undo_decision(ws: Workspace, item_id: int, stage: str, annotator: str) -> Decision | None:
     """Withdraw the annotator's standing decision on the item's flag in `stage`. Returns the withdrawn one."""
-    annotator = (annotator or "").strip()
+    annotator = _annotator(annotator)
     found = ws.conn.execute(standing.standing_sql(QC_DECISIONS, _COLUMNS, "t.item_id = ? AND t.stage = ? AND "
                                                   "t.annotator = ?"), (item_id, stage, annotator)).fetchone()
     if found is None:
@@ -273,6 +276,13 @@ def _append(ws, item_id, stage, annotator, decision, reason, note, old_answer, n
             (item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created, uid, withdraws))
     return Decision(cur.lastrowid, item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created,
                     uid, withdraws)
+
+
+def _annotator(name: str) -> str:
+    try:
+        return annotator_name(name or "")
+    except BadName as exc:
+        raise QCError(f"annotator: {exc}") from None
 
 
 def _stages_hint(ws: Workspace, item_id: int) -> str:

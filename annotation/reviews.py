@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from annotation import standing
+from annotation.names import annotator_name, record_note
 from db.catalog import now_iso
 from db.errors import InvalidInput
 from db.workspace import Workspace
@@ -42,9 +43,8 @@ def add_review(ws: Workspace, item_id: int, annotator: str, verdict: Verdict, *,
         raise InvalidInput(f"unknown verdict {verdict!r} (one of {', '.join(VERDICTS)})")
     if verdict == "wrong_answer" and not corrected_answer:
         raise InvalidInput("a wrong-answer verdict needs the corrected answer")
-    if not annotator.strip():
-        raise InvalidInput("an annotator name is required")
-    return _append(ws, item_id, annotator.strip(), verdict, corrected_answer, note, seconds, None)
+    return _append(ws, item_id, annotator_name(annotator), verdict, corrected_answer, record_note(note), seconds,
+                   None)
 
 
 def undo_last(ws: Workspace, annotator: str, item_id: int | None = None) -> Review | None:

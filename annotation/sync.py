@@ -9,9 +9,11 @@ records (docs/adr/0010).
 
 Items are named by what is stable across copies: a benchmark's name and the item's source index; for alignment
 labels, the adjudication set's name and the response key (sha256 of question, options as shown and response) of
-the adjudication item. A file is read within bounds (size, line length, JSON depth) and checked whole before
-anything is written, in one transaction; a bad line is `FILE:LINE: field: what` (evaluator's InputError), or, with
-skip_bad, skipped and listed — and so is an undo whose target was skipped.
+the adjudication item. A file is read as hostile input, within bounds (a regular file, its size, line length, JSON
+depth, no duplicate keys) and checked whole before anything is written, in one transaction; the first bad line is
+`FILE:LINE: field: what` (evaluator's InputError), or, with skip_bad, skipped and counted (the first MAX_LISTED
+listed) — and so is an undo whose target was skipped. Names of people follow annotation/names.py, the rule every
+local record follows, so what one copy exports another imports; benchmark and set names are only looked up.
 """
 from __future__ import annotations
 
@@ -20,25 +22,31 @@ import math
 import os
 import uuid as _uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from annotation import qc, reviews
 from annotation.alignment import UNCLEAR
+from annotation.names import MAX_NOTE_CHARS, BadName, annotator_name
 from annotation.standing import ADJUDICATIONS, LABELS, QC_DECISIONS, REVIEWS, WITHDRAWAL, Kind
 from db import catalog
 from db.workspace import Workspace
 from evaluator.choices import answer_keys
 from evaluator.extraction import REFUSAL
 from evaluator.importers import InputError
+from evaluator.importers.common import JsonTooDeep, Refused, json_loads, open_regular, text_problem
+from evaluator.outfiles import write_file
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_LINE_BYTES = 64 * 1024
 MAX_DEPTH = 2  # records are flat objects; anything nested deeper is refused before it is parsed
-MAX_NAME = 100  # annotator, benchmark and set names
-MAX_NOTE = 10_000
+MAX_LOOKUP = 1000  # benchmark and set names, looked up as they are (older rules allowed other lengths)
+MAX_NOTE = MAX_NOTE_CHARS  # what a local record may hold (annotation/names.py)
 MAX_SECONDS = 1e7  # time spent on one record; more is a clock error, not work
+MAX_LISTED = 100  # skipped lines listed in a report (all are counted)
+EARLIEST = datetime(2000, 1, 1, tzinfo=timezone.utc)  # `at` before this is a clock error
+FUTURE_SLACK = timedelta(days=1)  # `at` later than now + this would outrank every later record: refused
 
 KINDS = ("reviews", "labels", "qc")
 
@@ -55,10 +63,12 @@ class _Bad(Exception):
 class ImportReport:
     added: dict[str, int]  # table -> new records written
     present: int  # records whose id was already there (same content)
-    skipped: tuple[InputError, ...]
+    skipped: tuple[InputError, ...]  # the first MAX_LISTED skipped lines
+    skipped_count: int = 0  # every skipped line
 
     def to_json(self) -> dict:
         return {"added": sum(self.added.values()), "by_table": self.added, "present": self.present,
+                "skipped_count": self.skipped_count,
                 "skipped": [{"line": e.line, "field": e.field, "error": e.what} for e in self.skipped]}
 
 
@@ -93,7 +103,8 @@ def _fields(obj: dict, required: tuple[str, ...], optional: tuple[str, ...]) -> 
     return {k: obj.get(k) for k in required + optional}
 
 
-def _text(rec: dict, key: str, *, nullable: bool = False, limit: int = MAX_NAME) -> str | None:
+def _text(rec: dict, key: str, *, nullable: bool = False, limit: int = MAX_LOOKUP) -> str | None:
+    """Text SQLite can hold (no NUL, no lone surrogate) of at most `limit` characters."""
     value = rec[key]
     if value is None and nullable:
         return None
@@ -101,23 +112,18 @@ def _text(rec: dict, key: str, *, nullable: bool = False, limit: int = MAX_NAME)
         raise _Bad(key, f"expected text{' or null' if nullable else ''}, got {_json_type(value)}")
     if len(value) > limit:
         raise _Bad(key, f"longer than {limit} characters")
+    problem = text_problem(value)
+    if problem:
+        raise _Bad(key, f"contains {problem}")
     return value
 
 
-def check_name(value, key: str = "annotator") -> str:
-    """A person's (or a set's, a benchmark's) name as it may be stored: non-empty text, printable, no surrounding
-    spaces, at most MAX_NAME characters."""
-    if not isinstance(value, str):
-        raise _Bad(key, f"expected a name, got {_json_type(value)}")
-    if not value.strip():
-        raise _Bad(key, "empty")
-    if len(value) > MAX_NAME:
-        raise _Bad(key, f"longer than {MAX_NAME} characters")
-    if not value.isprintable():
-        raise _Bad(key, "holds control or other unprintable characters")
-    if value != value.strip():
-        raise _Bad(key, "leading or trailing spaces")
-    return value
+def _name(rec: dict, key: str = "annotator") -> str:
+    """A person's name, as annotation/names.py stores it."""
+    try:
+        return annotator_name(rec[key])
+    except BadName as exc:
+        raise _Bad(key, str(exc)) from None
 
 
 def _uuid_field(rec: dict, key: str, *, nullable: bool = False) -> str | None:
@@ -145,7 +151,15 @@ def _time(rec: dict, key: str = "at") -> str:
         raise _Bad(key, f"{value!r} is not an ISO 8601 time") from None
     if at.tzinfo is None:
         raise _Bad(key, f"{value!r} has no time zone")
-    return at.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+    latest = datetime.now(timezone.utc) + FUTURE_SLACK
+    try:
+        at = at.astimezone(timezone.utc)
+    except OverflowError:  # year 1 or 9999 shifted by its zone out of datetime's range
+        raise _Bad(key, f"{value!r} is not between {EARLIEST:%Y-%m-%d} and tomorrow") from None
+    if not EARLIEST <= at <= latest:
+        # A time in the future would stand over every correction made until then.
+        raise _Bad(key, f"{value!r} is not between {EARLIEST:%Y-%m-%d} and tomorrow ({latest:%Y-%m-%d %H:%M} UTC)")
+    return at.isoformat(timespec="milliseconds")
 
 
 def _seconds(rec: dict, key: str = "seconds") -> float | None:
@@ -184,6 +198,12 @@ class _Lookups:
         self.ws = ws
         self._benches: dict[str, dict | None] = {}
         self._sets: dict[str, dict | None] = {}
+        self._flags: dict[int, list[str]] = {}
+
+    def flag_stages(self, item_id: int) -> list[str]:
+        if item_id not in self._flags:
+            self._flags[item_id] = qc.flag_stages(self.ws, item_id)
+        return self._flags[item_id]
 
     def item(self, rec: dict) -> catalog.Item:
         name = _text(rec, "benchmark")
@@ -195,7 +215,7 @@ class _Lookups:
             raise _Bad("benchmark", f"no benchmark named {name!r} in this workspace")
         index = _index(rec)
         if index not in items:
-            raise _Bad("index", f"benchmark {name!r} has no item with index {index!r}")
+            raise _Bad("index", f"benchmark {name[:100]!r} has no item with index {repr(index)[:60]}")
         return items[index]
 
     def adjudication_item(self, rec: dict) -> tuple[int, tuple[str, ...]]:
@@ -220,7 +240,7 @@ def _review(rec: dict, look: _Lookups) -> _Row:
                   ("answer", "note", "seconds", "withdraws"))
     uid = _uuid_field(rec, "id")
     item = look.item(rec)
-    annotator = check_name(rec["annotator"])
+    annotator = _name(rec)
     verdict = _text(rec, "verdict")
     if verdict not in (*reviews.VERDICTS, reviews.UNDO):
         raise _Bad("verdict", f"unknown verdict {verdict!r} (one of {', '.join(reviews.VERDICTS)}, undo)")
@@ -231,10 +251,10 @@ def _review(rec: dict, look: _Lookups) -> _Row:
     elif answer is not None:
         raise _Bad("answer", "only a wrong_answer verdict has a corrected key")
     withdraws = _uuid_field(rec, "withdraws", nullable=True)
-    if withdraws is not None and verdict != reviews.UNDO:
-        raise _Bad("withdraws", "only an undo withdraws a record")
+    if (withdraws is None) != (verdict != reviews.UNDO):
+        raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
     note, seconds, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _seconds(rec), _time(rec)
-    record = {**rec, "at": at}
+    record = {**rec, "annotator": annotator, "at": at}
     return _Row(0, REVIEWS, record, {
         "item_id": item.id, "annotator": annotator, "verdict": verdict, "corrected_answer": answer, "note": note,
         "seconds": seconds, "created_at": at, "uuid": uid, "withdraws": withdraws},
@@ -248,7 +268,7 @@ def _label(rec: dict, look: _Lookups) -> _Row:
     if kind not in ("label", "adjudication"):
         raise _Bad("kind", f"{kind!r} is not label or adjudication")
     item_id, admitted = look.adjudication_item(rec)
-    annotator = check_name(rec["annotator"])
+    annotator = _name(rec)
     label = _text(rec, "label")
     if label not in (*admitted, WITHDRAWAL):
         raise _Bad("label", f"{label!r} is not a label of this response: one of {', '.join(admitted)}, or undo")
@@ -256,7 +276,7 @@ def _label(rec: dict, look: _Lookups) -> _Row:
     if (withdraws is None) != (label != WITHDRAWAL):
         raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
     note, seconds, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _seconds(rec), _time(rec)
-    record = {**rec, "at": at}
+    record = {**rec, "annotator": annotator, "at": at}
     if kind == "label":
         if note is not None:
             raise _Bad("note", "a label has no note (an adjudication has)")
@@ -278,7 +298,10 @@ def _decision(rec: dict, look: _Lookups) -> _Row:
     stage = _text(rec, "stage")
     if stage not in qc.STAGES:
         raise _Bad("stage", f"unknown stage {stage!r} ({', '.join(qc.STAGES)})")
-    annotator = check_name(rec["annotator"])
+    if stage not in look.flag_stages(item.id):  # as `qc decide` refuses it: a decision hangs on a flag
+        raise _Bad("stage", f"item {item.index!r} of {rec['benchmark']!r} has no {stage} flag in this workspace; "
+                            f"compute the stage here first (vlmdesk qc {stage})")
+    annotator = _name(rec)
     decision = _text(rec, "decision")
     if decision not in (*qc.DECISIONS, WITHDRAWAL):
         raise _Bad("decision", f"unknown decision {decision!r} (confirm, reject or undo)")
@@ -292,13 +315,16 @@ def _decision(rec: dict, look: _Lookups) -> _Row:
         if answer not in _answers(item):
             raise _Bad("answer", f"a wrong_answer confirmation needs the corrected key, one of "
                                  f"{', '.join(_answers(item))}")
+        if old is not None and old not in _answers(item):
+            raise _Bad("old_answer", f"{old[:30]!r} is not a key of this item: one of {', '.join(_answers(item))}, "
+                                     "or null")
     elif answer is not None or old is not None:
         raise _Bad("answer" if answer is not None else "old_answer", "only a wrong_answer confirmation has answers")
     withdraws = _uuid_field(rec, "withdraws", nullable=True)
     if (withdraws is None) != (decision != WITHDRAWAL):
         raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
     note, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _time(rec)
-    return _Row(0, QC_DECISIONS, {**rec, "at": at}, {
+    return _Row(0, QC_DECISIONS, {**rec, "annotator": annotator, "at": at}, {
         "item_id": item.id, "stage": stage, "annotator": annotator, "decision": decision, "reason": reason,
         "note": note, "old_answer": old, "new_answer": answer, "created_at": at, "uuid": uid, "withdraws": withdraws},
         ("qc_decisions", item.id, stage, annotator), withdraws)
@@ -375,117 +401,131 @@ def write_jsonl(records: Iterable[dict], out) -> int:
     return n
 
 
-def export_to_file(records: Iterable[dict], path: Path) -> int:
-    """Write the records to `path` through a temporary file in the same folder, replaced atomically."""
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            n = write_jsonl(records, f)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return n
+def export_to_file(records: Iterable[dict], path: str | os.PathLike) -> int:
+    """Write the records to `path` under evaluator/outfiles.py's rule (never over a workspace, a device or a FIFO;
+    a failure leaves the old file)."""
+    return write_file(path, lambda f: write_jsonl(records, f))
 
 
 # ---------------------------------------------------------------------------------------------------- import
-def _depth(text: str) -> int:
-    """The deepest nesting of [ and { outside strings (checked before json.loads sees the line)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
-
-
 def _reject_constant(name: str):
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def read_lines(path: Path) -> Iterator[tuple[int, dict | InputError]]:
-    """(line number, parsed object or the InputError of that line); blank lines are ignored. A file that cannot be
-    read at all raises InputError (line 0)."""
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return obj
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, dict | tuple[str, str]]]:
+    """(line number, parsed object or the (field, what) of that line's error); blank lines are ignored. A file that
+    cannot be read at all (missing, not a regular file — a FIFO, a device, also through a symlink — or too big)
+    raises InputError (line 0). Errors are not InputErrors yet: a file of a million bad lines makes few of them."""
     try:
-        f = open(path, "rb")
+        f = open_regular(path, MAX_FILE_BYTES, "limit of this command")
+    except Refused as exc:
+        raise InputError(path, 0, "file", str(exc).removeprefix(f"{path} ")) from None
     except OSError as exc:
         raise InputError(path, 0, "file", exc.strerror or str(exc)) from None
     with f:
-        size = os.fstat(f.fileno()).st_size
-        if size > MAX_FILE_BYTES:
-            raise InputError(path, 0, "file", f"{size} bytes, more than the {MAX_FILE_BYTES} this command reads")
-        number = 0
-        while True:
+        number = read = 0
+        while read <= MAX_FILE_BYTES:  # the file may grow while it is read
             raw = f.readline(MAX_LINE_BYTES + 1)
             if not raw:
                 return
+            read += len(raw)
             number += 1
             if len(raw) > MAX_LINE_BYTES:
-                while raw and not raw.endswith(b"\n"):  # the rest of the long line
+                while raw and not raw.endswith(b"\n") and read <= MAX_FILE_BYTES:  # the rest of the long line
                     raw = f.readline(MAX_LINE_BYTES)
-                yield number, InputError(path, number, "line", f"longer than {MAX_LINE_BYTES} bytes")
+                    read += len(raw)
+                yield number, ("line", f"longer than {MAX_LINE_BYTES} bytes")
                 continue
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                yield number, InputError(path, number, "line", f"not UTF-8 ({exc.reason} at byte {exc.start})")
+                yield number, ("line", f"not UTF-8 ({exc.reason} at byte {exc.start})")
                 continue
             if not text.strip():
                 continue
-            # Counting brackets is cheap and rules out deep nesting for the flat lines an export writes.
-            if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
-                yield number, InputError(path, number, "line", f"JSON nested deeper than {MAX_DEPTH}")
-                continue
             try:
-                obj = json.loads(text, parse_constant=_reject_constant)
+                obj = json_loads(text, limit=MAX_DEPTH, decoder=_DECODER)
+            except _DuplicateKey as exc:
+                yield number, (str(exc)[:60], "given twice in one record")
+                continue
+            except JsonTooDeep:
+                yield number, ("line", f"JSON nested deeper than {MAX_DEPTH}")
+                continue
             except ValueError as exc:
-                yield number, InputError(path, number, "line", f"not JSON ({exc})")
+                yield number, ("line", f"not JSON ({exc})")
                 continue
             if not isinstance(obj, dict):
-                yield number, InputError(path, number, "line", f"expected a JSON object, got {_json_type(obj)}")
+                yield number, ("line", f"expected a JSON object, got {_json_type(obj)}")
                 continue
             yield number, obj
+    raise InputError(path, 0, "file", f"more than the {MAX_FILE_BYTES} bytes this command reads (it grew)")
+
+
+class _Bads:
+    """Bad lines: the first raises at once unless skip_bad; with it, all are counted and the first MAX_LISTED kept
+    (by line: withdrawals are checked after the whole file)."""
+
+    def __init__(self, path: Path, skip_bad: bool):
+        self.path, self.skip_bad, self.count, self.listed = path, skip_bad, 0, []
+
+    def add(self, line: int, field: str, what: str) -> None:
+        self.count += 1
+        if not self.skip_bad:
+            raise InputError(self.path, line, field, what)
+        if len(self.listed) < MAX_LISTED or line < self.listed[-1][0]:
+            self.listed.append((line, field, what))
+            self.listed.sort(key=lambda e: e[0])
+            del self.listed[MAX_LISTED:]
+
+    def first(self) -> tuple[InputError, ...]:
+        return tuple(InputError(self.path, *e) for e in self.listed)
 
 
 def import_records(ws: Workspace, path: str | os.PathLike, kind: str, *, skip_bad: bool = False) -> ImportReport:
-    """Merge a file written by export_records into the workspace (one transaction). Raises InputError for the first
-    bad line unless skip_bad, which writes the good lines and lists the others."""
+    """Merge a file written by export_records into the workspace (one transaction). Raises InputError at the first
+    bad line unless skip_bad, which writes the good lines and counts the others (listing the first MAX_LISTED)."""
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r} ({', '.join(KINDS)})")
     path = Path(path)
     look = _Lookups(ws)
-    bad: list[InputError] = []
-    rows: list[_Row] = []
+    bad = _Bads(path, skip_bad)
+    fresh: list[_Row] = []
+    by_uuid: dict[str, _Row] = {}
+    present = 0
     for number, obj in read_lines(path):
-        if isinstance(obj, InputError):
-            bad.append(obj)
+        if isinstance(obj, tuple):
+            bad.add(number, *obj)
             continue
         try:
             row = _CHECKS[kind](obj, look)
         except _Bad as exc:
-            bad.append(InputError(path, number, exc.field, exc.what))
+            bad.add(number, exc.field, exc.what)
             continue
         row.line = number
-        rows.append(row)
-    fresh, present = _dedupe(ws, path, rows, bad)
-    fresh = _check_withdrawals(ws, path, fresh, bad)
-    bad.sort(key=lambda e: e.line)
-    if bad and not skip_bad:
-        raise bad[0]
+        known = _known(ws, row, by_uuid)
+        if isinstance(known, tuple):
+            bad.add(row.line, *known)
+        elif known:
+            present += 1
+        else:
+            by_uuid[row.uuid] = row
+            fresh.append(row)
+    fresh = _check_withdrawals(ws, fresh, bad)
     added = {k.table: 0 for k in _TABLES[kind]}
     with ws.db.atomic():
         for row in sorted(fresh, key=lambda r: (r.values["created_at"], r.line)):
@@ -493,29 +533,31 @@ def import_records(ws: Workspace, path: str | os.PathLike, kind: str, *, skip_ba
             ws.conn.execute(f"INSERT INTO {row.kind.table} ({columns}) VALUES ({', '.join('?' * len(row.values))})",
                             list(row.values.values()))
             added[row.kind.table] += 1
-    return ImportReport(added, present, tuple(bad))
+    return ImportReport(added, present, bad.first(), bad.count)
 
 
-def _dedupe(ws: Workspace, path: Path, rows: list[_Row], bad: list[InputError]) -> tuple[list[_Row], int]:
-    """Rows whose id is new; an id already present (in the workspace or earlier in the file) must hold the same
-    record."""
-    by_uuid: dict[str, _Row] = {}
-    fresh, present = [], 0
-    for row in rows:
-        earlier = by_uuid.get(row.uuid)
-        if earlier is not None:
-            existing, where = earlier.record, f"line {earlier.line} of this file"
-        else:
-            existing, where = _stored_record(ws, row.kind, row.uuid), "this workspace"
-        if existing is None:
-            by_uuid[row.uuid] = row
-            fresh.append(row)
-        elif existing == row.record:
-            present += 1
-        else:
-            differs = next(k for k in row.record if existing.get(k) != row.record[k])
-            bad.append(InputError(path, row.line, "id", f"{row.uuid} is in {where} with a different {differs}"))
-    return fresh, present
+def _known(ws: Workspace, row: _Row, by_uuid: dict[str, _Row]) -> bool | tuple[str, str]:
+    """Whether the row's id is present already (earlier in the file or in the workspace) with the same record; an
+    error (field, what) when it is present with another content, or is the id of a record of another kind (ids are unique
+    across verdicts, labels, adjudications and QC decisions, so a file never holds two records with one id)."""
+    earlier = by_uuid.get(row.uuid)
+    if earlier is not None:
+        existing, where = earlier.record, f"line {earlier.line} of this file"
+    else:
+        other = next((k for k in _HUMAN_KINDS if k is not row.kind and ws.conn.execute(
+            f"SELECT 1 FROM {k.table} WHERE uuid = ?", (row.uuid,)).fetchone() is not None), None)
+        if other is not None:
+            return "id", f"{row.uuid} is the id of a record in {other.table} here; an id names one record"
+        existing, where = _stored_record(ws, row.kind, row.uuid), "this workspace"
+    if existing is None:
+        return False
+    if existing == row.record:
+        return True
+    differs = next(k for k in row.record if existing.get(k) != row.record[k])
+    return "id", f"{row.uuid} is in {where} with a different {differs}"
+
+
+_HUMAN_KINDS = (REVIEWS, LABELS, ADJUDICATIONS, QC_DECISIONS)
 
 
 def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict | None:
@@ -531,7 +573,7 @@ def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict | None:
     return next(iter(found), None)
 
 
-def _check_withdrawals(ws: Workspace, path: Path, fresh: list[_Row], bad: list[InputError]) -> list[_Row]:
+def _check_withdrawals(ws: Workspace, fresh: list[_Row], bad: _Bads) -> list[_Row]:
     """An undo must name a record (not an undo) of the same item, stage and person — already in the workspace, or
     a good line of this file."""
     records = {row.uuid: row for row in fresh if not row.is_withdrawal}
@@ -548,14 +590,14 @@ def _check_withdrawals(ws: Workspace, path: Path, fresh: list[_Row], bad: list[I
             found = ws.conn.execute(f"SELECT {', '.join(k.scope)}, {k.who}, {k.value} FROM {k.table} WHERE uuid = ?",
                                     (row.withdraws,)).fetchone()
             if found is None:
-                bad.append(InputError(path, row.line, "withdraws", f"names no record known here ({row.withdraws}); "
-                                      "import the file that holds it first, or with it"))
+                bad.add(row.line, "withdraws", f"names no record known here ({row.withdraws}); import the file that "
+                        "holds it first, or with it")
                 continue
             scope, value = (k.table, *found[:-1]), found[-1]
         if value == WITHDRAWAL:
-            bad.append(InputError(path, row.line, "withdraws", "names an undo; an undo withdraws a record"))
+            bad.add(row.line, "withdraws", "names an undo; an undo withdraws a record")
         elif scope != row.scope:
-            bad.append(InputError(path, row.line, "withdraws", "names a record of another item or person"))
+            bad.add(row.line, "withdraws", "names a record of another item or person")
         else:
             kept.append(row)
     return kept

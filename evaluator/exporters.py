@@ -16,8 +16,6 @@ from __future__ import annotations
 import base64
 import csv
 import json
-import os
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -29,6 +27,7 @@ from evaluator.choices import LETTERS, MAX_OPTIONS, displayed_answer, letters, r
 from evaluator.formats import export_formats
 from evaluator.formats import get as get_format
 from evaluator.importers.common import CIRCULAR_STRIDE
+from evaluator.outfiles import AtomicOutput
 from evaluator.registry import resolve
 
 VLMEVALKIT_ORDER = ("index", "question", "hint", *letters(MAX_OPTIONS), "answer", "category", "image", "source",
@@ -70,17 +69,14 @@ def _with_answer(item: Item, answer: str | None) -> Item:
 
 
 def _atomic_text(path: Path):
+    """(handle, pending output): evaluator/outfiles.py's rule (no devices, workspaces, half-written files)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    return os.fdopen(fd, "w", encoding="utf-8", newline=""), Path(tmp)
+    out = AtomicOutput(path, newline="")
+    return out.open(), out
 
 
-def _finish(handle, tmp: Path, path: Path, ok: bool) -> None:
-    handle.close()
-    if ok:
-        os.replace(tmp, path)
-    else:
-        tmp.unlink(missing_ok=True)
+def _finish(handle, out: AtomicOutput, path: Path, ok: bool) -> None:
+    out.close(ok)
 
 
 def _extra(item: Item) -> dict:

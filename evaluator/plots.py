@@ -13,6 +13,8 @@ from db.errors import InvalidInput
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from evaluator.outfiles import AtomicOutput
+
 if TYPE_CHECKING:
     from evaluator.report import RunReport, Scores
 
@@ -187,5 +189,6 @@ def save_figure(fig: Figure, path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise InvalidInput(f"{path}: plot files end in .png, .svg or .pdf")
-    fig.savefig(path, dpi=150)
+    with AtomicOutput(path, binary=True) as f:  # evaluator/outfiles.py's rule
+        fig.savefig(f, dpi=150, format=path.suffix.lower()[1:])
     return path

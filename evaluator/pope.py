@@ -12,13 +12,13 @@ import json
 import os
 import random
 import re
-import tempfile
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from db.errors import InvalidInput
+from evaluator.outfiles import AtomicOutput
 from evaluator.types import POPE_SETTINGS
 
 SETTINGS = POPE_SETTINGS
@@ -331,17 +331,10 @@ def score_matched(pairs: Sequence[tuple[dict, PopeAnswer]], parse: Callable[[str
 
 
 def write_pope_jsonl(records: Iterable[dict], path: str | os.PathLike) -> None:
-    """Writes records as JSON Lines through a temporary file and an atomic replace (no half-written files)."""
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            for record in records:
-                file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    """Writes records as JSON Lines under evaluator/outfiles.py's rule (no half-written files)."""
+    with AtomicOutput(path) as file:
+        for record in records:
+            file.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 # ------------------------------------------------------------------------------------------------ annotations

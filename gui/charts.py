@@ -8,10 +8,11 @@ from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
 from matplotlib.figure import Figure
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QFileDialog, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget,
+    QFileDialog, QHBoxLayout, QLabel, QMessageBox, QPushButton, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget,
 )
 
 from annotation.blind import HIDDEN_TEXT
+from db.errors import UserError
 from evaluator.plots import bar_target, save_figure
 
 
@@ -80,7 +81,10 @@ class ChartView(QWidget):
     def _export_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export chart", "chart.png", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
         if path:
-            self.export(path)
+            try:
+                self.export(path)
+            except (UserError, OSError, ValueError) as exc:  # a refused path (evaluator/outfiles.py), a full disk
+                QMessageBox.warning(self, "Export chart", str(exc))
 
 
 class BlindCover(QStackedWidget):

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QTabWidget, QVBoxLayout, QWidget,
 )
 
+from annotation.names import BadName, annotator_name
 from db import catalog, item_query
 from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import database_error, open_workspace
@@ -180,7 +181,7 @@ class MainWindow(QMainWindow):
         """Open another workspace; one that cannot be opened (or read) is one message, and the open one stays."""
         ws = None
         try:
-            ws = open_workspace(path)
+            ws = open_workspace(path, probe=True)
             benches = catalog.list_benchmarks(ws)  # once: it counts every benchmark's items and images
         except (UserError, EnvironmentFault, OSError, sqlite3.DatabaseError) as exc:
             if ws is not None:
@@ -366,13 +367,21 @@ class MainWindow(QMainWindow):
             default = getpass.getuser()
             name, ok = (QInputDialog.getText(self, "Who is annotating?", "Your name (signs every verdict):",
                                              text=default) if ask else (default, True))
-            self.ctx.update_prefs(annotator=(name.strip() if ok and name.strip() else default))
+            self.ctx.update_prefs(annotator=(self._valid_name(name) if ok and name.strip() else None) or default)
         return self.ctx.prefs.annotator
 
     def change_annotator(self) -> None:
         name, ok = QInputDialog.getText(self, "Annotator", "Your name:", text=self.ctx.prefs.annotator)
-        if ok and name.strip():
-            self.ctx.update_prefs(annotator=name.strip())
+        if ok and name.strip() and (name := self._valid_name(name)):
+            self.ctx.update_prefs(annotator=name)
+
+    def _valid_name(self, name: str) -> str | None:
+        """The name as every record stores it (annotation/names.py), or None after saying why it cannot be."""
+        try:
+            return annotator_name(name)
+        except BadName as exc:
+            self.show_error(f"Annotator name: {exc}")
+            return None
 
     def _prefs_changed(self) -> None:
         self.prefs = self.ctx.prefs

@@ -159,14 +159,18 @@ def _select_item(window, index: str) -> None:
 def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = None) -> list[str]:
     """Open the window on `workspace` with a throw-away configuration (the user's settings are never read or
     changed), put it in the state `shot` names, save the PNG, and write the visible texts when asked. Returns them."""
-    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtCore import QBuffer, QCoreApplication, QIODevice
 
+    from evaluator.outfiles import check_output, write_file
     from gui.app import application
     from gui.main_window import MainWindow
     from gui.prefs import Preferences, PreferencesFile
 
     if shot.view not in VIEWS:
         raise ScreenshotError(f"--view: unknown view {shot.view!r} (one of {', '.join(VIEWS)})")
+    for path in (out, visible_text):  # evaluator/outfiles.py's rule, before rendering (folders may be made below)
+        if path is not None and path.parent.is_dir():
+            check_output(path)
     app = application()
     with tempfile.TemporaryDirectory() as config:
         prefs = PreferencesFile(Path(config) / "preferences.json")
@@ -193,11 +197,14 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
             texts = visible_texts(window)
             try:
                 out.parent.mkdir(parents=True, exist_ok=True)
-                if not window.grab().save(str(out), "PNG"):
+                png = QBuffer()
+                png.open(QIODevice.WriteOnly)
+                if not window.grab().save(png, "PNG"):
                     raise ScreenshotError(f"could not write {out}")
+                write_file(out, lambda f: f.write(png.data().data()), binary=True)
                 if visible_text is not None:
                     visible_text.parent.mkdir(parents=True, exist_ok=True)
-                    visible_text.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+                    write_file(visible_text, lambda f: f.write("".join(t + "\n" for t in texts)))
             except OSError as exc:
                 raise ScreenshotError(f"could not write {exc.filename or out}: {exc.strerror or exc}") from None
         finally:

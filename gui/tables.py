@@ -9,6 +9,8 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QFileDialog, QHeaderView, QTableView
 
+from evaluator.outfiles import AtomicOutput
+
 
 class RowsModel(QAbstractTableModel):
     """Rows of display texts (plus, per row, a payload and optional colour / tooltip per cell)."""
@@ -80,7 +82,7 @@ def write_csv(model, path: str | Path) -> int:
     """Every row of a table model as its cells read, headers first; returns the number of rows written."""
     path = Path(path)
     columns = range(model.columnCount())
-    with open(path, "w", encoding="utf-8", newline="") as f:
+    with AtomicOutput(path, newline="") as f:  # evaluator/outfiles.py's rule
         out = csv.writer(f)
         out.writerow([model.headerData(c, Qt.Horizontal, Qt.DisplayRole) for c in columns])
         for r in range(model.rowCount()):

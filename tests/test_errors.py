@@ -320,7 +320,7 @@ def test_the_app_opens_a_read_only_workspace_and_says_so(demo_path, tmp_path, qt
     prefs = PreferencesFile(tmp_path / "config" / "preferences.json")
     prefs.save(Preferences(annotator="ann"))
     # Root ignores permission bits, so the test asks for read-only the way a file that cannot be written is opened.
-    monkeypatch.setattr(main_window, "open_workspace", lambda p: open_workspace(p, read_only=True))
+    monkeypatch.setattr(main_window, "open_workspace", lambda p, **kw: open_workspace(p, read_only=True, **kw))
     before = sha(demo_path)
     window = main_window.MainWindow(demo_path, prefs_file=prefs, settings_path=tmp_path / "config" / "w.ini")
     qtbot.addWidget(window)
@@ -388,8 +388,6 @@ def test_read_only_commands_create_no_companion_files(demo_path):
     assert sha(demo_path) == before
 
 
-@pytest.mark.xfail(strict=True, reason="for the coordinator to wire: MainWindow.open_workspace must open with "
-                                       "open_workspace(path, probe=True); then remove this mark")
 @pytest.mark.parametrize("table", ["runs", "predictions"])
 def test_the_app_keeps_the_open_workspace_when_another_has_a_damaged_page_its_views_read(demo_path, tmp_path, qtbot,
                                                                                         monkeypatch, table):

@@ -62,3 +62,16 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"error: {self.prog}: {' '.join(message.split())} (see: {self.prog} --help)\n")
+
+
+def annotator(text: str) -> str:
+    """A person's name (--annotator, --adjudicator): annotation/names.py's rule, the one every stored name follows."""
+    from annotation.names import BadName, annotator_name
+
+    try:
+        return annotator_name(text)
+    except BadName as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+annotator.__name__ = "a name"

@@ -17,16 +17,14 @@ class UsageError(UserError):
 
 
 def output_file(path_text: str):
-    """The path a command will write, checked first: its folder must exist (nothing is created behind the user's
-    back), and it must not be a folder itself."""
+    """The path a command will write, checked before any work (evaluator/outfiles.py's rule: no folder, device,
+    FIFO, socket or SQLite database, an existing folder); the writer checks again when it writes."""
     from pathlib import Path
 
-    path = Path(path_text).expanduser()
-    if path.is_dir():
-        raise UsageError(f"{path}: is a directory; give a file name")
-    if not path.parent.is_dir():
-        raise UsageError(f"{path.parent}: no such directory")
-    return path
+    from evaluator.outfiles import check_output
+
+    check_output(path_text)
+    return Path(path_text).expanduser()
 
 
 def _formatter(prog):

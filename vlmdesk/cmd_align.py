@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from db.errors import InvalidInput
 from evaluator.backends import BackendError
 from evaluator.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
-from vlmdesk.args import positive_int, record_id, seed
+from vlmdesk.args import annotator, positive_int, record_id, seed
 
 if TYPE_CHECKING:
     from annotation.alignment import AlignmentReport
@@ -53,14 +53,15 @@ def register(add) -> None:
     q = action("label", "label a set blind: type the option the response chose, Z, unclear, or q to stop", cmd_label,
                "vlmdesk align label --set s1 --annotator ana")
     q.add_argument("--set", required=True, dest="set_name", metavar="NAME", help="the adjudication set to label")
-    q.add_argument("--annotator", required=True, metavar="NAME", help="your name, stored with every label")
+    q.add_argument("--annotator", required=True, metavar="NAME", type=annotator,
+                   help="your name, stored with every label")
 
     q = action("adjudicate", "list annotator disagreements, or record a final label with --item and --label",
                cmd_adjudicate, "vlmdesk align adjudicate --set s1 --item 17 --label B --adjudicator lead")
     q.add_argument("--set", required=True, dest="set_name", metavar="NAME", help="the adjudication set")
     q.add_argument("--item", type=record_id, metavar="ITEM_ID", help="the disagreement to settle (ids as listed)")
     q.add_argument("--label", metavar="LETTER|Z|unclear", help="the final label for --item")
-    q.add_argument("--adjudicator", metavar="NAME", help="who settles it (stored with the label)")
+    q.add_argument("--adjudicator", metavar="NAME", type=annotator, help="who settles it (stored with the label)")
     q.add_argument("--note", help="why (optional)")
     q.add_argument("--json", action="store_true", help="print JSON")
 
@@ -74,7 +75,8 @@ def register(add) -> None:
     q = action("export-labels", "write a set's labels, adjudications and their undos as JSON Lines, oldest first",
                cmd_export_labels, "vlmdesk align export-labels --set s1 --annotator ana --out ana-labels.jsonl")
     q.add_argument("--set", required=True, dest="set_name", metavar="NAME", help="the adjudication set")
-    q.add_argument("--annotator", metavar="NAME", help="only this annotator's (or adjudicator's) records")
+    q.add_argument("--annotator", metavar="NAME", type=annotator,
+                   help="only this annotator's (or adjudicator's) records")
     add_export_output(q)
 
     q = action("import-labels", "merge labels and adjudications exported from another copy of the workspace",

@@ -9,6 +9,7 @@ from db import catalog
 from evaluator.formats import format_names
 from evaluator.importers import import_benchmark
 from evaluator.importers.common import DEFAULT_MAX_IMAGE_MB, ReadLimits, index_for_lookup
+from evaluator.outfiles import write_file
 from vlmdesk.args import int_in, positive_int
 from vlmdesk.cli import output_file
 
@@ -220,7 +221,7 @@ def cmd_show(args) -> int:
         if image is None:
             raise UsageError(f"item {item.index!r} has no image")
         try:
-            output_file(args.image_out).write_bytes(image[0])
+            write_file(output_file(args.image_out), lambda f: f.write(image[0]), binary=True)
         except OSError as exc:
             raise UsageError(f"{args.image_out}: {exc.strerror or exc}") from None
     if args.json:

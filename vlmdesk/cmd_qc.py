@@ -17,7 +17,7 @@ from evaluator.formats import format_names
 from evaluator.launch import prepare_run, resolve_model, run_or_resume
 from evaluator.prompts import default_template
 from evaluator.runner import RunSettings
-from vlmdesk.args import positive_int, record_id, seed
+from vlmdesk.args import annotator, positive_int, record_id, seed
 from vlmdesk.cmd_data import bench_or_fail, item_or_fail
 
 ANNOTATOR_ENV = "VLMDESK_ANNOTATOR"
@@ -109,7 +109,7 @@ def register(add) -> None:
     s.add_argument("--note", help="free text kept with the decision")
     s.add_argument("--answer", help="the corrected answer key (a letter, or yes/no)")
     s.add_argument("--stage", choices=qc.STAGES, help="which flag, when the item has both")
-    s.add_argument("--annotator", help=f"your name (default: ${ANNOTATOR_ENV}, else your user name)")
+    s.add_argument("--annotator", type=annotator, help=f"your name (default: ${ANNOTATOR_ENV}, else your user name)")
     s.add_argument("--json", action="store_true", help="print the decision as JSON")
     s.set_defaults(handler=cmd_decide)
 
@@ -150,7 +150,7 @@ def register(add) -> None:
              vlmdesk qc export-decisions --bench demo --out demo-decisions.jsonl
              vlmdesk qc export-decisions --annotator ana > ana-decisions.jsonl""")
     s.add_argument("--bench", help="only this benchmark's items")
-    s.add_argument("--annotator", metavar="NAME", help="only this reviewer's decisions")
+    s.add_argument("--annotator", metavar="NAME", type=annotator, help="only this reviewer's decisions")
     add_export_output(s)
     s.set_defaults(handler=cmd_export_decisions)
 

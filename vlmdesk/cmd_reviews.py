@@ -9,6 +9,8 @@ import json
 import sys
 import textwrap
 
+from vlmdesk.args import annotator
+
 
 def register(add) -> None:
     from vlmdesk.cli import _formatter, _workspace_option
@@ -36,7 +38,7 @@ def register(add) -> None:
                vlmdesk reviews export --out all.jsonl
                vlmdesk reviews export --bench demo --annotator ana > ana.jsonl""")
     q.add_argument("--bench", help="only this benchmark's items")
-    q.add_argument("--annotator", metavar="NAME", help="only this annotator's records")
+    q.add_argument("--annotator", metavar="NAME", type=annotator, help="only this annotator's records")
     add_export_output(q)
 
     q = action("import", "merge verdicts exported from another copy of the workspace", cmd_import, """
@@ -46,7 +48,9 @@ def register(add) -> None:
 
 
 def add_export_output(q) -> None:
-    q.add_argument("--out", metavar="FILE", help="write to FILE (replaced atomically) instead of standard output")
+    q.add_argument("--out", metavar="FILE",
+                   help="write to FILE instead of standard output (a new file, or a regular file replaced whole once "
+                        "written; never a workspace, folder, FIFO or device; a symlink is written through)")
 
 
 def add_import_arguments(q, what: str) -> None:
@@ -65,7 +69,7 @@ def run_export(ws, kind: str, out: str | None, **filters) -> int:
     if out is None:
         sync.write_jsonl(records, sys.stdout)
         return 0
-    path = output_file(out)
+    path = output_file(out)  # checked before the first record is read; export_to_file checks again
     n = sync.export_to_file(records, path)
     print(f"wrote {n} record(s) to {path}", file=sys.stderr)
     return 0
@@ -79,12 +83,14 @@ def run_import(args, kind: str, what: str) -> int:
         report = sync.import_records(ws, args.file, kind, skip_bad=args.skip_bad)
     for err in report.skipped:
         print(f"skipped: {err}", file=sys.stderr)
+    if report.skipped_count > len(report.skipped):
+        print(f"skipped: … and {report.skipped_count - len(report.skipped)} more line(s)", file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_json(), ensure_ascii=False))
         return 0
     by_table = ", ".join(f"{n} {table}" for table, n in report.added.items()) if len(report.added) > 1 else ""
     print(f"imported {sum(report.added.values())} new {what}{f' ({by_table})' if by_table else ''}; "
-          f"{report.present} already present; {len(report.skipped)} line(s) skipped")
+          f"{report.present} already present; {report.skipped_count} line(s) skipped")
     return 0
 
 

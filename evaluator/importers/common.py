@@ -275,12 +275,13 @@ def json_too_deep(text: str, start: int = 0, limit: int = MAX_JSON_DEPTH) -> int
     return None
 
 
-def json_loads(text: str):
-    """json.loads, bounded in depth. Raises JsonTooDeep, json.JSONDecodeError, or a plain ValueError for a number
-    of more than 4,300 digits (Python's limit on int())."""
-    if json_too_deep(text) is not None:
-        raise JsonTooDeep(f"nested deeper than {MAX_JSON_DEPTH} levels")
-    return json.loads(text)
+def json_loads(text: str, *, limit: int = MAX_JSON_DEPTH, decoder: json.JSONDecoder | None = None):
+    """json.loads (or decoder.decode: one made once with hooks such as object_pairs_hook), bounded in depth (`limit`
+    levels). Raises JsonTooDeep, json.JSONDecodeError, or a plain ValueError for a number of more than 4,300 digits
+    (Python's limit on int())."""
+    if json_too_deep(text, limit=limit) is not None:
+        raise JsonTooDeep(f"nested deeper than {limit} levels")
+    return json.loads(text) if decoder is None else decoder.decode(text)
 
 
 def finite(value) -> bool:

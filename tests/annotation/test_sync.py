@@ -98,7 +98,8 @@ def test_verdicts_merge_both_ways_into_identical_standing_verdicts_and_twice_add
     assert all(isinstance(r["index"], int) for r in exported)
     done = vlmdesk(b, "reviews", "import", str(out_a), "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"added": 4, "by_table": {"reviews": 4}, "present": 2, "skipped": []}
+    assert json.loads(done.stdout) == {"added": 4, "by_table": {"reviews": 4}, "present": 2, "skipped_count": 0,
+                                      "skipped": []}
     done = vlmdesk(a, "reviews", "import", str(out_b), "--json")
     assert json.loads(done.stdout)["added"] == 4  # bob's 4 rows; the 2 made before the copy are there already
     assert standing(a) == standing(b)
@@ -164,9 +165,9 @@ BAD_REVIEWS = [
     ({**GOOD, "at": "2026-11-30T10:00:00"}, "at", "no time zone"),
     ({**GOOD, "id": "123"}, "id", "not a uuid"),
     ({**GOOD, "annotator": ""}, "annotator", "empty"),
-    ({**GOOD, "annotator": "cyd\x07"}, "annotator", "unprintable"),
+    ({**GOOD, "annotator": "cyd\x07"}, "annotator", "holds U+0007"),
     ({**GOOD, "annotator": "x" * 101}, "annotator", "longer than 100"),
-    ({**GOOD, "annotator": ["cyd"]}, "annotator", "expected a name, got a list"),
+    ({**GOOD, "annotator": ["cyd"]}, "annotator", "expected a name, got list"),
     ({**GOOD, "note": [[1]]}, "line", "nested deeper than 2"),
     ({**GOOD, "extra": 1}, "extra", "unknown field"),
     ({k: v for k, v in GOOD.items() if k != "at"}, "at", "missing"),
@@ -177,6 +178,19 @@ BAD_REVIEWS = [
     ("[1, 2]", "line", "expected a JSON object"),
     ('{"seconds": NaN}', "line", "not JSON"),
     ("x" * (sync.MAX_LINE_BYTES + 10), "line", "longer than"),
+    # Lone surrogates (written escaped, as JSON allows) and times out of datetime's range were internal errors.
+    (json.dumps({**GOOD, "note": "a\ud800"}), "note", "a lone surrogate U+D800"),
+    (json.dumps({**GOOD, "benchmark": "de\udc00mo"}), "benchmark", "a lone surrogate U+DC00"),
+    ({**GOOD, "at": "0001-01-01T00:00:00+01:00"}, "at", "is not between 2000-01-01 and tomorrow"),
+    ({**GOOD, "at": "9999-12-31T23:30:00-01:00"}, "at", "is not between 2000-01-01 and tomorrow"),
+    # Garbage that was stored: a NUL, an undo withdrawing nothing, a time that would outrank every correction.
+    ({**GOOD, "note": "a\x00b"}, "note", "a NUL character"),
+    ({**UNDO, "withdraws": None}, "withdraws", "an undo names the record it withdraws"),
+    ({**GOOD, "at": "9999-01-01T00:00:00+00:00"}, "at", "is not between 2000-01-01 and tomorrow"),
+    ({**GOOD, "at": "1999-12-31T23:59:59+00:00"}, "at", "is not between 2000-01-01 and tomorrow"),
+    ('{"id": "2f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f", "id": "3f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"}', "id",
+     "given twice in one record"),
+    ({**GOOD, "annotator": "\u202eana"}, "annotator", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
 ]
 
 
@@ -184,7 +198,8 @@ BAD_REVIEWS = [
 def test_a_bad_line_is_one_error_and_nothing_is_written(two_copies, tmp_path, capsys, line, field, what):
     a, _ = two_copies
     before = count(a, "reviews")
-    path = write_lines(tmp_path / "in.jsonl", [GOOD, "", line, UNDO])
+    # The last line is good, and is not written either.
+    path = write_lines(tmp_path / "in.jsonl", [GOOD, "", line, {**UNDO, "id": "6f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"}])
     code, out, err = cli(capsys, a, "reviews", "import", path)
     assert code == 2 and out == ""
     assert err.startswith(f"error: {path}:3: {field}: ") and err.count("\n") == 1, err
@@ -234,12 +249,101 @@ def test_skip_bad_imports_the_good_lines_and_lists_the_bad_ones(two_copies, tmp_
                                                                     GOOD["id"])]
 
 
+def test_skip_bad_skips_surrogates_and_overflowing_times_instead_of_failing(two_copies, tmp_path):
+    a, _ = two_copies
+    path = write_lines(tmp_path / "odd.jsonl", [json.dumps({**GOOD, "note": "\ud800"}), json.dumps(
+        {**GOOD, "id": "5f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f", "at": "9999-12-31T23:30:00-01:00"}), GOOD])
+    done = vlmdesk(a, "reviews", "import", path, "--skip-bad", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["added"], report["skipped_count"]) == (1, 2)
+    assert [(s["line"], s["field"]) for s in report["skipped"]] == [(1, "note"), (2, "at")]
+
+
+@pytest.mark.parametrize("kind", ["reviews", "align", "qc"])
+def test_a_fifo_a_device_or_a_symlink_to_one_is_refused_before_it_is_read(two_copies, tmp_path, kind):
+    a, _ = two_copies
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    zero, urandom = tmp_path / "zero.jsonl", tmp_path / "urandom.jsonl"
+    zero.symlink_to("/dev/zero")
+    urandom.symlink_to("/dev/urandom")
+    command = {"reviews": ["reviews", "import"], "align": ["align", "import-labels"],
+               "qc": ["qc", "import-decisions"]}[kind]
+    for path, what in ((fifo, "a FIFO (named pipe)"), (zero, "a character device"), (urandom, "a character device")):
+        done = vlmdesk(a, *command, str(path), "--skip-bad")  # each of these used to block or spin until killed
+        assert (done.returncode, done.stderr) == (2, f"error: {path}: file: is {what}, not a regular file\n")
+
+
+def test_the_first_bad_line_stops_the_import_and_skip_bad_lists_a_bounded_number(two_copies, tmp_path):
+    a, _ = two_copies
+    path = write_lines(tmp_path / "many.jsonl", ["x"] * 1000 + [GOOD])
+    done = vlmdesk(a, "reviews", "import", path)
+    assert (done.returncode, done.stderr) == (2, f"error: {path}:1: line: not JSON (Expecting value: line 1 column "
+                                                 "1 (char 0))\n")
+    done = vlmdesk(a, "reviews", "import", path, "--skip-bad")
+    assert done.returncode == 0, done.stderr
+    listed = done.stderr.splitlines()
+    assert len(listed) == sync.MAX_LISTED + 1 and listed[0].startswith(f"skipped: {path}:1: line: not JSON")
+    assert listed[-1] == f"skipped: … and {1000 - sync.MAX_LISTED} more line(s)"
+    assert "imported 1 new record(s); 0 already present; 1000 line(s) skipped" in done.stdout
+    done = vlmdesk(a, "reviews", "import", path, "--skip-bad", "--json")
+    report = json.loads(done.stdout)
+    assert report["skipped_count"] == 1000 and len(report["skipped"]) == sync.MAX_LISTED
+    assert report["skipped"][-1]["line"] == sync.MAX_LISTED
+
+
+def test_records_made_locally_merge_into_a_copy_whatever_the_names(tmp_path):
+    """One name rule at every door: what a copy stores, another copy imports; a benchmark keeps matching by its old
+    name even when today's rule would refuse it."""
+    a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    long_bench = "b" * 120  # a name an older import allowed
+    with open_workspace(a) as ws:
+        import_benchmark(ws, demo_dir() / "demo_mcq.jsonl", fmt="jsonl", name="demo")
+        ws.conn.execute("UPDATE benchmarks SET name = ? WHERE name = 'demo'", (long_bench,))
+        ws.conn.commit()
+    shutil.copyfile(a, b)
+    names = ["José\u00a0Luis", "Jose\u0301", "x" * 100, "  ana  ", "\u0645\u06cc\u200c\u0646\u0627", "山田\u3000太郎"]
+    with open_workspace(a) as ws:
+        item = catalog.list_items(ws, catalog.benchmark_by_name(ws, long_bench).id)[0]
+        stored = [reviews.add_review(ws, item.id, n, "ok", note="n" * 10_000).annotator for n in names]
+        for bad, what in (("x" * 101, "longer than 100"), ("ana\u202e", r"U\+202E"), ("a\nb", r"U\+000A"),
+                          ("\u00a0", "required")):
+            with pytest.raises(ValueError, match=what):
+                reviews.add_review(ws, item.id, bad, "ok")
+        # Notes too: a merge refuses a NUL or more than 10,000 characters, so the door where they are made does.
+        for note, what in (("a\x00b", "NUL"), ("n" * 10_001, "at most 10000")):
+            with pytest.raises(ValueError, match=what):
+                reviews.add_review(ws, item.id, "ana", "ok", note=note)
+    assert stored == ["José\u00a0Luis", "José", "x" * 100, "ana", names[4], names[5]]  # NFC, stripped
+    out = tmp_path / "a.jsonl"
+    for args in (("reviews", "export", "--out", str(out)),):
+        done = vlmdesk(a, *args)
+        assert done.returncode == 0, done.stderr
+    done = vlmdesk(b, "reviews", "import", str(out), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["added"] == len(names)
+    done = vlmdesk(b, "reviews", "import", str(out), "--json")  # twice: all present, nothing differs
+    assert (done.returncode, json.loads(done.stdout)["present"]) == (0, len(names)), done.stderr
+    with open_workspace(b) as ws:
+        assert sorted(r.annotator for r in reviews.standing_reviews(ws)) == sorted(stored)
+
+
+def test_the_cli_name_options_follow_the_same_rule(two_copies):
+    a, _ = two_copies
+    for args in (["qc", "decide", "demo", "1", "--reject", "--annotator", "x" * 150],
+                 ["reviews", "export", "--annotator", "ana\u202e"],
+                 ["align", "label", "--set", "s", "--annotator", "a\tb"]):
+        done = vlmdesk(a, *args)
+        assert done.returncode == 2 and "--annotator" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
 def test_file_bounds(tmp_path, monkeypatch, two_copies, capsys):
     a, _ = two_copies
     monkeypatch.setattr(sync, "MAX_FILE_BYTES", 100)
     path = write_lines(tmp_path / "big.jsonl", [GOOD])
     code, _, err = cli(capsys, a, "reviews", "import", path)
-    assert code == 2 and f"{path}: file: " in err and "more than the 100" in err
+    assert code == 2 and f"{path}: file: " in err and "over the limit of this command" in err
 
 
 # ---- alignment labels and adjudications -----------------------------------------------------------------
@@ -313,6 +417,23 @@ def test_bad_label_lines(study, tmp_path, capsys):
     assert code == 2 and "no adjudication set named 't'" in err
 
 
+def test_an_id_names_one_record_across_kinds(study, tmp_path, capsys):
+    """A label whose id is an adjudication's was accepted, and the next export could not be imported anywhere."""
+    ws, path, (first, _) = study
+    alignment.build_set(ws, "s", [first], [], size=10, seed=0)
+    item = alignment.next_for(ws, "s", "ana").item_id
+    adjudication = alignment.adjudicate(ws, item, "lead", "A", note="x")
+    key = ws.conn.execute("SELECT response_key FROM adjudication_items WHERE id = ?", (item,)).fetchone()[0]
+    ws.close()
+    clash = {"id": adjudication.uuid, "kind": "label", "set": "s", "response": key, "annotator": "ana", "label": "B",
+             "note": None, "seconds": None, "at": "2026-11-30T10:00:00Z", "withdraws": None}
+    f = write_lines(tmp_path / "clash.jsonl", [clash])
+    code, _, err = cli(capsys, path, "align", "import-labels", f)
+    assert (code, err) == (2, f"error: {f}:1: id: {adjudication.uuid} is the id of a record in adjudications here; "
+                              "an id names one record\n")
+    assert count(path, "labels") == 0
+
+
 # ---- QC decisions ---------------------------------------------------------------------------------------
 
 
@@ -353,7 +474,10 @@ def test_qc_decisions_merge_between_copies_and_bad_lines_are_refused(tmp_path, c
              ({**good, "decision": "confirm"}, "reason", "needs a reason"),
              ({**good, "reason": "ambiguous"}, "reason", "only a confirmation"),
              ({**good, "decision": "confirm", "reason": "wrong_answer"}, "answer", "needs the corrected key"),
-             ({**good, "decision": "maybe"}, "decision", "unknown decision")]
+             ({**good, "decision": "maybe"}, "decision", "unknown decision"),
+             ({**good, "stage": "text-only"}, "stage", "has no text-only flag in this workspace"),
+             ({**good, "decision": "confirm", "reason": "wrong_answer", "answer": "B", "old_answer": "ZZZ"},
+              "old_answer", "'ZZZ' is not a key of this item")]
     before = count(a, "qc_decisions")
     for line, field, what in cases:
         f = write_lines(tmp_path / "d.jsonl", [good, line])

@@ -1,0 +1,149 @@
+"""Files a command writes (`--out`, `--plot`, `--image-out`…): one rule for all of them.
+
+- Refused, `PATH: what` (a UserError): an existing path that is not a regular file (a FIFO, a device, a socket, a
+  folder) — replacing it would destroy it, and writing into it may block or have effects; any SQLite database
+  (a workspace above all, the open one included) and the `-wal`, `-shm` and `-journal` files beside one; a folder
+  that does not exist (nothing is created behind the user's back).
+- A symlink is written through: its target is replaced, the link stays.
+- The new content goes to a temporary file in the target's folder, which is renamed over the target only when it is
+  complete, so a failure (full disk, a bug, Ctrl-C) leaves the old file as it was.
+- An existing file keeps its permission bits; a new one gets the ordinary mode (0666 less the umask), not mkstemp's
+  0600.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import IO, Callable, TypeVar
+
+from db.errors import UserError
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_SIDECARS = ("-wal", "-shm", "-journal")
+_KINDS = ((stat.S_ISDIR, "is a directory; give a file name"), (stat.S_ISFIFO, "is a FIFO (named pipe)"),
+          (stat.S_ISCHR, "is a character device"), (stat.S_ISBLK, "is a block device"),
+          (stat.S_ISSOCK, "is a socket"))
+T = TypeVar("T")
+
+
+class OutputRefused(UserError):
+    """A path a command will not write; the message is `PATH: why`."""
+
+
+def _is_sqlite(path: str) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(_SQLITE_MAGIC)) == _SQLITE_MAGIC
+    finally:
+        os.close(fd)
+
+
+def target_of(path: str | os.PathLike) -> Path:
+    """The file that writing `path` replaces: the path itself, or, for a symlink, what it finally points at (which
+    may not exist yet)."""
+    path = Path(path).expanduser()
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def check_output(path: str | os.PathLike) -> Path:
+    """The file writing `path` will replace, after the checks of this module's rule; raises OutputRefused."""
+    shown = Path(path).expanduser()
+    target = target_of(shown)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputRefused(f"{shown}: {exc.strerror or exc}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        what = next((text for test, text in _KINDS if test(st.st_mode)), "is not a regular file")
+        raise OutputRefused(f"{shown}: {what}; refusing to replace it")
+    if st is not None and _is_sqlite(str(target)):
+        raise OutputRefused(f"{shown}: is a SQLite database (a workspace?); refusing to overwrite it")
+    for suffix in _SIDECARS:
+        if target.name.endswith(suffix) and _is_sqlite(str(target)[: -len(suffix)]):
+            raise OutputRefused(f"{shown}: belongs to the SQLite database {str(target)[: -len(suffix)]}; "
+                                "refusing to overwrite it")
+    if not target.parent.is_dir():
+        raise OutputRefused(f"{shown}: no such directory {target.parent}")
+    return target
+
+
+def _umask() -> int:
+    try:  # Linux says it without changing it (os.umask would, for every thread, for a moment)
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+class AtomicOutput:
+    """A file being written to `path` under this module's rule: `open()` checks the path and returns a handle on a
+    temporary file; `close(ok=True)` renames it over the target, `close(ok=False)` (or an exception in a `with`)
+    removes it."""
+
+    def __init__(self, path: str | os.PathLike, *, binary: bool = False, newline: str | None = None):
+        self.path = Path(path).expanduser()
+        self._binary, self._newline = binary, newline
+        self._handle: IO | None = None
+        self._tmp: str | None = None
+        self._target: Path | None = None
+
+    def open(self) -> IO:
+        self._target = check_output(self.path)
+        try:
+            mode = stat.S_IMODE(os.stat(self._target).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        fd, self._tmp = tempfile.mkstemp(prefix=f".{self._target.name}.", suffix=".tmp", dir=self._target.parent)
+        try:
+            os.fchmod(fd, mode)
+            self._handle = (os.fdopen(fd, "wb") if self._binary
+                            else os.fdopen(fd, "w", encoding="utf-8", newline=self._newline))
+        except BaseException:
+            os.close(fd)
+            os.unlink(self._tmp)
+            raise
+        return self._handle
+
+    def close(self, ok: bool = True) -> None:
+        if self._handle is None:
+            return
+        handle, tmp, self._handle = self._handle, self._tmp, None
+        try:
+            if ok:
+                handle.flush()
+                os.fsync(handle.fileno())
+            handle.close()
+            if ok:
+                check_output(self.path)  # nothing was swapped in meanwhile
+                os.replace(tmp, self._target)
+        except BaseException:
+            handle.close()
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        if not ok:
+            Path(tmp).unlink(missing_ok=True)
+
+    def __enter__(self) -> IO:
+        return self.open()
+
+    def __exit__(self, exc_type, *_) -> None:
+        self.close(ok=exc_type is None)
+
+
+def write_file(path: str | os.PathLike, write: Callable[[IO], T], *, binary: bool = False,
+               newline: str | None = None) -> T:
+    """Call write(handle) on a new file that replaces `path` once write returns; returns what write returned."""
+    with AtomicOutput(path, binary=binary, newline=newline) as handle:
+        return write(handle)
