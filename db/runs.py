@@ -13,9 +13,11 @@ import sqlite3
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from typing import Literal
 
 from db import catalog
 from db.catalog import now_iso
+from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import Workspace
 
 # The numbers a run stores, bounded where they enter (vlmdesk/args.py for the command line).
@@ -27,7 +29,13 @@ HEARTBEAT_S = 5.0
 STALE_AFTER_S = 60.0  # a heartbeat older than this means the owner is gone (stopped, killed, or on a lost host)
 
 
-class RunBusy(Exception):
+Strategy = Literal["circular", "vanilla", "pope"]
+"""How a run asks its items: CircularEval (every rotation), VanillaEval (pass 0 only), POPE (one yes/no pass)."""
+RunStatus = Literal["running", "finished", "failed", "interrupted"]
+"""A run's status; its effective status reads `interrupted` for a `running` run whose owner is gone."""
+
+
+class RunBusy(UserError):
     """The run is being executed by another live process."""
 
     def __init__(self, run: "Run"):
@@ -36,7 +44,7 @@ class RunBusy(Exception):
         self.run = run
 
 
-class RunLost(Exception):
+class RunLost(EnvironmentFault):
     """This process no longer owns the run it was executing (another process took it over)."""
 
 
@@ -59,7 +67,7 @@ class Run:
     benchmark_id: int
     benchmark: str
     model_spec: str
-    strategy: str
+    strategy: Strategy
     prompt_template: str
     extractor: str
     config: dict
@@ -67,7 +75,7 @@ class Run:
     versions: dict
     git_revision: str | None
     seed: int
-    status: str  # effective: a `running` run whose owner is gone reads `interrupted`
+    status: RunStatus  # effective: a `running` run whose owner is gone reads `interrupted`
     error: str | None
     created_at: str
     updated_at: str
@@ -78,7 +86,7 @@ class Run:
     owner_token: str | None = None
     owner_since: str | None = None
     heartbeat_at: str | None = None
-    stored_status: str = ""
+    stored_status: RunStatus | Literal[""] = ""
     problems: tuple[str, ...] = field(default=())  # stored values that could not be read, shown as such
 
     @property
@@ -271,7 +279,7 @@ def claim_run(ws: Workspace, run_id: int, owner: Owner) -> Run:
     with _immediate(ws) as conn:
         run = get_run(ws, run_id)
         if run is None:
-            raise LookupError(f"no run {run_id}")
+            raise NotFound(f"no run {run_id}")
         _claim_in_txn(conn, run, owner, now)
     return get_run(ws, run_id)
 

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from db import catalog
+from db.errors import NotFound, UserError
 
 MAX_CELLS = 5000  # item views: cells read per view (only those in the viewport are kept)
 MAX_EDIT_CHARS = 20_000  # text fields: characters read
 
 
-class ScreenshotError(ValueError):
+class ScreenshotError(UserError):
     """The state asked for cannot be shown (unknown benchmark, item, run…): one line for the user."""
 
 
@@ -187,7 +188,7 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
             if shot.bench:
                 try:
                     window.select_benchmark(shot.bench)
-                except ValueError as exc:
+                except NotFound as exc:
                     raise ScreenshotError(str(exc)) from None
             window.resize(*shot.size)
             window.show()

@@ -55,7 +55,7 @@ def seeded(demo_ws):
         reviews.add_review(ws, items[0].id, OTHER, "wrong_answer", corrected_answer="D", note=NOTE)
         reviews.add_review(ws, items[0].id, THIRD, "ok")
         assert qc.compute_stage(ws, bench.id, "consensus", [1]).candidates
-        scores = {pct(s["vanilla"]) for r in (1, run_id) if (s := run_summary(ws, r)) and s["vanilla"] is not None}
+        scores = {pct(s.vanilla) for r in (1, run_id) if (s := run_summary(ws, r)) and s.vanilla is not None}
     return demo_ws, items[0], items[1], scores
 
 
