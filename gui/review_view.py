@@ -149,7 +149,7 @@ class ReviewView(QWidget):
         self.saved.setObjectName("saved")
         self.saved.setWordWrap(True)
         self.change = QPushButton("Change my verdict")
-        self.change.setObjectName("flat")
+        self.change.setObjectName("link")  # "flat" is the dark image bar's style: unreadable on white
         self.change.setToolTip("Withdraw your verdict on this item (kept in the log) and give another one")
         self.change.setFocusPolicy(Qt.NoFocus)
         self.change.clicked.connect(self.change_verdict)
