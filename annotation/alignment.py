@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter, defaultdict
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import asdict, dataclass
+from typing import Literal, Sequence, get_args
 
 from annotation import agreement, standing
 from annotation.names import annotator_name, record_note
 from annotation.standing import ADJUDICATIONS, LABELS
 from db.catalog import now_iso
+from db.errors import InvalidInput, NotFound, UserError
 from db.workspace import Workspace
 from evaluator.extraction import REFUSAL, Extraction
 from evaluator.llm_extraction import ExtractionInput, Extractor, RulesExtractor, response_key
@@ -29,10 +30,13 @@ from evaluator.rescoring import UNLABELLED, stored_passes
 
 UNCLEAR = "unclear"
 UNDECIDED = "undecided"  # how an extractor's "no choice" appears in confusion matrices
-WHY = ("undecided", "disagree", "sample")
+Why = Literal["undecided", "disagree", "sample"]
+"""Why a response is in an adjudication set: the rules were undecided, extractors disagreed, or it was sampled."""
+WHY: tuple[Why, ...] = get_args(Why)
+FinalSource = Literal["adjudicated", "majority", "tie"]
 
 
-class NotLabelledYet(PermissionError):
+class NotLabelledYet(UserError):
     """Extractor outputs are shown to an annotator only after their own label on the item is committed."""
 
 
@@ -46,7 +50,7 @@ class AdjudicationSet:
     seed: int
     created_at: str
     items: int
-    by_why: dict
+    by_why: dict[Why, int]
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ _ADJUDICATION_COLUMNS = "id, item_id, adjudicator, choice, note, created_at, uui
 @dataclass(frozen=True)
 class FinalLabel:
     choice: str | None  # a letter, Z, "unclear"; None for a tie that awaits adjudication
-    source: str  # adjudicated | majority | tie
+    source: FinalSource
 
 
 # --- building a set --------------------------------------------------------------------------------------
@@ -105,13 +109,13 @@ def build_set(ws: Workspace, name: str, run_ids: Sequence[int], extractors: Sequ
     """Collect, de-duplicate, read with every extractor (rules always among them), select, store — one transaction."""
     name = name.strip()
     if not name:
-        raise ValueError("an adjudication set needs a name")
+        raise InvalidInput("an adjudication set needs a name")
     if ws.conn.execute("SELECT 1 FROM adjudication_sets WHERE name = ?", (name,)).fetchone():
-        raise ValueError(f"an adjudication set named {name!r} exists already")
+        raise InvalidInput(f"an adjudication set named {name!r} exists already")
     if size < 0:
-        raise ValueError("the sample size must be 0 or more")
+        raise InvalidInput("the sample size must be 0 or more")
     if not run_ids:
-        raise ValueError("an adjudication set needs at least one run")
+        raise InvalidInput("an adjudication set needs at least one run")
     readers = {e.name: e for e in [RulesExtractor(), *extractors]}
     distinct: dict[str, ExtractionInput] = {}
     sources: dict[str, list[list[int]]] = defaultdict(list)
@@ -174,7 +178,7 @@ def list_sets(ws: Workspace) -> list[AdjudicationSet]:
 def _set_or_fail(ws: Workspace, name: str) -> AdjudicationSet:
     found = get_set(ws, name)
     if found is None:
-        raise LookupError(f"no adjudication set named {name!r}")
+        raise NotFound(f"no adjudication set named {name!r}")
     return found
 
 
@@ -261,6 +265,23 @@ def reveal(ws: Workspace, item_id: int, annotator: str) -> dict[str, Extraction]
     return _outputs(ws, item_id)
 
 
+@dataclass(frozen=True)
+class ItemTexts:
+    """What an adjudication item asks about: the question, the options as shown and the response."""
+
+    question: str
+    options: dict[str, str]
+    response: str
+
+
+def item_texts(ws: Workspace, item_id: int) -> ItemTexts:
+    row = ws.conn.execute("SELECT question, options, response FROM adjudication_items WHERE id = ?",
+                          (item_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no adjudication item {item_id}")
+    return ItemTexts(row[0], json.loads(row[1]), row[2])
+
+
 def _outputs(ws: Workspace, item_id: int) -> dict[str, Extraction]:
     rows = ws.conn.execute("SELECT extractor, choice, stage, reason FROM adjudication_outputs WHERE item_id = ? "
                            "ORDER BY rowid", (item_id,))
@@ -268,20 +289,20 @@ def _outputs(ws: Workspace, item_id: int) -> dict[str, Extraction]:
 
 
 def _annotator(name: str) -> str:
-    return annotator_name(name)  # raises BadName, a ValueError
+    return annotator_name(name)  # raises BadName, an InvalidInput
 
 
 def _valid_choice(ws: Workspace, item_id: int, choice: str) -> str:
     row = ws.conn.execute("SELECT options FROM adjudication_items WHERE id = ?", (item_id,)).fetchone()
     if row is None:
-        raise LookupError(f"no adjudication item {item_id}")
+        raise NotFound(f"no adjudication item {item_id}")
     options = json.loads(row[0])
     text = (choice or "").strip()
     if text.lower() == UNCLEAR:
         return UNCLEAR
     if text.upper() in options or text.upper() == REFUSAL:
         return text.upper()
-    raise ValueError(f"{choice!r} is not a label: one of {', '.join(options)}, Z (none of them) or unclear")
+    raise InvalidInput(f"{choice!r} is not a label: one of {', '.join(options)}, Z (none of them) or unclear")
 
 
 # --- standing labels, disagreements, adjudication, final labels -----------------------------------------
@@ -310,8 +331,11 @@ def _adjudicated(ws: Workspace, set_id: int) -> dict[int, str]:
 class Disagreement:
     item_id: int
     position: int
-    labels: dict[str, str]
+    labels: dict[str, str]  # annotator -> standing label
     adjudicated: str | None
+
+    def to_json(self) -> dict:
+        return asdict(self)
 
 
 def disagreements(ws: Workspace, set_name: str) -> list[Disagreement]:
@@ -408,13 +432,88 @@ class HumanLabels:
 # --- figures ---------------------------------------------------------------------------------------------
 
 
-def _rate(agreed: int, n: int) -> dict:
-    ci = agreement.wilson_interval(agreed, n)
-    return {"n": n, "agreed": agreed, "rate": agreed / n if n else None,
-            "wilson_95": list(ci) if ci else None}
+@dataclass(frozen=True)
+class Rate:
+    """How many of n readings agreed with the final human label, with the 95 % Wilson interval (None when n = 0)."""
+
+    n: int
+    agreed: int
+    rate: float | None
+    wilson_95: tuple[float, float] | None
+
+    @classmethod
+    def of(cls, agreed: int, n: int) -> "Rate":
+        return cls(n, agreed, agreed / n if n else None, agreement.wilson_interval(agreed, n))
+
+    def to_json(self) -> dict:
+        return {"n": self.n, "agreed": self.agreed, "rate": self.rate,
+                "wilson_95": list(self.wilson_95) if self.wilson_95 else None}
 
 
-def alignment_report(ws: Workspace, set_name: str) -> dict:
+@dataclass(frozen=True)
+class ExtractorAlignment:
+    """One extractor against the final human labels: its rate, Cohen's κ, confusion matrix and rate per why."""
+
+    overall: Rate
+    cohen_kappa: float | None
+    confusion: agreement.Confusion
+    by_why: dict[Why, Rate]
+
+    def to_json(self) -> dict:
+        return {**self.overall.to_json(), "cohen_kappa": self.cohen_kappa, "confusion": self.confusion.to_json(),
+                "by_why": {why: rate.to_json() for why, rate in self.by_why.items()}}
+
+
+@dataclass(frozen=True)
+class FinalCounts:
+    """The set's final labels: decided (a letter or Z), unclear, ties awaiting adjudication, adjudicated."""
+
+    decided: int
+    unclear: int
+    ties: int
+    adjudicated: int
+
+
+@dataclass(frozen=True)
+class InterAnnotator:
+    annotators: tuple[str, ...]
+    items_with_two_or_more: int
+    percent_agreement: float | None
+    cohen_kappa: float | None  # only with exactly two annotators
+    krippendorff_alpha: float | None
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "annotators": list(self.annotators)}
+
+
+@dataclass(frozen=True)
+class AlignmentReport:
+    """`vlmdesk align report` for one set; `to_json()` is its `--json` object (keys in this order)."""
+
+    set_name: str
+    runs: tuple[int, ...]
+    seed: int
+    sample_size: int
+    items: int
+    by_why: dict[Why, int]
+    labelled: int
+    progress: dict[str, int]  # annotator -> items with their standing label
+    final: FinalCounts
+    extractors: dict[str, ExtractorAlignment]
+    inter_annotator: InterAnnotator
+    disagreements: tuple[Disagreement, ...]
+
+    def to_json(self) -> dict:
+        return {
+            "set": self.set_name, "runs": list(self.runs), "seed": self.seed, "sample_size": self.sample_size,
+            "items": self.items, "by_why": self.by_why, "labelled": self.labelled, "progress": self.progress,
+            "final": asdict(self.final), "extractors": {n: e.to_json() for n, e in self.extractors.items()},
+            "inter_annotator": self.inter_annotator.to_json(),
+            "disagreements": [d.to_json() for d in self.disagreements],
+        }
+
+
+def alignment_report(ws: Workspace, set_name: str) -> AlignmentReport:
     """Per extractor: alignment with the final human labels (Wilson 95 %), Cohen's κ, confusion matrix; then
     inter-annotator agreement, the open disagreements and progress. Items whose final label is "unclear" or a tie
     are left out of the extractor figures (counted)."""
@@ -427,30 +526,28 @@ def alignment_report(ws: Workspace, set_name: str) -> dict:
     for name in s.extractors:
         human = [readable[i] for i in sorted(readable)]
         said = [outputs[i][name].choice or UNDECIDED for i in sorted(readable)]
-        agreed = sum(h == e for h, e in zip(human, said))
         by_why = {}
         for why in WHY:
             pairs = [(readable[i], outputs[i][name].choice or UNDECIDED) for i in sorted(readable) if items[i] == why]
-            by_why[why] = _rate(sum(h == e for h, e in pairs), len(pairs))
-        extractors[name] = {**_rate(agreed, len(human)), "cohen_kappa": agreement.cohen_kappa(human, said),
-                            "confusion": agreement.confusion(human, said).to_json(), "by_why": by_why}
+            by_why[why] = Rate.of(sum(h == e for h, e in pairs), len(pairs))
+        extractors[name] = ExtractorAlignment(Rate.of(sum(h == e for h, e in zip(human, said)), len(human)),
+                                              agreement.cohen_kappa(human, said), agreement.confusion(human, said),
+                                              by_why)
     standing = standing_labels(ws, set_name)
     annotators = sorted({a for labels in standing.values() for a in labels})
     multi = [labels for labels in standing.values() if len(labels) >= 2]
-    inter: dict = {"annotators": annotators, "items_with_two_or_more": len(multi),
-                   "percent_agreement": (sum(len(set(l.values())) == 1 for l in multi) / len(multi)) if multi else None,
-                   "cohen_kappa": None, "krippendorff_alpha": agreement.krippendorff_alpha(list(standing.values()))}
+    pair_kappa = None
     if len(annotators) == 2:
         both = [labels for labels in multi if set(labels) == set(annotators)]
-        inter["cohen_kappa"] = agreement.cohen_kappa([l[annotators[0]] for l in both], [l[annotators[1]] for l in both])
-    return {
-        "set": s.name, "runs": list(s.run_ids), "seed": s.seed, "sample_size": s.sample_size, "items": s.items,
-        "by_why": s.by_why, "labelled": len(standing),
-        "progress": {a: sum(a in labels for labels in standing.values()) for a in annotators},
-        "final": {"decided": len(readable), "unclear": sum(f.choice == UNCLEAR for f in finals.values()),
-                  "ties": sum(f.source == "tie" for f in finals.values()),
-                  "adjudicated": sum(f.source == "adjudicated" for f in finals.values())},
-        "extractors": extractors, "inter_annotator": inter,
-        "disagreements": [{"item_id": d.item_id, "position": d.position, "labels": d.labels,
-                           "adjudicated": d.adjudicated} for d in disagreements(ws, set_name)],
-    }
+        pair_kappa = agreement.cohen_kappa([l[annotators[0]] for l in both], [l[annotators[1]] for l in both])
+    inter = InterAnnotator(
+        tuple(annotators), len(multi),
+        (sum(len(set(l.values())) == 1 for l in multi) / len(multi)) if multi else None,
+        pair_kappa, agreement.krippendorff_alpha(list(standing.values())))
+    return AlignmentReport(
+        s.name, s.run_ids, s.seed, s.sample_size, s.items, s.by_why, len(standing),
+        {a: sum(a in labels for labels in standing.values()) for a in annotators},
+        FinalCounts(len(readable), sum(f.choice == UNCLEAR for f in finals.values()),
+                    sum(f.source == "tie" for f in finals.values()),
+                    sum(f.source == "adjudicated" for f in finals.values())),
+        extractors, inter, tuple(disagreements(ws, set_name)))

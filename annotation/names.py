@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import unicodedata
 
+from db.errors import InvalidInput
 from evaluator.importers.common import text_problem
 
 MAX_ANNOTATOR_CHARS = 100
@@ -24,7 +25,7 @@ MAX_NOTE_CHARS = 10_000  # a note on a verdict, adjudication or QC decision (one
 _JOINERS = frozenset("\u200c\u200d")
 
 
-class BadName(ValueError):
+class BadName(InvalidInput):
     """A name that cannot be stored; the message says why (without the name, which may be unprintable)."""
 
 

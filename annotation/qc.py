@@ -23,6 +23,7 @@ from annotation.names import BadName, annotator_name, record_note
 from annotation.standing import QC_DECISIONS
 from db import catalog, item_query, runs
 from db.catalog import now_iso
+from db.errors import UserError
 from db.workspace import Workspace, inserted_id
 from evaluator.choices import answer_keys, canonical_answer
 
@@ -35,7 +36,7 @@ DECISIONS = ("confirm", "reject")
 STATUSES = ("pending", "disputed", "confirmed", "rejected")
 
 
-class QCError(ValueError):
+class QCError(UserError, ValueError):
     """A QC request that cannot be honoured (wrong runs for a stage, no such flag, bad answer...)."""
 
 

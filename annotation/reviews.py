@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal, get_args
 
 from annotation import standing
 from annotation.names import annotator_name, record_note
 from db.catalog import now_iso
+from db.errors import InvalidInput
 from db.workspace import Workspace, inserted_id
 
-VERDICTS = ("ok", "wrong_answer", "ambiguous", "text_answerable", "bad_image", "skip")
-UNDO = standing.WITHDRAWAL
+Verdict = Literal["ok", "wrong_answer", "ambiguous", "text_answerable", "bad_image", "skip"]
+"""An annotator's judgement of an item (an undo row stores `undo` instead, naming what it withdraws)."""
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
+UNDO: Final = standing.WITHDRAWAL
 _COLUMNS = "id, item_id, annotator, verdict, corrected_answer, note, seconds, created_at, uuid, withdraws"
 
 
@@ -25,7 +28,7 @@ class Review:
     id: int
     item_id: int
     annotator: str
-    verdict: str
+    verdict: Verdict | Literal["undo"]  # undo: a withdrawal row
     corrected_answer: str | None
     note: str | None
     seconds: float | None
@@ -34,12 +37,12 @@ class Review:
     withdraws: str | None = None  # on an undo row: the uuid of the verdict it withdraws
 
 
-def add_review(ws: Workspace, item_id: int, annotator: str, verdict: str, *, corrected_answer: str | None = None,
+def add_review(ws: Workspace, item_id: int, annotator: str, verdict: Verdict, *, corrected_answer: str | None = None,
                note: str | None = None, seconds: float | None = None) -> Review:
     if verdict not in VERDICTS:
-        raise ValueError(f"unknown verdict {verdict!r} (one of {', '.join(VERDICTS)})")
+        raise InvalidInput(f"unknown verdict {verdict!r} (one of {', '.join(VERDICTS)})")
     if verdict == "wrong_answer" and not corrected_answer:
-        raise ValueError("a wrong-answer verdict needs the corrected answer")
+        raise InvalidInput("a wrong-answer verdict needs the corrected answer")
     return _append(ws, item_id, annotator_name(annotator), verdict, corrected_answer, record_note(note), seconds,
                    None)
 
@@ -54,7 +57,7 @@ def undo_last(ws: Workspace, annotator: str, item_id: int | None = None) -> Revi
     return last
 
 
-def _append(ws: Workspace, item_id: int, annotator: str, verdict: str, corrected_answer: str | None, note: str | None,
+def _append(ws: Workspace, item_id: int, annotator: str, verdict: Verdict | Literal["undo"], corrected_answer: str | None, note: str | None,
             seconds: float | None, withdraws: str | None) -> Review:
     created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():

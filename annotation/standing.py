@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import uuid as _uuid
 from dataclasses import dataclass
+from typing import Final
 
-WITHDRAWAL = "undo"
+WITHDRAWAL: Final = "undo"
 """The value (verdict, choice or decision) of a withdrawal row, in every kind."""
 
 

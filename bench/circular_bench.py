@@ -69,7 +69,7 @@ def main() -> None:
                         rows[full] = (calls, t)
                         label = "all N rotations" if full else "waves + early stop"
                         print(f"{name:<16} {batch_size:>5} {label:<22} {calls:>6} {t:>8.3f} "
-                              f"{report['overall']['vanilla']:>8.3f} {report['overall']['circular']:>9.3f}")
+                              f"{report.mcq.overall.vanilla:>8.3f} {report.mcq.overall.circular:>9.3f}")
                     (c0, t0), (c1, t1) = rows[False], rows[True]
                     print(f"{'':<16} {'':>5} {'ratio (waves / all)':<22} {c0 / c1:>6.2f} {t0 / t1:>8.2f}\n")
 

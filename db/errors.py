@@ -13,3 +13,13 @@ class UserError(Exception):
 class EnvironmentFault(Exception):
     """The machine failed the work, not the input (disk full, I/O error, a lock held too long): one line, exit
     status 1; trying again later may succeed."""
+
+
+class InvalidInput(UserError, ValueError):
+    """A value the user gave cannot be used (a spec, a name, a setting, a file's content); the message says which
+    and why. Also a ValueError, as Python's own checks of values are, so callers that validate by ValueError keep
+    working; the command line catches it as a UserError only."""
+
+
+class NotFound(UserError, LookupError):
+    """Something the user named does not exist (a run, a scoring, an adjudication set or item)."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from db.catalog import now_iso
+from db.errors import InvalidInput
 from db.workspace import Workspace
 
 # Query options that would carry a secret, and strings that look like one (OpenAI/Anthropic/HF style tokens).
@@ -37,17 +38,17 @@ def add_model(ws: Workspace, name: str, spec: str, *, note: str | None = None) -
     """Store a named spec. The caller has checked it (evaluator.model_check.validate_spec refuses keys)."""
     name, spec = name.strip(), spec.strip()
     if not _NAME.match(name):
-        raise ValueError(f"model name {name!r}: 1-64 letters, digits, spaces or . @ / + - _ (no colon)")
+        raise InvalidInput(f"model name {name!r}: 1-64 letters, digits, spaces or . @ / + - _ (no colon)")
     if ":" not in spec:
-        raise ValueError(f"model spec {spec!r}: expected hf:…, openai:… or baseline:…")
+        raise InvalidInput(f"model spec {spec!r}: expected hf:…, openai:… or baseline:…")
     with ws.db.atomic():
         if ws.conn.execute("SELECT 1 FROM models WHERE name = ?", (name,)).fetchone():
-            raise ValueError(f"a model named {name!r} exists already (vlmdesk models remove {name!r} first)")
+            raise InvalidInput(f"a model named {name!r} exists already (vlmdesk models remove {name!r} first)")
         ws.conn.execute("INSERT INTO models (name, spec, note, created_at) VALUES (?, ?, ?, ?)",
                         (name, spec, note, now_iso()))
     saved = get_model(ws, name)
     if saved is None:
-        raise LookupError(f"model {name!r} was not stored")  # a bug, not the user's mistake
+        raise RuntimeError(f"model {name!r} was not stored")  # a bug, not the user's mistake
     return saved
 
 

@@ -13,10 +13,11 @@ import sqlite3
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 from db import catalog
 from db.catalog import now_iso
+from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import Workspace, inserted_id
 
 # The numbers a run stores, bounded where they enter (vlmdesk/args.py for the command line).
@@ -28,7 +29,13 @@ HEARTBEAT_S = 5.0
 STALE_AFTER_S = 60.0  # a heartbeat older than this means the owner is gone (stopped, killed, or on a lost host)
 
 
-class RunBusy(Exception):
+Strategy = Literal["circular", "vanilla", "pope"]
+"""How a run asks its items: CircularEval (every rotation), VanillaEval (pass 0 only), POPE (one yes/no pass)."""
+RunStatus = Literal["running", "finished", "failed", "interrupted"]
+"""A run's status; its effective status reads `interrupted` for a `running` run whose owner is gone."""
+
+
+class RunBusy(UserError):
     """The run is being executed by another live process."""
 
     def __init__(self, run: Run):
@@ -37,7 +44,7 @@ class RunBusy(Exception):
         self.run = run
 
 
-class RunLost(Exception):
+class RunLost(EnvironmentFault):
     """This process no longer owns the run it was executing (another process took it over)."""
 
 
@@ -60,7 +67,7 @@ class Run:
     benchmark_id: int
     benchmark: str
     model_spec: str
-    strategy: str
+    strategy: Strategy
     prompt_template: str
     extractor: str
     config: dict[str, Any]
@@ -68,7 +75,7 @@ class Run:
     versions: dict[str, Any]
     git_revision: str | None
     seed: int
-    status: str  # effective: a `running` run whose owner is gone reads `interrupted`
+    status: RunStatus  # effective: a `running` run whose owner is gone reads `interrupted`
     error: str | None
     created_at: str
     updated_at: str
@@ -79,7 +86,7 @@ class Run:
     owner_token: str | None = None
     owner_since: str | None = None
     heartbeat_at: str | None = None
-    stored_status: str = ""
+    stored_status: RunStatus | Literal[""] = ""
     problems: tuple[str, ...] = field(default=())  # stored values that could not be read, shown as such
 
     @property
@@ -220,7 +227,7 @@ def owner_gone(run: Run, now: datetime | None = None) -> bool:
     return beat is None or (now - beat).total_seconds() > STALE_AFTER_S
 
 
-def effective_status(run: Run, now: datetime | None = None) -> str:
+def effective_status(run: Run, now: datetime | None = None) -> RunStatus:
     """The status to show and act on: a run stored as `running` whose owner is gone is `interrupted`. The one
     rule for `vlmdesk runs`, `report`, `check` and the app's lists."""
     stored = run.stored_status or run.status
@@ -274,7 +281,7 @@ def claim_run(ws: Workspace, run_id: int, owner: Owner) -> Run:
     with _immediate(ws) as conn:
         run = get_run(ws, run_id)
         if run is None:
-            raise LookupError(f"no run {run_id}")
+            raise NotFound(f"no run {run_id}")
         _claim_in_txn(conn, run, owner, now)
     return _stored_run(ws, run_id)
 
@@ -360,10 +367,10 @@ def mark_interrupted(ws: Workspace, run_id: int) -> bool:
 
 
 def _stored_run(ws: Workspace, run_id: int) -> Run:
-    """The run just written in this process (a LookupError here is a bug, not a user's mistake)."""
+    """The run just written in this process (its absence is a bug, not a user's mistake)."""
     run = get_run(ws, run_id)
     if run is None:
-        raise LookupError(f"no run {run_id}")
+        raise RuntimeError(f"run {run_id} was not stored")
     return run
 
 

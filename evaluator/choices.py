@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Sequence
 
 from evaluator.pope import PARSERS, YES_NO, parse_strict  # YES_NO: POPE's labels, every yes/no item's keys
+from evaluator.types import POPE_PARSERS, PopeParser  # noqa: F401 (POPE_PARSERS: the parsers in report order)
 
 if TYPE_CHECKING:
     from db.runs import Prediction
@@ -81,8 +82,6 @@ def read_yes_no(response: str) -> str | None:
     return None if reading == "unknown" else reading
 
 
-PopeParser = Literal["official", "strict"]
-POPE_PARSERS: tuple[PopeParser, ...] = tuple(PARSERS)  # type: ignore[assignment]
 
 
 def pope_reading(p: Prediction, parser: PopeParser) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from db import catalog
 from db.catalog import Benchmark, Item
+from db.errors import UserError
 from db.workspace import Workspace
 from evaluator.choices import LETTERS, MAX_OPTIONS, displayed_answer, letters, rotation
 from evaluator.formats import export_formats
@@ -35,7 +36,7 @@ _MIME_EXT = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "im
              "image/bmp": ".bmp", "image/tiff": ".tif"}
 
 
-class ExportError(ValueError):
+class ExportError(UserError, ValueError):
     """The benchmark cannot be written in the requested format."""
 
 

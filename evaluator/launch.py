@@ -20,7 +20,7 @@ from typing import Callable
 
 from db import catalog, models, runs
 from db.catalog import Benchmark
-from db.errors import UserError
+from db.errors import InvalidInput, UserError
 from db.workspace import BUSY_TIMEOUT_MS, Workspace
 from evaluator.backends import Backend, BackendError, can_score, check_spec, load_backend
 from evaluator.backends.secrets import redact
@@ -69,7 +69,7 @@ def prepare_run(ws: Workspace, bench: Benchmark, model: str, settings: RunSettin
     try:
         settings.check()
         parse_extractor_spec(settings.extractor)
-    except ValueError as exc:
+    except InvalidInput as exc:
         raise LaunchRefused(str(exc)) from None
     found = None if new else stored_run(ws, bench, spec, settings, template)
     if found is not None and found.status == "finished":
@@ -98,7 +98,7 @@ def prepare_resume(ws: Workspace, run_id: int, *, batch_size: int) -> Launch:
     try:  # a damaged stored run is shown, never executed
         settings = settings_of(run)
         PromptTemplate.from_json(run.prompt_template)
-    except ValueError as exc:
+    except InvalidInput as exc:
         raise LaunchRefused(f"{exc}; it cannot be resumed (start it again with --new)") from None
     _check_free(run)
     batch_size = run.config.get("batch_size", batch_size)

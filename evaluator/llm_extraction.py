@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from db import extractions as store
+from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query, load_backend
 from evaluator.backends.secrets import check_no_secret
@@ -238,26 +239,26 @@ def __getattr__(name: str):
 
 def parse_extractor_spec(spec: str) -> tuple[str, str | None]:
     """(extractor name, model spec or None), e.g. ('rules', None), ('rules+llm', 'openai:gpt-4o-mini');
-    ValueError for anything the registry does not know."""
+    InvalidInput for anything the registry does not know."""
     spec = (spec or "").strip()
     try:
         check_no_secret(spec)  # first: the spec is stored with runs and scorings, and quoted in errors below
     except BackendError as exc:
-        raise ValueError(f"extractor: {exc}") from None
+        raise InvalidInput(f"extractor: {exc}") from None
     name, sep, model = spec.partition(":")
     entry = REGISTRY.get(name)
     if entry is None or (sep and not entry.needs_model):
-        raise ValueError(f"unknown extractor {spec[:200]!r}; expected {extractor_help()}")
+        raise InvalidInput(f"unknown extractor {spec[:200]!r}; expected {extractor_help()}")
     if not entry.needs_model:
         return name, None
     if not model or ":" not in model:
-        raise ValueError(f"extractor {spec[:200]!r}: {name}: needs a model spec such as openai:gpt-4o-mini or "
+        raise InvalidInput(f"extractor {spec[:200]!r}: {name}: needs a model spec such as openai:gpt-4o-mini or "
                          "hf:./text-model")
     return name, model
 
 
 def load_extractor(spec: str, ws: Workspace | None = None) -> Extractor:
-    """Build the extractor a spec names; ``ws`` holds the LLM cache. ValueError / BackendError on bad specs."""
+    """Build the extractor a spec names; ``ws`` holds the LLM cache. InvalidInput / BackendError on bad specs."""
     name, model = parse_extractor_spec(spec)
     return REGISTRY.get(name).build(model, ws)
 

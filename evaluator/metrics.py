@@ -9,12 +9,15 @@ ratings…) are added as modules declaring ``METRICS = (MetricEntry(…),)``, bu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal
 
 from db import catalog, runs
 from db.errors import UserError
 from db.workspace import Workspace
 from evaluator.registry import Registry
+
+if TYPE_CHECKING:
+    from evaluator.report import RunReport
 
 
 class MetricUnavailable(UserError):
@@ -49,20 +52,18 @@ class MetricEntry:
     higher_is_better: bool = True
 
 
-def _report(ws: Workspace, run_id: int, scoring: str | None) -> dict:
+def _report(ws: Workspace, run_id: int, scoring: str | None) -> RunReport:
     from evaluator.report import run_report
 
-    report = run_report(ws, run_id, scoring=scoring)
-    # Typed reports keep their JSON form in to_json(); dict reports are that form already.
-    return report.to_json() if hasattr(report, "to_json") else report
+    return run_report(ws, run_id, scoring=scoring)
 
 
 def _overall(key: str):
-    return lambda ws, run_id, scoring: _report(ws, run_id, scoring)["overall"][key]
+    return lambda ws, run_id, scoring: getattr(_report(ws, run_id, scoring).mcq.overall, key)
 
 
 def _pope(key: str):
-    return lambda ws, run_id, scoring: _report(ws, run_id, scoring)["pope"]["official"][key]
+    return lambda ws, run_id, scoring: getattr(_report(ws, run_id, scoring).pope.pope["official"], key)
 
 
 METRICS = (
@@ -72,7 +73,7 @@ METRICS = (
                 Needs(kind="mcq", strategies=("circular",)), _overall("circular")),
     MetricEntry("consistency", "the share of fully asked items whose every pass chose the same option text",
                 Needs(kind="mcq", strategies=("circular",), full_passes=True),
-                lambda ws, run_id, scoring: _report(ws, run_id, scoring)["consistency"]),
+                lambda ws, run_id, scoring: _report(ws, run_id, scoring).mcq.consistency),
     MetricEntry("pope_accuracy", "POPE accuracy under the official parser", Needs(kind="yesno"),
                 _pope("accuracy")),
     MetricEntry("pope_f1", "POPE F1 with yes as positive, official parser", Needs(kind="yesno"), _pope("f1")),

@@ -9,6 +9,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from db import catalog
+from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
 from evaluator.backends import BackendError, Query
 from evaluator.choices import YESNO_CANDIDATES, letters, pass_correct, read_yes_no
@@ -38,25 +39,25 @@ class ModelCheck:
 
 
 def validate_spec(spec: str) -> str:
-    """The spec, stripped, if a registered backend can read it; ValueError otherwise (backends.check_spec)."""
+    """The spec, stripped, if a registered backend can read it; InvalidInput otherwise (backends.check_spec)."""
     from evaluator.backends import check_spec
 
     try:
         return check_spec(spec)
     except BackendError as exc:
-        raise ValueError(str(exc)) from None
+        raise InvalidInput(str(exc)) from None
 
 
 def check_model(ws: Workspace, spec: str, *, benchmark: str | None = None, item_index: str | None = None,
                 max_new_tokens: int = 32) -> ModelCheck:
     """Load the model a spec names and ask it one item (default: the first item of the demo benchmark, else of the
-    first multiple-choice benchmark). Raises BackendError (load or call failed) or LookupError (no such item)."""
+    first multiple-choice benchmark). Raises BackendError (load or call failed) or NotFound (no such item)."""
     bench = _benchmark(ws, benchmark)
     items = catalog.list_items(ws, bench.id)
     if item_index is not None:
         items = [i for i in items if str(i.index) == str(item_index)]
     if not items:
-        raise LookupError(f"benchmark {bench.name!r} has no item {item_index!r}" if item_index is not None
+        raise NotFound(f"benchmark {bench.name!r} has no item {item_index!r}" if item_index is not None
                           else f"benchmark {bench.name!r} has no items")
     item = items[0]
     started = time.perf_counter()
@@ -84,10 +85,10 @@ def _benchmark(ws: Workspace, name: str | None) -> catalog.Benchmark:
     if name is not None:
         found = next((b for b in benches if b.name == name), None)
         if found is None:
-            raise LookupError(f"no benchmark named {name!r}")
+            raise NotFound(f"no benchmark named {name!r}")
         return found
     found = (next((b for b in benches if b.name == DEMO_BENCHMARK), None)
              or next((b for b in benches if b.kind == "mcq"), None) or (benches[0] if benches else None))
     if found is None:
-        raise LookupError("the workspace has no benchmark to test with (vlmdesk import FILE)")
+        raise NotFound("the workspace has no benchmark to test with (vlmdesk import FILE)")
     return found

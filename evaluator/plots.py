@@ -5,12 +5,18 @@ The GUI embeds the same Figure objects in a FigureCanvasQTAgg; the command line 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode
+
+from db.errors import InvalidInput
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from evaluator.outfiles import AtomicOutput
+
+if TYPE_CHECKING:
+    from evaluator.report import RunReport, Scores
 
 SHORT_L2 = {
     "coarse_perception": "CP", "finegrained_perception (instance-level)": "FP-S",
@@ -34,15 +40,19 @@ def bar_target(artist) -> dict | None:
     return dict(parse_qsl(gid[len(_TARGET):])) if gid.startswith(_TARGET) else None
 
 
-def run_label(report: dict) -> str:
-    model = report["model"]
-    return f"run {report['run_id']} · {model if len(model) <= 28 else '…' + model[-27:]}"
+def run_label(report: RunReport) -> str:
+    model = report.model
+    return f"run {report.run_id} · {model if len(model) <= 28 else '…' + model[-27:]}"
 
 
-def ability_figure(reports: list[dict], level: str = "by_l2") -> Figure:
+def _groups(report: RunReport, level: str) -> dict[str, Scores]:
+    return report.mcq.groups(level) if report.mcq else {}
+
+
+def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
     """Grouped bars per ability: for each run, VanillaEval (light) and CircularEval (solid), plus Overall."""
     order = list(SHORT_L2)
-    names = sorted({name for r in reports for name in r.get(level, {})},
+    names = sorted({name for r in reports for name in _groups(r, level)},
                    key=lambda n: (order.index(n) if n in order else len(order), n))
     groups = ["Overall", *names]
     fig = Figure(figsize=(min(14.0, max(6.0, 0.5 * len(groups) * (1 + len(reports)))), 4.2), layout="constrained")
@@ -54,14 +64,14 @@ def ability_figure(reports: list[dict], level: str = "by_l2") -> Figure:
         for s_i, (strategy, alpha) in enumerate((("vanilla", 0.45), ("circular", 1.0))):
             heights = []
             for g in groups:
-                scores = report["overall"] if g == "Overall" else report.get(level, {}).get(g, {})
-                value = scores.get(strategy)
+                scores = report.mcq.overall if g == "Overall" and report.mcq else _groups(report, level).get(g)
+                value = getattr(scores, strategy) if scores is not None else None
                 heights.append(0.0 if value is None else value * 100)
             offset = (2 * r_i + s_i) * width - 0.4 + width / 2
             bars = ax.bar([x + offset for x in range(len(groups))], heights, width, color=color, alpha=alpha,
                           label=f"{run_label(report)} — {strategy}")
             for bar, g in zip(bars, groups):
-                _tag(bar, run=report["run_id"], level="all" if g == "Overall" else LEVEL_OF.get(level, level),
+                _tag(bar, run=report.run_id, level="all" if g == "Overall" else LEVEL_OF.get(level, level),
                      group=None if g == "Overall" else g, strategy=strategy)
             for bar, h in zip(bars, heights):
                 ax.annotate(f"{h:.0f}", (bar.get_x() + bar.get_width() / 2, h), ha="center", va="bottom",
@@ -70,7 +80,7 @@ def ability_figure(reports: list[dict], level: str = "by_l2") -> Figure:
                   ha="center" if level == "by_l2" else "right")
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 105)
-    title = reports[0]["benchmark"] if len({r["benchmark"] for r in reports}) == 1 else "runs"
+    title = reports[0].benchmark if len({r.benchmark for r in reports}) == 1 else "runs"
     ax.set_title(f"{title}: VanillaEval (light) vs CircularEval (solid)")
     # Below the axes: inside, the legend would hide bars.
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 if level == "by_l2" else -0.35),
@@ -79,7 +89,7 @@ def ability_figure(reports: list[dict], level: str = "by_l2") -> Figure:
     return fig
 
 
-def pope_figure(reports: list[dict]) -> Figure:
+def pope_figure(reports: list[RunReport]) -> Figure:
     """POPE metrics per run, under both parsers."""
     metrics = ["accuracy", "precision", "recall", "f1", "yes_ratio"]
     fig = Figure(figsize=(7.5, 4.0), layout="constrained")
@@ -88,13 +98,13 @@ def pope_figure(reports: list[dict]) -> Figure:
     series = [(r, parser) for r in reports for parser in ("official", "strict")]
     width = 0.8 / max(1, len(series))
     for s_i, (report, parser) in enumerate(series):
-        values = [(report["pope"][parser].get(m) or 0.0) * 100 for m in metrics]
+        values = [(getattr(report.pope.pope[parser], m) or 0.0) * 100 for m in metrics]
         r_i = s_i // 2
         bars = ax.bar([x + s_i * width - 0.4 + width / 2 for x in range(len(metrics))], values, width,
                       color=COLORS[r_i % len(COLORS)], alpha=1.0 if parser == "official" else 0.5,
-                      label=f"{report.get('setting') or '-'} · {run_label(report)} — {parser}")
+                      label=f"{report.pope.setting or '-'} · {run_label(report)} — {parser}")
         for bar, metric in zip(bars, metrics):
-            _tag(bar, run=report["run_id"], level="pope", parser=parser, metric=metric)
+            _tag(bar, run=report.run_id, level="pope", parser=parser, metric=metric)
     ax.set_xticks(range(len(metrics)), metrics)
     ax.set_ylim(0, 105)
     ax.set_ylabel("%")
@@ -104,21 +114,21 @@ def pope_figure(reports: list[dict]) -> Figure:
     return fig
 
 
-def drop_figure(reports: list[dict]) -> Figure:
+def drop_figure(reports: list[RunReport]) -> Figure:
     """VanillaEval vs CircularEval overall per run, with the drop between them (MMBench's headline finding)."""
-    circular = [r for r in reports if r.get("overall", {}).get("circular") is not None]
+    circular = [r for r in reports if r.mcq and r.mcq.overall.circular is not None]
     if not circular:
-        raise ValueError("VanillaEval vs CircularEval needs a CircularEval run")
+        raise InvalidInput("VanillaEval vs CircularEval needs a CircularEval run")
     fig = Figure(figsize=(max(5.0, 1.6 * len(circular) + 2), 4.0), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     for x, report in enumerate(circular):
-        vanilla, circ = (100 * (report["overall"][k] or 0.0) for k in ("vanilla", "circular"))
+        vanilla, circ = (100 * (getattr(report.mcq.overall, k) or 0.0) for k in ("vanilla", "circular"))
         color = COLORS[x % len(COLORS)]
         for dx, strategy, value, alpha in ((-0.2, "vanilla", vanilla, 0.45), (0.2, "circular", circ, 1.0)):
             (bar,) = ax.bar([x + dx], [value], 0.38, color=color, alpha=alpha,
                             label=("VanillaEval" if strategy == "vanilla" else "CircularEval") if x == 0 else None)
-            _tag(bar, run=report["run_id"], level="all", strategy=strategy)
+            _tag(bar, run=report.run_id, level="all", strategy=strategy)
             ax.annotate(f"{value:.1f}", (x + dx, value), ha="center", va="bottom", fontsize=8, xytext=(0, 1),
                         textcoords="offset points")
         ax.annotate(f"−{vanilla - circ:.1f} pts", (x, max(vanilla, circ) + 7), ha="center", fontsize=9,
@@ -131,27 +141,27 @@ def drop_figure(reports: list[dict]) -> Figure:
     return fig
 
 
-def alignment_figure(report: dict, extractor: str | None = None) -> Figure:
-    """An alignment study (annotation.alignment.alignment_report): per extractor the share of responses read as
+def alignment_figure(report, extractor: str | None = None) -> Figure:
+    """An alignment study (annotation.alignment.AlignmentReport): per extractor the share of responses read as
     the final human label, with its Wilson 95 % interval; beside it one extractor's confusion matrix."""
-    names = [n for n, e in report["extractors"].items() if e["n"]]
+    names = [n for n, e in report.extractors.items() if e.overall.n]
     fig = Figure(figsize=(10.0, 4.2), layout="constrained")
     FigureCanvasAgg(fig)
     bars_ax, matrix_ax = fig.subplots(1, 2, width_ratios=[1.15, 1])
-    rates = [100 * report["extractors"][n]["rate"] for n in names]
-    lows = [r - 100 * report["extractors"][n]["wilson_95"][0] for r, n in zip(rates, names)]
-    highs = [100 * report["extractors"][n]["wilson_95"][1] - r for r, n in zip(rates, names)]
+    overall = [report.extractors[n].overall for n in names]
+    rates = [100 * o.rate for o in overall]
+    lows = [r - 100 * o.wilson_95[0] for r, o in zip(rates, overall)]
+    highs = [100 * o.wilson_95[1] - r for r, o in zip(rates, overall)]
     bars = bars_ax.bar(range(len(names)), rates, 0.6, color=[COLORS[i % len(COLORS)] for i in range(len(names))],
                        yerr=[lows, highs], capsize=6, error_kw={"elinewidth": 1.2, "ecolor": "#3c4043"})
-    for bar, name, rate in zip(bars, names, rates):
+    for bar, name, rate, o in zip(bars, names, rates, overall):
         _tag(bar, level="alignment", extractor=name)
-        e = report["extractors"][name]
-        bars_ax.annotate(f"{rate:.1f}%\n{e['agreed']}/{e['n']}", (bar.get_x() + bar.get_width() / 2, 2),
+        bars_ax.annotate(f"{rate:.1f}%\n{o.agreed}/{o.n}", (bar.get_x() + bar.get_width() / 2, 2),
                          ha="center", va="bottom", fontsize=8, color="white", fontweight="bold")
     bars_ax.set_xticks(range(len(names)), [n if len(n) <= 22 else n[:21] + "…" for n in names], fontsize=8)
     bars_ax.set_ylim(0, 105)
     bars_ax.set_ylabel("alignment with the final human label (%)")
-    bars_ax.set_title(f"set {report['set']}: {report['final']['decided']} decided labels (bars: Wilson 95 %)",
+    bars_ax.set_title(f"set {report.set_name}: {report.final.decided} decided labels (bars: Wilson 95 %)",
                       fontsize=10)
     bars_ax.grid(axis="y", alpha=0.3)
     extractor = extractor if extractor in names else (names[0] if names else None)
@@ -159,8 +169,8 @@ def alignment_figure(report: dict, extractor: str | None = None) -> Figure:
         matrix_ax.axis("off")
         matrix_ax.text(0.5, 0.5, "no decided labels yet", ha="center", va="center", color="#5f6368")
         return fig
-    conf = report["extractors"][extractor]["confusion"]
-    labels, matrix = conf["labels"], conf["matrix"]
+    conf = report.extractors[extractor].confusion
+    labels, matrix = conf.labels, conf.matrix
     matrix_ax.imshow(matrix, cmap="Blues", vmin=0)
     peak = max((v for row in matrix for v in row), default=0)
     for i, row in enumerate(matrix):
@@ -178,7 +188,7 @@ def alignment_figure(report: dict, extractor: str | None = None) -> Figure:
 def save_figure(fig: Figure, path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise ValueError(f"{path}: plot files end in .png, .svg or .pdf")
+        raise InvalidInput(f"{path}: plot files end in .png, .svg or .pdf")
     with AtomicOutput(path, binary=True) as f:  # evaluator/outfiles.py's rule
         fig.savefig(f, dpi=150, format=path.suffix.lower()[1:])
     return path

@@ -13,13 +13,15 @@ import os
 import random
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from db.errors import InvalidInput
 from evaluator.outfiles import AtomicOutput
+from evaluator.types import POPE_SETTINGS
 
-SETTINGS = ("random", "popular", "adversarial")
+SETTINGS = POPE_SETTINGS
 YES_NO = ("yes", "no")
 """POPE's labels, and the answer keys of every yes/no item as vlmdesk stores them."""
 FRACTION_METRICS = ("accuracy", "precision", "recall", "f1", "yes_ratio")
@@ -124,7 +126,42 @@ def _ratio(numerator: float, denominator: float) -> float | None:
     return None if denominator == 0 else numerator / denominator
 
 
-def pope_metrics(labels: Sequence[str], answers: Sequence[str]) -> dict:
+@dataclass(frozen=True)
+class PopeMetrics:
+    """POPE's figures over one set of answers, "yes" the positive class; fractions are None when a denominator
+    is zero. `to_json()` is the object `report --json` and `pope score --json` print (keys in this order)."""
+
+    questions: int
+    tp: int
+    fp: int
+    tn: int
+    fn: int
+    unknown: int
+    accuracy: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    yes_ratio: float | None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PopeMeans:
+    """Each fraction of PopeMetrics averaged over settings (settings where it is None left out)."""
+
+    accuracy: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    yes_ratio: float | None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def pope_metrics(labels: Sequence[str], answers: Sequence[str]) -> PopeMetrics:
     """Confusion counts and fractions with "yes" as the positive class.
 
     `labels` are "yes"/"no"; `answers` are parsed answers "yes"/"no"/"unknown". Unknown answers count in
@@ -153,30 +190,18 @@ def pope_metrics(labels: Sequence[str], answers: Sequence[str]) -> dict:
     f1 = None
     if precision is not None and recall is not None and precision + recall != 0:
         f1 = 2 * precision * recall / (precision + recall)  # same operation order as the script: equal floats
-    return {
-        "questions": questions, "tp": tp, "fp": fp, "tn": tn, "fn": fn, "unknown": unknown,
-        "accuracy": _ratio(tp + tn, questions), "precision": precision, "recall": recall, "f1": f1,
-        "yes_ratio": _ratio(tp + fp, questions),
-    }
+    return PopeMetrics(questions, tp, fp, tn, fn, unknown, accuracy=_ratio(tp + tn, questions),
+                       precision=precision, recall=recall, f1=f1, yes_ratio=_ratio(tp + fp, questions))
 
 
-def pope_metrics_by_setting(results: Mapping[str, tuple[Sequence[str], Sequence[str]]]) -> dict:
-    """{"settings": {setting: pope_metrics(labels, answers)}, "mean": {fraction: mean over settings}}.
-
-    The mean of each fraction ignores settings where it is None (and is None if all are), as the paper's
-    tables average the three settings' figures.
-    """
-    settings = {name: pope_metrics(labels, answers) for name, (labels, answers) in results.items()}
-    return {"settings": settings, "mean": mean_over_settings(list(settings.values()))}
-
-
-def mean_over_settings(metrics: Sequence[dict]) -> dict:
-    """The mean of each fraction metric over settings, leaving out settings where it is None."""
+def mean_over_settings(metrics: Sequence[PopeMetrics]) -> PopeMeans:
+    """The mean of each fraction metric over settings, leaving out settings where it is None (None if all are),
+    as the paper's tables average the three settings' figures."""
     mean = {}
     for metric in FRACTION_METRICS:
-        values = [m[metric] for m in metrics if m[metric] is not None]
+        values = [v for m in metrics if (v := getattr(m, metric)) is not None]
         mean[metric] = sum(values) / len(values) if values else None
-    return mean
+    return PopeMeans(**mean)
 
 
 # ----------------------------------------------------------------------------------------------------- files
@@ -199,7 +224,7 @@ def _json_lines(path: Path) -> Iterable[tuple[int, object]]:
                 try:
                     yield number, json.loads(line)
                 except json.JSONDecodeError as error:
-                    raise ValueError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
+                    raise InvalidInput(f"{path}, line {number}: not valid JSON ({error.msg})") from None
 
 
 def read_pope_questions(path: str | os.PathLike) -> list[dict]:
@@ -215,24 +240,24 @@ def read_pope_questions(path: str | os.PathLike) -> list[dict]:
         try:
             items = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
-            raise ValueError(f"{path}, line {error.lineno}: not valid JSON ({error.msg})") from None
+            raise InvalidInput(f"{path}, line {error.lineno}: not valid JSON ({error.msg})") from None
         located = [(f"item {index}", item) for index, item in enumerate(items, start=1)]
     else:
         located = [(f"line {number}", item) for number, item in _json_lines(path)]
     questions, seen = [], {}
     for where, item in located:
         if not isinstance(item, dict):
-            raise ValueError(f"{path}, {where}: expected a JSON object")
+            raise InvalidInput(f"{path}, {where}: expected a JSON object")
         for field, kind, says in (("question_id", (int, str), "an integer or string"), ("image", str, "a string"),
                                   ("text", str, "a string"), ("label", str, "a string")):
             if not isinstance(item.get(field), kind) or isinstance(item.get(field), bool):
-                raise ValueError(f"{path}, {where}: field '{field}' missing or not {says}")
+                raise InvalidInput(f"{path}, {where}: field '{field}' missing or not {says}")
         label = item["label"].strip().lower()
         if label not in YES_NO:
-            raise ValueError(f"{path}, {where}: field 'label' is {item['label']!r}, not yes/no")
+            raise InvalidInput(f"{path}, {where}: field 'label' is {item['label']!r}, not yes/no")
         key = str(item["question_id"])
         if key in seen:
-            raise ValueError(f"{path}, {where}: question_id {item['question_id']} repeats {seen[key]}")
+            raise InvalidInput(f"{path}, {where}: question_id {item['question_id']} repeats {seen[key]}")
         seen[key] = where
         questions.append({**item, "label": label})
     return questions
@@ -248,13 +273,13 @@ def read_pope_answers(path: str | os.PathLike) -> list[PopeAnswer]:
     answers = []
     for number, item in _json_lines(path):
         if not isinstance(item, dict):
-            raise ValueError(f"{path}, line {number}: expected a JSON object")
+            raise InvalidInput(f"{path}, line {number}: expected a JSON object")
         field = "answer" if "answer" in item else "text"
         if not isinstance(item.get(field), str):
-            raise ValueError(f"{path}, line {number}: field 'answer' or 'text' missing or not a string")
+            raise InvalidInput(f"{path}, line {number}: field 'answer' or 'text' missing or not a string")
         question_id = item.get("question_id")
         if question_id is not None and (isinstance(question_id, bool) or not isinstance(question_id, (int, str))):
-            raise ValueError(f"{path}, line {number}: field 'question_id' is not an integer or string")
+            raise InvalidInput(f"{path}, line {number}: field 'question_id' is not an integer or string")
         answers.append(PopeAnswer(item[field], question_id, str(path), number))
     return answers
 
@@ -271,35 +296,36 @@ def match_answers(questions: Sequence[dict], answers: Sequence[PopeAnswer]) -> l
     if not with_ids:
         if len(answers) < len(questions):
             last = f"ends at line {answers[-1].line}" if answers else "is empty"
-            raise ValueError(f"{source}: {len(answers)} answers for {len(questions)} questions (the file {last})")
+            raise InvalidInput(f"{source}: {len(answers)} answers for {len(questions)} questions (the file {last})")
         if len(answers) > len(questions):
             extra = answers[len(questions)]
-            raise ValueError(f"{extra.source}, line {extra.line}: answer without a question "
+            raise InvalidInput(f"{extra.source}, line {extra.line}: answer without a question "
                              f"(only {len(questions)} questions)")
         return list(zip(questions, answers))
     if len(with_ids) != len(answers):
         missing = next(a for a in answers if a.question_id is None)
-        raise ValueError(f"{missing.source}, line {missing.line}: answer has no question_id while others do")
+        raise InvalidInput(f"{missing.source}, line {missing.line}: answer has no question_id while others do")
     by_id = {str(q["question_id"]): q for q in questions}
     answered: dict[str, PopeAnswer] = {}
     for answer in answers:
         key = str(answer.question_id)
         if key not in by_id:
-            raise ValueError(f"{answer.source}, line {answer.line}: question_id {answer.question_id} "
+            raise InvalidInput(f"{answer.source}, line {answer.line}: question_id {answer.question_id} "
                              f"is not among the questions")
         if key in answered:
-            raise ValueError(f"{answer.source}, line {answer.line}: question_id {answer.question_id} "
+            raise InvalidInput(f"{answer.source}, line {answer.line}: question_id {answer.question_id} "
                              f"already answered on line {answered[key].line}")
         answered[key] = answer
     unanswered = [key for key in by_id if key not in answered]
     if unanswered:
         more = f" and {len(unanswered) - 1} more" if len(unanswered) > 1 else ""
-        raise ValueError(f"{source}: no answer for question_id {unanswered[0]}{more} "
+        raise InvalidInput(f"{source}: no answer for question_id {unanswered[0]}{more} "
                          f"({len(answers)} answers for {len(questions)} questions)")
     return [(q, answered[str(q["question_id"])]) for q in questions]
 
 
-def score_matched(pairs: Sequence[tuple[dict, PopeAnswer]], parse: Callable[[str], str] = parse_strict) -> dict:
+def score_matched(pairs: Sequence[tuple[dict, PopeAnswer]], parse: Callable[[str], str] = parse_strict
+                  ) -> PopeMetrics:
     """pope_metrics over matched (question, answer) pairs, answers read with `parse`."""
     return pope_metrics([q["label"] for q, _ in pairs], [parse(a.text) for _, a in pairs])
 
@@ -316,7 +342,7 @@ def write_pope_jsonl(records: Iterable[dict], path: str | os.PathLike) -> None:
 
 def _field(item: object, field: str, where: str):
     if not isinstance(item, dict) or field not in item:
-        raise ValueError(f"{where}: field '{field}' missing")
+        raise InvalidInput(f"{where}: field '{field}' missing")
     return item[field]
 
 
@@ -329,7 +355,7 @@ def load_coco_instances(path: str | os.PathLike) -> dict[str, list[str]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path}, line {error.lineno}: not valid JSON ({error.msg})") from None
+        raise InvalidInput(f"{path}, line {error.lineno}: not valid JSON ({error.msg})") from None
     files = {_field(i, "id", f"{path}: images[{n}]"): _field(i, "file_name", f"{path}: images[{n}]")
              for n, i in enumerate(_field(data, "images", str(path)))}
     names = {_field(c, "id", f"{path}: categories[{n}]"): _field(c, "name", f"{path}: categories[{n}]")
@@ -339,9 +365,9 @@ def load_coco_instances(path: str | os.PathLike) -> dict[str, list[str]]:
         where = f"{path}: annotations[{n}]"
         image_id, category_id = _field(annotation, "image_id", where), _field(annotation, "category_id", where)
         if image_id not in files:
-            raise ValueError(f"{where}: image_id {image_id} is not in images")
+            raise InvalidInput(f"{where}: image_id {image_id} is not in images")
         if category_id not in names:
-            raise ValueError(f"{where}: category_id {category_id} is not in categories")
+            raise InvalidInput(f"{where}: category_id {category_id} is not in categories")
         present[files[image_id]].add(names[category_id])
     return {image: sorted(objects) for image, objects in present.items()}
 
@@ -357,7 +383,7 @@ def load_object_jsonl(path: str | os.PathLike) -> dict[str, list[str]]:
         where = f"{path}, line {number}"
         image, objects = _field(item, "image", where), _field(item, "objects", where)
         if not (isinstance(image, str) and isinstance(objects, list) and all(isinstance(o, str) for o in objects)):
-            raise ValueError(f"{path}, line {number}: 'image' must be a string and 'objects' a list of strings")
+            raise InvalidInput(f"{path}, line {number}: 'image' must be a string and 'objects' a list of strings")
         present[image].update(objects)
     return {image: sorted(objects) for image, objects in present.items()}
 
@@ -429,13 +455,13 @@ def build_pope(annotations: Mapping[str, Sequence[str]], *, setting: str, images
     so the three settings of one seed share images and positives, like the official files.
     """
     if setting not in SETTINGS:
-        raise ValueError(f"unknown POPE setting {setting!r} (one of {', '.join(SETTINGS)})")
+        raise InvalidInput(f"unknown POPE setting {setting!r} (one of {', '.join(SETTINGS)})")
     if images_count < 1 or per_image < 1:
-        raise ValueError("images_count and per_image must be at least 1")
+        raise InvalidInput("images_count and per_image must be at least 1")
     objects = {image: sorted(set(names)) for image, names in annotations.items()}
     eligible = sorted(image for image, names in objects.items() if len(names) >= per_image)
     if len(eligible) < images_count:
-        raise ValueError(f"only {len(eligible)} images have at least {per_image} distinct objects; "
+        raise InvalidInput(f"only {len(eligible)} images have at least {per_image} distinct objects; "
                          f"{images_count} requested")
     pick = random.Random(seed)
     chosen = sorted(pick.sample(eligible, images_count))
@@ -477,7 +503,7 @@ def build_pope(annotations: Mapping[str, Sequence[str]], *, setting: str, images
             if len(negatives) == per_image:
                 break
         if len(negatives) < per_image:
-            raise ValueError(f"image {image}: only {len(negatives)} absent objects in the whole vocabulary, "
+            raise InvalidInput(f"image {image}: only {len(negatives)} absent objects in the whole vocabulary, "
                              f"{per_image} needed")
         for positive, negative in zip(positives[image], negatives):
             for name, label in ((positive, "yes"), (negative, "no")):

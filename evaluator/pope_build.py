@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from db.errors import InvalidInput
+
 from evaluator.pope import build_pope, load_coco_instances, load_object_jsonl
 
 ANNOTATION_FORMATS = ("coco", "objects-jsonl")
@@ -45,12 +47,15 @@ def annotation_format(path: str | os.PathLike) -> str:
 
 
 def load_annotations(path: str | os.PathLike) -> tuple[str, dict[str, list[str]]]:
-    """(format, image -> objects present). ValueError names the file (and line) of bad input."""
+    """(format, image -> objects present). InvalidInput names the file (and line) of bad input."""
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"{path}: no such file")
+        raise InvalidInput(f"{path}: no such file")
     fmt = annotation_format(path)
-    return fmt, (load_object_jsonl(path) if fmt == "objects-jsonl" else load_coco_instances(path))
+    try:
+        return fmt, (load_object_jsonl(path) if fmt == "objects-jsonl" else load_coco_instances(path))
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 def missing_images(records: list[dict], images_dir: str | os.PathLike) -> list[str]:
@@ -62,16 +67,16 @@ def missing_images(records: list[dict], images_dir: str | os.PathLike) -> list[s
 
 def build_pope_set(annotations_path: str | os.PathLike, images_dir: str | os.PathLike, *, setting: str,
                    images_count: int, per_image: int, seed: int) -> BuiltSet:
-    """Reads the annotations, builds the set and checks its images; ValueError on any problem (nothing written)."""
+    """Reads the annotations, builds the set and checks its images; InvalidInput on any problem (nothing written)."""
     images_dir = Path(images_dir)
     if not images_dir.is_dir():
-        raise ValueError(f"{images_dir}: no such directory (--images)")
+        raise InvalidInput(f"{images_dir}: no such directory (--images)")
     fmt, annotations = load_annotations(annotations_path)
     records = build_pope(annotations, setting=setting, images_count=images_count, per_image=per_image, seed=seed)
     missing = missing_images(records, images_dir)
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         chosen = len({r["image"] for r in records})
-        raise ValueError(f"{images_dir}: {len(missing)} of the {chosen} chosen images are not in this folder: "
+        raise InvalidInput(f"{images_dir}: {len(missing)} of the {chosen} chosen images are not in this folder: "
                          f"{shown}")
     return BuiltSet(records, fmt, len({r["image"] for r in records}), setting, seed)

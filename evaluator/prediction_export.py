@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from db import catalog, runs
+from db.errors import NotFound
 from db.workspace import Workspace
 from evaluator.choices import displayed_answer, letters, rotation
 from evaluator.exporters import ExportError, _atomic_text, _finish, copy_shifts
@@ -54,7 +55,7 @@ def export_predictions(ws: Workspace, run_id: int, path: str | Path, *, predicti
         raise ExportError(f"prediction: one of {', '.join(PREDICTION_FIELDS)}")
     run = runs.get_run(ws, run_id)
     if run is None:
-        raise LookupError(f"no run {run_id}")
+        raise NotFound(f"no run {run_id}")
     items = runs.items_of(ws, run)
     done: dict[tuple[int, int], runs.Prediction] = {(p.item_id, p.pass_): p for p in runs.predictions_of(ws, run_id)}
 

@@ -12,6 +12,7 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
+from db.errors import InvalidInput
 from evaluator.choices import letters
 
 FIELDS = {"hint", "question", "options", "letters"}
@@ -58,10 +59,10 @@ class PromptTemplate:
         try:
             by_language = json.loads(text)
         except (TypeError, ValueError, RecursionError):
-            raise ValueError("the stored prompt template is not readable JSON") from None
+            raise InvalidInput("the stored prompt template is not readable JSON") from None
         if not isinstance(by_language, dict) or not by_language or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in by_language.items()):
-            raise ValueError("the stored prompt template is not an object of texts")
+            raise InvalidInput("the stored prompt template is not an object of texts")
         for language, template in by_language.items():
             check_fields(template, f"stored {language} template")
         return cls(by_language)
@@ -76,17 +77,17 @@ def load_template(path: str | Path, kind: str) -> PromptTemplate:
     path = Path(path)
     try:
         if not path.is_file():
-            raise ValueError(f"{path}: prompt template must be a regular file")
+            raise InvalidInput(f"{path}: prompt template must be a regular file")
         with open(path, "rb") as f:
             raw = f.read(MAX_TEMPLATE_BYTES + 1)
     except OSError as exc:
-        raise ValueError(f"{path}: cannot read prompt template ({exc.strerror})") from None
+        raise InvalidInput(f"{path}: cannot read prompt template ({exc.strerror})") from None
     if len(raw) > MAX_TEMPLATE_BYTES:
-        raise ValueError(f"{path}: prompt template is larger than {MAX_TEMPLATE_BYTES // 1024} KB")
+        raise InvalidInput(f"{path}: prompt template is larger than {MAX_TEMPLATE_BYTES // 1024} KB")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: prompt template is not UTF-8 (byte {exc.start})") from None
+        raise InvalidInput(f"{path}: prompt template is not UTF-8 (byte {exc.start})") from None
     by_language = None
     if text.lstrip().startswith("{"):
         try:
@@ -102,7 +103,7 @@ def load_template(path: str | Path, kind: str) -> PromptTemplate:
         used = check_fields(template, f"{path}: {language} template")
         if "question" not in used or (kind == "mcq" and "options" not in used):
             needed = "{question} and {options}" if kind == "mcq" else "{question}"
-            raise ValueError(f"{path}: {language} template must contain {needed}")
+            raise InvalidInput(f"{path}: {language} template must contain {needed}")
     return PromptTemplate(by_language)
 
 
@@ -113,19 +114,19 @@ def check_fields(template: str, where: str) -> set[str]:
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
+        raise InvalidInput(f"{where}: {exc}") from None
     for _, name, spec, conversion in parsed:
         if name is None:
             continue
         if name not in FIELDS:
-            raise ValueError(f"{where}: unknown field {{{name[:40]}}} (use {', '.join(sorted(FIELDS))})")
+            raise InvalidInput(f"{where}: unknown field {{{name[:40]}}} (use {', '.join(sorted(FIELDS))})")
         if conversion not in (None, "s", "r", "a"):
-            raise ValueError(f"{where}: {{{name}}}: unknown conversion !{conversion}")
+            raise InvalidInput(f"{where}: {{{name}}}: unknown conversion !{conversion}")
         match = _SPEC.fullmatch(spec or "")
         if match is None:
-            raise ValueError(f"{where}: {{{name}}}: format {spec[:40]!r} is not [[fill]align][width][.precision]")
+            raise InvalidInput(f"{where}: {{{name}}}: format {spec[:40]!r} is not [[fill]align][width][.precision]")
         for part in ("width", "precision"):
             if match[part] is not None and (len(match[part]) > 4 or int(match[part]) > MAX_WIDTH):
-                raise ValueError(f"{where}: {{{name}}}: {part} {match[part][:12]} is larger than {MAX_WIDTH}")
+                raise InvalidInput(f"{where}: {{{name}}}: {part} {match[part][:12]} is larger than {MAX_WIDTH}")
         used.add(name)
     return used

@@ -9,12 +9,19 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
+from typing import TYPE_CHECKING, Literal
+
 from db import catalog, extractions, runs
+from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
 from evaluator.choices import (
     POPE_PARSERS, item_result, marks_of, original_option, pope_reading, vanilla_result,
 )
-from evaluator.pope import pope_metrics
+from evaluator.pope import PopeMetrics, pope_metrics
+from evaluator.types import PopeParser, RunStatus, Strategy
+
+if TYPE_CHECKING:
+    from evaluator.pope_report import PopeMeanEntry
 
 NONE = "(none)"
 
@@ -25,10 +32,112 @@ def _fraction(hits: int, total: int) -> float | None:
 
 RUN_SCORING = "run"
 """The name of a run's own scoring (also reachable by the run's extractor spec when no re-scoring has that name)."""
+ScoringSource = Literal["run", "rescore"]
 
 
-def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> dict | None:
-    """The report of one scoring of a run (default: its own). None when there is no such run; LookupError when
+@dataclasses.dataclass(frozen=True)
+class Scores:
+    """VanillaEval and CircularEval accuracy over a group of scored questions (fractions; None over no question,
+    and circular None for a vanilla run)."""
+
+    questions: int
+    vanilla: float | None
+    circular: float | None
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class McqFigures:
+    """The multiple-choice part of a report."""
+
+    scored_questions: int
+    unscored_questions: int
+    overall: Scores
+    by_l2: dict[str, Scores]
+    by_category: dict[str, Scores]
+    by_split: dict[str, Scores]
+    consistency: float | None  # --full-passes circular runs only
+    circular_unasked_items: int | None
+    circular_upper: float | None
+    undecided_vanilla: int
+
+    def to_json(self) -> dict:
+        groups = {key: {name: s.to_json() for name, s in getattr(self, key).items()}
+                  for key in ("by_l2", "by_category", "by_split")}
+        return {"scored_questions": self.scored_questions, "unscored_questions": self.unscored_questions,
+                "overall": self.overall.to_json(), **groups, "consistency": self.consistency,
+                "circular_unasked_items": self.circular_unasked_items, "circular_upper": self.circular_upper,
+                "undecided_vanilla": self.undecided_vanilla}
+
+    def groups(self, level: str) -> dict[str, Scores]:
+        """by_l2, by_category or by_split by that name."""
+        return getattr(self, level)
+
+
+@dataclasses.dataclass(frozen=True)
+class PopeFigures:
+    """The POPE part of a report: every answer read by each parser."""
+
+    setting: str | None
+    answered: int
+    pope: dict[PopeParser, PopeMetrics]
+
+    def to_json(self) -> dict:
+        return {"setting": self.setting, "answered": self.answered,
+                "pope": {parser: m.to_json() for parser, m in self.pope.items()},
+                "overall": {"accuracy_official": self.pope["official"].accuracy,
+                            "accuracy_strict": self.pope["strict"].accuracy}}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunReport:
+    """The report of one scoring of a run; `to_json()` is `vlmdesk report --json` (keys in this order).
+
+    `figures` is McqFigures or PopeFigures by strategy; `pope_mean` is set on POPE reports by
+    pope_report.attach_pope_means (its group's mean over settings), and POPE reports always carry the key."""
+
+    run_id: int
+    benchmark: str
+    model: str
+    strategy: Strategy
+    status: RunStatus
+    extractor: str
+    questions: int
+    scoring: str
+    scoring_source: ScoringSource
+    scoring_summary: dict
+    scorings: tuple[str, ...]
+    model_calls: int
+    undecided: int
+    created_at: str
+    finished_at: str | None
+    config: dict
+    problems: tuple[str, ...]
+    figures: McqFigures | PopeFigures
+    pope_mean: PopeMeanEntry | None = None
+
+    @property
+    def mcq(self) -> McqFigures | None:
+        return self.figures if isinstance(self.figures, McqFigures) else None
+
+    @property
+    def pope(self) -> PopeFigures | None:
+        return self.figures if isinstance(self.figures, PopeFigures) else None
+
+    def to_json(self) -> dict:
+        head = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name not in ("figures", "pope_mean")}
+        head.update(scorings=list(self.scorings), problems=list(self.problems))
+        out = {**head, **self.figures.to_json()}
+        if self.pope is not None:
+            out["pope_mean"] = self.pope_mean and self.pope_mean.to_json()
+        return out
+
+
+def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> RunReport | None:
+    """The report of one scoring of a run (default: its own). None when there is no such run; NotFound when
     the run has no scoring of that name."""
     run = runs.get_run(ws, run_id)
     if run is None:
@@ -37,19 +146,13 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> dict |
     items = runs.items_of(ws, run)
     stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
     name, source, summary, by_item = _scored_passes(ws, run, stored, scoring)
-    head = {
-        "run_id": run.id, "benchmark": bench.name, "model": run.model_spec, "strategy": run.strategy,
-        "status": run.status, "extractor": run.extractor, "questions": len(items),
-        "scoring": name, "scoring_source": source, "scoring_summary": summary,
-        "scorings": [RUN_SCORING, *stored],
-        "model_calls": sum(len(v) for v in by_item.values()),
-        "undecided": sum(1 for v in by_item.values() for p in v.values() if p.choice is None),
-        "created_at": run.created_at, "finished_at": run.finished_at, "config": run.config,
-        "problems": list(run.problems),
-    }
-    if run.strategy == "pope":
-        return {**head, **_pope(items, by_item, bench.meta.get("setting"))}
-    return {**head, **_mcq(items, by_item, run.strategy, full_passes=run.config.get("full_passes") is True)}
+    figures = (_pope(items, by_item, bench.meta.get("setting")) if run.strategy == "pope"
+               else _mcq(items, by_item, run.strategy, full_passes=run.config.get("full_passes") is True))
+    return RunReport(
+        run.id, bench.name, run.model_spec, run.strategy, run.status, run.extractor, len(items), name, source,
+        summary, (RUN_SCORING, *stored), sum(len(v) for v in by_item.values()),
+        sum(1 for v in by_item.values() for p in v.values() if p.choice is None), run.created_at, run.finished_at,
+        run.config, tuple(run.problems), figures)
 
 
 def _scored_passes(ws: Workspace, run: runs.Run, stored: dict, scoring: str | None):
@@ -64,15 +167,15 @@ def _scored_passes(ws: Workspace, run: runs.Run, stored: dict, scoring: str | No
                        for p in predictions if (s := scored.get((p.item_id, p.pass_))) is not None]
     else:
         known = ", ".join([RUN_SCORING, *stored]) or RUN_SCORING
-        raise LookupError(f"run {run.id} has no scoring {scoring!r} (known: {known}; vlmdesk rescore {run.id} "
-                          f"--extractor {scoring})")
+        raise NotFound(f"run {run.id} has no scoring {scoring!r} (known: {known}; vlmdesk rescore {run.id} "
+                       f"--extractor {scoring})")
     by_item: dict[int, dict[int, runs.Prediction]] = defaultdict(dict)
     for p in predictions:
         by_item[p.item_id][p.pass_] = p
     return name, source, summary, by_item
 
 
-def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> dict:
+def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> McqFigures:
     is_circular = strategy == "circular"
     groups: dict[str, dict[str, list[int]]] = {"by_l2": {}, "by_category": {}, "by_split": {}}
     totals = [0, 0, 0]  # scored questions, vanilla right, circular right
@@ -100,27 +203,24 @@ def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> dict:
         totals[1] += vanilla_ok
         totals[2] += circular_ok
 
-    def scores(g):
-        return {"questions": g[0], "vanilla": _fraction(g[1], g[0]),
-                "circular": _fraction(g[2], g[0]) if is_circular else None}
+    def scores(g) -> Scores:
+        return Scores(g[0], _fraction(g[1], g[0]), _fraction(g[2], g[0]) if is_circular else None)
 
-    return {
-        "scored_questions": totals[0], "unscored_questions": unscored,
-        "overall": scores(totals),
-        **{key: {name: scores(g) for name, g in sorted(groups[key].items())} for key in groups},
+    by = {key: {name: scores(g) for name, g in sorted(groups[key].items())} for key in groups}
+    return McqFigures(
+        totals[0], unscored, scores(totals), by["by_l2"], by["by_category"], by["by_split"],
         # The same original option chosen in every pass. Only --full-passes runs ask every pass of every item;
         # elsewhere the items asked to the end are the ones right so far, a biased sample, so no figure.
-        "consistency": _fraction(consistent, complete) if is_circular and full_passes else None,
+        consistency=_fraction(consistent, complete) if is_circular and full_passes else None,
         # Items right on every asked pass with passes never asked (a pass never asked counts as wrong: a lower
         # bound; under a re-scoring the run's own extractor may have stopped an item that is right so far);
         # circular_upper counts them as right.
-        "circular_unasked_items": unasked if is_circular else None,
-        "circular_upper": _fraction(totals[2] + unasked, totals[0]) if is_circular else None,
-        "undecided_vanilla": sum(1 for item in items if (p := by_item.get(item.id, {}).get(0)) and p.choice is None),
-    }
+        circular_unasked_items=unasked if is_circular else None,
+        circular_upper=_fraction(totals[2] + unasked, totals[0]) if is_circular else None,
+        undecided_vanilla=sum(1 for item in items if (p := by_item.get(item.id, {}).get(0)) and p.choice is None))
 
 
-def _pope(items, by_item, setting: str | None) -> dict:
+def _pope(items, by_item, setting: str | None) -> PopeFigures:
     labels: list[str] = []
     readings: dict[str, list[str]] = {parser: [] for parser in POPE_PARSERS}
     for item in items:
@@ -130,10 +230,8 @@ def _pope(items, by_item, setting: str | None) -> dict:
         labels.append(item.answer)
         for parser in POPE_PARSERS:
             readings[parser].append(pope_reading(p, parser))
-    parsers = {parser: pope_metrics(labels, readings[parser]) for parser in POPE_PARSERS}
-    return {"setting": setting, "answered": len(labels), "pope": parsers,
-            "overall": {"accuracy_official": parsers["official"]["accuracy"],
-                        "accuracy_strict": parsers["strict"]["accuracy"]}}
+    metrics = {parser: pope_metrics(labels, readings[parser]) for parser in POPE_PARSERS}
+    return PopeFigures(setting, len(labels), metrics)
 
 
 # --- the items behind a figure ------------------------------------------------------------------------------
@@ -169,10 +267,10 @@ def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | 
     category, split; "all" for every item), each with the right/wrong the report counted. A group named
     "(none)" means items without a value. LookupError for an unknown run or scoring, ValueError for a bad level."""
     if level not in GROUP_LEVELS:
-        raise ValueError(f"level {level!r}: one of {', '.join(GROUP_LEVELS)}")
+        raise InvalidInput(f"level {level!r}: one of {', '.join(GROUP_LEVELS)}")
     run = runs.get_run(ws, run_id)
     if run is None:
-        raise LookupError(f"no run {run_id}")
+        raise NotFound(f"no run {run_id}")
     items = runs.items_of(ws, run)
     stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
     _, _, _, by_item = _scored_passes(ws, run, stored, scoring)
@@ -184,7 +282,7 @@ def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | 
 
             group = next((name for name, code in SHORT_L2.items() if code == group and name in known), group)
         if group not in known:
-            raise LookupError(f"no {level} group {group!r} in run {run_id} (known: {', '.join(known)})")
+            raise NotFound(f"no {level} group {group!r} in run {run_id} (known: {', '.join(known)})")
     out = []
     for item in items:
         if column is not None and (getattr(item, column) or NONE) != group:
@@ -208,24 +306,43 @@ def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | 
     return out
 
 
-def run_summary(ws: Workspace, run_id: int) -> dict | None:
+@dataclasses.dataclass(frozen=True)
+class RunSummary:
+    """One line of the runs list (`vlmdesk runs --scores`, the app's runs list)."""
+
+    run_id: int
+    benchmark: str
+    model: str
+    strategy: Strategy
+    status: RunStatus
+    error: str | None
+    questions: int
+    passes: int
+    vanilla: float | None
+    circular: float | None
+    pope_f1: float | None
+    pope_accuracy: float | None
+    created_at: str
+    finished_at: str | None
+    duration_s: float | None
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def run_summary(ws: Workspace, run_id: int) -> RunSummary | None:
     """One line of the runs list: status, model, benchmark, the overall figures and how long the run has taken
     (first start to finish, or to its latest batch while unfinished; the pauses of a resumed run included)."""
     report = run_report(ws, run_id)
     if report is None:
         return None
     run = runs.get_run(ws, run_id)
-    overall = report.get("overall", {})
-    pope = report.get("pope", {})
-    return {
-        "run_id": run.id, "benchmark": report["benchmark"], "model": run.model_spec, "strategy": run.strategy,
-        "status": run.status, "error": run.error, "questions": report["questions"],
-        "passes": run.predictions, "vanilla": overall.get("vanilla"), "circular": overall.get("circular"),
-        "pope_f1": pope.get("official", {}).get("f1") if pope else None,
-        "pope_accuracy": pope.get("official", {}).get("accuracy") if pope else None,
-        "created_at": run.created_at, "finished_at": run.finished_at,
-        "duration_s": _seconds_between(run.created_at, run.finished_at or run.updated_at),
-    }
+    overall, official = report.mcq and report.mcq.overall, report.pope and report.pope.pope["official"]
+    return RunSummary(
+        run.id, report.benchmark, run.model_spec, run.strategy, run.status, run.error, report.questions,
+        run.predictions, overall and overall.vanilla, overall and overall.circular, official and official.f1,
+        official and official.accuracy, run.created_at, run.finished_at,
+        _seconds_between(run.created_at, run.finished_at or run.updated_at))
 
 
 def _seconds_between(start: str, end: str | None) -> float | None:

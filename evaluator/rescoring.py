@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from db import catalog, extractions, runs
+from db.errors import UserError
 from db.workspace import Workspace
 from evaluator.choices import pass_correct, shown_options
 from evaluator.extraction import Extraction
@@ -21,7 +22,7 @@ UNLABELLED = "unlabelled"
 """The stage an extractor may return to say "no reading of mine here": with fallback_to_run the run's own stays."""
 
 
-class RescoreError(ValueError):
+class RescoreError(UserError, ValueError):
     """The run cannot be re-scored (unknown, POPE, …)."""
 
 

@@ -19,6 +19,7 @@ from typing import Callable
 
 from db import catalog, runs
 from db.catalog import Benchmark, Item
+from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query, can_score
 from evaluator.choices import (
@@ -27,6 +28,8 @@ from evaluator.choices import (
 )
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import Extractor, load_extractor
+from evaluator.progress import Progress
+from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
 from evaluator.prompts import PromptTemplate
 
 
@@ -34,7 +37,7 @@ from evaluator.prompts import PromptTemplate
 class RunSettings:
     """Everything that decides a run's answers (batch size does not, so it is not part of the run's identity)."""
 
-    strategy: str = "circular"  # circular | vanilla (multiple choice); yes/no benchmarks always take one pass
+    strategy: McqStrategy = "circular"  # yes/no benchmarks always take one pass (strategy "pope")
     full_passes: bool = False
     limit: int | None = None
     max_new_tokens: int = 32
@@ -49,10 +52,10 @@ class RunSettings:
     def check(self) -> None:
         """ValueError naming every setting out of range (before a run is stored with them)."""
         problems = runs.config_problems(self.config(1))
-        if self.strategy not in ("circular", "vanilla"):
+        if self.strategy not in MCQ_STRATEGIES:
             problems.append(f"strategy: {self.strategy!r} is not circular or vanilla")
         if problems:
-            raise ValueError("; ".join(problems))
+            raise InvalidInput("; ".join(problems))
 
 
 def settings_of(run: runs.Run) -> RunSettings:
@@ -60,29 +63,14 @@ def settings_of(run: runs.Run) -> RunSettings:
     is shown, never executed)."""
     problems = [p for p in run.problems if p.startswith("config")]
     if problems:
-        raise ValueError(f"run {run.id}: stored settings are unreadable: {'; '.join(problems)}")
+        raise InvalidInput(f"run {run.id}: stored settings are unreadable: {'; '.join(problems)}")
     known = {f for f in RunSettings.__dataclass_fields__}
     settings = RunSettings(**{k: v for k, v in run.config.items() if k in known})
     settings.check()
     return settings
 
 
-@dataclass(frozen=True)
-class Progress:
-    run_id: int
-    wave: int
-    passes_done: int
-    items_done: int
-    items_total: int
-    calls: int
-    calls_per_s: float
-    eta_s: float | None
-
-    def to_json(self) -> dict:
-        return {"event": "progress", **asdict(self)}
-
-
-def strategy_for(bench: Benchmark, settings: RunSettings) -> str:
+def strategy_for(bench: Benchmark, settings: RunSettings) -> Strategy:
     return "pope" if bench.kind == "yesno" else settings.strategy
 
 

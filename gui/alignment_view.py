@@ -23,7 +23,7 @@ class AlignmentView(QWidget):
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
         self.ctx = ctx
-        self.report: dict | None = None
+        self.report: alignment.AlignmentReport | None = None
         self.set_combo = QComboBox()
         self.set_combo.setMinimumWidth(160)
         self.set_combo.currentIndexChanged.connect(self.redraw)
@@ -101,7 +101,7 @@ class AlignmentView(QWidget):
         self.report = alignment.alignment_report(self.ctx.ws, name) if name else None
         self.extractor.blockSignals(True)
         self.extractor.clear()
-        for ext in (self.report or {}).get("extractors", {}):
+        for ext in (self.report.extractors if self.report else {}):
             self.extractor.addItem(ext, ext)
         self.extractor.blockSignals(False)
         self._fill_table()
@@ -113,7 +113,7 @@ class AlignmentView(QWidget):
                                                  "then label it in Queues › Extractor adjudication"), clickable=False)
             return
         self.chart.set_figure(alignment_figure(self.report, self.extractor.currentData()),
-                              f"Extractor–human alignment · set {self.report['set']}", clickable=False)
+                              f"Extractor–human alignment · set {self.report.set_name}", clickable=False)
 
     def _fill_table(self) -> None:
         r = self.report
@@ -122,21 +122,21 @@ class AlignmentView(QWidget):
             self.summary.setText("")
             return
         rows = []
-        for name, e in r["extractors"].items():
-            ci = e["wilson_95"]
-            rows.append((name, e["n"], e["agreed"], _pct(e["rate"]),
+        for name, e in r.extractors.items():
+            ci = e.overall.wilson_95
+            rows.append((name, e.overall.n, e.overall.agreed, _pct(e.overall.rate),
                          f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f} %" if ci else "–",
-                         "–" if e["cohen_kappa"] is None else f"{e['cohen_kappa']:.3f}",
-                         *(f"{w['agreed']}/{w['n']}" for w in (e["by_why"][k] for k in alignment.WHY))))
+                         "–" if e.cohen_kappa is None else f"{e.cohen_kappa:.3f}",
+                         *(f"{w.agreed}/{w.n}" for w in (e.by_why[k] for k in alignment.WHY))))
         self.table.set_rows(rows)
-        inter = r["inter_annotator"]
-        final = r["final"]
-        parts = [f"{r['labelled']} of {r['items']} responses labelled",
-                 f"{final['decided']} final labels ({final['adjudicated']} adjudicated, {final['ties']} ties, "
-                 f"{final['unclear']} unclear)",
-                 f"annotators: {', '.join(inter['annotators']) or '–'}"]
-        if inter["items_with_two_or_more"]:
-            alpha = inter["krippendorff_alpha"]
-            parts.append(f"agreement {_pct(inter['percent_agreement'])} on {inter['items_with_two_or_more']} items"
+        inter = r.inter_annotator
+        final = r.final
+        parts = [f"{r.labelled} of {r.items} responses labelled",
+                 f"{final.decided} final labels ({final.adjudicated} adjudicated, {final.ties} ties, "
+                 f"{final.unclear} unclear)",
+                 f"annotators: {', '.join(inter.annotators) or '–'}"]
+        if inter.items_with_two_or_more:
+            alpha = inter.krippendorff_alpha
+            parts.append(f"agreement {_pct(inter.percent_agreement)} on {inter.items_with_two_or_more} items"
                          + (f", α = {alpha:.3f}" if alpha is not None else ""))
         self.summary.setText("  ·  ".join(parts))

@@ -1,7 +1,7 @@
 """Browse a benchmark: filters and full-text search over a lazy table, and the selected item in full."""
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QItemSelectionModel, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView, QComboBox, QFrame, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QScrollArea,
     QSplitter, QTableView, QTabWidget, QVBoxLayout, QWidget,
@@ -16,6 +16,8 @@ from gui.item_model import COLUMNS
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
 
 ANY = "All"
+CATEGORY_WIDTH = 135
+QUESTION_SHARE = 0.35  # of the table's width, at least, for the question column
 _REVIEW_TEXT = {"unreviewed": "Unreviewed", "reviewed": "Reviewed", "mine": "Reviewed by me",
                 "not_mine": "Not reviewed by me", "conflict": "Conflicting verdicts",
                 **{v: f"Verdict: {VERDICT_LABELS[v]}" for v in reviews.VERDICTS}}
@@ -104,7 +106,9 @@ class BrowseView(QWidget):
         # (ResizeToContents would re-measure on every page fetched and every repaint: seconds on a big benchmark.)
         header.setSectionResizeMode(QHeaderView.Interactive)
         # Leaf categories run to 38 characters: a fixed width, elided, the full name in the tooltip.
-        self.table.setColumnWidth(1, 135)
+        self.table.setColumnWidth(1, CATEGORY_WIDTH)
+        self._widths: dict[int, int] = {}
+        self.table.viewport().installEventFilter(self)
         header.setSectionResizeMode(7, QHeaderView.Stretch)
         header.setStretchLastSection(False)
         # The question is what a row is about: right after the index, so a narrow window (1024 px) still shows it.
@@ -238,9 +242,33 @@ class BrowseView(QWidget):
         model = self.ctx.model
         cells, head = self.table.fontMetrics(), self.table.horizontalHeader().fontMetrics()
         sample = model.rows[:200]
+        self._widths = {1: CATEGORY_WIDTH}
         for col in (0, 2, 3, 4, 5, 6):
             widest = max((cells.horizontalAdvance(model.display_text(r, col)) for r in sample), default=0)
-            self.table.setColumnWidth(col, max(widest, head.horizontalAdvance(COLUMNS[col])) + 22)
+            self._widths[col] = max(widest, head.horizontalAdvance(COLUMNS[col])) + 22
+        self._share_width()
+
+    def _share_width(self) -> None:
+        """Leave the question at least QUESTION_SHARE of the table: narrow the category, review and QC columns
+        (elided, the whole text in their tooltips; never narrower than their header) before anything scrolls."""
+        widths = dict(self._widths)
+        head = self.table.horizontalHeader().fontMetrics()
+        short = sum(widths.values())
+        wanted = short + int(QUESTION_SHARE * self.table.viewport().width()) - self.table.viewport().width()
+        for col in (1, 4, 5):
+            if wanted <= 0:
+                break
+            narrowest = head.horizontalAdvance(COLUMNS[col]) + 22  # the header stays readable
+            cut = min(wanted, max(0, widths[col] - narrowest))
+            widths[col] -= cut
+            wanted -= cut
+        for col, width in widths.items():
+            self.table.setColumnWidth(col, width)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.table.viewport() and event.type() == QEvent.Resize and self._widths:
+            self._share_width()
+        return super().eventFilter(watched, event)
 
     def _after_reset(self) -> None:
         self._update_count()

@@ -11,7 +11,8 @@ from PySide6.QtWidgets import (
 from evaluator import plots
 from evaluator.exporters import ExportError
 from evaluator.prediction_export import default_file_name, export_predictions
-from evaluator.report import NONE, group_items, run_report
+from db.errors import InvalidInput
+from evaluator.report import NONE, RunReport, group_items, run_report
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.item_panel import ADJUDICATION_HIDDEN
 from gui.runs_list import RunsList
@@ -34,7 +35,7 @@ class DashboardView(QWidget):
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
         self.ctx = ctx
-        self.reports: list[dict] = []
+        self.reports: list[RunReport] = []
         self.target: dict | None = None
         self.runs = RunsList(ctx, multi=True, compact=True)
         self.runs.selectionChanged.connect(self.redraw)
@@ -136,7 +137,7 @@ class DashboardView(QWidget):
         if not self.reports:
             self.chart.set_figure(message_figure("Choose one or more runs on the left"), clickable=False)
             return
-        kinds = {"pope" if r["strategy"] == "pope" else "mcq" for r in self.reports}
+        kinds = {"pope" if r.pope is not None else "mcq" for r in self.reports}
         if len(kinds) > 1:
             self.chart.set_figure(message_figure("POPE and multiple-choice runs cannot share a chart:\n"
                                                  "choose runs of one kind"), clickable=False)
@@ -154,10 +155,10 @@ class DashboardView(QWidget):
             fig = {"l2": lambda r: plots.ability_figure(r, "by_l2"),
                    "category": lambda r: plots.ability_figure(r, "by_category"),
                    "drop": plots.drop_figure, "pope": plots.pope_figure}[chart](self.reports)
-        except ValueError as exc:
+        except InvalidInput as exc:  # e.g. the drop chart of runs without CircularEval
             self.chart.set_figure(message_figure(str(exc)), clickable=False)
             return
-        names = ", ".join(str(r["run_id"]) for r in self.reports)
+        names = ", ".join(str(r.run_id) for r in self.reports)
         self.chart.set_figure(fig, f"{CHARTS[chart][0]} · run{'s' if len(self.reports) > 1 else ''} {names}")
 
     # -- items behind a bar
@@ -206,7 +207,7 @@ class DashboardView(QWidget):
             return
         s = self.runs.summary(ids[0])
         path, _ = QFileDialog.getSaveFileName(self, "Export predictions (VLMEvalKit format)",
-                                              default_file_name(s["model"], s["benchmark"]),
+                                              default_file_name(s.model, s.benchmark),
                                               "TSV (*.tsv);;CSV (*.csv)")
         if not path:
             return

@@ -192,6 +192,8 @@ class ItemTableModel(QAbstractTableModel):
             return (row.category, row.l2_category)[col - 1]
         elif role == Qt.ToolTipRole and col == 5 and (mark := self.qc.get(row.id)):
             return mark.label
+        elif role == Qt.ToolTipRole and col == 4 and (status := self.status.get(row.id)):
+            return status.label  # the column may be narrowed (elided) to leave room for the question
         elif role == Qt.UserRole:
             return row.id
         elif role == Qt.TextAlignmentRole and col == 0:

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 
 from annotation.names import BadName, annotator_name
 from db import catalog, item_query
-from db.errors import EnvironmentFault, UserError
+from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import database_error, open_workspace
 from gui.browse_view import BrowseView
 from gui.context import Context
@@ -77,7 +77,7 @@ class BenchmarksDock(QListWidget):
             if self.item(row).data(Qt.UserRole) == name:
                 self.setCurrentRow(row)
                 return
-        raise ValueError(f"no benchmark named {name!r}")
+        raise NotFound(f"no benchmark named {name!r}")
 
     def _chosen(self, row: int) -> None:
         if row >= 0:

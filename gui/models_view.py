@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
 
 from annotation.blind import HIDDEN_TEXT
 from db import models
+from db.errors import InvalidInput
 from evaluator.backends import REGISTRY as BACKENDS
 from evaluator.model_check import validate_spec
 from gui.processes import CommandProcess
@@ -188,7 +189,7 @@ class ModelsView(QWidget):
     def add_model(self, name: str, spec: str) -> bool:
         try:
             saved = models.add_model(self.ctx.ws, name, validate_spec(spec))
-        except ValueError as exc:
+        except InvalidInput as exc:
             self.ctx.error.emit(f"Model not saved: {exc}", "")
             return False
         self.reload()

@@ -20,6 +20,7 @@ from annotation.blind import HIDDEN_TEXT
 from annotation.browse import VERDICT_LABELS, open_conflicts
 from annotation.correction import wrong_key_problem
 from db import item_query
+from db.errors import InvalidInput, UserError
 from gui.image_view import ImageView
 from evaluator.choices import LETTERS, answer_keys, canonical_answer
 from gui.item_panel import ItemPanel
@@ -438,7 +439,7 @@ class AdjudicationPage(QWidget):
             alignment.add_label(self.ctx.ws, t.item_id, self.ctx.annotator, choice,
                                 seconds=round(time.monotonic() - self.shown_at, 2))
             outputs = alignment.reveal(self.ctx.ws, t.item_id, self.ctx.annotator)
-        except (ValueError, LookupError, PermissionError) as exc:
+        except UserError as exc:  # a label that is not one, an item gone
             self.ctx.error.emit(str(exc), "")
             return
         rows = []
@@ -666,7 +667,7 @@ class ConflictsPage(_ItemPage):
                                corrected_answer=corrected if verdict == "wrong_answer" else None,
                                note="settles conflict" + (f": {text}" if text else ""),
                                seconds=round(time.monotonic() - self.shown_at, 2))
-        except ValueError as exc:
+        except InvalidInput as exc:
             self.ctx.error.emit(str(exc), "")
             return
         self.settled.append(item.id)

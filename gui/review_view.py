@@ -14,6 +14,7 @@ from annotation import reviews
 from annotation.browse import VERDICT_LABELS
 from annotation.correction import wrong_key_problem
 from db import item_query
+from db.errors import InvalidInput
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
 from evaluator.choices import LETTERS
@@ -148,7 +149,7 @@ class ReviewView(QWidget):
         self.saved.setObjectName("saved")
         self.saved.setWordWrap(True)
         self.change = QPushButton("Change my verdict")
-        self.change.setObjectName("flat")
+        self.change.setObjectName("link")  # "flat" is the dark image bar's style: unreadable on white
         self.change.setToolTip("Withdraw your verdict on this item (kept in the log) and give another one")
         self.change.setFocusPolicy(Qt.NoFocus)
         self.change.clicked.connect(self.change_verdict)
@@ -417,7 +418,7 @@ class ReviewView(QWidget):
                                         corrected_answer=corrected if verdict == "wrong_answer" else None,
                                         note=self.note.text().strip() or None,
                                         seconds=round(time.monotonic() - self.shown_at, 2))
-        except ValueError as exc:
+        except InvalidInput as exc:
             self.ctx.error.emit(str(exc), "")
             return
         self.note.clear()

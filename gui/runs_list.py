@@ -7,7 +7,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QVBoxLayou
 
 from annotation.blind import HIDDEN_TEXT
 from db import runs
-from evaluator.report import run_summary
+from evaluator.report import RunSummary, run_summary
 from gui.tables import RowsModel, table_view
 
 COLUMNS = ("Run", "Status", "Model", "Benchmark", "Strategy", "Vanilla", "Circular", "POPE F1", "Duration")
@@ -29,16 +29,16 @@ def duration(seconds) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
-def score(s: dict) -> str:
+def score(s: RunSummary) -> str:
     """The overall figures in one cell: CircularEval and VanillaEval, or POPE's F1 (official parser)."""
     def num(v):
         return f"{100 * v:.1f}"
 
-    if s["strategy"] == "pope":
-        return f"F1 {num(s['pope_f1'])}" if s["pope_f1"] is not None else ""
-    parts = [f"C {num(s['circular'])}"] if s["circular"] is not None else []
-    if s["vanilla"] is not None:
-        parts.append(f"V {num(s['vanilla'])}")
+    if s.strategy == "pope":
+        return f"F1 {num(s.pope_f1)}" if s.pope_f1 is not None else ""
+    parts = [f"C {num(s.circular)}"] if s.circular is not None else []
+    if s.vanilla is not None:
+        parts.append(f"V {num(s.vanilla)}")
     return " · ".join(parts)
 
 
@@ -50,7 +50,7 @@ class RunsList(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.compact = compact
-        self.summaries: dict[int, dict] = {}
+        self.summaries: dict[int, RunSummary] = {}
         self.model = RowsModel(COMPACT if compact else COLUMNS, self)
         self.model.align_right = {0} if compact else {0, 5, 6, 7, 8}
         self.table = table_view(self.model, stretch=2)
@@ -87,19 +87,19 @@ class RunsList(QWidget):
             s = run_summary(self.ctx.ws, r.id)
             if s is not None:
                 self.summaries[r.id] = s
-        ordered = sorted(self.summaries.values(), key=lambda s: -s["run_id"])  # newest first
+        ordered = sorted(self.summaries.values(), key=lambda s: -s.run_id)  # newest first
         rows, colours, tips = [], {}, {}
         for i, s in enumerate(ordered):
             if self.compact:
-                rows.append((s["run_id"], s["status"], s["model"], s["benchmark"], score(s)))
+                rows.append((s.run_id, s.status, s.model, s.benchmark, score(s)))
             else:
-                rows.append((s["run_id"], s["status"], s["model"], s["benchmark"], s["strategy"], pct(s["vanilla"]),
-                             pct(s["circular"]), pct(s["pope_f1"]), duration(s["duration_s"])))
-            colours[(i, 1)] = STATUS_COLOURS.get(s["status"], "#3c4043")
-            if s["error"]:
-                tips[(i, 1)] = s["error"]
-            tips[(i, 2)] = s["model"]
-        self.model.set_rows(rows, [s["run_id"] for s in ordered], colours=colours, tooltips=tips)
+                rows.append((s.run_id, s.status, s.model, s.benchmark, s.strategy, pct(s.vanilla),
+                             pct(s.circular), pct(s.pope_f1), duration(s.duration_s)))
+            colours[(i, 1)] = STATUS_COLOURS.get(s.status, "#3c4043")
+            if s.error:
+                tips[(i, 1)] = s.error
+            tips[(i, 2)] = s.model
+        self.model.set_rows(rows, [s.run_id for s in ordered], colours=colours, tooltips=tips)
         self.select(keep)
 
     def selected_run_ids(self) -> list[int]:
@@ -114,5 +114,5 @@ class RunsList(QWidget):
                 sel.select(self.model.index(r, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
         self.selectionChanged.emit()
 
-    def summary(self, run_id: int) -> dict | None:
+    def summary(self, run_id: int) -> RunSummary | None:
         return self.summaries.get(run_id)

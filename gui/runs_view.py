@@ -388,8 +388,8 @@ class RunsView(QWidget):
     def _run_selected(self) -> None:
         ids = self.runs.selected_run_ids()
         summary = self.runs.summary(ids[0]) if len(ids) == 1 else None
-        self.resume.setEnabled(bool(summary and summary["status"] in ("interrupted", "failed", "running")
-                                    and not self._queued_or_running(summary["run_id"])))
+        self.resume.setEnabled(bool(summary and summary.status in ("interrupted", "failed", "running")
+                                    and not self._queued_or_running(summary.run_id)))
         self.results.setEnabled(bool(ids))
 
     def _queued_or_running(self, run_id: int) -> bool:
@@ -399,7 +399,7 @@ class RunsView(QWidget):
         ids = self.runs.selected_run_ids()
         if ids:
             s = self.runs.summary(ids[0])
-            self.queue.resume(ids[0], f"resume {s['model']} on {s['benchmark']}")
+            self.queue.resume(ids[0], f"resume {s.model} on {s.benchmark}")
             self._run_selected()
 
     def _benchmark_changed(self) -> None:

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from db import catalog
+from db.errors import NotFound, UserError
 
 MAX_CELLS = 5000  # item views: cells read per view (only those in the viewport are kept)
 MAX_EDIT_CHARS = 20_000  # text fields: characters read
 
 
-class ScreenshotError(ValueError):
+class ScreenshotError(UserError):
     """The state asked for cannot be shown (unknown benchmark, item, run…): one line for the user."""
 
 
@@ -187,7 +188,7 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
             if shot.bench:
                 try:
                     window.select_benchmark(shot.bench)
-                except ValueError as exc:
+                except NotFound as exc:
                     raise ScreenshotError(str(exc)) from None
             window.resize(*shot.size)
             window.show()
@@ -231,12 +232,15 @@ def visible_texts(window) -> list[str]:
     """Every text a person could read in the window now, one line each, first occurrence kept: the window title,
     menu titles, labels, buttons, group titles, current combo texts, text fields, tab titles, visible cells and
     headers of tables, trees and lists (and their tooltips), progress texts, status bar, tooltips of visible
-    widgets, and every text of the matplotlib figures shown (titles, tick labels, legends, bar labels)."""
+    widgets, every text of the matplotlib figures shown (titles, tick labels, legends, bar labels), and the
+    placeholder text of an empty image area."""
     from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
     from PySide6.QtWidgets import (
         QAbstractButton, QAbstractItemView, QComboBox, QDockWidget, QGroupBox, QHeaderView, QLabel, QLineEdit,
         QMenuBar, QPlainTextEdit, QProgressBar, QStatusBar, QTabBar, QTextEdit, QWidget,
     )
+
+    from gui.image_view import ImageView
 
     found: list[str] = [window.windowTitle()]
     for w in window.findChildren(QWidget):
@@ -269,6 +273,8 @@ def visible_texts(window) -> list[str]:
             found += [a.text().replace("&", "") for a in w.actions()]
         elif isinstance(w, FigureCanvasQTAgg):
             found += _figure_texts(w.figure)
+        elif isinstance(w, ImageView) and not w.has_image():
+            found.append(w.placeholder)  # painted over the empty image area
         if isinstance(w, QGroupBox):
             found.append(w.title())
         if isinstance(w, QDockWidget):

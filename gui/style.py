@@ -40,6 +40,8 @@ QLabel#imageBarText {{ color: #c4c7cc; }}
 QPushButton#verdict_ok:disabled, QPushButton#primary:disabled {{ background: #c6dafc; border-color: #c6dafc; }}
 QPushButton#flat:hover {{ background: #3c4043; }}
 QPushButton#flat {{ border: none; background: transparent; color: #e8eaed; padding: 2px 8px; }}
+QPushButton#link {{ border: none; background: transparent; color: #1a73e8; padding: 2px 8px; }}
+QPushButton#link:hover {{ text-decoration: underline; }}
 QTableView {{ gridline-color: #eceff1; selection-background-color: #d2e3fc; selection-color: #202124; }}
 QHeaderView::section {{ background: #f8f9fa; border: none; border-bottom: 1px solid #dadce0; padding: 4px 6px;
                         font-weight: 600; color: #3c4043; }}

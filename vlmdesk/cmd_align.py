@@ -4,10 +4,15 @@ from __future__ import annotations
 import json
 import sys
 import time
-from vlmdesk.args import annotator, positive_int, record_id, seed
+from typing import TYPE_CHECKING
 
+from db.errors import InvalidInput
 from evaluator.backends import BackendError
 from evaluator.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
+from vlmdesk.args import annotator, positive_int, record_id, seed
+
+if TYPE_CHECKING:
+    from annotation.alignment import AlignmentReport
 
 
 def register(add) -> None:
@@ -79,28 +84,16 @@ def register(add) -> None:
     add_import_arguments(q, "labels and adjudications")
 
 
-def _usage(exc) -> Exception:
-    from vlmdesk.cli import UsageError
-
-    return UsageError(str(exc.args[0]) if exc.args else str(exc))
-
-
 def cmd_sample(args) -> int:
     from annotation.alignment import build_set
-    from evaluator.rescoring import RescoreError
     from vlmdesk.cli import open_from_args
 
     for spec in args.extractor:
-        try:
-            parse_extractor_spec(spec)
-        except ValueError as exc:
-            raise _usage(exc) from None
+        parse_extractor_spec(spec)
     with open_from_args(args) as ws:
         try:
             extractors = [load_extractor(spec, ws) for spec in args.extractor]
             s = build_set(ws, args.name, args.run, extractors, size=args.size, seed=args.seed)
-        except (ValueError, RescoreError) as exc:
-            raise _usage(exc) from None
         except BackendError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
@@ -121,10 +114,7 @@ def cmd_label(args) -> int:
     from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:
-        try:
-            task = next_for(ws, args.set_name, args.annotator)
-        except (LookupError, ValueError) as exc:
-            raise _usage(exc) from None
+        task = next_for(ws, args.set_name, args.annotator)
         if task is None:
             print(f"nothing left to label in {args.set_name!r} for {args.annotator}")
             return 0
@@ -147,7 +137,7 @@ def cmd_label(args) -> int:
                     label = add_label(ws, task.item_id, args.annotator, line.strip(),
                                       seconds=round(time.monotonic() - shown, 3))
                     break
-                except ValueError as exc:
+                except InvalidInput as exc:  # a typo: ask again
                     print(f"not saved: {exc}")
             print(f"saved: {label.choice}")
             for name, e in reveal(ws, task.item_id, args.annotator).items():
@@ -159,36 +149,29 @@ def cmd_label(args) -> int:
 
 
 def cmd_adjudicate(args) -> int:
-    from annotation.alignment import adjudicate, disagreements
+    from annotation.alignment import adjudicate, disagreements, item_texts
     from vlmdesk.cli import UsageError, open_from_args
 
     with open_from_args(args) as ws:
-        try:
-            if args.item is not None or args.label is not None:
-                if args.item is None or not args.label or not args.adjudicator:
-                    raise UsageError("recording a final label needs --item, --label and --adjudicator")
-                adjudicate(ws, args.item, args.adjudicator, args.label, note=args.note)
-                print(f"item {args.item}: final label {args.label.strip()} recorded")
-                return 0
-            found = disagreements(ws, args.set_name)
-        except (LookupError, ValueError) as exc:
-            raise _usage(exc) from None
-        rows = []
-        for d in found:
-            q, o, r = ws.conn.execute("SELECT question, options, response FROM adjudication_items WHERE id = ?",
-                                      (d.item_id,)).fetchone()
-            rows.append({"item_id": d.item_id, "labels": d.labels, "adjudicated": d.adjudicated, "question": q,
-                         "options": json.loads(o), "response": r})
+        if args.item is not None or args.label is not None:
+            if args.item is None or not args.label or not args.adjudicator:
+                raise UsageError("recording a final label needs --item, --label and --adjudicator")
+            adjudicate(ws, args.item, args.adjudicator, args.label, note=args.note)
+            print(f"item {args.item}: final label {args.label.strip()} recorded")
+            return 0
+        found = [(d, item_texts(ws, d.item_id)) for d in disagreements(ws, args.set_name)]
     if args.json:
-        print(json.dumps(rows, ensure_ascii=False))
+        print(json.dumps([{"item_id": d.item_id, "labels": d.labels, "adjudicated": d.adjudicated,
+                           "question": t.question, "options": t.options, "response": t.response} for d, t in found],
+                         ensure_ascii=False))
         return 0
-    if not rows:
+    if not found:
         print("no disagreements between annotators")
-    for row in rows:
-        labels = ", ".join(f"{a}: {c}" for a, c in row["labels"].items())
-        state = f"adjudicated {row['adjudicated']}" if row["adjudicated"] else "open"
-        print(f"item {row['item_id']} [{state}]  {labels}\n  Q: {row['question']}\n  "
-              + "  ".join(f"{k}. {v}" for k, v in row["options"].items()) + f"\n  response: {row['response']}")
+    for d, t in found:
+        labels = ", ".join(f"{a}: {c}" for a, c in d.labels.items())
+        state = f"adjudicated {d.adjudicated}" if d.adjudicated else "open"
+        print(f"item {d.item_id} [{state}]  {labels}\n  Q: {t.question}\n  "
+              + "  ".join(f"{k}. {v}" for k, v in t.options.items()) + f"\n  response: {t.response}")
     return 0
 
 
@@ -198,14 +181,12 @@ def cmd_report(args) -> int:
 
     with open_from_args(args) as ws:
         names = [args.set_name] if args.set_name else [s.name for s in list_sets(ws)]
-        try:
-            reports = [alignment_report(ws, n) for n in names]
-        except LookupError as exc:
-            raise _usage(exc) from None
+        reports = [alignment_report(ws, n) for n in names]
     if not reports:
         raise UsageError("no adjudication sets yet: vlmdesk align sample --run ID --size N --name SET")
     if args.json:
-        print(json.dumps(reports[0] if args.set_name else reports, ensure_ascii=False))
+        found = [r.to_json() for r in reports]
+        print(json.dumps(found[0] if args.set_name else found, ensure_ascii=False))
         return 0
     for r in reports:
         print(format_alignment(r))
@@ -216,26 +197,26 @@ def _pct(x) -> str:
     return "    -" if x is None else f"{100 * x:5.1f}%"
 
 
-def format_alignment(r: dict) -> str:
-    fin = r["final"]
-    lines = [f"set {r['set']}  runs {r['runs']}  items {r['items']} ({r['by_why']['undecided']} undecided, "
-             f"{r['by_why']['disagree']} disagree, {r['by_why']['sample']} sampled)",
-             f"labelled {r['labelled']}   final labels {fin['decided']} (+{fin['unclear']} unclear, {fin['ties']} ties, "
-             f"{fin['adjudicated']} adjudicated)",
+def format_alignment(r: AlignmentReport) -> str:
+    fin = r.final
+    lines = [f"set {r.set_name}  runs {list(r.runs)}  items {r.items} ({r.by_why['undecided']} undecided, "
+             f"{r.by_why['disagree']} disagree, {r.by_why['sample']} sampled)",
+             f"labelled {r.labelled}   final labels {fin.decided} (+{fin.unclear} unclear, {fin.ties} ties, "
+             f"{fin.adjudicated} adjudicated)",
              f"{'extractor':<40} {'n':>4} {'aligned':>8} {'95% Wilson':>17} {'kappa':>7}"]
-    for name, e in r["extractors"].items():
-        ci = e["wilson_95"]
+    for name, e in r.extractors.items():
+        ci = e.overall.wilson_95
         ci_text = f"[{_pct(ci[0]).strip()}, {_pct(ci[1]).strip()}]" if ci else "-"
-        kappa = "-" if e["cohen_kappa"] is None else f"{e['cohen_kappa']:.3f}"
-        lines.append(f"{name[:40]:<40} {e['n']:>4} {_pct(e['rate']):>8} {ci_text:>17} {kappa:>7}")
-    inter = r["inter_annotator"]
+        kappa = "-" if e.cohen_kappa is None else f"{e.cohen_kappa:.3f}"
+        lines.append(f"{name[:40]:<40} {e.overall.n:>4} {_pct(e.overall.rate):>8} {ci_text:>17} {kappa:>7}")
+    inter = r.inter_annotator
     fmt = (lambda v: "-" if v is None else f"{v:.3f}")
-    lines.append(f"annotators {', '.join(inter['annotators']) or '-'}: items with ≥2 labels "
-                 f"{inter['items_with_two_or_more']}, agreement {_pct(inter['percent_agreement']).strip()}, "
-                 f"Cohen's kappa {fmt(inter['cohen_kappa'])}, Krippendorff's alpha {fmt(inter['krippendorff_alpha'])}")
-    open_ = [d for d in r["disagreements"] if d["adjudicated"] is None]
+    lines.append(f"annotators {', '.join(inter.annotators) or '-'}: items with ≥2 labels "
+                 f"{inter.items_with_two_or_more}, agreement {_pct(inter.percent_agreement).strip()}, "
+                 f"Cohen's kappa {fmt(inter.cohen_kappa)}, Krippendorff's alpha {fmt(inter.krippendorff_alpha)}")
+    open_ = [d for d in r.disagreements if d.adjudicated is None]
     if open_:
-        lines.append(f"{len(open_)} disagreement(s) to adjudicate: vlmdesk align adjudicate --set {r['set']}")
+        lines.append(f"{len(open_)} disagreement(s) to adjudicate: vlmdesk align adjudicate --set {r.set_name}")
     return "\n".join(lines)
 
 

@@ -87,12 +87,9 @@ def read_inputs(path: str) -> list[tuple[object, str, dict[str, str], str]]:
 
 
 def cmd_extract(args) -> int:
-    from vlmdesk.cli import UsageError, open_from_args
+    from vlmdesk.cli import open_from_args
 
-    try:
-        kind, _ = parse_extractor_spec(args.extractor)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    kind, _ = parse_extractor_spec(args.extractor)
     records = read_inputs(args.input)
     inputs = [(q, o, r) for _, q, o, r in records]
     try:
@@ -110,8 +107,8 @@ def cmd_extract(args) -> int:
 
 
 def cmd_rescore(args) -> int:
-    from evaluator.rescoring import RescoreError, rescore
-    from vlmdesk.cli import UsageError, open_from_args
+    from evaluator.rescoring import rescore
+    from vlmdesk.cli import open_from_args
 
     spec = args.extractor.strip()
     with open_from_args(args) as ws:
@@ -121,13 +118,8 @@ def cmd_rescore(args) -> int:
 
                 scoring = rescore(ws, args.run_id, HumanLabels(ws), fallback_to_run=True)
             else:
-                try:
-                    parse_extractor_spec(spec)
-                except ValueError as exc:
-                    raise UsageError(str(exc)) from None
+                parse_extractor_spec(spec)
                 scoring = rescore(ws, args.run_id, load_extractor(spec, ws), name=spec)
-        except RescoreError as exc:
-            raise UsageError(str(exc)) from None
         except BackendError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

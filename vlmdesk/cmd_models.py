@@ -52,15 +52,11 @@ def register(add) -> None:
 
 def cmd_add(args) -> int:
     from db import models
-    from vlmdesk.cli import UsageError, open_from_args
-
     from evaluator.model_check import validate_spec
+    from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:
-        try:
-            saved = models.add_model(ws, args.name, validate_spec(args.spec), note=args.note)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+        saved = models.add_model(ws, args.name, validate_spec(args.spec), note=args.note)
     if args.json:
         print(json.dumps(saved.to_json(), ensure_ascii=False))
     else:
@@ -104,8 +100,6 @@ def cmd_test(args) -> int:
         spec = resolve_model(ws, args.model)
         try:
             result = check_model(ws, spec, benchmark=args.bench, item_index=args.item)
-        except LookupError as exc:
-            raise UsageError(str(exc.args[0])) from None
         except BackendError as exc:
             print(f"error: {spec}: {exc}", file=sys.stderr)
             return 1

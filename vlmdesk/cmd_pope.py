@@ -3,16 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
-from vlmdesk.args import positive_int, seed
 
 from evaluator.importers.importer import slug
-from evaluator.importers.jsonl import pope_setting_from_name
-from evaluator.pope import (
-    FRACTION_METRICS, PARSERS, SETTINGS, match_answers, pope_metrics, pope_metrics_by_setting, read_pope_answers,
-    read_pope_questions, write_pope_jsonl,
-)
+from evaluator.pope import SETTINGS, write_pope_jsonl
 from evaluator.pope_build import build_pope_set
+from evaluator.types import POPE_PARSERS
+from vlmdesk.args import positive_int, seed
 
 
 def register(add) -> None:
@@ -65,7 +61,7 @@ def _register_score(sub) -> None:
                    help="POPE question file (repeat for several settings)")
     p.add_argument("--answers", action="append", required=True, metavar="FILE",
                    help="answers JSONL for the --questions at the same position")
-    p.add_argument("--parser", choices=sorted(PARSERS), default="strict", help="answer parser (default: strict)")
+    p.add_argument("--parser", choices=sorted(POPE_PARSERS), default="strict", help="answer parser (default: strict)")
     p.add_argument("--json", action="store_true", help="print the metrics as a JSON object")
     p.set_defaults(handler=cmd_score)
 
@@ -105,75 +101,12 @@ def _register_build(sub) -> None:
 # ------------------------------------------------------------------------------------------------------ score
 
 
-def _setting_names(question_files: list[str]) -> list[str]:
-    """random / popular / adversarial when every file name says a different one, else file stems, else paths."""
-    for names in ([pope_setting_from_name(Path(f)) for f in question_files],
-                  [Path(f).stem for f in question_files], list(question_files)):
-        if None not in names and len(set(names)) == len(names):
-            return names
-    from vlmdesk.cli import UsageError
-
-    raise UsageError("the same --questions file is given twice")
-
-
-def score_files(question_files: list[str], answer_files: list[str], parser: str) -> dict:
-    """The `pope score` result: one setting's metrics, or per setting and their mean (see docs/pope.md)."""
-    parse = PARSERS[parser]
-    results, files = {}, {}
-    for name, questions_file, answers_file in zip(_setting_names(question_files), question_files, answer_files):
-        try:
-            questions, answers = read_pope_questions(questions_file), read_pope_answers(answers_file)
-            if not answers:  # match_answers cannot name a file it has no line of
-                raise ValueError(f"{answers_file}: no answers (for {len(questions)} questions)")
-            pairs = match_answers(questions, answers)
-        except OSError as exc:
-            raise ValueError(f"{exc.filename}: {exc.strerror}") from None
-        results[name] = ([q["label"] for q, _ in pairs], [parse(a.text) for _, a in pairs])
-        files[name] = {"questions_file": questions_file, "answers_file": answers_file}
-    if len(results) == 1:
-        [(name, (labels, answers))] = results.items()
-        return {"parser": parser, "setting": pope_setting_from_name(Path(question_files[0])), **files[name],
-                **pope_metrics(labels, answers)}
-    by_setting = pope_metrics_by_setting(results)
-    return {"parser": parser,
-            "settings": {name: {**files[name], **m} for name, m in by_setting["settings"].items()},
-            "mean": by_setting["mean"]}
-
-
 def cmd_score(args) -> int:
-    from vlmdesk.cli import UsageError
+    from evaluator.pope_report import format_scores, score_files
 
-    if len(args.questions) != len(args.answers):
-        raise UsageError(f"{len(args.questions)} --questions but {len(args.answers)} --answers: give them in pairs")
-    try:
-        result = score_files(args.questions, args.answers, args.parser)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if args.json:
-        print(json.dumps(result, ensure_ascii=False))
-        return 0
-    rows = result["settings"] if "settings" in result else {result["setting"] or Path(args.questions[0]).stem: result}
-    print(f"parser {result['parser']}")
-    print(format_metrics_table(rows, result.get("mean")))
+    scores = score_files(args.questions, args.answers, args.parser)
+    print(json.dumps(scores.to_json(), ensure_ascii=False) if args.json else format_scores(scores))
     return 0
-
-
-def _pct(value) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def format_metrics_table(rows: dict[str, dict], mean: dict | None = None) -> str:
-    """One line per setting (counts and fractions), and a line of the mean fractions when given."""
-    width = max([len(name) for name in rows] + [len("setting")])
-    lines = [f"{'setting':<{width}} {'questions':>9} {'tp':>6} {'fp':>6} {'tn':>6} {'fn':>6} {'unknown':>7} "
-             f"{'acc':>7} {'prec':>7} {'recall':>7} {'f1':>7} {'yes':>7}"]
-    for name, m in rows.items():
-        lines.append(f"{name:<{width}} {m['questions']:>9} {m['tp']:>6} {m['fp']:>6} {m['tn']:>6} {m['fn']:>6} "
-                     f"{m['unknown']:>7} " + " ".join(f"{_pct(m[k]):>7}" for k in FRACTION_METRICS))
-    if mean is not None:
-        lines.append(f"{'mean':<{width}} {'':>9} {'':>6} {'':>6} {'':>6} {'':>6} {'':>7} "
-                     + " ".join(f"{_pct(mean[k]):>7}" for k in FRACTION_METRICS))
-    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------------------ build
@@ -191,11 +124,7 @@ def cmd_build(args) -> int:
                                per_image=args.per_image, seed=args.seed)
     except OSError as exc:
         raise UsageError(f"{exc.filename}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    summary = {"out": str(out), "setting": built.setting, "seed": built.seed, "annotations": args.annotations,
-               "annotation_format": built.annotation_format, "images": built.images, "per_image": args.per_image,
-               "questions": len(built.records), "import": None}
+    imported = None
     if args.do_import:
         from db import catalog
 
@@ -207,26 +136,27 @@ def cmd_build(args) -> int:
                 raise UsageError(f"a different benchmark is already named {name!r}; choose another --name")
             write_pope_jsonl(built.records, out)
             try:
-                report = import_benchmark(ws, out, fmt="pope", name=name, images_dir=args.images,
-                                          setting=args.setting)
+                imported = import_benchmark(ws, out, fmt="pope", name=name, images_dir=args.images,
+                                            setting=args.setting)
             except BaseException:
                 out.unlink()  # the command failed as a whole: no question file without its import
                 raise
-        summary["import"] = report.to_json()
     else:
         write_pope_jsonl(built.records, out)
     if args.json:
-        print(json.dumps(summary, ensure_ascii=False))
+        print(json.dumps({"out": str(out), "setting": built.setting, "seed": built.seed,
+                          "annotations": args.annotations, "annotation_format": built.annotation_format,
+                          "images": built.images,
+                          "per_image": args.per_image, "questions": len(built.records),
+                          "import": imported and imported.to_json()}, ensure_ascii=False))
         return 0
-    print(f"wrote {summary['questions']} questions ({built.setting}, {built.images} images, {args.per_image} present "
+    print(f"wrote {len(built.records)} questions ({built.setting}, {built.images} images, {args.per_image} present "
           f"+ {args.per_image} absent objects each, seed {built.seed}) to {out}")
-    if summary["import"] is not None:
-        report = summary["import"]
-        if report["already_imported"]:
-            print(f"already imported as {report['name']!r} (same content)")
-        else:
-            print(f"imported {report['name']!r}: {report['questions']} questions, {report['images']} images "
-                  f"({report['images_new']} new); run it with: vlmdesk run --bench {report['name']} --model SPEC")
+    if imported is not None and imported.already_imported:
+        print(f"already imported as {imported.name!r} (same content)")
+    elif imported is not None:
+        print(f"imported {imported.name!r}: {imported.questions} questions, {imported.images} images "
+              f"({imported.images_new} new); run it with: vlmdesk run --bench {imported.name} --model SPEC")
     return 0
 
 

@@ -41,17 +41,15 @@ def register(add) -> None:
 
 
 def cmd_export_predictions(args) -> int:
-    from evaluator.exporters import ExportError
+    from db.errors import NotFound
     from evaluator.prediction_export import export_predictions
     from vlmdesk.cli import UsageError, open_from_args, output_file
 
     with open_from_args(args) as ws:
         try:
             done = export_predictions(ws, args.run_id, output_file(args.out), prediction=args.prediction)
-        except LookupError as exc:
-            raise UsageError(f"{exc.args[0]} in {ws.path}") from None
-        except ExportError as exc:
-            raise UsageError(str(exc)) from None
+        except NotFound as exc:
+            raise UsageError(f"{exc} in {ws.path}") from None
     if args.json:
         print(json.dumps({"path": str(done.path), "run_id": done.run_id, "rows": done.rows,
                           "predicted": done.predicted}))
@@ -67,10 +65,7 @@ def cmd_run_items(args) -> int:
     if args.level != "all" and args.group is None:
         raise UsageError(f"--level {args.level} needs --group NAME")
     with open_from_args(args) as ws:
-        try:
-            found = group_items(ws, args.run_id, level=args.level, group=args.group, scoring=args.scoring)
-        except LookupError as exc:
-            raise UsageError(str(exc.args[0])) from None
+        found = group_items(ws, args.run_id, level=args.level, group=args.group, scoring=args.scoring)
     if args.json:
         print(json.dumps([r.to_json() for r in found], ensure_ascii=False))
         return 0

@@ -12,8 +12,10 @@ from evaluator.launch import Launch, prepare_resume, prepare_run, run_or_resume
 from evaluator.llm_extraction import extractor_help
 from evaluator.prompts import default_template, load_template
 from evaluator.pope_report import attach_pope_means, format_pope_means
-from evaluator.report import run_report
+from evaluator.progress import DoneEvent, StartEvent
+from evaluator.report import RunReport, run_report
 from evaluator.runner import RunSettings
+from evaluator.types import MCQ_STRATEGIES
 from vlmdesk.args import positive_int, record_id, seed
 from vlmdesk.cli import output_file
 from vlmdesk.cmd_data import bench_or_fail
@@ -34,7 +36,7 @@ def register(add) -> None:
                 vlmdesk run --resume 7""")
     p.add_argument("--bench", help="benchmark name (vlmdesk benchmarks)")
     p.add_argument("--model", help="model spec (hf:PATH, openai:MODEL@URL, baseline:random) or a saved model's name")
-    p.add_argument("--strategy", choices=("circular", "vanilla"), default="circular",
+    p.add_argument("--strategy", choices=MCQ_STRATEGIES, default="circular",
                    help="circular (default) or vanilla (pass 0 only); ignored for yes/no benchmarks")
     p.add_argument("--full-passes", action="store_true",
                    help="ask every pass even after a wrong one (measures answer consistency)")
@@ -101,11 +103,8 @@ def cmd_run(args) -> int:
             settings = RunSettings(strategy=args.strategy, full_passes=args.full_passes, limit=args.limit,
                                    max_new_tokens=args.max_new_tokens, text_only=args.text_only,
                                    likelihood=args.likelihood, seed=args.seed, extractor=args.extractor)
-            try:
-                template = (load_template(args.prompt_template, bench.kind) if args.prompt_template
-                            else default_template(bench.kind))
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
+            template = (load_template(args.prompt_template, bench.kind) if args.prompt_template
+                        else default_template(bench.kind))
             # args.model: a saved model's name (vlmdesk models) or a spec
             launch = prepare_run(ws, bench, args.model, settings, template, batch_size=args.batch_size,
                                  new=args.new)
@@ -138,8 +137,8 @@ def _execute(ws, launch: Launch, args) -> int:
 
     def on_start(engine):
         if args.json_progress:
-            _emit({"event": "start", "run_id": run.id, "resumed": launch.resumed, "benchmark_id": run.benchmark_id,
-                   "items_total": len(engine.items), "passes_done": sum(map(len, engine.done.values()))})
+            _emit(StartEvent(run.id, launch.resumed, run.benchmark_id, len(engine.items),
+                             sum(map(len, engine.done.values()))).to_json())
 
     # Cancel (QProcess.terminate, kill -TERM) ends the run cleanly between two SQLite statements.
     previous = signal.signal(signal.SIGTERM, on_term)
@@ -169,7 +168,7 @@ def _execute(ws, launch: Launch, args) -> int:
         if bar is not None:
             bar.close()
     if args.json_progress:
-        _emit({"event": "done", "run_id": run.id, "model_calls": engine.calls})
+        _emit(DoneEvent(run.id, engine.calls).to_json())
     return _finish(args, run.id)
 
 
@@ -198,7 +197,7 @@ def cmd_runs(args) -> int:
             "finished_at": r.finished_at, "config": r.config, "error": r.error, "problems": list(r.problems),
             "owner": {"host": r.owner_host, "pid": r.owner_pid, "since": r.owner_since,
                       "heartbeat_at": r.heartbeat_at} if r.status == "running" else None,
-            **({k: scores[r.id][k] for k in _SCORE_FIELDS} if args.scores else {}),
+            **({k: getattr(scores[r.id], k) for k in _SCORE_FIELDS} if args.scores else {}),
         } for r in all_runs]))
         return 0
     if not all_runs:
@@ -210,8 +209,8 @@ def cmd_runs(args) -> int:
         extra = ""
         if args.scores:
             s = scores[r.id]
-            extra = (f"  {_pct(s['vanilla']):>8} {_pct(s['circular']):>8} {_pct(s['pope_f1']):>8} "
-                     f"{s['duration_s'] if s['duration_s'] is not None else '-':>8}")
+            extra = (f"  {_pct(s.vanilla):>8} {_pct(s.circular):>8} {_pct(s.pope_f1):>8} "
+                     f"{s.duration_s if s.duration_s is not None else '-':>8}")
         print(f"{r.id:>4}  {r.benchmark[:22]:<22} {r.model_spec[:34]:<34} {r.strategy:<9} {r.status:<11} "
               f"{r.predictions:>7}" + extra)
     for r in all_runs:
@@ -229,28 +228,26 @@ def cmd_report(args) -> int:
     with open_from_args(args) as ws:
         reports = []
         for run_id in args.run_ids:
-            try:
-                report = run_report(ws, run_id, scoring=args.scoring)
-            except LookupError as exc:
-                raise UsageError(str(exc.args[0])) from None
+            report = run_report(ws, run_id, scoring=args.scoring)
             if report is None:
                 raise UsageError(f"no run {run_id} in {ws.path}")
             reports.append(report)
-    pope_means = attach_pope_means(reports)  # "pope_mean" on each POPE report; see docs/pope.md
+    reports, pope_means = attach_pope_means(reports)  # pope_mean on each POPE report; see docs/pope.md
     if args.plot:
         from evaluator.plots import ability_figure, pope_figure, save_figure
 
-        kinds = {r["strategy"] == "pope" for r in reports}
+        kinds = {r.pope is not None for r in reports}
         if len(kinds) > 1:
             raise UsageError("cannot plot POPE and multiple-choice runs in one chart")
         try:
             fig = (pope_figure(reports) if kinds == {True}
                    else ability_figure(reports, "by_l2" if args.level == "l2" else "by_category"))
             save_figure(fig, output_file(args.plot))
-        except (ValueError, OSError) as exc:
+        except OSError as exc:
             raise UsageError(str(exc)) from None
     if args.json:
-        print(json.dumps(reports[0] if len(reports) == 1 else reports, ensure_ascii=False))
+        found = [r.to_json() for r in reports]
+        print(json.dumps(found[0] if len(found) == 1 else found, ensure_ascii=False))
         return 0
     for report in reports:
         print(format_report(report))
@@ -265,28 +262,28 @@ def _pct(value) -> str:
     return "   -  " if value is None else f"{100 * value:5.1f}%"
 
 
-def format_report(r: dict) -> str:
-    lines = [f"run {r['run_id']}  {r['benchmark']}  {r['model']}  {r['strategy']}  [{r['status']}]",
-             f"questions {r['questions']}   model calls {r['model_calls']}   undecided answers {r['undecided']}"]
-    if r.get("problems"):
-        lines.append(f"unreadable stored value(s), figures read without them: {'; '.join(r['problems'])}")
-    if "scoring" in r:
-        lines.append(f"scoring {r['scoring']} ({r['scoring_source']})"
-                     + (f"   items with passes never asked: {r['circular_unasked_items']} (circular counts them "
-                        f"wrong; {_pct(r['circular_upper']).strip()} if right)" if r.get("circular_unasked_items")
-                        else ""))
-    if r["strategy"] == "pope":
-        lines.append(f"setting {r.get('setting') or '-'}   answered {r['answered']}")
+def format_report(r: RunReport) -> str:
+    lines = [f"run {r.run_id}  {r.benchmark}  {r.model}  {r.strategy}  [{r.status}]",
+             f"questions {r.questions}   model calls {r.model_calls}   undecided answers {r.undecided}"]
+    if r.problems:
+        lines.append(f"unreadable stored value(s), figures read without them: {'; '.join(r.problems)}")
+    mcq = r.mcq
+    lines.append(f"scoring {r.scoring} ({r.scoring_source})"
+                 + (f"   items with passes never asked: {mcq.circular_unasked_items} (circular counts them "
+                    f"wrong; {_pct(mcq.circular_upper).strip()} if right)" if mcq and mcq.circular_unasked_items
+                    else ""))
+    if r.pope is not None:
+        lines.append(f"setting {r.pope.setting or '-'}   answered {r.pope.answered}")
         lines.append(f"{'parser':<10} {'acc':>7} {'prec':>7} {'recall':>7} {'f1':>7} {'yes':>7} {'unknown':>8}")
-        for parser, m in r["pope"].items():
-            lines.append(f"{parser:<10} {_pct(m['accuracy']):>7} {_pct(m['precision']):>7} {_pct(m['recall']):>7} "
-                         f"{_pct(m['f1']):>7} {_pct(m['yes_ratio']):>7} {m['unknown']:>8}")
+        for parser, m in r.pope.pope.items():
+            lines.append(f"{parser:<10} {_pct(m.accuracy):>7} {_pct(m.precision):>7} {_pct(m.recall):>7} "
+                         f"{_pct(m.f1):>7} {_pct(m.yes_ratio):>7} {m.unknown:>8}")
         return "\n".join(lines)
     lines.append(f"{'':<44} {'n':>5} {'vanilla':>8} {'circular':>9}")
-    lines.append(f"{'Overall':<44} {r['overall']['questions']:>5} {_pct(r['overall']['vanilla']):>8} "
-                 f"{_pct(r['overall']['circular']):>9}")
+    lines.append(f"{'Overall':<44} {mcq.overall.questions:>5} {_pct(mcq.overall.vanilla):>8} "
+                 f"{_pct(mcq.overall.circular):>9}")
     for title, key in (("L2 ability", "by_l2"), ("leaf category", "by_category"), ("split", "by_split")):
         lines.append(f"-- {title}")
-        for name, s in r[key].items():
-            lines.append(f"  {name[:42]:<42} {s['questions']:>5} {_pct(s['vanilla']):>8} {_pct(s['circular']):>9}")
+        for name, sc in mcq.groups(key).items():
+            lines.append(f"  {name[:42]:<42} {sc.questions:>5} {_pct(sc.vanilla):>8} {_pct(sc.circular):>9}")
     return "\n".join(lines)

@@ -8,6 +8,8 @@ from urllib.parse import urlencode
 
 from evaluator.registry import Field, resolve
 
+from db.errors import EnvironmentFault
+
 
 @dataclass(frozen=True)
 class Query:
@@ -51,8 +53,9 @@ class ScoringBackend(Backend, Protocol):
         ...
 
 
-class BackendError(RuntimeError):
-    """A backend failed in a way the user should read (bad spec, unreachable server, model load error)."""
+class BackendError(EnvironmentFault, RuntimeError):
+    """A backend failed in a way the user should read (bad spec, unreachable server, model load error). Commands
+    that can tell a bad spec from a failing model catch it and say which; elsewhere it is one line, exit 1."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import BinaryIO, Iterator
 
 from PIL import Image, UnidentifiedImageError
 
-from db.errors import UserError
+from db.errors import InvalidInput, UserError
 from evaluator.choices import LETTERS, MAX_OPTIONS  # noqa: F401  (the readers take them from here)
 
 # MMBench and VLMEvalKit put circular copies of question i at index i + k * CIRCULAR_STRIDE.
@@ -145,11 +145,11 @@ def sha256_stream(f: BinaryIO) -> str:
     return h.hexdigest()
 
 
-class JsonTooDeep(ValueError):
+class JsonTooDeep(InvalidInput):
     """JSON nested deeper than MAX_JSON_DEPTH."""
 
 
-class Refused(ValueError):
+class Refused(InvalidInput):
     """A file an import will not read (not a regular file, too big, outside its folder); the message says why."""
 
 

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from annotation import agreement
-from annotation.alignment import (LabelTask, NotLabelledYet, add_label, adjudicate, alignment_report, build_set,
-                                  disagreements, final_labels, next_for, reveal, standing_labels)
+from annotation.alignment import (FinalCounts, LabelTask, NotLabelledYet, add_label, adjudicate, alignment_report,
+                                  build_set, disagreements, final_labels, next_for, reveal, standing_labels)
 from db import open_workspace, runs
 from db.catalog import benchmark_by_name, list_items
 from evaluator.extraction import Extraction
@@ -186,24 +186,32 @@ def test_final_labels_disagreements_adjudication_and_report(study):
     assert standing_labels(ws, "s")[ids["cat"]] == {"ana": "A", "bob": "B", "cyd": "A"}
 
     rep = alignment_report(ws, "s")
-    assert rep["final"] == {"decided": 9, "unclear": 1, "ties": 0, "adjudicated": 1}
-    rules = rep["extractors"]["rules"]
+    assert rep.final == FinalCounts(decided=9, unclear=1, ties=0, adjudicated=1)
+    rules = rep.extractors["rules"]
     # Rules agree with people on 8 of the 9 readable responses; "A or B" (people: Z) is undecided for the rules.
-    assert (rules["n"], rules["agreed"]) == (9, 8)
-    assert rules["wilson_95"] == pytest.approx(list(agreement.wilson_interval(8, 9)))
-    assert rules["confusion"]["labels"] == ["A", "B", "C", "Z", "undecided"]
-    assert rules["confusion"]["matrix"] == [[3, 0, 0, 0, 0], [0, 2, 0, 0, 0], [0, 0, 3, 0, 0], [0, 0, 0, 0, 1],
-                                            [0, 0, 0, 0, 0]]
-    says_a = rep["extractors"]["says-a"]
-    assert (says_a["n"], says_a["agreed"]) == (9, 3)
-    assert rep["by_why"] == {"undecided": 2, "disagree": 5, "sample": 3}
-    inter = rep["inter_annotator"]
-    assert inter["annotators"] == ["ana", "bob", "cyd"] and inter["items_with_two_or_more"] == 10
-    assert inter["percent_agreement"] == pytest.approx(0.8) and inter["cohen_kappa"] is None
-    assert inter["krippendorff_alpha"] == pytest.approx(agreement.krippendorff_alpha(
+    assert (rules.overall.n, rules.overall.agreed) == (9, 8)
+    assert rules.overall.wilson_95 == pytest.approx(agreement.wilson_interval(8, 9))
+    assert rules.confusion.labels == ("A", "B", "C", "Z", "undecided")
+    assert rules.confusion.matrix == ((3, 0, 0, 0, 0), (0, 2, 0, 0, 0), (0, 0, 3, 0, 0), (0, 0, 0, 0, 1),
+                                      (0, 0, 0, 0, 0))
+    says_a = rep.extractors["says-a"]
+    assert (says_a.overall.n, says_a.overall.agreed) == (9, 3)
+    assert rep.by_why == {"undecided": 2, "disagree": 5, "sample": 3}
+    inter = rep.inter_annotator
+    assert inter.annotators == ("ana", "bob", "cyd") and inter.items_with_two_or_more == 10
+    assert inter.percent_agreement == pytest.approx(0.8) and inter.cohen_kappa is None
+    assert inter.krippendorff_alpha == pytest.approx(agreement.krippendorff_alpha(
         list(standing_labels(ws, "s").values())))
-    assert {d["item_id"] for d in rep["disagreements"]} == {ids["cat"], ids["A or B"]}
-
+    assert {d.item_id for d in rep.disagreements} == {ids["cat"], ids["A or B"]}
+    # The JSON users read: the keys in their documented order, the interval a list, the matrix lists of lists.
+    out = json.loads(json.dumps(rep.to_json()))
+    assert list(out) == ["set", "runs", "seed", "sample_size", "items", "by_why", "labelled", "progress", "final",
+                         "extractors", "inter_annotator", "disagreements"]
+    assert list(out["extractors"]["rules"]) == ["n", "agreed", "rate", "wilson_95", "cohen_kappa", "confusion",
+                                                "by_why"]
+    assert out["extractors"]["rules"]["confusion"]["matrix"][0] == [3, 0, 0, 0, 0]
+    assert out["inter_annotator"]["annotators"] == ["ana", "bob", "cyd"]
+    assert list(out["disagreements"][0]) == ["item_id", "position", "labels", "adjudicated"]
 
 def test_align_commands(study, capsys):
     ws, ws_path, (first, second) = study

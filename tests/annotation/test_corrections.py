@@ -113,19 +113,19 @@ def test_a_label_corrected_after_the_reveal_stands_and_moves_the_alignment_rate(
     for item_id in items:
         rules = reveal_rules(ws, item_id)
         add_label(ws, item_id, "ana", rules if rules else "unclear")  # agree with the rules everywhere
-    before = alignment_report(ws, "s")["extractors"]["rules"]
-    assert before["rate"] == 1.0 and remaining_for(ws, "s", "ana") == 0 and next_for(ws, "s", "ana") is None
+    before = alignment_report(ws, "s").extractors["rules"].overall
+    assert before.rate == 1.0 and remaining_for(ws, "s", "ana") == 0 and next_for(ws, "s", "ana") is None
     target = next(i for i in items if reveal_rules(ws, i) == "A")
     assert reveal(ws, target, "ana")["rules"].choice == "A"  # revealed, then corrected
     old = alignment.label_history(ws, target)[-1]
     new = add_label(ws, target, "ana", "B")
     assert final_labels(ws, "s")[target].choice == "B"
-    after = alignment_report(ws, "s")["extractors"]["rules"]
-    assert (after["n"], after["agreed"]) == (before["n"], before["agreed"] - 1)
+    after = alignment_report(ws, "s").extractors["rules"].overall
+    assert (after.n, after.agreed) == (before.n, before.agreed - 1)
     # Undo the correction: the first label stands again, and the rate is back.
     assert undo_label(ws, target, "ana").uuid == new.uuid
     assert final_labels(ws, "s")[target].choice == "A"
-    assert alignment_report(ws, "s")["extractors"]["rules"]["agreed"] == before["agreed"]
+    assert alignment_report(ws, "s").extractors["rules"].overall.agreed == before.agreed
     # Undo the first one too: the item is left for ana again, everywhere, and blind again.
     assert undo_label(ws, target, "ana").uuid == old.uuid
     assert remaining_for(ws, "s", "ana") == 1 == len(remaining_items(ws, "s", "ana"))

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from db.errors import InvalidInput
 from evaluator.pope import (
     PopeAnswer,
     build_pope,
@@ -23,8 +24,8 @@ from evaluator.pope import (
     object_phrase,
     parse_official,
     parse_strict,
+    mean_over_settings,
     pope_metrics,
-    pope_metrics_by_setting,
     pope_question,
     read_pope_answers,
     read_pope_questions,
@@ -90,10 +91,10 @@ def test_parse_official_and_metrics_equal_the_official_script(tmp_path, slice_na
 
     assert [1 if parse_official(a.text) == "yes" else 0 for _, a in pairs] == expected["pred_list"]
     for key in ("tp", "fp", "tn", "fn", "accuracy", "precision", "recall", "f1", "yes_ratio"):
-        assert ours[key] == expected[key], key  # exact, not approx: same operations in the same order
-    assert ours["unknown"] == 0 and ours["questions"] == len(questions)
+        assert getattr(ours, key) == expected[key], key  # exact, not approx: same operations in the same order
+    assert ours.unknown == 0 and ours.questions == len(questions)
     # The varied answers really exercise both readings on every slice.
-    assert 0 < ours["tp"] + ours["fp"] < len(questions)
+    assert 0 < ours.tp + ours.fp < len(questions)
 
 
 @pytest.mark.parametrize("slice_name", SLICES)
@@ -188,26 +189,26 @@ def test_metrics_hand_computed():
     answers = ["yes", "yes", "no", "unknown", "no", "no", "yes", "unknown", "no", "yes"]
     # tp 3 (0,1,9), fn 1 (2), fp 1 (6), tn 3 (4,5,8), unknown 2 (3,7); 5 labelled yes.
     m = pope_metrics(labels, answers)
-    assert {k: m[k] for k in ("questions", "tp", "fp", "tn", "fn", "unknown")} == \
+    assert {k: getattr(m, k) for k in ("questions", "tp", "fp", "tn", "fn", "unknown")} == \
         {"questions": 10, "tp": 3, "fp": 1, "tn": 3, "fn": 1, "unknown": 2}
-    assert m["accuracy"] == pytest.approx(0.6)
-    assert m["precision"] == pytest.approx(0.75)
-    assert m["recall"] == pytest.approx(0.6)  # the unknown on a yes-question counts against recall
-    assert m["f1"] == pytest.approx(2 * 0.75 * 0.6 / 1.35)
-    assert m["yes_ratio"] == pytest.approx(0.4)
+    assert m.accuracy == pytest.approx(0.6)
+    assert m.precision == pytest.approx(0.75)
+    assert m.recall == pytest.approx(0.6)  # the unknown on a yes-question counts against recall
+    assert m.f1 == pytest.approx(2 * 0.75 * 0.6 / 1.35)
+    assert m.yes_ratio == pytest.approx(0.4)
 
 
 def test_metrics_zero_denominators_are_none():
     empty = pope_metrics([], [])
-    assert empty["questions"] == 0
-    assert all(empty[k] is None for k in ("accuracy", "precision", "recall", "f1", "yes_ratio"))
+    assert empty.questions == 0
+    assert all(getattr(empty, k) is None for k in ("accuracy", "precision", "recall", "f1", "yes_ratio"))
     all_no = pope_metrics(["no", "no"], ["no", "no"])  # nothing answered yes, nothing labelled yes
-    assert all_no["accuracy"] == 1.0 and all_no["yes_ratio"] == 0.0
-    assert all_no["precision"] is None and all_no["recall"] is None and all_no["f1"] is None
+    assert all_no.accuracy == 1.0 and all_no.yes_ratio == 0.0
+    assert all_no.precision is None and all_no.recall is None and all_no.f1 is None
     all_wrong = pope_metrics(["yes", "no"], ["no", "yes"])  # precision = recall = 0 -> f1 undefined
-    assert all_wrong["precision"] == 0.0 and all_wrong["recall"] == 0.0 and all_wrong["f1"] is None
+    assert all_wrong.precision == 0.0 and all_wrong.recall == 0.0 and all_wrong.f1 is None
     unknowns = pope_metrics(["yes"], ["unknown"])
-    assert unknowns["precision"] is None and unknowns["recall"] == 0.0 and unknowns["accuracy"] == 0.0
+    assert unknowns.precision is None and unknowns.recall == 0.0 and unknowns.accuracy == 0.0
 
 
 def test_metrics_reject_bad_values():
@@ -219,20 +220,24 @@ def test_metrics_reject_bad_values():
         pope_metrics(["yes"], ["Yes, there is"])
 
 
-def test_metrics_by_setting_and_mean_ignoring_none():
-    report = pope_metrics_by_setting({
-        "random": (["yes", "no"], ["yes", "no"]),
-        "popular": (["yes", "no"], ["yes", "yes"]),
-        "adversarial": (["no", "no"], ["no", "no"]),  # precision, recall, f1 are None here
-    })
-    assert set(report["settings"]) == {"random", "popular", "adversarial"}
-    assert report["settings"]["popular"]["precision"] == 0.5
-    mean = report["mean"]
-    assert mean["accuracy"] == pytest.approx((1 + 0.5 + 1) / 3)
-    assert mean["precision"] == pytest.approx((1 + 0.5) / 2)
-    assert mean["recall"] == pytest.approx(1.0)
-    assert mean["yes_ratio"] == pytest.approx((0.5 + 1 + 0) / 3)
-    assert pope_metrics_by_setting({"random": ([], [])})["mean"]["f1"] is None
+def test_mean_over_settings_ignores_none():
+    settings = {"random": pope_metrics(["yes", "no"], ["yes", "no"]),
+                "popular": pope_metrics(["yes", "no"], ["yes", "yes"]),
+                "adversarial": pope_metrics(["no", "no"], ["no", "no"])}  # precision, recall, f1 are None here
+    assert settings["popular"].precision == 0.5
+    mean = mean_over_settings(list(settings.values()))
+    assert mean.accuracy == pytest.approx((1 + 0.5 + 1) / 3)
+    assert mean.precision == pytest.approx((1 + 0.5) / 2)
+    assert mean.recall == pytest.approx(1.0)
+    assert mean.yes_ratio == pytest.approx((0.5 + 1 + 0) / 3)
+    assert mean_over_settings([pope_metrics([], [])]).f1 is None
+    assert list(mean.to_json()) == ["accuracy", "precision", "recall", "f1", "yes_ratio"]
+
+
+def test_metrics_json_keeps_its_keys_in_order():
+    m = pope_metrics(["yes", "no"], ["yes", "unknown"])
+    assert list(m.to_json()) == ["questions", "tp", "fp", "tn", "fn", "unknown", "accuracy", "precision", "recall",
+                                 "f1", "yes_ratio"]
 
 
 # ------------------------------------------------------------------------------------------------- files
@@ -259,7 +264,7 @@ def test_read_questions_jsonl_and_array():
 def test_read_questions_errors_name_file_and_line(tmp_path, content, message):
     path = tmp_path / "questions.json"
     path.write_text(content)
-    with pytest.raises(ValueError, match=message) as error:
+    with pytest.raises(InvalidInput, match=message) as error:
         read_pope_questions(path)
     assert "questions.json" in str(error.value)
 
@@ -271,7 +276,7 @@ def test_read_answers_fields(tmp_path):
     answers = read_pope_answers(path)
     assert [(a.text, a.question_id, a.line) for a in answers] == [("No.", 1, 1), ("Yes", 2, 2), ("maybe", None, 4)]
     path.write_text('{"question_id": 1, "response": "No."}\n')
-    with pytest.raises(ValueError, match="answers.jsonl, line 1: field 'answer' or 'text'"):
+    with pytest.raises(InvalidInput, match="answers.jsonl, line 1: field 'answer' or 'text'"):
         read_pope_answers(path)
 
 
@@ -291,7 +296,7 @@ QUESTIONS = [{"question_id": i, "image": "a.jpg", "text": "t", "label": "yes"} f
     (answers_of((1, "a"), (3, "c")), "run.jsonl: no answer for question_id 2"),
 ])
 def test_match_answers_errors(answers, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InvalidInput, match=message):
         match_answers(QUESTIONS, answers)
 
 
@@ -335,7 +340,7 @@ def test_load_coco_instances_unknown_category(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"images": [{"id": 1, "file_name": "a.jpg"}], "categories": [],
                                 "annotations": [{"id": 7, "image_id": 1, "category_id": 3}]}))
-    with pytest.raises(ValueError, match=r"bad.json: annotations\[0\]: category_id 3"):
+    with pytest.raises(InvalidInput, match=r"bad.json: annotations\[0\]: category_id 3"):
         load_coco_instances(path)
 
 
@@ -345,7 +350,7 @@ def test_load_object_jsonl_merges_and_deduplicates(tmp_path):
                     '{"image": "b.jpg", "objects": []}\n{"image": "a.jpg", "objects": ["cat"]}\n')
     assert load_object_jsonl(path) == {"a.jpg": ["cat", "dog", "person"], "b.jpg": []}
     path.write_text('{"image": "a.jpg", "objects": "dog"}\n')
-    with pytest.raises(ValueError, match="objects.jsonl, line 1"):
+    with pytest.raises(InvalidInput, match="objects.jsonl, line 1"):
         load_object_jsonl(path)
 
 
@@ -451,14 +456,14 @@ def test_fallback_when_a_pool_runs_out():
     assert set(by_image(records, "no")) == {"1.jpg", "2.jpg"}
     assert all(set(n) == {"c", "d"} for n in by_image(records, "no").values())
     del few["4.jpg"]  # then even the whole vocabulary runs out
-    with pytest.raises(ValueError, match="only 1 absent objects in the whole vocabulary, 2 needed"):
+    with pytest.raises(InvalidInput, match="only 1 absent objects in the whole vocabulary, 2 needed"):
         build_pope(few, setting="popular", images_count=2, per_image=2, seed=0)
 
 
 def test_build_errors():
-    with pytest.raises(ValueError, match="setting"):
+    with pytest.raises(InvalidInput, match="setting"):
         build("frequent")
-    with pytest.raises(ValueError, match="only 11 images have at least 3"):
+    with pytest.raises(InvalidInput, match="only 11 images have at least 3"):
         build("random", images_count=12)
 
 

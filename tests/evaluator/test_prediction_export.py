@@ -77,17 +77,17 @@ def test_vanilla_pope_and_bad_requests(ws_path, tmp_path, capsys):
 def test_run_items_are_what_the_report_counts(ws_path, capsys):
     with open_workspace(ws_path) as ws:
         report = run_report(ws, 1)
-    for name, scores in report["by_l2"].items():
+    for name, scores in report.mcq.by_l2.items():
         assert main(["--workspace", str(ws_path), "run-items", "1", "--level", "l2", "--group", name, "--json"]) == 0
         found = json.loads(capsys.readouterr().out)
-        assert len(found) == scores["questions"]
-        assert sum(r["circular"] for r in found) == round(scores["circular"] * scores["questions"])
-        assert sum(r["vanilla"] for r in found) == round(scores["vanilla"] * scores["questions"])
+        assert len(found) == scores.questions
+        assert sum(r["circular"] for r in found) == round(scores.circular * scores.questions)
+        assert sum(r["vanilla"] for r in found) == round(scores.vanilla * scores.questions)
     assert main(["--workspace", str(ws_path), "run-items", "3", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     with open_workspace(ws_path) as ws:
-        pope = run_report(ws, 3)["pope"]
-    assert sum(r["official"] for r in found) == round(pope["official"]["accuracy"] * len(found))
+        pope = run_report(ws, 3).pope.pope
+    assert sum(r["official"] for r in found) == round(pope["official"].accuracy * len(found))
     assert main(["--workspace", str(ws_path), "run-items", "1", "--level", "l2"]) == 2
     capsys.readouterr()
     # An unknown group is an error that lists the known ones; MMBench's short codes name L2 abilities too.
@@ -95,7 +95,7 @@ def test_run_items_are_what_the_report_counts(ws_path, capsys):
     assert "known: " in capsys.readouterr().err
     assert main(["--workspace", str(ws_path), "run-items", "1", "--level", "l2", "--group", "CP", "--json"]) == 0
     short = json.loads(capsys.readouterr().out)
-    assert len(short) == report["by_l2"]["coarse_perception"]["questions"]
+    assert len(short) == report.mcq.by_l2["coarse_perception"].questions
     assert all(isinstance(r["index"], int) for r in short)  # integers stay integers, as in `vlmdesk items`
 
 
@@ -129,6 +129,6 @@ def test_models_commands_and_runs_scores(ws_path, capsys):
         report = run_report(ws, run_id)
     assert main([*w, "runs", "--scores", "--json"]) == 0
     listed = {r["run_id"]: r for r in json.loads(capsys.readouterr().out)}
-    assert listed[run_id]["vanilla"] == report["overall"]["vanilla"] and listed[run_id]["circular"] is None
+    assert listed[run_id]["vanilla"] == report.mcq.overall.vanilla and listed[run_id]["circular"] is None
     assert listed[3]["pope_f1"] is not None and listed[run_id]["duration_s"] >= 0
     assert main([*w, "models", "remove", "coin"]) == 0 and main([*w, "models", "remove", "coin"]) == 2

@@ -172,7 +172,7 @@ def test_undecided_answers_count_as_wrong_and_are_reported(bench_ws):
         rep = run_report(ws, engine.run.id)
         preds = runs.predictions_of(ws, engine.run.id)
     assert all(p.choice is None and p.stage == "none" and p.correct is False for p in preds)
-    assert rep["undecided"] == 60 == rep["undecided_vanilla"] and rep["overall"]["vanilla"] == 0.0
+    assert rep.undecided == 60 == rep.mcq.undecided_vanilla and rep.mcq.overall.vanilla == 0.0
 
 
 def test_items_without_answer_run_every_pass_and_are_not_scored(tmp_path, capsys):

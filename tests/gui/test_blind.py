@@ -31,9 +31,10 @@ def seeded(demo_ws):
     with open_workspace(demo_ws) as ws:
         bench = catalog.benchmark_by_name(ws, "demo")
         items = catalog.list_items(ws, bench.id)
+        owner = runs.Owner.here()
         run_id = runs.create_run(ws, benchmark_id=bench.id, model_spec="test:scripted", strategy="vanilla",
                                  prompt_template="{}", extractor="rules", config={}, config_key="scripted",
-                                 versions={}, git_revision=None, seed=0)
+                                 versions={}, git_revision=None, seed=0, owner=owner)
         passes = []
         for n, item in enumerate(items):
             order = tuple(range(len(item.options)))
@@ -46,15 +47,15 @@ def seeded(demo_ws):
             else:
                 passes.append(runs.Prediction(run_id, item.id, 0, order, "p", "A", item.answer, "A", "rules",
                                               "letter", item.answer == "A", 1.0))
-        runs.add_predictions(ws, passes)
-        runs.set_status(ws, run_id, "finished")
+        runs.add_predictions(ws, passes, owner)
+        assert runs.release(ws, run_id, owner, "finished")
         adj = alignment.build_set(ws, "study", [run_id], [], size=0, seed=1)
         assert adj.items == 1
         alignment.add_label(ws, alignment.next_for(ws, "study", OTHER).item_id, OTHER, "A")
         reviews.add_review(ws, items[0].id, OTHER, "wrong_answer", corrected_answer="D", note=NOTE)
         reviews.add_review(ws, items[0].id, THIRD, "ok")
         assert qc.compute_stage(ws, bench.id, "consensus", [1]).candidates
-        scores = {pct(s["vanilla"]) for r in (1, run_id) if (s := run_summary(ws, r)) and s["vanilla"] is not None}
+        scores = {pct(s.vanilla) for r in (1, run_id) if (s := run_summary(ws, r)) and s.vanilla is not None}
     return demo_ws, items[0], items[1], scores
 
 
@@ -87,7 +88,6 @@ VIEW_CASES = {
     "alignment": (Shot("alignment"), {OTHER}),
     "models": (Shot("models"), {"model test answer"}),
 }
-QUEUE_LEAKS = {"queue-qc", "queue-conflicts"}  # pages of engineer "flow" (queues_view.py)
 
 
 def _shows(texts, markers, wanted):
@@ -95,9 +95,7 @@ def _shows(texts, markers, wanted):
 
 
 @pytest.mark.parametrize("case", list(VIEW_CASES))
-def test_blind_mode_hides_every_marker_in_every_view(qtbot, seeded, make_window, case, request):
-    if case in QUEUE_LEAKS:
-        request.applymarker(pytest.mark.xfail(strict=False, reason="queues: fixed by flow"))
+def test_blind_mode_hides_every_marker_in_every_view(qtbot, seeded, make_window, case):
     path, first, _, scores = seeded
     shot, expected = VIEW_CASES[case]
     markers = _markers(scores)

@@ -54,7 +54,7 @@ def test_an_adjudication_label_is_taken_back_after_the_reveal_and_given_again(qt
     with open_workspace(demo_ws) as ws:
         assert alignment.standing_labels(ws, adj_set.name) == {task.item_id: {"ann": second}}
         report = alignment.alignment_report(ws, adj_set.name)
-    assert report["labelled"] == 1 and report["progress"] == {"ann": 1}
+    assert report.labelled == 1 and report.progress == {"ann": 1}
     # The button does the same as Ctrl+Z.
     qtbot.mouseClick(page.change, Qt.LeftButton)
     assert not page.revealed.isVisible() and _counts_agree(queues, 1, page) == total

@@ -42,19 +42,21 @@ def test_ability_and_drop_charts_are_the_reports_figures(qtbot, three_runs, make
     expected = {}
     for run_id, report in reports.items():
         for strategy in ("vanilla", "circular"):
-            expected[_key(run=run_id, level="all", strategy=strategy)] = 100 * (report["overall"][strategy] or 0)
-            for name, scores in report["by_l2"].items():
-                expected[_key(run=run_id, level="l2", group=name, strategy=strategy)] = 100 * (scores[strategy] or 0)
+            overall = getattr(report.mcq.overall, strategy)
+            expected[_key(run=run_id, level="all", strategy=strategy)] = 100 * (overall or 0)
+            for name, scores in report.mcq.by_l2.items():
+                expected[_key(run=run_id, level="l2", group=name, strategy=strategy)] = \
+                    100 * (getattr(scores, strategy) or 0)
     assert heights == pytest.approx(expected)
     assert any(h > 0 for h in heights.values())
     dash.show_runs([1, 2], chart="category")
     heights = _heights(dash.chart)
-    for name, scores in reports[2]["by_category"].items():
+    for name, scores in reports[2].mcq.by_category.items():
         assert heights[_key(run=2, level="category", group=name, strategy="circular")] == pytest.approx(
-            100 * scores["circular"])
+            100 * scores.circular)
     dash.show_runs([1, 2, 3], chart="drop")  # the vanilla run has no CircularEval figure: left out
     assert _heights(dash.chart) == pytest.approx({
-        _key(run=r, level="all", strategy=s): 100 * reports[r]["overall"][s] for r in (1, 2)
+        _key(run=r, level="all", strategy=s): 100 * getattr(reports[r].mcq.overall, s) for r in (1, 2)
         for s in ("vanilla", "circular")})
 
 
@@ -66,7 +68,7 @@ def test_pope_chart_and_mixed_selection(qtbot, three_runs, make_window):
     with open_workspace(three_runs) as ws:
         report = run_report(ws, 4)
     assert _heights(dash.chart) == pytest.approx({
-        _key(run=4, level="pope", parser=parser, metric=m): 100 * report["pope"][parser][m]
+        _key(run=4, level="pope", parser=parser, metric=m): 100 * getattr(report.pope.pope[parser], m)
         for parser in ("official", "strict") for m in ("accuracy", "precision", "recall", "f1", "yes_ratio")})
     dash.show_runs([2, 4])
     assert dash.chart.bars() == [] and "cannot share a chart" in dash.chart.figure.texts[0].get_text()
@@ -132,20 +134,20 @@ def test_alignment_view_draws_the_study(qtbot, three_runs, make_window):
     window.show_view("alignment")
     assert view.set_combo.currentData() == "s1"
     bars = {bar_target(p)["extractor"]: p for p in view.chart.bars()}
-    assert set(bars) == set(report["extractors"])
-    for name, e in report["extractors"].items():
-        assert bars[name].get_height() == pytest.approx(100 * e["rate"])
+    assert set(bars) == set(report.extractors)
+    for name, e in report.extractors.items():
+        assert bars[name].get_height() == pytest.approx(100 * e.overall.rate)
     # The error bars are the Wilson intervals.
     ax = view.chart.figure.axes[0]
     caps = sorted(round(y, 6) for line in ax.lines for y in line.get_ydata())
-    for e in report["extractors"].values():
-        assert round(100 * e["wilson_95"][0], 6) in caps and round(100 * e["wilson_95"][1], 6) in caps
-    assert [row[0] for row in view.table.rows] == list(report["extractors"])
-    assert view.table.rows[0][3] == f"{100 * report['extractors']['rules']['rate']:.1f} %"
+    for e in report.extractors.values():
+        assert round(100 * e.overall.wilson_95[0], 6) in caps and round(100 * e.overall.wilson_95[1], 6) in caps
+    assert [row[0] for row in view.table.rows] == list(report.extractors)
+    assert view.table.rows[0][3] == f"{100 * report.extractors['rules'].overall.rate:.1f} %"
     # The confusion matrix of the chosen extractor.
     view.extractor.setCurrentIndex(view.extractor.findData("llm:baseline:first"))
     image = view.chart.figure.axes[1].images[0]
-    assert image.get_array().tolist() == report["extractors"]["llm:baseline:first"]["confusion"]["matrix"]
+    assert image.get_array().tolist() == [list(row) for row in report.extractors["llm:baseline:first"].confusion.matrix]
 
 
 def test_screenshots_of_the_new_views(qtbot, three_runs, tmp_path):

@@ -15,7 +15,8 @@ WORD = "Pneumonoultramicroscopicsilicovolcanoconiosis" * 3
 
 @pytest.fixture
 def long_ws(tmp_path):
-    image = str(demo_dir() / "images" / "cat.jpg")
+    (tmp_path / "cat.jpg").write_bytes((demo_dir() / "images" / "cat.jpg").read_bytes())
+    image = "cat.jpg"  # next to the file: the importer reads no image outside its folder
     rows = [
         {"index": "1", "question": f"Which identifier appears in the caption? {WORD}",
          "options": ["x" * 140, "short", "Supercalifragilisticexpialidocious" * 4], "answer": "B", "image": image},

@@ -31,7 +31,7 @@ def test_a_run_finished_in_a_terminal_shows_in_runs_browse_and_results(qtbot, de
     assert done.returncode == 0, done.stderr
     qtbot.waitUntil(lambda: len(runs.runs.summaries) == len(before) + 1, timeout=2000)
     new = (set(runs.runs.summaries) - before).pop()
-    assert runs.runs.summary(new)["status"] == "finished"
+    assert runs.runs.summary(new).status == "finished"
     assert runs.form.bench.findData("demo") >= 0
     # Browse was hidden: it shows the new run in its run filter when shown, with the same item selected.
     window.show_view("browse")

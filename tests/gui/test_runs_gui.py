@@ -26,7 +26,7 @@ def _launch(window, qtbot, **choice):
 
 
 def _scores(report):
-    return {k: report[k] for k in ("overall", "by_l2", "by_category", "questions", "model_calls")}
+    return {k: report.to_json()[k] for k in ("overall", "by_l2", "by_category", "questions", "model_calls")}
 
 
 def test_a_baseline_run_from_the_form_reports_progress_and_results(qtbot, demo_ws, make_window):
@@ -41,14 +41,14 @@ def test_a_baseline_run_from_the_form_reports_progress_and_results(qtbot, demo_w
     assert view.card.bar.value() == 30 and "calls/s" in view.card.stats.text()
     with open_workspace(demo_ws) as ws:
         report = run_report(ws, job.run_id)
-    assert report["status"] == "finished"
+    assert report.status == "finished"
     # The runs list shows it with its figures, and the Results tab draws it.
     row = view.runs.model.payloads.index(job.run_id)
     assert view.runs.model.rows[row][1] == "finished"
-    assert view.runs.model.rows[row][6] == f"{100 * report['overall']['circular']:.1f} %"
+    assert view.runs.model.rows[row][6] == f"{100 * report.mcq.overall.circular:.1f} %"
     window.show_results([job.run_id])
     dash = window.view("results")
-    assert [r["run_id"] for r in dash.reports] == [job.run_id] and dash.chart.bars()
+    assert [r.run_id for r in dash.reports] == [job.run_id] and dash.chart.bars()
     # Browse offers the new run in its run filter without reopening the workspace.
     run_filter = window.view("browse").run
     assert run_filter.findData(job.run_id) > 0
@@ -64,7 +64,7 @@ def test_a_tiny_local_vlm_runs_from_the_form(qtbot, demo_ws, make_window, tiny_l
     with open_workspace(demo_ws) as ws:
         run = runs.get_run(ws, job.run_id)
         assert run.model_spec.startswith("hf:") and run.strategy == "vanilla" and run.predictions == 3
-        assert run_report(ws, job.run_id)["questions"] == 3
+        assert run_report(ws, job.run_id).questions == 3
     assert job.run_id in view.runs.model.payloads
 
 
@@ -94,7 +94,7 @@ def test_cancel_then_resume_gives_the_scores_of_an_uninterrupted_run(qtbot, demo
     with open_workspace(demo_ws) as ws:
         again = max(r.id for r in runs.list_runs(ws))
         assert _scores(run_report(ws, job.run_id)) == _scores(run_report(ws, again))
-        assert run_report(ws, job.run_id)["status"] == "finished"
+        assert run_report(ws, job.run_id).status == "finished"
 
 
 @pytest.mark.usefixtures("slow_backend")

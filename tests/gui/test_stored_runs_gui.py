@@ -17,7 +17,7 @@ def test_a_garbage_stored_config_does_not_stop_the_runs_and_results_views(qtbot,
     assert view.runs.model.rows[row][1] == "finished"
     window.show_results([1])
     dash = window.view("results")
-    assert [r["run_id"] for r in dash.reports] == [1] and dash.reports[0]["problems"]
+    assert [r.run_id for r in dash.reports] == [1] and dash.reports[0].problems
 
 
 def test_a_run_whose_process_is_gone_is_listed_as_interrupted_and_can_be_resumed(qtbot, demo_ws, make_window):
