@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal, Sequence, get_args
+from typing import Literal, get_args
 
 from annotation import agreement, standing
 from annotation.names import annotator_name, record_note
@@ -442,7 +443,7 @@ class Rate:
     wilson_95: tuple[float, float] | None
 
     @classmethod
-    def of(cls, agreed: int, n: int) -> "Rate":
+    def of(cls, agreed: int, n: int) -> Rate:
         return cls(n, agreed, agreed / n if n else None, agreement.wilson_interval(agreed, n))
 
     def to_json(self) -> dict:
@@ -539,10 +540,10 @@ def alignment_report(ws: Workspace, set_name: str) -> AlignmentReport:
     pair_kappa = None
     if len(annotators) == 2:
         both = [labels for labels in multi if set(labels) == set(annotators)]
-        pair_kappa = agreement.cohen_kappa([l[annotators[0]] for l in both], [l[annotators[1]] for l in both])
+        pair_kappa = agreement.cohen_kappa([b[annotators[0]] for b in both], [b[annotators[1]] for b in both])
     inter = InterAnnotator(
         tuple(annotators), len(multi),
-        (sum(len(set(l.values())) == 1 for l in multi) / len(multi)) if multi else None,
+        (sum(len(set(labels.values())) == 1 for labels in multi) / len(multi)) if multi else None,
         pair_kappa, agreement.krippendorff_alpha(list(standing.values())))
     return AlignmentReport(
         s.name, s.run_ids, s.seed, s.sample_size, s.items, s.by_why, len(standing),

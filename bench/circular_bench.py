@@ -22,8 +22,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from db import catalog, open_workspace  # noqa: E402
 from evaluator.backends import load_backend  # noqa: E402
 from evaluator.prompts import default_template  # noqa: E402
-from evaluator.runner import Engine, RunSettings, new_run  # noqa: E402
 from evaluator.report import run_report  # noqa: E402
+from evaluator.runner import Engine, RunSettings, new_run  # noqa: E402
 from tests.tiny_models import build_tiny_llava  # noqa: E402
 from vlmdesk.demo import ensure_demo  # noqa: E402
 

@@ -9,7 +9,8 @@ same answers on generated runs.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
 
 from evaluator.pope import PARSERS, YES_NO, parse_strict  # YES_NO: POPE's labels, every yes/no item's keys
 from evaluator.types import POPE_PARSERS, PopeParser  # noqa: F401 (POPE_PARSERS: the parsers in report order)

@@ -22,8 +22,8 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from evaluator.choices import CJK_SCRIPTS, NONE_OF_THEM, has_cjk
 from evaluator.language import language_of  # noqa: F401  (re-exported: items and responses share it)

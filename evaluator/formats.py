@@ -8,8 +8,9 @@ writer if it can be written — built in (the builtins below) or named in VLMDES
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 from evaluator.registry import Field, Registry
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from db import catalog, models, runs
 from db.catalog import Benchmark

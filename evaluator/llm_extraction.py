@@ -18,8 +18,9 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from db import extractions as store
 from db.errors import InvalidInput

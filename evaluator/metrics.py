@@ -8,8 +8,9 @@ ratings…) are added as modules declaring ``METRICS = (MetricEntry(…),)``, bu
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Literal
 
 from db import catalog, runs
 from db.errors import UserError

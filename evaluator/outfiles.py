@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Callable, TypeVar
+from typing import IO, TypeVar
 
 from db.errors import UserError
 

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode
 
-from db.errors import InvalidInput
-
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from db.errors import InvalidInput
 from evaluator.outfiles import AtomicOutput
 
 if TYPE_CHECKING:

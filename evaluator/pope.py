@@ -13,9 +13,9 @@ import os
 import random
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 from db.errors import InvalidInput
 from evaluator.outfiles import AtomicOutput
@@ -488,7 +488,7 @@ def build_pope(annotations: Mapping[str, Sequence[str]], *, setting: str, images
             return sorted(ranked, key=lambda c: (-score[c], -dataset_frequency[c], c))
         if kind == "popular":
             return sorted((c for c in chosen_frequency if c not in present), key=lambda c: (-chosen_frequency[c], c))
-        candidates = sorted((chosen_frequency if kind == "random" else vocabulary))
+        candidates = sorted(chosen_frequency if kind == "random" else vocabulary)
         candidates = [c for c in candidates if c not in present]
         return draw.sample(candidates, len(candidates))
 

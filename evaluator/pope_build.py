@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from db.errors import InvalidInput
-
 from evaluator.pope import build_pope, load_coco_instances, load_object_jsonl
 
 ANNOTATION_FORMATS = ("coco", "objects-jsonl")

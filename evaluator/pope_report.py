@@ -9,15 +9,23 @@ gets none (and says why) instead of an average that mixes a rerun or another dat
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from db.errors import InvalidInput
 from evaluator.importers.jsonl import pope_setting_from_name
 from evaluator.pope import (
-    FRACTION_METRICS, PARSERS, PopeMeans, PopeMetrics, match_answers, mean_over_settings, pope_metrics,
-    read_pope_answers, read_pope_questions,
+    FRACTION_METRICS,
+    PARSERS,
+    PopeMeans,
+    PopeMetrics,
+    match_answers,
+    mean_over_settings,
+    pope_metrics,
+    read_pope_answers,
+    read_pope_questions,
 )
 from evaluator.types import PopeParser
 

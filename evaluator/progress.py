@@ -7,7 +7,7 @@ its event, or None for anything else (the app reads another process's output: it
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import ClassVar, Union
+from typing import ClassVar
 
 from evaluator.types import ProgressEventName
 
@@ -57,7 +57,7 @@ class DoneEvent:
         return {"event": self.event, **asdict(self)}
 
 
-RunEvent = Union[StartEvent, Progress, DoneEvent]
+RunEvent = StartEvent | Progress | DoneEvent
 _EVENTS: dict[str, type] = {"start": StartEvent, "progress": Progress, "done": DoneEvent}
 _NUMBER = (int, float)
 

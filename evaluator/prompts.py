@@ -54,7 +54,7 @@ class PromptTemplate:
         return json.dumps(self.by_language, ensure_ascii=False, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "PromptTemplate":
+    def from_json(cls, text: str) -> PromptTemplate:
         """A stored template; ValueError when it is not one (a damaged row is refused, not run)."""
         try:
             by_language = json.loads(text)

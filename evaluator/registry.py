@@ -13,8 +13,9 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Generic, Iterable, Literal, Protocol, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar
 
 from db.errors import UserError
 
@@ -102,9 +103,9 @@ class Registry(Generic[E]):
         if self._entries is not None and plugins == self._plugins:
             return self._entries
         entries: dict[str, E] = {}
-        modules = [(importlib.import_module(n), False) for n in self._modules()]
-        modules += [(_import_plugin(n), True) for n in plugins]
-        for module, is_plugin in modules:
+        modules = [importlib.import_module(n) for n in self._modules()]
+        modules += [_import_plugin(n) for n in plugins]
+        for module in modules:
             for entry in getattr(module, self.attribute, ()):
                 name = getattr(entry, "name", None)
                 if not isinstance(name, str) or not name:

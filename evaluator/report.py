@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-
 from typing import TYPE_CHECKING, Literal
 
 from db import catalog, extractions, runs
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
 from evaluator.choices import (
-    POPE_PARSERS, item_result, marks_of, original_option, pope_reading, vanilla_result,
+    POPE_PARSERS,
+    item_result,
+    marks_of,
+    original_option,
+    pope_reading,
+    vanilla_result,
 )
 from evaluator.pope import PopeMetrics, pope_metrics
 from evaluator.types import PopeParser, RunStatus, Strategy

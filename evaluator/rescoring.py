@@ -8,8 +8,8 @@ counts it as wrong while saying how many items that affects (``circular_unasked_
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from db import catalog, extractions, runs
 from db.errors import UserError

@@ -13,9 +13,9 @@ import platform
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from db import catalog, runs
 from db.catalog import Benchmark, Item
@@ -23,14 +23,21 @@ from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query, can_score
 from evaluator.choices import (
-    YESNO_CANDIDATES, displayed_answer, letters, pass_correct, passes_needed, read_yes_no, rotation, shown_options,
+    YESNO_CANDIDATES,
+    displayed_answer,
+    letters,
+    pass_correct,
+    passes_needed,
+    read_yes_no,
+    rotation,
+    shown_options,
     still_alive,
 )
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import Extractor, load_extractor
 from evaluator.progress import Progress
-from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
 from evaluator.prompts import PromptTemplate
+from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
 
 
 @dataclass(frozen=True)

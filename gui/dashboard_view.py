@@ -5,13 +5,20 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QComboBox, QFileDialog, QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget,
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
 )
 
+from db.errors import InvalidInput
 from evaluator import plots
 from evaluator.exporters import ExportError
 from evaluator.prediction_export import default_file_name, export_predictions
-from db.errors import InvalidInput
 from evaluator.report import NONE, RunReport, group_items, run_report
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.item_panel import ADJUDICATION_HIDDEN

@@ -8,12 +8,21 @@ import re
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
-    QFrame, QHBoxLayout, QHeaderView, QLabel, QScrollArea, QSizePolicy, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
     QWidget,
 )
 
 from annotation.browse import VERDICT_LABELS
 from evaluator.choices import LETTERS, item_result, original_option
+
 RESULT_MARKS = {"right": "✓", "wrong": "✗", "pending": "…", "unscored": "–", "none": ""}
 ADJUDICATION_HIDDEN = "hidden until your label (blind adjudication)"
 PREDICTIONS_HIDDEN = "Predictions (hidden)"

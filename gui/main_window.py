@@ -12,25 +12,33 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QApplication, QDockWidget, QFileDialog, QInputDialog, QLabel, QListWidget, QListWidgetItem, QMainWindow,
-    QTabWidget, QVBoxLayout, QWidget,
+    QApplication,
+    QDockWidget,
+    QFileDialog,
+    QInputDialog,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from annotation.names import BadName, annotator_name
 from db import catalog, item_query
 from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import database_error, open_workspace
+from gui.alignment_view import AlignmentView
 from gui.browse_view import BrowseView
 from gui.context import Context
-from gui.errors import MessageBar
-from gui.prefs import Preferences, PreferencesFile, config_dir
-from gui.alignment_view import AlignmentView
 from gui.dashboard_view import DashboardView
+from gui.errors import MessageBar
 from gui.models_view import ModelsView
+from gui.prefs import Preferences, PreferencesFile, config_dir
 from gui.queues_view import QueuesView
 from gui.review_view import ReviewView
 from gui.runs_view import RunsView
-
 
 SYNC_COMMANDS = {  # kind: (menu title, export command, import command)
     "reviews": ("reviews", ["reviews", "export"], ["reviews", "import"]),

@@ -31,7 +31,7 @@ class Preferences:
     prefetch: int = 3  # images decoded ahead of the current item
     recent_workspaces: tuple[str, ...] = ()
 
-    def with_recent(self, path: str) -> "Preferences":
+    def with_recent(self, path: str) -> Preferences:
         recent = (path, *(p for p in self.recent_workspaces if p != path))[:MAX_RECENT]
         return replace(self, recent_workspaces=recent)
 

@@ -11,8 +11,19 @@ import time
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
-    QScrollArea, QSplitter, QStackedWidget, QVBoxLayout, QWidget,
+    QComboBox,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from annotation import alignment, qc, reviews
@@ -21,8 +32,8 @@ from annotation.browse import VERDICT_LABELS, open_conflicts
 from annotation.correction import wrong_key_problem
 from db import item_query
 from db.errors import InvalidInput, UserError
-from gui.image_view import ImageView
 from evaluator.choices import LETTERS, answer_keys, canonical_answer
+from gui.image_view import ImageView
 from gui.item_panel import ItemPanel
 from gui.review_view import NoteEdit
 from gui.shortcuts import VERDICT_BUTTONS, VERDICT_KEYS, review_shortcuts

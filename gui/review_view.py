@@ -6,8 +6,22 @@ import time
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QAbstractSpinBox, QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton,
-    QScrollArea, QSplitter, QTabWidget, QTextEdit, QVBoxLayout, QWidget, QApplication,
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
 )
 
 from annotation import reviews
@@ -15,9 +29,9 @@ from annotation.browse import VERDICT_LABELS
 from annotation.correction import wrong_key_problem
 from db import item_query
 from db.errors import InvalidInput
+from evaluator.choices import LETTERS
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
-from evaluator.choices import LETTERS
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
 from gui.shortcuts import VERDICT_BUTTONS, VERDICT_KEYS, review_shortcuts
 

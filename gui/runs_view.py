@@ -7,14 +7,28 @@ import shlex
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QFormLayout, QFrame, QGroupBox, QHBoxLayout, QLabel, QListWidget,
-    QListWidgetItem, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QSplitter, QVBoxLayout, QWidget,
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QFrame,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
 )
 
 from db import catalog, models
 from evaluator.backends import REGISTRY as BACKENDS
-from gui.runs_list import RunsList
 from gui.run_queue import RunJob, RunQueue, RunRequest, run_args
+from gui.runs_list import RunsList
 from gui.tables import export_table
 
 # (label, --strategy, --likelihood) per benchmark kind; POPE is what a yes/no benchmark always gets.

@@ -236,8 +236,21 @@ def visible_texts(window) -> list[str]:
     placeholder text of an empty image area."""
     from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
     from PySide6.QtWidgets import (
-        QAbstractButton, QAbstractItemView, QComboBox, QDockWidget, QGroupBox, QHeaderView, QLabel, QLineEdit,
-        QMenuBar, QPlainTextEdit, QProgressBar, QStatusBar, QTabBar, QTextEdit, QWidget,
+        QAbstractButton,
+        QAbstractItemView,
+        QComboBox,
+        QDockWidget,
+        QGroupBox,
+        QHeaderView,
+        QLabel,
+        QLineEdit,
+        QMenuBar,
+        QPlainTextEdit,
+        QProgressBar,
+        QStatusBar,
+        QTabBar,
+        QTextEdit,
+        QWidget,
     )
 
     from gui.image_view import ImageView

@@ -5,8 +5,8 @@ import json
 
 def official_evaluate(ans_file, label_file):
     """RUCAIBox/POPE evaluate.py, logic copied literally (prints replaced by a returned dict)."""
-    answers = [json.loads(q) for q in open(ans_file, 'r')]
-    label_list = [json.loads(q)['label'] for q in open(label_file, 'r')]
+    answers = [json.loads(q) for q in open(ans_file)]
+    label_list = [json.loads(q)['label'] for q in open(label_file)]
 
     for answer in answers:
         text = answer['text']

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-
 # ---- the fault server -------------------------------------------------------------------------------------
 
 

@@ -26,7 +26,7 @@ import os
 import re
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -39,7 +39,7 @@ REGEN = os.environ.get("VLMDESK_REGEN_GOLDEN") == "1"
 
 # Times stamped while the test runs (later than its start); the fixed times of merged records stay as they are.
 VOLATILE_FIELDS = ("imported_at", "created_at", "finished_at", "exported_at", "decided_at")
-_VOLATILE = re.compile(r'"(%s)": "((?:[^"\\]|\\.)*)"' % "|".join(VOLATILE_FIELDS))
+_VOLATILE = re.compile(r'"(' + "|".join(VOLATILE_FIELDS) + r')": "((?:[^"\\]|\\.)*)"')
 # An image written inline (base64 in a TSV cell) is compared by its digest: the demo's photos would weigh 600 KB.
 _BASE64 = re.compile(r"(?<=[\t\n\"])[A-Za-z0-9+/]{200,}={0,2}(?=[\t\n\"])")
 
@@ -233,7 +233,7 @@ def produced(tmp_path_factory) -> dict[str, bytes]:
     if REGEN and not (INPUTS / "mmbench_small.tsv").exists():
         INPUTS.mkdir(parents=True, exist_ok=True)
         write_small_tsv(INPUTS / "mmbench_small.tsv")
-    started = (datetime.now(timezone.utc) - timedelta(seconds=5)).isoformat(timespec="milliseconds")
+    started = (datetime.now(UTC) - timedelta(seconds=5)).isoformat(timespec="milliseconds")
     vd = Vlmdesk(tmp)
     produce(vd)
     outputs = {p.name: normalise(p.read_bytes(), tmp, started) for p in sorted(vd.out.iterdir())}

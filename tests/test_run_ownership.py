@@ -10,7 +10,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -155,7 +155,7 @@ def _own(path, *, host, pid, beat: datetime):
 
 
 def test_another_hosts_run_is_alive_while_it_beats_and_interrupted_when_its_heartbeat_is_stale(one_run):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     _own(one_run, host="elsewhere.example", pid=os.getpid(), beat=now)
     with open_workspace(one_run) as ws:
         run = runs.get_run(ws, 1)
@@ -176,7 +176,7 @@ def test_a_process_whose_run_was_taken_over_stores_nothing_more(one_run):
     with open_workspace(one_run) as ws:
         me, other = runs.Owner.here(), runs.Owner("elsewhere.example", 4242, "theirs")
         runs.claim_run(ws, 1, me)
-        _own(one_run, host=other.host, pid=other.pid, beat=datetime.now(timezone.utc))
+        _own(one_run, host=other.host, pid=other.pid, beat=datetime.now(UTC))
         stray = runs.Prediction(1, 10**6, 0, (0, 1), "p", "A", "A", "A", "rules", None, True, 1.0)
         with pytest.raises(runs.RunLost):
             runs.add_predictions(ws, [stray], owner=me)

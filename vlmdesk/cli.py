@@ -8,8 +8,8 @@ import textwrap
 
 from db.errors import EnvironmentFault, UserError
 from db.workspace import database_error, default_workspace_path, open_workspace
-from vlmdesk.errors import internal_error_line
 from vlmdesk.args import Parser, positive_int  # noqa: F401 (positive_int moved to vlmdesk/args.py)
+from vlmdesk.errors import internal_error_line
 
 
 class UsageError(UserError):

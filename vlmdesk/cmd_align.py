@@ -210,7 +210,10 @@ def format_alignment(r: AlignmentReport) -> str:
         kappa = "-" if e.cohen_kappa is None else f"{e.cohen_kappa:.3f}"
         lines.append(f"{name[:40]:<40} {e.overall.n:>4} {_pct(e.overall.rate):>8} {ci_text:>17} {kappa:>7}")
     inter = r.inter_annotator
-    fmt = (lambda v: "-" if v is None else f"{v:.3f}")
+
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
     lines.append(f"annotators {', '.join(inter.annotators) or '-'}: items with ≥2 labels "
                  f"{inter.items_with_two_or_more}, agreement {_pct(inter.percent_agreement).strip()}, "
                  f"Cohen's kappa {fmt(inter.cohen_kappa)}, Krippendorff's alpha {fmt(inter.krippendorff_alpha)}")

@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 import re
 import sys
-from vlmdesk.args import record_id
 
 from evaluator.backends import BackendError
 from evaluator.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
+from vlmdesk.args import record_id
 
 _LETTER = re.compile(r"^[A-Y]$")
 

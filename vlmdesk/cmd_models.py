@@ -94,7 +94,7 @@ def cmd_remove(args) -> int:
 def cmd_test(args) -> int:
     from evaluator.launch import resolve_model
     from evaluator.model_check import check_model
-    from vlmdesk.cli import UsageError, open_from_args
+    from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:
         spec = resolve_model(ws, args.model)

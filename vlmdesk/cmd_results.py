@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+
 from vlmdesk.args import record_id
 
 

@@ -10,9 +10,9 @@ from evaluator.backends import BackendError, spec_help
 from evaluator.backends.secrets import redact
 from evaluator.launch import Launch, prepare_resume, prepare_run, run_or_resume
 from evaluator.llm_extraction import extractor_help
-from evaluator.prompts import default_template, load_template
 from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.progress import DoneEvent, StartEvent
+from evaluator.prompts import default_template, load_template
 from evaluator.report import RunReport, run_report
 from evaluator.runner import RunSettings
 from evaluator.types import MCQ_STRATEGIES

@@ -42,7 +42,7 @@ def log_internal_error(exc: BaseException, *, command: str | None = None) -> Pat
         path.replace(folder / f"{LOG_NAME}.1")
     from vlmdesk import __version__
 
-    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     # Arguments are not logged: a mistyped key could be among them.
     head = (f"--- {stamp} vlmdesk {__version__} pid {os.getpid()} command {command or '-'} "
             f"python {sys.version.split()[0]}\n")

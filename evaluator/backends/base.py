@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 from urllib.parse import urlencode
 
-from evaluator.registry import Field, resolve
-
 from db.errors import EnvironmentFault
+from evaluator.registry import Field, resolve
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from typing import Sequence
+from collections.abc import Sequence
 from urllib.parse import parse_qsl
 
 from evaluator.backends.base import BackendEntry, BackendError, BuildContext, Query
@@ -37,7 +37,7 @@ def parse_baseline_spec(rest: str, context: BuildContext = BuildContext(),
     return kind, seed, opts
 
 
-def build(rest: str, context: BuildContext) -> "BaselineBackend":
+def build(rest: str, context: BuildContext) -> BaselineBackend:
     kind, seed, _ = parse_baseline_spec(rest, context)
     return BaselineBackend(kind, seed=seed, frequent=context.frequent_answer)
 

@@ -7,8 +7,8 @@ imported lazily: importing this module must stay cheap for the CLI and the GUI.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 from urllib.parse import parse_qsl, urlencode
 
 from evaluator.registry import Field
@@ -19,7 +19,7 @@ _DTYPES = ("float32", "float16", "bfloat16", "auto")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
-def parse_hf_spec(rest: str, *, default_batch_size: int | None = None) -> "HFBackend":
+def parse_hf_spec(rest: str, *, default_batch_size: int | None = None) -> HFBackend:
     """Build a backend from the part of a spec after ``hf:``: ``path_or_id[?dtype=…&device=…&batch_size=…&trust_remote_code=1]``."""
     model, kwargs = hf_options(rest, default_batch_size=default_batch_size)
     return HFBackend(model, **kwargs)

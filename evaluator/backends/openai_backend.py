@@ -21,7 +21,7 @@ import random
 import re
 import threading
 import time
-from typing import Sequence
+from collections.abc import Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from evaluator.registry import Field
@@ -44,7 +44,7 @@ _RANGES = {"concurrency": (1, 1024), "retries": (0, 100), "timeout": (0.001, 86_
 _WHOLE = {"concurrency", "retries"}
 
 
-def parse_openai_spec(rest: str) -> "OpenAIBackend":
+def parse_openai_spec(rest: str) -> OpenAIBackend:
     """Build a backend from the part of a spec after ``openai:``.
 
     The base URL starts at the first ``@`` followed by ``http://`` or ``https://`` (so a model name may itself

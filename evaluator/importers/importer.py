@@ -11,20 +11,31 @@ import os
 import re
 import sqlite3
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from db import catalog
 from db.workspace import Workspace
-from evaluator.choices import displayed_answer, rotation
-from evaluator.language import language_of
-from evaluator.importers.common import (
-    CIRCULAR_STRIDE, LETTERS, MAX_SOURCE_BYTES, InputError, ReadLimits, Refused, SourceRow, check_image, json_loads,
-    open_regular, read_image_file, sha256_bytes, sha256_stream,
-)
 from evaluator import formats
+from evaluator.choices import displayed_answer, rotation
+from evaluator.importers.common import (
+    CIRCULAR_STRIDE,
+    LETTERS,
+    MAX_SOURCE_BYTES,
+    InputError,
+    ReadLimits,
+    Refused,
+    SourceRow,
+    check_image,
+    json_loads,
+    open_regular,
+    read_image_file,
+    sha256_bytes,
+    sha256_stream,
+)
 from evaluator.importers.jsonl import pope_setting_from_name
+from evaluator.language import language_of
 from evaluator.registry import resolve
 
 MAX_NAME_CHARS = 100

@@ -11,14 +11,30 @@ from __future__ import annotations
 import binascii
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from evaluator.choices import YES_NO
 from evaluator.importers.common import (
-    LETTERS, MAX_JSON_ARRAY_BYTES, MAX_JSON_DEPTH, MAX_OPTIONS, ImageRef, InputError, ReadLimits, SourceRow, blank,
-    JsonTooDeep, check_texts, data_url_payload, decode_base64_image, decoded_lines, finite, index_or_none,
-    json_loads, json_too_deep, normalise_index,
+    LETTERS,
+    MAX_JSON_ARRAY_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_OPTIONS,
+    ImageRef,
+    InputError,
+    JsonTooDeep,
+    ReadLimits,
+    SourceRow,
+    blank,
+    check_texts,
+    data_url_payload,
+    decode_base64_image,
+    decoded_lines,
+    finite,
+    index_or_none,
+    json_loads,
+    json_too_deep,
+    normalise_index,
 )
 
 # json raises a plain ValueError for a number longer than Python's int() accepts.
@@ -41,8 +57,7 @@ def _records(path: Path, raw, limits: ReadLimits) -> Iterator[tuple[int, object]
     if first[1].lstrip().startswith("["):
         yield from _array_records(path, first, lines, bad_encoding)
         return
-    number, text = first
-    for number, text in _chain([first], enumerate(lines, start=number + 1)):
+    for number, text in _chain([first], enumerate(lines, start=first[0] + 1)):
         if number in bad_encoding:
             yield bad_encoding.pop(number)
             continue

@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import binascii
 import csv
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from evaluator.choices import NONE_OF_THEM
 from evaluator.importers.common import (
-    LETTERS, ImageRef, InputError, ReadLimits, SourceRow, blank, check_texts, data_url_payload, decode_base64_image,
-    decoded_lines, index_or_none, normalise_index,
+    LETTERS,
+    ImageRef,
+    InputError,
+    ReadLimits,
+    SourceRow,
+    blank,
+    check_texts,
+    data_url_payload,
+    decode_base64_image,
+    decoded_lines,
+    index_or_none,
+    normalise_index,
 )
 
 # Inline images shorter than this are references to another row's index (VLMEvalKit's convention).

@@ -10,8 +10,20 @@ import sys
 import pytest
 
 from annotation import agreement
-from annotation.alignment import (FinalCounts, LabelTask, NotLabelledYet, add_label, adjudicate, alignment_report,
-                                  build_set, disagreements, final_labels, next_for, reveal, standing_labels)
+from annotation.alignment import (
+    FinalCounts,
+    LabelTask,
+    NotLabelledYet,
+    add_label,
+    adjudicate,
+    alignment_report,
+    build_set,
+    disagreements,
+    final_labels,
+    next_for,
+    reveal,
+    standing_labels,
+)
 from db import open_workspace, runs
 from db.catalog import benchmark_by_name, list_items
 from evaluator.extraction import Extraction
@@ -141,8 +153,8 @@ def test_terminal_loop_commits_first_and_only_then_shows_extractors(study, monke
     first_block = text[text.find("] item"):text.find("] item", text.find("] item") + 1)]
     assert first_block.index("saved: B") < first_block.index("says-a: A (always A)")
     labels = ws.conn.execute("SELECT item_id, annotator, choice, seconds FROM labels ORDER BY id").fetchall()
-    assert [(l[0], l[2]) for l in labels] == [(items[0][0], "B"), (items[1][0], "unclear")]
-    assert all(l[3] is not None and l[3] >= 0 for l in labels)
+    assert [(row[0], row[2]) for row in labels] == [(items[0][0], "B"), (items[1][0], "unclear")]
+    assert all(row[3] is not None and row[3] >= 0 for row in labels)
 
 
 def test_labels_and_adjudications_are_append_only(study):

@@ -9,8 +9,19 @@ import pytest
 from sqlite_utils import Database
 
 from annotation import alignment, qc, reviews
-from annotation.alignment import (add_label, adjudicate, alignment_report, build_set, final_labels, next_for,
-                                  remaining_for, remaining_items, reveal, undo_adjudication, undo_label)
+from annotation.alignment import (
+    add_label,
+    adjudicate,
+    alignment_report,
+    build_set,
+    final_labels,
+    next_for,
+    remaining_for,
+    remaining_items,
+    reveal,
+    undo_adjudication,
+    undo_label,
+)
 from annotation.curation import curation_plan
 from db import catalog, open_workspace, schema
 from evaluator.importers import import_benchmark

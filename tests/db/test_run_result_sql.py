@@ -54,7 +54,7 @@ def _store(ws, strategy, items):
                              versions={}, git_revision=None, seed=0)
     stored = catalog.list_items(ws, bench_id)
     predictions = []
-    for item, (n, keyed, states) in zip(stored, items):
+    for item, (n, _keyed, states) in zip(stored, items):
         for k, state in enumerate(states):
             if state == "absent":
                 continue

@@ -16,7 +16,12 @@ from sqlite_utils import Database
 from db import SchemaError, catalog, default_workspace_path, open_workspace, schema
 from db.errors import EnvironmentFault
 from db.workspace import (
-    APPLICATION_ID, BUSY_TIMEOUT_MS, ENV_VAR, DamagedWorkspace, ReadOnlyWorkspace, database_error,
+    APPLICATION_ID,
+    BUSY_TIMEOUT_MS,
+    ENV_VAR,
+    DamagedWorkspace,
+    ReadOnlyWorkspace,
+    database_error,
 )
 from evaluator.importers import import_benchmark
 from tests.factories import mmbench_rows, png_bytes, write_tsv
@@ -580,8 +585,8 @@ PROBED = ["benchmarks", "items", "runs", "predictions", "reviews", "items_benchm
 
 @pytest.mark.parametrize("name", PROBED)
 def test_probe_finds_a_damaged_page_the_views_would_read(tmp_path, name):
-    from vlmdesk.demo import ensure_demo
     from vlmdesk.cli import main
+    from vlmdesk.demo import ensure_demo
 
     path = tmp_path / "ws.sqlite"
     with open_workspace(path) as ws:

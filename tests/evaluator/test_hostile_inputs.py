@@ -235,8 +235,9 @@ def _socket(path: Path) -> socket.socket:
 
 
 def _noise_png(side: int) -> bytes:
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     buf = io.BytesIO()
     Image.frombytes("RGB", (side, side), random.Random(side).randbytes(side * side * 3)).save(buf, "PNG")

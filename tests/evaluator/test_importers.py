@@ -7,8 +7,8 @@ the POPE slices in tests/data/pope.
 from __future__ import annotations
 
 import base64
-import hashlib
 import csv
+import hashlib
 import json
 import re
 import shutil

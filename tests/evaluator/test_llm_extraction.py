@@ -10,8 +10,14 @@ from db import open_workspace
 from db.extractions import cache_size
 from evaluator.backends import BackendError, load_backend
 from evaluator.backends.openai_backend import OpenAIBackend
-from evaluator.llm_extraction import (LLMExtractor, RulesThenLLM, load_extractor, parse_extractor_spec, parse_reply,
-                                      render_prompt)
+from evaluator.llm_extraction import (
+    LLMExtractor,
+    RulesThenLLM,
+    load_extractor,
+    parse_extractor_spec,
+    parse_reply,
+    render_prompt,
+)
 from tests.servers import Step, ok, text_of, transformers_serve
 from vlmdesk.cli import main
 

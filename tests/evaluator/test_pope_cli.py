@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from db import open_workspace, runs
-from tests.pope_official import official_evaluate
 from evaluator.pope import parse_official, pope_question, read_pope_questions
 from tests.factories import png_bytes, pope_scenes
+from tests.pope_official import official_evaluate
 from vlmdesk.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "pope"

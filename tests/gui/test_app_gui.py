@@ -8,7 +8,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-
 from annotation import reviews
 from db import catalog, item_query, open_workspace
 from db.item_query import ItemFilter
