@@ -6,6 +6,7 @@
 Percent agreement is a count, written here. Libraries are imported lazily (scikit-learn takes a second to import).
 Undefined statistics (no data; κ or α when only one category occurs at all) are None, never NaN.
 """
+
 from __future__ import annotations
 
 import math
@@ -65,8 +66,11 @@ def krippendorff_alpha(units: Sequence[Mapping[str, Hashable]]) -> float | None:
     for j, unit in enumerate(units):
         for r, v in unit.items():
             data[raters.index(r), j] = code[str(v)]
-    value = float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal",
-                                     value_domain=list(range(len(categories)))))
+    value = float(
+        krippendorff.alpha(
+            reliability_data=data, level_of_measurement="nominal", value_domain=list(range(len(categories)))
+        )
+    )
     return None if math.isnan(value) else value
 
 

@@ -3,6 +3,7 @@
 The standing verdicts are computed in Python once per listing (the log is small next to the items) and turned into
 id sets that db/item_query.py filters on, so paging stays in SQL.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,8 +12,14 @@ from annotation import qc, reviews
 from annotation.blind import Sight
 from db.workspace import Workspace
 
-VERDICT_LABELS = {"ok": "ok", "wrong_answer": "wrong key", "ambiguous": "ambiguous",
-                  "text_answerable": "text-answerable", "bad_image": "bad image", "skip": "skipped"}
+VERDICT_LABELS = {
+    "ok": "ok",
+    "wrong_answer": "wrong key",
+    "ambiguous": "ambiguous",
+    "text_answerable": "text-answerable",
+    "bad_image": "bad image",
+    "skip": "skipped",
+}
 REVIEW_FILTERS = ("unreviewed", "reviewed", "mine", "not_mine", "conflict", *reviews.VERDICTS)
 """Values of the review-status filter: by anyone / by me / disagreement / one standing verdict."""
 
@@ -65,8 +72,9 @@ def item_review_status(ws: Workspace, benchmark_id: int, item_id: int) -> Review
     return review_status(ws, benchmark_id).get(item_id, ReviewStatus(()))
 
 
-def review_filter_ids(status: dict[int, ReviewStatus], which: str, annotator: str | None
-                      ) -> tuple[frozenset[int] | None, frozenset[int] | None]:
+def review_filter_ids(
+    status: dict[int, ReviewStatus], which: str, annotator: str | None
+) -> tuple[frozenset[int] | None, frozenset[int] | None]:
     """(only_ids, exclude_ids) for db.item_query.ItemFilter that select the items matching a review filter."""
     if which not in REVIEW_FILTERS:
         raise ValueError(f"unknown review filter {which!r} (one of {', '.join(REVIEW_FILTERS)})")
@@ -126,8 +134,9 @@ def qc_filter_ids(marks: dict[int, QCMark], which: str) -> tuple[frozenset[int] 
     return frozenset(i for i, m in marks.items() if any(s == which for _, s in m.stages)), None
 
 
-def combine(*pairs: tuple[frozenset[int] | None, frozenset[int] | None]
-            ) -> tuple[frozenset[int] | None, frozenset[int] | None]:
+def combine(
+    *pairs: tuple[frozenset[int] | None, frozenset[int] | None],
+) -> tuple[frozenset[int] | None, frozenset[int] | None]:
     """Intersect several (only_ids, exclude_ids) filters into one."""
     only: frozenset[int] | None = None
     exclude: frozenset[int] = frozenset()

@@ -13,6 +13,7 @@ always merges into another, and two spellings that Unicode says are the same nam
   spaces — line and paragraph separators, surrogates, private-use and unassigned code points. ZWNJ and ZWJ
   (U+200C, U+200D) are allowed: Persian and Indic names need them.
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -42,8 +43,10 @@ def annotator_name(value: object) -> str:
         raise BadName(f"longer than {MAX_ANNOTATOR_CHARS} characters ({len(name)})")
     for position, c in enumerate(name, start=1):
         if not (c.isprintable() or c in _JOINERS or unicodedata.category(c) == "Zs"):
-            raise BadName(f"holds U+{ord(c):04X} ({unicodedata.name(c, unicodedata.category(c))}) at position "
-                          f"{position}; a name is one line of printable text")
+            raise BadName(
+                f"holds U+{ord(c):04X} ({unicodedata.name(c, unicodedata.category(c))}) at position "
+                f"{position}; a name is one line of printable text"
+            )
     return name
 
 

@@ -15,6 +15,7 @@ depth, no duplicate keys) and checked whole before anything is written, in one t
 listed) — and so is an undo whose target was skipped. Names of people follow annotation/names.py, the rule every
 local record follows, so what one copy exports another imports; benchmark and set names are only looked up.
 """
+
 from __future__ import annotations
 
 import json
@@ -68,9 +69,13 @@ class ImportReport:
     skipped_count: int = 0  # every skipped line
 
     def to_json(self) -> dict[str, Any]:
-        return {"added": sum(self.added.values()), "by_table": self.added, "present": self.present,
-                "skipped_count": self.skipped_count,
-                "skipped": [{"line": e.line, "field": e.field, "error": e.what} for e in self.skipped]}
+        return {
+            "added": sum(self.added.values()),
+            "by_table": self.added,
+            "present": self.present,
+            "skipped_count": self.skipped_count,
+            "skipped": [{"line": e.line, "field": e.field, "error": e.what} for e in self.skipped],
+        }
 
 
 @dataclass
@@ -190,8 +195,15 @@ def _index(rec: dict[str, Any], key: str = "index") -> int | str:
 
 
 def _json_type(value: object) -> str:
-    return {type(None): "null", bool: "true/false", int: "a number", float: "a number", str: "text",
-            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    return {
+        type(None): "null",
+        bool: "true/false",
+        int: "a number",
+        float: "a number",
+        str: "text",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
 
 
 def _answers(item: catalog.Item) -> tuple[str, ...]:
@@ -232,9 +244,16 @@ class _Lookups:
         name = _text(rec, "set")
         if name not in self._sets:
             row = self.ws.conn.execute("SELECT id FROM adjudication_sets WHERE name = ?", (name,)).fetchone()
-            self._sets[name] = None if row is None else {
-                key: (item_id, (*json.loads(options), REFUSAL, UNCLEAR)) for item_id, key, options in self.ws.conn.execute(
-                    "SELECT id, response_key, options FROM adjudication_items WHERE set_id = ?", (row[0],))}
+            self._sets[name] = (
+                None
+                if row is None
+                else {
+                    key: (item_id, (*json.loads(options), REFUSAL, UNCLEAR))
+                    for item_id, key, options in self.ws.conn.execute(
+                        "SELECT id, response_key, options FROM adjudication_items WHERE set_id = ?", (row[0],)
+                    )
+                }
+            )
         items = self._sets[name]
         if items is None:
             raise _Bad("set", f"no adjudication set named {name!r} in this workspace")
@@ -245,8 +264,9 @@ class _Lookups:
 
 
 def _review(rec: dict[str, Any], look: _Lookups) -> _Row:
-    rec = _fields(rec, ("id", "benchmark", "index", "annotator", "verdict", "at"),
-                  ("answer", "note", "seconds", "withdraws"))
+    rec = _fields(
+        rec, ("id", "benchmark", "index", "annotator", "verdict", "at"), ("answer", "note", "seconds", "withdraws")
+    )
     uid = _uuid_field(rec, "id")
     item = look.item(rec)
     annotator = _name(rec)
@@ -264,10 +284,24 @@ def _review(rec: dict[str, Any], look: _Lookups) -> _Row:
         raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
     note, seconds, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _seconds(rec), _time(rec)
     record = {**rec, "annotator": annotator, "at": at}
-    return _Row(0, REVIEWS, record, {
-        "item_id": item.id, "annotator": annotator, "verdict": verdict, "corrected_answer": answer, "note": note,
-        "seconds": seconds, "created_at": at, "uuid": uid, "withdraws": withdraws},
-        ("reviews", item.id, annotator), withdraws)
+    return _Row(
+        0,
+        REVIEWS,
+        record,
+        {
+            "item_id": item.id,
+            "annotator": annotator,
+            "verdict": verdict,
+            "corrected_answer": answer,
+            "note": note,
+            "seconds": seconds,
+            "created_at": at,
+            "uuid": uid,
+            "withdraws": withdraws,
+        },
+        ("reviews", item.id, annotator),
+        withdraws,
+    )
 
 
 def _label(rec: dict[str, Any], look: _Lookups) -> _Row:
@@ -289,27 +323,59 @@ def _label(rec: dict[str, Any], look: _Lookups) -> _Row:
     if kind == "label":
         if note is not None:
             raise _Bad("note", "a label has no note (an adjudication has)")
-        return _Row(0, LABELS, record, {"item_id": item_id, "annotator": annotator, "choice": label,
-                                        "seconds": seconds, "created_at": at, "uuid": uid, "withdraws": withdraws},
-                    ("labels", item_id, annotator), withdraws)
+        return _Row(
+            0,
+            LABELS,
+            record,
+            {
+                "item_id": item_id,
+                "annotator": annotator,
+                "choice": label,
+                "seconds": seconds,
+                "created_at": at,
+                "uuid": uid,
+                "withdraws": withdraws,
+            },
+            ("labels", item_id, annotator),
+            withdraws,
+        )
     if seconds is not None:
         raise _Bad("seconds", "an adjudication has no seconds (a label has)")
-    return _Row(0, ADJUDICATIONS, record, {"item_id": item_id, "adjudicator": annotator, "choice": label, "note": note,
-                                           "created_at": at, "uuid": uid, "withdraws": withdraws},
-                ("adjudications", item_id, annotator), withdraws)
+    return _Row(
+        0,
+        ADJUDICATIONS,
+        record,
+        {
+            "item_id": item_id,
+            "adjudicator": annotator,
+            "choice": label,
+            "note": note,
+            "created_at": at,
+            "uuid": uid,
+            "withdraws": withdraws,
+        },
+        ("adjudications", item_id, annotator),
+        withdraws,
+    )
 
 
 def _decision(rec: dict[str, Any], look: _Lookups) -> _Row:
-    rec = _fields(rec, ("id", "benchmark", "index", "stage", "annotator", "decision", "at"),
-                  ("reason", "answer", "old_answer", "note", "withdraws"))
+    rec = _fields(
+        rec,
+        ("id", "benchmark", "index", "stage", "annotator", "decision", "at"),
+        ("reason", "answer", "old_answer", "note", "withdraws"),
+    )
     uid = _uuid_field(rec, "id")
     item = look.item(rec)
     stage = _text(rec, "stage")
     if stage not in qc.STAGES:
         raise _Bad("stage", f"unknown stage {stage!r} ({', '.join(qc.STAGES)})")
     if stage not in look.flag_stages(item.id):  # as `qc decide` refuses it: a decision hangs on a flag
-        raise _Bad("stage", f"item {item.index!r} of {rec['benchmark']!r} has no {stage} flag in this workspace; "
-                            f"compute the stage here first (vlmdesk qc {stage})")
+        raise _Bad(
+            "stage",
+            f"item {item.index!r} of {rec['benchmark']!r} has no {stage} flag in this workspace; "
+            f"compute the stage here first (vlmdesk qc {stage})",
+        )
     annotator = _name(rec)
     decision = _text(rec, "decision")
     if decision not in (*qc.DECISIONS, WITHDRAWAL):
@@ -322,21 +388,39 @@ def _decision(rec: dict[str, Any], look: _Lookups) -> _Row:
     answer, old = _text(rec, "answer", nullable=True), _text(rec, "old_answer", nullable=True)
     if reason == "wrong_answer":
         if answer not in _answers(item):
-            raise _Bad("answer", f"a wrong_answer confirmation needs the corrected key, one of "
-                                 f"{', '.join(_answers(item))}")
+            raise _Bad(
+                "answer", f"a wrong_answer confirmation needs the corrected key, one of {', '.join(_answers(item))}"
+            )
         if old is not None and old not in _answers(item):
-            raise _Bad("old_answer", f"{old[:30]!r} is not a key of this item: one of {', '.join(_answers(item))}, "
-                                     "or null")
+            raise _Bad(
+                "old_answer", f"{old[:30]!r} is not a key of this item: one of {', '.join(_answers(item))}, or null"
+            )
     elif answer is not None or old is not None:
         raise _Bad("answer" if answer is not None else "old_answer", "only a wrong_answer confirmation has answers")
     withdraws = _uuid_field(rec, "withdraws", nullable=True)
     if (withdraws is None) != (decision != WITHDRAWAL):
         raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
     note, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _time(rec)
-    return _Row(0, QC_DECISIONS, {**rec, "annotator": annotator, "at": at}, {
-        "item_id": item.id, "stage": stage, "annotator": annotator, "decision": decision, "reason": reason,
-        "note": note, "old_answer": old, "new_answer": answer, "created_at": at, "uuid": uid, "withdraws": withdraws},
-        ("qc_decisions", item.id, stage, annotator), withdraws)
+    return _Row(
+        0,
+        QC_DECISIONS,
+        {**rec, "annotator": annotator, "at": at},
+        {
+            "item_id": item.id,
+            "stage": stage,
+            "annotator": annotator,
+            "decision": decision,
+            "reason": reason,
+            "note": note,
+            "old_answer": old,
+            "new_answer": answer,
+            "created_at": at,
+            "uuid": uid,
+            "withdraws": withdraws,
+        },
+        ("qc_decisions", item.id, stage, annotator),
+        withdraws,
+    )
 
 
 _CHECKS: dict[str, Callable[[dict[str, Any], _Lookups], _Row]] = {"reviews": _review, "labels": _label, "qc": _decision}
@@ -345,13 +429,24 @@ _TABLES = {"reviews": (REVIEWS,), "labels": (LABELS, ADJUDICATIONS), "qc": (QC_D
 
 # ---------------------------------------------------------------------------------------------------- export
 def _review_records(ws: Workspace, where: str, params: Sequence[object]) -> Iterator[dict[str, Any]]:
-    for (uid, bench, index, annotator, verdict, answer, note, seconds, at, withdraws) in ws.conn.execute(
-            "SELECT r.uuid, b.name, i.source_index, r.annotator, r.verdict, r.corrected_answer, r.note, r.seconds, "
-            "r.created_at, r.withdraws FROM reviews r JOIN items i ON i.id = r.item_id JOIN benchmarks b ON "
-            f"b.id = i.benchmark_id WHERE {where} ORDER BY r.created_at, r.id", params):
-        yield {"id": uid, "benchmark": bench, "index": index, "annotator": annotator, "verdict": verdict,
-               "answer": answer if verdict == "wrong_answer" else None, "note": note, "seconds": seconds, "at": at,
-               "withdraws": withdraws}
+    for uid, bench, index, annotator, verdict, answer, note, seconds, at, withdraws in ws.conn.execute(
+        "SELECT r.uuid, b.name, i.source_index, r.annotator, r.verdict, r.corrected_answer, r.note, r.seconds, "
+        "r.created_at, r.withdraws FROM reviews r JOIN items i ON i.id = r.item_id JOIN benchmarks b ON "
+        f"b.id = i.benchmark_id WHERE {where} ORDER BY r.created_at, r.id",
+        params,
+    ):
+        yield {
+            "id": uid,
+            "benchmark": bench,
+            "index": index,
+            "annotator": annotator,
+            "verdict": verdict,
+            "answer": answer if verdict == "wrong_answer" else None,
+            "note": note,
+            "seconds": seconds,
+            "at": at,
+            "withdraws": withdraws,
+        }
 
 
 def _label_records(ws: Workspace, where: str, params: Sequence[object]) -> Iterator[dict[str, Any]]:
@@ -361,24 +456,50 @@ def _label_records(ws: Workspace, where: str, params: Sequence[object]) -> Itera
         "JOIN adjudication_items a ON a.id = l.item_id JOIN adjudication_sets s ON s.id = a.set_id "
         "UNION ALL SELECT 'adjudication', d.uuid, s.name, a.response_key, d.adjudicator, d.choice, d.note, NULL, "
         "d.created_at, d.withdraws, d.id FROM adjudications d JOIN adjudication_items a ON a.id = d.item_id "
-        f"JOIN adjudication_sets s ON s.id = a.set_id) WHERE {where} ORDER BY created_at, kind DESC, id", params)
+        f"JOIN adjudication_sets s ON s.id = a.set_id) WHERE {where} ORDER BY created_at, kind DESC, id",
+        params,
+    )
     for kind, uid, set_name, key, who, choice, note, seconds, at, withdraws, _ in rows:
-        yield {"id": uid, "kind": kind, "set": set_name, "response": key, "annotator": who, "label": choice,
-               "note": note, "seconds": seconds, "at": at, "withdraws": withdraws}
+        yield {
+            "id": uid,
+            "kind": kind,
+            "set": set_name,
+            "response": key,
+            "annotator": who,
+            "label": choice,
+            "note": note,
+            "seconds": seconds,
+            "at": at,
+            "withdraws": withdraws,
+        }
 
 
 def _decision_records(ws: Workspace, where: str, params: Sequence[object]) -> Iterator[dict[str, Any]]:
-    for (uid, bench, index, stage, annotator, decision, reason, answer, old, note, at, withdraws) in ws.conn.execute(
-            "SELECT d.uuid, b.name, i.source_index, d.stage, d.annotator, d.decision, d.reason, d.new_answer, "
-            "d.old_answer, d.note, d.created_at, d.withdraws FROM qc_decisions d JOIN items i ON i.id = d.item_id "
-            f"JOIN benchmarks b ON b.id = i.benchmark_id WHERE {where} ORDER BY d.created_at, d.id", params):
-        yield {"id": uid, "benchmark": bench, "index": index, "stage": stage, "annotator": annotator,
-               "decision": decision, "reason": reason, "answer": answer, "old_answer": old, "note": note, "at": at,
-               "withdraws": withdraws}
+    for uid, bench, index, stage, annotator, decision, reason, answer, old, note, at, withdraws in ws.conn.execute(
+        "SELECT d.uuid, b.name, i.source_index, d.stage, d.annotator, d.decision, d.reason, d.new_answer, "
+        "d.old_answer, d.note, d.created_at, d.withdraws FROM qc_decisions d JOIN items i ON i.id = d.item_id "
+        f"JOIN benchmarks b ON b.id = i.benchmark_id WHERE {where} ORDER BY d.created_at, d.id",
+        params,
+    ):
+        yield {
+            "id": uid,
+            "benchmark": bench,
+            "index": index,
+            "stage": stage,
+            "annotator": annotator,
+            "decision": decision,
+            "reason": reason,
+            "answer": answer,
+            "old_answer": old,
+            "note": note,
+            "at": at,
+            "withdraws": withdraws,
+        }
 
 
-def export_records(ws: Workspace, kind: str, *, benchmark: str | None = None, set_name: str | None = None,
-                   annotator: str | None = None) -> Iterator[dict[str, Any]]:
+def export_records(
+    ws: Workspace, kind: str, *, benchmark: str | None = None, set_name: str | None = None, annotator: str | None = None
+) -> Iterator[dict[str, Any]]:
     """The records of one kind, in time order, every undo row included (filters narrow by benchmark or set and by
     annotator; an undo is always by the annotator of what it withdraws, so a filtered file stays whole)."""
     where, params = ["1 = 1"], []
@@ -543,8 +664,10 @@ def import_records(ws: Workspace, path: str | os.PathLike[str], kind: str, *, sk
     with ws.db.atomic():
         for row in sorted(fresh, key=lambda r: (r.values["created_at"], r.line)):
             columns = ", ".join(row.values)
-            ws.conn.execute(f"INSERT INTO {row.kind.table} ({columns}) VALUES ({', '.join('?' * len(row.values))})",
-                            list(row.values.values()))
+            ws.conn.execute(
+                f"INSERT INTO {row.kind.table} ({columns}) VALUES ({', '.join('?' * len(row.values))})",
+                list(row.values.values()),
+            )
             added[row.kind.table] += 1
     return ImportReport(added, present, bad.first(), bad.count)
 
@@ -558,8 +681,15 @@ def _known(ws: Workspace, row: _Row, by_uuid: dict[str, _Row]) -> bool | tuple[s
     if earlier is not None:
         existing, where = earlier.record, f"line {earlier.line} of this file"
     else:
-        other = next((k for k in _HUMAN_KINDS if k is not row.kind and ws.conn.execute(
-            f"SELECT 1 FROM {k.table} WHERE uuid = ?", (row.uuid,)).fetchone() is not None), None)
+        other = next(
+            (
+                k
+                for k in _HUMAN_KINDS
+                if k is not row.kind
+                and ws.conn.execute(f"SELECT 1 FROM {k.table} WHERE uuid = ?", (row.uuid,)).fetchone() is not None
+            ),
+            None,
+        )
         if other is not None:
             return "id", f"{row.uuid} is the id of a record in {other.table} here; an id names one record"
         existing, where = _stored_record(ws, row.kind, row.uuid), "this workspace"
@@ -582,8 +712,11 @@ def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict[str, Any] | None
     elif kind.table == "qc_decisions":
         found = _decision_records(ws, "d.uuid = ?", [uid])
     else:
-        found = (r for r in _label_records(ws, "uuid = ?", [uid])
-                 if r["kind"] == ("label" if kind is LABELS else "adjudication"))
+        found = (
+            r
+            for r in _label_records(ws, "uuid = ?", [uid])
+            if r["kind"] == ("label" if kind is LABELS else "adjudication")
+        )
     return next(iter(found), None)
 
 
@@ -601,11 +734,15 @@ def _check_withdrawals(ws: Workspace, fresh: list[_Row], bad: _Bads) -> list[_Ro
         if target is not None:
             scope, value = target.scope, target.values[k.value]
         else:
-            found = ws.conn.execute(f"SELECT {', '.join(k.scope)}, {k.who}, {k.value} FROM {k.table} WHERE uuid = ?",
-                                    (row.withdraws,)).fetchone()
+            found = ws.conn.execute(
+                f"SELECT {', '.join(k.scope)}, {k.who}, {k.value} FROM {k.table} WHERE uuid = ?", (row.withdraws,)
+            ).fetchone()
             if found is None:
-                bad.add(row.line, "withdraws", f"names no record known here ({row.withdraws}); import the file that "
-                        "holds it first, or with it")
+                bad.add(
+                    row.line,
+                    "withdraws",
+                    f"names no record known here ({row.withdraws}); import the file that holds it first, or with it",
+                )
                 continue
             scope, value = (k.table, *found[:-1]), found[-1]
         if value == WITHDRAWAL:

@@ -3,6 +3,7 @@
 A check returns the problems it sees (an empty list when healthy); its repair, when there is one, fixes what can be
 rebuilt without losing anything a person made, and says what it did. Adding a check is one entry in CHECKS.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -50,8 +51,13 @@ class CheckResult:
         return not self.problems
 
     def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "title": self.title, "ok": self.ok, "problems": self.problems,
-                "repaired": self.repaired}
+        return {
+            "name": self.name,
+            "title": self.title,
+            "ok": self.ok,
+            "problems": self.problems,
+            "repaired": self.repaired,
+        }
 
 
 def _bounded(rows: list[str], total: int | None = None) -> list[str]:
@@ -69,8 +75,10 @@ def _schema_version(ws: Workspace) -> list[str]:
     if version > known:
         return [f"schema version {version} is newer than this vlmdesk understands ({known}): upgrade vlmdesk"]
     if version < known:
-        return [f"schema version {version}; this vlmdesk upgrades it to {known} (vlmdesk check --repair, or any "
-                "command that writes)"]
+        return [
+            f"schema version {version}; this vlmdesk upgrades it to {known} (vlmdesk check --repair, or any "
+            "command that writes)"
+        ]
     return []
 
 
@@ -82,8 +90,12 @@ def _upgrade(ws: Workspace) -> str:
 def _integrity(ws: Workspace) -> list[str]:
     try:
         # A row may hold several lines ("*** in database main ***" and the first problem): one problem a line.
-        rows = [line for r in ws.conn.execute(f"PRAGMA integrity_check({MAX_PROBLEMS})")
-                for line in r[0].splitlines() if line.strip()]
+        rows = [
+            line
+            for r in ws.conn.execute(f"PRAGMA integrity_check({MAX_PROBLEMS})")
+            for line in r[0].splitlines()
+            if line.strip()
+        ]
     except sqlite3.DatabaseError as exc:
         rows = [f"could not be checked: {exc}"]
     if rows == ["ok"]:
@@ -108,8 +120,11 @@ def _foreign_keys(ws: Workspace) -> list[str]:
 
 def _search_index(ws: Workspace) -> list[str]:
     present = {(kind, name) for kind, name in ws.conn.execute("SELECT type, name FROM sqlite_master")}
-    missing = [f"the search index's {kind} {name} is missing" for kind, name in schema.search_index_objects()
-               if (kind, name) not in present]
+    missing = [
+        f"the search index's {kind} {name} is missing"
+        for kind, name in schema.search_index_objects()
+        if (kind, name) not in present
+    ]
     if missing or ws.read_only:
         return missing  # FTS5 checks through an INSERT, which a read-only connection refuses; reported as skipped
     try:
@@ -174,8 +189,9 @@ def _delete_orphan_images(ws: Workspace) -> str:
 
 
 def _dead_runs(ws: Workspace) -> list[str]:
-    return _bounded([f"run {r.id} ({r.model_spec}) is stored as running, but its process is gone"
-                     for r in runs.dead_owner_runs(ws)])
+    return _bounded(
+        [f"run {r.id} ({r.model_spec}) is stored as running, but its process is gone" for r in runs.dead_owner_runs(ws)]
+    )
 
 
 def _mark_dead_runs_interrupted(ws: Workspace) -> str:
@@ -208,8 +224,13 @@ class Report:
         return all(r.ok for r in self.results)
 
     def as_json(self) -> dict[str, Any]:
-        return {"workspace": str(self.path), "healthy": self.healthy, "read_only": self.read_only,
-                "checks": [r.as_json() for r in self.results], "notes": self.notes}
+        return {
+            "workspace": str(self.path),
+            "healthy": self.healthy,
+            "read_only": self.read_only,
+            "checks": [r.as_json() for r in self.results],
+            "notes": self.notes,
+        }
 
 
 def _run_one(ws: Workspace, check: Check) -> list[str]:

@@ -3,6 +3,7 @@
 Secrets never enter the workspace: an `openai:` spec names the environment variable that holds its key
 (`key_env=NAME`); a spec that carries something that looks like a key is refused.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,8 +31,14 @@ class SavedModel:
         return self.spec.partition(":")[0]
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "spec": self.spec, "kind": self.kind, "note": self.note,
-                "created_at": self.created_at}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "spec": self.spec,
+            "kind": self.kind,
+            "note": self.note,
+            "created_at": self.created_at,
+        }
 
 
 def add_model(ws: Workspace, name: str, spec: str, *, note: str | None = None) -> SavedModel:
@@ -44,8 +51,9 @@ def add_model(ws: Workspace, name: str, spec: str, *, note: str | None = None) -
     with ws.db.atomic():
         if ws.conn.execute("SELECT 1 FROM models WHERE name = ?", (name,)).fetchone():
             raise InvalidInput(f"a model named {name!r} exists already (vlmdesk models remove {name!r} first)")
-        ws.conn.execute("INSERT INTO models (name, spec, note, created_at) VALUES (?, ?, ?, ?)",
-                        (name, spec, note, now_iso()))
+        ws.conn.execute(
+            "INSERT INTO models (name, spec, note, created_at) VALUES (?, ?, ?, ?)", (name, spec, note, now_iso())
+        )
     saved = get_model(ws, name)
     if saved is None:
         raise RuntimeError(f"model {name!r} was not stored")  # a bug, not the user's mistake

@@ -4,6 +4,7 @@ A process executing a run owns it: it claims the run in one transaction (only wh
 owner is gone) and beats a heartbeat while it runs. A run stored as running whose owner is gone reads as
 `interrupted` everywhere (`effective_status`), and the next claim takes it over.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ from db.workspace import Workspace, inserted_id
 
 # The numbers a run stores, bounded where they enter (vlmdesk/args.py for the command line).
 ID_MAX = 2**63 - 1  # SQLite's INTEGER
-COUNT_MAX = 10**9   # items, passes, tokens, batch sizes
+COUNT_MAX = 10**9  # items, passes, tokens, batch sizes
 SEED_MAX = 2**32 - 1
 
 HEARTBEAT_S = 5.0
@@ -39,8 +40,9 @@ class RunBusy(UserError):
     """The run is being executed by another live process."""
 
     def __init__(self, run: Run):
-        super().__init__(f"run {run.id} is being run by pid {run.owner_pid} on {run.owner_host} since "
-                         f"{run.owner_since}")
+        super().__init__(
+            f"run {run.id} is being run by pid {run.owner_pid} on {run.owner_host} since {run.owner_since}"
+        )
         self.run = run
 
 
@@ -116,9 +118,21 @@ class Prediction:
     latency_ms: float | None
 
     def row(self, created_at: str) -> tuple[object, ...]:
-        return (self.run_id, self.item_id, self.pass_, json.dumps(list(self.option_order)), self.prompt,
-                self.response, self.answer, self.choice, self.stage, self.reason,
-                None if self.correct is None else int(self.correct), self.latency_ms, created_at)
+        return (
+            self.run_id,
+            self.item_id,
+            self.pass_,
+            json.dumps(list(self.option_order)),
+            self.prompt,
+            self.response,
+            self.answer,
+            self.choice,
+            self.stage,
+            self.reason,
+            None if self.correct is None else int(self.correct),
+            self.latency_ms,
+            created_at,
+        )
 
 
 _RUN_SELECT = """
@@ -130,8 +144,11 @@ FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id
 def _json_object(text: object, what: str, problems: list[str]) -> dict[str, Any]:
     """A stored JSON object, or {} with the reason noted: a damaged value must not make the workspace unreadable."""
     try:
-        value = (json.loads(text, parse_constant=_no_constant, parse_float=_finite)
-                 if isinstance(text, (str, bytes)) else None)
+        value = (
+            json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+            if isinstance(text, (str, bytes))
+            else None
+        )
     except (ValueError, RecursionError) as exc:
         problems.append(f"{what}: not readable JSON ({str(exc)[:80]})")
         return {}
@@ -264,7 +281,8 @@ def _claim_in_txn(conn: sqlite3.Connection, run: Run, owner: Owner, now: str) ->
     conn.execute(
         "UPDATE runs SET owner_host = ?, owner_pid = ?, owner_token = ?, owner_since = ?, heartbeat_at = ?, "
         "status = 'running', error = NULL, finished_at = NULL, updated_at = ? WHERE id = ? AND owner_token IS ?",
-        (owner.host, owner.pid, owner.token, now, now, now, run.id, run.owner_token))
+        (owner.host, owner.pid, owner.token, now, now, now, run.id, run.owner_token),
+    )
 
 
 def check_free(run: Run, owner: Owner | None = None) -> None:
@@ -286,9 +304,22 @@ def claim_run(ws: Workspace, run_id: int, owner: Owner) -> Run:
     return _stored_run(ws, run_id)
 
 
-def create_or_claim(ws: Workspace, *, reuse: bool, owner: Owner, benchmark_id: int, model_spec: str,
-                    strategy: str, prompt_template: str, extractor: str, config: dict[str, Any], config_key: str,
-                    versions: dict[str, Any], git_revision: str | None, seed: int) -> Run:
+def create_or_claim(
+    ws: Workspace,
+    *,
+    reuse: bool,
+    owner: Owner,
+    benchmark_id: int,
+    model_spec: str,
+    strategy: str,
+    prompt_template: str,
+    extractor: str,
+    config: dict[str, Any],
+    config_key: str,
+    versions: dict[str, Any],
+    git_revision: str | None,
+    seed: int,
+) -> Run:
     """With `reuse`, the latest run with this config key, claimed for `owner` (or returned as is when finished);
     else, or when there is none, a new run owned by `owner`. One transaction: two processes started at once
     never both create the run, and the second gets RunBusy."""
@@ -300,33 +331,76 @@ def create_or_claim(ws: Workspace, *, reuse: bool, owner: Owner, benchmark_id: i
                 _claim_in_txn(conn, found, owner, now)
             run_id = found.id
         else:
-            run_id = inserted_id(conn.execute(
-                "INSERT INTO runs (benchmark_id, model_spec, strategy, prompt_template, extractor, config, "
-                "config_key, versions, git_revision, seed, status, created_at, updated_at, owner_host, owner_pid, "
-                "owner_token, owner_since, heartbeat_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
-                (benchmark_id, model_spec, strategy, prompt_template, extractor, json.dumps(config, sort_keys=True),
-                 config_key, json.dumps(versions, sort_keys=True), git_revision, seed, now, now, owner.host,
-                 owner.pid, owner.token, now, now)))
+            run_id = inserted_id(
+                conn.execute(
+                    "INSERT INTO runs (benchmark_id, model_spec, strategy, prompt_template, extractor, config, "
+                    "config_key, versions, git_revision, seed, status, created_at, updated_at, owner_host, owner_pid, "
+                    "owner_token, owner_since, heartbeat_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        benchmark_id,
+                        model_spec,
+                        strategy,
+                        prompt_template,
+                        extractor,
+                        json.dumps(config, sort_keys=True),
+                        config_key,
+                        json.dumps(versions, sort_keys=True),
+                        git_revision,
+                        seed,
+                        now,
+                        now,
+                        owner.host,
+                        owner.pid,
+                        owner.token,
+                        now,
+                        now,
+                    ),
+                )
+            )
     return _stored_run(ws, run_id)
 
 
-def create_run(ws: Workspace, *, benchmark_id: int, model_spec: str, strategy: str, prompt_template: str,
-               extractor: str, config: dict[str, Any], config_key: str, versions: dict[str, Any],
-               git_revision: str | None, seed: int, owner: Owner | None = None) -> int:
+def create_run(
+    ws: Workspace,
+    *,
+    benchmark_id: int,
+    model_spec: str,
+    strategy: str,
+    prompt_template: str,
+    extractor: str,
+    config: dict[str, Any],
+    config_key: str,
+    versions: dict[str, Any],
+    git_revision: str | None,
+    seed: int,
+    owner: Owner | None = None,
+) -> int:
     """A new run, owned by `owner` (default: this process)."""
-    return create_or_claim(ws, reuse=False, owner=owner or Owner.here(), benchmark_id=benchmark_id,
-                           model_spec=model_spec, strategy=strategy, prompt_template=prompt_template,
-                           extractor=extractor, config=config, config_key=config_key, versions=versions,
-                           git_revision=git_revision, seed=seed).id
+    return create_or_claim(
+        ws,
+        reuse=False,
+        owner=owner or Owner.here(),
+        benchmark_id=benchmark_id,
+        model_spec=model_spec,
+        strategy=strategy,
+        prompt_template=prompt_template,
+        extractor=extractor,
+        config=config,
+        config_key=config_key,
+        versions=versions,
+        git_revision=git_revision,
+        seed=seed,
+    ).id
 
 
 def heartbeat(conn: sqlite3.Connection, run_id: int, owner: Owner) -> bool:
     """Record that the owner is alive; False when the run is no longer this owner's. `conn` may be a connection
     of another thread (the heartbeat thread keeps its own)."""
     with conn:
-        cur = conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ? AND owner_token = ?",
-                           (now_iso(), run_id, owner.token))
+        cur = conn.execute(
+            "UPDATE runs SET heartbeat_at = ? WHERE id = ? AND owner_token = ?", (now_iso(), run_id, owner.token)
+        )
     return cur.rowcount == 1
 
 
@@ -339,7 +413,8 @@ def release(ws: Workspace, run_id: int, owner: Owner, status: str, *, error: str
             "UPDATE runs SET status = ?, error = ?, updated_at = ?, finished_at = ?, owner_host = NULL, "
             "owner_pid = NULL, owner_token = NULL, owner_since = NULL, heartbeat_at = NULL "
             "WHERE id = ? AND owner_token = ?",
-            (status, error, now, now if status == "finished" else None, run_id, owner.token))
+            (status, error, now, now if status == "finished" else None, run_id, owner.token),
+        )
     return cur.rowcount == 1
 
 
@@ -359,7 +434,8 @@ def mark_interrupted(ws: Workspace, run_id: int) -> bool:
         conn.execute(
             "UPDATE runs SET status = 'interrupted', error = ?, updated_at = ?, owner_host = NULL, owner_pid = NULL, "
             "owner_token = NULL, owner_since = NULL, heartbeat_at = NULL WHERE id = ? AND owner_token IS ?",
-            (f"interrupted: its process ({who}) is gone", now_iso(), run_id, run.owner_token))
+            (f"interrupted: its process ({who}) is gone", now_iso(), run_id, run.owner_token),
+        )
     return True
 
 
@@ -396,7 +472,9 @@ def delete_unstarted(ws: Workspace, run_id: int, owner: Owner) -> bool:
     with ws.db.atomic():
         cur = ws.conn.execute(
             "DELETE FROM runs WHERE id = ? AND owner_token = ? AND NOT EXISTS "
-            "(SELECT 1 FROM predictions WHERE run_id = ?)", (run_id, owner.token, run_id))
+            "(SELECT 1 FROM predictions WHERE run_id = ?)",
+            (run_id, owner.token, run_id),
+        )
     return cur.rowcount == 1
 
 
@@ -406,8 +484,10 @@ def add_predictions(ws: Workspace, predictions: list[Prediction], owner: Owner |
     now = now_iso()
     with ws.db.atomic():
         if predictions and owner is not None:
-            cur = ws.conn.execute("UPDATE runs SET updated_at = ?, heartbeat_at = ? WHERE id = ? AND owner_token = ?",
-                                  (now, now, predictions[0].run_id, owner.token))
+            cur = ws.conn.execute(
+                "UPDATE runs SET updated_at = ?, heartbeat_at = ? WHERE id = ? AND owner_token = ?",
+                (now, now, predictions[0].run_id, owner.token),
+            )
             if cur.rowcount != 1:
                 raise RunLost(f"run {predictions[0].run_id} was taken over by another process")
         ws.conn.executemany(
@@ -427,6 +507,23 @@ def items_of(ws: Workspace, run: Run) -> list[catalog.Item]:
 def predictions_of(ws: Workspace, run_id: int) -> list[Prediction]:
     rows = ws.conn.execute(
         "SELECT run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, reason, correct, "
-        "latency_ms FROM predictions WHERE run_id = ? ORDER BY item_id, pass", (run_id,))
-    return [Prediction(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7], r[8], r[9],
-                       None if r[10] is None else bool(r[10]), r[11]) for r in rows]
+        "latency_ms FROM predictions WHERE run_id = ? ORDER BY item_id, pass",
+        (run_id,),
+    )
+    return [
+        Prediction(
+            r[0],
+            r[1],
+            r[2],
+            tuple(json.loads(r[3])),
+            r[4],
+            r[5],
+            r[6],
+            r[7],
+            r[8],
+            r[9],
+            None if r[10] is None else bool(r[10]),
+            r[11],
+        )
+        for r in rows
+    ]

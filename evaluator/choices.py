@@ -6,6 +6,7 @@ Everything that runs, reports, re-scores, exports or checks QC calls these; db/i
 in SQL for paging speed (db/ cannot import evaluator/), and tests/db/test_run_result_sql.py holds the two to the
 same answers on generated runs.
 """
+
 from __future__ import annotations
 
 import re
@@ -49,6 +50,7 @@ def canonical_answer(n_options: int, text: str | None) -> str | None:
 
 # -------------------------------------------------------------------------------------------------- rotation
 
+
 def rotation(n_options: int, k: int) -> tuple[int, ...]:
     """Pass k's option order: the option displayed i-th is original option (i + k) mod N (MMBench's copies)."""
     return tuple((i + k) % n_options for i in range(n_options))
@@ -77,12 +79,11 @@ def original_option(choice: str | None, order: Sequence[int]) -> int | None:
 
 # ------------------------------------------------------------------------------------------------------ yes/no
 
+
 def read_yes_no(response: str) -> str | None:
     """What a free-form yes/no answer said: "yes", "no", or None when it says neither (the strict parser)."""
     reading = parse_strict(response)
     return None if reading == "unknown" else reading
-
-
 
 
 def pope_reading(p: Prediction, parser: PopeParser) -> str:

@@ -11,6 +11,7 @@
 
 Files are written to a temporary name and renamed, so an interrupted export leaves nothing half-written.
 """
+
 from __future__ import annotations
 
 import base64
@@ -30,10 +31,27 @@ from evaluator.importers.common import CIRCULAR_STRIDE
 from evaluator.outfiles import AtomicOutput
 from evaluator.registry import resolve
 
-VLMEVALKIT_ORDER = ("index", "question", "hint", *letters(MAX_OPTIONS), "answer", "category", "image", "source",
-                    "l2-category", "comment", "split")
-_MIME_EXT = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp",
-             "image/bmp": ".bmp", "image/tiff": ".tif"}
+VLMEVALKIT_ORDER = (
+    "index",
+    "question",
+    "hint",
+    *letters(MAX_OPTIONS),
+    "answer",
+    "category",
+    "image",
+    "source",
+    "l2-category",
+    "comment",
+    "split",
+)
+_MIME_EXT = {
+    "image/jpeg": ".jpg",
+    "image/png": ".png",
+    "image/gif": ".gif",
+    "image/webp": ".webp",
+    "image/bmp": ".bmp",
+    "image/tiff": ".tif",
+}
 
 
 class ExportError(UserError, ValueError):
@@ -49,8 +67,15 @@ class ExportReport:
     images: int
 
 
-def export_benchmark(ws: Workspace, bench: Benchmark, path: str | Path, *, fmt: str | None = None,
-                     exclude: frozenset[int] = frozenset(), answers: dict[int, str] | None = None) -> ExportReport:
+def export_benchmark(
+    ws: Workspace,
+    bench: Benchmark,
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    exclude: frozenset[int] = frozenset(),
+    answers: dict[int, str] | None = None,
+) -> ExportReport:
     """Write `bench` without the items in `exclude` and with answers[item_id] replacing their answer keys."""
     fmt = fmt or bench.format
     allowed = export_formats(bench.kind)
@@ -102,9 +127,13 @@ def tsv_columns(bench: Benchmark, items: list[Item]) -> list[str]:
     header = _source_header(bench)
     l2_name = "l2_category" if header and "l2_category" in header and "l2-category" not in header else "l2-category"
     wanted = ["index", "question", "image", *letters(n_options)]
-    for name, present in (("hint", any(i.hint for i in items)), ("answer", any(i.answer for i in items)),
-                          ("category", any(i.category for i in items)), (l2_name, any(i.l2_category for i in items)),
-                          ("split", any(i.split for i in items))):
+    for name, present in (
+        ("hint", any(i.hint for i in items)),
+        ("answer", any(i.answer for i in items)),
+        ("category", any(i.category for i in items)),
+        (l2_name, any(i.l2_category for i in items)),
+        ("split", any(i.split for i in items)),
+    ):
         if present:
             wanted.append(name)
     wanted += list(dict.fromkeys(k for i in items for k in _extra(i)))
@@ -143,9 +172,18 @@ def _write_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -
     first_row_of: dict[str, int | str] = {}  # image sha -> index of the row that holds its base64
 
     def row(item: Item, index, options, answer) -> list[str]:
-        values = {"index": index, "question": item.question, "hint": item.hint, "answer": answer,
-                  "category": item.category, "l2-category": item.l2_category, "l2_category": item.l2_category,
-                  "split": item.split, **_extra(item), **dict(zip(LETTERS, options))}
+        values = {
+            "index": index,
+            "question": item.question,
+            "hint": item.hint,
+            "answer": answer,
+            "category": item.category,
+            "l2-category": item.l2_category,
+            "l2_category": item.l2_category,
+            "split": item.split,
+            **_extra(item),
+            **dict(zip(LETTERS, options)),
+        }
         if item.image_sha256 in first_row_of:
             values["image"] = first_row_of[item.image_sha256]
         elif item.image_sha256:
@@ -161,8 +199,14 @@ def _write_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -
         for item in items:
             out.writerow(row(item, item.index, item.options, item.answer))
             rows += 1
-        copies = sorted(((k, position, item, index, options, answer) for position, item in enumerate(items)
-                         for k, index, options, answer in _copies(item)), key=lambda c: (c[0], c[1]))
+        copies = sorted(
+            (
+                (k, position, item, index, options, answer)
+                for position, item in enumerate(items)
+                for k, index, options, answer in _copies(item)
+            ),
+            key=lambda c: (c[0], c[1]),
+        )
         for _, _, item, index, options, answer in copies:
             out.writerow(row(item, index, options, answer))
             rows += 1
@@ -179,8 +223,13 @@ def _write_pope(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) 
     try:
         for item in items:
             extra = _extra(item)
-            record = {"question_id": item.index, "image": extra.pop("image_name", None), "text": item.question,
-                      "label": item.answer, **extra}
+            record = {
+                "question_id": item.index,
+                "image": extra.pop("image_name", None),
+                "text": item.question,
+                "label": item.answer,
+                **extra,
+            }
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         ok = True
     finally:
@@ -209,10 +258,18 @@ def _write_jsonl(ws: Workspace, bench: Benchmark, items: list[Item], path: Path)
     ok = False
     try:
         for item in items:
-            record = {"index": item.index, "question": item.question, "options": list(item.options),
-                      "answer": item.answer, "image": written.get(item.image_sha256), "hint": item.hint,
-                      "category": item.category, "l2_category": item.l2_category, "split": item.split,
-                      **_extra(item)}
+            record = {
+                "index": item.index,
+                "question": item.question,
+                "options": list(item.options),
+                "answer": item.answer,
+                "image": written.get(item.image_sha256),
+                "hint": item.hint,
+                "category": item.category,
+                "l2_category": item.l2_category,
+                "split": item.split,
+                **_extra(item),
+            }
             handle.write(json.dumps({k: v for k, v in record.items() if v is not None}, ensure_ascii=False) + "\n")
         ok = True
     finally:

@@ -17,6 +17,7 @@ The reading goes from the strongest evidence to the weakest:
 4. every mention of an option letter or option text in the response; exactly one option must be named,
    mentions that rule an option out ("not A", "C is wrong") do not count.
 """
+
 from __future__ import annotations
 
 import functools
@@ -93,8 +94,11 @@ class _Phrase:
 
     def _bounded(self, text: str, start: int, end: int) -> bool:
         # Digits must not sit next to it either, so "12" is not found inside "112" or "1.12".
-        if self.left and start and (_LATIN_CHAR.match(text, start - 1) or
-                                    (start >= 2 and _DIGIT_SEP.match(text, start - 2))):
+        if (
+            self.left
+            and start
+            and (_LATIN_CHAR.match(text, start - 1) or (start >= 2 and _DIGIT_SEP.match(text, start - 2)))
+        ):
             return False
         return not (self.right and (_LATIN_CHAR.match(text, end) or _SEP_DIGIT.match(text, end)))
 
@@ -135,8 +139,7 @@ class _Choices:
     @classmethod
     def of(cls, options: Mapping[str, str]) -> _Choices:
         keys = {str(k).strip().upper(): k for k in options}
-        texts = {letter: ("" if options[k] is None else _normalise_text(str(options[k])))
-                 for letter, k in keys.items()}
+        texts = {letter: ("" if options[k] is None else _normalise_text(str(options[k]))) for letter, k in keys.items()}
         patterns = tuple((k, p) for k, t in texts.items() if (p := _option_pattern(t)) is not None)
         return cls(tuple(texts), texts, patterns, keys)
 
@@ -324,9 +327,7 @@ _HYPOTHETICAL = re.compile(
 )
 # A first line that starts with a letter form: "B", "B.", "(B) dog", "(b) dog", "b. dog" — the answer, unless the
 # lines are a list. A bare letter followed by a word ("A dog? No, a cat.", "a cat") is not a letter form.
-_LEADING_LINE = re.compile(
-    r"[ \t]*(?:[(\[][A-Za-z][)\]]|[A-Z](?:[.:),]|(?=[ \t]*$))|[a-z][.:)](?![0-9A-Za-z]))"
-)
+_LEADING_LINE = re.compile(r"[ \t]*(?:[(\[][A-Za-z][)\]]|[A-Z](?:[.:),]|(?=[ \t]*$))|[a-z][.:)](?![0-9A-Za-z]))")
 
 # What may stand between a cue and the answer: "the answer is probably option (B)".
 _FILLER = re.compile(
@@ -393,8 +394,11 @@ def _read_answer(
             return None  # "Wait, A is wrong": no answer
         chosen, rest = letter.group("letter").upper(), answer[letter.end() :]
         joined = _JOINED_LETTER.match(rest)
-        if (joined and (joined.group("letter").isupper() or letter.group("letter").islower())
-                and not _is_negated(rest, joined.start("letter"), joined.end())):
+        if (
+            joined
+            and (joined.group("letter").isupper() or letter.group("letter").islower())
+            and not _is_negated(rest, joined.start("letter"), joined.end())
+        ):
             return _several(_unique([chosen, joined.group("letter").upper()]))
         if chosen not in choices.texts:
             return _not_an_option(chosen, choices)
@@ -432,7 +436,7 @@ def _first_clause(text: str) -> str:
 
 
 def _names_another_text(rest: str, letter: str, choices: _Choices) -> bool:
-    """"A. dog" when option A is "cat": the letter and the text that follows it disagree."""
+    """ "A. dog" when option A is "cat": the letter and the text that follows it disagree."""
     at = _AFTER_LETTER.match(rest).end()
     own = dict(choices.patterns).get(letter)
     if own is not None and own.match(rest, at):

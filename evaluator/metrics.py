@@ -6,6 +6,7 @@ run has nothing to count). Built-ins are today's report figures; new metrics (ca
 ratings…) are added as modules declaring ``METRICS = (MetricEntry(…),)``, built in or named in VLMDESK_PLUGINS
 (docs/architecture.md, "How to add a metric").
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -68,18 +69,33 @@ def _pope(key: str):
 
 
 METRICS = (
-    MetricEntry("vanilla", "VanillaEval: the share of items right on pass 0 (the original option order)",
-                Needs(kind="mcq"), _overall("vanilla")),
-    MetricEntry("circular", "CircularEval: the share of items right on every rotation of their options",
-                Needs(kind="mcq", strategies=("circular",)), _overall("circular")),
-    MetricEntry("consistency", "the share of fully asked items whose every pass chose the same option text",
-                Needs(kind="mcq", strategies=("circular",), full_passes=True),
-                lambda ws, run_id, scoring: _report(ws, run_id, scoring).mcq.consistency),
-    MetricEntry("pope_accuracy", "POPE accuracy under the official parser", Needs(kind="yesno"),
-                _pope("accuracy")),
+    MetricEntry(
+        "vanilla",
+        "VanillaEval: the share of items right on pass 0 (the original option order)",
+        Needs(kind="mcq"),
+        _overall("vanilla"),
+    ),
+    MetricEntry(
+        "circular",
+        "CircularEval: the share of items right on every rotation of their options",
+        Needs(kind="mcq", strategies=("circular",)),
+        _overall("circular"),
+    ),
+    MetricEntry(
+        "consistency",
+        "the share of fully asked items whose every pass chose the same option text",
+        Needs(kind="mcq", strategies=("circular",), full_passes=True),
+        lambda ws, run_id, scoring: _report(ws, run_id, scoring).mcq.consistency,
+    ),
+    MetricEntry("pope_accuracy", "POPE accuracy under the official parser", Needs(kind="yesno"), _pope("accuracy")),
     MetricEntry("pope_f1", "POPE F1 with yes as positive, official parser", Needs(kind="yesno"), _pope("f1")),
-    MetricEntry("pope_yes_ratio", "the share of POPE answers read as yes (official parser): 0.5 is unbiased",
-                Needs(kind="yesno"), _pope("yes_ratio"), higher_is_better=False),
+    MetricEntry(
+        "pope_yes_ratio",
+        "the share of POPE answers read as yes (official parser): 0.5 is unbiased",
+        Needs(kind="yesno"),
+        _pope("yes_ratio"),
+        higher_is_better=False,
+    ),
 )
 REGISTRY: Registry[MetricEntry] = Registry("metric", "METRICS", builtins=(__name__,))
 

@@ -10,6 +10,7 @@
 - An existing file keeps its permission bits; a new one gets the ordinary mode (0666 less the umask), not mkstemp's
   0600.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,9 +24,13 @@ from db.errors import UserError
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SIDECARS = ("-wal", "-shm", "-journal")
-_KINDS = ((stat.S_ISDIR, "is a directory; give a file name"), (stat.S_ISFIFO, "is a FIFO (named pipe)"),
-          (stat.S_ISCHR, "is a character device"), (stat.S_ISBLK, "is a block device"),
-          (stat.S_ISSOCK, "is a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "is a directory; give a file name"),
+    (stat.S_ISFIFO, "is a FIFO (named pipe)"),
+    (stat.S_ISCHR, "is a character device"),
+    (stat.S_ISBLK, "is a block device"),
+    (stat.S_ISSOCK, "is a socket"),
+)
 T = TypeVar("T")
 
 
@@ -68,8 +73,9 @@ def check_output(path: str | os.PathLike) -> Path:
         raise OutputRefused(f"{shown}: is a SQLite database (a workspace?); refusing to overwrite it")
     for suffix in _SIDECARS:
         if target.name.endswith(suffix) and _is_sqlite(str(target)[: -len(suffix)]):
-            raise OutputRefused(f"{shown}: belongs to the SQLite database {str(target)[: -len(suffix)]}; "
-                                "refusing to overwrite it")
+            raise OutputRefused(
+                f"{shown}: belongs to the SQLite database {str(target)[: -len(suffix)]}; refusing to overwrite it"
+            )
     if not target.parent.is_dir():
         raise OutputRefused(f"{shown}: no such directory {target.parent}")
     return target
@@ -109,8 +115,9 @@ class AtomicOutput:
         fd, self._tmp = tempfile.mkstemp(prefix=f".{self._target.name}.", suffix=".tmp", dir=self._target.parent)
         try:
             os.fchmod(fd, mode)
-            self._handle = (os.fdopen(fd, "wb") if self._binary
-                            else os.fdopen(fd, "w", encoding="utf-8", newline=self._newline))
+            self._handle = (
+                os.fdopen(fd, "wb") if self._binary else os.fdopen(fd, "w", encoding="utf-8", newline=self._newline)
+            )
         except BaseException:
             os.close(fd)
             os.unlink(self._tmp)
@@ -143,8 +150,9 @@ class AtomicOutput:
         self.close(ok=exc_type is None)
 
 
-def write_file(path: str | os.PathLike, write: Callable[[IO], T], *, binary: bool = False,
-               newline: str | None = None) -> T:
+def write_file(
+    path: str | os.PathLike, write: Callable[[IO], T], *, binary: bool = False, newline: str | None = None
+) -> T:
     """Call write(handle) on a new file that replaces `path` once write returns; returns what write returned."""
     with AtomicOutput(path, binary=binary, newline=newline) as handle:
         return write(handle)

@@ -190,8 +190,19 @@ def pope_metrics(labels: Sequence[str], answers: Sequence[str]) -> PopeMetrics:
     f1 = None
     if precision is not None and recall is not None and precision + recall != 0:
         f1 = 2 * precision * recall / (precision + recall)  # same operation order as the script: equal floats
-    return PopeMetrics(questions, tp, fp, tn, fn, unknown, accuracy=_ratio(tp + tn, questions),
-                       precision=precision, recall=recall, f1=f1, yes_ratio=_ratio(tp + fp, questions))
+    return PopeMetrics(
+        questions,
+        tp,
+        fp,
+        tn,
+        fn,
+        unknown,
+        accuracy=_ratio(tp + tn, questions),
+        precision=precision,
+        recall=recall,
+        f1=f1,
+        yes_ratio=_ratio(tp + fp, questions),
+    )
 
 
 def mean_over_settings(metrics: Sequence[PopeMetrics]) -> PopeMeans:
@@ -248,8 +259,12 @@ def read_pope_questions(path: str | os.PathLike) -> list[dict]:
     for where, item in located:
         if not isinstance(item, dict):
             raise InvalidInput(f"{path}, {where}: expected a JSON object")
-        for field, kind, says in (("question_id", (int, str), "an integer or string"), ("image", str, "a string"),
-                                  ("text", str, "a string"), ("label", str, "a string")):
+        for field, kind, says in (
+            ("question_id", (int, str), "an integer or string"),
+            ("image", str, "a string"),
+            ("text", str, "a string"),
+            ("label", str, "a string"),
+        ):
             if not isinstance(item.get(field), kind) or isinstance(item.get(field), bool):
                 raise InvalidInput(f"{path}, {where}: field '{field}' missing or not {says}")
         label = item["label"].strip().lower()
@@ -299,8 +314,9 @@ def match_answers(questions: Sequence[dict], answers: Sequence[PopeAnswer]) -> l
             raise InvalidInput(f"{source}: {len(answers)} answers for {len(questions)} questions (the file {last})")
         if len(answers) > len(questions):
             extra = answers[len(questions)]
-            raise InvalidInput(f"{extra.source}, line {extra.line}: answer without a question "
-                             f"(only {len(questions)} questions)")
+            raise InvalidInput(
+                f"{extra.source}, line {extra.line}: answer without a question (only {len(questions)} questions)"
+            )
         return list(zip(questions, answers))
     if len(with_ids) != len(answers):
         missing = next(a for a in answers if a.question_id is None)
@@ -310,22 +326,26 @@ def match_answers(questions: Sequence[dict], answers: Sequence[PopeAnswer]) -> l
     for answer in answers:
         key = str(answer.question_id)
         if key not in by_id:
-            raise InvalidInput(f"{answer.source}, line {answer.line}: question_id {answer.question_id} "
-                             f"is not among the questions")
+            raise InvalidInput(
+                f"{answer.source}, line {answer.line}: question_id {answer.question_id} is not among the questions"
+            )
         if key in answered:
-            raise InvalidInput(f"{answer.source}, line {answer.line}: question_id {answer.question_id} "
-                             f"already answered on line {answered[key].line}")
+            raise InvalidInput(
+                f"{answer.source}, line {answer.line}: question_id {answer.question_id} "
+                f"already answered on line {answered[key].line}"
+            )
         answered[key] = answer
     unanswered = [key for key in by_id if key not in answered]
     if unanswered:
         more = f" and {len(unanswered) - 1} more" if len(unanswered) > 1 else ""
-        raise InvalidInput(f"{source}: no answer for question_id {unanswered[0]}{more} "
-                         f"({len(answers)} answers for {len(questions)} questions)")
+        raise InvalidInput(
+            f"{source}: no answer for question_id {unanswered[0]}{more} "
+            f"({len(answers)} answers for {len(questions)} questions)"
+        )
     return [(q, answered[str(q["question_id"])]) for q in questions]
 
 
-def score_matched(pairs: Sequence[tuple[dict, PopeAnswer]], parse: Callable[[str], str] = parse_strict
-                  ) -> PopeMetrics:
+def score_matched(pairs: Sequence[tuple[dict, PopeAnswer]], parse: Callable[[str], str] = parse_strict) -> PopeMetrics:
     """pope_metrics over matched (question, answer) pairs, answers read with `parse`."""
     return pope_metrics([q["label"] for q, _ in pairs], [parse(a.text) for _, a in pairs])
 
@@ -356,10 +376,14 @@ def load_coco_instances(path: str | os.PathLike) -> dict[str, list[str]]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise InvalidInput(f"{path}, line {error.lineno}: not valid JSON ({error.msg})") from None
-    files = {_field(i, "id", f"{path}: images[{n}]"): _field(i, "file_name", f"{path}: images[{n}]")
-             for n, i in enumerate(_field(data, "images", str(path)))}
-    names = {_field(c, "id", f"{path}: categories[{n}]"): _field(c, "name", f"{path}: categories[{n}]")
-             for n, c in enumerate(_field(data, "categories", str(path)))}
+    files = {
+        _field(i, "id", f"{path}: images[{n}]"): _field(i, "file_name", f"{path}: images[{n}]")
+        for n, i in enumerate(_field(data, "images", str(path)))
+    }
+    names = {
+        _field(c, "id", f"{path}: categories[{n}]"): _field(c, "name", f"{path}: categories[{n}]")
+        for n, c in enumerate(_field(data, "categories", str(path)))
+    }
     present: dict[str, set[str]] = {name: set() for name in files.values()}
     for n, annotation in enumerate(_field(data, "annotations", str(path))):
         where = f"{path}: annotations[{n}]"
@@ -397,11 +421,31 @@ _PAIR_NOUNS = frozenset(
     "mittens earrings slippers sandals handcuffs".split()
 )
 # Uncountable nouns take no article ("Is there broccoli in the image?").
-_MASS_NOUNS = frozenset("broccoli grass water snow sand rice bread cheese food furniture luggage hair smoke "
-                        "lettuce spinach sky dirt mud gravel foliage".split())
+_MASS_NOUNS = frozenset(
+    "broccoli grass water snow sand rice bread cheese food furniture luggage hair smoke "
+    "lettuce spinach sky dirt mud gravel foliage".split()
+)
 # Spelled with a vowel but said with a consonant sound ("a unicorn", "a one-way sign") ...
-_A_PREFIXES = ("unic", "unif", "unio", "uniq", "unis", "unit", "univ", "use", "usu", "uten", "util", "ukul",
-               "urin", "uran", "eu", "ewe", "one", "once")
+_A_PREFIXES = (
+    "unic",
+    "unif",
+    "unio",
+    "uniq",
+    "unis",
+    "unit",
+    "univ",
+    "use",
+    "usu",
+    "uten",
+    "util",
+    "ukul",
+    "urin",
+    "uran",
+    "eu",
+    "ewe",
+    "one",
+    "once",
+)
 # ... and the reverse: a silent h ("an hour").
 _AN_PREFIXES = ("hour", "honest", "honor", "honour", "heir")
 
@@ -441,8 +485,9 @@ _FALLBACKS = {
 }
 
 
-def build_pope(annotations: Mapping[str, Sequence[str]], *, setting: str, images_count: int, per_image: int,
-               seed: int) -> list[dict]:
+def build_pope(
+    annotations: Mapping[str, Sequence[str]], *, setting: str, images_count: int, per_image: int, seed: int
+) -> list[dict]:
     """A POPE question set in the official format {question_id, image, text, label, object}.
 
     `annotations` maps image -> objects present. Chooses `images_count` images with at least `per_image`
@@ -461,8 +506,9 @@ def build_pope(annotations: Mapping[str, Sequence[str]], *, setting: str, images
     objects = {image: sorted(set(names)) for image, names in annotations.items()}
     eligible = sorted(image for image, names in objects.items() if len(names) >= per_image)
     if len(eligible) < images_count:
-        raise InvalidInput(f"only {len(eligible)} images have at least {per_image} distinct objects; "
-                         f"{images_count} requested")
+        raise InvalidInput(
+            f"only {len(eligible)} images have at least {per_image} distinct objects; {images_count} requested"
+        )
     pick = random.Random(seed)
     chosen = sorted(pick.sample(eligible, images_count))
     positives = {image: pick.sample(objects[image], per_image) for image in chosen}
@@ -503,10 +549,18 @@ def build_pope(annotations: Mapping[str, Sequence[str]], *, setting: str, images
             if len(negatives) == per_image:
                 break
         if len(negatives) < per_image:
-            raise InvalidInput(f"image {image}: only {len(negatives)} absent objects in the whole vocabulary, "
-                             f"{per_image} needed")
+            raise InvalidInput(
+                f"image {image}: only {len(negatives)} absent objects in the whole vocabulary, {per_image} needed"
+            )
         for positive, negative in zip(positives[image], negatives):
             for name, label in ((positive, "yes"), (negative, "no")):
-                records.append({"question_id": len(records) + 1, "image": image, "text": pope_question(name),
-                                "label": label, "object": name})
+                records.append(
+                    {
+                        "question_id": len(records) + 1,
+                        "image": image,
+                        "text": pope_question(name),
+                        "label": label,
+                        "object": name,
+                    }
+                )
     return records

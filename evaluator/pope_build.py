@@ -4,6 +4,7 @@
 JSONL of image -> objects, told apart by their first record) and checks that every chosen image is really in
 the folder, so an imported set never refers to a picture that is not there.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,8 +65,15 @@ def missing_images(records: list[dict], images_dir: str | os.PathLike) -> list[s
     return [name for name in names if not (images_dir / name).is_file()]
 
 
-def build_pope_set(annotations_path: str | os.PathLike, images_dir: str | os.PathLike, *, setting: str,
-                   images_count: int, per_image: int, seed: int) -> BuiltSet:
+def build_pope_set(
+    annotations_path: str | os.PathLike,
+    images_dir: str | os.PathLike,
+    *,
+    setting: str,
+    images_count: int,
+    per_image: int,
+    seed: int,
+) -> BuiltSet:
     """Reads the annotations, builds the set and checks its images; InvalidInput on any problem (nothing written)."""
     images_dir = Path(images_dir)
     if not images_dir.is_dir():
@@ -76,6 +84,7 @@ def build_pope_set(annotations_path: str | os.PathLike, images_dir: str | os.Pat
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         chosen = len({r["image"] for r in records})
-        raise InvalidInput(f"{images_dir}: {len(missing)} of the {chosen} chosen images are not in this folder: "
-                         f"{shown}")
+        raise InvalidInput(
+            f"{images_dir}: {len(missing)} of the {chosen} chosen images are not in this folder: {shown}"
+        )
     return BuiltSet(records, fmt, len({r["image"] for r in records}), setting, seed)

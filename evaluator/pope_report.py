@@ -6,6 +6,7 @@ settings (the stored config without batch size, which does not change answers), 
 it holds at least two runs whose benchmarks name distinct settings. A group with a repeated or unnamed setting
 gets none (and says why) instead of an average that mixes a rerun or another dataset in.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,14 +64,20 @@ class PopeScores:
         if self.mean is None:  # one file: its metrics at the top level
             [only] = self.settings.values()
             return {"parser": self.parser, "setting": self.setting, **only.to_json()}
-        return {"parser": self.parser, "settings": {name: s.to_json() for name, s in self.settings.items()},
-                "mean": self.mean.to_json()}
+        return {
+            "parser": self.parser,
+            "settings": {name: s.to_json() for name, s in self.settings.items()},
+            "mean": self.mean.to_json(),
+        }
 
 
 def setting_names(question_files: Sequence[str]) -> list[str]:
     """random / popular / adversarial when every file name says a different one, else file stems, else paths."""
-    for names in ([pope_setting_from_name(Path(f)) for f in question_files],
-                  [Path(f).stem for f in question_files], list(question_files)):
+    for names in (
+        [pope_setting_from_name(Path(f)) for f in question_files],
+        [Path(f).stem for f in question_files],
+        list(question_files),
+    ):
         if None not in names and len(set(names)) == len(names):
             return names
     raise InvalidInput("the same --questions file is given twice")
@@ -111,14 +118,20 @@ def _table_pct(value) -> str:
 def format_metrics_table(rows: Mapping[str, PopeMetrics], mean: PopeMeans | None = None) -> str:
     """One line per setting (counts and fractions), and a line of the mean fractions when given."""
     width = max([len(name) for name in rows] + [len("setting")])
-    lines = [f"{'setting':<{width}} {'questions':>9} {'tp':>6} {'fp':>6} {'tn':>6} {'fn':>6} {'unknown':>7} "
-             f"{'acc':>7} {'prec':>7} {'recall':>7} {'f1':>7} {'yes':>7}"]
+    lines = [
+        f"{'setting':<{width}} {'questions':>9} {'tp':>6} {'fp':>6} {'tn':>6} {'fn':>6} {'unknown':>7} "
+        f"{'acc':>7} {'prec':>7} {'recall':>7} {'f1':>7} {'yes':>7}"
+    ]
     for name, m in rows.items():
-        lines.append(f"{name:<{width}} {m.questions:>9} {m.tp:>6} {m.fp:>6} {m.tn:>6} {m.fn:>6} {m.unknown:>7} "
-                     + " ".join(f"{_table_pct(getattr(m, k)):>7}" for k in FRACTION_METRICS))
+        lines.append(
+            f"{name:<{width}} {m.questions:>9} {m.tp:>6} {m.fp:>6} {m.tn:>6} {m.fn:>6} {m.unknown:>7} "
+            + " ".join(f"{_table_pct(getattr(m, k)):>7}" for k in FRACTION_METRICS)
+        )
     if mean is not None:
-        lines.append(f"{'mean':<{width}} {'':>9} {'':>6} {'':>6} {'':>6} {'':>6} {'':>7} "
-                     + " ".join(f"{_table_pct(getattr(mean, k)):>7}" for k in FRACTION_METRICS))
+        lines.append(
+            f"{'mean':<{width}} {'':>9} {'':>6} {'':>6} {'':>6} {'':>6} {'':>7} "
+            + " ".join(f"{_table_pct(getattr(mean, k)):>7}" for k in FRACTION_METRICS)
+        )
     return "\n".join(lines)
 
 
@@ -148,9 +161,14 @@ class PopeMeanEntry:
     note: str | None
 
     def to_json(self) -> dict:
-        return {"model": self.model, "runs": list(self.runs), "settings": self.settings,
-                "official": self.official and self.official.to_json(),
-                "strict": self.strict and self.strict.to_json(), "note": self.note}
+        return {
+            "model": self.model,
+            "runs": list(self.runs),
+            "settings": self.settings,
+            "official": self.official and self.official.to_json(),
+            "strict": self.strict and self.strict.to_json(),
+            "note": self.note,
+        }
 
     def of(self, parser: PopeParser) -> PopeMeans | None:
         return self.official if parser == "official" else self.strict
@@ -185,8 +203,7 @@ def pope_means(reports: Sequence[RunReport]) -> list[PopeMeanEntry]:
             means.append(PopeMeanEntry(model, run_ids, None, None, None, note))
             continue
         official, strict = (mean_over_settings([r.pope.pope[parser] for r in members]) for parser in PARSERS)
-        means.append(PopeMeanEntry(model, run_ids, {r.pope.setting: r.run_id for r in members}, official, strict,
-                                   None))
+        means.append(PopeMeanEntry(model, run_ids, {r.pope.setting: r.run_id for r in members}, official, strict, None))
     return means
 
 
@@ -217,5 +234,7 @@ def attach_pope_means(reports: Sequence[RunReport]) -> tuple[list[RunReport], li
     for several) whatever mix of runs is asked for.
     """
     means = pope_means(reports)
-    return [r if r.pope is None else replace(r, pope_mean=next((m for m in means if r.run_id in m.runs), None))
-            for r in reports], means
+    return [
+        r if r.pope is None else replace(r, pope_mean=next((m for m in means if r.run_id in m.runs), None))
+        for r in reports
+    ], means

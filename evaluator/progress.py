@@ -4,6 +4,7 @@ the app reads back from that process.
 `to_json()` keeps the documented lines exactly (keys in this order); `read_event` turns a line's object back into
 its event, or None for anything else (the app reads another process's output: it never trusts it blindly).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields

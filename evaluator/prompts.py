@@ -4,6 +4,7 @@ A template is a `str.format` text with the fields {hint} (a "Hint: …" line, or
 ("A. text" lines) and {letters} ("A, B, C"). A template file is either plain text (used for every language) or a
 JSON object {"en": "...", "zh": "..."}.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ _SPEC = re.compile(r"(?:.?[<>^])?(?P<width>\d+)?(?:\.(?P<precision>\d+))?s?", re
 
 MCQ_DEFAULT = {
     "en": "{hint}Question: {question}\nOptions:\n{options}\nAnswer with the option's letter from the given choices "
-          "directly.",
+    "directly.",
     "zh": "{hint}问题: {question}\n选项:\n{options}\n请直接回答选项字母。",
 }
 # LLaVA-1.5's POPE prompt.
@@ -60,8 +61,11 @@ class PromptTemplate:
             by_language = json.loads(text)
         except (TypeError, ValueError, RecursionError):
             raise InvalidInput("the stored prompt template is not readable JSON") from None
-        if not isinstance(by_language, dict) or not by_language or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in by_language.items()):
+        if (
+            not isinstance(by_language, dict)
+            or not by_language
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in by_language.items())
+        ):
             raise InvalidInput("the stored prompt template is not an object of texts")
         for language, template in by_language.items():
             check_fields(template, f"stored {language} template")

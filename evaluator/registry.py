@@ -8,6 +8,7 @@ or a metric is added by writing one module, without editing vlmdesk. Nothing is 
 first asked, and what an entry needs to build (torch, an HTTP client) is imported only when it is built.
 See docs/architecture.md, "Registries".
 """
+
 from __future__ import annotations
 
 import importlib
@@ -94,8 +95,9 @@ class Registry(Generic[E]):
         names = list(self._builtins)
         if self._package is not None:  # every module of the package that declares the attribute
             pkg = importlib.import_module(self._package)
-            names += [f"{self._package}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)
-                      if not m.name.startswith("_")]
+            names += [
+                f"{self._package}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")
+            ]
         return names
 
     def _collect(self) -> dict[str, E]:

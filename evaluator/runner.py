@@ -5,6 +5,7 @@ Waves: pass k of every item still alive is asked before any pass k + 1, batched,
 ends the item) and batching coexist. Everything is derived from the stored predictions, so a run killed at any
 moment continues exactly where its last committed batch ended.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -82,8 +83,12 @@ def strategy_for(bench: Benchmark, settings: RunSettings) -> Strategy:
 
 
 def config_key(bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate) -> str:
-    identity = {"benchmark": bench.source_sha256, "model": model_spec, "settings": asdict(settings),
-                "template": template.to_json()}
+    identity = {
+        "benchmark": bench.source_sha256,
+        "model": model_spec,
+        "settings": asdict(settings),
+        "template": template.to_json(),
+    }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
@@ -102,8 +107,9 @@ def versions() -> dict:
 def git_revision() -> str | None:
     """The source revision of this vlmdesk checkout, when it runs from one."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True,
-                             text=True, timeout=5)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=5
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
@@ -121,9 +127,17 @@ def n_passes(item: Item, strategy: str) -> int:
 class Engine:
     """Runs (or continues) one stored run against a backend."""
 
-    def __init__(self, ws: Workspace, run: runs.Run, backend: Backend, *, batch_size: int,
-                 on_progress: Callable[[Progress], None] | None = None, extractor: Extractor | None = None,
-                 owner: runs.Owner | None = None):
+    def __init__(
+        self,
+        ws: Workspace,
+        run: runs.Run,
+        backend: Backend,
+        *,
+        batch_size: int,
+        on_progress: Callable[[Progress], None] | None = None,
+        extractor: Extractor | None = None,
+        owner: runs.Owner | None = None,
+    ):
         self.ws, self.run, self.backend, self.batch_size = ws, run, backend, max(1, batch_size)
         self.owner = owner  # when set, each batch is stored only while this owner holds the run
         self.settings = settings_of(run)
@@ -148,8 +162,12 @@ class Engine:
         """Whether pass k of the item is to be asked now: it is not stored, every earlier pass is, and the item is
         still alive."""
         passes = self.done[item.id]
-        return (k < n_passes(item, self.run.strategy) and k not in passes and all(j in passes for j in range(k))
-                and self._still_alive(item))
+        return (
+            k < n_passes(item, self.run.strategy)
+            and k not in passes
+            and all(j in passes for j in range(k))
+            and self._still_alive(item)
+        )
 
     def _still_alive(self, item: Item) -> bool:
         return still_alive((p.correct for p in self.done[item.id].values()), full_passes=self.settings.full_passes)
@@ -170,15 +188,24 @@ class Engine:
         for k in range(waves):
             todo = [item for item in self.items if self.alive(item, k)]
             # Similar prompt lengths batch together (less padding); order does not change any answer.
-            todo.sort(key=lambda item: (len(item.question) + sum(map(len, item.options)) + len(item.hint or "")))
+            todo.sort(key=lambda item: len(item.question) + sum(map(len, item.options)) + len(item.hint or ""))
             for start in range(0, len(todo), self.batch_size):
-                self._ask(todo[start:start + self.batch_size], k)
+                self._ask(todo[start : start + self.batch_size], k)
                 elapsed = max(time.monotonic() - started, 1e-9)
                 rate = self.calls / elapsed
                 left = self.remaining_upper_bound()
-                self.on_progress(Progress(self.run.id, k, sum(map(len, self.done.values())), self.items_decided(),
-                                          len(self.items), self.calls, round(rate, 3),
-                                          round(left / rate, 1) if rate > 0 else None))
+                self.on_progress(
+                    Progress(
+                        self.run.id,
+                        k,
+                        sum(map(len, self.done.values())),
+                        self.items_decided(),
+                        len(self.items),
+                        self.calls,
+                        round(rate, 3),
+                        round(left / rate, 1) if rate > 0 else None,
+                    )
+                )
 
     # -- one batch ----------------------------------------------------------------------------------------------
     def _ask(self, batch: list[Item], k: int) -> None:
@@ -186,8 +213,7 @@ class Engine:
         for item in batch:
             order = rotation(len(item.options), k) if self.kind == "mcq" else ()
             shown = tuple(item.options[j] for j in order)
-            prompt = self.template.render(question=item.question, hint=item.hint, options=shown,
-                                          language=item.language)
+            prompt = self.template.render(question=item.question, hint=item.hint, options=shown, language=item.language)
             images = ()
             if not self.settings.text_only and item.image_sha256:
                 found = catalog.image_bytes(self.ws, item.image_sha256)
@@ -208,11 +234,27 @@ class Engine:
         read = self._read_texts(batch, orders, responses) if self.kind == "mcq" and scores is None else None
         for n, (item, query, order, response) in enumerate(zip(batch, queries, orders, responses)):
             answer = displayed_answer(item.answer, order)
-            extraction = (read[n] if read is not None
-                          else self._extract(item, order, response, scores[n] if scores else None, query.letters))
-            preds.append(runs.Prediction(self.run.id, item.id, k, order, query.prompt, response, answer,
-                                         extraction.choice, extraction.stage, extraction.reason,
-                                         pass_correct(extraction.choice, answer), round(latency, 3)))
+            extraction = (
+                read[n]
+                if read is not None
+                else self._extract(item, order, response, scores[n] if scores else None, query.letters)
+            )
+            preds.append(
+                runs.Prediction(
+                    self.run.id,
+                    item.id,
+                    k,
+                    order,
+                    query.prompt,
+                    response,
+                    answer,
+                    extraction.choice,
+                    extraction.stage,
+                    extraction.reason,
+                    pass_correct(extraction.choice, answer),
+                    round(latency, 3),
+                )
+            )
         runs.add_predictions(self.ws, preds, owner=self.owner)
         for p in preds:
             self.done[p.item_id][p.pass_] = p
@@ -231,18 +273,41 @@ class Engine:
 
     def _read_texts(self, batch: list[Item], orders, responses: list[str]) -> list[Extraction]:
         """The extractor over one batch at once, so an LLM extractor sends its prompts concurrently."""
-        return self.extractor.extract_many([
-            (item.question, shown_options(item.options, order), response)
-            for item, order, response in zip(batch, orders, responses)])
+        return self.extractor.extract_many(
+            [
+                (item.question, shown_options(item.options, order), response)
+                for item, order, response in zip(batch, orders, responses)
+            ]
+        )
 
 
-def new_run(ws: Workspace, bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate,
-            *, batch_size: int, backend_info: dict, owner: runs.Owner | None = None, reuse: bool = False) -> runs.Run:
+def new_run(
+    ws: Workspace,
+    bench: Benchmark,
+    model_spec: str,
+    settings: RunSettings,
+    template: PromptTemplate,
+    *,
+    batch_size: int,
+    backend_info: dict,
+    owner: runs.Owner | None = None,
+    reuse: bool = False,
+) -> runs.Run:
     """A new run owned by `owner` (default: this process); with `reuse`, the stored run with these settings
     instead when there is one (claimed, or as is when finished; runs.RunBusy when another process runs it)."""
     settings.check()
     return runs.create_or_claim(
-        ws, reuse=reuse, owner=owner or runs.Owner.here(), benchmark_id=bench.id, model_spec=model_spec,
-        strategy=strategy_for(bench, settings), prompt_template=template.to_json(), extractor=settings.extractor,
-        config=settings.config(batch_size), config_key=config_key(bench, model_spec, settings, template),
-        versions={**versions(), "backend": backend_info}, git_revision=git_revision(), seed=settings.seed)
+        ws,
+        reuse=reuse,
+        owner=owner or runs.Owner.here(),
+        benchmark_id=bench.id,
+        model_spec=model_spec,
+        strategy=strategy_for(bench, settings),
+        prompt_template=template.to_json(),
+        extractor=settings.extractor,
+        config=settings.config(batch_size),
+        config_key=config_key(bench, model_spec, settings, template),
+        versions={**versions(), "backend": backend_info},
+        git_revision=git_revision(),
+        seed=settings.seed,
+    )

@@ -3,6 +3,7 @@
 The tuples beside them are the same values at run time (for argparse choices, validation and loops); each is
 derived from its Literal so the two cannot drift apart.
 """
+
 from __future__ import annotations
 
 from typing import Literal, get_args

@@ -1,4 +1,5 @@
 """Starting the desktop app: QApplication, style, the error guard, the main window."""
+
 from __future__ import annotations
 
 import sys

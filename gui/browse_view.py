@@ -1,4 +1,5 @@
 """Browse a benchmark: filters and full-text search over a lazy table, and the selected item in full."""
+
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, Qt, QTimer, Signal
@@ -30,11 +31,22 @@ from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_de
 ANY = "All"
 CATEGORY_WIDTH = 135
 QUESTION_SHARE = 0.35  # of the table's width, at least, for the question column
-_REVIEW_TEXT = {"unreviewed": "Unreviewed", "reviewed": "Reviewed", "mine": "Reviewed by me",
-                "not_mine": "Not reviewed by me", "conflict": "Conflicting verdicts",
-                **{v: f"Verdict: {VERDICT_LABELS[v]}" for v in reviews.VERDICTS}}
-_QC_TEXT = {"flagged": "Flagged", "unflagged": "Not flagged", "pending": "Flag pending", "disputed": "Flag disputed",
-            "confirmed": "Flag confirmed", "rejected": "Flag rejected"}
+_REVIEW_TEXT = {
+    "unreviewed": "Unreviewed",
+    "reviewed": "Reviewed",
+    "mine": "Reviewed by me",
+    "not_mine": "Not reviewed by me",
+    "conflict": "Conflicting verdicts",
+    **{v: f"Verdict: {VERDICT_LABELS[v]}" for v in reviews.VERDICTS},
+}
+_QC_TEXT = {
+    "flagged": "Flagged",
+    "unflagged": "Not flagged",
+    "pending": "Flag pending",
+    "disputed": "Flag disputed",
+    "confirmed": "Flag confirmed",
+    "rejected": "Flag rejected",
+}
 
 
 def _combo(name: str, width: int = 130) -> QComboBox:
@@ -87,9 +99,15 @@ class BrowseView(QWidget):
         row1, row2 = QHBoxLayout(), QHBoxLayout()
         row1.addWidget(self.search, 1)
         row1.addWidget(self.count)
-        for label, combo, row in (("Category", self.category, row1), ("L2", self.l2, row1),
-                                  ("Split", self.split, row1), ("Review", self.review, row2), ("QC", self.qc, row2),
-                                  ("Run", self.run, row2), ("Result", self.result, row2)):
+        for label, combo, row in (
+            ("Category", self.category, row1),
+            ("L2", self.l2, row1),
+            ("Split", self.split, row1),
+            ("Review", self.review, row2),
+            ("QC", self.qc, row2),
+            ("Run", self.run, row2),
+            ("Result", self.result, row2),
+        ):
             lab = QLabel(label)
             lab.setObjectName("filterLabel")
             row.addWidget(lab)
@@ -221,10 +239,18 @@ class BrowseView(QWidget):
         self.run.blockSignals(False)
 
     def current_filter(self) -> tuple[ItemFilter, str | None, str | None]:
-        return (ItemFilter(text=self.search.text(), category=self.category.currentData(),
-                           l2_category=self.l2.currentData(), split=self.split.currentData(),
-                           run_id=self.run.currentData(), run_result=self.result.currentData()),
-                self.review.currentData(), self.qc.currentData())
+        return (
+            ItemFilter(
+                text=self.search.text(),
+                category=self.category.currentData(),
+                l2_category=self.l2.currentData(),
+                split=self.split.currentData(),
+                run_id=self.run.currentData(),
+                run_result=self.result.currentData(),
+            ),
+            self.review.currentData(),
+            self.qc.currentData(),
+        )
 
     def apply_filters(self) -> None:
         if self.ctx.benchmark is None:
@@ -289,7 +315,8 @@ class BrowseView(QWidget):
         if model.rows:
             row = model.row_of(self.item.id) if self.item else None
             self.table.selectionModel().setCurrentIndex(
-                model.index(row or 0, 0), QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+                model.index(row or 0, 0), QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows
+            )
         else:
             self._show(None)
 
@@ -305,8 +332,9 @@ class BrowseView(QWidget):
     def _show(self, item_id: int | None) -> None:
         ctx = self.ctx
         self.item = item_query.item_by_id(ctx.ws, item_id) if item_id is not None else None
-        show_item_details(ctx, self.item, panel=self.panel, predictions=self.predictions, history=self.history,
-                          tabs=self.tabs)
+        show_item_details(
+            ctx, self.item, panel=self.panel, predictions=self.predictions, history=self.history, tabs=self.tabs
+        )
         if self.item is None:
             self.image.set_image(None, placeholder="No item selected")
             return

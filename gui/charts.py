@@ -1,5 +1,6 @@
 """A matplotlib Figure in the window (FigureCanvasQTAgg). The Figures come from evaluator/plots.py, which knows
 nothing of Qt; this widget only shows them, tells which bar was clicked, and saves them as PNG or SVG."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -87,7 +88,9 @@ class ChartView(QWidget):
         return save_figure(self.figure, path)
 
     def _export_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export chart", "chart.png", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export chart", "chart.png", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)"
+        )
         if path:
             try:
                 self.export(path)

@@ -1,6 +1,7 @@
 """The Results tab: runs on the left (one or several), their report as charts (evaluator/plots.py Figures in a
 FigureCanvasQTAgg), and the items behind a clicked bar (evaluator.report.group_items — `vlmdesk run-items`),
 each opening in Review."""
+
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
@@ -146,8 +147,10 @@ class DashboardView(QWidget):
             return
         kinds = {"pope" if r.pope is not None else "mcq" for r in self.reports}
         if len(kinds) > 1:
-            self.chart.set_figure(message_figure("POPE and multiple-choice runs cannot share a chart:\n"
-                                                 "choose runs of one kind"), clickable=False)
+            self.chart.set_figure(
+                message_figure("POPE and multiple-choice runs cannot share a chart:\nchoose runs of one kind"),
+                clickable=False,
+            )
             return
         kind = kinds.pop()
         chart = self.kind.currentData()
@@ -159,9 +162,12 @@ class DashboardView(QWidget):
         for i in range(self.kind.count()):  # only the charts that fit the runs can be chosen
             self.kind.model().item(i).setEnabled(CHARTS[self.kind.itemData(i)][1] == kind)
         try:
-            fig = {"l2": lambda r: plots.ability_figure(r, "by_l2"),
-                   "category": lambda r: plots.ability_figure(r, "by_category"),
-                   "drop": plots.drop_figure, "pope": plots.pope_figure}[chart](self.reports)
+            fig = {
+                "l2": lambda r: plots.ability_figure(r, "by_l2"),
+                "category": lambda r: plots.ability_figure(r, "by_category"),
+                "drop": plots.drop_figure,
+                "pope": plots.pope_figure,
+            }[chart](self.reports)
         except InvalidInput as exc:  # e.g. the drop chart of runs without CircularEval
             self.chart.set_figure(message_figure(str(exc)), clickable=False)
             return
@@ -183,25 +189,42 @@ class DashboardView(QWidget):
         for n, r in enumerate(found):
             verdict = getattr(r, key)
             if not sight.shows_run_result(run_id, r.item_id):
-                rows.append((r.index, ADJUDICATION_HIDDEN, "", "", plots.SHORT_L2.get(r.l2_category or "", ""),
-                             r.category or "", " ".join(r.question.split())))
+                rows.append(
+                    (
+                        r.index,
+                        ADJUDICATION_HIDDEN,
+                        "",
+                        "",
+                        plots.SHORT_L2.get(r.l2_category or "", ""),
+                        r.category or "",
+                        " ".join(r.question.split()),
+                    )
+                )
                 colours[(n, 1)] = "#80868b"
                 continue
-            rows.append((r.index, {True: "✓ right", False: "✗ wrong", None: "– unscored"}[verdict],
-                         MARK[r.vanilla] if r.official is None else MARK[r.official],
-                         MARK[r.circular] if r.official is None else MARK[r.strict],
-                         plots.SHORT_L2.get(r.l2_category or "", r.l2_category or ""), r.category or "",
-                         " ".join(r.question.split())))
+            rows.append(
+                (
+                    r.index,
+                    {True: "✓ right", False: "✗ wrong", None: "– unscored"}[verdict],
+                    MARK[r.vanilla] if r.official is None else MARK[r.official],
+                    MARK[r.circular] if r.official is None else MARK[r.strict],
+                    plots.SHORT_L2.get(r.l2_category or "", r.l2_category or ""),
+                    r.category or "",
+                    " ".join(r.question.split()),
+                )
+            )
             colours[(n, 1)] = {True: "#1e7d32", False: "#b3261e"}.get(verdict, "#5f6368")
         tips = {(n, 4): r.l2_category for n, r in enumerate(found) if r.l2_category}
-        self.items.columns = (ITEM_COLUMNS if level != "pope"
-                              else ("Index", "Result", "Official", "Strict", "L2", "Category", "Question"))
+        self.items.columns = (
+            ITEM_COLUMNS if level != "pope" else ("Index", "Result", "Official", "Strict", "L2", "Category", "Question")
+        )
         self.items.set_rows(rows, [r.item_id for r in found], colours=colours, tooltips=tips)
         right = sum(1 for r in found if getattr(r, key))
         what = "all items" if level in ("all", "pope") else (group if group != NONE else "(none)")
         how = STRATEGY_TITLE.get(key, f"{key} parser")
-        self.items_title.setText(f"Run {run_id} · {what} · {how}: {right} of {len(found)} right"
-                                 " — double-click an item to review it")
+        self.items_title.setText(
+            f"Run {run_id} · {what} · {how}: {right} of {len(found)} right — double-click an item to review it"
+        )
 
     # -- export
     def export_predictions(self, path) -> object:
@@ -213,9 +236,12 @@ class DashboardView(QWidget):
         if len(ids) != 1:
             return
         s = self.runs.summary(ids[0])
-        path, _ = QFileDialog.getSaveFileName(self, "Export predictions (VLMEvalKit format)",
-                                              default_file_name(s.model, s.benchmark),
-                                              "TSV (*.tsv);;CSV (*.csv)")
+        path, _ = QFileDialog.getSaveFileName(
+            self,
+            "Export predictions (VLMEvalKit format)",
+            default_file_name(s.model, s.benchmark),
+            "TSV (*.tsv);;CSV (*.csv)",
+        )
         if not path:
             return
         try:
@@ -223,5 +249,7 @@ class DashboardView(QWidget):
         except (ExportError, OSError) as exc:
             self.ctx.error.emit(f"Could not export the predictions: {exc}", "")
             return
-        self.ctx.info.emit(f"Wrote {done.path.name}: {done.rows} rows, {done.predicted} with a prediction "
-                           f"(vlmdesk export-predictions {done.run_id} --out {done.path.name})")
+        self.ctx.info.emit(
+            f"Wrote {done.path.name}: {done.rows} rows, {done.predicted} with a prediction "
+            f"(vlmdesk export-predictions {done.run_id} --out {done.path.name})"
+        )

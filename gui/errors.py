@@ -1,5 +1,6 @@
 """Errors shown in the window: a message bar for problems the user can act on, and a guard for unexpected
 exceptions raised in slots (PySide6 routes those to sys.excepthook) so that they reach the window, not a log."""
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """The keyboard help shown over the review view (F1 or ?)."""
+
 from __future__ import annotations
 
 import html
@@ -23,10 +24,14 @@ class HelpOverlay(QFrame):
             if g != group:
                 rows.append(f"<tr><td colspan=2 style='padding-top:10px'><b>{html.escape(g)}</b></td></tr>")
                 group = g
-            rows.append(f"<tr><td style='padding-right:24px'><code>{html.escape(keys)}</code></td>"
-                        f"<td>{html.escape(text)}</td></tr>")
-        card.setText("<h3>Keyboard</h3><table>" + "".join(rows) + "</table>"
-                     "<p style='color:#5f6368'>Keys are off while you type in a text field. Esc or F1 closes.</p>")
+            rows.append(
+                f"<tr><td style='padding-right:24px'><code>{html.escape(keys)}</code></td>"
+                f"<td>{html.escape(text)}</td></tr>"
+            )
+        card.setText(
+            "<h3>Keyboard</h3><table>" + "".join(rows) + "</table>"
+            "<p style='color:#5f6368'>Keys are off while you type in a text field. Esc or F1 closes.</p>"
+        )
         layout.addWidget(card)
         self.card = card
         self.setFocusPolicy(Qt.StrongFocus)

@@ -1,4 +1,5 @@
 """The item image: fit to the view or actual pixels, zoom with Ctrl+wheel or +/-, pan by dragging."""
+
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal

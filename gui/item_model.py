@@ -1,5 +1,6 @@
 """The browse table: a lazy model over SQLite. Rows arrive a page at a time (fetchMore, keyset paging); a row is a
 few short columns, never image bytes, so tens of thousands of items scroll freely."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -72,8 +73,13 @@ class ItemTableModel(QAbstractTableModel):
 
     def _read_status(self, *, qc: bool = True) -> None:
         """Review status, QC marks and the blind rule's sight, as this annotator may see them."""
-        self.sight = blind.sight(self.ws, self.annotator, blind=self.blind,
-                                 reveal_after_verdict=self.reveal_after_verdict, benchmark_id=self.benchmark.id)
+        self.sight = blind.sight(
+            self.ws,
+            self.annotator,
+            blind=self.blind,
+            reveal_after_verdict=self.reveal_after_verdict,
+            benchmark_id=self.benchmark.id,
+        )
         self.status = browse.visible_status(browse.review_status(self.ws, self.benchmark.id), self.sight)
         if qc:
             self._qc_marks = browse.qc_marks(self.ws, self.benchmark.id)
@@ -181,8 +187,11 @@ class ItemTableModel(QAbstractTableModel):
         if role == Qt.DisplayRole:
             return self.display_text(row, col)
         elif role == Qt.ForegroundRole:
-            if col == 6 and row.run_result in _RESULT_COLOURS and self.sight.shows_run_result(self.filter.run_id,
-                                                                                               row.id):
+            if (
+                col == 6
+                and row.run_result in _RESULT_COLOURS
+                and self.sight.shows_run_result(self.filter.run_id, row.id)
+            ):
                 return QBrush(QColor(_RESULT_COLOURS[row.run_result]))
             if col == 4 and (status := self.status.get(row.id)) and status.conflict:
                 return QBrush(QColor("#b3261e"))

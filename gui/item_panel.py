@@ -1,5 +1,6 @@
 """What an annotator reads about one item: header, hint, question, options (answer key highlighted unless blind),
 every run's passes for the item, and the review history."""
+
 from __future__ import annotations
 
 import html
@@ -36,7 +37,7 @@ _LONG_WORD = re.compile(r"\S{25,}")
 def breakable(text: str) -> str:
     """Text a word-wrapping label can break anywhere in a long unbroken word (a zero-width space every 16
     characters of it): otherwise one such word sets the label's minimum width and scrolls the panel sideways."""
-    return _LONG_WORD.sub(lambda m: ZWSP.join(m.group(0)[i:i + 16] for i in range(0, len(m.group(0)), 16)), text)
+    return _LONG_WORD.sub(lambda m: ZWSP.join(m.group(0)[i : i + 16] for i in range(0, len(m.group(0)), 16)), text)
 
 
 def _text_label(name: str = "") -> QLabel:
@@ -54,9 +55,11 @@ def _row_style(key: bool, picked: bool) -> str:
         return ""
     border = PICK_BLUE if picked else KEY_GREEN
     badge = PICK_BLUE if picked and not key else KEY_GREEN
-    return (f"#optionRow {{ background: {KEY_BG if key else '#ffffff'}; border: 2px solid {border}; }}"
-            f"#optionBadge {{ background: {badge}; color: white; }}"
-            f"#optionTag {{ color: {'#1e7d32' if key else PICK_BLUE}; }}")
+    return (
+        f"#optionRow {{ background: {KEY_BG if key else '#ffffff'}; border: 2px solid {border}; }}"
+        f"#optionBadge {{ background: {badge}; color: white; }}"
+        f"#optionTag {{ color: {'#1e7d32' if key else PICK_BLUE}; }}"
+    )
 
 
 class OptionRow(QFrame):
@@ -191,8 +194,11 @@ class ItemPanel(QWidget):
                 w.hide()
             self._set_options([])
             return
-        parts = [f"<b>{html.escape(bench_name)}</b> #{html.escape(str(item.index))}"] if bench_name else \
-            [f"#{html.escape(str(item.index))}"]
+        parts = (
+            [f"<b>{html.escape(bench_name)}</b> #{html.escape(str(item.index))}"]
+            if bench_name
+            else [f"#{html.escape(str(item.index))}"]
+        )
         parts += [html.escape(p) for p in (item.category, item.l2_category, item.split) if p]
         self.header.setText("  ·  ".join(parts))
         self.hint.setText(breakable(item.hint or ""))
@@ -224,7 +230,7 @@ class ItemPanel(QWidget):
                 row.show()
             else:
                 row.hide()
-        self.rows = self._pool[:len(options)]
+        self.rows = self._pool[: len(options)]
         self.options_area.setVisible(bool(options))
         self.options_area.fit()
 
@@ -353,8 +359,7 @@ class HistoryView(QTreeWidget):
             self.addTopLevelItem(empty)
 
 
-def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsView, history: HistoryView,
-                      tabs=None):
+def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsView, history: HistoryView, tabs=None):
     """One item in a panel, its predictions and its review history, as the blind rule lets the session's annotator
     see them (Browse and Review both show items through here). Returns the Sight used."""
     from annotation import reviews
@@ -368,8 +373,9 @@ def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsVi
     sight = ctx.sight(item_ids=[item.id])
     revealed = sight.reveals(item.id)
     panel.show_item(item, bench_name=ctx.benchmark.name if ctx.benchmark else "", blind=sight.blind, reveal=revealed)
-    predictions.show_predictions(item, item_query.item_predictions(ctx.ws, item.id, ctx.runs) if revealed else [],
-                                 sight=sight)
+    predictions.show_predictions(
+        item, item_query.item_predictions(ctx.ws, item.id, ctx.runs) if revealed else [], sight=sight
+    )
     log = reviews.history(ctx.ws, item.id)
     shown = sight.visible_history(item.id, log)
     history.show_history(shown, hidden_others=not revealed)  # said whether or not others judged it

@@ -3,6 +3,7 @@
 Views and docks are registered as factories (`add_view`, `add_dock`) and built for each opened workspace, so later
 parts of the app (runs launcher, dashboard) plug in without touching this file's logic.
 """
+
 from __future__ import annotations
 
 import getpass
@@ -93,8 +94,9 @@ class BenchmarksDock(QListWidget):
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, workspace: str | Path, *, prefs_file: PreferencesFile | None = None,
-                 settings_path: Path | None = None):
+    def __init__(
+        self, workspace: str | Path, *, prefs_file: PreferencesFile | None = None, settings_path: Path | None = None
+    ):
         super().__init__()
         self.setWindowTitle("vlmdesk")
         self.prefs_file = prefs_file or PreferencesFile()
@@ -127,8 +129,9 @@ class MainWindow(QMainWindow):
         self.blind_label = QLabel("Blind")  # the session's blind mode, always in sight while it is on
         self.blind_label.setObjectName("blindIndicator")
         self.blind_label.setToolTip("Blind mode: what could bias a verdict stays hidden until yours (B toggles)")
-        self.blind_label.setStyleSheet("QLabel { background: #1a73e8; color: white; border-radius: 3px; "
-                                       "padding: 1px 8px; font-weight: 600; }")
+        self.blind_label.setStyleSheet(
+            "QLabel { background: #1a73e8; color: white; border-radius: 3px; padding: 1px 8px; font-weight: 600; }"
+        )
         self.blind_label.hide()
         self.statusBar().addPermanentWidget(self.workspace_label)
         self.statusBar().addPermanentWidget(self.blind_label)
@@ -221,8 +224,9 @@ class MainWindow(QMainWindow):
         if benches:
             self.select_benchmark(benches[0].name)
         if ws.read_only:
-            self.message_bar.show_message(f"{ws.path} is read-only: you can browse and export, but nothing you do "
-                                          "here can be saved", "info")
+            self.message_bar.show_message(
+                f"{ws.path} is read-only: you can browse and export, but nothing you do here can be saved", "info"
+            )
         self._stale = set()
         self._data_version = self._read_data_version()
         self._poll.start()
@@ -293,8 +297,9 @@ class MainWindow(QMainWindow):
                     self.select_benchmark(benches[0].name)
                 return
             ctx.benchmark = fresh
-            if [(r.id, r.status) for r in item_query.runs_of_benchmark(self.ws, fresh.id)] != \
-                    [(r.id, r.status) for r in ctx.runs.values()]:
+            if [(r.id, r.status) for r in item_query.runs_of_benchmark(self.ws, fresh.id)] != [
+                (r.id, r.status) for r in ctx.runs.values()
+            ]:
                 ctx.runsChanged.emit()
         elif benches:
             self.select_benchmark(benches[0].name)
@@ -373,8 +378,11 @@ class MainWindow(QMainWindow):
         """Ask once for the name that signs every verdict; later starts reuse it (Annotator menu to change)."""
         if not self.ctx.prefs.annotator:
             default = getpass.getuser()
-            name, ok = (QInputDialog.getText(self, "Who is annotating?", "Your name (signs every verdict):",
-                                             text=default) if ask else (default, True))
+            name, ok = (
+                QInputDialog.getText(self, "Who is annotating?", "Your name (signs every verdict):", text=default)
+                if ask
+                else (default, True)
+            )
             self.ctx.update_prefs(annotator=(self._valid_name(name) if ok and name.strip() else None) or default)
         return self.ctx.prefs.annotator
 
@@ -414,30 +422,46 @@ class MainWindow(QMainWindow):
         file_menu.addAction(opn)
         file_menu.addMenu(self.recent_menu)
         file_menu.addSeparator()
-        file_menu.addAction(QAction("&Import benchmark…", self, shortcut=QKeySequence("Ctrl+I"),
-                                    triggered=self._import_dialog))
+        file_menu.addAction(
+            QAction("&Import benchmark…", self, shortcut=QKeySequence("Ctrl+I"), triggered=self._import_dialog)
+        )
         file_menu.addAction(QAction("Import the &demo benchmarks", self, triggered=self.import_demo))
         file_menu.addSeparator()
         for kind, (title, _, _) in SYNC_COMMANDS.items():  # annotators on several machines: exchange JSON Lines
-            file_menu.addAction(QAction(f"Export {title}…", self,
-                                        triggered=lambda _=False, k=kind: self._export_dialog(k)))
-            file_menu.addAction(QAction(f"Import {title}…", self,
-                                        triggered=lambda _=False, k=kind: self._import_dialog_records(k)))
+            file_menu.addAction(
+                QAction(f"Export {title}…", self, triggered=lambda _=False, k=kind: self._export_dialog(k))
+            )
+            file_menu.addAction(
+                QAction(f"Import {title}…", self, triggered=lambda _=False, k=kind: self._import_dialog_records(k))
+            )
         file_menu.addSeparator()
         file_menu.addAction(quit_)
         self.view_menu = self.menuBar().addMenu("&View")
         self.view_actions_anchor = self.view_menu.addSeparator()
-        self.blind_action = QAction("&Blind mode (B)", self, checkable=True,
-                                    toggled=lambda on: self.ctx and self.ctx.prefs.blind != on
-                                    and self.ctx.update_prefs(blind=on))
-        self.reveal_action = QAction("&Reveal after my verdict (blind mode)", self, checkable=True,
-                                     toggled=lambda on: self.ctx and self.ctx.prefs.reveal_after_verdict != on
-                                     and self.ctx.update_prefs(reveal_after_verdict=on))
+        self.blind_action = QAction(
+            "&Blind mode (B)",
+            self,
+            checkable=True,
+            toggled=lambda on: self.ctx and self.ctx.prefs.blind != on and self.ctx.update_prefs(blind=on),
+        )
+        self.reveal_action = QAction(
+            "&Reveal after my verdict (blind mode)",
+            self,
+            checkable=True,
+            toggled=lambda on: (
+                self.ctx
+                and self.ctx.prefs.reveal_after_verdict != on
+                and self.ctx.update_prefs(reveal_after_verdict=on)
+            ),
+        )
         # B everywhere but in Review, whose own B shortcut (gui/shortcuts.py) would otherwise be ambiguous.
         self.blind_shortcut = QShortcut(QKeySequence("B"), self, activated=self.blind_action.toggle)
-        self.advance_action = QAction("&Advance after a verdict", self, checkable=True,
-                                      toggled=lambda on: self.ctx and self.ctx.prefs.advance != on
-                                      and self.ctx.update_prefs(advance=on))
+        self.advance_action = QAction(
+            "&Advance after a verdict",
+            self,
+            checkable=True,
+            toggled=lambda on: self.ctx and self.ctx.prefs.advance != on and self.ctx.update_prefs(advance=on),
+        )
         self.view_menu.addAction(QAction("&Refresh", self, shortcut=QKeySequence("F5"), triggered=self.refresh))
         self.view_menu.addAction(self.blind_action)
         self.view_menu.addAction(self.reveal_action)
@@ -468,26 +492,33 @@ class MainWindow(QMainWindow):
             self.recent_menu.addAction(QAction(path, self, triggered=lambda _=False, p=path: self.open_workspace(p)))
 
     def _open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open workspace", str(Path(self.ws.path).parent),
-                                              "vlmdesk workspaces (*.sqlite *.db);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open workspace", str(Path(self.ws.path).parent), "vlmdesk workspaces (*.sqlite *.db);;All files (*)"
+        )
         if path:
             self.open_workspace(path)
 
     # -- importing (the same `vlmdesk import` / `vlmdesk demo` commands, in a child process)
     def _import_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self, "Import a benchmark", str(Path(self.ws.path).parent),
-            "Benchmarks (*.tsv *.jsonl *.json);;All files (*)")
+            self,
+            "Import a benchmark",
+            str(Path(self.ws.path).parent),
+            "Benchmarks (*.tsv *.jsonl *.json);;All files (*)",
+        )
         if not path:
             return
         # POPE files name their images, and JSONL/TSV image paths may be relative to another folder: optional.
-        images = QFileDialog.getExistingDirectory(self, "Images folder (optional: Cancel if the file holds its images)",
-                                                  str(Path(path).parent))
+        images = QFileDialog.getExistingDirectory(
+            self, "Images folder (optional: Cancel if the file holds its images)", str(Path(path).parent)
+        )
         self.import_file(path, images or None)
 
     def import_file(self, path: str, images: str | None = None):
-        return self._run_import(["import", path, "--json-progress", *(["--images", images] if images else [])],
-                                f"Importing {Path(path).name}")
+        return self._run_import(
+            ["import", path, "--json-progress", *(["--images", images] if images else [])],
+            f"Importing {Path(path).name}",
+        )
 
     def import_demo(self):
         return self._run_import(["demo"], "Importing the demo benchmarks")
@@ -538,9 +569,12 @@ class MainWindow(QMainWindow):
                 lines = [line for line in process.stdout.splitlines() if line.strip()]
                 if done:
                     report = done[-1]
-                    text = (f"{report['name']!r} was already imported" if report["already_imported"] else
-                            f"Imported {report['name']!r}: {report['questions']:,} questions"
-                            + (f", {report['rows_skipped']:,} rows skipped" if report["rows_skipped"] else ""))
+                    text = (
+                        f"{report['name']!r} was already imported"
+                        if report["already_imported"]
+                        else f"Imported {report['name']!r}: {report['questions']:,} questions"
+                        + (f", {report['rows_skipped']:,} rows skipped" if report["rows_skipped"] else "")
+                    )
                 else:
                     text = lines[-1] if lines else "Imported the demo benchmarks"
                 self.message_bar.show_message(text, "info")
@@ -548,8 +582,9 @@ class MainWindow(QMainWindow):
                 self.message_bar.show_message(f"{busy}: cancelled; nothing was imported", "info")
             else:
                 errors = [line for line in process.stderr.splitlines() if line.startswith("error:")]
-                self.show_error(errors[-1] if errors else f"import failed: {process.error or process.stderr[-300:]}",
-                                process.stderr)
+                self.show_error(
+                    errors[-1] if errors else f"import failed: {process.error or process.stderr[-300:]}", process.stderr
+                )
 
         process.event.connect(on_event)
         cancel.clicked.connect(on_cancel)
@@ -578,19 +613,29 @@ class MainWindow(QMainWindow):
             if not names:
                 self.show_error("No adjudication set in this workspace: nothing to export (vlmdesk align sample)")
                 return
-            set_name, ok = (QInputDialog.getItem(self, "Export labels", "Adjudication set:", names, 0, False)
-                            if len(names) > 1 else (names[0], True))
+            set_name, ok = (
+                QInputDialog.getItem(self, "Export labels", "Adjudication set:", names, 0, False)
+                if len(names) > 1
+                else (names[0], True)
+            )
             if not ok:
                 return
-        path, _ = QFileDialog.getSaveFileName(self, f"Export {SYNC_COMMANDS[kind][0]}",
-                                              str(Path(self.ws.path).parent / f"{kind}.jsonl"),
-                                              "JSON Lines (*.jsonl);;All files (*)")
+        path, _ = QFileDialog.getSaveFileName(
+            self,
+            f"Export {SYNC_COMMANDS[kind][0]}",
+            str(Path(self.ws.path).parent / f"{kind}.jsonl"),
+            "JSON Lines (*.jsonl);;All files (*)",
+        )
         if path:
             self.export_records(kind, path, set_name=set_name)
 
     def _import_dialog_records(self, kind: str) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, f"Import {SYNC_COMMANDS[kind][0]}", str(Path(self.ws.path).parent),
-                                              "JSON Lines (*.jsonl);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self,
+            f"Import {SYNC_COMMANDS[kind][0]}",
+            str(Path(self.ws.path).parent),
+            "JSON Lines (*.jsonl);;All files (*)",
+        )
         if path:
             self.import_records(kind, path)
 
@@ -603,23 +648,29 @@ class MainWindow(QMainWindow):
 
         def finished() -> None:
             if process.exit_code == 0:
-                lines = [line for line in (process.stdout + "\n" + process.stderr).splitlines()
-                         if line.strip() and not line.startswith("{")]
+                lines = [
+                    line
+                    for line in (process.stdout + "\n" + process.stderr).splitlines()
+                    if line.strip() and not line.startswith("{")
+                ]
                 self.message_bar.show_message(lines[-1] if lines else "Done.", "info")
                 if refresh:
                     self.refresh()
             else:
                 errors = [line for line in process.stderr.splitlines() if line.startswith("error:")]
-                self.show_error(errors[-1] if errors else
-                                f"{args[0]} failed: {process.error or process.stderr[-300:]}", process.stderr)
+                self.show_error(
+                    errors[-1] if errors else f"{args[0]} failed: {process.error or process.stderr[-300:]}",
+                    process.stderr,
+                )
 
         process.done.connect(finished)
         process.start()
         return process
 
     def _new_workspace(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "New workspace", str(Path(self.ws.path).parent / "workspace.sqlite"),
-                                              "vlmdesk workspaces (*.sqlite)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "New workspace", str(Path(self.ws.path).parent / "workspace.sqlite"), "vlmdesk workspaces (*.sqlite)"
+        )
         if path:
             if Path(path).exists():
                 self.show_error(f"{path} exists already: use Open workspace")
@@ -662,4 +713,3 @@ class MainWindow(QMainWindow):
         self.settings.sync()
         self._close_workspace()
         super().closeEvent(event)
-

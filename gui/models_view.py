@@ -1,6 +1,7 @@
 """The Models tab: saved models (db.models — `vlmdesk models add|list|remove`) and a test that loads one (or
 reaches its server) and answers one demo item, run as `vlmdesk models test NAME --json` in a child process so a
 model that crashes or runs out of memory cannot take the window down."""
+
 from __future__ import annotations
 
 import json
@@ -119,8 +120,16 @@ class AddModelForm(QGroupBox):
         if kind == "spec":
             return self.spec_text.text().strip()
         entry, widgets = self.entries[kind], self.inputs[kind]
-        values = {name: (w.currentText() if isinstance(w, QComboBox) else w.isChecked() if isinstance(w, QCheckBox)
-                         else w.text().strip()) for name, w in widgets.items()}
+        values = {
+            name: (
+                w.currentText()
+                if isinstance(w, QComboBox)
+                else w.isChecked()
+                if isinstance(w, QCheckBox)
+                else w.text().strip()
+            )
+            for name, w in widgets.items()
+        }
         if any(f.required and not values.get(f.name) for f in entry.fields):
             return ""
         return entry.compose(values)
@@ -145,8 +154,10 @@ class ModelsView(QWidget):
         self.table = table_view(self.model, stretch=1)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._selected())
         self.test_button = QPushButton("Test")
-        self.test_button.setToolTip("Load the model (or reach its server) and answer one demo item, in a separate "
-                                    "process (vlmdesk models test NAME)")
+        self.test_button.setToolTip(
+            "Load the model (or reach its server) and answer one demo item, in a separate "
+            "process (vlmdesk models test NAME)"
+        )
         self.test_button.clicked.connect(self.test_selected)
         self.remove_button = QPushButton("Remove")
         self.remove_button.clicked.connect(self.remove_selected)
@@ -180,8 +191,9 @@ class ModelsView(QWidget):
 
     def reload(self) -> None:
         saved = models.list_models(self.ctx.ws)
-        self.model.set_rows([(m.name, m.spec, m.created_at[:16].replace("T", " ")) for m in saved],
-                            [m.name for m in saved])
+        self.model.set_rows(
+            [(m.name, m.spec, m.created_at[:16].replace("T", " ")) for m in saved], [m.name for m in saved]
+        )
         self._selected()
 
     def selected_name(self) -> str | None:
@@ -248,14 +260,18 @@ class ModelsView(QWidget):
         result = self.tested
         if result is None or self.process is None:
             return
-        text = (f"✓ {result['spec']} loaded in {result['load_s']:.2f} s and answered in {result['answer_s']:.2f} s"
-                f"\n\nItem {result['item_index']} of {result['benchmark']}:\n{result['prompt']}\n\n")
+        text = (
+            f"✓ {result['spec']} loaded in {result['load_s']:.2f} s and answered in {result['answer_s']:.2f} s"
+            f"\n\nItem {result['item_index']} of {result['benchmark']}:\n{result['prompt']}\n\n"
+        )
         if self.ctx.prefs.blind:  # the demo item's key and the model's answer to it: a benchmark item like any other
             text += f"Response, choice and key {HIDDEN_TEXT}."
         else:
             verdict = {True: "right", False: "wrong", None: "unscored"}[result["correct"]]
-            text += (f"Response: {result['response']!r}\nChoice: {result['choice'] or 'undecided'} ({verdict}; key "
-                     f"{result['answer']})")
+            text += (
+                f"Response: {result['response']!r}\nChoice: {result['choice'] or 'undecided'} ({verdict}; key "
+                f"{result['answer']})"
+            )
         text += f"\n\nBackend: {json.dumps(result['backend'], ensure_ascii=False)}"
         self.output.setPlainText(f"$ {self.process.command_line()}\n{text}")
 

@@ -1,4 +1,5 @@
 """User preferences in a readable JSON file in the user config directory (window geometry stays in QSettings)."""
+
 from __future__ import annotations
 
 import json

@@ -1,5 +1,6 @@
 """`vlmdesk` commands in child processes (QProcess, the same Python interpreter): the window never waits for a
 model, and a crash or an out-of-memory in one cannot take the window down — its stderr is kept and shown."""
+
 from __future__ import annotations
 
 import json

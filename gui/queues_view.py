@@ -3,6 +3,7 @@
 Each queue names how much is left. The adjudication queue is blind: the extractors' outputs are fetched (alignment
 .reveal) only after the annotator's label is committed, and the widgets that show them stay hidden until then.
 """
+
 from __future__ import annotations
 
 import html
@@ -184,8 +185,9 @@ class QCPage(_ItemPage):
     def _update_confirm(self) -> None:
         # Confirming "wrong answer key" rewrites the key: only once the reviewer has picked the right answer.
         needs_answer = self.reason.currentData() == "wrong_answer"
-        self.confirm.setEnabled(self.candidate is not None and
-                                (not needs_answer or self.answer.currentData() is not None))
+        self.confirm.setEnabled(
+            self.candidate is not None and (not needs_answer or self.answer.currentData() is not None)
+        )
 
     def remaining(self) -> list:
         """THE list of flags left for this reviewer: the page's count and the queue list's count both come from it."""
@@ -193,20 +195,23 @@ class QCPage(_ItemPage):
         if bench is None:
             return []
         me = self.ctx.annotator
-        return [c for c in qc.queue(self.ctx.ws, benchmark_id=bench.id)
-                if c.status in ("pending", "disputed") and not any(v.annotator == me for v in c.resolution.votes)]
+        return [
+            c
+            for c in qc.queue(self.ctx.ws, benchmark_id=bench.id)
+            if c.status in ("pending", "disputed") and not any(v.annotator == me for v in c.resolution.votes)
+        ]
 
     def reload(self) -> None:
         """After another process wrote: keep the flag being decided (and what was chosen for it) if still left."""
         left = self.remaining()
-        keep = self.candidate is not None and any((c.item_id, c.stage) == (self.candidate.item_id,
-                                                                          self.candidate.stage) for c in left)
+        keep = self.candidate is not None and any(
+            (c.item_id, c.stage) == (self.candidate.item_id, self.candidate.stage) for c in left
+        )
         if not keep:
             self.refresh()
             return
         self.left.setText(f"{len(left)} left for you")
-        self.candidate = next(c for c in left if (c.item_id, c.stage) == (self.candidate.item_id,
-                                                                          self.candidate.stage))
+        self.candidate = next(c for c in left if (c.item_id, c.stage) == (self.candidate.item_id, self.candidate.stage))
         self._show_flag()
 
     def refresh(self, prefer: tuple[int, str] | None = None) -> None:
@@ -218,8 +223,10 @@ class QCPage(_ItemPage):
             w.setEnabled(self.candidate is not None)
         self.change.setVisible(bool(self.decided))
         if self.candidate is None:
-            self.flag.setText("No quality-control candidate is waiting for you. Flags come from "
-                              "<code>vlmdesk qc text-only</code> and <code>vlmdesk qc consensus</code>.")
+            self.flag.setText(
+                "No quality-control candidate is waiting for you. Flags come from "
+                "<code>vlmdesk qc text-only</code> and <code>vlmdesk qc consensus</code>."
+            )
             self.show_item(None)
             return
         c = self.candidate
@@ -246,8 +253,10 @@ class QCPage(_ItemPage):
         c = self.candidate
         runs_text = ", ".join(str(r) for r in c.run_ids)
         right = (", ".join(str(r) for r in c.correct_run_ids) or "none") if self.reveals(c.item_id) else HIDDEN_TEXT
-        self.flag.setText(f"<b>{html.escape(qc.CATEGORY[c.stage])}</b> ({c.stage} stage) · runs {runs_text} · "
-                          f"answered right by: {html.escape(right)} · status {c.status}")
+        self.flag.setText(
+            f"<b>{html.escape(qc.CATEGORY[c.stage])}</b> ({c.stage} stage) · runs {runs_text} · "
+            f"answered right by: {html.escape(right)} · status {c.status}"
+        )
 
     def decide(self, decision: str) -> None:
         c = self.candidate
@@ -259,8 +268,16 @@ class QCPage(_ItemPage):
             self.ctx.error.emit(f"Not saved: {problem}.", "")
             return
         try:
-            qc.decide(self.ctx.ws, c.item_id, c.stage, self.ctx.annotator, decision, reason=reason,
-                      note=self.note.text().strip() or None, answer=answer)
+            qc.decide(
+                self.ctx.ws,
+                c.item_id,
+                c.stage,
+                self.ctx.annotator,
+                decision,
+                reason=reason,
+                note=self.note.text().strip() or None,
+                answer=answer,
+            )
         except qc.QCError as exc:
             self.ctx.error.emit(str(exc), "")
             return
@@ -314,8 +331,10 @@ class AdjudicationPage(QWidget):
         head.addWidget(self.set_combo)
         head.addWidget(self.left)
         layout.addLayout(head)
-        explain = QLabel("Read the model's response and say which option it chooses, by its literal content. "
-                         "The extractors' readings appear only after your label is saved.")
+        explain = QLabel(
+            "Read the model's response and say which option it chooses, by its literal content. "
+            "The extractors' readings appear only after your label is saved."
+        )
         explain.setObjectName("muted")
         explain.setWordWrap(True)
         layout.addWidget(explain)
@@ -360,8 +379,12 @@ class AdjudicationPage(QWidget):
         layout.addWidget(self.revealed)
         layout.addStretch(1)
         self.labelled_here: list[int] = []  # adjudication items labelled on this page, newest last: Ctrl+Z
-        for key, action in (("Return", self._next_if_revealed), ("Z", lambda: self.label("Z")),
-                            ("?", lambda: self.label(alignment.UNCLEAR)), ("Ctrl+Z", self.undo)):
+        for key, action in (
+            ("Return", self._next_if_revealed),
+            ("Z", lambda: self.label("Z")),
+            ("?", lambda: self.label(alignment.UNCLEAR)),
+            ("Ctrl+Z", self.undo),
+        ):
             _shortcut(self, key, action)
         for n in range(9):
             _shortcut(self, str(n + 1), lambda n=n: self._label_index(n))
@@ -408,8 +431,11 @@ class AdjudicationPage(QWidget):
         self.label_buttons = []
         if self.task is None:
             self.left.setText("0 left" if name else "")
-            self.question.setText("Nothing left to label here." if name else
-                                  "No adjudication set yet. Build one with <code>vlmdesk align sample</code>.")
+            self.question.setText(
+                "Nothing left to label here."
+                if name
+                else "No adjudication set yet. Build one with <code>vlmdesk align sample</code>."
+            )
             self.options.setText("")
             self.response.setText("")
             self.changed.emit()
@@ -447,8 +473,9 @@ class AdjudicationPage(QWidget):
         if t is None or self.revealed.isVisible():
             return
         try:
-            alignment.add_label(self.ctx.ws, t.item_id, self.ctx.annotator, choice,
-                                seconds=round(time.monotonic() - self.shown_at, 2))
+            alignment.add_label(
+                self.ctx.ws, t.item_id, self.ctx.annotator, choice, seconds=round(time.monotonic() - self.shown_at, 2)
+            )
             outputs = alignment.reveal(self.ctx.ws, t.item_id, self.ctx.annotator)
         except UserError as exc:  # a label that is not one, an item gone
             self.ctx.error.emit(str(exc), "")
@@ -458,12 +485,16 @@ class AdjudicationPage(QWidget):
             said = ext.choice or "undecided"
             agree = "✓ agrees" if ext.choice == choice else "✗ differs"
             colour = "#1e7d32" if ext.choice == choice else "#b3261e"
-            rows.append(f"<tr><td style='padding-right:16px'><b>{html.escape(name)}</b></td>"
-                        f"<td style='padding-right:16px'>{html.escape(said)}</td>"
-                        f"<td style='color:{colour}; padding-right:16px'>{agree}</td>"
-                        f"<td style='color:#5f6368'>{html.escape(ext.reason or '')}</td></tr>")
-        self.reveal_text.setText(f"✓ Saved your label <b>{html.escape(choice)}</b>. The extractors read:"
-                                 f"<table style='margin-top:6px'>{''.join(rows)}</table>")
+            rows.append(
+                f"<tr><td style='padding-right:16px'><b>{html.escape(name)}</b></td>"
+                f"<td style='padding-right:16px'>{html.escape(said)}</td>"
+                f"<td style='color:{colour}; padding-right:16px'>{agree}</td>"
+                f"<td style='color:#5f6368'>{html.escape(ext.reason or '')}</td></tr>"
+            )
+        self.reveal_text.setText(
+            f"✓ Saved your label <b>{html.escape(choice)}</b>. The extractors read:"
+            f"<table style='margin-top:6px'>{''.join(rows)}</table>"
+        )
         self.revealed.show()
         for b in self.label_buttons:
             b.setEnabled(False)
@@ -513,8 +544,10 @@ class ConflictsPage(_ItemPage):
         self.verdicts.setWordWrap(True)
         self.verdicts.setTextFormat(Qt.RichText)
         self.right_layout.addWidget(self.verdicts)
-        explain = QLabel("Settle by giving your verdict (the keys of Review); it is added to the log next to the "
-                         "others. For a wrong key, pick the right option first (1–9 or Shift+letter).")
+        explain = QLabel(
+            "Settle by giving your verdict (the keys of Review); it is added to the log next to the "
+            "others. For a wrong key, pick the right option first (1–9 or Shift+letter)."
+        )
         explain.setObjectName("muted")
         explain.setWordWrap(True)
         self.right_layout.addWidget(explain)
@@ -617,14 +650,17 @@ class ConflictsPage(_ItemPage):
         if not self.reveals(item_id):
             # Blind: others' verdicts, corrections and notes only once my own verdict on the item stands.
             others = len({r.annotator for r in standing if r.annotator != self.ctx.annotator})
-            self.verdicts.setText(f"<b>{others} annotators disagree</b> — give your verdict first; theirs show "
-                                  "once yours is saved.")
+            self.verdicts.setText(
+                f"<b>{others} annotators disagree</b> — give your verdict first; theirs show once yours is saved."
+            )
             return
         rows = "".join(
             f"<tr><td style='padding-right:16px'><b>{html.escape(r.annotator)}</b></td>"
             f"<td style='padding-right:16px'>{html.escape(VERDICT_LABELS[r.verdict])}"
             f"{' → ' + html.escape(r.corrected_answer) if r.corrected_answer else ''}</td>"
-            f"<td style='color:#5f6368'>{html.escape(r.note or '')}</td></tr>" for r in standing)
+            f"<td style='color:#5f6368'>{html.escape(r.note or '')}</td></tr>"
+            for r in standing
+        )
         self.verdicts.setText(f"<b>Standing verdicts</b><table style='margin-top:4px'>{rows}</table>")
 
     def _fill_answers(self) -> None:
@@ -674,10 +710,15 @@ class ConflictsPage(_ItemPage):
                 return
         text = self.note.text().strip()
         try:
-            reviews.add_review(self.ctx.ws, item.id, self.ctx.annotator, verdict,
-                               corrected_answer=corrected if verdict == "wrong_answer" else None,
-                               note="settles conflict" + (f": {text}" if text else ""),
-                               seconds=round(time.monotonic() - self.shown_at, 2))
+            reviews.add_review(
+                self.ctx.ws,
+                item.id,
+                self.ctx.annotator,
+                verdict,
+                corrected_answer=corrected if verdict == "wrong_answer" else None,
+                note="settles conflict" + (f": {text}" if text else ""),
+                seconds=round(time.monotonic() - self.shown_at, 2),
+            )
         except InvalidInput as exc:
             self.ctx.error.emit(str(exc), "")
             return
@@ -685,8 +726,11 @@ class ConflictsPage(_ItemPage):
         self.ctx.model.refresh_item(item.id)
         self.ctx.reviewsChanged.emit(item.id)
         self.refresh()
-        self.saved.setText(f"✓ Saved: {VERDICT_LABELS[verdict]}" + (f" → {corrected}" if verdict == "wrong_answer"
-                                                                     else "") + f" on #{item.index}")
+        self.saved.setText(
+            f"✓ Saved: {VERDICT_LABELS[verdict]}"
+            + (f" → {corrected}" if verdict == "wrong_answer" else "")
+            + f" on #{item.index}"
+        )
         self.changed.emit()
 
     def undo(self) -> None:
@@ -720,8 +764,11 @@ class QueuesView(QWidget):
         self.qc = QCPage(ctx)
         self.adjudication = AdjudicationPage(ctx)
         self.conflicts = ConflictsPage(ctx)
-        self.pages = (("qc", "Quality control", self.qc), ("adjudication", "Extractor adjudication", self.adjudication),
-                      ("conflicts", "Conflicts", self.conflicts))
+        self.pages = (
+            ("qc", "Quality control", self.qc),
+            ("adjudication", "Extractor adjudication", self.adjudication),
+            ("conflicts", "Conflicts", self.conflicts),
+        )
         for _, title, page in self.pages:
             self.list.addItem(QListWidgetItem(title))
             self.stack.addWidget(page)

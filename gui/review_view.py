@@ -1,4 +1,5 @@
 """Verify items one by one, keyboard first. Each verdict is committed to SQLite the moment it is given."""
+
 from __future__ import annotations
 
 import time
@@ -175,10 +176,12 @@ class ReviewView(QWidget):
         self.progress.setObjectName("muted")
 
         nav = QHBoxLayout()
-        for text, tip, slot in (("◀", "Previous item  [← / K]", self.previous),
-                                ("▶", "Next item  [→ / J]", self.next),
-                                ("Next unreviewed  N", "The next item nobody has reviewed  [N]", self.next_unreviewed),
-                                ("Undo  Ctrl+Z", "Withdraw my last verdict  [Ctrl+Z]", self.undo)):
+        for text, tip, slot in (
+            ("◀", "Previous item  [← / K]", self.previous),
+            ("▶", "Next item  [→ / J]", self.next),
+            ("Next unreviewed  N", "The next item nobody has reviewed  [N]", self.next_unreviewed),
+            ("Undo  Ctrl+Z", "Withdraw my last verdict  [Ctrl+Z]", self.undo),
+        ):
             b = QPushButton(text)
             b.setToolTip(tip)
             b.setFocusPolicy(Qt.NoFocus)
@@ -323,8 +326,9 @@ class ReviewView(QWidget):
     def _show_text(self) -> None:
         item, ctx = self.item, self.ctx
         mine = self._mine()
-        show_item_details(ctx, item, panel=self.panel, predictions=self.predictions, history=self.history,
-                          tabs=self.tabs)
+        show_item_details(
+            ctx, item, panel=self.panel, predictions=self.predictions, history=self.history, tabs=self.tabs
+        )
         self._update_progress()
         self.change.setVisible(mine is not None)
         if mine is not None and not self.saved.property("fresh"):
@@ -398,8 +402,11 @@ class ReviewView(QWidget):
         if self.item is None:
             return
         if n >= len(self.item.options):
-            self._ignored(f"This item has {len(self.item.options)} options: there is no option {LETTERS[n]}"
-                          if self.item.options else "A yes/no item has no options to pick")
+            self._ignored(
+                f"This item has {len(self.item.options)} options: there is no option {LETTERS[n]}"
+                if self.item.options
+                else "A yes/no item has no options to pick"
+            )
             return
         letter = LETTERS[n]
         if self.armed_wrong:
@@ -428,10 +435,15 @@ class ReviewView(QWidget):
             self.ctx.error.emit(f"Not saved: {problem}.", "")
             return
         try:
-            review = reviews.add_review(self.ctx.ws, item.id, self.ctx.annotator, verdict,
-                                        corrected_answer=corrected if verdict == "wrong_answer" else None,
-                                        note=self.note.text().strip() or None,
-                                        seconds=round(time.monotonic() - self.shown_at, 2))
+            review = reviews.add_review(
+                self.ctx.ws,
+                item.id,
+                self.ctx.annotator,
+                verdict,
+                corrected_answer=corrected if verdict == "wrong_answer" else None,
+                note=self.note.text().strip() or None,
+                seconds=round(time.monotonic() - self.shown_at, 2),
+            )
         except InvalidInput as exc:
             self.ctx.error.emit(str(exc), "")
             return

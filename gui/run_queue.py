@@ -1,5 +1,6 @@
 """Evaluation runs launched from the app: one `vlmdesk run … --json-progress` process at a time (one GPU), the
 others queued behind it. The queue holds no evaluation logic: it starts commands and reads their JSON progress."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,12 +20,34 @@ class RunRequest:
     title: str
 
 
-def run_args(*, bench: str, model: str, strategy: str = "circular", likelihood: bool = False,
-             extractor: str = "rules", batch_size: int = 8, max_new_tokens: int = 32, limit: int | None = None,
-             text_only: bool = False) -> tuple[str, ...]:
+def run_args(
+    *,
+    bench: str,
+    model: str,
+    strategy: str = "circular",
+    likelihood: bool = False,
+    extractor: str = "rules",
+    batch_size: int = 8,
+    max_new_tokens: int = 32,
+    limit: int | None = None,
+    text_only: bool = False,
+) -> tuple[str, ...]:
     """The command line of the launch form's choices (the form's only translation: widget values → options)."""
-    args = ["run", "--bench", bench, "--model", model, "--strategy", strategy, "--extractor", extractor,
-            "--batch-size", str(batch_size), "--max-new-tokens", str(max_new_tokens)]
+    args = [
+        "run",
+        "--bench",
+        bench,
+        "--model",
+        model,
+        "--strategy",
+        strategy,
+        "--extractor",
+        extractor,
+        "--batch-size",
+        str(batch_size),
+        "--max-new-tokens",
+        str(max_new_tokens),
+    ]
     if limit:
         args += ["--limit", str(limit)]
     if likelihood:
@@ -137,8 +160,11 @@ class RunQueue(QObject):
             job.run_id = event["run_id"]
         if kind == "start":
             job.start_event = event
-            job.progress = {"passes_done": event.get("passes_done", 0), "items_total": event.get("items_total"),
-                            "items_done": 0}
+            job.progress = {
+                "passes_done": event.get("passes_done", 0),
+                "items_total": event.get("items_total"),
+                "items_done": 0,
+            }
         elif kind == "progress":
             job.progress = event
         self._changed(job)

@@ -1,5 +1,6 @@
 """The runs of a workspace as a table: status, model, benchmark, overall figures, duration
 (evaluator.report.run_summary — what `vlmdesk runs --scores` prints)."""
+
 from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel, Signal
@@ -31,6 +32,7 @@ def duration(seconds) -> str:
 
 def score(s: RunSummary) -> str:
     """The overall figures in one cell: CircularEval and VanillaEval, or POPE's F1 (official parser)."""
+
     def num(v):
         return f"{100 * v:.1f}"
 
@@ -93,8 +95,19 @@ class RunsList(QWidget):
             if self.compact:
                 rows.append((s.run_id, s.status, s.model, s.benchmark, score(s)))
             else:
-                rows.append((s.run_id, s.status, s.model, s.benchmark, s.strategy, pct(s.vanilla),
-                             pct(s.circular), pct(s.pope_f1), duration(s.duration_s)))
+                rows.append(
+                    (
+                        s.run_id,
+                        s.status,
+                        s.model,
+                        s.benchmark,
+                        s.strategy,
+                        pct(s.vanilla),
+                        pct(s.circular),
+                        pct(s.pope_f1),
+                        duration(s.duration_s),
+                    )
+                )
             colours[(i, 1)] = STATUS_COLOURS.get(s.status, "#3c4043")
             if s.error:
                 tips[(i, 1)] = s.error

@@ -1,6 +1,7 @@
 """The Runs tab: the launch form, the queue with the running job's progress and stderr, and the runs list with
 resume. Every launch is a `vlmdesk run … --json-progress` child process (gui.run_queue); the form only turns its
 widgets into that command line, shown under it."""
+
 from __future__ import annotations
 
 import shlex
@@ -33,8 +34,12 @@ from gui.tables import export_table
 
 # (label, --strategy, --likelihood) per benchmark kind; POPE is what a yes/no benchmark always gets.
 STRATEGIES = {
-    "mcq": (("CircularEval", "circular", False), ("VanillaEval", "vanilla", False),
-            ("Likelihood · CircularEval", "circular", True), ("Likelihood · VanillaEval", "vanilla", True)),
+    "mcq": (
+        ("CircularEval", "circular", False),
+        ("VanillaEval", "vanilla", False),
+        ("Likelihood · CircularEval", "circular", True),
+        ("Likelihood · VanillaEval", "vanilla", True),
+    ),
     "yesno": (("POPE (yes/no)", "circular", False), ("POPE · likelihood", "circular", True)),
 }
 STATE_MARKS = {"queued": "○", "running": "▶", "finished": "✓", "cancelled": "■", "failed": "✗"}
@@ -44,7 +49,9 @@ def eta(seconds) -> str:
     if seconds is None:
         return "–"
     seconds = int(seconds)
-    return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    return (
+        f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    )
 
 
 class LaunchForm(QGroupBox):
@@ -104,8 +111,7 @@ class LaunchForm(QGroupBox):
         self.bench.blockSignals(True)
         self.bench.clear()
         for b in catalog.list_benchmarks(self.ctx.ws):
-            self.bench.addItem(f"{b.name}  ({b.questions:,} · {'yes/no' if b.kind == 'yesno' else 'MCQ'})",
-                               b.name)
+            self.bench.addItem(f"{b.name}  ({b.questions:,} · {'yes/no' if b.kind == 'yesno' else 'MCQ'})", b.name)
             self.bench.setItemData(self.bench.count() - 1, b.kind, Qt.UserRole + 1)
         wanted = bench_name or (self.ctx.benchmark.name if self.ctx.benchmark else None)
         if wanted and (i := self.bench.findData(wanted)) >= 0:
@@ -151,8 +157,9 @@ class LaunchForm(QGroupBox):
         i = self.model.findText(text)
         return self.model.itemData(i) if i >= 0 else text
 
-    def set_choice(self, *, bench: str | None = None, model: str | None = None, strategy: str | None = None,
-                   **values) -> None:
+    def set_choice(
+        self, *, bench: str | None = None, model: str | None = None, strategy: str | None = None, **values
+    ) -> None:
         """Fill the form (tests, presets): strategy by its label; values: batch, max_tokens, limit, text_only,
         extractor."""
         if bench is not None:
@@ -176,10 +183,17 @@ class LaunchForm(QGroupBox):
         if not bench or not spec:
             return None
         strategy, likelihood = self.strategy.currentData() or ("circular", False)
-        args = run_args(bench=bench, model=spec, strategy=strategy, likelihood=likelihood,
-                        extractor=self.extractor.currentText().strip() or "rules", batch_size=self.batch.value(),
-                        max_new_tokens=self.max_tokens.value(), limit=self.limit.value() or None,
-                        text_only=self.text_only.isChecked())
+        args = run_args(
+            bench=bench,
+            model=spec,
+            strategy=strategy,
+            likelihood=likelihood,
+            extractor=self.extractor.currentText().strip() or "rules",
+            batch_size=self.batch.value(),
+            max_new_tokens=self.max_tokens.value(),
+            limit=self.limit.value() or None,
+            text_only=self.text_only.isChecked(),
+        )
         return RunRequest(args, f"{spec} on {bench}")
 
     def _update_command(self) -> None:
@@ -239,8 +253,10 @@ class JobCard(QFrame):
             self.bar.setFormat("loading the model…")
         parts = []
         if p:
-            parts.append(f"items {items}/{total or '?'} · passes {p.get('passes_done', 0)}"
-                         + (f" · wave {p['wave'] + 1}" if "wave" in p else ""))
+            parts.append(
+                f"items {items}/{total or '?'} · passes {p.get('passes_done', 0)}"
+                + (f" · wave {p['wave'] + 1}" if "wave" in p else "")
+            )
         if "calls_per_s" in p:
             parts.append(f"{p['calls_per_s']:.1f} calls/s · ETA ≤ {eta(p.get('eta_s'))}")
         if job.state != RunJob.RUNNING:
@@ -282,8 +298,9 @@ class RunsView(QWidget):
         self.resume.setToolTip("Continue an interrupted or failed run (vlmdesk run --resume ID)")
         self.resume.clicked.connect(self._resume)
         self.results = QPushButton("Show results")
-        self.results.clicked.connect(lambda: self.runs.selected_run_ids()
-                                     and self.openResults.emit(self.runs.selected_run_ids()))
+        self.results.clicked.connect(
+            lambda: self.runs.selected_run_ids() and self.openResults.emit(self.runs.selected_run_ids())
+        )
         export = QPushButton("Export CSV…")
         export.clicked.connect(lambda: export_table(self, self.runs.model, "runs.csv"))
         self.runs.selectionChanged.connect(self._run_selected)
@@ -402,8 +419,13 @@ class RunsView(QWidget):
     def _run_selected(self) -> None:
         ids = self.runs.selected_run_ids()
         summary = self.runs.summary(ids[0]) if len(ids) == 1 else None
-        self.resume.setEnabled(bool(summary and summary.status in ("interrupted", "failed", "running")
-                                    and not self._queued_or_running(summary.run_id)))
+        self.resume.setEnabled(
+            bool(
+                summary
+                and summary.status in ("interrupted", "failed", "running")
+                and not self._queued_or_running(summary.run_id)
+            )
+        )
         self.results.setEnabled(bool(ids))
 
     def _queued_or_running(self, run_id: int) -> bool:

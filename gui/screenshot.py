@@ -4,6 +4,7 @@ visible in it â€” the check hook of the blind rule (`vlmdesk gui --screenshot â€
 Qt is imported inside the functions: `vlmdesk` imports this module to know the view names for its help, and a
 command that never opens a window must not pay for loading Qt.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -72,8 +73,9 @@ def _prepare_queue(window, shot: Shot) -> None:
     queues = window.view("queues")
     window.show_view("queues")
     queues.refresh()
-    name = shot.queue or next((n for n, _, page in queues.pages
-                               if (page.remaining() if n != "qc" else len(page.remaining()))), "qc")
+    name = shot.queue or next(
+        (n for n, _, page in queues.pages if (page.remaining() if n != "qc" else len(page.remaining()))), "qc"
+    )
     queues.select(name)
 
 
@@ -95,12 +97,14 @@ def _prepare_launcher(window, shot: Shot) -> None:
     window.show_view("runs")
     bench = window.ctx.benchmark
     runs_view.form.set_choice(bench=bench.name, model=shot.launch)
-    job = runs_view.queue.submit(RunRequest((*run_args(bench=bench.name, model=shot.launch), "--new"),
-                                            f"{shot.launch} on {bench.name}"))
+    job = runs_view.queue.submit(
+        RunRequest((*run_args(bench=bench.name, model=shot.launch), "--new"), f"{shot.launch} on {bench.name}")
+    )
     others = [b for b in catalog.list_benchmarks(window.ws) if b.id != bench.id]
     if others:
-        runs_view.queue.submit(RunRequest(run_args(bench=others[0].name, model="baseline:first"),
-                                          f"baseline:first on {others[0].name}"))
+        runs_view.queue.submit(
+            RunRequest(run_args(bench=others[0].name, model="baseline:first"), f"baseline:first on {others[0].name}")
+        )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and job.state in ("queued", "running"):
         QApplication.processEvents()
@@ -122,8 +126,9 @@ def _prepare_results(window, shot: Shot) -> None:
     dash.show_runs(run_ids, chart=shot.chart)
     # The items behind a bar, as after a click: the first ability's CircularEval bar of the first run.
     bars = [bar_target(b) for b in dash.chart.bars()]
-    target = next((t for t in bars if t.get("group") and t.get("strategy") == "circular"), None) or \
-        next(iter(bars), None)
+    target = next((t for t in bars if t.get("group") and t.get("strategy") == "circular"), None) or next(
+        iter(bars), None
+    )
     if target:
         dash.show_items_of(target)
 
@@ -133,9 +138,17 @@ def _prepare_alignment(window, shot: Shot) -> None:
     window.view("alignment").refresh()
 
 
-VIEWS = {"browse": _prepare_browse, "review": _prepare_review, "queue": _prepare_queue, "runs": _prepare_runs,
-         "launcher": _prepare_launcher, "results": _prepare_results, "dashboard": _prepare_results,
-         "alignment": _prepare_alignment, "models": _prepare_models}
+VIEWS = {
+    "browse": _prepare_browse,
+    "review": _prepare_review,
+    "queue": _prepare_queue,
+    "runs": _prepare_runs,
+    "launcher": _prepare_launcher,
+    "results": _prepare_results,
+    "dashboard": _prepare_results,
+    "alignment": _prepare_alignment,
+    "models": _prepare_models,
+}
 """--view name -> function(window, shot) that puts the window in that state ("dashboard" is the older name of
 "results"). Later views register here."""
 TABS = ("predictions", "history")

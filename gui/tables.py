@@ -1,5 +1,6 @@
 """Small table helpers the result views share: a read-only table model over rows of values, and CSV export of
 any table model as it is shown."""
+
 from __future__ import annotations
 
 import csv

@@ -1,5 +1,6 @@
 """Run ownership with real `vlmdesk run` processes (issue 12, item 5): a run has one executing process; a second
 one refuses in one line and leaves the run alone; a run whose process is gone reads `interrupted` until resumed."""
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,7 @@ def run_text(ws_path, *args) -> subprocess.CompletedProcess:
 
 def scores(ws_path, run_id=1) -> dict:
     report = json.loads(run_text(ws_path, "report", str(run_id), "--json").stdout)
-    return {k: report[k] for k in ("overall", "by_l2", "by_category", "by_split", "model_calls", "undecided",
-                                   "status")}
+    return {k: report[k] for k in ("overall", "by_l2", "by_category", "by_split", "model_calls", "undecided", "status")}
 
 
 def passes(ws_path, run_id=1) -> list[tuple]:
@@ -63,8 +63,9 @@ BUSY = re.compile(r"^error: run 1 is being run by pid (\d+) on (\S+) since \S+\n
 
 def test_a_second_process_on_a_running_run_refuses_and_leaves_it_alone(two_ws):
     contested, clean = two_ws
-    first = subprocess.Popen(vlmdesk(contested, *RUN, "--json-progress"), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        vlmdesk(contested, *RUN, "--json-progress"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert json.loads(first.stdout.readline())["event"] == "start"
         # Stopped, the first process is alive but cannot finish meanwhile: no race with the checks below.
@@ -88,8 +89,10 @@ def test_a_second_process_on_a_running_run_refuses_and_leaves_it_alone(two_ws):
 
 def test_the_same_command_started_twice_at_once_runs_once(two_ws):
     contested, clean = two_ws
-    procs = [subprocess.Popen(vlmdesk(contested, *RUN), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(vlmdesk(contested, *RUN), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
     for code, err in results:
         assert "Traceback" not in err and "IntegrityError" not in err, err
@@ -149,9 +152,11 @@ def one_run(two_ws):
 
 def _own(path, *, host, pid, beat: datetime):
     with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE runs SET status = 'running', owner_host = ?, owner_pid = ?, owner_token = 'other', "
-                     "owner_since = ?, heartbeat_at = ? WHERE id = 1",
-                     (host, pid, beat.isoformat(), beat.isoformat()))
+        conn.execute(
+            "UPDATE runs SET status = 'running', owner_host = ?, owner_pid = ?, owner_token = 'other', "
+            "owner_since = ?, heartbeat_at = ? WHERE id = 1",
+            (host, pid, beat.isoformat(), beat.isoformat()),
+        )
 
 
 def test_another_hosts_run_is_alive_while_it_beats_and_interrupted_when_its_heartbeat_is_stale(one_run):

@@ -4,6 +4,7 @@ A model spec is ``<scheme>:<rest>``; the scheme names a registry entry (base.Bac
 ``BACKENDS = (BackendEntry(…),)`` by a module of this package (`hf:`, `openai:`, `baseline:`) or by a module
 named in VLMDESK_PLUGINS. Adding a backend is adding such a module (docs/architecture.md).
 """
+
 from __future__ import annotations
 
 from evaluator.backends.base import Backend, BackendEntry, BackendError, BuildContext, Query, ScoringBackend
@@ -39,8 +40,9 @@ def check_spec(spec: str) -> str:
     return spec
 
 
-def load_backend(spec: str, *, seed: int = 0, frequent_answer: str | None = None,
-                 batch_size: int | None = None) -> Backend:
+def load_backend(
+    spec: str, *, seed: int = 0, frequent_answer: str | None = None, batch_size: int | None = None
+) -> Backend:
     """Build the backend a model spec names. `frequent_answer` feeds `baseline:frequent`; `batch_size` is the
     run's, which a local model uses unless its spec sets its own."""
     entry, rest = _entry(spec)
@@ -58,5 +60,16 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = ["Backend", "BackendEntry", "BackendError", "BuildContext", "Query", "REGISTRY", "ScoringBackend",
-           "can_score", "check_spec", "load_backend", "spec_help"]
+__all__ = [
+    "Backend",
+    "BackendEntry",
+    "BackendError",
+    "BuildContext",
+    "Query",
+    "REGISTRY",
+    "ScoringBackend",
+    "can_score",
+    "check_spec",
+    "load_backend",
+    "spec_help",
+]

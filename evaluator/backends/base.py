@@ -1,4 +1,5 @@
 """The one small protocol every model backend implements."""
+
 from __future__ import annotations
 
 import io
@@ -107,5 +108,4 @@ class BackendEntry:
             if f.name in ("", "@") or value in (None, "", False):
                 continue
             options[f.name] = "1" if value is True else str(value).strip()
-        return (f"{self.name}:{target}" + (f"@{at}" if at else "")
-                + (f"?{urlencode(options)}" if options else ""))
+        return f"{self.name}:{target}" + (f"@{at}" if at else "") + (f"?{urlencode(options)}" if options else "")

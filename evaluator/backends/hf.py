@@ -4,6 +4,7 @@ Vision-language models load through AutoProcessor + AutoModelForImageTextToText;
 AutoTokenizer + AutoModelForCausalLM so text-only quality-control runs can use it. torch and transformers are
 imported lazily: importing this module must stay cheap for the CLI and the GUI.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -56,18 +57,25 @@ def hf_options(rest: str, *, default_batch_size: int | None = None) -> tuple[str
     return model, kwargs
 
 
-BACKENDS = (BackendEntry(
-    name="hf", title="Local or hub model", syntax="hf:<local path or hub id>[?dtype=bfloat16&device=cuda&batch_size=8&trust_remote_code=1]",
-    help="a local Hugging Face transformers model (image-text-to-text, or a text LM), batched greedy generation "
-         "and likelihood scoring",
-    build=lambda rest, context: parse_hf_spec(rest, default_batch_size=context.batch_size),
-    validate=lambda rest: hf_options(rest) and None,
-    fields=(Field("", "Model directory or hub id", "path", required=True, placeholder="llava-hf/llava-1.5-7b-hf"),
+BACKENDS = (
+    BackendEntry(
+        name="hf",
+        title="Local or hub model",
+        syntax="hf:<local path or hub id>[?dtype=bfloat16&device=cuda&batch_size=8&trust_remote_code=1]",
+        help="a local Hugging Face transformers model (image-text-to-text, or a text LM), batched greedy generation "
+        "and likelihood scoring",
+        build=lambda rest, context: parse_hf_spec(rest, default_batch_size=context.batch_size),
+        validate=lambda rest: hf_options(rest) and None,
+        fields=(
+            Field("", "Model directory or hub id", "path", required=True, placeholder="llava-hf/llava-1.5-7b-hf"),
             Field("dtype", "dtype", "choice", choices=("", *_DTYPES), help="default: bfloat16 on CUDA, else float32"),
             Field("device", "Device", placeholder="cuda, cpu, auto"),
             Field("batch_size", "Batch size", "int", help="default: the run's --batch-size"),
-            Field("trust_remote_code", "Trust remote code", "flag", help="run the model repository's own code")),
-    examples=("hf:llava-hf/llava-1.5-7b-hf", "hf:./my-vlm?dtype=bfloat16&batch_size=16")),)
+            Field("trust_remote_code", "Trust remote code", "flag", help="run the model repository's own code"),
+        ),
+        examples=("hf:llava-hf/llava-1.5-7b-hf", "hf:./my-vlm?dtype=bfloat16&batch_size=16"),
+    ),
+)
 
 
 class HFBackend:
@@ -90,8 +98,12 @@ class HFBackend:
         if max_batch_size < 1:
             raise BackendError(f"hf: max_batch_size must be at least 1, got {max_batch_size}")
         # The spec as asked for (before defaults are resolved), in the form parse_hf_spec reads back.
-        options = {"dtype": dtype, "device": device, "batch_size": max_batch_size if max_batch_size != 8 else None,
-                   "trust_remote_code": 1 if trust_remote_code else None}
+        options = {
+            "dtype": dtype,
+            "device": device,
+            "batch_size": max_batch_size if max_batch_size != 8 else None,
+            "trust_remote_code": 1 if trust_remote_code else None,
+        }
         query = urlencode({k: v for k, v in options.items() if v is not None})
         self.spec = f"hf:{model}" + (f"?{query}" if query else "")
         # A hub id is "name" or "org/name"; anything else that does not exist is a mistyped local path, which

@@ -10,6 +10,7 @@ The API key is read from the environment variable the spec names (``key_env``, d
 key itself never enters the spec, ``describe()`` or a log line. Local servers need no key: an unset variable
 sends the dummy key ``EMPTY``. ``openai`` is imported lazily, so importing this module stays cheap.
 """
+
 from __future__ import annotations
 
 import base64
@@ -34,13 +35,24 @@ log = logging.getLogger(__name__)
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 DUMMY_KEY = "EMPTY"
 OFFICIAL_SERVER = "https://api.openai.com/v1"
-_DEFAULTS = {"key_env": DEFAULT_KEY_ENV, "concurrency": 8, "timeout": 60.0, "retries": 4, "temperature": 0.0,
-             "backoff": 1.0}
+_DEFAULTS = {
+    "key_env": DEFAULT_KEY_ENV,
+    "concurrency": 8,
+    "timeout": 60.0,
+    "retries": 4,
+    "temperature": 0.0,
+    "backoff": 1.0,
+}
 _SPEC_FORM = "openai:<model>[@<base url>][?key_env=NAME&concurrency=8&timeout=60&retries=4&temperature=0&backoff=1]"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Spec options, bounded at the door (a huge concurrency would start that many threads).
-_RANGES = {"concurrency": (1, 1024), "retries": (0, 100), "timeout": (0.001, 86_400.0), "temperature": (0.0, 2.0),
-           "backoff": (0.0, 3_600.0)}
+_RANGES = {
+    "concurrency": (1, 1024),
+    "retries": (0, 100),
+    "timeout": (0.001, 86_400.0),
+    "temperature": (0.0, 2.0),
+    "backoff": (0.0, 3_600.0),
+}
 _WHOLE = {"concurrency", "retries"}
 
 
@@ -53,7 +65,7 @@ def parse_openai_spec(rest: str) -> OpenAIBackend:
     head, _, query = rest.partition("?")
     match = re.search(r"@(?=https?://)", head)
     if match:
-        model, base_url = head[: match.start()], head[match.end():]
+        model, base_url = head[: match.start()], head[match.end() :]
     elif "@" in head and _looks_like_host(head.rpartition("@")[2]):
         raise BackendError(f"openai spec: the base URL must start with http:// or https://: {_SPEC_FORM}")
     else:
@@ -71,16 +83,22 @@ def parse_openai_spec(rest: str) -> OpenAIBackend:
         elif key in _RANGES:
             low, high = _RANGES[key]
             try:
-                number = (int(value) if value.isdigit() and len(value) < 20 else None) if key in _WHOLE \
+                number = (
+                    (int(value) if value.isdigit() and len(value) < 20 else None)
+                    if key in _WHOLE
                     else float(value[:40])
+                )
             except ValueError:
                 number = None
             if number is None or not math.isfinite(number):
-                raise BackendError(f"openai spec: {key} must be a {'whole ' if key in _WHOLE else ''}number, "
-                                   f"got {value[:40]!r}")
+                raise BackendError(
+                    f"openai spec: {key} must be a {'whole ' if key in _WHOLE else ''}number, got {value[:40]!r}"
+                )
             if not low <= number <= high:
-                raise BackendError(f"openai spec: {key} must be at {'least' if number < low else 'most'} "
-                                   f"{low if number < low else high:g}, got {value[:40]}")
+                raise BackendError(
+                    f"openai spec: {key} must be at {'least' if number < low else 'most'} "
+                    f"{low if number < low else high:g}, got {value[:40]}"
+                )
             kwargs[key] = number
         else:
             raise BackendError(
@@ -90,18 +108,30 @@ def parse_openai_spec(rest: str) -> OpenAIBackend:
     return OpenAIBackend(model, base_url, **kwargs)
 
 
-BACKENDS = (BackendEntry(
-    name="openai", title="OpenAI-compatible server", syntax="openai:<model>@<base url>[?key_env=OPENAI_API_KEY&concurrency=8&timeout=60]",
-    help="any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, LM Studio, OpenAI); the key is read "
-         "from the variable key_env names, never stored",
-    build=lambda rest, context: parse_openai_spec(rest), validate=lambda rest: parse_openai_spec(rest) and None,
-    fields=(Field("", "Model", required=True, placeholder="Qwen/Qwen2-VL-7B-Instruct"),
+BACKENDS = (
+    BackendEntry(
+        name="openai",
+        title="OpenAI-compatible server",
+        syntax="openai:<model>@<base url>[?key_env=OPENAI_API_KEY&concurrency=8&timeout=60]",
+        help="any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, LM Studio, OpenAI); the key is read "
+        "from the variable key_env names, never stored",
+        build=lambda rest, context: parse_openai_spec(rest),
+        validate=lambda rest: parse_openai_spec(rest) and None,
+        fields=(
+            Field("", "Model", required=True, placeholder="Qwen/Qwen2-VL-7B-Instruct"),
             Field("@", "Base URL", placeholder="http://localhost:8000/v1 (empty: OpenAI's own API)"),
-            Field("key_env", "Key variable", placeholder=DEFAULT_KEY_ENV,
-                  help="the environment variable holding the API key (the key itself is never stored)"),
+            Field(
+                "key_env",
+                "Key variable",
+                placeholder=DEFAULT_KEY_ENV,
+                help="the environment variable holding the API key (the key itself is never stored)",
+            ),
             Field("concurrency", "Concurrent requests", "int", placeholder="8"),
-            Field("timeout", "Timeout (s)", placeholder="60")),
-    examples=("openai:gpt-4o-mini", "openai:Qwen2-VL-7B@http://localhost:8000/v1?concurrency=64")),)
+            Field("timeout", "Timeout (s)", placeholder="60"),
+        ),
+        examples=("openai:gpt-4o-mini", "openai:Qwen2-VL-7B@http://localhost:8000/v1?concurrency=64"),
+    ),
+)
 
 
 class OpenAIBackend:
@@ -126,8 +156,10 @@ class OpenAIBackend:
         if base_url is not None and not base_url.startswith(("http://", "https://")):
             raise BackendError(f"openai: base URL must start with http:// or https://, got {base_url!r}")
         if base_url is not None and urlsplit(base_url).password is not None:
-            raise BackendError("openai: the base URL must not carry a password (specs are stored); "
-                               "put the key in the environment variable named by key_env")
+            raise BackendError(
+                "openai: the base URL must not carry a password (specs are stored); "
+                "put the key in the environment variable named by key_env"
+            )
         if not _ENV_NAME.match(key_env):
             raise BackendError(f"openai: key_env must name an environment variable, got {key_env!r}")
         if concurrency < 1:
@@ -149,8 +181,14 @@ class OpenAIBackend:
         self.max_backoff = float(max_backoff)
         self.max_retry_after = float(max_retry_after)
 
-        options = {"key_env": key_env, "concurrency": concurrency, "timeout": self.timeout, "retries": retries,
-                   "temperature": self.temperature, "backoff": self.backoff}
+        options = {
+            "key_env": key_env,
+            "concurrency": concurrency,
+            "timeout": self.timeout,
+            "retries": retries,
+            "temperature": self.temperature,
+            "backoff": self.backoff,
+        }
         query = urlencode({k: _fmt(v) for k, v in options.items() if v != _DEFAULTS[k]})
         self.spec = f"openai:{model}" + (f"@{self.base_url}" if self.base_url else "") + (f"?{query}" if query else "")
 
@@ -206,8 +244,9 @@ class OpenAIBackend:
         # Imported here: every --help imports this module (the backend registry); these cost more than all of it.
         from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(bodies)),
-                                thread_name_prefix="openai-backend") as pool:
+        with ThreadPoolExecutor(
+            max_workers=min(self.concurrency, len(bodies)), thread_name_prefix="openai-backend"
+        ) as pool:
             futures = [pool.submit(run, i, body) for i, body in enumerate(bodies)]
             try:
                 wait(futures, return_when=FIRST_EXCEPTION)
@@ -254,8 +293,11 @@ class OpenAIBackend:
                 if not _retryable_status(status):
                     hint = ""
                     if status in (401, 403):
-                        hint = (f" (key from ${self.key_env})" if self._key_is_set
-                                else f" (no API key: ${self.key_env} is not set)")
+                        hint = (
+                            f" (key from ${self.key_env})"
+                            if self._key_is_set
+                            else f" (no API key: ${self.key_env} is not set)"
+                        )
                     raise BackendError(
                         f"openai: {self.server} answered HTTP {status} for model {self.model!r}: {detail}{hint}"
                     ) from None
@@ -271,8 +313,15 @@ class OpenAIBackend:
             last_error = redact(last_error, secrets=self._secrets)
             if attempt < attempts:
                 delay = self._delay(attempt, retry_after)
-                log.warning("openai: query %d, attempt %d/%d to %s failed (%s); retrying in %.2f s",
-                            index, attempt, attempts, self.server, last_error, delay)
+                log.warning(
+                    "openai: query %d, attempt %d/%d to %s failed (%s); retrying in %.2f s",
+                    index,
+                    attempt,
+                    attempts,
+                    self.server,
+                    last_error,
+                    delay,
+                )
                 self._pause(delay, stop)
         raise BackendError(
             f"openai: {self.server} failed for model {self.model!r} after {attempts} "
@@ -405,8 +454,9 @@ def image_mime(data: bytes) -> str:
     for magic, mime in _MAGIC:
         if data.startswith(magic):
             return mime
-    raise BackendError(f"openai: unknown image format (first bytes {data[:8]!r}); expected PNG, JPEG, GIF, WebP, "
-                       "BMP or TIFF")
+    raise BackendError(
+        f"openai: unknown image format (first bytes {data[:8]!r}); expected PNG, JPEG, GIF, WebP, BMP or TIFF"
+    )
 
 
 def image_data_url(data: bytes) -> str:

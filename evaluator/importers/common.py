@@ -1,4 +1,5 @@
 """What every importer shares: the row type the readers yield, one-line input errors, image checks."""
+
 from __future__ import annotations
 
 import base64
@@ -154,8 +155,13 @@ class Refused(InvalidInput):
     """A file an import will not read (not a regular file, too big, outside its folder); the message says why."""
 
 
-_FILE_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+_FILE_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
 
 
 def _mb(n: int) -> str:
@@ -192,8 +198,10 @@ def read_image_file(path: Path, root: Path, limits: ReadLimits) -> bytes:
     """The bytes of an image file, read within the limits; raises Refused or OSError (ValueError for a NUL in the
     path)."""
     if not limits.allow_outside and not inside(path, root):
-        raise Refused(f"{path} is outside {os.path.abspath(root)} (through '..', an absolute path or a symlink); "
-                      "pass --allow-outside to read it")
+        raise Refused(
+            f"{path} is outside {os.path.abspath(root)} (through '..', an absolute path or a symlink); "
+            "pass --allow-outside to read it"
+        )
     with open_regular(path, limits.max_image_bytes, "--max-image-mb limit") as f:
         data = f.read(limits.max_image_bytes + 1)
     if len(data) > limits.max_image_bytes:  # it grew after the stat
@@ -205,8 +213,10 @@ def decode_base64_image(text: str, limits: ReadLimits) -> bytes:
     """Base64 (whitespace-free) to bytes, refusing before decoding anything bigger than the image cap. Raises
     ValueError (binascii.Error is one)."""
     if len(text) * 3 // 4 > limits.max_image_bytes + 2:
-        raise Refused(f"an inline image of {_mb(len(text) * 3 // 4)}, over the --max-image-mb limit of "
-                      f"{_mb(limits.max_image_bytes)}")
+        raise Refused(
+            f"an inline image of {_mb(len(text) * 3 // 4)}, over the --max-image-mb limit of "
+            f"{_mb(limits.max_image_bytes)}"
+        )
     return base64.b64decode(text, validate=True)
 
 
@@ -226,7 +236,7 @@ def data_url_payload(value: str) -> str | None:
         raise Refused(f"a data URL of type {mime or 'text/plain (none given)'!r}, not an image")
     if "base64" not in [p.strip().lower() for p in match.group(2).split(";")]:
         raise Refused("a data URL that is not base64-encoded (';base64,' is missing)")
-    return value[match.end():]
+    return value[match.end() :]
 
 
 def text_problem(value: str) -> str | None:
@@ -315,8 +325,9 @@ def check_image(data: bytes) -> tuple[str, int, int]:
 _BYTESIO = re.compile(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
 
 
-def decoded_lines(raw: io.BufferedReader, file: Path, bad: dict | None = None,
-                  max_line: int = ReadLimits().max_line_bytes) -> Iterator[str]:
+def decoded_lines(
+    raw: io.BufferedReader, file: Path, bad: dict | None = None, max_line: int = ReadLimits().max_line_bytes
+) -> Iterator[str]:
     """Lines of a UTF-8 file (a BOM is dropped), decoded one by one so an encoding error names its line.
 
     Without `bad`, an encoding error is raised. With it, the error is recorded as bad[line] and the line is still
@@ -329,8 +340,9 @@ def decoded_lines(raw: io.BufferedReader, file: Path, bad: dict | None = None,
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
-            error = InputError(file, number, "encoding",
-                               f"not UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})")
+            error = InputError(
+                file, number, "encoding", f"not UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})"
+            )
             if bad is None:
                 raise error from None
             bad[number] = error
@@ -338,8 +350,6 @@ def decoded_lines(raw: io.BufferedReader, file: Path, bad: dict | None = None,
         if number == 1 and text.startswith("\ufeff"):
             text = text[1:]
         yield text
-
-
 
 
 def index_or_none(value) -> int | str | None:

@@ -4,6 +4,7 @@ Rows are read, checked, hashed and their images decoded with no lock held; new i
 transactions, items are staged in a private temporary database, and one short transaction at the end makes the
 benchmark appear with all its items. An import that fails or is interrupted deletes the images it stored.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,10 @@ MAX_NAME_CHARS = 100
 _BATCH_ROWS = 500
 _BATCH_BYTES = 16 * 2**20
 _STAGE = "import_stage"
-_ITEM_FIELDS = ("position, source_index, question, hint, options, answer, category, l2_category, split, language, "
-                "image_sha256, circular_copies, meta")
+_ITEM_FIELDS = (
+    "position, source_index, question, hint, options, answer, category, l2_category, split, language, "
+    "image_sha256, circular_copies, meta"
+)
 
 
 @dataclass
@@ -62,10 +65,20 @@ class ImportReport:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "format": self.format, "already_imported": self.already_imported,
-                "rows_read": self.rows_read, "questions": self.questions, "rows_folded": self.rows_folded,
-                "images": self.images, "images_new": self.images_new, "rows_skipped": len(self.skipped),
-                "skipped": [str(e) for e in self.skipped], "warnings": self.warnings}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "format": self.format,
+            "already_imported": self.already_imported,
+            "rows_read": self.rows_read,
+            "questions": self.questions,
+            "rows_folded": self.rows_folded,
+            "images": self.images,
+            "images_new": self.images_new,
+            "rows_skipped": len(self.skipped),
+            "skipped": [str(e) for e in self.skipped],
+            "warnings": self.warnings,
+        }
 
 
 def slug(text: str) -> str:
@@ -121,10 +134,19 @@ def _open_source(path: Path):
         raise InputError(path, 0, "path", f"cannot read ({getattr(exc, 'strerror', None) or exc})") from None
 
 
-def import_benchmark(ws: Workspace, path: str | Path, *, fmt: str | None = None, name: str | None = None,
-                     images_dir: str | Path | None = None, setting: str | None = None, skip_bad: bool = False,
-                     progress: bool | None = None, limits: ReadLimits = ReadLimits(),
-                     on_event: Callable[[dict], None] | None = None) -> ImportReport:
+def import_benchmark(
+    ws: Workspace,
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    name: str | None = None,
+    images_dir: str | Path | None = None,
+    setting: str | None = None,
+    skip_bad: bool = False,
+    progress: bool | None = None,
+    limits: ReadLimits = ReadLimits(),
+    on_event: Callable[[dict], None] | None = None,
+) -> ImportReport:
     """Raises InputError on the first bad row (unless skip_bad) with the workspace unchanged; an interrupted import
     (KeyboardInterrupt, e.g. from SIGTERM) leaves it unchanged too.
 
@@ -147,16 +169,24 @@ def import_benchmark(ws: Workspace, path: str | Path, *, fmt: str | None = None,
         raw.seek(0)
         existing = catalog.benchmark_by_source(ws, source_sha)
         if existing is not None:
-            report = ImportReport(name=existing.name, kind=existing.kind, format=existing.format,
-                                  already_imported=True, rows_read=existing.rows_read, questions=existing.questions,
-                                  rows_folded=existing.rows_folded, images=existing.images)
+            report = ImportReport(
+                name=existing.name,
+                kind=existing.kind,
+                format=existing.format,
+                already_imported=True,
+                rows_read=existing.rows_read,
+                questions=existing.questions,
+                rows_folded=existing.rows_folded,
+                images=existing.images,
+            )
             if on_event:
                 on_event({"event": "done", **report.to_json()})
             return report
         name = name or slug(path.stem)
         if catalog.benchmark_by_name(ws, name) is not None:
-            raise InputError(path, 0, "--name",
-                             f"a different benchmark is already named {name!r}; choose another --name")
+            raise InputError(
+                path, 0, "--name", f"a different benchmark is already named {name!r}; choose another --name"
+            )
         entry = formats.get(fmt)
         kind, reader = entry.kind, resolve(entry.read)
         meta: dict = {"source_file": path.name}
@@ -170,9 +200,11 @@ def import_benchmark(ws: Workspace, path: str | Path, *, fmt: str | None = None,
         emit({"event": "start", "name": name, "format": fmt, "kind": kind, "bytes_total": size})
         with _bar(progress, size, name) as bar:
             loader = _Loader(ws, path, report, skip_bad, fmt, images_dir or path.parent, limits, raw, size, emit)
-            loader.run(reader(path, raw, images_dir=images_dir, limits=limits), bar,
-                       dict(name=name, kind=kind, format=fmt, source=str(path.resolve()), source_sha256=source_sha,
-                            meta=meta))
+            loader.run(
+                reader(path, raw, images_dir=images_dir, limits=limits),
+                bar,
+                dict(name=name, kind=kind, format=fmt, source=str(path.resolve()), source_sha256=source_sha, meta=meta),
+            )
     emit({"event": "done", **report.to_json()})
     return report
 
@@ -203,8 +235,19 @@ class _Loader:
     """Checks rows against each other (duplicates, image references, circular copies), stores new images in short
     transactions and stages items; `run` ends with the one short transaction that adds the benchmark."""
 
-    def __init__(self, ws: Workspace, path: Path, report: ImportReport, skip_bad: bool, fmt: str, root: Path,
-                 limits: ReadLimits, raw, size: int, emit):
+    def __init__(
+        self,
+        ws: Workspace,
+        path: Path,
+        report: ImportReport,
+        skip_bad: bool,
+        fmt: str,
+        root: Path,
+        limits: ReadLimits,
+        raw,
+        size: int,
+        emit,
+    ):
         self.ws, self.path, self.report, self.skip_bad = ws, path, report, skip_bad
         self.root, self.limits, self.raw, self.size, self.emit = root, limits, raw, size, emit
         self.fold_copies = formats.get(fmt).fold_copies
@@ -227,8 +270,9 @@ class _Loader:
     def run(self, rows, bar, benchmark: dict) -> None:
         self.conn.execute(f"ATTACH DATABASE '' AS {_STAGE}")  # private and temporary: gone when detached
         try:
-            self.conn.execute(f"CREATE TABLE {_STAGE}.items (id INTEGER PRIMARY KEY, {_ITEM_FIELDS}, "
-                              "UNIQUE (source_index))")
+            self.conn.execute(
+                f"CREATE TABLE {_STAGE}.items (id INTEGER PRIMARY KEY, {_ITEM_FIELDS}, UNIQUE (source_index))"
+            )
             self.conn.commit()
             self._load(rows, bar)
             self._publish(benchmark)
@@ -249,8 +293,14 @@ class _Loader:
                 self._bad(row)
             elif row.index in self.first_line:
                 # The duplicate is dropped; the row that came first stays.
-                self._bad(InputError(self.path, row.line, "index",
-                                     f"duplicate index {row.index!r} (first at line {self.first_line[row.index]})"))
+                self._bad(
+                    InputError(
+                        self.path,
+                        row.line,
+                        "index",
+                        f"duplicate index {row.index!r} (first at line {self.first_line[row.index]})",
+                    )
+                )
             else:
                 self.first_line[row.index] = row.line
                 if row.image is not None and row.image.kind == "row" and row.image.value not in self.row_image:
@@ -264,8 +314,7 @@ class _Loader:
         for row, sha in self.copies:
             self._guard(row, lambda r, sha=sha: self._fold_or_insert(r, sha))
         self._flush()
-        self.report.images = self.conn.execute(
-            f"SELECT count(DISTINCT image_sha256) FROM {_STAGE}.items").fetchone()[0]
+        self.report.images = self.conn.execute(f"SELECT count(DISTINCT image_sha256) FROM {_STAGE}.items").fetchone()[0]
 
     def _guard(self, row: SourceRow, step) -> None:
         try:
@@ -325,20 +374,39 @@ class _Loader:
 
     def _queue(self, row: SourceRow, sha: str | None) -> None:
         self.position += 1
-        self.pending.append((
-            self.position, row.index, row.question, row.hint,
-            json.dumps(list(row.options), ensure_ascii=False), row.answer, row.category, row.l2_category, row.split,
-            language_of(" ".join([row.question, row.hint or "", *row.options])), sha, 0,
-            json.dumps(row.meta, ensure_ascii=False, default=str),
-        ))
+        self.pending.append(
+            (
+                self.position,
+                row.index,
+                row.question,
+                row.hint,
+                json.dumps(list(row.options), ensure_ascii=False),
+                row.answer,
+                row.category,
+                row.l2_category,
+                row.split,
+                language_of(" ".join([row.question, row.hint or "", *row.options])),
+                sha,
+                0,
+                json.dumps(row.meta, ensure_ascii=False, default=str),
+            )
+        )
         self.report.questions += 1
         if len(self.pending) >= _BATCH_ROWS or self.pending_bytes >= _BATCH_BYTES:
             self._flush()
 
     def _progress(self) -> None:
-        self.emit({"event": "progress", "rows": self.report.rows_read, "questions": self.report.questions,
-                   "skipped": len(self.report.skipped), "images_new": self.report.images_new,
-                   "bytes_read": self.raw.tell(), "bytes_total": self.size})
+        self.emit(
+            {
+                "event": "progress",
+                "rows": self.report.rows_read,
+                "questions": self.report.questions,
+                "skipped": len(self.report.skipped),
+                "images_new": self.report.images_new,
+                "bytes_read": self.raw.tell(),
+                "bytes_total": self.size,
+            }
+        )
 
     def _flush(self) -> None:
         if self.pending or self.pending_images:
@@ -355,8 +423,9 @@ class _Loader:
             self.pending_images, self.pending_bytes = [], 0
         if self.pending:
             # The staging database is private to this connection: writing it locks nobody out.
-            self.conn.executemany(f"INSERT INTO {_STAGE}.items ({_ITEM_FIELDS}) VALUES ({', '.join('?' * 13)})",
-                                  self.pending)
+            self.conn.executemany(
+                f"INSERT INTO {_STAGE}.items ({_ITEM_FIELDS}) VALUES ({', '.join('?' * 13)})", self.pending
+            )
             self.conn.commit()
             self.pending = []
 
@@ -377,25 +446,46 @@ class _Loader:
         meta = original.meta
         meta["copies"] = [*meta.get("copies", []), row.index]
         meta["copy_shifts"] = [*meta.get("copy_shifts", []), shift]
-        self.conn.execute(f"UPDATE {_STAGE}.items SET circular_copies = circular_copies + 1, meta = ? WHERE id = ?",
-                          (json.dumps(meta, ensure_ascii=False), original.id))
+        self.conn.execute(
+            f"UPDATE {_STAGE}.items SET circular_copies = circular_copies + 1, meta = ? WHERE id = ?",
+            (json.dumps(meta, ensure_ascii=False), original.id),
+        )
         self.report.rows_folded += 1
 
     def _staged(self, index) -> catalog.Item | None:
-        row = self.conn.execute(f"SELECT id, 0, {_ITEM_FIELDS} FROM {_STAGE}.items WHERE source_index = ?",
-                                (index,)).fetchone()
+        row = self.conn.execute(
+            f"SELECT id, 0, {_ITEM_FIELDS} FROM {_STAGE}.items WHERE source_index = ?", (index,)
+        ).fetchone()
         if row is None:
             return None
         (id_, bid, pos, index, question, hint, options, answer, cat, l2, split, lang, sha, copies, meta) = row
-        return catalog.Item(id_, bid, pos, index, question, hint, tuple(json.loads(options)), answer, cat, l2, split,
-                            lang, sha, copies, json.loads(meta))
+        return catalog.Item(
+            id_,
+            bid,
+            pos,
+            index,
+            question,
+            hint,
+            tuple(json.loads(options)),
+            answer,
+            cat,
+            l2,
+            split,
+            lang,
+            sha,
+            copies,
+            json.loads(meta),
+        )
 
     def _publish(self, benchmark: dict) -> None:
         """The one transaction that makes the benchmark appear: a benchmark row and a copy of the staged items."""
         self.conn.commit()  # the staged circular-copy updates
         if self.report.questions == 0:
-            what = (f"no row could be imported ({len(self.report.skipped)} skipped)" if self.report.rows_read
-                    else "no rows: an empty file, an empty JSON array or a header without rows")
+            what = (
+                f"no row could be imported ({len(self.report.skipped)} skipped)"
+                if self.report.rows_read
+                else "no rows: an empty file, an empty JSON array or a header without rows"
+            )
             raise InputError(self.path, 0, "rows", what)
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -403,30 +493,49 @@ class _Loader:
             if catalog.benchmark_by_source(self.ws, benchmark["source_sha256"]) is not None:
                 raise InputError(self.path, 0, "path", "the same file was imported by another process meanwhile")
             if catalog.benchmark_by_name(self.ws, benchmark["name"]) is not None:
-                raise InputError(self.path, 0, "--name", f"a different benchmark is already named "
-                                                         f"{benchmark['name']!r}; choose another --name")
+                raise InputError(
+                    self.path,
+                    0,
+                    "--name",
+                    f"a different benchmark is already named {benchmark['name']!r}; choose another --name",
+                )
             bench_id = catalog.insert_benchmark(self.ws, **benchmark)
-            self.conn.execute(f"INSERT INTO main.items (benchmark_id, {_ITEM_FIELDS}) "
-                              f"SELECT ?, {_ITEM_FIELDS} FROM {_STAGE}.items ORDER BY position", (bench_id,))
-            catalog.finish_benchmark(self.ws, bench_id, rows_read=self.report.rows_read,
-                                     rows_folded=self.report.rows_folded, rows_skipped=len(self.report.skipped))
+            self.conn.execute(
+                f"INSERT INTO main.items (benchmark_id, {_ITEM_FIELDS}) "
+                f"SELECT ?, {_ITEM_FIELDS} FROM {_STAGE}.items ORDER BY position",
+                (bench_id,),
+            )
+            catalog.finish_benchmark(
+                self.ws,
+                bench_id,
+                rows_read=self.report.rows_read,
+                rows_folded=self.report.rows_folded,
+                rows_skipped=len(self.report.skipped),
+            )
             # Images stored for rows that were skipped later (--skip-bad) would be orphans.
             self.report.images_new -= self._delete_unused(self.stored)
             self.conn.commit()
         except sqlite3.IntegrityError:
             # An image found in the workspace when it was checked has gone since: another import that stored it
             # failed and removed it, or `vlmdesk check --repair` took it for an orphan.
-            raise InputError(self.path, 0, "image", "an image this import uses was removed meanwhile (another import "
-                                                    "failed, or check --repair ran); import the file again") from None
+            raise InputError(
+                self.path,
+                0,
+                "image",
+                "an image this import uses was removed meanwhile (another import "
+                "failed, or check --repair ran); import the file again",
+            ) from None
 
     def _delete_unused(self, shas) -> int:
         """Delete those of shas that no item uses; returns how many were deleted."""
         shas, deleted = list(shas), 0
         for i in range(0, len(shas), 500):
-            chunk = shas[i:i + 500]
+            chunk = shas[i : i + 500]
             deleted += self.conn.execute(
                 f"DELETE FROM main.images WHERE sha256 IN ({', '.join('?' * len(chunk))}) "
-                "AND NOT EXISTS (SELECT 1 FROM main.items WHERE items.image_sha256 = images.sha256)", chunk).rowcount
+                "AND NOT EXISTS (SELECT 1 FROM main.items WHERE items.image_sha256 = images.sha256)",
+                chunk,
+            ).rowcount
         return deleted
 
     def _undo(self) -> None:
@@ -437,7 +546,7 @@ class _Loader:
         shas = list(self.stored)
         for i in range(0, len(shas), _BATCH_ROWS):  # short transactions again
             self.conn.execute("BEGIN IMMEDIATE")
-            self._delete_unused(shas[i:i + _BATCH_ROWS])
+            self._delete_unused(shas[i : i + _BATCH_ROWS])
             self.conn.commit()
 
 
@@ -477,6 +586,10 @@ def copy_shift(original: catalog.Item, copy: SourceRow, copy_sha: str | None) ->
     free = [k for k in rotations if k != 0 and k not in used]
     if not free:
         k = rotations[0]
-        raise _NotACopy("A", "its options are in the original's order, not rotated" if k == 0
-                        else f"repeats the rotation of row {used[k]}")
+        raise _NotACopy(
+            "A",
+            "its options are in the original's order, not rotated"
+            if k == 0
+            else f"repeats the rotation of row {used[k]}",
+        )
     return free[0]

@@ -6,6 +6,7 @@ Generic JSONL, one object per line:
 `options` is a list of texts (or an object letter -> text); `answer` a letter or a 0-based index (optional);
 `image` a path relative to the file (or to --images), a data URL or base64; `index` defaults to the line number.
 """
+
 from __future__ import annotations
 
 import binascii
@@ -68,8 +69,13 @@ def _records(path: Path, raw, limits: ReadLimits) -> Iterator[tuple[int, object]
         except (JsonTooDeep, RecursionError):  # RecursionError: the last line of defence
             yield InputError(path, number, "json", f"nested deeper than {MAX_JSON_DEPTH} levels")
         except json.JSONDecodeError as exc:
-            yield InputError(path, number, "json", f"not valid JSON ({exc.msg} at column {exc.colno})"
-                             + (" — truncated last line?" if not text.endswith("\n") else ""))
+            yield InputError(
+                path,
+                number,
+                "json",
+                f"not valid JSON ({exc.msg} at column {exc.colno})"
+                + (" — truncated last line?" if not text.endswith("\n") else ""),
+            )
         except ValueError:
             yield InputError(path, number, "json", _TOO_MANY_DIGITS)
 
@@ -79,16 +85,22 @@ def _chain(*iterables):
         yield from it
 
 
-def _array_records(path: Path, first: tuple[int, str], lines,
-                   bad_encoding: dict) -> Iterator[tuple[int, object] | InputError]:
+def _array_records(
+    path: Path, first: tuple[int, str], lines, bad_encoding: dict
+) -> Iterator[tuple[int, object] | InputError]:
     # One JSON array: decode element by element so each error and row carries the line it starts on.
     start_line = first[0]
     parts, size = [first[1]], len(first[1])
     for line in lines:
         size += len(line)
         if size > MAX_JSON_ARRAY_BYTES:
-            yield InputError(path, start_line, "json", f"one JSON array of more than {MAX_JSON_ARRAY_BYTES // 2**20} "
-                                                       "MB; write it as JSON Lines (one record per line)")
+            yield InputError(
+                path,
+                start_line,
+                "json",
+                f"one JSON array of more than {MAX_JSON_ARRAY_BYTES // 2**20} "
+                "MB; write it as JSON Lines (one record per line)",
+            )
             return
         parts.append(line)
     text = "".join(parts)
@@ -129,8 +141,12 @@ def _array_records(path: Path, first: tuple[int, str], lines,
             if first_bad is not None and first_bad <= line_at(max(exc.pos, pos)):
                 yield bad_encoding[first_bad]
             else:
-                yield InputError(path, line, "json", f"not valid JSON ({exc.msg})"
-                                 + (" — truncated file?" if exc.pos >= len(text.rstrip()) else ""))
+                yield InputError(
+                    path,
+                    line,
+                    "json",
+                    f"not valid JSON ({exc.msg})" + (" — truncated file?" if exc.pos >= len(text.rstrip()) else ""),
+                )
             return
         encoding = [bad_encoding.pop(n) for n in range(line, line_at(pos) + 1) if n in bad_encoding]
         yield encoding[0] if encoding else (line, value)
@@ -165,8 +181,9 @@ def _check_record(obj, err) -> None:
         check_texts(value, key, err)
 
 
-def read_jsonl(path: Path, raw, *, images_dir: Path | None = None,
-               limits: ReadLimits = ReadLimits()) -> Iterator[SourceRow | InputError]:
+def read_jsonl(
+    path: Path, raw, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+) -> Iterator[SourceRow | InputError]:
     base_dir = images_dir or path.parent
     for record_no, rec in enumerate(_records(path, raw, limits), start=1):
         if isinstance(rec, InputError):
@@ -199,7 +216,8 @@ def _parse_mcq(obj, line: int, record_no: int, path: Path, base_dir: Path, limit
             raise err("options", f"letters must run A, B, C… in order, got {', '.join(keys)}")
         raw_options = list(raw_options.values())
     if not isinstance(raw_options, list) or not all(
-            isinstance(o, (str, int, float)) and not isinstance(o, bool) and finite(o) for o in raw_options):
+        isinstance(o, (str, int, float)) and not isinstance(o, bool) and finite(o) for o in raw_options
+    ):
         raise err("options", "must be a list of texts (or an object letter -> text)")
     options = [str(o).strip() for o in raw_options]
     if len(options) < 2 or len(options) > MAX_OPTIONS:
@@ -216,7 +234,7 @@ def _parse_mcq(obj, line: int, record_no: int, path: Path, base_dir: Path, limit
         elif isinstance(answer, str) and answer.strip().upper() in LETTERS[: len(options)]:
             answer = answer.strip().upper()
         else:
-            raise err("answer", f"{answer!r} is not one of the options {', '.join(LETTERS[:len(options)])}")
+            raise err("answer", f"{answer!r} is not one of the options {', '.join(LETTERS[: len(options)])}")
     else:
         answer = None
 
@@ -226,9 +244,16 @@ def _parse_mcq(obj, line: int, record_no: int, path: Path, base_dir: Path, limit
 
     known = {"index", "question", "options", "answer", "image", "hint", "category", "l2_category", "split"}
     return SourceRow(
-        line=line, index=index, question=question.strip(), options=tuple(options), answer=answer,
+        line=line,
+        index=index,
+        question=question.strip(),
+        options=tuple(options),
+        answer=answer,
         image=_inline_or_path(obj.get("image"), base_dir, err, limits),
-        hint=text("hint"), category=text("category"), l2_category=text("l2_category"), split=text("split"),
+        hint=text("hint"),
+        category=text("category"),
+        l2_category=text("l2_category"),
+        split=text("split"),
         meta={k: v for k, v in obj.items() if k not in known},
     )
 
@@ -239,8 +264,9 @@ def pope_setting_from_name(path: Path) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-def read_pope(path: Path, raw, *, images_dir: Path | None = None,
-              limits: ReadLimits = ReadLimits()) -> Iterator[SourceRow | InputError]:
+def read_pope(
+    path: Path, raw, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+) -> Iterator[SourceRow | InputError]:
     """POPE question files: `question_id`, `image` (a file name inside --images), `text`, `label` (yes/no)."""
     for rec in _records(path, raw, limits):
         if isinstance(rec, InputError):
@@ -277,9 +303,16 @@ def _parse_pope(obj, line: int, path: Path, images_dir: Path | None) -> SourceRo
         raise err("image", "missing or empty")
     image = ImageRef("path", images_dir / image_name.strip()) if images_dir else None
     return SourceRow(
-        line=line, index=index, question=text.strip(), options=(), answer=label.strip().lower(), image=image,
-        meta={"image_name": image_name.strip(), **{k: v for k, v in obj.items()
-                                                   if k not in ("question_id", "image", "text", "label")}},
+        line=line,
+        index=index,
+        question=text.strip(),
+        options=(),
+        answer=label.strip().lower(),
+        image=image,
+        meta={
+            "image_name": image_name.strip(),
+            **{k: v for k, v in obj.items() if k not in ("question_id", "image", "text", "label")},
+        },
     )
 
 
