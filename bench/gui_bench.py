@@ -170,7 +170,8 @@ def main() -> int:
             size = tuple(int(v) for v in args.image_size.split("x"))
             built = build_workspace(path, args.items, size)
             print(
-                f"workspace: {args.items:,} items of {args.image_size}, {path.stat().st_size / 1e6:.0f} MB, built in {built:.1f} s"
+                f"workspace: {args.items:,} items of {args.image_size}, {path.stat().st_size / 1e6:.0f} MB, "
+                f"built in {built:.1f} s"
             )
         app = application()
         window, first = open_window(app, path, Path(tmp) / "config")

@@ -85,8 +85,8 @@ def parse_strict(text: str) -> str:
     wins; questions ("Is there a dog?") are skipped; within a sentence: a leading yes/no > a hedge
     (-> unknown) > a standalone "yes" ("Sure! Yes", "The answer is yes") > a negation ("there is no",
     "isn't", "I don't see", "not present") > an affirmative statement ("There is a dog", "I can see a cat").
-    Negation is checked before affirmation because "there is no dog" contains "there is". Decisions on ambiguous phrasings:
-    "No doubt, there is a cat" -> yes ("no doubt" is an intensifier); "No idea" -> unknown;
+    Negation is checked before affirmation because "there is no dog" contains "there is". Decisions on ambiguous
+    phrasings: "No doubt, there is a cat" -> yes ("no doubt" is an intensifier); "No idea" -> unknown;
     "Yes and no" -> unknown; "Yes, maybe" -> yes (the leading answer commits); "There might be a dog" ->
     unknown (hedged); "There is a dog, not a cat" -> no (a contrast is read as its negation: the object asked
     about is unknown here); a bare description without an existence marker ("A dog sits on the couch") or

@@ -32,7 +32,7 @@ def register(add) -> None:
                 vlmdesk align adjudicate --set s1
                 vlmdesk align adjudicate --set s1 --item 17 --label B --adjudicator lead
                 vlmdesk align report --set s1 --json
-                vlmdesk align export-labels --set s1 --out s1-ana.jsonl && vlmdesk align import-labels s1-ana.jsonl""",
+                vlmdesk align export-labels --set s1 --out s1-ana.jsonl && vlmdesk align import-labels s1-ana.jsonl""",  # noqa: E501 (an example is one shell line, shown as written)
     )
     sub = p.add_subparsers(dest="align_command", metavar="ACTION", required=True)
 

@@ -70,7 +70,7 @@ def register(add) -> None:
         "command is for other workspaces and for the command line. Running it twice does nothing.",
         examples="""
                 vlmdesk demo
-                vlmdesk --workspace /tmp/try.sqlite demo && vlmdesk --workspace /tmp/try.sqlite run --bench demo --model baseline:random""",
+                vlmdesk --workspace /tmp/try.sqlite demo && vlmdesk --workspace /tmp/try.sqlite run --bench demo --model baseline:random""",  # noqa: E501 (an example is one shell line, shown as written)
     )
     p.set_defaults(handler=cmd_demo)
 

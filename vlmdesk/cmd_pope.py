@@ -108,7 +108,7 @@ def _register_build(sub) -> None:
                 vlmdesk pope build --annotations instances_val2014.json --images val2014/ --setting adversarial \\
                                    --out my_pope_adversarial.json
                 vlmdesk pope build --annotations objects.jsonl --images photos/ --setting random --images-count 50 \\
-                                   --per-image 2 --seed 1 --out photos_pope_random.json --import --name photos-random""",
+                                   --per-image 2 --seed 1 --out photos_pope_random.json --import --name photos-random""",  # noqa: E501 (an example is one shell line, shown as written)
     )
     p.add_argument("--annotations", required=True, metavar="FILE", help="COCO instances_*.json or objects JSONL")
     p.add_argument("--images", required=True, metavar="DIR", help="folder holding the annotated images")

@@ -21,7 +21,8 @@ _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
 def parse_hf_spec(rest: str, *, default_batch_size: int | None = None) -> HFBackend:
-    """Build a backend from the part of a spec after ``hf:``: ``path_or_id[?dtype=…&device=…&batch_size=…&trust_remote_code=1]``."""
+    """Build a backend from the part of a spec after ``hf:``:
+    ``path_or_id[?dtype=…&device=…&batch_size=…&trust_remote_code=1]``."""
     model, kwargs = hf_options(rest, default_batch_size=default_batch_size)
     return HFBackend(model, **kwargs)
 

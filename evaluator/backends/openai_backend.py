@@ -1,4 +1,5 @@
-"""OpenAI-compatible chat-completions servers: ``openai:<model>[@<base url>][?key_env=…&concurrency=…&timeout=…&retries=…]``.
+"""OpenAI-compatible chat-completions servers:
+``openai:<model>[@<base url>][?key_env=…&concurrency=…&timeout=…&retries=…]``.
 
 One chat completion per query, sent from a bounded thread pool; answers come back in input order. Retries are
 ours, not the client's (the client is built with ``max_retries=0``), so they are logged and testable:

@@ -79,7 +79,8 @@ def test_a_tiny_local_vlm_runs_from_the_form(qtbot, demo_ws, make_window, tiny_l
 
 @pytest.mark.usefixtures("slow_backend")
 def test_cancel_then_resume_gives_the_scores_of_an_uninterrupted_run(qtbot, demo_ws, make_window):
-    spec = "slow:random?delay_ms=150"  # the test-only slow backend: slow enough that the cancel lands mid-run on a loaded machine
+    # The test-only slow backend: slow enough that the cancel lands mid-run on a loaded machine.
+    spec = "slow:random?delay_ms=150"
     window = make_window(demo_ws)
     view, job, seen = _launch(window, qtbot, bench="demo", model=spec, batch=2)
     qtbot.waitUntil(lambda: job.progress.get("passes_done", 0) >= 6, timeout=WAIT)
