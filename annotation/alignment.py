@@ -18,14 +18,14 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from annotation import agreement, standing
 from annotation.names import annotator_name, record_note
 from annotation.standing import ADJUDICATIONS, LABELS
 from db.catalog import now_iso
 from db.errors import InvalidInput, NotFound, UserError
-from db.workspace import Workspace
+from db.workspace import Workspace, inserted_id
 from evaluator.extraction import REFUSAL, Extraction
 from evaluator.llm_extraction import ExtractionInput, Extractor, RulesExtractor, response_key
 from evaluator.rescoring import UNLABELLED, stored_passes
@@ -146,32 +146,39 @@ def build_set(
     rng.shuffle(chosen)  # hard cases are not shown first: annotators must not guess why an item is there
     now = now_iso()
     with ws.db.atomic():
-        set_id = ws.conn.execute(
-            "INSERT INTO adjudication_sets (name, run_ids, extractors, sample_size, seed, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (name, json.dumps(list(dict.fromkeys(run_ids))), json.dumps(list(readers)), size, seed, now),
-        ).lastrowid
+        set_id = inserted_id(
+            ws.conn.execute(
+                "INSERT INTO adjudication_sets (name, run_ids, extractors, sample_size, seed, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (name, json.dumps(list(dict.fromkeys(run_ids))), json.dumps(list(readers)), size, seed, now),
+            )
+        )
         for position, k in enumerate(chosen):
             question, options, response = distinct[k]
-            item_id = ws.conn.execute(
-                "INSERT INTO adjudication_items (set_id, position, response_key, question, options, response, why, "
-                "sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    set_id,
-                    position,
-                    k,
-                    question,
-                    json.dumps(dict(sorted(options.items())), ensure_ascii=False),
-                    response,
-                    why[k],
-                    json.dumps(sources[k]),
-                ),
-            ).lastrowid
+            item_id = inserted_id(
+                ws.conn.execute(
+                    "INSERT INTO adjudication_items (set_id, position, response_key, question, options, response, why, "
+                    "sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        set_id,
+                        position,
+                        k,
+                        question,
+                        json.dumps(dict(sorted(options.items())), ensure_ascii=False),
+                        response,
+                        why[k],
+                        json.dumps(sources[k]),
+                    ),
+                )
+            )
             ws.conn.executemany(
                 "INSERT INTO adjudication_outputs (item_id, extractor, choice, stage, reason) VALUES (?, ?, ?, ?, ?)",
                 [(item_id, n, outputs[n][k].choice, outputs[n][k].stage, outputs[n][k].reason) for n in readers],
             )
-    return get_set(ws, name)
+    created = get_set(ws, name)
+    if created is None:
+        raise RuntimeError(f"adjudication set {name!r} was not stored")  # a bug, not the user's mistake
+    return created
 
 
 def get_set(ws: Workspace, name: str) -> AdjudicationSet | None:
@@ -200,7 +207,8 @@ def get_set(ws: Workspace, name: str) -> AdjudicationSet | None:
 
 
 def list_sets(ws: Workspace) -> list[AdjudicationSet]:
-    return [get_set(ws, n) for (n,) in ws.conn.execute("SELECT name FROM adjudication_sets ORDER BY id")]
+    found = [get_set(ws, n) for (n,) in ws.conn.execute("SELECT name FROM adjudication_sets ORDER BY id")]
+    return [s for s in found if s is not None]
 
 
 def _set_or_fail(ws: Workspace, name: str) -> AdjudicationSet:
@@ -224,7 +232,7 @@ _UNLABELLED = (
 def remaining_for(ws: Workspace, set_name: str, annotator: str) -> int:
     """How many items of the set are left for this annotator (no standing label of theirs)."""
     s = _set_or_fail(ws, set_name)
-    return ws.conn.execute(f"SELECT count(*) {_UNLABELLED}", (s.id, _annotator(annotator))).fetchone()[0]
+    return int(ws.conn.execute(f"SELECT count(*) {_UNLABELLED}", (s.id, _annotator(annotator))).fetchone()[0])
 
 
 def remaining_items(ws: Workspace, set_name: str, annotator: str) -> list[int]:
@@ -270,14 +278,18 @@ def undo_label(ws: Workspace, item_id: int, annotator: str) -> Label | None:
     return withdrawn
 
 
-def _append_label(ws, item_id, annotator, choice, seconds, withdraws) -> Label:
+def _append_label(
+    ws: Workspace, item_id: int, annotator: str, choice: str, seconds: float | None, withdraws: str | None
+) -> Label:
     created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():
-        label_id = ws.conn.execute(
-            "INSERT INTO labels (item_id, annotator, choice, seconds, created_at, uuid, withdraws) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (item_id, annotator, choice, seconds, created, uid, withdraws),
-        ).lastrowid
+        label_id = inserted_id(
+            ws.conn.execute(
+                "INSERT INTO labels (item_id, annotator, choice, seconds, created_at, uuid, withdraws) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (item_id, annotator, choice, seconds, created, uid, withdraws),
+            )
+        )
     return Label(label_id, item_id, annotator, choice, seconds, created, uid, withdraws)
 
 
@@ -384,7 +396,7 @@ class Disagreement:
     labels: dict[str, str]  # annotator -> standing label
     adjudicated: str | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -423,14 +435,18 @@ def undo_adjudication(ws: Workspace, item_id: int, adjudicator: str) -> Adjudica
     return withdrawn
 
 
-def _append_adjudication(ws, item_id, adjudicator, choice, note, withdraws) -> Adjudication:
+def _append_adjudication(
+    ws: Workspace, item_id: int, adjudicator: str, choice: str, note: str | None, withdraws: str | None
+) -> Adjudication:
     created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():
-        row_id = ws.conn.execute(
-            "INSERT INTO adjudications (item_id, adjudicator, choice, note, created_at, uuid, withdraws) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (item_id, adjudicator, choice, note, created, uid, withdraws),
-        ).lastrowid
+        row_id = inserted_id(
+            ws.conn.execute(
+                "INSERT INTO adjudications (item_id, adjudicator, choice, note, created_at, uuid, withdraws) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (item_id, adjudicator, choice, note, created, uid, withdraws),
+            )
+        )
     return Adjudication(row_id, item_id, adjudicator, choice, note, created, uid, withdraws)
 
 
@@ -507,7 +523,7 @@ class Rate:
     def of(cls, agreed: int, n: int) -> Rate:
         return cls(n, agreed, agreed / n if n else None, agreement.wilson_interval(agreed, n))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "n": self.n,
             "agreed": self.agreed,
@@ -525,7 +541,7 @@ class ExtractorAlignment:
     confusion: agreement.Confusion
     by_why: dict[Why, Rate]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             **self.overall.to_json(),
             "cohen_kappa": self.cohen_kappa,
@@ -552,7 +568,7 @@ class InterAnnotator:
     cohen_kappa: float | None  # only with exactly two annotators
     krippendorff_alpha: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "annotators": list(self.annotators)}
 
 
@@ -573,7 +589,7 @@ class AlignmentReport:
     inter_annotator: InterAnnotator
     disagreements: tuple[Disagreement, ...]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "set": self.set_name,
             "runs": list(self.runs),

@@ -66,7 +66,7 @@ def read_inputs(path: str) -> list[tuple[object, str, dict[str, str], str]]:
         raise InputError(path, 0, "file", f"cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise InputError(path, 0, "file", "not UTF-8 text") from None
-    out = []
+    out: list[tuple[object, str, dict[str, str], str]] = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -170,7 +170,7 @@ def _execute(ws, launch: Launch, args) -> int:
     )
 
     def on_progress(p):
-        if args.json_progress:
+        if bar is None:
             _emit(p.to_json())
         else:
             bar.total = p.passes_done + int((p.eta_s or 0) * p.calls_per_s)
@@ -218,7 +218,7 @@ def _execute(ws, launch: Launch, args) -> int:
         if bar is not None:
             bar.close()
     if args.json_progress:
-        _emit(DoneEvent(run.id, engine.calls).to_json())
+        _emit(DoneEvent(run.id, engine.calls if engine else 0).to_json())
     return _finish(args, run.id)
 
 
@@ -280,8 +280,8 @@ def cmd_runs(args) -> int:
     )
     for r in all_runs:
         extra = ""
-        if args.scores:
-            s = scores[r.id]
+        s = scores.get(r.id)
+        if s is not None:
             extra = (
                 f"  {_pct(s.vanilla):>8} {_pct(s.circular):>8} {_pct(s.pope_f1):>8} "
                 f"{s.duration_s if s.duration_s is not None else '-':>8}"
@@ -368,6 +368,7 @@ def format_report(r: RunReport) -> str:
                 f"{_pct(m.f1):>7} {_pct(m.yes_ratio):>7} {m.unknown:>8}"
             )
         return "\n".join(lines)
+    assert mcq is not None  # a run that is not POPE is multiple choice, with its figures
     lines.append(f"{'':<44} {'n':>5} {'vanilla':>8} {'circular':>9}")
     lines.append(
         f"{'Overall':<44} {mcq.overall.questions:>5} {_pct(mcq.overall.vanilla):>8} {_pct(mcq.overall.circular):>9}"
