@@ -53,7 +53,7 @@ def _combo(name: str, width: int = 130) -> QComboBox:
     c = QComboBox()
     c.setObjectName(name)
     c.setMinimumWidth(width)
-    c.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+    c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
     return c
 
 
@@ -122,24 +122,24 @@ class BrowseView(QWidget):
 
         self.table = QTableView()
         self.table.setModel(ctx.model)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(26)
         self.table.setAlternatingRowColors(True)
         self.table.setShowGrid(False)
         self.table.setWordWrap(False)
-        self.table.setTextElideMode(Qt.ElideRight)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         header = self.table.horizontalHeader()
         header.setHighlightSections(False)
         # Short columns are sized to their content once per listing (see _fit_columns); the question takes the rest.
         # (ResizeToContents would re-measure on every page fetched and every repaint: seconds on a big benchmark.)
-        header.setSectionResizeMode(QHeaderView.Interactive)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         # Leaf categories run to 38 characters: a fixed width, elided, the full name in the tooltip.
         self.table.setColumnWidth(1, CATEGORY_WIDTH)
         self._widths: dict[int, int] = {}
         self.table.viewport().installEventFilter(self)
-        header.setSectionResizeMode(7, QHeaderView.Stretch)
+        header.setSectionResizeMode(7, QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)
         # The question is what a row is about: right after the index, so a narrow window (1024 px) still shows it.
         header.moveSection(7, 1)
@@ -150,14 +150,16 @@ class BrowseView(QWidget):
         self.panel = ItemPanel()
         self.panel_scroll = panel_scroll = QScrollArea()
         panel_scroll.setWidgetResizable(True)
-        panel_scroll.setFrameShape(QFrame.NoFrame)
+        panel_scroll.setFrameShape(QFrame.Shape.NoFrame)
         inner = QWidget()
         il = QVBoxLayout(inner)
         il.setContentsMargins(14, 10, 14, 10)
         il.addWidget(self.panel)
         il.addStretch(1)
         panel_scroll.setWidget(inner)
-        panel_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # long words wrap (item_panel.breakable)
+        panel_scroll.setHorizontalScrollBarPolicy(
+            Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        )  # long words wrap (item_panel.breakable)
         self.open_button = open_btn = QPushButton("Review this item  ⏎")
         open_btn.setObjectName("primary")
         open_btn.clicked.connect(lambda: self.item and self.openInReview.emit(self.item.id))
@@ -167,21 +169,21 @@ class BrowseView(QWidget):
         pl.setContentsMargins(0, 0, 0, 6)
         pl.setSpacing(4)
         pl.addWidget(panel_scroll, 1)
-        pl.addWidget(open_btn, 0, Qt.AlignHCenter)
+        pl.addWidget(open_btn, 0, Qt.AlignmentFlag.AlignHCenter)
         self.tabs = QTabWidget()
         self.predictions = PredictionsView()
         self.history = HistoryView()
         self.tabs.addTab(self.predictions, "Predictions")
         self.tabs.addTab(self.history, "Review history")
 
-        detail = QSplitter(Qt.Vertical)
+        detail = QSplitter(Qt.Orientation.Vertical)
         detail.addWidget(self.image)
         detail.addWidget(panel_box)
         detail.addWidget(self.tabs)
         detail.setSizes([210, 400, 150])
         detail.setChildrenCollapsible(False)
 
-        split = QSplitter(Qt.Horizontal)
+        split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
         split.addWidget(detail)
         split.setSizes([750, 330])
@@ -304,7 +306,7 @@ class BrowseView(QWidget):
             self.table.setColumnWidth(col, width)
 
     def eventFilter(self, watched, event) -> bool:
-        if watched is self.table.viewport() and event.type() == QEvent.Resize and self._widths:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize and self._widths:
             self._share_width()
         return super().eventFilter(watched, event)
 
@@ -315,7 +317,8 @@ class BrowseView(QWidget):
         if model.rows:
             row = model.row_of(self.item.id) if self.item else None
             self.table.selectionModel().setCurrentIndex(
-                model.index(row or 0, 0), QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows
+                model.index(row or 0, 0),
+                QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
             )
         else:
             self._show(None)
@@ -361,7 +364,7 @@ class BrowseView(QWidget):
         self.openInReview.emit(self.ctx.model.rows[row].id)
 
     def keyPressEvent(self, event) -> None:
-        if event.key() in (Qt.Key_Return, Qt.Key_Enter) and self.item is not None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.item is not None:
             self.openInReview.emit(self.item.id)
         else:
             super().keyPressEvent(event)

@@ -65,10 +65,10 @@ class ChartView(QWidget):
             self.canvas.deleteLater()
         self.figure = figure
         self.canvas = FigureCanvasQTAgg(figure)
-        self.canvas.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
+        self.canvas.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.canvas.setMinimumHeight(220)
         self.canvas.mpl_connect("button_press_event", self._pressed)
-        self.canvas.setCursor(Qt.PointingHandCursor if clickable else Qt.ArrowCursor)
+        self.canvas.setCursor(Qt.CursorShape.PointingHandCursor if clickable else Qt.CursorShape.ArrowCursor)
         self._layout.addWidget(self.canvas, 1)
         self.title.setText(title)
         self.hint.setVisible(clickable)
@@ -107,7 +107,7 @@ class BlindCover(QStackedWidget):
         self.content = content
         self.placeholder = QLabel(f"{what} {HIDDEN_TEXT}.\nTurn blind mode off (View › Blind mode, or B) to see them.")
         self.placeholder.setObjectName("muted")
-        self.placeholder.setAlignment(Qt.AlignCenter)
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.placeholder.setWordWrap(True)
         self.addWidget(content)
         self.addWidget(self.placeholder)

@@ -25,7 +25,7 @@ class MessageBar(QFrame):
         layout.setContentsMargins(12, 6, 6, 6)
         self.label = QLabel()
         self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         close = QToolButton()
         close.setText("✕")
         close.setAutoRaise(True)

@@ -15,10 +15,10 @@ class HelpOverlay(QFrame):
         super().__init__(parent)
         self.setObjectName("helpOverlay")
         layout = QVBoxLayout(self)
-        layout.setAlignment(Qt.AlignCenter)
+        layout.setAlignment(Qt.AlignmentFlag.AlignCenter)
         card = QLabel()
         card.setObjectName("helpCard")
-        card.setTextFormat(Qt.RichText)
+        card.setTextFormat(Qt.TextFormat.RichText)
         rows, group = [], None
         for g, keys, text in help_rows():
             if g != group:
@@ -34,7 +34,7 @@ class HelpOverlay(QFrame):
         )
         layout.addWidget(card)
         self.card = card
-        self.setFocusPolicy(Qt.StrongFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.hide()
 
     def hideEvent(self, event) -> None:
@@ -55,7 +55,7 @@ class HelpOverlay(QFrame):
         self.hide()
 
     def keyPressEvent(self, event) -> None:
-        if event.key() in (Qt.Key_Escape, Qt.Key_F1, Qt.Key_Question):
+        if event.key() in (Qt.Key.Key_Escape, Qt.Key.Key_F1, Qt.Key.Key_Question):
             self.hide()
         else:
             super().keyPressEvent(event)

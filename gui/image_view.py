@@ -14,13 +14,13 @@ class ImageView(QGraphicsView):
         super().__init__(parent)
         self.setScene(QGraphicsScene(self))
         self._item = QGraphicsPixmapItem()
-        self._item.setTransformationMode(Qt.SmoothTransformation)
+        self._item.setTransformationMode(Qt.TransformationMode.SmoothTransformation)
         self.scene().addItem(self._item)
-        self.setRenderHints(QPainter.Antialiasing | QPainter.SmoothPixmapTransform)
-        self.setDragMode(QGraphicsView.ScrollHandDrag)
-        self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
+        self.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.SmoothPixmapTransform)
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
         self.setBackgroundBrush(QColor("#2b2d31"))
-        self.setFrameShape(QGraphicsView.NoFrame)
+        self.setFrameShape(QGraphicsView.Shape.NoFrame)
         self.setMinimumSize(240, 200)
         self.fit = True
         self.placeholder = "No image"
@@ -64,7 +64,7 @@ class ImageView(QGraphicsView):
             return
         if self.fit:
             self.resetTransform()
-            self.fitInView(self._item, Qt.KeepAspectRatio)
+            self.fitInView(self._item, Qt.AspectRatioMode.KeepAspectRatio)
             self.zoomChanged.emit("fit")
         else:
             self.resetTransform()
@@ -76,7 +76,7 @@ class ImageView(QGraphicsView):
             self._apply_zoom()
 
     def wheelEvent(self, event) -> None:
-        if event.modifiers() & Qt.ControlModifier:
+        if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
             self.zoom_by(1.25 if event.angleDelta().y() > 0 else 0.8)
         else:
             super().wheelEvent(event)
@@ -87,5 +87,5 @@ class ImageView(QGraphicsView):
         painter.save()
         painter.resetTransform()
         painter.setPen(QColor("#a0a4ab"))
-        painter.drawText(self.viewport().rect(), Qt.AlignCenter, self.placeholder)
+        painter.drawText(self.viewport().rect(), Qt.AlignmentFlag.AlignCenter, self.placeholder)
         painter.restore()

@@ -155,8 +155,8 @@ class ItemTableModel(QAbstractTableModel):
     def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(COLUMNS)
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):
-        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return COLUMNS[section]
         return None
 
@@ -179,14 +179,14 @@ class ItemTableModel(QAbstractTableModel):
             return f"{RESULT_MARKS[row.run_result]} {row.run_result}"
         return " ".join(row.question.split())
 
-    def data(self, index, role=Qt.DisplayRole):
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         row = self.rows[index.row()]
         col = index.column()
-        if role == Qt.DisplayRole:
+        if role == Qt.ItemDataRole.DisplayRole:
             return self.display_text(row, col)
-        elif role == Qt.ForegroundRole:
+        elif role == Qt.ItemDataRole.ForegroundRole:
             if (
                 col == 6
                 and row.run_result in _RESULT_COLOURS
@@ -195,16 +195,16 @@ class ItemTableModel(QAbstractTableModel):
                 return QBrush(QColor(_RESULT_COLOURS[row.run_result]))
             if col == 4 and (status := self.status.get(row.id)) and status.conflict:
                 return QBrush(QColor("#b3261e"))
-        elif role == Qt.ToolTipRole and col == 7:
+        elif role == Qt.ItemDataRole.ToolTipRole and col == 7:
             return row.question
-        elif role == Qt.ToolTipRole and col in (1, 2):
+        elif role == Qt.ItemDataRole.ToolTipRole and col in (1, 2):
             return (row.category, row.l2_category)[col - 1]
-        elif role == Qt.ToolTipRole and col == 5 and (mark := self.qc.get(row.id)):
+        elif role == Qt.ItemDataRole.ToolTipRole and col == 5 and (mark := self.qc.get(row.id)):
             return mark.label
-        elif role == Qt.ToolTipRole and col == 4 and (status := self.status.get(row.id)):
+        elif role == Qt.ItemDataRole.ToolTipRole and col == 4 and (status := self.status.get(row.id)):
             return status.label  # the column may be narrowed (elided) to leave room for the question
-        elif role == Qt.UserRole:
+        elif role == Qt.ItemDataRole.UserRole:
             return row.id
-        elif role == Qt.TextAlignmentRole and col == 0:
-            return int(Qt.AlignRight | Qt.AlignVCenter)
+        elif role == Qt.ItemDataRole.TextAlignmentRole and col == 0:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None

@@ -44,9 +44,9 @@ def _text_label(name: str = "") -> QLabel:
     label = QLabel()
     if name:
         label.setObjectName(name)
-    label.setTextFormat(Qt.PlainText)  # benchmark text is text, never markup
+    label.setTextFormat(Qt.TextFormat.PlainText)  # benchmark text is text, never markup
     label.setWordWrap(True)
-    label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     return label
 
 
@@ -72,19 +72,19 @@ class OptionRow(QFrame):
         layout.setSpacing(10)
         self.badge = QLabel(letter)
         self.badge.setObjectName("optionBadge")
-        self.badge.setAlignment(Qt.AlignCenter)
+        self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.badge.setFixedSize(28, 28)
         self.text = _text_label()
         self.text.setText(breakable(text))
-        self.text.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        self.text.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.tag = QLabel("")
         self.tag.setObjectName("optionTag")
         self.hint = QLabel(key_hint)
         self.hint.setObjectName("keyHint")
-        layout.addWidget(self.badge, 0, Qt.AlignTop)
+        layout.addWidget(self.badge, 0, Qt.AlignmentFlag.AlignTop)
         layout.addWidget(self.text, 1)
-        layout.addWidget(self.tag, 0, Qt.AlignVCenter)
-        layout.addWidget(self.hint, 0, Qt.AlignVCenter)
+        layout.addWidget(self.tag, 0, Qt.AlignmentFlag.AlignVCenter)
+        layout.addWidget(self.hint, 0, Qt.AlignmentFlag.AlignVCenter)
         self.set_state(key=False, picked=False)
 
     def set_text(self, text: str, key_hint: str) -> None:
@@ -115,8 +115,8 @@ class OptionsArea(QScrollArea):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setWidgetResizable(True)
-        self.setFrameShape(QFrame.NoFrame)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         inner = QWidget()
         inner.setObjectName("optionsInner")
         self.box = QVBoxLayout(inner)
@@ -124,7 +124,7 @@ class OptionsArea(QScrollArea):
         self.box.setSpacing(4)
         self.setWidget(inner)
         self.setMinimumHeight(self.MIN_HEIGHT)
-        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
 
     def _content_height(self) -> int:
         inner = self.widget()
@@ -268,11 +268,11 @@ class PredictionsView(QTreeWidget):
         self.setAlternatingRowColors(True)
         header = self.header()
         header.setStretchLastSection(False)
-        header.setSectionResizeMode(0, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(2, QHeaderView.Stretch)
-        header.setSectionResizeMode(3, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(4, QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(4, QHeaderView.ResizeMode.ResizeToContents)
 
     def show_predictions(self, item, runs_passes, *, sight=None) -> None:
         """Every run's passes of the item, less what the blind rule (annotation/blind.py `Sight`) hides: nothing
@@ -328,8 +328,8 @@ class HistoryView(QTreeWidget):
         self.setAlternatingRowColors(True)
         header = self.header()
         for i in range(3):
-            header.setSectionResizeMode(i, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(3, QHeaderView.Stretch)
+            header.setSectionResizeMode(i, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
 
     def show_history(self, history, *, hidden_others: bool = False) -> None:
         """The review log, newest first; `hidden_others`: other annotators' rows were left out (blind mode)."""

@@ -63,19 +63,19 @@ class BenchmarksDock(QListWidget):
         self.ctx = ctx
         self.setObjectName("benchList")
         self.setToolTip("Benchmarks in this workspace (vlmdesk import FILE adds one)")
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        self.setTextElideMode(Qt.ElideRight)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.currentRowChanged.connect(self._chosen)  # filled by MainWindow.open_workspace
 
     def reload(self, benchmarks=None) -> None:
-        current = self.currentItem().data(Qt.UserRole) if self.currentItem() else None
+        current = self.currentItem().data(Qt.ItemDataRole.UserRole) if self.currentItem() else None
         self.blockSignals(True)
         self.clear()
         for b in benchmarks if benchmarks is not None else catalog.list_benchmarks(self.ctx.ws):
             kind = "yes/no" if b.kind == "yesno" else "multiple choice"
             item = QListWidgetItem(f"{b.name}\n{b.questions:,} items · {kind}")
-            item.setData(Qt.UserRole, b.name)
-            item.setData(Qt.UserRole + 1, b)
+            item.setData(Qt.ItemDataRole.UserRole, b.name)
+            item.setData(Qt.ItemDataRole.UserRole + 1, b)
             self.addItem(item)
             if b.name == current:  # a reload (another process imported) keeps the choice, without re-selecting
                 self.setCurrentItem(item)
@@ -83,14 +83,14 @@ class BenchmarksDock(QListWidget):
 
     def select(self, name: str) -> None:
         for row in range(self.count()):
-            if self.item(row).data(Qt.UserRole) == name:
+            if self.item(row).data(Qt.ItemDataRole.UserRole) == name:
                 self.setCurrentRow(row)
                 return
         raise NotFound(f"no benchmark named {name!r}")
 
     def _chosen(self, row: int) -> None:
         if row >= 0:
-            self.ctx.set_benchmark(self.item(row).data(Qt.UserRole + 1))
+            self.ctx.set_benchmark(self.item(row).data(Qt.ItemDataRole.UserRole + 1))
 
 
 class MainWindow(QMainWindow):
@@ -101,7 +101,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("vlmdesk")
         self.prefs_file = prefs_file or PreferencesFile()
         self.prefs: Preferences = self.prefs_file.load()
-        self.settings = QSettings(str(settings_path or config_dir() / "window.ini"), QSettings.IniFormat)
+        self.settings = QSettings(str(settings_path or config_dir() / "window.ini"), QSettings.Format.IniFormat)
         self.ctx: Context | None = None
         self.ws = None
         self.views: dict[str, QWidget] = {}
@@ -138,7 +138,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.annotator_label)
         self._make_menus()
 
-        self.add_dock("benchmarks", "Benchmarks", BenchmarksDock, Qt.LeftDockWidgetArea)
+        self.add_dock("benchmarks", "Benchmarks", BenchmarksDock, Qt.DockWidgetArea.LeftDockWidgetArea)
         self.add_view("browse", "Browse", BrowseView)
         self.add_view("review", "Review", ReviewView)
         self.add_view("queues", "Queues", QueuesView)
@@ -159,10 +159,12 @@ class MainWindow(QMainWindow):
             self._build_view(name, title, factory)
         self._update_view_menu()
 
-    def add_dock(self, name: str, title: str, factory, area=Qt.RightDockWidgetArea) -> None:
+    def add_dock(self, name: str, title: str, factory, area=Qt.DockWidgetArea.RightDockWidgetArea) -> None:
         dock = QDockWidget(title, self)
         dock.setObjectName(f"dock_{name}")
-        dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetClosable)
+        dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable | QDockWidget.DockWidgetFeature.DockWidgetClosable
+        )
         self.addDockWidget(area, dock)
         self.docks[name] = dock
         self._dock_factories.append((name, title, factory, area))
@@ -702,7 +704,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         else:
             self.resize(1280, 800)
-            self.resizeDocks([self.docks["benchmarks"]], [210], Qt.Horizontal)
+            self.resizeDocks([self.docks["benchmarks"]], [210], Qt.Orientation.Horizontal)
         if isinstance(state, QByteArray):
             self.restoreState(state)
 

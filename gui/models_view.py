@@ -45,7 +45,7 @@ class AddModelForm(QGroupBox):
         self.inputs: dict[str, dict[str, QWidget]] = {}  # backend -> field name -> its widget
         for entry in self.entries.values():
             self.kind.addItem(f"{entry.title or entry.name} ({entry.name}:)", entry.name)
-            self.kind.setItemData(self.kind.count() - 1, f"{entry.syntax}\n{entry.help}", Qt.ToolTipRole)
+            self.kind.setItemData(self.kind.count() - 1, f"{entry.syntax}\n{entry.help}", Qt.ItemDataRole.ToolTipRole)
             self.stack.addWidget(self._page(entry))
         self.kind.addItem("Spec, typed", "spec")
         self.spec_text = QLineEdit()
@@ -185,7 +185,7 @@ class ModelsView(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 10)
         layout.addLayout(left, 1)
-        layout.addWidget(self.form, 0, Qt.AlignTop)
+        layout.addWidget(self.form, 0, Qt.AlignmentFlag.AlignTop)
         ctx.prefsChanged.connect(self._show_tested)
         self.reload()
 

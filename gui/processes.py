@@ -43,7 +43,7 @@ class CommandProcess(QObject):
         self.process.start(sys.executable, ["-m", "vlmdesk", "--workspace", self.workspace, *self.args])
 
     def running(self) -> bool:
-        return self.process.state() != QProcess.NotRunning
+        return self.process.state() != QProcess.ProcessState.NotRunning
 
     def terminate(self) -> None:
         """SIGTERM: `vlmdesk run` stops between two batches and marks the run interrupted."""
@@ -86,12 +86,12 @@ class CommandProcess(QObject):
     def _finished(self, code: int, status) -> None:
         self._read_stdout()
         self._read_stderr()
-        self.crashed = status == QProcess.CrashExit
+        self.crashed = status == QProcess.ExitStatus.CrashExit
         self.exit_code = code
         self._finish()
 
     def _error(self, error) -> None:
-        if error == QProcess.FailedToStart:
+        if error == QProcess.ProcessError.FailedToStart:
             self.error = f"could not start {sys.executable}: {self.process.errorString()}"
             self._finish()
 

@@ -51,7 +51,7 @@ def _shortcut(page: QWidget, key: str, slot) -> QShortcut:
     whatever was clicked last. A focused text field (the note) claims printable keys and Ctrl+Z itself, so keys are
     off while typing."""
     sc = QShortcut(QKeySequence(key), page)
-    sc.setContext(Qt.WindowShortcut)
+    sc.setContext(Qt.ShortcutContext.WindowShortcut)
     sc.setEnabled(False)
     sc.activated.connect(slot)
     return sc
@@ -60,7 +60,7 @@ def _shortcut(page: QWidget, key: str, slot) -> QShortcut:
 def _scroll(widget: QWidget) -> QScrollArea:
     area = QScrollArea()
     area.setWidgetResizable(True)
-    area.setFrameShape(QFrame.NoFrame)
+    area.setFrameShape(QFrame.Shape.NoFrame)
     area.setWidget(widget)
     return area
 
@@ -77,7 +77,7 @@ class _ItemPage(QWidget):
         self.title = _title(title)
         self.left = QLabel()
         self.left.setObjectName("muted")
-        self.setFocusPolicy(Qt.StrongFocus)  # the page's keys need the focus inside it
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # the page's keys need the focus inside it
         right = QWidget()
         self.right_layout = QVBoxLayout(right)
         self.right_layout.setContentsMargins(16, 12, 16, 12)
@@ -88,7 +88,7 @@ class _ItemPage(QWidget):
         head.addWidget(self.left)
         self.right_layout.addLayout(head)
         self.right_layout.addWidget(self.panel)
-        split = QSplitter(Qt.Horizontal)
+        split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.image)
         split.addWidget(_scroll(right))
         # The decision side first: at 1024×700 its buttons and fields must fit; the image scales to what is left.
@@ -352,7 +352,7 @@ class AdjudicationPage(QWidget):
         self.response = QLabel()
         self.response.setObjectName("response")
         self.response.setWordWrap(True)
-        self.response.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.response.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.response)
         self.buttons_box = QHBoxLayout()
         layout.addLayout(self.buttons_box)
@@ -362,7 +362,7 @@ class AdjudicationPage(QWidget):
         rl = QVBoxLayout(self.revealed)
         self.reveal_text = QLabel()
         self.reveal_text.setWordWrap(True)
-        self.reveal_text.setTextFormat(Qt.RichText)
+        self.reveal_text.setTextFormat(Qt.TextFormat.RichText)
         rl.addWidget(self.reveal_text)
         reveal_buttons = QHBoxLayout()
         self.next_button = QPushButton("Next response  ⏎")
@@ -542,7 +542,7 @@ class ConflictsPage(_ItemPage):
         self.shown_at = time.monotonic()
         self.verdicts = QLabel()
         self.verdicts.setWordWrap(True)
-        self.verdicts.setTextFormat(Qt.RichText)
+        self.verdicts.setTextFormat(Qt.TextFormat.RichText)
         self.right_layout.addWidget(self.verdicts)
         explain = QLabel(
             "Settle by giving your verdict (the keys of Review); it is added to the log next to the "
@@ -556,7 +556,7 @@ class ConflictsPage(_ItemPage):
         for n, (verdict, key, text) in enumerate(VERDICT_KEYS):
             b = QPushButton(f"{VERDICT_BUTTONS[verdict]}   {key}")
             b.setToolTip(f"{text}  [{key}]")
-            b.setFocusPolicy(Qt.NoFocus)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             b.clicked.connect(lambda _=False, v=verdict: self.settle(v))
             grid.addWidget(b, n // 2, n % 2)  # two columns: the page fits beside the image at 1024×700
             self.buttons[verdict] = b
@@ -588,7 +588,7 @@ class ConflictsPage(_ItemPage):
         saved_row.addWidget(self.change)
         self.right_layout.addLayout(saved_row)
         self.right_layout.addStretch(1)
-        self.setFocusPolicy(Qt.StrongFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         for s in review_shortcuts():
             if s.action.startswith(("verdict:", "pick:")) or s.action in ("undo", "note"):
                 for key in s.keys:

@@ -48,7 +48,7 @@ class NoteEdit(QLineEdit):
     done = Signal()
 
     def keyPressEvent(self, event) -> None:
-        if event.key() in (Qt.Key_Escape, Qt.Key_Return, Qt.Key_Enter):
+        if event.key() in (Qt.Key.Key_Escape, Qt.Key.Key_Return, Qt.Key.Key_Enter):
             self.done.emit()
             return
         super().keyPressEvent(event)
@@ -63,7 +63,7 @@ class ReviewView(QWidget):
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
         self.ctx = ctx
-        self.setFocusPolicy(Qt.StrongFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.row: int | None = None
         self.item = None
         self.shown_at = time.monotonic()
@@ -88,7 +88,7 @@ class ReviewView(QWidget):
         actual = QPushButton("100 %")
         for b in (fit, actual):
             b.setObjectName("flat")
-            b.setFocusPolicy(Qt.NoFocus)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         fit.clicked.connect(lambda: self.image.set_fit(True))
         actual.clicked.connect(self.image.actual_size)
         self.zoom_label = QLabel("")
@@ -111,8 +111,10 @@ class ReviewView(QWidget):
         self.panel = ItemPanel(show_key_hints=True)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # the item wraps to the column, never sideways
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(
+            Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        )  # the item wraps to the column, never sideways
         scroll.setWidget(self.panel)
         self.panel_scroll = scroll
         self.tabs = QTabWidget()
@@ -120,9 +122,9 @@ class ReviewView(QWidget):
         self.history = HistoryView()
         self.tabs.addTab(self.predictions, "Predictions")
         self.tabs.addTab(self.history, "Review history")
-        self.tabs.setFocusPolicy(Qt.NoFocus)
+        self.tabs.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.tabs.setMinimumHeight(90)
-        upper = QSplitter(Qt.Vertical)
+        upper = QSplitter(Qt.Orientation.Vertical)
         upper.addWidget(scroll)
         upper.addWidget(self.tabs)
         upper.setStretchFactor(0, 3)
@@ -143,7 +145,7 @@ class ReviewView(QWidget):
             b = QPushButton(f"{VERDICT_BUTTONS[verdict]}   {key}")
             b.setObjectName("verdict_ok" if verdict == "ok" else "verdict")
             b.setToolTip(f"{text}  [{key}]")
-            b.setFocusPolicy(Qt.NoFocus)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             b.setMinimumWidth(0)
             b.clicked.connect(lambda _=False, v=verdict: self.verdict(v))
             verdicts.addWidget(b, n // 3, n % 3)
@@ -166,7 +168,7 @@ class ReviewView(QWidget):
         self.change = QPushButton("Change my verdict")
         self.change.setObjectName("link")  # "flat" is the dark image bar's style: unreadable on white
         self.change.setToolTip("Withdraw your verdict on this item (kept in the log) and give another one")
-        self.change.setFocusPolicy(Qt.NoFocus)
+        self.change.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.change.clicked.connect(self.change_verdict)
         self.change.hide()
         status.addWidget(self.saved, 1)
@@ -184,7 +186,7 @@ class ReviewView(QWidget):
         ):
             b = QPushButton(text)
             b.setToolTip(tip)
-            b.setFocusPolicy(Qt.NoFocus)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             b.clicked.connect(slot)
             nav.addWidget(b)
         nav.addStretch(1)
@@ -192,7 +194,7 @@ class ReviewView(QWidget):
         vb.addLayout(nav)
         sl.addWidget(self.verdict_bar, 0)
 
-        split = QSplitter(Qt.Horizontal)
+        split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(image_box)
         split.addWidget(side)
         split.setStretchFactor(0, 3)
@@ -219,7 +221,7 @@ class ReviewView(QWidget):
         for s in review_shortcuts():
             for key in s.keys:
                 sc = QShortcut(QKeySequence(key), self)
-                sc.setContext(Qt.WindowShortcut)
+                sc.setContext(Qt.ShortcutContext.WindowShortcut)
                 sc.setEnabled(False)
                 sc.activated.connect(lambda a=s.action: self.on_action(a))
                 self.shortcuts.setdefault(s.action, []).append(sc)

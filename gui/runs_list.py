@@ -56,13 +56,17 @@ class RunsList(QWidget):
         self.model = RowsModel(COMPACT if compact else COLUMNS, self)
         self.model.align_right = {0} if compact else {0, 5, 6, 7, 8}
         self.table = table_view(self.model, stretch=2)
-        self.table.setSelectionMode(QAbstractItemView.ExtendedSelection if multi else QAbstractItemView.SingleSelection)
+        self.table.setSelectionMode(
+            QAbstractItemView.SelectionMode.ExtendedSelection
+            if multi
+            else QAbstractItemView.SelectionMode.SingleSelection
+        )
         header = self.table.horizontalHeader()
         if compact:  # a narrow pane: the model is elided (tooltip) so that the scores stay in view
-            header.setSectionResizeMode(2, QHeaderView.Stretch)
+            header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
             header.setStretchLastSection(False)
         else:
-            header.setSectionResizeMode(2, QHeaderView.Stretch)
+            header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self.selectionChanged.emit())
         self.table.doubleClicked.connect(lambda idx: self.activated.emit(self.model.payloads[idx.row()]))
         self.notice = QLabel(f"Scores {HIDDEN_TEXT}")
@@ -124,7 +128,10 @@ class RunsList(QWidget):
         sel.clearSelection()
         for r, run_id in enumerate(self.model.payloads):
             if run_id in run_ids:
-                sel.select(self.model.index(r, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
+                sel.select(
+                    self.model.index(r, 0),
+                    QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows,
+                )
         self.selectionChanged.emit()
 
     def summary(self, run_id: int) -> RunSummary | None:

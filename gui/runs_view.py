@@ -81,7 +81,7 @@ class LaunchForm(QGroupBox):
         self.start.setObjectName("primary")
         self.start.clicked.connect(self._submit)
         form = QFormLayout(self)
-        form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow("Benchmark", self.bench)
         form.addRow("Model", self.model)
         form.addRow("Strategy", self.strategy)
@@ -112,7 +112,7 @@ class LaunchForm(QGroupBox):
         self.bench.clear()
         for b in catalog.list_benchmarks(self.ctx.ws):
             self.bench.addItem(f"{b.name}  ({b.questions:,} · {'yes/no' if b.kind == 'yesno' else 'MCQ'})", b.name)
-            self.bench.setItemData(self.bench.count() - 1, b.kind, Qt.UserRole + 1)
+            self.bench.setItemData(self.bench.count() - 1, b.kind, Qt.ItemDataRole.UserRole + 1)
         wanted = bench_name or (self.ctx.benchmark.name if self.ctx.benchmark else None)
         if wanted and (i := self.bench.findData(wanted)) >= 0:
             self.bench.setCurrentIndex(i)
@@ -122,7 +122,7 @@ class LaunchForm(QGroupBox):
         self.model.clear()
         for m in saved:
             self.model.addItem(m.name, m.spec)
-            self.model.setItemData(self.model.count() - 1, m.spec, Qt.ToolTipRole)
+            self.model.setItemData(self.model.count() - 1, m.spec, Qt.ItemDataRole.ToolTipRole)
         backends = {entry.name: entry for entry in BACKENDS.help_entries()}
         for spec in (s for entry in backends.values() if entry.reference for s in entry.examples):
             if not any(m.spec == spec for m in saved):
@@ -141,7 +141,7 @@ class LaunchForm(QGroupBox):
         self._bench_changed()
 
     def _bench_changed(self) -> None:
-        kind = self.bench.currentData(Qt.UserRole + 1) or "mcq"
+        kind = self.bench.currentData(Qt.ItemDataRole.UserRole + 1) or "mcq"
         previous = self.strategy.currentIndex()
         self.strategy.blockSignals(True)
         self.strategy.clear()
@@ -228,7 +228,7 @@ class JobCard(QFrame):
         layout.setContentsMargins(12, 10, 12, 10)
         head = QHBoxLayout()
         head.addWidget(self.title, 1)
-        head.addWidget(self.cancel, 0, Qt.AlignTop)
+        head.addWidget(self.cancel, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(head)
         layout.addWidget(self.bar)
         layout.addWidget(self.stats)
@@ -282,7 +282,7 @@ class RunsView(QWidget):
         self.jobs = QListWidget()
         self.jobs.setObjectName("jobList")
         self.jobs.setWordWrap(True)
-        self.jobs.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.jobs.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.jobs.currentRowChanged.connect(self._job_selected)
         self.remove_queued = QPushButton("Remove from queue")
         self.remove_queued.clicked.connect(self._remove_selected)
@@ -316,7 +316,7 @@ class RunsView(QWidget):
         t.setObjectName("sectionTitle")
         jobs_col.addWidget(t)
         jobs_col.addWidget(self.jobs, 1)
-        jobs_col.addWidget(self.remove_queued, 0, Qt.AlignLeft)
+        jobs_col.addWidget(self.remove_queued, 0, Qt.AlignmentFlag.AlignLeft)
         log_col = QVBoxLayout()
         log_col.addWidget(self.log_title)
         log_col.addWidget(self.log, 1)
@@ -327,7 +327,7 @@ class RunsView(QWidget):
         tl = QHBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
         tl.setSpacing(12)
-        tl.addWidget(self.form, 0, Qt.AlignTop)
+        tl.addWidget(self.form, 0, Qt.AlignmentFlag.AlignTop)
         tl.addWidget(queue_box, 1)
 
         runs_box = QWidget()
@@ -343,7 +343,7 @@ class RunsView(QWidget):
         rl.addLayout(head)
         rl.addWidget(self.runs, 1)
 
-        split = QSplitter(Qt.Vertical)
+        split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
         split.addWidget(runs_box)
         split.setSizes([420, 280])
@@ -362,7 +362,7 @@ class RunsView(QWidget):
     # -- queue
     def _job_added(self, job: RunJob) -> None:
         item = QListWidgetItem()
-        item.setData(Qt.UserRole, job.number)
+        item.setData(Qt.ItemDataRole.UserRole, job.number)
         self.jobs.addItem(item)
         self._job_changed(job)
 
@@ -372,7 +372,7 @@ class RunsView(QWidget):
             self.ctx.runsChanged.emit()
         for row in range(self.jobs.count()):
             item = self.jobs.item(row)
-            if item.data(Qt.UserRole) == job.number:
+            if item.data(Qt.ItemDataRole.UserRole) == job.number:
                 item.setText(f"{STATE_MARKS[job.state]} {job.summary()}")
                 item.setToolTip(item.text())
         if job.state == RunJob.RUNNING or self.card.job in (None, job) or self.queue.current is None:

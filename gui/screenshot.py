@@ -211,7 +211,7 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
             try:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 png = QBuffer()
-                png.open(QIODevice.WriteOnly)
+                png.open(QIODevice.OpenModeFlag.WriteOnly)
                 if not window.grab().save(png, "PNG"):
                     raise ScreenshotError(f"could not write {out}")
                 write_file(out, lambda f: f.write(png.data().data()), binary=True)
@@ -235,7 +235,7 @@ def settle(app, window) -> None:
         window.ctx.loader.pool.waitForDone(5000)
         app.processEvents()
         # Widgets replaced with deleteLater() go only when the event loop runs; there is none here.
-        QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 # -- what is visible ---------------------------------------------------------------------------------------
@@ -333,9 +333,9 @@ def _header_texts(header) -> list[str]:
         if header.isSectionHidden(section) or header.sectionSize(section) <= 0:
             continue
         pos = header.sectionViewportPosition(section)
-        extent = header.width() if header.orientation() == Qt.Horizontal else header.height()
+        extent = header.width() if header.orientation() == Qt.Orientation.Horizontal else header.height()
         if pos + header.sectionSize(section) > 0 and pos < extent:
-            out.append(str(model.headerData(section, header.orientation(), Qt.DisplayRole) or ""))
+            out.append(str(model.headerData(section, header.orientation(), Qt.ItemDataRole.DisplayRole) or ""))
     return out
 
 
@@ -369,7 +369,10 @@ def _cell_texts(view) -> list[str]:
                     continue
                 index = model.index(r, c, parent)
                 if view.visualRect(index).intersects(area):
-                    out.extend(str(model.data(index, role) or "") for role in (Qt.DisplayRole, Qt.ToolTipRole))
+                    out.extend(
+                        str(model.data(index, role) or "")
+                        for role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole)
+                    )
             first = model.index(r, 0, parent)
             if isinstance(view, QTreeView) and view.isExpanded(first):
                 walk(first)
