@@ -13,8 +13,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from evaluator.pope import PARSERS, YES_NO, parse_strict  # YES_NO: POPE's labels, every yes/no item's keys
-from evaluator.types import POPE_PARSERS, PopeParser  # noqa: F401 (POPE_PARSERS: the parsers in report order)
+from evaluator.pope import PARSERS, parse_strict
+from evaluator.pope import YES_NO as YES_NO  # POPE's labels, every yes/no item's keys
+from evaluator.types import POPE_PARSERS as POPE_PARSERS  # the parsers in report order
+from evaluator.types import PopeParser
 
 if TYPE_CHECKING:
     from db.runs import Prediction
@@ -157,4 +159,4 @@ _CJK = re.compile(f"[{CJK_IDEOGRAPHS}]")
 
 def has_cjk(text: str | None) -> bool:
     """Whether the text holds a CJK ideograph (Chinese text: prompts, and option texts matched as substrings)."""
-    return bool(text) and _CJK.search(text) is not None
+    return text is not None and _CJK.search(text) is not None

@@ -19,6 +19,7 @@ import csv
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from db import catalog
 from db.catalog import Benchmark, Item
@@ -104,7 +105,7 @@ def _finish(handle, out: AtomicOutput, path: Path, ok: bool) -> None:
     out.close(ok)
 
 
-def _extra(item: Item) -> dict:
+def _extra(item: Item) -> dict[str, Any]:
     # meta["copies"] / meta["copy_shifts"] are vlmdesk's record of folded circular copies, not columns of the source.
     return {k: v for k, v in item.meta.items() if k not in ("copies", "copy_shifts")}
 

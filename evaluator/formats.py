@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from evaluator.registry import Field, Registry
 
@@ -26,8 +26,8 @@ class FormatEntry:
     name: str
     kind: Literal["mcq", "yesno"]
     help: str
-    read: Callable | str
-    write: Callable | str | None = None
+    read: Callable[..., Any] | str
+    write: Callable[..., Any] | str | None = None
     extensions: tuple[str, ...] = ()
     sniff: Callable[[object, str, str], bool] | None = None
     sniff_order: int = 0  # lower first: a loose test (a tab in the first line) goes after the exact ones

@@ -26,8 +26,9 @@ from db.workspace import BUSY_TIMEOUT_MS, Workspace
 from evaluator.backends import Backend, BackendError, can_score, check_spec, load_backend
 from evaluator.backends.secrets import redact
 from evaluator.llm_extraction import parse_extractor_spec
+from evaluator.progress import Progress
 from evaluator.prompts import PromptTemplate
-from evaluator.runner import Engine, Progress, RunSettings, config_key, frequent_answer, new_run, settings_of
+from evaluator.runner import Engine, RunSettings, config_key, frequent_answer, new_run, settings_of
 
 
 class LaunchRefused(UserError):

@@ -308,7 +308,7 @@ def parse_extractor_spec(spec: str) -> tuple[str, str | None]:
 def load_extractor(spec: str, ws: Workspace | None = None) -> Extractor:
     """Build the extractor a spec names; ``ws`` holds the LLM cache. InvalidInput / BackendError on bad specs."""
     name, model = parse_extractor_spec(spec)
-    return REGISTRY.get(name).build(model, ws)
+    return REGISTRY[name].build(model, ws)
 
 
 def _quote(text: str, limit: int = 40) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from db import catalog
 from db.errors import InvalidInput, NotFound
@@ -35,7 +36,7 @@ class ModelCheck:
     load_s: float
     answer_s: float
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -49,14 +49,14 @@ def _is_sqlite(path: str) -> bool:
         os.close(fd)
 
 
-def target_of(path: str | os.PathLike) -> Path:
+def target_of(path: str | os.PathLike[str]) -> Path:
     """The file that writing `path` replaces: the path itself, or, for a symlink, what it finally points at (which
     may not exist yet)."""
     path = Path(path).expanduser()
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
-def check_output(path: str | os.PathLike) -> Path:
+def check_output(path: str | os.PathLike[str]) -> Path:
     """The file writing `path` will replace, after the checks of this module's rule; raises OutputRefused."""
     shown = Path(path).expanduser()
     target = target_of(shown)
@@ -99,7 +99,7 @@ class AtomicOutput:
     temporary file; `close(ok=True)` renames it over the target, `close(ok=False)` (or an exception in a `with`)
     removes it."""
 
-    def __init__(self, path: str | os.PathLike, *, binary: bool = False, newline: str | None = None):
+    def __init__(self, path: str | os.PathLike[str], *, binary: bool = False, newline: str | None = None):
         self.path = Path(path).expanduser()
         self._binary, self._newline = binary, newline
         self._handle: IO | None = None
@@ -151,7 +151,7 @@ class AtomicOutput:
 
 
 def write_file(
-    path: str | os.PathLike, write: Callable[[IO], T], *, binary: bool = False, newline: str | None = None
+    path: str | os.PathLike[str], write: Callable[[IO], T], *, binary: bool = False, newline: str | None = None
 ) -> T:
     """Call write(handle) on a new file that replaces `path` once write returns; returns what write returned."""
     with AtomicOutput(path, binary=binary, newline=newline) as handle:

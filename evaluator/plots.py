@@ -6,7 +6,7 @@ The GUI embeds the same Figure objects in a FigureCanvasQTAgg; the command line 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -36,7 +36,7 @@ def _tag(patch, **target) -> None:
     patch.set_gid(_TARGET + urlencode({k: v for k, v in target.items() if v is not None}))
 
 
-def bar_target(artist) -> dict | None:
+def bar_target(artist) -> dict[str, Any] | None:
     """What a bar of these figures stands for: {"run": "3", "level": "l2", "group": "…", "strategy": "…"} (POPE:
     "parser", "metric"; alignment: "extractor"), or None for any other artist."""
     gid = artist.get_gid() or ""

@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from db.errors import InvalidInput
 from evaluator.outfiles import AtomicOutput
@@ -143,7 +144,7 @@ class PopeMetrics:
     f1: float | None
     yes_ratio: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -157,7 +158,7 @@ class PopeMeans:
     f1: float | None
     yes_ratio: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -238,7 +239,7 @@ def _json_lines(path: Path) -> Iterable[tuple[int, object]]:
                     raise InvalidInput(f"{path}, line {number}: not valid JSON ({error.msg})") from None
 
 
-def read_pope_questions(path: str | os.PathLike) -> list[dict]:
+def read_pope_questions(path: str | os.PathLike[str]) -> list[dict]:
     """Questions from JSON Lines (the COCO files) or one JSON array (the pretty-printed GQA file).
 
     Each record needs question_id, image, text and label ("yes"/"no", case-insensitive; normalised to lower
@@ -278,7 +279,7 @@ def read_pope_questions(path: str | os.PathLike) -> list[dict]:
     return questions
 
 
-def read_pope_answers(path: str | os.PathLike) -> list[PopeAnswer]:
+def read_pope_answers(path: str | os.PathLike[str]) -> list[PopeAnswer]:
     """Answers from JSON Lines: the response in "answer" or else "text", optional "question_id".
 
     "answer" wins over "text" because answer files often copy the question record (whose "text" is the
@@ -350,7 +351,7 @@ def score_matched(pairs: Sequence[tuple[dict, PopeAnswer]], parse: Callable[[str
     return pope_metrics([q["label"] for q, _ in pairs], [parse(a.text) for _, a in pairs])
 
 
-def write_pope_jsonl(records: Iterable[dict], path: str | os.PathLike) -> None:
+def write_pope_jsonl(records: Iterable[dict], path: str | os.PathLike[str]) -> None:
     """Writes records as JSON Lines under evaluator/outfiles.py's rule (no half-written files)."""
     with AtomicOutput(path) as file:
         for record in records:
@@ -366,7 +367,7 @@ def _field(item: object, field: str, where: str):
     return item[field]
 
 
-def load_coco_instances(path: str | os.PathLike) -> dict[str, list[str]]:
+def load_coco_instances(path: str | os.PathLike[str]) -> dict[str, list[str]]:
     """image file name -> sorted distinct category names, from a COCO `instances_*.json`.
 
     Images without annotations are kept (with no objects) so the caller sees the whole split.
@@ -396,7 +397,7 @@ def load_coco_instances(path: str | os.PathLike) -> dict[str, list[str]]:
     return {image: sorted(objects) for image, objects in present.items()}
 
 
-def load_object_jsonl(path: str | os.PathLike) -> dict[str, list[str]]:
+def load_object_jsonl(path: str | os.PathLike[str]) -> dict[str, list[str]]:
     """image -> sorted distinct objects, from lines {"image": "x.jpg", "objects": ["dog", "person"]}.
 
     An image on several lines gets the union of its objects (one line per detection source is common).

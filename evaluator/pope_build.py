@@ -31,7 +31,7 @@ class BuiltSet:
     seed: int
 
 
-def annotation_format(path: str | os.PathLike) -> str:
+def annotation_format(path: str | os.PathLike[str]) -> str:
     """ "objects-jsonl" when the first line is a complete {"image": …, "objects": …} record, else "coco"."""
     with open(path, "rb") as file:
         head = file.read(_HEAD_BYTES)
@@ -46,7 +46,7 @@ def annotation_format(path: str | os.PathLike) -> str:
     return "coco"
 
 
-def load_annotations(path: str | os.PathLike) -> tuple[str, dict[str, list[str]]]:
+def load_annotations(path: str | os.PathLike[str]) -> tuple[str, dict[str, list[str]]]:
     """(format, image -> objects present). InvalidInput names the file (and line) of bad input."""
     path = Path(path)
     if not path.is_file():
@@ -58,7 +58,7 @@ def load_annotations(path: str | os.PathLike) -> tuple[str, dict[str, list[str]]
         raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
-def missing_images(records: list[dict], images_dir: str | os.PathLike) -> list[str]:
+def missing_images(records: list[dict], images_dir: str | os.PathLike[str]) -> list[str]:
     """The distinct images of `records` (in order) that are not files inside `images_dir`."""
     images_dir = Path(images_dir)
     names = dict.fromkeys(r["image"] for r in records)
@@ -66,8 +66,8 @@ def missing_images(records: list[dict], images_dir: str | os.PathLike) -> list[s
 
 
 def build_pope_set(
-    annotations_path: str | os.PathLike,
-    images_dir: str | os.PathLike,
+    annotations_path: str | os.PathLike[str],
+    images_dir: str | os.PathLike[str],
     *,
     setting: str,
     images_count: int,

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from db.errors import InvalidInput
 from evaluator.importers.jsonl import pope_setting_from_name
@@ -44,7 +44,7 @@ class PopeFileScore:
     answers_file: str
     metrics: PopeMetrics
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"questions_file": self.questions_file, "answers_file": self.answers_file, **self.metrics.to_json()}
 
 
@@ -60,7 +60,7 @@ class PopeScores:
     mean: PopeMeans | None
     setting: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         if self.mean is None:  # one file: its metrics at the top level
             [only] = self.settings.values()
             return {"parser": self.parser, "setting": self.setting, **only.to_json()}
@@ -160,7 +160,7 @@ class PopeMeanEntry:
     strict: PopeMeans | None
     note: str | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "runs": list(self.runs),

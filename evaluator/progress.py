@@ -8,7 +8,7 @@ its event, or None for anything else (the app reads another process's output: it
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from evaluator.types import ProgressEventName
 
@@ -24,7 +24,7 @@ class StartEvent:
     items_total: int
     passes_done: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"event": self.event, **asdict(self)}
 
 
@@ -42,7 +42,7 @@ class Progress:
     calls_per_s: float
     eta_s: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"event": self.event, **asdict(self)}
 
 
@@ -54,7 +54,7 @@ class DoneEvent:
     run_id: int
     model_calls: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"event": self.event, **asdict(self)}
 
 

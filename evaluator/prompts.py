@@ -12,6 +12,7 @@ import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from db.errors import InvalidInput
 from evaluator.choices import letters
@@ -38,7 +39,7 @@ HINT_PREFIX = {"en": "Hint: ", "zh": "提示: "}
 
 @dataclass(frozen=True)
 class PromptTemplate:
-    by_language: dict
+    by_language: dict[str, Any]
 
     def render(self, *, question: str, hint: str | None, options: tuple[str, ...], language: str) -> str:
         text = self.by_language.get(language) or self.by_language["en"]

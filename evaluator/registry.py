@@ -16,7 +16,8 @@ import os
 import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Generic, Literal, Protocol, TypeVar
+from types import ModuleType
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from db.errors import UserError
 
@@ -53,12 +54,13 @@ class Entry(Protocol):
 E = TypeVar("E", bound=Entry)
 
 
-def resolve(target: Callable | str) -> Callable:
+def resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
     """A function, or "module:function" imported now: entries name what is heavy to import without importing it."""
     if callable(target):
         return target
     module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    found: Callable[..., Any] = getattr(importlib.import_module(module), attr)
+    return found
 
 
 def plugin_names() -> tuple[str, ...]:
@@ -73,7 +75,7 @@ def plugin_names() -> tuple[str, ...]:
     return names
 
 
-def _import_plugin(name: str):
+def _import_plugin(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError as exc:  # ModuleNotFoundError, or an import inside the plugin failing
@@ -120,6 +122,10 @@ class Registry(Generic[E]):
 
     def get(self, name: str) -> E | None:
         return self._collect().get(name)
+
+    def __getitem__(self, name: str) -> E:
+        """The entry of a name already checked (KeyError otherwise: a bug, not a user's mistake)."""
+        return self._collect()[name]
 
     def names(self) -> tuple[str, ...]:
         return tuple(self._collect())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from db import catalog, extractions, runs
 from db.errors import InvalidInput, NotFound
@@ -49,7 +49,7 @@ class Scores:
     vanilla: float | None
     circular: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -68,7 +68,7 @@ class McqFigures:
     circular_upper: float | None
     undecided_vanilla: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         groups = {
             key: {name: s.to_json() for name, s in getattr(self, key).items()}
             for key in ("by_l2", "by_category", "by_split")
@@ -97,7 +97,7 @@ class PopeFigures:
     answered: int
     pope: dict[PopeParser, PopeMetrics]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "setting": self.setting,
             "answered": self.answered,
@@ -125,13 +125,13 @@ class RunReport:
     questions: int
     scoring: str
     scoring_source: ScoringSource
-    scoring_summary: dict
+    scoring_summary: dict[str, Any]
     scorings: tuple[str, ...]
     model_calls: int
     undecided: int
     created_at: str
     finished_at: str | None
-    config: dict
+    config: dict[str, Any]
     problems: tuple[str, ...]
     figures: McqFigures | PopeFigures
     pope_mean: PopeMeanEntry | None = None
@@ -144,7 +144,7 @@ class RunReport:
     def pope(self) -> PopeFigures | None:
         return self.figures if isinstance(self.figures, PopeFigures) else None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         head = {
             f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("figures", "pope_mean")
         }
@@ -192,7 +192,7 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> RunRep
     )
 
 
-def _scored_passes(ws: Workspace, run: runs.Run, stored: dict, scoring: str | None):
+def _scored_passes(ws: Workspace, run: runs.Run, stored: dict[str, Any], scoring: str | None):
     """(scoring name, source, summary, item id -> pass -> prediction as that scoring reads it)."""
     predictions = runs.predictions_of(ws, run.id)
     if scoring in (None, RUN_SCORING) or (scoring == run.extractor and scoring not in stored):
@@ -304,7 +304,7 @@ class ItemResult:
     official: bool | None = None
     strict: bool | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -399,7 +399,7 @@ class RunSummary:
     finished_at: str | None
     duration_s: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 

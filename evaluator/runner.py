@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from db import catalog, runs
 from db.catalog import Benchmark, Item
@@ -54,7 +55,7 @@ class RunSettings:
     seed: int = 0
     extractor: str = "rules"
 
-    def config(self, batch_size: int) -> dict:
+    def config(self, batch_size: int) -> dict[str, Any]:
         return {**asdict(self), "batch_size": batch_size}
 
     def check(self) -> None:
@@ -92,7 +93,7 @@ def config_key(bench: Benchmark, model_spec: str, settings: RunSettings, templat
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
-def versions() -> dict:
+def versions() -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {"python": platform.python_version()}
@@ -289,7 +290,7 @@ def new_run(
     template: PromptTemplate,
     *,
     batch_size: int,
-    backend_info: dict,
+    backend_info: dict[str, Any],
     owner: runs.Owner | None = None,
     reuse: bool = False,
 ) -> runs.Run:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlencode
 
 from db.errors import EnvironmentFault
@@ -43,7 +43,7 @@ class Backend(Protocol):
         """Greedy answers, one text per query, in order."""
         ...
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """What to store with a run (no secrets): resolved settings, library versions."""
         ...
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import parse_qsl
 
 from evaluator.backends.base import BackendEntry, BackendError, BuildContext, Query
@@ -69,7 +70,7 @@ class BaselineBackend:
         self.kind, self.seed, self.frequent = kind, seed, frequent
         self.spec = f"baseline:{kind}"
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {"backend": "baseline", "kind": self.kind, "seed": self.seed, "frequent": self.frequent}
 
     def generate(self, queries: Sequence[Query], max_new_tokens: int) -> list[str]:

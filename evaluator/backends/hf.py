@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from evaluator.registry import Field
@@ -33,7 +34,7 @@ def hf_options(rest: str, *, default_batch_size: int | None = None) -> tuple[str
     if not model:
         raise BackendError("hf spec needs a model path or hub id: hf:<path or id>[?dtype=…&device=…&batch_size=…]")
     # The run's --batch-size applies unless the spec pins its own.
-    kwargs: dict = {"max_batch_size": default_batch_size} if default_batch_size else {}
+    kwargs: dict[str, Any] = {"max_batch_size": default_batch_size} if default_batch_size else {}
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ValueError:
@@ -152,7 +153,7 @@ class HFBackend:
         self.max_batch_size = max_batch_size
         self._accepts = set(inspect.signature(self.model.forward).parameters)
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         import torch
         import transformers
 
@@ -260,12 +261,12 @@ class HFBackend:
             conversation = [{"role": "user", "content": content}]
         return self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
 
-    def _encode(self, queries: Sequence[Query], suffixes: Sequence[list[int]] | None = None) -> dict:
+    def _encode(self, queries: Sequence[Query], suffixes: Sequence[list[int]] | None = None) -> dict[str, Any]:
         """Model inputs for a batch, left-padded, on the model's device; ``suffixes`` are token ids to append."""
         import torch
 
         texts = [self._render(q) for q in queries]
-        kwargs: dict = {"padding": True, "padding_side": "left", "return_tensors": "pt"}
+        kwargs: dict[str, Any] = {"padding": True, "padding_side": "left", "return_tensors": "pt"}
         # Same rule as processor.apply_chat_template(tokenize=True): a template that writes BOS itself must not
         # get a second one from the tokenizer.
         bos = self.tokenizer.bos_token
@@ -285,7 +286,7 @@ class HFBackend:
             for k, v in enc.items()
         }
 
-    def _append_tokens(self, enc: dict, suffixes: Sequence[list[int]]) -> dict:
+    def _append_tokens(self, enc: dict[str, Any], suffixes: Sequence[list[int]]) -> dict[str, Any]:
         """Append ``suffixes[r]`` to row r of every per-token tensor, then left-pad the rows again.
 
         Per-token tensors (input_ids, attention_mask, and e.g. Qwen's mm_token_type_ids) are those shaped like

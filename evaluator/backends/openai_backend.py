@@ -24,6 +24,7 @@ import re
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from evaluator.registry import Field
@@ -73,7 +74,7 @@ def parse_openai_spec(rest: str) -> OpenAIBackend:
         model, base_url = head, None
     if not model:
         raise BackendError(f"openai spec needs a model name: {_SPEC_FORM}")
-    kwargs: dict = {}
+    kwargs: dict[str, Any] = {}
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ValueError:
@@ -209,7 +210,7 @@ class OpenAIBackend:
         """The endpoint, as messages name it."""
         return self.base_url or OFFICIAL_SERVER
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {
             "backend": "openai",
             "model": self.model,
@@ -235,7 +236,7 @@ class OpenAIBackend:
         bodies = [self._request_body(q, max_new_tokens) for q in queries]  # bad images fail before any request
         failed = threading.Event()
 
-        def run(index: int, body: dict) -> str:
+        def run(index: int, body: dict[str, Any]) -> str:
             try:
                 return self._complete(index, body, failed)
             except BaseException:
@@ -262,7 +263,7 @@ class OpenAIBackend:
             raise next((e for e in errors if not isinstance(e, _Stopped)), errors[0])
         return [f.result() for f in futures]
 
-    def _request_body(self, query: Query, max_new_tokens: int) -> dict:
+    def _request_body(self, query: Query, max_new_tokens: int) -> dict[str, Any]:
         if query.images:
             content: list[dict] | str = [
                 {"type": "image_url", "image_url": {"url": image_data_url(data)}} for data in query.images
@@ -277,7 +278,7 @@ class OpenAIBackend:
             "temperature": self.temperature,
         }
 
-    def _complete(self, index: int, body: dict, stop: threading.Event) -> str:
+    def _complete(self, index: int, body: dict[str, Any], stop: threading.Event) -> str:
         openai = self._openai
         attempts = self.retries + 1
         last_error = ""

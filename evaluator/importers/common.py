@@ -13,12 +13,13 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from PIL import Image, UnidentifiedImageError
 
 from db.errors import InvalidInput, UserError
-from evaluator.choices import LETTERS, MAX_OPTIONS  # noqa: F401  (the readers take them from here)
+from evaluator.choices import LETTERS as LETTERS  # the readers take them from here
+from evaluator.choices import MAX_OPTIONS as MAX_OPTIONS
 
 # MMBench and VLMEvalKit put circular copies of question i at index i + k * CIRCULAR_STRIDE.
 CIRCULAR_STRIDE = 1_000_000
@@ -73,7 +74,7 @@ class SourceRow:
     category: str | None = None
     l2_category: str | None = None
     split: str | None = None
-    meta: dict = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -326,7 +327,7 @@ _BYTESIO = re.compile(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
 
 
 def decoded_lines(
-    raw: io.BufferedReader, file: Path, bad: dict | None = None, max_line: int = ReadLimits().max_line_bytes
+    raw: io.BufferedReader, file: Path, bad: dict[str, Any] | None = None, max_line: int = ReadLimits().max_line_bytes
 ) -> Iterator[str]:
     """Lines of a UTF-8 file (a BOM is dropped), decoded one by one so an encoding error names its line.
 

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from db import catalog
 from db.workspace import Workspace
@@ -64,7 +65,7 @@ class ImportReport:
     skipped: list[InputError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "kind": self.kind,
@@ -187,9 +188,9 @@ def import_benchmark(
             raise InputError(
                 path, 0, "--name", f"a different benchmark is already named {name!r}; choose another --name"
             )
-        entry = formats.get(fmt)
+        entry = formats.REGISTRY[fmt]
         kind, reader = entry.kind, resolve(entry.read)
-        meta: dict = {"source_file": path.name}
+        meta: dict[str, Any] = {"source_file": path.name}
         if entry.takes_setting:
             meta["setting"] = setting or pope_setting_from_name(path)
         report = ImportReport(name=name, kind=kind, format=fmt)
@@ -250,9 +251,9 @@ class _Loader:
     ):
         self.ws, self.path, self.report, self.skip_bad = ws, path, report, skip_bad
         self.root, self.limits, self.raw, self.size, self.emit = root, limits, raw, size, emit
-        self.fold_copies = formats.get(fmt).fold_copies
-        self.first_line: dict = {}  # index -> line of its first appearance
-        self.row_image: dict = {}  # index -> sha256 of the row's image (the target of image references)
+        self.fold_copies = formats.REGISTRY[fmt].fold_copies
+        self.first_line: dict[str, Any] = {}  # index -> line of its first appearance
+        self.row_image: dict[str, Any] = {}  # index -> sha256 of the row's image (the target of image references)
         self.dropped: set = set()  # indexes of skipped rows: references to them and their copies are skipped too
         self.shas: set[str] = set()  # every image the benchmark's rows use (checked, stored or found stored)
         self.stored: set[str] = set()  # images this import added to the workspace: removed again if it fails
@@ -267,7 +268,7 @@ class _Loader:
     def conn(self) -> sqlite3.Connection:
         return self.ws.conn
 
-    def run(self, rows, bar, benchmark: dict) -> None:
+    def run(self, rows, bar, benchmark: dict[str, Any]) -> None:
         self.conn.execute(f"ATTACH DATABASE '' AS {_STAGE}")  # private and temporary: gone when detached
         try:
             self.conn.execute(
@@ -477,7 +478,7 @@ class _Loader:
             json.loads(meta),
         )
 
-    def _publish(self, benchmark: dict) -> None:
+    def _publish(self, benchmark: dict[str, Any]) -> None:
         """The one transaction that makes the benchmark appear: a benchmark row and a copy of the staged items."""
         self.conn.commit()  # the staged circular-copy updates
         if self.report.questions == 0:

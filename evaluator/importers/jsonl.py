@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from evaluator.choices import YES_NO
 from evaluator.importers.common import (
@@ -86,7 +87,7 @@ def _chain(*iterables):
 
 
 def _array_records(
-    path: Path, first: tuple[int, str], lines, bad_encoding: dict
+    path: Path, first: tuple[int, str], lines, bad_encoding: dict[str, Any]
 ) -> Iterator[tuple[int, object] | InputError]:
     # One JSON array: decode element by element so each error and row carries the line it starts on.
     start_line = first[0]

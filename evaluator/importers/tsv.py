@@ -11,6 +11,7 @@ import binascii
 import csv
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from evaluator.choices import NONE_OF_THEM
 from evaluator.importers.common import (
@@ -124,7 +125,13 @@ def read_tsv(
 
 
 def _parse(
-    row: dict, line: int, path: Path, option_cols: list[str], base_dir: Path, extra: list[str], limits: ReadLimits
+    row: dict[str, Any],
+    line: int,
+    path: Path,
+    option_cols: list[str],
+    base_dir: Path,
+    extra: list[str],
+    limits: ReadLimits,
 ) -> SourceRow:
     def err(field: str, what: str) -> InputError:
         return InputError(path, line, field, what)
@@ -175,7 +182,7 @@ def _parse(
     )
 
 
-def _image_ref(row: dict, base_dir: Path, err, limits: ReadLimits) -> ImageRef:
+def _image_ref(row: dict[str, Any], base_dir: Path, err, limits: ReadLimits) -> ImageRef:
     cell = row.get("image", "")
     if not blank(cell):
         cell = cell.strip()
