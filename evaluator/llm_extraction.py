@@ -278,7 +278,7 @@ def extractor_help() -> str:
     return " | ".join(entry.syntax for entry in REGISTRY.help_entries())
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> str:
     if name == "EXTRACTOR_HELP":  # reads the registry: computed when asked for
         return extractor_help()
     raise AttributeError(name)

@@ -25,7 +25,7 @@ DEMO_BENCHMARK = "demo"
 @dataclass(frozen=True)
 class ModelCheck:
     spec: str
-    backend: dict  # the backend's describe(): resolved settings, no secrets
+    backend: dict[str, Any]  # the backend's describe(): resolved settings, no secrets
     benchmark: str
     item_index: str
     prompt: str

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
+from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from db.errors import InvalidInput
 from evaluator.outfiles import AtomicOutput
+from evaluator.types import PopeParser
 
 if TYPE_CHECKING:
     from evaluator.report import RunReport, Scores
@@ -31,12 +33,12 @@ COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860"]
 _TARGET = "bar?"
 
 
-def _tag(patch, **target) -> None:
+def _tag(patch: Artist, **target: object) -> None:
     """Name what a bar stands for (run, level, group, …) in its gid, so a viewer can list the items behind it."""
     patch.set_gid(_TARGET + urlencode({k: v for k, v in target.items() if v is not None}))
 
 
-def bar_target(artist) -> dict[str, Any] | None:
+def bar_target(artist: Artist) -> dict[str, Any] | None:
     """What a bar of these figures stands for: {"run": "3", "level": "l2", "group": "…", "strategy": "…"} (POPE:
     "parser", "metric"; alignment: "extractor"), or None for any other artist."""
     gid = artist.get_gid() or ""
@@ -127,10 +129,13 @@ def pope_figure(reports: list[RunReport]) -> Figure:
     fig = Figure(figsize=(7.5, 4.0), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    series = [(r, parser) for r in reports for parser in ("official", "strict")]
+    parsers: tuple[PopeParser, ...] = ("official", "strict")
+    series = [(r, parser) for r in reports for parser in parsers]
     width = 0.8 / max(1, len(series))
     for s_i, (report, parser) in enumerate(series):
-        values = [(getattr(report.pope.pope[parser], m) or 0.0) * 100 for m in metrics]
+        pope = report.pope
+        assert pope is not None  # the caller passes POPE runs only
+        values = [(getattr(pope.pope[parser], m) or 0.0) * 100 for m in metrics]
         r_i = s_i // 2
         bars = ax.bar(
             [x + s_i * width - 0.4 + width / 2 for x in range(len(metrics))],
@@ -138,7 +143,7 @@ def pope_figure(reports: list[RunReport]) -> Figure:
             width,
             color=COLORS[r_i % len(COLORS)],
             alpha=1.0 if parser == "official" else 0.5,
-            label=f"{report.pope.setting or '-'} · {run_label(report)} — {parser}",
+            label=f"{pope.setting or '-'} · {run_label(report)} — {parser}",
         )
         for bar, metric in zip(bars, metrics):
             _tag(bar, run=report.run_id, level="pope", parser=parser, metric=metric)
@@ -160,7 +165,9 @@ def drop_figure(reports: list[RunReport]) -> Figure:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     for x, report in enumerate(circular):
-        vanilla, circ = (100 * (getattr(report.mcq.overall, k) or 0.0) for k in ("vanilla", "circular"))
+        mcq = report.mcq
+        assert mcq is not None  # kept above: runs with CircularEval figures
+        vanilla, circ = (100 * (getattr(mcq.overall, k) or 0.0) for k in ("vanilla", "circular"))
         color = COLORS[x % len(COLORS)]
         for dx, strategy, value, alpha in ((-0.2, "vanilla", vanilla, 0.45), (0.2, "circular", circ, 1.0)):
             (bar,) = ax.bar(
@@ -197,7 +204,8 @@ def drop_figure(reports: list[RunReport]) -> Figure:
     return fig
 
 
-def alignment_figure(report, extractor: str | None = None) -> Figure:
+def alignment_figure(report: Any, extractor: str | None = None) -> Figure:
+    # report: annotation.alignment.AlignmentReport, a layer above this one (so not imported here).
     """An alignment study (annotation.alignment.AlignmentReport): per extractor the share of responses read as
     the final human label, with its Wilson 95 % interval; beside it one extractor's confusion matrix."""
     names = [n for n, e in report.extractors.items() if e.overall.n]

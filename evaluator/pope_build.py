@@ -11,6 +11,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from db.errors import InvalidInput
 from evaluator.pope import build_pope, load_coco_instances, load_object_jsonl
@@ -24,7 +25,7 @@ _HEAD_BYTES = 1 << 16
 class BuiltSet:
     """A built POPE set and where it came from."""
 
-    records: list[dict]
+    records: list[dict[str, Any]]
     annotation_format: str  # one of ANNOTATION_FORMATS
     images: int  # distinct images asked about
     setting: str
@@ -58,7 +59,7 @@ def load_annotations(path: str | os.PathLike[str]) -> tuple[str, dict[str, list[
         raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
-def missing_images(records: list[dict], images_dir: str | os.PathLike[str]) -> list[str]:
+def missing_images(records: list[dict[str, Any]], images_dir: str | os.PathLike[str]) -> list[str]:
     """The distinct images of `records` (in order) that are not files inside `images_dir`."""
     images_dir = Path(images_dir)
     names = dict.fromkeys(r["image"] for r in records)

@@ -40,7 +40,10 @@ class PredictionExport:
 def default_file_name(model_spec: str, benchmark: str, suffix: str = ".tsv") -> str:
     """VLMEvalKit's `{model}_{dataset}` name: the model's last path part, unsafe characters replaced."""
     model = model_spec.partition(":")[2].split("?")[0].split("@")[0].rstrip("/").rsplit("/", 1)[-1] or model_spec
-    clean = lambda text: re.sub(r"[^\w.+-]+", "-", text).strip("-") or "model"  # noqa: E731
+
+    def clean(text: str) -> str:
+        return re.sub(r"[^\w.+-]+", "-", text).strip("-") or "model"
+
     return f"{clean(model)}_{clean(benchmark)}{suffix}"
 
 
@@ -126,7 +129,7 @@ def export_predictions(
     return PredictionExport(path, run_id, len(rows), predicted)
 
 
-def _copy_index(item: catalog.Item, k: int):
+def _copy_index(item: catalog.Item, k: int) -> int | str:
     """The index of the source row that shows the options rotated as pass k did."""
     if k == 0:
         return item.index

@@ -59,7 +59,11 @@ class DoneEvent:
 
 
 RunEvent = StartEvent | Progress | DoneEvent
-_EVENTS: dict[str, type] = {"start": StartEvent, "progress": Progress, "done": DoneEvent}
+_EVENTS: dict[str, type[RunEvent]] = {
+    "start": StartEvent,
+    "progress": Progress,
+    "done": DoneEvent,
+}
 _NUMBER = (int, float)
 
 
@@ -71,7 +75,7 @@ def read_event(obj: object) -> RunEvent | None:
     kind = _EVENTS.get(obj.get("event"))  # type: ignore[arg-type]
     if kind is None:
         return None
-    values = {}
+    values: dict[str, Any] = {}  # each checked below against its field's type
     for f in fields(kind):
         value = obj.get(f.name)
         expected = f.type if isinstance(f.type, str) else f.type.__name__

@@ -12,7 +12,6 @@ import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from db.errors import InvalidInput
 from evaluator.choices import letters
@@ -39,7 +38,7 @@ HINT_PREFIX = {"en": "Hint: ", "zh": "提示: "}
 
 @dataclass(frozen=True)
 class PromptTemplate:
-    by_language: dict[str, Any]
+    by_language: dict[str, str]
 
     def render(self, *, question: str, hint: str | None, options: tuple[str, ...], language: str) -> str:
         text = self.by_language.get(language) or self.by_language["en"]
@@ -129,7 +128,9 @@ def check_fields(template: str, where: str) -> set[str]:
             raise InvalidInput(f"{where}: {{{name}}}: unknown conversion !{conversion}")
         match = _SPEC.fullmatch(spec or "")
         if match is None:
-            raise InvalidInput(f"{where}: {{{name}}}: format {spec[:40]!r} is not [[fill]align][width][.precision]")
+            raise InvalidInput(
+                f"{where}: {{{name}}}: format {(spec or '')[:40]!r} is not [[fill]align][width][.precision]"
+            )
         for part in ("width", "precision"):
             if match[part] is not None and (len(match[part]) > 4 or int(match[part]) > MAX_WIDTH):
                 raise InvalidInput(f"{where}: {{{name}}}: {part} {match[part][:12]} is larger than {MAX_WIDTH}")

@@ -14,7 +14,7 @@ import platform
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -215,7 +215,7 @@ class Engine:
             order = rotation(len(item.options), k) if self.kind == "mcq" else ()
             shown = tuple(item.options[j] for j in order)
             prompt = self.template.render(question=item.question, hint=item.hint, options=shown, language=item.language)
-            images = ()
+            images: tuple[bytes, ...] = ()
             if not self.settings.text_only and item.image_sha256:
                 found = catalog.image_bytes(self.ws, item.image_sha256)
                 images = (found[0],) if found else ()
@@ -224,7 +224,9 @@ class Engine:
             orders.append(order)
         t0 = time.perf_counter()
         if self.settings.likelihood:
-            scores = self.backend.score(queries, [q.letters for q in queries])
+            backend = self.backend
+            assert can_score(backend)  # checked when the engine was built
+            scores = backend.score(queries, [q.letters for q in queries])
             responses = [q.letters[max(range(len(s)), key=s.__getitem__)] for q, s in zip(queries, scores)]
         else:
             scores = None
@@ -260,7 +262,9 @@ class Engine:
         for p in preds:
             self.done[p.item_id][p.pass_] = p
 
-    def _extract(self, item: Item, order, response: str, scores, letters) -> Extraction:
+    def _extract(
+        self, item: Item, order: tuple[int, ...], response: str, scores: list[float] | None, letters: Sequence[str]
+    ) -> Extraction:
         if scores is not None:
             shown = ", ".join(f"{c}={s:.3f}" for c, s in zip(letters, scores))
             choice = response.lower() if self.kind == "yesno" else response
@@ -272,8 +276,9 @@ class Engine:
             return Extraction(reading, "rules", f"strict parser: {reading}")
         raise AssertionError("multiple-choice texts are read by _read_texts")
 
-    def _read_texts(self, batch: list[Item], orders, responses: list[str]) -> list[Extraction]:
+    def _read_texts(self, batch: list[Item], orders: list[tuple[int, ...]], responses: list[str]) -> list[Extraction]:
         """The extractor over one batch at once, so an LLM extractor sends its prompts concurrently."""
+        assert self.extractor is not None  # loaded whenever a run reads texts
         return self.extractor.extract_many(
             [
                 (item.question, shown_options(item.options, order), response)

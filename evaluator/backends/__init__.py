@@ -7,6 +7,8 @@ named in VLMDESK_PLUGINS. Adding a backend is adding such a module (docs/archite
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from evaluator.backends.base import Backend, BackendEntry, BackendError, BuildContext, Query, ScoringBackend
 from evaluator.registry import Registry
 
@@ -49,11 +51,11 @@ def load_backend(
     return entry.make(rest, BuildContext(seed=seed, frequent_answer=frequent_answer, batch_size=batch_size))
 
 
-def can_score(backend: Backend) -> bool:
+def can_score(backend: Backend) -> TypeGuard[ScoringBackend]:
     return callable(getattr(backend, "score", None))
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> str:
     # SPEC_HELP reads the registry, so it is computed when asked for, not when this package is imported.
     if name == "SPEC_HELP":
         return spec_help()

@@ -5,7 +5,10 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from PIL import Image
 from urllib.parse import urlencode
 
 from db.errors import EnvironmentFault
@@ -23,7 +26,7 @@ class Query:
     images: tuple[bytes, ...] = ()
     letters: tuple[str, ...] = ()
 
-    def pil_images(self):
+    def pil_images(self) -> list[Image.Image]:
         from PIL import Image
 
         out = []
@@ -95,7 +98,8 @@ class BackendEntry:
             self.make(rest, BuildContext())
 
     def make(self, rest: str, context: BuildContext) -> Backend:
-        return resolve(self.build)(rest, context)
+        backend: Backend = resolve(self.build)(rest, context)
+        return backend
 
     def compose(self, values: Mapping[str, str | bool | None]) -> str:
         """The spec a filled form stands for: the field named "" right after the scheme, "@" after an @, the
