@@ -20,7 +20,7 @@ from typing import Any
 
 from db.errors import InvalidInput
 from evaluator.outfiles import AtomicOutput
-from evaluator.types import POPE_SETTINGS
+from evaluator.types import POPE_SETTINGS, PopeParser
 
 SETTINGS = POPE_SETTINGS
 YES_NO = ("yes", "no")
@@ -116,7 +116,7 @@ def parse_strict(text: str) -> str:
     return "unknown"
 
 
-PARSERS: dict[str, Callable[[str], str]] = {"official": parse_official, "strict": parse_strict}
+PARSERS: dict[PopeParser, Callable[[str], str]] = {"official": parse_official, "strict": parse_strict}
 """The POPE answer parsers by name, in the order reports list them."""
 
 # --------------------------------------------------------------------------------------------------- metrics
@@ -239,7 +239,7 @@ def _json_lines(path: Path) -> Iterable[tuple[int, object]]:
                     raise InvalidInput(f"{path}, line {number}: not valid JSON ({error.msg})") from None
 
 
-def read_pope_questions(path: str | os.PathLike[str]) -> list[dict]:
+def read_pope_questions(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Questions from JSON Lines (the COCO files) or one JSON array (the pretty-printed GQA file).
 
     Each record needs question_id, image, text and label ("yes"/"no", case-insensitive; normalised to lower
@@ -256,7 +256,8 @@ def read_pope_questions(path: str | os.PathLike[str]) -> list[dict]:
         located = [(f"item {index}", item) for index, item in enumerate(items, start=1)]
     else:
         located = [(f"line {number}", item) for number, item in _json_lines(path)]
-    questions, seen = [], {}
+    questions: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
     for where, item in located:
         if not isinstance(item, dict):
             raise InvalidInput(f"{path}, {where}: expected a JSON object")
@@ -300,7 +301,9 @@ def read_pope_answers(path: str | os.PathLike[str]) -> list[PopeAnswer]:
     return answers
 
 
-def match_answers(questions: Sequence[dict], answers: Sequence[PopeAnswer]) -> list[tuple[dict, PopeAnswer]]:
+def match_answers(
+    questions: Sequence[dict[str, Any]], answers: Sequence[PopeAnswer]
+) -> list[tuple[dict[str, Any], PopeAnswer]]:
     """Pairs each question (in question order) with its answer.
 
     By question_id when every answer has one; when none has one, by line order, as the official script does
@@ -346,12 +349,14 @@ def match_answers(questions: Sequence[dict], answers: Sequence[PopeAnswer]) -> l
     return [(q, answered[str(q["question_id"])]) for q in questions]
 
 
-def score_matched(pairs: Sequence[tuple[dict, PopeAnswer]], parse: Callable[[str], str] = parse_strict) -> PopeMetrics:
+def score_matched(
+    pairs: Sequence[tuple[dict[str, Any], PopeAnswer]], parse: Callable[[str], str] = parse_strict
+) -> PopeMetrics:
     """pope_metrics over matched (question, answer) pairs, answers read with `parse`."""
     return pope_metrics([q["label"] for q, _ in pairs], [parse(a.text) for _, a in pairs])
 
 
-def write_pope_jsonl(records: Iterable[dict], path: str | os.PathLike[str]) -> None:
+def write_pope_jsonl(records: Iterable[dict[str, Any]], path: str | os.PathLike[str]) -> None:
     """Writes records as JSON Lines under evaluator/outfiles.py's rule (no half-written files)."""
     with AtomicOutput(path) as file:
         for record in records:
@@ -361,7 +366,7 @@ def write_pope_jsonl(records: Iterable[dict], path: str | os.PathLike[str]) -> N
 # ------------------------------------------------------------------------------------------------ annotations
 
 
-def _field(item: object, field: str, where: str):
+def _field(item: object, field: str, where: str) -> Any:
     if not isinstance(item, dict) or field not in item:
         raise InvalidInput(f"{where}: field '{field}' missing")
     return item[field]
@@ -488,7 +493,7 @@ _FALLBACKS = {
 
 def build_pope(
     annotations: Mapping[str, Sequence[str]], *, setting: str, images_count: int, per_image: int, seed: int
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """A POPE question set in the official format {question_id, image, text, label, object}.
 
     `annotations` maps image -> objects present. Chooses `images_count` images with at least `per_image`
@@ -519,7 +524,7 @@ def build_pope(
     chosen_frequency = Counter(name for image in chosen for name in objects[image])
     dataset_frequency = Counter(name for names in objects.values() for name in names)
     vocabulary = sorted(dataset_frequency)
-    co_occurrence: dict[str, Counter] = defaultdict(Counter)
+    co_occurrence: dict[str, Counter[str]] = defaultdict(Counter)
     if setting == "adversarial":  # only this setting pays for the pair counts
         for names in objects.values():
             for name in names:
@@ -528,7 +533,7 @@ def build_pope(
     def pool(kind: str, present: set[str]) -> list[str]:
         """Absent candidates of one kind, best first."""
         if kind == "adversarial":
-            score = Counter()
+            score: Counter[str] = Counter()
             for name in present:
                 score.update(co_occurrence[name])
             ranked = [c for c in score if c not in present and score[c] > 0]
@@ -539,7 +544,7 @@ def build_pope(
         candidates = [c for c in candidates if c not in present]
         return draw.sample(candidates, len(candidates))
 
-    records: list[dict] = []
+    records: list[dict[str, Any]] = []
     for image in chosen:
         present = set(objects[image])
         negatives: list[str] = []

@@ -10,10 +10,10 @@ gets none (and says why) instead of an average that mixes a rerun or another dat
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from db.errors import InvalidInput
 from evaluator.importers.jsonl import pope_setting_from_name
@@ -32,6 +32,8 @@ from evaluator.types import PopeParser
 
 if TYPE_CHECKING:
     from evaluator.report import RunReport
+
+T = TypeVar("T")
 
 # ------------------------------------------------------------------------------------------- answer files
 
@@ -73,13 +75,15 @@ class PopeScores:
 
 def setting_names(question_files: Sequence[str]) -> list[str]:
     """random / popular / adversarial when every file name says a different one, else file stems, else paths."""
-    for names in (
+    candidates: list[list[str | None]] = [
         [pope_setting_from_name(Path(f)) for f in question_files],
         [Path(f).stem for f in question_files],
         list(question_files),
-    ):
-        if None not in names and len(set(names)) == len(names):
-            return names
+    ]
+    for names in candidates:
+        named = [n for n in names if n is not None]
+        if len(named) == len(names) and len(set(named)) == len(named):
+            return named
     raise InvalidInput("the same --questions file is given twice")
 
 
@@ -102,7 +106,7 @@ def score_files(question_files: Sequence[str], answer_files: Sequence[str], pars
     return PopeScores(parser, scores, mean_over_settings([s.metrics for s in scores.values()]))
 
 
-def _read(reader, path):
+def _read(reader: Callable[[str], T], path: str) -> T:
     try:
         return reader(path)
     except OSError as exc:
@@ -111,7 +115,7 @@ def _read(reader, path):
         raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
-def _table_pct(value) -> str:
+def _table_pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
@@ -189,7 +193,7 @@ def pope_means(reports: Sequence[RunReport]) -> list[PopeMeanEntry]:
     for members in groups.values():
         if len(members) < 2:
             continue
-        settings = [r.pope.setting for r in members]
+        settings = [r.pope.setting if r.pope else None for r in members]
         model, run_ids = members[0].model, tuple(r.run_id for r in members)
         note = None
         if None in settings:
@@ -202,12 +206,14 @@ def pope_means(reports: Sequence[RunReport]) -> list[PopeMeanEntry]:
         if note is not None:
             means.append(PopeMeanEntry(model, run_ids, None, None, None, note))
             continue
-        official, strict = (mean_over_settings([r.pope.pope[parser] for r in members]) for parser in PARSERS)
-        means.append(PopeMeanEntry(model, run_ids, {r.pope.setting: r.run_id for r in members}, official, strict, None))
+        figures = [r.pope for r in members if r.pope is not None]  # every member is a POPE run
+        official, strict = (mean_over_settings([f.pope[parser] for f in figures]) for parser in PARSERS)
+        by_setting = {f.setting: r.run_id for r, f in zip(members, figures) if f.setting is not None}
+        means.append(PopeMeanEntry(model, run_ids, by_setting, official, strict, None))
     return means
 
 
-def _pct(value) -> str:
+def _pct(value: float | None) -> str:
     return "   -  " if value is None else f"{100 * value:5.1f}%"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from db import catalog, extractions, runs
 from db.errors import InvalidInput, NotFound
@@ -35,7 +35,7 @@ def _fraction(hits: int, total: int) -> float | None:
     return hits / total if total else None
 
 
-RUN_SCORING = "run"
+RUN_SCORING: Final = "run"
 """The name of a run's own scoring (also reachable by the run's extractor spec when no re-scoring has that name)."""
 ScoringSource = Literal["run", "rescore"]
 
@@ -86,7 +86,8 @@ class McqFigures:
 
     def groups(self, level: str) -> dict[str, Scores]:
         """by_l2, by_category or by_split by that name."""
-        return getattr(self, level)
+        found: dict[str, Scores] = getattr(self, level)
+        return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,9 +193,17 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> RunRep
     )
 
 
-def _scored_passes(ws: Workspace, run: runs.Run, stored: dict[str, Any], scoring: str | None):
+ByItem = dict[int, dict[int, runs.Prediction]]
+"""item id -> pass -> the stored prediction (as a scoring reads it)."""
+
+
+def _scored_passes(
+    ws: Workspace, run: runs.Run, stored: dict[str, Any], scoring: str | None
+) -> tuple[str, ScoringSource, dict[str, Any], ByItem]:
     """(scoring name, source, summary, item id -> pass -> prediction as that scoring reads it)."""
     predictions = runs.predictions_of(ws, run.id)
+    source: ScoringSource
+    summary: dict[str, Any]
     if scoring in (None, RUN_SCORING) or (scoring == run.extractor and scoring not in stored):
         name, source, summary = run.extractor, RUN_SCORING, {}
     elif scoring in stored:
@@ -210,13 +219,13 @@ def _scored_passes(ws: Workspace, run: runs.Run, stored: dict[str, Any], scoring
         raise NotFound(
             f"run {run.id} has no scoring {scoring!r} (known: {known}; vlmdesk rescore {run.id} --extractor {scoring})"
         )
-    by_item: dict[int, dict[int, runs.Prediction]] = defaultdict(dict)
+    by_item: ByItem = defaultdict(dict)
     for p in predictions:
         by_item[p.item_id][p.pass_] = p
     return name, source, summary, by_item
 
 
-def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> McqFigures:
+def _mcq(items: list[catalog.Item], by_item: ByItem, strategy: str, *, full_passes: bool) -> McqFigures:
     is_circular = strategy == "circular"
     groups: dict[str, dict[str, list[int]]] = {"by_l2": {}, "by_category": {}, "by_split": {}}
     totals = [0, 0, 0]  # scored questions, vanilla right, circular right
@@ -244,7 +253,7 @@ def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> McqFigures:
         totals[1] += vanilla_ok
         totals[2] += circular_ok
 
-    def scores(g) -> Scores:
+    def scores(g: list[int]) -> Scores:
         return Scores(g[0], _fraction(g[1], g[0]), _fraction(g[2], g[0]) if is_circular else None)
 
     by = {key: {name: scores(g) for name, g in sorted(groups[key].items())} for key in groups}
@@ -267,7 +276,7 @@ def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> McqFigures:
     )
 
 
-def _pope(items, by_item, setting: str | None) -> PopeFigures:
+def _pope(items: list[catalog.Item], by_item: ByItem, setting: str | None) -> PopeFigures:
     labels: list[str] = []
     readings: dict[str, list[str]] = {parser: [] for parser in POPE_PARSERS}
     for item in items:
@@ -407,10 +416,11 @@ def run_summary(ws: Workspace, run_id: int) -> RunSummary | None:
     """One line of the runs list: status, model, benchmark, the overall figures and how long the run has taken
     (first start to finish, or to its latest batch while unfinished; the pauses of a resumed run included)."""
     report = run_report(ws, run_id)
-    if report is None:
-        return None
     run = runs.get_run(ws, run_id)
-    overall, official = report.mcq and report.mcq.overall, report.pope and report.pope.pope["official"]
+    if report is None or run is None:
+        return None
+    overall = report.mcq.overall if report.mcq else None
+    official = report.pope.pope["official"] if report.pope else None
     return RunSummary(
         run.id,
         report.benchmark,
@@ -420,10 +430,10 @@ def run_summary(ws: Workspace, run_id: int) -> RunSummary | None:
         run.error,
         report.questions,
         run.predictions,
-        overall and overall.vanilla,
-        overall and overall.circular,
-        official and official.f1,
-        official and official.accuracy,
+        overall.vanilla if overall else None,
+        overall.circular if overall else None,
+        official.f1 if official else None,
+        official.accuracy if official else None,
         run.created_at,
         run.finished_at,
         _seconds_between(run.created_at, run.finished_at or run.updated_at),
