@@ -19,15 +19,15 @@ import csv
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from db import catalog
 from db.catalog import Benchmark, Item
 from db.errors import UserError
 from db.workspace import Workspace
+from evaluator import formats
 from evaluator.choices import LETTERS, MAX_OPTIONS, displayed_answer, letters, rotation
 from evaluator.formats import export_formats
-from evaluator.formats import get as get_format
 from evaluator.importers.common import CIRCULAR_STRIDE
 from evaluator.outfiles import AtomicOutput
 from evaluator.registry import resolve
@@ -85,7 +85,9 @@ def export_benchmark(
     answers = answers or {}
     items = [_with_answer(i, answers.get(i.id)) for i in catalog.list_items(ws, bench.id) if i.id not in exclude]
     path = Path(path)
-    writer = resolve(get_format(fmt).write)  # the format registry names each format's writer
+    write = formats.REGISTRY[fmt].write  # the format registry names each format's writer
+    assert write is not None  # export_formats lists only formats with one
+    writer = resolve(write)
     rows, images = writer(ws, bench, items, path)
     return ExportReport(path, fmt, len(items), rows, images)
 
@@ -94,15 +96,22 @@ def _with_answer(item: Item, answer: str | None) -> Item:
     return item if answer is None else replace(item, answer=answer)
 
 
-def _atomic_text(path: Path):
+def _atomic_text(path: Path) -> tuple[IO[Any], AtomicOutput]:
     """(handle, pending output): evaluator/outfiles.py's rule (no devices, workspaces, half-written files)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     out = AtomicOutput(path, newline="")
     return out.open(), out
 
 
-def _finish(handle, out: AtomicOutput, path: Path, ok: bool) -> None:
+def _finish(handle: IO[Any], out: AtomicOutput, path: Path, ok: bool) -> None:
     out.close(ok)
+
+
+def _image(ws: Workspace, sha256: str) -> tuple[bytes, str]:
+    found = catalog.image_bytes(ws, sha256)
+    if found is None:  # items refer to their images by key: only a damaged workspace lacks one
+        raise ExportError(f"image {sha256} is missing from the workspace (vlmdesk check)")
+    return found
 
 
 def _extra(item: Item) -> dict[str, Any]:
@@ -172,7 +181,7 @@ def _write_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -
     columns = tsv_columns(bench, items)
     first_row_of: dict[str, int | str] = {}  # image sha -> index of the row that holds its base64
 
-    def row(item: Item, index, options, answer) -> list[str]:
+    def row(item: Item, index: int | str, options: tuple[str, ...], answer: str | None) -> list[str]:
         values = {
             "index": index,
             "question": item.question,
@@ -189,7 +198,7 @@ def _write_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -
             values["image"] = first_row_of[item.image_sha256]
         elif item.image_sha256:
             first_row_of[item.image_sha256] = index
-            values["image"] = base64.b64encode(catalog.image_bytes(ws, item.image_sha256)[0]).decode("ascii")
+            values["image"] = base64.b64encode(_image(ws, item.image_sha256)[0]).decode("ascii")
         return ["" if values.get(c) is None else str(values[c]) for c in columns]
 
     handle, tmp = _atomic_text(path)
@@ -248,7 +257,7 @@ def _write_jsonl(ws: Workspace, bench: Benchmark, items: list[Item], path: Path)
     written: dict[str, str] = {}
     for item in items:
         if item.image_sha256 and item.image_sha256 not in written:
-            data, mime = catalog.image_bytes(ws, item.image_sha256)
+            data, mime = _image(ws, item.image_sha256)
             name = item.image_sha256 + _MIME_EXT.get(mime, ".bin")
             folder.mkdir(parents=True, exist_ok=True)
             target = folder / name
@@ -264,7 +273,7 @@ def _write_jsonl(ws: Workspace, bench: Benchmark, items: list[Item], path: Path)
                 "question": item.question,
                 "options": list(item.options),
                 "answer": item.answer,
-                "image": written.get(item.image_sha256),
+                "image": written.get(item.image_sha256) if item.image_sha256 else None,
                 "hint": item.hint,
                 "category": item.category,
                 "l2_category": item.l2_category,

@@ -18,7 +18,7 @@ import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
 from db.errors import UserError
 
@@ -102,11 +102,11 @@ class AtomicOutput:
     def __init__(self, path: str | os.PathLike[str], *, binary: bool = False, newline: str | None = None):
         self.path = Path(path).expanduser()
         self._binary, self._newline = binary, newline
-        self._handle: IO | None = None
+        self._handle: IO[Any] | None = None
         self._tmp: str | None = None
         self._target: Path | None = None
 
-    def open(self) -> IO:
+    def open(self) -> IO[Any]:
         self._target = check_output(self.path)
         try:
             mode = stat.S_IMODE(os.stat(self._target).st_mode)
@@ -127,7 +127,8 @@ class AtomicOutput:
     def close(self, ok: bool = True) -> None:
         if self._handle is None:
             return
-        handle, tmp, self._handle = self._handle, self._tmp, None
+        handle, tmp, target, self._handle = self._handle, self._tmp, self._target, None
+        assert tmp is not None and target is not None  # open() set them with the handle
         try:
             if ok:
                 handle.flush()
@@ -135,7 +136,7 @@ class AtomicOutput:
             handle.close()
             if ok:
                 check_output(self.path)  # nothing was swapped in meanwhile
-                os.replace(tmp, self._target)
+                os.replace(tmp, target)
         except BaseException:
             handle.close()
             Path(tmp).unlink(missing_ok=True)
@@ -143,15 +144,15 @@ class AtomicOutput:
         if not ok:
             Path(tmp).unlink(missing_ok=True)
 
-    def __enter__(self) -> IO:
+    def __enter__(self) -> IO[Any]:
         return self.open()
 
-    def __exit__(self, exc_type, *_) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         self.close(ok=exc_type is None)
 
 
 def write_file(
-    path: str | os.PathLike[str], write: Callable[[IO], T], *, binary: bool = False, newline: str | None = None
+    path: str | os.PathLike[str], write: Callable[[IO[Any]], T], *, binary: bool = False, newline: str | None = None
 ) -> T:
     """Call write(handle) on a new file that replaces `path` once write returns; returns what write returned."""
     with AtomicOutput(path, binary=binary, newline=newline) as handle:
