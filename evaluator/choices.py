@@ -92,7 +92,9 @@ def pope_reading(p: Prediction, parser: PopeParser) -> str:
     """A stored POPE pass as a parser reads it: "yes", "no" or "unknown". The official parser reads the response
     again (a likelihood pass has no text to read: its choice); the strict one is what the run stored."""
     if parser == "official":
-        return p.choice if p.stage == "likelihood" else PARSERS["official"](p.response)
+        if p.stage == "likelihood":  # the runner stores the scored candidate as its choice, never None
+            return p.choice if p.choice is not None else "unknown"
+        return PARSERS["official"](p.response)
     return p.choice if p.choice in YES_NO else "unknown"
 
 

@@ -10,7 +10,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -44,7 +44,7 @@ class InputError(UserError):
     """Bad input, reported as one line `FILE:LINE: field: what is wrong` (`FILE: field: …` when LINE is 0: the file
     as a whole)."""
 
-    def __init__(self, file: str | Path, line: int, field: str, what: str, *, index=None):
+    def __init__(self, file: str | Path, line: int, field: str, what: str, *, index: int | str | None = None):
         # One line, always: a value quoted from the file may hold newlines or other control characters.
         what = _CONTROL.sub(lambda m: repr(m.group())[1:-1], what)
         super().__init__(f"{location(file, line)}: {field}: {what}")
@@ -95,7 +95,7 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _DIGITS = re.compile(r"[+-]?[0-9]+")
 
 
-def normalise_index(value) -> int | str:
+def normalise_index(value: object) -> int | str:
     """An index is a 64-bit integer (integer-looking text becomes one, so indexes sort and compare as numbers) or a
     non-empty text. Raises ValueError with the reason for anything else (bools, fractions, NaN, objects, numbers
     SQLite cannot store)."""
@@ -132,7 +132,7 @@ def index_for_lookup(text: str) -> int | str:
     return text.strip() if found is None else found
 
 
-def blank(value) -> bool:
+def blank(value: object) -> bool:
     """pandas writes missing cells as '' or 'nan'; both mean absent."""
     return value is None or (isinstance(value, str) and value.strip().lower() in ("", "nan"))
 
@@ -253,7 +253,7 @@ def text_problem(value: str) -> str | None:
     return None
 
 
-def check_texts(value, field: str, err) -> None:
+def check_texts(value: object, field: str, err: Callable[[str, str], Exception]) -> None:
     """text_problem for every string in value (a string, or lists/objects of them, keys included)."""
     if isinstance(value, str):
         problem = text_problem(value)
@@ -287,7 +287,7 @@ def json_too_deep(text: str, start: int = 0, limit: int = MAX_JSON_DEPTH) -> int
     return None
 
 
-def json_loads(text: str, *, limit: int = MAX_JSON_DEPTH, decoder: json.JSONDecoder | None = None):
+def json_loads(text: str, *, limit: int = MAX_JSON_DEPTH, decoder: json.JSONDecoder | None = None) -> Any:
     """json.loads (or decoder.decode: one made once with hooks such as object_pairs_hook), bounded in depth (`limit`
     levels). Raises JsonTooDeep, json.JSONDecodeError, or a plain ValueError for a number of more than 4,300 digits
     (Python's limit on int())."""
@@ -296,7 +296,7 @@ def json_loads(text: str, *, limit: int = MAX_JSON_DEPTH, decoder: json.JSONDeco
     return json.loads(text) if decoder is None else decoder.decode(text)
 
 
-def finite(value) -> bool:
+def finite(value: object) -> bool:
     return not isinstance(value, float) or math.isfinite(value)
 
 
@@ -327,7 +327,10 @@ _BYTESIO = re.compile(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
 
 
 def decoded_lines(
-    raw: io.BufferedReader, file: Path, bad: dict[str, Any] | None = None, max_line: int = ReadLimits().max_line_bytes
+    raw: io.BufferedReader,
+    file: Path,
+    bad: dict[int, InputError] | None = None,
+    max_line: int = ReadLimits().max_line_bytes,
 ) -> Iterator[str]:
     """Lines of a UTF-8 file (a BOM is dropped), decoded one by one so an encoding error names its line.
 
@@ -353,7 +356,7 @@ def decoded_lines(
         yield text
 
 
-def index_or_none(value) -> int | str | None:
+def index_or_none(value: object) -> int | str | None:
     try:
         return normalise_index(value)
     except (ValueError, TypeError):

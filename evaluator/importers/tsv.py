@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import binascii
 import csv
-from collections.abc import Iterator
+import io
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ KNOWN = {
 
 
 def read_tsv(
-    path: Path, raw, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+    path: Path, raw: io.BufferedReader, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
 ) -> Iterator[SourceRow | InputError]:
     """Yield one SourceRow (or the InputError of a bad row) per data row; raise InputError if the file is unusable."""
     # Base64 images make single cells of megabytes (the csv module's default cap is 128 KB); a quoted cell may span
@@ -166,7 +167,10 @@ def _parse(
             )
 
     image = _image_ref(row, base_dir, err, limits)
-    get = lambda *names: next((row[n].strip() for n in names if n in row and not blank(row[n])), None)  # noqa: E731
+
+    def get(*names: str) -> str | None:
+        return next((row[n].strip() for n in names if n in row and not blank(row[n])), None)
+
     return SourceRow(
         line=line,
         index=index,
@@ -182,7 +186,9 @@ def _parse(
     )
 
 
-def _image_ref(row: dict[str, Any], base_dir: Path, err, limits: ReadLimits) -> ImageRef:
+def _image_ref(
+    row: dict[str, Any], base_dir: Path, err: Callable[[str, str], InputError], limits: ReadLimits
+) -> ImageRef:
     cell = row.get("image", "")
     if not blank(cell):
         cell = cell.strip()
