@@ -10,11 +10,12 @@ Generic JSONL, one object per line:
 from __future__ import annotations
 
 import binascii
+import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evaluator.choices import YES_NO
 from evaluator.importers.common import (
@@ -45,7 +46,10 @@ _POPE_SETTINGS = ("random", "popular", "adversarial")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
 
-def _records(path: Path, raw, limits: ReadLimits) -> Iterator[tuple[int, object] | InputError]:
+T = TypeVar("T")
+
+
+def _records(path: Path, raw: io.BufferedReader, limits: ReadLimits) -> Iterator[tuple[int, object] | InputError]:
     """(line, parsed value) per JSON Lines record, or per element when the file is one JSON array."""
     bad_encoding: dict[int, InputError] = {}  # line -> its encoding error, reported in place of the record
     lines = decoded_lines(raw, path, bad_encoding, limits.max_line_bytes)
@@ -81,19 +85,19 @@ def _records(path: Path, raw, limits: ReadLimits) -> Iterator[tuple[int, object]
             yield InputError(path, number, "json", _TOO_MANY_DIGITS)
 
 
-def _chain(*iterables):
+def _chain(*iterables: Iterable[T]) -> Iterator[T]:
     for it in iterables:
         yield from it
 
 
 def _array_records(
-    path: Path, first: tuple[int, str], lines, bad_encoding: dict[str, Any]
+    path: Path, first: tuple[int, str], lines: Iterator[str], bad_encoding: dict[int, InputError]
 ) -> Iterator[tuple[int, object] | InputError]:
     # One JSON array: decode element by element so each error and row carries the line it starts on.
     start_line = first[0]
     parts, size = [first[1]], len(first[1])
-    for line in lines:
-        size += len(line)
+    for chunk in lines:
+        size += len(chunk)
         if size > MAX_JSON_ARRAY_BYTES:
             yield InputError(
                 path,
@@ -103,7 +107,7 @@ def _array_records(
                 "MB; write it as JSON Lines (one record per line)",
             )
             return
-        parts.append(line)
+        parts.append(chunk)
     text = "".join(parts)
     del parts
     decoder = json.JSONDecoder()
@@ -118,7 +122,9 @@ def _array_records(
 
     deep = json_too_deep(text, pos)  # where an element nests too deep: decoding stops before it
     while True:
-        pos = ws.match(text, pos).end()
+        gap = ws.match(text, pos)
+        assert gap is not None  # [\s,]* matches anywhere
+        pos = gap.end()
         line = line_at(pos)
         if pos >= len(text):
             yield InputError(path, line, "json", "the JSON array is not closed — truncated file?")
@@ -153,7 +159,9 @@ def _array_records(
         yield encoding[0] if encoding else (line, value)
 
 
-def _inline_or_path(value, base_dir: Path, err, limits: ReadLimits) -> ImageRef:
+def _inline_or_path(
+    value: object, base_dir: Path, err: Callable[[str, str], InputError], limits: ReadLimits
+) -> ImageRef:
     if not isinstance(value, str) or blank(value):
         raise err("image", "missing (a path, a data URL or base64)")
     value = value.strip()
@@ -173,7 +181,7 @@ def _inline_or_path(value, base_dir: Path, err, limits: ReadLimits) -> ImageRef:
     return ImageRef("path", p if p.is_absolute() else base_dir / p)
 
 
-def _check_record(obj, err) -> None:
+def _check_record(obj: object, err: Callable[[str, str], InputError]) -> None:
     """Every text of a record (keys, values, nested values) must be storable: no NUL, no lone surrogate."""
     if not isinstance(obj, dict):
         raise err("row", f"expected a JSON object, got {type(obj).__name__}")
@@ -183,7 +191,7 @@ def _check_record(obj, err) -> None:
 
 
 def read_jsonl(
-    path: Path, raw, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+    path: Path, raw: io.BufferedReader, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
 ) -> Iterator[SourceRow | InputError]:
     base_dir = images_dir or path.parent
     for record_no, rec in enumerate(_records(path, raw, limits), start=1):
@@ -198,7 +206,7 @@ def read_jsonl(
             yield exc
 
 
-def _parse_mcq(obj, line: int, record_no: int, path: Path, base_dir: Path, limits: ReadLimits) -> SourceRow:
+def _parse_mcq(obj: Any, line: int, record_no: int, path: Path, base_dir: Path, limits: ReadLimits) -> SourceRow:
     def err(field: str, what: str) -> InputError:
         return InputError(path, line, field, what)
 
@@ -239,7 +247,7 @@ def _parse_mcq(obj, line: int, record_no: int, path: Path, base_dir: Path, limit
     else:
         answer = None
 
-    def text(name):
+    def text(name: str) -> str | None:
         value = obj.get(name)
         return None if blank(value) else str(value).strip()
 
@@ -266,7 +274,7 @@ def pope_setting_from_name(path: Path) -> str | None:
 
 
 def read_pope(
-    path: Path, raw, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+    path: Path, raw: io.BufferedReader, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
 ) -> Iterator[SourceRow | InputError]:
     """POPE question files: `question_id`, `image` (a file name inside --images), `text`, `label` (yes/no)."""
     for rec in _records(path, raw, limits):
@@ -281,7 +289,7 @@ def read_pope(
             yield exc
 
 
-def _parse_pope(obj, line: int, path: Path, images_dir: Path | None) -> SourceRow:
+def _parse_pope(obj: Any, line: int, path: Path, images_dir: Path | None) -> SourceRow:
     def err(field: str, what: str) -> InputError:
         return InputError(path, line, field, what)
 
@@ -317,7 +325,7 @@ def _parse_pope(obj, line: int, path: Path, images_dir: Path | None) -> SourceRo
     )
 
 
-def _short(value) -> str:
+def _short(value: object) -> str:
     """A JSON value quoted in an error, as JSON, cut to a readable length."""
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."
