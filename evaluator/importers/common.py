@@ -327,7 +327,7 @@ _BYTESIO = re.compile(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
 
 
 def decoded_lines(
-    raw: io.BufferedReader,
+    raw: BinaryIO,
     file: Path,
     bad: dict[int, InputError] | None = None,
     max_line: int = ReadLimits().max_line_bytes,

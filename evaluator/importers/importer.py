@@ -7,15 +7,16 @@ benchmark appear with all its items. An import that fails or is interrupted dele
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from db import catalog
 from db.workspace import Workspace
@@ -103,7 +104,7 @@ def benchmark_name_problem(name: str) -> str | None:
     return None
 
 
-def detect_format(path: Path, raw=None) -> str:
+def detect_format(path: Path, raw: BinaryIO | None = None) -> str:
     """By extension, then by the fields of the first record."""
     found = formats.by_extension(path.suffix)
     if found is not None:
@@ -124,7 +125,7 @@ def detect_format(path: Path, raw=None) -> str:
     return found
 
 
-def _open_source(path: Path):
+def _open_source(path: Path) -> BinaryIO:
     try:
         return open_regular(path, MAX_SOURCE_BYTES, "limit for a benchmark file")
     except FileNotFoundError:
@@ -146,7 +147,7 @@ def import_benchmark(
     skip_bad: bool = False,
     progress: bool | None = None,
     limits: ReadLimits = ReadLimits(),
-    on_event: Callable[[dict], None] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> ImportReport:
     """Raises InputError on the first bad row (unless skip_bad) with the workspace unchanged; an interrupted import
     (KeyboardInterrupt, e.g. from SIGTERM) leaves it unchanged too.
@@ -216,14 +217,14 @@ class _NoBar:
     def update(self, n: int) -> None:
         pass
 
-    def __enter__(self):
+    def __enter__(self) -> _NoBar:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         pass
 
 
-def _bar(progress: bool | None, size: int, name: str):
+def _bar(progress: bool | None, size: int, name: str) -> Any:  # a tqdm bar, or _NoBar (tqdm is untyped)
     """A progress bar on stderr (a terminal only); tqdm is imported only then, since it costs a quarter second."""
     if not progress or not sys.stderr.isatty():
         return _NoBar()
@@ -245,20 +246,24 @@ class _Loader:
         fmt: str,
         root: Path,
         limits: ReadLimits,
-        raw,
+        raw: BinaryIO,
         size: int,
-        emit,
+        emit: Callable[[dict[str, Any]], None],
     ):
         self.ws, self.path, self.report, self.skip_bad = ws, path, report, skip_bad
         self.root, self.limits, self.raw, self.size, self.emit = root, limits, raw, size, emit
         self.fold_copies = formats.REGISTRY[fmt].fold_copies
-        self.first_line: dict[str, Any] = {}  # index -> line of its first appearance
-        self.row_image: dict[str, Any] = {}  # index -> sha256 of the row's image (the target of image references)
-        self.dropped: set = set()  # indexes of skipped rows: references to them and their copies are skipped too
+        self.first_line: dict[int | str, int] = {}  # index -> line of its first appearance
+        self.row_image: dict[
+            int | str, str | None
+        ] = {}  # index -> sha256 of the row's image (the target of image references)
+        self.dropped: set[int | str] = (
+            set()
+        )  # indexes of skipped rows: references to them and their copies are skipped too
         self.shas: set[str] = set()  # every image the benchmark's rows use (checked, stored or found stored)
         self.stored: set[str] = set()  # images this import added to the workspace: removed again if it fails
-        self.pending: list[tuple] = []
-        self.pending_images: list[tuple] = []
+        self.pending: list[tuple[object, ...]] = []
+        self.pending_images: list[tuple[str, bytes, str, int, int]] = []  # sha, data, mime, width, height
         self.pending_bytes = 0
         self.deferred: list[SourceRow] = []  # rows whose image refers to a row not seen yet
         self.copies: list[tuple[SourceRow, str | None]] = []  # possible circular copies, checked at the end
@@ -268,7 +273,7 @@ class _Loader:
     def conn(self) -> sqlite3.Connection:
         return self.ws.conn
 
-    def run(self, rows, bar, benchmark: dict[str, Any]) -> None:
+    def run(self, rows: Iterable[SourceRow | InputError], bar: Any, benchmark: dict[str, Any]) -> None:
         self.conn.execute(f"ATTACH DATABASE '' AS {_STAGE}")  # private and temporary: gone when detached
         try:
             self.conn.execute(
@@ -285,7 +290,7 @@ class _Loader:
                 self.conn.rollback()
             self.conn.execute(f"DETACH DATABASE {_STAGE}")
 
-    def _load(self, rows, bar) -> None:
+    def _load(self, rows: Iterable[SourceRow | InputError], bar: Any) -> None:
         for row in rows:
             self.report.rows_read += 1
             if isinstance(row, InputError):
@@ -313,11 +318,11 @@ class _Loader:
             self._guard(row, self._place)
         self._flush()
         for row, sha in self.copies:
-            self._guard(row, lambda r, sha=sha: self._fold_or_insert(r, sha))
+            self._guard(row, functools.partial(self._fold_or_insert, sha=sha))
         self._flush()
         self.report.images = self.conn.execute(f"SELECT count(DISTINCT image_sha256) FROM {_STAGE}.items").fetchone()[0]
 
-    def _guard(self, row: SourceRow, step) -> None:
+    def _guard(self, row: SourceRow, step: Callable[[SourceRow], None]) -> None:
         try:
             step(row)
         except InputError as exc:
@@ -341,14 +346,19 @@ class _Loader:
         ref = row.image
         if ref is None:
             return None
-        err = lambda what: InputError(self.path, row.line, "image", what)  # noqa: E731
+
+        def err(what: str) -> InputError:
+            return InputError(self.path, row.line, "image", what)
+
         if ref.kind == "row":
+            assert isinstance(ref.value, (int, str))  # the readers make a row reference of an index
             if ref.value in self.dropped:
                 raise err(f"refers to row {ref.value}, which was skipped")
             if ref.value not in self.row_image:
                 raise err(f"refers to row {ref.value}, which is not in the file")
             return self.row_image[ref.value]
         if ref.kind == "path":
+            assert isinstance(ref.value, (str, Path))  # the readers make a path reference of a path
             try:
                 data = read_image_file(Path(ref.value), self.root, self.limits)
             except Refused as exc:
@@ -356,10 +366,11 @@ class _Loader:
             except (OSError, ValueError) as exc:  # ValueError: a NUL character in the path
                 raise err(f"cannot read {ref.value} ({getattr(exc, 'strerror', None) or exc})") from None
         else:
+            assert isinstance(ref.value, bytes)  # the readers make a bytes reference of the decoded bytes
             data = ref.value
         return self._check(data, err)
 
-    def _check(self, data: bytes, err) -> str:
+    def _check(self, data: bytes, err: Callable[[str], InputError]) -> str:
         """Hash and (when the workspace does not hold it yet) decode the image; it is written with the next batch."""
         sha = sha256_bytes(data)
         # An image already in the workspace was checked when it was stored.
@@ -453,7 +464,7 @@ class _Loader:
         )
         self.report.rows_folded += 1
 
-    def _staged(self, index) -> catalog.Item | None:
+    def _staged(self, index: int | str) -> catalog.Item | None:
         row = self.conn.execute(
             f"SELECT id, 0, {_ITEM_FIELDS} FROM {_STAGE}.items WHERE source_index = ?", (index,)
         ).fetchone()
@@ -527,7 +538,7 @@ class _Loader:
                 "failed, or check --repair ran); import the file again",
             ) from None
 
-    def _delete_unused(self, shas) -> int:
+    def _delete_unused(self, shas: Iterable[str]) -> int:
         """Delete those of shas that no item uses; returns how many were deleted."""
         shas, deleted = list(shas), 0
         for i in range(0, len(shas), 500):

@@ -10,12 +10,11 @@ Generic JSONL, one object per line:
 from __future__ import annotations
 
 import binascii
-import io
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from evaluator.choices import YES_NO
 from evaluator.importers.common import (
@@ -49,7 +48,7 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 T = TypeVar("T")
 
 
-def _records(path: Path, raw: io.BufferedReader, limits: ReadLimits) -> Iterator[tuple[int, object] | InputError]:
+def _records(path: Path, raw: BinaryIO, limits: ReadLimits) -> Iterator[tuple[int, object] | InputError]:
     """(line, parsed value) per JSON Lines record, or per element when the file is one JSON array."""
     bad_encoding: dict[int, InputError] = {}  # line -> its encoding error, reported in place of the record
     lines = decoded_lines(raw, path, bad_encoding, limits.max_line_bytes)
@@ -191,7 +190,7 @@ def _check_record(obj: object, err: Callable[[str, str], InputError]) -> None:
 
 
 def read_jsonl(
-    path: Path, raw: io.BufferedReader, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+    path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
 ) -> Iterator[SourceRow | InputError]:
     base_dir = images_dir or path.parent
     for record_no, rec in enumerate(_records(path, raw, limits), start=1):
@@ -274,7 +273,7 @@ def pope_setting_from_name(path: Path) -> str | None:
 
 
 def read_pope(
-    path: Path, raw: io.BufferedReader, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+    path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
 ) -> Iterator[SourceRow | InputError]:
     """POPE question files: `question_id`, `image` (a file name inside --images), `text`, `label` (yes/no)."""
     for rec in _records(path, raw, limits):

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import binascii
 import csv
-import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from evaluator.choices import NONE_OF_THEM
 from evaluator.importers.common import (
@@ -47,7 +46,7 @@ KNOWN = {
 
 
 def read_tsv(
-    path: Path, raw: io.BufferedReader, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+    path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
 ) -> Iterator[SourceRow | InputError]:
     """Yield one SourceRow (or the InputError of a bad row) per data row; raise InputError if the file is unusable."""
     # Base64 images make single cells of megabytes (the csv module's default cap is 128 KB); a quoted cell may span
