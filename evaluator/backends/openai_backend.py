@@ -23,14 +23,25 @@ import random
 import re
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from evaluator.registry import Field
 
 from .base import BackendEntry, BackendError, Query
 from .secrets import redact
+
+
+class _Response(Protocol):
+    """An HTTP response of the openai client (its HTTP library changes between releases)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def reason_phrase(self) -> str: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +129,7 @@ BACKENDS = (
         help="any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, LM Studio, OpenAI); the key is read "
         "from the variable key_env names, never stored",
         build=lambda rest, context: parse_openai_spec(rest),
-        validate=lambda rest: parse_openai_spec(rest) and None,
+        validate=lambda rest: _validate(rest),
         fields=(
             Field("", "Model", required=True, placeholder="Qwen/Qwen2-VL-7B-Instruct"),
             Field("@", "Base URL", placeholder="http://localhost:8000/v1 (empty: OpenAI's own API)"),
@@ -200,7 +211,11 @@ class OpenAIBackend:
         self._key_is_set = bool(os.environ.get(key_env))
         self._secrets = (os.environ.get(key_env) or "",)  # what servers' messages must not carry on (redact)
         # max_retries=0: retrying is this class's job, so every attempt is visible in logs and tests.
-        kwargs = {"api_key": os.environ.get(key_env) or DUMMY_KEY, "timeout": self.timeout, "max_retries": 0}
+        kwargs: dict[str, Any] = {
+            "api_key": os.environ.get(key_env) or DUMMY_KEY,
+            "timeout": self.timeout,
+            "max_retries": 0,
+        }
         if self.base_url is not None:
             kwargs["base_url"] = self.base_url
         self._client = openai.OpenAI(**kwargs)
@@ -258,17 +273,18 @@ class OpenAIBackend:
             finally:
                 for f in futures:
                     f.cancel()  # only those not started yet can be cancelled
-        errors = [f.exception() for f in futures if not f.cancelled() and f.exception() is not None]
+        errors = [e for f in futures if not f.cancelled() and (e := f.exception()) is not None]
         if errors:  # the first real failure in input order, not a query it stopped
             raise next((e for e in errors if not isinstance(e, _Stopped)), errors[0])
         return [f.result() for f in futures]
 
     def _request_body(self, query: Query, max_new_tokens: int) -> dict[str, Any]:
         if query.images:
-            content: list[dict] | str = [
+            parts: list[dict[str, Any]] = [
                 {"type": "image_url", "image_url": {"url": image_data_url(data)}} for data in query.images
             ]
-            content.append({"type": "text", "text": query.prompt})
+            parts.append({"type": "text", "text": query.prompt})
+            content: list[dict[str, Any]] | str = parts
         else:
             content = query.prompt  # plain string: what text-only chat servers accept everywhere
         return {
@@ -337,7 +353,7 @@ class OpenAIBackend:
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_retry_after)
-        base = min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
+        base = min(self.backoff * 2.0 ** (attempt - 1), self.max_backoff)
         return base * (1.0 + 0.25 * random.random())  # jitter: parallel workers do not retry in lockstep
 
 
@@ -370,11 +386,15 @@ def _content_of(text: str) -> str:
     return content
 
 
+def _validate(rest: str) -> None:
+    parse_openai_spec(rest)  # BackendError when the spec cannot be read
+
+
 def _retryable_status(status: int) -> bool:
     return status in (408, 429) or status >= 500
 
 
-def _retry_after_seconds(headers) -> float | None:
+def _retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date); None when absent or unreadable."""
     value = headers.get("retry-after-ms")
     if value is not None:
@@ -398,7 +418,7 @@ def _retry_after_seconds(headers) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _server_message(response) -> str:
+def _server_message(response: _Response) -> str:
     """What the server said about an error, on one line: OpenAI ``error.message``, FastAPI ``detail``, or the text."""
     try:
         text = response.text
@@ -434,7 +454,7 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _fmt(value) -> str:
+def _fmt(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
