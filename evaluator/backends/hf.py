@@ -10,12 +10,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
 from evaluator.registry import Field
 
 from .base import BackendEntry, BackendError, Query
+
+if TYPE_CHECKING:
+    import transformers  # imported where a model loads: it costs seconds
 
 _DTYPES = ("float32", "float16", "bfloat16", "auto")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
@@ -28,7 +31,7 @@ def parse_hf_spec(rest: str, *, default_batch_size: int | None = None) -> HFBack
     return HFBackend(model, **kwargs)
 
 
-def hf_options(rest: str, *, default_batch_size: int | None = None) -> tuple[str, dict]:
+def hf_options(rest: str, *, default_batch_size: int | None = None) -> tuple[str, dict[str, Any]]:
     """The model and the keyword arguments of HFBackend a spec names, read without loading anything."""
     model, _, query = rest.partition("?")
     if not model:
@@ -125,6 +128,7 @@ class HFBackend:
         try:
             config = transformers.AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
             self.is_vlm = _is_image_text_to_text(config)
+            model_cls: type[transformers.AutoModelForImageTextToText] | type[transformers.AutoModelForCausalLM]
             if self.is_vlm:
                 processor = transformers.AutoProcessor.from_pretrained(source, trust_remote_code=trust_remote_code)
                 model_cls = transformers.AutoModelForImageTextToText
@@ -253,13 +257,14 @@ class HFBackend:
                 raise BackendError(f"hf: {self.model_name} is a text-only model and cannot take images")
             if self.tokenizer.chat_template is None:  # a base LM: the prompt as is
                 return query.prompt
-            conversation = [{"role": "user", "content": query.prompt}]
+            conversation: list[dict[str, Any]] = [{"role": "user", "content": query.prompt}]
         else:
             if getattr(self.processor, "chat_template", None) is None and self.tokenizer.chat_template is None:
                 raise BackendError(f"hf: {self.model_name} has no chat template; cannot place its images")
             content = [{"type": "image"} for _ in query.images] + [{"type": "text", "text": query.prompt}]
             conversation = [{"role": "user", "content": content}]
-        return self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+        prompt: str = self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+        return prompt
 
     def _encode(self, queries: Sequence[Query], suffixes: Sequence[list[int]] | None = None) -> dict[str, Any]:
         """Model inputs for a batch, left-padded, on the model's device; ``suffixes`` are token ids to append."""
@@ -310,7 +315,7 @@ class HFBackend:
         return out
 
 
-def _is_image_text_to_text(config) -> bool:
+def _is_image_text_to_text(config: transformers.PretrainedConfig) -> bool:
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
     auto_map = getattr(config, "auto_map", None) or {}
