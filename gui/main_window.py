@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import getpass
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
+from PySide6.QtCore import QByteArray, QObject, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
@@ -55,6 +56,27 @@ def _keeping_scroll(view, reload) -> None:
     reload()
     for bar, value in zip(bars, values):
         bar.setValue(value)
+
+
+def _action(
+    parent: QObject,
+    text: str,
+    *,
+    triggered: Callable[[], object] | None = None,
+    toggled: Callable[[bool], object] | None = None,
+    shortcut: QKeySequence | None = None,
+    checkable: bool = False,
+) -> QAction:
+    """A menu action, its signals connected (what QAction's keyword arguments do, spelt so the stubs know it)."""
+    action = QAction(text, parent)
+    if shortcut is not None:
+        action.setShortcut(shortcut)
+    action.setCheckable(checkable)
+    if triggered is not None:
+        action.triggered.connect(triggered)
+    if toggled is not None:
+        action.toggled.connect(toggled)
+    return action
 
 
 class BenchmarksDock(QListWidget):
@@ -416,39 +438,39 @@ class MainWindow(QMainWindow):
     # -- menus
     def _make_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
-        new = QAction("&New workspace…", self, shortcut=QKeySequence("Ctrl+N"), triggered=self._new_workspace)
-        opn = QAction("&Open workspace…", self, shortcut=QKeySequence("Ctrl+O"), triggered=self._open_dialog)
+        new = _action(self, "&New workspace…", shortcut=QKeySequence("Ctrl+N"), triggered=self._new_workspace)
+        opn = _action(self, "&Open workspace…", shortcut=QKeySequence("Ctrl+O"), triggered=self._open_dialog)
         self.recent_menu = file_menu.addMenu("Open &recent")
-        quit_ = QAction("&Quit", self, shortcut=QKeySequence("Ctrl+Q"), triggered=self.close)
+        quit_ = _action(self, "&Quit", shortcut=QKeySequence("Ctrl+Q"), triggered=self.close)
         file_menu.addAction(new)
         file_menu.addAction(opn)
         file_menu.addMenu(self.recent_menu)
         file_menu.addSeparator()
         file_menu.addAction(
-            QAction("&Import benchmark…", self, shortcut=QKeySequence("Ctrl+I"), triggered=self._import_dialog)
+            _action(self, "&Import benchmark…", shortcut=QKeySequence("Ctrl+I"), triggered=self._import_dialog)
         )
-        file_menu.addAction(QAction("Import the &demo benchmarks", self, triggered=self.import_demo))
+        file_menu.addAction(_action(self, "Import the &demo benchmarks", triggered=self.import_demo))
         file_menu.addSeparator()
         for kind, (title, _, _) in SYNC_COMMANDS.items():  # annotators on several machines: exchange JSON Lines
             file_menu.addAction(
-                QAction(f"Export {title}…", self, triggered=lambda _=False, k=kind: self._export_dialog(k))
+                _action(self, f"Export {title}…", triggered=lambda _=False, k=kind: self._export_dialog(k))
             )
             file_menu.addAction(
-                QAction(f"Import {title}…", self, triggered=lambda _=False, k=kind: self._import_dialog_records(k))
+                _action(self, f"Import {title}…", triggered=lambda _=False, k=kind: self._import_dialog_records(k))
             )
         file_menu.addSeparator()
         file_menu.addAction(quit_)
         self.view_menu = self.menuBar().addMenu("&View")
         self.view_actions_anchor = self.view_menu.addSeparator()
-        self.blind_action = QAction(
-            "&Blind mode (B)",
+        self.blind_action = _action(
             self,
+            "&Blind mode (B)",
             checkable=True,
             toggled=lambda on: self.ctx and self.ctx.prefs.blind != on and self.ctx.update_prefs(blind=on),
         )
-        self.reveal_action = QAction(
-            "&Reveal after my verdict (blind mode)",
+        self.reveal_action = _action(
             self,
+            "&Reveal after my verdict (blind mode)",
             checkable=True,
             toggled=lambda on: (
                 self.ctx
@@ -458,21 +480,21 @@ class MainWindow(QMainWindow):
         )
         # B everywhere but in Review, whose own B shortcut (gui/shortcuts.py) would otherwise be ambiguous.
         self.blind_shortcut = QShortcut(QKeySequence("B"), self, activated=self.blind_action.toggle)
-        self.advance_action = QAction(
-            "&Advance after a verdict",
+        self.advance_action = _action(
             self,
+            "&Advance after a verdict",
             checkable=True,
             toggled=lambda on: self.ctx and self.ctx.prefs.advance != on and self.ctx.update_prefs(advance=on),
         )
-        self.view_menu.addAction(QAction("&Refresh", self, shortcut=QKeySequence("F5"), triggered=self.refresh))
+        self.view_menu.addAction(_action(self, "&Refresh", shortcut=QKeySequence("F5"), triggered=self.refresh))
         self.view_menu.addAction(self.blind_action)
         self.view_menu.addAction(self.reveal_action)
         self.view_menu.addAction(self.advance_action)
         self.view_menu.addSeparator()
         ann = self.menuBar().addMenu("&Annotator")
-        ann.addAction(QAction("&Change name…", self, triggered=self.change_annotator))
+        ann.addAction(_action(self, "&Change name…", triggered=self.change_annotator))
         help_menu = self.menuBar().addMenu("&Help")
-        help_menu.addAction(QAction("&Keyboard shortcuts (F1 in Review)", self, triggered=self._help))
+        help_menu.addAction(_action(self, "&Keyboard shortcuts (F1 in Review)", triggered=self._help))
         self._view_actions: list[QAction] = []
 
     def _update_view_menu(self) -> None:
@@ -482,7 +504,7 @@ class MainWindow(QMainWindow):
             action.deleteLater()
         self._view_actions = []
         for n, (name, title, _) in enumerate(self._view_factories):
-            action = QAction(title, self, triggered=lambda _=False, v=name: self.show_view(v))
+            action = _action(self, title, triggered=lambda _=False, v=name: self.show_view(v))
             if n < 9:
                 action.setShortcut(QKeySequence(f"Ctrl+{n + 1}"))
             self.view_menu.insertAction(self.view_actions_anchor, action)
@@ -491,7 +513,7 @@ class MainWindow(QMainWindow):
     def _update_recent_menu(self) -> None:
         self.recent_menu.clear()
         for path in self.prefs.recent_workspaces:
-            self.recent_menu.addAction(QAction(path, self, triggered=lambda _=False, p=path: self.open_workspace(p)))
+            self.recent_menu.addAction(_action(self, path, triggered=lambda _=False, p=path: self.open_workspace(p)))
 
     def _open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(

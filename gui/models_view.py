@@ -31,6 +31,9 @@ from evaluator.model_check import validate_spec
 from gui.processes import CommandProcess
 from gui.tables import RowsModel, table_view
 
+FieldWidget = QComboBox | QCheckBox | QLineEdit
+"""The input of one form field of a backend."""
+
 
 class AddModelForm(QGroupBox):
     """Builds a spec from the fields each registered backend declares (or takes one typed as is)."""
@@ -42,7 +45,7 @@ class AddModelForm(QGroupBox):
         self.kind = QComboBox()
         self.stack = QStackedWidget()
         self.entries = {entry.name: entry for entry in BACKENDS.help_entries()}
-        self.inputs: dict[str, dict[str, QWidget]] = {}  # backend -> field name -> its widget
+        self.inputs: dict[str, dict[str, FieldWidget]] = {}  # backend -> field name -> its widget
         for entry in self.entries.values():
             self.kind.addItem(f"{entry.title or entry.name} ({entry.name}:)", entry.name)
             self.kind.setItemData(self.kind.count() - 1, f"{entry.syntax}\n{entry.help}", Qt.ItemDataRole.ToolTipRole)
@@ -71,21 +74,22 @@ class AddModelForm(QGroupBox):
         page = QWidget()
         layout = QFormLayout(page)
         layout.setContentsMargins(0, 0, 0, 0)
-        widgets: dict[str, QWidget] = {}
+        widgets: dict[str, FieldWidget] = {}
         for field in entry.fields:
+            w: FieldWidget
             if field.kind == "choice":
-                w = QComboBox()
-                w.addItems(list(field.choices))
+                w = combo = QComboBox()
+                combo.addItems(list(field.choices))
                 if field.default in field.choices:
-                    w.setCurrentText(field.default)
-                w.currentIndexChanged.connect(self._update_preview)
+                    combo.setCurrentText(field.default)
+                combo.currentIndexChanged.connect(self._update_preview)
             elif field.kind == "flag":
-                w = QCheckBox()
-                w.toggled.connect(self._update_preview)
+                w = check = QCheckBox()
+                check.toggled.connect(self._update_preview)
             else:
-                w = QLineEdit()
-                w.setPlaceholderText(field.placeholder)
-                w.textChanged.connect(self._update_preview)
+                w = line = QLineEdit()
+                line.setPlaceholderText(field.placeholder)
+                line.textChanged.connect(self._update_preview)
             if field.help:
                 w.setToolTip(field.help)
             widgets[field.name] = w
@@ -243,10 +247,12 @@ class ModelsView(QWidget):
 
     def _show_output(self) -> None:
         p = self.process
+        assert p is not None  # connected to the signals of the process it shows
         self.output.setPlainText(f"$ {p.command_line()}\n{p.stderr}")
 
     def _tested(self) -> None:
         p = self.process
+        assert p is not None  # connected to the signals of the process it shows
         result = p.json_output() if p.exit_code == 0 else None
         self.tested = result if isinstance(result, dict) else None
         if self.tested is None:

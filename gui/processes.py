@@ -13,7 +13,8 @@ from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
 class CommandProcess(QObject):
     """One `vlmdesk --workspace WS ARGS…` run. stdout lines that are JSON objects arrive as `event`s."""
 
-    event = Signal(dict)
+    # The signal's name shadows QObject.event (never called on this class); renaming it touches every listener.
+    event = Signal(dict)  # type: ignore[assignment]
     stderrChanged = Signal()
     done = Signal()  # after exit (normal or crash) or a failure to start; see exit_code / crashed / error
 
@@ -65,7 +66,7 @@ class CommandProcess(QObject):
             return None
 
     def _read_stdout(self) -> None:
-        text = bytes(self.process.readAllStandardOutput()).decode("utf-8", "replace")
+        text = bytes(self.process.readAllStandardOutput().data()).decode("utf-8", "replace")
         self.stdout += text
         self._partial += text
         *lines, self._partial = self._partial.split("\n")
@@ -80,7 +81,7 @@ class CommandProcess(QObject):
                     self.event.emit(obj)
 
     def _read_stderr(self) -> None:
-        self.stderr += bytes(self.process.readAllStandardError()).decode("utf-8", "replace")
+        self.stderr += bytes(self.process.readAllStandardError().data()).decode("utf-8", "replace")
         self.stderrChanged.emit()
 
     def _finished(self, code: int, status) -> None:

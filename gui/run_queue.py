@@ -131,13 +131,13 @@ class RunQueue(QObject):
         for job in self.jobs:
             if job.state == RunJob.QUEUED:
                 job.state = RunJob.CANCELLED
-        job = self.current
-        if job is not None and job.process is not None:
-            job.cancel_requested = True
-            job.process.terminate()
-            if not job.process.process.waitForFinished(5000):
-                job.process.kill()
-                job.process.process.waitForFinished(2000)
+        current = self.current
+        if current is not None and current.process is not None:
+            current.cancel_requested = True
+            current.process.terminate()
+            if not current.process.process.waitForFinished(5000):
+                current.process.kill()
+                current.process.process.waitForFinished(2000)
 
     # -- internals
     def _next(self) -> None:
@@ -171,6 +171,7 @@ class RunQueue(QObject):
 
     def _done(self, job: RunJob) -> None:
         p = job.process
+        assert p is not None  # done is the signal of the job's process
         if p.exit_code == 0 and not p.crashed:
             job.state, job.message = RunJob.FINISHED, ""
             if job.run_id is None and "already finished" in p.stderr:
