@@ -31,7 +31,7 @@ from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_de
 ANY = "All"
 CATEGORY_WIDTH = 135
 QUESTION_SHARE = 0.35  # of the table's width, at least, for the question column
-_REVIEW_TEXT = {
+_REVIEW_TEXT: dict[str, str] = {
     "unreviewed": "Unreviewed",
     "reviewed": "Reviewed",
     "mine": "Reviewed by me",
@@ -69,7 +69,10 @@ class BrowseView(QWidget):
         self.search.setPlaceholderText("Search questions, hints and options…")
         self.search.setClearButtonEnabled(True)
         self.search.setMinimumWidth(220)
-        self._debounce = QTimer(self, singleShot=True, interval=250, timeout=self.apply_filters)
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(250)
+        self._debounce.timeout.connect(self.apply_filters)
         self.search.textChanged.connect(lambda _: self._debounce.start())
         self.search.returnPressed.connect(self.apply_filters)
         self.category = _combo("category", 150)

@@ -85,6 +85,8 @@ class ChartView(QWidget):
                 return
 
     def export(self, path: str | Path) -> Path:
+        if self.figure is None:
+            raise RuntimeError("no chart to export")  # the export action is offered with a chart only
         return save_figure(self.figure, path)
 
     def _export_dialog(self) -> None:

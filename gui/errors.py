@@ -34,7 +34,9 @@ class MessageBar(QFrame):
         layout.addWidget(self.label, 1)
         layout.addWidget(close)
         self.kind = ""
-        self._timer = QTimer(self, singleShot=True, timeout=self.hide)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self.hide)
         self.hide()
 
     def show_message(self, text: str, kind: str = "error", details: str | None = None) -> None:

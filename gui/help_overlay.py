@@ -39,14 +39,17 @@ class HelpOverlay(QFrame):
 
     def hideEvent(self, event) -> None:
         super().hideEvent(event)
-        if self.parent() is not None:
-            self.parent().setFocus()
+        parent = self.parentWidget()
+        if parent is not None:
+            parent.setFocus()
 
     def toggle(self) -> None:
         if self.isVisible():
             self.hide()
         else:
-            self.setGeometry(self.parent().rect())
+            parent = self.parentWidget()
+            if parent is not None:
+                self.setGeometry(parent.rect())
             self.raise_()
             self.show()
             self.setFocus()

@@ -31,7 +31,7 @@ class ImageView(QGraphicsView):
         self.image_key = key if image is not None and not image.isNull() else None
         self.placeholder = placeholder
         self._has_image = image is not None and not image.isNull()
-        if not self._has_image:
+        if image is None or image.isNull():
             self._item.setPixmap(QPixmap())
             self.scene().setSceneRect(0, 0, 1, 1)
         else:

@@ -132,7 +132,9 @@ class MainWindow(QMainWindow):
         self._dock_factories: list[tuple[str, str, object, Qt.DockWidgetArea]] = []
         self._stale: set[str] = set()  # views to reload when next shown ("model": the Browse listing)
         self._data_version: int | None = None
-        self._poll = QTimer(self, interval=1000, timeout=self._check_for_changes)
+        self._poll = QTimer(self)
+        self._poll.setInterval(1000)
+        self._poll.timeout.connect(self._check_for_changes)
 
         central = QWidget()
         layout = QVBoxLayout(central)

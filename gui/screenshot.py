@@ -126,7 +126,7 @@ def _prepare_results(window, shot: Shot) -> None:
     dash.show_runs(run_ids, chart=shot.chart)
     # The items behind a bar, as after a click: the first ability's CircularEval bar of the first run.
     bars = [bar_target(b) for b in dash.chart.bars()]
-    target = next((t for t in bars if t.get("group") and t.get("strategy") == "circular"), None) or next(
+    target = next((t for t in bars if t and t.get("group") and t.get("strategy") == "circular"), None) or next(
         iter(bars), None
     )
     if target:
