@@ -4,7 +4,10 @@ each opening in Review."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -19,7 +22,7 @@ from PySide6.QtWidgets import (
 from db.errors import InvalidInput
 from evaluator import plots
 from evaluator.exporters import ExportError
-from evaluator.prediction_export import default_file_name, export_predictions
+from evaluator.prediction_export import PredictionExport, default_file_name, export_predictions
 from evaluator.report import NONE, RunReport, group_items, run_report
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.item_panel import ADJUDICATION_HIDDEN
@@ -160,7 +163,9 @@ class DashboardView(QWidget):
             self.kind.setCurrentIndex(self.kind.findData(chart))
             self.kind.blockSignals(False)
         for i in range(self.kind.count()):  # only the charts that fit the runs can be chosen
-            self.kind.model().item(i).setEnabled(CHARTS[self.kind.itemData(i)][1] == kind)
+            model = self.kind.model()
+            assert isinstance(model, QStandardItemModel)  # a QComboBox's own model
+            model.item(i).setEnabled(CHARTS[self.kind.itemData(i)][1] == kind)
         try:
             fig = {
                 "l2": lambda r: plots.ability_figure(r, "by_l2"),
@@ -227,7 +232,7 @@ class DashboardView(QWidget):
         )
 
     # -- export
-    def export_predictions(self, path) -> object:
+    def export_predictions(self, path: str | Path) -> PredictionExport:
         ids = self.runs.selected_run_ids()
         return export_predictions(self.ctx.ws, ids[0], path)
 
@@ -236,6 +241,8 @@ class DashboardView(QWidget):
         if len(ids) != 1:
             return
         s = self.runs.summary(ids[0])
+        if s is None:  # removed since it was listed
+            return
         path, _ = QFileDialog.getSaveFileName(
             self,
             "Export predictions (VLMEvalKit format)",

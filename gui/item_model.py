@@ -49,6 +49,11 @@ class ItemTableModel(QAbstractTableModel):
         self.filter, self.review_filter, self.qc_filter = f, review, qc
         self.reload()
 
+    @property
+    def _benchmark_id(self) -> int:
+        assert self.benchmark is not None  # set_benchmark comes before any read
+        return int(self.benchmark.id)
+
     def reload(self, *, at_least: int = PAGE) -> None:
         """Query again; `at_least` rows are paged in at once (a refresh keeps what was scrolled to)."""
         self.beginResetModel()
@@ -67,7 +72,7 @@ class ItemTableModel(QAbstractTableModel):
                 pairs.append((None, frozenset(i for r, i, _ in self.sight.hidden_passes if r == self.filter.run_id)))
             only, exclude = browse.combine(*pairs)
             self._query = replace(self.filter, only_ids=only, exclude_ids=exclude)
-            self.total = item_query.count_items(self.ws, self.benchmark.id, self._query)
+            self.total = item_query.count_items(self.ws, self._benchmark_id, self._query)
             self._fetch(max(PAGE, at_least))
         self.endResetModel()
 
@@ -78,16 +83,16 @@ class ItemTableModel(QAbstractTableModel):
             self.annotator,
             blind=self.blind,
             reveal_after_verdict=self.reveal_after_verdict,
-            benchmark_id=self.benchmark.id,
+            benchmark_id=self._benchmark_id,
         )
-        self.status = browse.visible_status(browse.review_status(self.ws, self.benchmark.id), self.sight)
+        self.status = browse.visible_status(browse.review_status(self.ws, self._benchmark_id), self.sight)
         if qc:
-            self._qc_marks = browse.qc_marks(self.ws, self.benchmark.id)
+            self._qc_marks = browse.qc_marks(self.ws, self._benchmark_id)
         self.qc = browse.visible_qc(self._qc_marks, self.sight)
 
     def _fetch(self, n: int) -> list[ItemRow]:
         after = (self.rows[-1].position, self.rows[-1].id) if self.rows else None
-        page = item_query.item_page(self.ws, self.benchmark.id, self._query, after=after, limit=n)
+        page = item_query.item_page(self.ws, self._benchmark_id, self._query, after=after, limit=n)
         for row in page:
             self._row_of[row.id] = len(self.rows)
             self.rows.append(row)
@@ -140,7 +145,7 @@ class ItemTableModel(QAbstractTableModel):
     def refresh_qc(self) -> None:
         if self.benchmark is None:
             return
-        self._qc_marks = browse.qc_marks(self.ws, self.benchmark.id)
+        self._qc_marks = browse.qc_marks(self.ws, self._benchmark_id)
         self.qc = browse.visible_qc(self._qc_marks, self.sight)
         if self.rows:
             self.dataChanged.emit(self.index(0, 5), self.index(len(self.rows) - 1, 5))

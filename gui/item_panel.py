@@ -128,12 +128,16 @@ class OptionsArea(QScrollArea):
 
     def _content_height(self) -> int:
         inner = self.widget()
+        if inner is None:
+            return 0
         width = self.viewport().width() or self.width()
         height = inner.heightForWidth(width) if inner.hasHeightForWidth() else -1
         return height if height > 0 else inner.sizeHint().height()
 
     def fit(self) -> None:
-        self.widget().adjustSize()
+        inner = self.widget()
+        if inner is not None:
+            inner.adjustSize()
         self.setMaximumHeight(max(self.MIN_HEIGHT, self._content_height()))
         self.updateGeometry()
 

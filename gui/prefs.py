@@ -6,6 +6,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 CONFIG_ENV = "VLMDESK_CONFIG_DIR"
 ZOOMS = ("fit", "100")
@@ -63,7 +64,7 @@ class PreferencesFile:
             self.problems.append(f"{self.path}: not a JSON object, defaults used")
             return Preferences()
         defaults = Preferences()
-        values = {}
+        values: dict[str, Any] = {}
         for f in fields(Preferences):
             if f.name not in raw:
                 continue

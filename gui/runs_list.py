@@ -94,7 +94,8 @@ class RunsList(QWidget):
             if s is not None:
                 self.summaries[r.id] = s
         ordered = sorted(self.summaries.values(), key=lambda s: -s.run_id)  # newest first
-        rows, colours, tips = [], {}, {}
+        rows: list[tuple[object, ...]] = []
+        colours, tips = {}, {}
         for i, s in enumerate(ordered):
             if self.compact:
                 rows.append((s.run_id, s.status, s.model, s.benchmark, score(s)))

@@ -63,7 +63,9 @@ class LaunchForm(QGroupBox):
         self.bench = QComboBox()
         self.model = QComboBox()
         self.model.setEditable(True)
-        self.model.lineEdit().setPlaceholderText("a saved model or a spec: hf:…, openai:…, baseline:…")
+        editor = self.model.lineEdit()
+        assert editor is not None  # an editable combo box has one
+        editor.setPlaceholderText("a saved model or a spec: hf:…, openai:…, baseline:…")
         self.strategy = QComboBox()
         self.extractor = QComboBox()
         self.extractor.setEditable(True)
@@ -96,12 +98,12 @@ class LaunchForm(QGroupBox):
         form.addRow(self.command)
         form.addRow(self.start)
         self.bench.currentIndexChanged.connect(self._bench_changed)
-        for w in (self.model, self.extractor):
-            w.currentTextChanged.connect(self._update_command)
-        for w in (self.strategy, self.bench):
-            w.currentIndexChanged.connect(self._update_command)
-        for w in (self.batch, self.max_tokens, self.limit):
-            w.valueChanged.connect(self._update_command)
+        for combo in (self.model, self.extractor):
+            combo.currentTextChanged.connect(self._update_command)
+        for combo in (self.strategy, self.bench):
+            combo.currentIndexChanged.connect(self._update_command)
+        for spin in (self.batch, self.max_tokens, self.limit):
+            spin.valueChanged.connect(self._update_command)
         self.text_only.toggled.connect(self._update_command)
         self.reload()
 
@@ -278,7 +280,7 @@ class RunsView(QWidget):
         self.form.setFixedWidth(400)
         self.form.submitted.connect(self.queue.submit)
         self.card = JobCard()
-        self.card.cancel.clicked.connect(lambda: self.card.job and self.queue.cancel(self.card.job))
+        self.card.cancel.clicked.connect(self._cancel_shown)
         self.jobs = QListWidget()
         self.jobs.setObjectName("jobList")
         self.jobs.setWordWrap(True)
@@ -298,9 +300,7 @@ class RunsView(QWidget):
         self.resume.setToolTip("Continue an interrupted or failed run (vlmdesk run --resume ID)")
         self.resume.clicked.connect(self._resume)
         self.results = QPushButton("Show results")
-        self.results.clicked.connect(
-            lambda: self.runs.selected_run_ids() and self.openResults.emit(self.runs.selected_run_ids())
-        )
+        self.results.clicked.connect(self._open_results)
         export = QPushButton("Export CSV…")
         export.clicked.connect(lambda: export_table(self, self.runs.model, "runs.csv"))
         self.runs.selectionChanged.connect(self._run_selected)
@@ -381,7 +381,8 @@ class RunsView(QWidget):
             self.card.show_job(job)
         if self._selected_job() is job:
             self._show_log(job)
-        self.remove_queued.setEnabled(bool(self._selected_job() and self._selected_job().state == RunJob.QUEUED))
+        selected = self._selected_job()
+        self.remove_queued.setEnabled(selected is not None and selected.state == RunJob.QUEUED)
 
     def _job_finished(self, job: RunJob) -> None:
         self.runs.reload()
@@ -431,10 +432,19 @@ class RunsView(QWidget):
     def _queued_or_running(self, run_id: int) -> bool:
         return any(j.run_id == run_id and j.state in (RunJob.QUEUED, RunJob.RUNNING) for j in self.queue.jobs)
 
-    def _resume(self) -> None:
+    def _cancel_shown(self) -> None:
+        if self.card.job is not None:
+            self.queue.cancel(self.card.job)
+
+    def _open_results(self) -> None:
         ids = self.runs.selected_run_ids()
         if ids:
-            s = self.runs.summary(ids[0])
+            self.openResults.emit(ids)
+
+    def _resume(self) -> None:
+        ids = self.runs.selected_run_ids()
+        s = self.runs.summary(ids[0]) if ids else None
+        if ids and s is not None:
             self.queue.resume(ids[0], f"resume {s.model} on {s.benchmark}")
             self._run_selected()
 
