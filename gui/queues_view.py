@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import time
+from typing import cast
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -32,6 +33,7 @@ from annotation.blind import HIDDEN_TEXT
 from annotation.browse import VERDICT_LABELS, open_conflicts
 from annotation.correction import wrong_key_problem
 from db import item_query
+from db.catalog import Item
 from db.errors import InvalidInput, UserError
 from evaluator.choices import LETTERS, answer_keys, canonical_answer
 from gui.image_view import ImageView
@@ -71,7 +73,7 @@ class _ItemPage(QWidget):
     def __init__(self, ctx, title: str, parent=None):
         super().__init__(parent)
         self.ctx = ctx
-        self.item = None
+        self.item: Item | None = None
         self.image = ImageView()
         self.panel = ItemPanel()
         self.title = _title(title)
@@ -129,7 +131,7 @@ class QCPage(_ItemPage):
 
     def __init__(self, ctx, parent=None):
         super().__init__(ctx, "Quality control", parent)
-        self.candidate = None
+        self.candidate: qc.Candidate | None = None
         self.decided: list[tuple[int, str]] = []  # (item id, stage) decided on this page, newest last: Ctrl+Z
         self.flag = QLabel()
         self.flag.setObjectName("flagNote")
@@ -204,14 +206,13 @@ class QCPage(_ItemPage):
     def reload(self) -> None:
         """After another process wrote: keep the flag being decided (and what was chosen for it) if still left."""
         left = self.remaining()
-        keep = self.candidate is not None and any(
-            (c.item_id, c.stage) == (self.candidate.item_id, self.candidate.stage) for c in left
-        )
-        if not keep:
+        shown = self.candidate
+        keep = shown is not None and any((c.item_id, c.stage) == (shown.item_id, shown.stage) for c in left)
+        if shown is None or not keep:
             self.refresh()
             return
         self.left.setText(f"{len(left)} left for you")
-        self.candidate = next(c for c in left if (c.item_id, c.stage) == (self.candidate.item_id, self.candidate.stage))
+        self.candidate = next(c for c in left if (c.item_id, c.stage) == (shown.item_id, shown.stage))
         self._show_flag()
 
     def refresh(self, prefer: tuple[int, str] | None = None) -> None:
@@ -251,6 +252,8 @@ class QCPage(_ItemPage):
 
     def _show_flag(self) -> None:
         c = self.candidate
+        if c is None:
+            return
         runs_text = ", ".join(str(r) for r in c.run_ids)
         right = (", ".join(str(r) for r in c.correct_run_ids) or "none") if self.reveals(c.item_id) else HIDDEN_TEXT
         self.flag.setText(
@@ -264,7 +267,8 @@ class QCPage(_ItemPage):
             return
         reason = self.reason.currentData() if decision == "confirm" else None
         answer = self.answer.currentData() if decision == "confirm" and reason == "wrong_answer" else None
-        if answer is not None and (problem := wrong_key_problem(self.item.answer, answer)):
+        key = self.item.answer if self.item is not None else None
+        if answer is not None and (problem := wrong_key_problem(key, answer)):
             self.ctx.error.emit(f"Not saved: {problem}.", "")
             return
         try:
@@ -425,7 +429,8 @@ class AdjudicationPage(QWidget):
         self.task = alignment.next_for(self.ctx.ws, name, self.ctx.annotator) if name else None
         # Empty the row completely (buttons and the trailing stretch), or every refresh would add a stretch.
         while self.buttons_box.count():
-            widget = self.buttons_box.takeAt(0).widget()
+            entry = self.buttons_box.takeAt(0)
+            widget = entry.widget() if entry is not None else None
             if widget is not None:
                 widget.deleteLater()
         self.label_buttons = []
@@ -596,7 +601,7 @@ class ConflictsPage(_ItemPage):
 
     def on_action(self, action: str) -> None:
         if action.startswith("verdict:"):
-            self.settle(action.split(":", 1)[1])
+            self.settle(cast(reviews.Verdict, action.split(":", 1)[1]))  # gui/shortcuts.py names verdicts only
         elif action.startswith("pick:"):
             self.pick(int(action.split(":", 1)[1]))
         elif action == "note":
@@ -689,10 +694,10 @@ class ConflictsPage(_ItemPage):
         if self.armed_wrong:
             self.settle("wrong_answer", corrected=letter)
             return
-        letter = None if self.corrected.currentData() == letter else letter
-        self.corrected.setCurrentIndex(max(0, self.corrected.findData(letter)) if letter else 0)
+        chosen = None if self.corrected.currentData() == letter else letter
+        self.corrected.setCurrentIndex(max(0, self.corrected.findData(chosen)) if chosen else 0)
 
-    def settle(self, verdict: str, corrected: str | None = None) -> None:
+    def settle(self, verdict: reviews.Verdict, corrected: str | None = None) -> None:
         if not self.entries or self.item is None:
             return
         item = self.item

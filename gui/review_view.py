@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import cast
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -29,6 +30,7 @@ from annotation import reviews
 from annotation.browse import VERDICT_LABELS
 from annotation.correction import wrong_key_problem
 from db import item_query
+from db.catalog import Item
 from db.errors import InvalidInput
 from evaluator.choices import LETTERS
 from gui.help_overlay import HelpOverlay
@@ -65,7 +67,7 @@ class ReviewView(QWidget):
         self.ctx = ctx
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.row: int | None = None
-        self.item = None
+        self.item: Item | None = None
         self.shown_at = time.monotonic()
         self.armed_wrong = False  # W pressed without a pick: the next option pick commits "wrong key"
         self.prefetch_enabled = True
@@ -73,7 +75,7 @@ class ReviewView(QWidget):
         self.shortcuts: dict[str, list[QShortcut]] = {}
 
         self.image = ImageView()
-        self.image.zoomChanged.connect(lambda z: self.zoom_label.setText("" if z == "fit" else z))
+        self.image.zoomChanged.connect(self._show_zoom)
         image_box = QWidget()
         il = QVBoxLayout(image_box)
         il.setContentsMargins(0, 0, 0, 0)
@@ -254,7 +256,7 @@ class ReviewView(QWidget):
             self._ignored("No item to judge here (choose a benchmark, or clear the filters)")
             return
         if action.startswith("verdict:"):
-            self.verdict(action.split(":", 1)[1])
+            self.verdict(cast(reviews.Verdict, action.split(":", 1)[1]))  # gui/shortcuts.py names verdicts only
         elif action.startswith("pick:"):
             self.pick(int(action.split(":", 1)[1]))
         elif action == "note":
@@ -305,7 +307,9 @@ class ReviewView(QWidget):
             return
         self._enable_verdicts(True)
         self.row = row
-        self.item = item_query.item_by_id(self.ctx.ws, model.rows[row].id)
+        self.item = item = item_query.item_by_id(self.ctx.ws, model.rows[row].id)
+        if item is None:  # removed since the listing was read
+            return
         self.shown_at = time.monotonic()
         self.armed_wrong = False
         self.hint_label.hide()
@@ -313,7 +317,7 @@ class ReviewView(QWidget):
         self._show_text()
         self.position_label.setText(f"{row + 1} of {model.total}")
         self._prefetch()
-        self.itemShown.emit(self.item.id)
+        self.itemShown.emit(item.id)
 
     def _enable_verdicts(self, on: bool) -> None:
         """No item, nothing to judge: the buttons say so instead of doing nothing."""
@@ -345,7 +349,7 @@ class ReviewView(QWidget):
         return status.by(self.ctx.annotator) if status else None
 
     def _show_image(self) -> None:
-        sha = self.item.image_sha256
+        sha = self.item.image_sha256 if self.item else None
         if not sha:
             self.image.set_image(None, placeholder="This item has no image")
             return
@@ -416,7 +420,10 @@ class ReviewView(QWidget):
             return
         self.panel.set_picked(None if self.panel.picked == letter else letter)
 
-    def verdict(self, verdict: str, corrected: str | None = None) -> None:
+    def _show_zoom(self, zoom: str) -> None:
+        self.zoom_label.setText("" if zoom == "fit" else zoom)
+
+    def verdict(self, verdict: reviews.Verdict, corrected: str | None = None) -> None:
         item = self.item
         if item is None:
             return
@@ -458,8 +465,9 @@ class ReviewView(QWidget):
         self.saved.setProperty("fresh", True)
         self.verdictSaved.emit(review)
         self.ctx.reviewsChanged.emit(item.id)
-        if self.ctx.prefs.advance and self.ctx.model.ensure_row(self.row + 1):
-            self.show_row(self.row + 1)
+        row = self.row if self.row is not None else -1
+        if self.ctx.prefs.advance and self.ctx.model.ensure_row(row + 1):
+            self.show_row(row + 1)
         else:
             self._show_text()
 
