@@ -77,7 +77,8 @@ def check_output(path: str | os.PathLike[str]) -> Path:
                 f"{shown}: belongs to the SQLite database {str(target)[: -len(suffix)]}; refusing to overwrite it"
             )
     if not target.parent.is_dir():
-        raise OutputRefused(f"{shown}: no such directory {target.parent}")
+        # The folder is named as the user can act on it: the one they typed, or the link's target's.
+        raise OutputRefused(f"{target.parent if target != shown else shown.parent}: no such directory")
     return target
 
 
