@@ -6,11 +6,13 @@
 Percent agreement is a count, written here. Libraries are imported lazily (scikit-learn takes a second to import).
 Undefined statistics (no data; κ or α when only one category occurs at all) are None, never NaN.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Mapping, Sequence
+from typing import Any
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
@@ -56,16 +58,19 @@ def krippendorff_alpha(units: Sequence[Mapping[str, Hashable]]) -> float | None:
     pairable = [u for u in units if len(u) >= 2]
     if len(raters) < 2 or not pairable or len(categories) < 2:
         return None
-    import numpy as np
     import krippendorff
+    import numpy as np
 
     code = {c: i for i, c in enumerate(categories)}
     data = np.full((len(raters), len(units)), np.nan)
     for j, unit in enumerate(units):
         for r, v in unit.items():
             data[raters.index(r), j] = code[str(v)]
-    value = float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal",
-                                     value_domain=list(range(len(categories)))))
+    value = float(
+        krippendorff.alpha(
+            reliability_data=data, level_of_measurement="nominal", value_domain=list(range(len(categories)))
+        )
+    )
     return None if math.isnan(value) else value
 
 
@@ -74,7 +79,7 @@ class Confusion:
     labels: tuple[str, ...]  # row and column order
     matrix: tuple[tuple[int, ...], ...]  # matrix[i][j]: truth labels[i], prediction labels[j]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"labels": list(self.labels), "matrix": [list(r) for r in self.matrix]}
 
 

@@ -10,20 +10,22 @@ row (choice `undo`) naming the uuid of the label it withdraws. What stands per (
 standing.py. The final label of an item: the newest standing adjudication, else the majority of the standing labels
 (a tie has none).
 """
+
 from __future__ import annotations
 
 import json
 import random
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal, Sequence, get_args
+from typing import Any, Literal, get_args
 
 from annotation import agreement, standing
 from annotation.names import annotator_name, record_note
 from annotation.standing import ADJUDICATIONS, LABELS
 from db.catalog import now_iso
 from db.errors import InvalidInput, NotFound, UserError
-from db.workspace import Workspace
+from db.workspace import Workspace, inserted_id
 from evaluator.extraction import REFUSAL, Extraction
 from evaluator.llm_extraction import ExtractionInput, Extractor, RulesExtractor, response_key
 from evaluator.rescoring import UNLABELLED, stored_passes
@@ -104,8 +106,9 @@ class FinalLabel:
 # --- building a set --------------------------------------------------------------------------------------
 
 
-def build_set(ws: Workspace, name: str, run_ids: Sequence[int], extractors: Sequence[Extractor], *, size: int,
-              seed: int) -> AdjudicationSet:
+def build_set(
+    ws: Workspace, name: str, run_ids: Sequence[int], extractors: Sequence[Extractor], *, size: int, seed: int
+) -> AdjudicationSet:
     """Collect, de-duplicate, read with every extractor (rules always among them), select, store — one transaction."""
     name = name.strip()
     if not name:
@@ -143,36 +146,69 @@ def build_set(ws: Workspace, name: str, run_ids: Sequence[int], extractors: Sequ
     rng.shuffle(chosen)  # hard cases are not shown first: annotators must not guess why an item is there
     now = now_iso()
     with ws.db.atomic():
-        set_id = ws.conn.execute(
-            "INSERT INTO adjudication_sets (name, run_ids, extractors, sample_size, seed, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (name, json.dumps(list(dict.fromkeys(run_ids))), json.dumps(list(readers)), size, seed, now)).lastrowid
+        set_id = inserted_id(
+            ws.conn.execute(
+                "INSERT INTO adjudication_sets (name, run_ids, extractors, sample_size, seed, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (name, json.dumps(list(dict.fromkeys(run_ids))), json.dumps(list(readers)), size, seed, now),
+            )
+        )
         for position, k in enumerate(chosen):
             question, options, response = distinct[k]
-            item_id = ws.conn.execute(
-                "INSERT INTO adjudication_items (set_id, position, response_key, question, options, response, why, "
-                "sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (set_id, position, k, question, json.dumps(dict(sorted(options.items())), ensure_ascii=False),
-                 response, why[k], json.dumps(sources[k]))).lastrowid
+            item_id = inserted_id(
+                ws.conn.execute(
+                    "INSERT INTO adjudication_items (set_id, position, response_key, question, options, response, why, "
+                    "sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        set_id,
+                        position,
+                        k,
+                        question,
+                        json.dumps(dict(sorted(options.items())), ensure_ascii=False),
+                        response,
+                        why[k],
+                        json.dumps(sources[k]),
+                    ),
+                )
+            )
             ws.conn.executemany(
                 "INSERT INTO adjudication_outputs (item_id, extractor, choice, stage, reason) VALUES (?, ?, ?, ?, ?)",
-                [(item_id, n, outputs[n][k].choice, outputs[n][k].stage, outputs[n][k].reason) for n in readers])
-    return get_set(ws, name)
+                [(item_id, n, outputs[n][k].choice, outputs[n][k].stage, outputs[n][k].reason) for n in readers],
+            )
+    created = get_set(ws, name)
+    if created is None:
+        raise RuntimeError(f"adjudication set {name!r} was not stored")  # a bug, not the user's mistake
+    return created
 
 
 def get_set(ws: Workspace, name: str) -> AdjudicationSet | None:
-    row = ws.conn.execute("SELECT id, name, run_ids, extractors, sample_size, seed, created_at FROM adjudication_sets "
-                          "WHERE name = ?", (name,)).fetchone()
+    row = ws.conn.execute(
+        "SELECT id, name, run_ids, extractors, sample_size, seed, created_at FROM adjudication_sets WHERE name = ?",
+        (name,),
+    ).fetchone()
     if row is None:
         return None
-    whys = dict(ws.conn.execute("SELECT why, count(*) FROM adjudication_items WHERE set_id = ? GROUP BY why",
-                                (row[0],)).fetchall())
-    return AdjudicationSet(row[0], row[1], tuple(json.loads(row[2])), tuple(json.loads(row[3])), row[4], row[5],
-                           row[6], sum(whys.values()), {w: whys.get(w, 0) for w in WHY})
+    whys = dict(
+        ws.conn.execute(
+            "SELECT why, count(*) FROM adjudication_items WHERE set_id = ? GROUP BY why", (row[0],)
+        ).fetchall()
+    )
+    return AdjudicationSet(
+        row[0],
+        row[1],
+        tuple(json.loads(row[2])),
+        tuple(json.loads(row[3])),
+        row[4],
+        row[5],
+        row[6],
+        sum(whys.values()),
+        {w: whys.get(w, 0) for w in WHY},
+    )
 
 
 def list_sets(ws: Workspace) -> list[AdjudicationSet]:
-    return [get_set(ws, n) for (n,) in ws.conn.execute("SELECT name FROM adjudication_sets ORDER BY id")]
+    found = [get_set(ws, n) for (n,) in ws.conn.execute("SELECT name FROM adjudication_sets ORDER BY id")]
+    return [s for s in found if s is not None]
 
 
 def _set_or_fail(ws: Workspace, name: str) -> AdjudicationSet:
@@ -187,21 +223,24 @@ def _set_or_fail(ws: Workspace, name: str) -> AdjudicationSet:
 
 # The one query behind "N left for you" and the next task, so a page and its list always agree: the set's items
 # on which the annotator has no standing label.
-_UNLABELLED = (f"FROM adjudication_items i WHERE i.set_id = ? AND NOT EXISTS (SELECT 1 FROM labels l "
-               f"WHERE l.item_id = i.id AND l.annotator = ? AND {standing.live(LABELS, 'l')})")
+_UNLABELLED = (
+    f"FROM adjudication_items i WHERE i.set_id = ? AND NOT EXISTS (SELECT 1 FROM labels l "
+    f"WHERE l.item_id = i.id AND l.annotator = ? AND {standing.live(LABELS, 'l')})"
+)
 
 
 def remaining_for(ws: Workspace, set_name: str, annotator: str) -> int:
     """How many items of the set are left for this annotator (no standing label of theirs)."""
     s = _set_or_fail(ws, set_name)
-    return ws.conn.execute(f"SELECT count(*) {_UNLABELLED}", (s.id, _annotator(annotator))).fetchone()[0]
+    return int(ws.conn.execute(f"SELECT count(*) {_UNLABELLED}", (s.id, _annotator(annotator))).fetchone()[0])
 
 
 def remaining_items(ws: Workspace, set_name: str, annotator: str) -> list[int]:
     """The adjudication item ids left for this annotator, in the order they are shown (same query as the count)."""
     s = _set_or_fail(ws, set_name)
-    return [r[0] for r in ws.conn.execute(f"SELECT i.id {_UNLABELLED} ORDER BY i.position",
-                                          (s.id, _annotator(annotator)))]
+    return [
+        r[0] for r in ws.conn.execute(f"SELECT i.id {_UNLABELLED} ORDER BY i.position", (s.id, _annotator(annotator)))
+    ]
 
 
 def next_for(ws: Workspace, set_name: str, annotator: str) -> LabelTask | None:
@@ -209,8 +248,10 @@ def next_for(ws: Workspace, set_name: str, annotator: str) -> LabelTask | None:
     s = _set_or_fail(ws, set_name)
     annotator = _annotator(annotator)
     left = remaining_for(ws, set_name, annotator)
-    row = ws.conn.execute(f"SELECT i.id, i.position, i.question, i.options, i.response {_UNLABELLED} "
-                          "ORDER BY i.position LIMIT 1", (s.id, annotator)).fetchone()
+    row = ws.conn.execute(
+        f"SELECT i.id, i.position, i.question, i.options, i.response {_UNLABELLED} ORDER BY i.position LIMIT 1",
+        (s.id, annotator),
+    ).fetchone()
     if row is None:
         return None
     return LabelTask(row[0], s.name, row[1], row[2], json.loads(row[3]), row[4], s.items - left, s.items)
@@ -227,8 +268,9 @@ def add_label(ws: Workspace, item_id: int, annotator: str, choice: str, *, secon
 def undo_label(ws: Workspace, item_id: int, annotator: str) -> Label | None:
     """Withdraw the annotator's standing label on the item (it is left for them again). Returns the withdrawn one."""
     annotator = _annotator(annotator)
-    found = ws.conn.execute(standing.standing_sql(LABELS, _LABEL_COLUMNS, "t.item_id = ? AND t.annotator = ?"),
-                            (item_id, annotator)).fetchone()
+    found = ws.conn.execute(
+        standing.standing_sql(LABELS, _LABEL_COLUMNS, "t.item_id = ? AND t.annotator = ?"), (item_id, annotator)
+    ).fetchone()
     if found is None:
         return None
     withdrawn = Label(*found)
@@ -236,32 +278,49 @@ def undo_label(ws: Workspace, item_id: int, annotator: str) -> Label | None:
     return withdrawn
 
 
-def _append_label(ws, item_id, annotator, choice, seconds, withdraws) -> Label:
+def _append_label(
+    ws: Workspace, item_id: int, annotator: str, choice: str, seconds: float | None, withdraws: str | None
+) -> Label:
     created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():
-        label_id = ws.conn.execute(
-            "INSERT INTO labels (item_id, annotator, choice, seconds, created_at, uuid, withdraws) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)", (item_id, annotator, choice, seconds, created, uid, withdraws)).lastrowid
+        label_id = inserted_id(
+            ws.conn.execute(
+                "INSERT INTO labels (item_id, annotator, choice, seconds, created_at, uuid, withdraws) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (item_id, annotator, choice, seconds, created, uid, withdraws),
+            )
+        )
     return Label(label_id, item_id, annotator, choice, seconds, created, uid, withdraws)
 
 
 def label_history(ws: Workspace, item_id: int) -> list[Label]:
     """Every label and undo on an adjudication item, in time order."""
-    return [Label(*r) for r in ws.conn.execute(
-        f"SELECT {_LABEL_COLUMNS} FROM labels WHERE item_id = ? ORDER BY {standing.ORDER}", (item_id,))]
+    return [
+        Label(*r)
+        for r in ws.conn.execute(
+            f"SELECT {_LABEL_COLUMNS} FROM labels WHERE item_id = ? ORDER BY {standing.ORDER}", (item_id,)
+        )
+    ]
 
 
 def has_standing_label(ws: Workspace, item_id: int, annotator: str) -> bool:
-    return ws.conn.execute(f"SELECT 1 FROM labels l WHERE l.item_id = ? AND l.annotator = ? AND "
-                           f"{standing.live(LABELS, 'l')}", (item_id, annotator)).fetchone() is not None
+    return (
+        ws.conn.execute(
+            f"SELECT 1 FROM labels l WHERE l.item_id = ? AND l.annotator = ? AND {standing.live(LABELS, 'l')}",
+            (item_id, annotator),
+        ).fetchone()
+        is not None
+    )
 
 
 def reveal(ws: Workspace, item_id: int, annotator: str) -> dict[str, Extraction]:
     """What the extractors said about an item — only to an annotator whose label on it stands."""
     annotator = _annotator(annotator)
     if not has_standing_label(ws, item_id, annotator):
-        raise NotLabelledYet(f"{annotator} has not labelled item {item_id}; extractor outputs are shown only after "
-                             "the label is committed")
+        raise NotLabelledYet(
+            f"{annotator} has not labelled item {item_id}; extractor outputs are shown only after "
+            "the label is committed"
+        )
     return _outputs(ws, item_id)
 
 
@@ -275,16 +334,18 @@ class ItemTexts:
 
 
 def item_texts(ws: Workspace, item_id: int) -> ItemTexts:
-    row = ws.conn.execute("SELECT question, options, response FROM adjudication_items WHERE id = ?",
-                          (item_id,)).fetchone()
+    row = ws.conn.execute(
+        "SELECT question, options, response FROM adjudication_items WHERE id = ?", (item_id,)
+    ).fetchone()
     if row is None:
         raise NotFound(f"no adjudication item {item_id}")
     return ItemTexts(row[0], json.loads(row[1]), row[2])
 
 
 def _outputs(ws: Workspace, item_id: int) -> dict[str, Extraction]:
-    rows = ws.conn.execute("SELECT extractor, choice, stage, reason FROM adjudication_outputs WHERE item_id = ? "
-                           "ORDER BY rowid", (item_id,))
+    rows = ws.conn.execute(
+        "SELECT extractor, choice, stage, reason FROM adjudication_outputs WHERE item_id = ? ORDER BY rowid", (item_id,)
+    )
     return {r[0]: Extraction(r[1], r[2], r[3]) for r in rows}
 
 
@@ -316,7 +377,8 @@ def standing_labels(ws: Workspace, set_name: str) -> dict[int, dict[str, str]]:
     s = _set_or_fail(ws, set_name)
     out: dict[int, dict[str, str]] = defaultdict(dict)
     for item_id, annotator, choice in ws.conn.execute(
-            standing.standing_sql(LABELS, "item_id, annotator, choice", _IN_SET), (s.id,)):
+        standing.standing_sql(LABELS, "item_id, annotator, choice", _IN_SET), (s.id,)
+    ):
         out[item_id][annotator] = choice
     return dict(out)
 
@@ -334,7 +396,7 @@ class Disagreement:
     labels: dict[str, str]  # annotator -> standing label
     adjudicated: str | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -342,14 +404,17 @@ def disagreements(ws: Workspace, set_name: str) -> list[Disagreement]:
     """Items whose annotators' standing labels differ (adjudicated or not)."""
     s = _set_or_fail(ws, set_name)
     adjudicated = _adjudicated(ws, s.id)
-    positions = dict(ws.conn.execute("SELECT id, position FROM adjudication_items WHERE set_id = ?", (s.id,)).fetchall())
-    return [Disagreement(item, positions[item], labels, adjudicated.get(item))
-            for item, labels in sorted(standing_labels(ws, set_name).items(), key=lambda kv: positions[kv[0]])
-            if len(set(labels.values())) > 1]
+    positions = dict(
+        ws.conn.execute("SELECT id, position FROM adjudication_items WHERE set_id = ?", (s.id,)).fetchall()
+    )
+    return [
+        Disagreement(item, positions[item], labels, adjudicated.get(item))
+        for item, labels in sorted(standing_labels(ws, set_name).items(), key=lambda kv: positions[kv[0]])
+        if len(set(labels.values())) > 1
+    ]
 
 
-def adjudicate(ws: Workspace, item_id: int, adjudicator: str, choice: str, *, note: str | None = None
-               ) -> Adjudication:
+def adjudicate(ws: Workspace, item_id: int, adjudicator: str, choice: str, *, note: str | None = None) -> Adjudication:
     """Record the final label of an item (a newer adjudication, by anyone, supersedes an older one)."""
     adjudicator = _annotator(adjudicator)
     choice = _valid_choice(ws, item_id, choice)
@@ -359,8 +424,10 @@ def adjudicate(ws: Workspace, item_id: int, adjudicator: str, choice: str, *, no
 def undo_adjudication(ws: Workspace, item_id: int, adjudicator: str) -> Adjudication | None:
     """Withdraw this adjudicator's standing adjudication of the item. Returns the withdrawn one."""
     adjudicator = _annotator(adjudicator)
-    found = ws.conn.execute(standing.standing_sql(ADJUDICATIONS, _ADJUDICATION_COLUMNS,
-                                                  "t.item_id = ? AND t.adjudicator = ?"), (item_id, adjudicator)).fetchone()
+    found = ws.conn.execute(
+        standing.standing_sql(ADJUDICATIONS, _ADJUDICATION_COLUMNS, "t.item_id = ? AND t.adjudicator = ?"),
+        (item_id, adjudicator),
+    ).fetchone()
     if found is None:
         return None
     withdrawn = Adjudication(*found)
@@ -368,19 +435,29 @@ def undo_adjudication(ws: Workspace, item_id: int, adjudicator: str) -> Adjudica
     return withdrawn
 
 
-def _append_adjudication(ws, item_id, adjudicator, choice, note, withdraws) -> Adjudication:
+def _append_adjudication(
+    ws: Workspace, item_id: int, adjudicator: str, choice: str, note: str | None, withdraws: str | None
+) -> Adjudication:
     created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():
-        row_id = ws.conn.execute(
-            "INSERT INTO adjudications (item_id, adjudicator, choice, note, created_at, uuid, withdraws) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)", (item_id, adjudicator, choice, note, created, uid, withdraws)).lastrowid
+        row_id = inserted_id(
+            ws.conn.execute(
+                "INSERT INTO adjudications (item_id, adjudicator, choice, note, created_at, uuid, withdraws) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (item_id, adjudicator, choice, note, created, uid, withdraws),
+            )
+        )
     return Adjudication(row_id, item_id, adjudicator, choice, note, created, uid, withdraws)
 
 
 def adjudication_history(ws: Workspace, item_id: int) -> list[Adjudication]:
     """Every adjudication and undo of an item, in time order."""
-    return [Adjudication(*r) for r in ws.conn.execute(
-        f"SELECT {_ADJUDICATION_COLUMNS} FROM adjudications WHERE item_id = ? ORDER BY {standing.ORDER}", (item_id,))]
+    return [
+        Adjudication(*r)
+        for r in ws.conn.execute(
+            f"SELECT {_ADJUDICATION_COLUMNS} FROM adjudications WHERE item_id = ? ORDER BY {standing.ORDER}", (item_id,)
+        )
+    ]
 
 
 def final_labels(ws: Workspace, set_name: str) -> dict[int, FinalLabel]:
@@ -400,8 +477,9 @@ def final_labels_by_response(ws: Workspace) -> dict[str, str]:
     """response_key → final human label over every set (a later set's decided label wins over an earlier one's)."""
     out: dict[str, str] = {}
     for s in list_sets(ws):
-        keys = dict(ws.conn.execute("SELECT id, response_key FROM adjudication_items WHERE set_id = ?",
-                                    (s.id,)).fetchall())
+        keys = dict(
+            ws.conn.execute("SELECT id, response_key FROM adjudication_items WHERE set_id = ?", (s.id,)).fetchall()
+        )
         for item, final in final_labels(ws, s.name).items():
             if final.choice is not None:
                 out[keys[item]] = final.choice
@@ -442,12 +520,16 @@ class Rate:
     wilson_95: tuple[float, float] | None
 
     @classmethod
-    def of(cls, agreed: int, n: int) -> "Rate":
+    def of(cls, agreed: int, n: int) -> Rate:
         return cls(n, agreed, agreed / n if n else None, agreement.wilson_interval(agreed, n))
 
-    def to_json(self) -> dict:
-        return {"n": self.n, "agreed": self.agreed, "rate": self.rate,
-                "wilson_95": list(self.wilson_95) if self.wilson_95 else None}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "agreed": self.agreed,
+            "rate": self.rate,
+            "wilson_95": list(self.wilson_95) if self.wilson_95 else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -459,9 +541,13 @@ class ExtractorAlignment:
     confusion: agreement.Confusion
     by_why: dict[Why, Rate]
 
-    def to_json(self) -> dict:
-        return {**self.overall.to_json(), "cohen_kappa": self.cohen_kappa, "confusion": self.confusion.to_json(),
-                "by_why": {why: rate.to_json() for why, rate in self.by_why.items()}}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.overall.to_json(),
+            "cohen_kappa": self.cohen_kappa,
+            "confusion": self.confusion.to_json(),
+            "by_why": {why: rate.to_json() for why, rate in self.by_why.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -482,7 +568,7 @@ class InterAnnotator:
     cohen_kappa: float | None  # only with exactly two annotators
     krippendorff_alpha: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "annotators": list(self.annotators)}
 
 
@@ -503,11 +589,18 @@ class AlignmentReport:
     inter_annotator: InterAnnotator
     disagreements: tuple[Disagreement, ...]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
-            "set": self.set_name, "runs": list(self.runs), "seed": self.seed, "sample_size": self.sample_size,
-            "items": self.items, "by_why": self.by_why, "labelled": self.labelled, "progress": self.progress,
-            "final": asdict(self.final), "extractors": {n: e.to_json() for n, e in self.extractors.items()},
+            "set": self.set_name,
+            "runs": list(self.runs),
+            "seed": self.seed,
+            "sample_size": self.sample_size,
+            "items": self.items,
+            "by_why": self.by_why,
+            "labelled": self.labelled,
+            "progress": self.progress,
+            "final": asdict(self.final),
+            "extractors": {n: e.to_json() for n, e in self.extractors.items()},
             "inter_annotator": self.inter_annotator.to_json(),
             "disagreements": [d.to_json() for d in self.disagreements],
         }
@@ -530,24 +623,42 @@ def alignment_report(ws: Workspace, set_name: str) -> AlignmentReport:
         for why in WHY:
             pairs = [(readable[i], outputs[i][name].choice or UNDECIDED) for i in sorted(readable) if items[i] == why]
             by_why[why] = Rate.of(sum(h == e for h, e in pairs), len(pairs))
-        extractors[name] = ExtractorAlignment(Rate.of(sum(h == e for h, e in zip(human, said)), len(human)),
-                                              agreement.cohen_kappa(human, said), agreement.confusion(human, said),
-                                              by_why)
+        extractors[name] = ExtractorAlignment(
+            Rate.of(sum(h == e for h, e in zip(human, said)), len(human)),
+            agreement.cohen_kappa(human, said),
+            agreement.confusion(human, said),
+            by_why,
+        )
     standing = standing_labels(ws, set_name)
     annotators = sorted({a for labels in standing.values() for a in labels})
     multi = [labels for labels in standing.values() if len(labels) >= 2]
     pair_kappa = None
     if len(annotators) == 2:
         both = [labels for labels in multi if set(labels) == set(annotators)]
-        pair_kappa = agreement.cohen_kappa([l[annotators[0]] for l in both], [l[annotators[1]] for l in both])
+        pair_kappa = agreement.cohen_kappa([b[annotators[0]] for b in both], [b[annotators[1]] for b in both])
     inter = InterAnnotator(
-        tuple(annotators), len(multi),
-        (sum(len(set(l.values())) == 1 for l in multi) / len(multi)) if multi else None,
-        pair_kappa, agreement.krippendorff_alpha(list(standing.values())))
+        tuple(annotators),
+        len(multi),
+        (sum(len(set(labels.values())) == 1 for labels in multi) / len(multi)) if multi else None,
+        pair_kappa,
+        agreement.krippendorff_alpha(list(standing.values())),
+    )
     return AlignmentReport(
-        s.name, s.run_ids, s.seed, s.sample_size, s.items, s.by_why, len(standing),
+        s.name,
+        s.run_ids,
+        s.seed,
+        s.sample_size,
+        s.items,
+        s.by_why,
+        len(standing),
         {a: sum(a in labels for labels in standing.values()) for a in annotators},
-        FinalCounts(len(readable), sum(f.choice == UNCLEAR for f in finals.values()),
-                    sum(f.source == "tie" for f in finals.values()),
-                    sum(f.source == "adjudicated" for f in finals.values())),
-        extractors, inter, tuple(disagreements(ws, set_name)))
+        FinalCounts(
+            len(readable),
+            sum(f.choice == UNCLEAR for f in finals.values()),
+            sum(f.source == "tie" for f in finals.values()),
+            sum(f.source == "adjudicated" for f in finals.values()),
+        ),
+        extractors,
+        inter,
+        tuple(disagreements(ws, set_name)),
+    )

@@ -11,9 +11,11 @@ Two reasons to hide, independent of each other:
   response and every reading of it, and the run result it decides) until this annotator has committed a label on
   it. Labels attach to the response key, so a label in any set counts, and the same response in any run is hidden.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -31,13 +33,17 @@ def judged_item_ids(ws: Workspace, annotator: str, benchmark_id: int | None = No
     """Items with a standing verdict by this annotator that judges them (not a skip; an undone one does not count)."""
     if not annotator:
         return set()
-    return {r.item_id for r in reviews.standing_reviews(ws, benchmark_id=benchmark_id, annotator=annotator)
-            if r.verdict not in NOT_A_JUDGEMENT}
+    return {
+        r.item_id
+        for r in reviews.standing_reviews(ws, benchmark_id=benchmark_id, annotator=annotator)
+        if r.verdict not in NOT_A_JUDGEMENT
+    }
 
 
 def _judged(ws: Workspace, item_id: int, annotator: str) -> bool:
-    row = ws.conn.execute(standing.standing_sql(standing.REVIEWS, "verdict", "t.item_id = ? AND t.annotator = ?"),
-                          (item_id, annotator)).fetchone()
+    row = ws.conn.execute(
+        standing.standing_sql(standing.REVIEWS, "verdict", "t.item_id = ? AND t.annotator = ?"), (item_id, annotator)
+    ).fetchone()
     return row is not None and row[0] not in NOT_A_JUDGEMENT
 
 
@@ -49,27 +55,29 @@ def may_reveal(ws: Workspace, item_id: int, annotator: str, *, blind: bool, reve
     return reveal_after_verdict and bool(annotator) and _judged(ws, item_id, annotator)
 
 
-def unlabelled_response_keys(ws: Workspace, annotator: str, keys=None) -> frozenset[str]:
+def unlabelled_response_keys(ws: Workspace, annotator: str, keys: Iterable[str] | None = None) -> frozenset[str]:
     """Response keys in some adjudication set (of `keys`, when given) on which this annotator has no standing label
     in any set."""
     # A standing label (annotation/standing.py) commits the annotator's reading; a withdrawn one hides it again.
-    sql = ("SELECT DISTINCT a.response_key FROM adjudication_items a WHERE NOT EXISTS (SELECT 1 FROM labels l "
-           "JOIN adjudication_items b ON b.id = l.item_id WHERE b.response_key = a.response_key AND l.annotator = ? "
-           f"AND {standing.live(standing.LABELS, 'l')})")
-    params: list = [annotator or ""]
+    sql = (
+        "SELECT DISTINCT a.response_key FROM adjudication_items a WHERE NOT EXISTS (SELECT 1 FROM labels l "
+        "JOIN adjudication_items b ON b.id = l.item_id WHERE b.response_key = a.response_key AND l.annotator = ? "
+        f"AND {standing.live(standing.LABELS, 'l')})"
+    )
+    params: list[object] = [annotator or ""]
     if keys is not None:
         sql += " AND a.response_key IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(sorted(keys)))
     return frozenset(r[0] for r in ws.conn.execute(sql, params))
 
 
-def adjudication_hidden_passes(ws: Workspace, annotator: str, *, benchmark_id: int | None = None,
-                               item_ids=None) -> frozenset[tuple[int, int, int]]:
+def adjudication_hidden_passes(
+    ws: Workspace, annotator: str, *, benchmark_id: int | None = None, item_ids: Collection[int] | None = None
+) -> frozenset[tuple[int, int, int]]:
     """(run_id, item_id, pass) of every stored pass whose response awaits this annotator's blind label."""
     # Only items whose question some adjudication item carries can have such a pass (the key hashes the question).
-    sql = ("SELECT id, question, options FROM items WHERE question IN "
-           "(SELECT DISTINCT question FROM adjudication_items)")
-    params: list = []
+    sql = "SELECT id, question, options FROM items WHERE question IN (SELECT DISTINCT question FROM adjudication_items)"
+    params: list[object] = []
     if benchmark_id is not None:
         sql += " AND benchmark_id = ?"
         params.append(benchmark_id)
@@ -81,11 +89,14 @@ def adjudication_hidden_passes(ws: Workspace, annotator: str, *, benchmark_id: i
         return frozenset()
     by_key: dict[str, list[tuple[int, int, int]]] = {}
     for run_id, item_id, pass_, order, response in ws.conn.execute(
-            "SELECT run_id, item_id, pass, option_order, response FROM predictions "
-            "WHERE item_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(items)),)):
+        "SELECT run_id, item_id, pass, option_order, response FROM predictions "
+        "WHERE item_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(items)),),
+    ):
         question, options = items[item_id]
         by_key.setdefault(response_key(question, shown_options(options, json.loads(order)), response), []).append(
-            (run_id, item_id, pass_))
+            (run_id, item_id, pass_)
+        )
     waiting = unlabelled_response_keys(ws, annotator, by_key) if by_key else frozenset()
     return frozenset(p for k in waiting for p in by_key[k])
 
@@ -120,18 +131,30 @@ class Sight:
         """Figures over many items (scores, charts, alignment) mix judged and unjudged items: hidden when blind."""
         return not self.blind
 
-    def visible_history(self, item_id: int, history):
+    def visible_history(self, item_id: int, history: Iterable[reviews.Review]) -> list[reviews.Review]:
         """The review log rows of an item this annotator may read: all, or only their own before their verdict."""
         return list(history) if self.reveals(item_id) else [r for r in history if r.annotator == self.annotator]
 
 
-def sight(ws: Workspace, annotator: str, *, blind: bool, reveal_after_verdict: bool = True,
-          benchmark_id: int | None = None, item_ids=None) -> Sight:
+def sight(
+    ws: Workspace,
+    annotator: str,
+    *,
+    blind: bool,
+    reveal_after_verdict: bool = True,
+    benchmark_id: int | None = None,
+    item_ids: Collection[int] | None = None,
+) -> Sight:
     if not blind:
         judged: frozenset[int] = frozenset()
     elif item_ids is not None:  # one item shown: read its own log, not the annotator's whole history
         judged = frozenset(i for i in item_ids if annotator and _judged(ws, i, annotator))
     else:
         judged = frozenset(judged_item_ids(ws, annotator, benchmark_id))
-    return Sight(annotator, blind, reveal_after_verdict, judged,
-                 adjudication_hidden_passes(ws, annotator, benchmark_id=benchmark_id, item_ids=item_ids))
+    return Sight(
+        annotator,
+        blind,
+        reveal_after_verdict,
+        judged,
+        adjudication_hidden_passes(ws, annotator, benchmark_id=benchmark_id, item_ids=item_ids),
+    )

@@ -3,6 +3,7 @@
 The standing verdicts are computed in Python once per listing (the log is small next to the items) and turned into
 id sets that db/item_query.py filters on, so paging stays in SQL.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,8 +12,14 @@ from annotation import qc, reviews
 from annotation.blind import Sight
 from db.workspace import Workspace
 
-VERDICT_LABELS = {"ok": "ok", "wrong_answer": "wrong key", "ambiguous": "ambiguous",
-                  "text_answerable": "text-answerable", "bad_image": "bad image", "skip": "skipped"}
+VERDICT_LABELS = {
+    "ok": "ok",
+    "wrong_answer": "wrong key",
+    "ambiguous": "ambiguous",
+    "text_answerable": "text-answerable",
+    "bad_image": "bad image",
+    "skip": "skipped",
+}
 REVIEW_FILTERS = ("unreviewed", "reviewed", "mine", "not_mine", "conflict", *reviews.VERDICTS)
 """Values of the review-status filter: by anyone / by me / disagreement / one standing verdict."""
 
@@ -43,7 +50,7 @@ class ReviewStatus:
 
 def review_status(ws: Workspace, benchmark_id: int) -> dict[int, ReviewStatus]:
     """Standing verdicts per reviewed item of a benchmark (unreviewed items are absent)."""
-    grouped: dict[int, list] = {}
+    grouped: dict[int, list[tuple[str, str, str | None]]] = {}
     for r in reviews.standing_reviews(ws, benchmark_id=benchmark_id):  # in time order
         grouped.setdefault(r.item_id, []).append((r.annotator, r.verdict, r.corrected_answer))
     return {item: ReviewStatus(tuple(v)) for item, v in grouped.items()}
@@ -65,8 +72,9 @@ def item_review_status(ws: Workspace, benchmark_id: int, item_id: int) -> Review
     return review_status(ws, benchmark_id).get(item_id, ReviewStatus(()))
 
 
-def review_filter_ids(status: dict[int, ReviewStatus], which: str, annotator: str | None
-                      ) -> tuple[frozenset[int] | None, frozenset[int] | None]:
+def review_filter_ids(
+    status: dict[int, ReviewStatus], which: str, annotator: str | None
+) -> tuple[frozenset[int] | None, frozenset[int] | None]:
     """(only_ids, exclude_ids) for db.item_query.ItemFilter that select the items matching a review filter."""
     if which not in REVIEW_FILTERS:
         raise ValueError(f"unknown review filter {which!r} (one of {', '.join(REVIEW_FILTERS)})")
@@ -105,7 +113,7 @@ _QC_SHORT = {"text-only": "text", "consensus": "flawed"}
 
 def qc_marks(ws: Workspace, benchmark_id: int) -> dict[int, QCMark]:
     """Active quality-control flags per item, with their resolution (annotation/qc.py)."""
-    found: dict[int, list] = {}
+    found: dict[int, list[tuple[str, str]]] = {}
     for c in qc.queue(ws, benchmark_id=benchmark_id):
         found.setdefault(c.item_id, []).append((c.stage, c.status))
     return {item: QCMark(tuple(sorted(v))) for item, v in found.items()}
@@ -126,8 +134,9 @@ def qc_filter_ids(marks: dict[int, QCMark], which: str) -> tuple[frozenset[int] 
     return frozenset(i for i, m in marks.items() if any(s == which for _, s in m.stages)), None
 
 
-def combine(*pairs: tuple[frozenset[int] | None, frozenset[int] | None]
-            ) -> tuple[frozenset[int] | None, frozenset[int] | None]:
+def combine(
+    *pairs: tuple[frozenset[int] | None, frozenset[int] | None],
+) -> tuple[frozenset[int] | None, frozenset[int] | None]:
     """Intersect several (only_ids, exclude_ids) filters into one."""
     only: frozenset[int] | None = None
     exclude: frozenset[int] = frozenset()

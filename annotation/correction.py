@@ -1,5 +1,6 @@
 """What a "wrong answer key" verdict must name: the one rule that Review and the Conflicts page (and anything else
 that records such a verdict) check before writing it."""
+
 from __future__ import annotations
 
 

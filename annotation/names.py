@@ -13,6 +13,7 @@ always merges into another, and two spellings that Unicode says are the same nam
   spaces — line and paragraph separators, surrogates, private-use and unassigned code points. ZWNJ and ZWJ
   (U+200C, U+200D) are allowed: Persian and Indic names need them.
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -29,7 +30,7 @@ class BadName(InvalidInput):
     """A name that cannot be stored; the message says why (without the name, which may be unprintable)."""
 
 
-def annotator_name(value) -> str:
+def annotator_name(value: object) -> str:
     """The name as stored (see the module's rule); raises BadName."""
     if not isinstance(value, str):
         raise BadName(f"expected a name, got {type(value).__name__}")
@@ -42,12 +43,14 @@ def annotator_name(value) -> str:
         raise BadName(f"longer than {MAX_ANNOTATOR_CHARS} characters ({len(name)})")
     for position, c in enumerate(name, start=1):
         if not (c.isprintable() or c in _JOINERS or unicodedata.category(c) == "Zs"):
-            raise BadName(f"holds U+{ord(c):04X} ({unicodedata.name(c, unicodedata.category(c))}) at position "
-                          f"{position}; a name is one line of printable text")
+            raise BadName(
+                f"holds U+{ord(c):04X} ({unicodedata.name(c, unicodedata.category(c))}) at position "
+                f"{position}; a name is one line of printable text"
+            )
     return name
 
 
-def record_note(value) -> str | None:
+def record_note(value: object) -> str | None:
     """A note as a record stores it (and a merge reads it back): None, or text of at most MAX_NOTE_CHARS without a
     NUL or a lone surrogate; raises BadName (the same door as names)."""
     if value is None:

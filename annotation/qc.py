@@ -8,14 +8,16 @@ Decisions hang on (item, stage), not on a computation, so they survive re-runs a
 
 Decisions are an append-only log, each with a uuid. Per flag, each reviewer's standing decision (annotation/
 standing.py: the latest not withdrawn by an undo) is their vote; a vote is an outcome (keep the item, remove it, or
-correct its answer to X). A correction is a newer decision; an undo row (decision `undo`) withdraws one. The outcome with strictly the most votes stands; a tie
-between the top outcomes is "disputed" and changes nothing.
+correct its answer to X). A correction is a newer decision; an undo row (decision `undo`) withdraws one. The
+outcome with strictly the most votes stands; a tie between the top outcomes is "disputed" and changes nothing.
 """
+
 from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from annotation import standing
 from annotation.names import BadName, annotator_name, record_note
@@ -23,14 +25,19 @@ from annotation.standing import QC_DECISIONS
 from db import catalog, item_query, runs
 from db.catalog import now_iso
 from db.errors import UserError
-from db.workspace import Workspace
+from db.workspace import Workspace, inserted_id
 from evaluator.choices import answer_keys, canonical_answer
 
 STAGES = ("text-only", "consensus")
 CATEGORY = {"text-only": "text-answerable", "consensus": "possibly flawed"}
 REASONS = ("text_answerable", "wrong_answer", "ambiguous", "bad_image", "other")
-REASON_TEXT = {"text_answerable": "answerable without the image", "wrong_answer": "wrong answer key",
-               "ambiguous": "ambiguous", "bad_image": "bad image", "other": "other"}
+REASON_TEXT = {
+    "text_answerable": "answerable without the image",
+    "wrong_answer": "wrong answer key",
+    "ambiguous": "ambiguous",
+    "bad_image": "bad image",
+    "other": "other",
+}
 DECISIONS = ("confirm", "reject")
 STATUSES = ("pending", "disputed", "confirmed", "rejected")
 
@@ -75,7 +82,7 @@ class Decision:
             return ("correct", self.new_answer)
         return ("remove", None)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -113,15 +120,28 @@ class Candidate:
     def status(self) -> str:
         return self.resolution.status
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         r = self.resolution
         return {
-            "benchmark": self.benchmark, "index": self.index, "stage": self.stage, "category": CATEGORY[self.stage],
-            "status": r.status, "active": self.active, "action": r.action, "corrected_answer": r.answer,
-            "reason": r.reason, "disagreement": r.disagreement, "item_category": self.item_category,
-            "question": self.question, "answer": self.answer, "runs": list(self.run_ids),
-            "correct_runs": list(self.correct_run_ids), "flagged_at": self.flagged_at, "updated_at": self.updated_at,
-            "decisions": [d.to_json() for d in r.votes], "history": [d.to_json() for d in self.history],
+            "benchmark": self.benchmark,
+            "index": self.index,
+            "stage": self.stage,
+            "category": CATEGORY[self.stage],
+            "status": r.status,
+            "active": self.active,
+            "action": r.action,
+            "corrected_answer": r.answer,
+            "reason": r.reason,
+            "disagreement": r.disagreement,
+            "item_category": self.item_category,
+            "question": self.question,
+            "answer": self.answer,
+            "runs": list(self.run_ids),
+            "correct_runs": list(self.correct_run_ids),
+            "flagged_at": self.flagged_at,
+            "updated_at": self.updated_at,
+            "decisions": [d.to_json() for d in r.votes],
+            "history": [d.to_json() for d in self.history],
         }
 
 
@@ -142,11 +162,14 @@ def check_stage_runs(ws: Workspace, benchmark_id: int, stage: str, run_ids: list
         if run.benchmark_id != benchmark_id:
             raise QCError(f"run {run_id} is a run of benchmark {run.benchmark!r}, not of this one")
         if run.strategy not in ("circular", "pope"):
-            raise QCError(f"run {run_id} is a {run.strategy} run; QC needs CircularEval runs (vlmdesk run without "
-                          "--strategy vanilla)")
+            raise QCError(
+                f"run {run_id} is a {run.strategy} run; QC needs CircularEval runs (vlmdesk run without "
+                "--strategy vanilla)"
+            )
         if run.status != "finished":
-            raise QCError(f"run {run_id} is {run.status}, not finished (continue it with: vlmdesk run --resume "
-                          f"{run_id})")
+            raise QCError(
+                f"run {run_id} is {run.status}, not finished (continue it with: vlmdesk run --resume {run_id})"
+            )
         text_only = bool(run.config.get("text_only"))
         if stage == "text-only" and not text_only:
             raise QCError(f"run {run_id} saw the images; the text-only stage needs runs made with --text-only")
@@ -186,33 +209,75 @@ def compute_stage(ws: Workspace, benchmark_id: int, stage: str, run_ids: list[in
     chosen = sorted((item for item, by_run in correctness.items() if selected(stage, by_run)), key=order.__getitem__)
     now = now_iso()
     with ws.db.atomic():
-        before = {row[0]: bool(row[1]) for row in ws.conn.execute(
-            "SELECT item_id, active FROM qc_flags WHERE benchmark_id = ? AND stage = ?", (benchmark_id, stage))}
+        before = {
+            row[0]: bool(row[1])
+            for row in ws.conn.execute(
+                "SELECT item_id, active FROM qc_flags WHERE benchmark_id = ? AND stage = ?", (benchmark_id, stage)
+            )
+        }
         cur = ws.conn.execute(
             "INSERT INTO qc_stage_runs (benchmark_id, stage, run_ids, items_evaluated, candidates, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)", (benchmark_id, stage, json.dumps(run_ids), len(correctness), len(chosen), now))
-        stage_run_id = cur.lastrowid
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (benchmark_id, stage, json.dumps(run_ids), len(correctness), len(chosen), now),
+        )
+        stage_run_id = inserted_id(cur)
         ws.conn.executemany(
             "INSERT INTO qc_flags (benchmark_id, item_id, stage, stage_run_id, run_ids, correct_run_ids, active, "
             "flagged_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) "
             "ON CONFLICT (item_id, stage) DO UPDATE SET stage_run_id = excluded.stage_run_id, "
             "run_ids = excluded.run_ids, correct_run_ids = excluded.correct_run_ids, active = 1, "
             "updated_at = excluded.updated_at",
-            [(benchmark_id, item, stage, stage_run_id, json.dumps(sorted(correctness[item])),
-              json.dumps(sorted(r for r, ok in correctness[item].items() if ok)), now, now) for item in chosen])
-        withdrawn = sorted((item for item, active in before.items() if active and item not in set(chosen)),
-                           key=lambda i: order.get(i, 0))
-        ws.conn.executemany("UPDATE qc_flags SET active = 0, updated_at = ? WHERE item_id = ? AND stage = ?",
-                            [(now, item, stage) for item in withdrawn])
-    return StageResult(stage_run_id, benchmark_id, stage, tuple(run_ids), len(correctness), tuple(chosen),
-                       tuple(i for i in chosen if not before.get(i)), tuple(withdrawn))
+            [
+                (
+                    benchmark_id,
+                    item,
+                    stage,
+                    stage_run_id,
+                    json.dumps(sorted(correctness[item])),
+                    json.dumps(sorted(r for r, ok in correctness[item].items() if ok)),
+                    now,
+                    now,
+                )
+                for item in chosen
+            ],
+        )
+        withdrawn = sorted(
+            (item for item, active in before.items() if active and item not in set(chosen)),
+            key=lambda i: order.get(i, 0),
+        )
+        ws.conn.executemany(
+            "UPDATE qc_flags SET active = 0, updated_at = ? WHERE item_id = ? AND stage = ?",
+            [(now, item, stage) for item in withdrawn],
+        )
+    return StageResult(
+        stage_run_id,
+        benchmark_id,
+        stage,
+        tuple(run_ids),
+        len(correctness),
+        tuple(chosen),
+        tuple(i for i in chosen if not before.get(i)),
+        tuple(withdrawn),
+    )
 
 
-def stage_history(ws: Workspace, benchmark_id: int) -> list[dict]:
-    rows = ws.conn.execute("SELECT id, stage, run_ids, items_evaluated, candidates, created_at FROM qc_stage_runs "
-                           "WHERE benchmark_id = ? ORDER BY id", (benchmark_id,))
-    return [{"id": r[0], "stage": r[1], "runs": json.loads(r[2]), "items_evaluated": r[3], "candidates": r[4],
-             "created_at": r[5]} for r in rows]
+def stage_history(ws: Workspace, benchmark_id: int) -> list[dict[str, Any]]:
+    rows = ws.conn.execute(
+        "SELECT id, stage, run_ids, items_evaluated, candidates, created_at FROM qc_stage_runs "
+        "WHERE benchmark_id = ? ORDER BY id",
+        (benchmark_id,),
+    )
+    return [
+        {
+            "id": r[0],
+            "stage": r[1],
+            "runs": json.loads(r[2]),
+            "items_evaluated": r[3],
+            "candidates": r[4],
+            "created_at": r[5],
+        }
+        for r in rows
+    ]
 
 
 # -------------------------------------------------------------------------------------------------- decisions
@@ -221,8 +286,17 @@ def flag_stages(ws: Workspace, item_id: int) -> list[str]:
     return [r[0] for r in ws.conn.execute("SELECT stage FROM qc_flags WHERE item_id = ? ORDER BY stage", (item_id,))]
 
 
-def decide(ws: Workspace, item_id: int, stage: str, annotator: str, decision: str, *, reason: str | None = None,
-           note: str | None = None, answer: str | None = None) -> Decision:
+def decide(
+    ws: Workspace,
+    item_id: int,
+    stage: str,
+    annotator: str,
+    decision: str,
+    *,
+    reason: str | None = None,
+    note: str | None = None,
+    answer: str | None = None,
+) -> Decision:
     """Append a decision on the item's flag in `stage`; committed at once. A confirmation without a reason takes
     'wrong_answer' when an answer is given, 'text_answerable' in the text-only stage, and is refused otherwise."""
     annotator = _annotator(annotator)
@@ -249,15 +323,18 @@ def decide(ws: Workspace, item_id: int, stage: str, annotator: str, decision: st
             answer = _valid_answer(item, answer)
         elif answer is not None:
             raise QCError("only a wrong-answer confirmation takes a corrected answer")
-    return _append(ws, item_id, stage, annotator, decision, reason, note,
-                   item.answer if answer is not None else None, answer, None)
+    return _append(
+        ws, item_id, stage, annotator, decision, reason, note, item.answer if answer is not None else None, answer, None
+    )
 
 
 def undo_decision(ws: Workspace, item_id: int, stage: str, annotator: str) -> Decision | None:
     """Withdraw the annotator's standing decision on the item's flag in `stage`. Returns the withdrawn one."""
     annotator = _annotator(annotator)
-    found = ws.conn.execute(standing.standing_sql(QC_DECISIONS, _COLUMNS, "t.item_id = ? AND t.stage = ? AND "
-                                                  "t.annotator = ?"), (item_id, stage, annotator)).fetchone()
+    found = ws.conn.execute(
+        standing.standing_sql(QC_DECISIONS, _COLUMNS, "t.item_id = ? AND t.stage = ? AND t.annotator = ?"),
+        (item_id, stage, annotator),
+    ).fetchone()
     if found is None:
         return None
     withdrawn = Decision(*found)
@@ -268,14 +345,38 @@ def undo_decision(ws: Workspace, item_id: int, stage: str, annotator: str) -> De
 _COLUMNS = "id, item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created_at, uuid, withdraws"
 
 
-def _append(ws, item_id, stage, annotator, decision, reason, note, old_answer, new_answer, withdraws) -> Decision:
+def _append(
+    ws: Workspace,
+    item_id: int,
+    stage: str,
+    annotator: str,
+    decision: str,
+    reason: str | None,
+    note: str | None,
+    old_answer: str | None,
+    new_answer: str | None,
+    withdraws: str | None,
+) -> Decision:
     created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():
         cur = ws.conn.execute(
             f"INSERT INTO qc_decisions ({_COLUMNS.removeprefix('id, ')}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created, uid, withdraws))
-    return Decision(cur.lastrowid, item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created,
-                    uid, withdraws)
+            (item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created, uid, withdraws),
+        )
+    return Decision(
+        inserted_id(cur),
+        item_id,
+        stage,
+        annotator,
+        decision,
+        reason,
+        note,
+        old_answer,
+        new_answer,
+        created,
+        uid,
+        withdraws,
+    )
 
 
 def _annotator(name: str) -> str:
@@ -294,7 +395,10 @@ def _item(ws: Workspace, item_id: int) -> catalog.Item:
     row = ws.conn.execute("SELECT benchmark_id, source_index FROM items WHERE id = ?", (item_id,)).fetchone()
     if row is None:
         raise QCError(f"no item {item_id}")
-    return catalog.item_by_index(ws, row[0], row[1])
+    item = catalog.item_by_index(ws, row[0], row[1])
+    if item is None:  # the row read just above: gone only if deleted in between
+        raise QCError(f"no item {item_id}")
+    return item
 
 
 def _valid_answer(item: catalog.Item, answer: str | None) -> str:
@@ -312,21 +416,28 @@ def _valid_answer(item: catalog.Item, answer: str | None) -> str:
 
 def history(ws: Workspace, item_id: int, stage: str | None = None) -> list[Decision]:
     """Every decision and undo on the item (in one stage), in time order."""
-    sql = (f"SELECT {_COLUMNS} FROM qc_decisions WHERE item_id = ?" + (" AND stage = ?" if stage else "")
-           + f" ORDER BY {standing.ORDER}")
+    sql = (
+        f"SELECT {_COLUMNS} FROM qc_decisions WHERE item_id = ?"
+        + (" AND stage = ?" if stage else "")
+        + f" ORDER BY {standing.ORDER}"
+    )
     return [Decision(*r) for r in ws.conn.execute(sql, (item_id, stage) if stage else (item_id,))]
 
 
 def standing_decisions(ws: Workspace, item_id: int, stage: str) -> list[Decision]:
     """Each reviewer's standing decision on the item's flag in `stage`, in time order."""
-    return [Decision(*r) for r in ws.conn.execute(
-        standing.standing_sql(QC_DECISIONS, _COLUMNS, "t.item_id = ? AND t.stage = ?"), (item_id, stage))]
+    return [
+        Decision(*r)
+        for r in ws.conn.execute(
+            standing.standing_sql(QC_DECISIONS, _COLUMNS, "t.item_id = ? AND t.stage = ?"), (item_id, stage)
+        )
+    ]
 
 
-def resolve(votes: list[Decision]) -> Resolution:
+def resolve(standing_votes: list[Decision]) -> Resolution:
     """`votes`: each reviewer's standing decision on one flag (standing_decisions). Strictly the most votes wins, a
     tie at the top is disputed."""
-    votes = tuple(votes)
+    votes = tuple(standing_votes)
     if len({d.annotator for d in votes}) != len(votes) or any(d.decision == standing.WITHDRAWAL for d in votes):
         raise ValueError("resolve() takes one standing decision per reviewer (qc.standing_decisions)")
     if not votes:
@@ -347,13 +458,22 @@ def resolve(votes: list[Decision]) -> Resolution:
 _STATUS_ORDER = {s: n for n, s in enumerate(STATUSES)}
 
 
-def queue(ws: Workspace, *, benchmark_id: int | None = None, stage: str | None = None, status: str | None = None,
-          include_withdrawn: bool = False, disagreements_only: bool = False) -> list[Candidate]:
+def queue(
+    ws: Workspace,
+    *,
+    benchmark_id: int | None = None,
+    stage: str | None = None,
+    status: str | None = None,
+    include_withdrawn: bool = False,
+    disagreements_only: bool = False,
+) -> list[Candidate]:
     """The review queue: pending first, then disputed, confirmed, rejected; in benchmark order within each."""
-    sql = ("SELECT f.id, f.item_id, f.benchmark_id, b.name, i.source_index, i.position, f.stage, i.category, "
-           "i.question, i.answer, f.active, f.run_ids, f.correct_run_ids, f.flagged_at, f.updated_at "
-           "FROM qc_flags f JOIN items i ON i.id = f.item_id JOIN benchmarks b ON b.id = f.benchmark_id WHERE 1 = 1")
-    params: list = []
+    sql = (
+        "SELECT f.id, f.item_id, f.benchmark_id, b.name, i.source_index, i.position, f.stage, i.category, "
+        "i.question, i.answer, f.active, f.run_ids, f.correct_run_ids, f.flagged_at, f.updated_at "
+        "FROM qc_flags f JOIN items i ON i.id = f.item_id JOIN benchmarks b ON b.id = f.benchmark_id WHERE 1 = 1"
+    )
+    params: list[object] = []
     for clause, value in (("f.benchmark_id = ?", benchmark_id), ("f.stage = ?", stage)):
         if value is not None:
             sql += f" AND {clause}"
@@ -366,39 +486,82 @@ def queue(ws: Workspace, *, benchmark_id: int | None = None, stage: str | None =
     if flags:
         item_ids = sorted({f[1] for f in flags})
         for chunk in range(0, len(item_ids), 500):
-            part = item_ids[chunk:chunk + 500]
+            part = item_ids[chunk : chunk + 500]
             among = f"t.item_id IN ({','.join('?' * len(part))})"
-            for row in ws.conn.execute(f"SELECT {_COLUMNS} FROM qc_decisions t WHERE {among} ORDER BY {standing.ORDER}",
-                                       part):
+            for row in ws.conn.execute(
+                f"SELECT {_COLUMNS} FROM qc_decisions t WHERE {among} ORDER BY {standing.ORDER}", part
+            ):
                 d = Decision(*row)
                 decisions[(d.item_id, d.stage)].append(d)
             for row in ws.conn.execute(standing.standing_sql(QC_DECISIONS, _COLUMNS, among), part):
                 d = Decision(*row)
                 votes[(d.item_id, d.stage)].append(d)
     found = []
-    for (flag_id, item_id, bid, bname, index, position, fstage, category, question, answer, active, run_ids,
-         correct, flagged_at, updated_at) in flags:
+    for (
+        flag_id,
+        item_id,
+        bid,
+        bname,
+        index,
+        position,
+        fstage,
+        category,
+        question,
+        answer,
+        active,
+        run_ids,
+        correct,
+        flagged_at,
+        updated_at,
+    ) in flags:
         log = decisions[(item_id, fstage)]
         resolution = resolve(votes[(item_id, fstage)])
         if status is not None and resolution.status != status:
             continue
         if disagreements_only and not resolution.disagreement:
             continue
-        found.append(Candidate(flag_id, item_id, bid, bname, index, position, fstage, category, question, answer,
-                               bool(active), tuple(json.loads(run_ids)), tuple(json.loads(correct)), flagged_at,
-                               updated_at, resolution, tuple(log)))
+        found.append(
+            Candidate(
+                flag_id,
+                item_id,
+                bid,
+                bname,
+                index,
+                position,
+                fstage,
+                category,
+                question,
+                answer,
+                bool(active),
+                tuple(json.loads(run_ids)),
+                tuple(json.loads(correct)),
+                flagged_at,
+                updated_at,
+                resolution,
+                tuple(log),
+            )
+        )
     found.sort(key=lambda c: (_STATUS_ORDER[c.status], c.benchmark_id, c.position, c.stage))
     return found
 
 
-def summary(ws: Workspace, benchmark_id: int | None = None) -> list[dict]:
+def summary(ws: Workspace, benchmark_id: int | None = None) -> list[dict[str, Any]]:
     """Per benchmark: counts per stage, and within each stage per reason (confirmed) and per item category.
     Withdrawn flags are counted apart and nowhere else."""
-    out: dict[int, dict] = {}
+    out: dict[int, dict[str, Any]] = {}
     for c in queue(ws, benchmark_id=benchmark_id, include_withdrawn=True):
         bench = out.setdefault(c.benchmark_id, {"benchmark": c.benchmark, "stages": {}})
-        stage = bench["stages"].setdefault(c.stage, {"category": CATEGORY[c.stage], **_counts(), "withdrawn": 0,
-                                                     "disagreements": 0, "by_reason": {}, "by_item_category": {}})
+        stage = bench["stages"].setdefault(
+            c.stage,
+            {
+                "category": CATEGORY[c.stage],
+                **_counts(),
+                "withdrawn": 0,
+                "disagreements": 0,
+                "by_reason": {},
+                "by_item_category": {},
+            },
+        )
         if not c.active:
             stage["withdrawn"] += 1
             continue
@@ -420,10 +583,10 @@ def summary(ws: Workspace, benchmark_id: int | None = None) -> list[dict]:
     return result
 
 
-def _counts() -> dict:
+def _counts() -> dict[str, Any]:
     return {"candidates": 0, "pending": 0, "disputed": 0, "confirmed": 0, "rejected": 0}
 
 
-def _count(counts: dict, status: str) -> None:
+def _count(counts: dict[str, Any], status: str) -> None:
     counts["candidates"] += 1
     counts[status] += 1

@@ -4,22 +4,23 @@ Each verdict is committed the moment it is given, with a uuid. Undo appends an `
 verdict it withdraws (the annotator's latest standing one), so the log keeps everything that was ever said and who
 said it when. A correction is simply a newer verdict. What stands: annotation/standing.py.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 from annotation import standing
 from annotation.names import annotator_name, record_note
 from db.catalog import now_iso
 from db.errors import InvalidInput
-from db.workspace import Workspace
+from db.workspace import Workspace, inserted_id
 
 Verdict = Literal["ok", "wrong_answer", "ambiguous", "text_answerable", "bad_image", "skip"]
 """An annotator's judgement of an item (an undo row stores `undo` instead, naming what it withdraws)."""
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
-UNDO = standing.WITHDRAWAL
+UNDO: Final = standing.WITHDRAWAL
 _COLUMNS = "id, item_id, annotator, verdict, corrected_answer, note, seconds, created_at, uuid, withdraws"
 
 
@@ -37,14 +38,21 @@ class Review:
     withdraws: str | None = None  # on an undo row: the uuid of the verdict it withdraws
 
 
-def add_review(ws: Workspace, item_id: int, annotator: str, verdict: Verdict, *, corrected_answer: str | None = None,
-               note: str | None = None, seconds: float | None = None) -> Review:
+def add_review(
+    ws: Workspace,
+    item_id: int,
+    annotator: str,
+    verdict: Verdict,
+    *,
+    corrected_answer: str | None = None,
+    note: str | None = None,
+    seconds: float | None = None,
+) -> Review:
     if verdict not in VERDICTS:
         raise InvalidInput(f"unknown verdict {verdict!r} (one of {', '.join(VERDICTS)})")
     if verdict == "wrong_answer" and not corrected_answer:
         raise InvalidInput("a wrong-answer verdict needs the corrected answer")
-    return _append(ws, item_id, annotator_name(annotator), verdict, corrected_answer, record_note(note), seconds,
-                   None)
+    return _append(ws, item_id, annotator_name(annotator), verdict, corrected_answer, record_note(note), seconds, None)
 
 
 def undo_last(ws: Workspace, annotator: str, item_id: int | None = None) -> Review | None:
@@ -57,14 +65,26 @@ def undo_last(ws: Workspace, annotator: str, item_id: int | None = None) -> Revi
     return last
 
 
-def _append(ws, item_id, annotator, verdict, corrected_answer, note, seconds, withdraws) -> Review:
+def _append(
+    ws: Workspace,
+    item_id: int,
+    annotator: str,
+    verdict: Verdict | Literal["undo"],
+    corrected_answer: str | None,
+    note: str | None,
+    seconds: float | None,
+    withdraws: str | None,
+) -> Review:
     created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():
         cur = ws.conn.execute(
             "INSERT INTO reviews (item_id, annotator, verdict, corrected_answer, note, seconds, created_at, uuid, "
             "withdraws) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (item_id, annotator, verdict, corrected_answer, note, seconds, created, uid, withdraws))
-    return Review(cur.lastrowid, item_id, annotator, verdict, corrected_answer, note, seconds, created, uid, withdraws)
+            (item_id, annotator, verdict, corrected_answer, note, seconds, created, uid, withdraws),
+        )
+    return Review(
+        inserted_id(cur), item_id, annotator, verdict, corrected_answer, note, seconds, created, uid, withdraws
+    )
 
 
 def history(ws: Workspace, item_id: int) -> list[Review]:
@@ -75,7 +95,8 @@ def history(ws: Workspace, item_id: int) -> list[Review]:
 
 def standing_reviews(ws: Workspace, *, benchmark_id: int | None = None, annotator: str | None = None) -> list[Review]:
     """The verdict that stands per (item, annotator) (annotation/standing.py), in time order."""
-    where, params = ["1 = 1"], []
+    where: list[str] = ["1 = 1"]
+    params: list[object] = []
     if benchmark_id is not None:
         where.append("t.item_id IN (SELECT id FROM items WHERE benchmark_id = ?)")
         params.append(benchmark_id)
@@ -92,13 +113,15 @@ def conflicts(ws: Workspace, benchmark_id: int) -> dict[int, list[Review]]:
     for r in standing_reviews(ws, benchmark_id=benchmark_id):
         if r.verdict != "skip":
             by_item[r.item_id].append(r)
-    return {item: rs for item, rs in by_item.items()
-            if len({(r.verdict, r.corrected_answer) for r in rs}) > 1}
+    return {item: rs for item, rs in by_item.items() if len({(r.verdict, r.corrected_answer) for r in rs}) > 1}
 
 
-def progress(ws: Workspace, benchmark_id: int, annotator: str | None = None) -> dict:
+def progress(ws: Workspace, benchmark_id: int, annotator: str | None = None) -> dict[str, Any]:
     """Reviewed / total items, for everyone and for one annotator."""
     total = ws.conn.execute("SELECT count(*) FROM items WHERE benchmark_id = ?", (benchmark_id,)).fetchone()[0]
     standing = standing_reviews(ws, benchmark_id=benchmark_id)
-    return {"total": total, "reviewed": len({r.item_id for r in standing}),
-            "mine": len({r.item_id for r in standing if r.annotator == annotator}) if annotator else None}
+    return {
+        "total": total,
+        "reviewed": len({r.item_id for r in standing}),
+        "mine": len({r.item_id for r in standing if r.annotator == annotator}) if annotator else None,
+    }

@@ -6,12 +6,14 @@ stage, who) for QC — is the latest record that no withdrawal names, ordered by
 id: logs merged from several machines order by time, and a withdrawal works wherever its target was made
 (docs/adr/0010).
 """
+
 from __future__ import annotations
 
 import uuid as _uuid
 from dataclasses import dataclass
+from typing import Final
 
-WITHDRAWAL = "undo"
+WITHDRAWAL: Final = "undo"
 """The value (verdict, choice or decision) of a withdrawal row, in every kind."""
 
 
@@ -38,14 +40,18 @@ def new_uuid() -> str:
 
 def live(kind: Kind, alias: str) -> str:
     """SQL condition: row `alias` of kind.table is a record (not a withdrawal) that no withdrawal names."""
-    return (f"{alias}.{kind.value} != '{WITHDRAWAL}' AND NOT EXISTS "
-            f"(SELECT 1 FROM {kind.table} w WHERE w.withdraws = {alias}.uuid)")
+    return (
+        f"{alias}.{kind.value} != '{WITHDRAWAL}' AND NOT EXISTS "
+        f"(SELECT 1 FROM {kind.table} w WHERE w.withdraws = {alias}.uuid)"
+    )
 
 
 def standing_sql(kind: Kind, columns: str, where: str = "1 = 1") -> str:
     """A SELECT of `columns` of the standing records of `kind`, ordered by time. `where` filters the table (alias
     t) before the rule applies, so it must only narrow by scope or who (item, stage, annotator, benchmark)."""
     partition = ", ".join((*(f"t.{c}" for c in kind.scope), f"t.{kind.who}"))
-    return (f"SELECT {columns} FROM (SELECT t.*, row_number() OVER (PARTITION BY {partition} "
-            f"ORDER BY t.created_at DESC, t.id DESC) AS standing_rank FROM {kind.table} t "
-            f"WHERE ({where}) AND {live(kind, 't')}) WHERE standing_rank = 1 ORDER BY {ORDER}")
+    return (
+        f"SELECT {columns} FROM (SELECT t.*, row_number() OVER (PARTITION BY {partition} "
+        f"ORDER BY t.created_at DESC, t.id DESC) AS standing_rank FROM {kind.table} t "
+        f"WHERE ({where}) AND {live(kind, 't')}) WHERE standing_rank = 1 ORDER BY {ORDER}"
+    )

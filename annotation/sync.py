@@ -15,16 +15,18 @@ depth, no duplicate keys) and checked whole before anything is written, in one t
 listed) — and so is an undo whose target was skipped. Names of people follow annotation/names.py, the rule every
 local record follows, so what one copy exports another imports; benchmark and set names are only looked up.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import os
 import uuid as _uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import IO, Any, Literal, NoReturn, overload
 
 from annotation import qc, reviews
 from annotation.alignment import UNCLEAR
@@ -45,7 +47,7 @@ MAX_LOOKUP = 1000  # benchmark and set names, looked up as they are (older rules
 MAX_NOTE = MAX_NOTE_CHARS  # what a local record may hold (annotation/names.py)
 MAX_SECONDS = 1e7  # time spent on one record; more is a clock error, not work
 MAX_LISTED = 100  # skipped lines listed in a report (all are counted)
-EARLIEST = datetime(2000, 1, 1, tzinfo=timezone.utc)  # `at` before this is a clock error
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # `at` before this is a clock error
 FUTURE_SLACK = timedelta(days=1)  # `at` later than now + this would outrank every later record: refused
 
 KINDS = ("reviews", "labels", "qc")
@@ -66,10 +68,14 @@ class ImportReport:
     skipped: tuple[InputError, ...]  # the first MAX_LISTED skipped lines
     skipped_count: int = 0  # every skipped line
 
-    def to_json(self) -> dict:
-        return {"added": sum(self.added.values()), "by_table": self.added, "present": self.present,
-                "skipped_count": self.skipped_count,
-                "skipped": [{"line": e.line, "field": e.field, "error": e.what} for e in self.skipped]}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "added": sum(self.added.values()),
+            "by_table": self.added,
+            "present": self.present,
+            "skipped_count": self.skipped_count,
+            "skipped": [{"line": e.line, "field": e.field, "error": e.what} for e in self.skipped],
+        }
 
 
 @dataclass
@@ -78,22 +84,22 @@ class _Row:
 
     line: int
     kind: Kind
-    record: dict  # the line in canonical form, as export_records would write it
-    values: dict  # column -> value
-    scope: tuple  # (table, *scope columns, who): an undo must share it with its target
+    record: dict[str, Any]  # the line in canonical form, as export_records would write it
+    values: dict[str, Any]  # column -> value
+    scope: tuple[object, ...]  # (table, *scope columns, who): an undo must share it with its target
     withdraws: str | None = None
 
     @property
     def uuid(self) -> str:
-        return self.values["uuid"]
+        return str(self.values["uuid"])
 
     @property
     def is_withdrawal(self) -> bool:
-        return self.values[self.kind.value] == WITHDRAWAL
+        return bool(self.values[self.kind.value] == WITHDRAWAL)
 
 
 # ---------------------------------------------------------------------------------------------- field checks
-def _fields(obj: dict, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:
+def _fields(obj: dict[str, Any], required: tuple[str, ...], optional: tuple[str, ...]) -> dict[str, Any]:
     unknown = [k for k in obj if k not in required and k not in optional]
     if unknown:
         raise _Bad(unknown[0], f"unknown field (known: {', '.join(required + optional)})")
@@ -103,7 +109,11 @@ def _fields(obj: dict, required: tuple[str, ...], optional: tuple[str, ...]) -> 
     return {k: obj.get(k) for k in required + optional}
 
 
-def _text(rec: dict, key: str, *, nullable: bool = False, limit: int = MAX_LOOKUP) -> str | None:
+@overload
+def _text(rec: dict[str, Any], key: str, *, nullable: Literal[False] = False, limit: int = MAX_LOOKUP) -> str: ...
+@overload
+def _text(rec: dict[str, Any], key: str, *, nullable: bool, limit: int = MAX_LOOKUP) -> str | None: ...
+def _text(rec: dict[str, Any], key: str, *, nullable: bool = False, limit: int = MAX_LOOKUP) -> str | None:
     """Text SQLite can hold (no NUL, no lone surrogate) of at most `limit` characters."""
     value = rec[key]
     if value is None and nullable:
@@ -118,7 +128,7 @@ def _text(rec: dict, key: str, *, nullable: bool = False, limit: int = MAX_LOOKU
     return value
 
 
-def _name(rec: dict, key: str = "annotator") -> str:
+def _name(rec: dict[str, Any], key: str = "annotator") -> str:
     """A person's name, as annotation/names.py stores it."""
     try:
         return annotator_name(rec[key])
@@ -126,7 +136,11 @@ def _name(rec: dict, key: str = "annotator") -> str:
         raise _Bad(key, str(exc)) from None
 
 
-def _uuid_field(rec: dict, key: str, *, nullable: bool = False) -> str | None:
+@overload
+def _uuid_field(rec: dict[str, Any], key: str, *, nullable: Literal[False] = False) -> str: ...
+@overload
+def _uuid_field(rec: dict[str, Any], key: str, *, nullable: bool) -> str | None: ...
+def _uuid_field(rec: dict[str, Any], key: str, *, nullable: bool = False) -> str | None:
     value = rec[key]
     if value is None and nullable:
         return None
@@ -141,7 +155,7 @@ def _uuid_field(rec: dict, key: str, *, nullable: bool = False) -> str | None:
     return value
 
 
-def _time(rec: dict, key: str = "at") -> str:
+def _time(rec: dict[str, Any], key: str = "at") -> str:
     """An ISO 8601 time with its zone, stored as every local record is (UTC, milliseconds) so text order is time
     order."""
     value = _text(rec, key, limit=64)
@@ -151,9 +165,9 @@ def _time(rec: dict, key: str = "at") -> str:
         raise _Bad(key, f"{value!r} is not an ISO 8601 time") from None
     if at.tzinfo is None:
         raise _Bad(key, f"{value!r} has no time zone")
-    latest = datetime.now(timezone.utc) + FUTURE_SLACK
+    latest = datetime.now(UTC) + FUTURE_SLACK
     try:
-        at = at.astimezone(timezone.utc)
+        at = at.astimezone(UTC)
     except OverflowError:  # year 1 or 9999 shifted by its zone out of datetime's range
         raise _Bad(key, f"{value!r} is not between {EARLIEST:%Y-%m-%d} and tomorrow") from None
     if not EARLIEST <= at <= latest:
@@ -162,7 +176,7 @@ def _time(rec: dict, key: str = "at") -> str:
     return at.isoformat(timespec="milliseconds")
 
 
-def _seconds(rec: dict, key: str = "seconds") -> float | None:
+def _seconds(rec: dict[str, Any], key: str = "seconds") -> float | None:
     value = rec[key]
     if value is None:
         return None
@@ -173,16 +187,23 @@ def _seconds(rec: dict, key: str = "seconds") -> float | None:
     return value
 
 
-def _index(rec: dict, key: str = "index") -> int | str:
+def _index(rec: dict[str, Any], key: str = "index") -> int | str:
     value = rec[key]
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise _Bad(key, f"expected an integer or text index, got {_json_type(value)}")
     return value
 
 
-def _json_type(value) -> str:
-    return {type(None): "null", bool: "true/false", int: "a number", float: "a number", str: "text",
-            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+def _json_type(value: object) -> str:
+    return {
+        type(None): "null",
+        bool: "true/false",
+        int: "a number",
+        float: "a number",
+        str: "text",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
 
 
 def _answers(item: catalog.Item) -> tuple[str, ...]:
@@ -196,8 +217,8 @@ class _Lookups:
 
     def __init__(self, ws: Workspace):
         self.ws = ws
-        self._benches: dict[str, dict | None] = {}
-        self._sets: dict[str, dict | None] = {}
+        self._benches: dict[str, dict[int | str, catalog.Item] | None] = {}
+        self._sets: dict[str, dict[str, tuple[int, tuple[str, ...]]] | None] = {}
         self._flags: dict[int, list[str]] = {}
 
     def flag_stages(self, item_id: int) -> list[str]:
@@ -205,7 +226,7 @@ class _Lookups:
             self._flags[item_id] = qc.flag_stages(self.ws, item_id)
         return self._flags[item_id]
 
-    def item(self, rec: dict) -> catalog.Item:
+    def item(self, rec: dict[str, Any]) -> catalog.Item:
         name = _text(rec, "benchmark")
         if name not in self._benches:
             bench = catalog.benchmark_by_name(self.ws, name)
@@ -218,14 +239,21 @@ class _Lookups:
             raise _Bad("index", f"benchmark {name[:100]!r} has no item with index {repr(index)[:60]}")
         return items[index]
 
-    def adjudication_item(self, rec: dict) -> tuple[int, tuple[str, ...]]:
+    def adjudication_item(self, rec: dict[str, Any]) -> tuple[int, tuple[str, ...]]:
         """(adjudication item id, the labels it admits)."""
         name = _text(rec, "set")
         if name not in self._sets:
             row = self.ws.conn.execute("SELECT id FROM adjudication_sets WHERE name = ?", (name,)).fetchone()
-            self._sets[name] = None if row is None else {
-                key: (item_id, (*json.loads(options), REFUSAL, UNCLEAR)) for item_id, key, options in self.ws.conn.execute(
-                    "SELECT id, response_key, options FROM adjudication_items WHERE set_id = ?", (row[0],))}
+            self._sets[name] = (
+                None
+                if row is None
+                else {
+                    key: (item_id, (*json.loads(options), REFUSAL, UNCLEAR))
+                    for item_id, key, options in self.ws.conn.execute(
+                        "SELECT id, response_key, options FROM adjudication_items WHERE set_id = ?", (row[0],)
+                    )
+                }
+            )
         items = self._sets[name]
         if items is None:
             raise _Bad("set", f"no adjudication set named {name!r} in this workspace")
@@ -235,9 +263,10 @@ class _Lookups:
         return items[key]
 
 
-def _review(rec: dict, look: _Lookups) -> _Row:
-    rec = _fields(rec, ("id", "benchmark", "index", "annotator", "verdict", "at"),
-                  ("answer", "note", "seconds", "withdraws"))
+def _review(rec: dict[str, Any], look: _Lookups) -> _Row:
+    rec = _fields(
+        rec, ("id", "benchmark", "index", "annotator", "verdict", "at"), ("answer", "note", "seconds", "withdraws")
+    )
     uid = _uuid_field(rec, "id")
     item = look.item(rec)
     annotator = _name(rec)
@@ -255,13 +284,27 @@ def _review(rec: dict, look: _Lookups) -> _Row:
         raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
     note, seconds, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _seconds(rec), _time(rec)
     record = {**rec, "annotator": annotator, "at": at}
-    return _Row(0, REVIEWS, record, {
-        "item_id": item.id, "annotator": annotator, "verdict": verdict, "corrected_answer": answer, "note": note,
-        "seconds": seconds, "created_at": at, "uuid": uid, "withdraws": withdraws},
-        ("reviews", item.id, annotator), withdraws)
+    return _Row(
+        0,
+        REVIEWS,
+        record,
+        {
+            "item_id": item.id,
+            "annotator": annotator,
+            "verdict": verdict,
+            "corrected_answer": answer,
+            "note": note,
+            "seconds": seconds,
+            "created_at": at,
+            "uuid": uid,
+            "withdraws": withdraws,
+        },
+        ("reviews", item.id, annotator),
+        withdraws,
+    )
 
 
-def _label(rec: dict, look: _Lookups) -> _Row:
+def _label(rec: dict[str, Any], look: _Lookups) -> _Row:
     rec = _fields(rec, ("id", "kind", "set", "response", "annotator", "label", "at"), ("note", "seconds", "withdraws"))
     uid = _uuid_field(rec, "id")
     kind = rec["kind"]
@@ -280,27 +323,59 @@ def _label(rec: dict, look: _Lookups) -> _Row:
     if kind == "label":
         if note is not None:
             raise _Bad("note", "a label has no note (an adjudication has)")
-        return _Row(0, LABELS, record, {"item_id": item_id, "annotator": annotator, "choice": label,
-                                        "seconds": seconds, "created_at": at, "uuid": uid, "withdraws": withdraws},
-                    ("labels", item_id, annotator), withdraws)
+        return _Row(
+            0,
+            LABELS,
+            record,
+            {
+                "item_id": item_id,
+                "annotator": annotator,
+                "choice": label,
+                "seconds": seconds,
+                "created_at": at,
+                "uuid": uid,
+                "withdraws": withdraws,
+            },
+            ("labels", item_id, annotator),
+            withdraws,
+        )
     if seconds is not None:
         raise _Bad("seconds", "an adjudication has no seconds (a label has)")
-    return _Row(0, ADJUDICATIONS, record, {"item_id": item_id, "adjudicator": annotator, "choice": label, "note": note,
-                                           "created_at": at, "uuid": uid, "withdraws": withdraws},
-                ("adjudications", item_id, annotator), withdraws)
+    return _Row(
+        0,
+        ADJUDICATIONS,
+        record,
+        {
+            "item_id": item_id,
+            "adjudicator": annotator,
+            "choice": label,
+            "note": note,
+            "created_at": at,
+            "uuid": uid,
+            "withdraws": withdraws,
+        },
+        ("adjudications", item_id, annotator),
+        withdraws,
+    )
 
 
-def _decision(rec: dict, look: _Lookups) -> _Row:
-    rec = _fields(rec, ("id", "benchmark", "index", "stage", "annotator", "decision", "at"),
-                  ("reason", "answer", "old_answer", "note", "withdraws"))
+def _decision(rec: dict[str, Any], look: _Lookups) -> _Row:
+    rec = _fields(
+        rec,
+        ("id", "benchmark", "index", "stage", "annotator", "decision", "at"),
+        ("reason", "answer", "old_answer", "note", "withdraws"),
+    )
     uid = _uuid_field(rec, "id")
     item = look.item(rec)
     stage = _text(rec, "stage")
     if stage not in qc.STAGES:
         raise _Bad("stage", f"unknown stage {stage!r} ({', '.join(qc.STAGES)})")
     if stage not in look.flag_stages(item.id):  # as `qc decide` refuses it: a decision hangs on a flag
-        raise _Bad("stage", f"item {item.index!r} of {rec['benchmark']!r} has no {stage} flag in this workspace; "
-                            f"compute the stage here first (vlmdesk qc {stage})")
+        raise _Bad(
+            "stage",
+            f"item {item.index!r} of {rec['benchmark']!r} has no {stage} flag in this workspace; "
+            f"compute the stage here first (vlmdesk qc {stage})",
+        )
     annotator = _name(rec)
     decision = _text(rec, "decision")
     if decision not in (*qc.DECISIONS, WITHDRAWAL):
@@ -313,63 +388,118 @@ def _decision(rec: dict, look: _Lookups) -> _Row:
     answer, old = _text(rec, "answer", nullable=True), _text(rec, "old_answer", nullable=True)
     if reason == "wrong_answer":
         if answer not in _answers(item):
-            raise _Bad("answer", f"a wrong_answer confirmation needs the corrected key, one of "
-                                 f"{', '.join(_answers(item))}")
+            raise _Bad(
+                "answer", f"a wrong_answer confirmation needs the corrected key, one of {', '.join(_answers(item))}"
+            )
         if old is not None and old not in _answers(item):
-            raise _Bad("old_answer", f"{old[:30]!r} is not a key of this item: one of {', '.join(_answers(item))}, "
-                                     "or null")
+            raise _Bad(
+                "old_answer", f"{old[:30]!r} is not a key of this item: one of {', '.join(_answers(item))}, or null"
+            )
     elif answer is not None or old is not None:
         raise _Bad("answer" if answer is not None else "old_answer", "only a wrong_answer confirmation has answers")
     withdraws = _uuid_field(rec, "withdraws", nullable=True)
     if (withdraws is None) != (decision != WITHDRAWAL):
         raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
     note, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _time(rec)
-    return _Row(0, QC_DECISIONS, {**rec, "annotator": annotator, "at": at}, {
-        "item_id": item.id, "stage": stage, "annotator": annotator, "decision": decision, "reason": reason,
-        "note": note, "old_answer": old, "new_answer": answer, "created_at": at, "uuid": uid, "withdraws": withdraws},
-        ("qc_decisions", item.id, stage, annotator), withdraws)
+    return _Row(
+        0,
+        QC_DECISIONS,
+        {**rec, "annotator": annotator, "at": at},
+        {
+            "item_id": item.id,
+            "stage": stage,
+            "annotator": annotator,
+            "decision": decision,
+            "reason": reason,
+            "note": note,
+            "old_answer": old,
+            "new_answer": answer,
+            "created_at": at,
+            "uuid": uid,
+            "withdraws": withdraws,
+        },
+        ("qc_decisions", item.id, stage, annotator),
+        withdraws,
+    )
 
 
-_CHECKS: dict[str, Callable[[dict, _Lookups], _Row]] = {"reviews": _review, "labels": _label, "qc": _decision}
+_CHECKS: dict[str, Callable[[dict[str, Any], _Lookups], _Row]] = {"reviews": _review, "labels": _label, "qc": _decision}
 _TABLES = {"reviews": (REVIEWS,), "labels": (LABELS, ADJUDICATIONS), "qc": (QC_DECISIONS,)}
 
 
 # ---------------------------------------------------------------------------------------------------- export
-def _review_records(ws: Workspace, where: str, params: list) -> Iterator[dict]:
-    for (uid, bench, index, annotator, verdict, answer, note, seconds, at, withdraws) in ws.conn.execute(
-            "SELECT r.uuid, b.name, i.source_index, r.annotator, r.verdict, r.corrected_answer, r.note, r.seconds, "
-            "r.created_at, r.withdraws FROM reviews r JOIN items i ON i.id = r.item_id JOIN benchmarks b ON "
-            f"b.id = i.benchmark_id WHERE {where} ORDER BY r.created_at, r.id", params):
-        yield {"id": uid, "benchmark": bench, "index": index, "annotator": annotator, "verdict": verdict,
-               "answer": answer if verdict == "wrong_answer" else None, "note": note, "seconds": seconds, "at": at,
-               "withdraws": withdraws}
+def _review_records(ws: Workspace, where: str, params: Sequence[object]) -> Iterator[dict[str, Any]]:
+    for uid, bench, index, annotator, verdict, answer, note, seconds, at, withdraws in ws.conn.execute(
+        "SELECT r.uuid, b.name, i.source_index, r.annotator, r.verdict, r.corrected_answer, r.note, r.seconds, "
+        "r.created_at, r.withdraws FROM reviews r JOIN items i ON i.id = r.item_id JOIN benchmarks b ON "
+        f"b.id = i.benchmark_id WHERE {where} ORDER BY r.created_at, r.id",
+        params,
+    ):
+        yield {
+            "id": uid,
+            "benchmark": bench,
+            "index": index,
+            "annotator": annotator,
+            "verdict": verdict,
+            "answer": answer if verdict == "wrong_answer" else None,
+            "note": note,
+            "seconds": seconds,
+            "at": at,
+            "withdraws": withdraws,
+        }
 
 
-def _label_records(ws: Workspace, where: str, params: list) -> Iterator[dict]:
+def _label_records(ws: Workspace, where: str, params: Sequence[object]) -> Iterator[dict[str, Any]]:
     rows = ws.conn.execute(
         "SELECT * FROM (SELECT 'label' AS kind, l.uuid, s.name AS set_name, a.response_key, l.annotator AS who, "
         "l.choice, NULL AS note, l.seconds, l.created_at, l.withdraws, l.id FROM labels l "
         "JOIN adjudication_items a ON a.id = l.item_id JOIN adjudication_sets s ON s.id = a.set_id "
         "UNION ALL SELECT 'adjudication', d.uuid, s.name, a.response_key, d.adjudicator, d.choice, d.note, NULL, "
         "d.created_at, d.withdraws, d.id FROM adjudications d JOIN adjudication_items a ON a.id = d.item_id "
-        f"JOIN adjudication_sets s ON s.id = a.set_id) WHERE {where} ORDER BY created_at, kind DESC, id", params)
+        f"JOIN adjudication_sets s ON s.id = a.set_id) WHERE {where} ORDER BY created_at, kind DESC, id",
+        params,
+    )
     for kind, uid, set_name, key, who, choice, note, seconds, at, withdraws, _ in rows:
-        yield {"id": uid, "kind": kind, "set": set_name, "response": key, "annotator": who, "label": choice,
-               "note": note, "seconds": seconds, "at": at, "withdraws": withdraws}
+        yield {
+            "id": uid,
+            "kind": kind,
+            "set": set_name,
+            "response": key,
+            "annotator": who,
+            "label": choice,
+            "note": note,
+            "seconds": seconds,
+            "at": at,
+            "withdraws": withdraws,
+        }
 
 
-def _decision_records(ws: Workspace, where: str, params: list) -> Iterator[dict]:
-    for (uid, bench, index, stage, annotator, decision, reason, answer, old, note, at, withdraws) in ws.conn.execute(
-            "SELECT d.uuid, b.name, i.source_index, d.stage, d.annotator, d.decision, d.reason, d.new_answer, "
-            "d.old_answer, d.note, d.created_at, d.withdraws FROM qc_decisions d JOIN items i ON i.id = d.item_id "
-            f"JOIN benchmarks b ON b.id = i.benchmark_id WHERE {where} ORDER BY d.created_at, d.id", params):
-        yield {"id": uid, "benchmark": bench, "index": index, "stage": stage, "annotator": annotator,
-               "decision": decision, "reason": reason, "answer": answer, "old_answer": old, "note": note, "at": at,
-               "withdraws": withdraws}
+def _decision_records(ws: Workspace, where: str, params: Sequence[object]) -> Iterator[dict[str, Any]]:
+    for uid, bench, index, stage, annotator, decision, reason, answer, old, note, at, withdraws in ws.conn.execute(
+        "SELECT d.uuid, b.name, i.source_index, d.stage, d.annotator, d.decision, d.reason, d.new_answer, "
+        "d.old_answer, d.note, d.created_at, d.withdraws FROM qc_decisions d JOIN items i ON i.id = d.item_id "
+        f"JOIN benchmarks b ON b.id = i.benchmark_id WHERE {where} ORDER BY d.created_at, d.id",
+        params,
+    ):
+        yield {
+            "id": uid,
+            "benchmark": bench,
+            "index": index,
+            "stage": stage,
+            "annotator": annotator,
+            "decision": decision,
+            "reason": reason,
+            "answer": answer,
+            "old_answer": old,
+            "note": note,
+            "at": at,
+            "withdraws": withdraws,
+        }
 
 
-def export_records(ws: Workspace, kind: str, *, benchmark: str | None = None, set_name: str | None = None,
-                   annotator: str | None = None) -> Iterator[dict]:
+def export_records(
+    ws: Workspace, kind: str, *, benchmark: str | None = None, set_name: str | None = None, annotator: str | None = None
+) -> Iterator[dict[str, Any]]:
     """The records of one kind, in time order, every undo row included (filters narrow by benchmark or set and by
     annotator; an undo is always by the annotator of what it withdraws, so a filtered file stays whole)."""
     where, params = ["1 = 1"], []
@@ -392,7 +522,7 @@ def export_records(ws: Workspace, kind: str, *, benchmark: str | None = None, se
     return reader(ws, " AND ".join(where), params)
 
 
-def write_jsonl(records: Iterable[dict], out) -> int:
+def write_jsonl(records: Iterable[dict[str, Any]], out: IO[str]) -> int:
     """Write records one per line to a text stream; returns how many."""
     n = 0
     for record in records:
@@ -401,14 +531,14 @@ def write_jsonl(records: Iterable[dict], out) -> int:
     return n
 
 
-def export_to_file(records: Iterable[dict], path: str | os.PathLike) -> int:
+def export_to_file(records: Iterable[dict[str, Any]], path: str | os.PathLike[str]) -> int:
     """Write the records to `path` under evaluator/outfiles.py's rule (never over a workspace, a device or a FIFO;
     a failure leaves the old file)."""
     return write_file(path, lambda f: write_jsonl(records, f))
 
 
 # ---------------------------------------------------------------------------------------------------- import
-def _reject_constant(name: str):
+def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
@@ -416,18 +546,21 @@ class _DuplicateKey(ValueError):
     pass
 
 
-def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
-        seen = set()
-        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
     return obj
 
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
 
 
-def read_lines(path: Path) -> Iterator[tuple[int, dict | tuple[str, str]]]:
+def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | tuple[str, str]]]:
     """(line number, parsed object or the (field, what) of that line's error); blank lines are ignored. A file that
     cannot be read at all (missing, not a regular file — a FIFO, a device, also through a symlink — or too big)
     raises InputError (line 0). Errors are not InputErrors yet: a file of a million bad lines makes few of them."""
@@ -481,7 +614,8 @@ class _Bads:
     (by line: withdrawals are checked after the whole file)."""
 
     def __init__(self, path: Path, skip_bad: bool):
-        self.path, self.skip_bad, self.count, self.listed = path, skip_bad, 0, []
+        self.path, self.skip_bad, self.count = path, skip_bad, 0
+        self.listed: list[tuple[int, str, str]] = []
 
     def add(self, line: int, field: str, what: str) -> None:
         self.count += 1
@@ -496,7 +630,7 @@ class _Bads:
         return tuple(InputError(self.path, *e) for e in self.listed)
 
 
-def import_records(ws: Workspace, path: str | os.PathLike, kind: str, *, skip_bad: bool = False) -> ImportReport:
+def import_records(ws: Workspace, path: str | os.PathLike[str], kind: str, *, skip_bad: bool = False) -> ImportReport:
     """Merge a file written by export_records into the workspace (one transaction). Raises InputError at the first
     bad line unless skip_bad, which writes the good lines and counts the others (listing the first MAX_LISTED)."""
     if kind not in KINDS:
@@ -530,22 +664,32 @@ def import_records(ws: Workspace, path: str | os.PathLike, kind: str, *, skip_ba
     with ws.db.atomic():
         for row in sorted(fresh, key=lambda r: (r.values["created_at"], r.line)):
             columns = ", ".join(row.values)
-            ws.conn.execute(f"INSERT INTO {row.kind.table} ({columns}) VALUES ({', '.join('?' * len(row.values))})",
-                            list(row.values.values()))
+            ws.conn.execute(
+                f"INSERT INTO {row.kind.table} ({columns}) VALUES ({', '.join('?' * len(row.values))})",
+                list(row.values.values()),
+            )
             added[row.kind.table] += 1
     return ImportReport(added, present, bad.first(), bad.count)
 
 
 def _known(ws: Workspace, row: _Row, by_uuid: dict[str, _Row]) -> bool | tuple[str, str]:
     """Whether the row's id is present already (earlier in the file or in the workspace) with the same record; an
-    error (field, what) when it is present with another content, or is the id of a record of another kind (ids are unique
-    across verdicts, labels, adjudications and QC decisions, so a file never holds two records with one id)."""
+    error (field, what) when it is present with another content, or is the id of a record of another kind (ids are
+    unique across verdicts, labels, adjudications and QC decisions, so a file never holds two records with one id)."""
     earlier = by_uuid.get(row.uuid)
+    existing: dict[str, Any] | None
     if earlier is not None:
         existing, where = earlier.record, f"line {earlier.line} of this file"
     else:
-        other = next((k for k in _HUMAN_KINDS if k is not row.kind and ws.conn.execute(
-            f"SELECT 1 FROM {k.table} WHERE uuid = ?", (row.uuid,)).fetchone() is not None), None)
+        other = next(
+            (
+                k
+                for k in _HUMAN_KINDS
+                if k is not row.kind
+                and ws.conn.execute(f"SELECT 1 FROM {k.table} WHERE uuid = ?", (row.uuid,)).fetchone() is not None
+            ),
+            None,
+        )
         if other is not None:
             return "id", f"{row.uuid} is the id of a record in {other.table} here; an id names one record"
         existing, where = _stored_record(ws, row.kind, row.uuid), "this workspace"
@@ -560,7 +704,7 @@ def _known(ws: Workspace, row: _Row, by_uuid: dict[str, _Row]) -> bool | tuple[s
 _HUMAN_KINDS = (REVIEWS, LABELS, ADJUDICATIONS, QC_DECISIONS)
 
 
-def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict | None:
+def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict[str, Any] | None:
     if ws.conn.execute(f"SELECT 1 FROM {kind.table} WHERE uuid = ?", (uid,)).fetchone() is None:
         return None
     if kind.table == "reviews":
@@ -568,8 +712,11 @@ def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict | None:
     elif kind.table == "qc_decisions":
         found = _decision_records(ws, "d.uuid = ?", [uid])
     else:
-        found = (r for r in _label_records(ws, "uuid = ?", [uid])
-                 if r["kind"] == ("label" if kind is LABELS else "adjudication"))
+        found = (
+            r
+            for r in _label_records(ws, "uuid = ?", [uid])
+            if r["kind"] == ("label" if kind is LABELS else "adjudication")
+        )
     return next(iter(found), None)
 
 
@@ -587,11 +734,15 @@ def _check_withdrawals(ws: Workspace, fresh: list[_Row], bad: _Bads) -> list[_Ro
         if target is not None:
             scope, value = target.scope, target.values[k.value]
         else:
-            found = ws.conn.execute(f"SELECT {', '.join(k.scope)}, {k.who}, {k.value} FROM {k.table} WHERE uuid = ?",
-                                    (row.withdraws,)).fetchone()
+            found = ws.conn.execute(
+                f"SELECT {', '.join(k.scope)}, {k.who}, {k.value} FROM {k.table} WHERE uuid = ?", (row.withdraws,)
+            ).fetchone()
             if found is None:
-                bad.add(row.line, "withdraws", f"names no record known here ({row.withdraws}); import the file that "
-                        "holds it first, or with it")
+                bad.add(
+                    row.line,
+                    "withdraws",
+                    f"names no record known here ({row.withdraws}); import the file that holds it first, or with it",
+                )
                 continue
             scope, value = (k.table, *found[:-1]), found[-1]
         if value == WITHDRAWAL:

@@ -8,6 +8,7 @@ with a per-item crop, tint and stripe, stored directly in a fresh workspace (the
     .venv/bin/python bench/gui_bench.py --items 2000 --steps 100 --keep /tmp/gui-bench.sqlite
     .venv/bin/python bench/gui_bench.py --items 1000 --image-size 1920x1440   # where prefetching pays
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,6 +26,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 
 def _make_jpegs(args) -> list[tuple[str, bytes]]:
     start, count, W, H = args
@@ -57,8 +59,9 @@ def build_workspace(path: Path, items: int, size: tuple[int, int] = (640, 480)) 
     chunks = [(s, min(500, items - s), W, H) for s in range(0, items, 500)]
     with open_workspace(path) as ws, ProcessPoolExecutor() as pool:
         with ws.db.atomic():
-            bid = catalog.insert_benchmark(ws, name="bench10k", kind="mcq", format="jsonl", source="generated",
-                                           source_sha256="bench", meta={})
+            bid = catalog.insert_benchmark(
+                ws, name="bench10k", kind="mcq", format="jsonl", source="generated", source_sha256="bench", meta={}
+            )
             n = 0
             for images in pool.map(_make_jpegs, chunks):
                 rows = []
@@ -66,9 +69,24 @@ def build_workspace(path: Path, items: int, size: tuple[int, int] = (640, 480)) 
                     catalog.put_image(ws, sha256=sha, data=data, mime="image/jpeg", width=W, height=H)
                     cat, l2 = CATEGORIES[n % len(CATEGORIES)]
                     options = [f"option {n}-{j}" for j in range(4)]
-                    rows.append((bid, n, n, f"Question {n}: what does the picture show?",
-                                 "A hint." if n % 3 else None, json.dumps(options), "ABCD"[n % 4], cat, l2,
-                                 "dev", "en", sha, 0, "{}"))
+                    rows.append(
+                        (
+                            bid,
+                            n,
+                            n,
+                            f"Question {n}: what does the picture show?",
+                            "A hint." if n % 3 else None,
+                            json.dumps(options),
+                            "ABCD"[n % 4],
+                            cat,
+                            l2,
+                            "dev",
+                            "en",
+                            sha,
+                            0,
+                            "{}",
+                        )
+                    )
                     n += 1
                 catalog.insert_items(ws, rows)
             catalog.finish_benchmark(ws, bid, rows_read=items, rows_folded=0, rows_skipped=0)
@@ -142,29 +160,42 @@ def main() -> int:
 
     from gui.app import application
 
-    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"PySide6 {pyside_version}")
+    print(
+        f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"PySide6 {pyside_version}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(args.keep) if args.keep else Path(tmp) / "bench.sqlite"
         if not path.exists():
             size = tuple(int(v) for v in args.image_size.split("x"))
             built = build_workspace(path, args.items, size)
-            print(f"workspace: {args.items:,} items of {args.image_size}, {path.stat().st_size / 1e6:.0f} MB, built in {built:.1f} s")
+            print(
+                f"workspace: {args.items:,} items of {args.image_size}, {path.stat().st_size / 1e6:.0f} MB, "
+                f"built in {built:.1f} s"
+            )
         app = application()
         window, first = open_window(app, path, Path(tmp) / "config")
         print(f"open → first item shown (browse, image painted): {first * 1000:.0f} ms   (target < 1000 ms)")
         results = {}
-        for name, prefetch, think in (("prefetch", True, args.think), ("no prefetch", False, args.think),
-                                      ("prefetch, no pause", True, 0.0)):
-            times = step_times(app, window, prefetch=prefetch, steps=args.steps, think=think,
-                               start_row=len(results) * (args.steps + 5))
+        for name, prefetch, think in (
+            ("prefetch", True, args.think),
+            ("no prefetch", False, args.think),
+            ("prefetch, no pause", True, 0.0),
+        ):
+            times = step_times(
+                app, window, prefetch=prefetch, steps=args.steps, think=think, start_row=len(results) * (args.steps + 5)
+            )
             results[name] = summary(times)
             med, p95 = results[name]
-            print(f"next → item shown, {name:<19} median {med:6.2f} ms   p95 {p95:6.2f} ms   "
-                  f"({args.steps} steps, {think * 1000:.0f} ms between)")
+            print(
+                f"next → item shown, {name:<19} median {med:6.2f} ms   p95 {p95:6.2f} ms   "
+                f"({args.steps} steps, {think * 1000:.0f} ms between)"
+            )
         ratio = results["no prefetch"][0] / results["prefetch"][0]
-        print(f"no prefetch / prefetch (median): {ratio:.1f}x   target: next median < 50 ms "
-              f"({'met' if results['prefetch'][0] < 50 else 'NOT met'})")
+        print(
+            f"no prefetch / prefetch (median): {ratio:.1f}x   target: next median < 50 ms "
+            f"({'met' if results['prefetch'][0] < 50 else 'NOT met'})"
+        )
         window.close()
     return 0
 

@@ -21,6 +21,7 @@ the floor below which no child figure can go. Figures are printed, never asserte
     python bench/import_bench.py                 # temp dir, removed afterwards
     python bench/import_bench.py --out bench/out --questions 300
 """
+
 from __future__ import annotations
 
 import argparse
@@ -103,8 +104,14 @@ def run_child(argv: list[str], log: Path, ws: Path | None = None) -> dict:
     proc.returncode = os.waitstatus_to_exitcode(status)
     # ru_maxrss is KiB on Linux, bytes on macOS.
     peak = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
-    return {"wall_s": wall, "peak_mb": peak, "rc": proc.returncode, "log": log.read_text(errors="replace"),
-            "lock_wait_s": probe.longest_s if probe else None, "lock_tries": probe.tries if probe else 0}
+    return {
+        "wall_s": wall,
+        "peak_mb": peak,
+        "rc": proc.returncode,
+        "log": log.read_text(errors="replace"),
+        "lock_wait_s": probe.longest_s if probe else None,
+        "lock_tries": probe.tries if probe else 0,
+    }
 
 
 def naive_import(tsv: Path, ws_path: Path) -> None:
@@ -120,8 +127,9 @@ def naive_import(tsv: Path, ws_path: Path) -> None:
         rows = list(csv.DictReader(f, delimiter="\t"))
     images = {r["index"]: base64.b64decode(r["image"]) for r in rows if len(r["image"]) > 64}
     with open_workspace(ws_path) as ws, ws.db.atomic():
-        bid = catalog.insert_benchmark(ws, name="naive", kind="mcq", format="mmbench-tsv", source=str(tsv),
-                                       source_sha256="naive", meta={})
+        bid = catalog.insert_benchmark(
+            ws, name="naive", kind="mcq", format="mmbench-tsv", source=str(tsv), source_sha256="naive", meta={}
+        )
         shas = {}
         for index, data in images.items():
             mime, w, h = check_image(data)
@@ -134,12 +142,29 @@ def naive_import(tsv: Path, ws_path: Path) -> None:
                 copies[index % 1_000_000] = copies.get(index % 1_000_000, 0) + 1
                 continue
             options = [r[L] for L in "ABCD" if r[L] and r[L] != "nan"]
-            items.append((bid, pos, index, r["question"], None if r["hint"] in ("", "nan") else r["hint"],
-                          json.dumps(options), r["answer"], r["category"], r["l2-category"], r["split"],
-                          language_of(r["question"]), shas.get(r["image"]) or shas[r["index"]], 0, "{}"))
+            items.append(
+                (
+                    bid,
+                    pos,
+                    index,
+                    r["question"],
+                    None if r["hint"] in ("", "nan") else r["hint"],
+                    json.dumps(options),
+                    r["answer"],
+                    r["category"],
+                    r["l2-category"],
+                    r["split"],
+                    language_of(r["question"]),
+                    shas.get(r["image"]) or shas[r["index"]],
+                    0,
+                    "{}",
+                )
+            )
         catalog.insert_items(ws, items)
-        ws.conn.executemany("UPDATE items SET circular_copies = ? WHERE benchmark_id = ? AND source_index = ?",
-                            [(n, bid, i) for i, n in copies.items()])
+        ws.conn.executemany(
+            "UPDATE items SET circular_copies = ? WHERE benchmark_id = ? AND source_index = ?",
+            [(n, bid, i) for i, n in copies.items()],
+        )
         catalog.finish_benchmark(ws, bid, rows_read=len(rows), rows_folded=sum(copies.values()), rows_skipped=0)
 
 
@@ -148,8 +173,10 @@ def workspace_mb(path: Path) -> float:
 
 
 def machine() -> str:
-    return (f"{platform.platform()} | {platform.machine()} | {os.cpu_count()} CPUs | Python "
-            f"{platform.python_version()} | SQLite {sqlite3.sqlite_version}")
+    return (
+        f"{platform.platform()} | {platform.machine()} | {os.cpu_count()} CPUs | Python "
+        f"{platform.python_version()} | SQLite {sqlite3.sqlite_version}"
+    )
 
 
 def main() -> int:
@@ -175,8 +202,19 @@ def main() -> int:
         out = Path(tmp := tempfile.mkdtemp(prefix="vlmdesk-import-bench-"))
     try:
         tsv = out / "MMBench_DEV_EN_bench.tsv"
-        gen = run_child([sys.executable, __file__, "--generate-child", str(tsv), "--questions", str(args.questions),
-                         "--side", str(args.side)], out / "generate.log")
+        gen = run_child(
+            [
+                sys.executable,
+                __file__,
+                "--generate-child",
+                str(tsv),
+                "--questions",
+                str(args.questions),
+                "--side",
+                str(args.side),
+            ],
+            out / "generate.log",
+        )
         if gen["rc"] != 0:
             print(f"generating the file failed:\n{gen['log']}", file=sys.stderr)
             return 1
@@ -202,20 +240,29 @@ def main() -> int:
         report = json.loads(results["streaming"]["log"].strip().splitlines()[-1])
         s, n = results["streaming"], results["naive"]
         print(f"machine: {machine()}")
-        print(f"file: {tsv.name}: {rows} rows, {questions} questions, {file_mb:.1f} MB "
-              f"(generated in {gen_s:.1f} s)")
-        print(f"streaming import (vlmdesk import): {s['wall_s']:.2f} s, {rows / s['wall_s']:.0f} rows/s, "
-              f"peak RSS {s['peak_mb']:.0f} MB, workspace {s['ws_mb']:.1f} MB")
-        print(f"  questions {report['questions']}, folded {report['rows_folded']}, images {report['images']}, "
-              f"skipped {report['rows_skipped']}")
-        print(f"naive import (csv into memory first): {n['wall_s']:.2f} s, {rows / n['wall_s']:.0f} rows/s, "
-              f"peak RSS {n['peak_mb']:.0f} MB, workspace {n['ws_mb']:.1f} MB")
+        print(f"file: {tsv.name}: {rows} rows, {questions} questions, {file_mb:.1f} MB (generated in {gen_s:.1f} s)")
+        print(
+            f"streaming import (vlmdesk import): {s['wall_s']:.2f} s, {rows / s['wall_s']:.0f} rows/s, "
+            f"peak RSS {s['peak_mb']:.0f} MB, workspace {s['ws_mb']:.1f} MB"
+        )
+        print(
+            f"  questions {report['questions']}, folded {report['rows_folded']}, images {report['images']}, "
+            f"skipped {report['rows_skipped']}"
+        )
+        print(
+            f"naive import (csv into memory first): {n['wall_s']:.2f} s, {rows / n['wall_s']:.0f} rows/s, "
+            f"peak RSS {n['peak_mb']:.0f} MB, workspace {n['ws_mb']:.1f} MB"
+        )
         parent = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1024)
-        print(f"longest wait of another writer for the write lock: streaming {s['lock_wait_s'] * 1000:.0f} ms "
-              f"({s['lock_tries']} tries), naive {n['lock_wait_s'] * 1000:.0f} ms ({n['lock_tries']} tries)")
+        print(
+            f"longest wait of another writer for the write lock: streaming {s['lock_wait_s'] * 1000:.0f} ms "
+            f"({s['lock_tries']} tries), naive {n['lock_wait_s'] * 1000:.0f} ms ({n['lock_tries']} tries)"
+        )
         print(f"(this bench's own peak RSS: {parent:.0f} MB — the floor of any child figure)")
-        print(f"ratio streaming/naive: time {s['wall_s'] / n['wall_s']:.2f}x, "
-              f"peak memory {s['peak_mb'] / n['peak_mb']:.2f}x")
+        print(
+            f"ratio streaming/naive: time {s['wall_s'] / n['wall_s']:.2f}x, "
+            f"peak memory {s['peak_mb'] / n['peak_mb']:.2f}x"
+        )
         met = "met" if s["peak_mb"] < TARGET_PEAK_MB else "NOT met"
         print(f"peak-memory target < {TARGET_PEAK_MB} MB for the streaming import: {met} ({s['peak_mb']:.0f} MB)")
         return 0

@@ -1,15 +1,18 @@
 """Typed reads and writes of benchmarks, items and images. Listing queries never select image bytes."""
+
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from typing import Any
 
-from db.workspace import Workspace
+from db.workspace import Workspace, inserted_id
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)
@@ -24,7 +27,7 @@ class Benchmark:
     rows_folded: int
     rows_skipped: int
     imported_at: str
-    meta: dict
+    meta: dict[str, Any]
     questions: int = 0
     images: int = 0
 
@@ -45,13 +48,21 @@ class Item:
     language: str
     image_sha256: str | None
     circular_copies: int
-    meta: dict
+    meta: dict[str, Any]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
-            "index": self.index, "question": self.question, "hint": self.hint, "options": list(self.options),
-            "answer": self.answer, "category": self.category, "l2_category": self.l2_category, "split": self.split,
-            "language": self.language, "image_sha256": self.image_sha256, "circular_copies": self.circular_copies,
+            "index": self.index,
+            "question": self.question,
+            "hint": self.hint,
+            "options": list(self.options),
+            "answer": self.answer,
+            "category": self.category,
+            "l2_category": self.l2_category,
+            "split": self.split,
+            "language": self.language,
+            "image_sha256": self.image_sha256,
+            "circular_copies": self.circular_copies,
         }
 
 
@@ -60,20 +71,37 @@ SELECT b.*, (SELECT count(*) FROM items i WHERE i.benchmark_id = b.id) AS questi
        (SELECT count(DISTINCT image_sha256) FROM items i WHERE i.benchmark_id = b.id) AS images
 FROM benchmarks b
 """
-ITEM_COLUMNS = ("id, benchmark_id, position, source_index, question, hint, options, answer, category, l2_category, "
-                "split, language, image_sha256, circular_copies, meta")
+ITEM_COLUMNS = (
+    "id, benchmark_id, position, source_index, question, hint, options, answer, category, l2_category, "
+    "split, language, image_sha256, circular_copies, meta"
+)
 
 
-def _bench(row: dict) -> Benchmark:
+def _bench(row: dict[str, Any]) -> Benchmark:
     row = dict(row)
     row["meta"] = json.loads(row["meta"])
     return Benchmark(**row)
 
 
-def _item(row) -> Item:
+def _item(row: sqlite3.Row | tuple[Any, ...]) -> Item:
     (id_, bid, pos, index, question, hint, options, answer, cat, l2, split, lang, sha, copies, meta) = row
-    return Item(id_, bid, pos, index, question, hint, tuple(json.loads(options)), answer, cat, l2, split, lang, sha,
-                copies, json.loads(meta))
+    return Item(
+        id_,
+        bid,
+        pos,
+        index,
+        question,
+        hint,
+        tuple(json.loads(options)),
+        answer,
+        cat,
+        l2,
+        split,
+        lang,
+        sha,
+        copies,
+        json.loads(meta),
+    )
 
 
 def list_benchmarks(ws: Workspace) -> list[Benchmark]:
@@ -90,19 +118,22 @@ def benchmark_by_source(ws: Workspace, source_sha256: str) -> Benchmark | None:
     return _bench(rows[0]) if rows else None
 
 
-def insert_benchmark(ws: Workspace, *, name: str, kind: str, format: str, source: str, source_sha256: str,
-                     meta: dict) -> int:
+def insert_benchmark(
+    ws: Workspace, *, name: str, kind: str, format: str, source: str, source_sha256: str, meta: dict[str, Any]
+) -> int:
     cur = ws.conn.execute(
         "INSERT INTO benchmarks (name, kind, format, source, source_sha256, rows_read, imported_at, meta) "
         "VALUES (?, ?, ?, ?, ?, 0, ?, ?)",
         (name, kind, format, source, source_sha256, now_iso(), json.dumps(meta)),
     )
-    return cur.lastrowid
+    return inserted_id(cur)
 
 
 def finish_benchmark(ws: Workspace, benchmark_id: int, *, rows_read: int, rows_folded: int, rows_skipped: int) -> None:
-    ws.conn.execute("UPDATE benchmarks SET rows_read = ?, rows_folded = ?, rows_skipped = ? WHERE id = ?",
-                    (rows_read, rows_folded, rows_skipped, benchmark_id))
+    ws.conn.execute(
+        "UPDATE benchmarks SET rows_read = ?, rows_folded = ?, rows_skipped = ? WHERE id = ?",
+        (rows_read, rows_folded, rows_skipped, benchmark_id),
+    )
 
 
 def has_image(ws: Workspace, sha256: str) -> bool:
@@ -123,7 +154,7 @@ def image_bytes(ws: Workspace, sha256: str) -> tuple[bytes, str] | None:
     return (row[0], row[1]) if row else None
 
 
-def insert_items(ws: Workspace, rows: list[tuple]) -> None:
+def insert_items(ws: Workspace, rows: list[tuple[object, ...]]) -> None:
     """rows: (benchmark_id, position, source_index, question, hint, options_json, answer, category, l2_category,
     split, language, image_sha256, circular_copies, meta_json)."""
     ws.conn.executemany(
@@ -134,8 +165,9 @@ def insert_items(ws: Workspace, rows: list[tuple]) -> None:
 
 
 def item_by_index(ws: Workspace, benchmark_id: int, index: int | str) -> Item | None:
-    row = ws.conn.execute(f"SELECT {ITEM_COLUMNS} FROM items WHERE benchmark_id = ? AND source_index = ?",
-                          (benchmark_id, index)).fetchone()
+    row = ws.conn.execute(
+        f"SELECT {ITEM_COLUMNS} FROM items WHERE benchmark_id = ? AND source_index = ?", (benchmark_id, index)
+    ).fetchone()
     return _item(row) if row else None
 
 
@@ -146,13 +178,15 @@ def add_circular_copy(ws: Workspace, item_id: int, copy_index: int | str, shift:
     meta = json.loads(row[0])
     meta["copies"] = [*meta.get("copies", []), copy_index]
     meta["copy_shifts"] = [*meta.get("copy_shifts", []), shift]
-    ws.conn.execute("UPDATE items SET circular_copies = circular_copies + 1, meta = ? WHERE id = ?",
-                    (json.dumps(meta, ensure_ascii=False), item_id))
+    ws.conn.execute(
+        "UPDATE items SET circular_copies = circular_copies + 1, meta = ? WHERE id = ?",
+        (json.dumps(meta, ensure_ascii=False), item_id),
+    )
 
 
 def list_items(ws: Workspace, benchmark_id: int, *, limit: int | None = None) -> list[Item]:
     sql = f"SELECT {ITEM_COLUMNS} FROM items WHERE benchmark_id = ? ORDER BY position"
-    params: list = [benchmark_id]
+    params: list[object] = [benchmark_id]
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)

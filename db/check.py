@@ -3,18 +3,27 @@
 A check returns the problems it sees (an empty list when healthy); its repair, when there is one, fixes what can be
 rebuilt without losing anything a person made, and says what it did. Adding a check is one entry in CHECKS.
 """
+
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 from sqlite_utils import Database
 
 from db import runs, schema
 from db.workspace import (
-    BUSY_TIMEOUT_MS, Workspace, identify, location_writable, migrate, read_only_connection, recover_command,
+    BUSY_TIMEOUT_MS,
+    FileIdentity,
+    Workspace,
+    identify,
+    location_writable,
+    migrate,
+    read_only_connection,
+    recover_command,
 )
 
 # Listings of problems are cut here: a badly damaged file can have millions.
@@ -41,9 +50,14 @@ class CheckResult:
     def ok(self) -> bool:
         return not self.problems
 
-    def as_json(self) -> dict:
-        return {"name": self.name, "title": self.title, "ok": self.ok, "problems": self.problems,
-                "repaired": self.repaired}
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "ok": self.ok,
+            "problems": self.problems,
+            "repaired": self.repaired,
+        }
 
 
 def _bounded(rows: list[str], total: int | None = None) -> list[str]:
@@ -61,8 +75,10 @@ def _schema_version(ws: Workspace) -> list[str]:
     if version > known:
         return [f"schema version {version} is newer than this vlmdesk understands ({known}): upgrade vlmdesk"]
     if version < known:
-        return [f"schema version {version}; this vlmdesk upgrades it to {known} (vlmdesk check --repair, or any "
-                "command that writes)"]
+        return [
+            f"schema version {version}; this vlmdesk upgrades it to {known} (vlmdesk check --repair, or any "
+            "command that writes)"
+        ]
     return []
 
 
@@ -74,8 +90,12 @@ def _upgrade(ws: Workspace) -> str:
 def _integrity(ws: Workspace) -> list[str]:
     try:
         # A row may hold several lines ("*** in database main ***" and the first problem): one problem a line.
-        rows = [line for r in ws.conn.execute(f"PRAGMA integrity_check({MAX_PROBLEMS})")
-                for line in r[0].splitlines() if line.strip()]
+        rows = [
+            line
+            for r in ws.conn.execute(f"PRAGMA integrity_check({MAX_PROBLEMS})")
+            for line in r[0].splitlines()
+            if line.strip()
+        ]
     except sqlite3.DatabaseError as exc:
         rows = [f"could not be checked: {exc}"]
     if rows == ["ok"]:
@@ -89,7 +109,8 @@ def _recover_hint(path: Path) -> str:
 
 def _foreign_keys(ws: Workspace) -> list[str]:
     # No repair: deleting the rows that point nowhere could delete what an annotator made.
-    shown, total = [], 0
+    shown: list[str] = []
+    total = 0
     for table, rowid, parent, _ in ws.conn.execute("PRAGMA foreign_key_check"):
         total += 1
         if len(shown) < MAX_PROBLEMS:
@@ -99,8 +120,11 @@ def _foreign_keys(ws: Workspace) -> list[str]:
 
 def _search_index(ws: Workspace) -> list[str]:
     present = {(kind, name) for kind, name in ws.conn.execute("SELECT type, name FROM sqlite_master")}
-    missing = [f"the search index's {kind} {name} is missing" for kind, name in schema.search_index_objects()
-               if (kind, name) not in present]
+    missing = [
+        f"the search index's {kind} {name} is missing"
+        for kind, name in schema.search_index_objects()
+        if (kind, name) not in present
+    ]
     if missing or ws.read_only:
         return missing  # FTS5 checks through an INSERT, which a read-only connection refuses; reported as skipped
     try:
@@ -165,8 +189,9 @@ def _delete_orphan_images(ws: Workspace) -> str:
 
 
 def _dead_runs(ws: Workspace) -> list[str]:
-    return _bounded([f"run {r.id} ({r.model_spec}) is stored as running, but its process is gone"
-                     for r in runs.dead_owner_runs(ws)])
+    return _bounded(
+        [f"run {r.id} ({r.model_spec}) is stored as running, but its process is gone" for r in runs.dead_owner_runs(ws)]
+    )
 
 
 def _mark_dead_runs_interrupted(ws: Workspace) -> str:
@@ -198,9 +223,14 @@ class Report:
     def healthy(self) -> bool:
         return all(r.ok for r in self.results)
 
-    def as_json(self) -> dict:
-        return {"workspace": str(self.path), "healthy": self.healthy, "read_only": self.read_only,
-                "checks": [r.as_json() for r in self.results], "notes": self.notes}
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "workspace": str(self.path),
+            "healthy": self.healthy,
+            "read_only": self.read_only,
+            "checks": [r.as_json() for r in self.results],
+            "notes": self.notes,
+        }
 
 
 def _run_one(ws: Workspace, check: Check) -> list[str]:
@@ -249,14 +279,14 @@ def check_workspace(path: Path, *, repair: bool = False) -> Report:
     return Report(path, ws.read_only, results, notes)
 
 
-def _version(ws: Workspace, ident) -> int:
+def _version(ws: Workspace, ident: FileIdentity) -> int:
     try:
         return ws.schema_version()  # after a --repair upgrade, the new one
     except sqlite3.DatabaseError:
         return ident.version  # a schema SQLite cannot load: the header's
 
 
-def _no_repair(ws: Workspace, results: list[CheckResult], ident) -> str | None:
+def _no_repair(ws: Workspace, results: list[CheckResult], ident: FileIdentity) -> str | None:
     """Why repairs must not write to this file, if they must not."""
     if ws.read_only:
         return "the file is read-only"

@@ -2,6 +2,7 @@
 
 A bug is neither: it is any other exception, reported as an internal error with its traceback in a log file.
 """
+
 from __future__ import annotations
 
 

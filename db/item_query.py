@@ -4,6 +4,7 @@ Filters that depend on derived state (review status, QC decisions) arrive as id 
 this module only knows the item columns, the search texts and their full-text index (migration 0010:
 question, hint and option texts) and the stored passes of a run.
 """
+
 from __future__ import annotations
 
 import json
@@ -80,7 +81,7 @@ def _without_marks(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
 
 
-def _sql_fold(text) -> str:
+def _sql_fold(text: object) -> str:
     return search_fold(text if isinstance(text, str) else "" if text is None else str(text))
 
 
@@ -92,7 +93,7 @@ _REFOLDS_SEEN: dict[int, bool] = {}
 _REFOLDS_SEEN_MAX = 1 << 17
 
 
-def _refolds(texts) -> bool:
+def _refolds(texts: object) -> bool:
     """True when folding changes the words of an item's texts (its columns, joined) beyond what the index folds
     itself (lower case, no diacritics): "Ｆｕｌｌ", "ﬁsh", "Straße"; not Chinese with full-width punctuation."""
     if not isinstance(texts, str):
@@ -117,7 +118,7 @@ def _words_refold(texts: str) -> bool:
     return _WORD.findall(search_fold(rest)) != _WORD.findall(rest.lower())
 
 
-def _has_words(words: str, *texts) -> int:
+def _has_words(words: str, *texts: object) -> int:
     """1 when every word (one per line) starts a word of the folded texts — the index's prefix search, folded."""
     found = set(_WORD.findall(_without_marks(search_fold("\n".join(t for t in texts if isinstance(t, str))))))
     return int(all(any(t.startswith(w) for t in found) for w in words.split("\n")))
@@ -126,7 +127,7 @@ def _has_words(words: str, *texts) -> int:
 # The last answer: (connection, benchmark, PRAGMA data_version, total_changes) and the ids of the benchmark's items
 # whose texts refold. Typing a search asks again at every letter; any write (by this connection or another one)
 # makes the next search ask the items afresh.
-_REFOLDING: list = [None, None]
+_REFOLDING: list[object] = [None, None]
 
 
 def _refolding_items(ws: Workspace, benchmark_id: int) -> str:
@@ -134,12 +135,16 @@ def _refolding_items(ws: Workspace, benchmark_id: int) -> str:
     conn = ws.conn
     key = (conn, benchmark_id, conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
     if _REFOLDING[0] != key:  # the connection itself is held, so its id cannot be reused by another one
-        ids = [r[0] for r in conn.execute(
-            "SELECT id FROM items WHERE benchmark_id = ? "
-            "AND vlmdesk_search_refolds(question || char(10) || coalesce(hint, '') || char(10) || options)",
-            (benchmark_id,))]
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM items WHERE benchmark_id = ? "
+                "AND vlmdesk_search_refolds(question || char(10) || coalesce(hint, '') || char(10) || options)",
+                (benchmark_id,),
+            )
+        ]
         _REFOLDING[:] = [key, json.dumps(ids)]
-    return _REFOLDING[1]
+    return str(_REFOLDING[1])
 
 
 def _register_functions(conn: sqlite3.Connection) -> None:
@@ -154,7 +159,7 @@ def _register_functions(conn: sqlite3.Connection) -> None:
     conn.create_function("vlmdesk_search_words", 4, _has_words, deterministic=True)
 
 
-def _search_sql(ws: Workspace, benchmark_id: int, typed: str) -> tuple[str, list]:
+def _search_sql(ws: Workspace, benchmark_id: int, typed: str) -> tuple[str, list[object]]:
     """The condition on item i for a search: words by the index (plus the items it cannot fold), and text in
     scripts without spaces, or punctuation only, as a substring of the folded texts."""
     if _SURROGATE.search(typed):  # no stored text holds a lone surrogate (nor could SQLite be given one)
@@ -165,19 +170,24 @@ def _search_sql(ws: Workspace, benchmark_id: int, typed: str) -> tuple[str, list
     if words and not _SPACELESS.search(text):
         # Every word as a prefix, all required; each quoted, so nothing typed is read as FTS syntax (quotes, NEAR,
         # AND, *, -, ^, column filters). Over the same texts as the index (the view), never the options' JSON.
-        return ("i.id IN (SELECT rowid FROM item_search WHERE item_search MATCH ? UNION ALL "
-                "SELECT t.id FROM item_search_texts t WHERE t.id IN (SELECT value FROM json_each(?)) "
-                "AND vlmdesk_search_words(?, t.question, t.hint, t.options))",
-                [" ".join(f'"{w}"*' for w in words), _refolding_items(ws, benchmark_id), "\n".join(words)])
+        return (
+            "i.id IN (SELECT rowid FROM item_search WHERE item_search MATCH ? UNION ALL "
+            "SELECT t.id FROM item_search_texts t WHERE t.id IN (SELECT value FROM json_each(?)) "
+            "AND vlmdesk_search_words(?, t.question, t.hint, t.options))",
+            [" ".join(f'"{w}"*' for w in words), _refolding_items(ws, benchmark_id), "\n".join(words)],
+        )
     # instr, not LIKE: LIKE reads its pattern up to a NUL, so "\0" would match everything.
-    return ("EXISTS (SELECT 1 FROM item_search_texts t WHERE t.id = i.id AND ("
-            "instr(vlmdesk_search_fold(t.question), ?) OR instr(vlmdesk_search_fold(coalesce(t.hint, '')), ?) "
-            "OR instr(vlmdesk_search_fold(coalesce(t.options, '')), ?)))", [text] * 3)
+    return (
+        "EXISTS (SELECT 1 FROM item_search_texts t WHERE t.id = i.id AND ("
+        "instr(vlmdesk_search_fold(t.question), ?) OR instr(vlmdesk_search_fold(coalesce(t.hint, '')), ?) "
+        "OR instr(vlmdesk_search_fold(coalesce(t.options, '')), ?)))",
+        [text] * 3,
+    )
 
 
-def _where(ws: Workspace, benchmark_id: int, f: ItemFilter) -> tuple[str, list]:
+def _where(ws: Workspace, benchmark_id: int, f: ItemFilter) -> tuple[str, list[object]]:
     sql = ["i.benchmark_id = ?"]
-    params: list = [benchmark_id]
+    params: list[object] = [benchmark_id]
     for column, value in (("category", f.category), ("l2_category", f.l2_category), ("split", f.split)):
         if value is not None:
             sql.append(f"coalesce(i.{column}, '') = ?")
@@ -201,9 +211,11 @@ def _where(ws: Workspace, benchmark_id: int, f: ItemFilter) -> tuple[str, list]:
 
 def _result_case(need: str) -> str:
     """The run result over the passes `p` of one item of one run, needing `need` right passes (see RUN_RESULTS)."""
-    return (f"CASE WHEN count(*) = 0 THEN 'none' WHEN sum(p.correct = 0) > 0 THEN 'wrong' "
-            f"WHEN sum(p.correct IS NULL) > 0 THEN 'unscored' WHEN sum(p.correct = 1) >= {need} THEN 'right' "
-            f"ELSE 'pending' END")
+    return (
+        f"CASE WHEN count(*) = 0 THEN 'none' WHEN sum(p.correct = 0) > 0 THEN 'wrong' "
+        f"WHEN sum(p.correct IS NULL) > 0 THEN 'unscored' WHEN sum(p.correct = 1) >= {need} THEN 'right' "
+        f"ELSE 'pending' END"
+    )
 
 
 def _need(strategy: str) -> str:
@@ -228,7 +240,9 @@ def run_results(ws: Workspace, run_ids: list[int]) -> dict[int, dict[int, str]]:
             continue
         rows = ws.conn.execute(
             f"SELECT p.item_id, {_result_case(_need(run.strategy))} FROM predictions p "
-            f"JOIN items i ON i.id = p.item_id WHERE p.run_id = ? GROUP BY p.item_id ORDER BY p.item_id", (run_id,))
+            f"JOIN items i ON i.id = p.item_id WHERE p.run_id = ? GROUP BY p.item_id ORDER BY p.item_id",
+            (run_id,),
+        )
         for item_id, result in rows:
             found.setdefault(item_id, {})[run_id] = result
     return found
@@ -236,19 +250,27 @@ def run_results(ws: Workspace, run_ids: list[int]) -> dict[int, dict[int, str]]:
 
 def count_items(ws: Workspace, benchmark_id: int, f: ItemFilter = ItemFilter()) -> int:
     where, params = _where(ws, benchmark_id, f)
-    return ws.conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0]
+    return int(ws.conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0])
 
 
-def item_page(ws: Workspace, benchmark_id: int, f: ItemFilter = ItemFilter(), *, after: tuple[int, int] | None = None,
-              limit: int = 200) -> list[ItemRow]:
+def item_page(
+    ws: Workspace,
+    benchmark_id: int,
+    f: ItemFilter = ItemFilter(),
+    *,
+    after: tuple[int, int] | None = None,
+    limit: int = 200,
+) -> list[ItemRow]:
     """Up to `limit` rows in file order, starting after (position, id) `after` — keyset paging stays fast at depth."""
     where, params = _where(ws, benchmark_id, f)
     if after is not None:
         where += " AND (i.position, i.id) > (?, ?)"
         params += list(after)
-    sql = (f"SELECT i.id, i.position, i.source_index, i.category, i.l2_category, i.split, i.answer, "
-           f"json_array_length(i.options), i.image_sha256, i.question, {_run_result_sql(ws, f.run_id)} "
-           f"FROM items i WHERE {where} ORDER BY i.position, i.id LIMIT ?")
+    sql = (
+        f"SELECT i.id, i.position, i.source_index, i.category, i.l2_category, i.split, i.answer, "
+        f"json_array_length(i.options), i.image_sha256, i.question, {_run_result_sql(ws, f.run_id)} "
+        f"FROM items i WHERE {where} ORDER BY i.position, i.id LIMIT ?"
+    )
     return [ItemRow(*r) for r in ws.conn.execute(sql, params + [limit])]
 
 
@@ -256,8 +278,9 @@ def facet_values(ws: Workspace, benchmark_id: int) -> dict[str, list[str]]:
     """The distinct categories, L2 categories and splits of a benchmark ('' stands for none)."""
     out = {}
     for column in ("category", "l2_category", "split"):
-        rows = ws.conn.execute(f"SELECT DISTINCT coalesce({column}, '') FROM items WHERE benchmark_id = ? "
-                               f"ORDER BY 1", (benchmark_id,))
+        rows = ws.conn.execute(
+            f"SELECT DISTINCT coalesce({column}, '') FROM items WHERE benchmark_id = ? ORDER BY 1", (benchmark_id,)
+        )
         out[column] = [r[0] for r in rows]
     return out
 
@@ -272,17 +295,34 @@ def runs_of_benchmark(ws: Workspace, benchmark_id: int) -> list[runs.Run]:
     return [r for r in reversed(runs.list_runs(ws)) if r.benchmark_id == benchmark_id]
 
 
-def item_predictions(ws: Workspace, item_id: int, runs_by_id: dict[int, runs.Run] | None = None
-                     ) -> list[tuple[runs.Run, list[runs.Prediction]]]:
+def item_predictions(
+    ws: Workspace, item_id: int, runs_by_id: dict[int, runs.Run] | None = None
+) -> list[tuple[runs.Run, list[runs.Prediction]]]:
     """Every run's stored passes for one item, newest run first, passes in order. `runs_by_id` saves re-reading
     the runs (each read counts its predictions) when a caller already holds them."""
     rows = ws.conn.execute(
         "SELECT run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, reason, correct, "
-        "latency_ms FROM predictions WHERE item_id = ? ORDER BY run_id DESC, pass", (item_id,)).fetchall()
+        "latency_ms FROM predictions WHERE item_id = ? ORDER BY run_id DESC, pass",
+        (item_id,),
+    ).fetchall()
     by_run: dict[int, list[runs.Prediction]] = {}
     for r in rows:
-        by_run.setdefault(r[0], []).append(runs.Prediction(
-            r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7], r[8], r[9],
-            None if r[10] is None else bool(r[10]), r[11]))
+        by_run.setdefault(r[0], []).append(
+            runs.Prediction(
+                r[0],
+                r[1],
+                r[2],
+                tuple(json.loads(r[3])),
+                r[4],
+                r[5],
+                r[6],
+                r[7],
+                r[8],
+                r[9],
+                None if r[10] is None else bool(r[10]),
+                r[11],
+            )
+        )
     known = runs_by_id or {}
-    return [(known.get(run_id) or runs.get_run(ws, run_id), passes) for run_id, passes in by_run.items()]
+    found = [(known.get(run_id) or runs.get_run(ws, run_id), passes) for run_id, passes in by_run.items()]
+    return [(run, passes) for run, passes in found if run is not None]  # a run deleted since: nothing to show

@@ -3,10 +3,12 @@
 Secrets never enter the workspace: an `openai:` spec names the environment variable that holds its key
 (`key_env=NAME`); a spec that carries something that looks like a key is refused.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from db.catalog import now_iso
 from db.errors import InvalidInput
@@ -28,9 +30,15 @@ class SavedModel:
     def kind(self) -> str:
         return self.spec.partition(":")[0]
 
-    def to_json(self) -> dict:
-        return {"id": self.id, "name": self.name, "spec": self.spec, "kind": self.kind, "note": self.note,
-                "created_at": self.created_at}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "spec": self.spec,
+            "kind": self.kind,
+            "note": self.note,
+            "created_at": self.created_at,
+        }
 
 
 def add_model(ws: Workspace, name: str, spec: str, *, note: str | None = None) -> SavedModel:
@@ -43,9 +51,13 @@ def add_model(ws: Workspace, name: str, spec: str, *, note: str | None = None) -
     with ws.db.atomic():
         if ws.conn.execute("SELECT 1 FROM models WHERE name = ?", (name,)).fetchone():
             raise InvalidInput(f"a model named {name!r} exists already (vlmdesk models remove {name!r} first)")
-        ws.conn.execute("INSERT INTO models (name, spec, note, created_at) VALUES (?, ?, ?, ?)",
-                        (name, spec, note, now_iso()))
-    return get_model(ws, name)
+        ws.conn.execute(
+            "INSERT INTO models (name, spec, note, created_at) VALUES (?, ?, ?, ?)", (name, spec, note, now_iso())
+        )
+    saved = get_model(ws, name)
+    if saved is None:
+        raise RuntimeError(f"model {name!r} was not stored")  # a bug, not the user's mistake
+    return saved
 
 
 def get_model(ws: Workspace, name: str) -> SavedModel | None:

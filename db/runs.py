@@ -4,6 +4,7 @@ A process executing a run owns it: it claims the run in one transaction (only wh
 owner is gone) and beats a heartbeat while it runs. A run stored as running whose owner is gone reads as
 `interrupted` everywhere (`effective_status`), and the next claim takes it over.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,17 +13,17 @@ import socket
 import sqlite3
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-from typing import Literal
+from datetime import UTC, datetime
+from typing import Any, Literal, NoReturn
 
 from db import catalog
 from db.catalog import now_iso
 from db.errors import EnvironmentFault, NotFound, UserError
-from db.workspace import Workspace
+from db.workspace import Workspace, inserted_id
 
 # The numbers a run stores, bounded where they enter (vlmdesk/args.py for the command line).
 ID_MAX = 2**63 - 1  # SQLite's INTEGER
-COUNT_MAX = 10**9   # items, passes, tokens, batch sizes
+COUNT_MAX = 10**9  # items, passes, tokens, batch sizes
 SEED_MAX = 2**32 - 1
 
 HEARTBEAT_S = 5.0
@@ -38,9 +39,10 @@ RunStatus = Literal["running", "finished", "failed", "interrupted"]
 class RunBusy(UserError):
     """The run is being executed by another live process."""
 
-    def __init__(self, run: "Run"):
-        super().__init__(f"run {run.id} is being run by pid {run.owner_pid} on {run.owner_host} since "
-                         f"{run.owner_since}")
+    def __init__(self, run: Run):
+        super().__init__(
+            f"run {run.id} is being run by pid {run.owner_pid} on {run.owner_host} since {run.owner_since}"
+        )
         self.run = run
 
 
@@ -57,7 +59,7 @@ class Owner:
     token: str
 
     @classmethod
-    def here(cls) -> "Owner":
+    def here(cls) -> Owner:
         return cls(socket.gethostname(), os.getpid(), uuid.uuid4().hex)
 
 
@@ -70,9 +72,9 @@ class Run:
     strategy: Strategy
     prompt_template: str
     extractor: str
-    config: dict
+    config: dict[str, Any]
     config_key: str
-    versions: dict
+    versions: dict[str, Any]
     git_revision: str | None
     seed: int
     status: RunStatus  # effective: a `running` run whose owner is gone reads `interrupted`
@@ -96,7 +98,7 @@ class Run:
         return value if valid_int(value, 1, COUNT_MAX) else None
 
 
-def valid_int(value, low: int, high: int) -> bool:
+def valid_int(value: object, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
@@ -115,10 +117,22 @@ class Prediction:
     correct: bool | None
     latency_ms: float | None
 
-    def row(self, created_at: str) -> tuple:
-        return (self.run_id, self.item_id, self.pass_, json.dumps(list(self.option_order)), self.prompt,
-                self.response, self.answer, self.choice, self.stage, self.reason,
-                None if self.correct is None else int(self.correct), self.latency_ms, created_at)
+    def row(self, created_at: str) -> tuple[object, ...]:
+        return (
+            self.run_id,
+            self.item_id,
+            self.pass_,
+            json.dumps(list(self.option_order)),
+            self.prompt,
+            self.response,
+            self.answer,
+            self.choice,
+            self.stage,
+            self.reason,
+            None if self.correct is None else int(self.correct),
+            self.latency_ms,
+            created_at,
+        )
 
 
 _RUN_SELECT = """
@@ -127,11 +141,14 @@ FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id
 """
 
 
-def _json_object(text, what: str, problems: list[str]) -> dict:
+def _json_object(text: object, what: str, problems: list[str]) -> dict[str, Any]:
     """A stored JSON object, or {} with the reason noted: a damaged value must not make the workspace unreadable."""
     try:
-        value = (json.loads(text, parse_constant=_no_constant, parse_float=_finite)
-                 if isinstance(text, (str, bytes)) else None)
+        value = (
+            json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+            if isinstance(text, (str, bytes))
+            else None
+        )
     except (ValueError, RecursionError) as exc:
         problems.append(f"{what}: not readable JSON ({str(exc)[:80]})")
         return {}
@@ -141,7 +158,7 @@ def _json_object(text, what: str, problems: list[str]) -> dict:
     return value
 
 
-def _no_constant(name: str):
+def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a number")
 
 
@@ -152,7 +169,7 @@ def _finite(text: str) -> float:
     return value
 
 
-def config_problems(config: dict) -> list[str]:
+def config_problems(config: dict[str, Any]) -> list[str]:
     """Stored settings outside what any vlmdesk could have written (the engine refuses to resume on them)."""
     found = []
     for key in ("limit", "batch_size", "max_new_tokens"):
@@ -173,8 +190,8 @@ def config_problems(config: dict) -> list[str]:
 _RUN_FIELDS = set(Run.__dataclass_fields__) - {"stored_status", "problems"}
 
 
-def _run(row, now: datetime | None = None) -> Run:
-    row = {k: v for k, v in dict(row).items() if k in _RUN_FIELDS}  # columns a later migration adds are ignored
+def _run(record: sqlite3.Row | dict[str, Any], now: datetime | None = None) -> Run:
+    row = {k: v for k, v in dict(record).items() if k in _RUN_FIELDS}  # columns a later migration adds are ignored
     problems: list[str] = []
     row["config"] = _json_object(row["config"], "config", problems)
     problems += config_problems(row["config"])
@@ -191,12 +208,14 @@ def _run(row, now: datetime | None = None) -> Run:
 # -- ownership -----------------------------------------------------------------------------------------------
 
 
-def _parse_time(text) -> datetime | None:
+def _parse_time(text: str | None) -> datetime | None:
+    if text is None:
+        return None
     try:
         when = datetime.fromisoformat(text)
     except (TypeError, ValueError):
         return None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -221,11 +240,11 @@ def owner_gone(run: Run, now: datetime | None = None) -> bool:
     if run.owner_host == socket.gethostname() and (run.owner_pid is None or not _pid_alive(run.owner_pid)):
         return True
     beat = _parse_time(run.heartbeat_at)
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return beat is None or (now - beat).total_seconds() > STALE_AFTER_S
 
 
-def effective_status(run: Run, now: datetime | None = None) -> str:
+def effective_status(run: Run, now: datetime | None = None) -> RunStatus:
     """The status to show and act on: a run stored as `running` whose owner is gone is `interrupted`. The one
     rule for `vlmdesk runs`, `report`, `check` and the app's lists."""
     stored = run.stored_status or run.status
@@ -245,24 +264,25 @@ class _immediate:
     def __init__(self, ws: Workspace):
         self.conn = ws.conn
 
-    def __enter__(self):
+    def __enter__(self) -> sqlite3.Connection:
         self.conn.execute("BEGIN IMMEDIATE")
         return self.conn
 
-    def __exit__(self, exc_type, *exc):
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         if exc_type is None:
             self.conn.execute("COMMIT")
         elif self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
 
 
-def _claim_in_txn(conn, run: Run, owner: Owner, now: str) -> None:
+def _claim_in_txn(conn: sqlite3.Connection, run: Run, owner: Owner, now: str) -> None:
     if run.owner_token is not None and not owner_gone(run) and not _owned_by(run, owner):
         raise RunBusy(run)
     conn.execute(
         "UPDATE runs SET owner_host = ?, owner_pid = ?, owner_token = ?, owner_since = ?, heartbeat_at = ?, "
         "status = 'running', error = NULL, finished_at = NULL, updated_at = ? WHERE id = ? AND owner_token IS ?",
-        (owner.host, owner.pid, owner.token, now, now, now, run.id, run.owner_token))
+        (owner.host, owner.pid, owner.token, now, now, now, run.id, run.owner_token),
+    )
 
 
 def check_free(run: Run, owner: Owner | None = None) -> None:
@@ -281,12 +301,25 @@ def claim_run(ws: Workspace, run_id: int, owner: Owner) -> Run:
         if run is None:
             raise NotFound(f"no run {run_id}")
         _claim_in_txn(conn, run, owner, now)
-    return get_run(ws, run_id)
+    return _stored_run(ws, run_id)
 
 
-def create_or_claim(ws: Workspace, *, reuse: bool, owner: Owner, benchmark_id: int, model_spec: str,
-                    strategy: str, prompt_template: str, extractor: str, config: dict, config_key: str,
-                    versions: dict, git_revision: str | None, seed: int) -> Run:
+def create_or_claim(
+    ws: Workspace,
+    *,
+    reuse: bool,
+    owner: Owner,
+    benchmark_id: int,
+    model_spec: str,
+    strategy: str,
+    prompt_template: str,
+    extractor: str,
+    config: dict[str, Any],
+    config_key: str,
+    versions: dict[str, Any],
+    git_revision: str | None,
+    seed: int,
+) -> Run:
     """With `reuse`, the latest run with this config key, claimed for `owner` (or returned as is when finished);
     else, or when there is none, a new run owned by `owner`. One transaction: two processes started at once
     never both create the run, and the second gets RunBusy."""
@@ -298,33 +331,76 @@ def create_or_claim(ws: Workspace, *, reuse: bool, owner: Owner, benchmark_id: i
                 _claim_in_txn(conn, found, owner, now)
             run_id = found.id
         else:
-            run_id = conn.execute(
-                "INSERT INTO runs (benchmark_id, model_spec, strategy, prompt_template, extractor, config, "
-                "config_key, versions, git_revision, seed, status, created_at, updated_at, owner_host, owner_pid, "
-                "owner_token, owner_since, heartbeat_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
-                (benchmark_id, model_spec, strategy, prompt_template, extractor, json.dumps(config, sort_keys=True),
-                 config_key, json.dumps(versions, sort_keys=True), git_revision, seed, now, now, owner.host,
-                 owner.pid, owner.token, now, now)).lastrowid
-    return get_run(ws, run_id)
+            run_id = inserted_id(
+                conn.execute(
+                    "INSERT INTO runs (benchmark_id, model_spec, strategy, prompt_template, extractor, config, "
+                    "config_key, versions, git_revision, seed, status, created_at, updated_at, owner_host, owner_pid, "
+                    "owner_token, owner_since, heartbeat_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        benchmark_id,
+                        model_spec,
+                        strategy,
+                        prompt_template,
+                        extractor,
+                        json.dumps(config, sort_keys=True),
+                        config_key,
+                        json.dumps(versions, sort_keys=True),
+                        git_revision,
+                        seed,
+                        now,
+                        now,
+                        owner.host,
+                        owner.pid,
+                        owner.token,
+                        now,
+                        now,
+                    ),
+                )
+            )
+    return _stored_run(ws, run_id)
 
 
-def create_run(ws: Workspace, *, benchmark_id: int, model_spec: str, strategy: str, prompt_template: str,
-               extractor: str, config: dict, config_key: str, versions: dict, git_revision: str | None,
-               seed: int, owner: Owner | None = None) -> int:
+def create_run(
+    ws: Workspace,
+    *,
+    benchmark_id: int,
+    model_spec: str,
+    strategy: str,
+    prompt_template: str,
+    extractor: str,
+    config: dict[str, Any],
+    config_key: str,
+    versions: dict[str, Any],
+    git_revision: str | None,
+    seed: int,
+    owner: Owner | None = None,
+) -> int:
     """A new run, owned by `owner` (default: this process)."""
-    return create_or_claim(ws, reuse=False, owner=owner or Owner.here(), benchmark_id=benchmark_id,
-                           model_spec=model_spec, strategy=strategy, prompt_template=prompt_template,
-                           extractor=extractor, config=config, config_key=config_key, versions=versions,
-                           git_revision=git_revision, seed=seed).id
+    return create_or_claim(
+        ws,
+        reuse=False,
+        owner=owner or Owner.here(),
+        benchmark_id=benchmark_id,
+        model_spec=model_spec,
+        strategy=strategy,
+        prompt_template=prompt_template,
+        extractor=extractor,
+        config=config,
+        config_key=config_key,
+        versions=versions,
+        git_revision=git_revision,
+        seed=seed,
+    ).id
 
 
 def heartbeat(conn: sqlite3.Connection, run_id: int, owner: Owner) -> bool:
     """Record that the owner is alive; False when the run is no longer this owner's. `conn` may be a connection
     of another thread (the heartbeat thread keeps its own)."""
     with conn:
-        cur = conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ? AND owner_token = ?",
-                           (now_iso(), run_id, owner.token))
+        cur = conn.execute(
+            "UPDATE runs SET heartbeat_at = ? WHERE id = ? AND owner_token = ?", (now_iso(), run_id, owner.token)
+        )
     return cur.rowcount == 1
 
 
@@ -337,7 +413,8 @@ def release(ws: Workspace, run_id: int, owner: Owner, status: str, *, error: str
             "UPDATE runs SET status = ?, error = ?, updated_at = ?, finished_at = ?, owner_host = NULL, "
             "owner_pid = NULL, owner_token = NULL, owner_since = NULL, heartbeat_at = NULL "
             "WHERE id = ? AND owner_token = ?",
-            (status, error, now, now if status == "finished" else None, run_id, owner.token))
+            (status, error, now, now if status == "finished" else None, run_id, owner.token),
+        )
     return cur.rowcount == 1
 
 
@@ -357,11 +434,20 @@ def mark_interrupted(ws: Workspace, run_id: int) -> bool:
         conn.execute(
             "UPDATE runs SET status = 'interrupted', error = ?, updated_at = ?, owner_host = NULL, owner_pid = NULL, "
             "owner_token = NULL, owner_since = NULL, heartbeat_at = NULL WHERE id = ? AND owner_token IS ?",
-            (f"interrupted: its process ({who}) is gone", now_iso(), run_id, run.owner_token))
+            (f"interrupted: its process ({who}) is gone", now_iso(), run_id, run.owner_token),
+        )
     return True
 
 
 # -- reads and writes ----------------------------------------------------------------------------------------
+
+
+def _stored_run(ws: Workspace, run_id: int) -> Run:
+    """The run just written in this process (its absence is a bug, not a user's mistake)."""
+    run = get_run(ws, run_id)
+    if run is None:
+        raise RuntimeError(f"run {run_id} was not stored")
+    return run
 
 
 def get_run(ws: Workspace, run_id: int) -> Run | None:
@@ -377,7 +463,7 @@ def latest_run_with_key(ws: Workspace, config_key: str) -> Run | None:
 
 
 def list_runs(ws: Workspace) -> list[Run]:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return [_run(r, now) for r in ws.db.query(_RUN_SELECT + " ORDER BY r.id")]
 
 
@@ -386,7 +472,9 @@ def delete_unstarted(ws: Workspace, run_id: int, owner: Owner) -> bool:
     with ws.db.atomic():
         cur = ws.conn.execute(
             "DELETE FROM runs WHERE id = ? AND owner_token = ? AND NOT EXISTS "
-            "(SELECT 1 FROM predictions WHERE run_id = ?)", (run_id, owner.token, run_id))
+            "(SELECT 1 FROM predictions WHERE run_id = ?)",
+            (run_id, owner.token, run_id),
+        )
     return cur.rowcount == 1
 
 
@@ -396,8 +484,10 @@ def add_predictions(ws: Workspace, predictions: list[Prediction], owner: Owner |
     now = now_iso()
     with ws.db.atomic():
         if predictions and owner is not None:
-            cur = ws.conn.execute("UPDATE runs SET updated_at = ?, heartbeat_at = ? WHERE id = ? AND owner_token = ?",
-                                  (now, now, predictions[0].run_id, owner.token))
+            cur = ws.conn.execute(
+                "UPDATE runs SET updated_at = ?, heartbeat_at = ? WHERE id = ? AND owner_token = ?",
+                (now, now, predictions[0].run_id, owner.token),
+            )
             if cur.rowcount != 1:
                 raise RunLost(f"run {predictions[0].run_id} was taken over by another process")
         ws.conn.executemany(
@@ -417,6 +507,23 @@ def items_of(ws: Workspace, run: Run) -> list[catalog.Item]:
 def predictions_of(ws: Workspace, run_id: int) -> list[Prediction]:
     rows = ws.conn.execute(
         "SELECT run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, reason, correct, "
-        "latency_ms FROM predictions WHERE run_id = ? ORDER BY item_id, pass", (run_id,))
-    return [Prediction(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7], r[8], r[9],
-                       None if r[10] is None else bool(r[10]), r[11]) for r in rows]
+        "latency_ms FROM predictions WHERE run_id = ? ORDER BY item_id, pass",
+        (run_id,),
+    )
+    return [
+        Prediction(
+            r[0],
+            r[1],
+            r[2],
+            tuple(json.loads(r[3])),
+            r[4],
+            r[5],
+            r[6],
+            r[7],
+            r[8],
+            r[9],
+            None if r[10] is None else bool(r[10]),
+            r[11],
+        )
+        for r in rows
+    ]

@@ -4,6 +4,7 @@ Each migration is applied once, in order, inside a transaction (sqlite-utils `Mi
 the number of migrations applied, mirrored in `PRAGMA user_version` so a workspace written by a newer vlmdesk is
 refused instead of misread.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,7 +33,9 @@ def _script(db: Database, sql: str) -> None:
 
 @migrations(name="0001_benchmarks_items_reviews")
 def _m0001(db: Database) -> None:
-    _script(db, """
+    _script(
+        db,
+        """
         CREATE TABLE images (
             sha256 TEXT PRIMARY KEY,
             data BLOB NOT NULL,
@@ -89,7 +92,7 @@ def _m0001(db: Database) -> None:
         -- The review log is evidence: a verdict is superseded by a newer row (or withdrawn by an undo row), never edited.
         CREATE TRIGGER reviews_no_update BEFORE UPDATE ON reviews
             BEGIN SELECT RAISE(ABORT, 'reviews are append-only'); END;
-        """
+        """,  # noqa: E501 (a shipped migration keeps its text)
     )
 
 
@@ -103,7 +106,9 @@ def migration_names() -> list[str]:
 
 @migrations(name="0002_runs_predictions")
 def _m0002(db: Database) -> None:
-    _script(db, """
+    _script(
+        db,
+        """
         CREATE TABLE runs (
             id INTEGER PRIMARY KEY,
             benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
@@ -141,14 +146,15 @@ def _m0002(db: Database) -> None:
             PRIMARY KEY (run_id, item_id, pass)
         );
         CREATE INDEX predictions_item ON predictions (item_id);
-        """
+        """,
     )
-
 
 
 @migrations(name="0003_extraction_alignment")
 def _m0003(db: Database) -> None:
-    _script(db, """
+    _script(
+        db,
+        """
         -- Cache of LLM extraction results. key = sha256 of (extractor, prompt version, question, options, response):
         -- re-scoring or re-sampling never asks the extractor model twice for the same input.
         CREATE TABLE extractions (
@@ -238,12 +244,15 @@ def _m0003(db: Database) -> None:
         CREATE INDEX adjudications_item ON adjudications (item_id, id);
         CREATE TRIGGER adjudications_no_update BEFORE UPDATE ON adjudications
             BEGIN SELECT RAISE(ABORT, 'adjudications are append-only'); END;
-        """
+        """,
     )
+
 
 @migrations(name="0004_quality_control")
 def _m0004(db: Database) -> None:
-    _script(db, """
+    _script(
+        db,
+        """
         -- One row per computation of a QC stage over a set of runs: the history of which runs flagged what.
         CREATE TABLE qc_stage_runs (
             id INTEGER PRIMARY KEY,
@@ -288,7 +297,7 @@ def _m0004(db: Database) -> None:
         -- Decisions are evidence, like reviews: a newer row supersedes, nothing is edited.
         CREATE TRIGGER qc_decisions_no_update BEFORE UPDATE ON qc_decisions
             BEGIN SELECT RAISE(ABORT, 'QC decisions are append-only'); END;
-        """
+        """,
     )
 
 
@@ -298,7 +307,9 @@ def _m0005(db: Database) -> None:
     # table (the text stays in `items` only), kept in sync by triggers; `rebuild` indexes the existing rows.
     # unicode61 with diacritics folded: "cafe" finds "café"; Chinese runs are searched by substring instead
     # (db/item_query.py), since unicode61 keeps a CJK run as one token.
-    _script(db, """
+    _script(
+        db,
+        """
         CREATE VIRTUAL TABLE item_search USING fts5(
             question, hint, options, content='items', content_rowid='id',
             tokenize='unicode61 remove_diacritics 2'
@@ -316,7 +327,7 @@ def _m0005(db: Database) -> None:
             INSERT INTO item_search (rowid, question, hint, options) VALUES (new.id, new.question, new.hint, new.options);
         END;
         INSERT INTO item_search (item_search) VALUES ('rebuild');
-        """
+        """,  # noqa: E501 (a shipped migration keeps its text: SQLite stores the triggers' SQL as written)
     )
 
 
@@ -324,7 +335,9 @@ def _m0005(db: Database) -> None:
 def _m0006(db: Database) -> None:
     # Models a user keeps at hand (the desktop app's Models panel, `vlmdesk models`): a name and a model spec. A
     # spec names the environment variable that holds an API key, never the key (db/models.py refuses keys).
-    _script(db, """
+    _script(
+        db,
+        """
         CREATE TABLE models (
             id INTEGER PRIMARY KEY,
             name TEXT NOT NULL UNIQUE,
@@ -332,25 +345,31 @@ def _m0006(db: Database) -> None:
             note TEXT,
             created_at TEXT NOT NULL
         );
-        """
+        """,
     )
 
 
 # A uuid4 written in SQL, so that every insert gets one even when the writer does not set it (the annotation layer
 # sets its own with Python's uuid4). abs() of the remainder, not of random(): abs(-2**63) overflows.
-_UUID4 = ("lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || "
-          "substr('89ab', 1 + abs(random() % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))")
+_UUID4 = (
+    "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || "
+    "substr('89ab', 1 + abs(random() % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))"
+)
 _ID_COLUMNS = f"""
             uuid TEXT NOT NULL UNIQUE DEFAULT ({_UUID4}),
             withdraws TEXT REFERENCES {{table}}(uuid) DEFERRABLE INITIALLY DEFERRED"""
 
 
 def _rebuild(db: Database, table: str, body: str, checks: str, columns: str, after: str) -> None:
-    """Recreate `table` with the columns of `body`, uuid and withdraws, then the table constraints `checks`, copying every row in id order (each gets a uuid), then run
-    `after` (indexes, triggers). SQLite cannot change a CHECK or add a UNIQUE NOT NULL column in place."""
+    """Recreate `table` with the columns of `body`, uuid and withdraws, then the table constraints `checks`, copying
+    every row in id order (each gets a uuid), then run `after` (indexes, triggers). SQLite cannot change a CHECK or
+    add a UNIQUE NOT NULL column in place."""
     new = f"{table}_0007"
-    _script(db, f"CREATE TABLE {new} (\n{body},{_ID_COLUMNS.format(table=new)},\n{checks}\n);\n"
-                f"INSERT INTO {new} ({columns}) SELECT {columns} FROM {table} ORDER BY id;\n")
+    _script(
+        db,
+        f"CREATE TABLE {new} (\n{body},{_ID_COLUMNS.format(table=new)},\n{checks}\n);\n"
+        f"INSERT INTO {new} ({columns}) SELECT {columns} FROM {table} ORDER BY id;\n",
+    )
     if table == "reviews":
         _backfill_review_withdrawals(db, new)
     # Nothing references these tables, so dropping the old one deletes nothing else; the rename also rewrites the
@@ -365,11 +384,12 @@ def _backfill_review_withdrawals(db: Database, table: str) -> None:
     import re
     from collections import defaultdict
 
-    stacks: dict[tuple, list[int]] = defaultdict(list)
+    stacks: dict[tuple[int, str], list[int]] = defaultdict(list)
     uuids: dict[int, str] = {}
     updates = []
     for rid, item_id, annotator, verdict, note, uuid in db.execute(
-            f"SELECT id, item_id, annotator, verdict, note, uuid FROM {table} ORDER BY id").fetchall():
+        f"SELECT id, item_id, annotator, verdict, note, uuid FROM {table} ORDER BY id"
+    ).fetchall():
         uuids[rid] = uuid
         stack = stacks[(item_id, annotator)]
         if verdict != "undo":
@@ -389,7 +409,10 @@ def _m0007(db: Database) -> None:
     # Every human record gets a uuid (so logs from several machines merge by identity) and a withdrawal names the
     # uuid it withdraws (docs/adr/0010). 'undo' is the withdrawal in every kind: a verdict, a label's or an
     # adjudication's choice, a QC decision. Tables stay append-only.
-    _rebuild(db, "reviews", """
+    _rebuild(
+        db,
+        "reviews",
+        """
             id INTEGER PRIMARY KEY,
             item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
             annotator TEXT NOT NULL,
@@ -397,43 +420,61 @@ def _m0007(db: Database) -> None:
             corrected_answer TEXT,
             note TEXT,
             seconds REAL,
-            created_at TEXT NOT NULL""", """
+            created_at TEXT NOT NULL""",
+        """
             CHECK (withdraws IS NULL OR verdict = 'undo')""",
-             "id, item_id, annotator, verdict, corrected_answer, note, seconds, created_at", """
+        "id, item_id, annotator, verdict, corrected_answer, note, seconds, created_at",
+        """
         CREATE INDEX reviews_item ON reviews (item_id, id);
         CREATE INDEX reviews_withdraws ON reviews (withdraws);
         CREATE TRIGGER reviews_no_update BEFORE UPDATE ON reviews
             BEGIN SELECT RAISE(ABORT, 'reviews are append-only'); END;
-        """)
-    _rebuild(db, "labels", """
+        """,
+    )
+    _rebuild(
+        db,
+        "labels",
+        """
             id INTEGER PRIMARY KEY,
             item_id INTEGER NOT NULL REFERENCES adjudication_items(id) ON DELETE CASCADE,
             annotator TEXT NOT NULL,
             choice TEXT NOT NULL,
             seconds REAL,
-            created_at TEXT NOT NULL""", """
+            created_at TEXT NOT NULL""",
+        """
             CHECK ((choice = 'undo') = (withdraws IS NOT NULL))""",
-             "id, item_id, annotator, choice, seconds, created_at", """
+        "id, item_id, annotator, choice, seconds, created_at",
+        """
         CREATE INDEX labels_item ON labels (item_id, id);
         CREATE INDEX labels_withdraws ON labels (withdraws);
         CREATE TRIGGER labels_no_update BEFORE UPDATE ON labels
             BEGIN SELECT RAISE(ABORT, 'labels are append-only'); END;
-        """)
-    _rebuild(db, "adjudications", """
+        """,
+    )
+    _rebuild(
+        db,
+        "adjudications",
+        """
             id INTEGER PRIMARY KEY,
             item_id INTEGER NOT NULL REFERENCES adjudication_items(id) ON DELETE CASCADE,
             adjudicator TEXT NOT NULL,
             choice TEXT NOT NULL,
             note TEXT,
-            created_at TEXT NOT NULL""", """
+            created_at TEXT NOT NULL""",
+        """
             CHECK ((choice = 'undo') = (withdraws IS NOT NULL))""",
-             "id, item_id, adjudicator, choice, note, created_at", """
+        "id, item_id, adjudicator, choice, note, created_at",
+        """
         CREATE INDEX adjudications_item ON adjudications (item_id, id);
         CREATE INDEX adjudications_withdraws ON adjudications (withdraws);
         CREATE TRIGGER adjudications_no_update BEFORE UPDATE ON adjudications
             BEGIN SELECT RAISE(ABORT, 'adjudications are append-only'); END;
-        """)
-    _rebuild(db, "qc_decisions", """
+        """,
+    )
+    _rebuild(
+        db,
+        "qc_decisions",
+        """
             id INTEGER PRIMARY KEY,
             item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
             stage TEXT NOT NULL CHECK (stage IN ('text-only', 'consensus')),
@@ -443,16 +484,19 @@ def _m0007(db: Database) -> None:
             note TEXT,
             old_answer TEXT,
             new_answer TEXT,
-            created_at TEXT NOT NULL""", """
+            created_at TEXT NOT NULL""",
+        """
             CHECK ((decision = 'confirm') = (reason IS NOT NULL)),
             CHECK ((new_answer IS NOT NULL) = (reason IS 'wrong_answer')),
             CHECK ((decision = 'undo') = (withdraws IS NOT NULL))""",
-             "id, item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created_at", """
+        "id, item_id, stage, annotator, decision, reason, note, old_answer, new_answer, created_at",
+        """
         CREATE INDEX qc_decisions_item ON qc_decisions (item_id, stage, id);
         CREATE INDEX qc_decisions_withdraws ON qc_decisions (withdraws);
         CREATE TRIGGER qc_decisions_no_update BEFORE UPDATE ON qc_decisions
             BEGIN SELECT RAISE(ABORT, 'QC decisions are append-only'); END;
-        """)
+        """,
+    )
 
 
 @migrations(name="0008_workspace_identity")
@@ -467,13 +511,15 @@ def _m0009(db: Database) -> None:
     # Who is executing a run: a process claims it (host, pid, a random token, since when) and beats a heartbeat
     # while it runs. A second process refuses a run whose owner is alive; a run whose owner is gone (dead pid on
     # this host, or a stale heartbeat) reads as interrupted (db/runs.py effective_status) and can be resumed.
-    _script(db, """
+    _script(
+        db,
+        """
         ALTER TABLE runs ADD COLUMN owner_host TEXT;
         ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
         ALTER TABLE runs ADD COLUMN owner_token TEXT;
         ALTER TABLE runs ADD COLUMN owner_since TEXT;
         ALTER TABLE runs ADD COLUMN heartbeat_at TEXT;
-        """
+        """,
     )
 
 
@@ -532,12 +578,15 @@ def _m0010(db: Database) -> None:
     # 'integrity-check' compare the index with the items themselves, and the substring search reads it too.
     # FTS5 reads its content without virtual tables (json_each), hence the recursive CTE over the array.
     # Triggers read the view before a delete or update (the old texts, as indexed) and after an insert or update.
-    _script(db, """
+    _script(
+        db,
+        """
         DROP TRIGGER IF EXISTS item_search_ai;
         DROP TRIGGER IF EXISTS item_search_ad;
         DROP TRIGGER IF EXISTS item_search_au;
         DROP TABLE IF EXISTS item_search;
-        """)
+        """,
+    )
     create_search_index(db)
 
 

@@ -5,6 +5,7 @@ Order matters (docs/adr/0007-opening-workspaces.md): the file's header is read w
 the header cannot tell, the schema is read through a read-only connection; the file is switched to WAL and migrated
 only once it is known to be a vlmdesk workspace this version understands. A file we refuse keeps every byte.
 """
+
 from __future__ import annotations
 
 import functools
@@ -17,6 +18,7 @@ import tempfile
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from sqlite_utils import Database
 
@@ -66,16 +68,23 @@ class Workspace:
         return self.db.conn
 
     def schema_version(self) -> int:
-        return self.db.execute("PRAGMA user_version").fetchone()[0]
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
 
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "Workspace":
+    def __enter__(self) -> Workspace:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def inserted_id(cur: sqlite3.Cursor) -> int:
+    """The id of the row the INSERT on `cur` just wrote (sqlite3 types it as optional; after an INSERT it is set)."""
+    if cur.lastrowid is None:
+        raise RuntimeError("no row was inserted")
+    return cur.lastrowid
 
 
 # ------------------------------------------------------------------------------------------- the one rule
@@ -102,7 +111,8 @@ def damaged(path: Path | str, what: str) -> DamagedWorkspace:
     return DamagedWorkspace(
         f"{path}: the workspace file is damaged ({what}); see what is wrong with "
         f"`vlmdesk check --workspace {shlex.quote(str(path))}`, "
-        f"or save what can be read with `{recover_command(path)}`")
+        f"or save what can be read with `{recover_command(path)}`"
+    )
 
 
 # SQLITE_ERROR is mostly a wrong statement (a bug), except when the file's schema lost one of its objects, or FTS5
@@ -112,7 +122,7 @@ _FTS_BROKEN = ("vtable constructor failed", "invalid fts5 file format", "fts5: c
 
 
 def _broken_schema(message: str) -> str | None:
-    """"search index" or "schema" when `message` says that part of the file's schema is broken; else None."""
+    """ "search index" or "schema" when `message` says that part of the file's schema is broken; else None."""
     if any(m in message for m in _FTS_BROKEN):
         return "search index"
     lost = _SCHEMA_LOSS.match(message)
@@ -142,8 +152,10 @@ def database_error(path: Path | str, exc: sqlite3.Error) -> UserError | Environm
         return damaged(path, str(exc))
     if primary == sqlite3.SQLITE_ERROR and (broken := _broken_schema(str(exc))):
         if broken == "search index":
-            return DamagedWorkspace(f"{path}: the workspace's search index is broken ({exc}); rebuild it with "
-                                    f"`vlmdesk check --repair --workspace {shlex.quote(str(path))}`")
+            return DamagedWorkspace(
+                f"{path}: the workspace's search index is broken ({exc}); rebuild it with "
+                f"`vlmdesk check --repair --workspace {shlex.quote(str(path))}`"
+            )
         return damaged(path, str(exc))
     if primary == sqlite3.SQLITE_READONLY:
         return ReadOnlyWorkspace(f"{path}: workspace is read-only")
@@ -152,7 +164,7 @@ def database_error(path: Path | str, exc: sqlite3.Error) -> UserError | Environm
     return None
 
 
-def _raise_for(path: Path, exc: sqlite3.DatabaseError):
+def _raise_for(path: Path, exc: sqlite3.DatabaseError) -> NoReturn:
     """Re-raise a SQLite error met while opening as what it means for the file (unchanged when it is a bug)."""
     err = database_error(path, exc)
     if err is None:
@@ -209,9 +221,13 @@ def _judge_schema(path: Path, conn: sqlite3.Connection, *, marked: bool) -> File
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if not conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
         return FileIdentity(blank=True, version=version, damage=None)
-    if "_sqlite_migrations" in tables and conn.execute(
-            "SELECT 1 FROM _sqlite_migrations WHERE migration_set = ? LIMIT 1",
-            (schema.migrations.name,)).fetchone() is not None:
+    if (
+        "_sqlite_migrations" in tables
+        and conn.execute(
+            "SELECT 1 FROM _sqlite_migrations WHERE migration_set = ? LIMIT 1", (schema.migrations.name,)
+        ).fetchone()
+        is not None
+    ):
         return FileIdentity(blank=False, version=version, damage=None)
     if marked or _CORE_TABLES <= tables:
         # Ours by its header or its tables, yet the record of its migrations reads as empty: a damaged page.
@@ -241,14 +257,18 @@ def identify(path: Path) -> FileIdentity:
         raise damaged(path, f"its header names an impossible page size {page_size}")
     app_id = int.from_bytes(head[68:72], "big")
     if app_id not in (0, APPLICATION_ID):
-        raise SchemaError(f"{path}: a SQLite file of another application (application_id {app_id:#010x}), "
-                          "not a vlmdesk workspace")
+        raise SchemaError(
+            f"{path}: a SQLite file of another application (application_id {app_id:#010x}), not a vlmdesk workspace"
+        )
     pages = int.from_bytes(head[28:32], "big")
     # The page count is trusted only when the header says it is current; a -wal file may still hold what the main
     # file lacks (a checkpoint interrupted half-way), so truncation is judged only without one.
     if pages and head[24:28] == head[92:96] and size < pages * page_size and not _has_wal(path):
-        return FileIdentity(blank=False, version=int.from_bytes(head[60:64], "big", signed=True),
-                            damage=f"truncated: {size:,} bytes where its header says {pages * page_size:,}")
+        return FileIdentity(
+            blank=False,
+            version=int.from_bytes(head[60:64], "big", signed=True),
+            damage=f"truncated: {size:,} bytes where its header says {pages * page_size:,}",
+        )
     version = int.from_bytes(head[60:64], "big", signed=True)
     if app_id == APPLICATION_ID:
         return FileIdentity(blank=False, version=version, damage=None)
@@ -279,15 +299,18 @@ MAX_PROBE_COPY_BYTES = 256 * 2**20
 def _identity_of_copy(path: Path) -> FileIdentity:
     wal = Path(f"{path}-wal")
     if path.stat().st_size + wal.stat().st_size > MAX_PROBE_COPY_BYTES:
-        raise SchemaError(f"{path}: its -wal file holds its schema but no -shm file is beside it; open it once with "
-                          "sqlite3 (which writes it back into the file) before using it here")
+        raise SchemaError(
+            f"{path}: its -wal file holds its schema but no -shm file is beside it; open it once with "
+            "sqlite3 (which writes it back into the file) before using it here"
+        )
     with tempfile.TemporaryDirectory(prefix="vlmdesk-probe-") as tmp:
         copy = Path(tmp) / "probe.sqlite"
         shutil.copyfile(path, copy)
         shutil.copyfile(wal, f"{copy}-wal")
         with closing(read_only_connection(copy, allow_immutable=False)) as conn:
-            ident = _judge_schema(path, conn, marked=conn.execute("PRAGMA application_id").fetchone()[0]
-                                  == APPLICATION_ID)
+            ident = _judge_schema(
+                path, conn, marked=conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+            )
     return ident
 
 
@@ -302,8 +325,14 @@ def location_writable(path: Path) -> bool:
 # ---------------------------------------------------------------------------------------------- opening
 
 
-def open_workspace(path: str | os.PathLike | None = None, *, create: bool = True, upgrade: bool = True,
-                   read_only: bool = False, probe: bool = False) -> Workspace:
+def open_workspace(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    create: bool = True,
+    upgrade: bool = True,
+    read_only: bool = False,
+    probe: bool = False,
+) -> Workspace:
     """Open (and create or upgrade) a workspace.
 
     A file that cannot be written (or `read_only=True`) opens read-only: reads work, writes raise. Raises
@@ -346,8 +375,10 @@ def probe(ws: Workspace) -> None:
     their edges, which the app's views read first, in milliseconds whatever the file's size. A damaged page there
     raises DamagedWorkspace naming the way out. Pages in between are not read (`vlmdesk check` reads them all)."""
     try:
-        objects = ws.conn.execute("SELECT type, name, tbl_name FROM sqlite_master WHERE type IN ('table', 'index') "
-                                  "AND rootpage > 0 ORDER BY rootpage").fetchall()
+        objects = ws.conn.execute(
+            "SELECT type, name, tbl_name FROM sqlite_master WHERE type IN ('table', 'index') "
+            "AND rootpage > 0 ORDER BY rootpage"
+        ).fetchall()
         for kind, name, table in objects:
             if kind == "table":
                 for order in ("", " DESC"):
@@ -356,8 +387,11 @@ def probe(ws: Workspace) -> None:
             columns = [r[2] for r in ws.conn.execute(f'PRAGMA index_info("{name}")')]
             if columns and columns[0] is not None:  # not an index over an expression
                 for order in ("", " DESC"):
-                    _probe_read(ws, f'SELECT "{columns[0]}" FROM "{table}" INDEXED BY "{name}" '
-                                    f'ORDER BY "{columns[0]}"{order} LIMIT 1')
+                    _probe_read(
+                        ws,
+                        f'SELECT "{columns[0]}" FROM "{table}" INDEXED BY "{name}" '
+                        f'ORDER BY "{columns[0]}"{order} LIMIT 1',
+                    )
         if ws.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'item_search'").fetchone():
             ws.conn.execute("SELECT rowid FROM item_search WHERE item_search MATCH 'a' LIMIT 1").fetchall()
     except sqlite3.DatabaseError as exc:
@@ -376,8 +410,10 @@ def _probe_read(ws: Workspace, sql: str) -> None:
 def _refuse_newer(path: Path, version: int) -> None:
     known = schema.latest_version()
     if version > known:
-        raise SchemaError(f"{path}: workspace schema version {version} is newer than this vlmdesk understands "
-                          f"({known}); upgrade vlmdesk")
+        raise SchemaError(
+            f"{path}: workspace schema version {version} is newer than this vlmdesk understands "
+            f"({known}); upgrade vlmdesk"
+        )
 
 
 def _open_new(path: Path) -> Workspace:
@@ -390,8 +426,9 @@ def _open_new(path: Path) -> Workspace:
         raise
 
 
-def _open_read_only(path: Path, ident: FileIdentity, *, explicit: bool, writable: bool,
-                    probe_first: bool = False) -> Workspace:
+def _open_read_only(
+    path: Path, ident: FileIdentity, *, explicit: bool, writable: bool, probe_first: bool = False
+) -> Workspace:
     known = schema.latest_version()
     if ident.blank or ident.version < known:
         why = "it was opened read-only" if explicit else "the file is read-only"
@@ -418,11 +455,11 @@ def _open_read_only(path: Path, ident: FileIdentity, *, explicit: bool, writable
     return ws
 
 
-def _open_read_write(path: Path, ident: FileIdentity | None, *, upgrade: bool,
-                     probe_first: bool = False) -> Workspace:
+def _open_read_write(path: Path, ident: FileIdentity | None, *, upgrade: bool, probe_first: bool = False) -> Workspace:
     if ident is not None and not upgrade and ident.version < schema.latest_version():
-        raise SchemaError(f"{path}: workspace schema version {ident.version} needs upgrading to "
-                          f"{schema.latest_version()}")
+        raise SchemaError(
+            f"{path}: workspace schema version {ident.version} needs upgrading to {schema.latest_version()}"
+        )
     conn = None
     try:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)

@@ -6,13 +6,17 @@ Everything that runs, reports, re-scores, exports or checks QC calls these; db/i
 in SQL for paging speed (db/ cannot import evaluator/), and tests/db/test_run_result_sql.py holds the two to the
 same answers on generated runs.
 """
+
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
 
-from evaluator.pope import PARSERS, YES_NO, parse_strict  # YES_NO: POPE's labels, every yes/no item's keys
-from evaluator.types import POPE_PARSERS, PopeParser  # noqa: F401 (POPE_PARSERS: the parsers in report order)
+from evaluator.pope import PARSERS, parse_strict
+from evaluator.pope import YES_NO as YES_NO  # POPE's labels, every yes/no item's keys
+from evaluator.types import POPE_PARSERS as POPE_PARSERS  # the parsers in report order
+from evaluator.types import PopeParser
 
 if TYPE_CHECKING:
     from db.runs import Prediction
@@ -48,6 +52,7 @@ def canonical_answer(n_options: int, text: str | None) -> str | None:
 
 # -------------------------------------------------------------------------------------------------- rotation
 
+
 def rotation(n_options: int, k: int) -> tuple[int, ...]:
     """Pass k's option order: the option displayed i-th is original option (i + k) mod N (MMBench's copies)."""
     return tuple((i + k) % n_options for i in range(n_options))
@@ -76,19 +81,20 @@ def original_option(choice: str | None, order: Sequence[int]) -> int | None:
 
 # ------------------------------------------------------------------------------------------------------ yes/no
 
+
 def read_yes_no(response: str) -> str | None:
     """What a free-form yes/no answer said: "yes", "no", or None when it says neither (the strict parser)."""
     reading = parse_strict(response)
     return None if reading == "unknown" else reading
 
 
-
-
 def pope_reading(p: Prediction, parser: PopeParser) -> str:
     """A stored POPE pass as a parser reads it: "yes", "no" or "unknown". The official parser reads the response
     again (a likelihood pass has no text to read: its choice); the strict one is what the run stored."""
     if parser == "official":
-        return p.choice if p.stage == "likelihood" else PARSERS["official"](p.response)
+        if p.stage == "likelihood":  # the runner stores the scored candidate as its choice, never None
+            return p.choice if p.choice is not None else "unknown"
+        return PARSERS["official"](p.response)
     return p.choice if p.choice in YES_NO else "unknown"
 
 
@@ -155,4 +161,4 @@ _CJK = re.compile(f"[{CJK_IDEOGRAPHS}]")
 
 def has_cjk(text: str | None) -> bool:
     """Whether the text holds a CJK ideograph (Chinese text: prompts, and option texts matched as substrings)."""
-    return bool(text) and _CJK.search(text) is not None
+    return text is not None and _CJK.search(text) is not None

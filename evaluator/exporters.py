@@ -11,6 +11,7 @@
 
 Files are written to a temporary name and renamed, so an interrupted export leaves nothing half-written.
 """
+
 from __future__ import annotations
 
 import base64
@@ -18,22 +19,40 @@ import csv
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import IO, Any
 
 from db import catalog
 from db.catalog import Benchmark, Item
 from db.errors import UserError
 from db.workspace import Workspace
+from evaluator import formats
 from evaluator.choices import LETTERS, MAX_OPTIONS, displayed_answer, letters, rotation
 from evaluator.formats import export_formats
-from evaluator.formats import get as get_format
 from evaluator.importers.common import CIRCULAR_STRIDE
 from evaluator.outfiles import AtomicOutput
 from evaluator.registry import resolve
 
-VLMEVALKIT_ORDER = ("index", "question", "hint", *letters(MAX_OPTIONS), "answer", "category", "image", "source",
-                    "l2-category", "comment", "split")
-_MIME_EXT = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp",
-             "image/bmp": ".bmp", "image/tiff": ".tif"}
+VLMEVALKIT_ORDER = (
+    "index",
+    "question",
+    "hint",
+    *letters(MAX_OPTIONS),
+    "answer",
+    "category",
+    "image",
+    "source",
+    "l2-category",
+    "comment",
+    "split",
+)
+_MIME_EXT = {
+    "image/jpeg": ".jpg",
+    "image/png": ".png",
+    "image/gif": ".gif",
+    "image/webp": ".webp",
+    "image/bmp": ".bmp",
+    "image/tiff": ".tif",
+}
 
 
 class ExportError(UserError, ValueError):
@@ -49,8 +68,15 @@ class ExportReport:
     images: int
 
 
-def export_benchmark(ws: Workspace, bench: Benchmark, path: str | Path, *, fmt: str | None = None,
-                     exclude: frozenset[int] = frozenset(), answers: dict[int, str] | None = None) -> ExportReport:
+def export_benchmark(
+    ws: Workspace,
+    bench: Benchmark,
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    exclude: frozenset[int] = frozenset(),
+    answers: dict[int, str] | None = None,
+) -> ExportReport:
     """Write `bench` without the items in `exclude` and with answers[item_id] replacing their answer keys."""
     fmt = fmt or bench.format
     allowed = export_formats(bench.kind)
@@ -59,7 +85,9 @@ def export_benchmark(ws: Workspace, bench: Benchmark, path: str | Path, *, fmt: 
     answers = answers or {}
     items = [_with_answer(i, answers.get(i.id)) for i in catalog.list_items(ws, bench.id) if i.id not in exclude]
     path = Path(path)
-    writer = resolve(get_format(fmt).write)  # the format registry names each format's writer
+    write = formats.REGISTRY[fmt].write  # the format registry names each format's writer
+    assert write is not None  # export_formats lists only formats with one
+    writer = resolve(write)
     rows, images = writer(ws, bench, items, path)
     return ExportReport(path, fmt, len(items), rows, images)
 
@@ -68,18 +96,25 @@ def _with_answer(item: Item, answer: str | None) -> Item:
     return item if answer is None else replace(item, answer=answer)
 
 
-def _atomic_text(path: Path):
+def _atomic_text(path: Path) -> tuple[IO[Any], AtomicOutput]:
     """(handle, pending output): evaluator/outfiles.py's rule (no devices, workspaces, half-written files)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     out = AtomicOutput(path, newline="")
     return out.open(), out
 
 
-def _finish(handle, out: AtomicOutput, path: Path, ok: bool) -> None:
+def _finish(handle: IO[Any], out: AtomicOutput, path: Path, ok: bool) -> None:
     out.close(ok)
 
 
-def _extra(item: Item) -> dict:
+def _image(ws: Workspace, sha256: str) -> tuple[bytes, str]:
+    found = catalog.image_bytes(ws, sha256)
+    if found is None:  # items refer to their images by key: only a damaged workspace lacks one
+        raise ExportError(f"image {sha256} is missing from the workspace (vlmdesk check)")
+    return found
+
+
+def _extra(item: Item) -> dict[str, Any]:
     # meta["copies"] / meta["copy_shifts"] are vlmdesk's record of folded circular copies, not columns of the source.
     return {k: v for k, v in item.meta.items() if k not in ("copies", "copy_shifts")}
 
@@ -102,9 +137,13 @@ def tsv_columns(bench: Benchmark, items: list[Item]) -> list[str]:
     header = _source_header(bench)
     l2_name = "l2_category" if header and "l2_category" in header and "l2-category" not in header else "l2-category"
     wanted = ["index", "question", "image", *letters(n_options)]
-    for name, present in (("hint", any(i.hint for i in items)), ("answer", any(i.answer for i in items)),
-                          ("category", any(i.category for i in items)), (l2_name, any(i.l2_category for i in items)),
-                          ("split", any(i.split for i in items))):
+    for name, present in (
+        ("hint", any(i.hint for i in items)),
+        ("answer", any(i.answer for i in items)),
+        ("category", any(i.category for i in items)),
+        (l2_name, any(i.l2_category for i in items)),
+        ("split", any(i.split for i in items)),
+    ):
         if present:
             wanted.append(name)
     wanted += list(dict.fromkeys(k for i in items for k in _extra(i)))
@@ -142,15 +181,24 @@ def _write_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -
     columns = tsv_columns(bench, items)
     first_row_of: dict[str, int | str] = {}  # image sha -> index of the row that holds its base64
 
-    def row(item: Item, index, options, answer) -> list[str]:
-        values = {"index": index, "question": item.question, "hint": item.hint, "answer": answer,
-                  "category": item.category, "l2-category": item.l2_category, "l2_category": item.l2_category,
-                  "split": item.split, **_extra(item), **dict(zip(LETTERS, options))}
+    def row(item: Item, index: int | str, options: tuple[str, ...], answer: str | None) -> list[str]:
+        values = {
+            "index": index,
+            "question": item.question,
+            "hint": item.hint,
+            "answer": answer,
+            "category": item.category,
+            "l2-category": item.l2_category,
+            "l2_category": item.l2_category,
+            "split": item.split,
+            **_extra(item),
+            **dict(zip(LETTERS, options)),
+        }
         if item.image_sha256 in first_row_of:
             values["image"] = first_row_of[item.image_sha256]
         elif item.image_sha256:
             first_row_of[item.image_sha256] = index
-            values["image"] = base64.b64encode(catalog.image_bytes(ws, item.image_sha256)[0]).decode("ascii")
+            values["image"] = base64.b64encode(_image(ws, item.image_sha256)[0]).decode("ascii")
         return ["" if values.get(c) is None else str(values[c]) for c in columns]
 
     handle, tmp = _atomic_text(path)
@@ -161,8 +209,14 @@ def _write_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -
         for item in items:
             out.writerow(row(item, item.index, item.options, item.answer))
             rows += 1
-        copies = sorted(((k, position, item, index, options, answer) for position, item in enumerate(items)
-                         for k, index, options, answer in _copies(item)), key=lambda c: (c[0], c[1]))
+        copies = sorted(
+            (
+                (k, position, item, index, options, answer)
+                for position, item in enumerate(items)
+                for k, index, options, answer in _copies(item)
+            ),
+            key=lambda c: (c[0], c[1]),
+        )
         for _, _, item, index, options, answer in copies:
             out.writerow(row(item, index, options, answer))
             rows += 1
@@ -179,8 +233,13 @@ def _write_pope(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) 
     try:
         for item in items:
             extra = _extra(item)
-            record = {"question_id": item.index, "image": extra.pop("image_name", None), "text": item.question,
-                      "label": item.answer, **extra}
+            record = {
+                "question_id": item.index,
+                "image": extra.pop("image_name", None),
+                "text": item.question,
+                "label": item.answer,
+                **extra,
+            }
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         ok = True
     finally:
@@ -198,7 +257,7 @@ def _write_jsonl(ws: Workspace, bench: Benchmark, items: list[Item], path: Path)
     written: dict[str, str] = {}
     for item in items:
         if item.image_sha256 and item.image_sha256 not in written:
-            data, mime = catalog.image_bytes(ws, item.image_sha256)
+            data, mime = _image(ws, item.image_sha256)
             name = item.image_sha256 + _MIME_EXT.get(mime, ".bin")
             folder.mkdir(parents=True, exist_ok=True)
             target = folder / name
@@ -209,10 +268,18 @@ def _write_jsonl(ws: Workspace, bench: Benchmark, items: list[Item], path: Path)
     ok = False
     try:
         for item in items:
-            record = {"index": item.index, "question": item.question, "options": list(item.options),
-                      "answer": item.answer, "image": written.get(item.image_sha256), "hint": item.hint,
-                      "category": item.category, "l2_category": item.l2_category, "split": item.split,
-                      **_extra(item)}
+            record = {
+                "index": item.index,
+                "question": item.question,
+                "options": list(item.options),
+                "answer": item.answer,
+                "image": written.get(item.image_sha256) if item.image_sha256 else None,
+                "hint": item.hint,
+                "category": item.category,
+                "l2_category": item.l2_category,
+                "split": item.split,
+                **_extra(item),
+            }
             handle.write(json.dumps({k: v for k, v in record.items() if v is not None}, ensure_ascii=False) + "\n")
         ok = True
     finally:

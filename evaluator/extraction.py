@@ -17,13 +17,14 @@ The reading goes from the strongest evidence to the weakest:
 4. every mention of an option letter or option text in the response; exactly one option must be named,
    mentions that rule an option out ("not A", "C is wrong") do not count.
 """
+
 from __future__ import annotations
 
 import functools
 import re
 import unicodedata
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from evaluator.choices import CJK_SCRIPTS, NONE_OF_THEM, has_cjk
 from evaluator.language import language_of  # noqa: F401  (re-exported: items and responses share it)
@@ -93,12 +94,15 @@ class _Phrase:
 
     def _bounded(self, text: str, start: int, end: int) -> bool:
         # Digits must not sit next to it either, so "12" is not found inside "112" or "1.12".
-        if self.left and start and (_LATIN_CHAR.match(text, start - 1) or
-                                    (start >= 2 and _DIGIT_SEP.match(text, start - 2))):
+        if (
+            self.left
+            and start
+            and (_LATIN_CHAR.match(text, start - 1) or (start >= 2 and _DIGIT_SEP.match(text, start - 2)))
+        ):
             return False
         return not (self.right and (_LATIN_CHAR.match(text, end) or _SEP_DIGIT.match(text, end)))
 
-    def finditer(self, text: str):
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
         pos = 0
         while (m := self.body.search(text, pos)) is not None:
             if self._bounded(text, m.start(), m.end()):
@@ -107,7 +111,7 @@ class _Phrase:
             else:
                 pos = m.start() + 1
 
-    def match(self, text: str, pos: int = 0):
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
         m = self.body.match(text, pos)
         return m if m is not None and self._bounded(text, m.start(), m.end()) else None
 
@@ -135,8 +139,7 @@ class _Choices:
     @classmethod
     def of(cls, options: Mapping[str, str]) -> _Choices:
         keys = {str(k).strip().upper(): k for k in options}
-        texts = {letter: ("" if options[k] is None else _normalise_text(str(options[k])))
-                 for letter, k in keys.items()}
+        texts = {letter: ("" if options[k] is None else _normalise_text(str(options[k]))) for letter, k in keys.items()}
         patterns = tuple((k, p) for k, t in texts.items() if (p := _option_pattern(t)) is not None)
         return cls(tuple(texts), texts, patterns, keys)
 
@@ -268,7 +271,13 @@ def _mask(text: str, mentions: list[_Mention]) -> str:
 _LONE_LETTER = re.compile(r"[(\[]?(?P<letter>[A-Za-z])[)\]]?[.:;,!]?")
 
 
-def _unique(letters) -> list[str]:
+def _end_of(match: re.Match[str] | None) -> int:
+    """Where a pattern that always matches (it may match nothing) ends."""
+    assert match is not None
+    return match.end()
+
+
+def _unique(letters: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(letters))
 
 
@@ -324,9 +333,7 @@ _HYPOTHETICAL = re.compile(
 )
 # A first line that starts with a letter form: "B", "B.", "(B) dog", "(b) dog", "b. dog" — the answer, unless the
 # lines are a list. A bare letter followed by a word ("A dog? No, a cat.", "a cat") is not a letter form.
-_LEADING_LINE = re.compile(
-    r"[ \t]*(?:[(\[][A-Za-z][)\]]|[A-Z](?:[.:),]|(?=[ \t]*$))|[a-z][.:)](?![0-9A-Za-z]))"
-)
+_LEADING_LINE = re.compile(r"[ \t]*(?:[(\[][A-Za-z][)\]]|[A-Z](?:[.:),]|(?=[ \t]*$))|[a-z][.:)](?![0-9A-Za-z]))")
 
 # What may stand between a cue and the answer: "the answer is probably option (B)".
 _FILLER = re.compile(
@@ -382,7 +389,7 @@ def _read_answer(
 ) -> Extraction | None:
     """What a strong cue ending at ``start`` names; None when it names nothing (the cue was not an answer)."""
     clause = _first_clause(text[start : start + _ANSWER_REACH])
-    answer = clause[_FILLER.match(clause).end() :]
+    answer = clause[_end_of(_FILLER.match(clause)) :]
     if not answer or _NEGATION_START.match(answer):  # "the answer is not A" states no answer
         return None
     said = _quote(text[cue_start : start + len(clause)])
@@ -393,8 +400,11 @@ def _read_answer(
             return None  # "Wait, A is wrong": no answer
         chosen, rest = letter.group("letter").upper(), answer[letter.end() :]
         joined = _JOINED_LETTER.match(rest)
-        if (joined and (joined.group("letter").isupper() or letter.group("letter").islower())
-                and not _is_negated(rest, joined.start("letter"), joined.end())):
+        if (
+            joined
+            and (joined.group("letter").isupper() or letter.group("letter").islower())
+            and not _is_negated(rest, joined.start("letter"), joined.end())
+        ):
             return _several(_unique([chosen, joined.group("letter").upper()]))
         if chosen not in choices.texts:
             return _not_an_option(chosen, choices)
@@ -432,8 +442,8 @@ def _first_clause(text: str) -> str:
 
 
 def _names_another_text(rest: str, letter: str, choices: _Choices) -> bool:
-    """"A. dog" when option A is "cat": the letter and the text that follows it disagree."""
-    at = _AFTER_LETTER.match(rest).end()
+    """ "A. dog" when option A is "cat": the letter and the text that follows it disagree."""
+    at = _end_of(_AFTER_LETTER.match(rest))
     own = dict(choices.patterns).get(letter)
     if own is not None and own.match(rest, at):
         return False
@@ -443,7 +453,7 @@ def _names_another_text(rest: str, letter: str, choices: _Choices) -> bool:
 def _answer_statement(text: str, choices: _Choices) -> Extraction | None:
     """The last answer statement that names something, read as an extraction (decided or not)."""
     # (position, kind, match): "cue" is followed by the answer, "stated" names the letter itself.
-    cues: list[tuple[int, str, object]] = []
+    cues: list[tuple[int, str, re.Match[str] | tuple[int, int]]] = []
     cues += [(m.start(), "cue", m) for m in _ANSWER_CUE.finditer(text)]
     cues += [(m.start("letter"), "stated", m) for m in _CONCLUSION.finditer(text)]
     cues += [(m.start("letter"), "stated", m) for m in _CORRECTION.finditer(text)]
@@ -464,13 +474,13 @@ def _answer_statement(text: str, choices: _Choices) -> Extraction | None:
         cues.append((first - 1, "first line", (first, first + len(lines[0]))))  # read like a cue's tail
 
     for _, kind, cue in sorted(cues, key=lambda c: c[0], reverse=True):
-        if kind == "stated":
+        if isinstance(cue, tuple):  # "first line": the span of the line read as a cue's tail
+            result = _read_answer(text[: cue[1]], cue[0], choices, cue[0], label="letter form")
+        elif kind == "stated":
             letter = cue.group("letter").strip("()[]").upper()
             if letter not in choices.texts:
                 return _not_an_option(letter, choices)
             return _decided(letter, f"answer statement '{_quote(cue.group(0))}'")
-        if kind == "first line":
-            result = _read_answer(text[: cue[1]], cue[0], choices, cue[0], label="letter form")
         else:
             result = _read_answer(text, cue.end(), choices, cue.start())
         if result is not None:
@@ -514,7 +524,9 @@ def _from_mentions(mentions: list[_Mention], choices: _Choices, text: str = "") 
     positive = [m for m in mentions if not m.negated]
     named = _unique(m.letter for m in positive if m.letter in choices.texts)
     lower = _unique(
-        letter.upper() for m in _LOWER_FORM.finditer(text) if (letter := m.group(m.lastgroup)).upper() in choices.texts
+        letter.upper()
+        for m in _LOWER_FORM.finditer(text)
+        if (letter := m.group(m.lastgroup or 0)).upper() in choices.texts
     )
     if len(named) == 1 and any(letter != named[0] for letter in lower):
         return _undecided(f"lower-case letter form names another option: {', '.join(lower)}")

@@ -6,10 +6,12 @@ images folder, a POPE setting). The importer, the exporter, `vlmdesk import --fo
 app's import dialog read them. A new format is a module declaring a tuple `FORMATS` of FormatEntry — a reader, a
 writer if it can be written — built in (the builtins below) or named in VLMDESK_PLUGINS (docs/architecture.md).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Any, Literal
 
 from evaluator.registry import Field, Registry
 
@@ -24,8 +26,8 @@ class FormatEntry:
     name: str
     kind: Literal["mcq", "yesno"]
     help: str
-    read: Callable | str
-    write: Callable | str | None = None
+    read: Callable[..., Any] | str
+    write: Callable[..., Any] | str | None = None
     extensions: tuple[str, ...] = ()
     sniff: Callable[[object, str, str], bool] | None = None
     sniff_order: int = 0  # lower first: a loose test (a tab in the first line) goes after the exact ones
@@ -43,19 +45,38 @@ def _pope_sniff(record: object, first: str, head: str) -> bool:
 
 _IMAGES = Field("images_dir", "Images folder", "path", help="where the image files the questions name are")
 FORMATS = (
-    FormatEntry("mmbench-tsv", "mcq", "VLMEvalKit / MMBench TSV (base64 images; circular copies folded)",
-                "evaluator.importers.tsv:read_tsv", "evaluator.exporters:_write_tsv", extensions=(".tsv", ".tab"),
-                sniff=lambda record, first, head: "\t" in first, sniff_order=1, fold_copies=True,
-                fields=(_IMAGES,)),
-    FormatEntry("pope", "yesno", "POPE question file: question_id, image, text, label (JSON Lines or an array)",
-                "evaluator.importers.jsonl:read_pope", "evaluator.exporters:_write_pope", sniff=_pope_sniff,
-                takes_setting=True, wants_images=True,
-                fields=(_IMAGES, Field("setting", "Setting", "choice",
-                                       choices=("", "random", "popular", "adversarial")))),
-    FormatEntry("jsonl", "mcq", "vlmdesk's JSON Lines: question, options, answer, image (path, data URL or base64)",
-                "evaluator.importers.jsonl:read_jsonl", "evaluator.exporters:_write_jsonl",
-                sniff=lambda record, first, head: isinstance(record, dict) and {"question", "options"} <= record.keys(),
-                fields=(_IMAGES,)),
+    FormatEntry(
+        "mmbench-tsv",
+        "mcq",
+        "VLMEvalKit / MMBench TSV (base64 images; circular copies folded)",
+        "evaluator.importers.tsv:read_tsv",
+        "evaluator.exporters:_write_tsv",
+        extensions=(".tsv", ".tab"),
+        sniff=lambda record, first, head: "\t" in first,
+        sniff_order=1,
+        fold_copies=True,
+        fields=(_IMAGES,),
+    ),
+    FormatEntry(
+        "pope",
+        "yesno",
+        "POPE question file: question_id, image, text, label (JSON Lines or an array)",
+        "evaluator.importers.jsonl:read_pope",
+        "evaluator.exporters:_write_pope",
+        sniff=_pope_sniff,
+        takes_setting=True,
+        wants_images=True,
+        fields=(_IMAGES, Field("setting", "Setting", "choice", choices=("", "random", "popular", "adversarial"))),
+    ),
+    FormatEntry(
+        "jsonl",
+        "mcq",
+        "vlmdesk's JSON Lines: question, options, answer, image (path, data URL or base64)",
+        "evaluator.importers.jsonl:read_jsonl",
+        "evaluator.exporters:_write_jsonl",
+        sniff=lambda record, first, head: isinstance(record, dict) and {"question", "options"} <= record.keys(),
+        fields=(_IMAGES,),
+    ),
 )
 REGISTRY: Registry[FormatEntry] = Registry("format", "FORMATS", builtins=(__name__,))
 

@@ -1,4 +1,5 @@
 """Language of an item: MMBench has English and Chinese versions, and prompts differ between them."""
+
 from evaluator.choices import has_cjk
 
 

@@ -11,12 +11,13 @@ stored one and continues it from its predictions, so an interrupted command is r
 The process executing a run owns it (db/runs.py): it claims it, beats a heartbeat from a thread while it runs, and
 stores a batch only while it still holds the run; another process asking for the same run meanwhile gets RunBusy.
 """
+
 from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from db import catalog, models, runs
 from db.catalog import Benchmark
@@ -25,8 +26,9 @@ from db.workspace import BUSY_TIMEOUT_MS, Workspace
 from evaluator.backends import Backend, BackendError, can_score, check_spec, load_backend
 from evaluator.backends.secrets import redact
 from evaluator.llm_extraction import parse_extractor_spec
+from evaluator.progress import Progress
 from evaluator.prompts import PromptTemplate
-from evaluator.runner import Engine, Progress, RunSettings, config_key, frequent_answer, new_run, settings_of
+from evaluator.runner import Engine, RunSettings, config_key, frequent_answer, new_run, settings_of
 
 
 class LaunchRefused(UserError):
@@ -56,13 +58,22 @@ def resolve_model(ws: Workspace, name_or_spec: str) -> str:
         return check_spec(spec)
     except BackendError as exc:
         if ":" not in spec:
-            raise LaunchRefused(f"no saved model named {spec[:80]!r} (vlmdesk models list), and not a model "
-                                f"spec: {exc}") from None
+            raise LaunchRefused(
+                f"no saved model named {spec[:80]!r} (vlmdesk models list), and not a model spec: {exc}"
+            ) from None
         raise LaunchRefused(redact(str(exc), spec)) from None
 
 
-def prepare_run(ws: Workspace, bench: Benchmark, model: str, settings: RunSettings, template: PromptTemplate, *,
-                batch_size: int, new: bool = False) -> Launch:
+def prepare_run(
+    ws: Workspace,
+    bench: Benchmark,
+    model: str,
+    settings: RunSettings,
+    template: PromptTemplate,
+    *,
+    batch_size: int,
+    new: bool = False,
+) -> Launch:
     """The run these settings name: the stored one (continued where it stopped) unless `new`, else a new one
     owned by this process. `model` is a saved model's name or a spec."""
     spec = resolve_model(ws, model)
@@ -84,8 +95,9 @@ def prepare_run(ws: Workspace, bench: Benchmark, model: str, settings: RunSettin
         raise LaunchRefused(str(exc)) from None
     if run.status == "finished":  # finished by another process since we looked
         return Launch(run, None, batch_size, resumed=True, fresh=False)
-    return Launch(run, backend, batch_size, resumed=found is not None or run.predictions > 0,
-                  fresh=run.predictions == 0)
+    return Launch(
+        run, backend, batch_size, resumed=found is not None or run.predictions > 0, fresh=run.predictions == 0
+    )
 
 
 def prepare_resume(ws: Workspace, run_id: int, *, batch_size: int) -> Launch:
@@ -106,14 +118,26 @@ def prepare_resume(ws: Workspace, run_id: int, *, batch_size: int) -> Launch:
     return Launch(run, backend, batch_size, resumed=True, fresh=False)
 
 
-def run_or_resume(ws: Workspace, launch: Launch, *, on_progress: Callable[[Progress], None] | None = None,
-                  on_start: Callable[[Engine], None] | None = None) -> Engine | None:
+def run_or_resume(
+    ws: Workspace,
+    launch: Launch,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_start: Callable[[Engine], None] | None = None,
+) -> Engine | None:
     """Execute a prepared launch (see execute_run); None when the run was finished already."""
     if launch.backend is None:
         return None
     try:
-        return execute_run(ws, launch.run, launch.backend, batch_size=launch.batch_size, on_progress=on_progress,
-                           on_start=on_start, fresh=launch.fresh)
+        return execute_run(
+            ws,
+            launch.run,
+            launch.backend,
+            batch_size=launch.batch_size,
+            on_progress=on_progress,
+            on_start=on_start,
+            fresh=launch.fresh,
+        )
     except runs.RunBusy as exc:  # another process claimed it meanwhile: left alone
         raise LaunchRefused(str(exc)) from None
 
@@ -125,8 +149,7 @@ def _check_free(run: runs.Run) -> None:
         raise LaunchRefused(str(exc)) from None
 
 
-def _open(ws: Workspace, benchmark_id: int, spec: str, settings: RunSettings, *, seed: int,
-          batch_size: int) -> Backend:
+def _open(ws: Workspace, benchmark_id: int, spec: str, settings: RunSettings, *, seed: int, batch_size: int) -> Backend:
     try:
         backend = open_backend(ws, benchmark_id, spec, seed=seed, batch_size=batch_size)
     except BackendError as exc:
@@ -136,26 +159,51 @@ def _open(ws: Workspace, benchmark_id: int, spec: str, settings: RunSettings, *,
     return backend
 
 
-def stored_run(ws: Workspace, bench: Benchmark, model_spec: str, settings: RunSettings,
-               template: PromptTemplate) -> runs.Run | None:
+def stored_run(
+    ws: Workspace, bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate
+) -> runs.Run | None:
     """The latest run with exactly these settings (finished or not), if any."""
     return runs.latest_run_with_key(ws, config_key(bench, model_spec, settings, template))
 
 
-def open_backend(ws: Workspace, benchmark_id: int, model_spec: str, *, seed: int,
-                 batch_size: int | None = None) -> Backend:
+def open_backend(
+    ws: Workspace, benchmark_id: int, model_spec: str, *, seed: int, batch_size: int | None = None
+) -> Backend:
     """The backend a spec names; `baseline:frequent` learns the benchmark's most frequent answer, a local model
     batches by the run's batch size unless its spec sets one. Raises BackendError."""
-    return load_backend(model_spec, seed=seed, frequent_answer=frequent_answer(catalog.list_items(ws, benchmark_id)),
-                        batch_size=batch_size)
+    return load_backend(
+        model_spec,
+        seed=seed,
+        frequent_answer=frequent_answer(catalog.list_items(ws, benchmark_id)),
+        batch_size=batch_size,
+    )
 
 
-def start_run(ws: Workspace, bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate,
-              backend: Backend, *, batch_size: int, owner: runs.Owner | None = None, reuse: bool = False) -> runs.Run:
+def start_run(
+    ws: Workspace,
+    bench: Benchmark,
+    model_spec: str,
+    settings: RunSettings,
+    template: PromptTemplate,
+    backend: Backend,
+    *,
+    batch_size: int,
+    owner: runs.Owner | None = None,
+    reuse: bool = False,
+) -> runs.Run:
     """A new run owned by this process (`reuse`: the stored run with these settings when there is one, claimed
     in the same transaction — runs.RunBusy when another live process is executing it)."""
-    return new_run(ws, bench, model_spec, settings, template, batch_size=batch_size, backend_info=backend.describe(),
-                   owner=owner, reuse=reuse)
+    return new_run(
+        ws,
+        bench,
+        model_spec,
+        settings,
+        template,
+        batch_size=batch_size,
+        backend_info=backend.describe(),
+        owner=owner,
+        reuse=reuse,
+    )
 
 
 class _Heartbeat(threading.Thread):
@@ -183,10 +231,17 @@ class _Heartbeat(threading.Thread):
         self.stopped.set()
 
 
-def execute_run(ws: Workspace, run: runs.Run, backend: Backend, *, batch_size: int,
-                on_progress: Callable[[Progress], None] | None = None,
-                on_start: Callable[[Engine], None] | None = None, owner: runs.Owner | None = None,
-                fresh: bool = False) -> Engine:
+def execute_run(
+    ws: Workspace,
+    run: runs.Run,
+    backend: Backend,
+    *,
+    batch_size: int,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_start: Callable[[Engine], None] | None = None,
+    owner: runs.Owner | None = None,
+    fresh: bool = False,
+) -> Engine:
     """Claim the run, ask every pass still missing and mark it finished.
 
     runs.RunBusy when another live process executes it (the run is left alone). An interruption
@@ -215,8 +270,9 @@ def execute_run(ws: Workspace, run: runs.Run, backend: Backend, *, batch_size: i
         raise
     except Exception as exc:
         # A no-op when the run was removed above (release needs the row).
-        runs.release(ws, run.id, owner, "failed",
-                     error=redact(f"{type(exc).__name__}: {exc}", run.model_spec, run.extractor))
+        runs.release(
+            ws, run.id, owner, "failed", error=redact(f"{type(exc).__name__}: {exc}", run.model_spec, run.extractor)
+        )
         raise
     finally:
         beat.stop()

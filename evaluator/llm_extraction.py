@@ -12,14 +12,16 @@ LLM results (undecided ones included: a deterministic extractor would say the sa
 workspace by sha256(extractor, prompt version, question, options, response), so re-scoring never pays twice. A
 backend error (server down, 4xx) is not a result: it is raised and nothing is cached for the failed chunk.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from db import extractions as store
 from db.errors import InvalidInput
@@ -68,14 +70,19 @@ REMINDERS = {
 _SEPARATORS = {"en": ", ", "zh": "、"}
 
 
-def render_prompt(question: str, options: Mapping[str, str], response: str, *, language: str | None = None,
-                  reminder: bool = False) -> str:
+def render_prompt(
+    question: str, options: Mapping[str, str], response: str, *, language: str | None = None, reminder: bool = False
+) -> str:
     """The extractor prompt; Chinese when the question or options are Chinese (or ``language='zh'``)."""
     lang = language or language_of(question + "".join(options.values()))
     lang = lang if lang in PROMPTS else "en"
     letters = _SEPARATORS[lang].join(sorted(options))
-    text = PROMPTS[lang].format(letters=letters, question=question.strip(), response=response.strip(),
-                                options="\n".join(f"{k}. {options[k]}" for k in sorted(options)))
+    text = PROMPTS[lang].format(
+        letters=letters,
+        question=question.strip(),
+        response=response.strip(),
+        options="\n".join(f"{k}. {options[k]}" for k in sorted(options)),
+    )
     return text + (REMINDERS[lang].format(letters=letters) if reminder else "")
 
 
@@ -103,8 +110,7 @@ class Extractor(Protocol):
 
     name: str
 
-    def extract_many(self, inputs: Sequence[ExtractionInput]) -> list[Extraction]:
-        ...
+    def extract_many(self, inputs: Sequence[ExtractionInput]) -> list[Extraction]: ...
 
 
 class RulesExtractor:
@@ -117,8 +123,15 @@ class RulesExtractor:
 class LLMExtractor:
     """Asks a model, with the vlmdesk prompt; strict parsing, reminders, cache."""
 
-    def __init__(self, backend: Backend, *, ws: Workspace | None = None, attempts: int = ATTEMPTS,
-                 max_new_tokens: int = MAX_NEW_TOKENS, chunk: int = CHUNK):
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        ws: Workspace | None = None,
+        attempts: int = ATTEMPTS,
+        max_new_tokens: int = MAX_NEW_TOKENS,
+        chunk: int = CHUNK,
+    ):
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
         self.backend, self.ws, self.attempts = backend, ws, attempts
@@ -134,10 +147,12 @@ class LLMExtractor:
                 todo.setdefault(key, item)  # the same input twice in one call is asked once
         pending = list(todo.items())
         for start in range(0, len(pending), self.chunk):
-            chunk = pending[start:start + self.chunk]
+            chunk = pending[start : start + self.chunk]
             answered = self._ask([item for _, item in chunk])
-            entries = [store.CachedExtraction(key, self.name, e.choice, e.stage, e.reason, raw, len(raw))
-                       for (key, _), (e, raw) in zip(chunk, answered)]
+            entries = [
+                store.CachedExtraction(key, self.name, e.choice, e.stage, e.reason, raw, len(raw))
+                for (key, _), (e, raw) in zip(chunk, answered)
+            ]
             if self.ws is not None:
                 store.store(self.ws, entries)
             found.update({e.key: e for e in entries})
@@ -153,8 +168,12 @@ class LLMExtractor:
             queries = []
             for i in open_:
                 question, options, response = inputs[i]
-                queries.append(Query(prompt=render_prompt(question, options, response, reminder=attempt > 0),
-                                     letters=(*sorted(options), REFUSAL)))
+                queries.append(
+                    Query(
+                        prompt=render_prompt(question, options, response, reminder=attempt > 0),
+                        letters=(*sorted(options), REFUSAL),
+                    )
+                )
             texts = self.backend.generate(queries, self.max_new_tokens)
             if len(texts) != len(queries):
                 raise BackendError(f"{self.backend.spec}: {len(texts)} replies to {len(queries)} prompts")
@@ -173,9 +192,17 @@ class LLMExtractor:
                 what = "none of the options" if decided[i] == REFUSAL else f"option {decided[i]}"
                 out.append((Extraction(decided[i], "llm", f"llm replied {_quote(raw[-1])}: {what}"), tuple(raw)))
             else:
-                out.append((Extraction(None, "none", f"llm gave no single option letter in {len(raw)} attempt"
-                                       f"{'s' if len(raw) != 1 else ''} (last reply {_quote(raw[-1])})"),
-                            tuple(raw)))
+                out.append(
+                    (
+                        Extraction(
+                            None,
+                            "none",
+                            f"llm gave no single option letter in {len(raw)} attempt"
+                            f"{'s' if len(raw) != 1 else ''} (last reply {_quote(raw[-1])})",
+                        ),
+                        tuple(raw),
+                    )
+                )
         return out
 
 
@@ -213,16 +240,36 @@ def _llm(model: str | None, ws: Workspace | None) -> LLMExtractor:
     return LLMExtractor(load_backend(model or ""), ws=ws)
 
 
-_MODEL_FIELD = Field("", "Model spec", required=True, placeholder="openai:gpt-4o-mini",
-                     help="the model that reads the responses (any model spec)")
+_MODEL_FIELD = Field(
+    "",
+    "Model spec",
+    required=True,
+    placeholder="openai:gpt-4o-mini",
+    help="the model that reads the responses (any model spec)",
+)
 EXTRACTORS = (
-    ExtractorEntry("rules", "rules", "vlmdesk's rules: letter forms, one option's text, refusals; else undecided",
-                   lambda model, ws: RulesExtractor()),
-    ExtractorEntry("llm", "llm:<model spec>", "every response read by an LLM (strict reply parsing, cached)", _llm,
-                   needs_model=True, fields=(_MODEL_FIELD,)),
-    ExtractorEntry("rules+llm", "rules+llm:<model spec>", "MMBench's pipeline: the LLM only where the rules are "
-                   "undecided", lambda model, ws: RulesThenLLM(_llm(model, ws)), needs_model=True,
-                   fields=(_MODEL_FIELD,)),
+    ExtractorEntry(
+        "rules",
+        "rules",
+        "vlmdesk's rules: letter forms, one option's text, refusals; else undecided",
+        lambda model, ws: RulesExtractor(),
+    ),
+    ExtractorEntry(
+        "llm",
+        "llm:<model spec>",
+        "every response read by an LLM (strict reply parsing, cached)",
+        _llm,
+        needs_model=True,
+        fields=(_MODEL_FIELD,),
+    ),
+    ExtractorEntry(
+        "rules+llm",
+        "rules+llm:<model spec>",
+        "MMBench's pipeline: the LLM only where the rules are undecided",
+        lambda model, ws: RulesThenLLM(_llm(model, ws)),
+        needs_model=True,
+        fields=(_MODEL_FIELD,),
+    ),
 )
 REGISTRY: Registry[ExtractorEntry] = Registry("extractor", "EXTRACTORS", builtins=(__name__,))
 
@@ -231,7 +278,7 @@ def extractor_help() -> str:
     return " | ".join(entry.syntax for entry in REGISTRY.help_entries())
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> str:
     if name == "EXTRACTOR_HELP":  # reads the registry: computed when asked for
         return extractor_help()
     raise AttributeError(name)
@@ -252,20 +299,21 @@ def parse_extractor_spec(spec: str) -> tuple[str, str | None]:
     if not entry.needs_model:
         return name, None
     if not model or ":" not in model:
-        raise InvalidInput(f"extractor {spec[:200]!r}: {name}: needs a model spec such as openai:gpt-4o-mini or "
-                         "hf:./text-model")
+        raise InvalidInput(
+            f"extractor {spec[:200]!r}: {name}: needs a model spec such as openai:gpt-4o-mini or hf:./text-model"
+        )
     return name, model
 
 
 def load_extractor(spec: str, ws: Workspace | None = None) -> Extractor:
     """Build the extractor a spec names; ``ws`` holds the LLM cache. InvalidInput / BackendError on bad specs."""
     name, model = parse_extractor_spec(spec)
-    return REGISTRY.get(name).build(model, ws)
+    return REGISTRY[name].build(model, ws)
 
 
 def _quote(text: str, limit: int = 40) -> str:
     one = " ".join((text or "").split())
-    return repr(one if len(one) <= limit else one[:limit - 1] + "…")
+    return repr(one if len(one) <= limit else one[: limit - 1] + "…")
 
 
 def response_key(question: str, options: Mapping[str, str], response: str) -> str:

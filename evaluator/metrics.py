@@ -6,10 +6,12 @@ run has nothing to count). Built-ins are today's report figures; new metrics (ca
 ratings…) are added as modules declaring ``METRICS = (MetricEntry(…),)``, built in or named in VLMDESK_PLUGINS
 (docs/architecture.md, "How to add a metric").
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Literal
 
 from db import catalog, runs
 from db.errors import UserError
@@ -17,7 +19,10 @@ from db.workspace import Workspace
 from evaluator.registry import Registry
 
 if TYPE_CHECKING:
-    from evaluator.report import RunReport
+    from evaluator.report import McqFigures, RunReport
+
+Compute = Callable[[Workspace, int, str | None], float | None]
+"""A metric's value for one run under a scoring (None when the run has none)."""
 
 
 class MetricUnavailable(UserError):
@@ -48,37 +53,69 @@ class MetricEntry:
     name: str
     help: str
     needs: Needs
-    compute: Callable[[Workspace, int, str | None], float | None]
+    compute: Compute
     higher_is_better: bool = True
 
 
 def _report(ws: Workspace, run_id: int, scoring: str | None) -> RunReport:
     from evaluator.report import run_report
 
-    return run_report(ws, run_id, scoring=scoring)
+    report = run_report(ws, run_id, scoring=scoring)
+    if report is None:
+        raise RuntimeError(f"no run {run_id}")  # the caller looked the run up first
+    return report
 
 
-def _overall(key: str):
-    return lambda ws, run_id, scoring: getattr(_report(ws, run_id, scoring).mcq.overall, key)
+def _mcq(ws: Workspace, run_id: int, scoring: str | None) -> McqFigures:
+    mcq = _report(ws, run_id, scoring).mcq
+    if mcq is None:  # a metric's Needs keep it to runs of its kind
+        raise RuntimeError(f"run {run_id} has no multiple-choice figures")
+    return mcq
 
 
-def _pope(key: str):
-    return lambda ws, run_id, scoring: getattr(_report(ws, run_id, scoring).pope.pope["official"], key)
+def _overall(key: str) -> Compute:
+    return lambda ws, run_id, scoring: getattr(_mcq(ws, run_id, scoring).overall, key)
+
+
+def _pope(key: str) -> Compute:
+    def compute(ws: Workspace, run_id: int, scoring: str | None) -> float | None:
+        pope = _report(ws, run_id, scoring).pope
+        if pope is None:  # a metric's Needs keep it to runs of its kind
+            raise RuntimeError(f"run {run_id} has no POPE figures")
+        value: float | None = getattr(pope.pope["official"], key)
+        return value
+
+    return compute
 
 
 METRICS = (
-    MetricEntry("vanilla", "VanillaEval: the share of items right on pass 0 (the original option order)",
-                Needs(kind="mcq"), _overall("vanilla")),
-    MetricEntry("circular", "CircularEval: the share of items right on every rotation of their options",
-                Needs(kind="mcq", strategies=("circular",)), _overall("circular")),
-    MetricEntry("consistency", "the share of fully asked items whose every pass chose the same option text",
-                Needs(kind="mcq", strategies=("circular",), full_passes=True),
-                lambda ws, run_id, scoring: _report(ws, run_id, scoring).mcq.consistency),
-    MetricEntry("pope_accuracy", "POPE accuracy under the official parser", Needs(kind="yesno"),
-                _pope("accuracy")),
+    MetricEntry(
+        "vanilla",
+        "VanillaEval: the share of items right on pass 0 (the original option order)",
+        Needs(kind="mcq"),
+        _overall("vanilla"),
+    ),
+    MetricEntry(
+        "circular",
+        "CircularEval: the share of items right on every rotation of their options",
+        Needs(kind="mcq", strategies=("circular",)),
+        _overall("circular"),
+    ),
+    MetricEntry(
+        "consistency",
+        "the share of fully asked items whose every pass chose the same option text",
+        Needs(kind="mcq", strategies=("circular",), full_passes=True),
+        lambda ws, run_id, scoring: _mcq(ws, run_id, scoring).consistency,
+    ),
+    MetricEntry("pope_accuracy", "POPE accuracy under the official parser", Needs(kind="yesno"), _pope("accuracy")),
     MetricEntry("pope_f1", "POPE F1 with yes as positive, official parser", Needs(kind="yesno"), _pope("f1")),
-    MetricEntry("pope_yes_ratio", "the share of POPE answers read as yes (official parser): 0.5 is unbiased",
-                Needs(kind="yesno"), _pope("yes_ratio"), higher_is_better=False),
+    MetricEntry(
+        "pope_yes_ratio",
+        "the share of POPE answers read as yes (official parser): 0.5 is unbiased",
+        Needs(kind="yesno"),
+        _pope("yes_ratio"),
+        higher_is_better=False,
+    ),
 )
 REGISTRY: Registry[MetricEntry] = Registry("metric", "METRICS", builtins=(__name__,))
 

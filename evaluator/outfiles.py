@@ -10,21 +10,27 @@
 - An existing file keeps its permission bits; a new one gets the ordinary mode (0666 less the umask), not mkstemp's
   0600.
 """
+
 from __future__ import annotations
 
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Callable, TypeVar
+from typing import IO, Any, TypeVar
 
 from db.errors import UserError
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SIDECARS = ("-wal", "-shm", "-journal")
-_KINDS = ((stat.S_ISDIR, "is a directory; give a file name"), (stat.S_ISFIFO, "is a FIFO (named pipe)"),
-          (stat.S_ISCHR, "is a character device"), (stat.S_ISBLK, "is a block device"),
-          (stat.S_ISSOCK, "is a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "is a directory; give a file name"),
+    (stat.S_ISFIFO, "is a FIFO (named pipe)"),
+    (stat.S_ISCHR, "is a character device"),
+    (stat.S_ISBLK, "is a block device"),
+    (stat.S_ISSOCK, "is a socket"),
+)
 T = TypeVar("T")
 
 
@@ -43,14 +49,14 @@ def _is_sqlite(path: str) -> bool:
         os.close(fd)
 
 
-def target_of(path: str | os.PathLike) -> Path:
+def target_of(path: str | os.PathLike[str]) -> Path:
     """The file that writing `path` replaces: the path itself, or, for a symlink, what it finally points at (which
     may not exist yet)."""
     path = Path(path).expanduser()
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
-def check_output(path: str | os.PathLike) -> Path:
+def check_output(path: str | os.PathLike[str]) -> Path:
     """The file writing `path` will replace, after the checks of this module's rule; raises OutputRefused."""
     shown = Path(path).expanduser()
     target = target_of(shown)
@@ -67,8 +73,9 @@ def check_output(path: str | os.PathLike) -> Path:
         raise OutputRefused(f"{shown}: is a SQLite database (a workspace?); refusing to overwrite it")
     for suffix in _SIDECARS:
         if target.name.endswith(suffix) and _is_sqlite(str(target)[: -len(suffix)]):
-            raise OutputRefused(f"{shown}: belongs to the SQLite database {str(target)[: -len(suffix)]}; "
-                                "refusing to overwrite it")
+            raise OutputRefused(
+                f"{shown}: belongs to the SQLite database {str(target)[: -len(suffix)]}; refusing to overwrite it"
+            )
     if not target.parent.is_dir():
         # The folder is named as the user can act on it: the one they typed, or the link's target's.
         raise OutputRefused(f"{target.parent if target != shown else shown.parent}: no such directory")
@@ -93,14 +100,14 @@ class AtomicOutput:
     temporary file; `close(ok=True)` renames it over the target, `close(ok=False)` (or an exception in a `with`)
     removes it."""
 
-    def __init__(self, path: str | os.PathLike, *, binary: bool = False, newline: str | None = None):
+    def __init__(self, path: str | os.PathLike[str], *, binary: bool = False, newline: str | None = None):
         self.path = Path(path).expanduser()
         self._binary, self._newline = binary, newline
-        self._handle: IO | None = None
+        self._handle: IO[Any] | None = None
         self._tmp: str | None = None
         self._target: Path | None = None
 
-    def open(self) -> IO:
+    def open(self) -> IO[Any]:
         self._target = check_output(self.path)
         try:
             mode = stat.S_IMODE(os.stat(self._target).st_mode)
@@ -109,8 +116,9 @@ class AtomicOutput:
         fd, self._tmp = tempfile.mkstemp(prefix=f".{self._target.name}.", suffix=".tmp", dir=self._target.parent)
         try:
             os.fchmod(fd, mode)
-            self._handle = (os.fdopen(fd, "wb") if self._binary
-                            else os.fdopen(fd, "w", encoding="utf-8", newline=self._newline))
+            self._handle = (
+                os.fdopen(fd, "wb") if self._binary else os.fdopen(fd, "w", encoding="utf-8", newline=self._newline)
+            )
         except BaseException:
             os.close(fd)
             os.unlink(self._tmp)
@@ -120,7 +128,8 @@ class AtomicOutput:
     def close(self, ok: bool = True) -> None:
         if self._handle is None:
             return
-        handle, tmp, self._handle = self._handle, self._tmp, None
+        handle, tmp, target, self._handle = self._handle, self._tmp, self._target, None
+        assert tmp is not None and target is not None  # open() set them with the handle
         try:
             if ok:
                 handle.flush()
@@ -128,7 +137,7 @@ class AtomicOutput:
             handle.close()
             if ok:
                 check_output(self.path)  # nothing was swapped in meanwhile
-                os.replace(tmp, self._target)
+                os.replace(tmp, target)
         except BaseException:
             handle.close()
             Path(tmp).unlink(missing_ok=True)
@@ -136,15 +145,16 @@ class AtomicOutput:
         if not ok:
             Path(tmp).unlink(missing_ok=True)
 
-    def __enter__(self) -> IO:
+    def __enter__(self) -> IO[Any]:
         return self.open()
 
-    def __exit__(self, exc_type, *_) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         self.close(ok=exc_type is None)
 
 
-def write_file(path: str | os.PathLike, write: Callable[[IO], T], *, binary: bool = False,
-               newline: str | None = None) -> T:
+def write_file(
+    path: str | os.PathLike[str], write: Callable[[IO[Any]], T], *, binary: bool = False, newline: str | None = None
+) -> T:
     """Call write(handle) on a new file that replaces `path` once write returns; returns what write returned."""
     with AtomicOutput(path, binary=binary, newline=newline) as handle:
         return write(handle)

@@ -2,25 +2,30 @@
 
 The GUI embeds the same Figure objects in a FigureCanvasQTAgg; the command line saves them as PNG or SVG.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
-from db.errors import InvalidInput
-
+from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from db.errors import InvalidInput
 from evaluator.outfiles import AtomicOutput
+from evaluator.types import PopeParser
 
 if TYPE_CHECKING:
     from evaluator.report import RunReport, Scores
 
 SHORT_L2 = {
-    "coarse_perception": "CP", "finegrained_perception (instance-level)": "FP-S",
-    "finegrained_perception (cross-instance)": "FP-C", "attribute_reasoning": "AR", "relation_reasoning": "RR",
+    "coarse_perception": "CP",
+    "finegrained_perception (instance-level)": "FP-S",
+    "finegrained_perception (cross-instance)": "FP-C",
+    "attribute_reasoning": "AR",
+    "relation_reasoning": "RR",
     "logic_reasoning": "LR",
 }
 LEVEL_OF = {"by_l2": "l2", "by_category": "category", "by_split": "split"}
@@ -28,16 +33,16 @@ COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860"]
 _TARGET = "bar?"
 
 
-def _tag(patch, **target) -> None:
+def _tag(patch: Artist, **target: object) -> None:
     """Name what a bar stands for (run, level, group, …) in its gid, so a viewer can list the items behind it."""
     patch.set_gid(_TARGET + urlencode({k: v for k, v in target.items() if v is not None}))
 
 
-def bar_target(artist) -> dict | None:
+def bar_target(artist: Artist) -> dict[str, Any] | None:
     """What a bar of these figures stands for: {"run": "3", "level": "l2", "group": "…", "strategy": "…"} (POPE:
     "parser", "metric"; alignment: "extractor"), or None for any other artist."""
     gid = artist.get_gid() or ""
-    return dict(parse_qsl(gid[len(_TARGET):])) if gid.startswith(_TARGET) else None
+    return dict(parse_qsl(gid[len(_TARGET) :])) if gid.startswith(_TARGET) else None
 
 
 def run_label(report: RunReport) -> str:
@@ -52,8 +57,10 @@ def _groups(report: RunReport, level: str) -> dict[str, Scores]:
 def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
     """Grouped bars per ability: for each run, VanillaEval (light) and CircularEval (solid), plus Overall."""
     order = list(SHORT_L2)
-    names = sorted({name for r in reports for name in _groups(r, level)},
-                   key=lambda n: (order.index(n) if n in order else len(order), n))
+    names = sorted(
+        {name for r in reports for name in _groups(r, level)},
+        key=lambda n: (order.index(n) if n in order else len(order), n),
+    )
     groups = ["Overall", *names]
     fig = Figure(figsize=(min(14.0, max(6.0, 0.5 * len(groups) * (1 + len(reports)))), 4.2), layout="constrained")
     FigureCanvasAgg(fig)
@@ -68,23 +75,50 @@ def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
                 value = getattr(scores, strategy) if scores is not None else None
                 heights.append(0.0 if value is None else value * 100)
             offset = (2 * r_i + s_i) * width - 0.4 + width / 2
-            bars = ax.bar([x + offset for x in range(len(groups))], heights, width, color=color, alpha=alpha,
-                          label=f"{run_label(report)} — {strategy}")
+            bars = ax.bar(
+                [x + offset for x in range(len(groups))],
+                heights,
+                width,
+                color=color,
+                alpha=alpha,
+                label=f"{run_label(report)} — {strategy}",
+            )
             for bar, g in zip(bars, groups):
-                _tag(bar, run=report.run_id, level="all" if g == "Overall" else LEVEL_OF.get(level, level),
-                     group=None if g == "Overall" else g, strategy=strategy)
+                _tag(
+                    bar,
+                    run=report.run_id,
+                    level="all" if g == "Overall" else LEVEL_OF.get(level, level),
+                    group=None if g == "Overall" else g,
+                    strategy=strategy,
+                )
             for bar, h in zip(bars, heights):
-                ax.annotate(f"{h:.0f}", (bar.get_x() + bar.get_width() / 2, h), ha="center", va="bottom",
-                            fontsize=7, xytext=(0, 1), textcoords="offset points")
-    ax.set_xticks(range(len(groups)), [SHORT_L2.get(g, g) for g in groups], rotation=0 if level == "by_l2" else 45,
-                  ha="center" if level == "by_l2" else "right")
+                ax.annotate(
+                    f"{h:.0f}",
+                    (bar.get_x() + bar.get_width() / 2, h),
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    xytext=(0, 1),
+                    textcoords="offset points",
+                )
+    ax.set_xticks(
+        range(len(groups)),
+        [SHORT_L2.get(g, g) for g in groups],
+        rotation=0 if level == "by_l2" else 45,
+        ha="center" if level == "by_l2" else "right",
+    )
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 105)
     title = reports[0].benchmark if len({r.benchmark for r in reports}) == 1 else "runs"
     ax.set_title(f"{title}: VanillaEval (light) vs CircularEval (solid)")
     # Below the axes: inside, the legend would hide bars.
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 if level == "by_l2" else -0.35),
-              ncol=2 if len(reports) > 1 else 2, frameon=False)
+    ax.legend(
+        fontsize=7,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.12 if level == "by_l2" else -0.35),
+        ncol=2 if len(reports) > 1 else 2,
+        frameon=False,
+    )
     ax.grid(axis="y", alpha=0.3)
     return fig
 
@@ -95,14 +129,22 @@ def pope_figure(reports: list[RunReport]) -> Figure:
     fig = Figure(figsize=(7.5, 4.0), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    series = [(r, parser) for r in reports for parser in ("official", "strict")]
+    parsers: tuple[PopeParser, ...] = ("official", "strict")
+    series = [(r, parser) for r in reports for parser in parsers]
     width = 0.8 / max(1, len(series))
     for s_i, (report, parser) in enumerate(series):
-        values = [(getattr(report.pope.pope[parser], m) or 0.0) * 100 for m in metrics]
+        pope = report.pope
+        assert pope is not None  # the caller passes POPE runs only
+        values = [(getattr(pope.pope[parser], m) or 0.0) * 100 for m in metrics]
         r_i = s_i // 2
-        bars = ax.bar([x + s_i * width - 0.4 + width / 2 for x in range(len(metrics))], values, width,
-                      color=COLORS[r_i % len(COLORS)], alpha=1.0 if parser == "official" else 0.5,
-                      label=f"{report.pope.setting or '-'} · {run_label(report)} — {parser}")
+        bars = ax.bar(
+            [x + s_i * width - 0.4 + width / 2 for x in range(len(metrics))],
+            values,
+            width,
+            color=COLORS[r_i % len(COLORS)],
+            alpha=1.0 if parser == "official" else 0.5,
+            label=f"{pope.setting or '-'} · {run_label(report)} — {parser}",
+        )
         for bar, metric in zip(bars, metrics):
             _tag(bar, run=report.run_id, level="pope", parser=parser, metric=metric)
     ax.set_xticks(range(len(metrics)), metrics)
@@ -123,16 +165,37 @@ def drop_figure(reports: list[RunReport]) -> Figure:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     for x, report in enumerate(circular):
-        vanilla, circ = (100 * (getattr(report.mcq.overall, k) or 0.0) for k in ("vanilla", "circular"))
+        mcq = report.mcq
+        assert mcq is not None  # kept above: runs with CircularEval figures
+        vanilla, circ = (100 * (getattr(mcq.overall, k) or 0.0) for k in ("vanilla", "circular"))
         color = COLORS[x % len(COLORS)]
         for dx, strategy, value, alpha in ((-0.2, "vanilla", vanilla, 0.45), (0.2, "circular", circ, 1.0)):
-            (bar,) = ax.bar([x + dx], [value], 0.38, color=color, alpha=alpha,
-                            label=("VanillaEval" if strategy == "vanilla" else "CircularEval") if x == 0 else None)
+            (bar,) = ax.bar(
+                [x + dx],
+                [value],
+                0.38,
+                color=color,
+                alpha=alpha,
+                label=("VanillaEval" if strategy == "vanilla" else "CircularEval") if x == 0 else None,
+            )
             _tag(bar, run=report.run_id, level="all", strategy=strategy)
-            ax.annotate(f"{value:.1f}", (x + dx, value), ha="center", va="bottom", fontsize=8, xytext=(0, 1),
-                        textcoords="offset points")
-        ax.annotate(f"−{vanilla - circ:.1f} pts", (x, max(vanilla, circ) + 7), ha="center", fontsize=9,
-                    color="#b3261e", fontweight="bold")
+            ax.annotate(
+                f"{value:.1f}",
+                (x + dx, value),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                xytext=(0, 1),
+                textcoords="offset points",
+            )
+        ax.annotate(
+            f"−{vanilla - circ:.1f} pts",
+            (x, max(vanilla, circ) + 7),
+            ha="center",
+            fontsize=9,
+            color="#b3261e",
+            fontweight="bold",
+        )
     ax.set_xticks(range(len(circular)), [run_label(r).replace(" · ", "\n") for r in circular], fontsize=8)
     ax.set_ylim(0, 112)
     ax.set_ylabel("overall accuracy (%)")
@@ -141,7 +204,8 @@ def drop_figure(reports: list[RunReport]) -> Figure:
     return fig
 
 
-def alignment_figure(report, extractor: str | None = None) -> Figure:
+def alignment_figure(report: Any, extractor: str | None = None) -> Figure:
+    # report: annotation.alignment.AlignmentReport, a layer above this one (so not imported here).
     """An alignment study (annotation.alignment.AlignmentReport): per extractor the share of responses read as
     the final human label, with its Wilson 95 % interval; beside it one extractor's confusion matrix."""
     names = [n for n, e in report.extractors.items() if e.overall.n]
@@ -152,17 +216,30 @@ def alignment_figure(report, extractor: str | None = None) -> Figure:
     rates = [100 * o.rate for o in overall]
     lows = [r - 100 * o.wilson_95[0] for r, o in zip(rates, overall)]
     highs = [100 * o.wilson_95[1] - r for r, o in zip(rates, overall)]
-    bars = bars_ax.bar(range(len(names)), rates, 0.6, color=[COLORS[i % len(COLORS)] for i in range(len(names))],
-                       yerr=[lows, highs], capsize=6, error_kw={"elinewidth": 1.2, "ecolor": "#3c4043"})
+    bars = bars_ax.bar(
+        range(len(names)),
+        rates,
+        0.6,
+        color=[COLORS[i % len(COLORS)] for i in range(len(names))],
+        yerr=[lows, highs],
+        capsize=6,
+        error_kw={"elinewidth": 1.2, "ecolor": "#3c4043"},
+    )
     for bar, name, rate, o in zip(bars, names, rates, overall):
         _tag(bar, level="alignment", extractor=name)
-        bars_ax.annotate(f"{rate:.1f}%\n{o.agreed}/{o.n}", (bar.get_x() + bar.get_width() / 2, 2),
-                         ha="center", va="bottom", fontsize=8, color="white", fontweight="bold")
+        bars_ax.annotate(
+            f"{rate:.1f}%\n{o.agreed}/{o.n}",
+            (bar.get_x() + bar.get_width() / 2, 2),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            color="white",
+            fontweight="bold",
+        )
     bars_ax.set_xticks(range(len(names)), [n if len(n) <= 22 else n[:21] + "…" for n in names], fontsize=8)
     bars_ax.set_ylim(0, 105)
     bars_ax.set_ylabel("alignment with the final human label (%)")
-    bars_ax.set_title(f"set {report.set_name}: {report.final.decided} decided labels (bars: Wilson 95 %)",
-                      fontsize=10)
+    bars_ax.set_title(f"set {report.set_name}: {report.final.decided} decided labels (bars: Wilson 95 %)", fontsize=10)
     bars_ax.grid(axis="y", alpha=0.3)
     extractor = extractor if extractor in names else (names[0] if names else None)
     if extractor is None:
@@ -175,8 +252,15 @@ def alignment_figure(report, extractor: str | None = None) -> Figure:
     peak = max((v for row in matrix for v in row), default=0)
     for i, row in enumerate(matrix):
         for j, v in enumerate(row):
-            matrix_ax.text(j, i, str(v), ha="center", va="center", fontsize=9,
-                           color="white" if peak and v > peak / 2 else "#202124")
+            matrix_ax.text(
+                j,
+                i,
+                str(v),
+                ha="center",
+                va="center",
+                fontsize=9,
+                color="white" if peak and v > peak / 2 else "#202124",
+            )
     matrix_ax.set_xticks(range(len(labels)), labels, fontsize=8, rotation=45 if len(labels) > 6 else 0)
     matrix_ax.set_yticks(range(len(labels)), labels, fontsize=8)
     matrix_ax.set_xlabel(f"{extractor} said")

@@ -13,13 +13,14 @@ import os
 import random
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from db.errors import InvalidInput
 from evaluator.outfiles import AtomicOutput
-from evaluator.types import POPE_SETTINGS
+from evaluator.types import POPE_SETTINGS, PopeParser
 
 SETTINGS = POPE_SETTINGS
 YES_NO = ("yes", "no")
@@ -85,8 +86,8 @@ def parse_strict(text: str) -> str:
     wins; questions ("Is there a dog?") are skipped; within a sentence: a leading yes/no > a hedge
     (-> unknown) > a standalone "yes" ("Sure! Yes", "The answer is yes") > a negation ("there is no",
     "isn't", "I don't see", "not present") > an affirmative statement ("There is a dog", "I can see a cat").
-    Negation is checked before affirmation because "there is no dog" contains "there is". Decisions on ambiguous phrasings:
-    "No doubt, there is a cat" -> yes ("no doubt" is an intensifier); "No idea" -> unknown;
+    Negation is checked before affirmation because "there is no dog" contains "there is". Decisions on ambiguous
+    phrasings: "No doubt, there is a cat" -> yes ("no doubt" is an intensifier); "No idea" -> unknown;
     "Yes and no" -> unknown; "Yes, maybe" -> yes (the leading answer commits); "There might be a dog" ->
     unknown (hedged); "There is a dog, not a cat" -> no (a contrast is read as its negation: the object asked
     about is unknown here); a bare description without an existence marker ("A dog sits on the couch") or
@@ -115,7 +116,7 @@ def parse_strict(text: str) -> str:
     return "unknown"
 
 
-PARSERS: dict[str, Callable[[str], str]] = {"official": parse_official, "strict": parse_strict}
+PARSERS: dict[PopeParser, Callable[[str], str]] = {"official": parse_official, "strict": parse_strict}
 """The POPE answer parsers by name, in the order reports list them."""
 
 # --------------------------------------------------------------------------------------------------- metrics
@@ -143,7 +144,7 @@ class PopeMetrics:
     f1: float | None
     yes_ratio: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -157,7 +158,7 @@ class PopeMeans:
     f1: float | None
     yes_ratio: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -190,8 +191,19 @@ def pope_metrics(labels: Sequence[str], answers: Sequence[str]) -> PopeMetrics:
     f1 = None
     if precision is not None and recall is not None and precision + recall != 0:
         f1 = 2 * precision * recall / (precision + recall)  # same operation order as the script: equal floats
-    return PopeMetrics(questions, tp, fp, tn, fn, unknown, accuracy=_ratio(tp + tn, questions),
-                       precision=precision, recall=recall, f1=f1, yes_ratio=_ratio(tp + fp, questions))
+    return PopeMetrics(
+        questions,
+        tp,
+        fp,
+        tn,
+        fn,
+        unknown,
+        accuracy=_ratio(tp + tn, questions),
+        precision=precision,
+        recall=recall,
+        f1=f1,
+        yes_ratio=_ratio(tp + fp, questions),
+    )
 
 
 def mean_over_settings(metrics: Sequence[PopeMetrics]) -> PopeMeans:
@@ -227,7 +239,7 @@ def _json_lines(path: Path) -> Iterable[tuple[int, object]]:
                     raise InvalidInput(f"{path}, line {number}: not valid JSON ({error.msg})") from None
 
 
-def read_pope_questions(path: str | os.PathLike) -> list[dict]:
+def read_pope_questions(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Questions from JSON Lines (the COCO files) or one JSON array (the pretty-printed GQA file).
 
     Each record needs question_id, image, text and label ("yes"/"no", case-insensitive; normalised to lower
@@ -244,12 +256,17 @@ def read_pope_questions(path: str | os.PathLike) -> list[dict]:
         located = [(f"item {index}", item) for index, item in enumerate(items, start=1)]
     else:
         located = [(f"line {number}", item) for number, item in _json_lines(path)]
-    questions, seen = [], {}
+    questions: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
     for where, item in located:
         if not isinstance(item, dict):
             raise InvalidInput(f"{path}, {where}: expected a JSON object")
-        for field, kind, says in (("question_id", (int, str), "an integer or string"), ("image", str, "a string"),
-                                  ("text", str, "a string"), ("label", str, "a string")):
+        for field, kind, says in (
+            ("question_id", (int, str), "an integer or string"),
+            ("image", str, "a string"),
+            ("text", str, "a string"),
+            ("label", str, "a string"),
+        ):
             if not isinstance(item.get(field), kind) or isinstance(item.get(field), bool):
                 raise InvalidInput(f"{path}, {where}: field '{field}' missing or not {says}")
         label = item["label"].strip().lower()
@@ -263,7 +280,7 @@ def read_pope_questions(path: str | os.PathLike) -> list[dict]:
     return questions
 
 
-def read_pope_answers(path: str | os.PathLike) -> list[PopeAnswer]:
+def read_pope_answers(path: str | os.PathLike[str]) -> list[PopeAnswer]:
     """Answers from JSON Lines: the response in "answer" or else "text", optional "question_id".
 
     "answer" wins over "text" because answer files often copy the question record (whose "text" is the
@@ -284,7 +301,9 @@ def read_pope_answers(path: str | os.PathLike) -> list[PopeAnswer]:
     return answers
 
 
-def match_answers(questions: Sequence[dict], answers: Sequence[PopeAnswer]) -> list[tuple[dict, PopeAnswer]]:
+def match_answers(
+    questions: Sequence[dict[str, Any]], answers: Sequence[PopeAnswer]
+) -> list[tuple[dict[str, Any], PopeAnswer]]:
     """Pairs each question (in question order) with its answer.
 
     By question_id when every answer has one; when none has one, by line order, as the official script does
@@ -299,8 +318,9 @@ def match_answers(questions: Sequence[dict], answers: Sequence[PopeAnswer]) -> l
             raise InvalidInput(f"{source}: {len(answers)} answers for {len(questions)} questions (the file {last})")
         if len(answers) > len(questions):
             extra = answers[len(questions)]
-            raise InvalidInput(f"{extra.source}, line {extra.line}: answer without a question "
-                             f"(only {len(questions)} questions)")
+            raise InvalidInput(
+                f"{extra.source}, line {extra.line}: answer without a question (only {len(questions)} questions)"
+            )
         return list(zip(questions, answers))
     if len(with_ids) != len(answers):
         missing = next(a for a in answers if a.question_id is None)
@@ -310,27 +330,33 @@ def match_answers(questions: Sequence[dict], answers: Sequence[PopeAnswer]) -> l
     for answer in answers:
         key = str(answer.question_id)
         if key not in by_id:
-            raise InvalidInput(f"{answer.source}, line {answer.line}: question_id {answer.question_id} "
-                             f"is not among the questions")
+            raise InvalidInput(
+                f"{answer.source}, line {answer.line}: question_id {answer.question_id} is not among the questions"
+            )
         if key in answered:
-            raise InvalidInput(f"{answer.source}, line {answer.line}: question_id {answer.question_id} "
-                             f"already answered on line {answered[key].line}")
+            raise InvalidInput(
+                f"{answer.source}, line {answer.line}: question_id {answer.question_id} "
+                f"already answered on line {answered[key].line}"
+            )
         answered[key] = answer
     unanswered = [key for key in by_id if key not in answered]
     if unanswered:
         more = f" and {len(unanswered) - 1} more" if len(unanswered) > 1 else ""
-        raise InvalidInput(f"{source}: no answer for question_id {unanswered[0]}{more} "
-                         f"({len(answers)} answers for {len(questions)} questions)")
+        raise InvalidInput(
+            f"{source}: no answer for question_id {unanswered[0]}{more} "
+            f"({len(answers)} answers for {len(questions)} questions)"
+        )
     return [(q, answered[str(q["question_id"])]) for q in questions]
 
 
-def score_matched(pairs: Sequence[tuple[dict, PopeAnswer]], parse: Callable[[str], str] = parse_strict
-                  ) -> PopeMetrics:
+def score_matched(
+    pairs: Sequence[tuple[dict[str, Any], PopeAnswer]], parse: Callable[[str], str] = parse_strict
+) -> PopeMetrics:
     """pope_metrics over matched (question, answer) pairs, answers read with `parse`."""
     return pope_metrics([q["label"] for q, _ in pairs], [parse(a.text) for _, a in pairs])
 
 
-def write_pope_jsonl(records: Iterable[dict], path: str | os.PathLike) -> None:
+def write_pope_jsonl(records: Iterable[dict[str, Any]], path: str | os.PathLike[str]) -> None:
     """Writes records as JSON Lines under evaluator/outfiles.py's rule (no half-written files)."""
     with AtomicOutput(path) as file:
         for record in records:
@@ -340,13 +366,13 @@ def write_pope_jsonl(records: Iterable[dict], path: str | os.PathLike) -> None:
 # ------------------------------------------------------------------------------------------------ annotations
 
 
-def _field(item: object, field: str, where: str):
+def _field(item: object, field: str, where: str) -> Any:
     if not isinstance(item, dict) or field not in item:
         raise InvalidInput(f"{where}: field '{field}' missing")
     return item[field]
 
 
-def load_coco_instances(path: str | os.PathLike) -> dict[str, list[str]]:
+def load_coco_instances(path: str | os.PathLike[str]) -> dict[str, list[str]]:
     """image file name -> sorted distinct category names, from a COCO `instances_*.json`.
 
     Images without annotations are kept (with no objects) so the caller sees the whole split.
@@ -356,10 +382,14 @@ def load_coco_instances(path: str | os.PathLike) -> dict[str, list[str]]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise InvalidInput(f"{path}, line {error.lineno}: not valid JSON ({error.msg})") from None
-    files = {_field(i, "id", f"{path}: images[{n}]"): _field(i, "file_name", f"{path}: images[{n}]")
-             for n, i in enumerate(_field(data, "images", str(path)))}
-    names = {_field(c, "id", f"{path}: categories[{n}]"): _field(c, "name", f"{path}: categories[{n}]")
-             for n, c in enumerate(_field(data, "categories", str(path)))}
+    files = {
+        _field(i, "id", f"{path}: images[{n}]"): _field(i, "file_name", f"{path}: images[{n}]")
+        for n, i in enumerate(_field(data, "images", str(path)))
+    }
+    names = {
+        _field(c, "id", f"{path}: categories[{n}]"): _field(c, "name", f"{path}: categories[{n}]")
+        for n, c in enumerate(_field(data, "categories", str(path)))
+    }
     present: dict[str, set[str]] = {name: set() for name in files.values()}
     for n, annotation in enumerate(_field(data, "annotations", str(path))):
         where = f"{path}: annotations[{n}]"
@@ -372,7 +402,7 @@ def load_coco_instances(path: str | os.PathLike) -> dict[str, list[str]]:
     return {image: sorted(objects) for image, objects in present.items()}
 
 
-def load_object_jsonl(path: str | os.PathLike) -> dict[str, list[str]]:
+def load_object_jsonl(path: str | os.PathLike[str]) -> dict[str, list[str]]:
     """image -> sorted distinct objects, from lines {"image": "x.jpg", "objects": ["dog", "person"]}.
 
     An image on several lines gets the union of its objects (one line per detection source is common).
@@ -397,11 +427,31 @@ _PAIR_NOUNS = frozenset(
     "mittens earrings slippers sandals handcuffs".split()
 )
 # Uncountable nouns take no article ("Is there broccoli in the image?").
-_MASS_NOUNS = frozenset("broccoli grass water snow sand rice bread cheese food furniture luggage hair smoke "
-                        "lettuce spinach sky dirt mud gravel foliage".split())
+_MASS_NOUNS = frozenset(
+    "broccoli grass water snow sand rice bread cheese food furniture luggage hair smoke "
+    "lettuce spinach sky dirt mud gravel foliage".split()
+)
 # Spelled with a vowel but said with a consonant sound ("a unicorn", "a one-way sign") ...
-_A_PREFIXES = ("unic", "unif", "unio", "uniq", "unis", "unit", "univ", "use", "usu", "uten", "util", "ukul",
-               "urin", "uran", "eu", "ewe", "one", "once")
+_A_PREFIXES = (
+    "unic",
+    "unif",
+    "unio",
+    "uniq",
+    "unis",
+    "unit",
+    "univ",
+    "use",
+    "usu",
+    "uten",
+    "util",
+    "ukul",
+    "urin",
+    "uran",
+    "eu",
+    "ewe",
+    "one",
+    "once",
+)
 # ... and the reverse: a silent h ("an hour").
 _AN_PREFIXES = ("hour", "honest", "honor", "honour", "heir")
 
@@ -441,8 +491,9 @@ _FALLBACKS = {
 }
 
 
-def build_pope(annotations: Mapping[str, Sequence[str]], *, setting: str, images_count: int, per_image: int,
-               seed: int) -> list[dict]:
+def build_pope(
+    annotations: Mapping[str, Sequence[str]], *, setting: str, images_count: int, per_image: int, seed: int
+) -> list[dict[str, Any]]:
     """A POPE question set in the official format {question_id, image, text, label, object}.
 
     `annotations` maps image -> objects present. Chooses `images_count` images with at least `per_image`
@@ -461,8 +512,9 @@ def build_pope(annotations: Mapping[str, Sequence[str]], *, setting: str, images
     objects = {image: sorted(set(names)) for image, names in annotations.items()}
     eligible = sorted(image for image, names in objects.items() if len(names) >= per_image)
     if len(eligible) < images_count:
-        raise InvalidInput(f"only {len(eligible)} images have at least {per_image} distinct objects; "
-                         f"{images_count} requested")
+        raise InvalidInput(
+            f"only {len(eligible)} images have at least {per_image} distinct objects; {images_count} requested"
+        )
     pick = random.Random(seed)
     chosen = sorted(pick.sample(eligible, images_count))
     positives = {image: pick.sample(objects[image], per_image) for image in chosen}
@@ -472,7 +524,7 @@ def build_pope(annotations: Mapping[str, Sequence[str]], *, setting: str, images
     chosen_frequency = Counter(name for image in chosen for name in objects[image])
     dataset_frequency = Counter(name for names in objects.values() for name in names)
     vocabulary = sorted(dataset_frequency)
-    co_occurrence: dict[str, Counter] = defaultdict(Counter)
+    co_occurrence: dict[str, Counter[str]] = defaultdict(Counter)
     if setting == "adversarial":  # only this setting pays for the pair counts
         for names in objects.values():
             for name in names:
@@ -481,18 +533,18 @@ def build_pope(annotations: Mapping[str, Sequence[str]], *, setting: str, images
     def pool(kind: str, present: set[str]) -> list[str]:
         """Absent candidates of one kind, best first."""
         if kind == "adversarial":
-            score = Counter()
+            score: Counter[str] = Counter()
             for name in present:
                 score.update(co_occurrence[name])
             ranked = [c for c in score if c not in present and score[c] > 0]
             return sorted(ranked, key=lambda c: (-score[c], -dataset_frequency[c], c))
         if kind == "popular":
             return sorted((c for c in chosen_frequency if c not in present), key=lambda c: (-chosen_frequency[c], c))
-        candidates = sorted((chosen_frequency if kind == "random" else vocabulary))
+        candidates = sorted(chosen_frequency if kind == "random" else vocabulary)
         candidates = [c for c in candidates if c not in present]
         return draw.sample(candidates, len(candidates))
 
-    records: list[dict] = []
+    records: list[dict[str, Any]] = []
     for image in chosen:
         present = set(objects[image])
         negatives: list[str] = []
@@ -503,10 +555,18 @@ def build_pope(annotations: Mapping[str, Sequence[str]], *, setting: str, images
             if len(negatives) == per_image:
                 break
         if len(negatives) < per_image:
-            raise InvalidInput(f"image {image}: only {len(negatives)} absent objects in the whole vocabulary, "
-                             f"{per_image} needed")
+            raise InvalidInput(
+                f"image {image}: only {len(negatives)} absent objects in the whole vocabulary, {per_image} needed"
+            )
         for positive, negative in zip(positives[image], negatives):
             for name, label in ((positive, "yes"), (negative, "no")):
-                records.append({"question_id": len(records) + 1, "image": image, "text": pope_question(name),
-                                "label": label, "object": name})
+                records.append(
+                    {
+                        "question_id": len(records) + 1,
+                        "image": image,
+                        "text": pope_question(name),
+                        "label": label,
+                        "object": name,
+                    }
+                )
     return records

@@ -4,15 +4,16 @@
 JSONL of image -> objects, told apart by their first record) and checks that every chosen image is really in
 the folder, so an imported set never refers to a picture that is not there.
 """
+
 from __future__ import annotations
 
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from db.errors import InvalidInput
-
 from evaluator.pope import build_pope, load_coco_instances, load_object_jsonl
 
 ANNOTATION_FORMATS = ("coco", "objects-jsonl")
@@ -24,14 +25,14 @@ _HEAD_BYTES = 1 << 16
 class BuiltSet:
     """A built POPE set and where it came from."""
 
-    records: list[dict]
+    records: list[dict[str, Any]]
     annotation_format: str  # one of ANNOTATION_FORMATS
     images: int  # distinct images asked about
     setting: str
     seed: int
 
 
-def annotation_format(path: str | os.PathLike) -> str:
+def annotation_format(path: str | os.PathLike[str]) -> str:
     """ "objects-jsonl" when the first line is a complete {"image": …, "objects": …} record, else "coco"."""
     with open(path, "rb") as file:
         head = file.read(_HEAD_BYTES)
@@ -46,7 +47,7 @@ def annotation_format(path: str | os.PathLike) -> str:
     return "coco"
 
 
-def load_annotations(path: str | os.PathLike) -> tuple[str, dict[str, list[str]]]:
+def load_annotations(path: str | os.PathLike[str]) -> tuple[str, dict[str, list[str]]]:
     """(format, image -> objects present). InvalidInput names the file (and line) of bad input."""
     path = Path(path)
     if not path.is_file():
@@ -58,15 +59,22 @@ def load_annotations(path: str | os.PathLike) -> tuple[str, dict[str, list[str]]
         raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
-def missing_images(records: list[dict], images_dir: str | os.PathLike) -> list[str]:
+def missing_images(records: list[dict[str, Any]], images_dir: str | os.PathLike[str]) -> list[str]:
     """The distinct images of `records` (in order) that are not files inside `images_dir`."""
     images_dir = Path(images_dir)
     names = dict.fromkeys(r["image"] for r in records)
     return [name for name in names if not (images_dir / name).is_file()]
 
 
-def build_pope_set(annotations_path: str | os.PathLike, images_dir: str | os.PathLike, *, setting: str,
-                   images_count: int, per_image: int, seed: int) -> BuiltSet:
+def build_pope_set(
+    annotations_path: str | os.PathLike[str],
+    images_dir: str | os.PathLike[str],
+    *,
+    setting: str,
+    images_count: int,
+    per_image: int,
+    seed: int,
+) -> BuiltSet:
     """Reads the annotations, builds the set and checks its images; InvalidInput on any problem (nothing written)."""
     images_dir = Path(images_dir)
     if not images_dir.is_dir():
@@ -77,6 +85,7 @@ def build_pope_set(annotations_path: str | os.PathLike, images_dir: str | os.Pat
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         chosen = len({r["image"] for r in records})
-        raise InvalidInput(f"{images_dir}: {len(missing)} of the {chosen} chosen images are not in this folder: "
-                         f"{shown}")
+        raise InvalidInput(
+            f"{images_dir}: {len(missing)} of the {chosen} chosen images are not in this folder: {shown}"
+        )
     return BuiltSet(records, fmt, len({r["image"] for r in records}), setting, seed)

@@ -6,23 +6,34 @@ settings (the stored config without batch size, which does not change answers), 
 it holds at least two runs whose benchmarks name distinct settings. A group with a repeated or unnamed setting
 gets none (and says why) instead of an average that mixes a rerun or another dataset in.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from db.errors import InvalidInput
 from evaluator.importers.jsonl import pope_setting_from_name
 from evaluator.pope import (
-    FRACTION_METRICS, PARSERS, PopeMeans, PopeMetrics, match_answers, mean_over_settings, pope_metrics,
-    read_pope_answers, read_pope_questions,
+    FRACTION_METRICS,
+    PARSERS,
+    PopeMeans,
+    PopeMetrics,
+    match_answers,
+    mean_over_settings,
+    pope_metrics,
+    read_pope_answers,
+    read_pope_questions,
 )
 from evaluator.types import PopeParser
 
 if TYPE_CHECKING:
     from evaluator.report import RunReport
+
+T = TypeVar("T")
 
 # ------------------------------------------------------------------------------------------- answer files
 
@@ -35,7 +46,7 @@ class PopeFileScore:
     answers_file: str
     metrics: PopeMetrics
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"questions_file": self.questions_file, "answers_file": self.answers_file, **self.metrics.to_json()}
 
 
@@ -51,20 +62,28 @@ class PopeScores:
     mean: PopeMeans | None
     setting: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         if self.mean is None:  # one file: its metrics at the top level
             [only] = self.settings.values()
             return {"parser": self.parser, "setting": self.setting, **only.to_json()}
-        return {"parser": self.parser, "settings": {name: s.to_json() for name, s in self.settings.items()},
-                "mean": self.mean.to_json()}
+        return {
+            "parser": self.parser,
+            "settings": {name: s.to_json() for name, s in self.settings.items()},
+            "mean": self.mean.to_json(),
+        }
 
 
 def setting_names(question_files: Sequence[str]) -> list[str]:
     """random / popular / adversarial when every file name says a different one, else file stems, else paths."""
-    for names in ([pope_setting_from_name(Path(f)) for f in question_files],
-                  [Path(f).stem for f in question_files], list(question_files)):
-        if None not in names and len(set(names)) == len(names):
-            return names
+    candidates: list[list[str | None]] = [
+        [pope_setting_from_name(Path(f)) for f in question_files],
+        [Path(f).stem for f in question_files],
+        list(question_files),
+    ]
+    for names in candidates:
+        named = [n for n in names if n is not None]
+        if len(named) == len(names) and len(set(named)) == len(named):
+            return named
     raise InvalidInput("the same --questions file is given twice")
 
 
@@ -87,7 +106,7 @@ def score_files(question_files: Sequence[str], answer_files: Sequence[str], pars
     return PopeScores(parser, scores, mean_over_settings([s.metrics for s in scores.values()]))
 
 
-def _read(reader, path):
+def _read(reader: Callable[[str], T], path: str) -> T:
     try:
         return reader(path)
     except OSError as exc:
@@ -96,21 +115,27 @@ def _read(reader, path):
         raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
-def _table_pct(value) -> str:
+def _table_pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
 def format_metrics_table(rows: Mapping[str, PopeMetrics], mean: PopeMeans | None = None) -> str:
     """One line per setting (counts and fractions), and a line of the mean fractions when given."""
     width = max([len(name) for name in rows] + [len("setting")])
-    lines = [f"{'setting':<{width}} {'questions':>9} {'tp':>6} {'fp':>6} {'tn':>6} {'fn':>6} {'unknown':>7} "
-             f"{'acc':>7} {'prec':>7} {'recall':>7} {'f1':>7} {'yes':>7}"]
+    lines = [
+        f"{'setting':<{width}} {'questions':>9} {'tp':>6} {'fp':>6} {'tn':>6} {'fn':>6} {'unknown':>7} "
+        f"{'acc':>7} {'prec':>7} {'recall':>7} {'f1':>7} {'yes':>7}"
+    ]
     for name, m in rows.items():
-        lines.append(f"{name:<{width}} {m.questions:>9} {m.tp:>6} {m.fp:>6} {m.tn:>6} {m.fn:>6} {m.unknown:>7} "
-                     + " ".join(f"{_table_pct(getattr(m, k)):>7}" for k in FRACTION_METRICS))
+        lines.append(
+            f"{name:<{width}} {m.questions:>9} {m.tp:>6} {m.fp:>6} {m.tn:>6} {m.fn:>6} {m.unknown:>7} "
+            + " ".join(f"{_table_pct(getattr(m, k)):>7}" for k in FRACTION_METRICS)
+        )
     if mean is not None:
-        lines.append(f"{'mean':<{width}} {'':>9} {'':>6} {'':>6} {'':>6} {'':>6} {'':>7} "
-                     + " ".join(f"{_table_pct(getattr(mean, k)):>7}" for k in FRACTION_METRICS))
+        lines.append(
+            f"{'mean':<{width}} {'':>9} {'':>6} {'':>6} {'':>6} {'':>6} {'':>7} "
+            + " ".join(f"{_table_pct(getattr(mean, k)):>7}" for k in FRACTION_METRICS)
+        )
     return "\n".join(lines)
 
 
@@ -139,10 +164,15 @@ class PopeMeanEntry:
     strict: PopeMeans | None
     note: str | None
 
-    def to_json(self) -> dict:
-        return {"model": self.model, "runs": list(self.runs), "settings": self.settings,
-                "official": self.official and self.official.to_json(),
-                "strict": self.strict and self.strict.to_json(), "note": self.note}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "runs": list(self.runs),
+            "settings": self.settings,
+            "official": self.official and self.official.to_json(),
+            "strict": self.strict and self.strict.to_json(),
+            "note": self.note,
+        }
 
     def of(self, parser: PopeParser) -> PopeMeans | None:
         return self.official if parser == "official" else self.strict
@@ -163,7 +193,7 @@ def pope_means(reports: Sequence[RunReport]) -> list[PopeMeanEntry]:
     for members in groups.values():
         if len(members) < 2:
             continue
-        settings = [r.pope.setting for r in members]
+        settings = [r.pope.setting if r.pope else None for r in members]
         model, run_ids = members[0].model, tuple(r.run_id for r in members)
         note = None
         if None in settings:
@@ -176,13 +206,14 @@ def pope_means(reports: Sequence[RunReport]) -> list[PopeMeanEntry]:
         if note is not None:
             means.append(PopeMeanEntry(model, run_ids, None, None, None, note))
             continue
-        official, strict = (mean_over_settings([r.pope.pope[parser] for r in members]) for parser in PARSERS)
-        means.append(PopeMeanEntry(model, run_ids, {r.pope.setting: r.run_id for r in members}, official, strict,
-                                   None))
+        figures = [r.pope for r in members if r.pope is not None]  # every member is a POPE run
+        official, strict = (mean_over_settings([f.pope[parser] for f in figures]) for parser in PARSERS)
+        by_setting = {f.setting: r.run_id for r, f in zip(members, figures) if f.setting is not None}
+        means.append(PopeMeanEntry(model, run_ids, by_setting, official, strict, None))
     return means
 
 
-def _pct(value) -> str:
+def _pct(value: float | None) -> str:
     return "   -  " if value is None else f"{100 * value:5.1f}%"
 
 
@@ -209,5 +240,7 @@ def attach_pope_means(reports: Sequence[RunReport]) -> tuple[list[RunReport], li
     for several) whatever mix of runs is asked for.
     """
     means = pope_means(reports)
-    return [r if r.pope is None else replace(r, pope_mean=next((m for m in means if r.run_id in m.runs), None))
-            for r in reports], means
+    return [
+        r if r.pope is None else replace(r, pope_mean=next((m for m in means if r.run_id in m.runs), None))
+        for r in reports
+    ], means

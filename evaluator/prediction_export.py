@@ -10,6 +10,7 @@ only. POPE runs give index, question, answer, category (the setting) and predict
 
 Files are written to a temporary name and renamed, so an interrupted export leaves nothing half-written.
 """
+
 from __future__ import annotations
 
 import csv
@@ -39,18 +40,25 @@ class PredictionExport:
 def default_file_name(model_spec: str, benchmark: str, suffix: str = ".tsv") -> str:
     """VLMEvalKit's `{model}_{dataset}` name: the model's last path part, unsafe characters replaced."""
     model = model_spec.partition(":")[2].split("?")[0].split("@")[0].rstrip("/").rsplit("/", 1)[-1] or model_spec
-    clean = lambda text: re.sub(r"[^\w.+-]+", "-", text).strip("-") or "model"  # noqa: E731
+
+    def clean(text: str) -> str:
+        return re.sub(r"[^\w.+-]+", "-", text).strip("-") or "model"
+
     return f"{clean(model)}_{clean(benchmark)}{suffix}"
 
 
-def export_predictions(ws: Workspace, run_id: int, path: str | Path, *, prediction: str = "response") -> PredictionExport:
+def export_predictions(
+    ws: Workspace, run_id: int, path: str | Path, *, prediction: str = "response"
+) -> PredictionExport:
     """Write run `run_id` as a VLMEvalKit prediction file (.tsv or .csv by the suffix). LookupError for an unknown
     run, ExportError for a format it cannot write."""
     path = Path(path)
     sep = SEPARATORS.get(path.suffix.lower())
     if sep is None:
-        raise ExportError(f"{path}: prediction files end in .tsv or .csv (VLMEvalKit reads both; .xlsx would need "
-                          "openpyxl, which vlmdesk does not depend on)")
+        raise ExportError(
+            f"{path}: prediction files end in .tsv or .csv (VLMEvalKit reads both; .xlsx would need "
+            "openpyxl, which vlmdesk does not depend on)"
+        )
     if prediction not in PREDICTION_FIELDS:
         raise ExportError(f"prediction: one of {', '.join(PREDICTION_FIELDS)}")
     run = runs.get_run(ws, run_id)
@@ -67,13 +75,24 @@ def export_predictions(ws: Workspace, run_id: int, path: str | Path, *, predicti
     if run.strategy == "pope":
         bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
         columns = ["index", "question", "answer", "category", "prediction"]
-        rows = [[item.index, item.question, item.answer, bench.meta.get("setting") or "", said(done.get((item.id, 0)))]
-                for item in items]
+        rows = [
+            [item.index, item.question, item.answer, bench.meta.get("setting") or "", said(done.get((item.id, 0)))]
+            for item in items
+        ]
         predicted = sum((item.id, 0) in done for item in items)
     else:
         n_options = max((len(i.options) for i in items), default=2)
-        columns = ["index", "question", "hint", *letters(n_options), "answer", "category", "l2-category", "split",
-                   "prediction"]
+        columns = [
+            "index",
+            "question",
+            "hint",
+            *letters(n_options),
+            "answer",
+            "category",
+            "l2-category",
+            "split",
+            "prediction",
+        ]
         waves = max((len(i.options) for i in items), default=1) if run.strategy == "circular" else 1
         rows, predicted = [], 0
         for k in range(waves):  # originals first, then the copies in k order, as VLMEvalKit's files list them
@@ -84,9 +103,19 @@ def export_predictions(ws: Workspace, run_id: int, path: str | Path, *, predicti
                 order = rotation(len(item.options), k)
                 shown = [item.options[j] for j in order]
                 answer = displayed_answer(item.answer, order)
-                rows.append([_copy_index(item, k), item.question, item.hint,
-                             *(shown + [None] * (n_options - len(shown))), answer, item.category, item.l2_category,
-                             item.split, said(done.get((item.id, k)))])
+                rows.append(
+                    [
+                        _copy_index(item, k),
+                        item.question,
+                        item.hint,
+                        *(shown + [None] * (n_options - len(shown))),
+                        answer,
+                        item.category,
+                        item.l2_category,
+                        item.split,
+                        said(done.get((item.id, k))),
+                    ]
+                )
     handle, tmp = _atomic_text(path)
     ok = False
     try:
@@ -100,7 +129,7 @@ def export_predictions(ws: Workspace, run_id: int, path: str | Path, *, predicti
     return PredictionExport(path, run_id, len(rows), predicted)
 
 
-def _copy_index(item: catalog.Item, k: int):
+def _copy_index(item: catalog.Item, k: int) -> int | str:
     """The index of the source row that shows the options rotated as pass k did."""
     if k == 0:
         return item.index

@@ -4,10 +4,11 @@ the app reads back from that process.
 `to_json()` keeps the documented lines exactly (keys in this order); `read_event` turns a line's object back into
 its event, or None for anything else (the app reads another process's output: it never trusts it blindly).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import ClassVar, Union
+from typing import Any, ClassVar
 
 from evaluator.types import ProgressEventName
 
@@ -23,7 +24,7 @@ class StartEvent:
     items_total: int
     passes_done: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"event": self.event, **asdict(self)}
 
 
@@ -41,7 +42,7 @@ class Progress:
     calls_per_s: float
     eta_s: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"event": self.event, **asdict(self)}
 
 
@@ -53,12 +54,16 @@ class DoneEvent:
     run_id: int
     model_calls: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"event": self.event, **asdict(self)}
 
 
-RunEvent = Union[StartEvent, Progress, DoneEvent]
-_EVENTS: dict[str, type] = {"start": StartEvent, "progress": Progress, "done": DoneEvent}
+RunEvent = StartEvent | Progress | DoneEvent
+_EVENTS: dict[str, type[RunEvent]] = {
+    "start": StartEvent,
+    "progress": Progress,
+    "done": DoneEvent,
+}
 _NUMBER = (int, float)
 
 
@@ -70,7 +75,7 @@ def read_event(obj: object) -> RunEvent | None:
     kind = _EVENTS.get(obj.get("event"))  # type: ignore[arg-type]
     if kind is None:
         return None
-    values = {}
+    values: dict[str, Any] = {}  # each checked below against its field's type
     for f in fields(kind):
         value = obj.get(f.name)
         expected = f.type if isinstance(f.type, str) else f.type.__name__

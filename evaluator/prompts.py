@@ -4,6 +4,7 @@ A template is a `str.format` text with the fields {hint} (a "Hint: …" line, or
 ("A. text" lines) and {letters} ("A, B, C"). A template file is either plain text (used for every language) or a
 JSON object {"en": "...", "zh": "..."}.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ _SPEC = re.compile(r"(?:.?[<>^])?(?P<width>\d+)?(?:\.(?P<precision>\d+))?s?", re
 
 MCQ_DEFAULT = {
     "en": "{hint}Question: {question}\nOptions:\n{options}\nAnswer with the option's letter from the given choices "
-          "directly.",
+    "directly.",
     "zh": "{hint}问题: {question}\n选项:\n{options}\n请直接回答选项字母。",
 }
 # LLaVA-1.5's POPE prompt.
@@ -37,7 +38,7 @@ HINT_PREFIX = {"en": "Hint: ", "zh": "提示: "}
 
 @dataclass(frozen=True)
 class PromptTemplate:
-    by_language: dict
+    by_language: dict[str, str]
 
     def render(self, *, question: str, hint: str | None, options: tuple[str, ...], language: str) -> str:
         text = self.by_language.get(language) or self.by_language["en"]
@@ -54,14 +55,17 @@ class PromptTemplate:
         return json.dumps(self.by_language, ensure_ascii=False, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "PromptTemplate":
+    def from_json(cls, text: str) -> PromptTemplate:
         """A stored template; ValueError when it is not one (a damaged row is refused, not run)."""
         try:
             by_language = json.loads(text)
         except (TypeError, ValueError, RecursionError):
             raise InvalidInput("the stored prompt template is not readable JSON") from None
-        if not isinstance(by_language, dict) or not by_language or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in by_language.items()):
+        if (
+            not isinstance(by_language, dict)
+            or not by_language
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in by_language.items())
+        ):
             raise InvalidInput("the stored prompt template is not an object of texts")
         for language, template in by_language.items():
             check_fields(template, f"stored {language} template")
@@ -124,7 +128,9 @@ def check_fields(template: str, where: str) -> set[str]:
             raise InvalidInput(f"{where}: {{{name}}}: unknown conversion !{conversion}")
         match = _SPEC.fullmatch(spec or "")
         if match is None:
-            raise InvalidInput(f"{where}: {{{name}}}: format {spec[:40]!r} is not [[fill]align][width][.precision]")
+            raise InvalidInput(
+                f"{where}: {{{name}}}: format {(spec or '')[:40]!r} is not [[fill]align][width][.precision]"
+            )
         for part in ("width", "precision"):
             if match[part] is not None and (len(match[part]) > 4 or int(match[part]) > MAX_WIDTH):
                 raise InvalidInput(f"{where}: {{{name}}}: {part} {match[part][:12]} is larger than {MAX_WIDTH}")

@@ -8,13 +8,16 @@ or a metric is added by writing one module, without editing vlmdesk. Nothing is 
 first asked, and what an entry needs to build (torch, an HTTP client) is imported only when it is built.
 See docs/architecture.md, "Registries".
 """
+
 from __future__ import annotations
 
 import importlib
 import os
 import pkgutil
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Generic, Iterable, Literal, Protocol, TypeVar
+from types import ModuleType
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from db.errors import UserError
 
@@ -51,12 +54,13 @@ class Entry(Protocol):
 E = TypeVar("E", bound=Entry)
 
 
-def resolve(target: Callable | str) -> Callable:
+def resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
     """A function, or "module:function" imported now: entries name what is heavy to import without importing it."""
     if callable(target):
         return target
     module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    found: Callable[..., Any] = getattr(importlib.import_module(module), attr)
+    return found
 
 
 def plugin_names() -> tuple[str, ...]:
@@ -71,7 +75,7 @@ def plugin_names() -> tuple[str, ...]:
     return names
 
 
-def _import_plugin(name: str):
+def _import_plugin(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError as exc:  # ModuleNotFoundError, or an import inside the plugin failing
@@ -93,8 +97,9 @@ class Registry(Generic[E]):
         names = list(self._builtins)
         if self._package is not None:  # every module of the package that declares the attribute
             pkg = importlib.import_module(self._package)
-            names += [f"{self._package}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)
-                      if not m.name.startswith("_")]
+            names += [
+                f"{self._package}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")
+            ]
         return names
 
     def _collect(self) -> dict[str, E]:
@@ -102,9 +107,9 @@ class Registry(Generic[E]):
         if self._entries is not None and plugins == self._plugins:
             return self._entries
         entries: dict[str, E] = {}
-        modules = [(importlib.import_module(n), False) for n in self._modules()]
-        modules += [(_import_plugin(n), True) for n in plugins]
-        for module, is_plugin in modules:
+        modules = [importlib.import_module(n) for n in self._modules()]
+        modules += [_import_plugin(n) for n in plugins]
+        for module in modules:
             for entry in getattr(module, self.attribute, ()):
                 name = getattr(entry, "name", None)
                 if not isinstance(name, str) or not name:
@@ -117,6 +122,10 @@ class Registry(Generic[E]):
 
     def get(self, name: str) -> E | None:
         return self._collect().get(name)
+
+    def __getitem__(self, name: str) -> E:
+        """The entry of a name already checked (KeyError otherwise: a bug, not a user's mistake)."""
+        return self._collect()[name]
 
     def names(self) -> tuple[str, ...]:
         return tuple(self._collect())

@@ -4,18 +4,23 @@ A run can carry several scorings: its own (the extractor it ran with, stored in 
 (`vlmdesk rescore`, stored in scored_passes) that read the same responses with another extractor or with human
 labels. A report is always of one scoring, and says which.
 """
+
 from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from db import catalog, extractions, runs
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
 from evaluator.choices import (
-    POPE_PARSERS, item_result, marks_of, original_option, pope_reading, vanilla_result,
+    POPE_PARSERS,
+    item_result,
+    marks_of,
+    original_option,
+    pope_reading,
+    vanilla_result,
 )
 from evaluator.pope import PopeMetrics, pope_metrics
 from evaluator.types import PopeParser, RunStatus, Strategy
@@ -30,7 +35,7 @@ def _fraction(hits: int, total: int) -> float | None:
     return hits / total if total else None
 
 
-RUN_SCORING = "run"
+RUN_SCORING: Final = "run"
 """The name of a run's own scoring (also reachable by the run's extractor spec when no re-scoring has that name)."""
 ScoringSource = Literal["run", "rescore"]
 
@@ -44,7 +49,7 @@ class Scores:
     vanilla: float | None
     circular: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -63,17 +68,26 @@ class McqFigures:
     circular_upper: float | None
     undecided_vanilla: int
 
-    def to_json(self) -> dict:
-        groups = {key: {name: s.to_json() for name, s in getattr(self, key).items()}
-                  for key in ("by_l2", "by_category", "by_split")}
-        return {"scored_questions": self.scored_questions, "unscored_questions": self.unscored_questions,
-                "overall": self.overall.to_json(), **groups, "consistency": self.consistency,
-                "circular_unasked_items": self.circular_unasked_items, "circular_upper": self.circular_upper,
-                "undecided_vanilla": self.undecided_vanilla}
+    def to_json(self) -> dict[str, Any]:
+        groups = {
+            key: {name: s.to_json() for name, s in getattr(self, key).items()}
+            for key in ("by_l2", "by_category", "by_split")
+        }
+        return {
+            "scored_questions": self.scored_questions,
+            "unscored_questions": self.unscored_questions,
+            "overall": self.overall.to_json(),
+            **groups,
+            "consistency": self.consistency,
+            "circular_unasked_items": self.circular_unasked_items,
+            "circular_upper": self.circular_upper,
+            "undecided_vanilla": self.undecided_vanilla,
+        }
 
     def groups(self, level: str) -> dict[str, Scores]:
         """by_l2, by_category or by_split by that name."""
-        return getattr(self, level)
+        found: dict[str, Scores] = getattr(self, level)
+        return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,11 +98,16 @@ class PopeFigures:
     answered: int
     pope: dict[PopeParser, PopeMetrics]
 
-    def to_json(self) -> dict:
-        return {"setting": self.setting, "answered": self.answered,
-                "pope": {parser: m.to_json() for parser, m in self.pope.items()},
-                "overall": {"accuracy_official": self.pope["official"].accuracy,
-                            "accuracy_strict": self.pope["strict"].accuracy}}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "setting": self.setting,
+            "answered": self.answered,
+            "pope": {parser: m.to_json() for parser, m in self.pope.items()},
+            "overall": {
+                "accuracy_official": self.pope["official"].accuracy,
+                "accuracy_strict": self.pope["strict"].accuracy,
+            },
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,13 +126,13 @@ class RunReport:
     questions: int
     scoring: str
     scoring_source: ScoringSource
-    scoring_summary: dict
+    scoring_summary: dict[str, Any]
     scorings: tuple[str, ...]
     model_calls: int
     undecided: int
     created_at: str
     finished_at: str | None
-    config: dict
+    config: dict[str, Any]
     problems: tuple[str, ...]
     figures: McqFigures | PopeFigures
     pope_mean: PopeMeanEntry | None = None
@@ -126,9 +145,10 @@ class RunReport:
     def pope(self) -> PopeFigures | None:
         return self.figures if isinstance(self.figures, PopeFigures) else None
 
-    def to_json(self) -> dict:
-        head = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.name not in ("figures", "pope_mean")}
+    def to_json(self) -> dict[str, Any]:
+        head = {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("figures", "pope_mean")
+        }
         head.update(scorings=list(self.scorings), problems=list(self.problems))
         out = {**head, **self.figures.to_json()}
         if self.pope is not None:
@@ -146,36 +166,66 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> RunRep
     items = runs.items_of(ws, run)
     stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
     name, source, summary, by_item = _scored_passes(ws, run, stored, scoring)
-    figures = (_pope(items, by_item, bench.meta.get("setting")) if run.strategy == "pope"
-               else _mcq(items, by_item, run.strategy, full_passes=run.config.get("full_passes") is True))
+    figures = (
+        _pope(items, by_item, bench.meta.get("setting"))
+        if run.strategy == "pope"
+        else _mcq(items, by_item, run.strategy, full_passes=run.config.get("full_passes") is True)
+    )
     return RunReport(
-        run.id, bench.name, run.model_spec, run.strategy, run.status, run.extractor, len(items), name, source,
-        summary, (RUN_SCORING, *stored), sum(len(v) for v in by_item.values()),
-        sum(1 for v in by_item.values() for p in v.values() if p.choice is None), run.created_at, run.finished_at,
-        run.config, tuple(run.problems), figures)
+        run.id,
+        bench.name,
+        run.model_spec,
+        run.strategy,
+        run.status,
+        run.extractor,
+        len(items),
+        name,
+        source,
+        summary,
+        (RUN_SCORING, *stored),
+        sum(len(v) for v in by_item.values()),
+        sum(1 for v in by_item.values() for p in v.values() if p.choice is None),
+        run.created_at,
+        run.finished_at,
+        run.config,
+        tuple(run.problems),
+        figures,
+    )
 
 
-def _scored_passes(ws: Workspace, run: runs.Run, stored: dict, scoring: str | None):
+ByItem = dict[int, dict[int, runs.Prediction]]
+"""item id -> pass -> the stored prediction (as a scoring reads it)."""
+
+
+def _scored_passes(
+    ws: Workspace, run: runs.Run, stored: dict[str, Any], scoring: str | None
+) -> tuple[str, ScoringSource, dict[str, Any], ByItem]:
     """(scoring name, source, summary, item id -> pass -> prediction as that scoring reads it)."""
     predictions = runs.predictions_of(ws, run.id)
+    source: ScoringSource
+    summary: dict[str, Any]
     if scoring in (None, RUN_SCORING) or (scoring == run.extractor and scoring not in stored):
         name, source, summary = run.extractor, RUN_SCORING, {}
     elif scoring in stored:
         name, source, summary = scoring, "rescore", stored[scoring].summary
         scored = {(p.item_id, p.pass_): p for p in extractions.scored_passes(ws, stored[scoring].id)}
-        predictions = [dataclasses.replace(p, choice=s.choice, stage=s.stage, reason=s.reason, correct=s.correct)
-                       for p in predictions if (s := scored.get((p.item_id, p.pass_))) is not None]
+        predictions = [
+            dataclasses.replace(p, choice=s.choice, stage=s.stage, reason=s.reason, correct=s.correct)
+            for p in predictions
+            if (s := scored.get((p.item_id, p.pass_))) is not None
+        ]
     else:
         known = ", ".join([RUN_SCORING, *stored]) or RUN_SCORING
-        raise NotFound(f"run {run.id} has no scoring {scoring!r} (known: {known}; vlmdesk rescore {run.id} "
-                       f"--extractor {scoring})")
-    by_item: dict[int, dict[int, runs.Prediction]] = defaultdict(dict)
+        raise NotFound(
+            f"run {run.id} has no scoring {scoring!r} (known: {known}; vlmdesk rescore {run.id} --extractor {scoring})"
+        )
+    by_item: ByItem = defaultdict(dict)
     for p in predictions:
         by_item[p.item_id][p.pass_] = p
     return name, source, summary, by_item
 
 
-def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> McqFigures:
+def _mcq(items: list[catalog.Item], by_item: ByItem, strategy: str, *, full_passes: bool) -> McqFigures:
     is_circular = strategy == "circular"
     groups: dict[str, dict[str, list[int]]] = {"by_l2": {}, "by_category": {}, "by_split": {}}
     totals = [0, 0, 0]  # scored questions, vanilla right, circular right
@@ -203,12 +253,17 @@ def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> McqFigures:
         totals[1] += vanilla_ok
         totals[2] += circular_ok
 
-    def scores(g) -> Scores:
+    def scores(g: list[int]) -> Scores:
         return Scores(g[0], _fraction(g[1], g[0]), _fraction(g[2], g[0]) if is_circular else None)
 
     by = {key: {name: scores(g) for name, g in sorted(groups[key].items())} for key in groups}
     return McqFigures(
-        totals[0], unscored, scores(totals), by["by_l2"], by["by_category"], by["by_split"],
+        totals[0],
+        unscored,
+        scores(totals),
+        by["by_l2"],
+        by["by_category"],
+        by["by_split"],
         # The same original option chosen in every pass. Only --full-passes runs ask every pass of every item;
         # elsewhere the items asked to the end are the ones right so far, a biased sample, so no figure.
         consistency=_fraction(consistent, complete) if is_circular and full_passes else None,
@@ -217,10 +272,11 @@ def _mcq(items, by_item, strategy: str, *, full_passes: bool) -> McqFigures:
         # circular_upper counts them as right.
         circular_unasked_items=unasked if is_circular else None,
         circular_upper=_fraction(totals[2] + unasked, totals[0]) if is_circular else None,
-        undecided_vanilla=sum(1 for item in items if (p := by_item.get(item.id, {}).get(0)) and p.choice is None))
+        undecided_vanilla=sum(1 for item in items if (p := by_item.get(item.id, {}).get(0)) and p.choice is None),
+    )
 
 
-def _pope(items, by_item, setting: str | None) -> PopeFigures:
+def _pope(items: list[catalog.Item], by_item: ByItem, setting: str | None) -> PopeFigures:
     labels: list[str] = []
     readings: dict[str, list[str]] = {parser: [] for parser in POPE_PARSERS}
     for item in items:
@@ -257,12 +313,13 @@ class ItemResult:
     official: bool | None = None
     strict: bool | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | None = None,
-                scoring: str | None = None) -> list[ItemResult]:
+def group_items(
+    ws: Workspace, run_id: int, *, level: str = "all", group: str | None = None, scoring: str | None = None
+) -> list[ItemResult]:
     """The items behind one bar of a report: those of L2 ability / leaf category / split `group` (`level` l2,
     category, split; "all" for every item), each with the right/wrong the report counted. A group named
     "(none)" means items without a value. LookupError for an unknown run or scoring, ValueError for a bad level."""
@@ -295,14 +352,39 @@ def group_items(ws: Workspace, run_id: int, *, level: str = "all", group: str | 
             if p is not None and scored:
                 official = pope_reading(p, "official") == item.answer
                 strict = pope_reading(p, "strict") == item.answer
-            out.append(ItemResult(item.id, item.index, item.question, item.category, item.l2_category,
-                                  item.split, item.answer, len(passes), None, None, official, strict))
+            out.append(
+                ItemResult(
+                    item.id,
+                    item.index,
+                    item.question,
+                    item.category,
+                    item.l2_category,
+                    item.split,
+                    item.answer,
+                    len(passes),
+                    None,
+                    None,
+                    official,
+                    strict,
+                )
+            )
             continue
         marks = marks_of(passes)
         circular = item_result("circular", len(item.options), marks) == "right"
-        out.append(ItemResult(item.id, item.index, item.question, item.category, item.l2_category, item.split,
-                              item.answer, len(passes), vanilla_result(marks) == "right" if scored else None,
-                              circular if scored and run.strategy == "circular" else None))
+        out.append(
+            ItemResult(
+                item.id,
+                item.index,
+                item.question,
+                item.category,
+                item.l2_category,
+                item.split,
+                item.answer,
+                len(passes),
+                vanilla_result(marks) == "right" if scored else None,
+                circular if scored and run.strategy == "circular" else None,
+            )
+        )
     return out
 
 
@@ -326,7 +408,7 @@ class RunSummary:
     finished_at: str | None
     duration_s: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -334,15 +416,28 @@ def run_summary(ws: Workspace, run_id: int) -> RunSummary | None:
     """One line of the runs list: status, model, benchmark, the overall figures and how long the run has taken
     (first start to finish, or to its latest batch while unfinished; the pauses of a resumed run included)."""
     report = run_report(ws, run_id)
-    if report is None:
-        return None
     run = runs.get_run(ws, run_id)
-    overall, official = report.mcq and report.mcq.overall, report.pope and report.pope.pope["official"]
+    if report is None or run is None:
+        return None
+    overall = report.mcq.overall if report.mcq else None
+    official = report.pope.pope["official"] if report.pope else None
     return RunSummary(
-        run.id, report.benchmark, run.model_spec, run.strategy, run.status, run.error, report.questions,
-        run.predictions, overall and overall.vanilla, overall and overall.circular, official and official.f1,
-        official and official.accuracy, run.created_at, run.finished_at,
-        _seconds_between(run.created_at, run.finished_at or run.updated_at))
+        run.id,
+        report.benchmark,
+        run.model_spec,
+        run.strategy,
+        run.status,
+        run.error,
+        report.questions,
+        run.predictions,
+        overall.vanilla if overall else None,
+        overall.circular if overall else None,
+        official.f1 if official else None,
+        official.accuracy if official else None,
+        run.created_at,
+        run.finished_at,
+        _seconds_between(run.created_at, run.finished_at or run.updated_at),
+    )
 
 
 def _seconds_between(start: str, end: str | None) -> float | None:

@@ -5,11 +5,12 @@ Each re-scoring is stored under its name (the extractor spec, or ``human``) next
 pass that the run's own extractor stopped early (an earlier pass was wrong under it) stays unasked, and the report
 counts it as wrong while saying how many items that affects (``circular_unasked_items``, ``circular_upper``).
 """
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from db import catalog, extractions, runs
 from db.errors import UserError
@@ -48,8 +49,9 @@ def stored_passes(ws: Workspace, run_id: int) -> list[StoredPass]:
     items = {i.id: i for i in catalog.list_items(ws, run.benchmark_id)}
     predictions = runs.predictions_of(ws, run_id)
     if gone := {p.item_id for p in predictions} - items.keys():  # deleted behind vlmdesk's back (foreign keys off)
-        raise RescoreError(f"run {run_id} has answers to {len(gone)} item(s) that are no longer in the workspace; "
-                           "see vlmdesk check")
+        raise RescoreError(
+            f"run {run_id} has answers to {len(gone)} item(s) that are no longer in the workspace; see vlmdesk check"
+        )
     out = []
     for p in predictions:
         item = items[p.item_id]
@@ -57,8 +59,9 @@ def stored_passes(ws: Workspace, run_id: int) -> list[StoredPass]:
     return out
 
 
-def rescore(ws: Workspace, run_id: int, extractor: Extractor, *, name: str | None = None,
-            fallback_to_run: bool = False) -> extractions.Scoring:
+def rescore(
+    ws: Workspace, run_id: int, extractor: Extractor, *, name: str | None = None, fallback_to_run: bool = False
+) -> extractions.Scoring:
     """Read every stored pass with ``extractor`` and store the scoring under ``name`` (default: its name).
 
     With ``fallback_to_run``, passes the extractor leaves ``unlabelled`` keep the run's own reading (the human
@@ -78,12 +81,16 @@ def rescore(ws: Workspace, run_id: int, extractor: Extractor, *, name: str | Non
         elif e.stage == UNLABELLED:
             e = Extraction(None, "none", e.reason)
         changed += e.choice != p.choice
-        scored.append(extractions.ScoredPass(p.item_id, p.pass_, e.choice, e.stage, e.reason,
-                                             pass_correct(e.choice, p.answer)))
-    summary = {"extractor": extractor.name, "passes": len(scored), "changed_from_run": changed,
-               "undecided": sum(1 for s in scored if s.choice is None),
-               "by_stage": dict(sorted(Counter(s.stage for s in scored).items()))}
+        scored.append(
+            extractions.ScoredPass(p.item_id, p.pass_, e.choice, e.stage, e.reason, pass_correct(e.choice, p.answer))
+        )
+    summary = {
+        "extractor": extractor.name,
+        "passes": len(scored),
+        "changed_from_run": changed,
+        "undecided": sum(1 for s in scored if s.choice is None),
+        "by_stage": dict(sorted(Counter(s.stage for s in scored).items())),
+    }
     if fallback_to_run:
         summary["kept_from_run"] = kept
     return extractions.save_scoring(ws, run_id, name or extractor.name, scored, summary)
-

@@ -5,6 +5,7 @@ Waves: pass k of every item still alive is asked before any pass k + 1, batched,
 ends the item) and batching coexist. Everything is derived from the stored predictions, so a run killed at any
 moment continues exactly where its last committed batch ended.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -13,9 +14,10 @@ import platform
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 from db import catalog, runs
 from db.catalog import Benchmark, Item
@@ -23,14 +25,21 @@ from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query, can_score
 from evaluator.choices import (
-    YESNO_CANDIDATES, displayed_answer, letters, pass_correct, passes_needed, read_yes_no, rotation, shown_options,
+    YESNO_CANDIDATES,
+    displayed_answer,
+    letters,
+    pass_correct,
+    passes_needed,
+    read_yes_no,
+    rotation,
+    shown_options,
     still_alive,
 )
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import Extractor, load_extractor
 from evaluator.progress import Progress
-from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
 from evaluator.prompts import PromptTemplate
+from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
 
 
 @dataclass(frozen=True)
@@ -46,7 +55,7 @@ class RunSettings:
     seed: int = 0
     extractor: str = "rules"
 
-    def config(self, batch_size: int) -> dict:
+    def config(self, batch_size: int) -> dict[str, Any]:
         return {**asdict(self), "batch_size": batch_size}
 
     def check(self) -> None:
@@ -75,12 +84,16 @@ def strategy_for(bench: Benchmark, settings: RunSettings) -> Strategy:
 
 
 def config_key(bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate) -> str:
-    identity = {"benchmark": bench.source_sha256, "model": model_spec, "settings": asdict(settings),
-                "template": template.to_json()}
+    identity = {
+        "benchmark": bench.source_sha256,
+        "model": model_spec,
+        "settings": asdict(settings),
+        "template": template.to_json(),
+    }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
-def versions() -> dict:
+def versions() -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {"python": platform.python_version()}
@@ -95,8 +108,9 @@ def versions() -> dict:
 def git_revision() -> str | None:
     """The source revision of this vlmdesk checkout, when it runs from one."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True,
-                             text=True, timeout=5)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=5
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
@@ -114,9 +128,17 @@ def n_passes(item: Item, strategy: str) -> int:
 class Engine:
     """Runs (or continues) one stored run against a backend."""
 
-    def __init__(self, ws: Workspace, run: runs.Run, backend: Backend, *, batch_size: int,
-                 on_progress: Callable[[Progress], None] | None = None, extractor: Extractor | None = None,
-                 owner: runs.Owner | None = None):
+    def __init__(
+        self,
+        ws: Workspace,
+        run: runs.Run,
+        backend: Backend,
+        *,
+        batch_size: int,
+        on_progress: Callable[[Progress], None] | None = None,
+        extractor: Extractor | None = None,
+        owner: runs.Owner | None = None,
+    ):
         self.ws, self.run, self.backend, self.batch_size = ws, run, backend, max(1, batch_size)
         self.owner = owner  # when set, each batch is stored only while this owner holds the run
         self.settings = settings_of(run)
@@ -141,8 +163,12 @@ class Engine:
         """Whether pass k of the item is to be asked now: it is not stored, every earlier pass is, and the item is
         still alive."""
         passes = self.done[item.id]
-        return (k < n_passes(item, self.run.strategy) and k not in passes and all(j in passes for j in range(k))
-                and self._still_alive(item))
+        return (
+            k < n_passes(item, self.run.strategy)
+            and k not in passes
+            and all(j in passes for j in range(k))
+            and self._still_alive(item)
+        )
 
     def _still_alive(self, item: Item) -> bool:
         return still_alive((p.correct for p in self.done[item.id].values()), full_passes=self.settings.full_passes)
@@ -163,15 +189,24 @@ class Engine:
         for k in range(waves):
             todo = [item for item in self.items if self.alive(item, k)]
             # Similar prompt lengths batch together (less padding); order does not change any answer.
-            todo.sort(key=lambda item: (len(item.question) + sum(map(len, item.options)) + len(item.hint or "")))
+            todo.sort(key=lambda item: len(item.question) + sum(map(len, item.options)) + len(item.hint or ""))
             for start in range(0, len(todo), self.batch_size):
-                self._ask(todo[start:start + self.batch_size], k)
+                self._ask(todo[start : start + self.batch_size], k)
                 elapsed = max(time.monotonic() - started, 1e-9)
                 rate = self.calls / elapsed
                 left = self.remaining_upper_bound()
-                self.on_progress(Progress(self.run.id, k, sum(map(len, self.done.values())), self.items_decided(),
-                                          len(self.items), self.calls, round(rate, 3),
-                                          round(left / rate, 1) if rate > 0 else None))
+                self.on_progress(
+                    Progress(
+                        self.run.id,
+                        k,
+                        sum(map(len, self.done.values())),
+                        self.items_decided(),
+                        len(self.items),
+                        self.calls,
+                        round(rate, 3),
+                        round(left / rate, 1) if rate > 0 else None,
+                    )
+                )
 
     # -- one batch ----------------------------------------------------------------------------------------------
     def _ask(self, batch: list[Item], k: int) -> None:
@@ -179,9 +214,8 @@ class Engine:
         for item in batch:
             order = rotation(len(item.options), k) if self.kind == "mcq" else ()
             shown = tuple(item.options[j] for j in order)
-            prompt = self.template.render(question=item.question, hint=item.hint, options=shown,
-                                          language=item.language)
-            images = ()
+            prompt = self.template.render(question=item.question, hint=item.hint, options=shown, language=item.language)
+            images: tuple[bytes, ...] = ()
             if not self.settings.text_only and item.image_sha256:
                 found = catalog.image_bytes(self.ws, item.image_sha256)
                 images = (found[0],) if found else ()
@@ -190,7 +224,9 @@ class Engine:
             orders.append(order)
         t0 = time.perf_counter()
         if self.settings.likelihood:
-            scores = self.backend.score(queries, [q.letters for q in queries])
+            backend = self.backend
+            assert can_score(backend)  # checked when the engine was built
+            scores = backend.score(queries, [q.letters for q in queries])
             responses = [q.letters[max(range(len(s)), key=s.__getitem__)] for q, s in zip(queries, scores)]
         else:
             scores = None
@@ -201,16 +237,34 @@ class Engine:
         read = self._read_texts(batch, orders, responses) if self.kind == "mcq" and scores is None else None
         for n, (item, query, order, response) in enumerate(zip(batch, queries, orders, responses)):
             answer = displayed_answer(item.answer, order)
-            extraction = (read[n] if read is not None
-                          else self._extract(item, order, response, scores[n] if scores else None, query.letters))
-            preds.append(runs.Prediction(self.run.id, item.id, k, order, query.prompt, response, answer,
-                                         extraction.choice, extraction.stage, extraction.reason,
-                                         pass_correct(extraction.choice, answer), round(latency, 3)))
+            extraction = (
+                read[n]
+                if read is not None
+                else self._extract(item, order, response, scores[n] if scores else None, query.letters)
+            )
+            preds.append(
+                runs.Prediction(
+                    self.run.id,
+                    item.id,
+                    k,
+                    order,
+                    query.prompt,
+                    response,
+                    answer,
+                    extraction.choice,
+                    extraction.stage,
+                    extraction.reason,
+                    pass_correct(extraction.choice, answer),
+                    round(latency, 3),
+                )
+            )
         runs.add_predictions(self.ws, preds, owner=self.owner)
         for p in preds:
             self.done[p.item_id][p.pass_] = p
 
-    def _extract(self, item: Item, order, response: str, scores, letters) -> Extraction:
+    def _extract(
+        self, item: Item, order: tuple[int, ...], response: str, scores: list[float] | None, letters: Sequence[str]
+    ) -> Extraction:
         if scores is not None:
             shown = ", ".join(f"{c}={s:.3f}" for c, s in zip(letters, scores))
             choice = response.lower() if self.kind == "yesno" else response
@@ -222,20 +276,44 @@ class Engine:
             return Extraction(reading, "rules", f"strict parser: {reading}")
         raise AssertionError("multiple-choice texts are read by _read_texts")
 
-    def _read_texts(self, batch: list[Item], orders, responses: list[str]) -> list[Extraction]:
+    def _read_texts(self, batch: list[Item], orders: list[tuple[int, ...]], responses: list[str]) -> list[Extraction]:
         """The extractor over one batch at once, so an LLM extractor sends its prompts concurrently."""
-        return self.extractor.extract_many([
-            (item.question, shown_options(item.options, order), response)
-            for item, order, response in zip(batch, orders, responses)])
+        assert self.extractor is not None  # loaded whenever a run reads texts
+        return self.extractor.extract_many(
+            [
+                (item.question, shown_options(item.options, order), response)
+                for item, order, response in zip(batch, orders, responses)
+            ]
+        )
 
 
-def new_run(ws: Workspace, bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate,
-            *, batch_size: int, backend_info: dict, owner: runs.Owner | None = None, reuse: bool = False) -> runs.Run:
+def new_run(
+    ws: Workspace,
+    bench: Benchmark,
+    model_spec: str,
+    settings: RunSettings,
+    template: PromptTemplate,
+    *,
+    batch_size: int,
+    backend_info: dict[str, Any],
+    owner: runs.Owner | None = None,
+    reuse: bool = False,
+) -> runs.Run:
     """A new run owned by `owner` (default: this process); with `reuse`, the stored run with these settings
     instead when there is one (claimed, or as is when finished; runs.RunBusy when another process runs it)."""
     settings.check()
     return runs.create_or_claim(
-        ws, reuse=reuse, owner=owner or runs.Owner.here(), benchmark_id=bench.id, model_spec=model_spec,
-        strategy=strategy_for(bench, settings), prompt_template=template.to_json(), extractor=settings.extractor,
-        config=settings.config(batch_size), config_key=config_key(bench, model_spec, settings, template),
-        versions={**versions(), "backend": backend_info}, git_revision=git_revision(), seed=settings.seed)
+        ws,
+        reuse=reuse,
+        owner=owner or runs.Owner.here(),
+        benchmark_id=bench.id,
+        model_spec=model_spec,
+        strategy=strategy_for(bench, settings),
+        prompt_template=template.to_json(),
+        extractor=settings.extractor,
+        config=settings.config(batch_size),
+        config_key=config_key(bench, model_spec, settings, template),
+        versions={**versions(), "backend": backend_info},
+        git_revision=git_revision(),
+        seed=settings.seed,
+    )

@@ -3,11 +3,13 @@
 The tuples beside them are the same values at run time (for argparse choices, validation and loops); each is
 derived from its Literal so the two cannot drift apart.
 """
+
 from __future__ import annotations
 
 from typing import Literal, get_args
 
-from db.runs import RunStatus, Strategy  # the stored columns' values are defined with the Run row
+from db.runs import RunStatus as RunStatus  # the stored columns' values are defined with the Run row
+from db.runs import Strategy as Strategy
 
 STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 McqStrategy = Literal["circular", "vanilla"]

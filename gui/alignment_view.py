@@ -1,6 +1,7 @@
 """The Alignment tab: an adjudication set's study (annotation.alignment.alignment_report — `vlmdesk align
 report`): per extractor the alignment with the final human labels and its Wilson interval, a confusion matrix,
 and inter-annotator agreement."""
+
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
@@ -11,8 +12,17 @@ from evaluator.plots import alignment_figure
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.tables import RowsModel, export_table, table_view
 
-COLUMNS = ("Extractor", "n", "Agreed", "Alignment", "Wilson 95 %", "Cohen's κ", "Undecided cases", "Disagreements",
-           "Sample")
+COLUMNS = (
+    "Extractor",
+    "n",
+    "Agreed",
+    "Alignment",
+    "Wilson 95 %",
+    "Cohen's κ",
+    "Undecided cases",
+    "Disagreements",
+    "Sample",
+)
 
 
 def _pct(v) -> str:
@@ -54,10 +64,10 @@ class AlignmentView(QWidget):
         ll.setContentsMargins(0, 0, 0, 0)
         head = QHBoxLayout()
         head.addWidget(self.summary, 1)
-        head.addWidget(export, 0, Qt.AlignTop)
+        head.addWidget(export, 0, Qt.AlignmentFlag.AlignTop)
         ll.addLayout(head)
         ll.addWidget(table, 1)
-        split = QSplitter(Qt.Vertical)
+        split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.chart)
         split.addWidget(lower)
         split.setSizes([470, 200])
@@ -101,7 +111,7 @@ class AlignmentView(QWidget):
         self.report = alignment.alignment_report(self.ctx.ws, name) if name else None
         self.extractor.blockSignals(True)
         self.extractor.clear()
-        for ext in (self.report.extractors if self.report else {}):
+        for ext in self.report.extractors if self.report else {}:
             self.extractor.addItem(ext, ext)
         self.extractor.blockSignals(False)
         self._fill_table()
@@ -109,11 +119,19 @@ class AlignmentView(QWidget):
 
     def _draw(self) -> None:
         if self.report is None:
-            self.chart.set_figure(message_figure("No adjudication set yet: vlmdesk align sample --run ID … "
-                                                 "then label it in Queues › Extractor adjudication"), clickable=False)
+            self.chart.set_figure(
+                message_figure(
+                    "No adjudication set yet: vlmdesk align sample --run ID … "
+                    "then label it in Queues › Extractor adjudication"
+                ),
+                clickable=False,
+            )
             return
-        self.chart.set_figure(alignment_figure(self.report, self.extractor.currentData()),
-                              f"Extractor–human alignment · set {self.report.set_name}", clickable=False)
+        self.chart.set_figure(
+            alignment_figure(self.report, self.extractor.currentData()),
+            f"Extractor–human alignment · set {self.report.set_name}",
+            clickable=False,
+        )
 
     def _fill_table(self) -> None:
         r = self.report
@@ -124,19 +142,30 @@ class AlignmentView(QWidget):
         rows = []
         for name, e in r.extractors.items():
             ci = e.overall.wilson_95
-            rows.append((name, e.overall.n, e.overall.agreed, _pct(e.overall.rate),
-                         f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f} %" if ci else "–",
-                         "–" if e.cohen_kappa is None else f"{e.cohen_kappa:.3f}",
-                         *(f"{w.agreed}/{w.n}" for w in (e.by_why[k] for k in alignment.WHY))))
+            rows.append(
+                (
+                    name,
+                    e.overall.n,
+                    e.overall.agreed,
+                    _pct(e.overall.rate),
+                    f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f} %" if ci else "–",
+                    "–" if e.cohen_kappa is None else f"{e.cohen_kappa:.3f}",
+                    *(f"{w.agreed}/{w.n}" for w in (e.by_why[k] for k in alignment.WHY)),
+                )
+            )
         self.table.set_rows(rows)
         inter = r.inter_annotator
         final = r.final
-        parts = [f"{r.labelled} of {r.items} responses labelled",
-                 f"{final.decided} final labels ({final.adjudicated} adjudicated, {final.ties} ties, "
-                 f"{final.unclear} unclear)",
-                 f"annotators: {', '.join(inter.annotators) or '–'}"]
+        parts = [
+            f"{r.labelled} of {r.items} responses labelled",
+            f"{final.decided} final labels ({final.adjudicated} adjudicated, {final.ties} ties, "
+            f"{final.unclear} unclear)",
+            f"annotators: {', '.join(inter.annotators) or '–'}",
+        ]
         if inter.items_with_two_or_more:
             alpha = inter.krippendorff_alpha
-            parts.append(f"agreement {_pct(inter.percent_agreement)} on {inter.items_with_two_or_more} items"
-                         + (f", α = {alpha:.3f}" if alpha is not None else ""))
+            parts.append(
+                f"agreement {_pct(inter.percent_agreement)} on {inter.items_with_two_or_more} items"
+                + (f", α = {alpha:.3f}" if alpha is not None else "")
+            )
         self.summary.setText("  ·  ".join(parts))

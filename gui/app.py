@@ -1,4 +1,5 @@
 """Starting the desktop app: QApplication, style, the error guard, the main window."""
+
 from __future__ import annotations
 
 import sys
@@ -12,7 +13,8 @@ from gui.style import apply_style
 
 
 def application() -> QApplication:
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    running = QApplication.instance()
+    app = running if isinstance(running, QApplication) else QApplication(sys.argv[:1])
     app.setApplicationName("vlmdesk")
     app.setOrganizationName("vlmdesk")
     apply_style(app)

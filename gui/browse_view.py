@@ -1,10 +1,23 @@
 """Browse a benchmark: filters and full-text search over a lazy table, and the selected item in full."""
+
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QFrame, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QScrollArea,
-    QSplitter, QTableView, QTabWidget, QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from annotation import reviews
@@ -18,18 +31,29 @@ from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_de
 ANY = "All"
 CATEGORY_WIDTH = 135
 QUESTION_SHARE = 0.35  # of the table's width, at least, for the question column
-_REVIEW_TEXT = {"unreviewed": "Unreviewed", "reviewed": "Reviewed", "mine": "Reviewed by me",
-                "not_mine": "Not reviewed by me", "conflict": "Conflicting verdicts",
-                **{v: f"Verdict: {VERDICT_LABELS[v]}" for v in reviews.VERDICTS}}
-_QC_TEXT = {"flagged": "Flagged", "unflagged": "Not flagged", "pending": "Flag pending", "disputed": "Flag disputed",
-            "confirmed": "Flag confirmed", "rejected": "Flag rejected"}
+_REVIEW_TEXT: dict[str, str] = {
+    "unreviewed": "Unreviewed",
+    "reviewed": "Reviewed",
+    "mine": "Reviewed by me",
+    "not_mine": "Not reviewed by me",
+    "conflict": "Conflicting verdicts",
+    **{v: f"Verdict: {VERDICT_LABELS[v]}" for v in reviews.VERDICTS},
+}
+_QC_TEXT = {
+    "flagged": "Flagged",
+    "unflagged": "Not flagged",
+    "pending": "Flag pending",
+    "disputed": "Flag disputed",
+    "confirmed": "Flag confirmed",
+    "rejected": "Flag rejected",
+}
 
 
 def _combo(name: str, width: int = 130) -> QComboBox:
     c = QComboBox()
     c.setObjectName(name)
     c.setMinimumWidth(width)
-    c.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+    c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
     return c
 
 
@@ -45,7 +69,10 @@ class BrowseView(QWidget):
         self.search.setPlaceholderText("Search questions, hints and options…")
         self.search.setClearButtonEnabled(True)
         self.search.setMinimumWidth(220)
-        self._debounce = QTimer(self, singleShot=True, interval=250, timeout=self.apply_filters)
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(250)
+        self._debounce.timeout.connect(self.apply_filters)
         self.search.textChanged.connect(lambda _: self._debounce.start())
         self.search.returnPressed.connect(self.apply_filters)
         self.category = _combo("category", 150)
@@ -75,9 +102,15 @@ class BrowseView(QWidget):
         row1, row2 = QHBoxLayout(), QHBoxLayout()
         row1.addWidget(self.search, 1)
         row1.addWidget(self.count)
-        for label, combo, row in (("Category", self.category, row1), ("L2", self.l2, row1),
-                                  ("Split", self.split, row1), ("Review", self.review, row2), ("QC", self.qc, row2),
-                                  ("Run", self.run, row2), ("Result", self.result, row2)):
+        for label, combo, row in (
+            ("Category", self.category, row1),
+            ("L2", self.l2, row1),
+            ("Split", self.split, row1),
+            ("Review", self.review, row2),
+            ("QC", self.qc, row2),
+            ("Run", self.run, row2),
+            ("Result", self.result, row2),
+        ):
             lab = QLabel(label)
             lab.setObjectName("filterLabel")
             row.addWidget(lab)
@@ -92,24 +125,24 @@ class BrowseView(QWidget):
 
         self.table = QTableView()
         self.table.setModel(ctx.model)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(26)
         self.table.setAlternatingRowColors(True)
         self.table.setShowGrid(False)
         self.table.setWordWrap(False)
-        self.table.setTextElideMode(Qt.ElideRight)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         header = self.table.horizontalHeader()
         header.setHighlightSections(False)
         # Short columns are sized to their content once per listing (see _fit_columns); the question takes the rest.
         # (ResizeToContents would re-measure on every page fetched and every repaint: seconds on a big benchmark.)
-        header.setSectionResizeMode(QHeaderView.Interactive)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         # Leaf categories run to 38 characters: a fixed width, elided, the full name in the tooltip.
         self.table.setColumnWidth(1, CATEGORY_WIDTH)
         self._widths: dict[int, int] = {}
         self.table.viewport().installEventFilter(self)
-        header.setSectionResizeMode(7, QHeaderView.Stretch)
+        header.setSectionResizeMode(7, QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)
         # The question is what a row is about: right after the index, so a narrow window (1024 px) still shows it.
         header.moveSection(7, 1)
@@ -120,14 +153,16 @@ class BrowseView(QWidget):
         self.panel = ItemPanel()
         self.panel_scroll = panel_scroll = QScrollArea()
         panel_scroll.setWidgetResizable(True)
-        panel_scroll.setFrameShape(QFrame.NoFrame)
+        panel_scroll.setFrameShape(QFrame.Shape.NoFrame)
         inner = QWidget()
         il = QVBoxLayout(inner)
         il.setContentsMargins(14, 10, 14, 10)
         il.addWidget(self.panel)
         il.addStretch(1)
         panel_scroll.setWidget(inner)
-        panel_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # long words wrap (item_panel.breakable)
+        panel_scroll.setHorizontalScrollBarPolicy(
+            Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        )  # long words wrap (item_panel.breakable)
         self.open_button = open_btn = QPushButton("Review this item  ⏎")
         open_btn.setObjectName("primary")
         open_btn.clicked.connect(lambda: self.item and self.openInReview.emit(self.item.id))
@@ -137,21 +172,21 @@ class BrowseView(QWidget):
         pl.setContentsMargins(0, 0, 0, 6)
         pl.setSpacing(4)
         pl.addWidget(panel_scroll, 1)
-        pl.addWidget(open_btn, 0, Qt.AlignHCenter)
+        pl.addWidget(open_btn, 0, Qt.AlignmentFlag.AlignHCenter)
         self.tabs = QTabWidget()
         self.predictions = PredictionsView()
         self.history = HistoryView()
         self.tabs.addTab(self.predictions, "Predictions")
         self.tabs.addTab(self.history, "Review history")
 
-        detail = QSplitter(Qt.Vertical)
+        detail = QSplitter(Qt.Orientation.Vertical)
         detail.addWidget(self.image)
         detail.addWidget(panel_box)
         detail.addWidget(self.tabs)
         detail.setSizes([210, 400, 150])
         detail.setChildrenCollapsible(False)
 
-        split = QSplitter(Qt.Horizontal)
+        split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
         split.addWidget(detail)
         split.setSizes([750, 330])
@@ -209,10 +244,18 @@ class BrowseView(QWidget):
         self.run.blockSignals(False)
 
     def current_filter(self) -> tuple[ItemFilter, str | None, str | None]:
-        return (ItemFilter(text=self.search.text(), category=self.category.currentData(),
-                           l2_category=self.l2.currentData(), split=self.split.currentData(),
-                           run_id=self.run.currentData(), run_result=self.result.currentData()),
-                self.review.currentData(), self.qc.currentData())
+        return (
+            ItemFilter(
+                text=self.search.text(),
+                category=self.category.currentData(),
+                l2_category=self.l2.currentData(),
+                split=self.split.currentData(),
+                run_id=self.run.currentData(),
+                run_result=self.result.currentData(),
+            ),
+            self.review.currentData(),
+            self.qc.currentData(),
+        )
 
     def apply_filters(self) -> None:
         if self.ctx.benchmark is None:
@@ -266,7 +309,7 @@ class BrowseView(QWidget):
             self.table.setColumnWidth(col, width)
 
     def eventFilter(self, watched, event) -> bool:
-        if watched is self.table.viewport() and event.type() == QEvent.Resize and self._widths:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize and self._widths:
             self._share_width()
         return super().eventFilter(watched, event)
 
@@ -277,7 +320,9 @@ class BrowseView(QWidget):
         if model.rows:
             row = model.row_of(self.item.id) if self.item else None
             self.table.selectionModel().setCurrentIndex(
-                model.index(row or 0, 0), QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+                model.index(row or 0, 0),
+                QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+            )
         else:
             self._show(None)
 
@@ -293,8 +338,9 @@ class BrowseView(QWidget):
     def _show(self, item_id: int | None) -> None:
         ctx = self.ctx
         self.item = item_query.item_by_id(ctx.ws, item_id) if item_id is not None else None
-        show_item_details(ctx, self.item, panel=self.panel, predictions=self.predictions, history=self.history,
-                          tabs=self.tabs)
+        show_item_details(
+            ctx, self.item, panel=self.panel, predictions=self.predictions, history=self.history, tabs=self.tabs
+        )
         if self.item is None:
             self.image.set_image(None, placeholder="No item selected")
             return
@@ -321,7 +367,7 @@ class BrowseView(QWidget):
         self.openInReview.emit(self.ctx.model.rows[row].id)
 
     def keyPressEvent(self, event) -> None:
-        if event.key() in (Qt.Key_Return, Qt.Key_Enter) and self.item is not None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.item is not None:
             self.openInReview.emit(self.item.id)
         else:
             super().keyPressEvent(event)

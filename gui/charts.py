@@ -1,5 +1,6 @@
 """A matplotlib Figure in the window (FigureCanvasQTAgg). The Figures come from evaluator/plots.py, which knows
 nothing of Qt; this widget only shows them, tells which bar was clicked, and saves them as PNG or SVG."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +9,15 @@ from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
 from matplotlib.figure import Figure
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QFileDialog, QHBoxLayout, QLabel, QMessageBox, QPushButton, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QSizePolicy,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from annotation.blind import HIDDEN_TEXT
@@ -56,10 +65,10 @@ class ChartView(QWidget):
             self.canvas.deleteLater()
         self.figure = figure
         self.canvas = FigureCanvasQTAgg(figure)
-        self.canvas.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
+        self.canvas.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.canvas.setMinimumHeight(220)
         self.canvas.mpl_connect("button_press_event", self._pressed)
-        self.canvas.setCursor(Qt.PointingHandCursor if clickable else Qt.ArrowCursor)
+        self.canvas.setCursor(Qt.CursorShape.PointingHandCursor if clickable else Qt.CursorShape.ArrowCursor)
         self._layout.addWidget(self.canvas, 1)
         self.title.setText(title)
         self.hint.setVisible(clickable)
@@ -76,10 +85,14 @@ class ChartView(QWidget):
                 return
 
     def export(self, path: str | Path) -> Path:
+        if self.figure is None:
+            raise RuntimeError("no chart to export")  # the export action is offered with a chart only
         return save_figure(self.figure, path)
 
     def _export_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export chart", "chart.png", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export chart", "chart.png", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)"
+        )
         if path:
             try:
                 self.export(path)
@@ -96,7 +109,7 @@ class BlindCover(QStackedWidget):
         self.content = content
         self.placeholder = QLabel(f"{what} {HIDDEN_TEXT}.\nTurn blind mode off (View › Blind mode, or B) to see them.")
         self.placeholder.setObjectName("muted")
-        self.placeholder.setAlignment(Qt.AlignCenter)
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.placeholder.setWordWrap(True)
         self.addWidget(content)
         self.addWidget(self.placeholder)

@@ -1,4 +1,5 @@
 """What the views share: the open workspace (GUI-thread connection), preferences, the item listing, images."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -39,10 +40,14 @@ class Context(QObject):
 
     def sight(self, *, item_ids=None) -> blind.Sight:
         """What the session's annotator may see now (the blind rule), for the benchmark shown or some items."""
-        return blind.sight(self.ws, self.annotator, blind=self.prefs.blind,
-                           reveal_after_verdict=self.prefs.reveal_after_verdict,
-                           benchmark_id=self.benchmark.id if self.benchmark and item_ids is None else None,
-                           item_ids=item_ids)
+        return blind.sight(
+            self.ws,
+            self.annotator,
+            blind=self.prefs.blind,
+            reveal_after_verdict=self.prefs.reveal_after_verdict,
+            benchmark_id=self.benchmark.id if self.benchmark and item_ids is None else None,
+            item_ids=item_ids,
+        )
 
     def set_benchmark(self, benchmark) -> None:
         self.benchmark = benchmark

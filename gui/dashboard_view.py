@@ -1,17 +1,28 @@
 """The Results tab: runs on the left (one or several), their report as charts (evaluator/plots.py Figures in a
 FigureCanvasQTAgg), and the items behind a clicked bar (evaluator.report.group_items — `vlmdesk run-items`),
 each opening in Review."""
+
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
-    QComboBox, QFileDialog, QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget,
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
 )
 
+from db.errors import InvalidInput
 from evaluator import plots
 from evaluator.exporters import ExportError
-from evaluator.prediction_export import default_file_name, export_predictions
-from db.errors import InvalidInput
+from evaluator.prediction_export import PredictionExport, default_file_name, export_predictions
 from evaluator.report import NONE, RunReport, group_items, run_report
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.item_panel import ADJUDICATION_HIDDEN
@@ -90,12 +101,12 @@ class DashboardView(QWidget):
         head.addWidget(items_csv)
         il.addLayout(head)
         il.addWidget(self.items_table, 1)
-        right = QSplitter(Qt.Vertical)
+        right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(chart_box)
         right.addWidget(items_box)
         right.setSizes([470, 230])
         right.setChildrenCollapsible(False)
-        split = QSplitter(Qt.Horizontal)
+        split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
         split.addWidget(right)
         split.setSizes([470, 710])
@@ -139,8 +150,10 @@ class DashboardView(QWidget):
             return
         kinds = {"pope" if r.pope is not None else "mcq" for r in self.reports}
         if len(kinds) > 1:
-            self.chart.set_figure(message_figure("POPE and multiple-choice runs cannot share a chart:\n"
-                                                 "choose runs of one kind"), clickable=False)
+            self.chart.set_figure(
+                message_figure("POPE and multiple-choice runs cannot share a chart:\nchoose runs of one kind"),
+                clickable=False,
+            )
             return
         kind = kinds.pop()
         chart = self.kind.currentData()
@@ -150,11 +163,16 @@ class DashboardView(QWidget):
             self.kind.setCurrentIndex(self.kind.findData(chart))
             self.kind.blockSignals(False)
         for i in range(self.kind.count()):  # only the charts that fit the runs can be chosen
-            self.kind.model().item(i).setEnabled(CHARTS[self.kind.itemData(i)][1] == kind)
+            model = self.kind.model()
+            assert isinstance(model, QStandardItemModel)  # a QComboBox's own model
+            model.item(i).setEnabled(CHARTS[self.kind.itemData(i)][1] == kind)
         try:
-            fig = {"l2": lambda r: plots.ability_figure(r, "by_l2"),
-                   "category": lambda r: plots.ability_figure(r, "by_category"),
-                   "drop": plots.drop_figure, "pope": plots.pope_figure}[chart](self.reports)
+            fig = {
+                "l2": lambda r: plots.ability_figure(r, "by_l2"),
+                "category": lambda r: plots.ability_figure(r, "by_category"),
+                "drop": plots.drop_figure,
+                "pope": plots.pope_figure,
+            }[chart](self.reports)
         except InvalidInput as exc:  # e.g. the drop chart of runs without CircularEval
             self.chart.set_figure(message_figure(str(exc)), clickable=False)
             return
@@ -176,28 +194,45 @@ class DashboardView(QWidget):
         for n, r in enumerate(found):
             verdict = getattr(r, key)
             if not sight.shows_run_result(run_id, r.item_id):
-                rows.append((r.index, ADJUDICATION_HIDDEN, "", "", plots.SHORT_L2.get(r.l2_category or "", ""),
-                             r.category or "", " ".join(r.question.split())))
+                rows.append(
+                    (
+                        r.index,
+                        ADJUDICATION_HIDDEN,
+                        "",
+                        "",
+                        plots.SHORT_L2.get(r.l2_category or "", ""),
+                        r.category or "",
+                        " ".join(r.question.split()),
+                    )
+                )
                 colours[(n, 1)] = "#80868b"
                 continue
-            rows.append((r.index, {True: "✓ right", False: "✗ wrong", None: "– unscored"}[verdict],
-                         MARK[r.vanilla] if r.official is None else MARK[r.official],
-                         MARK[r.circular] if r.official is None else MARK[r.strict],
-                         plots.SHORT_L2.get(r.l2_category or "", r.l2_category or ""), r.category or "",
-                         " ".join(r.question.split())))
+            rows.append(
+                (
+                    r.index,
+                    {True: "✓ right", False: "✗ wrong", None: "– unscored"}[verdict],
+                    MARK[r.vanilla] if r.official is None else MARK[r.official],
+                    MARK[r.circular] if r.official is None else MARK[r.strict],
+                    plots.SHORT_L2.get(r.l2_category or "", r.l2_category or ""),
+                    r.category or "",
+                    " ".join(r.question.split()),
+                )
+            )
             colours[(n, 1)] = {True: "#1e7d32", False: "#b3261e"}.get(verdict, "#5f6368")
         tips = {(n, 4): r.l2_category for n, r in enumerate(found) if r.l2_category}
-        self.items.columns = (ITEM_COLUMNS if level != "pope"
-                              else ("Index", "Result", "Official", "Strict", "L2", "Category", "Question"))
+        self.items.columns = (
+            ITEM_COLUMNS if level != "pope" else ("Index", "Result", "Official", "Strict", "L2", "Category", "Question")
+        )
         self.items.set_rows(rows, [r.item_id for r in found], colours=colours, tooltips=tips)
         right = sum(1 for r in found if getattr(r, key))
         what = "all items" if level in ("all", "pope") else (group if group != NONE else "(none)")
         how = STRATEGY_TITLE.get(key, f"{key} parser")
-        self.items_title.setText(f"Run {run_id} · {what} · {how}: {right} of {len(found)} right"
-                                 " — double-click an item to review it")
+        self.items_title.setText(
+            f"Run {run_id} · {what} · {how}: {right} of {len(found)} right — double-click an item to review it"
+        )
 
     # -- export
-    def export_predictions(self, path) -> object:
+    def export_predictions(self, path: str | Path) -> PredictionExport:
         ids = self.runs.selected_run_ids()
         return export_predictions(self.ctx.ws, ids[0], path)
 
@@ -206,9 +241,14 @@ class DashboardView(QWidget):
         if len(ids) != 1:
             return
         s = self.runs.summary(ids[0])
-        path, _ = QFileDialog.getSaveFileName(self, "Export predictions (VLMEvalKit format)",
-                                              default_file_name(s.model, s.benchmark),
-                                              "TSV (*.tsv);;CSV (*.csv)")
+        if s is None:  # removed since it was listed
+            return
+        path, _ = QFileDialog.getSaveFileName(
+            self,
+            "Export predictions (VLMEvalKit format)",
+            default_file_name(s.model, s.benchmark),
+            "TSV (*.tsv);;CSV (*.csv)",
+        )
         if not path:
             return
         try:
@@ -216,5 +256,7 @@ class DashboardView(QWidget):
         except (ExportError, OSError) as exc:
             self.ctx.error.emit(f"Could not export the predictions: {exc}", "")
             return
-        self.ctx.info.emit(f"Wrote {done.path.name}: {done.rows} rows, {done.predicted} with a prediction "
-                           f"(vlmdesk export-predictions {done.run_id} --out {done.path.name})")
+        self.ctx.info.emit(
+            f"Wrote {done.path.name}: {done.rows} rows, {done.predicted} with a prediction "
+            f"(vlmdesk export-predictions {done.run_id} --out {done.path.name})"
+        )

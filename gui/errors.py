@@ -1,5 +1,6 @@
 """Errors shown in the window: a message bar for problems the user can act on, and a guard for unexpected
 exceptions raised in slots (PySide6 routes those to sys.excepthook) so that they reach the window, not a log."""
+
 from __future__ import annotations
 
 import sys
@@ -24,7 +25,7 @@ class MessageBar(QFrame):
         layout.setContentsMargins(12, 6, 6, 6)
         self.label = QLabel()
         self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         close = QToolButton()
         close.setText("✕")
         close.setAutoRaise(True)
@@ -33,7 +34,9 @@ class MessageBar(QFrame):
         layout.addWidget(self.label, 1)
         layout.addWidget(close)
         self.kind = ""
-        self._timer = QTimer(self, singleShot=True, timeout=self.hide)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self.hide)
         self.hide()
 
     def show_message(self, text: str, kind: str = "error", details: str | None = None) -> None:

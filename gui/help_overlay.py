@@ -1,4 +1,5 @@
 """The keyboard help shown over the review view (F1 or ?)."""
+
 from __future__ import annotations
 
 import html
@@ -14,34 +15,41 @@ class HelpOverlay(QFrame):
         super().__init__(parent)
         self.setObjectName("helpOverlay")
         layout = QVBoxLayout(self)
-        layout.setAlignment(Qt.AlignCenter)
+        layout.setAlignment(Qt.AlignmentFlag.AlignCenter)
         card = QLabel()
         card.setObjectName("helpCard")
-        card.setTextFormat(Qt.RichText)
+        card.setTextFormat(Qt.TextFormat.RichText)
         rows, group = [], None
         for g, keys, text in help_rows():
             if g != group:
                 rows.append(f"<tr><td colspan=2 style='padding-top:10px'><b>{html.escape(g)}</b></td></tr>")
                 group = g
-            rows.append(f"<tr><td style='padding-right:24px'><code>{html.escape(keys)}</code></td>"
-                        f"<td>{html.escape(text)}</td></tr>")
-        card.setText("<h3>Keyboard</h3><table>" + "".join(rows) + "</table>"
-                     "<p style='color:#5f6368'>Keys are off while you type in a text field. Esc or F1 closes.</p>")
+            rows.append(
+                f"<tr><td style='padding-right:24px'><code>{html.escape(keys)}</code></td>"
+                f"<td>{html.escape(text)}</td></tr>"
+            )
+        card.setText(
+            "<h3>Keyboard</h3><table>" + "".join(rows) + "</table>"
+            "<p style='color:#5f6368'>Keys are off while you type in a text field. Esc or F1 closes.</p>"
+        )
         layout.addWidget(card)
         self.card = card
-        self.setFocusPolicy(Qt.StrongFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.hide()
 
     def hideEvent(self, event) -> None:
         super().hideEvent(event)
-        if self.parent() is not None:
-            self.parent().setFocus()
+        parent = self.parentWidget()
+        if parent is not None:
+            parent.setFocus()
 
     def toggle(self) -> None:
         if self.isVisible():
             self.hide()
         else:
-            self.setGeometry(self.parent().rect())
+            parent = self.parentWidget()
+            if parent is not None:
+                self.setGeometry(parent.rect())
             self.raise_()
             self.show()
             self.setFocus()
@@ -50,7 +58,7 @@ class HelpOverlay(QFrame):
         self.hide()
 
     def keyPressEvent(self, event) -> None:
-        if event.key() in (Qt.Key_Escape, Qt.Key_F1, Qt.Key_Question):
+        if event.key() in (Qt.Key.Key_Escape, Qt.Key.Key_F1, Qt.Key.Key_Question):
             self.hide()
         else:
             super().keyPressEvent(event)

@@ -1,4 +1,5 @@
 """The item image: fit to the view or actual pixels, zoom with Ctrl+wheel or +/-, pan by dragging."""
+
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
@@ -13,13 +14,13 @@ class ImageView(QGraphicsView):
         super().__init__(parent)
         self.setScene(QGraphicsScene(self))
         self._item = QGraphicsPixmapItem()
-        self._item.setTransformationMode(Qt.SmoothTransformation)
+        self._item.setTransformationMode(Qt.TransformationMode.SmoothTransformation)
         self.scene().addItem(self._item)
-        self.setRenderHints(QPainter.Antialiasing | QPainter.SmoothPixmapTransform)
-        self.setDragMode(QGraphicsView.ScrollHandDrag)
-        self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
+        self.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.SmoothPixmapTransform)
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
         self.setBackgroundBrush(QColor("#2b2d31"))
-        self.setFrameShape(QGraphicsView.NoFrame)
+        self.setFrameShape(QGraphicsView.Shape.NoFrame)
         self.setMinimumSize(240, 200)
         self.fit = True
         self.placeholder = "No image"
@@ -30,7 +31,7 @@ class ImageView(QGraphicsView):
         self.image_key = key if image is not None and not image.isNull() else None
         self.placeholder = placeholder
         self._has_image = image is not None and not image.isNull()
-        if not self._has_image:
+        if image is None or image.isNull():
             self._item.setPixmap(QPixmap())
             self.scene().setSceneRect(0, 0, 1, 1)
         else:
@@ -63,7 +64,7 @@ class ImageView(QGraphicsView):
             return
         if self.fit:
             self.resetTransform()
-            self.fitInView(self._item, Qt.KeepAspectRatio)
+            self.fitInView(self._item, Qt.AspectRatioMode.KeepAspectRatio)
             self.zoomChanged.emit("fit")
         else:
             self.resetTransform()
@@ -75,7 +76,7 @@ class ImageView(QGraphicsView):
             self._apply_zoom()
 
     def wheelEvent(self, event) -> None:
-        if event.modifiers() & Qt.ControlModifier:
+        if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
             self.zoom_by(1.25 if event.angleDelta().y() > 0 else 0.8)
         else:
             super().wheelEvent(event)
@@ -86,5 +87,5 @@ class ImageView(QGraphicsView):
         painter.save()
         painter.resetTransform()
         painter.setPen(QColor("#a0a4ab"))
-        painter.drawText(self.viewport().rect(), Qt.AlignCenter, self.placeholder)
+        painter.drawText(self.viewport().rect(), Qt.AlignmentFlag.AlignCenter, self.placeholder)
         painter.restore()

@@ -3,6 +3,7 @@
 Each worker task opens its own SQLite connection (connections never cross threads); WAL lets it read while the
 GUI or a run writes. QImage (unlike QPixmap) may be created in any thread.
 """
+
 from __future__ import annotations
 
 import sqlite3

@@ -1,5 +1,6 @@
 """The browse table: a lazy model over SQLite. Rows arrive a page at a time (fetchMore, keyset paging); a row is a
 few short columns, never image bytes, so tens of thousands of items scroll freely."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -48,6 +49,11 @@ class ItemTableModel(QAbstractTableModel):
         self.filter, self.review_filter, self.qc_filter = f, review, qc
         self.reload()
 
+    @property
+    def _benchmark_id(self) -> int:
+        assert self.benchmark is not None  # set_benchmark comes before any read
+        return int(self.benchmark.id)
+
     def reload(self, *, at_least: int = PAGE) -> None:
         """Query again; `at_least` rows are paged in at once (a refresh keeps what was scrolled to)."""
         self.beginResetModel()
@@ -66,22 +72,27 @@ class ItemTableModel(QAbstractTableModel):
                 pairs.append((None, frozenset(i for r, i, _ in self.sight.hidden_passes if r == self.filter.run_id)))
             only, exclude = browse.combine(*pairs)
             self._query = replace(self.filter, only_ids=only, exclude_ids=exclude)
-            self.total = item_query.count_items(self.ws, self.benchmark.id, self._query)
+            self.total = item_query.count_items(self.ws, self._benchmark_id, self._query)
             self._fetch(max(PAGE, at_least))
         self.endResetModel()
 
     def _read_status(self, *, qc: bool = True) -> None:
         """Review status, QC marks and the blind rule's sight, as this annotator may see them."""
-        self.sight = blind.sight(self.ws, self.annotator, blind=self.blind,
-                                 reveal_after_verdict=self.reveal_after_verdict, benchmark_id=self.benchmark.id)
-        self.status = browse.visible_status(browse.review_status(self.ws, self.benchmark.id), self.sight)
+        self.sight = blind.sight(
+            self.ws,
+            self.annotator,
+            blind=self.blind,
+            reveal_after_verdict=self.reveal_after_verdict,
+            benchmark_id=self._benchmark_id,
+        )
+        self.status = browse.visible_status(browse.review_status(self.ws, self._benchmark_id), self.sight)
         if qc:
-            self._qc_marks = browse.qc_marks(self.ws, self.benchmark.id)
+            self._qc_marks = browse.qc_marks(self.ws, self._benchmark_id)
         self.qc = browse.visible_qc(self._qc_marks, self.sight)
 
     def _fetch(self, n: int) -> list[ItemRow]:
         after = (self.rows[-1].position, self.rows[-1].id) if self.rows else None
-        page = item_query.item_page(self.ws, self.benchmark.id, self._query, after=after, limit=n)
+        page = item_query.item_page(self.ws, self._benchmark_id, self._query, after=after, limit=n)
         for row in page:
             self._row_of[row.id] = len(self.rows)
             self.rows.append(row)
@@ -134,7 +145,7 @@ class ItemTableModel(QAbstractTableModel):
     def refresh_qc(self) -> None:
         if self.benchmark is None:
             return
-        self._qc_marks = browse.qc_marks(self.ws, self.benchmark.id)
+        self._qc_marks = browse.qc_marks(self.ws, self._benchmark_id)
         self.qc = browse.visible_qc(self._qc_marks, self.sight)
         if self.rows:
             self.dataChanged.emit(self.index(0, 5), self.index(len(self.rows) - 1, 5))
@@ -149,8 +160,8 @@ class ItemTableModel(QAbstractTableModel):
     def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(COLUMNS)
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):
-        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return COLUMNS[section]
         return None
 
@@ -173,29 +184,32 @@ class ItemTableModel(QAbstractTableModel):
             return f"{RESULT_MARKS[row.run_result]} {row.run_result}"
         return " ".join(row.question.split())
 
-    def data(self, index, role=Qt.DisplayRole):
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         row = self.rows[index.row()]
         col = index.column()
-        if role == Qt.DisplayRole:
+        if role == Qt.ItemDataRole.DisplayRole:
             return self.display_text(row, col)
-        elif role == Qt.ForegroundRole:
-            if col == 6 and row.run_result in _RESULT_COLOURS and self.sight.shows_run_result(self.filter.run_id,
-                                                                                               row.id):
+        elif role == Qt.ItemDataRole.ForegroundRole:
+            if (
+                col == 6
+                and row.run_result in _RESULT_COLOURS
+                and self.sight.shows_run_result(self.filter.run_id, row.id)
+            ):
                 return QBrush(QColor(_RESULT_COLOURS[row.run_result]))
             if col == 4 and (status := self.status.get(row.id)) and status.conflict:
                 return QBrush(QColor("#b3261e"))
-        elif role == Qt.ToolTipRole and col == 7:
+        elif role == Qt.ItemDataRole.ToolTipRole and col == 7:
             return row.question
-        elif role == Qt.ToolTipRole and col in (1, 2):
+        elif role == Qt.ItemDataRole.ToolTipRole and col in (1, 2):
             return (row.category, row.l2_category)[col - 1]
-        elif role == Qt.ToolTipRole and col == 5 and (mark := self.qc.get(row.id)):
+        elif role == Qt.ItemDataRole.ToolTipRole and col == 5 and (mark := self.qc.get(row.id)):
             return mark.label
-        elif role == Qt.ToolTipRole and col == 4 and (status := self.status.get(row.id)):
+        elif role == Qt.ItemDataRole.ToolTipRole and col == 4 and (status := self.status.get(row.id)):
             return status.label  # the column may be narrowed (elided) to leave room for the question
-        elif role == Qt.UserRole:
+        elif role == Qt.ItemDataRole.UserRole:
             return row.id
-        elif role == Qt.TextAlignmentRole and col == 0:
-            return int(Qt.AlignRight | Qt.AlignVCenter)
+        elif role == Qt.ItemDataRole.TextAlignmentRole and col == 0:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None

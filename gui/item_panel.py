@@ -1,5 +1,6 @@
 """What an annotator reads about one item: header, hint, question, options (answer key highlighted unless blind),
 every run's passes for the item, and the review history."""
+
 from __future__ import annotations
 
 import html
@@ -8,12 +9,21 @@ import re
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
-    QFrame, QHBoxLayout, QHeaderView, QLabel, QScrollArea, QSizePolicy, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
     QWidget,
 )
 
 from annotation.browse import VERDICT_LABELS
 from evaluator.choices import LETTERS, item_result, original_option
+
 RESULT_MARKS = {"right": "✓", "wrong": "✗", "pending": "…", "unscored": "–", "none": ""}
 ADJUDICATION_HIDDEN = "hidden until your label (blind adjudication)"
 PREDICTIONS_HIDDEN = "Predictions (hidden)"
@@ -27,16 +37,16 @@ _LONG_WORD = re.compile(r"\S{25,}")
 def breakable(text: str) -> str:
     """Text a word-wrapping label can break anywhere in a long unbroken word (a zero-width space every 16
     characters of it): otherwise one such word sets the label's minimum width and scrolls the panel sideways."""
-    return _LONG_WORD.sub(lambda m: ZWSP.join(m.group(0)[i:i + 16] for i in range(0, len(m.group(0)), 16)), text)
+    return _LONG_WORD.sub(lambda m: ZWSP.join(m.group(0)[i : i + 16] for i in range(0, len(m.group(0)), 16)), text)
 
 
 def _text_label(name: str = "") -> QLabel:
     label = QLabel()
     if name:
         label.setObjectName(name)
-    label.setTextFormat(Qt.PlainText)  # benchmark text is text, never markup
+    label.setTextFormat(Qt.TextFormat.PlainText)  # benchmark text is text, never markup
     label.setWordWrap(True)
-    label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     return label
 
 
@@ -45,9 +55,11 @@ def _row_style(key: bool, picked: bool) -> str:
         return ""
     border = PICK_BLUE if picked else KEY_GREEN
     badge = PICK_BLUE if picked and not key else KEY_GREEN
-    return (f"#optionRow {{ background: {KEY_BG if key else '#ffffff'}; border: 2px solid {border}; }}"
-            f"#optionBadge {{ background: {badge}; color: white; }}"
-            f"#optionTag {{ color: {'#1e7d32' if key else PICK_BLUE}; }}")
+    return (
+        f"#optionRow {{ background: {KEY_BG if key else '#ffffff'}; border: 2px solid {border}; }}"
+        f"#optionBadge {{ background: {badge}; color: white; }}"
+        f"#optionTag {{ color: {'#1e7d32' if key else PICK_BLUE}; }}"
+    )
 
 
 class OptionRow(QFrame):
@@ -60,19 +72,19 @@ class OptionRow(QFrame):
         layout.setSpacing(10)
         self.badge = QLabel(letter)
         self.badge.setObjectName("optionBadge")
-        self.badge.setAlignment(Qt.AlignCenter)
+        self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.badge.setFixedSize(28, 28)
         self.text = _text_label()
         self.text.setText(breakable(text))
-        self.text.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        self.text.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.tag = QLabel("")
         self.tag.setObjectName("optionTag")
         self.hint = QLabel(key_hint)
         self.hint.setObjectName("keyHint")
-        layout.addWidget(self.badge, 0, Qt.AlignTop)
+        layout.addWidget(self.badge, 0, Qt.AlignmentFlag.AlignTop)
         layout.addWidget(self.text, 1)
-        layout.addWidget(self.tag, 0, Qt.AlignVCenter)
-        layout.addWidget(self.hint, 0, Qt.AlignVCenter)
+        layout.addWidget(self.tag, 0, Qt.AlignmentFlag.AlignVCenter)
+        layout.addWidget(self.hint, 0, Qt.AlignmentFlag.AlignVCenter)
         self.set_state(key=False, picked=False)
 
     def set_text(self, text: str, key_hint: str) -> None:
@@ -103,8 +115,8 @@ class OptionsArea(QScrollArea):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setWidgetResizable(True)
-        self.setFrameShape(QFrame.NoFrame)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         inner = QWidget()
         inner.setObjectName("optionsInner")
         self.box = QVBoxLayout(inner)
@@ -112,16 +124,20 @@ class OptionsArea(QScrollArea):
         self.box.setSpacing(4)
         self.setWidget(inner)
         self.setMinimumHeight(self.MIN_HEIGHT)
-        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
 
     def _content_height(self) -> int:
         inner = self.widget()
+        if inner is None:
+            return 0
         width = self.viewport().width() or self.width()
         height = inner.heightForWidth(width) if inner.hasHeightForWidth() else -1
         return height if height > 0 else inner.sizeHint().height()
 
     def fit(self) -> None:
-        self.widget().adjustSize()
+        inner = self.widget()
+        if inner is not None:
+            inner.adjustSize()
         self.setMaximumHeight(max(self.MIN_HEIGHT, self._content_height()))
         self.updateGeometry()
 
@@ -182,8 +198,11 @@ class ItemPanel(QWidget):
                 w.hide()
             self._set_options([])
             return
-        parts = [f"<b>{html.escape(bench_name)}</b> #{html.escape(str(item.index))}"] if bench_name else \
-            [f"#{html.escape(str(item.index))}"]
+        parts = (
+            [f"<b>{html.escape(bench_name)}</b> #{html.escape(str(item.index))}"]
+            if bench_name
+            else [f"#{html.escape(str(item.index))}"]
+        )
         parts += [html.escape(p) for p in (item.category, item.l2_category, item.split) if p]
         self.header.setText("  ·  ".join(parts))
         self.hint.setText(breakable(item.hint or ""))
@@ -215,7 +234,7 @@ class ItemPanel(QWidget):
                 row.show()
             else:
                 row.hide()
-        self.rows = self._pool[:len(options)]
+        self.rows = self._pool[: len(options)]
         self.options_area.setVisible(bool(options))
         self.options_area.fit()
 
@@ -253,11 +272,11 @@ class PredictionsView(QTreeWidget):
         self.setAlternatingRowColors(True)
         header = self.header()
         header.setStretchLastSection(False)
-        header.setSectionResizeMode(0, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(2, QHeaderView.Stretch)
-        header.setSectionResizeMode(3, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(4, QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(4, QHeaderView.ResizeMode.ResizeToContents)
 
     def show_predictions(self, item, runs_passes, *, sight=None) -> None:
         """Every run's passes of the item, less what the blind rule (annotation/blind.py `Sight`) hides: nothing
@@ -313,8 +332,8 @@ class HistoryView(QTreeWidget):
         self.setAlternatingRowColors(True)
         header = self.header()
         for i in range(3):
-            header.setSectionResizeMode(i, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(3, QHeaderView.Stretch)
+            header.setSectionResizeMode(i, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
 
     def show_history(self, history, *, hidden_others: bool = False) -> None:
         """The review log, newest first; `hidden_others`: other annotators' rows were left out (blind mode)."""
@@ -344,8 +363,7 @@ class HistoryView(QTreeWidget):
             self.addTopLevelItem(empty)
 
 
-def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsView, history: HistoryView,
-                      tabs=None):
+def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsView, history: HistoryView, tabs=None):
     """One item in a panel, its predictions and its review history, as the blind rule lets the session's annotator
     see them (Browse and Review both show items through here). Returns the Sight used."""
     from annotation import reviews
@@ -359,8 +377,9 @@ def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsVi
     sight = ctx.sight(item_ids=[item.id])
     revealed = sight.reveals(item.id)
     panel.show_item(item, bench_name=ctx.benchmark.name if ctx.benchmark else "", blind=sight.blind, reveal=revealed)
-    predictions.show_predictions(item, item_query.item_predictions(ctx.ws, item.id, ctx.runs) if revealed else [],
-                                 sight=sight)
+    predictions.show_predictions(
+        item, item_query.item_predictions(ctx.ws, item.id, ctx.runs) if revealed else [], sight=sight
+    )
     log = reviews.history(ctx.ws, item.id)
     shown = sight.visible_history(item.id, log)
     history.show_history(shown, hidden_others=not revealed)  # said whether or not others judged it

@@ -3,34 +3,44 @@
 Views and docks are registered as factories (`add_view`, `add_dock`) and built for each opened workspace, so later
 parts of the app (runs launcher, dashboard) plug in without touching this file's logic.
 """
+
 from __future__ import annotations
 
 import getpass
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
+from PySide6.QtCore import QByteArray, QObject, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QApplication, QDockWidget, QFileDialog, QInputDialog, QLabel, QListWidget, QListWidgetItem, QMainWindow,
-    QTabWidget, QVBoxLayout, QWidget,
+    QApplication,
+    QDockWidget,
+    QFileDialog,
+    QInputDialog,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from annotation.names import BadName, annotator_name
 from db import catalog, item_query
 from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import database_error, open_workspace
+from gui.alignment_view import AlignmentView
 from gui.browse_view import BrowseView
 from gui.context import Context
-from gui.errors import MessageBar
-from gui.prefs import Preferences, PreferencesFile, config_dir
-from gui.alignment_view import AlignmentView
 from gui.dashboard_view import DashboardView
+from gui.errors import MessageBar
 from gui.models_view import ModelsView
+from gui.prefs import Preferences, PreferencesFile, config_dir
 from gui.queues_view import QueuesView
 from gui.review_view import ReviewView
 from gui.runs_view import RunsView
-
 
 SYNC_COMMANDS = {  # kind: (menu title, export command, import command)
     "reviews": ("reviews", ["reviews", "export"], ["reviews", "import"]),
@@ -48,25 +58,46 @@ def _keeping_scroll(view, reload) -> None:
         bar.setValue(value)
 
 
+def _action(
+    parent: QObject,
+    text: str,
+    *,
+    triggered: Callable[[], object] | None = None,
+    toggled: Callable[[bool], object] | None = None,
+    shortcut: QKeySequence | None = None,
+    checkable: bool = False,
+) -> QAction:
+    """A menu action, its signals connected (what QAction's keyword arguments do, spelt so the stubs know it)."""
+    action = QAction(text, parent)
+    if shortcut is not None:
+        action.setShortcut(shortcut)
+    action.setCheckable(checkable)
+    if triggered is not None:
+        action.triggered.connect(triggered)
+    if toggled is not None:
+        action.toggled.connect(toggled)
+    return action
+
+
 class BenchmarksDock(QListWidget):
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
         self.ctx = ctx
         self.setObjectName("benchList")
         self.setToolTip("Benchmarks in this workspace (vlmdesk import FILE adds one)")
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        self.setTextElideMode(Qt.ElideRight)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.currentRowChanged.connect(self._chosen)  # filled by MainWindow.open_workspace
 
     def reload(self, benchmarks=None) -> None:
-        current = self.currentItem().data(Qt.UserRole) if self.currentItem() else None
+        current = self.currentItem().data(Qt.ItemDataRole.UserRole) if self.currentItem() else None
         self.blockSignals(True)
         self.clear()
         for b in benchmarks if benchmarks is not None else catalog.list_benchmarks(self.ctx.ws):
             kind = "yes/no" if b.kind == "yesno" else "multiple choice"
             item = QListWidgetItem(f"{b.name}\n{b.questions:,} items · {kind}")
-            item.setData(Qt.UserRole, b.name)
-            item.setData(Qt.UserRole + 1, b)
+            item.setData(Qt.ItemDataRole.UserRole, b.name)
+            item.setData(Qt.ItemDataRole.UserRole + 1, b)
             self.addItem(item)
             if b.name == current:  # a reload (another process imported) keeps the choice, without re-selecting
                 self.setCurrentItem(item)
@@ -74,24 +105,25 @@ class BenchmarksDock(QListWidget):
 
     def select(self, name: str) -> None:
         for row in range(self.count()):
-            if self.item(row).data(Qt.UserRole) == name:
+            if self.item(row).data(Qt.ItemDataRole.UserRole) == name:
                 self.setCurrentRow(row)
                 return
         raise NotFound(f"no benchmark named {name!r}")
 
     def _chosen(self, row: int) -> None:
         if row >= 0:
-            self.ctx.set_benchmark(self.item(row).data(Qt.UserRole + 1))
+            self.ctx.set_benchmark(self.item(row).data(Qt.ItemDataRole.UserRole + 1))
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, workspace: str | Path, *, prefs_file: PreferencesFile | None = None,
-                 settings_path: Path | None = None):
+    def __init__(
+        self, workspace: str | Path, *, prefs_file: PreferencesFile | None = None, settings_path: Path | None = None
+    ):
         super().__init__()
         self.setWindowTitle("vlmdesk")
         self.prefs_file = prefs_file or PreferencesFile()
         self.prefs: Preferences = self.prefs_file.load()
-        self.settings = QSettings(str(settings_path or config_dir() / "window.ini"), QSettings.IniFormat)
+        self.settings = QSettings(str(settings_path or config_dir() / "window.ini"), QSettings.Format.IniFormat)
         self.ctx: Context | None = None
         self.ws = None
         self.views: dict[str, QWidget] = {}
@@ -100,7 +132,9 @@ class MainWindow(QMainWindow):
         self._dock_factories: list[tuple[str, str, object, Qt.DockWidgetArea]] = []
         self._stale: set[str] = set()  # views to reload when next shown ("model": the Browse listing)
         self._data_version: int | None = None
-        self._poll = QTimer(self, interval=1000, timeout=self._check_for_changes)
+        self._poll = QTimer(self)
+        self._poll.setInterval(1000)
+        self._poll.timeout.connect(self._check_for_changes)
 
         central = QWidget()
         layout = QVBoxLayout(central)
@@ -119,15 +153,16 @@ class MainWindow(QMainWindow):
         self.blind_label = QLabel("Blind")  # the session's blind mode, always in sight while it is on
         self.blind_label.setObjectName("blindIndicator")
         self.blind_label.setToolTip("Blind mode: what could bias a verdict stays hidden until yours (B toggles)")
-        self.blind_label.setStyleSheet("QLabel { background: #1a73e8; color: white; border-radius: 3px; "
-                                       "padding: 1px 8px; font-weight: 600; }")
+        self.blind_label.setStyleSheet(
+            "QLabel { background: #1a73e8; color: white; border-radius: 3px; padding: 1px 8px; font-weight: 600; }"
+        )
         self.blind_label.hide()
         self.statusBar().addPermanentWidget(self.workspace_label)
         self.statusBar().addPermanentWidget(self.blind_label)
         self.statusBar().addPermanentWidget(self.annotator_label)
         self._make_menus()
 
-        self.add_dock("benchmarks", "Benchmarks", BenchmarksDock, Qt.LeftDockWidgetArea)
+        self.add_dock("benchmarks", "Benchmarks", BenchmarksDock, Qt.DockWidgetArea.LeftDockWidgetArea)
         self.add_view("browse", "Browse", BrowseView)
         self.add_view("review", "Review", ReviewView)
         self.add_view("queues", "Queues", QueuesView)
@@ -148,10 +183,12 @@ class MainWindow(QMainWindow):
             self._build_view(name, title, factory)
         self._update_view_menu()
 
-    def add_dock(self, name: str, title: str, factory, area=Qt.RightDockWidgetArea) -> None:
+    def add_dock(self, name: str, title: str, factory, area=Qt.DockWidgetArea.RightDockWidgetArea) -> None:
         dock = QDockWidget(title, self)
         dock.setObjectName(f"dock_{name}")
-        dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetClosable)
+        dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable | QDockWidget.DockWidgetFeature.DockWidgetClosable
+        )
         self.addDockWidget(area, dock)
         self.docks[name] = dock
         self._dock_factories.append((name, title, factory, area))
@@ -213,8 +250,9 @@ class MainWindow(QMainWindow):
         if benches:
             self.select_benchmark(benches[0].name)
         if ws.read_only:
-            self.message_bar.show_message(f"{ws.path} is read-only: you can browse and export, but nothing you do "
-                                          "here can be saved", "info")
+            self.message_bar.show_message(
+                f"{ws.path} is read-only: you can browse and export, but nothing you do here can be saved", "info"
+            )
         self._stale = set()
         self._data_version = self._read_data_version()
         self._poll.start()
@@ -285,8 +323,9 @@ class MainWindow(QMainWindow):
                     self.select_benchmark(benches[0].name)
                 return
             ctx.benchmark = fresh
-            if [(r.id, r.status) for r in item_query.runs_of_benchmark(self.ws, fresh.id)] != \
-                    [(r.id, r.status) for r in ctx.runs.values()]:
+            if [(r.id, r.status) for r in item_query.runs_of_benchmark(self.ws, fresh.id)] != [
+                (r.id, r.status) for r in ctx.runs.values()
+            ]:
                 ctx.runsChanged.emit()
         elif benches:
             self.select_benchmark(benches[0].name)
@@ -365,8 +404,11 @@ class MainWindow(QMainWindow):
         """Ask once for the name that signs every verdict; later starts reuse it (Annotator menu to change)."""
         if not self.ctx.prefs.annotator:
             default = getpass.getuser()
-            name, ok = (QInputDialog.getText(self, "Who is annotating?", "Your name (signs every verdict):",
-                                             text=default) if ask else (default, True))
+            name, ok = (
+                QInputDialog.getText(self, "Who is annotating?", "Your name (signs every verdict):", text=default)
+                if ask
+                else (default, True)
+            )
             self.ctx.update_prefs(annotator=(self._valid_name(name) if ok and name.strip() else None) or default)
         return self.ctx.prefs.annotator
 
@@ -398,47 +440,63 @@ class MainWindow(QMainWindow):
     # -- menus
     def _make_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
-        new = QAction("&New workspace…", self, shortcut=QKeySequence("Ctrl+N"), triggered=self._new_workspace)
-        opn = QAction("&Open workspace…", self, shortcut=QKeySequence("Ctrl+O"), triggered=self._open_dialog)
+        new = _action(self, "&New workspace…", shortcut=QKeySequence("Ctrl+N"), triggered=self._new_workspace)
+        opn = _action(self, "&Open workspace…", shortcut=QKeySequence("Ctrl+O"), triggered=self._open_dialog)
         self.recent_menu = file_menu.addMenu("Open &recent")
-        quit_ = QAction("&Quit", self, shortcut=QKeySequence("Ctrl+Q"), triggered=self.close)
+        quit_ = _action(self, "&Quit", shortcut=QKeySequence("Ctrl+Q"), triggered=self.close)
         file_menu.addAction(new)
         file_menu.addAction(opn)
         file_menu.addMenu(self.recent_menu)
         file_menu.addSeparator()
-        file_menu.addAction(QAction("&Import benchmark…", self, shortcut=QKeySequence("Ctrl+I"),
-                                    triggered=self._import_dialog))
-        file_menu.addAction(QAction("Import the &demo benchmarks", self, triggered=self.import_demo))
+        file_menu.addAction(
+            _action(self, "&Import benchmark…", shortcut=QKeySequence("Ctrl+I"), triggered=self._import_dialog)
+        )
+        file_menu.addAction(_action(self, "Import the &demo benchmarks", triggered=self.import_demo))
         file_menu.addSeparator()
         for kind, (title, _, _) in SYNC_COMMANDS.items():  # annotators on several machines: exchange JSON Lines
-            file_menu.addAction(QAction(f"Export {title}…", self,
-                                        triggered=lambda _=False, k=kind: self._export_dialog(k)))
-            file_menu.addAction(QAction(f"Import {title}…", self,
-                                        triggered=lambda _=False, k=kind: self._import_dialog_records(k)))
+            file_menu.addAction(
+                _action(self, f"Export {title}…", triggered=lambda _=False, k=kind: self._export_dialog(k))
+            )
+            file_menu.addAction(
+                _action(self, f"Import {title}…", triggered=lambda _=False, k=kind: self._import_dialog_records(k))
+            )
         file_menu.addSeparator()
         file_menu.addAction(quit_)
         self.view_menu = self.menuBar().addMenu("&View")
         self.view_actions_anchor = self.view_menu.addSeparator()
-        self.blind_action = QAction("&Blind mode (B)", self, checkable=True,
-                                    toggled=lambda on: self.ctx and self.ctx.prefs.blind != on
-                                    and self.ctx.update_prefs(blind=on))
-        self.reveal_action = QAction("&Reveal after my verdict (blind mode)", self, checkable=True,
-                                     toggled=lambda on: self.ctx and self.ctx.prefs.reveal_after_verdict != on
-                                     and self.ctx.update_prefs(reveal_after_verdict=on))
+        self.blind_action = _action(
+            self,
+            "&Blind mode (B)",
+            checkable=True,
+            toggled=lambda on: self.ctx and self.ctx.prefs.blind != on and self.ctx.update_prefs(blind=on),
+        )
+        self.reveal_action = _action(
+            self,
+            "&Reveal after my verdict (blind mode)",
+            checkable=True,
+            toggled=lambda on: (
+                self.ctx
+                and self.ctx.prefs.reveal_after_verdict != on
+                and self.ctx.update_prefs(reveal_after_verdict=on)
+            ),
+        )
         # B everywhere but in Review, whose own B shortcut (gui/shortcuts.py) would otherwise be ambiguous.
         self.blind_shortcut = QShortcut(QKeySequence("B"), self, activated=self.blind_action.toggle)
-        self.advance_action = QAction("&Advance after a verdict", self, checkable=True,
-                                      toggled=lambda on: self.ctx and self.ctx.prefs.advance != on
-                                      and self.ctx.update_prefs(advance=on))
-        self.view_menu.addAction(QAction("&Refresh", self, shortcut=QKeySequence("F5"), triggered=self.refresh))
+        self.advance_action = _action(
+            self,
+            "&Advance after a verdict",
+            checkable=True,
+            toggled=lambda on: self.ctx and self.ctx.prefs.advance != on and self.ctx.update_prefs(advance=on),
+        )
+        self.view_menu.addAction(_action(self, "&Refresh", shortcut=QKeySequence("F5"), triggered=self.refresh))
         self.view_menu.addAction(self.blind_action)
         self.view_menu.addAction(self.reveal_action)
         self.view_menu.addAction(self.advance_action)
         self.view_menu.addSeparator()
         ann = self.menuBar().addMenu("&Annotator")
-        ann.addAction(QAction("&Change name…", self, triggered=self.change_annotator))
+        ann.addAction(_action(self, "&Change name…", triggered=self.change_annotator))
         help_menu = self.menuBar().addMenu("&Help")
-        help_menu.addAction(QAction("&Keyboard shortcuts (F1 in Review)", self, triggered=self._help))
+        help_menu.addAction(_action(self, "&Keyboard shortcuts (F1 in Review)", triggered=self._help))
         self._view_actions: list[QAction] = []
 
     def _update_view_menu(self) -> None:
@@ -448,7 +506,7 @@ class MainWindow(QMainWindow):
             action.deleteLater()
         self._view_actions = []
         for n, (name, title, _) in enumerate(self._view_factories):
-            action = QAction(title, self, triggered=lambda _=False, v=name: self.show_view(v))
+            action = _action(self, title, triggered=lambda _=False, v=name: self.show_view(v))
             if n < 9:
                 action.setShortcut(QKeySequence(f"Ctrl+{n + 1}"))
             self.view_menu.insertAction(self.view_actions_anchor, action)
@@ -457,29 +515,36 @@ class MainWindow(QMainWindow):
     def _update_recent_menu(self) -> None:
         self.recent_menu.clear()
         for path in self.prefs.recent_workspaces:
-            self.recent_menu.addAction(QAction(path, self, triggered=lambda _=False, p=path: self.open_workspace(p)))
+            self.recent_menu.addAction(_action(self, path, triggered=lambda _=False, p=path: self.open_workspace(p)))
 
     def _open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open workspace", str(Path(self.ws.path).parent),
-                                              "vlmdesk workspaces (*.sqlite *.db);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open workspace", str(Path(self.ws.path).parent), "vlmdesk workspaces (*.sqlite *.db);;All files (*)"
+        )
         if path:
             self.open_workspace(path)
 
     # -- importing (the same `vlmdesk import` / `vlmdesk demo` commands, in a child process)
     def _import_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self, "Import a benchmark", str(Path(self.ws.path).parent),
-            "Benchmarks (*.tsv *.jsonl *.json);;All files (*)")
+            self,
+            "Import a benchmark",
+            str(Path(self.ws.path).parent),
+            "Benchmarks (*.tsv *.jsonl *.json);;All files (*)",
+        )
         if not path:
             return
         # POPE files name their images, and JSONL/TSV image paths may be relative to another folder: optional.
-        images = QFileDialog.getExistingDirectory(self, "Images folder (optional: Cancel if the file holds its images)",
-                                                  str(Path(path).parent))
+        images = QFileDialog.getExistingDirectory(
+            self, "Images folder (optional: Cancel if the file holds its images)", str(Path(path).parent)
+        )
         self.import_file(path, images or None)
 
     def import_file(self, path: str, images: str | None = None):
-        return self._run_import(["import", path, "--json-progress", *(["--images", images] if images else [])],
-                                f"Importing {Path(path).name}")
+        return self._run_import(
+            ["import", path, "--json-progress", *(["--images", images] if images else [])],
+            f"Importing {Path(path).name}",
+        )
 
     def import_demo(self):
         return self._run_import(["demo"], "Importing the demo benchmarks")
@@ -530,9 +595,12 @@ class MainWindow(QMainWindow):
                 lines = [line for line in process.stdout.splitlines() if line.strip()]
                 if done:
                     report = done[-1]
-                    text = (f"{report['name']!r} was already imported" if report["already_imported"] else
-                            f"Imported {report['name']!r}: {report['questions']:,} questions"
-                            + (f", {report['rows_skipped']:,} rows skipped" if report["rows_skipped"] else ""))
+                    text = (
+                        f"{report['name']!r} was already imported"
+                        if report["already_imported"]
+                        else f"Imported {report['name']!r}: {report['questions']:,} questions"
+                        + (f", {report['rows_skipped']:,} rows skipped" if report["rows_skipped"] else "")
+                    )
                 else:
                     text = lines[-1] if lines else "Imported the demo benchmarks"
                 self.message_bar.show_message(text, "info")
@@ -540,8 +608,9 @@ class MainWindow(QMainWindow):
                 self.message_bar.show_message(f"{busy}: cancelled; nothing was imported", "info")
             else:
                 errors = [line for line in process.stderr.splitlines() if line.startswith("error:")]
-                self.show_error(errors[-1] if errors else f"import failed: {process.error or process.stderr[-300:]}",
-                                process.stderr)
+                self.show_error(
+                    errors[-1] if errors else f"import failed: {process.error or process.stderr[-300:]}", process.stderr
+                )
 
         process.event.connect(on_event)
         cancel.clicked.connect(on_cancel)
@@ -570,19 +639,29 @@ class MainWindow(QMainWindow):
             if not names:
                 self.show_error("No adjudication set in this workspace: nothing to export (vlmdesk align sample)")
                 return
-            set_name, ok = (QInputDialog.getItem(self, "Export labels", "Adjudication set:", names, 0, False)
-                            if len(names) > 1 else (names[0], True))
+            set_name, ok = (
+                QInputDialog.getItem(self, "Export labels", "Adjudication set:", names, 0, False)
+                if len(names) > 1
+                else (names[0], True)
+            )
             if not ok:
                 return
-        path, _ = QFileDialog.getSaveFileName(self, f"Export {SYNC_COMMANDS[kind][0]}",
-                                              str(Path(self.ws.path).parent / f"{kind}.jsonl"),
-                                              "JSON Lines (*.jsonl);;All files (*)")
+        path, _ = QFileDialog.getSaveFileName(
+            self,
+            f"Export {SYNC_COMMANDS[kind][0]}",
+            str(Path(self.ws.path).parent / f"{kind}.jsonl"),
+            "JSON Lines (*.jsonl);;All files (*)",
+        )
         if path:
             self.export_records(kind, path, set_name=set_name)
 
     def _import_dialog_records(self, kind: str) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, f"Import {SYNC_COMMANDS[kind][0]}", str(Path(self.ws.path).parent),
-                                              "JSON Lines (*.jsonl);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self,
+            f"Import {SYNC_COMMANDS[kind][0]}",
+            str(Path(self.ws.path).parent),
+            "JSON Lines (*.jsonl);;All files (*)",
+        )
         if path:
             self.import_records(kind, path)
 
@@ -595,23 +674,29 @@ class MainWindow(QMainWindow):
 
         def finished() -> None:
             if process.exit_code == 0:
-                lines = [line for line in (process.stdout + "\n" + process.stderr).splitlines()
-                         if line.strip() and not line.startswith("{")]
+                lines = [
+                    line
+                    for line in (process.stdout + "\n" + process.stderr).splitlines()
+                    if line.strip() and not line.startswith("{")
+                ]
                 self.message_bar.show_message(lines[-1] if lines else "Done.", "info")
                 if refresh:
                     self.refresh()
             else:
                 errors = [line for line in process.stderr.splitlines() if line.startswith("error:")]
-                self.show_error(errors[-1] if errors else
-                                f"{args[0]} failed: {process.error or process.stderr[-300:]}", process.stderr)
+                self.show_error(
+                    errors[-1] if errors else f"{args[0]} failed: {process.error or process.stderr[-300:]}",
+                    process.stderr,
+                )
 
         process.done.connect(finished)
         process.start()
         return process
 
     def _new_workspace(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "New workspace", str(Path(self.ws.path).parent / "workspace.sqlite"),
-                                              "vlmdesk workspaces (*.sqlite)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "New workspace", str(Path(self.ws.path).parent / "workspace.sqlite"), "vlmdesk workspaces (*.sqlite)"
+        )
         if path:
             if Path(path).exists():
                 self.show_error(f"{path} exists already: use Open workspace")
@@ -643,7 +728,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         else:
             self.resize(1280, 800)
-            self.resizeDocks([self.docks["benchmarks"]], [210], Qt.Horizontal)
+            self.resizeDocks([self.docks["benchmarks"]], [210], Qt.Orientation.Horizontal)
         if isinstance(state, QByteArray):
             self.restoreState(state)
 
@@ -654,4 +739,3 @@ class MainWindow(QMainWindow):
         self.settings.sync()
         self._close_workspace()
         super().closeEvent(event)
-

@@ -1,14 +1,26 @@
 """The Models tab: saved models (db.models — `vlmdesk models add|list|remove`) and a test that loads one (or
 reaches its server) and answers one demo item, run as `vlmdesk models test NAME --json` in a child process so a
 model that crashes or runs out of memory cannot take the window down."""
+
 from __future__ import annotations
 
 import json
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
-    QPushButton, QStackedWidget, QVBoxLayout, QWidget,
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from annotation.blind import HIDDEN_TEXT
@@ -18,6 +30,9 @@ from evaluator.backends import REGISTRY as BACKENDS
 from evaluator.model_check import validate_spec
 from gui.processes import CommandProcess
 from gui.tables import RowsModel, table_view
+
+FieldWidget = QComboBox | QCheckBox | QLineEdit
+"""The input of one form field of a backend."""
 
 
 class AddModelForm(QGroupBox):
@@ -30,10 +45,10 @@ class AddModelForm(QGroupBox):
         self.kind = QComboBox()
         self.stack = QStackedWidget()
         self.entries = {entry.name: entry for entry in BACKENDS.help_entries()}
-        self.inputs: dict[str, dict[str, QWidget]] = {}  # backend -> field name -> its widget
+        self.inputs: dict[str, dict[str, FieldWidget]] = {}  # backend -> field name -> its widget
         for entry in self.entries.values():
             self.kind.addItem(f"{entry.title or entry.name} ({entry.name}:)", entry.name)
-            self.kind.setItemData(self.kind.count() - 1, f"{entry.syntax}\n{entry.help}", Qt.ToolTipRole)
+            self.kind.setItemData(self.kind.count() - 1, f"{entry.syntax}\n{entry.help}", Qt.ItemDataRole.ToolTipRole)
             self.stack.addWidget(self._page(entry))
         self.kind.addItem("Spec, typed", "spec")
         self.spec_text = QLineEdit()
@@ -59,21 +74,22 @@ class AddModelForm(QGroupBox):
         page = QWidget()
         layout = QFormLayout(page)
         layout.setContentsMargins(0, 0, 0, 0)
-        widgets: dict[str, QWidget] = {}
+        widgets: dict[str, FieldWidget] = {}
         for field in entry.fields:
+            w: FieldWidget
             if field.kind == "choice":
-                w = QComboBox()
-                w.addItems(list(field.choices))
+                w = combo = QComboBox()
+                combo.addItems(list(field.choices))
                 if field.default in field.choices:
-                    w.setCurrentText(field.default)
-                w.currentIndexChanged.connect(self._update_preview)
+                    combo.setCurrentText(field.default)
+                combo.currentIndexChanged.connect(self._update_preview)
             elif field.kind == "flag":
-                w = QCheckBox()
-                w.toggled.connect(self._update_preview)
+                w = check = QCheckBox()
+                check.toggled.connect(self._update_preview)
             else:
-                w = QLineEdit()
-                w.setPlaceholderText(field.placeholder)
-                w.textChanged.connect(self._update_preview)
+                w = line = QLineEdit()
+                line.setPlaceholderText(field.placeholder)
+                line.textChanged.connect(self._update_preview)
             if field.help:
                 w.setToolTip(field.help)
             widgets[field.name] = w
@@ -108,8 +124,16 @@ class AddModelForm(QGroupBox):
         if kind == "spec":
             return self.spec_text.text().strip()
         entry, widgets = self.entries[kind], self.inputs[kind]
-        values = {name: (w.currentText() if isinstance(w, QComboBox) else w.isChecked() if isinstance(w, QCheckBox)
-                         else w.text().strip()) for name, w in widgets.items()}
+        values = {
+            name: (
+                w.currentText()
+                if isinstance(w, QComboBox)
+                else w.isChecked()
+                if isinstance(w, QCheckBox)
+                else w.text().strip()
+            )
+            for name, w in widgets.items()
+        }
         if any(f.required and not values.get(f.name) for f in entry.fields):
             return ""
         return entry.compose(values)
@@ -134,8 +158,10 @@ class ModelsView(QWidget):
         self.table = table_view(self.model, stretch=1)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._selected())
         self.test_button = QPushButton("Test")
-        self.test_button.setToolTip("Load the model (or reach its server) and answer one demo item, in a separate "
-                                    "process (vlmdesk models test NAME)")
+        self.test_button.setToolTip(
+            "Load the model (or reach its server) and answer one demo item, in a separate "
+            "process (vlmdesk models test NAME)"
+        )
         self.test_button.clicked.connect(self.test_selected)
         self.remove_button = QPushButton("Remove")
         self.remove_button.clicked.connect(self.remove_selected)
@@ -163,14 +189,15 @@ class ModelsView(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 10)
         layout.addLayout(left, 1)
-        layout.addWidget(self.form, 0, Qt.AlignTop)
+        layout.addWidget(self.form, 0, Qt.AlignmentFlag.AlignTop)
         ctx.prefsChanged.connect(self._show_tested)
         self.reload()
 
     def reload(self) -> None:
         saved = models.list_models(self.ctx.ws)
-        self.model.set_rows([(m.name, m.spec, m.created_at[:16].replace("T", " ")) for m in saved],
-                            [m.name for m in saved])
+        self.model.set_rows(
+            [(m.name, m.spec, m.created_at[:16].replace("T", " ")) for m in saved], [m.name for m in saved]
+        )
         self._selected()
 
     def selected_name(self) -> str | None:
@@ -220,10 +247,12 @@ class ModelsView(QWidget):
 
     def _show_output(self) -> None:
         p = self.process
+        assert p is not None  # connected to the signals of the process it shows
         self.output.setPlainText(f"$ {p.command_line()}\n{p.stderr}")
 
     def _tested(self) -> None:
         p = self.process
+        assert p is not None  # connected to the signals of the process it shows
         result = p.json_output() if p.exit_code == 0 else None
         self.tested = result if isinstance(result, dict) else None
         if self.tested is None:
@@ -237,14 +266,18 @@ class ModelsView(QWidget):
         result = self.tested
         if result is None or self.process is None:
             return
-        text = (f"✓ {result['spec']} loaded in {result['load_s']:.2f} s and answered in {result['answer_s']:.2f} s"
-                f"\n\nItem {result['item_index']} of {result['benchmark']}:\n{result['prompt']}\n\n")
+        text = (
+            f"✓ {result['spec']} loaded in {result['load_s']:.2f} s and answered in {result['answer_s']:.2f} s"
+            f"\n\nItem {result['item_index']} of {result['benchmark']}:\n{result['prompt']}\n\n"
+        )
         if self.ctx.prefs.blind:  # the demo item's key and the model's answer to it: a benchmark item like any other
             text += f"Response, choice and key {HIDDEN_TEXT}."
         else:
             verdict = {True: "right", False: "wrong", None: "unscored"}[result["correct"]]
-            text += (f"Response: {result['response']!r}\nChoice: {result['choice'] or 'undecided'} ({verdict}; key "
-                     f"{result['answer']})")
+            text += (
+                f"Response: {result['response']!r}\nChoice: {result['choice'] or 'undecided'} ({verdict}; key "
+                f"{result['answer']})"
+            )
         text += f"\n\nBackend: {json.dumps(result['backend'], ensure_ascii=False)}"
         self.output.setPlainText(f"$ {self.process.command_line()}\n{text}")
 

@@ -1,10 +1,12 @@
 """User preferences in a readable JSON file in the user config directory (window geometry stays in QSettings)."""
+
 from __future__ import annotations
 
 import json
 import os
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 CONFIG_ENV = "VLMDESK_CONFIG_DIR"
 ZOOMS = ("fit", "100")
@@ -31,7 +33,7 @@ class Preferences:
     prefetch: int = 3  # images decoded ahead of the current item
     recent_workspaces: tuple[str, ...] = ()
 
-    def with_recent(self, path: str) -> "Preferences":
+    def with_recent(self, path: str) -> Preferences:
         recent = (path, *(p for p in self.recent_workspaces if p != path))[:MAX_RECENT]
         return replace(self, recent_workspaces=recent)
 
@@ -62,7 +64,7 @@ class PreferencesFile:
             self.problems.append(f"{self.path}: not a JSON object, defaults used")
             return Preferences()
         defaults = Preferences()
-        values = {}
+        values: dict[str, Any] = {}
         for f in fields(Preferences):
             if f.name not in raw:
                 continue

@@ -1,5 +1,6 @@
 """`vlmdesk` commands in child processes (QProcess, the same Python interpreter): the window never waits for a
 model, and a crash or an out-of-memory in one cannot take the window down — its stderr is kept and shown."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,8 @@ from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
 class CommandProcess(QObject):
     """One `vlmdesk --workspace WS ARGS…` run. stdout lines that are JSON objects arrive as `event`s."""
 
-    event = Signal(dict)
+    # The signal's name shadows QObject.event (never called on this class); renaming it touches every listener.
+    event = Signal(dict)  # type: ignore[assignment]
     stderrChanged = Signal()
     done = Signal()  # after exit (normal or crash) or a failure to start; see exit_code / crashed / error
 
@@ -42,7 +44,7 @@ class CommandProcess(QObject):
         self.process.start(sys.executable, ["-m", "vlmdesk", "--workspace", self.workspace, *self.args])
 
     def running(self) -> bool:
-        return self.process.state() != QProcess.NotRunning
+        return self.process.state() != QProcess.ProcessState.NotRunning
 
     def terminate(self) -> None:
         """SIGTERM: `vlmdesk run` stops between two batches and marks the run interrupted."""
@@ -64,7 +66,7 @@ class CommandProcess(QObject):
             return None
 
     def _read_stdout(self) -> None:
-        text = bytes(self.process.readAllStandardOutput()).decode("utf-8", "replace")
+        text = bytes(self.process.readAllStandardOutput().data()).decode("utf-8", "replace")
         self.stdout += text
         self._partial += text
         *lines, self._partial = self._partial.split("\n")
@@ -79,18 +81,18 @@ class CommandProcess(QObject):
                     self.event.emit(obj)
 
     def _read_stderr(self) -> None:
-        self.stderr += bytes(self.process.readAllStandardError()).decode("utf-8", "replace")
+        self.stderr += bytes(self.process.readAllStandardError().data()).decode("utf-8", "replace")
         self.stderrChanged.emit()
 
     def _finished(self, code: int, status) -> None:
         self._read_stdout()
         self._read_stderr()
-        self.crashed = status == QProcess.CrashExit
+        self.crashed = status == QProcess.ExitStatus.CrashExit
         self.exit_code = code
         self._finish()
 
     def _error(self, error) -> None:
-        if error == QProcess.FailedToStart:
+        if error == QProcess.ProcessError.FailedToStart:
             self.error = f"could not start {sys.executable}: {self.process.errorString()}"
             self._finish()
 

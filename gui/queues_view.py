@@ -3,16 +3,29 @@
 Each queue names how much is left. The adjudication queue is blind: the extractors' outputs are fetched (alignment
 .reveal) only after the annotator's label is committed, and the widgets that show them stay hidden until then.
 """
+
 from __future__ import annotations
 
 import html
 import time
+from typing import cast
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
-    QScrollArea, QSplitter, QStackedWidget, QVBoxLayout, QWidget,
+    QComboBox,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from annotation import alignment, qc, reviews
@@ -20,9 +33,10 @@ from annotation.blind import HIDDEN_TEXT
 from annotation.browse import VERDICT_LABELS, open_conflicts
 from annotation.correction import wrong_key_problem
 from db import item_query
+from db.catalog import Item
 from db.errors import InvalidInput, UserError
-from gui.image_view import ImageView
 from evaluator.choices import LETTERS, answer_keys, canonical_answer
+from gui.image_view import ImageView
 from gui.item_panel import ItemPanel
 from gui.review_view import NoteEdit
 from gui.shortcuts import VERDICT_BUTTONS, VERDICT_KEYS, review_shortcuts
@@ -39,7 +53,7 @@ def _shortcut(page: QWidget, key: str, slot) -> QShortcut:
     whatever was clicked last. A focused text field (the note) claims printable keys and Ctrl+Z itself, so keys are
     off while typing."""
     sc = QShortcut(QKeySequence(key), page)
-    sc.setContext(Qt.WindowShortcut)
+    sc.setContext(Qt.ShortcutContext.WindowShortcut)
     sc.setEnabled(False)
     sc.activated.connect(slot)
     return sc
@@ -48,7 +62,7 @@ def _shortcut(page: QWidget, key: str, slot) -> QShortcut:
 def _scroll(widget: QWidget) -> QScrollArea:
     area = QScrollArea()
     area.setWidgetResizable(True)
-    area.setFrameShape(QFrame.NoFrame)
+    area.setFrameShape(QFrame.Shape.NoFrame)
     area.setWidget(widget)
     return area
 
@@ -59,13 +73,13 @@ class _ItemPage(QWidget):
     def __init__(self, ctx, title: str, parent=None):
         super().__init__(parent)
         self.ctx = ctx
-        self.item = None
+        self.item: Item | None = None
         self.image = ImageView()
         self.panel = ItemPanel()
         self.title = _title(title)
         self.left = QLabel()
         self.left.setObjectName("muted")
-        self.setFocusPolicy(Qt.StrongFocus)  # the page's keys need the focus inside it
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # the page's keys need the focus inside it
         right = QWidget()
         self.right_layout = QVBoxLayout(right)
         self.right_layout.setContentsMargins(16, 12, 16, 12)
@@ -76,7 +90,7 @@ class _ItemPage(QWidget):
         head.addWidget(self.left)
         self.right_layout.addLayout(head)
         self.right_layout.addWidget(self.panel)
-        split = QSplitter(Qt.Horizontal)
+        split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.image)
         split.addWidget(_scroll(right))
         # The decision side first: at 1024×700 its buttons and fields must fit; the image scales to what is left.
@@ -117,7 +131,7 @@ class QCPage(_ItemPage):
 
     def __init__(self, ctx, parent=None):
         super().__init__(ctx, "Quality control", parent)
-        self.candidate = None
+        self.candidate: qc.Candidate | None = None
         self.decided: list[tuple[int, str]] = []  # (item id, stage) decided on this page, newest last: Ctrl+Z
         self.flag = QLabel()
         self.flag.setObjectName("flagNote")
@@ -173,8 +187,9 @@ class QCPage(_ItemPage):
     def _update_confirm(self) -> None:
         # Confirming "wrong answer key" rewrites the key: only once the reviewer has picked the right answer.
         needs_answer = self.reason.currentData() == "wrong_answer"
-        self.confirm.setEnabled(self.candidate is not None and
-                                (not needs_answer or self.answer.currentData() is not None))
+        self.confirm.setEnabled(
+            self.candidate is not None and (not needs_answer or self.answer.currentData() is not None)
+        )
 
     def remaining(self) -> list:
         """THE list of flags left for this reviewer: the page's count and the queue list's count both come from it."""
@@ -182,20 +197,22 @@ class QCPage(_ItemPage):
         if bench is None:
             return []
         me = self.ctx.annotator
-        return [c for c in qc.queue(self.ctx.ws, benchmark_id=bench.id)
-                if c.status in ("pending", "disputed") and not any(v.annotator == me for v in c.resolution.votes)]
+        return [
+            c
+            for c in qc.queue(self.ctx.ws, benchmark_id=bench.id)
+            if c.status in ("pending", "disputed") and not any(v.annotator == me for v in c.resolution.votes)
+        ]
 
     def reload(self) -> None:
         """After another process wrote: keep the flag being decided (and what was chosen for it) if still left."""
         left = self.remaining()
-        keep = self.candidate is not None and any((c.item_id, c.stage) == (self.candidate.item_id,
-                                                                          self.candidate.stage) for c in left)
-        if not keep:
+        shown = self.candidate
+        keep = shown is not None and any((c.item_id, c.stage) == (shown.item_id, shown.stage) for c in left)
+        if shown is None or not keep:
             self.refresh()
             return
         self.left.setText(f"{len(left)} left for you")
-        self.candidate = next(c for c in left if (c.item_id, c.stage) == (self.candidate.item_id,
-                                                                          self.candidate.stage))
+        self.candidate = next(c for c in left if (c.item_id, c.stage) == (shown.item_id, shown.stage))
         self._show_flag()
 
     def refresh(self, prefer: tuple[int, str] | None = None) -> None:
@@ -207,8 +224,10 @@ class QCPage(_ItemPage):
             w.setEnabled(self.candidate is not None)
         self.change.setVisible(bool(self.decided))
         if self.candidate is None:
-            self.flag.setText("No quality-control candidate is waiting for you. Flags come from "
-                              "<code>vlmdesk qc text-only</code> and <code>vlmdesk qc consensus</code>.")
+            self.flag.setText(
+                "No quality-control candidate is waiting for you. Flags come from "
+                "<code>vlmdesk qc text-only</code> and <code>vlmdesk qc consensus</code>."
+            )
             self.show_item(None)
             return
         c = self.candidate
@@ -233,10 +252,14 @@ class QCPage(_ItemPage):
 
     def _show_flag(self) -> None:
         c = self.candidate
+        if c is None:
+            return
         runs_text = ", ".join(str(r) for r in c.run_ids)
         right = (", ".join(str(r) for r in c.correct_run_ids) or "none") if self.reveals(c.item_id) else HIDDEN_TEXT
-        self.flag.setText(f"<b>{html.escape(qc.CATEGORY[c.stage])}</b> ({c.stage} stage) · runs {runs_text} · "
-                          f"answered right by: {html.escape(right)} · status {c.status}")
+        self.flag.setText(
+            f"<b>{html.escape(qc.CATEGORY[c.stage])}</b> ({c.stage} stage) · runs {runs_text} · "
+            f"answered right by: {html.escape(right)} · status {c.status}"
+        )
 
     def decide(self, decision: str) -> None:
         c = self.candidate
@@ -244,12 +267,21 @@ class QCPage(_ItemPage):
             return
         reason = self.reason.currentData() if decision == "confirm" else None
         answer = self.answer.currentData() if decision == "confirm" and reason == "wrong_answer" else None
-        if answer is not None and (problem := wrong_key_problem(self.item.answer, answer)):
+        key = self.item.answer if self.item is not None else None
+        if answer is not None and (problem := wrong_key_problem(key, answer)):
             self.ctx.error.emit(f"Not saved: {problem}.", "")
             return
         try:
-            qc.decide(self.ctx.ws, c.item_id, c.stage, self.ctx.annotator, decision, reason=reason,
-                      note=self.note.text().strip() or None, answer=answer)
+            qc.decide(
+                self.ctx.ws,
+                c.item_id,
+                c.stage,
+                self.ctx.annotator,
+                decision,
+                reason=reason,
+                note=self.note.text().strip() or None,
+                answer=answer,
+            )
         except qc.QCError as exc:
             self.ctx.error.emit(str(exc), "")
             return
@@ -303,8 +335,10 @@ class AdjudicationPage(QWidget):
         head.addWidget(self.set_combo)
         head.addWidget(self.left)
         layout.addLayout(head)
-        explain = QLabel("Read the model's response and say which option it chooses, by its literal content. "
-                         "The extractors' readings appear only after your label is saved.")
+        explain = QLabel(
+            "Read the model's response and say which option it chooses, by its literal content. "
+            "The extractors' readings appear only after your label is saved."
+        )
         explain.setObjectName("muted")
         explain.setWordWrap(True)
         layout.addWidget(explain)
@@ -322,7 +356,7 @@ class AdjudicationPage(QWidget):
         self.response = QLabel()
         self.response.setObjectName("response")
         self.response.setWordWrap(True)
-        self.response.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.response.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.response)
         self.buttons_box = QHBoxLayout()
         layout.addLayout(self.buttons_box)
@@ -332,7 +366,7 @@ class AdjudicationPage(QWidget):
         rl = QVBoxLayout(self.revealed)
         self.reveal_text = QLabel()
         self.reveal_text.setWordWrap(True)
-        self.reveal_text.setTextFormat(Qt.RichText)
+        self.reveal_text.setTextFormat(Qt.TextFormat.RichText)
         rl.addWidget(self.reveal_text)
         reveal_buttons = QHBoxLayout()
         self.next_button = QPushButton("Next response  ⏎")
@@ -349,8 +383,12 @@ class AdjudicationPage(QWidget):
         layout.addWidget(self.revealed)
         layout.addStretch(1)
         self.labelled_here: list[int] = []  # adjudication items labelled on this page, newest last: Ctrl+Z
-        for key, action in (("Return", self._next_if_revealed), ("Z", lambda: self.label("Z")),
-                            ("?", lambda: self.label(alignment.UNCLEAR)), ("Ctrl+Z", self.undo)):
+        for key, action in (
+            ("Return", self._next_if_revealed),
+            ("Z", lambda: self.label("Z")),
+            ("?", lambda: self.label(alignment.UNCLEAR)),
+            ("Ctrl+Z", self.undo),
+        ):
             _shortcut(self, key, action)
         for n in range(9):
             _shortcut(self, str(n + 1), lambda n=n: self._label_index(n))
@@ -391,14 +429,18 @@ class AdjudicationPage(QWidget):
         self.task = alignment.next_for(self.ctx.ws, name, self.ctx.annotator) if name else None
         # Empty the row completely (buttons and the trailing stretch), or every refresh would add a stretch.
         while self.buttons_box.count():
-            widget = self.buttons_box.takeAt(0).widget()
+            entry = self.buttons_box.takeAt(0)
+            widget = entry.widget() if entry is not None else None
             if widget is not None:
                 widget.deleteLater()
         self.label_buttons = []
         if self.task is None:
             self.left.setText("0 left" if name else "")
-            self.question.setText("Nothing left to label here." if name else
-                                  "No adjudication set yet. Build one with <code>vlmdesk align sample</code>.")
+            self.question.setText(
+                "Nothing left to label here."
+                if name
+                else "No adjudication set yet. Build one with <code>vlmdesk align sample</code>."
+            )
             self.options.setText("")
             self.response.setText("")
             self.changed.emit()
@@ -436,8 +478,9 @@ class AdjudicationPage(QWidget):
         if t is None or self.revealed.isVisible():
             return
         try:
-            alignment.add_label(self.ctx.ws, t.item_id, self.ctx.annotator, choice,
-                                seconds=round(time.monotonic() - self.shown_at, 2))
+            alignment.add_label(
+                self.ctx.ws, t.item_id, self.ctx.annotator, choice, seconds=round(time.monotonic() - self.shown_at, 2)
+            )
             outputs = alignment.reveal(self.ctx.ws, t.item_id, self.ctx.annotator)
         except UserError as exc:  # a label that is not one, an item gone
             self.ctx.error.emit(str(exc), "")
@@ -447,12 +490,16 @@ class AdjudicationPage(QWidget):
             said = ext.choice or "undecided"
             agree = "✓ agrees" if ext.choice == choice else "✗ differs"
             colour = "#1e7d32" if ext.choice == choice else "#b3261e"
-            rows.append(f"<tr><td style='padding-right:16px'><b>{html.escape(name)}</b></td>"
-                        f"<td style='padding-right:16px'>{html.escape(said)}</td>"
-                        f"<td style='color:{colour}; padding-right:16px'>{agree}</td>"
-                        f"<td style='color:#5f6368'>{html.escape(ext.reason or '')}</td></tr>")
-        self.reveal_text.setText(f"✓ Saved your label <b>{html.escape(choice)}</b>. The extractors read:"
-                                 f"<table style='margin-top:6px'>{''.join(rows)}</table>")
+            rows.append(
+                f"<tr><td style='padding-right:16px'><b>{html.escape(name)}</b></td>"
+                f"<td style='padding-right:16px'>{html.escape(said)}</td>"
+                f"<td style='color:{colour}; padding-right:16px'>{agree}</td>"
+                f"<td style='color:#5f6368'>{html.escape(ext.reason or '')}</td></tr>"
+            )
+        self.reveal_text.setText(
+            f"✓ Saved your label <b>{html.escape(choice)}</b>. The extractors read:"
+            f"<table style='margin-top:6px'>{''.join(rows)}</table>"
+        )
         self.revealed.show()
         for b in self.label_buttons:
             b.setEnabled(False)
@@ -500,10 +547,12 @@ class ConflictsPage(_ItemPage):
         self.shown_at = time.monotonic()
         self.verdicts = QLabel()
         self.verdicts.setWordWrap(True)
-        self.verdicts.setTextFormat(Qt.RichText)
+        self.verdicts.setTextFormat(Qt.TextFormat.RichText)
         self.right_layout.addWidget(self.verdicts)
-        explain = QLabel("Settle by giving your verdict (the keys of Review); it is added to the log next to the "
-                         "others. For a wrong key, pick the right option first (1–9 or Shift+letter).")
+        explain = QLabel(
+            "Settle by giving your verdict (the keys of Review); it is added to the log next to the "
+            "others. For a wrong key, pick the right option first (1–9 or Shift+letter)."
+        )
         explain.setObjectName("muted")
         explain.setWordWrap(True)
         self.right_layout.addWidget(explain)
@@ -512,7 +561,7 @@ class ConflictsPage(_ItemPage):
         for n, (verdict, key, text) in enumerate(VERDICT_KEYS):
             b = QPushButton(f"{VERDICT_BUTTONS[verdict]}   {key}")
             b.setToolTip(f"{text}  [{key}]")
-            b.setFocusPolicy(Qt.NoFocus)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             b.clicked.connect(lambda _=False, v=verdict: self.settle(v))
             grid.addWidget(b, n // 2, n % 2)  # two columns: the page fits beside the image at 1024×700
             self.buttons[verdict] = b
@@ -544,7 +593,7 @@ class ConflictsPage(_ItemPage):
         saved_row.addWidget(self.change)
         self.right_layout.addLayout(saved_row)
         self.right_layout.addStretch(1)
-        self.setFocusPolicy(Qt.StrongFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         for s in review_shortcuts():
             if s.action.startswith(("verdict:", "pick:")) or s.action in ("undo", "note"):
                 for key in s.keys:
@@ -552,7 +601,7 @@ class ConflictsPage(_ItemPage):
 
     def on_action(self, action: str) -> None:
         if action.startswith("verdict:"):
-            self.settle(action.split(":", 1)[1])
+            self.settle(cast(reviews.Verdict, action.split(":", 1)[1]))  # gui/shortcuts.py names verdicts only
         elif action.startswith("pick:"):
             self.pick(int(action.split(":", 1)[1]))
         elif action == "note":
@@ -606,14 +655,17 @@ class ConflictsPage(_ItemPage):
         if not self.reveals(item_id):
             # Blind: others' verdicts, corrections and notes only once my own verdict on the item stands.
             others = len({r.annotator for r in standing if r.annotator != self.ctx.annotator})
-            self.verdicts.setText(f"<b>{others} annotators disagree</b> — give your verdict first; theirs show "
-                                  "once yours is saved.")
+            self.verdicts.setText(
+                f"<b>{others} annotators disagree</b> — give your verdict first; theirs show once yours is saved."
+            )
             return
         rows = "".join(
             f"<tr><td style='padding-right:16px'><b>{html.escape(r.annotator)}</b></td>"
             f"<td style='padding-right:16px'>{html.escape(VERDICT_LABELS[r.verdict])}"
             f"{' → ' + html.escape(r.corrected_answer) if r.corrected_answer else ''}</td>"
-            f"<td style='color:#5f6368'>{html.escape(r.note or '')}</td></tr>" for r in standing)
+            f"<td style='color:#5f6368'>{html.escape(r.note or '')}</td></tr>"
+            for r in standing
+        )
         self.verdicts.setText(f"<b>Standing verdicts</b><table style='margin-top:4px'>{rows}</table>")
 
     def _fill_answers(self) -> None:
@@ -642,10 +694,10 @@ class ConflictsPage(_ItemPage):
         if self.armed_wrong:
             self.settle("wrong_answer", corrected=letter)
             return
-        letter = None if self.corrected.currentData() == letter else letter
-        self.corrected.setCurrentIndex(max(0, self.corrected.findData(letter)) if letter else 0)
+        chosen = None if self.corrected.currentData() == letter else letter
+        self.corrected.setCurrentIndex(max(0, self.corrected.findData(chosen)) if chosen else 0)
 
-    def settle(self, verdict: str, corrected: str | None = None) -> None:
+    def settle(self, verdict: reviews.Verdict, corrected: str | None = None) -> None:
         if not self.entries or self.item is None:
             return
         item = self.item
@@ -663,10 +715,15 @@ class ConflictsPage(_ItemPage):
                 return
         text = self.note.text().strip()
         try:
-            reviews.add_review(self.ctx.ws, item.id, self.ctx.annotator, verdict,
-                               corrected_answer=corrected if verdict == "wrong_answer" else None,
-                               note="settles conflict" + (f": {text}" if text else ""),
-                               seconds=round(time.monotonic() - self.shown_at, 2))
+            reviews.add_review(
+                self.ctx.ws,
+                item.id,
+                self.ctx.annotator,
+                verdict,
+                corrected_answer=corrected if verdict == "wrong_answer" else None,
+                note="settles conflict" + (f": {text}" if text else ""),
+                seconds=round(time.monotonic() - self.shown_at, 2),
+            )
         except InvalidInput as exc:
             self.ctx.error.emit(str(exc), "")
             return
@@ -674,8 +731,11 @@ class ConflictsPage(_ItemPage):
         self.ctx.model.refresh_item(item.id)
         self.ctx.reviewsChanged.emit(item.id)
         self.refresh()
-        self.saved.setText(f"✓ Saved: {VERDICT_LABELS[verdict]}" + (f" → {corrected}" if verdict == "wrong_answer"
-                                                                     else "") + f" on #{item.index}")
+        self.saved.setText(
+            f"✓ Saved: {VERDICT_LABELS[verdict]}"
+            + (f" → {corrected}" if verdict == "wrong_answer" else "")
+            + f" on #{item.index}"
+        )
         self.changed.emit()
 
     def undo(self) -> None:
@@ -709,8 +769,11 @@ class QueuesView(QWidget):
         self.qc = QCPage(ctx)
         self.adjudication = AdjudicationPage(ctx)
         self.conflicts = ConflictsPage(ctx)
-        self.pages = (("qc", "Quality control", self.qc), ("adjudication", "Extractor adjudication", self.adjudication),
-                      ("conflicts", "Conflicts", self.conflicts))
+        self.pages = (
+            ("qc", "Quality control", self.qc),
+            ("adjudication", "Extractor adjudication", self.adjudication),
+            ("conflicts", "Conflicts", self.conflicts),
+        )
         for _, title, page in self.pages:
             self.list.addItem(QListWidgetItem(title))
             self.stack.addWidget(page)

@@ -1,23 +1,40 @@
 """Verify items one by one, keyboard first. Each verdict is committed to SQLite the moment it is given."""
+
 from __future__ import annotations
 
 import time
+from typing import cast
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QAbstractSpinBox, QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton,
-    QScrollArea, QSplitter, QTabWidget, QTextEdit, QVBoxLayout, QWidget, QApplication,
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
 )
 
 from annotation import reviews
 from annotation.browse import VERDICT_LABELS
 from annotation.correction import wrong_key_problem
 from db import item_query
+from db.catalog import Item
 from db.errors import InvalidInput
+from evaluator.choices import LETTERS
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
-from evaluator.choices import LETTERS
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
 from gui.shortcuts import VERDICT_BUTTONS, VERDICT_KEYS, review_shortcuts
 
@@ -33,7 +50,7 @@ class NoteEdit(QLineEdit):
     done = Signal()
 
     def keyPressEvent(self, event) -> None:
-        if event.key() in (Qt.Key_Escape, Qt.Key_Return, Qt.Key_Enter):
+        if event.key() in (Qt.Key.Key_Escape, Qt.Key.Key_Return, Qt.Key.Key_Enter):
             self.done.emit()
             return
         super().keyPressEvent(event)
@@ -48,9 +65,9 @@ class ReviewView(QWidget):
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
         self.ctx = ctx
-        self.setFocusPolicy(Qt.StrongFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.row: int | None = None
-        self.item = None
+        self.item: Item | None = None
         self.shown_at = time.monotonic()
         self.armed_wrong = False  # W pressed without a pick: the next option pick commits "wrong key"
         self.prefetch_enabled = True
@@ -58,7 +75,7 @@ class ReviewView(QWidget):
         self.shortcuts: dict[str, list[QShortcut]] = {}
 
         self.image = ImageView()
-        self.image.zoomChanged.connect(lambda z: self.zoom_label.setText("" if z == "fit" else z))
+        self.image.zoomChanged.connect(self._show_zoom)
         image_box = QWidget()
         il = QVBoxLayout(image_box)
         il.setContentsMargins(0, 0, 0, 0)
@@ -73,7 +90,7 @@ class ReviewView(QWidget):
         actual = QPushButton("100 %")
         for b in (fit, actual):
             b.setObjectName("flat")
-            b.setFocusPolicy(Qt.NoFocus)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         fit.clicked.connect(lambda: self.image.set_fit(True))
         actual.clicked.connect(self.image.actual_size)
         self.zoom_label = QLabel("")
@@ -96,8 +113,10 @@ class ReviewView(QWidget):
         self.panel = ItemPanel(show_key_hints=True)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # the item wraps to the column, never sideways
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(
+            Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        )  # the item wraps to the column, never sideways
         scroll.setWidget(self.panel)
         self.panel_scroll = scroll
         self.tabs = QTabWidget()
@@ -105,9 +124,9 @@ class ReviewView(QWidget):
         self.history = HistoryView()
         self.tabs.addTab(self.predictions, "Predictions")
         self.tabs.addTab(self.history, "Review history")
-        self.tabs.setFocusPolicy(Qt.NoFocus)
+        self.tabs.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.tabs.setMinimumHeight(90)
-        upper = QSplitter(Qt.Vertical)
+        upper = QSplitter(Qt.Orientation.Vertical)
         upper.addWidget(scroll)
         upper.addWidget(self.tabs)
         upper.setStretchFactor(0, 3)
@@ -128,7 +147,7 @@ class ReviewView(QWidget):
             b = QPushButton(f"{VERDICT_BUTTONS[verdict]}   {key}")
             b.setObjectName("verdict_ok" if verdict == "ok" else "verdict")
             b.setToolTip(f"{text}  [{key}]")
-            b.setFocusPolicy(Qt.NoFocus)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             b.setMinimumWidth(0)
             b.clicked.connect(lambda _=False, v=verdict: self.verdict(v))
             verdicts.addWidget(b, n // 3, n % 3)
@@ -151,7 +170,7 @@ class ReviewView(QWidget):
         self.change = QPushButton("Change my verdict")
         self.change.setObjectName("link")  # "flat" is the dark image bar's style: unreadable on white
         self.change.setToolTip("Withdraw your verdict on this item (kept in the log) and give another one")
-        self.change.setFocusPolicy(Qt.NoFocus)
+        self.change.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.change.clicked.connect(self.change_verdict)
         self.change.hide()
         status.addWidget(self.saved, 1)
@@ -161,13 +180,15 @@ class ReviewView(QWidget):
         self.progress.setObjectName("muted")
 
         nav = QHBoxLayout()
-        for text, tip, slot in (("◀", "Previous item  [← / K]", self.previous),
-                                ("▶", "Next item  [→ / J]", self.next),
-                                ("Next unreviewed  N", "The next item nobody has reviewed  [N]", self.next_unreviewed),
-                                ("Undo  Ctrl+Z", "Withdraw my last verdict  [Ctrl+Z]", self.undo)):
+        for text, tip, slot in (
+            ("◀", "Previous item  [← / K]", self.previous),
+            ("▶", "Next item  [→ / J]", self.next),
+            ("Next unreviewed  N", "The next item nobody has reviewed  [N]", self.next_unreviewed),
+            ("Undo  Ctrl+Z", "Withdraw my last verdict  [Ctrl+Z]", self.undo),
+        ):
             b = QPushButton(text)
             b.setToolTip(tip)
-            b.setFocusPolicy(Qt.NoFocus)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             b.clicked.connect(slot)
             nav.addWidget(b)
         nav.addStretch(1)
@@ -175,7 +196,7 @@ class ReviewView(QWidget):
         vb.addLayout(nav)
         sl.addWidget(self.verdict_bar, 0)
 
-        split = QSplitter(Qt.Horizontal)
+        split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(image_box)
         split.addWidget(side)
         split.setStretchFactor(0, 3)
@@ -202,7 +223,7 @@ class ReviewView(QWidget):
         for s in review_shortcuts():
             for key in s.keys:
                 sc = QShortcut(QKeySequence(key), self)
-                sc.setContext(Qt.WindowShortcut)
+                sc.setContext(Qt.ShortcutContext.WindowShortcut)
                 sc.setEnabled(False)
                 sc.activated.connect(lambda a=s.action: self.on_action(a))
                 self.shortcuts.setdefault(s.action, []).append(sc)
@@ -235,7 +256,7 @@ class ReviewView(QWidget):
             self._ignored("No item to judge here (choose a benchmark, or clear the filters)")
             return
         if action.startswith("verdict:"):
-            self.verdict(action.split(":", 1)[1])
+            self.verdict(cast(reviews.Verdict, action.split(":", 1)[1]))  # gui/shortcuts.py names verdicts only
         elif action.startswith("pick:"):
             self.pick(int(action.split(":", 1)[1]))
         elif action == "note":
@@ -286,7 +307,9 @@ class ReviewView(QWidget):
             return
         self._enable_verdicts(True)
         self.row = row
-        self.item = item_query.item_by_id(self.ctx.ws, model.rows[row].id)
+        self.item = item = item_query.item_by_id(self.ctx.ws, model.rows[row].id)
+        if item is None:  # removed since the listing was read
+            return
         self.shown_at = time.monotonic()
         self.armed_wrong = False
         self.hint_label.hide()
@@ -294,7 +317,7 @@ class ReviewView(QWidget):
         self._show_text()
         self.position_label.setText(f"{row + 1} of {model.total}")
         self._prefetch()
-        self.itemShown.emit(self.item.id)
+        self.itemShown.emit(item.id)
 
     def _enable_verdicts(self, on: bool) -> None:
         """No item, nothing to judge: the buttons say so instead of doing nothing."""
@@ -309,8 +332,9 @@ class ReviewView(QWidget):
     def _show_text(self) -> None:
         item, ctx = self.item, self.ctx
         mine = self._mine()
-        show_item_details(ctx, item, panel=self.panel, predictions=self.predictions, history=self.history,
-                          tabs=self.tabs)
+        show_item_details(
+            ctx, item, panel=self.panel, predictions=self.predictions, history=self.history, tabs=self.tabs
+        )
         self._update_progress()
         self.change.setVisible(mine is not None)
         if mine is not None and not self.saved.property("fresh"):
@@ -325,7 +349,7 @@ class ReviewView(QWidget):
         return status.by(self.ctx.annotator) if status else None
 
     def _show_image(self) -> None:
-        sha = self.item.image_sha256
+        sha = self.item.image_sha256 if self.item else None
         if not sha:
             self.image.set_image(None, placeholder="This item has no image")
             return
@@ -384,8 +408,11 @@ class ReviewView(QWidget):
         if self.item is None:
             return
         if n >= len(self.item.options):
-            self._ignored(f"This item has {len(self.item.options)} options: there is no option {LETTERS[n]}"
-                          if self.item.options else "A yes/no item has no options to pick")
+            self._ignored(
+                f"This item has {len(self.item.options)} options: there is no option {LETTERS[n]}"
+                if self.item.options
+                else "A yes/no item has no options to pick"
+            )
             return
         letter = LETTERS[n]
         if self.armed_wrong:
@@ -393,7 +420,10 @@ class ReviewView(QWidget):
             return
         self.panel.set_picked(None if self.panel.picked == letter else letter)
 
-    def verdict(self, verdict: str, corrected: str | None = None) -> None:
+    def _show_zoom(self, zoom: str) -> None:
+        self.zoom_label.setText("" if zoom == "fit" else zoom)
+
+    def verdict(self, verdict: reviews.Verdict, corrected: str | None = None) -> None:
         item = self.item
         if item is None:
             return
@@ -414,10 +444,15 @@ class ReviewView(QWidget):
             self.ctx.error.emit(f"Not saved: {problem}.", "")
             return
         try:
-            review = reviews.add_review(self.ctx.ws, item.id, self.ctx.annotator, verdict,
-                                        corrected_answer=corrected if verdict == "wrong_answer" else None,
-                                        note=self.note.text().strip() or None,
-                                        seconds=round(time.monotonic() - self.shown_at, 2))
+            review = reviews.add_review(
+                self.ctx.ws,
+                item.id,
+                self.ctx.annotator,
+                verdict,
+                corrected_answer=corrected if verdict == "wrong_answer" else None,
+                note=self.note.text().strip() or None,
+                seconds=round(time.monotonic() - self.shown_at, 2),
+            )
         except InvalidInput as exc:
             self.ctx.error.emit(str(exc), "")
             return
@@ -430,8 +465,9 @@ class ReviewView(QWidget):
         self.saved.setProperty("fresh", True)
         self.verdictSaved.emit(review)
         self.ctx.reviewsChanged.emit(item.id)
-        if self.ctx.prefs.advance and self.ctx.model.ensure_row(self.row + 1):
-            self.show_row(self.row + 1)
+        row = self.row if self.row is not None else -1
+        if self.ctx.prefs.advance and self.ctx.model.ensure_row(row + 1):
+            self.show_row(row + 1)
         else:
             self._show_text()
 

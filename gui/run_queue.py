@@ -1,5 +1,6 @@
 """Evaluation runs launched from the app: one `vlmdesk run … --json-progress` process at a time (one GPU), the
 others queued behind it. The queue holds no evaluation logic: it starts commands and reads their JSON progress."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,12 +20,34 @@ class RunRequest:
     title: str
 
 
-def run_args(*, bench: str, model: str, strategy: str = "circular", likelihood: bool = False,
-             extractor: str = "rules", batch_size: int = 8, max_new_tokens: int = 32, limit: int | None = None,
-             text_only: bool = False) -> tuple[str, ...]:
+def run_args(
+    *,
+    bench: str,
+    model: str,
+    strategy: str = "circular",
+    likelihood: bool = False,
+    extractor: str = "rules",
+    batch_size: int = 8,
+    max_new_tokens: int = 32,
+    limit: int | None = None,
+    text_only: bool = False,
+) -> tuple[str, ...]:
     """The command line of the launch form's choices (the form's only translation: widget values → options)."""
-    args = ["run", "--bench", bench, "--model", model, "--strategy", strategy, "--extractor", extractor,
-            "--batch-size", str(batch_size), "--max-new-tokens", str(max_new_tokens)]
+    args = [
+        "run",
+        "--bench",
+        bench,
+        "--model",
+        model,
+        "--strategy",
+        strategy,
+        "--extractor",
+        extractor,
+        "--batch-size",
+        str(batch_size),
+        "--max-new-tokens",
+        str(max_new_tokens),
+    ]
     if limit:
         args += ["--limit", str(limit)]
     if likelihood:
@@ -108,13 +131,13 @@ class RunQueue(QObject):
         for job in self.jobs:
             if job.state == RunJob.QUEUED:
                 job.state = RunJob.CANCELLED
-        job = self.current
-        if job is not None and job.process is not None:
-            job.cancel_requested = True
-            job.process.terminate()
-            if not job.process.process.waitForFinished(5000):
-                job.process.kill()
-                job.process.process.waitForFinished(2000)
+        current = self.current
+        if current is not None and current.process is not None:
+            current.cancel_requested = True
+            current.process.terminate()
+            if not current.process.process.waitForFinished(5000):
+                current.process.kill()
+                current.process.process.waitForFinished(2000)
 
     # -- internals
     def _next(self) -> None:
@@ -137,14 +160,18 @@ class RunQueue(QObject):
             job.run_id = event["run_id"]
         if kind == "start":
             job.start_event = event
-            job.progress = {"passes_done": event.get("passes_done", 0), "items_total": event.get("items_total"),
-                            "items_done": 0}
+            job.progress = {
+                "passes_done": event.get("passes_done", 0),
+                "items_total": event.get("items_total"),
+                "items_done": 0,
+            }
         elif kind == "progress":
             job.progress = event
         self._changed(job)
 
     def _done(self, job: RunJob) -> None:
         p = job.process
+        assert p is not None  # done is the signal of the job's process
         if p.exit_code == 0 and not p.crashed:
             job.state, job.message = RunJob.FINISHED, ""
             if job.run_id is None and "already finished" in p.stderr:

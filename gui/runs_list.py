@@ -1,5 +1,6 @@
 """The runs of a workspace as a table: status, model, benchmark, overall figures, duration
 (evaluator.report.run_summary — what `vlmdesk runs --scores` prints)."""
+
 from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel, Signal
@@ -31,6 +32,7 @@ def duration(seconds) -> str:
 
 def score(s: RunSummary) -> str:
     """The overall figures in one cell: CircularEval and VanillaEval, or POPE's F1 (official parser)."""
+
     def num(v):
         return f"{100 * v:.1f}"
 
@@ -54,13 +56,17 @@ class RunsList(QWidget):
         self.model = RowsModel(COMPACT if compact else COLUMNS, self)
         self.model.align_right = {0} if compact else {0, 5, 6, 7, 8}
         self.table = table_view(self.model, stretch=2)
-        self.table.setSelectionMode(QAbstractItemView.ExtendedSelection if multi else QAbstractItemView.SingleSelection)
+        self.table.setSelectionMode(
+            QAbstractItemView.SelectionMode.ExtendedSelection
+            if multi
+            else QAbstractItemView.SelectionMode.SingleSelection
+        )
         header = self.table.horizontalHeader()
         if compact:  # a narrow pane: the model is elided (tooltip) so that the scores stay in view
-            header.setSectionResizeMode(2, QHeaderView.Stretch)
+            header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
             header.setStretchLastSection(False)
         else:
-            header.setSectionResizeMode(2, QHeaderView.Stretch)
+            header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self.selectionChanged.emit())
         self.table.doubleClicked.connect(lambda idx: self.activated.emit(self.model.payloads[idx.row()]))
         self.notice = QLabel(f"Scores {HIDDEN_TEXT}")
@@ -88,13 +94,25 @@ class RunsList(QWidget):
             if s is not None:
                 self.summaries[r.id] = s
         ordered = sorted(self.summaries.values(), key=lambda s: -s.run_id)  # newest first
-        rows, colours, tips = [], {}, {}
+        rows: list[tuple[object, ...]] = []
+        colours, tips = {}, {}
         for i, s in enumerate(ordered):
             if self.compact:
                 rows.append((s.run_id, s.status, s.model, s.benchmark, score(s)))
             else:
-                rows.append((s.run_id, s.status, s.model, s.benchmark, s.strategy, pct(s.vanilla),
-                             pct(s.circular), pct(s.pope_f1), duration(s.duration_s)))
+                rows.append(
+                    (
+                        s.run_id,
+                        s.status,
+                        s.model,
+                        s.benchmark,
+                        s.strategy,
+                        pct(s.vanilla),
+                        pct(s.circular),
+                        pct(s.pope_f1),
+                        duration(s.duration_s),
+                    )
+                )
             colours[(i, 1)] = STATUS_COLOURS.get(s.status, "#3c4043")
             if s.error:
                 tips[(i, 1)] = s.error
@@ -111,7 +129,10 @@ class RunsList(QWidget):
         sel.clearSelection()
         for r, run_id in enumerate(self.model.payloads):
             if run_id in run_ids:
-                sel.select(self.model.index(r, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
+                sel.select(
+                    self.model.index(r, 0),
+                    QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows,
+                )
         self.selectionChanged.emit()
 
     def summary(self, run_id: int) -> RunSummary | None:

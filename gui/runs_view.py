@@ -1,26 +1,45 @@
 """The Runs tab: the launch form, the queue with the running job's progress and stderr, and the runs list with
 resume. Every launch is a `vlmdesk run … --json-progress` child process (gui.run_queue); the form only turns its
 widgets into that command line, shown under it."""
+
 from __future__ import annotations
 
 import shlex
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QFormLayout, QFrame, QGroupBox, QHBoxLayout, QLabel, QListWidget,
-    QListWidgetItem, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QSplitter, QVBoxLayout, QWidget,
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QFrame,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
 )
 
 from db import catalog, models
 from evaluator.backends import REGISTRY as BACKENDS
-from gui.runs_list import RunsList
 from gui.run_queue import RunJob, RunQueue, RunRequest, run_args
+from gui.runs_list import RunsList
 from gui.tables import export_table
 
 # (label, --strategy, --likelihood) per benchmark kind; POPE is what a yes/no benchmark always gets.
 STRATEGIES = {
-    "mcq": (("CircularEval", "circular", False), ("VanillaEval", "vanilla", False),
-            ("Likelihood · CircularEval", "circular", True), ("Likelihood · VanillaEval", "vanilla", True)),
+    "mcq": (
+        ("CircularEval", "circular", False),
+        ("VanillaEval", "vanilla", False),
+        ("Likelihood · CircularEval", "circular", True),
+        ("Likelihood · VanillaEval", "vanilla", True),
+    ),
     "yesno": (("POPE (yes/no)", "circular", False), ("POPE · likelihood", "circular", True)),
 }
 STATE_MARKS = {"queued": "○", "running": "▶", "finished": "✓", "cancelled": "■", "failed": "✗"}
@@ -30,7 +49,9 @@ def eta(seconds) -> str:
     if seconds is None:
         return "–"
     seconds = int(seconds)
-    return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    return (
+        f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    )
 
 
 class LaunchForm(QGroupBox):
@@ -42,7 +63,9 @@ class LaunchForm(QGroupBox):
         self.bench = QComboBox()
         self.model = QComboBox()
         self.model.setEditable(True)
-        self.model.lineEdit().setPlaceholderText("a saved model or a spec: hf:…, openai:…, baseline:…")
+        editor = self.model.lineEdit()
+        assert editor is not None  # an editable combo box has one
+        editor.setPlaceholderText("a saved model or a spec: hf:…, openai:…, baseline:…")
         self.strategy = QComboBox()
         self.extractor = QComboBox()
         self.extractor.setEditable(True)
@@ -60,7 +83,7 @@ class LaunchForm(QGroupBox):
         self.start.setObjectName("primary")
         self.start.clicked.connect(self._submit)
         form = QFormLayout(self)
-        form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow("Benchmark", self.bench)
         form.addRow("Model", self.model)
         form.addRow("Strategy", self.strategy)
@@ -75,12 +98,12 @@ class LaunchForm(QGroupBox):
         form.addRow(self.command)
         form.addRow(self.start)
         self.bench.currentIndexChanged.connect(self._bench_changed)
-        for w in (self.model, self.extractor):
-            w.currentTextChanged.connect(self._update_command)
-        for w in (self.strategy, self.bench):
-            w.currentIndexChanged.connect(self._update_command)
-        for w in (self.batch, self.max_tokens, self.limit):
-            w.valueChanged.connect(self._update_command)
+        for combo in (self.model, self.extractor):
+            combo.currentTextChanged.connect(self._update_command)
+        for combo in (self.strategy, self.bench):
+            combo.currentIndexChanged.connect(self._update_command)
+        for spin in (self.batch, self.max_tokens, self.limit):
+            spin.valueChanged.connect(self._update_command)
         self.text_only.toggled.connect(self._update_command)
         self.reload()
 
@@ -90,9 +113,8 @@ class LaunchForm(QGroupBox):
         self.bench.blockSignals(True)
         self.bench.clear()
         for b in catalog.list_benchmarks(self.ctx.ws):
-            self.bench.addItem(f"{b.name}  ({b.questions:,} · {'yes/no' if b.kind == 'yesno' else 'MCQ'})",
-                               b.name)
-            self.bench.setItemData(self.bench.count() - 1, b.kind, Qt.UserRole + 1)
+            self.bench.addItem(f"{b.name}  ({b.questions:,} · {'yes/no' if b.kind == 'yesno' else 'MCQ'})", b.name)
+            self.bench.setItemData(self.bench.count() - 1, b.kind, Qt.ItemDataRole.UserRole + 1)
         wanted = bench_name or (self.ctx.benchmark.name if self.ctx.benchmark else None)
         if wanted and (i := self.bench.findData(wanted)) >= 0:
             self.bench.setCurrentIndex(i)
@@ -102,7 +124,7 @@ class LaunchForm(QGroupBox):
         self.model.clear()
         for m in saved:
             self.model.addItem(m.name, m.spec)
-            self.model.setItemData(self.model.count() - 1, m.spec, Qt.ToolTipRole)
+            self.model.setItemData(self.model.count() - 1, m.spec, Qt.ItemDataRole.ToolTipRole)
         backends = {entry.name: entry for entry in BACKENDS.help_entries()}
         for spec in (s for entry in backends.values() if entry.reference for s in entry.examples):
             if not any(m.spec == spec for m in saved):
@@ -121,7 +143,7 @@ class LaunchForm(QGroupBox):
         self._bench_changed()
 
     def _bench_changed(self) -> None:
-        kind = self.bench.currentData(Qt.UserRole + 1) or "mcq"
+        kind = self.bench.currentData(Qt.ItemDataRole.UserRole + 1) or "mcq"
         previous = self.strategy.currentIndex()
         self.strategy.blockSignals(True)
         self.strategy.clear()
@@ -137,8 +159,9 @@ class LaunchForm(QGroupBox):
         i = self.model.findText(text)
         return self.model.itemData(i) if i >= 0 else text
 
-    def set_choice(self, *, bench: str | None = None, model: str | None = None, strategy: str | None = None,
-                   **values) -> None:
+    def set_choice(
+        self, *, bench: str | None = None, model: str | None = None, strategy: str | None = None, **values
+    ) -> None:
         """Fill the form (tests, presets): strategy by its label; values: batch, max_tokens, limit, text_only,
         extractor."""
         if bench is not None:
@@ -162,10 +185,17 @@ class LaunchForm(QGroupBox):
         if not bench or not spec:
             return None
         strategy, likelihood = self.strategy.currentData() or ("circular", False)
-        args = run_args(bench=bench, model=spec, strategy=strategy, likelihood=likelihood,
-                        extractor=self.extractor.currentText().strip() or "rules", batch_size=self.batch.value(),
-                        max_new_tokens=self.max_tokens.value(), limit=self.limit.value() or None,
-                        text_only=self.text_only.isChecked())
+        args = run_args(
+            bench=bench,
+            model=spec,
+            strategy=strategy,
+            likelihood=likelihood,
+            extractor=self.extractor.currentText().strip() or "rules",
+            batch_size=self.batch.value(),
+            max_new_tokens=self.max_tokens.value(),
+            limit=self.limit.value() or None,
+            text_only=self.text_only.isChecked(),
+        )
         return RunRequest(args, f"{spec} on {bench}")
 
     def _update_command(self) -> None:
@@ -200,7 +230,7 @@ class JobCard(QFrame):
         layout.setContentsMargins(12, 10, 12, 10)
         head = QHBoxLayout()
         head.addWidget(self.title, 1)
-        head.addWidget(self.cancel, 0, Qt.AlignTop)
+        head.addWidget(self.cancel, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(head)
         layout.addWidget(self.bar)
         layout.addWidget(self.stats)
@@ -225,8 +255,10 @@ class JobCard(QFrame):
             self.bar.setFormat("loading the model…")
         parts = []
         if p:
-            parts.append(f"items {items}/{total or '?'} · passes {p.get('passes_done', 0)}"
-                         + (f" · wave {p['wave'] + 1}" if "wave" in p else ""))
+            parts.append(
+                f"items {items}/{total or '?'} · passes {p.get('passes_done', 0)}"
+                + (f" · wave {p['wave'] + 1}" if "wave" in p else "")
+            )
         if "calls_per_s" in p:
             parts.append(f"{p['calls_per_s']:.1f} calls/s · ETA ≤ {eta(p.get('eta_s'))}")
         if job.state != RunJob.RUNNING:
@@ -248,11 +280,11 @@ class RunsView(QWidget):
         self.form.setFixedWidth(400)
         self.form.submitted.connect(self.queue.submit)
         self.card = JobCard()
-        self.card.cancel.clicked.connect(lambda: self.card.job and self.queue.cancel(self.card.job))
+        self.card.cancel.clicked.connect(self._cancel_shown)
         self.jobs = QListWidget()
         self.jobs.setObjectName("jobList")
         self.jobs.setWordWrap(True)
-        self.jobs.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.jobs.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.jobs.currentRowChanged.connect(self._job_selected)
         self.remove_queued = QPushButton("Remove from queue")
         self.remove_queued.clicked.connect(self._remove_selected)
@@ -268,8 +300,7 @@ class RunsView(QWidget):
         self.resume.setToolTip("Continue an interrupted or failed run (vlmdesk run --resume ID)")
         self.resume.clicked.connect(self._resume)
         self.results = QPushButton("Show results")
-        self.results.clicked.connect(lambda: self.runs.selected_run_ids()
-                                     and self.openResults.emit(self.runs.selected_run_ids()))
+        self.results.clicked.connect(self._open_results)
         export = QPushButton("Export CSV…")
         export.clicked.connect(lambda: export_table(self, self.runs.model, "runs.csv"))
         self.runs.selectionChanged.connect(self._run_selected)
@@ -285,7 +316,7 @@ class RunsView(QWidget):
         t.setObjectName("sectionTitle")
         jobs_col.addWidget(t)
         jobs_col.addWidget(self.jobs, 1)
-        jobs_col.addWidget(self.remove_queued, 0, Qt.AlignLeft)
+        jobs_col.addWidget(self.remove_queued, 0, Qt.AlignmentFlag.AlignLeft)
         log_col = QVBoxLayout()
         log_col.addWidget(self.log_title)
         log_col.addWidget(self.log, 1)
@@ -296,7 +327,7 @@ class RunsView(QWidget):
         tl = QHBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
         tl.setSpacing(12)
-        tl.addWidget(self.form, 0, Qt.AlignTop)
+        tl.addWidget(self.form, 0, Qt.AlignmentFlag.AlignTop)
         tl.addWidget(queue_box, 1)
 
         runs_box = QWidget()
@@ -312,7 +343,7 @@ class RunsView(QWidget):
         rl.addLayout(head)
         rl.addWidget(self.runs, 1)
 
-        split = QSplitter(Qt.Vertical)
+        split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
         split.addWidget(runs_box)
         split.setSizes([420, 280])
@@ -331,7 +362,7 @@ class RunsView(QWidget):
     # -- queue
     def _job_added(self, job: RunJob) -> None:
         item = QListWidgetItem()
-        item.setData(Qt.UserRole, job.number)
+        item.setData(Qt.ItemDataRole.UserRole, job.number)
         self.jobs.addItem(item)
         self._job_changed(job)
 
@@ -341,7 +372,7 @@ class RunsView(QWidget):
             self.ctx.runsChanged.emit()
         for row in range(self.jobs.count()):
             item = self.jobs.item(row)
-            if item.data(Qt.UserRole) == job.number:
+            if item.data(Qt.ItemDataRole.UserRole) == job.number:
                 item.setText(f"{STATE_MARKS[job.state]} {job.summary()}")
                 item.setToolTip(item.text())
         if job.state == RunJob.RUNNING or self.card.job in (None, job) or self.queue.current is None:
@@ -350,7 +381,8 @@ class RunsView(QWidget):
             self.card.show_job(job)
         if self._selected_job() is job:
             self._show_log(job)
-        self.remove_queued.setEnabled(bool(self._selected_job() and self._selected_job().state == RunJob.QUEUED))
+        selected = self._selected_job()
+        self.remove_queued.setEnabled(selected is not None and selected.state == RunJob.QUEUED)
 
     def _job_finished(self, job: RunJob) -> None:
         self.runs.reload()
@@ -388,17 +420,31 @@ class RunsView(QWidget):
     def _run_selected(self) -> None:
         ids = self.runs.selected_run_ids()
         summary = self.runs.summary(ids[0]) if len(ids) == 1 else None
-        self.resume.setEnabled(bool(summary and summary.status in ("interrupted", "failed", "running")
-                                    and not self._queued_or_running(summary.run_id)))
+        self.resume.setEnabled(
+            bool(
+                summary
+                and summary.status in ("interrupted", "failed", "running")
+                and not self._queued_or_running(summary.run_id)
+            )
+        )
         self.results.setEnabled(bool(ids))
 
     def _queued_or_running(self, run_id: int) -> bool:
         return any(j.run_id == run_id and j.state in (RunJob.QUEUED, RunJob.RUNNING) for j in self.queue.jobs)
 
-    def _resume(self) -> None:
+    def _cancel_shown(self) -> None:
+        if self.card.job is not None:
+            self.queue.cancel(self.card.job)
+
+    def _open_results(self) -> None:
         ids = self.runs.selected_run_ids()
         if ids:
-            s = self.runs.summary(ids[0])
+            self.openResults.emit(ids)
+
+    def _resume(self) -> None:
+        ids = self.runs.selected_run_ids()
+        s = self.runs.summary(ids[0]) if ids else None
+        if ids and s is not None:
             self.queue.resume(ids[0], f"resume {s.model} on {s.benchmark}")
             self._run_selected()
 

@@ -4,6 +4,7 @@ visible in it â€” the check hook of the blind rule (`vlmdesk gui --screenshot â€
 Qt is imported inside the functions: `vlmdesk` imports this module to know the view names for its help, and a
 command that never opens a window must not pay for loading Qt.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -72,8 +73,9 @@ def _prepare_queue(window, shot: Shot) -> None:
     queues = window.view("queues")
     window.show_view("queues")
     queues.refresh()
-    name = shot.queue or next((n for n, _, page in queues.pages
-                               if (page.remaining() if n != "qc" else len(page.remaining()))), "qc")
+    name = shot.queue or next(
+        (n for n, _, page in queues.pages if (page.remaining() if n != "qc" else len(page.remaining()))), "qc"
+    )
     queues.select(name)
 
 
@@ -95,12 +97,14 @@ def _prepare_launcher(window, shot: Shot) -> None:
     window.show_view("runs")
     bench = window.ctx.benchmark
     runs_view.form.set_choice(bench=bench.name, model=shot.launch)
-    job = runs_view.queue.submit(RunRequest((*run_args(bench=bench.name, model=shot.launch), "--new"),
-                                            f"{shot.launch} on {bench.name}"))
+    job = runs_view.queue.submit(
+        RunRequest((*run_args(bench=bench.name, model=shot.launch), "--new"), f"{shot.launch} on {bench.name}")
+    )
     others = [b for b in catalog.list_benchmarks(window.ws) if b.id != bench.id]
     if others:
-        runs_view.queue.submit(RunRequest(run_args(bench=others[0].name, model="baseline:first"),
-                                          f"baseline:first on {others[0].name}"))
+        runs_view.queue.submit(
+            RunRequest(run_args(bench=others[0].name, model="baseline:first"), f"baseline:first on {others[0].name}")
+        )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and job.state in ("queued", "running"):
         QApplication.processEvents()
@@ -122,8 +126,9 @@ def _prepare_results(window, shot: Shot) -> None:
     dash.show_runs(run_ids, chart=shot.chart)
     # The items behind a bar, as after a click: the first ability's CircularEval bar of the first run.
     bars = [bar_target(b) for b in dash.chart.bars()]
-    target = next((t for t in bars if t.get("group") and t.get("strategy") == "circular"), None) or \
-        next(iter(bars), None)
+    target = next((t for t in bars if t and t.get("group") and t.get("strategy") == "circular"), None) or next(
+        iter(bars), None
+    )
     if target:
         dash.show_items_of(target)
 
@@ -133,9 +138,17 @@ def _prepare_alignment(window, shot: Shot) -> None:
     window.view("alignment").refresh()
 
 
-VIEWS = {"browse": _prepare_browse, "review": _prepare_review, "queue": _prepare_queue, "runs": _prepare_runs,
-         "launcher": _prepare_launcher, "results": _prepare_results, "dashboard": _prepare_results,
-         "alignment": _prepare_alignment, "models": _prepare_models}
+VIEWS = {
+    "browse": _prepare_browse,
+    "review": _prepare_review,
+    "queue": _prepare_queue,
+    "runs": _prepare_runs,
+    "launcher": _prepare_launcher,
+    "results": _prepare_results,
+    "dashboard": _prepare_results,
+    "alignment": _prepare_alignment,
+    "models": _prepare_models,
+}
 """--view name -> function(window, shot) that puts the window in that state ("dashboard" is the older name of
 "results"). Later views register here."""
 TABS = ("predictions", "history")
@@ -198,7 +211,7 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
             try:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 png = QBuffer()
-                png.open(QIODevice.WriteOnly)
+                png.open(QIODevice.OpenModeFlag.WriteOnly)
                 if not window.grab().save(png, "PNG"):
                     raise ScreenshotError(f"could not write {out}")
                 write_file(out, lambda f: f.write(png.data().data()), binary=True)
@@ -222,7 +235,7 @@ def settle(app, window) -> None:
         window.ctx.loader.pool.waitForDone(5000)
         app.processEvents()
         # Widgets replaced with deleteLater() go only when the event loop runs; there is none here.
-        QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 # -- what is visible ---------------------------------------------------------------------------------------
@@ -236,8 +249,21 @@ def visible_texts(window) -> list[str]:
     placeholder text of an empty image area."""
     from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
     from PySide6.QtWidgets import (
-        QAbstractButton, QAbstractItemView, QComboBox, QDockWidget, QGroupBox, QHeaderView, QLabel, QLineEdit,
-        QMenuBar, QPlainTextEdit, QProgressBar, QStatusBar, QTabBar, QTextEdit, QWidget,
+        QAbstractButton,
+        QAbstractItemView,
+        QComboBox,
+        QDockWidget,
+        QGroupBox,
+        QHeaderView,
+        QLabel,
+        QLineEdit,
+        QMenuBar,
+        QPlainTextEdit,
+        QProgressBar,
+        QStatusBar,
+        QTabBar,
+        QTextEdit,
+        QWidget,
     )
 
     from gui.image_view import ImageView
@@ -307,9 +333,9 @@ def _header_texts(header) -> list[str]:
         if header.isSectionHidden(section) or header.sectionSize(section) <= 0:
             continue
         pos = header.sectionViewportPosition(section)
-        extent = header.width() if header.orientation() == Qt.Horizontal else header.height()
+        extent = header.width() if header.orientation() == Qt.Orientation.Horizontal else header.height()
         if pos + header.sectionSize(section) > 0 and pos < extent:
-            out.append(str(model.headerData(section, header.orientation(), Qt.DisplayRole) or ""))
+            out.append(str(model.headerData(section, header.orientation(), Qt.ItemDataRole.DisplayRole) or ""))
     return out
 
 
@@ -343,7 +369,10 @@ def _cell_texts(view) -> list[str]:
                     continue
                 index = model.index(r, c, parent)
                 if view.visualRect(index).intersects(area):
-                    out.extend(str(model.data(index, role) or "") for role in (Qt.DisplayRole, Qt.ToolTipRole))
+                    out.extend(
+                        str(model.data(index, role) or "")
+                        for role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole)
+                    )
             first = model.index(r, 0, parent)
             if isinstance(view, QTreeView) and view.isExpanded(first):
                 walk(first)

@@ -1,4 +1,5 @@
 """The keyboard map of the review view: one table, checked for duplicates by a test, shown in the help overlay."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,8 +24,14 @@ VERDICT_KEYS = (
     ("skip", "S", "Skip — no opinion"),
 )
 
-VERDICT_BUTTONS = {"ok": "OK", "wrong_answer": "Wrong key", "ambiguous": "Ambiguous",
-                   "text_answerable": "Text-answerable", "bad_image": "Bad image", "skip": "Skip"}
+VERDICT_BUTTONS = {
+    "ok": "OK",
+    "wrong_answer": "Wrong key",
+    "ambiguous": "Ambiguous",
+    "text_answerable": "Text-answerable",
+    "bad_image": "Bad image",
+    "skip": "Skip",
+}
 """Short button captions of the verdicts (Review, Conflicts)."""
 
 

@@ -1,4 +1,5 @@
 """One look for the whole app: Fusion, a light palette, and a short stylesheet."""
+
 from __future__ import annotations
 
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QPalette
@@ -65,11 +66,20 @@ def apply_style(app: QApplication) -> None:
     if family:
         app.setFont(QFont(family, 10))
     palette = QPalette()
-    for role, colour in ((QPalette.Window, "#ffffff"), (QPalette.Base, "#ffffff"), (QPalette.AlternateBase, "#f8f9fa"),
-                         (QPalette.Text, "#202124"), (QPalette.WindowText, "#202124"), (QPalette.Button, "#ffffff"),
-                         (QPalette.ButtonText, "#202124"), (QPalette.Highlight, "#d2e3fc"),
-                         (QPalette.HighlightedText, "#202124"), (QPalette.ToolTipBase, "#202124"),
-                         (QPalette.ToolTipText, "#ffffff"), (QPalette.PlaceholderText, "#80868b")):
+    for role, colour in (
+        (QPalette.ColorRole.Window, "#ffffff"),
+        (QPalette.ColorRole.Base, "#ffffff"),
+        (QPalette.ColorRole.AlternateBase, "#f8f9fa"),
+        (QPalette.ColorRole.Text, "#202124"),
+        (QPalette.ColorRole.WindowText, "#202124"),
+        (QPalette.ColorRole.Button, "#ffffff"),
+        (QPalette.ColorRole.ButtonText, "#202124"),
+        (QPalette.ColorRole.Highlight, "#d2e3fc"),
+        (QPalette.ColorRole.HighlightedText, "#202124"),
+        (QPalette.ColorRole.ToolTipBase, "#202124"),
+        (QPalette.ColorRole.ToolTipText, "#ffffff"),
+        (QPalette.ColorRole.PlaceholderText, "#80868b"),
+    ):
         palette.setColor(role, QColor(colour))
     app.setPalette(palette)
     app.setStyleSheet(STYLESHEET)

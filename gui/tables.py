@@ -1,5 +1,6 @@
 """Small table helpers the result views share: a read-only table model over rows of values, and CSV export of
 any table model as it is shown."""
+
 from __future__ import annotations
 
 import csv
@@ -37,24 +38,24 @@ class RowsModel(QAbstractTableModel):
     def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.columns)
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):
-        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return self.columns[section]
         return None
 
-    def data(self, index, role=Qt.DisplayRole):
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         r, c = index.row(), index.column()
-        if role == Qt.DisplayRole:
+        if role == Qt.ItemDataRole.DisplayRole:
             return self.rows[r][c]
-        if role == Qt.ForegroundRole and (r, c) in self.colours:
+        if role == Qt.ItemDataRole.ForegroundRole and (r, c) in self.colours:
             return QBrush(QColor(self.colours[(r, c)]))
-        if role == Qt.ToolTipRole:
+        if role == Qt.ItemDataRole.ToolTipRole:
             return self.tooltips.get((r, c)) or (self.rows[r][c] if len(self.rows[r][c]) > 30 else None)
-        if role == Qt.TextAlignmentRole and c in self.align_right:
-            return int(Qt.AlignRight | Qt.AlignVCenter)
-        if role == Qt.UserRole:
+        if role == Qt.ItemDataRole.TextAlignmentRole and c in self.align_right:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.UserRole:
             return self.payloads[r]
         return None
 
@@ -62,19 +63,19 @@ class RowsModel(QAbstractTableModel):
 def table_view(model, *, stretch: int | None = None) -> QTableView:
     view = QTableView()
     view.setModel(model)
-    view.setSelectionBehavior(QAbstractItemView.SelectRows)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     view.verticalHeader().hide()
     view.verticalHeader().setDefaultSectionSize(24)
     view.setAlternatingRowColors(True)
     view.setShowGrid(False)
     view.setWordWrap(False)
-    view.setTextElideMode(Qt.ElideRight)
-    view.setEditTriggers(QAbstractItemView.NoEditTriggers)
+    view.setTextElideMode(Qt.TextElideMode.ElideRight)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     header = view.horizontalHeader()
     header.setHighlightSections(False)
-    header.setSectionResizeMode(QHeaderView.ResizeToContents)
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     if stretch is not None:
-        header.setSectionResizeMode(stretch, QHeaderView.Stretch)
+        header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
     return view
 
 
@@ -84,9 +85,9 @@ def write_csv(model, path: str | Path) -> int:
     columns = range(model.columnCount())
     with AtomicOutput(path, newline="") as f:  # evaluator/outfiles.py's rule
         out = csv.writer(f)
-        out.writerow([model.headerData(c, Qt.Horizontal, Qt.DisplayRole) for c in columns])
+        out.writerow([model.headerData(c, Qt.Orientation.Horizontal, Qt.ItemDataRole.DisplayRole) for c in columns])
         for r in range(model.rowCount()):
-            out.writerow([model.data(model.index(r, c), Qt.DisplayRole) or "" for c in columns])
+            out.writerow([model.data(model.index(r, c), Qt.ItemDataRole.DisplayRole) or "" for c in columns])
     return model.rowCount()
 
 

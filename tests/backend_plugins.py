@@ -5,13 +5,14 @@ each batch, so that a test can interrupt, cancel, kill or contest a run while it
 vlmdesk's spec syntax: a test asks for it with the `slow_backend` fixture (import it into the test module), which
 names this module in VLMDESK_PLUGINS for the test and for every `vlmdesk` child process it starts.
 """
+
 from __future__ import annotations
 
 import math
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pytest
 
@@ -48,12 +49,19 @@ def _options(rest: str, context: BuildContext) -> SlowBaseline:
     return SlowBaseline(kind, seed=seed, frequent=context.frequent_answer, delay_ms=delay_ms)
 
 
-BACKENDS = (BackendEntry(
-    name="slow", syntax="slow:random|first|frequent[?delay_ms=N&seed=N]",
-    help="tests only: a baseline that waits delay_ms before each batch",
-    build=_options, fields=(Field("", "Kind", "choice", choices=KINDS, required=True),
-                            Field("delay_ms", "Delay per batch (ms)", "int")),
-    examples=("slow:random?delay_ms=20",)),)
+BACKENDS = (
+    BackendEntry(
+        name="slow",
+        syntax="slow:random|first|frequent[?delay_ms=N&seed=N]",
+        help="tests only: a baseline that waits delay_ms before each batch",
+        build=_options,
+        fields=(
+            Field("", "Kind", "choice", choices=KINDS, required=True),
+            Field("delay_ms", "Delay per batch (ms)", "int"),
+        ),
+        examples=("slow:random?delay_ms=20",),
+    ),
+)
 
 
 def plugin_env(env: dict | None = None) -> dict:

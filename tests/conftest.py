@@ -1,5 +1,6 @@
 """Shared test setup: Qt renders offscreen, no test touches the user's real workspace or the network hub, and every
 test is marked by what it does (gui, subprocess, model, server, property, slow, fast; see the end of this file)."""
+
 import inspect
 import os
 import types
@@ -99,8 +100,13 @@ def _unwrap(func):
 
 def _functions(obj) -> list[types.FunctionType]:
     """A function, or a class's methods; only what is written under tests/ (production code is not read)."""
-    found = [obj] if isinstance(obj, types.FunctionType) else [
-        f for f in vars(obj).values() if isinstance(f, types.FunctionType)] if isinstance(obj, type) else []
+    found = (
+        [obj]
+        if isinstance(obj, types.FunctionType)
+        else [f for f in vars(obj).values() if isinstance(f, types.FunctionType)]
+        if isinstance(obj, type)
+        else []
+    )
     return [f for f in found if _under_tests(f.__code__.co_filename)]
 
 
@@ -132,8 +138,9 @@ def _reachable_names(root) -> frozenset[str]:
             seen.add(func)
             used = _names_in(func.__code__)
             names |= used
-            following += [func.__globals__[n] for n in used
-                          if isinstance(func.__globals__.get(n), (types.FunctionType, type))]
+            following += [
+                func.__globals__[n] for n in used if isinstance(func.__globals__.get(n), (types.FunctionType, type))
+            ]
         frontier = following
     return frozenset(names)
 
@@ -150,7 +157,8 @@ def pytest_collection_modifyitems(config, items):
         params = {v for v in getattr(getattr(item, "callspec", None), "params", {}).values() if isinstance(v, str)}
         # A model fixture used, passed as a parameter, or asked for by a name built from "tiny_" (getfixturevalue).
         if (fixtures | params | names) & MODEL_FIXTURES or (
-                "getfixturevalue" in names and any(n.startswith("tiny_") for n in names)):
+            "getfixturevalue" in names and any(n.startswith("tiny_") for n in names)
+        ):
             marks |= {"model", "slow"}
         if getattr(getattr(item, "function", None), "is_hypothesis_test", False):
             marks |= {"property", "slow"}

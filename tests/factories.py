@@ -1,4 +1,5 @@
 """Builders of benchmark files for tests and benches: MMBench-shaped TSVs with real JPEGs and circular copies."""
+
 from __future__ import annotations
 
 import base64
@@ -9,12 +10,30 @@ from pathlib import Path
 
 from PIL import Image
 
-HEADER = ["index", "question", "hint", "A", "B", "C", "D", "answer", "category", "image", "source", "l2-category",
-          "comment", "split"]
-CATEGORIES = [("image_scene", "coarse_perception"), ("ocr", "finegrained_perception (instance-level)"),
-              ("spatial_relationship", "finegrained_perception (cross-instance)"),
-              ("function_reasoning", "attribute_reasoning"), ("social_relation", "relation_reasoning"),
-              ("future_prediction", "logic_reasoning")]
+HEADER = [
+    "index",
+    "question",
+    "hint",
+    "A",
+    "B",
+    "C",
+    "D",
+    "answer",
+    "category",
+    "image",
+    "source",
+    "l2-category",
+    "comment",
+    "split",
+]
+CATEGORIES = [
+    ("image_scene", "coarse_perception"),
+    ("ocr", "finegrained_perception (instance-level)"),
+    ("spatial_relationship", "finegrained_perception (cross-instance)"),
+    ("function_reasoning", "attribute_reasoning"),
+    ("social_relation", "relation_reasoning"),
+    ("future_prediction", "logic_reasoning"),
+]
 
 
 def jpeg_bytes(seed: int, side: int = 160, quality: int = 80) -> bytes:
@@ -32,8 +51,9 @@ def png_bytes(color=(200, 30, 30), size=(8, 8)) -> bytes:
     return buf.getvalue()
 
 
-def mmbench_rows(n_questions: int, *, seed: int = 0, circular: bool = True, with_answer: bool = True,
-                 image_side: int = 160):
+def mmbench_rows(
+    n_questions: int, *, seed: int = 0, circular: bool = True, with_answer: bool = True, image_side: int = 160
+):
     """Yield TSV rows (dicts) shaped like MMBench-dev: originals first, then rotated copies at index + k*1e6."""
     rng = random.Random(seed)
     originals = []
@@ -42,12 +62,19 @@ def mmbench_rows(n_questions: int, *, seed: int = 0, circular: bool = True, with
         options = [f"option {i}-{j} {rng.choice(['red', 'blue', 'cat', 'dog', '12', '112'])}" for j in range(n_opt)]
         answer = rng.randrange(n_opt)
         cat, l2 = CATEGORIES[i % len(CATEGORIES)]
-        row = {"index": str(i), "question": f"Question {i}: which option is right?",
-               "hint": rng.choice(["nan", "A hint about the picture."]),
-               **{L: (options[j] if j < n_opt else "") for j, L in enumerate("ABCD")},
-               "answer": "ABCD"[answer] if with_answer else None, "category": cat,
-               "image": base64.b64encode(jpeg_bytes(seed * 100_003 + i, image_side)).decode(),
-               "source": "generated", "l2-category": l2, "comment": "nan", "split": "dev"}
+        row = {
+            "index": str(i),
+            "question": f"Question {i}: which option is right?",
+            "hint": rng.choice(["nan", "A hint about the picture."]),
+            **{L: (options[j] if j < n_opt else "") for j, L in enumerate("ABCD")},
+            "answer": "ABCD"[answer] if with_answer else None,
+            "category": cat,
+            "image": base64.b64encode(jpeg_bytes(seed * 100_003 + i, image_side)).decode(),
+            "source": "generated",
+            "l2-category": l2,
+            "comment": "nan",
+            "split": "dev",
+        }
         originals.append((row, options, answer))
         yield row
     if not circular:
@@ -58,8 +85,12 @@ def mmbench_rows(n_questions: int, *, seed: int = 0, circular: bool = True, with
             if k >= n:
                 continue
             rotated = options[k:] + options[:k]
-            copy = dict(row, index=str(int(row["index"]) + k * 1_000_000), image=row["index"],
-                        **{L: (rotated[j] if j < n else "") for j, L in enumerate("ABCD")})
+            copy = dict(
+                row,
+                index=str(int(row["index"]) + k * 1_000_000),
+                image=row["index"],
+                **{L: (rotated[j] if j < n else "") for j, L in enumerate("ABCD")},
+            )
             if with_answer:
                 copy["answer"] = "ABCD"[(answer - k) % n]
             yield copy

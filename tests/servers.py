@@ -4,6 +4,7 @@ The fault server (http.server in a thread on 127.0.0.1) answers each request wit
 (the last step repeats) and records every request it received, so request and retry counts are exact.
 `transformers_serve` starts `transformers serve <model dir> --device cpu` on a free port and stops it afterwards.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -20,7 +21,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
 
 # ---- the fault server -------------------------------------------------------------------------------------
 
@@ -41,7 +41,10 @@ def ok(text: str = "B") -> Step:
 
 def completion(text: str | None) -> dict:
     return {
-        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "m",
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
@@ -65,8 +68,9 @@ class FaultServer:
                 body = json.loads(raw) if raw else None
                 with server._lock:
                     n = len(server.requests)
-                    server.requests.append({"path": self.path, "body": body,
-                                            "headers": {k.lower(): v for k, v in self.headers.items()}})
+                    server.requests.append(
+                        {"path": self.path, "body": body, "headers": {k.lower(): v for k, v in self.headers.items()}}
+                    )
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
@@ -102,8 +106,7 @@ class FaultServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self._thread.start()
 
     def close(self):
@@ -149,10 +152,26 @@ def transformers_serve(model_dir, log_dir: Path, *, startup_s: float = 120):
     port = free_port()
     log_path = Path(log_dir) / "server.log"
     # No hub, and no PyPI "newer version available" check at CLI start (huggingface_hub's check_cli_update).
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_HUB_DISABLE_UPDATE_CHECK="1",
-               TOKENIZERS_PARALLELISM="false")
-    cmd = [sys.executable, "-m", "transformers.cli.transformers", "serve", model,
-           "--device", "cpu", "--host", "127.0.0.1", "--port", str(port)]
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        HF_HUB_DISABLE_UPDATE_CHECK="1",
+        TOKENIZERS_PARALLELISM="false",
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "transformers.cli.transformers",
+        "serve",
+        model,
+        "--device",
+        "cpu",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     with open(log_path, "wb") as log_file:
         proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=env)
     base_url = f"http://127.0.0.1:{port}/v1"

@@ -4,6 +4,7 @@ Issue 12, items 3 and 6: `--limit 99999999999999999999` printed an OverflowError
 stopped `runs --scores`, `report` and the app; huge ids in report / run-items / export-predictions / rescore /
 --resume, a huge --seed or items --limit, and a template `{question:>999999999}` gave tracebacks.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,20 +48,45 @@ def stored_runs(path) -> list[tuple]:
 RUN = ["run", "--bench", "demo", "--model", "baseline:random"]
 
 
-@pytest.mark.parametrize("args", [
-    [*RUN, "--limit", HUGE], [*RUN, "--batch-size", HUGE], [*RUN, "--max-new-tokens", HUGE],
-    [*RUN, "--seed", HUGE], [*RUN, "--seed", "-1"], [*RUN, "--limit", "1" * 5000], [*RUN, "--limit", "0"],
-    ["run", "--resume", HUGE], ["run", "--resume", "0"],
-    ["report", HUGE], ["report", "1", HUGE], ["run-items", HUGE], ["export-predictions", HUGE, "--out", "x.tsv"],
-    ["rescore", HUGE, "--extractor", "rules"], ["items", "demo", "--limit", HUGE],
-    ["align", "sample", "--run", HUGE, "--size", "1", "--name", "s"],
-    ["align", "sample", "--run", "1", "--size", HUGE, "--name", "s"],
-    ["align", "sample", "--run", "1", "--size", "1", "--seed", HUGE, "--name", "s"],
-    ["qc", "consensus", "--bench", "demo", "--run", HUGE],
-    ["qc", "text-only", "--bench", "demo", "--model", "baseline:first", "--seed", HUGE],
-    ["pope", "build", "--annotations", "a.json", "--images", ".", "--setting", "random", "--images-count", HUGE,
-     "--out", "o.jsonl"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [*RUN, "--limit", HUGE],
+        [*RUN, "--batch-size", HUGE],
+        [*RUN, "--max-new-tokens", HUGE],
+        [*RUN, "--seed", HUGE],
+        [*RUN, "--seed", "-1"],
+        [*RUN, "--limit", "1" * 5000],
+        [*RUN, "--limit", "0"],
+        ["run", "--resume", HUGE],
+        ["run", "--resume", "0"],
+        ["report", HUGE],
+        ["report", "1", HUGE],
+        ["run-items", HUGE],
+        ["export-predictions", HUGE, "--out", "x.tsv"],
+        ["rescore", HUGE, "--extractor", "rules"],
+        ["items", "demo", "--limit", HUGE],
+        ["align", "sample", "--run", HUGE, "--size", "1", "--name", "s"],
+        ["align", "sample", "--run", "1", "--size", HUGE, "--name", "s"],
+        ["align", "sample", "--run", "1", "--size", "1", "--seed", HUGE, "--name", "s"],
+        ["qc", "consensus", "--bench", "demo", "--run", HUGE],
+        ["qc", "text-only", "--bench", "demo", "--model", "baseline:first", "--seed", HUGE],
+        [
+            "pope",
+            "build",
+            "--annotations",
+            "a.json",
+            "--images",
+            ".",
+            "--setting",
+            "random",
+            "--images-count",
+            HUGE,
+            "--out",
+            "o.jsonl",
+        ],
+    ],
+)
 def test_huge_or_out_of_range_numbers_are_one_line_errors_and_store_nothing(ws_path, capsys, args):
     before = stored_runs(ws_path)
     code, out, err = cli(capsys, ws_path, *args)
@@ -80,13 +106,21 @@ def test_the_overflowing_limit_of_the_issue_through_the_real_command(ws_path):
         assert subprocess.run([*env_cmd, *args], capture_output=True, timeout=120).returncode == 0
 
 
-@pytest.mark.parametrize("spec", [
-    "baseline:random?seed=" + HUGE, "baseline:random?delay_ms=5",
-    "slow:random?delay_ms=inf", "slow:random?delay_ms=nan",
-    "openai:m@http://127.0.0.1:9/v1?concurrency=" + HUGE, "openai:m@http://127.0.0.1:9/v1?timeout=nan",
-    "openai:m@http://127.0.0.1:9/v1?timeout=1e999", "openai:m@http://127.0.0.1:9/v1?retries=" + HUGE,
-    "openai:m@http://127.0.0.1:9/v1?temperature=-3", "hf:./nowhere?batch_size=" + HUGE,
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "baseline:random?seed=" + HUGE,
+        "baseline:random?delay_ms=5",
+        "slow:random?delay_ms=inf",
+        "slow:random?delay_ms=nan",
+        "openai:m@http://127.0.0.1:9/v1?concurrency=" + HUGE,
+        "openai:m@http://127.0.0.1:9/v1?timeout=nan",
+        "openai:m@http://127.0.0.1:9/v1?timeout=1e999",
+        "openai:m@http://127.0.0.1:9/v1?retries=" + HUGE,
+        "openai:m@http://127.0.0.1:9/v1?temperature=-3",
+        "hf:./nowhere?batch_size=" + HUGE,
+    ],
+)
 @pytest.mark.usefixtures("slow_backend")
 def test_model_spec_options_are_range_checked_before_a_run_exists(ws_path, capsys, spec):
     code, _, err = cli(capsys, ws_path, "run", "--bench", "demo", "--model", spec)
@@ -94,15 +128,18 @@ def test_model_spec_options_are_range_checked_before_a_run_exists(ws_path, capsy
     assert len(stored_runs(ws_path)) == 1
 
 
-@pytest.mark.parametrize("template, why", [
-    ("{question:>999999999}\n{options}", "width 999999999 is larger than 1000"),
-    ("{question:.99999}\n{options}", "precision"),
-    ("{question:d}\n{options}", "format 'd'"),
-    ("{question:{hint}}\n{options}", "format '{hint}'"),
-    ("{question!x}\n{options}", "conversion"),
-    ("{question[0]}\n{options}", "unknown field"),
-    ('{"en": "{question:>99999999999999999999}{options}"}', "larger than 1000"),
-])
+@pytest.mark.parametrize(
+    "template, why",
+    [
+        ("{question:>999999999}\n{options}", "width 999999999 is larger than 1000"),
+        ("{question:.99999}\n{options}", "precision"),
+        ("{question:d}\n{options}", "format 'd'"),
+        ("{question:{hint}}\n{options}", "format '{hint}'"),
+        ("{question!x}\n{options}", "conversion"),
+        ("{question[0]}\n{options}", "unknown field"),
+        ('{"en": "{question:>99999999999999999999}{options}"}', "larger than 1000"),
+    ],
+)
 def test_template_fields_are_checked_when_the_template_is_read(ws_path, capsys, tmp_path, template, why):
     path = tmp_path / "t.txt"
     path.write_text(template)
@@ -136,7 +173,7 @@ BAD_CONFIGS = [
     '{"limit": 99999999999999999999999999, "full_passes": "yes", "seed": -5}',
     '{"limit": 1e999, "batch_size": "eight", "max_new_tokens": null}',
     '{"limit": NaN}',
-    '[1, 2, 3]',
+    "[1, 2, 3]",
     "[" * 100_000 + "]" * 100_000,
     '{"limit": -3, "strategy": 7, "text_only": 2}',
 ]
@@ -168,8 +205,10 @@ def test_a_garbage_stored_config_is_shown_as_such_and_never_stops_reading(ws_pat
 
 def test_a_garbage_stored_template_refuses_resume_without_failing_the_run(ws_path, capsys):
     with sqlite3.connect(ws_path) as conn:
-        conn.execute("UPDATE runs SET prompt_template = '{\"en\": \"{question:>999999999}\"}', "
-                     "status = 'interrupted' WHERE id = 1")
+        conn.execute(
+            'UPDATE runs SET prompt_template = \'{"en": "{question:>999999999}"}\', '
+            "status = 'interrupted' WHERE id = 1"
+        )
     code, _, err = cli(capsys, ws_path, "run", "--resume", "1")
     assert code == 2 and "cannot be resumed" in err and "larger than 1000" in err
     assert stored_runs(ws_path)[0][1] == "interrupted"

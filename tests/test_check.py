@@ -1,5 +1,6 @@
 """`vlmdesk check [--repair] [--json]` on real workspace files: healthy, a broken search index, orphan images, damaged
 pages, a truncated file, an older schema, a foreign file."""
+
 from __future__ import annotations
 
 import json
@@ -33,10 +34,12 @@ def _break_search_index(path) -> int:
     """An index entry for an item that does not exist, and a real item's text missing from the index (its id)."""
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO item_search (rowid, question, hint, options) VALUES (999999, 'ghost', NULL, '[]')")
-        row = conn.execute("SELECT id, question, hint, options FROM items WHERE question LIKE '%cat%' "
-                           "LIMIT 1").fetchone()
-        conn.execute("INSERT INTO item_search (item_search, rowid, question, hint, options) "
-                     "VALUES ('delete', ?, ?, ?, ?)", row)
+        row = conn.execute(
+            "SELECT id, question, hint, options FROM items WHERE question LIKE '%cat%' LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "INSERT INTO item_search (item_search, rowid, question, hint, options) VALUES ('delete', ?, ?, ?, ?)", row
+        )
     conn.close()
     return row[0]
 
@@ -44,8 +47,10 @@ def _break_search_index(path) -> int:
 def _add_orphan_images(path, n=2) -> None:
     with sqlite3.connect(path) as conn:
         for i in range(n):
-            conn.execute("INSERT INTO images (sha256, data, mime, width, height, bytes) "
-                         "VALUES (?, ?, 'image/png', 1, 1, ?)", (f"{i:064x}", bytes(1000), 1000))
+            conn.execute(
+                "INSERT INTO images (sha256, data, mime, width, height, bytes) VALUES (?, ?, 'image/png', 1, 1, ?)",
+                (f"{i:064x}", bytes(1000), 1000),
+            )
     conn.close()
 
 
@@ -132,7 +137,8 @@ def test_an_older_schema_is_reported_then_upgraded_by_repair(tmp_path):
     assert sha(path) == before  # reported, not upgraded
     code, report = check_json(path, "--repair")
     assert code == 0 and by_name(report)["schema"]["repaired"] == [
-        f"upgraded the schema from version {old} to {schema.latest_version()}"]
+        f"upgraded the schema from version {old} to {schema.latest_version()}"
+    ]
     assert path.read_bytes()[68:72] == b"VLMD"
 
 
@@ -158,8 +164,12 @@ def test_checks_are_named_entries_each_with_an_optional_repair(demo_path):
     import db.check as check_module
 
     calls = []
-    extra = check_module.Check("always_one", "a check that finds one problem", lambda ws: ["one"] if not calls else [],
-                               lambda ws: calls.append("repaired") or "fixed it")
+    extra = check_module.Check(
+        "always_one",
+        "a check that finds one problem",
+        lambda ws: ["one"] if not calls else [],
+        lambda ws: calls.append("repaired") or "fixed it",
+    )
     original = check_module.CHECKS
     check_module.CHECKS = (*original, extra)
     try:
@@ -184,12 +194,15 @@ def test_references_to_missing_rows_are_reported_and_kept(demo_path):
 
 def test_a_running_run_whose_process_is_gone_is_marked_interrupted(demo_path):
     with sqlite3.connect(demo_path) as conn:  # as a SIGKILLed run leaves it: running, owned by a dead pid
-        conn.execute("UPDATE runs SET status = 'running', owner_host = 'elsewhere', owner_pid = 1, owner_token = 't', "
-                     "owner_since = '2020-01-01T00:00:00+00:00', heartbeat_at = '2020-01-01T00:00:00+00:00'")
+        conn.execute(
+            "UPDATE runs SET status = 'running', owner_host = 'elsewhere', owner_pid = 1, owner_token = 't', "
+            "owner_since = '2020-01-01T00:00:00+00:00', heartbeat_at = '2020-01-01T00:00:00+00:00'"
+        )
     conn.close()
     code, report = check_json(demo_path)
     assert code == 1 and by_name(report)["dead_runs"]["problems"] == [
-        "run 1 (baseline:first) is stored as running, but its process is gone"]
+        "run 1 (baseline:first) is stored as running, but its process is gone"
+    ]
     code, report = check_json(demo_path, "--repair")
     assert code == 0 and by_name(report)["dead_runs"]["repaired"] == ["marked 1 run(s) interrupted: 1"]
     with sqlite3.connect(demo_path) as conn:
@@ -199,11 +212,13 @@ def test_a_running_run_whose_process_is_gone_is_marked_interrupted(demo_path):
 
 # ------------------------------------------------------------------------------ a broken or missing search index
 
+
 def _search_schema(path) -> dict:
     names = [name for _, name in schema.search_index_objects()]
     with sqlite3.connect(path) as conn:
-        rows = conn.execute(f"SELECT name, type, sql FROM sqlite_master WHERE name IN ({','.join('?' * len(names))})",
-                            names).fetchall()
+        rows = conn.execute(
+            f"SELECT name, type, sql FROM sqlite_master WHERE name IN ({','.join('?' * len(names))})", names
+        ).fetchall()
     conn.close()
     return {name: (kind, sql) for name, kind, sql in rows}
 
@@ -248,8 +263,10 @@ def test_a_broken_or_missing_search_index_is_found_and_rebuilt_from_its_one_defi
     assert proc.returncode == 0, proc.stderr
     assert _search(demo_path, "cat") == found_before
     with open_workspace(demo_path) as ws:
-        assert ws.conn.execute("SELECT count(*) FROM item_search").fetchone()[0] == \
-            ws.conn.execute("SELECT count(*) FROM items").fetchone()[0]
+        assert (
+            ws.conn.execute("SELECT count(*) FROM item_search").fetchone()[0]
+            == ws.conn.execute("SELECT count(*) FROM items").fetchone()[0]
+        )
     code, report = check_json(demo_path)
     assert code == 0 and report["healthy"], report
 

@@ -1,4 +1,5 @@
 """Every command and subcommand explains each of its arguments and shows at least one example."""
+
 import argparse
 
 from vlmdesk.cli import build_parser
@@ -15,8 +16,11 @@ def _parsers(parser, path=()):
 def test_every_argument_has_help_and_every_command_an_example():
     missing = []
     for path, parser in _parsers(build_parser()):
-        missing += [f"{' '.join(path)} {a.option_strings or a.dest}" for a in parser._actions
-                    if a.help is None and not isinstance(a, argparse._SubParsersAction)]
+        missing += [
+            f"{' '.join(path)} {a.option_strings or a.dest}"
+            for a in parser._actions
+            if a.help is None and not isinstance(a, argparse._SubParsersAction)
+        ]
         if path and "example" not in (parser.epilog or ""):
             missing.append(f"{' '.join(path)}: no example")
     assert missing == []

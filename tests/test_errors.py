@@ -1,5 +1,6 @@
 """How `vlmdesk` fails: one line on stderr and a meaningful exit status for bad files, read-only workspaces, full
 disks and bugs — never a traceback. Real `vlmdesk` subprocesses on real files; the app through its real window."""
+
 from __future__ import annotations
 
 import hashlib
@@ -64,8 +65,9 @@ sys.exit(cli.main(sys.argv[1:]))
 
 def test_a_bug_is_one_line_naming_the_log_that_holds_its_traceback(tmp_path):
     logs = tmp_path / "logs"
-    proc = vlmdesk("--workspace", str(tmp_path / "ws.sqlite"), "benchmarks", code=_BUG,
-                   env={"VLMDESK_LOG_DIR": str(logs)})
+    proc = vlmdesk(
+        "--workspace", str(tmp_path / "ws.sqlite"), "benchmarks", code=_BUG, env={"VLMDESK_LOG_DIR": str(logs)}
+    )
     assert proc.returncode == 1
     line = one_line_error(proc)
     assert line.startswith("error: internal error: RuntimeError: boom second line of the message — traceback in ")
@@ -83,8 +85,9 @@ def test_a_key_in_a_bug_message_reaches_neither_the_line_nor_the_log(tmp_path):
     key = "sk-" + "Q7x" * 12
     code = _BUG.replace('"boom\\nsecond line of the message"', f'"Incorrect API key provided: {key}"')
     logs = tmp_path / "logs"
-    proc = vlmdesk("--workspace", str(tmp_path / "ws.sqlite"), "benchmarks", code=code,
-                   env={"VLMDESK_LOG_DIR": str(logs)})
+    proc = vlmdesk(
+        "--workspace", str(tmp_path / "ws.sqlite"), "benchmarks", code=code, env={"VLMDESK_LOG_DIR": str(logs)}
+    )
     line = one_line_error(proc)
     assert proc.returncode == 1 and "Incorrect API key provided" in line
     log_text = (logs / "vlmdesk.log").read_text()
@@ -95,25 +98,42 @@ def test_a_key_in_a_bug_message_reaches_neither_the_line_nor_the_log(tmp_path):
 def test_a_bug_is_still_one_line_when_the_log_cannot_be_written(tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the log folder should be")
-    proc = vlmdesk("--workspace", str(tmp_path / "ws.sqlite"), "benchmarks", code=_BUG,
-                   env={"VLMDESK_LOG_DIR": str(blocker / "logs")})
+    proc = vlmdesk(
+        "--workspace",
+        str(tmp_path / "ws.sqlite"),
+        "benchmarks",
+        code=_BUG,
+        env={"VLMDESK_LOG_DIR": str(blocker / "logs")},
+    )
     assert proc.returncode == 1
     assert "the traceback could not be written" in one_line_error(proc)
 
 
 def test_a_plain_value_error_is_a_bug_not_a_usage_error(tmp_path):
     code = _BUG.replace('RuntimeError("boom\\nsecond line of the message")', 'ValueError("unexpected")')
-    proc = vlmdesk("--workspace", str(tmp_path / "ws.sqlite"), "benchmarks", code=code,
-                   env={"VLMDESK_LOG_DIR": str(tmp_path / "logs")})
+    proc = vlmdesk(
+        "--workspace",
+        str(tmp_path / "ws.sqlite"),
+        "benchmarks",
+        code=code,
+        env={"VLMDESK_LOG_DIR": str(tmp_path / "logs")},
+    )
     assert proc.returncode == 1 and "internal error: ValueError: unexpected" in one_line_error(proc)
 
 
 def test_a_wrong_sql_statement_is_a_bug_not_a_workspace_problem(tmp_path):
-    code = _BUG.replace('raise RuntimeError("boom\\nsecond line of the message")',
-                        'ws = cli.open_from_args(args); ws.conn.execute("SELECT x FROM no_such_table")')
+    code = _BUG.replace(
+        'raise RuntimeError("boom\\nsecond line of the message")',
+        'ws = cli.open_from_args(args); ws.conn.execute("SELECT x FROM no_such_table")',
+    )
     open_workspace(tmp_path / "ws.sqlite").close()
-    proc = vlmdesk("--workspace", str(tmp_path / "ws.sqlite"), "benchmarks", code=code,
-                   env={"VLMDESK_LOG_DIR": str(tmp_path / "logs")})
+    proc = vlmdesk(
+        "--workspace",
+        str(tmp_path / "ws.sqlite"),
+        "benchmarks",
+        code=code,
+        env={"VLMDESK_LOG_DIR": str(tmp_path / "logs")},
+    )
     assert proc.returncode == 1
     assert "internal error: OperationalError: no such table: no_such_table" in one_line_error(proc)
 
@@ -144,8 +164,10 @@ def _truncated(path: Path) -> None:
 
 BAD_FILES = {
     "not-sqlite": (lambda p: p.write_bytes(b"just some text\n" * 300), "not a SQLite database"),
-    "foreign": (lambda p: (p.unlink(), sqlite3.connect(p).execute("CREATE TABLE notes (x)").connection.close()),
-                "not a vlmdesk workspace"),
+    "foreign": (
+        lambda p: (p.unlink(), sqlite3.connect(p).execute("CREATE TABLE notes (x)").connection.close()),
+        "not a vlmdesk workspace",
+    ),
     "newer": (_newer, "newer than this vlmdesk"),
     "truncated": (_truncated, "damaged (truncated"),
     "damaged": (lambda p: garble_page(p, "benchmarks"), "damaged (database disk image is malformed)"),
@@ -179,8 +201,13 @@ def test_commands_on_a_damaged_page_say_so_in_one_line(demo_path, command):
 
 # ------------------------------------------------------------------------------------------------ read-only
 
-READING = [["benchmarks"], ["items", "demo", "--limit", "3"], ["show", "demo", "1", "--json"], ["runs"],
-           ["report", "1", "--json"]]
+READING = [
+    ["benchmarks"],
+    ["items", "demo", "--limit", "3"],
+    ["show", "demo", "1", "--json"],
+    ["runs"],
+    ["report", "1", "--json"],
+]
 
 
 def test_read_only_option_reads_everything_and_writes_nothing(demo_path, tmp_path):
@@ -188,12 +215,16 @@ def test_read_only_option_reads_everything_and_writes_nothing(demo_path, tmp_pat
     for command in READING:
         proc = vlmdesk("--workspace", str(demo_path), "--read-only", *command)
         assert proc.returncode == 0 and proc.stdout.strip(), (command, proc.stderr)
-    proc = vlmdesk("--read-only", "--workspace", str(demo_path), "export-predictions", "1", "--out",
-                   str(tmp_path / "p.tsv"))
+    proc = vlmdesk(
+        "--read-only", "--workspace", str(demo_path), "export-predictions", "1", "--out", str(tmp_path / "p.tsv")
+    )
     assert proc.returncode == 0 and (tmp_path / "p.tsv").stat().st_size > 0
     tsv = write_tsv(tmp_path / "new.tsv", list(mmbench_rows(3, seed=1)))
-    for command in (["import", str(tsv)], ["run", "--bench", "demo", "--model", "baseline:random", "--new"],
-                    ["models", "add", "m", "baseline:first"]):
+    for command in (
+        ["import", str(tsv)],
+        ["run", "--bench", "demo", "--model", "baseline:random", "--new"],
+        ["models", "add", "m", "baseline:first"],
+    ):
         proc = vlmdesk("--workspace", str(demo_path), "--read-only", *command)
         assert proc.returncode == 2, (command, proc.stderr)
         assert one_line_error(proc) == f"error: {demo_path}: workspace is read-only"
@@ -235,8 +266,9 @@ def test_a_file_that_cannot_be_written_opens_read_only(demo_path, where):
         for command in READING:
             proc = vlmdesk("--workspace", str(path), *command, prefix=prefix, env=env)
             assert proc.returncode == 0 and proc.stdout.strip(), (command, proc.stderr)
-        proc = vlmdesk("--workspace", str(path), "export-predictions", "1", "--out", str(out / "p.tsv"),
-                       prefix=prefix, env=env)
+        proc = vlmdesk(
+            "--workspace", str(path), "export-predictions", "1", "--out", str(out / "p.tsv"), prefix=prefix, env=env
+        )
         assert proc.returncode == 0 and (out / "p.tsv").stat().st_size > 0, proc.stderr
         if where == "folder":  # the file itself is writable, but SQLite could not create its -wal beside it
             tsv = write_tsv(out / "new.tsv", list(mmbench_rows(3, seed=1)))
@@ -346,9 +378,18 @@ def test_a_workspace_with_an_unreadable_migration_record_is_damaged_not_foreign(
     assert sha(demo_path) == before
 
 
-READ_ONLY_COMMANDS = [["benchmarks"], ["items", "demo"], ["show", "demo", "1"], ["runs"], ["report", "1"],
-                      ["export-predictions", "1", "--out", "{tmp}/p.tsv"], ["run-items", "1"], ["check"],
-                      ["rescore", "1", "--extractor", "rules"], ["qc", "list", "--bench", "demo"]]
+READ_ONLY_COMMANDS = [
+    ["benchmarks"],
+    ["items", "demo"],
+    ["show", "demo", "1"],
+    ["runs"],
+    ["report", "1"],
+    ["export-predictions", "1", "--out", "{tmp}/p.tsv"],
+    ["run-items", "1"],
+    ["check"],
+    ["rescore", "1", "--extractor", "rules"],
+    ["qc", "list", "--bench", "demo"],
+]
 
 
 @pytest.mark.parametrize("command", READ_ONLY_COMMANDS, ids=lambda c: c[0])
@@ -383,14 +424,16 @@ def test_read_only_commands_create_no_companion_files(demo_path):
     for command in READING:
         proc = vlmdesk("--workspace", str(demo_path), "--read-only", *command)
         assert proc.returncode == 0, (command, proc.stderr)
-        assert sorted(p.name for p in demo_path.parent.iterdir() if p.name.startswith("demo.sqlite")) == \
-            ["demo.sqlite"], command
+        assert sorted(p.name for p in demo_path.parent.iterdir() if p.name.startswith("demo.sqlite")) == [
+            "demo.sqlite"
+        ], command
     assert sha(demo_path) == before
 
 
 @pytest.mark.parametrize("table", ["runs", "predictions"])
-def test_the_app_keeps_the_open_workspace_when_another_has_a_damaged_page_its_views_read(demo_path, tmp_path, qtbot,
-                                                                                        monkeypatch, table):
+def test_the_app_keeps_the_open_workspace_when_another_has_a_damaged_page_its_views_read(
+    demo_path, tmp_path, qtbot, monkeypatch, table
+):
     from gui.main_window import MainWindow
     from gui.prefs import Preferences, PreferencesFile
 

@@ -18,6 +18,7 @@ Regenerate after an intended change of output, then review `git diff tests/data/
 
     VLMDESK_REGEN_GOLDEN=1 pytest tests/test_golden.py
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,7 @@ import os
 import re
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -39,52 +40,174 @@ REGEN = os.environ.get("VLMDESK_REGEN_GOLDEN") == "1"
 
 # Times stamped while the test runs (later than its start); the fixed times of merged records stay as they are.
 VOLATILE_FIELDS = ("imported_at", "created_at", "finished_at", "exported_at", "decided_at")
-_VOLATILE = re.compile(r'"(%s)": "((?:[^"\\]|\\.)*)"' % "|".join(VOLATILE_FIELDS))
+_VOLATILE = re.compile(r'"(' + "|".join(VOLATILE_FIELDS) + r')": "((?:[^"\\]|\\.)*)"')
 # An image written inline (base64 in a TSV cell) is compared by its digest: the demo's photos would weigh 600 KB.
 _BASE64 = re.compile(r"(?<=[\t\n\"])[A-Za-z0-9+/]{200,}={0,2}(?=[\t\n\"])")
 
 # Answers that real models give, some read differently by the official and the strict parser ("NO" -> yes).
-PHRASES = ["Yes, there is.", "No.", "NO", "No!", "not at all", "There is no dog", "yes", "I think not", "", "Yes",
-           "No, there is not.", "no", "Nope", "It is not present.", "Yes!", "I don't see one.", "Certainly", "maybe"]
-POPE_SLICES = {"random": "coco_pope_random.json", "popular": "coco_pope_popular.json",
-               "adversarial": "coco_pope_adversarial.json"}
+PHRASES = [
+    "Yes, there is.",
+    "No.",
+    "NO",
+    "No!",
+    "not at all",
+    "There is no dog",
+    "yes",
+    "I think not",
+    "",
+    "Yes",
+    "No, there is not.",
+    "no",
+    "Nope",
+    "It is not present.",
+    "Yes!",
+    "I don't see one.",
+    "Certainly",
+    "maybe",
+]
+POPE_SLICES = {
+    "random": "coco_pope_random.json",
+    "popular": "coco_pope_popular.json",
+    "adversarial": "coco_pope_adversarial.json",
+}
 
 # Records merged with `reviews import` / `qc import-decisions`: fixed ids and times, so nothing in them is volatile.
 REVIEWS = [
-    {"id": "00000000-0000-4000-8000-000000000001", "benchmark": "demo", "index": 5, "annotator": "ana",
-     "verdict": "wrong_answer", "answer": "B", "note": "the key is off", "seconds": 4.5, "at": "2026-01-02T10:00:00Z"},
+    {
+        "id": "00000000-0000-4000-8000-000000000001",
+        "benchmark": "demo",
+        "index": 5,
+        "annotator": "ana",
+        "verdict": "wrong_answer",
+        "answer": "B",
+        "note": "the key is off",
+        "seconds": 4.5,
+        "at": "2026-01-02T10:00:00Z",
+    },
     # QC corrects item 2 to A: two sources correcting differently apply neither (not_applied).
-    {"id": "00000000-0000-4000-8000-000000000007", "benchmark": "demo", "index": 2, "annotator": "ben",
-     "verdict": "wrong_answer", "answer": "C", "at": "2026-01-02T10:06:00Z"},
-    {"id": "00000000-0000-4000-8000-000000000002", "benchmark": "demo", "index": 6, "annotator": "ana",
-     "verdict": "ambiguous", "at": "2026-01-02T10:01:00Z"},
-    {"id": "00000000-0000-4000-8000-000000000003", "benchmark": "demo", "index": 7, "annotator": "ana",
-     "verdict": "bad_image", "at": "2026-01-02T10:02:00Z"},
-    {"id": "00000000-0000-4000-8000-000000000004", "benchmark": "demo", "index": 7, "annotator": "ana",
-     "verdict": "undo", "withdraws": "00000000-0000-4000-8000-000000000003", "at": "2026-01-02T10:03:00Z"},
-    {"id": "00000000-0000-4000-8000-000000000005", "benchmark": "demo", "index": 8, "annotator": "ana",
-     "verdict": "ok", "at": "2026-01-02T10:04:00Z"},
-    {"id": "00000000-0000-4000-8000-000000000006", "benchmark": "demo", "index": 8, "annotator": "ben",
-     "verdict": "text_answerable", "at": "2026-01-02T10:05:00Z"},
+    {
+        "id": "00000000-0000-4000-8000-000000000007",
+        "benchmark": "demo",
+        "index": 2,
+        "annotator": "ben",
+        "verdict": "wrong_answer",
+        "answer": "C",
+        "at": "2026-01-02T10:06:00Z",
+    },
+    {
+        "id": "00000000-0000-4000-8000-000000000002",
+        "benchmark": "demo",
+        "index": 6,
+        "annotator": "ana",
+        "verdict": "ambiguous",
+        "at": "2026-01-02T10:01:00Z",
+    },
+    {
+        "id": "00000000-0000-4000-8000-000000000003",
+        "benchmark": "demo",
+        "index": 7,
+        "annotator": "ana",
+        "verdict": "bad_image",
+        "at": "2026-01-02T10:02:00Z",
+    },
+    {
+        "id": "00000000-0000-4000-8000-000000000004",
+        "benchmark": "demo",
+        "index": 7,
+        "annotator": "ana",
+        "verdict": "undo",
+        "withdraws": "00000000-0000-4000-8000-000000000003",
+        "at": "2026-01-02T10:03:00Z",
+    },
+    {
+        "id": "00000000-0000-4000-8000-000000000005",
+        "benchmark": "demo",
+        "index": 8,
+        "annotator": "ana",
+        "verdict": "ok",
+        "at": "2026-01-02T10:04:00Z",
+    },
+    {
+        "id": "00000000-0000-4000-8000-000000000006",
+        "benchmark": "demo",
+        "index": 8,
+        "annotator": "ben",
+        "verdict": "text_answerable",
+        "at": "2026-01-02T10:05:00Z",
+    },
 ]
 DECISIONS = [
-    {"id": "00000000-0000-4000-8000-000000000011", "benchmark": "demo", "index": 1, "stage": "consensus",
-     "annotator": "ana", "decision": "confirm", "reason": "ambiguous", "note": "B and C both fit",
-     "at": "2026-01-03T09:00:00Z"},
-    {"id": "00000000-0000-4000-8000-000000000012", "benchmark": "demo", "index": 2, "stage": "consensus",
-     "annotator": "ana", "decision": "confirm", "reason": "wrong_answer", "answer": "A", "old_answer": "B",
-     "at": "2026-01-03T09:01:00Z"},
-    {"id": "00000000-0000-4000-8000-000000000013", "benchmark": "demo", "index": 3, "stage": "consensus",
-     "annotator": "ana", "decision": "reject", "at": "2026-01-03T09:02:00Z"},
-    {"id": "00000000-0000-4000-8000-000000000014", "benchmark": "demo", "index": 4, "stage": "consensus",
-     "annotator": "ana", "decision": "confirm", "reason": "bad_image", "at": "2026-01-03T09:03:00Z"},
-    {"id": "00000000-0000-4000-8000-000000000015", "benchmark": "demo", "index": 4, "stage": "consensus",
-     "annotator": "ben", "decision": "reject", "at": "2026-01-03T09:04:00Z"},
-    {"id": "00000000-0000-4000-8000-000000000016", "benchmark": "demo", "index": 9, "stage": "consensus",
-     "annotator": "ana", "decision": "confirm", "reason": "other", "at": "2026-01-03T09:05:00Z"},
-    {"id": "00000000-0000-4000-8000-000000000017", "benchmark": "demo", "index": 9, "stage": "consensus",
-     "annotator": "ana", "decision": "undo", "withdraws": "00000000-0000-4000-8000-000000000016",
-     "at": "2026-01-03T09:06:00Z"},
+    {
+        "id": "00000000-0000-4000-8000-000000000011",
+        "benchmark": "demo",
+        "index": 1,
+        "stage": "consensus",
+        "annotator": "ana",
+        "decision": "confirm",
+        "reason": "ambiguous",
+        "note": "B and C both fit",
+        "at": "2026-01-03T09:00:00Z",
+    },
+    {
+        "id": "00000000-0000-4000-8000-000000000012",
+        "benchmark": "demo",
+        "index": 2,
+        "stage": "consensus",
+        "annotator": "ana",
+        "decision": "confirm",
+        "reason": "wrong_answer",
+        "answer": "A",
+        "old_answer": "B",
+        "at": "2026-01-03T09:01:00Z",
+    },
+    {
+        "id": "00000000-0000-4000-8000-000000000013",
+        "benchmark": "demo",
+        "index": 3,
+        "stage": "consensus",
+        "annotator": "ana",
+        "decision": "reject",
+        "at": "2026-01-03T09:02:00Z",
+    },
+    {
+        "id": "00000000-0000-4000-8000-000000000014",
+        "benchmark": "demo",
+        "index": 4,
+        "stage": "consensus",
+        "annotator": "ana",
+        "decision": "confirm",
+        "reason": "bad_image",
+        "at": "2026-01-03T09:03:00Z",
+    },
+    {
+        "id": "00000000-0000-4000-8000-000000000015",
+        "benchmark": "demo",
+        "index": 4,
+        "stage": "consensus",
+        "annotator": "ben",
+        "decision": "reject",
+        "at": "2026-01-03T09:04:00Z",
+    },
+    {
+        "id": "00000000-0000-4000-8000-000000000016",
+        "benchmark": "demo",
+        "index": 9,
+        "stage": "consensus",
+        "annotator": "ana",
+        "decision": "confirm",
+        "reason": "other",
+        "at": "2026-01-03T09:05:00Z",
+    },
+    {
+        "id": "00000000-0000-4000-8000-000000000017",
+        "benchmark": "demo",
+        "index": 9,
+        "stage": "consensus",
+        "annotator": "ana",
+        "decision": "undo",
+        "withdraws": "00000000-0000-4000-8000-000000000016",
+        "at": "2026-01-03T09:06:00Z",
+    },
 ]
 
 
@@ -114,8 +237,13 @@ class Vlmdesk:
     def __init__(self, tmp: Path):
         self.tmp, self.out, self.ws = tmp, tmp / "out", tmp / "ws.sqlite"
         self.out.mkdir()
-        self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-                    "PYTHONIOENCODING": "utf-8", "VLMDESK_ANNOTATOR": "golden", "VLMDESK_WORKSPACE": str(self.ws)}
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "PYTHONIOENCODING": "utf-8",
+            "VLMDESK_ANNOTATOR": "golden",
+            "VLMDESK_WORKSPACE": str(self.ws),
+        }
 
     def __call__(self, *args, save: str | None = None) -> str:
         argv = [sys.executable, "-m", "vlmdesk", "--workspace", str(self.ws), *map(str, args)]
@@ -145,8 +273,10 @@ def pope_answers(path: Path, questions: Path, shift: int, *, with_ids: bool = Fa
 
 
 def image_listing(folder: Path) -> bytes:
-    rows = [f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.stat().st_size:>8}  {f.name}\n"
-            for f in sorted(folder.iterdir())]
+    rows = [
+        f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.stat().st_size:>8}  {f.name}\n"
+        for f in sorted(folder.iterdir())
+    ]
     return "".join(rows).encode()
 
 
@@ -160,22 +290,41 @@ def produce(vd: Vlmdesk) -> None:
     for bench in ("demo", "demo-pope", "mmbench-small"):
         vd("items", bench, "--json", save=f"items-{bench}.json")
 
-    runs = [("demo", "random", "circular"), ("demo", "random", "vanilla"), ("demo", "first", "circular"),
-            ("demo", "first", "vanilla"), ("demo-pope", "random", "pope"), ("mmbench-small", "random", "circular"),
-            ("mmbench-small", "random", "vanilla"), ("mmbench-small", "first", "circular"),
-            ("mmbench-small", "first", "vanilla")]
+    runs = [
+        ("demo", "random", "circular"),
+        ("demo", "random", "vanilla"),
+        ("demo", "first", "circular"),
+        ("demo", "first", "vanilla"),
+        ("demo-pope", "random", "pope"),
+        ("mmbench-small", "random", "circular"),
+        ("mmbench-small", "random", "vanilla"),
+        ("mmbench-small", "first", "circular"),
+        ("mmbench-small", "first", "vanilla"),
+    ]
     for run_id, (bench, kind, strategy) in enumerate(runs, 1):
-        vd.run("run", "--bench", bench, "--model", f"baseline:{kind}",
-               *(["--strategy", "vanilla"] if strategy == "vanilla" else []), expect_id=run_id)
+        vd.run(
+            "run",
+            "--bench",
+            bench,
+            "--model",
+            f"baseline:{kind}",
+            *(["--strategy", "vanilla"] if strategy == "vanilla" else []),
+            expect_id=run_id,
+        )
         vd("report", run_id, "--json", save=f"report-{run_id}-{bench}-{kind}-{strategy}.json")
-    vd.run("run", "--bench", "mmbench-small", "--model", "baseline:random", "--seed", "7", "--full-passes",
-           expect_id=10)
+    vd.run(
+        "run", "--bench", "mmbench-small", "--model", "baseline:random", "--seed", "7", "--full-passes", expect_id=10
+    )
     vd("report", 10, "--json", save="report-10-mmbench-small-random-full-passes.json")
     vd("report", 1, 3, "--json", save="report-1-3.json")
 
-    exports = [(1, "export-predictions-1.tsv", ()), (4, "export-predictions-4.csv", ("--prediction", "choice")),
-               (5, "export-predictions-5.tsv", ()), (6, "export-predictions-6.tsv", ()),
-               (10, "export-predictions-10.tsv", ())]
+    exports = [
+        (1, "export-predictions-1.tsv", ()),
+        (4, "export-predictions-4.csv", ("--prediction", "choice")),
+        (5, "export-predictions-5.tsv", ()),
+        (6, "export-predictions-6.tsv", ()),
+        (10, "export-predictions-10.tsv", ()),
+    ]
     for run_id, name, extra in exports:
         vd("export-predictions", run_id, "--out", out / name, *extra, "--json", save=f"{name}.json")
 
@@ -183,38 +332,110 @@ def produce(vd: Vlmdesk) -> None:
     vd("qc", "import-decisions", write_jsonl(tmp / "decisions.jsonl", DECISIONS))
     vd("reviews", "import", write_jsonl(tmp / "reviews.jsonl", REVIEWS))
     vd("qc", "export", "demo", "--out", out / "qc-export-demo.jsonl", "--json", save="qc-export-demo.json")
-    vd("qc", "export", "demo", "--out", out / "qc-export-demo-reviews.jsonl", "--with-reviews", "--json",
-       save="qc-export-demo-reviews.json")
-    vd("qc", "export", "demo", "--out", out / "qc-export-demo.tsv", "--format", "mmbench-tsv", "--json",
-       save="qc-export-demo-tsv.json")
-    vd("qc", "export", "demo-pope", "--out", out / "qc-export-demo-pope.jsonl", "--json",
-       save="qc-export-demo-pope.json")
+    vd(
+        "qc",
+        "export",
+        "demo",
+        "--out",
+        out / "qc-export-demo-reviews.jsonl",
+        "--with-reviews",
+        "--json",
+        save="qc-export-demo-reviews.json",
+    )
+    vd(
+        "qc",
+        "export",
+        "demo",
+        "--out",
+        out / "qc-export-demo.tsv",
+        "--format",
+        "mmbench-tsv",
+        "--json",
+        save="qc-export-demo-tsv.json",
+    )
+    vd(
+        "qc",
+        "export",
+        "demo-pope",
+        "--out",
+        out / "qc-export-demo-pope.jsonl",
+        "--json",
+        save="qc-export-demo-pope.json",
+    )
 
-    vd("qc", "consensus", "--bench", "mmbench-small", "--run", 6, "--run", 8, "--json",
-       save="qc-consensus-mmbench-small.json")
+    vd(
+        "qc",
+        "consensus",
+        "--bench",
+        "mmbench-small",
+        "--run",
+        6,
+        "--run",
+        8,
+        "--json",
+        save="qc-consensus-mmbench-small.json",
+    )
     flagged = json.loads((out / "qc-consensus-mmbench-small.json").read_text())["candidates"]
     keys = {item["index"]: item["answer"] for item in json.loads((out / "items-mmbench-small.json").read_text())}
     vd("qc", "decide", "mmbench-small", flagged[0], "--confirm", "--reason", "ambiguous", "--annotator", "ana")
-    vd("qc", "decide", "mmbench-small", flagged[1], "--confirm", "--answer", "B" if keys[flagged[1]] == "A" else "A",
-       "--annotator", "ana")
+    vd(
+        "qc",
+        "decide",
+        "mmbench-small",
+        flagged[1],
+        "--confirm",
+        "--answer",
+        "B" if keys[flagged[1]] == "A" else "A",
+        "--annotator",
+        "ana",
+    )
     vd("qc", "decide", "mmbench-small", flagged[2], "--reject", "--annotator", "ana")
-    vd("qc", "export", "mmbench-small", "--out", out / "qc-export-mmbench-small.tsv", "--json",
-       save="qc-export-mmbench-small.json")
+    vd(
+        "qc",
+        "export",
+        "mmbench-small",
+        "--out",
+        out / "qc-export-mmbench-small.tsv",
+        "--json",
+        save="qc-export-mmbench-small.json",
+    )
 
     official = []
     for setting, name in POPE_SLICES.items():
-        official += ["--questions", POPE / name,
-                     "--answers", pope_answers(tmp / f"{setting}.answers.jsonl", POPE / name, len(official))]
+        official += [
+            "--questions",
+            POPE / name,
+            "--answers",
+            pope_answers(tmp / f"{setting}.answers.jsonl", POPE / name, len(official)),
+        ]
     vd("pope", "score", *official, "--parser", "official", "--json", save="pope-score-coco-official.json")
     vd("pope", "score", *official, "--parser", "strict", "--json", save="pope-score-coco-strict.json")
     gqa = POPE / "gqa_pope_seem_random.json"
     gqa_answers = pope_answers(tmp / "gqa.answers.jsonl", gqa, 3)
-    vd("pope", "score", "--questions", gqa, "--answers", gqa_answers, "--parser", "official", "--json",
-       save="pope-score-gqa-official.json")
+    vd(
+        "pope",
+        "score",
+        "--questions",
+        gqa,
+        "--answers",
+        gqa_answers,
+        "--parser",
+        "official",
+        "--json",
+        save="pope-score-gqa-official.json",
+    )
     vd("pope", "score", "--questions", gqa, "--answers", gqa_answers, "--json", save="pope-score-gqa-strict.json")
     shuffled = pope_answers(tmp / "shuffled.answers.jsonl", POPE / POPE_SLICES["random"], 5, with_ids=True)
-    vd("pope", "score", "--questions", POPE / POPE_SLICES["random"], "--answers", shuffled, "--json",
-       save="pope-score-random-by-id.json")
+    vd(
+        "pope",
+        "score",
+        "--questions",
+        POPE / POPE_SLICES["random"],
+        "--answers",
+        shuffled,
+        "--json",
+        save="pope-score-random-by-id.json",
+    )
 
     for folder in [p for p in out.iterdir() if p.is_dir()]:
         (out / f"{folder.name}.sha256").write_bytes(image_listing(folder))
@@ -233,7 +454,7 @@ def produced(tmp_path_factory) -> dict[str, bytes]:
     if REGEN and not (INPUTS / "mmbench_small.tsv").exists():
         INPUTS.mkdir(parents=True, exist_ok=True)
         write_small_tsv(INPUTS / "mmbench_small.tsv")
-    started = (datetime.now(timezone.utc) - timedelta(seconds=5)).isoformat(timespec="milliseconds")
+    started = (datetime.now(UTC) - timedelta(seconds=5)).isoformat(timespec="milliseconds")
     vd = Vlmdesk(tmp)
     produce(vd)
     outputs = {p.name: normalise(p.read_bytes(), tmp, started) for p in sorted(vd.out.iterdir())}

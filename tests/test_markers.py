@@ -3,6 +3,7 @@
 The sample gets the real conftest and the markers declared in pyproject.toml with --strict-markers, so a marker
 the conftest applies but pyproject does not declare fails here too.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SAMPLE = '''
+SAMPLE = """
 import subprocess
 import sys
 
@@ -81,7 +82,7 @@ def test_asks_for_a_model_by_name(vlm):
 @given(st.integers())
 def test_property(n):
     pass
-'''
+"""
 
 
 # Appended to the sample's conftest: one collection writes every test's markers.

@@ -1,5 +1,6 @@
 """One rule, one home: the rules evaluator/choices.py holds are not written again elsewhere (docs/architecture.md,
 "Where the rules live"). A source line that spells one of them out fails here with its file and line."""
+
 import re
 from pathlib import Path
 
@@ -12,8 +13,10 @@ COPIES = {
     "CJK ideograph ranges": (re.compile(r"\\u4e00-\\u9fff"), {"db/item_query.py"}),  # the search's tokenizer rule
     "yes/no reading": (re.compile(r"\bparse_strict\("), {"evaluator/pope.py"}),
     "POPE parser list": (re.compile(r"\{\s*\"official\":\s*parse_official"), {"evaluator/pope.py"}),
-    "passes needed in SQL": (re.compile(r"json_array_length\(i\.options\)\s*(?:ELSE|END|\)|=)|sum\(p\.correct = 1\)"),
-                             {"db/item_query.py"}),
+    "passes needed in SQL": (
+        re.compile(r"json_array_length\(i\.options\)\s*(?:ELSE|END|\)|=)|sum\(p\.correct = 1\)"),
+        {"db/item_query.py"},
+    ),
     "rotation": (re.compile(r"\(\s*i\s*\+\s*(?:k|shift)\s*\)\s*%\s*n"), set()),
     "passes needed": (re.compile(r"len\([\w.]*options\) if [\w.]*strategy == \"circular\""), set()),
 }

@@ -1,6 +1,7 @@
 """Every file a command writes follows evaluator/outfiles.py: never over a workspace (or its -wal/-shm), a FIFO, a
 device or a folder (`error: PATH: …`, exit 2, the path untouched); through a symlink (the link stays); keeping an
 existing file's mode (a new one gets the umask's); whole or not at all."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,9 +18,14 @@ from evaluator.outfiles import AtomicOutput, OutputRefused, check_output, write_
 
 def vlmdesk(ws_path, *args, umask: int | None = None) -> subprocess.CompletedProcess:
     """The real command, in a child process (PYTHONPATH is inherited, so it runs this checkout)."""
-    return subprocess.run([sys.executable, "-m", "vlmdesk", "--workspace", str(ws_path), *args], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-                          preexec_fn=None if umask is None else (lambda: os.umask(umask)))
+    return subprocess.run(
+        [sys.executable, "-m", "vlmdesk", "--workspace", str(ws_path), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        preexec_fn=None if umask is None else (lambda: os.umask(umask)),
+    )
 
 
 def md5(path) -> str:
@@ -30,8 +36,11 @@ def md5(path) -> str:
 def ws(tmp_path_factory):
     """A workspace with the demo benchmarks, a verdict, a finished baseline run (run 1) and an adjudication set."""
     path = tmp_path_factory.mktemp("outfiles") / "ws.sqlite"
-    for args in (("demo",), ("run", "--bench", "demo", "--model", "baseline:first"),
-                 ("align", "sample", "--run", "1", "--size", "3", "--name", "s1")):
+    for args in (
+        ("demo",),
+        ("run", "--bench", "demo", "--model", "baseline:first"),
+        ("align", "sample", "--run", "1", "--size", "3", "--name", "s1"),
+    ):
         done = vlmdesk(path, *args)
         assert done.returncode == 0, done.stderr
     from annotation import reviews

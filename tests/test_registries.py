@@ -1,5 +1,6 @@
 """The registries (backends, extractors, metrics), plugins named in VLMDESK_PLUGINS, the one launch path, and the
 "How to add a backend" steps of docs/architecture.md followed literally with a toy backend."""
+
 from __future__ import annotations
 
 import importlib
@@ -42,8 +43,9 @@ def cli(capsys, path, *args) -> tuple[int, str, str]:
 
 
 def vlmdesk(*args, env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "vlmdesk", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "vlmdesk", *map(str, args)], capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def write_plugin(folder: Path, name: str, text: str) -> None:
@@ -79,20 +81,29 @@ def test_the_built_in_backends_are_registered_with_their_syntax_and_form():
             assert check_spec(example) == example  # validated without loading a model or calling a server
 
 
-@pytest.mark.parametrize("spec, why", [
-    ("nope:x", "unknown model spec scheme 'nope'"), ("hf:", "bad model spec"), ("baseline", "bad model spec"),
-    ("hf:some/model?dtype=int3", "unknown dtype"), ("hf:some/model?batch_size=0", "batch_size"),
-    ("hf:some/model?colour=red", "unknown option 'colour'"), ("baseline:median", "unknown kind"),
-    ("baseline:random?delay_ms=5", "unknown option(s) delay_ms"), ("openai:m@localhost:8000", "http://"),
-])
+@pytest.mark.parametrize(
+    "spec, why",
+    [
+        ("nope:x", "unknown model spec scheme 'nope'"),
+        ("hf:", "bad model spec"),
+        ("baseline", "bad model spec"),
+        ("hf:some/model?dtype=int3", "unknown dtype"),
+        ("hf:some/model?batch_size=0", "batch_size"),
+        ("hf:some/model?colour=red", "unknown option 'colour'"),
+        ("baseline:median", "unknown kind"),
+        ("baseline:random?delay_ms=5", "unknown option(s) delay_ms"),
+        ("openai:m@localhost:8000", "http://"),
+    ],
+)
 def test_a_spec_no_backend_reads_is_refused_before_anything_loads(spec, why):
     with pytest.raises(BackendError, match=re.escape(why)):
         check_spec(spec)
 
 
 def test_a_form_filled_in_the_app_composes_the_spec_the_backend_reads():
-    hf = REGISTRY.get("hf").compose({"": "llava-hf/llava-1.5-7b-hf", "dtype": "bfloat16", "device": "",
-                                     "trust_remote_code": True})
+    hf = REGISTRY.get("hf").compose(
+        {"": "llava-hf/llava-1.5-7b-hf", "dtype": "bfloat16", "device": "", "trust_remote_code": True}
+    )
     assert hf == "hf:llava-hf/llava-1.5-7b-hf?dtype=bfloat16&trust_remote_code=1" and check_spec(hf) == hf
     api = REGISTRY.get("openai").compose({"": "qwen", "@": "http://localhost:8000/v1", "key_env": "VLLM_KEY"})
     assert api == "openai:qwen@http://localhost:8000/v1?key_env=VLLM_KEY" and check_spec(api) == api
@@ -102,17 +113,23 @@ def test_a_form_filled_in_the_app_composes_the_spec_the_backend_reads():
 def test_the_delay_hook_is_a_test_only_backend(ws_path, capsys, slow_backend):
     code, _, err = cli(capsys, ws_path, "run", "--bench", "demo", "--model", "baseline:random?delay_ms=1")
     assert code == 2 and "unknown option(s) delay_ms" in err
-    code, out, _ = cli(capsys, ws_path, "run", "--bench", "demo", "--model", "slow:random?delay_ms=1", "--limit",
-                       "3", "--json")
+    code, out, _ = cli(
+        capsys, ws_path, "run", "--bench", "demo", "--model", "slow:random?delay_ms=1", "--limit", "3", "--json"
+    )
     assert code == 0
     with open_workspace(ws_path) as ws:
         assert runs.get_run(ws, json.loads(out)["run_id"]).model_spec == "slow:random?delay_ms=1"
     # The same answers as the baseline it slows down.
-    code, out, _ = cli(capsys, ws_path, "run", "--bench", "demo", "--model", "baseline:random", "--limit", "3",
-                       "--json")
+    code, out, _ = cli(
+        capsys, ws_path, "run", "--bench", "demo", "--model", "baseline:random", "--limit", "3", "--json"
+    )
     with open_workspace(ws_path) as ws:
-        slow, fast = (ws.conn.execute("SELECT response FROM predictions WHERE run_id = ? ORDER BY item_id, pass",
-                                      (run_id,)).fetchall() for run_id in (1, json.loads(out)["run_id"]))
+        slow, fast = (
+            ws.conn.execute(
+                "SELECT response FROM predictions WHERE run_id = ? ORDER BY item_id, pass", (run_id,)
+            ).fetchall()
+            for run_id in (1, json.loads(out)["run_id"])
+        )
     assert slow == fast
 
 
@@ -159,7 +176,8 @@ def test_extractor_specs_are_read_through_the_registry(plugins):
     for bad in ("rules:x", "llm", "llm:nomodel", "regex"):
         with pytest.raises(ValueError):
             parse_extractor_spec(bad)
-    plugins(shouting="""
+    plugins(
+        shouting="""
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import ExtractorEntry
 
@@ -172,7 +190,8 @@ class Shouting:
 
 
 EXTRACTORS = (ExtractorEntry("shouting", "shouting", "a letter alone, or nothing", lambda model, ws: Shouting()),)
-""")
+"""
+    )
     assert parse_extractor_spec("shouting") == ("shouting", None)
     got = load_extractor("shouting").extract_many([("q", {"A": "x", "B": "y"}, " B "), ("q", {"A": "x"}, "x")])
     assert [e.choice for e in got] == ["B", None]
@@ -182,9 +201,11 @@ EXTRACTORS = (ExtractorEntry("shouting", "shouting", "a letter alone, or nothing
 
 
 def test_metrics_compute_the_report_figures_for_the_runs_they_apply_to(ws_path, capsys):
-    for args in (["--bench", "demo", "--model", "baseline:first"],
-                 ["--bench", "demo", "--model", "baseline:first", "--strategy", "vanilla"],
-                 ["--bench", "demo-pope", "--model", "baseline:random"]):
+    for args in (
+        ["--bench", "demo", "--model", "baseline:first"],
+        ["--bench", "demo", "--model", "baseline:first", "--strategy", "vanilla"],
+        ["--bench", "demo-pope", "--model", "baseline:random"],
+    ):
         assert cli(capsys, ws_path, "run", *args)[0] == 0
     reports = [json.loads(cli(capsys, ws_path, "report", run_id, "--json")[1]) for run_id in (1, 2, 3)]
     with open_workspace(ws_path) as ws:
@@ -192,9 +213,14 @@ def test_metrics_compute_the_report_figures_for_the_runs_they_apply_to(ws_path, 
         assert metrics.compute(ws, "circular", 1) == reports[0]["overall"]["circular"] == 0.0
         assert metrics.compute(ws, "vanilla", 2) == reports[1]["overall"]["vanilla"]
         assert metrics.compute(ws, "pope_f1", 3) == reports[2]["pope"]["official"]["f1"]
-        for name, run_id, why in (("circular", 2, "needs a circular run"), ("consistency", 1, "--full-passes"),
-                                  ("pope_f1", 1, "yes/no benchmark"), ("vanilla", 3, "multiple-choice"),
-                                  ("ece", 1, "unknown metric"), ("vanilla", 99, "no run 99")):
+        for name, run_id, why in (
+            ("circular", 2, "needs a circular run"),
+            ("consistency", 1, "--full-passes"),
+            ("pope_f1", 1, "yes/no benchmark"),
+            ("vanilla", 3, "multiple-choice"),
+            ("ece", 1, "unknown metric"),
+            ("vanilla", 99, "no run 99"),
+        ):
             with pytest.raises(metrics.MetricUnavailable, match=re.escape(why)):
                 metrics.compute(ws, name, run_id)
 
@@ -228,14 +254,25 @@ def test_an_unknown_name_or_a_bad_spec_is_refused_before_any_run(ws_path, capsys
 
 
 def test_qc_text_only_checks_every_model_before_running_the_first(ws_path, capsys):
-    code, _, err = cli(capsys, ws_path, "qc", "text-only", "--bench", "demo", "--model", "baseline:first",
-                       "--model", "baseline:sometimes")
+    code, _, err = cli(
+        capsys,
+        ws_path,
+        "qc",
+        "text-only",
+        "--bench",
+        "demo",
+        "--model",
+        "baseline:first",
+        "--model",
+        "baseline:sometimes",
+    )
     assert code == 2 and "unknown kind 'sometimes'" in err
     with open_workspace(ws_path) as ws:
         assert runs.list_runs(ws) == []
     assert cli(capsys, ws_path, "models", "add", "first", "baseline:first")[0] == 0
-    code, _, err = cli(capsys, ws_path, "qc", "text-only", "--bench", "demo", "--model", "baseline:first",
-                       "--model", "first")
+    code, _, err = cli(
+        capsys, ws_path, "qc", "text-only", "--bench", "demo", "--model", "baseline:first", "--model", "first"
+    )
     assert code == 2 and "a model is named twice" in err
 
 
@@ -253,8 +290,11 @@ def documented_toy_backend() -> str:
 def test_the_documented_toy_backend_runs_through_a_real_vlmdesk_run(tmp_path):
     package = tmp_path / "mine"
     write_plugin(package, "toy_backend", documented_toy_backend())  # nothing but the documented file
-    env = {**os.environ, PLUGINS_ENV: "toy_backend",
-           "PYTHONPATH": os.pathsep.join([str(package), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        PLUGINS_ENV: "toy_backend",
+        "PYTHONPATH": os.pathsep.join([str(package), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
     ws = tmp_path / "ws.sqlite"
     assert vlmdesk("--workspace", ws, "demo", env=env).returncode == 0
     helped = vlmdesk("run", "--help", env=env)
@@ -265,16 +305,23 @@ def test_the_documented_toy_backend_runs_through_a_real_vlmdesk_run(tmp_path):
     report = json.loads(vlmdesk("--workspace", ws, "report", run_id, "--json", env=env).stdout)
     assert report["model"] == "toy:last" and report["status"] == "finished" and report["questions"] == 30
     with open_workspace(ws) as opened:
-        answers = {r[0] for r in opened.conn.execute("SELECT response FROM predictions WHERE run_id = ?",
-                                                     (run_id,))}
+        answers = {r[0] for r in opened.conn.execute("SELECT response FROM predictions WHERE run_id = ?", (run_id,))}
     assert answers <= set("BCDEF") and answers  # the last letter offered, never A
     bad = vlmdesk("--workspace", ws, "run", "--bench", "demo", "--model", "toy:first", env=env)
     assert bad.returncode == 2 and bad.stderr == "error: toy: unknown kind 'first' (last)\n"
     saved = vlmdesk("--workspace", ws, "models", "add", "toy", "toy:last", env=env)
     assert saved.returncode == 0, saved.stderr
     # Without the plugin the spec means nothing, and says so.
-    gone = vlmdesk("--workspace", ws, "run", "--bench", "demo", "--model", "toy:last",
-                   env={k: v for k, v in env.items() if k != PLUGINS_ENV})
+    gone = vlmdesk(
+        "--workspace",
+        ws,
+        "run",
+        "--bench",
+        "demo",
+        "--model",
+        "toy:last",
+        env={k: v for k, v in env.items() if k != PLUGINS_ENV},
+    )
     assert gone.returncode == 2 and "unknown model spec scheme 'toy'" in gone.stderr
 
 
@@ -294,16 +341,19 @@ def test_formats_are_read_written_and_detected_through_the_registry(tmp_path, ca
         main(["import", "--help"])
     assert "{jsonl,mmbench-tsv,pope}" in capsys.readouterr().out
     # A format of one's own: a module whose entry names a reader (here vlmdesk's JSONL one) and an extension.
-    plugins(mine="""
+    plugins(
+        mine="""
 from evaluator.formats import FormatEntry
 
 FORMATS = (FormatEntry("mine", "mcq", "JSONL under another name", "evaluator.importers.jsonl:read_jsonl",
                        "evaluator.exporters:_write_jsonl", extensions=(".mine",)),)
-""")
+"""
+    )
     src = tmp_path / "b.mine"
     (tmp_path / "img.png").write_bytes(png_bytes())
-    src.write_text(json.dumps({"index": 1, "question": "Which?", "options": ["x", "y"], "answer": "B",
-                               "image": "img.png"}) + "\n")
+    src.write_text(
+        json.dumps({"index": 1, "question": "Which?", "options": ["x", "y"], "answer": "B", "image": "img.png"}) + "\n"
+    )
     ws = tmp_path / "ws.sqlite"
     code, out, err = cli(capsys, ws, "import", src, "--json")
     assert code == 0, err

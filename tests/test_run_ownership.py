@@ -1,5 +1,6 @@
 """Run ownership with real `vlmdesk run` processes (issue 12, item 5): a run has one executing process; a second
 one refuses in one line and leaves the run alone; a run whose process is gone reads `interrupted` until resumed."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -45,8 +46,7 @@ def run_text(ws_path, *args) -> subprocess.CompletedProcess:
 
 def scores(ws_path, run_id=1) -> dict:
     report = json.loads(run_text(ws_path, "report", str(run_id), "--json").stdout)
-    return {k: report[k] for k in ("overall", "by_l2", "by_category", "by_split", "model_calls", "undecided",
-                                   "status")}
+    return {k: report[k] for k in ("overall", "by_l2", "by_category", "by_split", "model_calls", "undecided", "status")}
 
 
 def passes(ws_path, run_id=1) -> list[tuple]:
@@ -63,8 +63,9 @@ BUSY = re.compile(r"^error: run 1 is being run by pid (\d+) on (\S+) since \S+\n
 
 def test_a_second_process_on_a_running_run_refuses_and_leaves_it_alone(two_ws):
     contested, clean = two_ws
-    first = subprocess.Popen(vlmdesk(contested, *RUN, "--json-progress"), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        vlmdesk(contested, *RUN, "--json-progress"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert json.loads(first.stdout.readline())["event"] == "start"
         # Stopped, the first process is alive but cannot finish meanwhile: no race with the checks below.
@@ -88,8 +89,10 @@ def test_a_second_process_on_a_running_run_refuses_and_leaves_it_alone(two_ws):
 
 def test_the_same_command_started_twice_at_once_runs_once(two_ws):
     contested, clean = two_ws
-    procs = [subprocess.Popen(vlmdesk(contested, *RUN), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(vlmdesk(contested, *RUN), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
     for code, err in results:
         assert "Traceback" not in err and "IntegrityError" not in err, err
@@ -149,13 +152,15 @@ def one_run(two_ws):
 
 def _own(path, *, host, pid, beat: datetime):
     with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE runs SET status = 'running', owner_host = ?, owner_pid = ?, owner_token = 'other', "
-                     "owner_since = ?, heartbeat_at = ? WHERE id = 1",
-                     (host, pid, beat.isoformat(), beat.isoformat()))
+        conn.execute(
+            "UPDATE runs SET status = 'running', owner_host = ?, owner_pid = ?, owner_token = 'other', "
+            "owner_since = ?, heartbeat_at = ? WHERE id = 1",
+            (host, pid, beat.isoformat(), beat.isoformat()),
+        )
 
 
 def test_another_hosts_run_is_alive_while_it_beats_and_interrupted_when_its_heartbeat_is_stale(one_run):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     _own(one_run, host="elsewhere.example", pid=os.getpid(), beat=now)
     with open_workspace(one_run) as ws:
         run = runs.get_run(ws, 1)
@@ -176,7 +181,7 @@ def test_a_process_whose_run_was_taken_over_stores_nothing_more(one_run):
     with open_workspace(one_run) as ws:
         me, other = runs.Owner.here(), runs.Owner("elsewhere.example", 4242, "theirs")
         runs.claim_run(ws, 1, me)
-        _own(one_run, host=other.host, pid=other.pid, beat=datetime.now(timezone.utc))
+        _own(one_run, host=other.host, pid=other.pid, beat=datetime.now(UTC))
         stray = runs.Prediction(1, 10**6, 0, (0, 1), "p", "A", "A", "A", "rules", None, True, 1.0)
         with pytest.raises(runs.RunLost):
             runs.add_predictions(ws, [stray], owner=me)

@@ -4,6 +4,7 @@ Plain functions (no pytest): each builds a model, a byte-level BPE tokenizer tra
 for VLMs, a processor, then ``save_pretrained``s everything into ``dir`` and returns it. Weights come from a
 fixed torch seed, so every build is identical.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -113,8 +114,12 @@ def build_tiny_llava(dir) -> Path:
     image_token_id = tok.convert_tokens_to_ids("<image>")
     config = LlavaConfig(
         vision_config=CLIPVisionConfig(
-            hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-            image_size=64, patch_size=16,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            image_size=64,
+            patch_size=16,
         ),
         text_config=_llama_config(tok),
         image_seq_length=16,
@@ -128,8 +133,12 @@ def build_tiny_llava(dir) -> Path:
     # CLIPImageProcessorPil: the plain CLIPImageProcessor needs torchvision, which does not load here.
     image_processor = CLIPImageProcessorPil(size={"shortest_edge": 64}, crop_size={"height": 64, "width": 64})
     processor = LlavaProcessor(
-        image_processor=image_processor, tokenizer=tok, patch_size=16, vision_feature_select_strategy="default",
-        num_additional_image_tokens=1, chat_template=_LLAVA_TEMPLATE,
+        image_processor=image_processor,
+        tokenizer=tok,
+        patch_size=16,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=_LLAVA_TEMPLATE,
     )
     return _save(model, tok, processor, dir)
 
@@ -142,13 +151,18 @@ def build_tiny_idefics3(dir) -> Path:
 
     extra = ["<fake_token_around_image>", "<image>", "<global-img>", "<end_of_utterance>"]
     tok = _tokenizer(
-        {"bos": "<|im_start|>", "eos": "<end_of_utterance>", "unk": "<unk>", "pad": "<pad>"}, extra,
+        {"bos": "<|im_start|>", "eos": "<end_of_utterance>", "unk": "<unk>", "pad": "<pad>"},
+        extra,
         _IDEFICS3_TEMPLATE,
     )
     config = Idefics3Config(
         vision_config=dict(
-            hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-            image_size=64, patch_size=16,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            image_size=64,
+            patch_size=16,
         ),
         text_config=_llama_config(tok),
         scale_factor=2,
@@ -173,7 +187,8 @@ def build_tiny_text_lm(dir) -> Path:
     from transformers import LlamaForCausalLM
 
     tok = _tokenizer(
-        {"bos": "<s>", "eos": "</s>", "unk": "<unk>", "pad": "<pad>"}, ["<|user|>", "<|assistant|>"],
+        {"bos": "<s>", "eos": "</s>", "unk": "<unk>", "pad": "<pad>"},
+        ["<|user|>", "<|assistant|>"],
         _TEXT_TEMPLATE,
     )
     torch.manual_seed(_SEED)

@@ -1,6 +1,7 @@
 """argparse types that bound every number at the door: a value out of range is argparse's one-line error
 (exit 2), never an OverflowError deep inside, and never a value stored in a run. The ranges are the ones the
 workspace can hold (db/runs.py)."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """The `vlmdesk` command: argument parsing, workspace opening, one-line errors. Work is done by the layers below."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,8 +9,8 @@ import textwrap
 
 from db.errors import EnvironmentFault, UserError
 from db.workspace import database_error, default_workspace_path, open_workspace
-from vlmdesk.errors import internal_error_line
 from vlmdesk.args import Parser, positive_int  # noqa: F401 (positive_int moved to vlmdesk/args.py)
+from vlmdesk.errors import internal_error_line
 
 
 class UsageError(UserError):
@@ -32,16 +33,35 @@ def _formatter(prog):
 
 
 def _workspace_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", metavar="PATH", default=argparse.SUPPRESS,
-                        help="workspace file (default: $VLMDESK_WORKSPACE, else the user data directory)")
-    parser.add_argument("--read-only", action="store_true", default=argparse.SUPPRESS,
-                        help="open the workspace read-only: reading commands work, writes are refused (a file that "
-                             "cannot be written opens read-only anyway)")
+    parser.add_argument(
+        "--workspace",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="workspace file (default: $VLMDESK_WORKSPACE, else the user data directory)",
+    )
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="open the workspace read-only: reading commands work, writes are refused (a file that "
+        "cannot be written opens read-only anyway)",
+    )
 
 
 # Each module has register(add): it adds its subcommands through `add(name, help=, description=, examples=)`.
-COMMAND_MODULES = ("cmd_data", "cmd_run", "cmd_pope", "cmd_qc", "cmd_extract", "cmd_align", "cmd_models", "cmd_results",
-                   "cmd_gui", "cmd_reviews", "cmd_check")
+COMMAND_MODULES = (
+    "cmd_data",
+    "cmd_run",
+    "cmd_pope",
+    "cmd_qc",
+    "cmd_extract",
+    "cmd_align",
+    "cmd_models",
+    "cmd_results",
+    "cmd_gui",
+    "cmd_reviews",
+    "cmd_check",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,8 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add(sub, name: str, *, help: str, description: str, examples: str):
-    p = sub.add_parser(name, help=help, description=description, formatter_class=_formatter,
-                       epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "))
+    p = sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        formatter_class=_formatter,
+        epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "),
+    )
     _workspace_option(p)
     return p
 

@@ -1,4 +1,5 @@
 """`vlmdesk align …`: the extractor–human alignment study from the terminal (sample, label, adjudicate, report)."""
+
 from __future__ import annotations
 
 import json
@@ -18,46 +19,71 @@ if TYPE_CHECKING:
 def register(add) -> None:
     from vlmdesk.cli import _formatter, _workspace_option
 
-    p = add("align", help="measure how well extractors agree with people (blind labelling, κ, α)",
-            description="The extractor–human alignment study. `sample` builds an adjudication set from runs; `label` "
-                        "is a blind terminal labelling loop; `adjudicate` lists annotator disagreements and records "
-                        "final labels; `report` gives alignment rates (Wilson 95 %), Cohen's κ, confusion matrices "
-                        "and inter-annotator agreement. See docs/extraction-and-alignment.md.",
-            examples="""
+    p = add(
+        "align",
+        help="measure how well extractors agree with people (blind labelling, κ, α)",
+        description="The extractor–human alignment study. `sample` builds an adjudication set from runs; `label` "
+        "is a blind terminal labelling loop; `adjudicate` lists annotator disagreements and records "
+        "final labels; `report` gives alignment rates (Wilson 95 %), Cohen's κ, confusion matrices "
+        "and inter-annotator agreement. See docs/extraction-and-alignment.md.",
+        examples="""
                 vlmdesk align sample --run 3 --run 4 --extractor 'rules+llm:openai:gpt-4o-mini' --size 50 --seed 1 --name s1
                 vlmdesk align label --set s1 --annotator ana
                 vlmdesk align adjudicate --set s1
                 vlmdesk align adjudicate --set s1 --item 17 --label B --adjudicator lead
                 vlmdesk align report --set s1 --json
-                vlmdesk align export-labels --set s1 --out s1-ana.jsonl && vlmdesk align import-labels s1-ana.jsonl""")
+                vlmdesk align export-labels --set s1 --out s1-ana.jsonl && vlmdesk align import-labels s1-ana.jsonl""",  # noqa: E501 (an example is one shell line, shown as written)
+    )
     sub = p.add_subparsers(dest="align_command", metavar="ACTION", required=True)
 
     def action(name, help, handler, example):
-        q = sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
-                           formatter_class=_formatter, epilog=f"example:\n  {example}")
+        q = sub.add_parser(
+            name,
+            help=help,
+            description=help[:1].upper() + help[1:] + ".",
+            formatter_class=_formatter,
+            epilog=f"example:\n  {example}",
+        )
         _workspace_option(q)
         q.set_defaults(handler=handler)
         return q
 
-    q = action("sample", "build an adjudication set: extractor disagreements, rules-undecided, plus a seeded sample",
-               cmd_sample, "vlmdesk align sample --run 3 --run 4 --extractor 'rules+llm:openai:gpt-4o-mini' --size 50 "
-                           "--seed 1 --name s1")
+    q = action(
+        "sample",
+        "build an adjudication set: extractor disagreements, rules-undecided, plus a seeded sample",
+        cmd_sample,
+        "vlmdesk align sample --run 3 --run 4 --extractor 'rules+llm:openai:gpt-4o-mini' --size 50 --seed 1 --name s1",
+    )
     q.add_argument("--run", type=record_id, action="append", required=True, metavar="RUN_ID", help="repeatable")
-    q.add_argument("--extractor", action="append", default=[], metavar="SPEC",
-                   help=f"repeatable; rules is always included ({EXTRACTOR_HELP})")
+    q.add_argument(
+        "--extractor",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help=f"repeatable; rules is always included ({EXTRACTOR_HELP})",
+    )
     q.add_argument("--size", type=positive_int, required=True, help="how many of the remaining responses to sample")
     q.add_argument("--seed", type=seed, default=0, help="seed of the random sample and of the shown order (default 0)")
     q.add_argument("--name", required=True, help="the set's name")
     q.add_argument("--json", action="store_true", help="print the new set as JSON")
 
-    q = action("label", "label a set blind: type the option the response chose, Z, unclear, or q to stop", cmd_label,
-               "vlmdesk align label --set s1 --annotator ana")
+    q = action(
+        "label",
+        "label a set blind: type the option the response chose, Z, unclear, or q to stop",
+        cmd_label,
+        "vlmdesk align label --set s1 --annotator ana",
+    )
     q.add_argument("--set", required=True, dest="set_name", metavar="NAME", help="the adjudication set to label")
-    q.add_argument("--annotator", required=True, metavar="NAME", type=annotator,
-                   help="your name, stored with every label")
+    q.add_argument(
+        "--annotator", required=True, metavar="NAME", type=annotator, help="your name, stored with every label"
+    )
 
-    q = action("adjudicate", "list annotator disagreements, or record a final label with --item and --label",
-               cmd_adjudicate, "vlmdesk align adjudicate --set s1 --item 17 --label B --adjudicator lead")
+    q = action(
+        "adjudicate",
+        "list annotator disagreements, or record a final label with --item and --label",
+        cmd_adjudicate,
+        "vlmdesk align adjudicate --set s1 --item 17 --label B --adjudicator lead",
+    )
     q.add_argument("--set", required=True, dest="set_name", metavar="NAME", help="the adjudication set")
     q.add_argument("--item", type=record_id, metavar="ITEM_ID", help="the disagreement to settle (ids as listed)")
     q.add_argument("--label", metavar="LETTER|Z|unclear", help="the final label for --item")
@@ -65,22 +91,35 @@ def register(add) -> None:
     q.add_argument("--note", help="why (optional)")
     q.add_argument("--json", action="store_true", help="print JSON")
 
-    q = action("report", "alignment per extractor, inter-annotator agreement, open disagreements", cmd_report,
-               "vlmdesk align report --set s1 --json")
+    q = action(
+        "report",
+        "alignment per extractor, inter-annotator agreement, open disagreements",
+        cmd_report,
+        "vlmdesk align report --set s1 --json",
+    )
     q.add_argument("--set", dest="set_name", metavar="NAME", help="default: every set")
     q.add_argument("--json", action="store_true", help="print the report as JSON")
 
     from vlmdesk.cmd_reviews import add_export_output, add_import_arguments
 
-    q = action("export-labels", "write a set's labels, adjudications and their undos as JSON Lines, oldest first",
-               cmd_export_labels, "vlmdesk align export-labels --set s1 --annotator ana --out ana-labels.jsonl")
+    q = action(
+        "export-labels",
+        "write a set's labels, adjudications and their undos as JSON Lines, oldest first",
+        cmd_export_labels,
+        "vlmdesk align export-labels --set s1 --annotator ana --out ana-labels.jsonl",
+    )
     q.add_argument("--set", required=True, dest="set_name", metavar="NAME", help="the adjudication set")
-    q.add_argument("--annotator", metavar="NAME", type=annotator,
-                   help="only this annotator's (or adjudicator's) records")
+    q.add_argument(
+        "--annotator", metavar="NAME", type=annotator, help="only this annotator's (or adjudicator's) records"
+    )
     add_export_output(q)
 
-    q = action("import-labels", "merge labels and adjudications exported from another copy of the workspace",
-               cmd_import_labels, "vlmdesk align import-labels ana-labels.jsonl --skip-bad")
+    q = action(
+        "import-labels",
+        "merge labels and adjudications exported from another copy of the workspace",
+        cmd_import_labels,
+        "vlmdesk align import-labels ana-labels.jsonl --skip-bad",
+    )
     add_import_arguments(q, "labels and adjudications")
 
 
@@ -97,14 +136,23 @@ def cmd_sample(args) -> int:
         except BackendError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    out = {"set": s.name, "items": s.items, "by_why": s.by_why, "runs": list(s.run_ids),
-           "extractors": list(s.extractors), "seed": s.seed, "sample_size": s.sample_size}
+    out = {
+        "set": s.name,
+        "items": s.items,
+        "by_why": s.by_why,
+        "runs": list(s.run_ids),
+        "extractors": list(s.extractors),
+        "seed": s.seed,
+        "sample_size": s.sample_size,
+    }
     if args.json:
         print(json.dumps(out, ensure_ascii=False))
     else:
-        print(f"set {s.name!r}: {s.items} responses to label ({s.by_why['undecided']} rules-undecided, "
-              f"{s.by_why['disagree']} extractor disagreements, {s.by_why['sample']} sampled); "
-              f"vlmdesk align label --set {s.name} --annotator NAME")
+        print(
+            f"set {s.name!r}: {s.items} responses to label ({s.by_why['undecided']} rules-undecided, "
+            f"{s.by_why['disagree']} extractor disagreements, {s.by_why['sample']} sampled); "
+            f"vlmdesk align label --set {s.name} --annotator NAME"
+        )
     return 0
 
 
@@ -134,8 +182,9 @@ def cmd_label(args) -> int:
                     print("\nstopped; labels so far are saved")
                     return 0
                 try:
-                    label = add_label(ws, task.item_id, args.annotator, line.strip(),
-                                      seconds=round(time.monotonic() - shown, 3))
+                    label = add_label(
+                        ws, task.item_id, args.annotator, line.strip(), seconds=round(time.monotonic() - shown, 3)
+                    )
                     break
                 except InvalidInput as exc:  # a typo: ask again
                     print(f"not saved: {exc}")
@@ -161,17 +210,33 @@ def cmd_adjudicate(args) -> int:
             return 0
         found = [(d, item_texts(ws, d.item_id)) for d in disagreements(ws, args.set_name)]
     if args.json:
-        print(json.dumps([{"item_id": d.item_id, "labels": d.labels, "adjudicated": d.adjudicated,
-                           "question": t.question, "options": t.options, "response": t.response} for d, t in found],
-                         ensure_ascii=False))
+        print(
+            json.dumps(
+                [
+                    {
+                        "item_id": d.item_id,
+                        "labels": d.labels,
+                        "adjudicated": d.adjudicated,
+                        "question": t.question,
+                        "options": t.options,
+                        "response": t.response,
+                    }
+                    for d, t in found
+                ],
+                ensure_ascii=False,
+            )
+        )
         return 0
     if not found:
         print("no disagreements between annotators")
     for d, t in found:
         labels = ", ".join(f"{a}: {c}" for a, c in d.labels.items())
         state = f"adjudicated {d.adjudicated}" if d.adjudicated else "open"
-        print(f"item {d.item_id} [{state}]  {labels}\n  Q: {t.question}\n  "
-              + "  ".join(f"{k}. {v}" for k, v in t.options.items()) + f"\n  response: {t.response}")
+        print(
+            f"item {d.item_id} [{state}]  {labels}\n  Q: {t.question}\n  "
+            + "  ".join(f"{k}. {v}" for k, v in t.options.items())
+            + f"\n  response: {t.response}"
+        )
     return 0
 
 
@@ -199,21 +264,28 @@ def _pct(x) -> str:
 
 def format_alignment(r: AlignmentReport) -> str:
     fin = r.final
-    lines = [f"set {r.set_name}  runs {list(r.runs)}  items {r.items} ({r.by_why['undecided']} undecided, "
-             f"{r.by_why['disagree']} disagree, {r.by_why['sample']} sampled)",
-             f"labelled {r.labelled}   final labels {fin.decided} (+{fin.unclear} unclear, {fin.ties} ties, "
-             f"{fin.adjudicated} adjudicated)",
-             f"{'extractor':<40} {'n':>4} {'aligned':>8} {'95% Wilson':>17} {'kappa':>7}"]
+    lines = [
+        f"set {r.set_name}  runs {list(r.runs)}  items {r.items} ({r.by_why['undecided']} undecided, "
+        f"{r.by_why['disagree']} disagree, {r.by_why['sample']} sampled)",
+        f"labelled {r.labelled}   final labels {fin.decided} (+{fin.unclear} unclear, {fin.ties} ties, "
+        f"{fin.adjudicated} adjudicated)",
+        f"{'extractor':<40} {'n':>4} {'aligned':>8} {'95% Wilson':>17} {'kappa':>7}",
+    ]
     for name, e in r.extractors.items():
         ci = e.overall.wilson_95
         ci_text = f"[{_pct(ci[0]).strip()}, {_pct(ci[1]).strip()}]" if ci else "-"
         kappa = "-" if e.cohen_kappa is None else f"{e.cohen_kappa:.3f}"
         lines.append(f"{name[:40]:<40} {e.overall.n:>4} {_pct(e.overall.rate):>8} {ci_text:>17} {kappa:>7}")
     inter = r.inter_annotator
-    fmt = (lambda v: "-" if v is None else f"{v:.3f}")
-    lines.append(f"annotators {', '.join(inter.annotators) or '-'}: items with ≥2 labels "
-                 f"{inter.items_with_two_or_more}, agreement {_pct(inter.percent_agreement).strip()}, "
-                 f"Cohen's kappa {fmt(inter.cohen_kappa)}, Krippendorff's alpha {fmt(inter.krippendorff_alpha)}")
+
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    lines.append(
+        f"annotators {', '.join(inter.annotators) or '-'}: items with ≥2 labels "
+        f"{inter.items_with_two_or_more}, agreement {_pct(inter.percent_agreement).strip()}, "
+        f"Cohen's kappa {fmt(inter.cohen_kappa)}, Krippendorff's alpha {fmt(inter.krippendorff_alpha)}"
+    )
     open_ = [d for d in r.disagreements if d.adjudicated is None]
     if open_:
         lines.append(f"{len(open_)} disagreement(s) to adjudicate: vlmdesk align adjudicate --set {r.set_name}")

@@ -1,21 +1,25 @@
 """`vlmdesk check`: is the workspace file healthy, and `--repair` what can be rebuilt."""
+
 from __future__ import annotations
 
 import json
 
 
 def register(add) -> None:
-    p = add("check", help="check the workspace file (integrity, search index, orphan images…) and repair it",
-            description="Check the workspace: SQLite integrity, references between tables, the search index, "
-                        "images no item uses and the schema version. Without --repair nothing is written. "
-                        "With --repair, rebuild what can be rebuilt (search index, schema upgrade, orphan images "
-                        "deleted) and say what was done; damaged pages are never written to — the way to save "
-                        "what can be read is printed instead. Run --repair while no import is running: an import "
-                        "stores its images before its items. Exit status 0 when healthy, 1 when problems remain.",
-            examples="""
+    p = add(
+        "check",
+        help="check the workspace file (integrity, search index, orphan images…) and repair it",
+        description="Check the workspace: SQLite integrity, references between tables, the search index, "
+        "images no item uses and the schema version. Without --repair nothing is written. "
+        "With --repair, rebuild what can be rebuilt (search index, schema upgrade, orphan images "
+        "deleted) and say what was done; damaged pages are never written to — the way to save "
+        "what can be read is printed instead. Run --repair while no import is running: an import "
+        "stores its images before its items. Exit status 0 when healthy, 1 when problems remain.",
+        examples="""
                 vlmdesk check
                 vlmdesk check --repair
-                vlmdesk --workspace team.sqlite check --json""")
+                vlmdesk --workspace team.sqlite check --json""",
+    )
     p.add_argument("--repair", action="store_true", help="repair what can be rebuilt, then check again")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=cmd_check)
@@ -44,6 +48,10 @@ def cmd_check(args) -> int:
         for note in report.notes:
             print(f"  note: {note}")
         problems = sum(not r.ok for r in report.results)
-        print("healthy" if report.healthy else f"{problems} check(s) found problems"
-              + ("" if args.repair else " (vlmdesk check --repair rebuilds what can be rebuilt)"))
+        print(
+            "healthy"
+            if report.healthy
+            else f"{problems} check(s) found problems"
+            + ("" if args.repair else " (vlmdesk check --repair rebuilds what can be rebuilt)")
+        )
     return 0 if report.healthy else 1

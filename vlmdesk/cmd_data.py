@@ -1,4 +1,5 @@
 """Commands over benchmarks: import, benchmarks, items, show."""
+
 from __future__ import annotations
 
 import json
@@ -17,68 +18,95 @@ MAX_IMAGE_MB_CEILING = 4096
 
 
 def register(add) -> None:
-    p = add("import", help="import a benchmark file (VLMEvalKit/MMBench TSV, POPE, JSONL)",
-            description="Import a benchmark into the workspace: all of it, or nothing (also when interrupted). Images "
-                        "are stored once, by SHA-256. MMBench's circular copies (index + k*1,000,000) are checked "
-                        "and folded into their question. Re-importing the same file does nothing. Image files must "
-                        "be regular files inside the file's folder (or --images), of at most --max-image-mb.",
-            examples="""
+    p = add(
+        "import",
+        help="import a benchmark file (VLMEvalKit/MMBench TSV, POPE, JSONL)",
+        description="Import a benchmark into the workspace: all of it, or nothing (also when interrupted). Images "
+        "are stored once, by SHA-256. MMBench's circular copies (index + k*1,000,000) are checked "
+        "and folded into their question. Re-importing the same file does nothing. Image files must "
+        "be regular files inside the file's folder (or --images), of at most --max-image-mb.",
+        examples="""
                 vlmdesk import MMBench_DEV_EN.tsv
                 vlmdesk import SEEDBench_IMG.tsv --name seed --skip-bad
                 vlmdesk import coco_pope_adversarial.json --format pope --images val2014/
                 vlmdesk import mine.jsonl --format jsonl --json
                 vlmdesk import shared.jsonl --allow-outside --max-image-mb 200
-                vlmdesk import MMBench_DEV_EN.tsv --json-progress""")
+                vlmdesk import MMBench_DEV_EN.tsv --json-progress""",
+    )
     p.add_argument("path", help="the file to import")
     p.add_argument("--name", help="benchmark name (default: from the file name, e.g. mmbench-dev-en)")
     p.add_argument("--format", dest="fmt", choices=sorted(format_names()), help="file format (default: detected)")
     p.add_argument("--images", metavar="DIR", help="folder that image paths / POPE image names are relative to")
-    p.add_argument("--setting", choices=("random", "popular", "adversarial"),
-                   help="POPE setting (default: from the file name)")
+    p.add_argument(
+        "--setting", choices=("random", "popular", "adversarial"), help="POPE setting (default: from the file name)"
+    )
     p.add_argument("--skip-bad", action="store_true", help="import the good rows and report every skipped one")
-    p.add_argument("--max-image-mb", type=int_in(1, MAX_IMAGE_MB_CEILING), default=DEFAULT_MAX_IMAGE_MB, metavar="N",
-                   help=f"refuse images (files or inline) over N MB (default {DEFAULT_MAX_IMAGE_MB}, "
-                        f"at most {MAX_IMAGE_MB_CEILING})")
-    p.add_argument("--allow-outside", action="store_true",
-                   help="read image paths that leave the file's folder (or --images): '..', absolute paths, symlinks")
-    p.add_argument("--json-progress", action="store_true",
-                   help="print progress as JSON lines on stdout: start, progress (rows read), done (the report)")
+    p.add_argument(
+        "--max-image-mb",
+        type=int_in(1, MAX_IMAGE_MB_CEILING),
+        default=DEFAULT_MAX_IMAGE_MB,
+        metavar="N",
+        help=f"refuse images (files or inline) over N MB (default {DEFAULT_MAX_IMAGE_MB}, "
+        f"at most {MAX_IMAGE_MB_CEILING})",
+    )
+    p.add_argument(
+        "--allow-outside",
+        action="store_true",
+        help="read image paths that leave the file's folder (or --images): '..', absolute paths, symlinks",
+    )
+    p.add_argument(
+        "--json-progress",
+        action="store_true",
+        help="print progress as JSON lines on stdout: start, progress (rows read), done (the report)",
+    )
     p.add_argument("--json", action="store_true", help="print the import report as JSON")
     p.set_defaults(handler=cmd_import)
 
-    p = add("demo", help="import the bundled demo benchmarks (demo, demo-pope)",
-            description="Import the demo: 30 MMBench-style questions ('demo') and 48 POPE questions ('demo-pope') "
-                        "over 12 photographs that ship with vlmdesk. The app does this on its first start; this "
-                        "command is for other workspaces and for the command line. Running it twice does nothing.",
-            examples="""
+    p = add(
+        "demo",
+        help="import the bundled demo benchmarks (demo, demo-pope)",
+        description="Import the demo: 30 MMBench-style questions ('demo') and 48 POPE questions ('demo-pope') "
+        "over 12 photographs that ship with vlmdesk. The app does this on its first start; this "
+        "command is for other workspaces and for the command line. Running it twice does nothing.",
+        examples="""
                 vlmdesk demo
-                vlmdesk --workspace /tmp/try.sqlite demo && vlmdesk --workspace /tmp/try.sqlite run --bench demo --model baseline:random""")
+                vlmdesk --workspace /tmp/try.sqlite demo && vlmdesk --workspace /tmp/try.sqlite run --bench demo --model baseline:random""",  # noqa: E501 (an example is one shell line, shown as written)
+    )
     p.set_defaults(handler=cmd_demo)
 
-    p = add("benchmarks", help="list the benchmarks in the workspace",
-            description="List benchmarks: name, kind (mcq or yesno), distinct questions, rows read, images.",
-            examples="""
+    p = add(
+        "benchmarks",
+        help="list the benchmarks in the workspace",
+        description="List benchmarks: name, kind (mcq or yesno), distinct questions, rows read, images.",
+        examples="""
                 vlmdesk benchmarks
-                vlmdesk benchmarks --json""")
+                vlmdesk benchmarks --json""",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON array")
     p.set_defaults(handler=cmd_benchmarks)
 
-    p = add("items", help="list the items (questions) of a benchmark",
-            description="List a benchmark's items in file order. --json gives index, question, hint, options, "
-                        "answer, category, l2_category, split, language, image_sha256 for each.",
-            examples="""
+    p = add(
+        "items",
+        help="list the items (questions) of a benchmark",
+        description="List a benchmark's items in file order. --json gives index, question, hint, options, "
+        "answer, category, l2_category, split, language, image_sha256 for each.",
+        examples="""
                 vlmdesk items demo
-                vlmdesk items mmbench-dev-en --json --limit 5""")
+                vlmdesk items mmbench-dev-en --json --limit 5""",
+    )
     p.add_argument("bench", help="benchmark name")
     p.add_argument("--limit", type=positive_int, help="at most N items")
     p.add_argument("--json", action="store_true", help="print a JSON array")
     p.set_defaults(handler=cmd_items)
 
-    p = add("show", help="show one item, optionally writing its image",
-            description="Print one item of a benchmark in full.",
-            examples="""
+    p = add(
+        "show",
+        help="show one item, optionally writing its image",
+        description="Print one item of a benchmark in full.",
+        examples="""
                 vlmdesk show demo 3
-                vlmdesk show mmbench-dev-en 241 --image-out /tmp/q241.jpg""")
+                vlmdesk show mmbench-dev-en 241 --image-out /tmp/q241.jpg""",
+    )
     p.add_argument("bench", help="benchmark name")
     p.add_argument("index", help="the item's index in its source file")
     p.add_argument("--image-out", metavar="FILE", help="write the item's image to FILE")
@@ -134,10 +162,17 @@ def cmd_import(args) -> int:
     try:
         with _Cancellable(), open_from_args(args) as ws:
             report = import_benchmark(
-                ws, args.path, fmt=args.fmt, name=args.name, images_dir=args.images, setting=args.setting,
-                skip_bad=args.skip_bad, progress=not args.json_progress,
+                ws,
+                args.path,
+                fmt=args.fmt,
+                name=args.name,
+                images_dir=args.images,
+                setting=args.setting,
+                skip_bad=args.skip_bad,
+                progress=not args.json_progress,
                 limits=ReadLimits(max_image_bytes=args.max_image_mb * 2**20, allow_outside=args.allow_outside),
-                on_event=_emit if args.json_progress else None)
+                on_event=_emit if args.json_progress else None,
+            )
     except KeyboardInterrupt:
         print(f"import of {args.path} interrupted; nothing was imported", file=sys.stderr)
         return 130
@@ -152,9 +187,11 @@ def cmd_import(args) -> int:
     elif report.already_imported:
         print(f"{args.path} is already imported as {report.name!r} (same content); nothing to do")
     else:
-        print(f"imported {report.name!r} ({report.kind}): {report.questions} questions from {report.rows_read} rows"
-              f" ({report.rows_folded} circular copies folded, {len(report.skipped)} skipped), "
-              f"{report.images} images ({report.images_new} new)")
+        print(
+            f"imported {report.name!r} ({report.kind}): {report.questions} questions from {report.rows_read} rows"
+            f" ({report.rows_folded} circular copies folded, {len(report.skipped)} skipped), "
+            f"{report.images} images ({report.images_new} new)"
+        )
     return 0
 
 
@@ -180,11 +217,27 @@ def cmd_benchmarks(args) -> int:
     with open_from_args(args) as ws:
         benches = catalog.list_benchmarks(ws)
     if args.json:
-        print(json.dumps([{
-            "name": b.name, "kind": b.kind, "format": b.format, "questions": b.questions, "rows_read": b.rows_read,
-            "rows_folded": b.rows_folded, "rows_skipped": b.rows_skipped, "images": b.images,
-            "imported_at": b.imported_at, "source": b.source, "setting": b.meta.get("setting"),
-        } for b in benches], ensure_ascii=False))
+        print(
+            json.dumps(
+                [
+                    {
+                        "name": b.name,
+                        "kind": b.kind,
+                        "format": b.format,
+                        "questions": b.questions,
+                        "rows_read": b.rows_read,
+                        "rows_folded": b.rows_folded,
+                        "rows_skipped": b.rows_skipped,
+                        "images": b.images,
+                        "imported_at": b.imported_at,
+                        "source": b.source,
+                        "setting": b.meta.get("setting"),
+                    }
+                    for b in benches
+                ],
+                ensure_ascii=False,
+            )
+        )
         return 0
     if not benches:
         print("no benchmarks yet: vlmdesk import FILE (or vlmdesk demo for the bundled demo)")
@@ -205,8 +258,10 @@ def cmd_items(args) -> int:
         return 0
     for i in items:
         question = i.question.replace("\n", " ")
-        print(f"{str(i.index):>8}  {i.answer or '-':<3} {(i.category or '')[:28]:<28} "
-              f"{question[:70]}{'…' if len(question) > 70 else ''}")
+        print(
+            f"{str(i.index):>8}  {i.answer or '-':<3} {(i.category or '')[:28]:<28} "
+            f"{question[:70]}{'…' if len(question) > 70 else ''}"
+        )
     return 0
 
 
@@ -239,6 +294,8 @@ def cmd_show(args) -> int:
     if not item.options:
         print(f"answer: {item.answer}")
     if image:
-        print(f"image: {item.image_sha256[:12]}… ({image[1]}, {len(image[0])} bytes)"
-              + (f" written to {args.image_out}" if args.image_out else ""))
+        print(
+            f"image: {item.image_sha256[:12]}… ({image[1]}, {len(image[0])} bytes)"
+            + (f" written to {args.image_out}" if args.image_out else "")
+        )
     return 0

@@ -1,46 +1,53 @@
 """Commands over choice extraction: extract (JSONL in, JSONL out) and rescore (a stored run, no model calls)."""
+
 from __future__ import annotations
 
 import json
 import re
 import sys
-from vlmdesk.args import record_id
 
 from evaluator.backends import BackendError
 from evaluator.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
+from vlmdesk.args import record_id
 
 _LETTER = re.compile(r"^[A-Y]$")
 
 
 def register(add) -> None:
-    p = add("extract", help="read which option free-text answers chose (rules, an LLM, or both)",
-            description="Read JSONL answers and print, per line, the option each one chose. Input lines: "
-                        '{"id": …, "question": "…", "options": {"A": "…", "B": "…"}, "response": "…"}. Output '
-                        'lines (stdout): {"id": …, "choice": "B" | "Z" | null, "stage": "rules" | "llm" | "none", '
-                        '"reason": "…"}. Z = the response chose none of the options (or refused); null = undecided. '
-                        "The whole file is checked before anything is extracted. LLM results are cached in the "
-                        f"workspace.\n\nextractors: {EXTRACTOR_HELP}",
-            examples="""
+    p = add(
+        "extract",
+        help="read which option free-text answers chose (rules, an LLM, or both)",
+        description="Read JSONL answers and print, per line, the option each one chose. Input lines: "
+        '{"id": …, "question": "…", "options": {"A": "…", "B": "…"}, "response": "…"}. Output '
+        'lines (stdout): {"id": …, "choice": "B" | "Z" | null, "stage": "rules" | "llm" | "none", '
+        '"reason": "…"}. Z = the response chose none of the options (or refused); null = undecided. '
+        "The whole file is checked before anything is extracted. LLM results are cached in the "
+        f"workspace.\n\nextractors: {EXTRACTOR_HELP}",
+        examples="""
                 vlmdesk extract --input answers.jsonl
                 vlmdesk extract --input answers.jsonl --extractor 'rules+llm:openai:gpt-4o-mini'
                 vlmdesk extract --input answers.jsonl --extractor 'llm:openai:qwen2.5-7b@http://localhost:8000/v1'
-                vlmdesk extract --input answers.jsonl --extractor llm:hf:./Qwen2.5-0.5B-Instruct""")
+                vlmdesk extract --input answers.jsonl --extractor llm:hf:./Qwen2.5-0.5B-Instruct""",
+    )
     p.add_argument("--input", required=True, metavar="FILE.jsonl", help="one JSON object per line")
     p.add_argument("--extractor", default="rules", metavar="SPEC", help=f"{EXTRACTOR_HELP} (default rules)")
     p.set_defaults(handler=cmd_extract)
 
-    p = add("rescore", help="score a run's stored answers again with another extractor or with human labels",
-            description="Read every stored pass of a multiple-choice run again — the evaluated model is not called — "
-                        "and store the result as a scoring of the run named by the extractor spec (re-scoring with "
-                        "the same name replaces it). `human` uses the final human labels of the alignment study "
-                        "where a response has one and the run's own reading elsewhere. A CircularEval pass the run "
-                        "never asked (an earlier pass was wrong under its own extractor) stays unasked: the report "
-                        "counts it as wrong and says how many items that affects.\n\n"
-                        f"extractors: {EXTRACTOR_HELP} | human",
-            examples="""
+    p = add(
+        "rescore",
+        help="score a run's stored answers again with another extractor or with human labels",
+        description="Read every stored pass of a multiple-choice run again — the evaluated model is not called — "
+        "and store the result as a scoring of the run named by the extractor spec (re-scoring with "
+        "the same name replaces it). `human` uses the final human labels of the alignment study "
+        "where a response has one and the run's own reading elsewhere. A CircularEval pass the run "
+        "never asked (an earlier pass was wrong under its own extractor) stays unasked: the report "
+        "counts it as wrong and says how many items that affects.\n\n"
+        f"extractors: {EXTRACTOR_HELP} | human",
+        examples="""
                 vlmdesk rescore 3 --extractor 'rules+llm:openai:gpt-4o-mini'
                 vlmdesk rescore 3 --extractor human
-                vlmdesk report 3 --scoring human --json""")
+                vlmdesk report 3 --scoring human --json""",
+    )
     p.add_argument("run_id", type=record_id, metavar="RUN_ID", help="a finished multiple-choice run (vlmdesk runs)")
     p.add_argument("--extractor", required=True, metavar="SPEC", help=f"{EXTRACTOR_HELP} | human")
     p.add_argument("--json", action="store_true", help="print the scoring's summary as JSON")
@@ -59,7 +66,7 @@ def read_inputs(path: str) -> list[tuple[object, str, dict[str, str], str]]:
         raise InputError(path, 0, "file", f"cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise InputError(path, 0, "file", "not UTF-8 text") from None
-    out = []
+    out: list[tuple[object, str, dict[str, str], str]] = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -127,7 +134,9 @@ def cmd_rescore(args) -> int:
         print(json.dumps({"run_id": args.run_id, "scoring": scoring.name, **scoring.summary}, ensure_ascii=False))
     else:
         s = scoring.summary
-        print(f"run {args.run_id} re-scored as {scoring.name!r}: {s['passes']} passes, {s['changed_from_run']} read "
-              f"differently from the run, {s['undecided']} undecided (vlmdesk report {args.run_id} "
-              f"--scoring '{scoring.name}')")
+        print(
+            f"run {args.run_id} re-scored as {scoring.name!r}: {s['passes']} passes, {s['changed_from_run']} read "
+            f"differently from the run, {s['undecided']} undecided (vlmdesk report {args.run_id} "
+            f"--scoring '{scoring.name}')"
+        )
     return 0

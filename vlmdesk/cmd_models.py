@@ -1,4 +1,5 @@
 """`vlmdesk models …`: the saved models of a workspace (add, list, remove) and a smoke test of one."""
+
 from __future__ import annotations
 
 import json
@@ -10,29 +11,41 @@ from evaluator.backends import REGISTRY, BackendError, spec_help
 def register(add) -> None:
     from vlmdesk.cli import _formatter, _workspace_option
 
-    p = add("models", help="saved models: add, list, remove, test (load it and answer one item)",
-            description="Models kept in the workspace under a short name, for the app's launcher and for "
-                        "`vlmdesk run --model NAME`. An openai: spec names the environment variable holding its "
-                        "key (key_env=NAME); keys themselves are refused, never stored.\n\n"
-                        f"model specs: {spec_help()}",
-            examples="""
+    p = add(
+        "models",
+        help="saved models: add, list, remove, test (load it and answer one item)",
+        description="Models kept in the workspace under a short name, for the app's launcher and for "
+        "`vlmdesk run --model NAME`. An openai: spec names the environment variable holding its "
+        "key (key_env=NAME); keys themselves are refused, never stored.\n\n"
+        f"model specs: {spec_help()}",
+        examples="""
                 vlmdesk models add llava-7b 'hf:llava-hf/llava-1.5-7b-hf?dtype=bfloat16'
                 vlmdesk models add local-vllm 'openai:Qwen2-VL-7B@http://localhost:8000/v1?key_env=VLLM_KEY'
                 vlmdesk models add coin baseline:random
                 vlmdesk models list --json
                 vlmdesk models test llava-7b --json
-                vlmdesk models remove coin""")
+                vlmdesk models remove coin""",
+    )
     sub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
 
     def action(name, help, handler, example):
-        q = sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
-                           formatter_class=_formatter, epilog=f"example:\n  {example}")
+        q = sub.add_parser(
+            name,
+            help=help,
+            description=help[:1].upper() + help[1:] + ".",
+            formatter_class=_formatter,
+            epilog=f"example:\n  {example}",
+        )
         _workspace_option(q)
         q.set_defaults(handler=handler)
         return q
 
-    q = action("add", "save a model spec under a name", cmd_add,
-               "vlmdesk models add llava-7b 'hf:llava-hf/llava-1.5-7b-hf?dtype=bfloat16'")
+    q = action(
+        "add",
+        "save a model spec under a name",
+        cmd_add,
+        "vlmdesk models add llava-7b 'hf:llava-hf/llava-1.5-7b-hf?dtype=bfloat16'",
+    )
     q.add_argument("name", help="a short name (letters, digits, spaces, . @ / + - _; no colon)")
     schemes = ", ".join(f"{e.name}:…" for e in REGISTRY.help_entries())
     q.add_argument("spec", help=f"a model spec ({schemes}; see above)")
@@ -42,8 +55,12 @@ def register(add) -> None:
     q.add_argument("--json", action="store_true", help="print a JSON array")
     q = action("remove", "forget a saved model (its runs are kept)", cmd_remove, "vlmdesk models remove coin")
     q.add_argument("name", help="the saved model's name")
-    q = action("test", "load a model (or reach its server) and answer one item of the demo benchmark", cmd_test,
-               "vlmdesk models test llava-7b --json")
+    q = action(
+        "test",
+        "load a model (or reach its server) and answer one item of the demo benchmark",
+        cmd_test,
+        "vlmdesk models test llava-7b --json",
+    )
     q.add_argument("model", help="a saved model's name or a model spec")
     q.add_argument("--bench", help="benchmark to take the item from (default: demo, else the first multiple-choice)")
     q.add_argument("--item", help="item index (default: the benchmark's first)")
@@ -94,7 +111,7 @@ def cmd_remove(args) -> int:
 def cmd_test(args) -> int:
     from evaluator.launch import resolve_model
     from evaluator.model_check import check_model
-    from vlmdesk.cli import UsageError, open_from_args
+    from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:
         spec = resolve_model(ws, args.model)
@@ -108,6 +125,8 @@ def cmd_test(args) -> int:
         return 0
     verdict = {True: "right", False: "wrong", None: "unscored"}[result.correct]
     print(f"{result.spec}: loaded in {result.load_s:.1f} s, answered in {result.answer_s:.2f} s")
-    print(f"item {result.item_index} of {result.benchmark}: response {result.response!r} → "
-          f"{result.choice or 'undecided'} ({verdict}; key {result.answer})")
+    print(
+        f"item {result.item_index} of {result.benchmark}: response {result.response!r} → "
+        f"{result.choice or 'undecided'} ({verdict}; key {result.answer})"
+    )
     return 0

@@ -1,4 +1,5 @@
 """`vlmdesk qc …`: quality control — text-only and consensus stages, the review queue, decisions, curated export."""
+
 from __future__ import annotations
 
 import getpass
@@ -24,64 +25,88 @@ ANNOTATOR_ENV = "VLMDESK_ANNOTATOR"
 
 
 def register(add) -> None:
-    p = add("qc", help="quality control: flag text-answerable and possibly flawed items, decide, export",
-            description="Quality control in two stages, then human decisions. text-only: models answer without the "
-                        "image under CircularEval; an item more than half of them get right is a 'text-answerable' "
-                        "candidate. consensus: over VLM runs you choose, an item no run gets right is a 'possibly "
-                        "flawed' candidate. Every candidate waits in a review queue until people confirm or reject "
-                        "it; export writes the benchmark without the confirmed-removed items and with corrected "
-                        "answers. See docs/quality-control.md.",
-            examples="""
+    p = add(
+        "qc",
+        help="quality control: flag text-answerable and possibly flawed items, decide, export",
+        description="Quality control in two stages, then human decisions. text-only: models answer without the "
+        "image under CircularEval; an item more than half of them get right is a 'text-answerable' "
+        "candidate. consensus: over VLM runs you choose, an item no run gets right is a 'possibly "
+        "flawed' candidate. Every candidate waits in a review queue until people confirm or reject "
+        "it; export writes the benchmark without the confirmed-removed items and with corrected "
+        "answers. See docs/quality-control.md.",
+        examples="""
                 vlmdesk qc text-only --bench demo --model baseline:first --model baseline:frequent
                 vlmdesk qc consensus --bench demo --run 3 --run 4
                 vlmdesk qc list --bench demo --status pending
                 vlmdesk qc decide demo 7 --confirm --reason wrong_answer --answer C --note 'key says B'
                 vlmdesk qc export demo --out demo-curated.jsonl
                 vlmdesk qc summary --json
-                vlmdesk qc export-decisions --out mine.jsonl && vlmdesk qc import-decisions theirs.jsonl""")
+                vlmdesk qc export-decisions --out mine.jsonl && vlmdesk qc import-decisions theirs.jsonl""",
+    )
     sub = p.add_subparsers(dest="qc_command", metavar="STEP", required=True)
     step = _stepper(sub)
 
-    s = step("text-only", "run language models without the image and flag what most of them answer",
-             "Runs each model on the benchmark under CircularEval with the image withheld (ordinary runs: see "
-             "vlmdesk runs / report; an interrupted command continues when run again, finished runs are reused), "
-             "then flags every item answered correctly in every pass by more than half of the runs. Replaces the "
-             "stage's previous flags; decisions already given stay.\n\n"
-             f"model specs: {spec_help()}",
-             """
+    s = step(
+        "text-only",
+        "run language models without the image and flag what most of them answer",
+        "Runs each model on the benchmark under CircularEval with the image withheld (ordinary runs: see "
+        "vlmdesk runs / report; an interrupted command continues when run again, finished runs are reused), "
+        "then flags every item answered correctly in every pass by more than half of the runs. Replaces the "
+        "stage's previous flags; decisions already given stay.\n\n"
+        f"model specs: {spec_help()}",
+        """
              vlmdesk qc text-only --bench mmbench-dev-en --model hf:Qwen/Qwen2.5-1.5B-Instruct \\
                  --model 'openai:gpt-4o-mini@https://api.openai.com/v1?key_env=OPENAI_API_KEY'
-             vlmdesk qc text-only --bench demo --model baseline:first --model baseline:frequent --json""")
+             vlmdesk qc text-only --bench demo --model baseline:first --model baseline:frequent --json""",
+    )
     s.add_argument("--bench", required=True, help="benchmark name")
-    s.add_argument("--model", action="append", required=True, metavar="SPEC",
-                   help="a saved model's name or a model spec (repeat for several models)")
+    s.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        metavar="SPEC",
+        help="a saved model's name or a model spec (repeat for several models)",
+    )
     s.add_argument("--batch-size", type=positive_int, default=8, help="prompts per model call (default 8)")
     s.add_argument("--limit", type=positive_int, help="only the first N items of the benchmark")
     s.add_argument("--seed", type=seed, default=0, help="seed for baseline:random (default 0)")
     s.add_argument("--json", action="store_true", help="print the stage result as JSON")
     s.set_defaults(handler=cmd_text_only)
 
-    s = step("consensus", "flag the items no chosen VLM run answers correctly",
-             "Over finished CircularEval runs of the benchmark that saw the images, flags every item that no run "
-             "answers correctly (possibly a wrong answer key, ambiguous options or an unreadable image). Replaces "
-             "the stage's previous flags; decisions already given stay.",
-             """
+    s = step(
+        "consensus",
+        "flag the items no chosen VLM run answers correctly",
+        "Over finished CircularEval runs of the benchmark that saw the images, flags every item that no run "
+        "answers correctly (possibly a wrong answer key, ambiguous options or an unreadable image). Replaces "
+        "the stage's previous flags; decisions already given stay.",
+        """
              vlmdesk qc consensus --bench mmbench-dev-en --run 3 --run 4 --run 9
-             vlmdesk qc consensus --bench demo --run 2 --json""")
+             vlmdesk qc consensus --bench demo --run 2 --json""",
+    )
     s.add_argument("--bench", required=True, help="benchmark name")
-    s.add_argument("--run", action="append", type=record_id, required=True, metavar="ID", dest="run_ids",
-                   help="a run id (repeat for several runs)")
+    s.add_argument(
+        "--run",
+        action="append",
+        type=record_id,
+        required=True,
+        metavar="ID",
+        dest="run_ids",
+        help="a run id (repeat for several runs)",
+    )
     s.add_argument("--json", action="store_true", help="print the stage result as JSON")
     s.set_defaults(handler=cmd_consensus)
 
-    s = step("list", "the review queue: candidates with their status, runs and decisions",
-             "Lists QC candidates, pending first, then disputed, confirmed, rejected. Status comes from each "
-             "reviewer's latest decision: the outcome (keep / remove / correct to X) with the most votes; a tie "
-             "is 'disputed'.",
-             """
+    s = step(
+        "list",
+        "the review queue: candidates with their status, runs and decisions",
+        "Lists QC candidates, pending first, then disputed, confirmed, rejected. Status comes from each "
+        "reviewer's latest decision: the outcome (keep / remove / correct to X) with the most votes; a tie "
+        "is 'disputed'.",
+        """
              vlmdesk qc list
              vlmdesk qc list --bench demo --stage consensus --status pending
-             vlmdesk qc list --disagreements --json""")
+             vlmdesk qc list --disagreements --json""",
+    )
     s.add_argument("--bench", help="only this benchmark")
     s.add_argument("--stage", choices=qc.STAGES, help="only this stage")
     s.add_argument("--status", choices=qc.STATUSES, help="only this status")
@@ -90,22 +115,29 @@ def register(add) -> None:
     s.add_argument("--json", action="store_true", help="print a JSON array")
     s.set_defaults(handler=cmd_list)
 
-    s = step("decide", "confirm or reject a candidate (appends a decision)",
-             "Records your decision on an item's flag; decisions are never edited, a new one supersedes your "
-             "earlier one. A confirmation needs a reason (default: text_answerable in the text-only stage, "
-             "wrong_answer when --answer is given); wrong_answer needs --answer, the corrected key.",
-             """
+    s = step(
+        "decide",
+        "confirm or reject a candidate (appends a decision)",
+        "Records your decision on an item's flag; decisions are never edited, a new one supersedes your "
+        "earlier one. A confirmation needs a reason (default: text_answerable in the text-only stage, "
+        "wrong_answer when --answer is given); wrong_answer needs --answer, the corrected key.",
+        """
              vlmdesk qc decide demo 7 --confirm
              vlmdesk qc decide demo 7 --confirm --reason ambiguous --note 'B and C both fit' --stage consensus
              vlmdesk qc decide demo 12 --confirm --answer C
-             vlmdesk qc decide demo 12 --reject --annotator alice""")
+             vlmdesk qc decide demo 12 --reject --annotator alice""",
+    )
     s.add_argument("bench", help="benchmark name")
     s.add_argument("index", help="the item's index")
     which = s.add_mutually_exclusive_group(required=True)
     which.add_argument("--confirm", dest="decision", action="store_const", const="confirm", help="the flag is right")
     which.add_argument("--reject", dest="decision", action="store_const", const="reject", help="the flag is wrong")
-    s.add_argument("--reason", type=lambda v: v.replace("-", "_"), choices=qc.REASONS,
-                   help="why it is confirmed: " + ", ".join(f"{k} ({v})" for k, v in qc.REASON_TEXT.items()))
+    s.add_argument(
+        "--reason",
+        type=lambda v: v.replace("-", "_"),
+        choices=qc.REASONS,
+        help="why it is confirmed: " + ", ".join(f"{k} ({v})" for k, v in qc.REASON_TEXT.items()),
+    )
     s.add_argument("--note", help="free text kept with the decision")
     s.add_argument("--answer", help="the corrected answer key (a letter, or yes/no)")
     s.add_argument("--stage", choices=qc.STAGES, help="which flag, when the item has both")
@@ -113,53 +145,67 @@ def register(add) -> None:
     s.add_argument("--json", action="store_true", help="print the decision as JSON")
     s.set_defaults(handler=cmd_decide)
 
-    s = step("export", "write the curated benchmark and its change log",
-             "Writes the benchmark without the items whose removal was confirmed and with corrected answer keys, "
-             "in the format it came from (VLMEvalKit TSV re-expanded for CircularEval, POPE JSONL, vlmdesk JSONL), "
-             "and FILE.changes.jsonl: one line per changed item (what, why, who). Disputed flags and conflicting "
-             "corrections change nothing and are logged as not_applied.",
-             """
+    s = step(
+        "export",
+        "write the curated benchmark and its change log",
+        "Writes the benchmark without the items whose removal was confirmed and with corrected answer keys, "
+        "in the format it came from (VLMEvalKit TSV re-expanded for CircularEval, POPE JSONL, vlmdesk JSONL), "
+        "and FILE.changes.jsonl: one line per changed item (what, why, who). Disputed flags and conflicting "
+        "corrections change nothing and are logged as not_applied.",
+        """
              vlmdesk qc export mmbench-dev-en --out MMBench_DEV_EN_curated.tsv
-             vlmdesk qc export demo --out curated.jsonl --with-reviews --json""")
+             vlmdesk qc export demo --out curated.jsonl --with-reviews --json""",
+    )
     s.add_argument("bench", help="benchmark name")
     s.add_argument("--out", required=True, metavar="FILE", help="the curated file to write")
-    s.add_argument("--format", dest="fmt", choices=format_names(),
-                   help="output format (default: the benchmark's own)")
-    s.add_argument("--with-reviews", action="store_true",
-                   help="also apply standing item reviews (vlmdesk reviews): wrong_answer corrects, ambiguous / "
-                        "text_answerable / bad_image remove")
+    s.add_argument("--format", dest="fmt", choices=format_names(), help="output format (default: the benchmark's own)")
+    s.add_argument(
+        "--with-reviews",
+        action="store_true",
+        help="also apply standing item reviews (vlmdesk reviews): wrong_answer corrects, ambiguous / "
+        "text_answerable / bad_image remove",
+    )
     s.add_argument("--json", action="store_true", help="print the export report as JSON")
     s.set_defaults(handler=cmd_export)
 
-    s = step("summary", "candidates, confirmed, rejected, pending: per stage and per category",
-             "Counts per benchmark and stage: candidates, pending, disputed, confirmed, rejected, disagreements, "
-             "withdrawn flags; confirmed per reason; per item category.",
-             """
+    s = step(
+        "summary",
+        "candidates, confirmed, rejected, pending: per stage and per category",
+        "Counts per benchmark and stage: candidates, pending, disputed, confirmed, rejected, disagreements, "
+        "withdrawn flags; confirmed per reason; per item category.",
+        """
              vlmdesk qc summary
-             vlmdesk qc summary --bench demo --json""")
+             vlmdesk qc summary --bench demo --json""",
+    )
     s.add_argument("--bench", help="only this benchmark")
     s.add_argument("--json", action="store_true", help="print a JSON array (one object per benchmark)")
     s.set_defaults(handler=cmd_summary)
 
     from vlmdesk.cmd_reviews import add_export_output, add_import_arguments
 
-    s = step("export-decisions", "write QC decisions and their undos as JSON Lines, oldest first",
-             "Writes every decision (and every undo of one) for merging into another copy of the workspace: id, "
-             "benchmark, index, stage, annotator, decision, reason, answer, old_answer, note, at, withdraws.",
-             """
+    s = step(
+        "export-decisions",
+        "write QC decisions and their undos as JSON Lines, oldest first",
+        "Writes every decision (and every undo of one) for merging into another copy of the workspace: id, "
+        "benchmark, index, stage, annotator, decision, reason, answer, old_answer, note, at, withdraws.",
+        """
              vlmdesk qc export-decisions --bench demo --out demo-decisions.jsonl
-             vlmdesk qc export-decisions --annotator ana > ana-decisions.jsonl""")
+             vlmdesk qc export-decisions --annotator ana > ana-decisions.jsonl""",
+    )
     s.add_argument("--bench", help="only this benchmark's items")
     s.add_argument("--annotator", metavar="NAME", type=annotator, help="only this reviewer's decisions")
     add_export_output(s)
     s.set_defaults(handler=cmd_export_decisions)
 
-    s = step("import-decisions", "merge QC decisions exported from another copy of the workspace",
-             "Merges a file written by export-decisions: a decision already present (same id) is skipped, so "
-             "importing twice adds nothing. A bad line stops the import with nothing written, unless --skip-bad.",
-             """
+    s = step(
+        "import-decisions",
+        "merge QC decisions exported from another copy of the workspace",
+        "Merges a file written by export-decisions: a decision already present (same id) is skipped, so "
+        "importing twice adds nothing. A bad line stops the import with nothing written, unless --skip-bad.",
+        """
              vlmdesk qc import-decisions ana-decisions.jsonl
-             vlmdesk qc import-decisions ana-decisions.jsonl --skip-bad --json""")
+             vlmdesk qc import-decisions ana-decisions.jsonl --skip-bad --json""",
+    )
     add_import_arguments(s, "QC decisions")
     s.set_defaults(handler=cmd_import_decisions)
 
@@ -168,8 +214,13 @@ def _stepper(sub):
     from vlmdesk.cli import _formatter, _workspace_option
 
     def step(name: str, help: str, description: str, examples: str):
-        p = sub.add_parser(name, help=help, description=description, formatter_class=_formatter,
-                           epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "))
+        p = sub.add_parser(
+            name,
+            help=help,
+            description=description,
+            formatter_class=_formatter,
+            epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "),
+        )
         _workspace_option(p)
         return p
 
@@ -189,15 +240,28 @@ def default_annotator() -> str:
 def _print_stage(args, bench, result: qc.StageResult, ws, extra: dict | None = None) -> None:
     index = {i.id: i.index for i in _items(ws, bench.id)}
     if args.json:
-        print(json.dumps({"benchmark": bench.name, "stage": result.stage, "stage_run_id": result.stage_run_id,
-                          "runs": list(result.run_ids), **(extra or {}), "items_evaluated": result.items_evaluated,
-                          "candidates": [index[i] for i in result.candidates],
-                          "added": [index[i] for i in result.added],
-                          "withdrawn": [index[i] for i in result.withdrawn]}, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "benchmark": bench.name,
+                    "stage": result.stage,
+                    "stage_run_id": result.stage_run_id,
+                    "runs": list(result.run_ids),
+                    **(extra or {}),
+                    "items_evaluated": result.items_evaluated,
+                    "candidates": [index[i] for i in result.candidates],
+                    "added": [index[i] for i in result.added],
+                    "withdrawn": [index[i] for i in result.withdrawn],
+                },
+                ensure_ascii=False,
+            )
+        )
         return
-    print(f"{result.stage}: {len(result.candidates)} {qc.CATEGORY[result.stage]} candidate(s) among "
-          f"{result.items_evaluated} items over runs {', '.join(map(str, result.run_ids))} "
-          f"({len(result.added)} new, {len(result.withdrawn)} withdrawn); review: vlmdesk qc list --bench {bench.name}")
+    print(
+        f"{result.stage}: {len(result.candidates)} {qc.CATEGORY[result.stage]} candidate(s) among "
+        f"{result.items_evaluated} items over runs {', '.join(map(str, result.run_ids))} "
+        f"({len(result.added)} new, {len(result.withdrawn)} withdrawn); review: vlmdesk qc list --bench {bench.name}"
+    )
 
 
 def _items(ws, bench_id):
@@ -241,8 +305,11 @@ def cmd_text_only(args) -> int:
                 try:
                     run_or_resume(ws, launch, on_progress=on_progress)
                 except BackendError as exc:
-                    print(f"error: run {run.id} ({model}) failed: {redact(str(exc), spec)}; run the same command "
-                          "again to continue", file=sys.stderr)
+                    print(
+                        f"error: run {run.id} ({model}) failed: {redact(str(exc), spec)}; run the same command "
+                        "again to continue",
+                        file=sys.stderr,
+                    )
                     return 1
                 finally:
                     bar.close()
@@ -279,8 +346,14 @@ def cmd_list(args) -> int:
 
     with open_from_args(args) as ws:
         bench_id = bench_or_fail(ws, args.bench).id if args.bench else None
-        found = qc.queue(ws, benchmark_id=bench_id, stage=args.stage, status=args.status,
-                         include_withdrawn=args.all, disagreements_only=args.disagreements)
+        found = qc.queue(
+            ws,
+            benchmark_id=bench_id,
+            stage=args.stage,
+            status=args.status,
+            include_withdrawn=args.all,
+            disagreements_only=args.disagreements,
+        )
     if args.json:
         print(json.dumps([c.to_json() for c in found], ensure_ascii=False))
         return 0
@@ -294,8 +367,10 @@ def cmd_list(args) -> int:
         votes = ", ".join(f"{d.annotator}:{d.decision}" + (f"/{d.reason}" if d.reason else "") for d in r.votes)
         mark = " (disagree)" if r.disagreement else ""
         withdrawn = "" if c.active else " [withdrawn]"
-        print(f"{c.benchmark[:18]:<18} {str(c.index):>8}  {c.stage:<9} {c.status:<9} {outcome:<10} "
-              f"{','.join(map(str, c.run_ids))[:12]:<12} {votes or '-'}{mark}{withdrawn}")
+        print(
+            f"{c.benchmark[:18]:<18} {str(c.index):>8}  {c.stage:<9} {c.status:<9} {outcome:<10} "
+            f"{','.join(map(str, c.run_ids))[:12]:<12} {votes or '-'}{mark}{withdrawn}"
+        )
     return 0
 
 
@@ -310,24 +385,42 @@ def cmd_decide(args) -> int:
         stage = args.stage
         if stage is None:
             if len(stages) != 1:
-                raise UsageError(f"item {index!r} is not a QC candidate" if not stages else
-                                 f"item {index!r} is flagged in both stages; say which with --stage")
+                raise UsageError(
+                    f"item {index!r} is not a QC candidate"
+                    if not stages
+                    else f"item {index!r} is flagged in both stages; say which with --stage"
+                )
             stage = stages[0]
         try:
-            decision = qc.decide(ws, item.id, stage, args.annotator or default_annotator(), args.decision,
-                                 reason=args.reason, note=args.note, answer=args.answer)
+            decision = qc.decide(
+                ws,
+                item.id,
+                stage,
+                args.annotator or default_annotator(),
+                args.decision,
+                reason=args.reason,
+                note=args.note,
+                answer=args.answer,
+            )
         except qc.QCError as exc:
             raise UsageError(f"item {index!r}: {exc}") from None
-        status = next(c for c in qc.queue(ws, benchmark_id=bench.id, stage=stage, include_withdrawn=True)
-                      if c.item_id == item.id).resolution
+        status = next(
+            c for c in qc.queue(ws, benchmark_id=bench.id, stage=stage, include_withdrawn=True) if c.item_id == item.id
+        ).resolution
     if args.json:
-        print(json.dumps({**decision.to_json(), "index": index, "status": status.status,
-                          "disagreement": status.disagreement}, ensure_ascii=False))
+        print(
+            json.dumps(
+                {**decision.to_json(), "index": index, "status": status.status, "disagreement": status.disagreement},
+                ensure_ascii=False,
+            )
+        )
         return 0
     change = f" (answer {decision.old_answer} → {decision.new_answer})" if decision.new_answer else ""
-    print(f"saved: {decision.annotator} {decision.decision}s {bench.name} #{index} ({stage})"
-          f"{' as ' + decision.reason if decision.reason else ''}{change}; status now {status.status}"
-          f"{' — reviewers disagree' if status.disagreement else ''}")
+    print(
+        f"saved: {decision.annotator} {decision.decision}s {bench.name} #{index} ({stage})"
+        f"{' as ' + decision.reason if decision.reason else ''}{change}; status now {status.status}"
+        f"{' — reviewers disagree' if status.disagreement else ''}"
+    )
     return 0
 
 
@@ -343,13 +436,27 @@ def cmd_export(args) -> int:
             raise UsageError(str(exc)) from None
     counts = {a: sum(1 for c in changes if c.action == a) for a in ("removed", "answer_corrected", "not_applied")}
     if args.json:
-        print(json.dumps({"benchmark": bench.name, "path": str(report.path), "format": report.format,
-                          "questions": report.questions, "rows": report.rows, "images": report.images,
-                          "changes_path": str(changes_path(out)), **counts}, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "benchmark": bench.name,
+                    "path": str(report.path),
+                    "format": report.format,
+                    "questions": report.questions,
+                    "rows": report.rows,
+                    "images": report.images,
+                    "changes_path": str(changes_path(out)),
+                    **counts,
+                },
+                ensure_ascii=False,
+            )
+        )
         return 0
-    print(f"wrote {report.path} ({report.format}): {report.questions} questions in {report.rows} rows; "
-          f"{counts['removed']} removed, {counts['answer_corrected']} answers corrected, "
-          f"{counts['not_applied']} not applied; change log {changes_path(out)}")
+    print(
+        f"wrote {report.path} ({report.format}): {report.questions} questions in {report.rows} rows; "
+        f"{counts['removed']} removed, {counts['answer_corrected']} answers corrected, "
+        f"{counts['not_applied']} not applied; change log {changes_path(out)}"
+    )
     return 0
 
 
@@ -371,13 +478,17 @@ def cmd_summary(args) -> int:
         for stage, s in bench["stages"].items():
             rows = [(f"{stage} ({s['category']})", s)] + [(f"  {k}", v) for k, v in s["by_item_category"].items()]
             for label, c in rows:
-                print(f"  {label[:28]:<28} {c['candidates']:>6} {c['pending']:>8} {c['disputed']:>9} "
-                      f"{c['confirmed']:>10} {c['rejected']:>9}")
+                print(
+                    f"  {label[:28]:<28} {c['candidates']:>6} {c['pending']:>8} {c['disputed']:>9} "
+                    f"{c['confirmed']:>10} {c['rejected']:>9}"
+                )
             if s["by_reason"]:
                 print("    confirmed by reason: " + ", ".join(f"{k} {v}" for k, v in s["by_reason"].items()))
         t = bench["total"]
-        print(f"  {'total':<28} {t['candidates']:>6} {t['pending']:>8} {t['disputed']:>9} {t['confirmed']:>10} "
-              f"{t['rejected']:>9}")
+        print(
+            f"  {'total':<28} {t['candidates']:>6} {t['pending']:>8} {t['disputed']:>9} {t['confirmed']:>10} "
+            f"{t['rejected']:>9}"
+        )
     return 0
 
 

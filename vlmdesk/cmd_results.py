@@ -1,40 +1,59 @@
 """Commands over a run's results: its predictions in VLMEvalKit's format, and the items behind a report figure."""
+
 from __future__ import annotations
 
 import json
+
 from vlmdesk.args import record_id
 
 
 def register(add) -> None:
-    p = add("export-predictions", help="write a run's predictions as a VLMEvalKit prediction file (TSV/CSV)",
-            description="VLMEvalKit's {model}_{dataset} prediction layout: the benchmark's columns (no image) plus "
-                        "`prediction`, the raw model output. CircularEval runs give the original rows and the "
-                        "expanded copies (index + k·1,000,000) with the options rotated as the model saw them in "
-                        "pass k and that pass's prediction (empty where the pass was never asked). See "
-                        "docs/gui.md#results.",
-            examples="""
+    p = add(
+        "export-predictions",
+        help="write a run's predictions as a VLMEvalKit prediction file (TSV/CSV)",
+        description="VLMEvalKit's {model}_{dataset} prediction layout: the benchmark's columns (no image) plus "
+        "`prediction`, the raw model output. CircularEval runs give the original rows and the "
+        "expanded copies (index + k·1,000,000) with the options rotated as the model saw them in "
+        "pass k and that pass's prediction (empty where the pass was never asked). See "
+        "docs/gui.md#results.",
+        examples="""
                 vlmdesk export-predictions 3 --out llava-1.5-7b-hf_MMBench_DEV_EN.tsv
-                vlmdesk export-predictions 3 --out preds.csv --prediction choice""")
+                vlmdesk export-predictions 3 --out preds.csv --prediction choice""",
+    )
     p.add_argument("run_id", type=record_id, metavar="RUN_ID", help="the run (vlmdesk runs)")
     p.add_argument("--out", required=True, metavar="FILE", help=".tsv or .csv")
-    p.add_argument("--prediction", choices=("response", "choice"), default="response",
-                   help="the raw response (default, what VLMEvalKit stores) or the extracted letter")
+    p.add_argument(
+        "--prediction",
+        choices=("response", "choice"),
+        default="response",
+        help="the raw response (default, what VLMEvalKit stores) or the extracted letter",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_export_predictions)
 
-    p = add("run-items", help="the items behind a report figure: one ability, category or split of a run",
-            description="Each item of the group with whether the report counted it right under VanillaEval and "
-                        "CircularEval (POPE: under the official and the strict parser). What the app lists when a "
-                        "bar is clicked.",
-            examples="""
+    p = add(
+        "run-items",
+        help="the items behind a report figure: one ability, category or split of a run",
+        description="Each item of the group with whether the report counted it right under VanillaEval and "
+        "CircularEval (POPE: under the official and the strict parser). What the app lists when a "
+        "bar is clicked.",
+        examples="""
                 vlmdesk run-items 3 --level l2 --group coarse_perception
                 vlmdesk run-items 3 --level category --group image_style --json
-                vlmdesk run-items 5 --json""")
+                vlmdesk run-items 5 --json""",
+    )
     p.add_argument("run_id", type=record_id, metavar="RUN_ID", help="the run (vlmdesk runs)")
-    p.add_argument("--level", choices=("l2", "category", "split", "all"), default="all",
-                   help="group by L2 ability, leaf category or split (default all: every item)")
-    p.add_argument("--group", help="the ability / category / split name, as in `vlmdesk report --json` "
-                                   "(L2 short codes such as CP or FP-S work too)")
+    p.add_argument(
+        "--level",
+        choices=("l2", "category", "split", "all"),
+        default="all",
+        help="group by L2 ability, leaf category or split (default all: every item)",
+    )
+    p.add_argument(
+        "--group",
+        help="the ability / category / split name, as in `vlmdesk report --json` "
+        "(L2 short codes such as CP or FP-S work too)",
+    )
     p.add_argument("--scoring", metavar="NAME", help="a stored re-scoring instead of the run's own")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_run_items)
@@ -51,8 +70,9 @@ def cmd_export_predictions(args) -> int:
         except NotFound as exc:
             raise UsageError(f"{exc} in {ws.path}") from None
     if args.json:
-        print(json.dumps({"path": str(done.path), "run_id": done.run_id, "rows": done.rows,
-                          "predicted": done.predicted}))
+        print(
+            json.dumps({"path": str(done.path), "run_id": done.run_id, "rows": done.rows, "predicted": done.predicted})
+        )
     else:
         print(f"wrote {done.path}: {done.rows} rows, {done.predicted} with a prediction")
     return 0
@@ -71,8 +91,11 @@ def cmd_run_items(args) -> int:
         return 0
     mark = {True: "✓", False: "✗", None: "–"}
     for r in found:
-        scores = (f"vanilla {mark[r.vanilla]}  circular {mark[r.circular]}" if r.official is None and r.strict is None
-                  else f"official {mark[r.official]}  strict {mark[r.strict]}")
+        scores = (
+            f"vanilla {mark[r.vanilla]}  circular {mark[r.circular]}"
+            if r.official is None and r.strict is None
+            else f"official {mark[r.official]}  strict {mark[r.strict]}"
+        )
         print(f"{r.index:>10}  {scores}  {' '.join(r.question.split())[:70]}")
     print(f"{len(found)} items")
     return 0

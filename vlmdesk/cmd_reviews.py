@@ -3,6 +3,7 @@
 `vlmdesk align export-labels|import-labels` and `vlmdesk qc export-decisions|import-decisions` do the same for
 alignment labels and QC decisions; all three share `run_export` / `run_import` (the work is annotation/sync.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -15,49 +16,72 @@ from vlmdesk.args import annotator
 def register(add) -> None:
     from vlmdesk.cli import _formatter, _workspace_option
 
-    p = add("reviews", help="item verdicts between annotators' copies of a workspace (export, import)",
-            description="Annotators often work on their own copy of a workspace. `export` writes every verdict and "
-                        "undo as JSON Lines (id, benchmark, index, annotator, verdict, answer, note, seconds, at, "
-                        "withdraws); `import` merges such a file: records already present (same id) are skipped, so "
-                        "importing twice adds nothing and copies can exchange files both ways. What stands is each "
-                        "annotator's latest verdict not withdrawn, by time.",
-            examples="""
+    p = add(
+        "reviews",
+        help="item verdicts between annotators' copies of a workspace (export, import)",
+        description="Annotators often work on their own copy of a workspace. `export` writes every verdict and "
+        "undo as JSON Lines (id, benchmark, index, annotator, verdict, answer, note, seconds, at, "
+        "withdraws); `import` merges such a file: records already present (same id) are skipped, so "
+        "importing twice adds nothing and copies can exchange files both ways. What stands is each "
+        "annotator's latest verdict not withdrawn, by time.",
+        examples="""
                 vlmdesk reviews export --bench demo --annotator ana --out ana.jsonl
                 vlmdesk --workspace lead.sqlite reviews import ana.jsonl
-                vlmdesk reviews import ana.jsonl --skip-bad --json""")
+                vlmdesk reviews import ana.jsonl --skip-bad --json""",
+    )
     sub = p.add_subparsers(dest="reviews_command", metavar="ACTION", required=True)
 
     def action(name, help, handler, examples):
-        q = sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".", formatter_class=_formatter,
-                           epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "))
+        q = sub.add_parser(
+            name,
+            help=help,
+            description=help[:1].upper() + help[1:] + ".",
+            formatter_class=_formatter,
+            epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "),
+        )
         _workspace_option(q)
         q.set_defaults(handler=handler)
         return q
 
-    q = action("export", "write verdicts and undos as JSON Lines, oldest first", cmd_export, """
+    q = action(
+        "export",
+        "write verdicts and undos as JSON Lines, oldest first",
+        cmd_export,
+        """
                vlmdesk reviews export --out all.jsonl
-               vlmdesk reviews export --bench demo --annotator ana > ana.jsonl""")
+               vlmdesk reviews export --bench demo --annotator ana > ana.jsonl""",
+    )
     q.add_argument("--bench", help="only this benchmark's items")
     q.add_argument("--annotator", metavar="NAME", type=annotator, help="only this annotator's records")
     add_export_output(q)
 
-    q = action("import", "merge verdicts exported from another copy of the workspace", cmd_import, """
+    q = action(
+        "import",
+        "merge verdicts exported from another copy of the workspace",
+        cmd_import,
+        """
                vlmdesk reviews import ana.jsonl
-               vlmdesk reviews import ana.jsonl --skip-bad --json""")
+               vlmdesk reviews import ana.jsonl --skip-bad --json""",
+    )
     add_import_arguments(q, "verdicts")
 
 
 def add_export_output(q) -> None:
-    q.add_argument("--out", metavar="FILE",
-                   help="write to FILE instead of standard output (a new file, or a regular file replaced whole once "
-                        "written; never a workspace, folder, FIFO or device; a symlink is written through)")
+    q.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write to FILE instead of standard output (a new file, or a regular file replaced whole once "
+        "written; never a workspace, folder, FIFO or device; a symlink is written through)",
+    )
 
 
 def add_import_arguments(q, what: str) -> None:
     q.add_argument("file", metavar="FILE", help=f"a JSON Lines file of {what} written by the matching export")
-    q.add_argument("--skip-bad", action="store_true",
-                   help="import the good lines and list the bad ones (default: a bad line stops the import, "
-                        "nothing written)")
+    q.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="import the good lines and list the bad ones (default: a bad line stops the import, nothing written)",
+    )
     q.add_argument("--json", action="store_true", help="print the import report as JSON")
 
 
@@ -89,8 +113,10 @@ def run_import(args, kind: str, what: str) -> int:
         print(json.dumps(report.to_json(), ensure_ascii=False))
         return 0
     by_table = ", ".join(f"{n} {table}" for table, n in report.added.items()) if len(report.added) > 1 else ""
-    print(f"imported {sum(report.added.values())} new {what}{f' ({by_table})' if by_table else ''}; "
-          f"{report.present} already present; {report.skipped_count} line(s) skipped")
+    print(
+        f"imported {sum(report.added.values())} new {what}{f' ({by_table})' if by_table else ''}; "
+        f"{report.present} already present; {report.skipped_count} line(s) skipped"
+    )
     return 0
 
 

@@ -1,4 +1,5 @@
 """Commands over evaluation runs: run, runs, report."""
+
 from __future__ import annotations
 
 import json
@@ -10,9 +11,9 @@ from evaluator.backends import BackendError, spec_help
 from evaluator.backends.secrets import redact
 from evaluator.launch import Launch, prepare_resume, prepare_run, run_or_resume
 from evaluator.llm_extraction import extractor_help
-from evaluator.prompts import default_template, load_template
 from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.progress import DoneEvent, StartEvent
+from evaluator.prompts import default_template, load_template
 from evaluator.report import RunReport, run_report
 from evaluator.runner import RunSettings
 from evaluator.types import MCQ_STRATEGIES
@@ -22,64 +23,93 @@ from vlmdesk.cmd_data import bench_or_fail
 
 
 def register(add) -> None:
-    p = add("run", help="evaluate a model on a benchmark (CircularEval, VanillaEval, POPE)",
-            description="Run a model on a benchmark. Multiple choice: CircularEval by default (pass k rotates the "
-                        "options by k; an item counts only if every pass is right; pass 0 is VanillaEval, reported "
-                        "from the same run; a wrong pass ends the item). Yes/no (POPE) benchmarks take one pass. "
-                        "Every pass is stored; rerunning the same command continues an interrupted run.\n\n"
-                        f"model specs: {spec_help()}",
-            examples="""
+    p = add(
+        "run",
+        help="evaluate a model on a benchmark (CircularEval, VanillaEval, POPE)",
+        description="Run a model on a benchmark. Multiple choice: CircularEval by default (pass k rotates the "
+        "options by k; an item counts only if every pass is right; pass 0 is VanillaEval, reported "
+        "from the same run; a wrong pass ends the item). Yes/no (POPE) benchmarks take one pass. "
+        "Every pass is stored; rerunning the same command continues an interrupted run.\n\n"
+        f"model specs: {spec_help()}",
+        examples="""
                 vlmdesk run --bench demo --model baseline:random
                 vlmdesk run --bench mmbench-dev-en --model hf:llava-hf/llava-1.5-7b-hf --batch-size 16
                 vlmdesk run --bench mmbench-dev-en --model 'openai:Qwen2-VL-7B@http://localhost:8000/v1'
                 vlmdesk run --bench demo --model hf:./my-model --strategy vanilla --limit 10 --json
-                vlmdesk run --resume 7""")
+                vlmdesk run --resume 7""",
+    )
     p.add_argument("--bench", help="benchmark name (vlmdesk benchmarks)")
     p.add_argument("--model", help="model spec (hf:PATH, openai:MODEL@URL, baseline:random) or a saved model's name")
-    p.add_argument("--strategy", choices=MCQ_STRATEGIES, default="circular",
-                   help="circular (default) or vanilla (pass 0 only); ignored for yes/no benchmarks")
-    p.add_argument("--full-passes", action="store_true",
-                   help="ask every pass even after a wrong one (measures answer consistency)")
+    p.add_argument(
+        "--strategy",
+        choices=MCQ_STRATEGIES,
+        default="circular",
+        help="circular (default) or vanilla (pass 0 only); ignored for yes/no benchmarks",
+    )
+    p.add_argument(
+        "--full-passes", action="store_true", help="ask every pass even after a wrong one (measures answer consistency)"
+    )
     p.add_argument("--limit", type=positive_int, help="only the first N items of the benchmark")
     p.add_argument("--batch-size", type=positive_int, default=8, help="prompts per model call (default 8)")
     p.add_argument("--max-new-tokens", type=positive_int, default=32, help="generation length (default 32)")
     p.add_argument("--text-only", action="store_true", help="withhold the image (quality control, baselines)")
-    p.add_argument("--likelihood", action="store_true",
-                   help="choose by the log-likelihood of each option letter (Yes/No for POPE) instead of generating")
-    p.add_argument("--prompt-template", metavar="FILE",
-                   help="prompt template: text with {hint} {question} {options} {letters}, or JSON {en:…, zh:…}")
+    p.add_argument(
+        "--likelihood",
+        action="store_true",
+        help="choose by the log-likelihood of each option letter (Yes/No for POPE) instead of generating",
+    )
+    p.add_argument(
+        "--prompt-template",
+        metavar="FILE",
+        help="prompt template: text with {hint} {question} {options} {letters}, or JSON {en:…, zh:…}",
+    )
     p.add_argument("--seed", type=seed, default=0, help="seed for baseline:random (default 0; 0..2**32-1)")
-    p.add_argument("--extractor", default="rules", metavar="SPEC",
-                   help=f"how free-text answers become a choice: {extractor_help()} (default rules; see "
-                        "docs/extraction-and-alignment.md)")
+    p.add_argument(
+        "--extractor",
+        default="rules",
+        metavar="SPEC",
+        help=f"how free-text answers become a choice: {extractor_help()} (default rules; see "
+        "docs/extraction-and-alignment.md)",
+    )
     p.add_argument("--resume", type=record_id, metavar="RUN_ID", help="continue this run with its stored settings")
     p.add_argument("--new", action="store_true", help="start a new run even if one with these settings exists")
     p.add_argument("--json-progress", action="store_true", help="one JSON object per line on stdout, no bar")
-    p.add_argument("--json", action="store_true", help="print {\"run_id\": …} at the end")
+    p.add_argument("--json", action="store_true", help='print {"run_id": …} at the end')
     p.set_defaults(handler=cmd_run)
 
-    p = add("runs", help="list the runs in the workspace",
-            description="List runs: id, benchmark, model, strategy, status, passes stored.",
-            examples="""
+    p = add(
+        "runs",
+        help="list the runs in the workspace",
+        description="List runs: id, benchmark, model, strategy, status, passes stored.",
+        examples="""
                 vlmdesk runs
-                vlmdesk runs --json""")
+                vlmdesk runs --json""",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON array")
-    p.add_argument("--scores", action="store_true",
-                   help="add the overall figures and the duration (the app's runs list); slower on big workspaces")
+    p.add_argument(
+        "--scores",
+        action="store_true",
+        help="add the overall figures and the duration (the app's runs list); slower on big workspaces",
+    )
     p.set_defaults(handler=cmd_runs)
 
-    p = add("report", help="scores of a run: overall, per ability, per category, per split",
-            description="Scores computed from the stored passes: VanillaEval and CircularEval side by side, per L2 "
-                        "ability, leaf category and split; undecided answers; model calls. POPE runs give accuracy, "
-                        "precision, recall, F1 and yes-ratio under the official and the strict parser.",
-            examples="""
+    p = add(
+        "report",
+        help="scores of a run: overall, per ability, per category, per split",
+        description="Scores computed from the stored passes: VanillaEval and CircularEval side by side, per L2 "
+        "ability, leaf category and split; undecided answers; model calls. POPE runs give accuracy, "
+        "precision, recall, F1 and yes-ratio under the official and the strict parser.",
+        examples="""
                 vlmdesk report 3
                 vlmdesk report 3 --json
-                vlmdesk report 3 4 --plot abilities.png""")
+                vlmdesk report 3 4 --plot abilities.png""",
+    )
     p.add_argument("run_ids", type=record_id, nargs="+", metavar="RUN_ID", help="one or more runs (vlmdesk runs)")
-    p.add_argument("--scoring", metavar="NAME",
-                   help="report a stored re-scoring (vlmdesk rescore) instead of the run's own: e.g. rules, "
-                        "rules+llm:SPEC, human")
+    p.add_argument(
+        "--scoring",
+        metavar="NAME",
+        help="report a stored re-scoring (vlmdesk rescore) instead of the run's own: e.g. rules, rules+llm:SPEC, human",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON (a list for several runs)")
     p.add_argument("--plot", metavar="FILE", help="save a chart (.png, .svg or .pdf)")
     p.add_argument("--level", choices=("l2", "category"), default="l2", help="chart bars per L2 ability or leaf")
@@ -100,18 +130,29 @@ def cmd_run(args) -> int:
             if not args.bench or not args.model:
                 raise UsageError("run needs --bench and --model (or --resume RUN_ID)")
             bench = bench_or_fail(ws, args.bench)
-            settings = RunSettings(strategy=args.strategy, full_passes=args.full_passes, limit=args.limit,
-                                   max_new_tokens=args.max_new_tokens, text_only=args.text_only,
-                                   likelihood=args.likelihood, seed=args.seed, extractor=args.extractor)
-            template = (load_template(args.prompt_template, bench.kind) if args.prompt_template
-                        else default_template(bench.kind))
+            settings = RunSettings(
+                strategy=args.strategy,
+                full_passes=args.full_passes,
+                limit=args.limit,
+                max_new_tokens=args.max_new_tokens,
+                text_only=args.text_only,
+                likelihood=args.likelihood,
+                seed=args.seed,
+                extractor=args.extractor,
+            )
+            template = (
+                load_template(args.prompt_template, bench.kind)
+                if args.prompt_template
+                else default_template(bench.kind)
+            )
             # args.model: a saved model's name (vlmdesk models) or a spec
-            launch = prepare_run(ws, bench, args.model, settings, template, batch_size=args.batch_size,
-                                 new=args.new)
+            launch = prepare_run(ws, bench, args.model, settings, template, batch_size=args.batch_size, new=args.new)
         if launch.finished:
             run = launch.run
-            print(f"run {run.id} already finished with these settings (vlmdesk report {run.id}; --new to run again)",
-                  file=sys.stderr)
+            print(
+                f"run {run.id} already finished with these settings (vlmdesk report {run.id}; --new to run again)",
+                file=sys.stderr,
+            )
             return _finish(args, run.id)
         return _execute(ws, launch, args)
 
@@ -122,11 +163,14 @@ def _execute(ws, launch: Launch, args) -> int:
     from vlmdesk.cli import UsageError
 
     run = launch.run
-    bar = None if args.json_progress else tqdm(desc=f"run {run.id}", unit="pass", file=sys.stderr,
-                                               disable=None, leave=False)
+    bar = (
+        None
+        if args.json_progress
+        else tqdm(desc=f"run {run.id}", unit="pass", file=sys.stderr, disable=None, leave=False)
+    )
 
     def on_progress(p):
-        if args.json_progress:
+        if bar is None:
             _emit(p.to_json())
         else:
             bar.total = p.passes_done + int((p.eta_s or 0) * p.calls_per_s)
@@ -137,8 +181,11 @@ def _execute(ws, launch: Launch, args) -> int:
 
     def on_start(engine):
         if args.json_progress:
-            _emit(StartEvent(run.id, launch.resumed, run.benchmark_id, len(engine.items),
-                             sum(map(len, engine.done.values()))).to_json())
+            _emit(
+                StartEvent(
+                    run.id, launch.resumed, run.benchmark_id, len(engine.items), sum(map(len, engine.done.values()))
+                ).to_json()
+            )
 
     # Cancel (QProcess.terminate, kill -TERM) ends the run cleanly between two SQLite statements.
     previous = signal.signal(signal.SIGTERM, on_term)
@@ -151,16 +198,19 @@ def _execute(ws, launch: Launch, args) -> int:
         print(f"run {run.id} interrupted; continue with: vlmdesk run --resume {run.id}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # whoever read the progress lines went away (`… --json-progress | head`)
-        print(f"run {run.id} interrupted: its output was closed; continue with: vlmdesk run --resume {run.id}",
-              file=sys.stderr)
+        print(
+            f"run {run.id} interrupted: its output was closed; continue with: vlmdesk run --resume {run.id}",
+            file=sys.stderr,
+        )
         return 1
     except Exception as exc:
         message = redact(str(exc), run.model_spec, run.extractor)
         if runs.get_run(ws, run.id) is None:  # removed: it failed before asking anything, so it is not stored
             raise UsageError(message) from None
         if isinstance(exc, BackendError):
-            print(f"error: run {run.id} failed: {message} (continue with: vlmdesk run --resume {run.id})",
-                  file=sys.stderr)
+            print(
+                f"error: run {run.id} failed: {message} (continue with: vlmdesk run --resume {run.id})", file=sys.stderr
+            )
             return 1
         raise
     finally:
@@ -168,7 +218,7 @@ def _execute(ws, launch: Launch, args) -> int:
         if bar is not None:
             bar.close()
     if args.json_progress:
-        _emit(DoneEvent(run.id, engine.calls).to_json())
+        _emit(DoneEvent(run.id, engine.calls if engine else 0).to_json())
     return _finish(args, run.id)
 
 
@@ -191,28 +241,55 @@ def cmd_runs(args) -> int:
 
             scores = {r.id: run_summary(ws, r.id) for r in all_runs}
     if args.json:
-        print(json.dumps([{
-            "run_id": r.id, "benchmark": r.benchmark, "model": r.model_spec, "strategy": r.strategy,
-            "status": r.status, "predictions": r.predictions, "created_at": r.created_at,
-            "finished_at": r.finished_at, "config": r.config, "error": r.error, "problems": list(r.problems),
-            "owner": {"host": r.owner_host, "pid": r.owner_pid, "since": r.owner_since,
-                      "heartbeat_at": r.heartbeat_at} if r.status == "running" else None,
-            **({k: getattr(scores[r.id], k) for k in _SCORE_FIELDS} if args.scores else {}),
-        } for r in all_runs]))
+        print(
+            json.dumps(
+                [
+                    {
+                        "run_id": r.id,
+                        "benchmark": r.benchmark,
+                        "model": r.model_spec,
+                        "strategy": r.strategy,
+                        "status": r.status,
+                        "predictions": r.predictions,
+                        "created_at": r.created_at,
+                        "finished_at": r.finished_at,
+                        "config": r.config,
+                        "error": r.error,
+                        "problems": list(r.problems),
+                        "owner": {
+                            "host": r.owner_host,
+                            "pid": r.owner_pid,
+                            "since": r.owner_since,
+                            "heartbeat_at": r.heartbeat_at,
+                        }
+                        if r.status == "running"
+                        else None,
+                        **({k: getattr(scores[r.id], k) for k in _SCORE_FIELDS} if args.scores else {}),
+                    }
+                    for r in all_runs
+                ]
+            )
+        )
         return 0
     if not all_runs:
         print("no runs yet: vlmdesk run --bench NAME --model SPEC")
         return 0
-    print(f"{'id':>4}  {'benchmark':<22} {'model':<34} {'strategy':<9} {'status':<11} {'passes':>7}"
-          + ("   vanilla circular  pope-f1  seconds" if args.scores else ""))
+    print(
+        f"{'id':>4}  {'benchmark':<22} {'model':<34} {'strategy':<9} {'status':<11} {'passes':>7}"
+        + ("   vanilla circular  pope-f1  seconds" if args.scores else "")
+    )
     for r in all_runs:
         extra = ""
-        if args.scores:
-            s = scores[r.id]
-            extra = (f"  {_pct(s.vanilla):>8} {_pct(s.circular):>8} {_pct(s.pope_f1):>8} "
-                     f"{s.duration_s if s.duration_s is not None else '-':>8}")
-        print(f"{r.id:>4}  {r.benchmark[:22]:<22} {r.model_spec[:34]:<34} {r.strategy:<9} {r.status:<11} "
-              f"{r.predictions:>7}" + extra)
+        s = scores.get(r.id)
+        if s is not None:
+            extra = (
+                f"  {_pct(s.vanilla):>8} {_pct(s.circular):>8} {_pct(s.pope_f1):>8} "
+                f"{s.duration_s if s.duration_s is not None else '-':>8}"
+            )
+        print(
+            f"{r.id:>4}  {r.benchmark[:22]:<22} {r.model_spec[:34]:<34} {r.strategy:<9} {r.status:<11} "
+            f"{r.predictions:>7}" + extra
+        )
     for r in all_runs:
         if r.problems:
             print(f"run {r.id}: unreadable stored value(s): {'; '.join(r.problems)}")
@@ -240,8 +317,11 @@ def cmd_report(args) -> int:
         if len(kinds) > 1:
             raise UsageError("cannot plot POPE and multiple-choice runs in one chart")
         try:
-            fig = (pope_figure(reports) if kinds == {True}
-                   else ability_figure(reports, "by_l2" if args.level == "l2" else "by_category"))
+            fig = (
+                pope_figure(reports)
+                if kinds == {True}
+                else ability_figure(reports, "by_l2" if args.level == "l2" else "by_category")
+            )
             save_figure(fig, output_file(args.plot))
         except OSError as exc:
             raise UsageError(str(exc)) from None
@@ -263,25 +343,36 @@ def _pct(value) -> str:
 
 
 def format_report(r: RunReport) -> str:
-    lines = [f"run {r.run_id}  {r.benchmark}  {r.model}  {r.strategy}  [{r.status}]",
-             f"questions {r.questions}   model calls {r.model_calls}   undecided answers {r.undecided}"]
+    lines = [
+        f"run {r.run_id}  {r.benchmark}  {r.model}  {r.strategy}  [{r.status}]",
+        f"questions {r.questions}   model calls {r.model_calls}   undecided answers {r.undecided}",
+    ]
     if r.problems:
         lines.append(f"unreadable stored value(s), figures read without them: {'; '.join(r.problems)}")
     mcq = r.mcq
-    lines.append(f"scoring {r.scoring} ({r.scoring_source})"
-                 + (f"   items with passes never asked: {mcq.circular_unasked_items} (circular counts them "
-                    f"wrong; {_pct(mcq.circular_upper).strip()} if right)" if mcq and mcq.circular_unasked_items
-                    else ""))
+    lines.append(
+        f"scoring {r.scoring} ({r.scoring_source})"
+        + (
+            f"   items with passes never asked: {mcq.circular_unasked_items} (circular counts them "
+            f"wrong; {_pct(mcq.circular_upper).strip()} if right)"
+            if mcq and mcq.circular_unasked_items
+            else ""
+        )
+    )
     if r.pope is not None:
         lines.append(f"setting {r.pope.setting or '-'}   answered {r.pope.answered}")
         lines.append(f"{'parser':<10} {'acc':>7} {'prec':>7} {'recall':>7} {'f1':>7} {'yes':>7} {'unknown':>8}")
         for parser, m in r.pope.pope.items():
-            lines.append(f"{parser:<10} {_pct(m.accuracy):>7} {_pct(m.precision):>7} {_pct(m.recall):>7} "
-                         f"{_pct(m.f1):>7} {_pct(m.yes_ratio):>7} {m.unknown:>8}")
+            lines.append(
+                f"{parser:<10} {_pct(m.accuracy):>7} {_pct(m.precision):>7} {_pct(m.recall):>7} "
+                f"{_pct(m.f1):>7} {_pct(m.yes_ratio):>7} {m.unknown:>8}"
+            )
         return "\n".join(lines)
+    assert mcq is not None  # a run that is not POPE is multiple choice, with its figures
     lines.append(f"{'':<44} {'n':>5} {'vanilla':>8} {'circular':>9}")
-    lines.append(f"{'Overall':<44} {mcq.overall.questions:>5} {_pct(mcq.overall.vanilla):>8} "
-                 f"{_pct(mcq.overall.circular):>9}")
+    lines.append(
+        f"{'Overall':<44} {mcq.overall.questions:>5} {_pct(mcq.overall.vanilla):>8} {_pct(mcq.overall.circular):>9}"
+    )
     for title, key in (("L2 ability", "by_l2"), ("leaf category", "by_category"), ("split", "by_split")):
         lines.append(f"-- {title}")
         for name, sc in mcq.groups(key).items():

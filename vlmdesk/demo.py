@@ -1,4 +1,5 @@
 """The bundled demo benchmark and the first-start workspace."""
+
 from __future__ import annotations
 
 from importlib.resources import files
@@ -16,9 +17,12 @@ def demo_dir() -> Path:
 def import_demo(ws: Workspace) -> list:
     """Import the demo benchmarks (a no-op for each one already there); returns their import reports."""
     d = demo_dir()
-    return [import_benchmark(ws, d / "demo_mcq.jsonl", fmt="jsonl", name="demo"),
-            import_benchmark(ws, d / "demo_pope.jsonl", fmt="pope", name="demo-pope", images_dir=d / "images",
-                             setting="random")]
+    return [
+        import_benchmark(ws, d / "demo_mcq.jsonl", fmt="jsonl", name="demo"),
+        import_benchmark(
+            ws, d / "demo_pope.jsonl", fmt="pope", name="demo-pope", images_dir=d / "images", setting="random"
+        ),
+    ]
 
 
 def ensure_demo(ws: Workspace) -> list[str]:

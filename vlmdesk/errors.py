@@ -1,4 +1,5 @@
 """Unexpected exceptions (bugs): one line for the user, the traceback in a log file for the report."""
+
 from __future__ import annotations
 
 import datetime
@@ -30,7 +31,7 @@ def log_dir() -> Path:
 def one_line(text: str, limit: int = _MESSAGE_CHARS) -> str:
     """A message on one line, bounded: control characters shown escaped, long text cut with an ellipsis."""
     text = re.sub(r"[\x00-\x1f\x7f]+", " ", text).strip()
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def log_internal_error(exc: BaseException, *, command: str | None = None) -> Path:
@@ -42,10 +43,12 @@ def log_internal_error(exc: BaseException, *, command: str | None = None) -> Pat
         path.replace(folder / f"{LOG_NAME}.1")
     from vlmdesk import __version__
 
-    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     # Arguments are not logged: a mistyped key could be among them.
-    head = (f"--- {stamp} vlmdesk {__version__} pid {os.getpid()} command {command or '-'} "
-            f"python {sys.version.split()[0]}\n")
+    head = (
+        f"--- {stamp} vlmdesk {__version__} pid {os.getpid()} command {command or '-'} "
+        f"python {sys.version.split()[0]}\n"
+    )
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     with open(path, "a", encoding="utf-8", errors="backslashreplace") as f:
         f.write(head + redact(text))

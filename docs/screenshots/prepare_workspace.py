@@ -4,6 +4,7 @@ the Alignment view has something to show, and a few review verdicts (one conflic
 Review history and blind mode have something to show and hide. Everything goes through `vlmdesk` commands except
 the labels and verdicts, which stand in for people: annotators "ana" and "ben" label every response as the rules
 read it, a few otherwise, and a lead adjudicates three of their disagreements."""
+
 from __future__ import annotations
 
 import sys
@@ -26,16 +27,30 @@ if PATH.exists():
 with open_workspace(PATH) as ws:
     ensure_demo(ws)
 for model in ("baseline:random", "baseline:first", "baseline:frequent"):
-    vlmdesk("run", "--bench", "demo", "--model", model)             # runs 1-3
-vlmdesk("run", "--bench", "demo", "--model", "baseline:random?seed=7", "--full-passes")   # run 4
+    vlmdesk("run", "--bench", "demo", "--model", model)  # runs 1-3
+vlmdesk("run", "--bench", "demo", "--model", "baseline:random?seed=7", "--full-passes")  # run 4
 vlmdesk("run", "--bench", "demo-pope", "--model", "baseline:random")  # run 5
 vlmdesk("run", "--bench", "demo-pope", "--model", "baseline:frequent")  # run 6
 vlmdesk("qc", "consensus", "--bench", "demo", "--run", "1", "--run", "2")
 vlmdesk("models", "add", "coin", "baseline:random")
 vlmdesk("models", "add", "always-A", "baseline:first")
 # A weak "LLM" extractor (a baseline that always answers the first letter) gives the study a second extractor.
-vlmdesk("align", "sample", "--run", "1", "--run", "4", "--extractor", "llm:baseline:first", "--size", "40",
-        "--seed", "1", "--name", "demo-study")
+vlmdesk(
+    "align",
+    "sample",
+    "--run",
+    "1",
+    "--run",
+    "4",
+    "--extractor",
+    "llm:baseline:first",
+    "--size",
+    "40",
+    "--seed",
+    "1",
+    "--name",
+    "demo-study",
+)
 with open_workspace(PATH) as ws:
     for n in range(1000):  # every response of the set, so that ana sees all passes (blind adjudication)
         task = alignment.next_for(ws, "demo-study", "ana")
@@ -49,9 +64,12 @@ with open_workspace(PATH) as ws:
         alignment.adjudicate(ws, d.item_id, "lead", d.labels["ana"], note="read again")
     demo = {i.index: i.id for i in catalog.list_items(ws, catalog.benchmark_by_name(ws, "demo").id)}
     for index, who, verdict, corrected, note in (
-            (1, "ana", "ok", None, None), (3, "ana", "ok", None, None), (3, "ben", "ok", None, None),
-            (2, "ben", "ambiguous", None, "both descriptions fit a shallow depth of field"),
-            (5, "ana", "ok", None, None),
-            (5, "ben", "wrong_answer", "B", "the mission patch reads STS-7: Sally Ride?")):
+        (1, "ana", "ok", None, None),
+        (3, "ana", "ok", None, None),
+        (3, "ben", "ok", None, None),
+        (2, "ben", "ambiguous", None, "both descriptions fit a shallow depth of field"),
+        (5, "ana", "ok", None, None),
+        (5, "ben", "wrong_answer", "B", "the mission patch reads STS-7: Sally Ride?"),
+    ):
         reviews.add_review(ws, demo[index], who, verdict, corrected_answer=corrected, note=note, seconds=6.0)
 print(f"wrote {PATH}")

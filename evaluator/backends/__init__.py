@@ -4,7 +4,10 @@ A model spec is ``<scheme>:<rest>``; the scheme names a registry entry (base.Bac
 ``BACKENDS = (BackendEntry(…),)`` by a module of this package (`hf:`, `openai:`, `baseline:`) or by a module
 named in VLMDESK_PLUGINS. Adding a backend is adding such a module (docs/architecture.md).
 """
+
 from __future__ import annotations
+
+from typing import TypeGuard
 
 from evaluator.backends.base import Backend, BackendEntry, BackendError, BuildContext, Query, ScoringBackend
 from evaluator.registry import Registry
@@ -39,24 +42,36 @@ def check_spec(spec: str) -> str:
     return spec
 
 
-def load_backend(spec: str, *, seed: int = 0, frequent_answer: str | None = None,
-                 batch_size: int | None = None) -> Backend:
+def load_backend(
+    spec: str, *, seed: int = 0, frequent_answer: str | None = None, batch_size: int | None = None
+) -> Backend:
     """Build the backend a model spec names. `frequent_answer` feeds `baseline:frequent`; `batch_size` is the
     run's, which a local model uses unless its spec sets its own."""
     entry, rest = _entry(spec)
     return entry.make(rest, BuildContext(seed=seed, frequent_answer=frequent_answer, batch_size=batch_size))
 
 
-def can_score(backend: Backend) -> bool:
+def can_score(backend: Backend) -> TypeGuard[ScoringBackend]:
     return callable(getattr(backend, "score", None))
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> str:
     # SPEC_HELP reads the registry, so it is computed when asked for, not when this package is imported.
     if name == "SPEC_HELP":
         return spec_help()
     raise AttributeError(name)
 
 
-__all__ = ["Backend", "BackendEntry", "BackendError", "BuildContext", "Query", "REGISTRY", "ScoringBackend",
-           "can_score", "check_spec", "load_backend", "spec_help"]
+__all__ = [
+    "Backend",
+    "BackendEntry",
+    "BackendError",
+    "BuildContext",
+    "Query",
+    "REGISTRY",
+    "ScoringBackend",
+    "can_score",
+    "check_spec",
+    "load_backend",
+    "spec_help",
+]

@@ -1,14 +1,18 @@
 """The one small protocol every model backend implements."""
+
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from PIL import Image
 from urllib.parse import urlencode
 
-from evaluator.registry import Field, resolve
-
 from db.errors import EnvironmentFault
+from evaluator.registry import Field, resolve
 
 
 @dataclass(frozen=True)
@@ -22,7 +26,7 @@ class Query:
     images: tuple[bytes, ...] = ()
     letters: tuple[str, ...] = ()
 
-    def pil_images(self):
+    def pil_images(self) -> list[Image.Image]:
         from PIL import Image
 
         out = []
@@ -42,7 +46,7 @@ class Backend(Protocol):
         """Greedy answers, one text per query, in order."""
         ...
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """What to store with a run (no secrets): resolved settings, library versions."""
         ...
 
@@ -94,7 +98,8 @@ class BackendEntry:
             self.make(rest, BuildContext())
 
     def make(self, rest: str, context: BuildContext) -> Backend:
-        return resolve(self.build)(rest, context)
+        backend: Backend = resolve(self.build)(rest, context)
+        return backend
 
     def compose(self, values: Mapping[str, str | bool | None]) -> str:
         """The spec a filled form stands for: the field named "" right after the scheme, "@" after an @, the
@@ -107,5 +112,4 @@ class BackendEntry:
             if f.name in ("", "@") or value in (None, "", False):
                 continue
             options[f.name] = "1" if value is True else str(value).strip()
-        return (f"{self.name}:{target}" + (f"@{at}" if at else "")
-                + (f"?{urlencode(options)}" if options else ""))
+        return f"{self.name}:{target}" + (f"@{at}" if at else "") + (f"?{urlencode(options)}" if options else "")

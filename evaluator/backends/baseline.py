@@ -3,11 +3,13 @@
 They answer from the letters a query offers, so they run through the same engine as any model and show why
 CircularEval matters (a constant answer scores the base rate on VanillaEval and 0 on CircularEval).
 """
+
 from __future__ import annotations
 
 import hashlib
 import random
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import parse_qsl
 
 from evaluator.backends.base import BackendEntry, BackendError, BuildContext, Query
@@ -17,8 +19,9 @@ KINDS = ("first", "random", "frequent")
 MAX_SEED = 2**32 - 1
 
 
-def parse_baseline_spec(rest: str, context: BuildContext = BuildContext(),
-                        options: tuple[str, ...] = ("seed",)) -> tuple[str, int, dict[str, str]]:
+def parse_baseline_spec(
+    rest: str, context: BuildContext = BuildContext(), options: tuple[str, ...] = ("seed",)
+) -> tuple[str, int, dict[str, str]]:
     """(kind, seed, the other options) of ``<kind>[?seed=N…]``; ``options`` are the option names allowed (a
     variant may read more). The spec's seed wins over the run's. BackendError when something is off."""
     kind, _, query = rest.partition("?")
@@ -37,18 +40,27 @@ def parse_baseline_spec(rest: str, context: BuildContext = BuildContext(),
     return kind, seed, opts
 
 
-def build(rest: str, context: BuildContext) -> "BaselineBackend":
+def build(rest: str, context: BuildContext) -> BaselineBackend:
     kind, seed, _ = parse_baseline_spec(rest, context)
     return BaselineBackend(kind, seed=seed, frequent=context.frequent_answer)
 
 
-BACKENDS = (BackendEntry(
-    name="baseline", title="Baseline", reference=True, syntax="baseline:random|first|frequent[?seed=N]",
-    help="reference points that cost nothing: the first option, a seeded random one, the most frequent answer",
-    build=build, validate=lambda rest: parse_baseline_spec(rest) and None,
-    fields=(Field("", "Kind", "choice", choices=KINDS, default="random", required=True),
-            Field("seed", "Seed", "int", help="overrides the run's --seed")),
-    examples=("baseline:random", "baseline:first", "baseline:frequent")),)
+BACKENDS = (
+    BackendEntry(
+        name="baseline",
+        title="Baseline",
+        reference=True,
+        syntax="baseline:random|first|frequent[?seed=N]",
+        help="reference points that cost nothing: the first option, a seeded random one, the most frequent answer",
+        build=build,
+        validate=lambda rest: parse_baseline_spec(rest) and None,
+        fields=(
+            Field("", "Kind", "choice", choices=KINDS, default="random", required=True),
+            Field("seed", "Seed", "int", help="overrides the run's --seed"),
+        ),
+        examples=("baseline:random", "baseline:first", "baseline:frequent"),
+    ),
+)
 
 
 class BaselineBackend:
@@ -58,7 +70,7 @@ class BaselineBackend:
         self.kind, self.seed, self.frequent = kind, seed, frequent
         self.spec = f"baseline:{kind}"
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {"backend": "baseline", "kind": self.kind, "seed": self.seed, "frequent": self.frequent}
 
     def generate(self, queries: Sequence[Query], max_new_tokens: int) -> list[str]:

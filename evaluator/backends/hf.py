@@ -4,34 +4,40 @@ Vision-language models load through AutoProcessor + AutoModelForImageTextToText;
 AutoTokenizer + AutoModelForCausalLM so text-only quality-control runs can use it. torch and transformers are
 imported lazily: importing this module must stay cheap for the CLI and the GUI.
 """
+
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
 from evaluator.registry import Field
 
 from .base import BackendEntry, BackendError, Query
 
+if TYPE_CHECKING:
+    import transformers  # imported where a model loads: it costs seconds
+
 _DTYPES = ("float32", "float16", "bfloat16", "auto")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
-def parse_hf_spec(rest: str, *, default_batch_size: int | None = None) -> "HFBackend":
-    """Build a backend from the part of a spec after ``hf:``: ``path_or_id[?dtype=…&device=…&batch_size=…&trust_remote_code=1]``."""
+def parse_hf_spec(rest: str, *, default_batch_size: int | None = None) -> HFBackend:
+    """Build a backend from the part of a spec after ``hf:``:
+    ``path_or_id[?dtype=…&device=…&batch_size=…&trust_remote_code=1]``."""
     model, kwargs = hf_options(rest, default_batch_size=default_batch_size)
     return HFBackend(model, **kwargs)
 
 
-def hf_options(rest: str, *, default_batch_size: int | None = None) -> tuple[str, dict]:
+def hf_options(rest: str, *, default_batch_size: int | None = None) -> tuple[str, dict[str, Any]]:
     """The model and the keyword arguments of HFBackend a spec names, read without loading anything."""
     model, _, query = rest.partition("?")
     if not model:
         raise BackendError("hf spec needs a model path or hub id: hf:<path or id>[?dtype=…&device=…&batch_size=…]")
     # The run's --batch-size applies unless the spec pins its own.
-    kwargs: dict = {"max_batch_size": default_batch_size} if default_batch_size else {}
+    kwargs: dict[str, Any] = {"max_batch_size": default_batch_size} if default_batch_size else {}
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ValueError:
@@ -56,18 +62,25 @@ def hf_options(rest: str, *, default_batch_size: int | None = None) -> tuple[str
     return model, kwargs
 
 
-BACKENDS = (BackendEntry(
-    name="hf", title="Local or hub model", syntax="hf:<local path or hub id>[?dtype=bfloat16&device=cuda&batch_size=8&trust_remote_code=1]",
-    help="a local Hugging Face transformers model (image-text-to-text, or a text LM), batched greedy generation "
-         "and likelihood scoring",
-    build=lambda rest, context: parse_hf_spec(rest, default_batch_size=context.batch_size),
-    validate=lambda rest: hf_options(rest) and None,
-    fields=(Field("", "Model directory or hub id", "path", required=True, placeholder="llava-hf/llava-1.5-7b-hf"),
+BACKENDS = (
+    BackendEntry(
+        name="hf",
+        title="Local or hub model",
+        syntax="hf:<local path or hub id>[?dtype=bfloat16&device=cuda&batch_size=8&trust_remote_code=1]",
+        help="a local Hugging Face transformers model (image-text-to-text, or a text LM), batched greedy generation "
+        "and likelihood scoring",
+        build=lambda rest, context: parse_hf_spec(rest, default_batch_size=context.batch_size),
+        validate=lambda rest: hf_options(rest) and None,
+        fields=(
+            Field("", "Model directory or hub id", "path", required=True, placeholder="llava-hf/llava-1.5-7b-hf"),
             Field("dtype", "dtype", "choice", choices=("", *_DTYPES), help="default: bfloat16 on CUDA, else float32"),
             Field("device", "Device", placeholder="cuda, cpu, auto"),
             Field("batch_size", "Batch size", "int", help="default: the run's --batch-size"),
-            Field("trust_remote_code", "Trust remote code", "flag", help="run the model repository's own code")),
-    examples=("hf:llava-hf/llava-1.5-7b-hf", "hf:./my-vlm?dtype=bfloat16&batch_size=16")),)
+            Field("trust_remote_code", "Trust remote code", "flag", help="run the model repository's own code"),
+        ),
+        examples=("hf:llava-hf/llava-1.5-7b-hf", "hf:./my-vlm?dtype=bfloat16&batch_size=16"),
+    ),
+)
 
 
 class HFBackend:
@@ -90,8 +103,12 @@ class HFBackend:
         if max_batch_size < 1:
             raise BackendError(f"hf: max_batch_size must be at least 1, got {max_batch_size}")
         # The spec as asked for (before defaults are resolved), in the form parse_hf_spec reads back.
-        options = {"dtype": dtype, "device": device, "batch_size": max_batch_size if max_batch_size != 8 else None,
-                   "trust_remote_code": 1 if trust_remote_code else None}
+        options = {
+            "dtype": dtype,
+            "device": device,
+            "batch_size": max_batch_size if max_batch_size != 8 else None,
+            "trust_remote_code": 1 if trust_remote_code else None,
+        }
         query = urlencode({k: v for k, v in options.items() if v is not None})
         self.spec = f"hf:{model}" + (f"?{query}" if query else "")
         # A hub id is "name" or "org/name"; anything else that does not exist is a mistyped local path, which
@@ -111,6 +128,7 @@ class HFBackend:
         try:
             config = transformers.AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
             self.is_vlm = _is_image_text_to_text(config)
+            model_cls: type[transformers.AutoModelForImageTextToText] | type[transformers.AutoModelForCausalLM]
             if self.is_vlm:
                 processor = transformers.AutoProcessor.from_pretrained(source, trust_remote_code=trust_remote_code)
                 model_cls = transformers.AutoModelForImageTextToText
@@ -139,7 +157,7 @@ class HFBackend:
         self.max_batch_size = max_batch_size
         self._accepts = set(inspect.signature(self.model.forward).parameters)
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         import torch
         import transformers
 
@@ -239,20 +257,21 @@ class HFBackend:
                 raise BackendError(f"hf: {self.model_name} is a text-only model and cannot take images")
             if self.tokenizer.chat_template is None:  # a base LM: the prompt as is
                 return query.prompt
-            conversation = [{"role": "user", "content": query.prompt}]
+            conversation: list[dict[str, Any]] = [{"role": "user", "content": query.prompt}]
         else:
             if getattr(self.processor, "chat_template", None) is None and self.tokenizer.chat_template is None:
                 raise BackendError(f"hf: {self.model_name} has no chat template; cannot place its images")
             content = [{"type": "image"} for _ in query.images] + [{"type": "text", "text": query.prompt}]
             conversation = [{"role": "user", "content": content}]
-        return self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+        prompt: str = self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+        return prompt
 
-    def _encode(self, queries: Sequence[Query], suffixes: Sequence[list[int]] | None = None) -> dict:
+    def _encode(self, queries: Sequence[Query], suffixes: Sequence[list[int]] | None = None) -> dict[str, Any]:
         """Model inputs for a batch, left-padded, on the model's device; ``suffixes`` are token ids to append."""
         import torch
 
         texts = [self._render(q) for q in queries]
-        kwargs: dict = {"padding": True, "padding_side": "left", "return_tensors": "pt"}
+        kwargs: dict[str, Any] = {"padding": True, "padding_side": "left", "return_tensors": "pt"}
         # Same rule as processor.apply_chat_template(tokenize=True): a template that writes BOS itself must not
         # get a second one from the tokenizer.
         bos = self.tokenizer.bos_token
@@ -272,7 +291,7 @@ class HFBackend:
             for k, v in enc.items()
         }
 
-    def _append_tokens(self, enc: dict, suffixes: Sequence[list[int]]) -> dict:
+    def _append_tokens(self, enc: dict[str, Any], suffixes: Sequence[list[int]]) -> dict[str, Any]:
         """Append ``suffixes[r]`` to row r of every per-token tensor, then left-pad the rows again.
 
         Per-token tensors (input_ids, attention_mask, and e.g. Qwen's mm_token_type_ids) are those shaped like
@@ -296,7 +315,7 @@ class HFBackend:
         return out
 
 
-def _is_image_text_to_text(config) -> bool:
+def _is_image_text_to_text(config: transformers.PretrainedConfig) -> bool:
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
     auto_map = getattr(config, "auto_map", None) or {}

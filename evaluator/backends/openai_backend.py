@@ -1,4 +1,5 @@
-"""OpenAI-compatible chat-completions servers: ``openai:<model>[@<base url>][?key_env=…&concurrency=…&timeout=…&retries=…]``.
+"""OpenAI-compatible chat-completions servers:
+``openai:<model>[@<base url>][?key_env=…&concurrency=…&timeout=…&retries=…]``.
 
 One chat completion per query, sent from a bounded thread pool; answers come back in input order. Retries are
 ours, not the client's (the client is built with ``max_retries=0``), so they are logged and testable:
@@ -10,6 +11,7 @@ The API key is read from the environment variable the spec names (``key_env``, d
 key itself never enters the spec, ``describe()`` or a log line. Local servers need no key: an unset variable
 sends the dummy key ``EMPTY``. ``openai`` is imported lazily, so importing this module stays cheap.
 """
+
 from __future__ import annotations
 
 import base64
@@ -21,7 +23,8 @@ import random
 import re
 import threading
 import time
-from typing import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from evaluator.registry import Field
@@ -29,22 +32,44 @@ from evaluator.registry import Field
 from .base import BackendEntry, BackendError, Query
 from .secrets import redact
 
+
+class _Response(Protocol):
+    """An HTTP response of the openai client (its HTTP library changes between releases)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def reason_phrase(self) -> str: ...
+
+
 log = logging.getLogger(__name__)
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 DUMMY_KEY = "EMPTY"
 OFFICIAL_SERVER = "https://api.openai.com/v1"
-_DEFAULTS = {"key_env": DEFAULT_KEY_ENV, "concurrency": 8, "timeout": 60.0, "retries": 4, "temperature": 0.0,
-             "backoff": 1.0}
+_DEFAULTS = {
+    "key_env": DEFAULT_KEY_ENV,
+    "concurrency": 8,
+    "timeout": 60.0,
+    "retries": 4,
+    "temperature": 0.0,
+    "backoff": 1.0,
+}
 _SPEC_FORM = "openai:<model>[@<base url>][?key_env=NAME&concurrency=8&timeout=60&retries=4&temperature=0&backoff=1]"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Spec options, bounded at the door (a huge concurrency would start that many threads).
-_RANGES = {"concurrency": (1, 1024), "retries": (0, 100), "timeout": (0.001, 86_400.0), "temperature": (0.0, 2.0),
-           "backoff": (0.0, 3_600.0)}
+_RANGES = {
+    "concurrency": (1, 1024),
+    "retries": (0, 100),
+    "timeout": (0.001, 86_400.0),
+    "temperature": (0.0, 2.0),
+    "backoff": (0.0, 3_600.0),
+}
 _WHOLE = {"concurrency", "retries"}
 
 
-def parse_openai_spec(rest: str) -> "OpenAIBackend":
+def parse_openai_spec(rest: str) -> OpenAIBackend:
     """Build a backend from the part of a spec after ``openai:``.
 
     The base URL starts at the first ``@`` followed by ``http://`` or ``https://`` (so a model name may itself
@@ -53,14 +78,14 @@ def parse_openai_spec(rest: str) -> "OpenAIBackend":
     head, _, query = rest.partition("?")
     match = re.search(r"@(?=https?://)", head)
     if match:
-        model, base_url = head[: match.start()], head[match.end():]
+        model, base_url = head[: match.start()], head[match.end() :]
     elif "@" in head and _looks_like_host(head.rpartition("@")[2]):
         raise BackendError(f"openai spec: the base URL must start with http:// or https://: {_SPEC_FORM}")
     else:
         model, base_url = head, None
     if not model:
         raise BackendError(f"openai spec needs a model name: {_SPEC_FORM}")
-    kwargs: dict = {}
+    kwargs: dict[str, Any] = {}
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ValueError:
@@ -71,16 +96,22 @@ def parse_openai_spec(rest: str) -> "OpenAIBackend":
         elif key in _RANGES:
             low, high = _RANGES[key]
             try:
-                number = (int(value) if value.isdigit() and len(value) < 20 else None) if key in _WHOLE \
+                number = (
+                    (int(value) if value.isdigit() and len(value) < 20 else None)
+                    if key in _WHOLE
                     else float(value[:40])
+                )
             except ValueError:
                 number = None
             if number is None or not math.isfinite(number):
-                raise BackendError(f"openai spec: {key} must be a {'whole ' if key in _WHOLE else ''}number, "
-                                   f"got {value[:40]!r}")
+                raise BackendError(
+                    f"openai spec: {key} must be a {'whole ' if key in _WHOLE else ''}number, got {value[:40]!r}"
+                )
             if not low <= number <= high:
-                raise BackendError(f"openai spec: {key} must be at {'least' if number < low else 'most'} "
-                                   f"{low if number < low else high:g}, got {value[:40]}")
+                raise BackendError(
+                    f"openai spec: {key} must be at {'least' if number < low else 'most'} "
+                    f"{low if number < low else high:g}, got {value[:40]}"
+                )
             kwargs[key] = number
         else:
             raise BackendError(
@@ -90,18 +121,30 @@ def parse_openai_spec(rest: str) -> "OpenAIBackend":
     return OpenAIBackend(model, base_url, **kwargs)
 
 
-BACKENDS = (BackendEntry(
-    name="openai", title="OpenAI-compatible server", syntax="openai:<model>@<base url>[?key_env=OPENAI_API_KEY&concurrency=8&timeout=60]",
-    help="any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, LM Studio, OpenAI); the key is read "
-         "from the variable key_env names, never stored",
-    build=lambda rest, context: parse_openai_spec(rest), validate=lambda rest: parse_openai_spec(rest) and None,
-    fields=(Field("", "Model", required=True, placeholder="Qwen/Qwen2-VL-7B-Instruct"),
+BACKENDS = (
+    BackendEntry(
+        name="openai",
+        title="OpenAI-compatible server",
+        syntax="openai:<model>@<base url>[?key_env=OPENAI_API_KEY&concurrency=8&timeout=60]",
+        help="any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, LM Studio, OpenAI); the key is read "
+        "from the variable key_env names, never stored",
+        build=lambda rest, context: parse_openai_spec(rest),
+        validate=lambda rest: _validate(rest),
+        fields=(
+            Field("", "Model", required=True, placeholder="Qwen/Qwen2-VL-7B-Instruct"),
             Field("@", "Base URL", placeholder="http://localhost:8000/v1 (empty: OpenAI's own API)"),
-            Field("key_env", "Key variable", placeholder=DEFAULT_KEY_ENV,
-                  help="the environment variable holding the API key (the key itself is never stored)"),
+            Field(
+                "key_env",
+                "Key variable",
+                placeholder=DEFAULT_KEY_ENV,
+                help="the environment variable holding the API key (the key itself is never stored)",
+            ),
             Field("concurrency", "Concurrent requests", "int", placeholder="8"),
-            Field("timeout", "Timeout (s)", placeholder="60")),
-    examples=("openai:gpt-4o-mini", "openai:Qwen2-VL-7B@http://localhost:8000/v1?concurrency=64")),)
+            Field("timeout", "Timeout (s)", placeholder="60"),
+        ),
+        examples=("openai:gpt-4o-mini", "openai:Qwen2-VL-7B@http://localhost:8000/v1?concurrency=64"),
+    ),
+)
 
 
 class OpenAIBackend:
@@ -126,8 +169,10 @@ class OpenAIBackend:
         if base_url is not None and not base_url.startswith(("http://", "https://")):
             raise BackendError(f"openai: base URL must start with http:// or https://, got {base_url!r}")
         if base_url is not None and urlsplit(base_url).password is not None:
-            raise BackendError("openai: the base URL must not carry a password (specs are stored); "
-                               "put the key in the environment variable named by key_env")
+            raise BackendError(
+                "openai: the base URL must not carry a password (specs are stored); "
+                "put the key in the environment variable named by key_env"
+            )
         if not _ENV_NAME.match(key_env):
             raise BackendError(f"openai: key_env must name an environment variable, got {key_env!r}")
         if concurrency < 1:
@@ -149,8 +194,14 @@ class OpenAIBackend:
         self.max_backoff = float(max_backoff)
         self.max_retry_after = float(max_retry_after)
 
-        options = {"key_env": key_env, "concurrency": concurrency, "timeout": self.timeout, "retries": retries,
-                   "temperature": self.temperature, "backoff": self.backoff}
+        options = {
+            "key_env": key_env,
+            "concurrency": concurrency,
+            "timeout": self.timeout,
+            "retries": retries,
+            "temperature": self.temperature,
+            "backoff": self.backoff,
+        }
         query = urlencode({k: _fmt(v) for k, v in options.items() if v != _DEFAULTS[k]})
         self.spec = f"openai:{model}" + (f"@{self.base_url}" if self.base_url else "") + (f"?{query}" if query else "")
 
@@ -160,7 +211,11 @@ class OpenAIBackend:
         self._key_is_set = bool(os.environ.get(key_env))
         self._secrets = (os.environ.get(key_env) or "",)  # what servers' messages must not carry on (redact)
         # max_retries=0: retrying is this class's job, so every attempt is visible in logs and tests.
-        kwargs = {"api_key": os.environ.get(key_env) or DUMMY_KEY, "timeout": self.timeout, "max_retries": 0}
+        kwargs: dict[str, Any] = {
+            "api_key": os.environ.get(key_env) or DUMMY_KEY,
+            "timeout": self.timeout,
+            "max_retries": 0,
+        }
         if self.base_url is not None:
             kwargs["base_url"] = self.base_url
         self._client = openai.OpenAI(**kwargs)
@@ -170,7 +225,7 @@ class OpenAIBackend:
         """The endpoint, as messages name it."""
         return self.base_url or OFFICIAL_SERVER
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {
             "backend": "openai",
             "model": self.model,
@@ -196,7 +251,7 @@ class OpenAIBackend:
         bodies = [self._request_body(q, max_new_tokens) for q in queries]  # bad images fail before any request
         failed = threading.Event()
 
-        def run(index: int, body: dict) -> str:
+        def run(index: int, body: dict[str, Any]) -> str:
             try:
                 return self._complete(index, body, failed)
             except BaseException:
@@ -206,8 +261,9 @@ class OpenAIBackend:
         # Imported here: every --help imports this module (the backend registry); these cost more than all of it.
         from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(bodies)),
-                                thread_name_prefix="openai-backend") as pool:
+        with ThreadPoolExecutor(
+            max_workers=min(self.concurrency, len(bodies)), thread_name_prefix="openai-backend"
+        ) as pool:
             futures = [pool.submit(run, i, body) for i, body in enumerate(bodies)]
             try:
                 wait(futures, return_when=FIRST_EXCEPTION)
@@ -217,17 +273,18 @@ class OpenAIBackend:
             finally:
                 for f in futures:
                     f.cancel()  # only those not started yet can be cancelled
-        errors = [f.exception() for f in futures if not f.cancelled() and f.exception() is not None]
+        errors = [e for f in futures if not f.cancelled() and (e := f.exception()) is not None]
         if errors:  # the first real failure in input order, not a query it stopped
             raise next((e for e in errors if not isinstance(e, _Stopped)), errors[0])
         return [f.result() for f in futures]
 
-    def _request_body(self, query: Query, max_new_tokens: int) -> dict:
+    def _request_body(self, query: Query, max_new_tokens: int) -> dict[str, Any]:
         if query.images:
-            content: list[dict] | str = [
+            parts: list[dict[str, Any]] = [
                 {"type": "image_url", "image_url": {"url": image_data_url(data)}} for data in query.images
             ]
-            content.append({"type": "text", "text": query.prompt})
+            parts.append({"type": "text", "text": query.prompt})
+            content: list[dict[str, Any]] | str = parts
         else:
             content = query.prompt  # plain string: what text-only chat servers accept everywhere
         return {
@@ -237,7 +294,7 @@ class OpenAIBackend:
             "temperature": self.temperature,
         }
 
-    def _complete(self, index: int, body: dict, stop: threading.Event) -> str:
+    def _complete(self, index: int, body: dict[str, Any], stop: threading.Event) -> str:
         openai = self._openai
         attempts = self.retries + 1
         last_error = ""
@@ -254,8 +311,11 @@ class OpenAIBackend:
                 if not _retryable_status(status):
                     hint = ""
                     if status in (401, 403):
-                        hint = (f" (key from ${self.key_env})" if self._key_is_set
-                                else f" (no API key: ${self.key_env} is not set)")
+                        hint = (
+                            f" (key from ${self.key_env})"
+                            if self._key_is_set
+                            else f" (no API key: ${self.key_env} is not set)"
+                        )
                     raise BackendError(
                         f"openai: {self.server} answered HTTP {status} for model {self.model!r}: {detail}{hint}"
                     ) from None
@@ -271,8 +331,15 @@ class OpenAIBackend:
             last_error = redact(last_error, secrets=self._secrets)
             if attempt < attempts:
                 delay = self._delay(attempt, retry_after)
-                log.warning("openai: query %d, attempt %d/%d to %s failed (%s); retrying in %.2f s",
-                            index, attempt, attempts, self.server, last_error, delay)
+                log.warning(
+                    "openai: query %d, attempt %d/%d to %s failed (%s); retrying in %.2f s",
+                    index,
+                    attempt,
+                    attempts,
+                    self.server,
+                    last_error,
+                    delay,
+                )
                 self._pause(delay, stop)
         raise BackendError(
             f"openai: {self.server} failed for model {self.model!r} after {attempts} "
@@ -286,7 +353,7 @@ class OpenAIBackend:
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_retry_after)
-        base = min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
+        base = min(self.backoff * 2.0 ** (attempt - 1), self.max_backoff)
         return base * (1.0 + 0.25 * random.random())  # jitter: parallel workers do not retry in lockstep
 
 
@@ -319,11 +386,15 @@ def _content_of(text: str) -> str:
     return content
 
 
+def _validate(rest: str) -> None:
+    parse_openai_spec(rest)  # BackendError when the spec cannot be read
+
+
 def _retryable_status(status: int) -> bool:
     return status in (408, 429) or status >= 500
 
 
-def _retry_after_seconds(headers) -> float | None:
+def _retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date); None when absent or unreadable."""
     value = headers.get("retry-after-ms")
     if value is not None:
@@ -347,7 +418,7 @@ def _retry_after_seconds(headers) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _server_message(response) -> str:
+def _server_message(response: _Response) -> str:
     """What the server said about an error, on one line: OpenAI ``error.message``, FastAPI ``detail``, or the text."""
     try:
         text = response.text
@@ -383,7 +454,7 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _fmt(value) -> str:
+def _fmt(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
@@ -405,8 +476,9 @@ def image_mime(data: bytes) -> str:
     for magic, mime in _MAGIC:
         if data.startswith(magic):
             return mime
-    raise BackendError(f"openai: unknown image format (first bytes {data[:8]!r}); expected PNG, JPEG, GIF, WebP, "
-                       "BMP or TIFF")
+    raise BackendError(
+        f"openai: unknown image format (first bytes {data[:8]!r}); expected PNG, JPEG, GIF, WebP, BMP or TIFF"
+    )
 
 
 def image_data_url(data: bytes) -> str:

@@ -2,6 +2,7 @@
 to hold a key itself is refused before it can be stored in a run, a saved model, a log line or an error message.
 Messages never repeat the suspicious value. What a server says back (an error body that echoes the key) goes
 through `redact` before it is stored or printed."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,10 @@ DEFAULT_KEY_VARS = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 REDACTED = "[redacted]"
 _MIN_SECRET = 4  # shorter values (e.g. the dummy "EMPTY"…) would blank ordinary words; they are no real key
 
-ADVICE = ("name the environment variable that holds the key instead (openai:MODEL@URL?key_env=MY_KEY_VAR); "
-          "keys are never stored")
+ADVICE = (
+    "name the environment variable that holds the key instead (openai:MODEL@URL?key_env=MY_KEY_VAR); "
+    "keys are never stored"
+)
 
 
 def check_no_secret(spec: str) -> None:
@@ -38,8 +41,9 @@ def check_no_secret(spec: str) -> None:
     if leaked:
         raise BackendError(f"the model spec has a credential option ({', '.join(leaked)}); {ADVICE}")
     if "key_env" in options and not _ENV_NAME.match(options["key_env"]):
-        raise BackendError("key_env must be the NAME of an environment variable (upper-case letters, digits, _), "
-                           "not the key itself")
+        raise BackendError(
+            "key_env must be the NAME of an environment variable (upper-case letters, digits, _), not the key itself"
+        )
     for url in _URL.findall(text):
         parts = urlsplit(url.split("?", 1)[0])
         if parts.username or parts.password:
@@ -62,8 +66,9 @@ def redact(text: str, *specs: str | None, secrets: tuple[str, ...] = ()) -> str:
     """`text` with every key it may hold replaced by [redacted]: the values of the key variables the specs name
     (and the default ones), `secrets`, and anything key-shaped (sk-…, hf_…, Bearer tokens). The one redaction
     every stored or printed message goes through."""
-    for value in sorted({*key_values(*specs), *(s for s in secrets if s and len(s) >= _MIN_SECRET)},
-                        key=len, reverse=True):
+    for value in sorted(
+        {*key_values(*specs), *(s for s in secrets if s and len(s) >= _MIN_SECRET)}, key=len, reverse=True
+    ):
         text = text.replace(value, REDACTED)
     text = _AUTH_HEADER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
     return _KEY_SHAPES.sub(REDACTED, text)

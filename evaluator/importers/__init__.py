@@ -1,4 +1,5 @@
 """Benchmark importers: VLMEvalKit/MMBench TSV, POPE question files, vlmdesk's generic JSONL."""
+
 from evaluator.importers.common import InputError
 from evaluator.importers.importer import ImportReport, detect_format, import_benchmark
 

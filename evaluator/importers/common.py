@@ -1,4 +1,5 @@
 """What every importer shares: the row type the readers yield, one-line input errors, image checks."""
+
 from __future__ import annotations
 
 import base64
@@ -9,14 +10,16 @@ import math
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 from PIL import Image, UnidentifiedImageError
 
 from db.errors import InvalidInput, UserError
-from evaluator.choices import LETTERS, MAX_OPTIONS  # noqa: F401  (the readers take them from here)
+from evaluator.choices import LETTERS as LETTERS  # the readers take them from here
+from evaluator.choices import MAX_OPTIONS as MAX_OPTIONS
 
 # MMBench and VLMEvalKit put circular copies of question i at index i + k * CIRCULAR_STRIDE.
 CIRCULAR_STRIDE = 1_000_000
@@ -41,7 +44,7 @@ class InputError(UserError):
     """Bad input, reported as one line `FILE:LINE: field: what is wrong` (`FILE: field: …` when LINE is 0: the file
     as a whole)."""
 
-    def __init__(self, file: str | Path, line: int, field: str, what: str, *, index=None):
+    def __init__(self, file: str | Path, line: int, field: str, what: str, *, index: int | str | None = None):
         # One line, always: a value quoted from the file may hold newlines or other control characters.
         what = _CONTROL.sub(lambda m: repr(m.group())[1:-1], what)
         super().__init__(f"{location(file, line)}: {field}: {what}")
@@ -71,7 +74,7 @@ class SourceRow:
     category: str | None = None
     l2_category: str | None = None
     split: str | None = None
-    meta: dict = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _DIGITS = re.compile(r"[+-]?[0-9]+")
 
 
-def normalise_index(value) -> int | str:
+def normalise_index(value: object) -> int | str:
     """An index is a 64-bit integer (integer-looking text becomes one, so indexes sort and compare as numbers) or a
     non-empty text. Raises ValueError with the reason for anything else (bools, fractions, NaN, objects, numbers
     SQLite cannot store)."""
@@ -129,7 +132,7 @@ def index_for_lookup(text: str) -> int | str:
     return text.strip() if found is None else found
 
 
-def blank(value) -> bool:
+def blank(value: object) -> bool:
     """pandas writes missing cells as '' or 'nan'; both mean absent."""
     return value is None or (isinstance(value, str) and value.strip().lower() in ("", "nan"))
 
@@ -153,8 +156,13 @@ class Refused(InvalidInput):
     """A file an import will not read (not a regular file, too big, outside its folder); the message says why."""
 
 
-_FILE_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+_FILE_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
 
 
 def _mb(n: int) -> str:
@@ -191,8 +199,10 @@ def read_image_file(path: Path, root: Path, limits: ReadLimits) -> bytes:
     """The bytes of an image file, read within the limits; raises Refused or OSError (ValueError for a NUL in the
     path)."""
     if not limits.allow_outside and not inside(path, root):
-        raise Refused(f"{path} is outside {os.path.abspath(root)} (through '..', an absolute path or a symlink); "
-                      "pass --allow-outside to read it")
+        raise Refused(
+            f"{path} is outside {os.path.abspath(root)} (through '..', an absolute path or a symlink); "
+            "pass --allow-outside to read it"
+        )
     with open_regular(path, limits.max_image_bytes, "--max-image-mb limit") as f:
         data = f.read(limits.max_image_bytes + 1)
     if len(data) > limits.max_image_bytes:  # it grew after the stat
@@ -204,8 +214,10 @@ def decode_base64_image(text: str, limits: ReadLimits) -> bytes:
     """Base64 (whitespace-free) to bytes, refusing before decoding anything bigger than the image cap. Raises
     ValueError (binascii.Error is one)."""
     if len(text) * 3 // 4 > limits.max_image_bytes + 2:
-        raise Refused(f"an inline image of {_mb(len(text) * 3 // 4)}, over the --max-image-mb limit of "
-                      f"{_mb(limits.max_image_bytes)}")
+        raise Refused(
+            f"an inline image of {_mb(len(text) * 3 // 4)}, over the --max-image-mb limit of "
+            f"{_mb(limits.max_image_bytes)}"
+        )
     return base64.b64decode(text, validate=True)
 
 
@@ -225,7 +237,7 @@ def data_url_payload(value: str) -> str | None:
         raise Refused(f"a data URL of type {mime or 'text/plain (none given)'!r}, not an image")
     if "base64" not in [p.strip().lower() for p in match.group(2).split(";")]:
         raise Refused("a data URL that is not base64-encoded (';base64,' is missing)")
-    return value[match.end():]
+    return value[match.end() :]
 
 
 def text_problem(value: str) -> str | None:
@@ -241,7 +253,7 @@ def text_problem(value: str) -> str | None:
     return None
 
 
-def check_texts(value, field: str, err) -> None:
+def check_texts(value: object, field: str, err: Callable[[str, str], Exception]) -> None:
     """text_problem for every string in value (a string, or lists/objects of them, keys included)."""
     if isinstance(value, str):
         problem = text_problem(value)
@@ -275,7 +287,7 @@ def json_too_deep(text: str, start: int = 0, limit: int = MAX_JSON_DEPTH) -> int
     return None
 
 
-def json_loads(text: str, *, limit: int = MAX_JSON_DEPTH, decoder: json.JSONDecoder | None = None):
+def json_loads(text: str, *, limit: int = MAX_JSON_DEPTH, decoder: json.JSONDecoder | None = None) -> Any:
     """json.loads (or decoder.decode: one made once with hooks such as object_pairs_hook), bounded in depth (`limit`
     levels). Raises JsonTooDeep, json.JSONDecodeError, or a plain ValueError for a number of more than 4,300 digits
     (Python's limit on int())."""
@@ -284,7 +296,7 @@ def json_loads(text: str, *, limit: int = MAX_JSON_DEPTH, decoder: json.JSONDeco
     return json.loads(text) if decoder is None else decoder.decode(text)
 
 
-def finite(value) -> bool:
+def finite(value: object) -> bool:
     return not isinstance(value, float) or math.isfinite(value)
 
 
@@ -314,8 +326,12 @@ def check_image(data: bytes) -> tuple[str, int, int]:
 _BYTESIO = re.compile(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
 
 
-def decoded_lines(raw: io.BufferedReader, file: Path, bad: dict | None = None,
-                  max_line: int = ReadLimits().max_line_bytes) -> Iterator[str]:
+def decoded_lines(
+    raw: BinaryIO,
+    file: Path,
+    bad: dict[int, InputError] | None = None,
+    max_line: int = ReadLimits().max_line_bytes,
+) -> Iterator[str]:
     """Lines of a UTF-8 file (a BOM is dropped), decoded one by one so an encoding error names its line.
 
     Without `bad`, an encoding error is raised. With it, the error is recorded as bad[line] and the line is still
@@ -328,8 +344,9 @@ def decoded_lines(raw: io.BufferedReader, file: Path, bad: dict | None = None,
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
-            error = InputError(file, number, "encoding",
-                               f"not UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})")
+            error = InputError(
+                file, number, "encoding", f"not UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})"
+            )
             if bad is None:
                 raise error from None
             bad[number] = error
@@ -339,9 +356,7 @@ def decoded_lines(raw: io.BufferedReader, file: Path, bad: dict | None = None,
         yield text
 
 
-
-
-def index_or_none(value) -> int | str | None:
+def index_or_none(value: object) -> int | str | None:
     try:
         return normalise_index(value)
     except (ValueError, TypeError):

@@ -4,27 +4,41 @@ Rows are read, checked, hashed and their images decoded with no lock held; new i
 transactions, items are staged in a private temporary database, and one short transaction at the end makes the
 benchmark appear with all its items. An import that fails or is interrupted deletes the images it stored.
 """
+
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import sqlite3
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, BinaryIO
 
 from db import catalog
 from db.workspace import Workspace
-from evaluator.choices import displayed_answer, rotation
-from evaluator.language import language_of
-from evaluator.importers.common import (
-    CIRCULAR_STRIDE, LETTERS, MAX_SOURCE_BYTES, InputError, ReadLimits, Refused, SourceRow, check_image, json_loads,
-    open_regular, read_image_file, sha256_bytes, sha256_stream,
-)
 from evaluator import formats
+from evaluator.choices import displayed_answer, rotation
+from evaluator.importers.common import (
+    CIRCULAR_STRIDE,
+    LETTERS,
+    MAX_SOURCE_BYTES,
+    InputError,
+    ReadLimits,
+    Refused,
+    SourceRow,
+    check_image,
+    json_loads,
+    open_regular,
+    read_image_file,
+    sha256_bytes,
+    sha256_stream,
+)
 from evaluator.importers.jsonl import pope_setting_from_name
+from evaluator.language import language_of
 from evaluator.registry import resolve
 
 MAX_NAME_CHARS = 100
@@ -32,8 +46,10 @@ MAX_NAME_CHARS = 100
 _BATCH_ROWS = 500
 _BATCH_BYTES = 16 * 2**20
 _STAGE = "import_stage"
-_ITEM_FIELDS = ("position, source_index, question, hint, options, answer, category, l2_category, split, language, "
-                "image_sha256, circular_copies, meta")
+_ITEM_FIELDS = (
+    "position, source_index, question, hint, options, answer, category, l2_category, split, language, "
+    "image_sha256, circular_copies, meta"
+)
 
 
 @dataclass
@@ -50,11 +66,21 @@ class ImportReport:
     skipped: list[InputError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "format": self.format, "already_imported": self.already_imported,
-                "rows_read": self.rows_read, "questions": self.questions, "rows_folded": self.rows_folded,
-                "images": self.images, "images_new": self.images_new, "rows_skipped": len(self.skipped),
-                "skipped": [str(e) for e in self.skipped], "warnings": self.warnings}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "format": self.format,
+            "already_imported": self.already_imported,
+            "rows_read": self.rows_read,
+            "questions": self.questions,
+            "rows_folded": self.rows_folded,
+            "images": self.images,
+            "images_new": self.images_new,
+            "rows_skipped": len(self.skipped),
+            "skipped": [str(e) for e in self.skipped],
+            "warnings": self.warnings,
+        }
 
 
 def slug(text: str) -> str:
@@ -78,7 +104,7 @@ def benchmark_name_problem(name: str) -> str | None:
     return None
 
 
-def detect_format(path: Path, raw=None) -> str:
+def detect_format(path: Path, raw: BinaryIO | None = None) -> str:
     """By extension, then by the fields of the first record."""
     found = formats.by_extension(path.suffix)
     if found is not None:
@@ -99,7 +125,7 @@ def detect_format(path: Path, raw=None) -> str:
     return found
 
 
-def _open_source(path: Path):
+def _open_source(path: Path) -> BinaryIO:
     try:
         return open_regular(path, MAX_SOURCE_BYTES, "limit for a benchmark file")
     except FileNotFoundError:
@@ -110,10 +136,19 @@ def _open_source(path: Path):
         raise InputError(path, 0, "path", f"cannot read ({getattr(exc, 'strerror', None) or exc})") from None
 
 
-def import_benchmark(ws: Workspace, path: str | Path, *, fmt: str | None = None, name: str | None = None,
-                     images_dir: str | Path | None = None, setting: str | None = None, skip_bad: bool = False,
-                     progress: bool | None = None, limits: ReadLimits = ReadLimits(),
-                     on_event: Callable[[dict], None] | None = None) -> ImportReport:
+def import_benchmark(
+    ws: Workspace,
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    name: str | None = None,
+    images_dir: str | Path | None = None,
+    setting: str | None = None,
+    skip_bad: bool = False,
+    progress: bool | None = None,
+    limits: ReadLimits = ReadLimits(),
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> ImportReport:
     """Raises InputError on the first bad row (unless skip_bad) with the workspace unchanged; an interrupted import
     (KeyboardInterrupt, e.g. from SIGTERM) leaves it unchanged too.
 
@@ -136,19 +171,27 @@ def import_benchmark(ws: Workspace, path: str | Path, *, fmt: str | None = None,
         raw.seek(0)
         existing = catalog.benchmark_by_source(ws, source_sha)
         if existing is not None:
-            report = ImportReport(name=existing.name, kind=existing.kind, format=existing.format,
-                                  already_imported=True, rows_read=existing.rows_read, questions=existing.questions,
-                                  rows_folded=existing.rows_folded, images=existing.images)
+            report = ImportReport(
+                name=existing.name,
+                kind=existing.kind,
+                format=existing.format,
+                already_imported=True,
+                rows_read=existing.rows_read,
+                questions=existing.questions,
+                rows_folded=existing.rows_folded,
+                images=existing.images,
+            )
             if on_event:
                 on_event({"event": "done", **report.to_json()})
             return report
         name = name or slug(path.stem)
         if catalog.benchmark_by_name(ws, name) is not None:
-            raise InputError(path, 0, "--name",
-                             f"a different benchmark is already named {name!r}; choose another --name")
-        entry = formats.get(fmt)
+            raise InputError(
+                path, 0, "--name", f"a different benchmark is already named {name!r}; choose another --name"
+            )
+        entry = formats.REGISTRY[fmt]
         kind, reader = entry.kind, resolve(entry.read)
-        meta: dict = {"source_file": path.name}
+        meta: dict[str, Any] = {"source_file": path.name}
         if entry.takes_setting:
             meta["setting"] = setting or pope_setting_from_name(path)
         report = ImportReport(name=name, kind=kind, format=fmt)
@@ -159,9 +202,11 @@ def import_benchmark(ws: Workspace, path: str | Path, *, fmt: str | None = None,
         emit({"event": "start", "name": name, "format": fmt, "kind": kind, "bytes_total": size})
         with _bar(progress, size, name) as bar:
             loader = _Loader(ws, path, report, skip_bad, fmt, images_dir or path.parent, limits, raw, size, emit)
-            loader.run(reader(path, raw, images_dir=images_dir, limits=limits), bar,
-                       dict(name=name, kind=kind, format=fmt, source=str(path.resolve()), source_sha256=source_sha,
-                            meta=meta))
+            loader.run(
+                reader(path, raw, images_dir=images_dir, limits=limits),
+                bar,
+                dict(name=name, kind=kind, format=fmt, source=str(path.resolve()), source_sha256=source_sha, meta=meta),
+            )
     emit({"event": "done", **report.to_json()})
     return report
 
@@ -172,14 +217,14 @@ class _NoBar:
     def update(self, n: int) -> None:
         pass
 
-    def __enter__(self):
+    def __enter__(self) -> _NoBar:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         pass
 
 
-def _bar(progress: bool | None, size: int, name: str):
+def _bar(progress: bool | None, size: int, name: str) -> Any:  # a tqdm bar, or _NoBar (tqdm is untyped)
     """A progress bar on stderr (a terminal only); tqdm is imported only then, since it costs a quarter second."""
     if not progress or not sys.stderr.isatty():
         return _NoBar()
@@ -192,18 +237,33 @@ class _Loader:
     """Checks rows against each other (duplicates, image references, circular copies), stores new images in short
     transactions and stages items; `run` ends with the one short transaction that adds the benchmark."""
 
-    def __init__(self, ws: Workspace, path: Path, report: ImportReport, skip_bad: bool, fmt: str, root: Path,
-                 limits: ReadLimits, raw, size: int, emit):
+    def __init__(
+        self,
+        ws: Workspace,
+        path: Path,
+        report: ImportReport,
+        skip_bad: bool,
+        fmt: str,
+        root: Path,
+        limits: ReadLimits,
+        raw: BinaryIO,
+        size: int,
+        emit: Callable[[dict[str, Any]], None],
+    ):
         self.ws, self.path, self.report, self.skip_bad = ws, path, report, skip_bad
         self.root, self.limits, self.raw, self.size, self.emit = root, limits, raw, size, emit
-        self.fold_copies = formats.get(fmt).fold_copies
-        self.first_line: dict = {}  # index -> line of its first appearance
-        self.row_image: dict = {}  # index -> sha256 of the row's image (the target of image references)
-        self.dropped: set = set()  # indexes of skipped rows: references to them and their copies are skipped too
+        self.fold_copies = formats.REGISTRY[fmt].fold_copies
+        self.first_line: dict[int | str, int] = {}  # index -> line of its first appearance
+        self.row_image: dict[
+            int | str, str | None
+        ] = {}  # index -> sha256 of the row's image (the target of image references)
+        self.dropped: set[int | str] = (
+            set()
+        )  # indexes of skipped rows: references to them and their copies are skipped too
         self.shas: set[str] = set()  # every image the benchmark's rows use (checked, stored or found stored)
         self.stored: set[str] = set()  # images this import added to the workspace: removed again if it fails
-        self.pending: list[tuple] = []
-        self.pending_images: list[tuple] = []
+        self.pending: list[tuple[object, ...]] = []
+        self.pending_images: list[tuple[str, bytes, str, int, int]] = []  # sha, data, mime, width, height
         self.pending_bytes = 0
         self.deferred: list[SourceRow] = []  # rows whose image refers to a row not seen yet
         self.copies: list[tuple[SourceRow, str | None]] = []  # possible circular copies, checked at the end
@@ -213,11 +273,12 @@ class _Loader:
     def conn(self) -> sqlite3.Connection:
         return self.ws.conn
 
-    def run(self, rows, bar, benchmark: dict) -> None:
+    def run(self, rows: Iterable[SourceRow | InputError], bar: Any, benchmark: dict[str, Any]) -> None:
         self.conn.execute(f"ATTACH DATABASE '' AS {_STAGE}")  # private and temporary: gone when detached
         try:
-            self.conn.execute(f"CREATE TABLE {_STAGE}.items (id INTEGER PRIMARY KEY, {_ITEM_FIELDS}, "
-                              "UNIQUE (source_index))")
+            self.conn.execute(
+                f"CREATE TABLE {_STAGE}.items (id INTEGER PRIMARY KEY, {_ITEM_FIELDS}, UNIQUE (source_index))"
+            )
             self.conn.commit()
             self._load(rows, bar)
             self._publish(benchmark)
@@ -229,7 +290,7 @@ class _Loader:
                 self.conn.rollback()
             self.conn.execute(f"DETACH DATABASE {_STAGE}")
 
-    def _load(self, rows, bar) -> None:
+    def _load(self, rows: Iterable[SourceRow | InputError], bar: Any) -> None:
         for row in rows:
             self.report.rows_read += 1
             if isinstance(row, InputError):
@@ -238,8 +299,14 @@ class _Loader:
                 self._bad(row)
             elif row.index in self.first_line:
                 # The duplicate is dropped; the row that came first stays.
-                self._bad(InputError(self.path, row.line, "index",
-                                     f"duplicate index {row.index!r} (first at line {self.first_line[row.index]})"))
+                self._bad(
+                    InputError(
+                        self.path,
+                        row.line,
+                        "index",
+                        f"duplicate index {row.index!r} (first at line {self.first_line[row.index]})",
+                    )
+                )
             else:
                 self.first_line[row.index] = row.line
                 if row.image is not None and row.image.kind == "row" and row.image.value not in self.row_image:
@@ -251,12 +318,11 @@ class _Loader:
             self._guard(row, self._place)
         self._flush()
         for row, sha in self.copies:
-            self._guard(row, lambda r, sha=sha: self._fold_or_insert(r, sha))
+            self._guard(row, functools.partial(self._fold_or_insert, sha=sha))
         self._flush()
-        self.report.images = self.conn.execute(
-            f"SELECT count(DISTINCT image_sha256) FROM {_STAGE}.items").fetchone()[0]
+        self.report.images = self.conn.execute(f"SELECT count(DISTINCT image_sha256) FROM {_STAGE}.items").fetchone()[0]
 
-    def _guard(self, row: SourceRow, step) -> None:
+    def _guard(self, row: SourceRow, step: Callable[[SourceRow], None]) -> None:
         try:
             step(row)
         except InputError as exc:
@@ -280,14 +346,19 @@ class _Loader:
         ref = row.image
         if ref is None:
             return None
-        err = lambda what: InputError(self.path, row.line, "image", what)  # noqa: E731
+
+        def err(what: str) -> InputError:
+            return InputError(self.path, row.line, "image", what)
+
         if ref.kind == "row":
+            assert isinstance(ref.value, (int, str))  # the readers make a row reference of an index
             if ref.value in self.dropped:
                 raise err(f"refers to row {ref.value}, which was skipped")
             if ref.value not in self.row_image:
                 raise err(f"refers to row {ref.value}, which is not in the file")
             return self.row_image[ref.value]
         if ref.kind == "path":
+            assert isinstance(ref.value, (str, Path))  # the readers make a path reference of a path
             try:
                 data = read_image_file(Path(ref.value), self.root, self.limits)
             except Refused as exc:
@@ -295,10 +366,11 @@ class _Loader:
             except (OSError, ValueError) as exc:  # ValueError: a NUL character in the path
                 raise err(f"cannot read {ref.value} ({getattr(exc, 'strerror', None) or exc})") from None
         else:
+            assert isinstance(ref.value, bytes)  # the readers make a bytes reference of the decoded bytes
             data = ref.value
         return self._check(data, err)
 
-    def _check(self, data: bytes, err) -> str:
+    def _check(self, data: bytes, err: Callable[[str], InputError]) -> str:
         """Hash and (when the workspace does not hold it yet) decode the image; it is written with the next batch."""
         sha = sha256_bytes(data)
         # An image already in the workspace was checked when it was stored.
@@ -314,20 +386,39 @@ class _Loader:
 
     def _queue(self, row: SourceRow, sha: str | None) -> None:
         self.position += 1
-        self.pending.append((
-            self.position, row.index, row.question, row.hint,
-            json.dumps(list(row.options), ensure_ascii=False), row.answer, row.category, row.l2_category, row.split,
-            language_of(" ".join([row.question, row.hint or "", *row.options])), sha, 0,
-            json.dumps(row.meta, ensure_ascii=False, default=str),
-        ))
+        self.pending.append(
+            (
+                self.position,
+                row.index,
+                row.question,
+                row.hint,
+                json.dumps(list(row.options), ensure_ascii=False),
+                row.answer,
+                row.category,
+                row.l2_category,
+                row.split,
+                language_of(" ".join([row.question, row.hint or "", *row.options])),
+                sha,
+                0,
+                json.dumps(row.meta, ensure_ascii=False, default=str),
+            )
+        )
         self.report.questions += 1
         if len(self.pending) >= _BATCH_ROWS or self.pending_bytes >= _BATCH_BYTES:
             self._flush()
 
     def _progress(self) -> None:
-        self.emit({"event": "progress", "rows": self.report.rows_read, "questions": self.report.questions,
-                   "skipped": len(self.report.skipped), "images_new": self.report.images_new,
-                   "bytes_read": self.raw.tell(), "bytes_total": self.size})
+        self.emit(
+            {
+                "event": "progress",
+                "rows": self.report.rows_read,
+                "questions": self.report.questions,
+                "skipped": len(self.report.skipped),
+                "images_new": self.report.images_new,
+                "bytes_read": self.raw.tell(),
+                "bytes_total": self.size,
+            }
+        )
 
     def _flush(self) -> None:
         if self.pending or self.pending_images:
@@ -344,8 +435,9 @@ class _Loader:
             self.pending_images, self.pending_bytes = [], 0
         if self.pending:
             # The staging database is private to this connection: writing it locks nobody out.
-            self.conn.executemany(f"INSERT INTO {_STAGE}.items ({_ITEM_FIELDS}) VALUES ({', '.join('?' * 13)})",
-                                  self.pending)
+            self.conn.executemany(
+                f"INSERT INTO {_STAGE}.items ({_ITEM_FIELDS}) VALUES ({', '.join('?' * 13)})", self.pending
+            )
             self.conn.commit()
             self.pending = []
 
@@ -366,25 +458,46 @@ class _Loader:
         meta = original.meta
         meta["copies"] = [*meta.get("copies", []), row.index]
         meta["copy_shifts"] = [*meta.get("copy_shifts", []), shift]
-        self.conn.execute(f"UPDATE {_STAGE}.items SET circular_copies = circular_copies + 1, meta = ? WHERE id = ?",
-                          (json.dumps(meta, ensure_ascii=False), original.id))
+        self.conn.execute(
+            f"UPDATE {_STAGE}.items SET circular_copies = circular_copies + 1, meta = ? WHERE id = ?",
+            (json.dumps(meta, ensure_ascii=False), original.id),
+        )
         self.report.rows_folded += 1
 
-    def _staged(self, index) -> catalog.Item | None:
-        row = self.conn.execute(f"SELECT id, 0, {_ITEM_FIELDS} FROM {_STAGE}.items WHERE source_index = ?",
-                                (index,)).fetchone()
+    def _staged(self, index: int | str) -> catalog.Item | None:
+        row = self.conn.execute(
+            f"SELECT id, 0, {_ITEM_FIELDS} FROM {_STAGE}.items WHERE source_index = ?", (index,)
+        ).fetchone()
         if row is None:
             return None
         (id_, bid, pos, index, question, hint, options, answer, cat, l2, split, lang, sha, copies, meta) = row
-        return catalog.Item(id_, bid, pos, index, question, hint, tuple(json.loads(options)), answer, cat, l2, split,
-                            lang, sha, copies, json.loads(meta))
+        return catalog.Item(
+            id_,
+            bid,
+            pos,
+            index,
+            question,
+            hint,
+            tuple(json.loads(options)),
+            answer,
+            cat,
+            l2,
+            split,
+            lang,
+            sha,
+            copies,
+            json.loads(meta),
+        )
 
-    def _publish(self, benchmark: dict) -> None:
+    def _publish(self, benchmark: dict[str, Any]) -> None:
         """The one transaction that makes the benchmark appear: a benchmark row and a copy of the staged items."""
         self.conn.commit()  # the staged circular-copy updates
         if self.report.questions == 0:
-            what = (f"no row could be imported ({len(self.report.skipped)} skipped)" if self.report.rows_read
-                    else "no rows: an empty file, an empty JSON array or a header without rows")
+            what = (
+                f"no row could be imported ({len(self.report.skipped)} skipped)"
+                if self.report.rows_read
+                else "no rows: an empty file, an empty JSON array or a header without rows"
+            )
             raise InputError(self.path, 0, "rows", what)
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -392,30 +505,49 @@ class _Loader:
             if catalog.benchmark_by_source(self.ws, benchmark["source_sha256"]) is not None:
                 raise InputError(self.path, 0, "path", "the same file was imported by another process meanwhile")
             if catalog.benchmark_by_name(self.ws, benchmark["name"]) is not None:
-                raise InputError(self.path, 0, "--name", f"a different benchmark is already named "
-                                                         f"{benchmark['name']!r}; choose another --name")
+                raise InputError(
+                    self.path,
+                    0,
+                    "--name",
+                    f"a different benchmark is already named {benchmark['name']!r}; choose another --name",
+                )
             bench_id = catalog.insert_benchmark(self.ws, **benchmark)
-            self.conn.execute(f"INSERT INTO main.items (benchmark_id, {_ITEM_FIELDS}) "
-                              f"SELECT ?, {_ITEM_FIELDS} FROM {_STAGE}.items ORDER BY position", (bench_id,))
-            catalog.finish_benchmark(self.ws, bench_id, rows_read=self.report.rows_read,
-                                     rows_folded=self.report.rows_folded, rows_skipped=len(self.report.skipped))
+            self.conn.execute(
+                f"INSERT INTO main.items (benchmark_id, {_ITEM_FIELDS}) "
+                f"SELECT ?, {_ITEM_FIELDS} FROM {_STAGE}.items ORDER BY position",
+                (bench_id,),
+            )
+            catalog.finish_benchmark(
+                self.ws,
+                bench_id,
+                rows_read=self.report.rows_read,
+                rows_folded=self.report.rows_folded,
+                rows_skipped=len(self.report.skipped),
+            )
             # Images stored for rows that were skipped later (--skip-bad) would be orphans.
             self.report.images_new -= self._delete_unused(self.stored)
             self.conn.commit()
         except sqlite3.IntegrityError:
             # An image found in the workspace when it was checked has gone since: another import that stored it
             # failed and removed it, or `vlmdesk check --repair` took it for an orphan.
-            raise InputError(self.path, 0, "image", "an image this import uses was removed meanwhile (another import "
-                                                    "failed, or check --repair ran); import the file again") from None
+            raise InputError(
+                self.path,
+                0,
+                "image",
+                "an image this import uses was removed meanwhile (another import "
+                "failed, or check --repair ran); import the file again",
+            ) from None
 
-    def _delete_unused(self, shas) -> int:
+    def _delete_unused(self, shas: Iterable[str]) -> int:
         """Delete those of shas that no item uses; returns how many were deleted."""
         shas, deleted = list(shas), 0
         for i in range(0, len(shas), 500):
-            chunk = shas[i:i + 500]
+            chunk = shas[i : i + 500]
             deleted += self.conn.execute(
                 f"DELETE FROM main.images WHERE sha256 IN ({', '.join('?' * len(chunk))}) "
-                "AND NOT EXISTS (SELECT 1 FROM main.items WHERE items.image_sha256 = images.sha256)", chunk).rowcount
+                "AND NOT EXISTS (SELECT 1 FROM main.items WHERE items.image_sha256 = images.sha256)",
+                chunk,
+            ).rowcount
         return deleted
 
     def _undo(self) -> None:
@@ -426,7 +558,7 @@ class _Loader:
         shas = list(self.stored)
         for i in range(0, len(shas), _BATCH_ROWS):  # short transactions again
             self.conn.execute("BEGIN IMMEDIATE")
-            self._delete_unused(shas[i:i + _BATCH_ROWS])
+            self._delete_unused(shas[i : i + _BATCH_ROWS])
             self.conn.commit()
 
 
@@ -466,6 +598,10 @@ def copy_shift(original: catalog.Item, copy: SourceRow, copy_sha: str | None) ->
     free = [k for k in rotations if k != 0 and k not in used]
     if not free:
         k = rotations[0]
-        raise _NotACopy("A", "its options are in the original's order, not rotated" if k == 0
-                        else f"repeats the rotation of row {used[k]}")
+        raise _NotACopy(
+            "A",
+            "its options are in the original's order, not rotated"
+            if k == 0
+            else f"repeats the rotation of row {used[k]}",
+        )
     return free[0]

@@ -6,19 +6,37 @@ Generic JSONL, one object per line:
 `options` is a list of texts (or an object letter -> text); `answer` a letter or a 0-based index (optional);
 `image` a path relative to the file (or to --images), a data URL or base64; `index` defaults to the line number.
 """
+
 from __future__ import annotations
 
 import binascii
 import json
 import re
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Iterator
+from typing import Any, BinaryIO, TypeVar
 
 from evaluator.choices import YES_NO
 from evaluator.importers.common import (
-    LETTERS, MAX_JSON_ARRAY_BYTES, MAX_JSON_DEPTH, MAX_OPTIONS, ImageRef, InputError, ReadLimits, SourceRow, blank,
-    JsonTooDeep, check_texts, data_url_payload, decode_base64_image, decoded_lines, finite, index_or_none,
-    json_loads, json_too_deep, normalise_index,
+    LETTERS,
+    MAX_JSON_ARRAY_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_OPTIONS,
+    ImageRef,
+    InputError,
+    JsonTooDeep,
+    ReadLimits,
+    SourceRow,
+    blank,
+    check_texts,
+    data_url_payload,
+    decode_base64_image,
+    decoded_lines,
+    finite,
+    index_or_none,
+    json_loads,
+    json_too_deep,
+    normalise_index,
 )
 
 # json raises a plain ValueError for a number longer than Python's int() accepts.
@@ -27,7 +45,10 @@ _POPE_SETTINGS = ("random", "popular", "adversarial")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
 
-def _records(path: Path, raw, limits: ReadLimits) -> Iterator[tuple[int, object] | InputError]:
+T = TypeVar("T")
+
+
+def _records(path: Path, raw: BinaryIO, limits: ReadLimits) -> Iterator[tuple[int, object] | InputError]:
     """(line, parsed value) per JSON Lines record, or per element when the file is one JSON array."""
     bad_encoding: dict[int, InputError] = {}  # line -> its encoding error, reported in place of the record
     lines = decoded_lines(raw, path, bad_encoding, limits.max_line_bytes)
@@ -41,8 +62,7 @@ def _records(path: Path, raw, limits: ReadLimits) -> Iterator[tuple[int, object]
     if first[1].lstrip().startswith("["):
         yield from _array_records(path, first, lines, bad_encoding)
         return
-    number, text = first
-    for number, text in _chain([first], enumerate(lines, start=number + 1)):
+    for number, text in _chain([first], enumerate(lines, start=first[0] + 1)):
         if number in bad_encoding:
             yield bad_encoding.pop(number)
             continue
@@ -53,29 +73,40 @@ def _records(path: Path, raw, limits: ReadLimits) -> Iterator[tuple[int, object]
         except (JsonTooDeep, RecursionError):  # RecursionError: the last line of defence
             yield InputError(path, number, "json", f"nested deeper than {MAX_JSON_DEPTH} levels")
         except json.JSONDecodeError as exc:
-            yield InputError(path, number, "json", f"not valid JSON ({exc.msg} at column {exc.colno})"
-                             + (" — truncated last line?" if not text.endswith("\n") else ""))
+            yield InputError(
+                path,
+                number,
+                "json",
+                f"not valid JSON ({exc.msg} at column {exc.colno})"
+                + (" — truncated last line?" if not text.endswith("\n") else ""),
+            )
         except ValueError:
             yield InputError(path, number, "json", _TOO_MANY_DIGITS)
 
 
-def _chain(*iterables):
+def _chain(*iterables: Iterable[T]) -> Iterator[T]:
     for it in iterables:
         yield from it
 
 
-def _array_records(path: Path, first: tuple[int, str], lines,
-                   bad_encoding: dict) -> Iterator[tuple[int, object] | InputError]:
+def _array_records(
+    path: Path, first: tuple[int, str], lines: Iterator[str], bad_encoding: dict[int, InputError]
+) -> Iterator[tuple[int, object] | InputError]:
     # One JSON array: decode element by element so each error and row carries the line it starts on.
     start_line = first[0]
     parts, size = [first[1]], len(first[1])
-    for line in lines:
-        size += len(line)
+    for chunk in lines:
+        size += len(chunk)
         if size > MAX_JSON_ARRAY_BYTES:
-            yield InputError(path, start_line, "json", f"one JSON array of more than {MAX_JSON_ARRAY_BYTES // 2**20} "
-                                                       "MB; write it as JSON Lines (one record per line)")
+            yield InputError(
+                path,
+                start_line,
+                "json",
+                f"one JSON array of more than {MAX_JSON_ARRAY_BYTES // 2**20} "
+                "MB; write it as JSON Lines (one record per line)",
+            )
             return
-        parts.append(line)
+        parts.append(chunk)
     text = "".join(parts)
     del parts
     decoder = json.JSONDecoder()
@@ -90,7 +121,9 @@ def _array_records(path: Path, first: tuple[int, str], lines,
 
     deep = json_too_deep(text, pos)  # where an element nests too deep: decoding stops before it
     while True:
-        pos = ws.match(text, pos).end()
+        gap = ws.match(text, pos)
+        assert gap is not None  # [\s,]* matches anywhere
+        pos = gap.end()
         line = line_at(pos)
         if pos >= len(text):
             yield InputError(path, line, "json", "the JSON array is not closed — truncated file?")
@@ -114,14 +147,20 @@ def _array_records(path: Path, first: tuple[int, str], lines,
             if first_bad is not None and first_bad <= line_at(max(exc.pos, pos)):
                 yield bad_encoding[first_bad]
             else:
-                yield InputError(path, line, "json", f"not valid JSON ({exc.msg})"
-                                 + (" — truncated file?" if exc.pos >= len(text.rstrip()) else ""))
+                yield InputError(
+                    path,
+                    line,
+                    "json",
+                    f"not valid JSON ({exc.msg})" + (" — truncated file?" if exc.pos >= len(text.rstrip()) else ""),
+                )
             return
         encoding = [bad_encoding.pop(n) for n in range(line, line_at(pos) + 1) if n in bad_encoding]
         yield encoding[0] if encoding else (line, value)
 
 
-def _inline_or_path(value, base_dir: Path, err, limits: ReadLimits) -> ImageRef:
+def _inline_or_path(
+    value: object, base_dir: Path, err: Callable[[str, str], InputError], limits: ReadLimits
+) -> ImageRef:
     if not isinstance(value, str) or blank(value):
         raise err("image", "missing (a path, a data URL or base64)")
     value = value.strip()
@@ -141,7 +180,7 @@ def _inline_or_path(value, base_dir: Path, err, limits: ReadLimits) -> ImageRef:
     return ImageRef("path", p if p.is_absolute() else base_dir / p)
 
 
-def _check_record(obj, err) -> None:
+def _check_record(obj: object, err: Callable[[str, str], InputError]) -> None:
     """Every text of a record (keys, values, nested values) must be storable: no NUL, no lone surrogate."""
     if not isinstance(obj, dict):
         raise err("row", f"expected a JSON object, got {type(obj).__name__}")
@@ -150,8 +189,9 @@ def _check_record(obj, err) -> None:
         check_texts(value, key, err)
 
 
-def read_jsonl(path: Path, raw, *, images_dir: Path | None = None,
-               limits: ReadLimits = ReadLimits()) -> Iterator[SourceRow | InputError]:
+def read_jsonl(
+    path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+) -> Iterator[SourceRow | InputError]:
     base_dir = images_dir or path.parent
     for record_no, rec in enumerate(_records(path, raw, limits), start=1):
         if isinstance(rec, InputError):
@@ -165,7 +205,7 @@ def read_jsonl(path: Path, raw, *, images_dir: Path | None = None,
             yield exc
 
 
-def _parse_mcq(obj, line: int, record_no: int, path: Path, base_dir: Path, limits: ReadLimits) -> SourceRow:
+def _parse_mcq(obj: Any, line: int, record_no: int, path: Path, base_dir: Path, limits: ReadLimits) -> SourceRow:
     def err(field: str, what: str) -> InputError:
         return InputError(path, line, field, what)
 
@@ -184,7 +224,8 @@ def _parse_mcq(obj, line: int, record_no: int, path: Path, base_dir: Path, limit
             raise err("options", f"letters must run A, B, C… in order, got {', '.join(keys)}")
         raw_options = list(raw_options.values())
     if not isinstance(raw_options, list) or not all(
-            isinstance(o, (str, int, float)) and not isinstance(o, bool) and finite(o) for o in raw_options):
+        isinstance(o, (str, int, float)) and not isinstance(o, bool) and finite(o) for o in raw_options
+    ):
         raise err("options", "must be a list of texts (or an object letter -> text)")
     options = [str(o).strip() for o in raw_options]
     if len(options) < 2 or len(options) > MAX_OPTIONS:
@@ -201,19 +242,26 @@ def _parse_mcq(obj, line: int, record_no: int, path: Path, base_dir: Path, limit
         elif isinstance(answer, str) and answer.strip().upper() in LETTERS[: len(options)]:
             answer = answer.strip().upper()
         else:
-            raise err("answer", f"{answer!r} is not one of the options {', '.join(LETTERS[:len(options)])}")
+            raise err("answer", f"{answer!r} is not one of the options {', '.join(LETTERS[: len(options)])}")
     else:
         answer = None
 
-    def text(name):
+    def text(name: str) -> str | None:
         value = obj.get(name)
         return None if blank(value) else str(value).strip()
 
     known = {"index", "question", "options", "answer", "image", "hint", "category", "l2_category", "split"}
     return SourceRow(
-        line=line, index=index, question=question.strip(), options=tuple(options), answer=answer,
+        line=line,
+        index=index,
+        question=question.strip(),
+        options=tuple(options),
+        answer=answer,
         image=_inline_or_path(obj.get("image"), base_dir, err, limits),
-        hint=text("hint"), category=text("category"), l2_category=text("l2_category"), split=text("split"),
+        hint=text("hint"),
+        category=text("category"),
+        l2_category=text("l2_category"),
+        split=text("split"),
         meta={k: v for k, v in obj.items() if k not in known},
     )
 
@@ -224,8 +272,9 @@ def pope_setting_from_name(path: Path) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-def read_pope(path: Path, raw, *, images_dir: Path | None = None,
-              limits: ReadLimits = ReadLimits()) -> Iterator[SourceRow | InputError]:
+def read_pope(
+    path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+) -> Iterator[SourceRow | InputError]:
     """POPE question files: `question_id`, `image` (a file name inside --images), `text`, `label` (yes/no)."""
     for rec in _records(path, raw, limits):
         if isinstance(rec, InputError):
@@ -239,7 +288,7 @@ def read_pope(path: Path, raw, *, images_dir: Path | None = None,
             yield exc
 
 
-def _parse_pope(obj, line: int, path: Path, images_dir: Path | None) -> SourceRow:
+def _parse_pope(obj: Any, line: int, path: Path, images_dir: Path | None) -> SourceRow:
     def err(field: str, what: str) -> InputError:
         return InputError(path, line, field, what)
 
@@ -262,13 +311,20 @@ def _parse_pope(obj, line: int, path: Path, images_dir: Path | None) -> SourceRo
         raise err("image", "missing or empty")
     image = ImageRef("path", images_dir / image_name.strip()) if images_dir else None
     return SourceRow(
-        line=line, index=index, question=text.strip(), options=(), answer=label.strip().lower(), image=image,
-        meta={"image_name": image_name.strip(), **{k: v for k, v in obj.items()
-                                                   if k not in ("question_id", "image", "text", "label")}},
+        line=line,
+        index=index,
+        question=text.strip(),
+        options=(),
+        answer=label.strip().lower(),
+        image=image,
+        meta={
+            "image_name": image_name.strip(),
+            **{k: v for k, v in obj.items() if k not in ("question_id", "image", "text", "label")},
+        },
     )
 
 
-def _short(value) -> str:
+def _short(value: object) -> str:
     """A JSON value quoted in an error, as JSON, cut to a readable length."""
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -4,26 +4,50 @@ Header: `index question hint A B C D ... answer category image source l2-categor
 benchmark, so any subset with index, question, two or more option letters and an image (or image_path) is accepted.
 `image` holds base64, or (<= 64 characters) the index of another row whose image it shares.
 """
+
 from __future__ import annotations
 
 import binascii
 import csv
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Iterator
+from typing import Any, BinaryIO
 
 from evaluator.choices import NONE_OF_THEM
 from evaluator.importers.common import (
-    LETTERS, ImageRef, InputError, ReadLimits, SourceRow, blank, check_texts, data_url_payload, decode_base64_image,
-    decoded_lines, index_or_none, normalise_index,
+    LETTERS,
+    ImageRef,
+    InputError,
+    ReadLimits,
+    SourceRow,
+    blank,
+    check_texts,
+    data_url_payload,
+    decode_base64_image,
+    decoded_lines,
+    index_or_none,
+    normalise_index,
 )
 
 # Inline images shorter than this are references to another row's index (VLMEvalKit's convention).
 IMAGE_REF_MAX_CHARS = 64
-KNOWN = {"index", "question", "hint", "answer", "category", "l2-category", "l2_category", "split", "image", "image_path"}
+KNOWN = {
+    "index",
+    "question",
+    "hint",
+    "answer",
+    "category",
+    "l2-category",
+    "l2_category",
+    "split",
+    "image",
+    "image_path",
+}
 
 
-def read_tsv(path: Path, raw, *, images_dir: Path | None = None,
-             limits: ReadLimits = ReadLimits()) -> Iterator[SourceRow | InputError]:
+def read_tsv(
+    path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+) -> Iterator[SourceRow | InputError]:
     """Yield one SourceRow (or the InputError of a bad row) per data row; raise InputError if the file is unusable."""
     # Base64 images make single cells of megabytes (the csv module's default cap is 128 KB); a quoted cell may span
     # lines, so the cap on a cell is the cap on a line.
@@ -42,8 +66,12 @@ def read_tsv(path: Path, raw, *, images_dir: Path | None = None,
     header = [h.strip() for h in header]
     col = {name: i for i, name in enumerate(header)}
     if NONE_OF_THEM in col:
-        raise InputError(path, 1, "header", "an option column Z: vlmdesk reads Z as 'none of the options', so "
-                                            "items have at most 25 options (A-Y)")
+        raise InputError(
+            path,
+            1,
+            "header",
+            "an option column Z: vlmdesk reads Z as 'none of the options', so items have at most 25 options (A-Y)",
+        )
     option_cols = [c for c in LETTERS if c in col]
     missing = [c for c in ("index", "question") if c not in col]
     if "image" not in col and "image_path" not in col:
@@ -53,7 +81,9 @@ def read_tsv(path: Path, raw, *, images_dir: Path | None = None,
     if missing:
         raise InputError(path, 1, "header", f"missing column(s): {', '.join(missing)}")
     if option_cols != list(LETTERS[: len(option_cols)]):
-        raise InputError(path, 1, "header", f"option columns must be consecutive letters from A, got {' '.join(option_cols)}")
+        raise InputError(
+            path, 1, "header", f"option columns must be consecutive letters from A, got {' '.join(option_cols)}"
+        )
     base_dir = images_dir or path.parent
     extra = [h for h in header if h not in KNOWN and h not in option_cols]
 
@@ -76,10 +106,15 @@ def read_tsv(path: Path, raw, *, images_dir: Path | None = None,
             continue
         if len(cells) != len(header):
             what = "fewer" if len(cells) < len(header) else "more"
-            lacking = header[len(cells):] if len(cells) < len(header) else []
+            lacking = header[len(cells) :] if len(cells) < len(header) else []
             field = lacking[0] if lacking else "row"
-            yield InputError(path, first_line, field, f"{what} cells ({len(cells)}) than header columns ({len(header)})"
-                             + (" — truncated line?" if lacking else ""))
+            yield InputError(
+                path,
+                first_line,
+                field,
+                f"{what} cells ({len(cells)}) than header columns ({len(header)})"
+                + (" — truncated line?" if lacking else ""),
+            )
             continue
         row = dict(zip(header, cells))
         try:
@@ -89,8 +124,15 @@ def read_tsv(path: Path, raw, *, images_dir: Path | None = None,
             yield exc
 
 
-def _parse(row: dict, line: int, path: Path, option_cols: list[str], base_dir: Path, extra: list[str],
-           limits: ReadLimits) -> SourceRow:
+def _parse(
+    row: dict[str, Any],
+    line: int,
+    path: Path,
+    option_cols: list[str],
+    base_dir: Path,
+    extra: list[str],
+    limits: ReadLimits,
+) -> SourceRow:
     def err(field: str, what: str) -> InputError:
         return InputError(path, line, field, what)
 
@@ -119,10 +161,15 @@ def _parse(row: dict, line: int, path: Path, option_cols: list[str], base_dir: P
     if "answer" in row and not blank(row["answer"]):
         answer = row["answer"].strip().upper()
         if answer not in LETTERS[: len(options)]:
-            raise err("answer", f"{row['answer'].strip()!r} is not one of the options {', '.join(LETTERS[:len(options)])}")
+            raise err(
+                "answer", f"{row['answer'].strip()!r} is not one of the options {', '.join(LETTERS[: len(options)])}"
+            )
 
     image = _image_ref(row, base_dir, err, limits)
-    get = lambda *names: next((row[n].strip() for n in names if n in row and not blank(row[n])), None)  # noqa: E731
+
+    def get(*names: str) -> str | None:
+        return next((row[n].strip() for n in names if n in row and not blank(row[n])), None)
+
     return SourceRow(
         line=line,
         index=index,
@@ -138,7 +185,9 @@ def _parse(row: dict, line: int, path: Path, option_cols: list[str], base_dir: P
     )
 
 
-def _image_ref(row: dict, base_dir: Path, err, limits: ReadLimits) -> ImageRef:
+def _image_ref(
+    row: dict[str, Any], base_dir: Path, err: Callable[[str, str], InputError], limits: ReadLimits
+) -> ImageRef:
     cell = row.get("image", "")
     if not blank(cell):
         cell = cell.strip()

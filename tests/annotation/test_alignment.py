@@ -1,4 +1,5 @@
 """The alignment study: set building, blind labelling (API and terminal loop), final labels, figures, statistics."""
+
 from __future__ import annotations
 
 import io
@@ -10,8 +11,20 @@ import sys
 import pytest
 
 from annotation import agreement
-from annotation.alignment import (FinalCounts, LabelTask, NotLabelledYet, add_label, adjudicate, alignment_report,
-                                  build_set, disagreements, final_labels, next_for, reveal, standing_labels)
+from annotation.alignment import (
+    FinalCounts,
+    LabelTask,
+    NotLabelledYet,
+    add_label,
+    adjudicate,
+    alignment_report,
+    build_set,
+    disagreements,
+    final_labels,
+    next_for,
+    reveal,
+    standing_labels,
+)
 from db import open_workspace, runs
 from db.catalog import benchmark_by_name, list_items
 from evaluator.extraction import Extraction
@@ -35,12 +48,27 @@ class SaysA:
 
 
 def _run(ws, bench_id, responses, extractor="rules") -> int:
-    run_id = runs.create_run(ws, benchmark_id=bench_id, model_spec="test:model", strategy="vanilla",
-                             prompt_template="{}", extractor=extractor, config={}, config_key=f"k{len(responses)}"
-                             + str(responses[1]), versions={}, git_revision=None, seed=0)
+    run_id = runs.create_run(
+        ws,
+        benchmark_id=bench_id,
+        model_spec="test:model",
+        strategy="vanilla",
+        prompt_template="{}",
+        extractor=extractor,
+        config={},
+        config_key=f"k{len(responses)}" + str(responses[1]),
+        versions={},
+        git_revision=None,
+        seed=0,
+    )
     items = list_items(ws, bench_id)
-    runs.add_predictions(ws, [runs.Prediction(run_id, item.id, 0, (0, 1, 2), "prompt", r, item.answer, None, "none",
-                                              None, None, 1.0) for item, r in zip(items, responses)])
+    runs.add_predictions(
+        ws,
+        [
+            runs.Prediction(run_id, item.id, 0, (0, 1, 2), "prompt", r, item.answer, None, "none", None, None, 1.0)
+            for item, r in zip(items, responses)
+        ],
+    )
     return run_id
 
 
@@ -49,8 +77,10 @@ def study(tmp_path):
     (tmp_path / "img.png").write_bytes(png_bytes())
     with open(tmp_path / "b.jsonl", "w") as f:
         for i in range(len(RESPONSES)):
-            f.write(json.dumps({"index": i, "question": f"Q{i}?", "image": "img.png", "options": OPTIONS,
-                                "answer": "A"}) + "\n")
+            f.write(
+                json.dumps({"index": i, "question": f"Q{i}?", "image": "img.png", "options": OPTIONS, "answer": "A"})
+                + "\n"
+            )
     ws_path = tmp_path / "ws.sqlite"
     with open_workspace(ws_path) as ws:
         import_benchmark(ws, tmp_path / "b.jsonl", fmt="jsonl", name="b")
@@ -70,8 +100,14 @@ def test_set_holds_disagreements_undecided_and_a_seeded_sample_deduplicated(stud
     by_response = {r[0]: (r[1], json.loads(r[2])) for r in rows}
     # 11 distinct responses (10 of run 1, plus "dog"); rules undecided on 2; rules ≠ "A" on 6 more; 3 agree.
     assert {r for r, (why, _) in by_response.items() if why == "undecided"} == {"hmm", "A or B"}
-    assert {r for r, (why, _) in by_response.items() if why == "disagree"} == {"B", "It is a dog.", "C", "bird",
-                                                                               "(C)", "dog"}
+    assert {r for r, (why, _) in by_response.items() if why == "disagree"} == {
+        "B",
+        "It is a dog.",
+        "C",
+        "bird",
+        "(C)",
+        "dog",
+    }
     sampled = {r for r, (why, _) in by_response.items() if why == "sample"}
     assert len(sampled) == 2 and sampled <= {"A", "The answer is A", "cat"}
     assert s.items == 10 and s.by_why == {"undecided": 2, "disagree": 6, "sample": 2}
@@ -80,8 +116,9 @@ def test_set_holds_disagreements_undecided_and_a_seeded_sample_deduplicated(stud
     assert sorted(src[0] for src in by_response["hmm"][1]) == [first, second]
     # Same seed, same selection and order; the hard cases are not all first.
     again = build_set(ws, "s2", [first, second], [SaysA()], size=2, seed=7)
-    rows2 = ws.conn.execute("SELECT response, why FROM adjudication_items WHERE set_id = ? ORDER BY position",
-                            (again.id,)).fetchall()
+    rows2 = ws.conn.execute(
+        "SELECT response, why FROM adjudication_items WHERE set_id = ? ORDER BY position", (again.id,)
+    ).fetchall()
     assert rows2 == [(r[0], r[1]) for r in rows]
     with pytest.raises(ValueError, match="exists already"):
         build_set(ws, "s1", [first], [], size=0, seed=0)
@@ -94,8 +131,16 @@ def test_labelling_api_never_exposes_extractor_output_before_the_label(study):
     ws, _, (first, _) = study
     build_set(ws, "s", [first], [SaysA()], size=10, seed=0)
     task = next_for(ws, "s", "ana")
-    assert set(LabelTask.__dataclass_fields__) == {"item_id", "set_name", "position", "question", "options",
-                                                   "response", "done", "total"}
+    assert set(LabelTask.__dataclass_fields__) == {
+        "item_id",
+        "set_name",
+        "position",
+        "question",
+        "options",
+        "response",
+        "done",
+        "total",
+    }
     assert (task.done, task.total, task.position) == (0, 10, 0)
     with pytest.raises(NotLabelledYet):
         reveal(ws, task.item_id, "ana")
@@ -135,14 +180,14 @@ def test_terminal_loop_commits_first_and_only_then_shows_extractors(study, monke
     text = out.getvalue()
     # Before each read, nothing an extractor said about the item on screen had been printed.
     for snap in stdin.snapshots:
-        current = snap[snap.rfind("] item "):]
+        current = snap[snap.rfind("] item ") :]
         assert "rules:" not in current and "says-a:" not in current and "always A" not in current
     assert "not saved" in text
-    first_block = text[text.find("] item"):text.find("] item", text.find("] item") + 1)]
+    first_block = text[text.find("] item") : text.find("] item", text.find("] item") + 1)]
     assert first_block.index("saved: B") < first_block.index("says-a: A (always A)")
     labels = ws.conn.execute("SELECT item_id, annotator, choice, seconds FROM labels ORDER BY id").fetchall()
-    assert [(l[0], l[2]) for l in labels] == [(items[0][0], "B"), (items[1][0], "unclear")]
-    assert all(l[3] is not None and l[3] >= 0 for l in labels)
+    assert [(row[0], row[2]) for row in labels] == [(items[0][0], "B"), (items[1][0], "unclear")]
+    assert all(row[3] is not None and row[3] >= 0 for row in labels)
 
 
 def test_labels_and_adjudications_are_append_only(study):
@@ -167,8 +212,18 @@ def _label_all(ws, name, annotator, choose):
 def test_final_labels_disagreements_adjudication_and_report(study):
     ws, _, (first, _) = study
     build_set(ws, "s", [first], [SaysA()], size=10, seed=1)  # all 10 responses of run 1
-    truth = {"B": "B", "It is a dog.": "B", "hmm": "unclear", "A or B": "Z", "C": "C", "A": "A",
-             "The answer is A": "A", "bird": "C", "(C)": "C", "cat": "A"}
+    truth = {
+        "B": "B",
+        "It is a dog.": "B",
+        "hmm": "unclear",
+        "A or B": "Z",
+        "C": "C",
+        "A": "A",
+        "The answer is A": "A",
+        "bird": "C",
+        "(C)": "C",
+        "cat": "A",
+    }
     _label_all(ws, "s", "ana", lambda t: truth[t.response])
     # bob differs on two responses
     _label_all(ws, "s", "bob", lambda t: {"cat": "B", "A or B": "unclear"}.get(t.response, truth[t.response]))
@@ -192,32 +247,77 @@ def test_final_labels_disagreements_adjudication_and_report(study):
     assert (rules.overall.n, rules.overall.agreed) == (9, 8)
     assert rules.overall.wilson_95 == pytest.approx(agreement.wilson_interval(8, 9))
     assert rules.confusion.labels == ("A", "B", "C", "Z", "undecided")
-    assert rules.confusion.matrix == ((3, 0, 0, 0, 0), (0, 2, 0, 0, 0), (0, 0, 3, 0, 0), (0, 0, 0, 0, 1),
-                                      (0, 0, 0, 0, 0))
+    assert rules.confusion.matrix == (
+        (3, 0, 0, 0, 0),
+        (0, 2, 0, 0, 0),
+        (0, 0, 3, 0, 0),
+        (0, 0, 0, 0, 1),
+        (0, 0, 0, 0, 0),
+    )
     says_a = rep.extractors["says-a"]
     assert (says_a.overall.n, says_a.overall.agreed) == (9, 3)
     assert rep.by_why == {"undecided": 2, "disagree": 5, "sample": 3}
     inter = rep.inter_annotator
     assert inter.annotators == ("ana", "bob", "cyd") and inter.items_with_two_or_more == 10
     assert inter.percent_agreement == pytest.approx(0.8) and inter.cohen_kappa is None
-    assert inter.krippendorff_alpha == pytest.approx(agreement.krippendorff_alpha(
-        list(standing_labels(ws, "s").values())))
+    assert inter.krippendorff_alpha == pytest.approx(
+        agreement.krippendorff_alpha(list(standing_labels(ws, "s").values()))
+    )
     assert {d.item_id for d in rep.disagreements} == {ids["cat"], ids["A or B"]}
     # The JSON users read: the keys in their documented order, the interval a list, the matrix lists of lists.
     out = json.loads(json.dumps(rep.to_json()))
-    assert list(out) == ["set", "runs", "seed", "sample_size", "items", "by_why", "labelled", "progress", "final",
-                         "extractors", "inter_annotator", "disagreements"]
-    assert list(out["extractors"]["rules"]) == ["n", "agreed", "rate", "wilson_95", "cohen_kappa", "confusion",
-                                                "by_why"]
+    assert list(out) == [
+        "set",
+        "runs",
+        "seed",
+        "sample_size",
+        "items",
+        "by_why",
+        "labelled",
+        "progress",
+        "final",
+        "extractors",
+        "inter_annotator",
+        "disagreements",
+    ]
+    assert list(out["extractors"]["rules"]) == [
+        "n",
+        "agreed",
+        "rate",
+        "wilson_95",
+        "cohen_kappa",
+        "confusion",
+        "by_why",
+    ]
     assert out["extractors"]["rules"]["confusion"]["matrix"][0] == [3, 0, 0, 0, 0]
     assert out["inter_annotator"]["annotators"] == ["ana", "bob", "cyd"]
     assert list(out["disagreements"][0]) == ["item_id", "position", "labels", "adjudicated"]
 
+
 def test_align_commands(study, capsys):
     ws, ws_path, (first, second) = study
     w = ["--workspace", str(ws_path)]
-    assert main([*w, "align", "sample", "--run", str(first), "--run", str(second), "--size", "1", "--seed", "2",
-                 "--name", "s", "--json"]) == 0
+    assert (
+        main(
+            [
+                *w,
+                "align",
+                "sample",
+                "--run",
+                str(first),
+                "--run",
+                str(second),
+                "--size",
+                "1",
+                "--seed",
+                "2",
+                "--name",
+                "s",
+                "--json",
+            ]
+        )
+        == 0
+    )
     made = json.loads(capsys.readouterr().out)
     # 11 distinct responses; the rules (the only extractor) leave 2 undecided; 1 of the other 9 sampled.
     assert made["items"] == 3 and made["by_why"] == {"undecided": 2, "disagree": 0, "sample": 1}
@@ -226,8 +326,24 @@ def test_align_commands(study, capsys):
     assert main([*w, "align", "adjudicate", "--set", "s", "--json"]) == 0
     (open_,) = json.loads(capsys.readouterr().out)
     assert open_["labels"] == {"ana": "A", "bob": "B"} and open_["adjudicated"] is None
-    assert main([*w, "align", "adjudicate", "--set", "s", "--item", str(open_["item_id"]), "--label", "a",
-                 "--adjudicator", "lead"]) == 0
+    assert (
+        main(
+            [
+                *w,
+                "align",
+                "adjudicate",
+                "--set",
+                "s",
+                "--item",
+                str(open_["item_id"]),
+                "--label",
+                "a",
+                "--adjudicator",
+                "lead",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main([*w, "align", "report", "--set", "s", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
@@ -254,8 +370,15 @@ def _wilson(k, n, z=1.959963984540054):
     return centre - half, centre + half
 
 
-@pytest.mark.parametrize("k, n, expected", [(8, 10, (0.4901625, 0.9433178)), (0, 5, (0.0, 0.4344825)),
-                                            (5, 5, (0.5655175, 1.0)), (1, 2, (0.0945312, 0.9054688))])
+@pytest.mark.parametrize(
+    "k, n, expected",
+    [
+        (8, 10, (0.4901625, 0.9433178)),
+        (0, 5, (0.0, 0.4344825)),
+        (5, 5, (0.5655175, 1.0)),
+        (1, 2, (0.0945312, 0.9054688)),
+    ],
+)
 def test_wilson_interval_by_hand(k, n, expected):
     assert agreement.wilson_interval(k, n) == pytest.approx(expected, abs=1e-6)
     assert agreement.wilson_interval(k, n) == pytest.approx(_wilson(k, n), abs=1e-9)
@@ -271,6 +394,7 @@ def test_cohen_kappa_by_hand():
     assert agreement.cohen_kappa(a2, b2) == pytest.approx((0.8 - 0.38) / 0.62)
     assert agreement.cohen_kappa(list("AAA"), list("AAA")) is None and agreement.cohen_kappa([], []) is None
     from sklearn.metrics import cohen_kappa_score
+
     a, b = list("ABCABCABCAZZ"), list("ABCBBCACAAZB")
     assert agreement.cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a, b))
 

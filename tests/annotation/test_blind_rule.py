@@ -1,4 +1,5 @@
 """The blind rule (annotation/blind.py): who may see what of an item, and blind adjudication."""
+
 import pytest
 
 from annotation import alignment, blind, reviews
@@ -15,12 +16,39 @@ def ws(tmp_path):
 
 
 def _run(ws, bench_id, responses: list) -> int:
-    run_id = runs.create_run(ws, benchmark_id=bench_id, model_spec="test:scripted", strategy="vanilla",
-                             prompt_template="{}", extractor="rules", config={}, config_key=f"k{len(responses)}",
-                             versions={}, git_revision=None, seed=0)
-    runs.add_predictions(ws, [runs.Prediction(run_id, item.id, 0, tuple(range(len(item.options))), "prompt", text,
-                                              item.answer, "A", "rules", None, item.answer == "A", 1.0)
-                              for item, text in responses])
+    run_id = runs.create_run(
+        ws,
+        benchmark_id=bench_id,
+        model_spec="test:scripted",
+        strategy="vanilla",
+        prompt_template="{}",
+        extractor="rules",
+        config={},
+        config_key=f"k{len(responses)}",
+        versions={},
+        git_revision=None,
+        seed=0,
+    )
+    runs.add_predictions(
+        ws,
+        [
+            runs.Prediction(
+                run_id,
+                item.id,
+                0,
+                tuple(range(len(item.options))),
+                "prompt",
+                text,
+                item.answer,
+                "A",
+                "rules",
+                None,
+                item.answer == "A",
+                1.0,
+            )
+            for item, text in responses
+        ],
+    )
     return run_id
 
 

@@ -1,4 +1,5 @@
 """Review status per item, review/QC filters as id sets, and the open conflicts a settler sees."""
+
 import pytest
 
 from annotation import browse, reviews
@@ -34,8 +35,10 @@ def test_status_labels_and_filters(ws):
 
     def ids(which, annotator="ann"):
         only, exclude = browse.review_filter_ids(status, which, annotator)
-        return {r.id for r in item_query.item_page(ws, bench.id, ItemFilter(only_ids=only, exclude_ids=exclude),
-                                                   limit=100)}
+        return {
+            r.id for r in item_query.item_page(ws, bench.id, ItemFilter(only_ids=only, exclude_ids=exclude), limit=100)
+        }
+
     assert ids("reviewed") == {a.id, b.id, c.id, d.id}
     assert len(ids("unreviewed")) == bench.questions - 4
     assert ids("mine") == {a.id, b.id, c.id}
@@ -44,8 +47,9 @@ def test_status_labels_and_filters(ws):
     assert ids("ambiguous") == {c.id}
     with pytest.raises(ValueError):
         browse.review_filter_ids(status, "great", "ann")
-    only, exclude = browse.combine(browse.review_filter_ids(status, "mine", "ann"),
-                                   browse.review_filter_ids(status, "ok", "ann"))
+    only, exclude = browse.combine(
+        browse.review_filter_ids(status, "mine", "ann"), browse.review_filter_ids(status, "ok", "ann")
+    )
     assert only == {a.id, c.id} and exclude is None
 
 

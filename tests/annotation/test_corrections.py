@@ -1,5 +1,6 @@
 """Every label kind can be corrected and undone: the log keeps every row with its time, a withdrawal names the uuid
 it withdraws, and every statistic follows the standing record (the latest not withdrawn, by time)."""
+
 from __future__ import annotations
 
 import re
@@ -9,8 +10,19 @@ import pytest
 from sqlite_utils import Database
 
 from annotation import alignment, qc, reviews
-from annotation.alignment import (add_label, adjudicate, alignment_report, build_set, final_labels, next_for,
-                                  remaining_for, remaining_items, reveal, undo_adjudication, undo_label)
+from annotation.alignment import (
+    add_label,
+    adjudicate,
+    alignment_report,
+    build_set,
+    final_labels,
+    next_for,
+    remaining_for,
+    remaining_items,
+    reveal,
+    undo_adjudication,
+    undo_label,
+)
 from annotation.curation import curation_plan
 from db import catalog, open_workspace, schema
 from evaluator.importers import import_benchmark
@@ -56,8 +68,12 @@ def test_a_corrected_then_undone_verdict_keeps_its_history_and_the_statistics_fo
     assert [r.uuid for r in reviews.standing_reviews(ws, annotator="ann")] == [first.uuid]
     assert reviews.conflicts(ws, bench) == {}
     rows = _rows(ws.path, "reviews")
-    assert [(r["annotator"], r["verdict"]) for r in rows] == [("ann", "ok"), ("bob", "ok"), ("ann", "wrong_answer"),
-                                                              ("ann", "undo")]
+    assert [(r["annotator"], r["verdict"]) for r in rows] == [
+        ("ann", "ok"),
+        ("bob", "ok"),
+        ("ann", "wrong_answer"),
+        ("ann", "undo"),
+    ]
     assert all(UUID4.fullmatch(r["uuid"]) for r in rows) and len({r["uuid"] for r in rows}) == 4
     assert rows[3]["withdraws"] == corrected.uuid and rows[2]["created_at"] == corrected.created_at
     assert [r["withdraws"] for r in rows[:3]] == [None, None, None]
@@ -74,8 +90,11 @@ def test_time_decides_what_stands_not_the_row_id(demo_ws):
     item = catalog.list_items(ws, catalog.benchmark_by_name(ws, "demo").id)[0]
     newer = reviews.add_review(ws, item.id, "ann", "ambiguous")
     with ws.db.atomic():
-        ws.conn.execute("INSERT INTO reviews (item_id, annotator, verdict, created_at, uuid) VALUES (?, 'ann', 'ok', "
-                        "'2020-01-01T00:00:00.000+00:00', 'older')", (item.id,))
+        ws.conn.execute(
+            "INSERT INTO reviews (item_id, annotator, verdict, created_at, uuid) VALUES (?, 'ann', 'ok', "
+            "'2020-01-01T00:00:00.000+00:00', 'older')",
+            (item.id,),
+        )
     assert [r.uuid for r in reviews.standing_reviews(ws)] == [newer.uuid]
     assert [r.verdict for r in reviews.history(ws, item.id)] == ["ok", "ambiguous"]  # in time order
 
@@ -86,16 +105,24 @@ def test_withdrawal_rows_are_checked_by_the_schema(demo_ws):
     r = reviews.add_review(ws, item.id, "ann", "ok")
     with pytest.raises(sqlite3.IntegrityError):  # only an undo row withdraws
         with ws.db.atomic():
-            ws.conn.execute("INSERT INTO reviews (item_id, annotator, verdict, created_at, withdraws) "
-                            "VALUES (?, 'ann', 'ok', 'x', ?)", (item.id, r.uuid))
+            ws.conn.execute(
+                "INSERT INTO reviews (item_id, annotator, verdict, created_at, withdraws) "
+                "VALUES (?, 'ann', 'ok', 'x', ?)",
+                (item.id, r.uuid),
+            )
     with pytest.raises(sqlite3.IntegrityError):  # and it names a row that exists
         with ws.db.atomic():
-            ws.conn.execute("INSERT INTO reviews (item_id, annotator, verdict, created_at, withdraws) "
-                            "VALUES (?, 'ann', 'undo', 'x', 'no-such-uuid')", (item.id,))
+            ws.conn.execute(
+                "INSERT INTO reviews (item_id, annotator, verdict, created_at, withdraws) "
+                "VALUES (?, 'ann', 'undo', 'x', 'no-such-uuid')",
+                (item.id,),
+            )
     with pytest.raises(sqlite3.IntegrityError):  # uuids are unique
         with ws.db.atomic():
-            ws.conn.execute("INSERT INTO reviews (item_id, annotator, verdict, created_at, uuid) "
-                            "VALUES (?, 'ann', 'ok', 'x', ?)", (item.id, r.uuid))
+            ws.conn.execute(
+                "INSERT INTO reviews (item_id, annotator, verdict, created_at, uuid) VALUES (?, 'ann', 'ok', 'x', ?)",
+                (item.id, r.uuid),
+            )
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
         ws.conn.execute("UPDATE reviews SET uuid = 'x'")
     ws.conn.rollback()
@@ -161,8 +188,12 @@ def test_an_adjudication_corrected_and_undone(study):
     assert final_labels(ws, "s")[item].source == "tie"
     assert undo_adjudication(ws, item, "lead") is None
     rows = _rows(path, "adjudications")
-    assert [(r["choice"], r["withdraws"]) for r in rows] == [("A", None), ("C", None), ("undo", second.uuid),
-                                                              ("undo", first_adj.uuid)]
+    assert [(r["choice"], r["withdraws"]) for r in rows] == [
+        ("A", None),
+        ("C", None),
+        ("undo", second.uuid),
+        ("undo", first_adj.uuid),
+    ]
     assert [a.choice for a in alignment.adjudication_history(ws, item)] == ["A", "C", "undo", "undo"]
 
 
@@ -204,8 +235,12 @@ def test_a_qc_decision_corrected_and_undone_drives_the_resolution_and_the_export
     assert qc.undo_decision(ws, item_id, "consensus", "ann") is None
     rows = [r for r in _rows(ws.path, "qc_decisions") if r["item_id"] == item_id]
     assert [(r["annotator"], r["decision"], r["withdraws"]) for r in rows] == [
-        ("ann", "confirm", None), ("ann", "reject", None), ("bob", "confirm", None),
-        ("ann", "undo", reject.uuid), ("ann", "undo", confirm.uuid)]
+        ("ann", "confirm", None),
+        ("ann", "reject", None),
+        ("bob", "confirm", None),
+        ("ann", "undo", reject.uuid),
+        ("ann", "undo", confirm.uuid),
+    ]
     candidate = next(c for c in qc.queue(ws, benchmark_id=bench.id) if c.item_id == item_id)
     assert len(candidate.history) == 5 and [d.annotator for d in candidate.resolution.votes] == ["bob"]
     with pytest.raises(ValueError, match="standing decision"):
@@ -224,19 +259,33 @@ def test_migration_0007_gives_old_rows_uuids_and_names_what_old_undo_rows_withdr
     db.close()
     conn = sqlite3.connect(path)
     with conn:
-        conn.execute("INSERT INTO benchmarks (id, name, kind, format, source, source_sha256, rows_read, imported_at) "
-                     "VALUES (1, 'old', 'mcq', 'jsonl', 'x', 'abc', 2, 't')")
+        conn.execute(
+            "INSERT INTO benchmarks (id, name, kind, format, source, source_sha256, rows_read, imported_at) "
+            "VALUES (1, 'old', 'mcq', 'jsonl', 'x', 'abc', 2, 't')"
+        )
         for i in (1, 2):
-            conn.execute("INSERT INTO items (id, benchmark_id, position, source_index, question, options, answer) "
-                         "VALUES (?, 1, ?, ?, 'Q?', '[\"x\", \"y\"]', 'A')", (i, i, i))
-        old_rows = [(1, "ann", "ok", None), (1, "ann", "ambiguous", None), (2, "ann", "skip", None),
-                    (1, "ann", "undo", "withdraws review 2"),  # names its target
-                    (1, "bob", "ok", None), (1, "bob", "undo", None)]  # an undo from before notes: the latest
+            conn.execute(
+                "INSERT INTO items (id, benchmark_id, position, source_index, question, options, answer) "
+                "VALUES (?, 1, ?, ?, 'Q?', '[\"x\", \"y\"]', 'A')",
+                (i, i, i),
+            )
+        old_rows = [
+            (1, "ann", "ok", None),
+            (1, "ann", "ambiguous", None),
+            (2, "ann", "skip", None),
+            (1, "ann", "undo", "withdraws review 2"),  # names its target
+            (1, "bob", "ok", None),
+            (1, "bob", "undo", None),
+        ]  # an undo from before notes: the latest
         for n, (item, who, verdict, note) in enumerate(old_rows):
-            conn.execute("INSERT INTO reviews (item_id, annotator, verdict, note, created_at) VALUES (?, ?, ?, ?, ?)",
-                         (item, who, verdict, note, f"2026-01-01T00:00:0{n}.000+00:00"))
-        conn.execute("INSERT INTO qc_decisions (item_id, stage, annotator, decision, created_at) "
-                     "VALUES (1, 'consensus', 'ann', 'reject', 't')")
+            conn.execute(
+                "INSERT INTO reviews (item_id, annotator, verdict, note, created_at) VALUES (?, ?, ?, ?, ?)",
+                (item, who, verdict, note, f"2026-01-01T00:00:0{n}.000+00:00"),
+            )
+        conn.execute(
+            "INSERT INTO qc_decisions (item_id, stage, annotator, decision, created_at) "
+            "VALUES (1, 'consensus', 'ann', 'reject', 't')"
+        )
     conn.close()
     with open_workspace(path) as ws:
         rows = _rows(path, "reviews")
@@ -246,8 +295,14 @@ def test_migration_0007_gives_old_rows_uuids_and_names_what_old_undo_rows_withdr
         assert [r["decision"] for r in _rows(path, "qc_decisions")] == ["reject"]
         # The rebuilt tables keep their index and trigger, and qc_decisions now admits a withdrawal.
         names = {r[0] for r in ws.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('index', 'trigger')")}
-        assert {"reviews_item", "reviews_no_update", "labels_no_update", "adjudications_no_update",
-                "qc_decisions_item", "qc_decisions_no_update"} <= names
+        assert {
+            "reviews_item",
+            "reviews_no_update",
+            "labels_no_update",
+            "adjudications_no_update",
+            "qc_decisions_item",
+            "qc_decisions_no_update",
+        } <= names
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
             ws.conn.execute("UPDATE qc_decisions SET note = 'x'")
         ws.conn.rollback()

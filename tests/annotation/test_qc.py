@@ -1,4 +1,5 @@
 """QC stages select exactly the items their rules name; decisions are an append-only log resolved per reviewer."""
+
 from __future__ import annotations
 
 import hashlib
@@ -26,9 +27,19 @@ def write_bench(path, n: int):
     with open(path, "w") as f:
         for i in range(n):
             k = 3 if i % 5 == 0 else 2
-            f.write(json.dumps({"index": i, "question": f"Which is thing {i}?", "image": "img.png",
-                                "options": [f"thing {i} {j}" for j in range(k)], "answer": LETTERS[(i * 7) % k],
-                                "category": f"cat{i % 3}"}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "index": i,
+                        "question": f"Which is thing {i}?",
+                        "image": "img.png",
+                        "options": [f"thing {i} {j}" for j in range(k)],
+                        "answer": LETTERS[(i * 7) % k],
+                        "category": f"cat{i % 3}",
+                    }
+                )
+                + "\n"
+            )
     return path
 
 
@@ -154,24 +165,36 @@ def _item(ws, item_id):
     return next(i for i in catalog.list_items(ws, catalog.benchmark_by_name(ws, "b").id) if i.id == item_id)
 
 
-@pytest.mark.parametrize("stage, runs_of, message", [
-    ("consensus", lambda ids: [ids["blind"]], "without images"),
-    ("text-only", lambda ids: [ids["vlm"]], "saw the images"),
-    ("consensus", lambda ids: [ids["vanilla"]], "vanilla"),
-    ("consensus", lambda ids: [ids["vlm"], ids["vlm"]], "named twice"),
-    ("consensus", lambda ids: [ids["other"]], "not of this one"),
-    ("consensus", lambda ids: [ids["vlm"] + 100], "no run"),
-    ("consensus", lambda ids: [ids["unfinished"]], "not finished"),
-])
+@pytest.mark.parametrize(
+    "stage, runs_of, message",
+    [
+        ("consensus", lambda ids: [ids["blind"]], "without images"),
+        ("text-only", lambda ids: [ids["vlm"]], "saw the images"),
+        ("consensus", lambda ids: [ids["vanilla"]], "vanilla"),
+        ("consensus", lambda ids: [ids["vlm"], ids["vlm"]], "named twice"),
+        ("consensus", lambda ids: [ids["other"]], "not of this one"),
+        ("consensus", lambda ids: [ids["vlm"] + 100], "no run"),
+        ("consensus", lambda ids: [ids["unfinished"]], "not finished"),
+    ],
+)
 def test_stages_refuse_runs_that_do_not_fit(ws, tmp_path, stage, runs_of, message):
     bench = catalog.benchmark_by_name(ws, "b")
     import_benchmark(ws, write_bench(tmp_path / "other.jsonl", 3), fmt="jsonl", name="other")
-    ids = {"blind": make_run(ws, "b", "baseline:first", text_only=True),
-           "vlm": make_run(ws, "b", "baseline:first", text_only=False),
-           "vanilla": make_run(ws, "b", "baseline:first", text_only=False, strategy="vanilla"),
-           "other": make_run(ws, "other", "baseline:first", text_only=False)}
-    unfinished = start_run(ws, bench, "baseline:random", RunSettings(), default_template("mcq"),
-                           open_backend(ws, bench.id, "baseline:random", seed=0), batch_size=8)
+    ids = {
+        "blind": make_run(ws, "b", "baseline:first", text_only=True),
+        "vlm": make_run(ws, "b", "baseline:first", text_only=False),
+        "vanilla": make_run(ws, "b", "baseline:first", text_only=False, strategy="vanilla"),
+        "other": make_run(ws, "other", "baseline:first", text_only=False),
+    }
+    unfinished = start_run(
+        ws,
+        bench,
+        "baseline:random",
+        RunSettings(),
+        default_template("mcq"),
+        open_backend(ws, bench.id, "baseline:random", seed=0),
+        batch_size=8,
+    )
     ids["unfinished"] = unfinished.id
     with pytest.raises(qc.QCError, match=message):
         qc.compute_stage(ws, bench.id, stage, runs_of(ids))
@@ -227,17 +250,20 @@ def test_answer_corrections_keep_old_and_new_and_differing_answers_dispute(flagg
     assert c.status == "disputed" and c.resolution.disagreement
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"decision": "confirm"}, "needs a reason"),
-    ({"decision": "confirm", "reason": "wrong_answer"}, "needs the corrected answer"),
-    ({"decision": "confirm", "reason": "ambiguous", "answer": "B"}, "only a wrong-answer"),
-    ({"decision": "confirm", "answer": "Q"}, "not one of"),
-    ({"decision": "reject", "reason": "other"}, "takes no reason"),
-    ({"decision": "maybe"}, "unknown decision"),
-    ({"decision": "confirm", "reason": "typo"}, "unknown reason"),
-    ({"decision": "reject", "annotator": " "}, "annotator"),
-    ({"decision": "reject", "stage": "text-only"}, "no text-only flag"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"decision": "confirm"}, "needs a reason"),
+        ({"decision": "confirm", "reason": "wrong_answer"}, "needs the corrected answer"),
+        ({"decision": "confirm", "reason": "ambiguous", "answer": "B"}, "only a wrong-answer"),
+        ({"decision": "confirm", "answer": "Q"}, "not one of"),
+        ({"decision": "reject", "reason": "other"}, "takes no reason"),
+        ({"decision": "maybe"}, "unknown decision"),
+        ({"decision": "confirm", "reason": "typo"}, "unknown reason"),
+        ({"decision": "reject", "annotator": " "}, "annotator"),
+        ({"decision": "reject", "stage": "text-only"}, "no text-only flag"),
+    ],
+)
 def test_bad_decisions_are_refused_and_nothing_is_written(flagged, kwargs, message):
     ws, items = flagged
     kwargs = {"annotator": "ann", "stage": "consensus", **kwargs}

@@ -1,4 +1,5 @@
 """`vlmdesk qc …` end to end: stages from the command line (baselines and tiny hf models), decisions, export."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,19 @@ def right_in_every_pass(ws, run_id: int) -> set:
 
 
 def test_text_only_runs_are_ordinary_runs_and_a_second_call_reuses_them(demo_ws, capsys):
-    args = ["qc", "text-only", "--bench", "demo-pope", "--model", "baseline:first", "--model",
-            "baseline:random?seed=3", "--model", "baseline:random?seed=4", "--json"]
+    args = [
+        "qc",
+        "text-only",
+        "--bench",
+        "demo-pope",
+        "--model",
+        "baseline:first",
+        "--model",
+        "baseline:random?seed=3",
+        "--model",
+        "baseline:random?seed=4",
+        "--json",
+    ]
     code, out, err = cli(capsys, demo_ws, *args)
     assert code == 0, err
     result = json.loads(out)
@@ -64,8 +76,20 @@ def test_decide_list_summary_and_export_from_the_command_line(demo_ws, capsys, t
     code, out, _ = cli(capsys, demo_ws, "qc", "consensus", "--bench", "demo", "--run", str(run_id), "--json")
     assert code == 0 and len(json.loads(out)["candidates"]) == 30
     monkeypatch.setenv("VLMDESK_ANNOTATOR", "alice")
-    code, out, _ = cli(capsys, demo_ws, "qc", "decide", "demo", "1", "--confirm", "--reason", "bad-image",
-                       "--note", "blurred", "--json")
+    code, out, _ = cli(
+        capsys,
+        demo_ws,
+        "qc",
+        "decide",
+        "demo",
+        "1",
+        "--confirm",
+        "--reason",
+        "bad-image",
+        "--note",
+        "blurred",
+        "--json",
+    )
     assert code == 0 and json.loads(out)["annotator"] == "alice" and json.loads(out)["status"] == "confirmed"
     code, out, _ = cli(capsys, demo_ws, "qc", "decide", "demo", "2", "--confirm", "--answer", "a")
     assert code == 0 and "answer B → A" in out
@@ -99,15 +123,18 @@ def test_decide_list_summary_and_export_from_the_command_line(demo_ws, capsys, t
     assert (tmp_path / "curated.jsonl.changes.jsonl").read_text().count("\n") == 1
 
 
-@pytest.mark.parametrize("args, message", [
-    (["qc", "consensus", "--bench", "demo", "--run", "99"], "no run 99"),
-    (["qc", "consensus", "--bench", "nope", "--run", "1"], "no benchmark named 'nope'"),
-    (["qc", "decide", "demo", "1", "--reject"], "not a QC candidate"),
-    (["qc", "decide", "demo", "777", "--reject"], "no item with index 777"),
-    (["qc", "text-only", "--bench", "demo", "--model", "nonsense"], "bad model spec"),
-    (["qc", "text-only", "--bench", "demo", "--model", "baseline:first", "--model", "baseline:first"], "twice"),
-    (["qc", "export", "demo-pope", "--out", "x.tsv", "--format", "mmbench-tsv"], "can be exported as pope"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["qc", "consensus", "--bench", "demo", "--run", "99"], "no run 99"),
+        (["qc", "consensus", "--bench", "nope", "--run", "1"], "no benchmark named 'nope'"),
+        (["qc", "decide", "demo", "1", "--reject"], "not a QC candidate"),
+        (["qc", "decide", "demo", "777", "--reject"], "no item with index 777"),
+        (["qc", "text-only", "--bench", "demo", "--model", "nonsense"], "bad model spec"),
+        (["qc", "text-only", "--bench", "demo", "--model", "baseline:first", "--model", "baseline:first"], "twice"),
+        (["qc", "export", "demo-pope", "--out", "x.tsv", "--format", "mmbench-tsv"], "can be exported as pope"),
+    ],
+)
 def test_bad_requests_are_one_line_errors(demo_ws, capsys, args, message):
     code, out, err = cli(capsys, demo_ws, *args)
     assert code == 2 and err.startswith("error: ") and message in err and err.count("\n") == 1
@@ -123,12 +150,37 @@ def test_every_qc_step_has_help_with_examples(capsys):
 
 def test_tiny_models_text_only_and_vlm_consensus(demo_ws, capsys, tiny_text_lm_dir, tiny_llava_dir):
     # Real hf: code paths; the expected candidates are recomputed from each run's stored passes.
-    code, out, err = cli(capsys, demo_ws, "qc", "text-only", "--bench", "demo", "--limit", "6", "--batch-size", "6",
-                         "--model", f"hf:{tiny_text_lm_dir}", "--json")
+    code, out, err = cli(
+        capsys,
+        demo_ws,
+        "qc",
+        "text-only",
+        "--bench",
+        "demo",
+        "--limit",
+        "6",
+        "--batch-size",
+        "6",
+        "--model",
+        f"hf:{tiny_text_lm_dir}",
+        "--json",
+    )
     assert code == 0, err
     text = json.loads(out)
-    code, out, err = cli(capsys, demo_ws, "run", "--bench", "demo", "--model", f"hf:{tiny_llava_dir}", "--limit", "6",
-                         "--max-new-tokens", "4", "--json")
+    code, out, err = cli(
+        capsys,
+        demo_ws,
+        "run",
+        "--bench",
+        "demo",
+        "--model",
+        f"hf:{tiny_llava_dir}",
+        "--limit",
+        "6",
+        "--max-new-tokens",
+        "4",
+        "--json",
+    )
     vlm_run = json.loads(out)["run_id"]
     code, out, err = cli(capsys, demo_ws, "qc", "consensus", "--bench", "demo", "--run", str(vlm_run), "--json")
     assert code == 0, err

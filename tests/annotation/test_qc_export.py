@@ -2,6 +2,7 @@
 
 The TSV is checked with the csv module against VLMEvalKit's rules, not only by re-importing it into vlmdesk.
 """
+
 from __future__ import annotations
 
 import base64
@@ -81,8 +82,19 @@ def test_curated_tsv_follows_vlmevalkit_rules_and_reimports(tsv_ws, source_kept)
     if source_kept:
         assert header == HEADER  # every column the source had, in its order
     else:
-        assert header[:2] == ["index", "question"] and {"A", "B", "C", "D", "answer", "image", "l2-category",
-                                                         "source", "split", "category", "hint"} <= set(header)
+        assert header[:2] == ["index", "question"] and {
+            "A",
+            "B",
+            "C",
+            "D",
+            "answer",
+            "image",
+            "l2-category",
+            "source",
+            "split",
+            "category",
+            "hint",
+        } <= set(header)
     by_index = {int(r["index"]): r for r in rows}
     assert len(by_index) == len(rows)  # indexes are unique
     kept = [i for i in originals if i != removed.index]
@@ -124,8 +136,10 @@ def test_curated_tsv_follows_vlmevalkit_rules_and_reimports(tsv_ws, source_kept)
         assert catalog.item_by_index(again, b2.id, disputed.index).answer == disputed.answer  # disputed: unchanged
 
     log = [json.loads(line) for line in open(str(out) + ".changes.jsonl")]
-    assert [(c["index"], c["action"]) for c in log] == [(removed.index, "removed"), (corrected.index,
-                                                                                      "answer_corrected")]
+    assert [(c["index"], c["action"]) for c in log] == [
+        (removed.index, "removed"),
+        (corrected.index, "answer_corrected"),
+    ]
     assert log[0]["annotators"] == ["ann", "bob"] and log[0]["reasons"] == ["ambiguous"]
     assert log[0]["notes"] == ["two readings"] and log[0]["sources"] == ["qc:consensus"]
     assert (log[1]["old_answer"], log[1]["new_answer"]) == (corrected.answer, new)
@@ -148,8 +162,11 @@ def test_pope_export_round_trips_in_the_official_format(tmp_path):
         assert all(list(r)[:4] == ["question_id", "image", "text", "label"] for r in records)
         by_id = {r["question_id"]: r for r in records}
         assert flagged[1].index not in by_id and by_id[flagged[0].index]["label"] == "yes"
-        source = {json.loads(line)["question_id"]: json.loads(line)
-                  for line in (demo_dir() / "demo_pope.jsonl").read_text().splitlines() if line.strip()}
+        source = {
+            json.loads(line)["question_id"]: json.loads(line)
+            for line in (demo_dir() / "demo_pope.jsonl").read_text().splitlines()
+            if line.strip()
+        }
         assert all(r == source[q] for q, r in by_id.items() if q != flagged[0].index)
     with open_workspace(tmp_path / "again.sqlite") as again:
         rep = import_benchmark(again, out, fmt="pope", name="p", images_dir=demo_dir() / "images")
@@ -176,8 +193,11 @@ def test_jsonl_export_round_trips_with_images_and_optional_reviews(tmp_path):
         records = [json.loads(line) for line in out.read_text().splitlines()]
         assert len(records) == bench.questions - 1 and all(r["image"].startswith("curated_images/") for r in records)
         _, changes = export_curated(ws, bench, tmp_path / "with_reviews.jsonl", with_reviews=True)
-        assert [(ch.index, ch.action) for ch in changes] == [(a.index, "removed"), (b.index, "not_applied"),
-                                                             (c.index, "removed")]
+        assert [(ch.index, ch.action) for ch in changes] == [
+            (a.index, "removed"),
+            (b.index, "not_applied"),
+            (c.index, "removed"),
+        ]
         assert "conflicting corrections" in changes[1].why_not_applied
         assert curation_plan(ws, bench.id)[b.id].new_answer == other
     with open_workspace(tmp_path / "again.sqlite") as again:
@@ -210,4 +230,5 @@ def test_a_jsonl_benchmark_exports_as_vlmevalkit_tsv_with_shared_images_referenc
         back = catalog.list_items(again, catalog.benchmark_by_name(again, "t").id)
     assert rep.questions == 30 and rep.images == bench.images
     assert [(i.index, i.options, i.answer, i.image_sha256, i.hint, i.category) for i in back] == [
-        (i.index, i.options, i.answer, i.image_sha256, i.hint, i.category) for i in items]
+        (i.index, i.options, i.answer, i.image_sha256, i.hint, i.category) for i in items
+    ]

@@ -1,4 +1,5 @@
 """Verdicts are appended, never edited; undo withdraws; what stands is derived from the log."""
+
 import sqlite3
 
 import pytest
@@ -26,7 +27,9 @@ def test_verdicts_stand_per_annotator_and_undo_withdraws_the_latest(ws):
     reviews.add_review(ws, a.id, "ann", "ambiguous", note="two readings")
     reviews.add_review(ws, b.id, "ann", "wrong_answer", corrected_answer="C")
     assert {(r.item_id, r.verdict) for r in reviews.standing_reviews(ws, annotator="ann")} == {
-        (a.id, "ambiguous"), (b.id, "wrong_answer")}
+        (a.id, "ambiguous"),
+        (b.id, "wrong_answer"),
+    }
     withdrawn = reviews.undo_last(ws, "ann")
     assert withdrawn.item_id == b.id
     assert reviews.undo_last(ws, "ann", item_id=a.id).verdict == "ambiguous"

@@ -1,5 +1,6 @@
 """Annotators on several machines: export on one copy of a workspace, import into another, the same standing records
 on both; importing twice adds nothing; a bad line is one error line and nothing written, or skipped and listed."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,13 @@ def cli(capsys, ws_path, *args) -> tuple[int, str, str]:
 
 def vlmdesk(ws_path, *args) -> subprocess.CompletedProcess:
     """The real command, in a child process (PYTHONPATH is inherited, so it runs this checkout)."""
-    return subprocess.run([sys.executable, "-m", "vlmdesk", "--workspace", str(ws_path), *args], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    return subprocess.run(
+        [sys.executable, "-m", "vlmdesk", "--workspace", str(ws_path), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
 
 
 def count(path, table: str) -> int:
@@ -76,8 +82,9 @@ def two_copies(tmp_path):
 def standing(path) -> list[tuple]:
     with open_workspace(path) as ws:
         index = {i.id: i.index for i in catalog.list_items(ws, catalog.benchmark_by_name(ws, "demo").id)}
-        return sorted((index[r.item_id], r.annotator, r.verdict, r.corrected_answer, r.uuid)
-                      for r in reviews.standing_reviews(ws))
+        return sorted(
+            (index[r.item_id], r.annotator, r.verdict, r.corrected_answer, r.uuid) for r in reviews.standing_reviews(ws)
+        )
 
 
 def test_verdicts_merge_both_ways_into_identical_standing_verdicts_and_twice_adds_nothing(two_copies, tmp_path):
@@ -88,8 +95,9 @@ def test_verdicts_merge_both_ways_into_identical_standing_verdicts_and_twice_add
         done = vlmdesk(ws, "reviews", "export", "--out", str(out))
         assert done.returncode == 0, done.stderr
     exported = lines(out_a)
-    assert [set(r) for r in exported] == [{"id", "benchmark", "index", "annotator", "verdict", "answer", "note",
-                                           "seconds", "at", "withdraws"}] * 6
+    assert [set(r) for r in exported] == [
+        {"id", "benchmark", "index", "annotator", "verdict", "answer", "note", "seconds", "at", "withdraws"}
+    ] * 6
     assert [r["verdict"] for r in exported] == ["ok", "ambiguous", "wrong_answer", "bad_image", "skip", "undo"]
     assert [r["at"] for r in exported] == sorted(r["at"] for r in exported)
     undo = next(r for r in exported if r["verdict"] == "undo")
@@ -98,8 +106,13 @@ def test_verdicts_merge_both_ways_into_identical_standing_verdicts_and_twice_add
     assert all(isinstance(r["index"], int) for r in exported)
     done = vlmdesk(b, "reviews", "import", str(out_a), "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"added": 4, "by_table": {"reviews": 4}, "present": 2, "skipped_count": 0,
-                                      "skipped": []}
+    assert json.loads(done.stdout) == {
+        "added": 4,
+        "by_table": {"reviews": 4},
+        "present": 2,
+        "skipped_count": 0,
+        "skipped": [],
+    }
     done = vlmdesk(a, "reviews", "import", str(out_b), "--json")
     assert json.loads(done.stdout)["added"] == 4  # bob's 4 rows; the 2 made before the copy are there already
     assert standing(a) == standing(b)
@@ -125,8 +138,11 @@ def test_an_undo_made_on_one_copy_withdraws_the_verdict_on_the_other(two_copies,
     with open_workspace(a) as ws:
         history = reviews.history(ws, withdrawn.item_id)
     # On A, ana had corrected it later to wrong_answer: the undo withdraws "ambiguous", the correction still stands.
-    assert [(r.verdict, r.withdraws) for r in history] == [("ambiguous", None), ("wrong_answer", None),
-                                                            ("undo", withdrawn.uuid)]
+    assert [(r.verdict, r.withdraws) for r in history] == [
+        ("ambiguous", None),
+        ("wrong_answer", None),
+        ("undo", withdrawn.uuid),
+    ]
     assert ("wrong_answer", "C") in {(r[2], r[3]) for r in standing(a) if r[1] == "ana"}
 
 
@@ -144,11 +160,26 @@ def test_export_filters_by_benchmark_and_names_its_errors(two_copies, capsys, tm
     assert code == 2 and "no such workspace" in err and not (tmp_path / "nowhere.sqlite").exists()
 
 
-GOOD = {"id": "7f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f", "benchmark": "demo", "index": 1, "annotator": "cyd",
-        "verdict": "ok", "answer": None, "note": None, "seconds": 3, "at": "2026-11-30T10:00:00.000+00:00",
-        "withdraws": None}
-UNDO = {**GOOD, "id": "8f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f", "verdict": "undo", "withdraws": GOOD["id"],
-        "at": "2026-11-30T11:00:01+01:00", "seconds": None}
+GOOD = {
+    "id": "7f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
+    "benchmark": "demo",
+    "index": 1,
+    "annotator": "cyd",
+    "verdict": "ok",
+    "answer": None,
+    "note": None,
+    "seconds": 3,
+    "at": "2026-11-30T10:00:00.000+00:00",
+    "withdraws": None,
+}
+UNDO = {
+    **GOOD,
+    "id": "8f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
+    "verdict": "undo",
+    "withdraws": GOOD["id"],
+    "at": "2026-11-30T11:00:01+01:00",
+    "seconds": None,
+}
 BAD_REVIEWS = [
     ({**GOOD, "benchmark": "nope"}, "benchmark", "no benchmark named 'nope'"),
     ({**GOOD, "index": 999}, "index", "no item with index 999"),
@@ -188,8 +219,11 @@ BAD_REVIEWS = [
     ({**UNDO, "withdraws": None}, "withdraws", "an undo names the record it withdraws"),
     ({**GOOD, "at": "9999-01-01T00:00:00+00:00"}, "at", "is not between 2000-01-01 and tomorrow"),
     ({**GOOD, "at": "1999-12-31T23:59:59+00:00"}, "at", "is not between 2000-01-01 and tomorrow"),
-    ('{"id": "2f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f", "id": "3f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"}', "id",
-     "given twice in one record"),
+    (
+        '{"id": "2f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f", "id": "3f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"}',
+        "id",
+        "given twice in one record",
+    ),
     ({**GOOD, "annotator": "\u202eana"}, "annotator", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
 ]
 
@@ -237,22 +271,32 @@ def test_skip_bad_imports_the_good_lines_and_lists_the_bad_ones(two_copies, tmp_
         "bad_image, skip, undo)",
         f"skipped: {path}:4: index: benchmark 'demo' has no item with index 12345",
         f"skipped: {path}:5: withdraws: names no record known here (bf1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f); import "
-        "the file that holds it first, or with it"]
+        "the file that holds it first, or with it",
+    ]
     assert "imported 2 new record(s); 0 already present; 3 line(s) skipped" in done.stdout
     assert count(a, "reviews") == before + 2
     with open_workspace(a) as ws:
-        cyd = [r for r in ws.conn.execute("SELECT verdict, created_at, withdraws FROM reviews WHERE annotator = 'cyd' "
-                                          "ORDER BY id")]
+        cyd = [
+            r
+            for r in ws.conn.execute(
+                "SELECT verdict, created_at, withdraws FROM reviews WHERE annotator = 'cyd' ORDER BY id"
+            )
+        ]
         assert not [r for r in reviews.standing_reviews(ws) if r.annotator == "cyd"]
     # Times are stored as every local one is: UTC, milliseconds (so text order is time order).
-    assert cyd == [("ok", "2026-11-30T10:00:00.000+00:00", None), ("undo", "2026-11-30T10:00:01.000+00:00",
-                                                                    GOOD["id"])]
+    assert cyd == [("ok", "2026-11-30T10:00:00.000+00:00", None), ("undo", "2026-11-30T10:00:01.000+00:00", GOOD["id"])]
 
 
 def test_skip_bad_skips_surrogates_and_overflowing_times_instead_of_failing(two_copies, tmp_path):
     a, _ = two_copies
-    path = write_lines(tmp_path / "odd.jsonl", [json.dumps({**GOOD, "note": "\ud800"}), json.dumps(
-        {**GOOD, "id": "5f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f", "at": "9999-12-31T23:30:00-01:00"}), GOOD])
+    path = write_lines(
+        tmp_path / "odd.jsonl",
+        [
+            json.dumps({**GOOD, "note": "\ud800"}),
+            json.dumps({**GOOD, "id": "5f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f", "at": "9999-12-31T23:30:00-01:00"}),
+            GOOD,
+        ],
+    )
     done = vlmdesk(a, "reviews", "import", path, "--skip-bad", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -268,8 +312,9 @@ def test_a_fifo_a_device_or_a_symlink_to_one_is_refused_before_it_is_read(two_co
     zero, urandom = tmp_path / "zero.jsonl", tmp_path / "urandom.jsonl"
     zero.symlink_to("/dev/zero")
     urandom.symlink_to("/dev/urandom")
-    command = {"reviews": ["reviews", "import"], "align": ["align", "import-labels"],
-               "qc": ["qc", "import-decisions"]}[kind]
+    command = {"reviews": ["reviews", "import"], "align": ["align", "import-labels"], "qc": ["qc", "import-decisions"]}[
+        kind
+    ]
     for path, what in ((fifo, "a FIFO (named pipe)"), (zero, "a character device"), (urandom, "a character device")):
         done = vlmdesk(a, *command, str(path), "--skip-bad")  # each of these used to block or spin until killed
         assert (done.returncode, done.stderr) == (2, f"error: {path}: file: is {what}, not a regular file\n")
@@ -279,8 +324,10 @@ def test_the_first_bad_line_stops_the_import_and_skip_bad_lists_a_bounded_number
     a, _ = two_copies
     path = write_lines(tmp_path / "many.jsonl", ["x"] * 1000 + [GOOD])
     done = vlmdesk(a, "reviews", "import", path)
-    assert (done.returncode, done.stderr) == (2, f"error: {path}:1: line: not JSON (Expecting value: line 1 column "
-                                                 "1 (char 0))\n")
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"error: {path}:1: line: not JSON (Expecting value: line 1 column 1 (char 0))\n",
+    )
     done = vlmdesk(a, "reviews", "import", path, "--skip-bad")
     assert done.returncode == 0, done.stderr
     listed = done.stderr.splitlines()
@@ -307,8 +354,12 @@ def test_records_made_locally_merge_into_a_copy_whatever_the_names(tmp_path):
     with open_workspace(a) as ws:
         item = catalog.list_items(ws, catalog.benchmark_by_name(ws, long_bench).id)[0]
         stored = [reviews.add_review(ws, item.id, n, "ok", note="n" * 10_000).annotator for n in names]
-        for bad, what in (("x" * 101, "longer than 100"), ("ana\u202e", r"U\+202E"), ("a\nb", r"U\+000A"),
-                          ("\u00a0", "required")):
+        for bad, what in (
+            ("x" * 101, "longer than 100"),
+            ("ana\u202e", r"U\+202E"),
+            ("a\nb", r"U\+000A"),
+            ("\u00a0", "required"),
+        ):
             with pytest.raises(ValueError, match=what):
                 reviews.add_review(ws, item.id, bad, "ok")
         # Notes too: a merge refuses a NUL or more than 10,000 characters, so the door where they are made does.
@@ -331,9 +382,11 @@ def test_records_made_locally_merge_into_a_copy_whatever_the_names(tmp_path):
 
 def test_the_cli_name_options_follow_the_same_rule(two_copies):
     a, _ = two_copies
-    for args in (["qc", "decide", "demo", "1", "--reject", "--annotator", "x" * 150],
-                 ["reviews", "export", "--annotator", "ana\u202e"],
-                 ["align", "label", "--set", "s", "--annotator", "a\tb"]):
+    for args in (
+        ["qc", "decide", "demo", "1", "--reject", "--annotator", "x" * 150],
+        ["reviews", "export", "--annotator", "ana\u202e"],
+        ["align", "label", "--set", "s", "--annotator", "a\tb"],
+    ):
         done = vlmdesk(a, *args)
         assert done.returncode == 2 and "--annotator" in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
@@ -378,10 +431,15 @@ def test_labels_and_adjudications_merge_between_copies(study, tmp_path, capsys):
     results = []
     for p in (path, copy):
         with open_workspace(p) as w:
-            results.append((alignment.standing_labels(w, "s"), alignment.final_labels(w, "s"),
-                            w.conn.execute("SELECT count(*) FROM labels").fetchone()[0],
-                            w.conn.execute("SELECT count(*) FROM adjudications").fetchone()[0],
-                            alignment.remaining_for(w, "s", "bob")))
+            results.append(
+                (
+                    alignment.standing_labels(w, "s"),
+                    alignment.final_labels(w, "s"),
+                    w.conn.execute("SELECT count(*) FROM labels").fetchone()[0],
+                    w.conn.execute("SELECT count(*) FROM adjudications").fetchone()[0],
+                    alignment.remaining_for(w, "s", "bob"),
+                )
+            )
     assert results[0] == results[1]
     labels, finals, n_labels, n_adjudications, left_for_bob = results[0]
     assert labels[items[0]] == {"ana": "B", "bob": "A"} and labels[items[1]] == {"ana": "C"}
@@ -398,16 +456,27 @@ def test_bad_label_lines(study, tmp_path, capsys):
     label = alignment.add_label(ws, item, "ana", "A")
     key = ws.conn.execute("SELECT response_key FROM adjudication_items WHERE id = ?", (item,)).fetchone()[0]
     ws.close()
-    good = {"id": "1f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f", "kind": "label", "set": "s", "response": key,
-            "annotator": "bob", "label": "B", "note": None, "seconds": None, "at": "2026-11-30T10:00:00Z",
-            "withdraws": None}
-    cases = [({**good, "set": "t"}, "set", "no adjudication set named 't'"),
-             ({**good, "response": "ab" * 32}, "response", "has no response with key"),
-             ({**good, "label": "D"}, "label", "is not a label of this response"),
-             ({**good, "kind": "vote"}, "kind", "not label or adjudication"),
-             ({**good, "label": "undo"}, "withdraws", "an undo names the record"),
-             ({**good, "label": "undo", "withdraws": label.uuid}, "withdraws", "another item or person"),
-             ({**good, "note": "why"}, "note", "a label has no note")]
+    good = {
+        "id": "1f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
+        "kind": "label",
+        "set": "s",
+        "response": key,
+        "annotator": "bob",
+        "label": "B",
+        "note": None,
+        "seconds": None,
+        "at": "2026-11-30T10:00:00Z",
+        "withdraws": None,
+    }
+    cases = [
+        ({**good, "set": "t"}, "set", "no adjudication set named 't'"),
+        ({**good, "response": "ab" * 32}, "response", "has no response with key"),
+        ({**good, "label": "D"}, "label", "is not a label of this response"),
+        ({**good, "kind": "vote"}, "kind", "not label or adjudication"),
+        ({**good, "label": "undo"}, "withdraws", "an undo names the record"),
+        ({**good, "label": "undo", "withdraws": label.uuid}, "withdraws", "another item or person"),
+        ({**good, "note": "why"}, "note", "a label has no note"),
+    ]
     for line, field, what in cases:
         f = write_lines(tmp_path / "l.jsonl", [good, {**line, "id": "3f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"}])
         code, _, err = cli(capsys, path, "align", "import-labels", f)
@@ -425,12 +494,24 @@ def test_an_id_names_one_record_across_kinds(study, tmp_path, capsys):
     adjudication = alignment.adjudicate(ws, item, "lead", "A", note="x")
     key = ws.conn.execute("SELECT response_key FROM adjudication_items WHERE id = ?", (item,)).fetchone()[0]
     ws.close()
-    clash = {"id": adjudication.uuid, "kind": "label", "set": "s", "response": key, "annotator": "ana", "label": "B",
-             "note": None, "seconds": None, "at": "2026-11-30T10:00:00Z", "withdraws": None}
+    clash = {
+        "id": adjudication.uuid,
+        "kind": "label",
+        "set": "s",
+        "response": key,
+        "annotator": "ana",
+        "label": "B",
+        "note": None,
+        "seconds": None,
+        "at": "2026-11-30T10:00:00Z",
+        "withdraws": None,
+    }
     f = write_lines(tmp_path / "clash.jsonl", [clash])
     code, _, err = cli(capsys, path, "align", "import-labels", f)
-    assert (code, err) == (2, f"error: {f}:1: id: {adjudication.uuid} is the id of a record in adjudications here; "
-                              "an id names one record\n")
+    assert (code, err) == (
+        2,
+        f"error: {f}:1: id: {adjudication.uuid} is the id of a record in adjudications here; an id names one record\n",
+    )
     assert count(path, "labels") == 0
 
 
@@ -461,23 +542,34 @@ def test_qc_decisions_merge_between_copies_and_bad_lines_are_refused(tmp_path, c
     summaries = []
     for p in (a, b):
         with open_workspace(p) as ws:
-            summaries.append(([(c.item_id, c.status, [d.uuid for d in c.resolution.votes]) for c in qc.queue(ws)],
-                              qc.summary(ws)))
+            summaries.append(
+                ([(c.item_id, c.status, [d.uuid for d in c.resolution.votes]) for c in qc.queue(ws)], qc.summary(ws))
+            )
     assert summaries[0] == summaries[1]
     status = {item: s for item, s, _ in summaries[0][0]}
     assert status[first] == "disputed" and status[second] == "pending"  # ann's reject vs bob's confirm; bob undid
     record = lines(tmp_path / "b-decisions.jsonl")[-1]
     assert record["decision"] == "undo" and record["withdraws"] and record["stage"] == "consensus"
-    good = {**record, "id": "2f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f", "decision": "reject", "withdraws": None,
-            "annotator": "cyd"}
-    cases = [({**good, "stage": "vibes"}, "stage", "unknown stage"),
-             ({**good, "decision": "confirm"}, "reason", "needs a reason"),
-             ({**good, "reason": "ambiguous"}, "reason", "only a confirmation"),
-             ({**good, "decision": "confirm", "reason": "wrong_answer"}, "answer", "needs the corrected key"),
-             ({**good, "decision": "maybe"}, "decision", "unknown decision"),
-             ({**good, "stage": "text-only"}, "stage", "has no text-only flag in this workspace"),
-             ({**good, "decision": "confirm", "reason": "wrong_answer", "answer": "B", "old_answer": "ZZZ"},
-              "old_answer", "'ZZZ' is not a key of this item")]
+    good = {
+        **record,
+        "id": "2f1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
+        "decision": "reject",
+        "withdraws": None,
+        "annotator": "cyd",
+    }
+    cases = [
+        ({**good, "stage": "vibes"}, "stage", "unknown stage"),
+        ({**good, "decision": "confirm"}, "reason", "needs a reason"),
+        ({**good, "reason": "ambiguous"}, "reason", "only a confirmation"),
+        ({**good, "decision": "confirm", "reason": "wrong_answer"}, "answer", "needs the corrected key"),
+        ({**good, "decision": "maybe"}, "decision", "unknown decision"),
+        ({**good, "stage": "text-only"}, "stage", "has no text-only flag in this workspace"),
+        (
+            {**good, "decision": "confirm", "reason": "wrong_answer", "answer": "B", "old_answer": "ZZZ"},
+            "old_answer",
+            "'ZZZ' is not a key of this item",
+        ),
+    ]
     before = count(a, "qc_decisions")
     for line, field, what in cases:
         f = write_lines(tmp_path / "d.jsonl", [good, line])

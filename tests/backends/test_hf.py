@@ -1,4 +1,5 @@
 """HFBackend against tiny random VLMs loaded from disk through AutoProcessor / AutoModelForImageTextToText."""
+
 import io
 
 import pytest

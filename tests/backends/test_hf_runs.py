@@ -1,4 +1,5 @@
 """Whole runs through `vlmdesk run --model hf:<dir>`: the path a 7B model takes, on tiny random-weight VLMs."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,22 @@ def _run(capsys, *args) -> dict:
 @pytest.mark.parametrize("family", ["tiny_llava_dir", "tiny_idefics3_dir"])
 def test_circular_run_on_a_tiny_vlm_stores_every_pass_and_resumes_to_nothing(family, demo_ws, capsys, request):
     model = f"hf:{request.getfixturevalue(family)}"
-    args = ["--workspace", str(demo_ws), "run", "--bench", "demo", "--model", model, "--limit", "6",
-            "--batch-size", "4", "--max-new-tokens", "4", "--full-passes"]
+    args = [
+        "--workspace",
+        str(demo_ws),
+        "run",
+        "--bench",
+        "demo",
+        "--model",
+        model,
+        "--limit",
+        "6",
+        "--batch-size",
+        "4",
+        "--max-new-tokens",
+        "4",
+        "--full-passes",
+    ]
     run_id = _run(capsys, *args, "--json")["run_id"]
     with open_workspace(demo_ws) as ws:
         run = runs.get_run(ws, run_id)
@@ -36,8 +51,9 @@ def test_circular_run_on_a_tiny_vlm_stores_every_pass_and_resumes_to_nothing(fam
     assert len(preds) == run.predictions > 6  # every pass of 6 items with 2-4 options
     assert all(p.prompt.startswith(("Question:", "Hint:", "问题", "提示")) and p.latency_ms > 0 for p in preds)
     assert {p.stage for p in preds} <= {"rules", "none"}
-    report = json.loads((main(["--workspace", str(demo_ws), "report", str(run_id), "--json"]),
-                         capsys.readouterr().out)[1])
+    report = json.loads(
+        (main(["--workspace", str(demo_ws), "report", str(run_id), "--json"]), capsys.readouterr().out)[1]
+    )
     assert report["model_calls"] == len(preds) and report["questions"] == 6
     # The same command again: finished, no model call.
     _run(capsys, *args, "--json")
@@ -46,8 +62,22 @@ def test_circular_run_on_a_tiny_vlm_stores_every_pass_and_resumes_to_nothing(fam
 
 
 def test_likelihood_mode_picks_the_most_likely_letter(tiny_llava_dir, demo_ws, capsys):
-    out = _run(capsys, "--workspace", str(demo_ws), "run", "--bench", "demo", "--model", f"hf:{tiny_llava_dir}",
-               "--limit", "4", "--likelihood", "--strategy", "vanilla", "--json")
+    out = _run(
+        capsys,
+        "--workspace",
+        str(demo_ws),
+        "run",
+        "--bench",
+        "demo",
+        "--model",
+        f"hf:{tiny_llava_dir}",
+        "--limit",
+        "4",
+        "--likelihood",
+        "--strategy",
+        "vanilla",
+        "--json",
+    )
     with open_workspace(demo_ws) as ws:
         preds = runs.predictions_of(ws, out["run_id"])
     assert len(preds) == 4
@@ -58,8 +88,20 @@ def test_likelihood_mode_picks_the_most_likely_letter(tiny_llava_dir, demo_ws, c
 
 
 def test_pope_likelihood_on_a_tiny_vlm(tiny_idefics3_dir, demo_ws, capsys):
-    out = _run(capsys, "--workspace", str(demo_ws), "run", "--bench", "demo-pope", "--model",
-               f"hf:{tiny_idefics3_dir}", "--limit", "6", "--likelihood", "--json")
+    out = _run(
+        capsys,
+        "--workspace",
+        str(demo_ws),
+        "run",
+        "--bench",
+        "demo-pope",
+        "--model",
+        f"hf:{tiny_idefics3_dir}",
+        "--limit",
+        "6",
+        "--likelihood",
+        "--json",
+    )
     assert main(["--workspace", str(demo_ws), "report", str(out["run_id"]), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["strategy"] == "pope" and report["answered"] == 6

@@ -4,6 +4,7 @@ The fault server (http.server in a thread on 127.0.0.1) answers each request wit
 (the last step repeats) and records every request it received, so retry counts are exact. Backoff delays are
 recorded, not waited: each backend's ``_sleep`` is replaced.
 """
+
 from __future__ import annotations
 
 import base64
@@ -68,7 +69,7 @@ def test_request_carries_model_tokens_temperature_image_text_and_key(serve, monk
     assert image_part["type"] == "image_url"
     prefix = "data:image/png;base64,"
     assert image_part["image_url"]["url"].startswith(prefix)
-    assert base64.b64decode(image_part["image_url"]["url"][len(prefix):]) == png
+    assert base64.b64decode(image_part["image_url"]["url"][len(prefix) :]) == png
     assert text_part == {"type": "text", "text": "Which option? A. cat B. dog"}
 
     described = json.dumps(b.describe())
@@ -85,7 +86,9 @@ def test_jpeg_mime_several_images_and_text_only_query(serve):
     b = backend(server.url)
     png, jpg = png_bytes(), jpeg_bytes()
     assert b.generate([Query("Same picture?", (jpg, png)), Query("Is the sky blue?")], 3) == ["yes", "yes"]
-    bodies = sorted((r["body"] for r in server.requests), key=lambda body: isinstance(body["messages"][0]["content"], str))
+    bodies = sorted(
+        (r["body"] for r in server.requests), key=lambda body: isinstance(body["messages"][0]["content"], str)
+    )
     parts = bodies[0]["messages"][0]["content"]
     assert [p["type"] for p in parts] == ["image_url", "image_url", "text"]
     assert parts[0]["image_url"]["url"].startswith("data:image/jpeg;base64,")
@@ -111,8 +114,13 @@ def test_default_key_env_is_openai_api_key(serve, monkeypatch):
 
 @pytest.mark.parametrize(
     "data, mime",
-    [(png_bytes(), "image/png"), (jpeg_bytes(), "image/jpeg"), (b"GIF89a....", "image/gif"),
-     (b"RIFF\x00\x00\x00\x00WEBPVP8 ", "image/webp"), (b"BM\x00\x00", "image/bmp")],
+    [
+        (png_bytes(), "image/png"),
+        (jpeg_bytes(), "image/jpeg"),
+        (b"GIF89a....", "image/gif"),
+        (b"RIFF\x00\x00\x00\x00WEBPVP8 ", "image/webp"),
+        (b"BM\x00\x00", "image/bmp"),
+    ],
 )
 def test_image_mime_from_bytes(data, mime):
     assert image_mime(data) == mime
@@ -161,8 +169,12 @@ def test_response_slower_than_timeout_is_retried(serve):
 
 @pytest.mark.parametrize(
     "bad",
-    [Step(200, "this is not json"), Step(200, {"id": "x", "object": "chat.completion"}),
-     Step(200, {"choices": []}), Step(200, completion(None))],
+    [
+        Step(200, "this is not json"),
+        Step(200, {"id": "x", "object": "chat.completion"}),
+        Step(200, {"choices": []}),
+        Step(200, completion(None)),
+    ],
     ids=["not-json", "no-choices", "empty-choices", "null-content"],
 )
 def test_malformed_body_is_retried(serve, bad):
@@ -181,8 +193,14 @@ def test_always_malformed_gives_up_with_malformed_in_the_message(serve):
 
 @pytest.mark.parametrize("status", [400, 401, 404])
 def test_client_errors_are_not_retried_and_read_well(serve, status):
-    server = serve([Step(status, {"error": {"message": f"Incorrect API key provided (case {status})",
-                                            "type": "invalid_request_error"}})])
+    server = serve(
+        [
+            Step(
+                status,
+                {"error": {"message": f"Incorrect API key provided (case {status})", "type": "invalid_request_error"}},
+            )
+        ]
+    )
     with pytest.raises(BackendError) as err:
         backend(server.url).generate([Query("q")], 2)
     assert server.count == 1
@@ -254,29 +272,42 @@ def test_spec_defaults_and_official_endpoint():
     assert b.base_url is None and b.model == "gpt-4o-mini"
     d = b.describe()
     assert (d["key_env"], d["concurrency"], d["timeout"], d["retries"], d["temperature"]) == (
-        "OPENAI_API_KEY", 8, 60.0, 4, 0.0)
+        "OPENAI_API_KEY",
+        8,
+        60.0,
+        4,
+        0.0,
+    )
     assert b.spec == "openai:gpt-4o-mini"
 
 
 def test_spec_options_round_trip():
     spec = "openai:org/model@dev@http://127.0.0.1:9/v1?key_env=MY_KEY&concurrency=3&timeout=12.5&retries=0"
-    b = parse_openai_spec(spec[len("openai:"):])
+    b = parse_openai_spec(spec[len("openai:") :])
     assert (b.model, b.base_url, b.key_env, b.concurrency, b.timeout, b.retries) == (
-        "org/model@dev", "http://127.0.0.1:9/v1", "MY_KEY", 3, 12.5, 0)
+        "org/model@dev",
+        "http://127.0.0.1:9/v1",
+        "MY_KEY",
+        3,
+        12.5,
+        0,
+    )
     assert b.spec == spec
-    assert parse_openai_spec(b.spec[len("openai:"):]).describe() == b.describe()
+    assert parse_openai_spec(b.spec[len("openai:") :]).describe() == b.describe()
 
 
 @pytest.mark.parametrize(
     "rest, match",
-    [("m@http://h/v1?colour=red", "unknown option 'colour'"),
-     ("m@http://h/v1?concurrency=0", "concurrency must be at least 1"),
-     ("m@http://h/v1?concurrency=two", "concurrency must be a whole number"),
-     ("m@http://h/v1?timeout=soon", "timeout must be a number"),
-     ("m@localhost:8000/v1", "must start with http:// or https://"),
-     ("m@http://user:pw@h/v1", "must not carry a password"),
-     ("m@http://h/v1?key_env=MY-KEY!", "key_env must name an environment variable"),
-     ("@http://h/v1", "needs a model name")],
+    [
+        ("m@http://h/v1?colour=red", "unknown option 'colour'"),
+        ("m@http://h/v1?concurrency=0", "concurrency must be at least 1"),
+        ("m@http://h/v1?concurrency=two", "concurrency must be a whole number"),
+        ("m@http://h/v1?timeout=soon", "timeout must be a number"),
+        ("m@localhost:8000/v1", "must start with http:// or https://"),
+        ("m@http://user:pw@h/v1", "must not carry a password"),
+        ("m@http://h/v1?key_env=MY-KEY!", "key_env must name an environment variable"),
+        ("@http://h/v1", "needs a model name"),
+    ],
 )
 def test_bad_specs_say_what_is_wrong(rest, match):
     with pytest.raises(BackendError, match=match):
@@ -296,9 +327,11 @@ def transformers_server(tiny_llava_dir, tmp_path_factory):
 def test_transformers_serve_answers_image_and_text_queries(transformers_server):
     base_url, model = transformers_server.running()
     b = OpenAIBackend(model, base_url, concurrency=3, timeout=60, retries=1, backoff=0.1)
-    queries = [Query("What is shown in the image?", (png_bytes(),)),
-               Query("Is there a cat in the image? Please answer yes or no.", (jpeg_bytes(),)),
-               Query("The answer is A. The answer is")]  # text-only
+    queries = [
+        Query("What is shown in the image?", (png_bytes(),)),
+        Query("Is there a cat in the image? Please answer yes or no.", (jpeg_bytes(),)),
+        Query("The answer is A. The answer is"),
+    ]  # text-only
     answers = b.generate(queries, max_new_tokens=6)
     assert len(answers) == 3
     assert all(isinstance(a, str) and a for a in answers), answers

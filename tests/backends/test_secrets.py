@@ -1,4 +1,5 @@
 """A key can never reach the workspace: specs that seem to hold one are refused on every path, without echoing it."""
+
 import sqlite3
 
 import pytest
@@ -28,19 +29,28 @@ def test_specs_holding_a_key_are_refused_without_echoing_it(spec):
     assert "SECRET" not in str(err.value)
 
 
-@pytest.mark.parametrize("spec", ["openai:gpt-4o-mini@https://api.example.test/v1?key_env=OPENAI_API_KEY",
-                                  "hf:llava-hf/llava-1.5-7b-hf", "hf:/models/checkpoint-12000?dtype=bfloat16",
-                                  "openai:Qwen/Qwen2-VL-7B@http://localhost:8000/v1?concurrency=64"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "openai:gpt-4o-mini@https://api.example.test/v1?key_env=OPENAI_API_KEY",
+        "hf:llava-hf/llava-1.5-7b-hf",
+        "hf:/models/checkpoint-12000?dtype=bfloat16",
+        "openai:Qwen/Qwen2-VL-7B@http://localhost:8000/v1?concurrency=64",
+    ],
+)
 def test_ordinary_specs_pass(spec):
     check_no_secret(spec)
 
 
-@pytest.mark.parametrize("args", [
-    ["run", "--bench", "demo", "--model", KEYED[0]],
-    ["run", "--bench", "demo", "--model", "baseline:first", "--extractor", f"rules+llm:{KEYED[1]}"],
-    ["qc", "text-only", "--bench", "demo", "--model", KEYED[2]],
-    ["models", "add", "mine", KEYED[5]],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--bench", "demo", "--model", KEYED[0]],
+        ["run", "--bench", "demo", "--model", "baseline:first", "--extractor", f"rules+llm:{KEYED[1]}"],
+        ["qc", "text-only", "--bench", "demo", "--model", KEYED[2]],
+        ["models", "add", "mine", KEYED[5]],
+    ],
+)
 def test_no_command_stores_or_prints_a_key(tmp_path, capsys, args):
     from db import open_workspace
 
@@ -63,8 +73,10 @@ from evaluator.backends.secrets import REDACTED, redact  # noqa: E402
 def test_redact_removes_the_named_variables_value_and_anything_key_shaped(monkeypatch):
     monkeypatch.setenv("MY_KEY_VAR", "plain-looking-value-42")
     monkeypatch.setenv("OPENAI_API_KEY", "another-default-key-7")
-    text = ("bad key plain-looking-value-42; also another-default-key-7, sk-proj-AbCdEfGhIjKlMnOpQrSt, "
-            "hf_abcdefghijklmnopqrstu and Authorization: Bearer eyJhbGciOi.JIUzI1NiJ9x")
+    text = (
+        "bad key plain-looking-value-42; also another-default-key-7, sk-proj-AbCdEfGhIjKlMnOpQrSt, "
+        "hf_abcdefghijklmnopqrstu and Authorization: Bearer eyJhbGciOi.JIUzI1NiJ9x"
+    )
     out = redact(text, "openai:m@http://h/v1?key_env=MY_KEY_VAR")
     for secret in ("plain-looking-value-42", "another-default-key-7", "sk-proj-", "hf_abc", "eyJhbGciOi"):
         assert secret not in out
@@ -88,9 +100,26 @@ def test_a_server_echoing_the_key_never_gets_it_stored_or_printed(tmp_path, key,
     server = FaultServer([Step(status, {"error": {"message": f"Incorrect API key provided: {key}. Bearer {key}"}})])
     try:
         spec = f"openai:m@{server.url}?key_env=VLMDESK_TEST_KEY&retries={retries}&backoff=0"
-        done = subprocess.run([sys.executable, "-m", "vlmdesk", "--workspace", str(path), "run", "--bench", "demo",
-                               "--model", spec, "--limit", "2"], capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "VLMDESK_TEST_KEY": key})
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "vlmdesk",
+                "--workspace",
+                str(path),
+                "run",
+                "--bench",
+                "demo",
+                "--model",
+                spec,
+                "--limit",
+                "2",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "VLMDESK_TEST_KEY": key},
+        )
     finally:
         server.close()
     assert server.requests and server.requests[0]["headers"]["authorization"] == f"Bearer {key}"  # it was sent

@@ -1,4 +1,5 @@
 """Browsing queries: search (migrations 0005, 0010), filters, keyset pages, run results — never image bytes."""
+
 import base64
 import json
 import sqlite3
@@ -22,9 +23,14 @@ def _demo(tmp_path):
 
 
 def _like(ws, bench, word):
-    return {r[0] for r in ws.conn.execute(
-        "SELECT id FROM items WHERE benchmark_id = ? AND (question LIKE ? OR coalesce(hint,'') LIKE ? "
-        "OR options LIKE ?)", (bench.id, f"%{word}%", f"%{word}%", f"%{word}%"))}
+    return {
+        r[0]
+        for r in ws.conn.execute(
+            "SELECT id FROM items WHERE benchmark_id = ? AND (question LIKE ? OR coalesce(hint,'') LIKE ? "
+            "OR options LIKE ?)",
+            (bench.id, f"%{word}%", f"%{word}%", f"%{word}%"),
+        )
+    }
 
 
 def test_search_matches_questions_hints_and_options_and_follows_edits(tmp_path):
@@ -48,10 +54,14 @@ def test_migration_indexes_rows_that_existed_before_it(tmp_path):
     path = tmp_path / "old.sqlite"
     db = Database(sqlite3.connect(path))
     schema.migrations.apply(db, stop_before="0005_item_search")
-    db.execute("INSERT INTO benchmarks (id, name, kind, format, source, source_sha256, rows_read, imported_at) "
-               "VALUES (1, 'b', 'mcq', 'jsonl', 's', 'x', 1, 'now')")
-    db.execute("INSERT INTO items (benchmark_id, position, source_index, question, hint, options) "
-               "VALUES (1, 0, 0, 'Where is the lighthouse?', 'coastal photo', '[\"north\", \"south\"]')")
+    db.execute(
+        "INSERT INTO benchmarks (id, name, kind, format, source, source_sha256, rows_read, imported_at) "
+        "VALUES (1, 'b', 'mcq', 'jsonl', 's', 'x', 1, 'now')"
+    )
+    db.execute(
+        "INSERT INTO items (benchmark_id, position, source_index, question, hint, options) "
+        "VALUES (1, 0, 0, 'Where is the lighthouse?', 'coastal photo', '[\"north\", \"south\"]')"
+    )
     db.execute(f"PRAGMA user_version = {len(schema.migrations.applied(db))}")
     db.conn.commit()
     db.close()
@@ -91,9 +101,13 @@ def _texts(question, hint, options):
 def _search_bench(tmp_path):
     image = "data:image/png;base64," + base64.b64encode(png_bytes()).decode()
     path = tmp_path / "search.jsonl"
-    path.write_text("".join(json.dumps({"index": n, "question": q, "hint": h, "options": o, "image": image},
-                                       ensure_ascii=False) + "\n" for n, (q, h, o) in enumerate(SEARCH_ITEMS)),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps({"index": n, "question": q, "hint": h, "options": o, "image": image}, ensure_ascii=False) + "\n"
+            for n, (q, h, o) in enumerate(SEARCH_ITEMS)
+        ),
+        encoding="utf-8",
+    )
     ws = open_workspace(tmp_path / "ws.sqlite")
     import_benchmark(ws, path, fmt="jsonl", name="search")
     bench = catalog.benchmark_by_name(ws, "search")
@@ -143,10 +157,40 @@ def test_option_texts_are_searched_as_written(searchable):
     assert _found(ws, bench, "coastal") == {ids[0]}
 
 
-ODD_QUERIES = ['"', '""', '"south', 'south"', "'", "NEAR(north south)", "north AND south", "north OR", "NOT",
-               "*", "**", "-", "- north", "-north", "^north", "question:north", "options : south", "(", ")",
-               "_", "%", "\\", "north*", "+", "north NEAR/2 south", "{question}: north", "\x00", "x" * 5000,
-               "north " * 800, "浓度 \"", "\u200b", "🙂"]
+ODD_QUERIES = [
+    '"',
+    '""',
+    '"south',
+    'south"',
+    "'",
+    "NEAR(north south)",
+    "north AND south",
+    "north OR",
+    "NOT",
+    "*",
+    "**",
+    "-",
+    "- north",
+    "-north",
+    "^north",
+    "question:north",
+    "options : south",
+    "(",
+    ")",
+    "_",
+    "%",
+    "\\",
+    "north*",
+    "+",
+    "north NEAR/2 south",
+    "{question}: north",
+    "\x00",
+    "x" * 5000,
+    "north " * 800,
+    '浓度 "',
+    "\u200b",
+    "🙂",
+]
 
 
 @pytest.mark.parametrize("query", ODD_QUERIES, ids=range(len(ODD_QUERIES)))
@@ -162,19 +206,33 @@ def test_any_typed_text_is_a_valid_search(searchable, query):
     found = _found(ws, bench, query)
     folded = search_fold(query.strip())
     if folded and not any(c.isalnum() for c in folded):  # punctuation only: a plain substring search, folded
-        assert found == {ids[n] for n, item in enumerate(SEARCH_ITEMS)
-                         if any(folded in search_fold(t) for t in _texts(*item))}
+        assert found == {
+            ids[n] for n, item in enumerate(SEARCH_ITEMS) if any(folded in search_fold(t) for t in _texts(*item))
+        }
 
 
 def _item_with(text):
     return {n for n, item in enumerate(SEARCH_ITEMS) if any(text in t for t in _texts(*item))}
 
 
-@pytest.mark.parametrize("query, holder", [
-    ("full", "Ｆｕｌｌ"), ("FULL", "Ｆｕｌｌ"), ("ｆｕｌｌ", "Ｆｕｌｌ"), ("abc", "ＡＢＣ"), ("open", "ＯＰＥＮ"),
-    ("Closed", "ＣＬＯＳＥＤ"), ("full abc", "Ｆｕｌｌ"), ("gross", "Große"), ("GROSSE strasse", "Große"),
-    ("strasse", "Straße"), ("STRASSE", "Straße"), ("fish", "ﬁsh"), ("ﬁ", "ﬁsh"),
-])
+@pytest.mark.parametrize(
+    "query, holder",
+    [
+        ("full", "Ｆｕｌｌ"),
+        ("FULL", "Ｆｕｌｌ"),
+        ("ｆｕｌｌ", "Ｆｕｌｌ"),
+        ("abc", "ＡＢＣ"),
+        ("open", "ＯＰＥＮ"),
+        ("Closed", "ＣＬＯＳＥＤ"),
+        ("full abc", "Ｆｕｌｌ"),
+        ("gross", "Große"),
+        ("GROSSE strasse", "Große"),
+        ("strasse", "Straße"),
+        ("STRASSE", "Straße"),
+        ("fish", "ﬁsh"),
+        ("ﬁ", "ﬁsh"),
+    ],
+)
 def test_texts_and_queries_are_folded_alike(searchable, query, holder):
     """NFKC and case folding on both sides: full-width letters, ß and ligatures are found by their plain spelling."""
     ws, bench, ids = searchable
@@ -182,10 +240,21 @@ def test_texts_and_queries_are_folded_alike(searchable, query, holder):
     assert _index_in_sync(ws)
 
 
-@pytest.mark.parametrize("query, holder", [
-    ("ไทย", "ภาษาไทย"), ("ภาษา", "ภาษาไทย"), ("ลาว", None), ("ລາວ", "ພາສາລາວ"), ("ខ្មែរ", "ភាសាខ្មែរ"),
-    ("ဘာသာ", "မြန်မာဘာသာ"), ("タワー", "東京タワー"), ("ﾀﾜｰ", "東京タワー"), ("どこ", "東京タワー"), ("みなと", "みなと区"),
-])
+@pytest.mark.parametrize(
+    "query, holder",
+    [
+        ("ไทย", "ภาษาไทย"),
+        ("ภาษา", "ภาษาไทย"),
+        ("ลาว", None),
+        ("ລາວ", "ພາສາລາວ"),
+        ("ខ្មែរ", "ភាសាខ្មែរ"),
+        ("ဘာသာ", "မြန်မာဘာသာ"),
+        ("タワー", "東京タワー"),
+        ("ﾀﾜｰ", "東京タワー"),
+        ("どこ", "東京タワー"),
+        ("みなと", "みなと区"),
+    ],
+)
 def test_scripts_without_spaces_are_searched_by_substring(searchable, query, holder):
     ws, bench, ids = searchable
     assert _found(ws, bench, query) == ({ids[n] for n in _item_with(holder)} if holder else set())
@@ -228,8 +297,10 @@ def test_folded_search_follows_writes_of_this_and_of_other_connections(tmp_path)
         assert _found(ws, bench, "zebra") == {ids[0]}
         with open_workspace(tmp_path / "ws.sqlite") as other:
             with other.db.atomic():
-                other.conn.execute("UPDATE items SET options = ? WHERE id = ?",
-                                   (json.dumps(["ＺＥＢＲＡ", "horse"], ensure_ascii=True), ids[2]))
+                other.conn.execute(
+                    "UPDATE items SET options = ? WHERE id = ?",
+                    (json.dumps(["ＺＥＢＲＡ", "horse"], ensure_ascii=True), ids[2]),
+                )
         assert _found(ws, bench, "zebra") == {ids[0], ids[2]}
         with ws.db.atomic():
             ws.conn.execute("UPDATE items SET hint = NULL WHERE id = ?", (ids[0],))
@@ -262,12 +333,17 @@ def test_0010_upgrades_a_workspace_indexed_over_json(tmp_path):
     path = tmp_path / "old.sqlite"
     db = Database(sqlite3.connect(path))
     schema.migrations.apply(db, stop_before="0010_search_texts")
-    db.execute("INSERT INTO benchmarks (id, name, kind, format, source, source_sha256, rows_read, imported_at) "
-               "VALUES (1, 'b', 'mcq', 'jsonl', 's', 'x', 2, 'now')")
-    for n, (question, options) in enumerate([("Where is the lighthouse?", ["north", "south"]),
-                                             ("Which road?", ["left\nright", "back"])]):
-        db.execute("INSERT INTO items (benchmark_id, position, source_index, question, options) VALUES (1, ?, ?, ?, ?)",
-                   (n, n, question, json.dumps(options)))
+    db.execute(
+        "INSERT INTO benchmarks (id, name, kind, format, source, source_sha256, rows_read, imported_at) "
+        "VALUES (1, 'b', 'mcq', 'jsonl', 's', 'x', 2, 'now')"
+    )
+    for n, (question, options) in enumerate(
+        [("Where is the lighthouse?", ["north", "south"]), ("Which road?", ["left\nright", "back"])]
+    ):
+        db.execute(
+            "INSERT INTO items (benchmark_id, position, source_index, question, options) VALUES (1, ?, ?, ?, ?)",
+            (n, n, question, json.dumps(options)),
+        )
     db.execute(f"PRAGMA user_version = {len(schema.migrations.applied(db))}")
     db.conn.commit()
     # Before: the index and the substring search read the options' JSON.
@@ -282,13 +358,17 @@ def test_0010_upgrades_a_workspace_indexed_over_json(tmp_path):
         assert item_query.count_items(ws, 1, ItemFilter(text="south")) == 1
         assert item_query.count_items(ws, 1, ItemFilter(text="right")) == 1
         assert _index_in_sync(ws)
-        triggers = {r[0] for r in ws.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
-                                                  "AND tbl_name = 'items'")}
+        triggers = {
+            r[0]
+            for r in ws.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'items'")
+        }
         assert {"item_search_ai", "item_search_bd", "item_search_bu", "item_search_au"} <= triggers
         assert "item_search_ad" not in triggers
         with ws.db.atomic():  # the new triggers keep the upgraded index in sync
-            ws.conn.execute("INSERT INTO items (benchmark_id, position, source_index, question, options) "
-                            "VALUES (1, 2, 2, 'Which tower?', '[\"belfry\", \"spire\"]')")
+            ws.conn.execute(
+                "INSERT INTO items (benchmark_id, position, source_index, question, options) "
+                "VALUES (1, 2, 2, 'Which tower?', '[\"belfry\", \"spire\"]')"
+            )
         assert item_query.count_items(ws, 1, ItemFilter(text="belfry")) == 1
         assert _index_in_sync(ws)
 
@@ -335,8 +415,22 @@ def test_run_result_per_item_agrees_with_circular_scoring(tmp_path):
     ws, bench = _demo(tmp_path)
     ws.close()
     assert main(["--workspace", str(ws_path), "run", "--bench", "demo", "--model", "baseline:first"]) == 0
-    assert main(["--workspace", str(ws_path), "run", "--bench", "demo", "--model", "baseline:random",
-                 "--strategy", "vanilla"]) == 0
+    assert (
+        main(
+            [
+                "--workspace",
+                str(ws_path),
+                "run",
+                "--bench",
+                "demo",
+                "--model",
+                "baseline:random",
+                "--strategy",
+                "vanilla",
+            ]
+        )
+        == 0
+    )
     with open_workspace(ws_path) as ws:
         circular, vanilla = (r.id for r in sorted(item_query.runs_of_benchmark(ws, bench.id), key=lambda r: r.id))
         rows = item_query.item_page(ws, bench.id, ItemFilter(run_id=circular), limit=100)
@@ -346,8 +440,11 @@ def test_run_result_per_item_agrees_with_circular_scoring(tmp_path):
         right = item_query.count_items(ws, bench.id, ItemFilter(run_id=circular, run_result="right"))
         assert right == sum(v[circular] for v in truth.values())
         v_rows = item_query.item_page(ws, bench.id, ItemFilter(run_id=vanilla), limit=100)
-        pass0 = dict(ws.conn.execute("SELECT item_id, correct FROM predictions WHERE run_id = ? AND pass = 0",
-                                     (vanilla,)).fetchall())
+        pass0 = dict(
+            ws.conn.execute(
+                "SELECT item_id, correct FROM predictions WHERE run_id = ? AND pass = 0", (vanilla,)
+            ).fetchall()
+        )
         assert {r.id for r in v_rows if r.run_result == "right"} == {i for i, c in pass0.items() if c}
         by_run = item_query.item_predictions(ws, rows[0].id)
         assert [run.id for run, _ in by_run] == [vanilla, circular]

@@ -1,6 +1,7 @@
 """The run result per item and run, computed in SQL (db/item_query.py, for paging and QC) and in Python
 (evaluator/choices.py, for reports): the same answers on generated runs stored in a real workspace — every
 pass/fail pattern, missing passes, undecided answers, items without a key, VanillaEval, CircularEval and POPE."""
+
 import itertools
 import json
 
@@ -41,20 +42,53 @@ def _store(ws, strategy, items):
     """A benchmark with these items and one finished run with these passes; (benchmark id, run id)."""
     kind = "yesno" if strategy == "pope" else "mcq"
     with ws.db.atomic():
-        bench_id = catalog.insert_benchmark(ws, name=f"gen-{next(_names)}", kind=kind, format="jsonl", source="gen",
-                                            source_sha256=f"sha-{next(_names)}", meta={})
-        catalog.insert_items(ws, [
-            (bench_id, position, position, f"question {position}", None,
-             json.dumps([f"option {j}" for j in range(n)]),
-             (choices.YES_NO[position % 2] if n == 0 else choices.LETTERS[position % n]) if keyed else None,
-             None, None, None, "en", None, 0, "{}")
-            for position, (n, keyed, _) in enumerate(items)])
-    run_id = runs.create_run(ws, benchmark_id=bench_id, model_spec="baseline:first", strategy=strategy,
-                             prompt_template="{}", extractor="rules", config={}, config_key=f"k{next(_names)}",
-                             versions={}, git_revision=None, seed=0)
+        bench_id = catalog.insert_benchmark(
+            ws,
+            name=f"gen-{next(_names)}",
+            kind=kind,
+            format="jsonl",
+            source="gen",
+            source_sha256=f"sha-{next(_names)}",
+            meta={},
+        )
+        catalog.insert_items(
+            ws,
+            [
+                (
+                    bench_id,
+                    position,
+                    position,
+                    f"question {position}",
+                    None,
+                    json.dumps([f"option {j}" for j in range(n)]),
+                    (choices.YES_NO[position % 2] if n == 0 else choices.LETTERS[position % n]) if keyed else None,
+                    None,
+                    None,
+                    None,
+                    "en",
+                    None,
+                    0,
+                    "{}",
+                )
+                for position, (n, keyed, _) in enumerate(items)
+            ],
+        )
+    run_id = runs.create_run(
+        ws,
+        benchmark_id=bench_id,
+        model_spec="baseline:first",
+        strategy=strategy,
+        prompt_template="{}",
+        extractor="rules",
+        config={},
+        config_key=f"k{next(_names)}",
+        versions={},
+        git_revision=None,
+        seed=0,
+    )
     stored = catalog.list_items(ws, bench_id)
     predictions = []
-    for item, (n, keyed, states) in zip(stored, items):
+    for item, (n, _keyed, states) in zip(stored, items):
         for k, state in enumerate(states):
             if state == "absent":
                 continue
@@ -65,8 +99,22 @@ def _store(ws, strategy, items):
             if answer is None and choice is None and state == "right":
                 choice = choices.answer_keys(n)[0]  # no key: any reading is as unscored as another
             correct = None if answer is None else choice == answer
-            predictions.append(runs.Prediction(run_id, item.id, k, order, "prompt", str(choice), answer, choice,
-                                               "rules" if choice else "none", None, correct, 1.0))
+            predictions.append(
+                runs.Prediction(
+                    run_id,
+                    item.id,
+                    k,
+                    order,
+                    "prompt",
+                    str(choice),
+                    answer,
+                    choice,
+                    "rules" if choice else "none",
+                    None,
+                    correct,
+                    1.0,
+                )
+            )
     runs.add_predictions(ws, predictions)
     with ws.db.atomic():
         ws.conn.execute("UPDATE runs SET status = 'finished', finished_at = created_at WHERE id = ?", (run_id,))
@@ -94,7 +142,8 @@ def test_sql_run_result_is_the_python_rule(ws, generated):
     assert item_query.run_results(ws, [run_id]) == {i: {run_id: r} for i, r in expected.items() if r != "none"}
     # QC's "answered correctly" is the same run result, over the items with a key that the run asked.
     assert qc.circular_correctness(ws, [run_id]) == {
-        i: {run_id: r == "right"} for i, r in expected.items() if r not in ("none", "unscored")}
+        i: {run_id: r == "right"} for i, r in expected.items() if r not in ("none", "unscored")
+    }
     # The report counts the same items right.
     for result in report.group_items(ws, run_id):
         result_here = expected[result.item_id]

@@ -2,6 +2,7 @@
 
 Every test opens a real SQLite file under tmp_path.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -16,7 +17,12 @@ from sqlite_utils import Database
 from db import SchemaError, catalog, default_workspace_path, open_workspace, schema
 from db.errors import EnvironmentFault
 from db.workspace import (
-    APPLICATION_ID, BUSY_TIMEOUT_MS, ENV_VAR, DamagedWorkspace, ReadOnlyWorkspace, database_error,
+    APPLICATION_ID,
+    BUSY_TIMEOUT_MS,
+    ENV_VAR,
+    DamagedWorkspace,
+    ReadOnlyWorkspace,
+    database_error,
 )
 from evaluator.importers import import_benchmark
 from tests.factories import mmbench_rows, png_bytes, write_tsv
@@ -29,12 +35,12 @@ def _raw(path: Path) -> sqlite3.Connection:
 def _add_item(ws, *, name="b", sha=None, index=1) -> int:
     """A benchmark with one item, written through the catalog functions; returns the item id."""
     with ws.db.atomic():
-        bid = catalog.insert_benchmark(ws, name=name, kind="mcq", format="jsonl", source="x", source_sha256=name * 8,
-                                       meta={})
+        bid = catalog.insert_benchmark(
+            ws, name=name, kind="mcq", format="jsonl", source="x", source_sha256=name * 8, meta={}
+        )
         if sha is not None:
             catalog.put_image(ws, sha256=sha, data=png_bytes(), mime="image/png", width=8, height=8)
-        catalog.insert_items(ws, [(bid, 1, index, "Q?", None, '["a", "b"]', "A", None, None, None, "en", sha, 0,
-                                   "{}")])
+        catalog.insert_items(ws, [(bid, 1, index, "Q?", None, '["a", "b"]', "A", None, None, None, "en", sha, 0, "{}")])
     return ws.conn.execute("SELECT id FROM items WHERE benchmark_id = ?", (bid,)).fetchone()[0]
 
 
@@ -71,8 +77,9 @@ def test_a_reader_is_not_blocked_by_an_open_write_transaction(tmp_path):
     with open_workspace(path) as writer, open_workspace(path) as reader:
         _add_item(writer, name="first")
         writer.conn.execute("BEGIN IMMEDIATE")
-        catalog.insert_benchmark(writer, name="second", kind="mcq", format="jsonl", source="x", source_sha256="s2",
-                                 meta={})
+        catalog.insert_benchmark(
+            writer, name="second", kind="mcq", format="jsonl", source="x", source_sha256="s2", meta={}
+        )
         # WAL: the reader sees the last committed state at once instead of waiting for the writer.
         assert [b.name for b in catalog.list_benchmarks(reader)] == ["first"]
         writer.conn.commit()
@@ -180,8 +187,10 @@ def _old_workspace(path: Path) -> int:
     return old
 
 
-@pytest.mark.skipif(len(schema.migration_names()) < 2,
-                    reason="only one migration exists, so there is no older schema to upgrade from yet")
+@pytest.mark.skipif(
+    len(schema.migration_names()) < 2,
+    reason="only one migration exists, so there is no older schema to upgrade from yet",
+)
 def test_an_older_workspace_is_upgraded_with_its_data_intact(tmp_path):
     path = tmp_path / "old.sqlite"
     old = _old_workspace(path)
@@ -190,13 +199,19 @@ def test_an_older_workspace_is_upgraded_with_its_data_intact(tmp_path):
     sha = hashlib.sha256(png).hexdigest()
     # Data written with the oldest schema's columns only (migration 0001).
     with _raw(path) as conn:
-        conn.execute("INSERT INTO images (sha256, data, mime, width, height, bytes) "
-                     "VALUES (?, ?, 'image/png', 8, 8, ?)",
-                     (sha, png, len(png)))
-        conn.execute("INSERT INTO benchmarks (id, name, kind, format, source, source_sha256, rows_read, imported_at) "
-                     "VALUES (1, 'old', 'mcq', 'jsonl', 'old.jsonl', 'abc', 1, '2024-01-01')")
-        conn.execute("INSERT INTO items (id, benchmark_id, position, source_index, question, options, answer, "
-                     "image_sha256) VALUES (1, 1, 1, 7, 'Old question?', '[\"x\", \"y\"]', 'B', ?)", (sha,))
+        conn.execute(
+            "INSERT INTO images (sha256, data, mime, width, height, bytes) VALUES (?, ?, 'image/png', 8, 8, ?)",
+            (sha, png, len(png)),
+        )
+        conn.execute(
+            "INSERT INTO benchmarks (id, name, kind, format, source, source_sha256, rows_read, imported_at) "
+            "VALUES (1, 'old', 'mcq', 'jsonl', 'old.jsonl', 'abc', 1, '2024-01-01')"
+        )
+        conn.execute(
+            "INSERT INTO items (id, benchmark_id, position, source_index, question, options, answer, "
+            "image_sha256) VALUES (1, 1, 1, 7, 'Old question?', '[\"x\", \"y\"]', 'B', ?)",
+            (sha,),
+        )
         conn.execute("INSERT INTO reviews (item_id, annotator, verdict, created_at) VALUES (1, 'ann', 'ok', 'now')")
     with pytest.raises(SchemaError, match="needs upgrading"):
         open_workspace(path, upgrade=False)
@@ -228,8 +243,10 @@ def test_reviews_are_append_only(tmp_path):
         item_id = _add_item(ws)
         with ws.db.atomic():
             for verdict in ("ok", "wrong-answer"):
-                ws.conn.execute("INSERT INTO reviews (item_id, annotator, verdict, created_at) VALUES (?, 'a', ?, ?)",
-                                (item_id, verdict, catalog.now_iso()))
+                ws.conn.execute(
+                    "INSERT INTO reviews (item_id, annotator, verdict, created_at) VALUES (?, 'a', ?, ?)",
+                    (item_id, verdict, catalog.now_iso()),
+                )
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
             ws.conn.execute("UPDATE reviews SET verdict = 'ok' WHERE verdict = 'wrong-answer'")
         ws.conn.rollback()
@@ -304,8 +321,9 @@ def test_a_migration_failing_half_way_leaves_nothing_behind(tmp_path):
 def test_a_foreign_file_with_a_migrations_table_is_refused(tmp_path):
     path = tmp_path / "other-app.sqlite"
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE _sqlite_migrations (id INTEGER PRIMARY KEY, migration_set TEXT, name TEXT, "
-                 "applied_at TEXT)")
+    conn.execute(
+        "CREATE TABLE _sqlite_migrations (id INTEGER PRIMARY KEY, migration_set TEXT, name TEXT, applied_at TEXT)"
+    )
     conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) VALUES ('other', 'm1', 'now')")
     conn.commit()
     conn.close()
@@ -464,8 +482,9 @@ def test_read_only_opening_reads_and_refuses_writes(tmp_path):
         assert [b.name for b in catalog.list_benchmarks(ws)] == ["b"]
         with pytest.raises(sqlite3.OperationalError) as caught:
             with ws.db.atomic():
-                catalog.insert_benchmark(ws, name="new", kind="mcq", format="jsonl", source="x",
-                                         source_sha256="n" * 8, meta={})
+                catalog.insert_benchmark(
+                    ws, name="new", kind="mcq", format="jsonl", source="x", source_sha256="n" * 8, meta={}
+                )
     error = database_error(path, caught.value)
     assert isinstance(error, ReadOnlyWorkspace) and str(error) == f"{path}: workspace is read-only"
     assert _sha(path) == before
@@ -580,16 +599,17 @@ PROBED = ["benchmarks", "items", "runs", "predictions", "reviews", "items_benchm
 
 @pytest.mark.parametrize("name", PROBED)
 def test_probe_finds_a_damaged_page_the_views_would_read(tmp_path, name):
-    from vlmdesk.demo import ensure_demo
     from vlmdesk.cli import main
+    from vlmdesk.demo import ensure_demo
 
     path = tmp_path / "ws.sqlite"
     with open_workspace(path) as ws:
         ensure_demo(ws)
     assert main(["--workspace", str(path), "run", "--bench", "demo", "--model", "baseline:first"]) == 0
     with open_workspace(path) as ws:
-        ws.conn.execute("INSERT INTO reviews (item_id, annotator, verdict, created_at) "
-                        "SELECT min(id), 'ann', 'ok', 'x' FROM items")
+        ws.conn.execute(
+            "INSERT INTO reviews (item_id, annotator, verdict, created_at) SELECT min(id), 'ann', 'ok', 'x' FROM items"
+        )
         ws.conn.commit()
     with open_workspace(path, probe=True) as ws:  # a healthy workspace passes
         assert not ws.read_only

@@ -1,4 +1,5 @@
 """evaluator/choices.py: the rules every runner, report, export and QC step shares."""
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -41,18 +42,37 @@ def test_a_yes_no_key_is_displayed_as_is():
     assert choices.displayed_answer(None, (1, 0)) is None
 
 
-@pytest.mark.parametrize("n, typed, canonical", [
-    (3, " b ", "B"), (3, "C", "C"), (3, "D", None), (3, "Z", None), (3, "", None), (3, None, None),
-    (0, "Yes", "yes"), (0, " NO", "no"), (0, "maybe", None), (0, "A", None), (2, "yes", None),
-])
+@pytest.mark.parametrize(
+    "n, typed, canonical",
+    [
+        (3, " b ", "B"),
+        (3, "C", "C"),
+        (3, "D", None),
+        (3, "Z", None),
+        (3, "", None),
+        (3, None, None),
+        (0, "Yes", "yes"),
+        (0, " NO", "no"),
+        (0, "maybe", None),
+        (0, "A", None),
+        (2, "yes", None),
+    ],
+)
 def test_typed_answer_keys_are_read_in_the_items_terms(n, typed, canonical):
     assert choices.canonical_answer(n, typed) == canonical
 
 
-@pytest.mark.parametrize("text, reading", [
-    ("Yes, there is a dog.", "yes"), ("No.", "no"), ("There is no cat in the image.", "no"),
-    ("I cannot tell.", None), ("Maybe.", None), ("", None),
-])
+@pytest.mark.parametrize(
+    "text, reading",
+    [
+        ("Yes, there is a dog.", "yes"),
+        ("No.", "no"),
+        ("There is no cat in the image.", "no"),
+        ("I cannot tell.", None),
+        ("Maybe.", None),
+        ("", None),
+    ],
+)
 def test_yes_no_reading(text, reading):
     assert choices.read_yes_no(text) == reading
 
@@ -71,17 +91,20 @@ def test_pope_readings_per_parser():
     assert (choices.pope_reading(liked, "official"), choices.pope_reading(liked, "strict")) == ("no", "no")
 
 
-@pytest.mark.parametrize("strategy, n, marks, result", [
-    ("circular", 3, {}, "none"),
-    ("circular", 3, {0: True, 1: True, 2: True}, "right"),
-    ("circular", 3, {0: True, 1: True}, "pending"),
-    ("circular", 3, {0: True, 1: False}, "wrong"),
-    ("circular", 3, {0: None, 1: None, 2: None}, "unscored"),
-    ("vanilla", 3, {0: True}, "right"),
-    ("vanilla", 3, {0: False}, "wrong"),
-    ("pope", 0, {0: True}, "right"),
-    ("pope", 0, {0: None}, "unscored"),
-])
+@pytest.mark.parametrize(
+    "strategy, n, marks, result",
+    [
+        ("circular", 3, {}, "none"),
+        ("circular", 3, {0: True, 1: True, 2: True}, "right"),
+        ("circular", 3, {0: True, 1: True}, "pending"),
+        ("circular", 3, {0: True, 1: False}, "wrong"),
+        ("circular", 3, {0: None, 1: None, 2: None}, "unscored"),
+        ("vanilla", 3, {0: True}, "right"),
+        ("vanilla", 3, {0: False}, "wrong"),
+        ("pope", 0, {0: True}, "right"),
+        ("pope", 0, {0: None}, "unscored"),
+    ],
+)
 def test_item_run_results(strategy, n, marks, result):
     assert choices.item_result(strategy, n, marks) == result
 
@@ -92,10 +115,16 @@ def test_vanilla_run_result_reads_pass_zero_only():
     assert choices.vanilla_result({0: False, 1: True}) == "wrong"
 
 
-@pytest.mark.parametrize("marks, full, alive", [
-    ([], False, True), ([True, True], False, True), ([True, False], False, False), ([False], True, True),
-    ([None, None], False, True),  # no answer key: nothing is wrong, every pass is asked
-])
+@pytest.mark.parametrize(
+    "marks, full, alive",
+    [
+        ([], False, True),
+        ([True, True], False, True),
+        ([True, False], False, False),
+        ([False], True, True),
+        ([None, None], False, True),  # no answer key: nothing is wrong, every pass is asked
+    ],
+)
 def test_still_alive(marks, full, alive):
     assert choices.still_alive(marks, full_passes=full) is alive
 
@@ -108,9 +137,17 @@ def test_run_results_name_the_same_results_as_the_sql():
     assert get_args(choices.RunResult) == RUN_RESULTS
 
 
-@pytest.mark.parametrize("text, cjk", [
-    ("猫是什么颜色", True), ("a cat 猫", True), ("Ｂ", False), ("ひらがな", False), ("", False), (None, False),
-    ("\U00020000", True),
-])
+@pytest.mark.parametrize(
+    "text, cjk",
+    [
+        ("猫是什么颜色", True),
+        ("a cat 猫", True),
+        ("Ｂ", False),
+        ("ひらがな", False),
+        ("", False),
+        (None, False),
+        ("\U00020000", True),
+    ],
+)
 def test_cjk(text, cjk):
     assert choices.has_cjk(text) is cjk

@@ -5,6 +5,7 @@ reads, "Z" for a refusal / none of the options, or None when a human cannot tell
 undecided on any row, but it must never return a letter other than the human's; on ``must_decide`` rows (clear
 forms) it must return exactly the human answer.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -421,8 +422,9 @@ def test_never_raises_and_returns_an_option_z_or_none(response, options):
 
 @settings(max_examples=300)
 @given(
-    response=st.text(alphabet=st.sampled_from(list("ABCDEZ ab()[].:,\n答案是选不和or and not is the answer")),
-                     max_size=200),
+    response=st.text(
+        alphabet=st.sampled_from(list("ABCDEZ ab()[].:,\n答案是选不和or and not is the answer")), max_size=200
+    ),
     options=option_maps(texts=st.sampled_from(WORDS + ["", "A", "12", "猫", "None of the above"])),
 )
 def test_never_raises_on_letter_soup(response, options):
@@ -434,8 +436,19 @@ def test_never_raises_on_letter_soup(response, options):
     options=word_options(),
     data=st.data(),
     template=st.sampled_from(
-        ["{l}", "({l})", "{l}.", "Answer: {l}", "The answer is {l}.", "答案是{l}", "**{l}**", "{l}. {t}", "{t}",
-         "It is a {t}.", "The answer is ({l}) {t}."]
+        [
+            "{l}",
+            "({l})",
+            "{l}.",
+            "Answer: {l}",
+            "The answer is {l}.",
+            "答案是{l}",
+            "**{l}**",
+            "{l}. {t}",
+            "{t}",
+            "It is a {t}.",
+            "The answer is ({l}) {t}.",
+        ]
     ),
 )
 def test_clear_answers_are_read(options, data, template):
@@ -484,9 +497,15 @@ def test_a_letter_glued_to_a_chinese_word_is_no_option_letter(options, data, glu
     options=word_options(),
     data=st.data(),
     template=st.sampled_from(
-        ["Answer: {A}\nFinal answer: {l}", "The answer is {A}.\n\\boxed{{{l}}}", "Answer: {A}\n<answer>({l})</answer>",
-         "答案：{A}\n最终答案：{l}", "答案是{A}。不对，答案是{l}。", "The answer is {o}. Correction: the answer is ({l}).",
-         "The answer is ({a}) {o}. Wait, no: it is ({l})."]
+        [
+            "Answer: {A}\nFinal answer: {l}",
+            "The answer is {A}.\n\\boxed{{{l}}}",
+            "Answer: {A}\n<answer>({l})</answer>",
+            "答案：{A}\n最终答案：{l}",
+            "答案是{A}。不对，答案是{l}。",
+            "The answer is {o}. Correction: the answer is ({l}).",
+            "The answer is ({a}) {o}. Wait, no: it is ({l}).",
+        ]
     ),
     wide=st.booleans(),
 )
@@ -505,20 +524,39 @@ def test_extract_command_reads_glued_and_lower_case_letters_like_a_human(tmp_pat
     from pathlib import Path
 
     cases = [
-        ("答案是B型", BLOOD, "C"), ("The answer is B型", BLOOD, "C"), ("答案：B超检查", SCANS, "C"),
-        ("选B超", SCANS, "C"), ("应选Ａ股。", SHARES, "B"),
-        ("Answer: A\nFinal answer: ｂ", ABCD, "B"), ("The answer is A.\n\\boxed{b}", ABCD, "B"),
-        ("Answer: A\n<answer>(b)</answer>", ABCD, "B"), ("答案：Ａ\n最终答案：ｂ", ABCD, "B"),
-        ("答案是Ａ。不对，答案是ｂ。", ABCD, "B"), ("The answer is cat. Correction: the answer is (b).", ABCD, "B"),
-        ("(b) cat", ABCD, None), ("b. cat", ABCD, None), ("ｂ：猫", ZH_PETS, None), ("(B) cat", ABCD, None),
+        ("答案是B型", BLOOD, "C"),
+        ("The answer is B型", BLOOD, "C"),
+        ("答案：B超检查", SCANS, "C"),
+        ("选B超", SCANS, "C"),
+        ("应选Ａ股。", SHARES, "B"),
+        ("Answer: A\nFinal answer: ｂ", ABCD, "B"),
+        ("The answer is A.\n\\boxed{b}", ABCD, "B"),
+        ("Answer: A\n<answer>(b)</answer>", ABCD, "B"),
+        ("答案：Ａ\n最终答案：ｂ", ABCD, "B"),
+        ("答案是Ａ。不对，答案是ｂ。", ABCD, "B"),
+        ("The answer is cat. Correction: the answer is (b).", ABCD, "B"),
+        ("(b) cat", ABCD, None),
+        ("b. cat", ABCD, None),
+        ("ｂ：猫", ZH_PETS, None),
+        ("(B) cat", ABCD, None),
     ]
     src = tmp_path / "responses.jsonl"
-    src.write_text("".join(json.dumps({"id": n, "question": "q", "options": o, "response": r}, ensure_ascii=False)
-                           + "\n" for n, (r, o, _) in enumerate(cases)), encoding="utf-8")
+    src.write_text(
+        "".join(
+            json.dumps({"id": n, "question": "q", "options": o, "response": r}, ensure_ascii=False) + "\n"
+            for n, (r, o, _) in enumerate(cases)
+        ),
+        encoding="utf-8",
+    )
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, "-m", "vlmdesk", "--workspace", str(tmp_path / "ws.sqlite"), "extract",
-                           "--input", str(src)], cwd=root, capture_output=True, text=True, encoding="utf-8",
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vlmdesk", "--workspace", str(tmp_path / "ws.sqlite"), "extract", "--input", str(src)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     got = {row["id"]: row["choice"] for row in map(json.loads, proc.stdout.splitlines())}
     assert got == {n: human for n, (_, _, human) in enumerate(cases)}

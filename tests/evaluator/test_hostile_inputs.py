@@ -4,6 +4,7 @@ The corpus is tests/data/hostile/: each file with the one line it must produce (
 FIFOs, sockets and links to devices cannot live in git, so the second table builds them in tmp_path. Every case runs
 with a timeout, so a hang fails it, as does a traceback or a second line; and the workspace must be unchanged.
 """
+
 from __future__ import annotations
 
 import base64
@@ -110,7 +111,11 @@ CORPUS = [
     ("jsonl_image_dev_urandom.jsonl", JSONL, Err(2, "image", "/dev/urandom is outside")),
     ("jsonl_image_etc_passwd.jsonl", JSONL, Err(2, "image", "/etc/passwd is outside")),
     ("jsonl_image_proc_self.jsonl", JSONL, Err(2, "image", "/proc/self/fd/0 is outside")),
-    ("jsonl_image_dev_zero.jsonl", (*JSONL, "--allow-outside"), Err(2, "image", "is a character device, not a regular file")),
+    (
+        "jsonl_image_dev_zero.jsonl",
+        (*JSONL, "--allow-outside"),
+        Err(2, "image", "is a character device, not a regular file"),
+    ),
     ("jsonl_image_a_directory.jsonl", JSONL, Err(2, "image", "is a directory, not a regular file")),
     ("pope_image_parent_dir.jsonl", POPE, Err(2, "image", f"is outside {HOSTILE / 'img'} {OUTSIDE}")),
     ("pope_image_dev_zero.jsonl", POPE, Err(2, "image", "/dev/zero is outside")),
@@ -127,7 +132,11 @@ CORPUS = [
     # benchmark names: one printable line of at most 100 characters
     ("jsonl_clean_odd_but_valid.jsonl", (*JSONL, "--name", "evil\u202egnp.exe"), Err(0, "--name", "U+202E")),
     ("jsonl_clean_odd_but_valid.jsonl", (*JSONL, "--name", "two\nlines"), Err(0, "--name", "U+000A")),
-    ("jsonl_clean_odd_but_valid.jsonl", (*JSONL, "--name", "x" * 5000), Err(0, "--name", "5000 characters; at most 100")),
+    (
+        "jsonl_clean_odd_but_valid.jsonl",
+        (*JSONL, "--name", "x" * 5000),
+        Err(0, "--name", "5000 characters; at most 100"),
+    ),
     ("jsonl_clean_odd_but_valid.jsonl", (*JSONL, "--name", "   "), Err(0, "--name", "empty")),
     # odd but valid: these import
     ("jsonl_clean_odd_but_valid.jsonl", JSONL, Ok(4)),
@@ -144,8 +153,14 @@ CORPUS = [
 
 def vlmdesk(ws: Path, *argv, timeout: float = CASE_TIMEOUT_S) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "vlmdesk", "--workspace", str(ws), *map(str, argv)], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "vlmdesk", "--workspace", str(ws), *map(str, argv)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def dump(path: Path) -> dict:
@@ -199,8 +214,13 @@ def check(ws: Path, source: Path, args, expected, before: dict) -> None:
         with open_workspace(ws) as w:
             assert catalog.benchmark_by_name(w, report["name"]).questions == expected.questions
             # Images stored for nothing would be orphans.
-            assert w.conn.execute("SELECT count(*) FROM images WHERE sha256 NOT IN "
-                                  "(SELECT image_sha256 FROM items WHERE image_sha256 IS NOT NULL)").fetchone()[0] == 0
+            assert (
+                w.conn.execute(
+                    "SELECT count(*) FROM images WHERE sha256 NOT IN "
+                    "(SELECT image_sha256 FROM items WHERE image_sha256 IS NOT NULL)"
+                ).fetchone()[0]
+                == 0
+            )
 
 
 def test_the_corpus_is_large_and_every_file_has_a_case():
@@ -209,9 +229,11 @@ def test_the_corpus_is_large_and_every_file_has_a_case():
     assert files == {name for name, _, _ in CORPUS}, files ^ {name for name, _, _ in CORPUS}
 
 
-@pytest.mark.parametrize("name, args, expected", CORPUS,
-                         ids=[f"{n}{'-' + '-'.join(a[2:] if a[:2] == JSONL[:2] else a)[:30] if a else ''}"
-                              for n, a, _ in CORPUS])
+@pytest.mark.parametrize(
+    "name, args, expected",
+    CORPUS,
+    ids=[f"{n}{'-' + '-'.join(a[2:] if a[:2] == JSONL[:2] else a)[:30] if a else ''}" for n, a, _ in CORPUS],
+)
 def test_hostile_file(ws, name, args, expected):
     check(ws, HOSTILE / name, args, expected, dump(ws))
 
@@ -235,8 +257,9 @@ def _socket(path: Path) -> socket.socket:
 
 
 def _noise_png(side: int) -> bytes:
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     buf = io.BytesIO()
     Image.frombytes("RGB", (side, side), random.Random(side).randbytes(side * side * 3)).save(buf, "PNG")
@@ -283,9 +306,13 @@ def special(tmp_path: Path, case: str):
         images.mkdir()
         (images / "a.png").write_bytes(png_bytes())
         os.mkfifo(images / "b.png")
-        src = _jsonl(d / "pope_random.jsonl", [
-            {"question_id": i, "image": "ab"[i == 2] + ".png", "text": f"Is there a thing {i}?", "label": "yes"}
-            for i in (1, 2, 3)])
+        src = _jsonl(
+            d / "pope_random.jsonl",
+            [
+                {"question_id": i, "image": "ab"[i == 2] + ".png", "text": f"Is there a thing {i}?", "label": "yes"}
+                for i in (1, 2, 3)
+            ],
+        )
         args = ("--images", images, "--format", "pope")
         if case.endswith("--skip-bad"):
             return src, (*args, "--skip-bad"), Ok(2, skipped=1)
@@ -294,8 +321,9 @@ def special(tmp_path: Path, case: str):
         images = tmp_path / "images"
         images.mkdir()
         (images / "b.png").symlink_to("/dev/urandom")
-        src = _jsonl(d / "pope_random.jsonl", [{"question_id": 1, "image": "b.png", "text": "Is there a cat?",
-                                                "label": "no"}])
+        src = _jsonl(
+            d / "pope_random.jsonl", [{"question_id": 1, "image": "b.png", "text": "Is there a cat?", "label": "no"}]
+        )
         return src, ("--images", images, "--format", "pope"), Err(1, "image", "is outside")
     if case == "image is a socket":
         _socket(d / "sock.png")
@@ -318,7 +346,11 @@ def special(tmp_path: Path, case: str):
         src = _jsonl(d / "q.jsonl", [good[0], _mcq(2, "big.png")])
         if case.endswith("default"):
             return src, (), Ok(2)
-        return src, ("--max-image-mb", "1"), Err(2, "image", "big.png is 1.4 MB, over the --max-image-mb limit of 1.0 MB")
+        return (
+            src,
+            ("--max-image-mb", "1"),
+            Err(2, "image", "big.png is 1.4 MB, over the --max-image-mb limit of 1.0 MB"),
+        )
     if case == "inline image over --max-image-mb":
         url = "data:image/png;base64," + base64.b64encode(_noise_png(700)).decode()
         src = _jsonl(d / "q.jsonl", [good[0], _mcq(2, url)])
@@ -331,13 +363,29 @@ def special(tmp_path: Path, case: str):
     raise AssertionError(case)
 
 
-SPECIAL = ["source is a FIFO", "source is a socket", "source links to /dev/zero", "source is /dev/urandom",
-           "source is a folder", "jsonl image is a FIFO", "jsonl image is a FIFO --skip-bad",
-           "tsv image_path is a FIFO", "tsv image_path is a FIFO --skip-bad", "pope --images holds a FIFO",
-           "pope --images holds a FIFO --skip-bad", "pope --images links to /dev/urandom", "image is a socket",
-           "image links to /dev/zero", "image links to /dev/zero --allow-outside", "image links to a file outside",
-           "image links to a file outside --allow-outside", "image over --max-image-mb",
-           "image over --max-image-mb default", "inline image over --max-image-mb", "a line longer than the cap"]
+SPECIAL = [
+    "source is a FIFO",
+    "source is a socket",
+    "source links to /dev/zero",
+    "source is /dev/urandom",
+    "source is a folder",
+    "jsonl image is a FIFO",
+    "jsonl image is a FIFO --skip-bad",
+    "tsv image_path is a FIFO",
+    "tsv image_path is a FIFO --skip-bad",
+    "pope --images holds a FIFO",
+    "pope --images holds a FIFO --skip-bad",
+    "pope --images links to /dev/urandom",
+    "image is a socket",
+    "image links to /dev/zero",
+    "image links to /dev/zero --allow-outside",
+    "image links to a file outside",
+    "image links to a file outside --allow-outside",
+    "image over --max-image-mb",
+    "image over --max-image-mb default",
+    "inline image over --max-image-mb",
+    "a line longer than the cap",
+]
 
 
 @pytest.mark.parametrize("case", SPECIAL, ids=[c.replace(" ", "-") for c in SPECIAL])
@@ -346,11 +394,14 @@ def test_special_file(ws, tmp_path, case):
     check(ws, source, args, expected, dump(ws))
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["--max-image-mb", "0"], "must be at least 1"),
-    (["--max-image-mb", "99999999999999999999"], "at most 4096"),
-    (["--max-image-mb", "1.5"], "is not a whole number"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--max-image-mb", "0"], "must be at least 1"),
+        (["--max-image-mb", "99999999999999999999"], "at most 4096"),
+        (["--max-image-mb", "1.5"], "is not a whole number"),
+    ],
+)
 def test_max_image_mb_is_checked_at_the_door(ws, argv, says):
     p = vlmdesk(ws, "import", HOSTILE / "tsv_clean_odd_but_valid.tsv", *argv)
     assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr
@@ -399,9 +450,14 @@ def test_sigterm_while_another_writer_holds_the_lock_leaves_nothing(ws, tmp_path
     blocker = sqlite3.connect(str(ws), timeout=30)
     blocker.execute("BEGIN IMMEDIATE")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "vlmdesk", "--workspace", str(ws), "import", str(src),
-                             "--json-progress"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vlmdesk", "--workspace", str(ws), "import", str(src), "--json-progress"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         events = _progress_lines(proc)
         assert next(events)["event"] == "start"
@@ -443,9 +499,14 @@ def test_a_slow_import_does_not_lock_out_a_run_or_a_verdict(ws, tmp_path):
         item = catalog.list_items(w, catalog.benchmark_by_name(w, "demo").id)[0]
     src = big_tsv(tmp_path / "slow.tsv", 3000)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "vlmdesk", "--workspace", str(ws), "import", str(src),
-                             "--json-progress"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vlmdesk", "--workspace", str(ws), "import", str(src), "--json-progress"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         events = _progress_lines(proc)
         while (event := next(events))["event"] != "progress" or event["images_new"] == 0:
@@ -482,4 +543,5 @@ def test_extract_input_nested_100000_deep_is_one_line(ws, tmp_path):
     deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
     p = vlmdesk(ws, "extract", "--input", deep)
     assert p.returncode == 2 and p.stderr.splitlines() == [
-        f"error: {deep}:1: line: not JSON (nested deeper than 64 levels)"], p.stderr
+        f"error: {deep}:1: line: not JSON (nested deeper than 64 levels)"
+    ], p.stderr

@@ -4,6 +4,7 @@ import either succeeds or raises InputError with the workspace unchanged.
 Seeds are small valid files (tiny images, circular copies, image references); mutations flip, insert and delete
 bytes, cut the file, and duplicate or swap lines. Example counts are modest so the file runs in seconds.
 """
+
 from __future__ import annotations
 
 import base64
@@ -27,8 +28,10 @@ from evaluator.importers.tsv import read_tsv
 from tests.factories import HEADER, jpeg_bytes, mmbench_rows, png_bytes
 
 FAKE = Path("/nonexistent-vlmdesk-fuzz/input.file")  # only used in messages and as the base of relative paths
-FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                                      HealthCheck.data_too_large])
+FUZZ = settings(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
+)
 PNG = png_bytes((10, 200, 30), size=(3, 3))
 JPEG = jpeg_bytes(3, side=8)
 
@@ -53,18 +56,37 @@ def _seed_tsv() -> bytes:
 
 def _seed_mcq_jsonl() -> bytes:
     recs = [
-        {"index": 1, "question": "Which?", "options": ["a", "b", "c"], "answer": "B",
-         "image": "data:image/png;base64," + base64.b64encode(PNG).decode()},
-        {"index": 2, "question": "哪个？", "options": {"A": "x", "B": "y"}, "answer": 0,
-         "image": base64.b64encode(JPEG).decode(), "hint": "nan", "split": "dev"},
+        {
+            "index": 1,
+            "question": "Which?",
+            "options": ["a", "b", "c"],
+            "answer": "B",
+            "image": "data:image/png;base64," + base64.b64encode(PNG).decode(),
+        },
+        {
+            "index": 2,
+            "question": "哪个？",
+            "options": {"A": "x", "B": "y"},
+            "answer": 0,
+            "image": base64.b64encode(JPEG).decode(),
+            "hint": "nan",
+            "split": "dev",
+        },
         {"question": "No index", "options": ["p", "q"], "image": "pic.png"},
     ]
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs).encode()
 
 
 def _seed_pope(array: bool) -> bytes:
-    recs = [{"question_id": i, "image": f"img{i % 2}.png", "text": f"Is there a thing {i} in the image?",
-             "label": "yes" if i % 2 else "no"} for i in range(1, 5)]
+    recs = [
+        {
+            "question_id": i,
+            "image": f"img{i % 2}.png",
+            "text": f"Is there a thing {i} in the image?",
+            "label": "yes" if i % 2 else "no",
+        }
+        for i in range(1, 5)
+    ]
     if array:
         return json.dumps(recs, indent=4).encode()
     return "".join(json.dumps(r) + "\n" for r in recs).encode()
@@ -75,20 +97,68 @@ SEED_JSONL = _seed_mcq_jsonl()
 SEED_POPE = _seed_pope(False)
 SEED_POPE_ARRAY = _seed_pope(True)
 
-INSERTS = [b"\t", b"\n", b"\r\n", b'"', b"\\", b"\xff", b"\xe9", b"\xe4\xb8", b"\x00", b"nan", b"", b" ",
-           b"99999999999999999999999", b"-1", b"1000001", b"2000000", b"0", b"A", b"Z", b"{", b"}", b"[", b"]",
-           b",", b":", b"null", b"true", b"1e999", b"NaN", b'"index"', b'"options"', b"\xef\xbb\xbf", b"=", b"/9j/"]
+INSERTS = [
+    b"\t",
+    b"\n",
+    b"\r\n",
+    b'"',
+    b"\\",
+    b"\xff",
+    b"\xe9",
+    b"\xe4\xb8",
+    b"\x00",
+    b"nan",
+    b"",
+    b" ",
+    b"99999999999999999999999",
+    b"-1",
+    b"1000001",
+    b"2000000",
+    b"0",
+    b"A",
+    b"Z",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b"null",
+    b"true",
+    b"1e999",
+    b"NaN",
+    b'"index"',
+    b'"options"',
+    b"\xef\xbb\xbf",
+    b"=",
+    b"/9j/",
+]
 
-CELLS = INSERTS + [b'"a\nb"', b'"1\n2"', b'" 7 "', b'"x\\u0000y.png"', b'"\\n"', b"1.5", b"-0", b"\"\"",
-                   b"9223372036854775808", b"-9223372036854775809", b"1_000", b'"' + b"A" * 70 + b'"']
+CELLS = INSERTS + [
+    b'"a\nb"',
+    b'"1\n2"',
+    b'" 7 "',
+    b'"x\\u0000y.png"',
+    b'"\\n"',
+    b"1.5",
+    b"-0",
+    b'""',
+    b"9223372036854775808",
+    b"-9223372036854775809",
+    b"1_000",
+    b'"' + b"A" * 70 + b'"',
+]
 
 
 @st.composite
 def mutated(draw, seed: bytes) -> bytes:
     data = bytearray(seed)
     for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(["flip", "insert", "delete", "truncate", "dup_line", "swap_lines", "drop_line",
-                                   "cell", "cell"]))
+        op = draw(
+            st.sampled_from(
+                ["flip", "insert", "delete", "truncate", "dup_line", "swap_lines", "drop_line", "cell", "cell"]
+            )
+        )
         pos = draw(st.integers(0, max(len(data) - 1, 0)))
         if op == "cell":
             # Replace one cell / JSON token (between separators) with an interesting value.
@@ -101,7 +171,7 @@ def mutated(draw, seed: bytes) -> bytes:
         elif op == "insert":
             data[pos:pos] = draw(st.sampled_from(INSERTS) | st.binary(max_size=6))
         elif op == "delete":
-            del data[pos:pos + draw(st.integers(1, 80))]
+            del data[pos : pos + draw(st.integers(1, 80))]
         elif op == "truncate":
             del data[pos:]
         else:
@@ -155,9 +225,18 @@ def test_readers_on_arbitrary_bytes(name, data):
     drain(reader, data, **kw)
 
 
-@pytest.mark.parametrize("name, seed", [("tsv", SEED_TSV), ("jsonl", SEED_JSONL), ("pope", SEED_POPE),
-                                        ("pope", SEED_POPE_ARRAY), ("jsonl", SEED_POPE_ARRAY), ("tsv", SEED_JSONL)],
-                         ids=["tsv", "jsonl", "pope", "pope-array", "jsonl-on-pope-array", "tsv-on-jsonl"])
+@pytest.mark.parametrize(
+    "name, seed",
+    [
+        ("tsv", SEED_TSV),
+        ("jsonl", SEED_JSONL),
+        ("pope", SEED_POPE),
+        ("pope", SEED_POPE_ARRAY),
+        ("jsonl", SEED_POPE_ARRAY),
+        ("tsv", SEED_JSONL),
+    ],
+    ids=["tsv", "jsonl", "pope", "pope-array", "jsonl-on-pope-array", "tsv-on-jsonl"],
+)
 @settings(FUZZ, max_examples=150)
 @given(data=st.data())
 def test_readers_on_mutated_valid_files(name, seed, data):
@@ -167,8 +246,12 @@ def test_readers_on_mutated_valid_files(name, seed, data):
 
 def test_the_seeds_are_valid():
     n_tsv = len(list(mmbench_rows(3, seed=7, image_side=8)))
-    for name, seed, n in [("tsv", SEED_TSV, n_tsv), ("jsonl", SEED_JSONL, 3), ("pope", SEED_POPE, 4),
-                          ("pope", SEED_POPE_ARRAY, 4)]:
+    for name, seed, n in [
+        ("tsv", SEED_TSV, n_tsv),
+        ("jsonl", SEED_JSONL, 3),
+        ("pope", SEED_POPE, 4),
+        ("pope", SEED_POPE_ARRAY, 4),
+    ]:
         reader, kw = READERS[name]
         rows = drain(reader, seed, **kw)
         assert len(rows) == n and all(isinstance(r, SourceRow) for r in rows), rows
@@ -179,25 +262,49 @@ JSON_VALUES = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
     max_leaves=6,
 )
-IMAGES = st.sampled_from(["data:image/png;base64," + base64.b64encode(PNG).decode(), base64.b64encode(JPEG).decode(),
-                          "pic.png", "", "nan", "data:image/png;base64,!!!!", "a\x00b.png", "a\nb.png", "x" * 300,
-                          "/" * 70, "../images", "."])
-MCQ_RECORD = st.fixed_dictionaries({}, optional={
-    "index": st.integers() | st.sampled_from([2**63, -(2**63) - 1, 10**30, 1_000_001, "9" * 25]) | JSON_VALUES,
-    "question": st.text(max_size=20) | JSON_VALUES,
-    "options": st.lists(st.text(max_size=6) | st.integers(), max_size=5)
-    | st.dictionaries(st.sampled_from(list("ABCDEab \n") + ["A\nB"]), st.text(max_size=6), max_size=4) | JSON_VALUES,
-    "answer": st.sampled_from(["A", "b", "Z", "", "nan", 0, 1, 7, -1, True, 1.0]) | JSON_VALUES,
-    "image": IMAGES | JSON_VALUES,
-    "hint": JSON_VALUES, "category": JSON_VALUES, "l2_category": JSON_VALUES, "split": JSON_VALUES,
-    "extra": JSON_VALUES,
-})
-POPE_RECORD = st.fixed_dictionaries({}, optional={
-    "question_id": st.integers() | st.sampled_from([2**63, 10**30, "1e400"]) | JSON_VALUES,
-    "image": st.sampled_from(["img0.png", "pic.png", "a.jpg", "", "../b.jpg", "x\x00.png", "a\nb.png", "."])
-    | JSON_VALUES,
-    "text": st.text(max_size=20) | JSON_VALUES, "label": st.sampled_from(["yes", "No", " YES ", "maybe"]) | JSON_VALUES,
-})
+IMAGES = st.sampled_from(
+    [
+        "data:image/png;base64," + base64.b64encode(PNG).decode(),
+        base64.b64encode(JPEG).decode(),
+        "pic.png",
+        "",
+        "nan",
+        "data:image/png;base64,!!!!",
+        "a\x00b.png",
+        "a\nb.png",
+        "x" * 300,
+        "/" * 70,
+        "../images",
+        ".",
+    ]
+)
+MCQ_RECORD = st.fixed_dictionaries(
+    {},
+    optional={
+        "index": st.integers() | st.sampled_from([2**63, -(2**63) - 1, 10**30, 1_000_001, "9" * 25]) | JSON_VALUES,
+        "question": st.text(max_size=20) | JSON_VALUES,
+        "options": st.lists(st.text(max_size=6) | st.integers(), max_size=5)
+        | st.dictionaries(st.sampled_from(list("ABCDEab \n") + ["A\nB"]), st.text(max_size=6), max_size=4)
+        | JSON_VALUES,
+        "answer": st.sampled_from(["A", "b", "Z", "", "nan", 0, 1, 7, -1, True, 1.0]) | JSON_VALUES,
+        "image": IMAGES | JSON_VALUES,
+        "hint": JSON_VALUES,
+        "category": JSON_VALUES,
+        "l2_category": JSON_VALUES,
+        "split": JSON_VALUES,
+        "extra": JSON_VALUES,
+    },
+)
+POPE_RECORD = st.fixed_dictionaries(
+    {},
+    optional={
+        "question_id": st.integers() | st.sampled_from([2**63, 10**30, "1e400"]) | JSON_VALUES,
+        "image": st.sampled_from(["img0.png", "pic.png", "a.jpg", "", "../b.jpg", "x\x00.png", "a\nb.png", "."])
+        | JSON_VALUES,
+        "text": st.text(max_size=20) | JSON_VALUES,
+        "label": st.sampled_from(["yes", "No", " YES ", "maybe"]) | JSON_VALUES,
+    },
+)
 
 
 @pytest.mark.parametrize("name, records", [("jsonl", MCQ_RECORD), ("pope", POPE_RECORD)])
@@ -245,8 +352,12 @@ def _counts(ws) -> tuple:
 
 _names = itertools.count()
 
-E2E = [("mmbench-tsv", SEED_TSV, ".tsv"), ("jsonl", SEED_JSONL, ".jsonl"), ("pope", SEED_POPE, ".jsonl"),
-       ("pope", SEED_POPE_ARRAY, ".json")]
+E2E = [
+    ("mmbench-tsv", SEED_TSV, ".tsv"),
+    ("jsonl", SEED_JSONL, ".jsonl"),
+    ("pope", SEED_POPE, ".jsonl"),
+    ("pope", SEED_POPE_ARRAY, ".json"),
+]
 
 
 @pytest.mark.parametrize("fmt, seed, suffix", E2E, ids=[f"{f}{s}" for f, _, s in E2E])

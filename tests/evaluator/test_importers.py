@@ -4,11 +4,12 @@ Every test drives `vlmdesk.cli.main([...])` in-process (stdout/stderr through ca
 which run the installed `vlmdesk` script. Files are generated into tmp_path (tests/factories.py) or copied from
 the POPE slices in tests/data/pope.
 """
+
 from __future__ import annotations
 
 import base64
-import hashlib
 import csv
+import hashlib
 import json
 import re
 import shutil
@@ -126,8 +127,16 @@ def write_jsonl(path: Path, records) -> Path:
 
 
 def mcq_records(n=4) -> list[dict]:
-    return [{"index": i, "question": f"What is shown in picture {i}?", "options": ["a cat", "a dog", "a bird"],
-             "answer": "ABC"[i % 3], "image": data_url(png_bytes((i * 40 % 256, 10, 200)))} for i in range(n)]
+    return [
+        {
+            "index": i,
+            "question": f"What is shown in picture {i}?",
+            "options": ["a cat", "a dog", "a bird"],
+            "answer": "ABC"[i % 3],
+            "image": data_url(png_bytes((i * 40 % 256, 10, 200))),
+        }
+        for i in range(n)
+    ]
 
 
 def pope_images(names, folder: Path) -> Path:
@@ -191,21 +200,25 @@ def test_mmbench_tsv_circular_copies_are_checked_and_folded(vd, tmp_path):
         b = catalog.benchmark_by_name(w, "mmbench-dev-en")
         assert catalog.item_by_index(w, b.id, 1_000_000) is None
         assert sorted(catalog.item_by_index(w, b.id, 0).meta["copies"]) == [
-            int(x["index"]) for x in all_rows if int(x["index"]) % 1_000_000 == 0 and x["index"] != "0"]
+            int(x["index"]) for x in all_rows if int(x["index"]) % 1_000_000 == 0 and x["index"] != "0"
+        ]
 
 
 def _copy_line(all_rows, index: int) -> int:
     return next(n for n, r in enumerate(all_rows, start=2) if int(r["index"]) == index)
 
 
-@pytest.mark.parametrize("breakage, field", [
-    ("options not a rotation", "A"),
-    ("answer not rotated", "answer"),
-    ("question differs", "question"),
-    ("different image", "image"),
-    ("hint differs", "hint"),
-    ("not rotated at all", "A"),
-])
+@pytest.mark.parametrize(
+    "breakage, field",
+    [
+        ("options not a rotation", "A"),
+        ("answer not rotated", "answer"),
+        ("question differs", "question"),
+        ("different image", "image"),
+        ("hint differs", "hint"),
+        ("not rotated at all", "A"),
+    ],
+)
 def test_a_circular_copy_that_does_not_match_its_question(vd, tmp_path, breakage, field):
     before = seed_workspace(vd, tmp_path)
     all_rows = list(mmbench_rows(6, seed=2, image_side=SIDE))
@@ -299,8 +312,9 @@ def test_image_path_column_relative_to_the_file_or_images_dir(vd, tmp_path):
     src = write_tsv(tmp_path / "paths.tsv", rs, header=header)
     vd.ok("import", src)
     items = vd.items("paths")
-    assert [i["image_sha256"] for i in items] == [hashlib.sha256((pics / f"{i}.jpg").read_bytes()).hexdigest()
-                                                  for i in range(3)]
+    assert [i["image_sha256"] for i in items] == [
+        hashlib.sha256((pics / f"{i}.jpg").read_bytes()).hexdigest() for i in range(3)
+    ]
     # With --images the paths are relative to that folder instead.
     other = tmp_path / "elsewhere"
     other.mkdir()
@@ -318,8 +332,10 @@ def test_hints_options_and_answers_as_pandas_writes_them(vd, tmp_path):
     vd.ok("import", src)
     items = vd.items("shapes")
     assert [(i["hint"], i["options"], i["answer"]) for i in items[:3]] == [
-        (None, ["yes", "no"], "B"), (None, ["1", "2", "3"], "C"),
-        ("Look at the sky.", [rs[2][L] for L in "ABCD" if rs[2][L]], "A")]
+        (None, ["yes", "no"], "B"),
+        (None, ["1", "2", "3"], "C"),
+        ("Look at the sky.", [rs[2][L] for L in "ABCD" if rs[2][L]], "A"),
+    ]
 
 
 def test_a_gap_in_the_options_is_an_error(vd, tmp_path):
@@ -369,9 +385,21 @@ def test_extra_columns_are_kept(vd, tmp_path):
 
 def test_seed_bench_like_tsv(vd, tmp_path):
     header = ["index", "question", "A", "B", "C", "D", "answer", "category", "image", "question_type_id"]
-    rs = [{"index": str(100 + i), "question": f"How many objects are there in scene {i}?",
-           "A": "1", "B": "2", "C": "3", "D": "4", "answer": "ABCD"[i % 4], "category": "Instance Counting",
-           "image": b64(jpeg_bytes(500 + i, SIDE)), "question_type_id": str(i % 9 + 1)} for i in range(6)]
+    rs = [
+        {
+            "index": str(100 + i),
+            "question": f"How many objects are there in scene {i}?",
+            "A": "1",
+            "B": "2",
+            "C": "3",
+            "D": "4",
+            "answer": "ABCD"[i % 4],
+            "category": "Instance Counting",
+            "image": b64(jpeg_bytes(500 + i, SIDE)),
+            "question_type_id": str(i % 9 + 1),
+        }
+        for i in range(6)
+    ]
     rs[5]["image"] = "102"
     src = write_tsv(tmp_path / "SEEDBench_IMG.tsv", rs, header=header)
     r = vd.ok("import", src, "--name", "seed", "--json")
@@ -403,10 +431,15 @@ def test_large_indexes_without_an_original_are_plain_items(vd, tmp_path):
 # ----------------------------------------------------------------------------------------------- POPE
 
 
-@pytest.mark.parametrize("name, setting", [
-    ("coco_pope_random.json", "random"), ("coco_pope_popular.json", "popular"),
-    ("coco_pope_adversarial.json", "adversarial"), ("gqa_pope_seem_random.json", "random"),
-])
+@pytest.mark.parametrize(
+    "name, setting",
+    [
+        ("coco_pope_random.json", "random"),
+        ("coco_pope_popular.json", "popular"),
+        ("coco_pope_adversarial.json", "adversarial"),
+        ("gqa_pope_seem_random.json", "random"),
+    ],
+)
 def test_pope_files_with_images(vd, tmp_path, name, setting):
     src, images, recs = copy_pope(name, tmp_path)
     r = vd.ok("import", src, "--images", images, "--json")  # format detected from the content
@@ -414,13 +447,22 @@ def test_pope_files_with_images(vd, tmp_path, name, setting):
     bench_name = Path(name).stem.replace("_", "-")
     distinct = {x["image"] for x in recs}
     assert (r.json["kind"], r.json["format"], r.json["questions"], r.json["images"]) == (
-        "yesno", "pope", len(recs), len(distinct))
+        "yesno",
+        "pope",
+        len(recs),
+        len(distinct),
+    )
     bench = vd.benchmarks()[bench_name]
     assert (bench["setting"], bench["questions"], bench["rows_read"], bench["images"]) == (
-        setting, len(recs), len(recs), len(distinct))
+        setting,
+        len(recs),
+        len(recs),
+        len(distinct),
+    )
     items = vd.items(bench_name)
     assert [(i["index"], i["question"], i["answer"], i["options"]) for i in items] == [
-        (x["question_id"], x["text"], x["label"], []) for x in recs]
+        (x["question_id"], x["text"], x["label"], []) for x in recs
+    ]
     for item, rec in zip(items, recs):
         assert item["image_sha256"] == hashlib.sha256((images / rec["image"]).read_bytes()).hexdigest()
     out = tmp_path / "q1.png"
@@ -459,12 +501,31 @@ def test_generic_jsonl(vd, tmp_path):
     (tmp_path / "img").mkdir()
     (tmp_path / "img" / "cat.png").write_bytes(png_bytes((9, 9, 9)))
     records = [
-        {"index": 1, "question": "Which animal?", "options": ["cat", "dog"], "answer": "B", "image": "img/cat.png",
-         "hint": "Look closely.", "category": "animals", "l2_category": "perception", "split": "dev"},
-        {"index": 2, "question": "Which colour?", "options": ["red", "green", "blue"], "answer": 2,
-         "image": b64(jpeg)},  # plain base64 of a JPEG starts with "/9j/"
-        {"index": 3, "question": "How many?", "options": {"A": "one", "B": "two", "C": "three", "D": "four"},
-         "answer": 0, "image": data_url(png)},
+        {
+            "index": 1,
+            "question": "Which animal?",
+            "options": ["cat", "dog"],
+            "answer": "B",
+            "image": "img/cat.png",
+            "hint": "Look closely.",
+            "category": "animals",
+            "l2_category": "perception",
+            "split": "dev",
+        },
+        {
+            "index": 2,
+            "question": "Which colour?",
+            "options": ["red", "green", "blue"],
+            "answer": 2,
+            "image": b64(jpeg),
+        },  # plain base64 of a JPEG starts with "/9j/"
+        {
+            "index": 3,
+            "question": "How many?",
+            "options": {"A": "one", "B": "two", "C": "three", "D": "four"},
+            "answer": 0,
+            "image": data_url(png),
+        },
         {"question": "No index, no answer?", "options": ["x", "y"], "image": b64(png), "source": "mine"},
     ]
     src = write_jsonl(tmp_path / "mine.jsonl", records)
@@ -472,10 +533,17 @@ def test_generic_jsonl(vd, tmp_path):
     assert (r.json["format"], r.json["kind"], r.json["questions"], r.json["images"]) == ("jsonl", "mcq", 4, 3)
     items = vd.items("mine")
     assert [(i["index"], i["options"], i["answer"]) for i in items] == [
-        (1, ["cat", "dog"], "B"), (2, ["red", "green", "blue"], "C"),
-        (3, ["one", "two", "three", "four"], "A"), (4, ["x", "y"], None)]
+        (1, ["cat", "dog"], "B"),
+        (2, ["red", "green", "blue"], "C"),
+        (3, ["one", "two", "three", "four"], "A"),
+        (4, ["x", "y"], None),
+    ]
     assert (items[0]["hint"], items[0]["category"], items[0]["l2_category"], items[0]["split"]) == (
-        "Look closely.", "animals", "perception", "dev")
+        "Look closely.",
+        "animals",
+        "perception",
+        "dev",
+    )
     assert items[1]["image_sha256"] == hashlib.sha256(jpeg).hexdigest()
     assert items[2]["image_sha256"] == items[3]["image_sha256"] == hashlib.sha256(png).hexdigest()
 
@@ -514,8 +582,7 @@ def test_json_outputs_have_the_documented_fields(vd, tmp_path):
     vd.ok("import", write_mmbench_tsv(tmp_path / "doc.tsv", 3, seed=8, image_side=SIDE))
     (bench,) = vd.ok("benchmarks", "--json").json
     assert {"name", "kind", "questions", "rows_read", "images"} <= set(bench)
-    item_fields = {"index", "question", "hint", "options", "answer", "category", "l2_category", "split",
-                   "image_sha256"}
+    item_fields = {"index", "question", "hint", "options", "answer", "category", "l2_category", "split", "image_sha256"}
     items = vd.items("doc")
     assert len(items) == 3 and all(item_fields <= set(i) for i in items)
     assert all(isinstance(i["options"], list) and len(i["image_sha256"]) == 64 for i in items)
@@ -540,11 +607,14 @@ def test_text_outputs(vd, tmp_path):
     assert hashlib.sha256(img.read_bytes()).hexdigest() == item["image_sha256"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["items", "nope"], "no benchmark named 'nope'"),
-    (["show", "nope", "1"], "no benchmark named 'nope'"),
-    (["show", "u", "77"], "has no item with index 77"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["items", "nope"], "no benchmark named 'nope'"),
+        (["show", "nope", "1"], "no benchmark named 'nope'"),
+        (["show", "u", "77"], "has no item with index 77"),
+    ],
+)
 def test_usage_errors_are_one_line(vd, tmp_path, argv, message):
     vd.ok("import", write_mmbench_tsv(tmp_path / "u.tsv", 1, image_side=SIDE))
     r = vd(*argv)
@@ -641,8 +711,7 @@ def bad_tsv(tmp_path, case) -> Bad:
     if case == "wrong encoding":
         rs[2]["question"] = "Qu\u00e9 es esto?"
         p = _tsv(tmp_path, "c.tsv", rs)
-        return Bad(_replace_line(p, 4, lambda b: b.replace("é".encode(), "é".encode("latin-1"))), 4, "encoding",
-                   good=4)
+        return Bad(_replace_line(p, 4, lambda b: b.replace("é".encode(), "é".encode("latin-1"))), 4, "encoding", good=4)
     if case == "truncated last line":
         return Bad(_cut_last_line(_tsv(tmp_path, "c.tsv", rs)), 6, "source", good=4)
     raise AssertionError(case)
@@ -678,8 +747,7 @@ def bad_jsonl(tmp_path, case) -> Bad:
     if case == "wrong encoding":
         recs[2]["question"] = "Qu\u00e9 es esto?"
         write_jsonl(p, recs)
-        return Bad(_replace_line(p, 3, lambda b: b.replace("é".encode(), "é".encode("latin-1"))), 3, "encoding",
-                   good=4)
+        return Bad(_replace_line(p, 3, lambda b: b.replace("é".encode(), "é".encode("latin-1"))), 3, "encoding", good=4)
     if case == "truncated last line":
         return Bad(_cut_last_line(write_jsonl(p, recs)), 5, "json", good=4)
     raise AssertionError(case)
@@ -712,8 +780,9 @@ def bad_pope(tmp_path, case) -> Bad:
     if case == "wrong encoding":
         recs[2]["text"] = "Is there a caf\u00e9 in the image?"
         write_jsonl(src, recs)
-        return Bad(_replace_line(src, 3, lambda b: b.replace("é".encode(), "é".encode("latin-1"))), 3, "encoding",
-                   args, good=7)
+        return Bad(
+            _replace_line(src, 3, lambda b: b.replace("é".encode(), "é".encode("latin-1"))), 3, "encoding", args, good=7
+        )
     if case == "truncated last line":
         return Bad(_cut_last_line(write_jsonl(src, recs)), 8, "json", args, good=7)
     if case == "truncated array":
@@ -725,16 +794,43 @@ def bad_pope(tmp_path, case) -> Bad:
     raise AssertionError(case)
 
 
-TSV_CASES = ["missing column", "missing cell", "undecodable base64", "not an image", "truncated image",
-             "answer not an option", "duplicate index", "reference to a missing row", "decompression bomb",
-             "wrong encoding", "truncated last line"]
-JSONL_CASES = ["missing field", "undecodable base64", "not an image", "answer not an option",
-               "answer index out of range", "duplicate index", "missing image file", "decompression bomb",
-               "wrong encoding", "truncated last line"]
-POPE_CASES = ["missing label", "label not yes or no", "duplicate question_id", "missing image file",
-              "image PIL cannot open", "decompression bomb", "wrong encoding", "truncated last line",
-              "truncated array"]
-CASES = ([("tsv", c) for c in TSV_CASES] + [("jsonl", c) for c in JSONL_CASES] + [("pope", c) for c in POPE_CASES])
+TSV_CASES = [
+    "missing column",
+    "missing cell",
+    "undecodable base64",
+    "not an image",
+    "truncated image",
+    "answer not an option",
+    "duplicate index",
+    "reference to a missing row",
+    "decompression bomb",
+    "wrong encoding",
+    "truncated last line",
+]
+JSONL_CASES = [
+    "missing field",
+    "undecodable base64",
+    "not an image",
+    "answer not an option",
+    "answer index out of range",
+    "duplicate index",
+    "missing image file",
+    "decompression bomb",
+    "wrong encoding",
+    "truncated last line",
+]
+POPE_CASES = [
+    "missing label",
+    "label not yes or no",
+    "duplicate question_id",
+    "missing image file",
+    "image PIL cannot open",
+    "decompression bomb",
+    "wrong encoding",
+    "truncated last line",
+    "truncated array",
+]
+CASES = [("tsv", c) for c in TSV_CASES] + [("jsonl", c) for c in JSONL_CASES] + [("pope", c) for c in POPE_CASES]
 BUILDERS = {"tsv": bad_tsv, "jsonl": bad_jsonl, "pope": bad_pope}
 
 
@@ -806,8 +902,10 @@ def test_indexes_beyond_64_bits_are_an_error(vd, tmp_path):
     rs[1]["index"] = "99999999999999999999999"
     src = write_tsv(tmp_path / "huge.tsv", rs)
     r = vd("import", src)
-    assert r.rc == 2 and r.err_lines == [f"error: {src}:3: index: not a valid index: '99999999999999999999999' "
-                                         "(a number outside SQLite's 64-bit integer range)"]
+    assert r.rc == 2 and r.err_lines == [
+        f"error: {src}:3: index: not a valid index: '99999999999999999999999' "
+        "(a number outside SQLite's 64-bit integer range)"
+    ]
     recs = mcq_records(2)
     recs[1]["index"] = 2**64
     src = write_jsonl(tmp_path / "huge.jsonl", recs)
@@ -870,8 +968,9 @@ def test_missing_file_and_images_dir(vd, tmp_path):
 
 
 def _script(*argv, ws: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(VLMDESK), "--workspace", str(ws), *map(str, argv)], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [str(VLMDESK), "--workspace", str(ws), *map(str, argv)], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_installed_script(tmp_path):
@@ -909,8 +1008,9 @@ def test_format_detection_reads_the_whole_first_record(tmp_path):
     path.write_text(json.dumps(big) + "\n")
     assert len(path.read_text()) > 4096 and detect_format(path) == "jsonl"
     pope = tmp_path / "p.json"
-    pope.write_text(json.dumps([{"question_id": 1, "image": "a.jpg", "text": "Is there a cat?", "label": "no"}],
-                               indent=4))
+    pope.write_text(
+        json.dumps([{"question_id": 1, "image": "a.jpg", "text": "Is there a cat?", "label": "no"}], indent=4)
+    )
     assert detect_format(pope) == "pope"
 
 
@@ -926,8 +1026,11 @@ def test_copies_rotated_the_other_way_import_and_export_as_they_were(vd, tmp_pat
             opts = [original[L] for L in "ABCD" if original[L]]
             n = len(opts)
             shown = [opts[(j - k) % n] for j in range(n)]
-            r = dict(r, **{L: (shown[j] if j < n else "") for j, L in enumerate("ABCD")},
-                     answer="ABCD"[(("ABCD".index(original["answer"])) + k) % n])
+            r = dict(
+                r,
+                **{L: (shown[j] if j < n else "") for j, L in enumerate("ABCD")},
+                answer="ABCD"[(("ABCD".index(original["answer"])) + k) % n],
+            )
         all_rows.append(r)
     src = write_tsv(tmp_path / "other_way.tsv", all_rows)
     assert vd.ok("import", src, "--json").json["rows_folded"] == len(all_rows) - 5
@@ -952,8 +1055,10 @@ def test_copies_rotated_the_other_way_import_and_export_as_they_were(vd, tmp_pat
 def test_option_z_is_reserved_for_none_of_the_options(vd, tmp_path):
     img = tmp_path / "i.png"
     img.write_bytes(png_bytes())
-    many = write_jsonl(tmp_path / "many.jsonl", [{"question": "Q?", "options": [f"o{i}" for i in range(26)],
-                                                  "answer": "Z", "image": "i.png"}])
+    many = write_jsonl(
+        tmp_path / "many.jsonl",
+        [{"question": "Q?", "options": [f"o{i}" for i in range(26)], "answer": "Z", "image": "i.png"}],
+    )
     r = vd("import", many)
     assert r.rc == 2 and "options: needs 2 to 25 options" in r.err
     tsv = write_tsv(tmp_path / "z.tsv", [], header=["index", "question", *"ABCDEFGHIJKLMNOPQRSTUVWXYZ", "image"])
@@ -975,8 +1080,13 @@ def test_json_progress_is_one_event_per_line(vd, tmp_path):
     src = write_mmbench_tsv(tmp_path / "progress.tsv", 3, image_side=SIDE)
     r = vd.ok("import", src, "--json-progress")
     events = [json.loads(line) for line in r.out.splitlines()]
-    assert events[0] == {"event": "start", "name": "progress", "format": "mmbench-tsv", "kind": "mcq",
-                         "bytes_total": src.stat().st_size}
+    assert events[0] == {
+        "event": "start",
+        "name": "progress",
+        "format": "mmbench-tsv",
+        "kind": "mcq",
+        "bytes_total": src.stat().st_size,
+    }
     progress = [e for e in events[1:-1]]
     assert progress and all(e["event"] == "progress" for e in progress)
     assert set(progress[0]) == {"event", "rows", "questions", "skipped", "images_new", "bytes_read", "bytes_total"}

@@ -1,5 +1,6 @@
 """The LLM extractor: exact prompts, strict reply parsing, reminders, the workspace cache (proved by counting requests
 at a fault server), errors, rules+llm, `vlmdesk extract`, and end to end against `transformers serve` and hf:."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,14 @@ from db import open_workspace
 from db.extractions import cache_size
 from evaluator.backends import BackendError, load_backend
 from evaluator.backends.openai_backend import OpenAIBackend
-from evaluator.llm_extraction import (LLMExtractor, RulesThenLLM, load_extractor, parse_extractor_spec, parse_reply,
-                                      render_prompt)
+from evaluator.llm_extraction import (
+    LLMExtractor,
+    RulesThenLLM,
+    load_extractor,
+    parse_extractor_spec,
+    parse_reply,
+    render_prompt,
+)
 from tests.servers import Step, ok, text_of, transformers_serve
 from vlmdesk.cli import main
 
@@ -43,7 +50,8 @@ def test_english_prompt_exact():
         "Question: Which animal is shown?\n"
         "Options:\nA. cat\nB. dog\nC. bird\n"
         "Answer: I think it's a dog.\n"
-        "Your reply (one letter):")
+        "Your reply (one letter):"
+    )
 
 
 def test_chinese_prompt_exact_with_reminder():
@@ -57,29 +65,55 @@ def test_chinese_prompt_exact_with_reminder():
         "选项：\nA. 猫\nB. 狗\n"
         "回答：是狗。\n"
         "你的回复（一个字母）：\n"
-        "（你上一次的回复不是单个字母。请只回复一个字母：A、B 或 Z。）")
+        "（你上一次的回复不是单个字母。请只回复一个字母：A、B 或 Z。）"
+    )
 
 
 def test_english_reminder_and_language_override():
     text = render_prompt("Q?", {"A": "x", "B": "y"}, "r", reminder=True)
-    assert text.endswith("Your reply (one letter):\n"
-                         "(Your previous reply was not a single letter. Reply with exactly one letter: A, B or Z.)")
+    assert text.endswith(
+        "Your reply (one letter):\n"
+        "(Your previous reply was not a single letter. Reply with exactly one letter: A, B or Z.)"
+    )
     assert render_prompt("Q?", {"A": "x", "B": "y"}, "r", language="zh").startswith("你将阅读")
 
 
-@pytest.mark.parametrize("reply, expected", [
-    ("B", "B"), (" B\n", "B"), ("B.", "B"), ("(B)", "B"), ("**B**", "B"), ("`B`", "B"), ("「B」", "B"), ("Ｂ", "B"),
-    ("Z", "Z"), ("z", None), ("b", None), ("D", None), ("B C", None), ("B or C", None), ("The answer is B", None),
-    ("答案是B", None), ("", None), ("BB", None), ("B1", None),
-])
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ("B", "B"),
+        (" B\n", "B"),
+        ("B.", "B"),
+        ("(B)", "B"),
+        ("**B**", "B"),
+        ("`B`", "B"),
+        ("「B」", "B"),
+        ("Ｂ", "B"),
+        ("Z", "Z"),
+        ("z", None),
+        ("b", None),
+        ("D", None),
+        ("B C", None),
+        ("B or C", None),
+        ("The answer is B", None),
+        ("答案是B", None),
+        ("", None),
+        ("BB", None),
+        ("B1", None),
+    ],
+)
 def test_reply_parsing_is_strict(reply, expected):
     assert parse_reply(reply, tuple(OPTS)) == expected
 
 
-@pytest.mark.parametrize("spec, parsed", [
-    ("rules", ("rules", None)), ("llm:openai:gpt-4o-mini", ("llm", "openai:gpt-4o-mini")),
-    ("rules+llm:hf:./m", ("rules+llm", "hf:./m")),
-])
+@pytest.mark.parametrize(
+    "spec, parsed",
+    [
+        ("rules", ("rules", None)),
+        ("llm:openai:gpt-4o-mini", ("llm", "openai:gpt-4o-mini")),
+        ("rules+llm:hf:./m", ("rules+llm", "hf:./m")),
+    ],
+)
 def test_extractor_specs(spec, parsed):
     assert parse_extractor_spec(spec) == parsed
 
@@ -152,8 +186,14 @@ def test_server_error_then_ok_is_retried_by_the_backend(serve, ws):
     assert e.choice == "C" and server.count == 2
 
 
-@pytest.mark.parametrize("step", [Step(400, {"error": {"message": "no such model"}}),
-                                  Step(503, {"error": {"message": "down"}}), Step(200, "<html>proxy</html>")])
+@pytest.mark.parametrize(
+    "step",
+    [
+        Step(400, {"error": {"message": "no such model"}}),
+        Step(503, {"error": {"message": "down"}}),
+        Step(200, "<html>proxy</html>"),
+    ],
+)
 def test_errors_raise_and_cache_nothing(serve, ws, step):
     server = serve([step])
     with pytest.raises(BackendError):
@@ -172,8 +212,13 @@ def test_results_of_earlier_chunks_stay_cached_when_a_later_chunk_fails(serve, w
 def test_rules_then_llm_sends_only_rules_undecided(serve, ws):
     server = serve([ok("C")])
     extractor = RulesThenLLM(llm(server.url, ws))
-    out = extractor.extract_many([("Which animal?", OPTS, "B"), ("Which animal?", OPTS, "It sings in trees."),
-                                  ("Which animal?", OPTS, "I cannot tell.")])
+    out = extractor.extract_many(
+        [
+            ("Which animal?", OPTS, "B"),
+            ("Which animal?", OPTS, "It sings in trees."),
+            ("Which animal?", OPTS, "I cannot tell."),
+        ]
+    )
     assert [(e.choice, e.stage) for e in out] == [("B", "rules"), ("C", "llm"), ("Z", "rules")]
     assert server.count == 1
     assert out[1].reason.startswith("rules: ")
@@ -189,25 +234,37 @@ def _write(path, records):
 
 
 def test_extract_command_rules(tmp_path, capsys):
-    src = _write(tmp_path / "in.jsonl", [
-        {"id": 1, "question": "Which?", "options": {"A": "cat", "B": "dog"}, "response": "A dog."},
-        {"id": "x", "question": "哪个？", "options": {"A": "猫", "B": "狗"}, "response": "答案是B"},
-        {"id": 3, "question": "Which?", "options": {"A": "cat", "B": "dog"}, "response": "maybe"}, ""])
+    src = _write(
+        tmp_path / "in.jsonl",
+        [
+            {"id": 1, "question": "Which?", "options": {"A": "cat", "B": "dog"}, "response": "A dog."},
+            {"id": "x", "question": "哪个？", "options": {"A": "猫", "B": "狗"}, "response": "答案是B"},
+            {"id": 3, "question": "Which?", "options": {"A": "cat", "B": "dog"}, "response": "maybe"},
+            "",
+        ],
+    )
     assert main(["extract", "--input", str(src)]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [(r["id"], r["choice"], r["stage"]) for r in lines] == [(1, "B", "rules"), ("x", "B", "rules"),
-                                                                    (3, None, "none")]
+    assert [(r["id"], r["choice"], r["stage"]) for r in lines] == [
+        (1, "B", "rules"),
+        ("x", "B", "rules"),
+        (3, None, "none"),
+    ]
     assert all(r["reason"] for r in lines)
 
 
-@pytest.mark.parametrize("bad, field", [
-    ("{not json", "line"), ({"question": "q", "options": {"A": "a"}, "response": "r"}, "id"),
-    ({"id": 1, "options": {"A": "a"}, "response": "r"}, "question"),
-    ({"id": 1, "question": "q", "options": ["a", "b"], "response": "r"}, "options"),
-    ({"id": 1, "question": "q", "options": {"a": "x"}, "response": "r"}, "options"),
-    ({"id": 1, "question": "q", "options": {"Z": "x"}, "response": "r"}, "options"),
-    ({"id": 1, "question": "q", "options": {"A": "x"}, "response": None}, "response"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ("{not json", "line"),
+        ({"question": "q", "options": {"A": "a"}, "response": "r"}, "id"),
+        ({"id": 1, "options": {"A": "a"}, "response": "r"}, "question"),
+        ({"id": 1, "question": "q", "options": ["a", "b"], "response": "r"}, "options"),
+        ({"id": 1, "question": "q", "options": {"a": "x"}, "response": "r"}, "options"),
+        ({"id": 1, "question": "q", "options": {"Z": "x"}, "response": "r"}, "options"),
+        ({"id": 1, "question": "q", "options": {"A": "x"}, "response": None}, "response"),
+    ],
+)
 def test_extract_command_bad_line_is_one_error_line_and_no_output(tmp_path, capsys, bad, field):
     good = {"id": 0, "question": "q", "options": {"A": "x", "B": "y"}, "response": "A"}
     src = _write(tmp_path / "in.jsonl", [good, bad])
@@ -219,11 +276,22 @@ def test_extract_command_bad_line_is_one_error_line_and_no_output(tmp_path, caps
 
 def test_extract_command_llm_through_fault_server_uses_the_workspace_cache(tmp_path, capsys, serve):
     server = serve([ok("A")])
-    src = _write(tmp_path / "in.jsonl", [
-        {"id": 1, "question": "Which?", "options": {"A": "cat", "B": "dog"}, "response": "B"},
-        {"id": 2, "question": "Which?", "options": {"A": "cat", "B": "dog"}, "response": "meow, I guess"}])
-    args = ["--workspace", str(tmp_path / "ws.sqlite"), "extract", "--input", str(src),
-            "--extractor", f"rules+llm:openai:judge@{server.url}?retries=0"]
+    src = _write(
+        tmp_path / "in.jsonl",
+        [
+            {"id": 1, "question": "Which?", "options": {"A": "cat", "B": "dog"}, "response": "B"},
+            {"id": 2, "question": "Which?", "options": {"A": "cat", "B": "dog"}, "response": "meow, I guess"},
+        ],
+    )
+    args = [
+        "--workspace",
+        str(tmp_path / "ws.sqlite"),
+        "extract",
+        "--input",
+        str(src),
+        "--extractor",
+        f"rules+llm:openai:judge@{server.url}?retries=0",
+    ]
     for _ in range(2):
         assert main(args) == 0
         lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -252,8 +320,10 @@ class CountingBackend:
         return self.backend.generate(queries, max_new_tokens)
 
 
-GIBBERISH_INPUTS = [("Which animal is shown?", OPTS, "It is hard to say."),
-                    ("图中是什么动物？", {"A": "猫", "B": "狗"}, "不好说")]
+GIBBERISH_INPUTS = [
+    ("Which animal is shown?", OPTS, "It is hard to say."),
+    ("图中是什么动物？", {"A": "猫", "B": "狗"}, "不好说"),
+]
 
 
 def test_transformers_serve_with_tiny_text_model_end_to_end(tiny_text_lm_dir, tmp_path, capsys):
@@ -271,11 +341,14 @@ def test_transformers_serve_with_tiny_text_model_end_to_end(tiny_text_lm_dir, tm
         LLMExtractor(backend, ws=ws).extract_many(GIBBERISH_INPUTS)
         assert backend.prompts == 6
         # The command, on the same server, through the same cache.
-        src = _write(tmp_path / "in.jsonl", [{"id": i, "question": q, "options": o, "response": r}
-                                            for i, (q, o, r) in enumerate(GIBBERISH_INPUTS)])
+        src = _write(
+            tmp_path / "in.jsonl",
+            [{"id": i, "question": q, "options": o, "response": r} for i, (q, o, r) in enumerate(GIBBERISH_INPUTS)],
+        )
         spec = f"llm:openai:{model}@{base_url}?retries=1&timeout=60"
-        assert main(["--workspace", str(tmp_path / "ws.sqlite"), "extract", "--input", str(src),
-                     "--extractor", spec]) == 0
+        assert (
+            main(["--workspace", str(tmp_path / "ws.sqlite"), "extract", "--input", str(src), "--extractor", spec]) == 0
+        )
         lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
         assert [(r["id"], r["choice"], r["stage"]) for r in lines] == [(0, None, "none"), (1, None, "none")]
 

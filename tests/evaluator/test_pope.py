@@ -21,10 +21,10 @@ from evaluator.pope import (
     load_coco_instances,
     load_object_jsonl,
     match_answers,
+    mean_over_settings,
     object_phrase,
     parse_official,
     parse_strict,
-    mean_over_settings,
     pope_metrics,
     pope_question,
     read_pope_answers,
@@ -45,17 +45,34 @@ SLICES = COCO_SLICES + ["gqa_pope_seem_random.json"]
 
 def official_word_rule(text):
     """The script's per-answer rule alone, for the property test."""
-    if text.find('.') != -1:
-        text = text.split('.')[0]
-    text = text.replace(',', '')
-    words = text.split(' ')
-    return 'no' if ('No' in words or 'not' in words or 'no' in words) else 'yes'
+    if text.find(".") != -1:
+        text = text.split(".")[0]
+    text = text.replace(",", "")
+    words = text.split(" ")
+    return "no" if ("No" in words or "not" in words or "no" in words) else "yes"
 
 
 VARIED_ANSWERS = [
-    "Yes, there is.", "No.", "NO", "No!", "not at all", "There is no dog", "yes", "I think not", "",
-    "Yes", "No, there is not.", "no", "Nope", "There is a dog. No cat.", "It is not present.", "Yes!",
-    "No, there isn't", "I don't see one.", "Certainly", "no, it is absent",
+    "Yes, there is.",
+    "No.",
+    "NO",
+    "No!",
+    "not at all",
+    "There is no dog",
+    "yes",
+    "I think not",
+    "",
+    "Yes",
+    "No, there is not.",
+    "no",
+    "Nope",
+    "There is a dog. No cat.",
+    "It is not present.",
+    "Yes!",
+    "No, there isn't",
+    "I don't see one.",
+    "Certainly",
+    "no, it is absent",
 ]
 
 
@@ -113,20 +130,34 @@ def test_match_by_line_order_is_the_scripts_pairing_and_ids_restore_shuffled_ans
     random.Random(1).shuffle(order)
     shuffled = tmp_path / "shuffled.jsonl"
     write_answers(shuffled, [texts[i] for i in order], ids=[questions[i]["question_id"] for i in order])
-    assert [(q, a.text) for q, a in match_answers(questions, read_pope_answers(shuffled))] == \
-        [(q, a.text) for q, a in pairs]
+    assert [(q, a.text) for q, a in match_answers(questions, read_pope_answers(shuffled))] == [
+        (q, a.text) for q, a in pairs
+    ]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(list("Nnoti .,!YyesO\t") + ["No", "not", "no", " no ", "Yes"]), max_size=15)
-       .map("".join) | st.text(max_size=30))
+@given(
+    st.lists(st.sampled_from(list("Nnoti .,!YyesO\t") + ["No", "not", "no", " no ", "Yes"]), max_size=15).map("".join)
+    | st.text(max_size=30)
+)
 def test_parse_official_is_the_scripts_word_rule(text):
     assert parse_official(text) == official_word_rule(text)
 
 
-@pytest.mark.parametrize("text, expected", [("NO", "yes"), ("No!", "yes"), ("", "yes"), ("nope", "yes"),
-                                            ("Yes. No.", "yes"), ("No, it is", "no"), ("I think not", "no"),
-                                            ("not at all", "no"), ("Is it?\tno", "yes")])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("NO", "yes"),
+        ("No!", "yes"),
+        ("", "yes"),
+        ("nope", "yes"),
+        ("Yes. No.", "yes"),
+        ("No, it is", "no"),
+        ("I think not", "no"),
+        ("not at all", "no"),
+        ("Is it?\tno", "yes"),
+    ],
+)
 def test_parse_official_quirks_are_kept(text, expected):
     assert parse_official(text) == expected
 
@@ -135,39 +166,99 @@ def test_parse_official_quirks_are_kept(text, expected):
 
 STRICT_CASES = [
     # leading yes / no
-    ("Yes", "yes"), ("yes", "yes"), ("Yes.", "yes"), ("Yes,", "yes"), ("YES!!!", "yes"),
-    ("yes there is", "yes"), ("Yes, there is a dog in the image.", "yes"), ("**Yes**", "yes"),
-    ("Yeah, I think so.", "yes"), ("Yes, maybe.", "yes"),
-    ("No", "no"), ("no", "no"), ("No.", "no"), ("NO!", "no"), ("No!", "no"), ("Nope.", "no"),
-    ("No, there is a cat but no dog.", "no"), ("no, it is not there", "no"),
+    ("Yes", "yes"),
+    ("yes", "yes"),
+    ("Yes.", "yes"),
+    ("Yes,", "yes"),
+    ("YES!!!", "yes"),
+    ("yes there is", "yes"),
+    ("Yes, there is a dog in the image.", "yes"),
+    ("**Yes**", "yes"),
+    ("Yeah, I think so.", "yes"),
+    ("Yes, maybe.", "yes"),
+    ("No", "no"),
+    ("no", "no"),
+    ("No.", "no"),
+    ("NO!", "no"),
+    ("No!", "no"),
+    ("Nope.", "no"),
+    ("No, there is a cat but no dog.", "no"),
+    ("no, it is not there", "no"),
     # negations
-    ("There is no dog in the image.", "no"), ("There are no cats.", "no"), ("There isn't a dog.", "no"),
-    ("There aren\u2019t any people.", "no"), ("The dog is not present in the image.", "no"),
-    ("The image does not contain a dog.", "no"), ("The picture doesn't show any cars.", "no"),
-    ("I don't see a dog.", "no"), ("I do not see any bicycle.", "no"), ("I cannot see any cat.", "no"),
-    ("not present", "no"), ("Not at all.", "no"), ("I think not.", "no"), ("Absolutely not.", "no"),
-    ("Unfortunately, the answer is no.", "no"), ("Answer: No", "no"), ("None.", "no"), ("False", "no"),
-    ("I don't think so.", "no"), ("It is absent.", "no"), ("There is a dog, not a cat.", "no"),
+    ("There is no dog in the image.", "no"),
+    ("There are no cats.", "no"),
+    ("There isn't a dog.", "no"),
+    ("There aren\u2019t any people.", "no"),
+    ("The dog is not present in the image.", "no"),
+    ("The image does not contain a dog.", "no"),
+    ("The picture doesn't show any cars.", "no"),
+    ("I don't see a dog.", "no"),
+    ("I do not see any bicycle.", "no"),
+    ("I cannot see any cat.", "no"),
+    ("not present", "no"),
+    ("Not at all.", "no"),
+    ("I think not.", "no"),
+    ("Absolutely not.", "no"),
+    ("Unfortunately, the answer is no.", "no"),
+    ("Answer: No", "no"),
+    ("None.", "no"),
+    ("False", "no"),
+    ("I don't think so.", "no"),
+    ("It is absent.", "no"),
+    ("There is a dog, not a cat.", "no"),
     # affirmative statements
-    ("There is a dog in the image.", "yes"), ("There are two dogs on the sofa.", "yes"),
-    ("There's a cat.", "yes"), ("I can see a cat", "yes"), ("I see two people.", "yes"),
-    ("A dog can be seen on the left.", "yes"), ("The image shows a red car.", "yes"),
-    ("Sure! Yes", "yes"), ("Sure, yes.", "yes"), ("The answer is yes.", "yes"), ("Certainly.", "yes"),
-    ("Of course!", "yes"), ("True", "yes"), ("Correct.", "yes"), ("I think so.", "yes"),
-    ("Is there a dog? Yes.", "yes"), ("Is there a dog? No.", "no"),
-    ("Is there a dog?", "unknown"), ("No doubt, there is a cat.", "yes"), ("No doubt about it.", "yes"),
+    ("There is a dog in the image.", "yes"),
+    ("There are two dogs on the sofa.", "yes"),
+    ("There's a cat.", "yes"),
+    ("I can see a cat", "yes"),
+    ("I see two people.", "yes"),
+    ("A dog can be seen on the left.", "yes"),
+    ("The image shows a red car.", "yes"),
+    ("Sure! Yes", "yes"),
+    ("Sure, yes.", "yes"),
+    ("The answer is yes.", "yes"),
+    ("Certainly.", "yes"),
+    ("Of course!", "yes"),
+    ("True", "yes"),
+    ("Correct.", "yes"),
+    ("I think so.", "yes"),
+    ("Is there a dog? Yes.", "yes"),
+    ("Is there a dog? No.", "no"),
+    ("Is there a dog?", "unknown"),
+    ("No doubt, there is a cat.", "yes"),
+    ("No doubt about it.", "yes"),
     ("No doubt there is no cat.", "no"),
     # neither
-    ("", "unknown"), ("   ", "unknown"), ("not sure", "unknown"), ("I'm not sure.", "unknown"),
-    ("Hard to tell.", "unknown"), ("It is difficult to say from this picture.", "unknown"),
-    ("Maybe", "unknown"), ("Perhaps.", "unknown"), ("There might be a dog.", "unknown"),
-    ("I cannot determine that.", "unknown"), ("I can't tell.", "unknown"), ("I don't know.", "unknown"),
-    ("No idea.", "unknown"), ("Yes and no.", "unknown"), ("Sure!", "unknown"), ("Y", "unknown"),
-    ("A dog sits on the couch.", "unknown"), ("I'm sorry, I cannot see the image.", "unknown"),
-    ("There's no way to tell.", "unknown"), ("It is unclear.", "unknown"),
+    ("", "unknown"),
+    ("   ", "unknown"),
+    ("not sure", "unknown"),
+    ("I'm not sure.", "unknown"),
+    ("Hard to tell.", "unknown"),
+    ("It is difficult to say from this picture.", "unknown"),
+    ("Maybe", "unknown"),
+    ("Perhaps.", "unknown"),
+    ("There might be a dog.", "unknown"),
+    ("I cannot determine that.", "unknown"),
+    ("I can't tell.", "unknown"),
+    ("I don't know.", "unknown"),
+    ("No idea.", "unknown"),
+    ("Yes and no.", "unknown"),
+    ("Sure!", "unknown"),
+    ("Y", "unknown"),
+    ("A dog sits on the couch.", "unknown"),
+    ("I'm sorry, I cannot see the image.", "unknown"),
+    ("There's no way to tell.", "unknown"),
+    ("It is unclear.", "unknown"),
     # Chinese (bonus)
-    ("是", "yes"), ("是的，图中有一只狗。", "yes"), ("有", "yes"), ("不是", "no"), ("没有", "no"),
-    ("否", "no"), ("不，图中没有猫。", "no"), ("图中是否有狗？没有。", "no"), ("不确定", "unknown"),
+    ("是", "yes"),
+    ("是的，图中有一只狗。", "yes"),
+    ("有", "yes"),
+    ("不是", "no"),
+    ("没有", "no"),
+    ("否", "no"),
+    ("不，图中没有猫。", "no"),
+    ("图中是否有狗？没有。", "no"),
+    ("不确定", "unknown"),
 ]
 
 
@@ -189,8 +280,14 @@ def test_metrics_hand_computed():
     answers = ["yes", "yes", "no", "unknown", "no", "no", "yes", "unknown", "no", "yes"]
     # tp 3 (0,1,9), fn 1 (2), fp 1 (6), tn 3 (4,5,8), unknown 2 (3,7); 5 labelled yes.
     m = pope_metrics(labels, answers)
-    assert {k: getattr(m, k) for k in ("questions", "tp", "fp", "tn", "fn", "unknown")} == \
-        {"questions": 10, "tp": 3, "fp": 1, "tn": 3, "fn": 1, "unknown": 2}
+    assert {k: getattr(m, k) for k in ("questions", "tp", "fp", "tn", "fn", "unknown")} == {
+        "questions": 10,
+        "tp": 3,
+        "fp": 1,
+        "tn": 3,
+        "fn": 1,
+        "unknown": 2,
+    }
     assert m.accuracy == pytest.approx(0.6)
     assert m.precision == pytest.approx(0.75)
     assert m.recall == pytest.approx(0.6)  # the unknown on a yes-question counts against recall
@@ -221,9 +318,11 @@ def test_metrics_reject_bad_values():
 
 
 def test_mean_over_settings_ignores_none():
-    settings = {"random": pope_metrics(["yes", "no"], ["yes", "no"]),
-                "popular": pope_metrics(["yes", "no"], ["yes", "yes"]),
-                "adversarial": pope_metrics(["no", "no"], ["no", "no"])}  # precision, recall, f1 are None here
+    settings = {
+        "random": pope_metrics(["yes", "no"], ["yes", "no"]),
+        "popular": pope_metrics(["yes", "no"], ["yes", "yes"]),
+        "adversarial": pope_metrics(["no", "no"], ["no", "no"]),
+    }  # precision, recall, f1 are None here
     assert settings["popular"].precision == 0.5
     mean = mean_over_settings(list(settings.values()))
     assert mean.accuracy == pytest.approx((1 + 0.5 + 1) / 3)
@@ -236,8 +335,19 @@ def test_mean_over_settings_ignores_none():
 
 def test_metrics_json_keeps_its_keys_in_order():
     m = pope_metrics(["yes", "no"], ["yes", "unknown"])
-    assert list(m.to_json()) == ["questions", "tp", "fp", "tn", "fn", "unknown", "accuracy", "precision", "recall",
-                                 "f1", "yes_ratio"]
+    assert list(m.to_json()) == [
+        "questions",
+        "tp",
+        "fp",
+        "tn",
+        "fn",
+        "unknown",
+        "accuracy",
+        "precision",
+        "recall",
+        "f1",
+        "yes_ratio",
+    ]
 
 
 # ------------------------------------------------------------------------------------------------- files
@@ -245,22 +355,34 @@ def test_metrics_json_keeps_its_keys_in_order():
 
 def test_read_questions_jsonl_and_array():
     coco = read_pope_questions(DATA / "coco_pope_random.json")
-    assert len(coco) == 60 and coco[0] == {"question_id": 1, "image": "COCO_val2014_000000310196.jpg",
-                                           "text": "Is there a snowboard in the image?", "label": "yes"}
+    assert len(coco) == 60 and coco[0] == {
+        "question_id": 1,
+        "image": "COCO_val2014_000000310196.jpg",
+        "text": "Is there a snowboard in the image?",
+        "label": "yes",
+    }
     gqa = read_pope_questions(DATA / "gqa_pope_seem_random.json")
     assert len(gqa) == 10 and gqa[0]["image"] == "2405722.jpg"
     assert [q["label"] for q in gqa[:6]] == ["yes", "yes", "yes", "no", "no", "no"]
 
 
-@pytest.mark.parametrize("content, message", [
-    ('{"question_id": 1, "image": "a.jpg", "text": "Is there a dog?", "label": "yes"}\n{"question_id": 2,',
-     "line 2: not valid JSON"),
-    ('{"question_id": 1, "image": "a.jpg", "text": "Is there a dog?"}\n', "line 1: field 'label'"),
-    ('{"question_id": 1, "image": "a.jpg", "text": "t", "label": "maybe"}\n', "line 1: field 'label' is 'maybe'"),
-    ('{"question_id": 1, "image": "a.jpg", "text": "t", "label": "no"}\n\n'
-     '{"question_id": 1, "image": "b.jpg", "text": "t", "label": "no"}\n', "line 3: question_id 1 repeats line 1"),
-    ('[{"question_id": 1, "image": "a.jpg", "text": "t", "label": "yes"}, {"image": "b.jpg"}]', "item 2"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (
+            '{"question_id": 1, "image": "a.jpg", "text": "Is there a dog?", "label": "yes"}\n{"question_id": 2,',
+            "line 2: not valid JSON",
+        ),
+        ('{"question_id": 1, "image": "a.jpg", "text": "Is there a dog?"}\n', "line 1: field 'label'"),
+        ('{"question_id": 1, "image": "a.jpg", "text": "t", "label": "maybe"}\n', "line 1: field 'label' is 'maybe'"),
+        (
+            '{"question_id": 1, "image": "a.jpg", "text": "t", "label": "no"}\n\n'
+            '{"question_id": 1, "image": "b.jpg", "text": "t", "label": "no"}\n',
+            "line 3: question_id 1 repeats line 1",
+        ),
+        ('[{"question_id": 1, "image": "a.jpg", "text": "t", "label": "yes"}, {"image": "b.jpg"}]', "item 2"),
+    ],
+)
 def test_read_questions_errors_name_file_and_line(tmp_path, content, message):
     path = tmp_path / "questions.json"
     path.write_text(content)
@@ -271,8 +393,10 @@ def test_read_questions_errors_name_file_and_line(tmp_path, content, message):
 
 def test_read_answers_fields(tmp_path):
     path = tmp_path / "answers.jsonl"
-    path.write_text('{"question_id": 1, "text": "Is there a dog?", "answer": "No."}\n'
-                    '{"question_id": 2, "text": "Yes"}\n\n{"text": "maybe"}\n')
+    path.write_text(
+        '{"question_id": 1, "text": "Is there a dog?", "answer": "No."}\n'
+        '{"question_id": 2, "text": "Yes"}\n\n{"text": "maybe"}\n'
+    )
     answers = read_pope_answers(path)
     assert [(a.text, a.question_id, a.line) for a in answers] == [("No.", 1, 1), ("Yes", 2, 2), ("maybe", None, 4)]
     path.write_text('{"question_id": 1, "response": "No."}\n')
@@ -287,14 +411,17 @@ def answers_of(*items):
 QUESTIONS = [{"question_id": i, "image": "a.jpg", "text": "t", "label": "yes"} for i in (1, 2, 3)]
 
 
-@pytest.mark.parametrize("answers, message", [
-    (answers_of((None, "a"), (None, "b")), r"run.jsonl: 2 answers for 3 questions \(the file ends at line 2\)"),
-    (answers_of(*[(None, "a")] * 4), "run.jsonl, line 4: answer without a question"),
-    (answers_of((1, "a"), (None, "b"), (3, "c")), "run.jsonl, line 2: answer has no question_id"),
-    (answers_of((1, "a"), (2, "b"), (9, "c")), "run.jsonl, line 3: question_id 9 is not among the questions"),
-    (answers_of((1, "a"), (2, "b"), (1, "c")), "run.jsonl, line 3: question_id 1 already answered on line 1"),
-    (answers_of((1, "a"), (3, "c")), "run.jsonl: no answer for question_id 2"),
-])
+@pytest.mark.parametrize(
+    "answers, message",
+    [
+        (answers_of((None, "a"), (None, "b")), r"run.jsonl: 2 answers for 3 questions \(the file ends at line 2\)"),
+        (answers_of(*[(None, "a")] * 4), "run.jsonl, line 4: answer without a question"),
+        (answers_of((1, "a"), (None, "b"), (3, "c")), "run.jsonl, line 2: answer has no question_id"),
+        (answers_of((1, "a"), (2, "b"), (9, "c")), "run.jsonl, line 3: question_id 9 is not among the questions"),
+        (answers_of((1, "a"), (2, "b"), (1, "c")), "run.jsonl, line 3: question_id 1 already answered on line 1"),
+        (answers_of((1, "a"), (3, "c")), "run.jsonl: no answer for question_id 2"),
+    ],
+)
 def test_match_answers_errors(answers, message):
     with pytest.raises(InvalidInput, match=message):
         match_answers(QUESTIONS, answers)
@@ -308,8 +435,24 @@ def test_match_answers_string_ids_match_integer_ids():
 # ---------------------------------------------------------------------------------------------- building
 
 # tests/factories.POPE_SCENES: a dozen images, 16 categories co-occurring the way they do in COCO.
-CATEGORIES = ["person", "car", "truck", "traffic light", "bicycle", "dog", "cat", "couch", "tv", "remote",
-              "cup", "oven", "sink", "apple", "skis", "scissors"]
+CATEGORIES = [
+    "person",
+    "car",
+    "truck",
+    "traffic light",
+    "bicycle",
+    "dog",
+    "cat",
+    "couch",
+    "tv",
+    "remote",
+    "cup",
+    "oven",
+    "sink",
+    "apple",
+    "skis",
+    "scissors",
+]
 IMAGES = pope_scenes(".jpg")
 
 
@@ -320,34 +463,57 @@ def coco_file(tmp_path):
     for n, (file_name, names) in enumerate(IMAGES.items()):
         images.append({"id": 1000 + n, "file_name": file_name, "width": 640, "height": 480})
         for name in names + names[:1]:  # a repeated instance of the first object: must be deduplicated
-            annotations.append({"id": len(annotations) + 1, "image_id": 1000 + n,
-                                "category_id": category_ids[name], "bbox": [0, 0, 10, 10]})
+            annotations.append(
+                {
+                    "id": len(annotations) + 1,
+                    "image_id": 1000 + n,
+                    "category_id": category_ids[name],
+                    "bbox": [0, 0, 10, 10],
+                }
+            )
     images.append({"id": 5000, "file_name": "empty.jpg", "width": 1, "height": 1})
     path = tmp_path / "instances_tiny.json"
-    path.write_text(json.dumps({"images": images, "annotations": annotations,
-                                "categories": [{"id": i, "name": n} for n, i in category_ids.items()]}))
+    path.write_text(
+        json.dumps(
+            {
+                "images": images,
+                "annotations": annotations,
+                "categories": [{"id": i, "name": n} for n, i in category_ids.items()],
+            }
+        )
+    )
     return path
 
 
 def test_load_coco_instances(coco_file):
     annotations = load_coco_instances(coco_file)
     assert annotations["empty.jpg"] == []
-    assert {k: sorted(v) for k, v in annotations.items() if k != "empty.jpg"} == \
-        {k: sorted(v) for k, v in IMAGES.items()}
+    assert {k: sorted(v) for k, v in annotations.items() if k != "empty.jpg"} == {
+        k: sorted(v) for k, v in IMAGES.items()
+    }
 
 
 def test_load_coco_instances_unknown_category(tmp_path):
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps({"images": [{"id": 1, "file_name": "a.jpg"}], "categories": [],
-                                "annotations": [{"id": 7, "image_id": 1, "category_id": 3}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "images": [{"id": 1, "file_name": "a.jpg"}],
+                "categories": [],
+                "annotations": [{"id": 7, "image_id": 1, "category_id": 3}],
+            }
+        )
+    )
     with pytest.raises(InvalidInput, match=r"bad.json: annotations\[0\]: category_id 3"):
         load_coco_instances(path)
 
 
 def test_load_object_jsonl_merges_and_deduplicates(tmp_path):
     path = tmp_path / "objects.jsonl"
-    path.write_text('{"image": "a.jpg", "objects": ["dog", "person", "dog"]}\n'
-                    '{"image": "b.jpg", "objects": []}\n{"image": "a.jpg", "objects": ["cat"]}\n')
+    path.write_text(
+        '{"image": "a.jpg", "objects": ["dog", "person", "dog"]}\n'
+        '{"image": "b.jpg", "objects": []}\n{"image": "a.jpg", "objects": ["cat"]}\n'
+    )
     assert load_object_jsonl(path) == {"a.jpg": ["cat", "dog", "person"], "b.jpg": []}
     path.write_text('{"image": "a.jpg", "objects": "dog"}\n')
     with pytest.raises(InvalidInput, match="objects.jsonl, line 1"):
@@ -355,8 +521,7 @@ def test_load_object_jsonl_merges_and_deduplicates(tmp_path):
 
 
 def build(setting, seed=0, images_count=8, per_image=3, annotations=None):
-    return build_pope(annotations or IMAGES, setting=setting, images_count=images_count, per_image=per_image,
-                      seed=seed)
+    return build_pope(annotations or IMAGES, setting=setting, images_count=images_count, per_image=per_image, seed=seed)
 
 
 def by_image(records, label):
@@ -408,8 +573,7 @@ def test_popular_negatives_are_the_most_frequent_absent_objects():
 
 
 def co_occurrence_score(image, candidate):
-    return sum(1 for names in IMAGES.values() for present in IMAGES[image]
-               if present in names and candidate in names)
+    return sum(1 for names in IMAGES.values() for present in IMAGES[image] if present in names and candidate in names)
 
 
 def test_adversarial_negatives_are_the_top_co_occurring_absent_objects():
@@ -442,8 +606,13 @@ def test_build_is_reproducible_and_seed_dependent(setting):
 
 def test_fallback_when_a_pool_runs_out():
     # a, b only ever appear with c; x, y, z, w only with each other.
-    annotations = {"1.jpg": ["a", "b"], "2.jpg": ["a", "b", "c"], "3.jpg": ["x", "y", "z"],
-                   "4.jpg": ["x", "y", "w"], "5.jpg": ["x", "y"]}
+    annotations = {
+        "1.jpg": ["a", "b"],
+        "2.jpg": ["a", "b", "c"],
+        "3.jpg": ["x", "y", "z"],
+        "4.jpg": ["x", "y", "w"],
+        "5.jpg": ["x", "y"],
+    }
     records = build_pope(annotations, setting="adversarial", images_count=5, per_image=2, seed=3)
     negatives = by_image(records, "no")
     # 1.jpg: only c co-occurs; the second negative comes from the popular pool: x and y are in most images.
@@ -473,13 +642,45 @@ def test_english_of_questions():
     assert pope_question("traffic light") == "Is there a traffic light in the image?"  # the files say "an"
     assert pope_question("skis") == "Is there a pair of skis in the image?"
     assert pope_question("scissors") == "Is there a pair of scissors in the image?"
-    assert [object_phrase(n) for n in ("umbrella", "oven", "elephant", "unicorn", "uniform", "hour",
-                                       "hot dog", "one-way sign", "european flag", "honest man", "tv",
-                                       "broccoli", "ski boots")] == \
-        ["an umbrella", "an oven", "an elephant", "a unicorn", "a uniform", "an hour", "a hot dog",
-         "a one-way sign", "a european flag", "an honest man", "a tv", "broccoli", "a pair of ski boots"]
-    phrases = {"apple": "an apple", "oven": "an oven", "skis": "a pair of skis", "scissors": "a pair of scissors",
-               "traffic light": "a traffic light"}
+    assert [
+        object_phrase(n)
+        for n in (
+            "umbrella",
+            "oven",
+            "elephant",
+            "unicorn",
+            "uniform",
+            "hour",
+            "hot dog",
+            "one-way sign",
+            "european flag",
+            "honest man",
+            "tv",
+            "broccoli",
+            "ski boots",
+        )
+    ] == [
+        "an umbrella",
+        "an oven",
+        "an elephant",
+        "a unicorn",
+        "a uniform",
+        "an hour",
+        "a hot dog",
+        "a one-way sign",
+        "a european flag",
+        "an honest man",
+        "a tv",
+        "broccoli",
+        "a pair of ski boots",
+    ]
+    phrases = {
+        "apple": "an apple",
+        "oven": "an oven",
+        "skis": "a pair of skis",
+        "scissors": "a pair of scissors",
+        "traffic light": "a traffic light",
+    }
     seen = set()
     for seed in range(10):
         for r in build_pope(IMAGES, setting="random", images_count=12, per_image=2, seed=seed):

@@ -3,6 +3,7 @@
 The official-equivalence tests run on the real question slices in tests/data/pope (see its README) against
 POPE's evaluate.py logic kept literally below.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,14 +17,17 @@ from pathlib import Path
 import pytest
 
 from db import open_workspace, runs
-from tests.pope_official import official_evaluate
 from evaluator.pope import parse_official, pope_question, read_pope_questions
 from tests.factories import png_bytes, pope_scenes
+from tests.pope_official import official_evaluate
 from vlmdesk.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "pope"
-COCO_SLICES = {"random": "coco_pope_random.json", "popular": "coco_pope_popular.json",
-               "adversarial": "coco_pope_adversarial.json"}
+COCO_SLICES = {
+    "random": "coco_pope_random.json",
+    "popular": "coco_pope_popular.json",
+    "adversarial": "coco_pope_adversarial.json",
+}
 METRICS = ("tp", "fp", "tn", "fn", "accuracy", "precision", "recall", "f1", "yes_ratio")
 
 
@@ -44,9 +48,27 @@ def cli_json(capsys, *args):
 
 # Answers that real models give, chosen so the official rule reads some of them unexpectedly ("NO" -> yes).
 VARIED_ANSWERS = [
-    "Yes, there is.", "No.", "NO", "No!", "not at all", "There is no dog", "yes", "I think not", "",
-    "Yes", "No, there is not.", "no", "Nope", "There is a dog. No cat.", "It is not present.", "Yes!",
-    "No, there isn't", "I don't see one.", "Certainly", "no, it is absent", "not sure",
+    "Yes, there is.",
+    "No.",
+    "NO",
+    "No!",
+    "not at all",
+    "There is no dog",
+    "yes",
+    "I think not",
+    "",
+    "Yes",
+    "No, there is not.",
+    "no",
+    "Nope",
+    "There is a dog. No cat.",
+    "It is not present.",
+    "Yes!",
+    "No, there isn't",
+    "I don't see one.",
+    "Certainly",
+    "no, it is absent",
+    "not sure",
 ]
 
 
@@ -79,8 +101,9 @@ def test_official_parser_through_the_cli_equals_the_official_script(tmp_path, ca
     by_line = write_jsonl(tmp_path / "answers.jsonl", [{"text": t} for t in texts])
     expected = official_evaluate(by_line, labels_file(tmp_path, slice_name))
 
-    got = cli_json(capsys, "pope", "score", "--questions", DATA / slice_name, "--answers", by_line,
-                   "--parser", "official")
+    got = cli_json(
+        capsys, "pope", "score", "--questions", DATA / slice_name, "--answers", by_line, "--parser", "official"
+    )
     for key in METRICS:
         assert got[key] == expected[key], key  # exact: the same operations in the same order
     assert got["unknown"] == 0 and got["questions"] == len(questions) and got["parser"] == "official"
@@ -89,11 +112,13 @@ def test_official_parser_through_the_cli_equals_the_official_script(tmp_path, ca
     # The same answers shuffled, with question ids and in "answer": matched by id, same numbers.
     order = list(range(len(questions)))
     random.Random(shift).shuffle(order)
-    shuffled = write_jsonl(tmp_path / "shuffled.jsonl", [
-        {"question_id": questions[i]["question_id"], "text": questions[i]["text"], "answer": texts[i]}
-        for i in order])
-    again = cli_json(capsys, "pope", "score", "--questions", DATA / slice_name, "--answers", shuffled,
-                     "--parser", "official")
+    shuffled = write_jsonl(
+        tmp_path / "shuffled.jsonl",
+        [{"question_id": questions[i]["question_id"], "text": questions[i]["text"], "answer": texts[i]} for i in order],
+    )
+    again = cli_json(
+        capsys, "pope", "score", "--questions", DATA / slice_name, "--answers", shuffled, "--parser", "official"
+    )
     assert {k: again[k] for k in METRICS} == {k: got[k] for k in METRICS}
 
 
@@ -126,54 +151,79 @@ def test_settings_are_named_by_file_stem_when_the_names_do_not_say_distinct_sett
     gqa = DATA / "gqa_pope_seem_random.json"  # also "random": the stems name the two apart
     a = write_jsonl(tmp_path / "a.jsonl", [{"text": "Yes"}] * 60)
     b = write_jsonl(tmp_path / "b.jsonl", [{"text": "No"}] * 10)
-    got = cli_json(capsys, "pope", "score", "--questions", questions, "--answers", a, "--questions", gqa,
-                   "--answers", b)
+    got = cli_json(
+        capsys, "pope", "score", "--questions", questions, "--answers", a, "--questions", gqa, "--answers", b
+    )
     assert list(got["settings"]) == ["coco_pope_random", "gqa_pope_seem_random"]
     assert got["settings"]["gqa_pope_seem_random"]["precision"] is None  # no "yes" at all: undefined, not 0
 
 
 # (answer, what it means) — the intended reading is written by hand, not computed by the parser under test.
 STRICT_PHRASINGS = [
-    ("Yes", "yes"), ("NO", "no"), ("No!", "no"), ("not sure", "unknown"), ("There is no dog in the image.", "no"),
-    ("There is a dog in the image.", "yes"), ("I don't see a dog.", "no"), ("Hard to tell.", "unknown"),
-    ("The image does not contain a dog.", "no"), ("Sure, yes.", "yes"), ("", "unknown"), ("Nope.", "no"),
-    ("Is there a dog? Yes.", "yes"), ("isn't there", "no"), ("I can see a cat", "yes"), ("No idea.", "unknown"),
+    ("Yes", "yes"),
+    ("NO", "no"),
+    ("No!", "no"),
+    ("not sure", "unknown"),
+    ("There is no dog in the image.", "no"),
+    ("There is a dog in the image.", "yes"),
+    ("I don't see a dog.", "no"),
+    ("Hard to tell.", "unknown"),
+    ("The image does not contain a dog.", "no"),
+    ("Sure, yes.", "yes"),
+    ("", "unknown"),
+    ("Nope.", "no"),
+    ("Is there a dog? Yes.", "yes"),
+    ("isn't there", "no"),
+    ("I can see a cat", "yes"),
+    ("No idea.", "unknown"),
 ]
 
 
 def test_strict_parser_through_the_cli_on_a_table_of_phrasings(tmp_path, capsys):
     labels = ["yes", "no"] * (len(STRICT_PHRASINGS) // 2)
-    questions = write_jsonl(tmp_path / "q.jsonl", [
-        {"question_id": i + 1, "image": "x.jpg", "text": "Is there a dog in the image?", "label": label}
-        for i, label in enumerate(labels)])
-    answers = write_jsonl(tmp_path / "answers.jsonl", [
-        {"question_id": i + 1, "answer": text} for i, (text, _) in enumerate(STRICT_PHRASINGS)])
+    questions = write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {"question_id": i + 1, "image": "x.jpg", "text": "Is there a dog in the image?", "label": label}
+            for i, label in enumerate(labels)
+        ],
+    )
+    answers = write_jsonl(
+        tmp_path / "answers.jsonl",
+        [{"question_id": i + 1, "answer": text} for i, (text, _) in enumerate(STRICT_PHRASINGS)],
+    )
     counts = Counter()
     for label, (_, reading) in zip(labels, STRICT_PHRASINGS):
-        counts[{"yes": {"yes": "tp", "no": "fp"}, "no": {"yes": "fn", "no": "tn"}}[reading][label]
-               if reading != "unknown" else "unknown"] += 1
+        counts[
+            {"yes": {"yes": "tp", "no": "fp"}, "no": {"yes": "fn", "no": "tn"}}[reading][label]
+            if reading != "unknown"
+            else "unknown"
+        ] += 1
 
     got = cli_json(capsys, "pope", "score", "--questions", questions, "--answers", answers)  # strict: the default
     assert got["parser"] == "strict"
-    assert {k: got[k] for k in ("tp", "fp", "tn", "fn", "unknown")} == \
-        {k: counts[k] for k in ("tp", "fp", "tn", "fn", "unknown")}
+    assert {k: got[k] for k in ("tp", "fp", "tn", "fn", "unknown")} == {
+        k: counts[k] for k in ("tp", "fp", "tn", "fn", "unknown")
+    }
     n = len(STRICT_PHRASINGS)
     assert got["accuracy"] == (counts["tp"] + counts["tn"]) / n  # unknown answers count as wrong
     assert got["recall"] == counts["tp"] / labels.count("yes")
     assert got["yes_ratio"] == (counts["tp"] + counts["fp"]) / n
 
-    official = cli_json(capsys, "pope", "score", "--questions", questions, "--answers", answers,
-                        "--parser", "official")
+    official = cli_json(capsys, "pope", "score", "--questions", questions, "--answers", answers, "--parser", "official")
     assert official["unknown"] == 0 and official["tp"] + official["fp"] > got["tp"] + got["fp"]  # "NO" is yes there
 
 
-@pytest.mark.parametrize("answers, message", [
-    ('{"text": "Yes"}\n{"text": "No"\n', r"answers.jsonl, line 2: not valid JSON"),
-    ('{"text": "Yes"}\n', r"answers.jsonl: 1 answers for 60 questions"),
-    ("\n", r"answers.jsonl: no answers \(for 60 questions\)"),
-    ('{"question_id": 999999, "text": "Yes"}\n', r"answers.jsonl, line 1: question_id 999999 is not among"),
-    ('{"question_id": 1, "reply": "Yes"}\n', r"answers.jsonl, line 1: field 'answer' or 'text' missing"),
-])
+@pytest.mark.parametrize(
+    "answers, message",
+    [
+        ('{"text": "Yes"}\n{"text": "No"\n', r"answers.jsonl, line 2: not valid JSON"),
+        ('{"text": "Yes"}\n', r"answers.jsonl: 1 answers for 60 questions"),
+        ("\n", r"answers.jsonl: no answers \(for 60 questions\)"),
+        ('{"question_id": 999999, "text": "Yes"}\n', r"answers.jsonl, line 1: question_id 999999 is not among"),
+        ('{"question_id": 1, "reply": "Yes"}\n', r"answers.jsonl, line 1: field 'answer' or 'text' missing"),
+    ],
+)
 def test_score_errors_are_one_line_with_file_and_line(tmp_path, capsys, answers, message):
     path = tmp_path / "answers.jsonl"
     path.write_text(answers)
@@ -212,20 +262,51 @@ def coco(tmp_path):
         (images_dir / file_name).write_bytes(png_bytes(color=(20 * n, 255 - 20 * n, 90), size=(16, 12)))
         images.append({"id": 300 + n, "file_name": file_name, "width": 16, "height": 12})
         for name in names + names[:1]:
-            annotations.append({"id": len(annotations) + 1, "image_id": 300 + n,
-                                "category_id": category_ids[name], "bbox": [0, 0, 4, 4], "area": 16,
-                                "iscrowd": 0})
+            annotations.append(
+                {
+                    "id": len(annotations) + 1,
+                    "image_id": 300 + n,
+                    "category_id": category_ids[name],
+                    "bbox": [0, 0, 4, 4],
+                    "area": 16,
+                    "iscrowd": 0,
+                }
+            )
     path = tmp_path / "instances_tiny.json"
-    path.write_text(json.dumps({"info": {}, "images": images, "annotations": annotations,
-                                "categories": [{"id": i, "name": n, "supercategory": "x"}
-                                               for n, i in category_ids.items()]}, indent=1))
+    path.write_text(
+        json.dumps(
+            {
+                "info": {},
+                "images": images,
+                "annotations": annotations,
+                "categories": [{"id": i, "name": n, "supercategory": "x"} for n, i in category_ids.items()],
+            },
+            indent=1,
+        )
+    )
     return path, images_dir
 
 
 def build(capsys, coco, out, setting, *extra):
     annotations, images_dir = coco
-    return cli_json(capsys, "pope", "build", "--annotations", annotations, "--images", images_dir,
-                    "--setting", setting, "--images-count", 8, "--per-image", 3, "--out", out, *extra)
+    return cli_json(
+        capsys,
+        "pope",
+        "build",
+        "--annotations",
+        annotations,
+        "--images",
+        images_dir,
+        "--setting",
+        setting,
+        "--images-count",
+        8,
+        "--per-image",
+        3,
+        "--out",
+        out,
+        *extra,
+    )
 
 
 def negatives_by_image(records) -> dict[str, list[str]]:
@@ -276,8 +357,10 @@ def test_build_is_reproducible_and_reads_objects_jsonl_the_same(tmp_path, capsys
     build(capsys, coco, first, "adversarial", "--seed", 2)
     build(capsys, coco, again, "adversarial", "--seed", 2)
     assert first.read_bytes() == again.read_bytes()
-    assert any(build(capsys, coco, other, "adversarial", "--seed", s) and other.read_bytes() != first.read_bytes()
-               for s in (3, 4, 5))
+    assert any(
+        build(capsys, coco, other, "adversarial", "--seed", s) and other.read_bytes() != first.read_bytes()
+        for s in (3, 4, 5)
+    )
 
     objects = write_jsonl(tmp_path / "objects.jsonl", [{"image": i, "objects": o} for i, o in IMAGES.items()])
     from_jsonl = tmp_path / "d.json"
@@ -290,8 +373,20 @@ def test_build_errors_write_nothing(tmp_path, capsys, coco):
     annotations, images_dir = coco
     (images_dir / "street3.png").unlink()
     out = tmp_path / "out.json"
-    base = ["pope", "build", "--annotations", annotations, "--images", images_dir, "--setting", "popular",
-            "--out", out, "--per-image", 3]
+    base = [
+        "pope",
+        "build",
+        "--annotations",
+        annotations,
+        "--images",
+        images_dir,
+        "--setting",
+        "popular",
+        "--out",
+        out,
+        "--per-image",
+        3,
+    ]
     code, _, err = cli(capsys, *base, "--images-count", 11)  # every eligible image, street3 among them
     assert code == 2 and err == f"error: {images_dir}: 1 of the 11 chosen images are not in this folder: street3.png\n"
     code, _, err = cli(capsys, *base, "--images-count", 12)
@@ -300,8 +395,9 @@ def test_build_errors_write_nothing(tmp_path, capsys, coco):
     assert code == 2 and "nowhere: no such directory" in err
     bad = tmp_path / "instances_bad.json"
     bad.write_text('{"images": [], "annotations": [], "categories": [\n')
-    code, _, err = cli(capsys, "pope", "build", "--annotations", bad, "--images", images_dir, "--setting", "random",
-                       "--out", out)
+    code, _, err = cli(
+        capsys, "pope", "build", "--annotations", bad, "--images", images_dir, "--setting", "random", "--out", out
+    )
     assert code == 2 and f"error: {bad}, line 2: not valid JSON" in err
     assert not out.exists() and list(tmp_path.glob(".out.json*")) == []
 
@@ -314,16 +410,46 @@ def test_build_import_run_and_report_with_a_baseline(tmp_path, capsys, coco):
         summary = build(capsys, coco, out, setting, "--seed", 1, "--import", "--workspace", ws)
         assert summary["import"]["name"] == f"tiny-pope-{setting}"
         assert summary["import"]["questions"] == 48 and summary["import"]["images"] == 8
-        run_ids[setting] = cli_json(capsys, "--workspace", ws, "run", "--bench", f"tiny-pope-{setting}",
-                                    "--model", "baseline:random", "--seed", 3)["run_id"]
+        run_ids[setting] = cli_json(
+            capsys,
+            "--workspace",
+            ws,
+            "run",
+            "--bench",
+            f"tiny-pope-{setting}",
+            "--model",
+            "baseline:random",
+            "--seed",
+            3,
+        )["run_id"]
     # Re-building the same set is already imported; another set under a taken name is refused, no file written.
-    again = build(capsys, coco, tmp_path / "tiny_pope_random.json", "random", "--seed", 1, "--import",
-                  "--workspace", ws)
+    again = build(
+        capsys, coco, tmp_path / "tiny_pope_random.json", "random", "--seed", 1, "--import", "--workspace", ws
+    )
     assert again["import"]["already_imported"]
     clash = tmp_path / "clash.json"
-    code, _, err = cli(capsys, "--workspace", ws, "pope", "build", "--annotations", coco[0], "--images", coco[1],
-                       "--setting", "random", "--seed", 9, "--images-count", 8, "--out", clash, "--import",
-                       "--name", "tiny-pope-random")
+    code, _, err = cli(
+        capsys,
+        "--workspace",
+        ws,
+        "pope",
+        "build",
+        "--annotations",
+        coco[0],
+        "--images",
+        coco[1],
+        "--setting",
+        "random",
+        "--seed",
+        9,
+        "--images-count",
+        8,
+        "--out",
+        clash,
+        "--import",
+        "--name",
+        "tiny-pope-random",
+    )
     assert code == 2 and "already named 'tiny-pope-random'" in err and not clash.exists()
 
     reports = {}
@@ -352,12 +478,24 @@ def test_build_import_run_and_report_with_a_baseline(tmp_path, capsys, coco):
     assert f"{100 * mean['strict']['accuracy']:5.1f}%" in out.split("POPE mean over settings")[1]
 
     # A second run on one setting (another seed) is another group; a rerun of a setting in one group is refused.
-    other = cli_json(capsys, "--workspace", ws, "run", "--bench", "tiny-pope-random", "--model", "baseline:random",
-                     "--seed", 4)["run_id"]
+    other = cli_json(
+        capsys, "--workspace", ws, "run", "--bench", "tiny-pope-random", "--model", "baseline:random", "--seed", 4
+    )["run_id"]
     mixed = cli_json(capsys, "--workspace", ws, "report", run_ids["random"], run_ids["popular"], other)
     assert mixed[0]["pope_mean"]["runs"] == [run_ids["random"], run_ids["popular"]] and mixed[2]["pope_mean"] is None
-    rerun = cli_json(capsys, "--workspace", ws, "run", "--bench", "tiny-pope-random", "--model", "baseline:random",
-                     "--seed", 3, "--new")["run_id"]
+    rerun = cli_json(
+        capsys,
+        "--workspace",
+        ws,
+        "run",
+        "--bench",
+        "tiny-pope-random",
+        "--model",
+        "baseline:random",
+        "--seed",
+        3,
+        "--new",
+    )["run_id"]
     repeated = cli_json(capsys, "--workspace", ws, "report", run_ids["random"], rerun, run_ids["popular"])
     assert repeated[0]["pope_mean"]["official"] is None
     assert repeated[0]["pope_mean"]["note"] == f"no mean: setting random appears in runs {run_ids['random']}, {rerun}"
@@ -377,9 +515,17 @@ class ScriptedChatServer:
                 content = body["messages"][0]["content"]
                 text = content if isinstance(content, str) else content[-1]["text"]
                 reply = replies[int(re.search(r"thing (\d+)", text).group(1))]
-                payload = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                                      "choices": [{"index": 0, "finish_reason": "stop",
-                                                   "message": {"role": "assistant", "content": reply}}]}).encode()
+                payload = json.dumps(
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}
+                        ],
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -400,8 +546,16 @@ class ScriptedChatServer:
 
 
 # (reply, strict reading): the official reading of the first three is yes, yes, no.
-REPLIES = [("NO", "no"), ("No!", "no"), ("not sure", "unknown"), ("Yes", "yes"), ("No", "no"),
-           ("There is no thing.", "no"), ("I don't think so.", "no"), ("", "unknown")]
+REPLIES = [
+    ("NO", "no"),
+    ("No!", "no"),
+    ("not sure", "unknown"),
+    ("Yes", "yes"),
+    ("No", "no"),
+    ("There is no thing.", "no"),
+    ("I don't think so.", "no"),
+    ("", "unknown"),
+]
 
 
 def test_official_and_strict_are_the_same_stored_answers_parsed_twice(tmp_path, capsys):
@@ -411,15 +565,27 @@ def test_official_and_strict_are_the_same_stored_answers_parsed_twice(tmp_path, 
     images = tmp_path / "imgs"
     images.mkdir()
     (images / "a.png").write_bytes(png_bytes())
-    questions = write_jsonl(tmp_path / "things_pope_adversarial.json", [
-        {"question_id": i, "image": "a.png", "text": f"Is there a thing {i} in the image?", "label": labels[i - 1]}
-        for i in range(1, n + 1)])
+    questions = write_jsonl(
+        tmp_path / "things_pope_adversarial.json",
+        [
+            {"question_id": i, "image": "a.png", "text": f"Is there a thing {i} in the image?", "label": labels[i - 1]}
+            for i in range(1, n + 1)
+        ],
+    )
     ws = tmp_path / "ws.sqlite"
     assert cli(capsys, "--workspace", ws, "import", questions, "--images", images)[0] == 0
     server = ScriptedChatServer(replies)
     try:
-        run_id = cli_json(capsys, "--workspace", ws, "run", "--bench", "things-pope-adversarial", "--model",
-                          f"openai:scripted@{server.url}?retries=0")["run_id"]
+        run_id = cli_json(
+            capsys,
+            "--workspace",
+            ws,
+            "run",
+            "--bench",
+            "things-pope-adversarial",
+            "--model",
+            f"openai:scripted@{server.url}?retries=0",
+        )["run_id"]
     finally:
         server.close()
     report = cli_json(capsys, "--workspace", ws, "report", run_id)
@@ -429,25 +595,33 @@ def test_official_and_strict_are_the_same_stored_answers_parsed_twice(tmp_path, 
     assert {int(k): p.response for k, p in stored.items()} == replies  # every reply stored verbatim, once
 
     # official: the script itself on the stored responses, in question order.
-    stored_answers = write_jsonl(tmp_path / "stored.jsonl", [
-        {"question_id": i, "text": stored[str(i)].response} for i in range(1, n + 1)])
+    stored_answers = write_jsonl(
+        tmp_path / "stored.jsonl", [{"question_id": i, "text": stored[str(i)].response} for i in range(1, n + 1)]
+    )
     expected_official = official_evaluate(stored_answers, questions)
     assert {k: report["pope"]["official"][k] for k in METRICS} == {k: expected_official[k] for k in METRICS}
     # strict: the readings written by hand in REPLIES.
     strict = Counter()
     for i in range(1, n + 1):
         reading = REPLIES[(i - 1) % len(REPLIES)][1]
-        strict["unknown" if reading == "unknown" else
-               {("yes", "yes"): "tp", ("yes", "no"): "fp", ("no", "no"): "tn", ("no", "yes"): "fn"}
-               [(reading, labels[i - 1])]] += 1
-    assert {k: report["pope"]["strict"][k] for k in ("tp", "fp", "tn", "fn", "unknown")} == \
-        {k: strict[k] for k in ("tp", "fp", "tn", "fn", "unknown")}
+        strict[
+            "unknown"
+            if reading == "unknown"
+            else {("yes", "yes"): "tp", ("yes", "no"): "fp", ("no", "no"): "tn", ("no", "yes"): "fn"}[
+                (reading, labels[i - 1])
+            ]
+        ] += 1
+    assert {k: report["pope"]["strict"][k] for k in ("tp", "fp", "tn", "fn", "unknown")} == {
+        k: strict[k] for k in ("tp", "fp", "tn", "fn", "unknown")
+    }
     assert report["pope"]["official"]["unknown"] == 0 and report["pope"]["strict"]["unknown"] == 6
     assert report["pope"]["official"]["yes_ratio"] != report["pope"]["strict"]["yes_ratio"]  # they do differ
     # ... and the stored answers scored offline by `pope score` give the report's numbers under each parser.
     for parser in ("official", "strict"):
-        offline = cli_json(capsys, "pope", "score", "--questions", questions, "--answers", stored_answers,
-                           "--parser", parser)
-        assert {k: offline[k] for k in (*METRICS, "unknown")} == {k: report["pope"][parser][k]
-                                                                   for k in (*METRICS, "unknown")}
+        offline = cli_json(
+            capsys, "pope", "score", "--questions", questions, "--answers", stored_answers, "--parser", parser
+        )
+        assert {k: offline[k] for k in (*METRICS, "unknown")} == {
+            k: report["pope"][parser][k] for k in (*METRICS, "unknown")
+        }
     assert [parse_official(r) for r, _ in REPLIES[:3]] == ["yes", "yes", "no"]

@@ -1,5 +1,6 @@
 """`vlmdesk export-predictions` (VLMEvalKit's prediction layout), `vlmdesk run-items`, `vlmdesk models`,
 `vlmdesk runs --scores`: the commands behind the app's Results and Models tabs."""
+
 import csv
 import json
 
@@ -17,9 +18,11 @@ def ws_path(tmp_path):
     path = tmp_path / "w.sqlite"
     with open_workspace(path) as ws:
         ensure_demo(ws)
-    for args in (["--bench", "demo", "--model", "baseline:random"],
-                 ["--bench", "demo", "--model", "baseline:first", "--strategy", "vanilla"],
-                 ["--bench", "demo-pope", "--model", "baseline:random"]):
+    for args in (
+        ["--bench", "demo", "--model", "baseline:random"],
+        ["--bench", "demo", "--model", "baseline:first", "--strategy", "vanilla"],
+        ["--bench", "demo-pope", "--model", "baseline:random"],
+    ):
         assert main(["--workspace", str(path), "run", *args]) == 0
     return path
 
@@ -41,7 +44,7 @@ def test_circular_run_exports_every_rotation_with_its_pass(ws_path, tmp_path, ca
     assert summary["rows"] == len(rows) == sum(len(i.options) for i in items)
     assert summary["predicted"] == len(done)
     by_index = {r["index"]: r for r in rows}
-    assert [r["index"] for r in rows[:len(items)]] == [str(i.index) for i in items]  # originals first
+    assert [r["index"] for r in rows[: len(items)]] == [str(i.index) for i in items]  # originals first
     for item in items:
         n = len(item.options)
         for k in range(n):
@@ -57,8 +60,9 @@ def test_circular_run_exports_every_rotation_with_its_pass(ws_path, tmp_path, ca
 
 def test_vanilla_pope_and_bad_requests(ws_path, tmp_path, capsys):
     out = tmp_path / "first_demo.csv"
-    assert main(["--workspace", str(ws_path), "export-predictions", "2", "--out", str(out), "--prediction",
-                 "choice"]) == 0
+    assert (
+        main(["--workspace", str(ws_path), "export-predictions", "2", "--out", str(out), "--prediction", "choice"]) == 0
+    )
     rows = _read(out, ",")
     assert len(rows) == 30 and {r["prediction"] for r in rows} == {"A"}
     pope = tmp_path / "pope.tsv"

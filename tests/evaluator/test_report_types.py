@@ -1,5 +1,6 @@
 """Run reports as typed results: the attributes hold what `report --json` prints, and `to_json()` keeps the keys
 of the documented JSON in their order (users and scripts read it), for multiple-choice and POPE runs."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,37 @@ from tests.evaluator.test_runner import write_jsonl_bench
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo
 
-HEAD = ["run_id", "benchmark", "model", "strategy", "status", "extractor", "questions", "scoring", "scoring_source",
-        "scoring_summary", "scorings", "model_calls", "undecided", "created_at", "finished_at", "config", "problems"]
-MCQ = ["scored_questions", "unscored_questions", "overall", "by_l2", "by_category", "by_split", "consistency",
-       "circular_unasked_items", "circular_upper", "undecided_vanilla"]
+HEAD = [
+    "run_id",
+    "benchmark",
+    "model",
+    "strategy",
+    "status",
+    "extractor",
+    "questions",
+    "scoring",
+    "scoring_source",
+    "scoring_summary",
+    "scorings",
+    "model_calls",
+    "undecided",
+    "created_at",
+    "finished_at",
+    "config",
+    "problems",
+]
+MCQ = [
+    "scored_questions",
+    "unscored_questions",
+    "overall",
+    "by_l2",
+    "by_category",
+    "by_split",
+    "consistency",
+    "circular_unasked_items",
+    "circular_upper",
+    "undecided_vanilla",
+]
 POPE = ["setting", "answered", "pope", "overall"]
 METRICS = ["questions", "tp", "fp", "tn", "fn", "unknown", "accuracy", "precision", "recall", "f1", "yes_ratio"]
 
@@ -53,8 +81,19 @@ def test_pope_reports_carry_their_mean_and_metrics(tmp_path, capsys):
     w = ["--workspace", ws_path]
     pope_bench = next(b["name"] for b in _cli_json(capsys, *w, "benchmarks", "--json") if b["kind"] == "yesno")
     for batch_size in (4, 5):  # the same settings (batch size aside): one group, asked twice
-        _cli_json(capsys, *w, "run", "--bench", pope_bench, "--model", "baseline:random", "--batch-size", batch_size,
-                  "--new", "--json")
+        _cli_json(
+            capsys,
+            *w,
+            "run",
+            "--bench",
+            pope_bench,
+            "--model",
+            "baseline:random",
+            "--batch-size",
+            batch_size,
+            "--new",
+            "--json",
+        )
     one = _cli_json(capsys, *w, "report", "1", "--json")
     assert list(one) == HEAD + POPE + ["pope_mean"] and one["pope_mean"] is None
     assert list(one["pope"]) == ["official", "strict"] and list(one["pope"]["strict"]) == METRICS

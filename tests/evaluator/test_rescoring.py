@@ -3,6 +3,7 @@
 The evaluated "model" is a fault server that echoes its prompt (every option named: the rules are undecided), the
 extractor model a fault server that always answers "A"; both count their requests.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,18 @@ def setup(tmp_path):
     (tmp_path / "img.png").write_bytes(png_bytes())
     with open(tmp_path / "b.jsonl", "w") as f:
         for i in range(N):
-            f.write(json.dumps({"index": i, "question": f"Which is item {i}?", "image": "img.png",
-                                "options": [f"thing {i} {j}" for j in range(3)], "answer": ANSWERS[i % 3]}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "index": i,
+                        "question": f"Which is item {i}?",
+                        "image": "img.png",
+                        "options": [f"thing {i} {j}" for j in range(3)],
+                        "answer": ANSWERS[i % 3],
+                    }
+                )
+                + "\n"
+            )
     ws_path = tmp_path / "ws.sqlite"
     with open_workspace(ws_path) as ws:
         import_benchmark(ws, tmp_path / "b.jsonl", fmt="jsonl", name="b")
@@ -54,8 +65,18 @@ def report(capsys, ws_path, run_id, *extra) -> dict:
 def test_run_with_rules_then_llm_extractor_stores_spec_and_stages(setup, capsys):
     ws_path, model, judge = setup
     judge_spec = f"rules+llm:openai:judge@{judge.url}?retries=0"
-    code, out, err = cli(capsys, ws_path, "run", "--bench", "b", "--model", f"openai:m@{model.url}?retries=0",
-                         "--extractor", judge_spec, "--json")
+    code, out, err = cli(
+        capsys,
+        ws_path,
+        "run",
+        "--bench",
+        "b",
+        "--model",
+        f"openai:m@{model.url}?retries=0",
+        "--extractor",
+        judge_spec,
+        "--json",
+    )
     assert code == 0, err
     run_id = json.loads(out)["run_id"]
     with open_workspace(ws_path) as ws:
@@ -74,8 +95,7 @@ def test_run_with_rules_then_llm_extractor_stores_spec_and_stages(setup, capsys)
 
 def test_rescore_never_calls_the_model_and_reports_each_scoring_separately(setup, capsys):
     ws_path, model, judge = setup
-    code, out, err = cli(capsys, ws_path, "run", "--bench", "b", "--model", f"openai:m@{model.url}?retries=0",
-                         "--json")
+    code, out, err = cli(capsys, ws_path, "run", "--bench", "b", "--model", f"openai:m@{model.url}?retries=0", "--json")
     run_id = json.loads(out)["run_id"]
     assert model.count == N  # every response undecided by the rules: each item stops after pass 0
     own = report(capsys, ws_path, run_id)
@@ -155,9 +175,25 @@ def test_an_unfinished_run_cannot_be_rescored(tmp_path, capsys):
     path = tmp_path / "ws.sqlite"
     with open_workspace(path) as ws:
         ensure_demo(ws)
-    proc = subprocess.Popen([sys.executable, "-m", "vlmdesk", "--workspace", str(path), "run", "--bench", "demo",
-                             "--model", "slow:first?delay_ms=200", "--batch-size", "2", "--json-progress"],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vlmdesk",
+            "--workspace",
+            str(path),
+            "run",
+            "--bench",
+            "demo",
+            "--model",
+            "slow:first?delay_ms=200",
+            "--batch-size",
+            "2",
+            "--json-progress",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     while json.loads(proc.stdout.readline())["event"] != "progress":
         pass
     proc.send_signal(signal.SIGTERM)

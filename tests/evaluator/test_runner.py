@@ -1,4 +1,5 @@
 """The evaluation engine on real workspaces, with baselines whose scores are known exactly."""
+
 from __future__ import annotations
 
 import json
@@ -30,9 +31,15 @@ def write_jsonl_bench(path: Path, n: int, *, seed: int = 0, n_options=(2, 3, 4),
     with open(path, "w") as f:
         for i in range(n):
             k = n_options[i % len(n_options)]
-            rec = {"index": i, "question": f"Which is item {i}?", "options": [f"thing {i} {j}" for j in range(k)],
-                   "image": "img.png", "category": f"cat{i % 3}", "l2_category": f"l2_{i % 2}",
-                   "split": "dev" if i % 5 else "test"}
+            rec = {
+                "index": i,
+                "question": f"Which is item {i}?",
+                "options": [f"thing {i} {j}" for j in range(k)],
+                "image": "img.png",
+                "category": f"cat{i % 3}",
+                "l2_category": f"l2_{i % 2}",
+                "split": "dev" if i % 5 else "test",
+            }
             if with_answers:
                 rec["answer"] = LETTERS[(i * 7 + seed) % k]
             f.write(json.dumps(rec) + "\n")
@@ -61,8 +68,9 @@ def report_json(capsys, ws_path, run_id) -> dict:
 
 
 def test_baseline_first_scores_base_rate_vanilla_and_zero_circular(bench_ws, capsys):
-    code, out, _ = run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first",
-                           "--json")
+    code, out, _ = run_cli(
+        capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first", "--json"
+    )
     assert code == 0
     run_id = json.loads(out)["run_id"]
     rep = report_json(capsys, bench_ws, run_id)
@@ -80,8 +88,18 @@ def test_baseline_first_scores_base_rate_vanilla_and_zero_circular(bench_ws, cap
 
 
 def test_passes_rotate_options_and_remap_the_answer(bench_ws, capsys):
-    code, out, _ = run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first",
-                           "--full-passes", "--json")
+    code, out, _ = run_cli(
+        capsys,
+        "--workspace",
+        str(bench_ws),
+        "run",
+        "--bench",
+        "b",
+        "--model",
+        "baseline:first",
+        "--full-passes",
+        "--json",
+    )
     run_id = json.loads(out)["run_id"]
     with open_workspace(bench_ws) as ws:
         items = {i.id: i for i in catalog.list_items(ws, catalog.benchmark_by_name(ws, "b").id)}
@@ -99,7 +117,9 @@ def test_passes_rotate_options_and_remap_the_answer(bench_ws, capsys):
     rep = report_json(capsys, bench_ws, run_id)
     assert rep["consistency"] == 0.0  # always "A" means a different option every pass
     # Without --full-passes only items right so far are asked to the end: no consistency figure.
-    _, out, _ = run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first", "--json")
+    _, out, _ = run_cli(
+        capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first", "--json"
+    )
     assert report_json(capsys, bench_ws, json.loads(out)["run_id"])["consistency"] is None
 
 
@@ -108,8 +128,21 @@ def test_seeded_random_baseline_circular_near_one_in_256(tmp_path, capsys):
     ws_path = tmp_path / "ws.sqlite"
     with open_workspace(ws_path) as ws:
         import_benchmark(ws, src, fmt="jsonl", name="four")
-    _, out, _ = run_cli(capsys, "--workspace", str(ws_path), "run", "--bench", "four", "--model",
-                        "baseline:random", "--seed", "7", "--batch-size", "64", "--json")
+    _, out, _ = run_cli(
+        capsys,
+        "--workspace",
+        str(ws_path),
+        "run",
+        "--bench",
+        "four",
+        "--model",
+        "baseline:random",
+        "--seed",
+        "7",
+        "--batch-size",
+        "64",
+        "--json",
+    )
     rep = report_json(capsys, ws_path, json.loads(out)["run_id"])
     # 4096 items: expected 16 circular hits (sd 4), vanilla 1/4 (sd 0.7 %).
     assert 4 <= rep["overall"]["circular"] * 4096 <= 32
@@ -117,14 +150,39 @@ def test_seeded_random_baseline_circular_near_one_in_256(tmp_path, capsys):
     # Waves stop early: about 4096 * (1 + 1/4 + 1/16 + 1/64) calls instead of 4 * 4096.
     assert 5000 < rep["model_calls"] < 5650
     # Same seed, same answers; another seed, other answers.
-    _, out2, _ = run_cli(capsys, "--workspace", str(ws_path), "run", "--bench", "four", "--model",
-                         "baseline:random", "--seed", "7", "--batch-size", "64", "--new", "--json")
+    _, out2, _ = run_cli(
+        capsys,
+        "--workspace",
+        str(ws_path),
+        "run",
+        "--bench",
+        "four",
+        "--model",
+        "baseline:random",
+        "--seed",
+        "7",
+        "--batch-size",
+        "64",
+        "--new",
+        "--json",
+    )
     assert report_json(capsys, ws_path, json.loads(out2)["run_id"])["overall"] == rep["overall"]
 
 
 def test_vanilla_strategy_asks_pass_zero_only(bench_ws, capsys):
-    _, out, _ = run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:random",
-                        "--strategy", "vanilla", "--json")
+    _, out, _ = run_cli(
+        capsys,
+        "--workspace",
+        str(bench_ws),
+        "run",
+        "--bench",
+        "b",
+        "--model",
+        "baseline:random",
+        "--strategy",
+        "vanilla",
+        "--json",
+    )
     rep = report_json(capsys, bench_ws, json.loads(out)["run_id"])
     assert rep["model_calls"] == 60 and rep["overall"]["circular"] is None and rep["strategy"] == "vanilla"
 
@@ -180,8 +238,9 @@ def test_items_without_answer_run_every_pass_and_are_not_scored(tmp_path, capsys
     ws_path = tmp_path / "ws.sqlite"
     with open_workspace(ws_path) as ws:
         import_benchmark(ws, src, fmt="jsonl", name="t")
-    _, out, _ = run_cli(capsys, "--workspace", str(ws_path), "run", "--bench", "t", "--model", "baseline:first",
-                        "--json")
+    _, out, _ = run_cli(
+        capsys, "--workspace", str(ws_path), "run", "--bench", "t", "--model", "baseline:first", "--json"
+    )
     rep = report_json(capsys, ws_path, json.loads(out)["run_id"])
     assert rep["model_calls"] == 3 * (2 + 3 + 4)  # no early termination without an answer key
     assert rep["unscored_questions"] == 9 and rep["overall"]["vanilla"] is None
@@ -190,8 +249,21 @@ def test_items_without_answer_run_every_pass_and_are_not_scored(tmp_path, capsys
 def test_custom_prompt_template_is_used_and_stored(bench_ws, tmp_path, capsys):
     tpl = tmp_path / "tpl.txt"
     tpl.write_text("Q: {question}\n{options}\nPick one of {letters}.")
-    _, out, _ = run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first",
-                        "--prompt-template", str(tpl), "--limit", "3", "--json")
+    _, out, _ = run_cli(
+        capsys,
+        "--workspace",
+        str(bench_ws),
+        "run",
+        "--bench",
+        "b",
+        "--model",
+        "baseline:first",
+        "--prompt-template",
+        str(tpl),
+        "--limit",
+        "3",
+        "--json",
+    )
     run_id = json.loads(out)["run_id"]
     with open_workspace(bench_ws) as ws:
         run = runs.get_run(ws, run_id)
@@ -200,8 +272,18 @@ def test_custom_prompt_template_is_used_and_stored(bench_ws, tmp_path, capsys):
     assert first.prompt.startswith("Q: Which is item") and first.prompt.endswith("Pick one of A, B.")
     bad = tmp_path / "bad.txt"
     bad.write_text("Q: {question} {nonsense}")
-    code, _, err = run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first",
-                           "--prompt-template", str(bad))
+    code, _, err = run_cli(
+        capsys,
+        "--workspace",
+        str(bench_ws),
+        "run",
+        "--bench",
+        "b",
+        "--model",
+        "baseline:first",
+        "--prompt-template",
+        str(bad),
+    )
     assert code == 2 and "nonsense" in err
 
 
@@ -217,12 +299,33 @@ def test_pope_benchmark_runs_one_pass_scored_by_both_parsers(tmp_path, capsys):
     img_dir.mkdir()
     (img_dir / "a.png").write_bytes(png_bytes())
     q = tmp_path / "coco_pope_popular.json"
-    q.write_text("".join(json.dumps({"question_id": i, "image": "a.png", "text": f"Is there a thing {i}?",
-                                     "label": "yes" if i % 3 else "no"}) + "\n" for i in range(1, 31)))
+    q.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "question_id": i,
+                    "image": "a.png",
+                    "text": f"Is there a thing {i}?",
+                    "label": "yes" if i % 3 else "no",
+                }
+            )
+            + "\n"
+            for i in range(1, 31)
+        )
+    )
     ws_path = tmp_path / "ws.sqlite"
     assert run_cli(capsys, "--workspace", str(ws_path), "import", str(q), "--images", str(img_dir))[0] == 0
-    _, out, _ = run_cli(capsys, "--workspace", str(ws_path), "run", "--bench", "coco-pope-popular", "--model",
-                        "baseline:first", "--json")
+    _, out, _ = run_cli(
+        capsys,
+        "--workspace",
+        str(ws_path),
+        "run",
+        "--bench",
+        "coco-pope-popular",
+        "--model",
+        "baseline:first",
+        "--json",
+    )
     rep = report_json(capsys, ws_path, json.loads(out)["run_id"])
     assert rep["strategy"] == "pope" and rep["setting"] == "popular" and rep["model_calls"] == 30
     for parser in ("official", "strict"):  # "Yes" to everything
@@ -243,8 +346,21 @@ def test_sigkill_at_any_moment_resumes_to_the_uninterrupted_scores(tmp_path, cap
     for ws_path in (killed, clean):
         with open_workspace(ws_path) as ws:
             import_benchmark(ws, src, fmt="jsonl", name="k")
-    cmd = [sys.executable, "-m", "vlmdesk", "run", "--bench", "k", "--model", "slow:random?delay_ms=15",
-           "--seed", "3", "--batch-size", "4", "--json-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vlmdesk",
+        "run",
+        "--bench",
+        "k",
+        "--model",
+        "slow:random?delay_ms=15",
+        "--seed",
+        "3",
+        "--batch-size",
+        "4",
+        "--json-progress",
+    ]
     proc = subprocess.Popen(cmd, env=_cli_env(killed), stdout=subprocess.PIPE, text=True)
     for _ in range(kill_after_lines):
         assert proc.stdout.readline()
@@ -272,8 +388,19 @@ def test_sigkill_at_any_moment_resumes_to_the_uninterrupted_scores(tmp_path, cap
 
 @pytest.mark.usefixtures("slow_backend")
 def test_sigterm_marks_the_run_interrupted_and_resume_by_id_finishes(bench_ws, capsys):
-    cmd = [sys.executable, "-m", "vlmdesk", "run", "--bench", "b", "--model", "slow:random?delay_ms=20",
-           "--batch-size", "2", "--json-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vlmdesk",
+        "run",
+        "--bench",
+        "b",
+        "--model",
+        "slow:random?delay_ms=20",
+        "--batch-size",
+        "2",
+        "--json-progress",
+    ]
     proc = subprocess.Popen(cmd, env=_cli_env(bench_ws), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline()
     proc.send_signal(signal.SIGTERM)
@@ -293,8 +420,7 @@ def test_runs_and_report_commands(bench_ws, capsys, tmp_path):
     listed = json.loads(out)
     assert [r["model"] for r in listed] == ["baseline:first", "baseline:frequent"]
     assert all(r["status"] == "finished" for r in listed)
-    code, out, _ = run_cli(capsys, "--workspace", str(bench_ws), "report", "1", "2", "--plot",
-                           str(tmp_path / "c.png"))
+    code, out, _ = run_cli(capsys, "--workspace", str(bench_ws), "report", "1", "2", "--plot", str(tmp_path / "c.png"))
     assert code == 0 and "Overall" in out and (tmp_path / "c.png").stat().st_size > 10_000
     code, out, _ = run_cli(capsys, "--workspace", str(bench_ws), "report", "1", "2", "--json")
     assert [r["run_id"] for r in json.loads(out)] == [1, 2]
@@ -305,12 +431,25 @@ def test_frequent_baseline_answers_the_most_common_label_on_pope(tmp_path, capsy
     img_dir.mkdir()
     (img_dir / "a.png").write_bytes(png_bytes())
     q = tmp_path / "pope_random.json"
-    q.write_text("".join(json.dumps({"question_id": i, "image": "a.png", "text": f"Is there a thing {i}?",
-                                     "label": "no" if i % 4 else "yes"}) + "\n" for i in range(1, 21)))
+    q.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "question_id": i,
+                    "image": "a.png",
+                    "text": f"Is there a thing {i}?",
+                    "label": "no" if i % 4 else "yes",
+                }
+            )
+            + "\n"
+            for i in range(1, 21)
+        )
+    )
     ws_path = tmp_path / "ws.sqlite"
     run_cli(capsys, "--workspace", str(ws_path), "import", str(q), "--images", str(img_dir))
-    _, out, _ = run_cli(capsys, "--workspace", str(ws_path), "run", "--bench", "pope-random", "--model",
-                        "baseline:frequent", "--json")
+    _, out, _ = run_cli(
+        capsys, "--workspace", str(ws_path), "run", "--bench", "pope-random", "--model", "baseline:frequent", "--json"
+    )
     m = report_json(capsys, ws_path, json.loads(out)["run_id"])["pope"]["strict"]
     assert m["yes_ratio"] == 0.0 and m["accuracy"] == 15 / 20  # always "No", the majority label
 
@@ -324,8 +463,17 @@ def test_hf_backend_batches_by_the_runs_batch_size(tiny_llava_dir):
 
 def test_likelihood_on_a_backend_that_cannot_score_is_refused_before_a_run_is_stored(bench_ws, capsys, tmp_path):
     # The openai backend generates but cannot score likelihoods: nothing was asked, so nothing is stored.
-    code, _, err = run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model",
-                           "openai:m@http://127.0.0.1:9/v1", "--likelihood")
+    code, _, err = run_cli(
+        capsys,
+        "--workspace",
+        str(bench_ws),
+        "run",
+        "--bench",
+        "b",
+        "--model",
+        "openai:m@http://127.0.0.1:9/v1",
+        "--likelihood",
+    )
     assert code == 2 and err.startswith("error: ") and "cannot score likelihoods" in err
     assert err.count("\n") == 1
     with open_workspace(bench_ws) as ws:
@@ -339,8 +487,11 @@ def test_counts_must_be_positive_and_output_folders_must_exist(bench_ws, capsys,
         assert exc.value.code == 2 and "must be at least 1" in capsys.readouterr().err
     run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first")
     missing = tmp_path / "no-such-folder"
-    for args in (["report", "1", "--plot", str(missing / "c.png")], ["show", "b", "1", "--image-out", str(missing / "i.png")],
-                 ["export-predictions", "1", "--out", str(missing / "p.tsv")]):
+    for args in (
+        ["report", "1", "--plot", str(missing / "c.png")],
+        ["show", "b", "1", "--image-out", str(missing / "i.png")],
+        ["export-predictions", "1", "--out", str(missing / "p.tsv")],
+    ):
         code, _, err = run_cli(capsys, "--workspace", str(bench_ws), *args)
         assert code == 2 and err == f"error: {missing}: no such directory\n", args
     assert not missing.exists()
@@ -348,9 +499,25 @@ def test_counts_must_be_positive_and_output_folders_must_exist(bench_ws, capsys,
 
 @pytest.mark.usefixtures("slow_backend")
 def test_a_closed_progress_pipe_interrupts_the_run(bench_ws):
-    proc = subprocess.Popen([sys.executable, "-m", "vlmdesk", "run", "--bench", "b", "--model",
-                             "slow:random?delay_ms=20", "--batch-size", "2", "--json-progress"],
-                            env=_cli_env(bench_ws), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vlmdesk",
+            "run",
+            "--bench",
+            "b",
+            "--model",
+            "slow:random?delay_ms=20",
+            "--batch-size",
+            "2",
+            "--json-progress",
+        ],
+        env=_cli_env(bench_ws),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     proc.stdout.readline()
     proc.stdout.close()  # like `| head -1`
     _, err = proc.communicate(timeout=60)
@@ -361,8 +528,18 @@ def test_a_closed_progress_pipe_interrupts_the_run(bench_ws):
 
 def test_a_run_that_fails_before_asking_anything_is_not_stored(bench_ws, capsys):
     # The extractor model cannot be loaded: the run was claimed but nothing was asked, so nothing stays behind.
-    code, _, err = run_cli(capsys, "--workspace", str(bench_ws), "run", "--bench", "b", "--model", "baseline:first",
-                           "--extractor", "llm:hf:/nonexistent-model-dir")
+    code, _, err = run_cli(
+        capsys,
+        "--workspace",
+        str(bench_ws),
+        "run",
+        "--bench",
+        "b",
+        "--model",
+        "baseline:first",
+        "--extractor",
+        "llm:hf:/nonexistent-model-dir",
+    )
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "nonexistent-model-dir" in err
     with open_workspace(bench_ws) as ws:
         assert runs.list_runs(ws) == []

@@ -1,4 +1,5 @@
 """GUI fixtures: a demo workspace with one baseline run, and the real main window on it (offscreen)."""
+
 import pytest
 
 from db import open_workspace

@@ -1,5 +1,6 @@
 """The app's annotator prompt follows annotation/names.py, the rule every stored name follows: a name that could
 not be stored is refused at the prompt (not at the first verdict), and a good one is stored as records store it."""
+
 from __future__ import annotations
 
 

@@ -1,5 +1,6 @@
 """The window as a whole: browse filters and lazy paging, preferences, layout memory, errors in the window,
 the screenshot command, and a verdict that survives a SIGKILL right after the key press."""
+
 import json
 import os
 import signal
@@ -7,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-
 
 from annotation import reviews
 from db import catalog, item_query, open_workspace
@@ -159,8 +159,14 @@ KILL_SCRIPT = textwrap.dedent("""
 
 def test_a_verdict_survives_a_kill_right_after_the_key_press(tmp_path, demo_ws):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(demo_ws), str(tmp_path / "cfg")], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, str(demo_ws), str(tmp_path / "cfg")],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         assert line.startswith("pressed ✓ Saved"), line + proc.stderr.read() if not line else line
@@ -218,8 +224,9 @@ def test_reviews_are_exported_and_imported_from_the_file_menu_commands(qtbot, tm
         reviews.add_review(ws, items[1].id, "bob", "wrong_answer", corrected_answer="A", note="bob-note")
         reviews.add_review(ws, items[2].id, "bob", "skip")
         reviews.undo_last(ws, "bob", item_id=items[2].id)
-        expected = sorted((r.item_id, r.annotator, r.verdict, r.corrected_answer, r.note)
-                          for r in reviews.standing_reviews(ws))
+        expected = sorted(
+            (r.item_id, r.annotator, r.verdict, r.corrected_answer, r.note) for r in reviews.standing_reviews(ws)
+        )
     window = make_window(demo_ws)
     out = tmp_path / "bob.jsonl"
     export = window.export_records("reviews", str(out))
@@ -231,8 +238,12 @@ def test_reviews_are_exported_and_imported_from_the_file_menu_commands(qtbot, tm
     qtbot.waitUntil(lambda: done.finished, timeout=60_000)
     assert done.exit_code == 0 and "imported 4" in window.message_bar.label.text()
     with open_workspace(copy) as ws:
-        assert sorted((r.item_id, r.annotator, r.verdict, r.corrected_answer, r.note)
-                      for r in reviews.standing_reviews(ws)) == expected
+        assert (
+            sorted(
+                (r.item_id, r.annotator, r.verdict, r.corrected_answer, r.note) for r in reviews.standing_reviews(ws)
+            )
+            == expected
+        )
     # The window shows what the import wrote (Browse's review column), and a bad file is one error line.
     assert window.ctx.model.status[items[1].id].label == "wrong key → A"
     bad = tmp_path / "bad.jsonl"

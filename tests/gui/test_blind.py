@@ -3,6 +3,7 @@ of a set of seeded marker strings (another annotator's name, note and corrected 
 extractor's reading, the answer key, run correctness, scores) — read with the same visible-text collector as
 `vlmdesk gui --visible-text`. With blind off the same views show them, so the test can fail. Blind adjudication
 hides a queued response in Browse and Review whatever the toggle says, until the annotator's own label."""
+
 from __future__ import annotations
 
 import pytest
@@ -32,21 +33,63 @@ def seeded(demo_ws):
         bench = catalog.benchmark_by_name(ws, "demo")
         items = catalog.list_items(ws, bench.id)
         owner = runs.Owner.here()
-        run_id = runs.create_run(ws, benchmark_id=bench.id, model_spec="test:scripted", strategy="vanilla",
-                                 prompt_template="{}", extractor="rules", config={}, config_key="scripted",
-                                 versions={}, git_revision=None, seed=0, owner=owner)
+        run_id = runs.create_run(
+            ws,
+            benchmark_id=bench.id,
+            model_spec="test:scripted",
+            strategy="vanilla",
+            prompt_template="{}",
+            extractor="rules",
+            config={},
+            config_key="scripted",
+            versions={},
+            git_revision=None,
+            seed=0,
+            owner=owner,
+        )
         passes = []
         for n, item in enumerate(items):
             order = tuple(range(len(item.options)))
             if n == 0:
-                passes.append(runs.Prediction(run_id, item.id, 0, order, "p", RESPONSE, item.answer, "B", "rules",
-                                              READING, item.answer == "B", 1.0))
+                passes.append(
+                    runs.Prediction(
+                        run_id,
+                        item.id,
+                        0,
+                        order,
+                        "p",
+                        RESPONSE,
+                        item.answer,
+                        "B",
+                        "rules",
+                        READING,
+                        item.answer == "B",
+                        1.0,
+                    )
+                )
             elif n == 1:
-                passes.append(runs.Prediction(run_id, item.id, 0, order, "p", ADJ_RESPONSE, item.answer, None,
-                                              "none", "undecided", False, 1.0))
+                passes.append(
+                    runs.Prediction(
+                        run_id, item.id, 0, order, "p", ADJ_RESPONSE, item.answer, None, "none", "undecided", False, 1.0
+                    )
+                )
             else:
-                passes.append(runs.Prediction(run_id, item.id, 0, order, "p", "A", item.answer, "A", "rules",
-                                              "letter", item.answer == "A", 1.0))
+                passes.append(
+                    runs.Prediction(
+                        run_id,
+                        item.id,
+                        0,
+                        order,
+                        "p",
+                        "A",
+                        item.answer,
+                        "A",
+                        "rules",
+                        "letter",
+                        item.answer == "A",
+                        1.0,
+                    )
+                )
         runs.add_predictions(ws, passes, owner)
         assert runs.release(ws, run_id, owner, "finished")
         adj = alignment.build_set(ws, "study", [run_id], [], size=0, seed=1)
@@ -61,11 +104,14 @@ def seeded(demo_ws):
 
 def _markers(scores) -> dict[str, callable]:
     """name -> test over the visible lines."""
+
     def contains(s):
         return lambda lines: any(s in line for line in lines)
 
-    found = {m: contains(m) for m in (OTHER, THIRD, NOTE, RESPONSE, READING, ADJ_RESPONSE, CORRECTED, "✓ right",
-                                      "✗ wrong", "flawed · ")}
+    found = {
+        m: contains(m)
+        for m in (OTHER, THIRD, NOTE, RESPONSE, READING, ADJ_RESPONSE, CORRECTED, "✓ right", "✗ wrong", "flawed · ")
+    }
     found["answer key"] = lambda lines: any(line == "answer key" or line.startswith("answer key ·") for line in lines)
     found["model test answer"] = lambda lines: any(line.startswith(("Response: ", "Choice: ")) for line in lines)
     for s in scores:
@@ -75,8 +121,10 @@ def _markers(scores) -> dict[str, callable]:
 
 # view -> (Shot, markers that must show with blind off)
 VIEW_CASES = {
-    "browse-predictions": (Shot("browse", item="1", tab="predictions"),
-                           {RESPONSE, READING, "answer key", "✗ wrong", "flawed · "}),
+    "browse-predictions": (
+        Shot("browse", item="1", tab="predictions"),
+        {RESPONSE, READING, "answer key", "✗ wrong", "flawed · "},
+    ),
     "browse-history": (Shot("browse", item="1", tab="history"), {OTHER, THIRD, NOTE, CORRECTED}),
     "review-predictions": (Shot("review", item="1", tab="predictions"), {RESPONSE, READING, "answer key", "✗ wrong"}),
     "review-history": (Shot("review", item="1", tab="history"), {OTHER, THIRD, NOTE, CORRECTED}),
@@ -215,8 +263,23 @@ def test_blind_adjudication_hides_the_queued_response_with_blind_off_until_my_la
 def test_the_check_hook_writes_the_visible_texts(seeded, tmp_path):
     path, *_ = seeded
     out, txt = tmp_path / "shot.png", tmp_path / "texts.txt"
-    args = ["--workspace", str(path), "gui", "--screenshot", str(out), "--view", "review", "--item", "1",
-            "--tab", "history", "--annotator", "ann", "--visible-text", str(txt)]
+    args = [
+        "--workspace",
+        str(path),
+        "gui",
+        "--screenshot",
+        str(out),
+        "--view",
+        "review",
+        "--item",
+        "1",
+        "--tab",
+        "history",
+        "--annotator",
+        "ann",
+        "--visible-text",
+        str(txt),
+    ]
     assert cli_main(args) == 0
     lines = txt.read_text(encoding="utf-8").splitlines()
     assert out.stat().st_size > 0 and NOTE in lines and "Annotator: ann" in lines

@@ -1,5 +1,6 @@
 """The Conflicts page works like Review: no answer picked by default, "wrong key" only with another option than the
 key, the verdict keys, a note, Ctrl+Z; in blind mode the others' verdicts show only after mine. Checked in SQLite."""
+
 import sqlite3
 
 from PySide6.QtCore import Qt
@@ -23,8 +24,10 @@ def _seed_conflicts(path, n=2):
 
 def _log(path, item_id, annotator="ann"):
     with sqlite3.connect(path) as conn:
-        return conn.execute("SELECT verdict, corrected_answer, note FROM reviews WHERE item_id = ? AND annotator = ? "
-                            "ORDER BY id", (item_id, annotator)).fetchall()
+        return conn.execute(
+            "SELECT verdict, corrected_answer, note FROM reviews WHERE item_id = ? AND annotator = ? ORDER BY id",
+            (item_id, annotator),
+        ).fetchall()
 
 
 def _open(window):

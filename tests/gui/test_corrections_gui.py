@@ -1,6 +1,7 @@
 """Every label correctable from the app, nothing erased: an adjudication label, a QC decision and a Review verdict
 are taken back (Ctrl+Z or the page's "change my …" button), given again, and SQLite keeps every row while the
 statistics use the correction. The "N left" of a page and of the queue list always agree."""
+
 import sqlite3
 
 from PySide6.QtCore import Qt
@@ -48,8 +49,12 @@ def test_an_adjudication_label_is_taken_back_after_the_reveal_and_given_again(qt
         assert alignment.standing_labels(ws, adj_set.name) == {}
     qtbot.keyClick(window, Qt.Key_2)  # the right label this time
     assert page.revealed.isVisible()
-    rows = _rows(demo_ws, "SELECT choice, withdraws IS NOT NULL, created_at FROM labels WHERE item_id = ? "
-                          "AND annotator = 'ann' ORDER BY id", task.item_id)
+    rows = _rows(
+        demo_ws,
+        "SELECT choice, withdraws IS NOT NULL, created_at FROM labels WHERE item_id = ? "
+        "AND annotator = 'ann' ORDER BY id",
+        task.item_id,
+    )
     assert [(c, w) for c, w, _ in rows] == [(first, 0), ("undo", 1), (second, 0)] and all(t for _, _, t in rows)
     with open_workspace(demo_ws) as ws:
         assert alignment.standing_labels(ws, adj_set.name) == {task.item_id: {"ann": second}}
@@ -106,7 +111,7 @@ def test_a_review_verdict_is_changed_on_the_item(qtbot, demo_ws, make_window):
     assert review.change.isVisible()
     qtbot.mouseClick(review.change, Qt.LeftButton)  # "Change my verdict": withdrawn, still on the item
     assert review.item.id == item.id and not review.change.isVisible()
-    other = next(letter for letter in "ABCD"[:len(item.options)] if letter != item.answer)
+    other = next(letter for letter in "ABCD"[: len(item.options)] if letter != item.answer)
     qtbot.keyClick(window, Qt.Key_1 + "ABCD".index(other))
     qtbot.keyClick(window, Qt.Key_W)
     with open_workspace(demo_ws) as ws:

@@ -1,5 +1,6 @@
 """The Results and Alignment tabs: the charts' bars are the report's figures (read back from the matplotlib Axes),
 a click on a bar lists its items, an item opens in Review, and charts, tables and predictions export."""
+
 import csv
 
 import pytest
@@ -17,9 +18,11 @@ from vlmdesk.cli import main as cli_main
 @pytest.fixture
 def three_runs(demo_ws):
     """demo_ws has run 1 (baseline:first); add run 2 (random, circular), 3 (random, vanilla), 4 (POPE)."""
-    for args in (["--bench", "demo", "--model", "baseline:random"],
-                 ["--bench", "demo", "--model", "baseline:random", "--strategy", "vanilla"],
-                 ["--bench", "demo-pope", "--model", "baseline:random"]):
+    for args in (
+        ["--bench", "demo", "--model", "baseline:random"],
+        ["--bench", "demo", "--model", "baseline:random", "--strategy", "vanilla"],
+        ["--bench", "demo-pope", "--model", "baseline:random"],
+    ):
         assert cli_main(["--workspace", str(demo_ws), "run", *args]) == 0
     return demo_ws
 
@@ -45,19 +48,25 @@ def test_ability_and_drop_charts_are_the_reports_figures(qtbot, three_runs, make
             overall = getattr(report.mcq.overall, strategy)
             expected[_key(run=run_id, level="all", strategy=strategy)] = 100 * (overall or 0)
             for name, scores in report.mcq.by_l2.items():
-                expected[_key(run=run_id, level="l2", group=name, strategy=strategy)] = \
-                    100 * (getattr(scores, strategy) or 0)
+                expected[_key(run=run_id, level="l2", group=name, strategy=strategy)] = 100 * (
+                    getattr(scores, strategy) or 0
+                )
     assert heights == pytest.approx(expected)
     assert any(h > 0 for h in heights.values())
     dash.show_runs([1, 2], chart="category")
     heights = _heights(dash.chart)
     for name, scores in reports[2].mcq.by_category.items():
         assert heights[_key(run=2, level="category", group=name, strategy="circular")] == pytest.approx(
-            100 * scores.circular)
+            100 * scores.circular
+        )
     dash.show_runs([1, 2, 3], chart="drop")  # the vanilla run has no CircularEval figure: left out
-    assert _heights(dash.chart) == pytest.approx({
-        _key(run=r, level="all", strategy=s): 100 * getattr(reports[r].mcq.overall, s) for r in (1, 2)
-        for s in ("vanilla", "circular")})
+    assert _heights(dash.chart) == pytest.approx(
+        {
+            _key(run=r, level="all", strategy=s): 100 * getattr(reports[r].mcq.overall, s)
+            for r in (1, 2)
+            for s in ("vanilla", "circular")
+        }
+    )
 
 
 def test_pope_chart_and_mixed_selection(qtbot, three_runs, make_window):
@@ -67,9 +76,13 @@ def test_pope_chart_and_mixed_selection(qtbot, three_runs, make_window):
     assert dash.kind.currentData() == "pope"
     with open_workspace(three_runs) as ws:
         report = run_report(ws, 4)
-    assert _heights(dash.chart) == pytest.approx({
-        _key(run=4, level="pope", parser=parser, metric=m): 100 * getattr(report.pope.pope[parser], m)
-        for parser in ("official", "strict") for m in ("accuracy", "precision", "recall", "f1", "yes_ratio")})
+    assert _heights(dash.chart) == pytest.approx(
+        {
+            _key(run=4, level="pope", parser=parser, metric=m): 100 * getattr(report.pope.pope[parser], m)
+            for parser in ("official", "strict")
+            for m in ("accuracy", "precision", "recall", "f1", "yes_ratio")
+        }
+    )
     dash.show_runs([2, 4])
     assert dash.chart.bars() == [] and "cannot share a chart" in dash.chart.figure.texts[0].get_text()
 
@@ -81,8 +94,11 @@ def test_clicking_a_bar_lists_its_items_and_an_item_opens_in_review(qtbot, three
     dash.show_runs([2], chart="l2")
     chart = dash.chart
     chart.canvas.draw()
-    bar = next(p for p in chart.bars() if bar_target(p).get("group") == "coarse_perception"
-               and bar_target(p)["strategy"] == "vanilla")
+    bar = next(
+        p
+        for p in chart.bars()
+        if bar_target(p).get("group") == "coarse_perception" and bar_target(p)["strategy"] == "vanilla"
+    )
     x, y = bar.axes.transData.transform((bar.get_x() + bar.get_width() / 2, bar.get_height() / 2))
     ratio = chart.canvas.device_pixel_ratio
     qtbot.mouseClick(chart.canvas, Qt.LeftButton, pos=QPoint(int(x / ratio), int(chart.canvas.height() - y / ratio)))
@@ -118,7 +134,9 @@ def test_exports_chart_table_and_predictions(qtbot, three_runs, make_window, tmp
     assert rows[0][:2] == ["Index", "Result"] and len(rows) == 31
     assert write_csv(dash.runs.model, tmp_path / "runs.csv") == 4
     done = dash.export_predictions(tmp_path / "preds.tsv")
-    assert cli_main(["--workspace", str(three_runs), "export-predictions", "2", "--out", str(tmp_path / "cli.tsv")]) == 0
+    assert (
+        cli_main(["--workspace", str(three_runs), "export-predictions", "2", "--out", str(tmp_path / "cli.tsv")]) == 0
+    )
     assert done.path.read_text() == (tmp_path / "cli.tsv").read_text()
 
 

@@ -1,5 +1,6 @@
 """Verdict keys work whenever Review is the visible tab and no text field has the focus, whatever was clicked last;
 a key that does nothing says why in the status bar. Checked in SQLite."""
+
 from PySide6.QtCore import QPoint, Qt
 
 from annotation import reviews

@@ -1,4 +1,5 @@
 """Importing from the app: the child process's progress in the status bar, and Cancel that leaves nothing behind."""
+
 from __future__ import annotations
 
 import sqlite3

@@ -1,6 +1,7 @@
 """Long content in the item panel and Browse: a long unbroken word wraps instead of scrolling the question sideways,
 many options scroll inside their panel while the verdict buttons and the key note stay in sight, and a 1024×700
 window still shows Browse's Question column and the "Review this item" button."""
+
 import json
 
 import pytest
@@ -18,12 +19,27 @@ def long_ws(tmp_path):
     (tmp_path / "cat.jpg").write_bytes((demo_dir() / "images" / "cat.jpg").read_bytes())
     image = "cat.jpg"  # next to the file: the importer reads no image outside its folder
     rows = [
-        {"index": "1", "question": f"Which identifier appears in the caption? {WORD}",
-         "options": ["x" * 140, "short", "Supercalifragilisticexpialidocious" * 4], "answer": "B", "image": image},
-        {"index": "2", "question": "Eleven options.", "options": [f"Option {i} in a few words" for i in range(11)],
-         "answer": "K", "image": image},
-        {"index": "3", "question": "Twenty-five options.", "options": [f"Choice {i}" for i in range(25)],
-         "answer": "Y", "image": image},
+        {
+            "index": "1",
+            "question": f"Which identifier appears in the caption? {WORD}",
+            "options": ["x" * 140, "short", "Supercalifragilisticexpialidocious" * 4],
+            "answer": "B",
+            "image": image,
+        },
+        {
+            "index": "2",
+            "question": "Eleven options.",
+            "options": [f"Option {i} in a few words" for i in range(11)],
+            "answer": "K",
+            "image": image,
+        },
+        {
+            "index": "3",
+            "question": "Twenty-five options.",
+            "options": [f"Choice {i}" for i in range(25)],
+            "answer": "Y",
+            "image": image,
+        },
     ]
     source = tmp_path / "long.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")

@@ -1,4 +1,5 @@
 """Queues in the real window: blind extractor adjudication, QC decisions, conflicts."""
+
 from PySide6.QtCore import Qt
 
 from annotation import alignment, qc, reviews
@@ -69,8 +70,8 @@ def test_qc_confirm_and_reject_from_the_queue(qtbot, demo_ws, make_window):
     second = page.candidate.item_id
     qtbot.mouseClick(page.reject, Qt.LeftButton)
     with open_workspace(demo_ws) as ws:
-        d1, = qc.history(ws, first, "consensus")
-        d2, = qc.history(ws, second, "consensus")
+        (d1,) = qc.history(ws, first, "consensus")
+        (d2,) = qc.history(ws, second, "consensus")
     assert (d1.decision, d1.reason, d1.note, d1.annotator) == ("confirm", "ambiguous", "two readings", "ann")
     assert (d2.decision, d2.reason) == ("reject", None)
     assert f"{len(flagged) - 2} left" in page.left.text()

@@ -1,5 +1,6 @@
 """Never stale: what another process or connection writes while the window is open shows within 2 s with no user
 action (the window polls PRAGMA data_version), keeping selection; hidden tabs catch up when shown; F5 on demand."""
+
 import os
 import subprocess
 import sys
@@ -15,8 +16,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _vlmdesk(path, *args):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "vlmdesk", "--workspace", str(path), *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "vlmdesk", "--workspace", str(path), *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_a_run_finished_in_a_terminal_shows_in_runs_browse_and_results(qtbot, demo_ws, make_window):
@@ -48,8 +55,10 @@ def test_verdicts_written_by_another_connection_show_in_review_and_queues(qtbot,
     review.pick(1)
     with open_workspace(demo_ws) as ws:  # another window on the same file, say
         reviews.add_review(ws, item.id, "bob", "ambiguous", note="bob-was-here")
-    qtbot.waitUntil(lambda: review.history.topLevelItemCount() == 1
-                    and review.history.topLevelItem(0).text(3) == "bob-was-here", timeout=2000)
+    qtbot.waitUntil(
+        lambda: review.history.topLevelItemCount() == 1 and review.history.topLevelItem(0).text(3) == "bob-was-here",
+        timeout=2000,
+    )
     assert review.item.id == item.id and review.panel.picked == "B"  # the pick survives the refresh
     window.show_view("queues")
     queues = window.view("queues")
@@ -78,8 +87,11 @@ def test_a_benchmark_imported_elsewhere_appears_in_the_dock_and_f5_refreshes(qtb
     chosen = browse.item.id
     with open_workspace(demo_ws) as ws:
         bench = catalog.benchmark_by_name(ws, "demo")
-    window.ws.conn.execute("INSERT INTO reviews (item_id, annotator, verdict, created_at, uuid) "
-                           "VALUES (?, 'zed', 'ok', '2026-01-01T00:00:00.000Z', 'f5-test')", (chosen,))
+    window.ws.conn.execute(
+        "INSERT INTO reviews (item_id, annotator, verdict, created_at, uuid) "
+        "VALUES (?, 'zed', 'ok', '2026-01-01T00:00:00.000Z', 'f5-test')",
+        (chosen,),
+    )
     window.ws.conn.commit()  # the window's own connection: data_version does not move, F5 is the way
     assert chosen not in window.ctx.model.status
     qtbot.keyClick(window, Qt.Key_F5)

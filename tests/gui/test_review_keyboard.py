@@ -1,4 +1,5 @@
 """The real window driven by the keyboard: filter, review ten items, undo one; every verdict is in SQLite."""
+
 import sqlite3
 from pathlib import Path
 
@@ -11,8 +12,10 @@ from gui.shortcuts import review_shortcuts
 
 def _standing(path, annotator="ann"):
     with open_workspace(path) as ws:
-        return {r.item_id: (r.verdict, r.corrected_answer, r.note)
-                for r in reviews.standing_reviews(ws, annotator=annotator)}
+        return {
+            r.item_id: (r.verdict, r.corrected_answer, r.note)
+            for r in reviews.standing_reviews(ws, annotator=annotator)
+        }
 
 
 def _key(qtbot, window, key, modifier=Qt.NoModifier):
@@ -25,8 +28,13 @@ def test_filter_then_review_ten_items_with_the_keyboard_and_undo_one(qtbot, demo
     browse.select_combo(browse.split, "dev")
     model = window.ctx.model
     with sqlite3.connect(demo_ws) as conn:
-        dev = [r[0] for r in conn.execute("SELECT i.id FROM items i JOIN benchmarks b ON b.id = i.benchmark_id "
-                                          "WHERE b.name = 'demo' AND i.split = 'dev' ORDER BY i.position")]
+        dev = [
+            r[0]
+            for r in conn.execute(
+                "SELECT i.id FROM items i JOIN benchmarks b ON b.id = i.benchmark_id "
+                "WHERE b.name = 'demo' AND i.split = 'dev' ORDER BY i.position"
+            )
+        ]
     assert [r.id for r in model.rows] == dev and len(dev) >= 11
 
     _key(qtbot, window, Qt.Key_2, Qt.ControlModifier)  # View › Review
@@ -36,32 +44,41 @@ def test_filter_then_review_ten_items_with_the_keyboard_and_undo_one(qtbot, demo
     assert review.item.id == dev[0]
 
     # Ten verdicts, keys only: O, a pick (2) then W, U, T, I, S, W then a pick, J to skip ahead, K back...
-    _key(qtbot, window, Qt.Key_O)                                   # dev[0] ok
-    _key(qtbot, window, Qt.Key_1)                                   # pick A
-    _key(qtbot, window, Qt.Key_W)                                   # dev[1] wrong key → A
-    _key(qtbot, window, Qt.Key_U)                                   # dev[2] ambiguous
-    _key(qtbot, window, Qt.Key_T)                                   # dev[3] text-answerable
-    _key(qtbot, window, Qt.Key_I)                                   # dev[4] bad image
-    _key(qtbot, window, Qt.Key_S)                                   # dev[5] skip
-    _key(qtbot, window, Qt.Key_W)                                   # dev[6]: W without a pick arms...
+    _key(qtbot, window, Qt.Key_O)  # dev[0] ok
+    _key(qtbot, window, Qt.Key_1)  # pick A
+    _key(qtbot, window, Qt.Key_W)  # dev[1] wrong key → A
+    _key(qtbot, window, Qt.Key_U)  # dev[2] ambiguous
+    _key(qtbot, window, Qt.Key_T)  # dev[3] text-answerable
+    _key(qtbot, window, Qt.Key_I)  # dev[4] bad image
+    _key(qtbot, window, Qt.Key_S)  # dev[5] skip
+    _key(qtbot, window, Qt.Key_W)  # dev[6]: W without a pick arms...
     assert review.hint_label.isVisible()
-    _key(qtbot, window, Qt.Key_B, Qt.ShiftModifier)                 # ...Shift+B commits wrong key → B
-    _key(qtbot, window, Qt.Key_J)                                   # skip dev[7] (next)
-    _key(qtbot, window, Qt.Key_K)                                   # back to dev[7]
-    _key(qtbot, window, Qt.Key_Right)                               # dev[8]
-    _key(qtbot, window, Qt.Key_Left)                                # dev[7]
-    _key(qtbot, window, Qt.Key_O)                                   # dev[7] ok
-    _key(qtbot, window, Qt.Key_O)                                   # dev[8] ok
-    _key(qtbot, window, Qt.Key_O)                                   # dev[9] ok
-    _key(qtbot, window, Qt.Key_O)                                   # dev[10] ok
+    _key(qtbot, window, Qt.Key_B, Qt.ShiftModifier)  # ...Shift+B commits wrong key → B
+    _key(qtbot, window, Qt.Key_J)  # skip dev[7] (next)
+    _key(qtbot, window, Qt.Key_K)  # back to dev[7]
+    _key(qtbot, window, Qt.Key_Right)  # dev[8]
+    _key(qtbot, window, Qt.Key_Left)  # dev[7]
+    _key(qtbot, window, Qt.Key_O)  # dev[7] ok
+    _key(qtbot, window, Qt.Key_O)  # dev[8] ok
+    _key(qtbot, window, Qt.Key_O)  # dev[9] ok
+    _key(qtbot, window, Qt.Key_O)  # dev[10] ok
     assert "Saved" in review.saved.text()
-    _key(qtbot, window, Qt.Key_Z, Qt.ControlModifier)               # undo dev[10]
+    _key(qtbot, window, Qt.Key_Z, Qt.ControlModifier)  # undo dev[10]
     assert review.item.id == dev[10]
     assert "Withdrawn" in review.saved.text()
 
-    expected = {dev[0]: "ok", dev[1]: "wrong_answer", dev[2]: "ambiguous", dev[3]: "text_answerable",
-                dev[4]: "bad_image", dev[5]: "skip", dev[6]: "wrong_answer", dev[7]: "ok", dev[8]: "ok",
-                dev[9]: "ok"}
+    expected = {
+        dev[0]: "ok",
+        dev[1]: "wrong_answer",
+        dev[2]: "ambiguous",
+        dev[3]: "text_answerable",
+        dev[4]: "bad_image",
+        dev[5]: "skip",
+        dev[6]: "wrong_answer",
+        dev[7]: "ok",
+        dev[8]: "ok",
+        dev[9]: "ok",
+    }
     standing = _standing(demo_ws)
     assert {i: v for i, (v, _, _) in standing.items()} == expected
     assert standing[dev[1]][1] == "A" and standing[dev[6]][1] == "B"
@@ -99,8 +116,9 @@ def test_help_overlay_and_a_shortcut_table_without_duplicates(qtbot, demo_ws, ma
 
     window = make_window(demo_ws)
     keys = [QKeySequence(k).toString() for s in review_shortcuts() for k in s.keys]
-    keys += [a.shortcut().toString() for a in window.findChildren(type(window.blind_action))
-             if not a.shortcut().isEmpty()]
+    keys += [
+        a.shortcut().toString() for a in window.findChildren(type(window.blind_action)) if not a.shortcut().isEmpty()
+    ]
     assert len(keys) == len(set(keys)), sorted(k for k in keys if keys.count(k) > 1)
     window.show_view("review")
     review = window.view("review")
@@ -154,9 +172,18 @@ def test_verdict_bar_and_options_stay_in_view_at_small_window_sizes(qtbot, tmp_p
     path = tmp_path / "many.sqlite"
     image = Path(__file__).resolve().parents[2] / "assets" / "demo" / "images" / "astronaut.jpg"
     source = tmp_path / "many.jsonl"
-    source.write_text(json.dumps({"index": 1, "question": "Which one? " + "long question text " * 30,
-                                  "options": [f"option {n} " + "with words to wrap " * 6 for n in range(11)],
-                                  "answer": "K", "image": str(image)}) + "\n")
+    source.write_text(
+        json.dumps(
+            {
+                "index": 1,
+                "question": "Which one? " + "long question text " * 30,
+                "options": [f"option {n} " + "with words to wrap " * 6 for n in range(11)],
+                "answer": "K",
+                "image": str(image),
+            }
+        )
+        + "\n"
+    )
     with open_workspace(path) as ws:
         import_benchmark(ws, source, name="many", limits=ReadLimits(allow_outside=True))
     window = make_window(path)

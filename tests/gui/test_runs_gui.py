@@ -1,5 +1,6 @@
 """Runs launched from the app: real `vlmdesk run --json-progress` child processes (QProcess), their progress,
 cancel and resume, crashes, the queue, and the Models panel's test process."""
+
 import os
 import signal
 
@@ -56,8 +57,16 @@ def test_a_baseline_run_from_the_form_reports_progress_and_results(qtbot, demo_w
 
 def test_a_tiny_local_vlm_runs_from_the_form(qtbot, demo_ws, make_window, tiny_llava_dir):
     window = make_window(demo_ws)
-    view, job, seen = _launch(window, qtbot, bench="demo", model=f"hf:{tiny_llava_dir}?device=cpu",
-                              strategy="VanillaEval", limit=3, max_tokens=4, batch=3)
+    view, job, seen = _launch(
+        window,
+        qtbot,
+        bench="demo",
+        model=f"hf:{tiny_llava_dir}?device=cpu",
+        strategy="VanillaEval",
+        limit=3,
+        max_tokens=4,
+        batch=3,
+    )
     qtbot.waitUntil(lambda: job.state not in (RunJob.QUEUED, RunJob.RUNNING), timeout=WAIT)
     assert job.state == RunJob.FINISHED, job.stderr
     assert any(p.get("items_done") == 3 for p in seen)
@@ -70,7 +79,8 @@ def test_a_tiny_local_vlm_runs_from_the_form(qtbot, demo_ws, make_window, tiny_l
 
 @pytest.mark.usefixtures("slow_backend")
 def test_cancel_then_resume_gives_the_scores_of_an_uninterrupted_run(qtbot, demo_ws, make_window):
-    spec = "slow:random?delay_ms=150"  # the test-only slow backend: slow enough that the cancel lands mid-run on a loaded machine
+    # The test-only slow backend: slow enough that the cancel lands mid-run on a loaded machine.
+    spec = "slow:random?delay_ms=150"
     window = make_window(demo_ws)
     view, job, seen = _launch(window, qtbot, bench="demo", model=spec, batch=2)
     qtbot.waitUntil(lambda: job.progress.get("passes_done", 0) >= 6, timeout=WAIT)
@@ -89,8 +99,10 @@ def test_cancel_then_resume_gives_the_scores_of_an_uninterrupted_run(qtbot, demo
     qtbot.waitUntil(lambda: resumed.state not in (RunJob.QUEUED, RunJob.RUNNING), timeout=WAIT)
     assert resumed.state == RunJob.FINISHED, resumed.stderr
     assert resumed.start_event["resumed"] is True and resumed.start_event["passes_done"] == stopped.predictions
-    assert cli_main(["--workspace", str(demo_ws), "run", "--bench", "demo", "--model", spec, "--batch-size", "2",
-                     "--new"]) == 0
+    assert (
+        cli_main(["--workspace", str(demo_ws), "run", "--bench", "demo", "--model", spec, "--batch-size", "2", "--new"])
+        == 0
+    )
     with open_workspace(demo_ws) as ws:
         again = max(r.id for r in runs.list_runs(ws))
         assert _scores(run_report(ws, job.run_id)) == _scores(run_report(ws, again))
@@ -137,8 +149,7 @@ def test_crashing_runs_show_their_error_and_the_queue_goes_on(qtbot, demo_ws, ma
     assert "model directory not found" in view.log.toPlainText()
 
 
-def test_models_panel_saves_specs_without_secrets_and_tests_them_in_a_process(qtbot, demo_ws, make_window,
-                                                                              tmp_path):
+def test_models_panel_saves_specs_without_secrets_and_tests_them_in_a_process(qtbot, demo_ws, make_window, tmp_path):
     window = make_window(demo_ws)
     view = window.view("models")
     window.show_view("models")

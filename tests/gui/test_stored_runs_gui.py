@@ -1,5 +1,6 @@
 """The app opens a workspace whatever its runs hold: a garbage stored config is shown, not fatal, and a run whose
 process is gone reads `interrupted` in the runs list (issue 12, items 3 and 5)."""
+
 import sqlite3
 
 from db import open_workspace, runs
@@ -7,8 +8,10 @@ from db import open_workspace, runs
 
 def test_a_garbage_stored_config_does_not_stop_the_runs_and_results_views(qtbot, demo_ws, make_window):
     with sqlite3.connect(demo_ws) as conn:
-        conn.execute("UPDATE runs SET config = ?, versions = 'nope' WHERE id = 1",
-                     ('{"limit": 99999999999999999999999999, "full_passes": "yes"}',))
+        conn.execute(
+            "UPDATE runs SET config = ?, versions = 'nope' WHERE id = 1",
+            ('{"limit": 99999999999999999999999999, "full_passes": "yes"}',),
+        )
     window = make_window(demo_ws)
     view = window.view("runs")
     window.show_view("runs")
@@ -28,9 +31,11 @@ def test_a_run_whose_process_is_gone_is_listed_as_interrupted_and_can_be_resumed
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     with sqlite3.connect(demo_ws) as conn:
-        conn.execute("UPDATE runs SET status = 'running', finished_at = NULL, owner_host = ?, owner_pid = ?, "
-                     "owner_token = 't', owner_since = created_at, heartbeat_at = updated_at WHERE id = 1",
-                     (socket.gethostname(), int(dead.stdout)))
+        conn.execute(
+            "UPDATE runs SET status = 'running', finished_at = NULL, owner_host = ?, owner_pid = ?, "
+            "owner_token = 't', owner_since = created_at, heartbeat_at = updated_at WHERE id = 1",
+            (socket.gethostname(), int(dead.stdout)),
+        )
     window = make_window(demo_ws)
     view = window.view("runs")
     window.show_view("runs")

@@ -1,6 +1,7 @@
 """File › New / Open / Open recent close the old workspace cleanly (no "Cannot operate on a closed database" from a
 tab, timer, model or loader that still held the old connection), and a file that cannot be opened is one message
 while the open workspace stays open. pytest-qt fails a test on any exception raised inside Qt."""
+
 import shutil
 import sqlite3
 
@@ -81,5 +82,6 @@ def test_a_file_that_cannot_be_opened_leaves_the_open_workspace_open(qtbot, tmp_
     item = window.view("review").item
     qtbot.keyClick(window, Qt.Key_U)
     with open_workspace(demo_ws) as ws:
-        assert [(r.item_id, r.verdict) for r in reviews.standing_reviews(ws, annotator="ann")] == [(item.id,
-                                                                                                  "ambiguous")]
+        assert [(r.item_id, r.verdict) for r in reviews.standing_reviews(ws, annotator="ann")] == [
+            (item.id, "ambiguous")
+        ]
