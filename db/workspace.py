@@ -15,6 +15,8 @@ import shlex
 import shutil
 import sqlite3
 import tempfile
+import threading
+from collections import Counter
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +56,29 @@ def default_workspace_path() -> Path:
     return user_data_path("vlmdesk", appauthor=False) / "workspace.sqlite"
 
 
+# POSIX record locks belong to the process, not to a descriptor: closing ANY descriptor of a file drops every lock
+# this process holds on it, SQLite's included. Another process then takes itself for the file's last user, checkpoints
+# and deletes the -wal our connections still write into: their later commits are lost without an error. So while this
+# process has a workspace open, its file is never opened outside SQLite (SQLite's own connections share their locks).
+_open_files: Counter[tuple[int, int]] = Counter()
+_open_files_lock = threading.Lock()
+
+
+def _file_key(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def in_use(path: str | os.PathLike[str]) -> bool:
+    """Whether this process has `path` open as a workspace (then it must not be opened outside SQLite)."""
+    key = _file_key(Path(path))
+    with _open_files_lock:
+        return key is not None and _open_files[key] > 0
+
+
 class Workspace:
     """One open workspace file. `db` is the sqlite-utils Database; writes that belong together use `db.atomic()`.
     `read_only` workspaces refuse every write (SQLite raises; `database_error` words it)."""
@@ -62,6 +87,10 @@ class Workspace:
         self.path = path
         self.db = db
         self.read_only = read_only
+        self._file_key = _file_key(path)
+        if self._file_key is not None:
+            with _open_files_lock:
+                _open_files[self._file_key] += 1
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -72,6 +101,12 @@ class Workspace:
 
     def close(self) -> None:
         self.db.close()
+        key, self._file_key = self._file_key, None
+        if key is not None:
+            with _open_files_lock:
+                _open_files[key] -= 1
+                if _open_files[key] <= 0:
+                    del _open_files[key]
 
     def __enter__(self) -> Workspace:
         return self
@@ -242,6 +277,10 @@ def identify(path: Path) -> FileIdentity:
     for one SQLite cannot read at all; a workspace it can read only in part is returned with its `damage`."""
     if not path.is_file():
         raise SchemaError(f"{path}: not a regular file")
+    if in_use(path):
+        # Open here already, hence identified before; reading its header raw would drop our locks (see _open_files).
+        with closing(read_only_connection(path, allow_immutable=False)) as conn:
+            return _judge_schema(path, conn, marked=True)
     head, size = _read_header(path)
     if not head and not _has_wal(path):
         return FileIdentity(blank=True, version=0, damage=None)

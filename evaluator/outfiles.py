@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from db.errors import UserError
+from db.workspace import in_use
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SIDECARS = ("-wal", "-shm", "-journal")
@@ -39,6 +40,8 @@ class OutputRefused(UserError):
 
 
 def _is_sqlite(path: str) -> bool:
+    if in_use(path):  # a workspace open in this process: opening it here would drop SQLite's locks (db.workspace)
+        return True
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError:

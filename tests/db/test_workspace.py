@@ -622,3 +622,38 @@ def test_probe_finds_a_damaged_page_the_views_would_read(tmp_path, name):
     with pytest.raises(DamagedWorkspace, match="vlmdesk check"):
         open_workspace(path, probe=True, read_only=True)
     assert _sha(path) == before
+
+
+# --------------------------------------------------------------------------------- locks of a process's connections
+
+
+_OTHER_PROCESS_READS_AND_CLOSES = (
+    "import sqlite3, sys\n"
+    "c = sqlite3.connect(sys.argv[1]); c.execute('SELECT count(*) FROM benchmarks').fetchone(); c.close()\n"
+)
+
+
+def test_opening_a_workspace_again_keeps_the_locks_of_the_open_one(tmp_path):
+    """POSIX locks belong to the process: a raw open+close of the file (the header check) would drop those of the
+    connection already open here, and another process closing last would delete the -wal it writes into, losing its
+    later commits (found by walking the app: File › New, then back to the same workspace)."""
+    import subprocess
+    import sys
+
+    from evaluator.outfiles import OutputRefused, check_output
+
+    path = tmp_path / "ws.sqlite"
+    first = open_workspace(path)
+    first.conn.execute("INSERT INTO models (name, spec, created_at) VALUES ('m', 'baseline:first', 'now')")
+    first.conn.commit()
+    again = open_workspace(path)  # e.g. the app switching back to the file, or a second view of it
+    again.close()
+    with pytest.raises(OutputRefused):  # an export aimed at the open workspace is refused without opening it raw
+        check_output(path)
+    subprocess.run([sys.executable, "-c", _OTHER_PROCESS_READS_AND_CLOSES, str(path)], check=True, timeout=60)
+    assert Path(f"{path}-wal").exists(), "another process deleted the -wal of an open workspace"
+    first.conn.execute("INSERT INTO models (name, spec, created_at) VALUES ('n', 'baseline:first', 'now')")
+    first.conn.commit()
+    first.close()
+    with open_workspace(path) as ws:
+        assert [r[0] for r in ws.conn.execute("SELECT name FROM models ORDER BY name")] == ["m", "n"]
