@@ -55,9 +55,16 @@ def add_review(
     return _append(ws, item_id, annotator_name(annotator), verdict, corrected_answer, record_note(note), seconds, None)
 
 
-def undo_last(ws: Workspace, annotator: str, item_id: int | None = None) -> Review | None:
-    """Withdraw the annotator's latest standing verdict (on one item, or on any item). Returns the withdrawn one."""
-    mine = [r for r in standing_reviews(ws, annotator=annotator) if item_id is None or r.item_id == item_id]
+def undo_last(
+    ws: Workspace, annotator: str, item_id: int | None = None, *, benchmark_id: int | None = None
+) -> Review | None:
+    """Withdraw the annotator's latest standing verdict (on one item, in one benchmark, or anywhere). Returns the
+    withdrawn one."""
+    mine = [
+        r
+        for r in standing_reviews(ws, annotator=annotator, benchmark_id=benchmark_id)
+        if item_id is None or r.item_id == item_id
+    ]
     if not mine:
         return None
     last = mine[-1]  # standing_reviews is in time order

@@ -268,6 +268,10 @@ class QCPage(_ItemPage):
         reason = self.reason.currentData() if decision == "confirm" else None
         answer = self.answer.currentData() if decision == "confirm" and reason == "wrong_answer" else None
         key = self.item.answer if self.item is not None else None
+        if answer is not None and self.item is not None and not self.reveals(self.item.id):
+            # Correcting a key needs the key in sight: refused whatever the pick, so the refusal tells nothing.
+            self.ctx.error.emit("Not saved: a wrong-key correction needs the answer key in sight (blind mode: B).", "")
+            return
         if answer is not None and (problem := wrong_key_problem(key, answer)):
             self.ctx.error.emit(f"Not saved: {problem}.", "")
             return
@@ -708,7 +712,7 @@ class ConflictsPage(_ItemPage):
                 self.hint_label.setText("Wrong key: pick the right option (1–9 or Shift+letter, or the list)")
                 self.hint_label.show()
                 return
-            if problem := wrong_key_problem(item.answer, corrected):
+            if problem := wrong_key_problem(item.answer, corrected, key_shown=self.reveals(item.id)):
                 self.armed_wrong = False
                 self.hint_label.hide()
                 self.ctx.error.emit(f"Not saved: {problem}.", "")

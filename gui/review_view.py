@@ -407,6 +407,9 @@ class ReviewView(QWidget):
     def pick(self, n: int) -> None:
         if self.item is None:
             return
+        if self.armed_wrong and not self.item.options and n < 2:  # a yes/no item: 1 = yes, 2 = no
+            self.verdict("wrong_answer", corrected=("yes", "no")[n])
+            return
         if n >= len(self.item.options):
             self._ignored(
                 f"This item has {len(self.item.options)} options: there is no option {LETTERS[n]}"
@@ -427,17 +430,22 @@ class ReviewView(QWidget):
         item = self.item
         if item is None:
             return
+        key_shown = self.ctx.sight(item_ids=[item.id]).reveals(item.id)
         if verdict == "wrong_answer" and corrected is None:
             corrected = self.panel.picked
             if corrected is None:
-                if not item.options:  # yes/no items: the other answer
+                if not item.options and key_shown:  # yes/no items: the other answer (never while the key is hidden)
                     corrected = {"yes": "no", "no": "yes"}.get((item.answer or "").lower())
                 if corrected is None:
                     self.armed_wrong = True
-                    self.hint_label.setText("Wrong key: press the right option (1–9 or Shift+letter)")
+                    self.hint_label.setText(
+                        "Wrong key: press the right answer (1 yes, 2 no)"
+                        if not item.options
+                        else "Wrong key: press the right option (1–9 or Shift+letter)"
+                    )
                     self.hint_label.show()
                     return
-        if verdict == "wrong_answer" and (problem := wrong_key_problem(item.answer, corrected)):
+        if verdict == "wrong_answer" and (problem := wrong_key_problem(item.answer, corrected, key_shown=key_shown)):
             self.armed_wrong = False
             self.hint_label.hide()
             self._ignored(f"Not saved: {problem}")
@@ -507,14 +515,18 @@ class ReviewView(QWidget):
             self.panel.set_picked(picked)
 
     def undo(self) -> None:
-        withdrawn = reviews.undo_last(self.ctx.ws, self.ctx.annotator)
+        bench = self.ctx.benchmark
+        # Undo stays in the benchmark on screen: a verdict elsewhere is withdrawn there, where it can be seen.
+        withdrawn = reviews.undo_last(self.ctx.ws, self.ctx.annotator, benchmark_id=bench.id if bench else None)
         if withdrawn is None:
-            self.ctx.info.emit("Nothing to undo: you have no standing verdict.")
+            self._ignored("Nothing to undo: you have no standing verdict in this benchmark")
             return
         self.ctx.model.refresh_item(withdrawn.item_id)
         self.ctx.reviewsChanged.emit(withdrawn.item_id)
         row = self.ctx.model.row_of(withdrawn.item_id)
-        self.saved.setText(f"↶ Withdrawn: {VERDICT_LABELS[withdrawn.verdict]} (review {withdrawn.id})")
+        index = item_query.item_by_id(self.ctx.ws, withdrawn.item_id)
+        where = f" on #{index.index}" if index is not None else ""
+        self.saved.setText(f"↶ Withdrawn: your {VERDICT_LABELS[withdrawn.verdict]}{where}")
         self.saved.setProperty("fresh", True)
         if row is not None:
             self.show_row(row)

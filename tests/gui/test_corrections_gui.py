@@ -121,15 +121,3 @@ def test_a_review_verdict_is_changed_on_the_item(qtbot, demo_ws, make_window):
     assert log == [("ok", None), ("undo", None), ("wrong_answer", other)]
     assert [(r.item_id, r.verdict, r.corrected_answer) for r in standing] == [(item.id, "wrong_answer", other)]
     assert progress["mine"] == 1 and progress["reviewed"] == 1
-
-
-def test_blind_review_refuses_wrong_key_naming_the_key(qtbot, demo_ws, make_window):
-    window = make_window(demo_ws, blind=True, advance=False)
-    window.show_view("review")
-    review = window.view("review")
-    item = review.item
-    qtbot.keyClick(window, Qt.Key_1 + "ABCD".index(item.answer))
-    qtbot.keyClick(window, Qt.Key_W)
-    with open_workspace(demo_ws) as ws:
-        assert reviews.history(ws, item.id) == []
-    assert "Not saved" in window.statusBar().currentMessage()

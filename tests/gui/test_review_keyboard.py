@@ -206,3 +206,44 @@ def test_verdict_bar_and_options_stay_in_view_at_small_window_sizes(qtbot, tmp_p
         area.ensureWidgetVisible(last)
         qtbot.wait(20)
         assert not last.visibleRegion().isEmpty() and review.panel_scroll.height() > 200, size
+
+
+def _texts(window):
+    from gui.screenshot import visible_texts
+
+    return "\n".join(visible_texts(window))
+
+
+def test_blind_wrong_key_never_tells_the_key_and_yes_no_asks_for_the_answer(qtbot, demo_ws, make_window):
+    """Found walking the app: in blind mode, W then the key's own option said "B is already the answer key" (press
+    each digit to find the key), and W on a yes/no item saved the flipped hidden key at once."""
+    window = make_window(demo_ws, blind=True)
+    window.show_view("review")
+    review = window.view("review")
+    item = review.item
+    key_index = "ABCDEFGHIJ".index(item.answer)
+    _key(qtbot, window, Qt.Key_W)
+    _key(qtbot, window, getattr(Qt, f"Key_{key_index + 1}"))  # the key itself, unknown to the annotator
+    assert "already the answer key" not in _texts(window)
+    assert _standing(demo_ws)[item.id] == ("wrong_answer", item.answer, None)  # recorded as said
+
+    window.select_benchmark("demo-pope")
+    qtbot.waitUntil(lambda: review.item is not None and not review.item.options)
+    yes_no = review.item
+    _key(qtbot, window, Qt.Key_W)
+    assert yes_no.id not in _standing(demo_ws) and "1 yes, 2 no" in review.hint_label.text()
+    _key(qtbot, window, Qt.Key_1)
+    assert _standing(demo_ws)[yes_no.id] == ("wrong_answer", "yes", None)
+
+
+def test_undo_withdraws_a_verdict_of_the_benchmark_on_screen_only(qtbot, demo_ws, make_window):
+    window = make_window(demo_ws)
+    window.show_view("review")
+    review = window.view("review")
+    first = review.item
+    _key(qtbot, window, Qt.Key_O)
+    window.select_benchmark("demo-pope")
+    qtbot.waitUntil(lambda: review.item is not None and not review.item.options)
+    _key(qtbot, window, Qt.Key_Z, Qt.ControlModifier)
+    assert _standing(demo_ws)[first.id] == ("ok", None, None)  # still stands: it is in another benchmark
+    assert "Nothing to undo" in window.statusBar().currentMessage() or "Nothing to undo" in _texts(window)
