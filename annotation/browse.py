@@ -45,7 +45,8 @@ class ReviewStatus:
         opinions = [(v, c) for _, v, c in self.verdicts if v != "skip"] or [(v, c) for _, v, c in self.verdicts]
         verdict, corrected = opinions[0]
         text = VERDICT_LABELS.get(verdict, verdict) + (f" → {corrected}" if corrected else "")
-        return text + (f" ×{len(self.verdicts)}" if len(self.verdicts) > 1 else "")
+        # ×n counts the annotators who said it: "ok ×2" for one ok and one skip would claim an agreement.
+        return text + (f" ×{len(opinions)}" if len(opinions) > 1 else "")
 
 
 def review_status(ws: Workspace, benchmark_id: int) -> dict[int, ReviewStatus]:

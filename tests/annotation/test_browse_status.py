@@ -27,8 +27,12 @@ def test_status_labels_and_filters(ws):
     reviews.add_review(ws, d.id, "bob", "skip")
     reviews.add_review(ws, d.id, "bob", "ok")
     reviews.undo_last(ws, "bob", item_id=d.id)  # d: bob's skip stands again
+    e = catalog.list_items(ws, bench.id)[4]
+    reviews.add_review(ws, e.id, "ann", "ok")
+    reviews.add_review(ws, e.id, "bob", "skip")  # a skip is no second "ok"
     status = browse.review_status(ws, bench.id)
     assert status[a.id].label == "ok ×2"
+    assert status[e.id].label == "ok"
     assert status[b.id].label == "wrong key → A"
     assert status[c.id].label == "conflict" and status[c.id].conflict
     assert status[d.id].label == "skipped"
@@ -39,9 +43,9 @@ def test_status_labels_and_filters(ws):
             r.id for r in item_query.item_page(ws, bench.id, ItemFilter(only_ids=only, exclude_ids=exclude), limit=100)
         }
 
-    assert ids("reviewed") == {a.id, b.id, c.id, d.id}
-    assert len(ids("unreviewed")) == bench.questions - 4
-    assert ids("mine") == {a.id, b.id, c.id}
+    assert ids("reviewed") == {a.id, b.id, c.id, d.id, e.id}
+    assert len(ids("unreviewed")) == bench.questions - 5
+    assert ids("mine") == {a.id, b.id, c.id, e.id}
     assert d.id in ids("not_mine") and a.id not in ids("not_mine")
     assert ids("conflict") == {c.id}
     assert ids("ambiguous") == {c.id}
@@ -50,7 +54,7 @@ def test_status_labels_and_filters(ws):
     only, exclude = browse.combine(
         browse.review_filter_ids(status, "mine", "ann"), browse.review_filter_ids(status, "ok", "ann")
     )
-    assert only == {a.id, c.id} and exclude is None
+    assert only == {a.id, c.id, e.id} and exclude is None
 
 
 def test_open_conflicts_leave_the_settlers_queue_once_settled(ws):
