@@ -372,6 +372,15 @@ def _valid_choice(ws: Workspace, item_id: int, choice: str) -> str:
 _IN_SET = "t.item_id IN (SELECT id FROM adjudication_items WHERE set_id = ?)"
 
 
+def latest_label_item(ws: Workspace, set_name: str, annotator: str) -> int | None:
+    """The item of the annotator's newest standing label in the set (what Ctrl+Z takes back in a new session)."""
+    s = _set_or_fail(ws, set_name)
+    rows = ws.conn.execute(
+        standing.standing_sql(LABELS, "item_id", f"{_IN_SET} AND t.annotator = ?"), (s.id, _annotator(annotator))
+    ).fetchall()
+    return int(rows[-1][0]) if rows else None
+
+
 def standing_labels(ws: Workspace, set_name: str) -> dict[int, dict[str, str]]:
     """Per item of the set: annotator → their standing label."""
     s = _set_or_fail(ws, set_name)

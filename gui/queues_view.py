@@ -520,8 +520,13 @@ class AdjudicationPage(QWidget):
             if alignment.undo_label(self.ctx.ws, item_id, self.ctx.annotator) is not None:
                 break
         else:
-            self.ctx.info.emit("Nothing to undo: no label of yours from this page stands.")
-            return
+            # Nothing labelled in this session: my newest standing label in the set (an earlier session's).
+            name = self.set_combo.currentData()
+            latest = alignment.latest_label_item(self.ctx.ws, name, self.ctx.annotator) if name else None
+            if latest is None or alignment.undo_label(self.ctx.ws, latest, self.ctx.annotator) is None:
+                self.ctx.info.emit("Nothing to undo: you have no label in this set.")
+                return
+            item_id = latest
         if self.task is not None and self.task.item_id == item_id:
             # The same response again, as before the label: readings hidden, buttons live, the clock restarted.
             self.revealed.hide()

@@ -121,3 +121,21 @@ def test_a_review_verdict_is_changed_on_the_item(qtbot, demo_ws, make_window):
     assert log == [("ok", None), ("undo", None), ("wrong_answer", other)]
     assert [(r.item_id, r.verdict, r.corrected_answer) for r in standing] == [(item.id, "wrong_answer", other)]
     assert progress["mine"] == 1 and progress["reviewed"] == 1
+
+
+def test_a_label_from_an_earlier_session_is_taken_back_by_ctrl_z(qtbot, demo_ws, make_window):
+    """Found walking the app: after a restart, Ctrl+Z on the adjudication page said there was nothing to undo."""
+    adj_set = _set_from_run(demo_ws)
+    with open_workspace(demo_ws) as ws:
+        earlier = alignment.next_for(ws, adj_set.name, "ann")
+        alignment.add_label(ws, earlier.item_id, "ann", list(earlier.options)[0])  # a label of an earlier session
+    window = make_window(demo_ws)
+    window.show_view("queues")
+    queues = window.view("queues")
+    queues.select("adjudication")
+    page = queues.adjudication
+    before = _counts_agree(queues, 1, page)
+    qtbot.keyClick(window, Qt.Key_Z, Qt.ControlModifier)
+    with open_workspace(demo_ws) as ws:
+        assert alignment.standing_labels(ws, adj_set.name) == {}
+    assert page.task.item_id == earlier.item_id and _counts_agree(queues, 1, page) == before + 1
