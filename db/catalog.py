@@ -83,7 +83,8 @@ def _bench(row: dict[str, Any]) -> Benchmark:
     return Benchmark(**row)
 
 
-def _item(row: sqlite3.Row | tuple[Any, ...]) -> Item:
+def item_from_row(row: sqlite3.Row | tuple[Any, ...]) -> Item:
+    """An Item from a row of the items columns in table order (the staging table of an import has the same)."""
     (id_, bid, pos, index, question, hint, options, answer, cat, l2, split, lang, sha, copies, meta) = row
     return Item(
         id_,
@@ -168,7 +169,7 @@ def item_by_index(ws: Workspace, benchmark_id: int, index: int | str) -> Item | 
     row = ws.conn.execute(
         f"SELECT {ITEM_COLUMNS} FROM items WHERE benchmark_id = ? AND source_index = ?", (benchmark_id, index)
     ).fetchone()
-    return _item(row) if row else None
+    return item_from_row(row) if row else None
 
 
 def add_circular_copy(ws: Workspace, item_id: int, copy_index: int | str, shift: int) -> None:
@@ -190,4 +191,4 @@ def list_items(ws: Workspace, benchmark_id: int, *, limit: int | None = None) ->
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
-    return [_item(r) for r in ws.conn.execute(sql, params)]
+    return [item_from_row(r) for r in ws.conn.execute(sql, params)]

@@ -287,7 +287,7 @@ def facet_values(ws: Workspace, benchmark_id: int) -> dict[str, list[str]]:
 
 def item_by_id(ws: Workspace, item_id: int) -> catalog.Item | None:
     row = ws.conn.execute(f"SELECT {catalog.ITEM_COLUMNS} FROM items WHERE id = ?", (item_id,)).fetchone()
-    return catalog._item(row) if row else None
+    return catalog.item_from_row(row) if row else None
 
 
 def runs_of_benchmark(ws: Workspace, benchmark_id: int) -> list[runs.Run]:
@@ -307,22 +307,7 @@ def item_predictions(
     ).fetchall()
     by_run: dict[int, list[runs.Prediction]] = {}
     for r in rows:
-        by_run.setdefault(r[0], []).append(
-            runs.Prediction(
-                r[0],
-                r[1],
-                r[2],
-                tuple(json.loads(r[3])),
-                r[4],
-                r[5],
-                r[6],
-                r[7],
-                r[8],
-                r[9],
-                None if r[10] is None else bool(r[10]),
-                r[11],
-            )
-        )
+        by_run.setdefault(r[0], []).append(runs.prediction_from_row(r))
     known = runs_by_id or {}
     found = [(known.get(run_id) or runs.get_run(ws, run_id), passes) for run_id, passes in by_run.items()]
     return [(run, passes) for run, passes in found if run is not None]  # a run deleted since: nothing to show

@@ -510,20 +510,22 @@ def predictions_of(ws: Workspace, run_id: int) -> list[Prediction]:
         "latency_ms FROM predictions WHERE run_id = ? ORDER BY item_id, pass",
         (run_id,),
     )
-    return [
-        Prediction(
-            r[0],
-            r[1],
-            r[2],
-            tuple(json.loads(r[3])),
-            r[4],
-            r[5],
-            r[6],
-            r[7],
-            r[8],
-            r[9],
-            None if r[10] is None else bool(r[10]),
-            r[11],
-        )
-        for r in rows
-    ]
+    return [prediction_from_row(r) for r in rows]
+
+
+def prediction_from_row(r: tuple[Any, ...]) -> Prediction:
+    """A Prediction from the predictions columns in table order (run_id … latency_ms)."""
+    return Prediction(
+        r[0],
+        r[1],
+        r[2],
+        tuple(json.loads(r[3])),
+        r[4],
+        r[5],
+        r[6],
+        r[7],
+        r[8],
+        r[9],
+        None if r[10] is None else bool(r[10]),
+        r[11],
+    )

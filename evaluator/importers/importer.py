@@ -470,24 +470,7 @@ class _Loader:
         ).fetchone()
         if row is None:
             return None
-        (id_, bid, pos, index, question, hint, options, answer, cat, l2, split, lang, sha, copies, meta) = row
-        return catalog.Item(
-            id_,
-            bid,
-            pos,
-            index,
-            question,
-            hint,
-            tuple(json.loads(options)),
-            answer,
-            cat,
-            l2,
-            split,
-            lang,
-            sha,
-            copies,
-            json.loads(meta),
-        )
+        return catalog.item_from_row(row)
 
     def _publish(self, benchmark: dict[str, Any]) -> None:
         """The one transaction that makes the benchmark appear: a benchmark row and a copy of the staged items."""
