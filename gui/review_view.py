@@ -539,7 +539,10 @@ class ReviewView(QWidget):
             self.progress.setText("")
             return
         p = reviews.progress(self.ctx.ws, bench.id, self.ctx.annotator)
-        self.progress.setText(f"Reviewed {p['reviewed']} / {p['total']}  ·  mine {p['mine']}")
+        if self.ctx.prefs.blind:  # everyone's count would tell, verdict by verdict, who else judged the item
+            self.progress.setText(f"Mine {p['mine']} / {p['total']}")
+        else:
+            self.progress.setText(f"Reviewed {p['reviewed']} / {p['total']}  ·  mine {p['mine']}")
 
     def _apply_prefs(self) -> None:
         if self.item is not None:

@@ -226,6 +226,7 @@ def test_blind_wrong_key_never_tells_the_key_and_yes_no_asks_for_the_answer(qtbo
     _key(qtbot, window, getattr(Qt, f"Key_{key_index + 1}"))  # the key itself, unknown to the annotator
     assert "already the answer key" not in _texts(window)
     assert _standing(demo_ws)[item.id] == ("wrong_answer", item.answer, None)  # recorded as said
+    assert review.progress.text().startswith("Mine ")  # everyone's count would tell who else judged an item
 
     window.select_benchmark("demo-pope")
     qtbot.waitUntil(lambda: review.item is not None and not review.item.options)
