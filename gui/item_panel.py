@@ -159,6 +159,34 @@ class _SqueezableLayout(QVBoxLayout):
         return False
 
 
+class _TextArea(QScrollArea):
+    """The hint and the question, scrolling inside the panel when they are long (a question of many lines at
+    1024×700 was cut off with no way to read its end): as tall as the text, at most a third of the panel."""
+
+    def __init__(self, labels: tuple[QLabel, ...], parent=None):
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        inner = QWidget()
+        inner.setObjectName("optionsInner")  # the panel's background, as under the options
+        box = QVBoxLayout(inner)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(8)
+        for label in labels:
+            box.addWidget(label)
+        self.setWidget(inner)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+
+    def fit(self, cap: int) -> None:
+        inner = self.widget()
+        if inner is None:
+            return
+        width = self.viewport().width() or self.width()
+        height = inner.heightForWidth(width) if inner.hasHeightForWidth() else inner.sizeHint().height()
+        self.setFixedHeight(max(24, min(max(height, 0) + 2, cap)))
+
+
 class ItemPanel(QWidget):
     """Header, hint, question and options of one item."""
 
@@ -178,8 +206,9 @@ class ItemPanel(QWidget):
         self.key_note = QLabel()
         self.key_note.setObjectName("keyNote")
         self.key_note.setWordWrap(True)
-        for w in (self.header, self.hint, self.question):
-            layout.addWidget(w)
+        self.text_area = _TextArea((self.hint, self.question), self)
+        layout.addWidget(self.header)
+        layout.addWidget(self.text_area)
         layout.addWidget(self.options_area)
         layout.addWidget(self.key_note)  # under the options, outside their scroll: always in sight
         layout.addStretch(1)
@@ -189,6 +218,13 @@ class ItemPanel(QWidget):
         self.blind = False
         self.picked: str | None = None
         self.reveal = False
+
+    def _fit_text(self) -> None:
+        self.text_area.fit(max(80, self.height() // 3))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_text()
 
     def show_item(self, item, *, bench_name: str = "", blind: bool = False, reveal: bool = False) -> None:
         self.item, self.blind, self.reveal, self.picked = item, blind, reveal, None
@@ -209,6 +245,7 @@ class ItemPanel(QWidget):
         self.hint.setVisible(bool(item.hint))
         self.question.setText(breakable(item.question))
         self.question.show()
+        self._fit_text()
         self._set_options(item.options)
         self._refresh()
 

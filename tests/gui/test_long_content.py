@@ -94,3 +94,27 @@ def test_the_key_note_stays_in_sight_under_many_options(qtbot, long_ws, make_win
     qtbot.wait(50)
     note = window.view("review").panel.key_note
     assert note.text() == "Answer key hidden (blind mode)" and _fully_visible(note)
+
+
+def test_a_question_of_many_lines_scrolls_inside_its_box_at_1024x700(qtbot, tmp_path, make_window):
+    """Found walking the app: at 1024×700 a long question was cut off with no way to read its end."""
+    (tmp_path / "cat.jpg").write_bytes((demo_dir() / "images" / "cat.jpg").read_bytes())
+    question = "Which option is the long one? " + "some ordinary words to read, " * 60 + "THE END?"
+    source = tmp_path / "q.jsonl"
+    source.write_text(json.dumps({"question": question, "options": ["a", "b"], "image": "cat.jpg"}) + "\n")
+    path = tmp_path / "q.sqlite"
+    with open_workspace(path) as ws:
+        import_benchmark(ws, source, fmt="jsonl", name="q")
+    window = make_window(path)
+    window.resize(1024, 700)
+    VIEWS["review"](window, Shot("review", item="1"))
+    qtbot.wait(50)
+    panel, review = window.view("review").panel, window.view("review")
+    area = panel.text_area
+    assert area.verticalScrollBar().maximum() > 0  # the rest of the question is a scroll away...
+    area.ensureWidgetVisible(panel.question, 0, 0)
+    area.verticalScrollBar().setValue(area.verticalScrollBar().maximum())
+    qtbot.wait(20)
+    assert panel.question.visibleRegion().boundingRect().bottom() >= panel.question.height() - 2  # ...its end in view
+    assert all(_fully_visible(r) for r in panel.rows)  # and the options stay in sight under it
+    assert all(_fully_visible(b) for b in review.verdict_buttons.values())
