@@ -106,13 +106,10 @@ class OptionRow(QFrame):
         self.setStyleSheet(_row_style(key, picked))
 
 
-class OptionsArea(QScrollArea):
-    """The option rows, scrolling inside the panel when there are many (11, 25): never taller than its rows, at
-    least two rows tall, and at most about ten rows in its size hint, so the key note under it stays in sight."""
+class _ScrollBox(QScrollArea):
+    """A column of widgets scrolling up and down inside the item panel, never sideways, on the panel's background."""
 
-    MIN_HEIGHT, HINT_HEIGHT = 84, 420
-
-    def __init__(self, parent=None):
+    def __init__(self, spacing: int, parent=None):
         super().__init__(parent)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -121,10 +118,8 @@ class OptionsArea(QScrollArea):
         inner.setObjectName("optionsInner")
         self.box = QVBoxLayout(inner)
         self.box.setContentsMargins(0, 0, 0, 0)
-        self.box.setSpacing(4)
+        self.box.setSpacing(spacing)
         self.setWidget(inner)
-        self.setMinimumHeight(self.MIN_HEIGHT)
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
 
     def _content_height(self) -> int:
         inner = self.widget()
@@ -133,6 +128,18 @@ class OptionsArea(QScrollArea):
         width = self.viewport().width() or self.width()
         height = inner.heightForWidth(width) if inner.hasHeightForWidth() else -1
         return height if height > 0 else inner.sizeHint().height()
+
+
+class OptionsArea(_ScrollBox):
+    """The option rows, scrolling inside the panel when there are many (11, 25): never taller than its rows, at
+    least two rows tall, and at most about ten rows in its size hint, so the key note under it stays in sight."""
+
+    MIN_HEIGHT, HINT_HEIGHT = 84, 420
+
+    def __init__(self, parent=None):
+        super().__init__(4, parent)
+        self.setMinimumHeight(self.MIN_HEIGHT)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
 
     def fit(self) -> None:
         inner = self.widget()
@@ -159,32 +166,18 @@ class _SqueezableLayout(QVBoxLayout):
         return False
 
 
-class _TextArea(QScrollArea):
+class _TextArea(_ScrollBox):
     """The hint and the question, scrolling inside the panel when they are long (a question of many lines at
     1024×700 was cut off with no way to read its end): as tall as the text, at most a third of the panel."""
 
     def __init__(self, labels: tuple[QLabel, ...], parent=None):
-        super().__init__(parent)
-        self.setWidgetResizable(True)
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        inner = QWidget()
-        inner.setObjectName("optionsInner")  # the panel's background, as under the options
-        box = QVBoxLayout(inner)
-        box.setContentsMargins(0, 0, 0, 0)
-        box.setSpacing(8)
+        super().__init__(8, parent)
         for label in labels:
-            box.addWidget(label)
-        self.setWidget(inner)
+            self.box.addWidget(label)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
 
     def fit(self, cap: int) -> None:
-        inner = self.widget()
-        if inner is None:
-            return
-        width = self.viewport().width() or self.width()
-        height = inner.heightForWidth(width) if inner.hasHeightForWidth() else inner.sizeHint().height()
-        self.setFixedHeight(max(24, min(max(height, 0) + 2, cap)))
+        self.setFixedHeight(max(24, min(self._content_height() + 2, cap)))
 
 
 class ItemPanel(QWidget):
