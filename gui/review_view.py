@@ -32,7 +32,7 @@ from annotation.correction import wrong_key_problem
 from db import item_query
 from db.catalog import Item
 from db.errors import InvalidInput
-from evaluator.choices import LETTERS
+from evaluator.choices import LETTERS, YES_NO
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
@@ -408,7 +408,7 @@ class ReviewView(QWidget):
         if self.item is None:
             return
         if self.armed_wrong and not self.item.options and n < 2:  # a yes/no item: 1 = yes, 2 = no
-            self.verdict("wrong_answer", corrected=("yes", "no")[n])
+            self.verdict("wrong_answer", corrected=YES_NO[n])
             return
         if n >= len(self.item.options):
             self._ignored(
