@@ -55,8 +55,17 @@ class RunSettings:
     seed: int = 0
     extractor: str = "rules"
 
+    def identity(self) -> dict[str, Any]:
+        """The settings as stored and hashed into the run's config key. A setting added after the first release is
+        left out while it has its default value, so runs stored before it existed keep their key (re-running them
+        still finds them) and their stored config reads the same."""
+        values = asdict(self)
+        return {
+            k: v for k, v in values.items() if k in _FIRST_RELEASE or v != RunSettings.__dataclass_fields__[k].default
+        }
+
     def config(self, batch_size: int) -> dict[str, Any]:
-        return {**asdict(self), "batch_size": batch_size}
+        return {**self.identity(), "batch_size": batch_size}
 
     def check(self) -> None:
         """ValueError naming every setting out of range (before a run is stored with them)."""
@@ -65,6 +74,12 @@ class RunSettings:
             problems.append(f"strategy: {self.strategy!r} is not circular or vanilla")
         if problems:
             raise InvalidInput("; ".join(problems))
+
+
+# The settings of the first release: always stored and hashed, whatever their value (RunSettings.identity).
+_FIRST_RELEASE = frozenset(
+    ("strategy", "full_passes", "limit", "max_new_tokens", "text_only", "likelihood", "seed", "extractor")
+)
 
 
 def settings_of(run: runs.Run) -> RunSettings:
@@ -87,7 +102,7 @@ def config_key(bench: Benchmark, model_spec: str, settings: RunSettings, templat
     identity = {
         "benchmark": bench.source_sha256,
         "model": model_spec,
-        "settings": asdict(settings),
+        "settings": settings.identity(),
         "template": template.to_json(),
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
