@@ -9,6 +9,7 @@ moment continues exactly where its last committed batch ended.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import platform
 import subprocess
@@ -25,11 +26,14 @@ from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query, can_score
 from evaluator.choices import (
+    LIKELIHOOD_SCORES,
     YESNO_CANDIDATES,
     displayed_answer,
     letters,
     pass_correct,
     passes_needed,
+    prefix_candidates,
+    prefix_scores,
     read_yes_no,
     rotation,
     shown_options,
@@ -54,6 +58,9 @@ class RunSettings:
     likelihood: bool = False
     seed: int = 0
     extractor: str = "rules"
+    # Likelihood mode's score (evaluator.choices.LIKELIHOOD_SCORES): "sum" of the letter's token log-probs, or
+    # LVLM-eHub's "prefix" score over the option texts (needs likelihood).
+    likelihood_score: str = "sum"
 
     def identity(self) -> dict[str, Any]:
         """The settings as stored and hashed into the run's config key. A setting added after the first release is
@@ -72,6 +79,10 @@ class RunSettings:
         problems = runs.config_problems(self.config(1))
         if self.strategy not in MCQ_STRATEGIES:
             problems.append(f"strategy: {self.strategy!r} is not circular or vanilla")
+        if self.likelihood_score not in LIKELIHOOD_SCORES:
+            problems.append(f"likelihood_score: {str(self.likelihood_score)[:40]!r} is not one of sum, prefix")
+        elif self.likelihood_score != "sum" and not self.likelihood:
+            problems.append("likelihood_score: the prefix score needs likelihood mode")
         if problems:
             raise InvalidInput("; ".join(problems))
 
@@ -80,6 +91,12 @@ class RunSettings:
 _FIRST_RELEASE = frozenset(
     ("strategy", "full_passes", "limit", "max_new_tokens", "text_only", "likelihood", "seed", "extractor")
 )
+
+
+def scores_first_tokens(backend: Backend) -> bool:
+    """Whether a backend's score() reads first tokens only when asked (``first_token=True``: the prefix score)."""
+    score = getattr(backend, "score", None)
+    return callable(score) and "first_token" in inspect.signature(score).parameters
 
 
 def settings_of(run: runs.Run) -> RunSettings:
@@ -172,6 +189,8 @@ class Engine:
         self.calls = 0
         if self.settings.likelihood and not can_score(backend):
             raise BackendError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
+        if self.settings.likelihood_score == "prefix" and not scores_first_tokens(backend):
+            raise BackendError(f"{backend.spec} cannot score first tokens; drop --likelihood-score prefix")
 
     # -- scheduling ---------------------------------------------------------------------------------------------
     def alive(self, item: Item, k: int) -> bool:
@@ -225,7 +244,7 @@ class Engine:
 
     # -- one batch ----------------------------------------------------------------------------------------------
     def _ask(self, batch: list[Item], k: int) -> None:
-        queries, orders = [], []
+        queries, orders, shown_texts = [], [], []
         for item in batch:
             order = rotation(len(item.options), k) if self.kind == "mcq" else ()
             shown = tuple(item.options[j] for j in order)
@@ -237,11 +256,18 @@ class Engine:
             candidates = tuple(letters(len(shown))) if self.kind == "mcq" else YESNO_CANDIDATES
             queries.append(Query(prompt=prompt, images=images, letters=candidates))
             orders.append(order)
+            shown_texts.append(shown if self.kind == "mcq" else candidates)
         t0 = time.perf_counter()
         if self.settings.likelihood:
             backend = self.backend
             assert can_score(backend)  # checked when the engine was built
-            scores = backend.score(queries, [q.letters for q in queries])
+            if self.settings.likelihood_score == "prefix":
+                texts = [prefix_candidates(t) for t in shown_texts]
+                # An hf-style scorer (checked when the engine was built): each text's first-token log-prob.
+                firsts = backend.score(queries, texts, first_token=True)  # type: ignore[call-arg]
+                scores = [prefix_scores(s) for s in firsts]
+            else:
+                scores = backend.score(queries, [q.letters for q in queries])
             responses = [q.letters[max(range(len(s)), key=s.__getitem__)] for q, s in zip(queries, scores)]
         else:
             scores = None
@@ -283,7 +309,8 @@ class Engine:
         if scores is not None:
             shown = ", ".join(f"{c}={s:.3f}" for c, s in zip(letters, scores))
             choice = response.lower() if self.kind == "yesno" else response
-            return Extraction(choice, "likelihood", f"log-likelihoods {shown}")
+            what = "prefix scores" if self.settings.likelihood_score == "prefix" else "log-likelihoods"
+            return Extraction(choice, "likelihood", f"{what} {shown}")
         if self.kind == "yesno":
             reading = read_yes_no(response)
             if reading is None:

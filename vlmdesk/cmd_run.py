@@ -8,8 +8,10 @@ import sys
 
 from db import runs
 from evaluator.backends import BackendError, spec_help
+from evaluator.backends.hf import without_prefix_sharing
 from evaluator.backends.secrets import redact
-from evaluator.launch import Launch, prepare_resume, prepare_run, run_or_resume
+from evaluator.choices import LIKELIHOOD_SCORES
+from evaluator.launch import Launch, prepare_resume, prepare_run, resolve_model, run_or_resume
 from evaluator.llm_extraction import extractor_help
 from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.progress import DoneEvent, StartEvent
@@ -36,6 +38,7 @@ def register(add) -> None:
                 vlmdesk run --bench mmbench-dev-en --model hf:llava-hf/llava-1.5-7b-hf --batch-size 16
                 vlmdesk run --bench mmbench-dev-en --model 'openai:Qwen2-VL-7B@http://localhost:8000/v1'
                 vlmdesk run --bench demo --model hf:./my-model --strategy vanilla --limit 10 --json
+                vlmdesk run --bench demo --model hf:./my-model --likelihood-score prefix
                 vlmdesk run --resume 7""",
     )
     p.add_argument("--bench", help="benchmark name (vlmdesk benchmarks)")
@@ -50,13 +53,29 @@ def register(add) -> None:
         "--full-passes", action="store_true", help="ask every pass even after a wrong one (measures answer consistency)"
     )
     p.add_argument("--limit", type=positive_int, help="only the first N items of the benchmark")
-    p.add_argument("--batch-size", type=positive_int, default=8, help="prompts per model call (default 8)")
+    p.add_argument(
+        "--batch-size",
+        type=positive_int,
+        help="prompts per model call (default 8; hf: models on a GPU then choose their own batch size)",
+    )
     p.add_argument("--max-new-tokens", type=positive_int, default=32, help="generation length (default 32)")
     p.add_argument("--text-only", action="store_true", help="withhold the image (quality control, baselines)")
     p.add_argument(
         "--likelihood",
         action="store_true",
         help="choose by the log-likelihood of each option letter (Yes/No for POPE) instead of generating",
+    )
+    p.add_argument(
+        "--likelihood-score",
+        choices=LIKELIHOOD_SCORES,
+        help="likelihood mode's score: sum (default: log-prob of the letter or Yes/No) or prefix (LVLM-eHub: "
+        "softmax of 1/loss of each option text's first token); prefix implies --likelihood",
+    )
+    p.add_argument(
+        "--no-share-prefix",
+        action="store_true",
+        help="hf: models: prefill every prompt whole instead of sharing each item's prefix across its rotations "
+        "(answers are the same; to compare speed — a run of its own, as the spec gets share_prefix=0)",
     )
     p.add_argument(
         "--prompt-template",
@@ -136,9 +155,10 @@ def cmd_run(args) -> int:
                 limit=args.limit,
                 max_new_tokens=args.max_new_tokens,
                 text_only=args.text_only,
-                likelihood=args.likelihood,
+                likelihood=args.likelihood or args.likelihood_score == "prefix",
                 seed=args.seed,
                 extractor=args.extractor,
+                likelihood_score=args.likelihood_score or "sum",
             )
             template = (
                 load_template(args.prompt_template, bench.kind)
@@ -146,7 +166,13 @@ def cmd_run(args) -> int:
                 else default_template(bench.kind)
             )
             # args.model: a saved model's name (vlmdesk models) or a spec
-            launch = prepare_run(ws, bench, args.model, settings, template, batch_size=args.batch_size, new=args.new)
+            model = args.model
+            if args.no_share_prefix:
+                try:
+                    model = without_prefix_sharing(resolve_model(ws, args.model))
+                except BackendError as exc:
+                    raise UsageError(str(exc)) from None
+            launch = prepare_run(ws, bench, model, settings, template, batch_size=args.batch_size, new=args.new)
         if launch.finished:
             run = launch.run
             print(

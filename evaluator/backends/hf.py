@@ -94,6 +94,16 @@ def hf_options(rest: str, *, default_batch_size: int | None = None) -> tuple[str
     return model, kwargs
 
 
+def without_prefix_sharing(spec: str) -> str:
+    """The same hf: spec with prefix sharing switched off (`vlmdesk run --no-share-prefix`): another run, so the
+    two can be compared. BackendError for a spec of another backend."""
+    if not spec.startswith("hf:"):
+        raise BackendError(f"--no-share-prefix applies to hf: models only, not {spec.partition(':')[0][:40]!r}")
+    model, _, query = spec.removeprefix("hf:").partition("?")
+    pairs = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "share_prefix"]
+    return f"hf:{model}?{urlencode([*pairs, ('share_prefix', '0')])}"
+
+
 BACKENDS = (
     BackendEntry(
         name="hf",
