@@ -288,6 +288,7 @@ class HFBackend:
             else f"off: continuing a cached prefix is not verified exact for model type {family!r}"
         )
         self.overlap = overlap
+        self.single_row_likelihood = True  # bench/gpu_bench.py compares it with one row per candidate
         self._prefixes: OrderedDict[tuple[Any, ...], _Prefix] = OrderedDict()
         self._prefix_bytes = 0
         self._lock = threading.Lock()  # a fast tokenizer must not be used by two threads at once
@@ -365,7 +366,9 @@ class HFBackend:
             # tokens are scored, instead of hoping that tokenizing prompt+candidate splits at the boundary.
             with self._lock:
                 cand_ids = [[self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in cs] for cs in candidates]
-        single = [i for i, ids in enumerate(cand_ids) if ids and all(len(t) == 1 for t in ids)]
+        single = [
+            i for i, ids in enumerate(cand_ids) if self.single_row_likelihood and ids and all(len(t) == 1 for t in ids)
+        ]
         if single:
             self._score_single_rows([queries[i] for i in single], [cand_ids[i] for i in single], results, single)
         several = [i for i in range(len(queries)) if i not in set(single)]
