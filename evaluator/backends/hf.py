@@ -480,7 +480,7 @@ class HFBackend:
                     assert prepared.plain_enc is not None
                     ids, first = self._plain(prepared.plain_enc, max_new_tokens, logits)
                     work(plain, ids, first)
-        except torch.OutOfMemoryError:
+        except torch.cuda.OutOfMemoryError:
             if len(prepared.rows) < 2:
                 raise
             half = len(prepared.rows) // 2

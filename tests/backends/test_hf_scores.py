@@ -74,3 +74,13 @@ def test_no_share_prefix_is_for_hf_models_only(demo_ws, capsys):
         ["--workspace", str(demo_ws), "run", "--bench", "demo", "--model", "baseline:first", "--no-share-prefix"]
     )
     assert code == 2 and "hf: models only" in capsys.readouterr().err
+
+
+def test_the_launcher_offers_the_prefix_score():
+    from gui.run_queue import run_args
+    from gui.runs_view import STRATEGIES
+
+    assert ("Prefix score · CircularEval", "circular", "prefix") in STRATEGIES["mcq"]
+    args = run_args(bench="demo", model="hf:./m", likelihood="prefix")
+    assert args[-2:] == ("--likelihood-score", "prefix") and "--likelihood" not in args
+    assert run_args(bench="demo", model="hf:./m", likelihood=True)[-1] == "--likelihood"
