@@ -162,16 +162,11 @@ def build_model(scale: str):
     dtype = getattr(torch, cfg["dtype"])
     device = cfg["device"]
     torch.manual_seed(0)
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)  # build the 7B model in bfloat16 straight away, on the GPU
-    try:
-        with torch.device(device):
-            model = LlavaForConditionalGeneration(config)
-    finally:
-        torch.set_default_dtype(previous)
+    with torch.device(device):  # random weights created on the GPU, in bfloat16 from the start
+        model = LlavaForConditionalGeneration._from_config(config, dtype=dtype)
     model.eval()
     # Every token ends a row: a random model would otherwise talk for max_new_tokens, a real one says "A</s>".
-    model.generation_config.eos_token_id = list(range(len(tokenizer)))
+    model.generation_config.eos_token_id = list(range(config.text_config.vocab_size))
     model.generation_config.pad_token_id = ids["<pad>"]
     size = cfg["vision"]["image_size"]
     processor = LlavaProcessor(
