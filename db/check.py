@@ -208,7 +208,10 @@ def _option_scores(ws: Workspace) -> list[str]:
         (MAX_PROBLEMS + 1,),
     ).fetchall()
     return _bounded(
-        [f"run {r} item {i} pass {k}: {'unreadable' if n is None else n} option scores for {m} shown" for r, i, k, n, m in rows]
+        [
+            f"run {r} item {i} pass {k}: {'unreadable' if n is None else n} option scores for {m} shown"
+            for r, i, k, n, m in rows
+        ]
     )
 
 

@@ -23,10 +23,11 @@ import json
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from db import catalog, judgements, runs
-from db.errors import NotFound
+from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
 from evaluator.choices import original_option
 from evaluator.desiderata_metrics import (
@@ -131,13 +132,10 @@ class Dimension:
         following 100·MR, robustness RRM, in-context learning RIAM, language 10·score, hallucination 100·accuracy."""
         if self.value is None:
             return None
-        scale = {
-            "calibration": lambda v: 100 * (1 - v),
-            "instruction_following": lambda v: 100 * v,
-            "language": lambda v: 10 * v,
-            "hallucination": lambda v: 100 * v,
-        }
-        return scale.get(self.name, lambda v: v)(self.value)
+        v = float(self.value)
+        if self.name == "calibration":
+            return 100 * (1 - v)
+        return {"instruction_following": 100 * v, "language": 10 * v, "hallucination": 100 * v}.get(self.name, v)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -277,7 +275,9 @@ def _confidences(data: _Runs, run: runs.Run) -> tuple[list[float], list[bool], i
 def calibration_of(
     data: _Runs, mcq: list[runs.Run], *, bins: int = DEFAULT_BINS, binning: Binning = "equal-count"
 ) -> Dimension:
-    entries, used, missing = [], [], []
+    entries: list[dict[str, Any]] = []
+    used: list[int] = []
+    missing: list[Missing] = []
     for run in mcq:
         if not run.config.get("likelihood") or not is_plain(run):
             continue
@@ -320,15 +320,16 @@ def reliability(data: _Runs, run: runs.Run, *, bins: int, binning: Binning) -> C
     return ece(confidences, correct, bins=bins, binning=binning) if confidences else None
 
 
-def _paired(data: _Runs, variants: list[runs.Run], given: Sequence[int], what: str, fix: str):
+def _paired(
+    data: _Runs, variants: list[runs.Run], given: Sequence[int], what: str, fix: str
+) -> tuple[list[tuple[runs.Run, runs.Run | None]], list[Missing]]:
     """(variant, plain run or None) pairs, and Missing entries for variants without a plain run."""
-    pairs, missing = [], []
+    pairs: list[tuple[runs.Run, runs.Run | None]] = []
+    missing: list[Missing] = []
     for run in variants:
         plain = data.plain_for(run, given)
         if plain is None:
-            missing.append(
-                Missing(f"the plain run of run {run.id} ({what}, same settings without {fix})", None)
-            )
+            missing.append(Missing(f"the plain run of run {run.id} ({what}, same settings without {fix})", None))
         pairs.append((run, plain))
     return pairs, missing
 
@@ -336,7 +337,8 @@ def _paired(data: _Runs, variants: list[runs.Run], given: Sequence[int], what: s
 def instruction_following_of(data: _Runs, mcq: list[runs.Run], given: Sequence[int]) -> Dimension:
     mapped = [r for r in mcq if variant(r)["label_map"]]
     pairs, missing = _paired(data, mapped, given, "label-mapped", "--label-map")
-    entries, used = [], []
+    entries: list[dict[str, Any]] = []
+    used: list[int] = []
     for run, plain in pairs:
         if plain is None:
             continue
@@ -385,7 +387,8 @@ def instruction_following_of(data: _Runs, mcq: list[runs.Run], given: Sequence[i
 def robustness_of(data: _Runs, mcq: list[runs.Run], given: Sequence[int]) -> Dimension:
     corrupted = [r for r in mcq if variant(r)["corrupt"]]
     pairs, missing = _paired(data, corrupted, given, "corrupted", "--corrupt")
-    entries, used = [], []
+    entries: list[dict[str, Any]] = []
+    used: list[int] = []
     for run, plain in pairs:
         if plain is None:
             continue
@@ -410,7 +413,7 @@ def robustness_of(data: _Runs, mcq: list[runs.Run], given: Sequence[int]) -> Dim
                 "items": len(common),
             }
         )
-    by_kind = {
+    by_kind: dict[str, dict[str, Any]] = {
         kind: {
             "rrm": _mean(e["rrm"] for e in entries if e["kind"] == kind),
             "rr": _mean(e["rr"] for e in entries if e["kind"] == kind),
@@ -447,7 +450,8 @@ def icl_of(data: _Runs, mcq: list[runs.Run], given: Sequence[int]) -> Dimension:
         k = int(variant(run)["shots"])
         if k not in shots or run.id in given:
             shots[k] = run
-    entries, used = [], []
+    entries: list[dict[str, Any]] = []
+    used: list[int] = []
     for (plain_id, selection), shots in sorted(groups.items()):
         plain = plains[plain_id]
         pp = data.passes(plain)
@@ -501,7 +505,9 @@ def language_of(data: _Runs, candidates: list[runs.Run]) -> Dimension:
     from evaluator.desiderata_language import language_score
 
     judged = judgements.judged_runs(data.ws)
-    entries, used, missing = [], [], []
+    entries: list[dict[str, Any]] = []
+    used: list[int] = []
+    missing: list[Missing] = []
     cot = [r for r in candidates if variant(r)["cot"] or r.id in judged]
     for run in cot:
         if run.id not in judged:
@@ -527,7 +533,8 @@ def language_of(data: _Runs, candidates: list[runs.Run]) -> Dimension:
 def hallucination_of(data: _Runs, yesno: list[runs.Run], model: str) -> Dimension:
     from evaluator.report import run_report
 
-    entries, used = [], []
+    entries: list[dict[str, Any]] = []
+    used: list[int] = []
     for run in yesno:
         if not is_plain(run):
             continue
@@ -634,3 +641,59 @@ def format_report(report: DesiderataReport) -> str:
             for miss in d.missing:
                 lines.append(f"      missing: {miss.what}" + (f"  →  {miss.command}" if miss.command else ""))
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------ ECE of a file
+
+MAX_FILE_BYTES = 256 * 2**20
+MAX_LINE_BYTES = 64 * 2**10
+
+
+def read_confidences(path: str | Path) -> tuple[list[float], list[bool]]:
+    """`{"confidence": number in [0, 1], "correct": true/false (or 1/0)}` per line (blank lines skipped), read as
+    hostile input: a regular file of at most 256 MB, lines of at most 64 KB; the first bad line is InvalidInput
+    `FILE:LINE: field: what`."""
+    from evaluator.importers.common import Refused, json_loads, open_regular
+
+    path = Path(path)
+    try:
+        f = open_regular(path, MAX_FILE_BYTES, "limit of this command")
+    except Refused as exc:
+        raise InvalidInput(f"{path}:0: file: {str(exc).removeprefix(f'{path} ')}") from None
+    except OSError as exc:
+        raise InvalidInput(f"{path}:0: file: {exc.strerror or exc}") from None
+    confidences: list[float] = []
+    correct: list[bool] = []
+    with f:
+        number = 0
+        while raw := f.readline(MAX_LINE_BYTES + 1):
+            number += 1
+
+            def bad(what: str, problem: str, number: int = number) -> InvalidInput:
+                return InvalidInput(f"{path}:{number}: {what}: {problem}")
+
+            if len(raw) > MAX_LINE_BYTES:
+                raise bad("line", f"longer than {MAX_LINE_BYTES} bytes")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise bad("line", "not UTF-8") from None
+            if not text.strip():
+                continue
+            try:
+                record = json_loads(text, limit=4)
+            except ValueError as exc:  # JSONDecodeError, too deep, a huge number
+                raise bad("line", f"not a JSON object ({str(exc)[:60]})") from None
+            if not isinstance(record, dict):
+                raise bad("line", "not a JSON object")
+            value = record.get("confidence")
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise bad("confidence", f"expected a number in [0, 1], got {json.dumps(value)[:40]}")
+            if not 0 <= value <= 1:  # NaN fails this too
+                raise bad("confidence", f"{value!r:.40} is not in [0, 1]")
+            ok = record.get("correct")
+            if ok not in (True, False, 0, 1) or isinstance(ok, float):
+                raise bad("correct", f"expected true/false or 1/0, got {json.dumps(ok)[:40]}")
+            confidences.append(float(value))
+            correct.append(bool(ok))
+    return confidences, correct

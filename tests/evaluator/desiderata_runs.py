@@ -49,8 +49,17 @@ def stored_run(
     """A finished run whose pass 0 of item i chose letter chosen[i] (None: undecided), with the given scores."""
     owner = runs.Owner.here()
     kind = "yesno" if bench.kind == "yesno" else "mcq"
-    base = {"strategy": strategy, "full_passes": False, "limit": None, "max_new_tokens": 32, "text_only": False,
-            "likelihood": False, "seed": 0, "extractor": "rules", "batch_size": 1}
+    base = {
+        "strategy": strategy,
+        "full_passes": False,
+        "limit": None,
+        "max_new_tokens": 32,
+        "text_only": False,
+        "likelihood": False,
+        "seed": 0,
+        "extractor": "rules",
+        "batch_size": 1,
+    }
     run_id = runs.create_run(
         ws,
         benchmark_id=bench.id,
@@ -73,9 +82,18 @@ def stored_run(
         choice = chosen[n]
         preds.append(
             runs.Prediction(
-                run_id, item.id, 0, order, "prompt", responses[n] if responses else (choice or "?"),
-                item.answer, choice, "likelihood" if scores else "rules", None,
-                None if item.answer is None else choice == item.answer, 1.0,
+                run_id,
+                item.id,
+                0,
+                order,
+                "prompt",
+                responses[n] if responses else (choice or "?"),
+                item.answer,
+                choice,
+                "likelihood" if scores else "rules",
+                None,
+                None if item.answer is None else choice == item.answer,
+                1.0,
                 scores=tuple(scores[n]) if scores and scores[n] is not None else None,
             )
         )

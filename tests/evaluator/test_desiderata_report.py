@@ -64,7 +64,8 @@ def test_instruction_following_mr_and_accuracy(ws, tmp_path):
 def test_robustness_rrm_per_kind(ws, tmp_path):
     bench = mcq_bench(ws, tmp_path, n=8)
     plain = stored_run(ws, bench, KEYS[:6] + ["A", "A"])  # 6 of 8 right (items 6, 7 keyed C, D)
-    image = stored_run(ws, bench, KEYS[:4] + ["B", "A", "A", "A"], config={"corrupt": ["image:gaussian_noise:3"]})  # 4 of 8
+    corrupt = {"corrupt": ["image:gaussian_noise:3"]}
+    image = stored_run(ws, bench, KEYS[:4] + ["B", "A", "A", "A"], config=corrupt)  # 4 of 8
     report = desiderata_report(ws, [plain, image])
     d = report.models[0].dimensions["robustness"]
     (entry,) = d.entries
