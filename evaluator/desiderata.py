@@ -683,7 +683,7 @@ def read_confidences(path: str | Path) -> tuple[list[float], list[bool]]:
             try:
                 record = json_loads(text, limit=4)
             except ValueError as exc:  # JSONDecodeError, too deep, a huge number
-                raise bad("line", f"not a JSON object ({str(exc)[:60]})") from None
+                raise bad("line", f"not valid JSON ({getattr(exc, 'msg', str(exc))[:80]})") from None
             if not isinstance(record, dict):
                 raise bad("line", "not a JSON object")
             value = record.get("confidence")
