@@ -364,44 +364,35 @@ def robustness_figure(report: Any) -> Figure:
     if not rows:
         raise InvalidInput("no corrupted run with its plain run among these: nothing to draw")
     corruptions = sorted({r[1] for r in rows})
-    series = sorted({(r[0], r[2]) for r in rows})
-    fig = Figure(figsize=(min(14.0, max(6.0, 1.2 * len(corruptions) * max(1, len(series)) ** 0.5 + 3)), 4.2))
-    fig.set_layout_engine("constrained")
+    models = sorted({r[0] for r in rows})
+    widest = max(sum(1 for r in rows if r[1] == c) for c in corruptions)
+    width = 0.8 / widest
+    fig = Figure(figsize=(min(12.0, max(6.0, 0.45 * len(rows) + 2.5)), 4.4), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    width = 0.8 / len(series)
-    models = sorted({r[0] for r in rows})
-    for s_i, (model, severity) in enumerate(series):
-        heights = [
-            next((r[3] for r in rows if r[0] == model and r[1] == c and r[2] == severity), 0.0) for c in corruptions
-        ]
-        color = COLORS[models.index(model) % len(COLORS)]
-        levels = sorted({s for m, s in series if m == model})
-        alpha = 0.35 + 0.65 * (levels.index(severity) + 1) / len(levels)
-        label = f"{model if len(model) <= 28 else '…' + model[-27:]} · severity {severity}"
-        bars = ax.bar(
-            [x + s_i * width - 0.4 + width / 2 for x in range(len(corruptions))],
-            heights,
-            width,
-            color=color,
-            alpha=alpha,
-            label=label,
-        )
-        for bar, h in zip(bars, heights):
-            if h:
-                ax.annotate(
-                    f"{h:.0f}",
-                    (bar.get_x() + bar.get_width() / 2, max(h, 0)),
-                    ha="center",
-                    va="bottom",
-                    fontsize=7,
-                    xytext=(0, 1),
-                    textcoords="offset points",
-                )
+    for c_i, corruption in enumerate(corruptions):
+        # Only the (model, severity) pairs this corruption has, side by side: no empty slots.
+        present = sorted((r for r in rows if r[1] == corruption), key=lambda r: (models.index(r[0]), r[2]))
+        for b_i, (model, _, severity, value) in enumerate(present):
+            x = c_i + (b_i - (len(present) - 1) / 2) * width
+            (bar,) = ax.bar([x], [value], width * 0.92, color=COLORS[models.index(model) % len(COLORS)])
+            ax.annotate(
+                f"{value:.0f}",
+                (x, max(value, 0)),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                xytext=(0, 1),
+                textcoords="offset points",
+            )
+            ax.annotate(severity, (x, 0), ha="center", va="top", fontsize=7, xytext=(0, -2), textcoords="offset points")
+    for m_i, model in enumerate(models):
+        ax.bar([0], [0], 0, color=COLORS[m_i % len(COLORS)], label=model if len(model) <= 40 else "…" + model[-39:])
     ax.axhline(100, color="#80868b", linewidth=1, linestyle="--")
-    ax.set_xticks(range(len(corruptions)), corruptions, fontsize=8, rotation=20, ha="right")
+    ax.set_xticks(range(len(corruptions)), corruptions, fontsize=8)
+    ax.tick_params(axis="x", pad=14)  # room for the severities under the bars
     ax.set_ylabel("RRM (100 = no loss, 0 = chance)")
-    ax.set_title("Robustness per corruption and severity")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
+    ax.set_title("Robustness per corruption and severity (under each bar: its severity)")
+    ax.legend(fontsize=7, loc="upper right")
     ax.grid(axis="y", alpha=0.3)
     return fig

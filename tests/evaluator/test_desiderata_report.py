@@ -131,3 +131,28 @@ def test_an_older_workspace_gains_option_scores_and_check_reads_them(tmp_path, c
         ws.conn.commit()
     assert main(["--workspace", str(path), "check"]) == 1
     assert "run 1 item 1 pass 0: 1 option scores for 4 shown" in capsys.readouterr().out
+
+
+def test_figures_of_a_report(ws, tmp_path):
+    from db.errors import InvalidInput
+    from evaluator import plots
+    from evaluator.desiderata import DIMENSIONS, TITLES, run_reliability
+
+    bench = mcq_bench(ws, tmp_path, n=8)
+    plain = stored_run(ws, bench, KEYS[:8])
+    c1 = stored_run(ws, bench, KEYS[:6] + ["A", "A"], config={"corrupt": ["image:gaussian_noise:1"]})
+    c5 = stored_run(ws, bench, KEYS[:4] + ["B", "A", "A", "A"], config={"corrupt": ["image:gaussian_noise:5"]})
+    lik = stored_run(ws, bench, KEYS[:8], config={"likelihood": True}, scores=[[-1.0, -2.0, -3.0, -4.0]] * 8)
+    report = desiderata_report(ws, [plain, c1, c5, lik])
+    radar = plots.radar_figure(report)
+    assert [t.get_text().replace("\n", " ") for t in radar.axes[0].get_xticklabels()] == [TITLES[d] for d in DIMENSIONS]
+    robust = plots.robustness_figure(report)
+    heights = sorted(round(p.get_height(), 3) for p in robust.axes[0].patches if p.get_width() > 0)
+    assert heights == [round((0.5 - 0.25) / 0.75 * 100, 3), round((0.75 - 0.25) / 0.75 * 100, 3)]
+    found = run_reliability(ws, lik)
+    assert found is not None and found.n == 8
+    for name, fig in (("radar", radar), ("robust", robust), ("rel", plots.reliability_figure(found))):
+        assert plots.save_figure(fig, tmp_path / f"{name}.png").stat().st_size > 1000
+    with pytest.raises(InvalidInput, match="nothing to draw"):
+        plots.robustness_figure(desiderata_report(ws, [plain]))
+    assert run_reliability(ws, plain) is None
