@@ -285,12 +285,11 @@ def reliability_figure(calibration: Any, title: str = "") -> Figure:
     # calibration: evaluator.desiderata_metrics.Calibration
     """A reliability diagram: per bin, accuracy against mean confidence (bars at the bin's mean confidence, width
     by its share of the items), the diagonal of perfect calibration, and the ECE."""
-    fig = Figure(figsize=(5.6, 4.6), layout="constrained")
+    fig = Figure(figsize=(7.0, 4.6), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     ax.plot([0, 1], [0, 1], "--", color="#80868b", linewidth=1, label="perfect calibration")
     bins = calibration.bins
-    n = max(calibration.n, 1)
     if bins:
         xs = [b.confidence for b in bins]
         bars = ax.bar(xs, [b.accuracy for b in bins], 0.028, color=COLORS[0], alpha=0.85, label="accuracy per bin")
@@ -312,7 +311,8 @@ def reliability_figure(calibration: Any, title: str = "") -> Figure:
     ax.set_xlabel("confidence (mean of the bin)")
     ax.set_ylabel("accuracy")
     ax.set_title(f"{title + ': ' if title else ''}ECE {ece_text} ({calibration.binning}, n = {calibration.n})")
-    ax.legend(fontsize=8, loc="upper left", title=f"bins: counts above the bars; n = {n}", title_fontsize=7)
+    # Beside the axes: inside, it would hide bins.
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="counts above the bars", title_fontsize=7)
     ax.grid(alpha=0.3)
     return fig
 
@@ -392,7 +392,8 @@ def robustness_figure(report: Any) -> Figure:
     ax.set_xticks(range(len(corruptions)), corruptions, fontsize=8)
     ax.tick_params(axis="x", pad=14)  # room for the severities under the bars
     ax.set_ylabel("RRM (100 = no loss, 0 = chance)")
-    ax.set_title("Robustness per corruption and severity (under each bar: its severity)")
+    ax.set_title("Robustness: RRM per corruption and severity")
+    ax.set_xlabel("corruption (its severity under each bar)", fontsize=8)
     ax.legend(fontsize=7, loc="upper right")
     ax.grid(axis="y", alpha=0.3)
     return fig
