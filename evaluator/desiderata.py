@@ -329,7 +329,14 @@ def _paired(
     for run in variants:
         plain = data.plain_for(run, given)
         if plain is None:
-            missing.append(Missing(f"the plain run of run {run.id} ({what}, same settings without {fix})", None))
+            options = ["--strategy", run.strategy] if run.strategy != "pope" else []
+            options += ["--likelihood"] if run.config.get("likelihood") else []
+            missing.append(
+                Missing(
+                    f"the plain run of run {run.id} ({what}; the same settings without {fix})",
+                    _run_cmd(run.benchmark, run.model_spec, *options),
+                )
+            )
         pairs.append((run, plain))
     return pairs, missing
 
@@ -430,7 +437,8 @@ def robustness_of(data: _Runs, mcq: list[runs.Run], given: Sequence[int]) -> Dim
                 ]
                 if kind != "both":
                     options = [o for c in EXAMPLE_CORRUPTIONS[kind] for o in ("--corrupt", c)]
-                missing.append(Missing(f"a {kind}-corrupted run", _run_cmd(bench, model, *options)))
+                what = "image and text" if kind == "both" else kind
+                missing.append(Missing(f"a run with {what} corruption", _run_cmd(bench, model, *options)))
     value = _mean(v["rrm"] for v in by_kind.values())
     return Dimension(
         "robustness", value, tuple(sorted(set(used))), tuple(entries), tuple(missing), {"by_kind": by_kind}
