@@ -201,9 +201,6 @@ class _Runs:
     def kind(self, run: runs.Run) -> str:
         return "yesno" if run.strategy == "pope" else "mcq"
 
-    def bench_name(self, run: runs.Run) -> str:
-        return run.benchmark
-
     def passes(self, run: runs.Run) -> dict[int, _Pass0]:
         """item id -> pass 0, for items with an answer key."""
         if run.id not in self._passes:
