@@ -199,6 +199,22 @@ def _mark_dead_runs_interrupted(ws: Workspace) -> str:
     return f"marked {len(marked)} run(s) interrupted: {', '.join(map(str, marked))}"
 
 
+def _option_scores(ws: Workspace) -> list[str]:
+    # No repair: scores are what the model said; a pass with a wrong count is shown, never rewritten.
+    rows = ws.conn.execute(
+        "SELECT * FROM (SELECT run_id, item_id, pass, CASE WHEN json_valid(scores) AND json_type(scores) = 'array' "
+        "THEN json_array_length(scores) END AS n, max(json_array_length(option_order), 2) AS shown "
+        "FROM predictions WHERE scores IS NOT NULL) WHERE n IS NULL OR n != shown LIMIT ?",
+        (MAX_PROBLEMS + 1,),
+    ).fetchall()
+    return _bounded(
+        [
+            f"run {r} item {i} pass {k}: {'unreadable' if n is None else n} option scores for {m} shown"
+            for r, i, k, n, m in rows
+        ]
+    )
+
+
 CHECKS: tuple[Check, ...] = (
     Check("integrity", "file integrity", _integrity),
     Check("schema", "schema version", _schema_version, _upgrade),
@@ -206,6 +222,7 @@ CHECKS: tuple[Check, ...] = (
     Check("search_index", "search index", _search_index, _rebuild_search_index, current_schema=True),
     Check("orphan_images", "images used by no item", _orphan_images, _delete_orphan_images),
     Check("dead_runs", "runs whose process is gone", _dead_runs, _mark_dead_runs_interrupted, current_schema=True),
+    Check("option_scores", "option scores of likelihood passes", _option_scores, current_schema=True),
 )
 
 

@@ -8,6 +8,7 @@ owner is gone) and beats a heartbeat while it runs. A run stored as running whos
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import sqlite3
@@ -116,6 +117,9 @@ class Prediction:
     reason: str | None
     correct: bool | None
     latency_ms: float | None
+    # One score per option (or yes/no candidate) shown, in shown order: likelihood runs' log-probs (probabilities
+    # for likelihood_score "prefix"); None for generated passes. Calibration (evaluator/desiderata) reads them.
+    scores: tuple[float | None, ...] | None = None
 
     def row(self, created_at: str) -> tuple[object, ...]:
         return (
@@ -132,6 +136,7 @@ class Prediction:
             None if self.correct is None else int(self.correct),
             self.latency_ms,
             created_at,
+            scores_json(self.scores),
         )
 
 
@@ -492,7 +497,7 @@ def add_predictions(ws: Workspace, predictions: list[Prediction], owner: Owner |
                 raise RunLost(f"run {predictions[0].run_id} was taken over by another process")
         ws.conn.executemany(
             "INSERT INTO predictions (run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, "
-            "reason, correct, latency_ms, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "reason, correct, latency_ms, created_at, scores) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [p.row(now) for p in predictions],
         )
         if predictions and owner is None:
@@ -507,14 +512,14 @@ def items_of(ws: Workspace, run: Run) -> list[catalog.Item]:
 def predictions_of(ws: Workspace, run_id: int) -> list[Prediction]:
     rows = ws.conn.execute(
         "SELECT run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, reason, correct, "
-        "latency_ms FROM predictions WHERE run_id = ? ORDER BY item_id, pass",
+        "latency_ms, scores FROM predictions WHERE run_id = ? ORDER BY item_id, pass",
         (run_id,),
     )
     return [prediction_from_row(r) for r in rows]
 
 
 def prediction_from_row(r: tuple[Any, ...]) -> Prediction:
-    """A Prediction from the predictions columns in table order (run_id … latency_ms)."""
+    """A Prediction from the predictions columns in table order (run_id … latency_ms, then scores if selected)."""
     return Prediction(
         r[0],
         r[1],
@@ -528,4 +533,27 @@ def prediction_from_row(r: tuple[Any, ...]) -> Prediction:
         r[9],
         None if r[10] is None else bool(r[10]),
         r[11],
+        scores_from_json(r[12]) if len(r) > 12 else None,
     )
+
+
+def scores_json(scores: tuple[float | None, ...] | None) -> str | None:
+    """Scores as stored: a JSON list; a non-finite score (a log-prob of -inf) is stored as null."""
+    if scores is None:
+        return None
+    return json.dumps([s if s is not None and math.isfinite(s) else None for s in scores])
+
+
+def scores_from_json(text: object) -> tuple[float | None, ...] | None:
+    """Stored scores, or None when absent or unreadable (a damaged value must not stop a report)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not all(
+        v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value
+    ):
+        return None
+    return tuple(None if v is None else float(v) for v in value)

@@ -271,6 +271,7 @@ class Engine:
                     extraction.reason,
                     pass_correct(extraction.choice, answer),
                     round(latency, 3),
+                    scores=tuple(scores[n]) if scores else None,  # calibration reads them (evaluator/desiderata)
                 )
             )
         runs.add_predictions(self.ws, preds, owner=self.owner)

@@ -58,6 +58,7 @@ COMMAND_MODULES = (
     "cmd_align",
     "cmd_models",
     "cmd_results",
+    "cmd_desiderata",
     "cmd_gui",
     "cmd_reviews",
     "cmd_check",
