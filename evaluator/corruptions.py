@@ -28,6 +28,11 @@ Corruption = Callable[[Array, int, np.random.Generator], Array]
 SEVERITIES = (1, 2, 3, 4, 5)
 
 
+def _f(x: object) -> Array:
+    """A float image (scipy's filters are typed as returning Any)."""
+    return np.asarray(x, dtype=np.float64)
+
+
 def _gaussian_noise(x: Array, s: int, rng: np.random.Generator) -> Array:
     c = (0.08, 0.12, 0.18, 0.26, 0.38)[s - 1]
     return x + rng.normal(size=x.shape, scale=c)
@@ -51,7 +56,7 @@ def _impulse_noise(x: Array, s: int, rng: np.random.Generator) -> Array:
 
 def _gaussian_blur(x: Array, s: int, rng: np.random.Generator) -> Array:
     sigma = (1, 2, 3, 4, 6)[s - 1]
-    return ndimage.gaussian_filter(x, sigma=(sigma, sigma, 0), mode="nearest", truncate=4.0)
+    return _f(ndimage.gaussian_filter(x, sigma=(sigma, sigma, 0), mode="nearest", truncate=4.0))
 
 
 def _glass_blur(x: Array, s: int, rng: np.random.Generator) -> Array:
@@ -63,7 +68,7 @@ def _glass_blur(x: Array, s: int, rng: np.random.Generator) -> Array:
         dy = rng.integers(-delta, delta, size=(h, w))
         dx = rng.integers(-delta, delta, size=(h, w))
         x = x[np.clip(rows + dy, 0, h - 1), np.clip(cols + dx, 0, w - 1)]
-    return ndimage.gaussian_filter(x, sigma=(sigma, sigma, 0), mode="nearest")
+    return _f(ndimage.gaussian_filter(x, sigma=(sigma, sigma, 0), mode="nearest"))
 
 
 def _disk(radius: float, alias_blur: float) -> Array:
@@ -71,7 +76,7 @@ def _disk(radius: float, alias_blur: float) -> Array:
     xx, yy = np.meshgrid(span, span)
     disk = ((xx**2 + yy**2) <= radius**2).astype(np.float64)
     disk /= disk.sum()
-    return ndimage.gaussian_filter(disk, sigma=alias_blur)
+    return _f(ndimage.gaussian_filter(disk, sigma=alias_blur))
 
 
 def _defocus_blur(x: Array, s: int, rng: np.random.Generator) -> Array:
@@ -163,7 +168,7 @@ def _plasma(size: int, decay: float, rng: np.random.Generator) -> Array:
         step //= 2
         wibble /= decay
     grid -= grid.min()
-    return grid / max(grid.max(), 1e-12)
+    return _f(grid / max(grid.max(), 1e-12))
 
 
 def _fog(x: Array, s: int, rng: np.random.Generator) -> Array:
@@ -172,7 +177,7 @@ def _fog(x: Array, s: int, rng: np.random.Generator) -> Array:
     size = 1 << (max(h, w) - 1).bit_length()
     top = x.max()
     x = x + strength * _plasma(size, decay, rng)[:h, :w, None]
-    return x * top / (top + strength)
+    return _f(x * top / (top + strength))
 
 
 def _frost(x: Array, s: int, rng: np.random.Generator) -> Array:
@@ -184,7 +189,7 @@ def _frost(x: Array, s: int, rng: np.random.Generator) -> Array:
     edges = np.abs(ndimage.sobel(fine, 0)) + np.abs(ndimage.sobel(fine, 1))
     ice = np.clip(0.55 * fine + 2.5 * edges / max(edges.max(), 1e-12), 0, 1)
     frost = ice[..., None] * np.array([0.85, 0.92, 1.0])
-    return keep * x + amount * frost
+    return _f(keep * x + amount * frost)
 
 
 def _snow(x: Array, s: int, rng: np.random.Generator) -> Array:
@@ -233,7 +238,7 @@ def _brightness(x: Array, s: int, rng: np.random.Generator) -> Array:
 def _contrast(x: Array, s: int, rng: np.random.Generator) -> Array:
     c = (0.4, 0.3, 0.2, 0.1, 0.05)[s - 1]
     means = x.mean(axis=(0, 1), keepdims=True)
-    return (x - means) * c + means
+    return _f((x - means) * c + means)
 
 
 def _elastic_transform(x: Array, s: int, rng: np.random.Generator) -> Array:

@@ -300,9 +300,8 @@ COT_INSTRUCTION = {
     "zh": "请一步一步地思考，然后在最后一行以“答案: X”的形式给出最终答案，X 为 {keys} 之一。",
 }
 COT_MAX_NEW_TOKENS = 512  # the CLI's and launcher's default for --cot (a direct answer needs 32)
-_FINAL_LINE = re.compile(
-    r"^[ \t*#>_-]*(?:final\s+answer|answer|最终答案|答案)\s*(?:is)?\s*[:：]?\s*(?P<rest>\S.*)$", re.I
-)
+# An answer statement; what follows it on its line is the final answer ("Answer: C", "the final answer is (b)").
+_FINAL_CUE = re.compile(r"\b(?:final\s+answer|answer)\s*(?:is\b|would\s+be\b|[:=])|(?:最终)?答案\s*(?:是|为|:)", re.I)
 SHOT_ANSWER = {"en": "Answer: {key}", "zh": "答案: {key}"}
 SHOT_HEADER = {"en": "Example {n} (image {n}):", "zh": "示例 {n}（图 {n}）:"}
 SHOT_HEADER_TEXT = {"en": "Example {n}:", "zh": "示例 {n}:"}
@@ -311,12 +310,13 @@ SHOT_QUESTION_TEXT = {"en": "Now answer this question:", "zh": "现在回答这�
 
 
 def final_answer_text(response: str) -> str | None:
-    """What the last "Answer: …" line of a chain-of-thought response says (None when it has none)."""
-    for line in reversed(unicodedata.normalize("NFKC", response or "").splitlines()):
-        m = _FINAL_LINE.match(line)
-        if m:
-            return m.group("rest").strip()
-    return None
+    """What the last answer statement of a response says, up to the end of its line (None when it has none)."""
+    text = unicodedata.normalize("NFKC", response or "")
+    cues = list(_FINAL_CUE.finditer(text))
+    if not cues:
+        return None
+    rest = text[cues[-1].end() :].split("\n", 1)[0].strip()
+    return rest or None
 
 
 # ------------------------------------------------------------------------------------------- reading labels
@@ -529,7 +529,8 @@ class Variants:
 
     def _with_shots(self, item: Item, prompt: str, images: tuple[bytes, ...]) -> tuple[str, tuple[bytes, ...]]:
         lang = item.language if item.language in SHOT_ANSWER else "en"
-        parts, shot_images = [], []
+        parts: list[str] = []
+        shot_images: list[bytes] = []
         for example in self.shots.pick(item):
             ex_images = self._image(example)
             n = len(shot_images) + 1
