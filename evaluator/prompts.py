@@ -36,11 +36,17 @@ YESNO_DEFAULT = {
 HINT_PREFIX = {"en": "Hint: ", "zh": "提示: "}
 # ChEF's instruction-following map sentence (src/ChEF/scenario/MMBench_dataset.py), one per option line.
 MAP_SENTENCE = 'If the answer is "({letter})", you need to output "{label}".'
+# With a label map the default "answer with the letter" would contradict the map sentences: it is replaced.
+LABEL_INSTRUCTION = {
+    "en": "Answer directly with what the options above tell you to output.",
+    "zh": "请直接回答上面选项要求你输出的内容。",
+}
 # The default templates' direct-answer instructions: a chain-of-thought prompt replaces them (a custom template's
 # own instruction stays, and the CoT instruction follows it).
 DIRECT_INSTRUCTIONS = (
     "Answer with the option's letter from the given choices directly.",
     "请直接回答选项字母。",
+    *LABEL_INSTRUCTION.values(),
     "Answer the question using a single word or phrase.",
     "请用一个词或短语回答。",
 )
@@ -70,12 +76,17 @@ class PromptTemplate:
                 f"{line} {MAP_SENTENCE.format(letter=letter, label=label)}"
                 for line, letter, label in zip(lines, shown, labels)
             ]
-        return text.format(
+        prompt = text.format(
             hint=f"{prefix}{hint}\n" if hint else "",
             question=question,
             options="\n".join(lines),
             letters=", ".join(labels or shown),
         )
+        if labels:
+            for direct in DIRECT_INSTRUCTIONS[:2]:
+                if prompt.endswith(direct):
+                    return prompt[: -len(direct)] + LABEL_INSTRUCTION.get(language, LABEL_INSTRUCTION["en"])
+        return prompt
 
     @staticmethod
     def with_cot(prompt: str, instruction: str, keys: str) -> str:

@@ -113,6 +113,7 @@ def test_mapped_prompt_adds_chefs_sentence_to_each_option_line():
     )
     assert 'A. cat If the answer is "(A)", you need to output "1".' in prompt
     assert 'B. dog If the answer is "(B)", you need to output "2".' in prompt
+    assert "letter" not in prompt.splitlines()[-1]  # the default "answer with the letter" would contradict the map
 
 
 @pytest.mark.parametrize(
