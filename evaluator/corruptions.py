@@ -188,7 +188,7 @@ def _frost(x: Array, s: int, rng: np.random.Generator) -> Array:
     fine = _plasma(size, 1.3, rng)[:h, :w]
     edges = np.abs(ndimage.sobel(fine, 0)) + np.abs(ndimage.sobel(fine, 1))
     ice = np.clip(0.55 * fine + 2.5 * edges / max(edges.max(), 1e-12), 0, 1)
-    frost = ice[..., None] * np.array([0.85, 0.92, 1.0])
+    frost = 0.75 * ice[..., None] * np.array([0.85, 0.92, 1.0])
     return _f(keep * x + amount * frost)
 
 
