@@ -23,7 +23,7 @@ from db.catalog import Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Query
-from evaluator.choices import LETTERS, NONE_OF_THEM, YESNO_CANDIDATES, letters, shown_options
+from evaluator.choices import LETTERS, NONE_OF_THEM, YESNO_CANDIDATES, letters, rotation, shown_options
 from evaluator.corruptions import EXTRA_CORRUPTIONS, IMAGE_CORRUPTIONS, SEVERITIES, corrupt_image_bytes
 from evaluator.extraction import Extraction, extract_by_rules
 from evaluator.prompts import PromptTemplate
@@ -84,8 +84,7 @@ class LabelMap:
     def labels(self, n: int) -> tuple[str, ...]:
         """The labels shown for options A… of a pass with n options."""
         if self.kind == "unnatural":
-            shift = 1 if self.index == 0 else -1
-            return tuple(LETTERS[(i + shift) % n] for i in range(n))
+            return tuple(LETTERS[j] for j in rotation(n, 1 if self.index == 0 else n - 1))
         return LABEL_MAPS[self.kind][self.index][:n]
 
 

@@ -10,8 +10,6 @@ from PIL import Image
 
 from evaluator.corruptions import IMAGE_CORRUPTIONS, SEVERITIES, corrupt_array, corrupt_image_bytes
 
-pytestmark = pytest.mark.fast
-
 # A real photograph (the demo's astronaut), small and not square, so a transposed size would show.
 DEMO = "assets/demo/images/astronaut.jpg"
 

@@ -27,8 +27,6 @@ from evaluator.variants import (
 )
 from tests.factories import jpeg_bytes
 
-pytestmark = pytest.mark.fast
-
 
 def write_bench(folder: Path, n: int = 12) -> Path:
     """n items with 3–4 options; items 0 and 1 share an image and item 2 repeats item 3's question and options."""

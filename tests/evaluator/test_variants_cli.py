@@ -28,7 +28,6 @@ def demo_ws(tmp_path, capsys):
     return path
 
 
-@pytest.mark.fast
 def test_label_mapped_random_baseline_run_and_its_resume(demo_ws, capsys):
     w = ("--workspace", str(demo_ws))
     code, out, _ = cli(
@@ -48,7 +47,6 @@ def test_label_mapped_random_baseline_run_and_its_resume(demo_ws, capsys):
     assert code == 0 and json.loads(out)["run_id"] == run_id
 
 
-@pytest.mark.fast
 def test_runs_without_variants_keep_their_key_and_variants_make_new_runs(demo_ws, capsys):
     w = ("--workspace", str(demo_ws))
     base = ("run", "--bench", "demo", "--model", "baseline:first", "--strategy", "vanilla", "--json")
@@ -65,7 +63,6 @@ def test_runs_without_variants_keep_their_key_and_variants_make_new_runs(demo_ws
         assert runs.get_run(ws, cot).config["max_new_tokens"] == 512
 
 
-@pytest.mark.fast
 @pytest.mark.parametrize(
     "extra, field",
     [
@@ -86,7 +83,6 @@ def test_bad_variant_options_are_one_line_errors_storing_nothing(demo_ws, capsys
         assert runs.list_runs(ws) == []
 
 
-@pytest.mark.fast
 def test_a_label_map_on_a_yes_no_benchmark_is_refused(demo_ws, capsys):
     code, _, err = cli(
         capsys,
