@@ -325,3 +325,20 @@ def test_image_size_kept_by_the_engine_and_changes_per_pass(ws_path):
     size = Image.open(io.BytesIO(original)).size
     assert Image.open(io.BytesIO(q0.images[0])).size == size
     assert q0.images == q0b.images and q0.images != q1.images and q0.images[0] != original
+
+
+def test_an_llm_extractor_reads_undecided_mapped_answers_with_the_labels_shown(ws_path):
+    from evaluator.llm_extraction import LLMExtractor, RulesThenLLM
+
+    judge = Scripted(lambda q: "C")  # the LLM answers with a standard letter
+    with open_workspace(ws_path) as ws:
+        model = Scripted(lambda q: "Hard to say, maybe the second or the third one.")
+        bench = catalog.benchmark_by_name(ws, "v")
+        settings = RunSettings(label_map="natural:2", strategy="vanilla", limit=3, extractor="rules+llm:baseline:first")
+        run = new_run(ws, bench, model.spec, settings, default_template("mcq"), batch_size=4, backend_info={})
+        eng = Engine(ws, run, model, batch_size=4, extractor=RulesThenLLM(LLMExtractor(judge, ws=ws)))
+        eng.execute()
+        preds = runs.predictions_of(ws, run.id)
+    assert [p.choice for p in preds] == ["C", "C", "C"] and all(p.stage == "llm" for p in preds)
+    assert all(p.reason.startswith("rules: several labels named: second, third") for p in preds)
+    assert all('(label "third")' in q.prompt for q in judge.seen)
