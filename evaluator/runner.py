@@ -294,7 +294,7 @@ class Engine:
             choice = response.lower() if self.kind == "yesno" else self.variants.letter_of(response, letters)
             return Extraction(choice, "likelihood", f"log-likelihoods {shown}")
         if self.kind == "yesno":
-            reading = read_yes_no(response)
+            reading = read_yes_no(self.variants.final_text(response))  # a CoT answer: its last answer line
             if reading is None:
                 return Extraction(None, "none", "strict parser: neither yes nor no")
             return Extraction(reading, "rules", f"strict parser: {reading}")

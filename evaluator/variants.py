@@ -452,6 +452,8 @@ def problems(settings: Any) -> list[str]:
         found.append("corrupt_options: needs a text corruption")
     if not isinstance(v.shots, int) or isinstance(v.shots, bool) or not 0 <= v.shots <= MAX_SHOTS:
         found.append(f"shots: {str(v.shots)[:20]!r} is not 0..{MAX_SHOTS}")
+    if v.cot is True and getattr(settings, "likelihood", False):
+        found.append("cot: a likelihood run scores the options and generates no chain of thought")
     if v.shot_selection not in SHOT_SELECTIONS:
         found.append(f"shot_selection: {str(v.shot_selection)[:20]!r} is not {', '.join(SHOT_SELECTIONS)}")
     return found
@@ -552,6 +554,10 @@ class Variants:
         return "\n\n".join([*parts, f"{header}\n{prompt}"]), (*shot_images, *images)
 
     # -- reading ---------------------------------------------------------------------------------------------
+    def final_text(self, response: str) -> str:
+        """What a yes/no reader should read: a CoT response's last answer statement when it has one."""
+        return (final_answer_text(response) or response) if self.v.cot else response
+
     def letter_of(self, candidate: str, offered: Sequence[str]) -> str:
         """A likelihood pass's chosen candidate as its standard letter (a label's position; a letter as is)."""
         if self.label_map is None or self.kind != "mcq":

@@ -342,3 +342,20 @@ def test_an_llm_extractor_reads_undecided_mapped_answers_with_the_labels_shown(w
     assert [p.choice for p in preds] == ["C", "C", "C"] and all(p.stage == "llm" for p in preds)
     assert all(p.reason.startswith("rules: several labels named: second, third") for p in preds)
     assert all('(label "third")' in q.prompt for q in judge.seen)
+
+
+def test_a_cot_yes_no_answer_is_read_from_its_final_line(tmp_path):
+    (tmp_path / "img.jpg").write_bytes(jpeg_bytes(0, side=32))
+    path = tmp_path / "p.jsonl"
+    lines = [{"question_id": i, "image": "img.jpg", "text": f"Is there a cat {i}?", "label": "yes"} for i in range(3)]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    with open_workspace(tmp_path / "ws.sqlite") as ws:
+        import_benchmark(ws, path, fmt="pope", name="v", setting="random")
+        backend = Scripted(lambda q: "No dog is visible, but yes, there is a cat.\nAnswer: yes")
+        eng = engine(ws, RunSettings(cot=True), backend)
+        eng.execute()
+        preds = runs.predictions_of(ws, eng.run.id)
+    assert all(p.choice == "yes" and p.correct for p in preds)
+    assert all("Answer: X" in q.prompt and "yes, no" in q.prompt for q in backend.seen)
+    with pytest.raises(InvalidInput):
+        RunSettings(cot=True, likelihood=True).check()
