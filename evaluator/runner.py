@@ -19,15 +19,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from db import catalog, runs
+from db import runs
 from db.catalog import Benchmark, Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
-from evaluator.backends import Backend, BackendError, Query, can_score
+from evaluator import variants
+from evaluator.backends import Backend, BackendError, can_score
 from evaluator.choices import (
-    YESNO_CANDIDATES,
     displayed_answer,
-    letters,
     pass_correct,
     passes_needed,
     read_yes_no,
@@ -40,6 +39,7 @@ from evaluator.llm_extraction import Extractor, load_extractor
 from evaluator.progress import Progress
 from evaluator.prompts import PromptTemplate
 from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
+from evaluator.variants import Variants
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,13 @@ class RunSettings:
     likelihood: bool = False
     seed: int = 0
     extractor: str = "rules"
+    # Run variants (evaluator/variants.py): ChEF's label maps, corruptions, k-shot prompts, chain of thought.
+    label_map: str | None = None
+    corrupt: tuple[str, ...] = ()
+    corrupt_options: bool = False
+    shots: int = 0
+    shot_selection: str = "random"
+    cot: bool = False
 
     def identity(self) -> dict[str, Any]:
         """The settings as stored and hashed into the run's config key. A setting added after the first release is
@@ -72,6 +79,7 @@ class RunSettings:
         problems = runs.config_problems(self.config(1))
         if self.strategy not in MCQ_STRATEGIES:
             problems.append(f"strategy: {self.strategy!r} is not circular or vanilla")
+        problems += variants.problems(self)
         if problems:
             raise InvalidInput("; ".join(problems))
 
@@ -89,7 +97,10 @@ def settings_of(run: runs.Run) -> RunSettings:
     if problems:
         raise InvalidInput(f"run {run.id}: stored settings are unreadable: {'; '.join(problems)}")
     known = {f for f in RunSettings.__dataclass_fields__}
-    settings = RunSettings(**{k: v for k, v in run.config.items() if k in known})
+    stored = {k: v for k, v in run.config.items() if k in known}
+    if isinstance(stored.get("corrupt"), list):  # JSON stores the tuple as a list
+        stored["corrupt"] = tuple(stored["corrupt"])
+    settings = RunSettings(**stored)
     settings.check()
     return settings
 
@@ -162,6 +173,7 @@ class Engine:
         reads_text = run.strategy != "pope" and not self.settings.likelihood
         self.extractor = extractor or (load_extractor(run.extractor, ws) if reads_text else None)
         self.template = PromptTemplate.from_json(run.prompt_template)
+        self.variants = Variants(ws, self.settings, self.template, self.kind_of(run), run.benchmark_id, run.seed)
         self.on_progress = on_progress or (lambda p: None)
         self.items = runs.items_of(ws, run)
         self.kind = "yesno" if run.strategy == "pope" else "mcq"
@@ -172,6 +184,10 @@ class Engine:
         self.calls = 0
         if self.settings.likelihood and not can_score(backend):
             raise BackendError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
+
+    @staticmethod
+    def kind_of(run: runs.Run) -> str:
+        return "yesno" if run.strategy == "pope" else "mcq"
 
     # -- scheduling ---------------------------------------------------------------------------------------------
     def alive(self, item: Item, k: int) -> bool:
@@ -228,14 +244,7 @@ class Engine:
         queries, orders = [], []
         for item in batch:
             order = rotation(len(item.options), k) if self.kind == "mcq" else ()
-            shown = tuple(item.options[j] for j in order)
-            prompt = self.template.render(question=item.question, hint=item.hint, options=shown, language=item.language)
-            images: tuple[bytes, ...] = ()
-            if not self.settings.text_only and item.image_sha256:
-                found = catalog.image_bytes(self.ws, item.image_sha256)
-                images = (found[0],) if found else ()
-            candidates = tuple(letters(len(shown))) if self.kind == "mcq" else YESNO_CANDIDATES
-            queries.append(Query(prompt=prompt, images=images, letters=candidates))
+            queries.append(self.variants.query(item, k, order))  # prompt, images (variants applied), candidates
             orders.append(order)
         t0 = time.perf_counter()
         if self.settings.likelihood:
@@ -283,10 +292,10 @@ class Engine:
     ) -> Extraction:
         if scores is not None:
             shown = ", ".join(f"{c}={s:.3f}" for c, s in zip(letters, scores))
-            choice = response.lower() if self.kind == "yesno" else response
+            choice = response.lower() if self.kind == "yesno" else self.variants.letter_of(response, letters)
             return Extraction(choice, "likelihood", f"log-likelihoods {shown}")
         if self.kind == "yesno":
-            reading = read_yes_no(response)
+            reading = read_yes_no(self.variants.final_text(response))  # a CoT answer: its last answer line
             if reading is None:
                 return Extraction(None, "none", "strict parser: neither yes nor no")
             return Extraction(reading, "rules", f"strict parser: {reading}")
@@ -295,6 +304,8 @@ class Engine:
     def _read_texts(self, batch: list[Item], orders: list[tuple[int, ...]], responses: list[str]) -> list[Extraction]:
         """The extractor over one batch at once, so an LLM extractor sends its prompts concurrently."""
         assert self.extractor is not None  # loaded whenever a run reads texts
+        if self.variants.reads:  # mapped labels, a final answer line, corrupted option texts
+            return self.variants.read_many(self.extractor, batch, orders, responses)
         return self.extractor.extract_many(
             [
                 (item.question, shown_options(item.options, order), response)

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QVBoxLayou
 from annotation.blind import HIDDEN_TEXT
 from db import runs
 from evaluator.report import RunSummary, run_summary
+from evaluator.variants import describe as describe_variants
 from gui.tables import RowsModel, table_view
 
 COLUMNS = ("Run", "Status", "Model", "Benchmark", "Strategy", "Vanilla", "Circular", "POPE F1", "Duration")
@@ -89,7 +90,9 @@ class RunsList(QWidget):
     def reload(self) -> None:
         keep = self.selected_run_ids()
         self.summaries = {}
+        variants = {}
         for r in runs.list_runs(self.ctx.ws):
+            variants[r.id] = describe_variants(r.config)
             s = run_summary(self.ctx.ws, r.id)
             if s is not None:
                 self.summaries[r.id] = s
@@ -106,7 +109,7 @@ class RunsList(QWidget):
                         s.status,
                         s.model,
                         s.benchmark,
-                        s.strategy,
+                        " · ".join(filter(None, (s.strategy, variants.get(s.run_id)))),
                         pct(s.vanilla),
                         pct(s.circular),
                         pct(s.pope_f1),
@@ -117,6 +120,8 @@ class RunsList(QWidget):
             if s.error:
                 tips[(i, 1)] = s.error
             tips[(i, 2)] = s.model
+            if variants.get(s.run_id) and not self.compact:
+                tips[(i, 4)] = f"Run variants: {variants[s.run_id]}"
         self.model.set_rows(rows, [s.run_id for s in ordered], colours=colours, tooltips=tips)
         self.select(keep)
 

@@ -28,9 +28,11 @@ from PySide6.QtWidgets import (
 
 from db import catalog, models
 from evaluator.backends import REGISTRY as BACKENDS
+from evaluator.variants import COT_MAX_NEW_TOKENS
 from gui.run_queue import RunJob, RunQueue, RunRequest, run_args
 from gui.runs_list import RunsList
 from gui.tables import export_table
+from gui.variant_group import VariantGroup
 
 # (label, --strategy, --likelihood) per benchmark kind; POPE is what a yes/no benchmark always gets.
 STRATEGIES = {
@@ -74,6 +76,7 @@ class LaunchForm(QGroupBox):
         self.limit = QSpinBox(minimum=0, maximum=10_000_000, value=0)
         self.limit.setSpecialValueText("all items")
         self.text_only = QCheckBox("Text only (withhold the image)")
+        self.variant = VariantGroup()
         self.command = QPlainTextEdit()
         self.command.setReadOnly(True)
         self.command.setObjectName("command")
@@ -92,6 +95,7 @@ class LaunchForm(QGroupBox):
         form.addRow("Max new tokens", self.max_tokens)
         form.addRow("Limit", self.limit)
         form.addRow("", self.text_only)
+        form.addRow(self.variant)
         cmd_label = QLabel("Command")
         cmd_label.setObjectName("muted")
         form.addRow(cmd_label)
@@ -105,6 +109,8 @@ class LaunchForm(QGroupBox):
         for spin in (self.batch, self.max_tokens, self.limit):
             spin.valueChanged.connect(self._update_command)
         self.text_only.toggled.connect(self._update_command)
+        self.variant.changed.connect(self._update_command)
+        self.variant.cot.toggled.connect(self._cot_tokens)
         self.reload()
 
     def reload(self) -> None:
@@ -152,6 +158,7 @@ class LaunchForm(QGroupBox):
         self.strategy.setCurrentIndex(max(0, min(previous, self.strategy.count() - 1)))
         self.strategy.blockSignals(False)
         self.extractor.setEnabled(kind == "mcq")
+        self.variant.set_kind(kind)
         self._update_command()
 
     def model_spec(self) -> str:
@@ -195,8 +202,15 @@ class LaunchForm(QGroupBox):
             max_new_tokens=self.max_tokens.value(),
             limit=self.limit.value() or None,
             text_only=self.text_only.isChecked(),
-        )
+        ) + tuple(self.variant.args())
         return RunRequest(args, f"{spec} on {bench}")
+
+    def _cot_tokens(self, on: bool) -> None:
+        """A chain of thought needs room: the CLI's --cot default, unless the length was changed by hand."""
+        if on and self.max_tokens.value() == 32:
+            self.max_tokens.setValue(COT_MAX_NEW_TOKENS)
+        elif not on and self.max_tokens.value() == COT_MAX_NEW_TOKENS:
+            self.max_tokens.setValue(32)
 
     def _update_command(self) -> None:
         req = self.request()

@@ -76,3 +76,17 @@ def annotator(text: str) -> str:
 
 
 annotator.__name__ = "a name"
+
+
+def checked(check, what: str):
+    """A type accepting a text that `check(text)` returns as a value (raising InvalidInput with the reason)."""
+    from db.errors import InvalidInput
+
+    def parse(text: str):
+        try:
+            return check(text[:200])
+        except InvalidInput as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = what
+    return parse

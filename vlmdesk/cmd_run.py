@@ -17,9 +17,11 @@ from evaluator.prompts import default_template, load_template
 from evaluator.report import RunReport, run_report
 from evaluator.runner import RunSettings
 from evaluator.types import MCQ_STRATEGIES
+from evaluator.variants import COT_MAX_NEW_TOKENS
 from vlmdesk.args import positive_int, record_id, seed
 from vlmdesk.cli import output_file
 from vlmdesk.cmd_data import bench_or_fail
+from vlmdesk.run_variants import add_variant_arguments, variant_settings
 
 
 def register(add) -> None:
@@ -36,6 +38,9 @@ def register(add) -> None:
                 vlmdesk run --bench mmbench-dev-en --model hf:llava-hf/llava-1.5-7b-hf --batch-size 16
                 vlmdesk run --bench mmbench-dev-en --model 'openai:Qwen2-VL-7B@http://localhost:8000/v1'
                 vlmdesk run --bench demo --model hf:./my-model --strategy vanilla --limit 10 --json
+                vlmdesk run --bench demo --model baseline:random --label-map natural:0
+                vlmdesk run --bench demo --model hf:./my-model --corrupt image:gaussian_noise:3 --corrupt text:mild_mix
+                vlmdesk run --bench demo --model hf:./my-model --shots 2 --shot-selection similar --cot
                 vlmdesk run --resume 7""",
     )
     p.add_argument("--bench", help="benchmark name (vlmdesk benchmarks)")
@@ -51,7 +56,12 @@ def register(add) -> None:
     )
     p.add_argument("--limit", type=positive_int, help="only the first N items of the benchmark")
     p.add_argument("--batch-size", type=positive_int, default=8, help="prompts per model call (default 8)")
-    p.add_argument("--max-new-tokens", type=positive_int, default=32, help="generation length (default 32)")
+    p.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        default=None,
+        help=f"generation length (default 32; {COT_MAX_NEW_TOKENS} with --cot)",
+    )
     p.add_argument("--text-only", action="store_true", help="withhold the image (quality control, baselines)")
     p.add_argument(
         "--likelihood",
@@ -71,6 +81,7 @@ def register(add) -> None:
         help=f"how free-text answers become a choice: {extractor_help()} (default rules; see "
         "docs/extraction-and-alignment.md)",
     )
+    add_variant_arguments(p)
     p.add_argument("--resume", type=record_id, metavar="RUN_ID", help="continue this run with its stored settings")
     p.add_argument("--new", action="store_true", help="start a new run even if one with these settings exists")
     p.add_argument("--json-progress", action="store_true", help="one JSON object per line on stdout, no bar")
@@ -134,11 +145,12 @@ def cmd_run(args) -> int:
                 strategy=args.strategy,
                 full_passes=args.full_passes,
                 limit=args.limit,
-                max_new_tokens=args.max_new_tokens,
+                max_new_tokens=args.max_new_tokens or (COT_MAX_NEW_TOKENS if args.cot else 32),
                 text_only=args.text_only,
                 likelihood=args.likelihood,
                 seed=args.seed,
                 extractor=args.extractor,
+                **variant_settings(args, bench),
             )
             template = (
                 load_template(args.prompt_template, bench.kind)
