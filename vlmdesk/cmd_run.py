@@ -7,6 +7,7 @@ import signal
 import sys
 
 from db import runs
+from db.runs import ROUNDS_MAX
 from evaluator.backends import BackendError, spec_help
 from evaluator.backends.secrets import redact
 from evaluator.launch import Launch, prepare_resume, prepare_run, run_or_resume
@@ -17,7 +18,7 @@ from evaluator.prompts import default_template, load_template
 from evaluator.report import RunReport, run_report
 from evaluator.runner import RunSettings
 from evaluator.types import MCQ_STRATEGIES
-from vlmdesk.args import positive_int, record_id, seed
+from vlmdesk.args import model_spec, positive_int, record_id, rounds, seed
 from vlmdesk.cli import output_file
 from vlmdesk.cmd_data import bench_or_fail
 
@@ -36,6 +37,7 @@ def register(add) -> None:
                 vlmdesk run --bench mmbench-dev-en --model hf:llava-hf/llava-1.5-7b-hf --batch-size 16
                 vlmdesk run --bench mmbench-dev-en --model 'openai:Qwen2-VL-7B@http://localhost:8000/v1'
                 vlmdesk run --bench demo --model hf:./my-model --strategy vanilla --limit 10 --json
+                vlmdesk run --bench demo --model hf:./my-vlm --multi-turn 'openai:gpt-4o-mini' --rounds 4
                 vlmdesk run --resume 7""",
     )
     p.add_argument("--bench", help="benchmark name (vlmdesk benchmarks)")
@@ -70,6 +72,19 @@ def register(add) -> None:
         metavar="SPEC",
         help=f"how free-text answers become a choice: {extractor_help()} (default rules; see "
         "docs/extraction-and-alignment.md)",
+    )
+    p.add_argument(
+        "--multi-turn",
+        type=model_spec,
+        metavar="LLM_SPEC",
+        help="multi-turn reasoning (LVLM-eHub): this LLM (any model spec) asks the model sub-questions about the "
+        "image, then answers; every turn is stored with the pass (multiple-choice benchmarks)",
+    )
+    p.add_argument(
+        "--rounds",
+        type=rounds,
+        help=f"with --multi-turn: at most N rounds of sub-questions (default 4; 1..{ROUNDS_MAX}); the last one "
+        "forces an answer",
     )
     p.add_argument("--resume", type=record_id, metavar="RUN_ID", help="continue this run with its stored settings")
     p.add_argument("--new", action="store_true", help="start a new run even if one with these settings exists")
@@ -139,6 +154,7 @@ def cmd_run(args) -> int:
                 likelihood=args.likelihood,
                 seed=args.seed,
                 extractor=args.extractor,
+                **multi_turn_settings(args),
             )
             template = (
                 load_template(args.prompt_template, bench.kind)
@@ -155,6 +171,16 @@ def cmd_run(args) -> int:
             )
             return _finish(args, run.id)
         return _execute(ws, launch, args)
+
+
+def multi_turn_settings(args) -> dict:
+    """RunSettings' multi-turn fields from --multi-turn / --rounds (left at their defaults when not given)."""
+    from vlmdesk.cli import UsageError
+
+    if args.rounds is not None and args.multi_turn is None:
+        raise UsageError("--rounds needs --multi-turn LLM_SPEC")
+    found = {"multi_turn": args.multi_turn} if args.multi_turn else {}
+    return found | ({"rounds": args.rounds} if args.rounds is not None else {})
 
 
 def _execute(ws, launch: Launch, args) -> int:
@@ -204,7 +230,7 @@ def _execute(ws, launch: Launch, args) -> int:
         )
         return 1
     except Exception as exc:
-        message = redact(str(exc), run.model_spec, run.extractor)
+        message = redact(str(exc), run.model_spec, run.extractor, run.config.get("multi_turn"))
         if runs.get_run(ws, run.id) is None:  # removed: it failed before asking anything, so it is not stored
             raise UsageError(message) from None
         if isinstance(exc, BackendError):
