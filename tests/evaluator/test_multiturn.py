@@ -4,6 +4,7 @@ with its pass, and the final answer is read by the run's extractor as the letter
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import sqlite3
@@ -114,6 +115,13 @@ def test_turn_counts_are_exact_and_the_answer_is_read_by_the_extractor(mt_ws, se
     with sqlite3.connect(mt_ws) as conn:
         stored = [json.loads(t) for (t,) in conn.execute("SELECT turns FROM predictions")]
     assert all(set(turn) == {"role", "text"} for turns in stored for turn in turns)
+    # export-predictions adds the dialogue as a column, one JSON list per row
+    out = mt_ws.parent / "preds.tsv"
+    assert main(["--workspace", str(mt_ws), "export-predictions", "1", "--out", str(out)]) == 0
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    assert [len(json.loads(r["turns"])) for r in rows] == [17, 22, 7]
+    assert [r["prediction"] for r in rows] == ["B", "C", "A"]
 
 
 def test_circular_passes_store_the_letter_of_the_shown_option(mt_ws, serve):
@@ -239,3 +247,26 @@ def test_tiny_llava_answers_the_sub_questions(tmp_path, serve, tiny_llava_dir, m
     texts = [r["body"]["messages"][0]["content"] for r in server.requests]
     sub_prompts = [t for t in texts if "Sub-questions and the assistant's answers" in t]
     assert len(sub_prompts) == 3  # each reasoning saw the model's answers
+
+
+def test_check_reports_turns_of_the_wrong_shape(mt_ws, capsys):
+    with sqlite3.connect(mt_ws) as conn:
+        conn.execute(
+            "INSERT INTO runs (benchmark_id, model_spec, strategy, prompt_template, extractor, config_key, status, "
+            "created_at, updated_at) VALUES (1, 'baseline:first', 'vanilla', '{}', 'rules', 'k', 'finished', '', '')"
+        )
+        row = (
+            "INSERT INTO predictions (run_id, item_id, pass, option_order, prompt, response, stage, created_at, turns) "
+        )
+        conn.execute(row + "VALUES (1, 1, 0, '[]', '', '', 'none', '', ?)", ('[{"role": "asker", "text": "ok"}]',))
+        conn.execute(row + "VALUES (1, 2, 0, '[]', '', '', 'none', '', ?)", ('[{"role": "judge", "text": "x"}]',))
+        conn.execute(row + "VALUES (1, 3, 0, '[]', '', '', 'none', '', ?)", ('{"role": "model"}',))
+    assert main(["--workspace", str(mt_ws), "check", "--json"]) == 1
+    found = next(c for c in json.loads(capsys.readouterr().out)["checks"] if c["name"] == "pass_turns")
+    assert found["problems"] == [
+        "run 1 item 2 pass 0: turns are not a list of {role, text}",
+        "run 1 item 3 pass 0: turns are not a list of {role, text}",
+    ]
+    with open_workspace(mt_ws) as ws:  # the app reads what it can
+        turns = {p.item_id: p.turns for p in runs.predictions_of(ws, 1)}
+    assert turns == {1: (runs.Turn("asker", "ok"),), 2: (), 3: None}
