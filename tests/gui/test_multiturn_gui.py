@@ -34,21 +34,31 @@ def _prediction_texts(window) -> list[str]:
     return visible_texts(window)
 
 
+def _tree_rows(tree) -> list[list[str]]:
+    """Every row of the predictions tree, scrolled into view or not (columns 0 and 2)."""
+    rows = []
+
+    def walk(item):
+        rows.append([item.text(0), item.text(2)])
+        for i in range(item.childCount()):
+            walk(item.child(i))
+
+    for i in range(tree.topLevelItemCount()):
+        walk(tree.topLevelItem(i))
+    return rows
+
+
 def test_review_shows_every_turn_of_a_multi_turn_pass(qtbot, demo_ws, make_window, serve):
     _multi_turn_run(demo_ws, serve)
     window = make_window(demo_ws)
     VIEWS["review"](window, Shot("review", item="1"))
     texts = _prediction_texts(window)
+    assert any(t.startswith("pass 0 · 5 turns") for t in texts) and "1. asker" in texts  # in sight, expanded
     # describe (2 turns), one sub-question and its answer, the reasoning: 5 turns, numbered, roles named.
-    assert any(t.startswith("pass 0 · 5 turns") for t in texts)
-    assert [t for t in texts if re.fullmatch(r"\d\. (asker|model)", t)] == [
-        "1. asker",
-        "2. model",
-        "3. asker",
-        "4. model",
-        "5. asker",
-    ]
-    assert f"What is {MARK} in the image?" in texts and f"Analysis: {MARK} reasoning. Answer: A" in texts
+    rows = _tree_rows(window.view("review").predictions)
+    turns = [row for row in rows if re.fullmatch(r"\d\. (asker|model)", row[0])]
+    assert [name for name, _ in turns] == ["1. asker", "2. model", "3. asker", "4. model", "5. asker"]
+    assert turns[2][1] == f"What is {MARK} in the image?" and turns[4][1] == f"Analysis: {MARK} reasoning. Answer: A"
     window.grab().save(str(demo_ws.parent / "multiturn-review.png"))
 
 
@@ -57,9 +67,10 @@ def test_blind_mode_hides_the_turns_until_my_verdict(qtbot, demo_ws, make_window
     window = make_window(demo_ws, blind=True, advance=False)
     VIEWS["review"](window, Shot("review", item="1"))
     window.view("review").setFocus()
-    assert MARK not in " ".join(_prediction_texts(window))
+    tree = window.view("review").predictions
+    assert MARK not in " ".join(_prediction_texts(window)) and MARK not in str(_tree_rows(tree))
     qtbot.keyClick(window, Qt.Key_O)  # my verdict: the item is judged, its runs' answers show
-    assert MARK in " ".join(_prediction_texts(window))
+    assert any(t.startswith("pass 0 · 5 turns") for t in _prediction_texts(window)) and MARK in str(_tree_rows(tree))
 
 
 def test_the_launcher_adds_the_asker_and_its_rounds(qtbot, demo_ws, make_window):
