@@ -6,7 +6,7 @@ import json
 import signal
 import sys
 
-from db import runs
+from db import models, runs
 from db.runs import ROUNDS_MAX
 from evaluator.backends import BackendError, spec_help
 from evaluator.backends.secrets import redact
@@ -77,8 +77,9 @@ def register(add) -> None:
         "--multi-turn",
         type=model_spec,
         metavar="LLM_SPEC",
-        help="multi-turn reasoning (LVLM-eHub): this LLM (any model spec) asks the model sub-questions about the "
-        "image, then answers; every turn is stored with the pass (multiple-choice benchmarks)",
+        help="multi-turn reasoning (LVLM-eHub): this LLM (a model spec or a saved model's name) asks the model "
+        "sub-questions about the image, then answers; every turn is stored with the pass (multiple-choice "
+        "benchmarks)",
     )
     p.add_argument(
         "--rounds",
@@ -154,7 +155,7 @@ def cmd_run(args) -> int:
                 likelihood=args.likelihood,
                 seed=args.seed,
                 extractor=args.extractor,
-                **multi_turn_settings(args),
+                **multi_turn_settings(args, ws),
             )
             template = (
                 load_template(args.prompt_template, bench.kind)
@@ -173,13 +174,14 @@ def cmd_run(args) -> int:
         return _execute(ws, launch, args)
 
 
-def multi_turn_settings(args) -> dict:
-    """RunSettings' multi-turn fields from --multi-turn / --rounds (left at their defaults when not given)."""
+def multi_turn_settings(args, ws) -> dict:
+    """RunSettings' multi-turn fields from --multi-turn (a spec or a saved model's name) and --rounds (left at their
+    defaults when not given)."""
     from vlmdesk.cli import UsageError
 
     if args.rounds is not None and args.multi_turn is None:
         raise UsageError("--rounds needs --multi-turn LLM_SPEC")
-    found = {"multi_turn": args.multi_turn} if args.multi_turn else {}
+    found = {"multi_turn": models.resolve_spec(ws, args.multi_turn)} if args.multi_turn else {}
     return found | ({"rounds": args.rounds} if args.rounds is not None else {})
 
 

@@ -127,7 +127,9 @@ def test_turn_counts_are_exact_and_the_answer_is_read_by_the_extractor(mt_ws, se
 def test_circular_passes_store_the_letter_of_the_shown_option(mt_ws, serve):
     asker = Asker({q: (0, False) for q in PLAN})
     server = serve(respond=asker)
-    assert run(mt_ws, "--model", "baseline:first", "--multi-turn", f"openai:asker@{server.url}", "--rounds", "2") == 0
+    ws_args = ["--workspace", str(mt_ws), "models"]
+    assert main([*ws_args, "add", "asker", f"openai:asker@{server.url}"]) == 0  # a saved model's name works too
+    assert run(mt_ws, "--model", "baseline:first", "--multi-turn", "asker", "--rounds", "2") == 0
     found = passes(mt_ws)
     assert {q: len(ps) for q, ps in found.items()} == {q: len(o) for q, o, _ in ITEMS}  # every rotation right
     for question, ps in found.items():
