@@ -320,7 +320,9 @@ class PredictionsView(QTreeWidget):
             result = item_result(run.strategy, len(item.options), {p.pass_: p.correct for p in passes})
             result_shown = sight is None or sight.shows_run_result(run.id, item.id)
             mark = f"   {RESULT_MARKS[result]} {result}" if result_shown else ""
-            top = QTreeWidgetItem([f"run {run.id} · {run.model_spec} · {run.strategy}{mark}", "", "", "", ""])
+            asker = run.config.get("multi_turn")
+            how = f"{run.strategy} · multi-turn, asked by {asker}" if isinstance(asker, str) else run.strategy
+            top = QTreeWidgetItem([f"run {run.id} · {run.model_spec} · {how}{mark}", "", "", "", ""])
             font = top.font(0)
             font.setBold(True)
             top.setFont(0, font)

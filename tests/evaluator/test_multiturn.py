@@ -150,20 +150,25 @@ def test_a_failed_dialogue_stores_nothing_half_and_the_run_resumes(mt_ws, serve)
     args = ("--model", "baseline:first", "--strategy", "vanilla", "--batch-size", "1", "--multi-turn", spec)
     real = asker.__call__
 
-    def fail_on_second_item(text):
-        if "Which animal barks?" in text:
+    def fail_on_the_last_item(text):  # batches go shortest prompt first: "fruit" is the last item asked
+        if "Which fruit is red?" in text:
             return Step(400, {"error": {"message": "scripted failure"}})
         return real(text)
 
-    server.respond = fail_on_second_item
+    server.respond = fail_on_the_last_item
     assert run(mt_ws, *args) == 1
     first = passes(mt_ws)
-    assert set(first) <= set(PLAN) - {"Which animal barks?"} and "Which animal barks?" not in first
-    assert all(len(p.turns) in (7, 17) for ps in first.values() for p in ps)
+    assert {q: [len(p.turns) for p in ps] for q, ps in first.items()} == {
+        "Which animal barks?": [22],
+        "Which shape is round?": [7],
+    }
+    with open_workspace(mt_ws) as ws:
+        assert runs.get_run(ws, 1).status == "failed"
     server.respond = asker
     assert run(mt_ws, *args) == 0  # the same command continues the run
     done = passes(mt_ws)
     assert len(done) == 3 and all(len(ps) == 1 for ps in done.values())
+    assert len(done["Which fruit is red?"][0].turns) == 17
     assert {q: ps[0].turns for q, ps in first.items()} == {q: done[q][0].turns for q in first}
 
 

@@ -54,6 +54,7 @@ def test_review_shows_every_turn_of_a_multi_turn_pass(qtbot, demo_ws, make_windo
     VIEWS["review"](window, Shot("review", item="1"))
     texts = _prediction_texts(window)
     assert any(t.startswith("pass 0 · 5 turns") for t in texts) and "1. asker" in texts  # in sight, expanded
+    assert any(t.startswith("run 2 · baseline:first · vanilla · multi-turn, asked by openai:asker@") for t in texts)
     # describe (2 turns), one sub-question and its answer, the reasoning: 5 turns, numbered, roles named.
     rows = _tree_rows(window.view("review").predictions)
     turns = [row for row in rows if re.fullmatch(r"\d\. (asker|model)", row[0])]
