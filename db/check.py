@@ -215,6 +215,21 @@ def _option_scores(ws: Workspace) -> list[str]:
     )
 
 
+_BAD_TURNS = """
+FROM predictions WHERE turns IS NOT NULL AND CASE WHEN json_valid(turns) THEN json_type(turns) != 'array' OR EXISTS (
+    SELECT 1 FROM json_each(predictions.turns) t WHERE t.type != 'object'
+    OR coalesce(json_extract(t.value, '$.role'), '') NOT IN ('asker', 'model')
+    OR json_type(t.value, '$.text') IS NOT 'text'
+) ELSE 1 END"""
+
+
+def _pass_turns(ws: Workspace) -> list[str]:
+    """Multi-turn passes whose turns are not a list of {"role": asker|model, "text"} (the app shows them as none)."""
+    (count,) = ws.conn.execute(f"SELECT count(*) {_BAD_TURNS}").fetchone()
+    rows = ws.conn.execute(f"SELECT run_id, item_id, pass {_BAD_TURNS} LIMIT {MAX_PROBLEMS}").fetchall()
+    return _bounded([f"run {r} item {i} pass {k}: turns are not a list of {{role, text}}" for r, i, k in rows], count)
+
+
 CHECKS: tuple[Check, ...] = (
     Check("integrity", "file integrity", _integrity),
     Check("schema", "schema version", _schema_version, _upgrade),
@@ -223,6 +238,7 @@ CHECKS: tuple[Check, ...] = (
     Check("orphan_images", "images used by no item", _orphan_images, _delete_orphan_images),
     Check("dead_runs", "runs whose process is gone", _dead_runs, _mark_dead_runs_interrupted, current_schema=True),
     Check("option_scores", "option scores of likelihood passes", _option_scores, current_schema=True),
+    Check("pass_turns", "turns of multi-turn passes", _pass_turns, current_schema=True),
 )
 
 

@@ -617,5 +617,19 @@ def _m0011(db: Database) -> None:
     )
 
 
+@migrations(name="0013_pass_turns")
+def _m0013(db: Database) -> None:
+    # A multi-turn pass (LVLM-eHub's multi-turn reasoning, evaluator/multiturn.py) is a dialogue: an asking LLM's
+    # sub-questions, the model's answers and the LLM's reasoning. Every turn is kept with the pass, in the same row,
+    # so a pass is stored whole or not at all: a JSON list of {"role": "asker"|"model", "text": ...}; NULL for an
+    # ordinary one-prompt pass.
+    _script(
+        db,
+        """
+        ALTER TABLE predictions ADD COLUMN turns TEXT CHECK (turns IS NULL OR json_valid(turns));
+        """,
+    )
+
+
 # PRAGMA application_id of every vlmdesk workspace: "VLMD" as a big-endian 32-bit integer.
 APPLICATION_ID = int.from_bytes(b"VLMD", "big")

@@ -6,7 +6,8 @@ options rotated by k. vlmdesk stores each question once and asks pass k with the
 shown is original option (i + k) mod N), so pass k *is* that row: its prediction is pass k's response, and its
 options and answer are the rotated ones the model saw. Passes never asked (a wrong pass ends a CircularEval item)
 get an empty prediction — VLMEvalKit counts the item wrong, as vlmdesk does. Vanilla runs give the original rows
-only. POPE runs give index, question, answer, category (the setting) and prediction.
+only. POPE runs give index, question, answer, category (the setting) and prediction. Multi-turn runs add a
+`turns` column: each pass's dialogue as JSON (evaluator/multiturn.py).
 
 Files are written to a temporary name and renamed, so an interrupted export leaves nothing half-written.
 """
@@ -93,6 +94,8 @@ def export_predictions(
             "split",
             "prediction",
         ]
+        dialogues = bool(run.config.get("multi_turn"))  # multi-turn passes add their turns (JSON) as a column
+        columns += ["turns"] if dialogues else []
         waves = max((len(i.options) for i in items), default=1) if run.strategy == "circular" else 1
         rows, predicted = [], 0
         for k in range(waves):  # originals first, then the copies in k order, as VLMEvalKit's files list them
@@ -114,6 +117,7 @@ def export_predictions(
                         item.l2_category,
                         item.split,
                         said(done.get((item.id, k))),
+                        *([_turns(done.get((item.id, k)))] if dialogues else []),
                     ]
                 )
     handle, tmp = _atomic_text(path)
@@ -127,6 +131,10 @@ def export_predictions(
     finally:
         _finish(handle, tmp, path, ok)
     return PredictionExport(path, run_id, len(rows), predicted)
+
+
+def _turns(p: runs.Prediction | None) -> str:
+    return (runs.turns_json(p.turns) or "") if p is not None else ""
 
 
 def _copy_index(item: catalog.Item, k: int) -> int | str:

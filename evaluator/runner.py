@@ -24,7 +24,7 @@ from db.catalog import Benchmark, Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator import variants
-from evaluator.backends import Backend, BackendError, can_score
+from evaluator.backends import Backend, BackendError, can_score, check_spec
 from evaluator.choices import (
     displayed_answer,
     pass_correct,
@@ -36,6 +36,7 @@ from evaluator.choices import (
 )
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import Extractor, load_extractor
+from evaluator.multiturn import MultiTurn, Question, load_multi_turn
 from evaluator.progress import Progress
 from evaluator.prompts import PromptTemplate
 from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
@@ -61,6 +62,8 @@ class RunSettings:
     shots: int = 0
     shot_selection: str = "random"
     cot: bool = False
+    multi_turn: str | None = None  # the asking LLM's backend spec: LVLM-eHub's multi-turn reasoning (multiturn.py)
+    rounds: int = 4  # at most this many rounds of sub-questions per multi-turn pass
 
     def identity(self) -> dict[str, Any]:
         """The settings as stored and hashed into the run's config key. A setting added after the first release is
@@ -80,8 +83,23 @@ class RunSettings:
         if self.strategy not in MCQ_STRATEGIES:
             problems.append(f"strategy: {self.strategy!r} is not circular or vanilla")
         problems += variants.problems(self)
+        problems += multi_turn_problems(self)
         if problems:
             raise InvalidInput("; ".join(problems))
+
+
+def multi_turn_problems(settings: RunSettings) -> list[str]:
+    """What is wrong with a run's multi-turn settings (the asker's spec is read, nothing is loaded)."""
+    if settings.multi_turn is None:
+        return ["rounds: only with multi_turn (an asking LLM)"] if settings.rounds != RunSettings.rounds else []
+    problems = []
+    try:
+        check_spec(settings.multi_turn)
+    except BackendError as exc:
+        problems.append(f"multi_turn: {exc}")
+    if settings.likelihood:
+        problems.append("multi_turn: the asking LLM answers in words; not with likelihood")
+    return problems
 
 
 # The settings of the first release: always stored and hashed, whatever their value (RunSettings.identity).
@@ -164,6 +182,7 @@ class Engine:
         on_progress: Callable[[Progress], None] | None = None,
         extractor: Extractor | None = None,
         owner: runs.Owner | None = None,
+        multi_turn: MultiTurn | None = None,
     ):
         self.ws, self.run, self.backend, self.batch_size = ws, run, backend, max(1, batch_size)
         self.owner = owner  # when set, each batch is stored only while this owner holds the run
@@ -184,6 +203,7 @@ class Engine:
         self.calls = 0
         if self.settings.likelihood and not can_score(backend):
             raise BackendError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
+        self.multi_turn = multi_turn or (load_multi_turn_for(run, self.settings) if self.settings.multi_turn else None)
 
     @staticmethod
     def kind_of(run: runs.Run) -> str:
@@ -247,11 +267,24 @@ class Engine:
             queries.append(self.variants.query(item, k, order))  # prompt, images (variants applied), candidates
             orders.append(order)
         t0 = time.perf_counter()
+        turns: list[tuple[runs.Turn, ...] | None] = [None] * len(batch)
         if self.settings.likelihood:
             backend = self.backend
             assert can_score(backend)  # checked when the engine was built
             scores = backend.score(queries, [q.letters for q in queries])
             responses = [q.letters[max(range(len(s)), key=s.__getitem__)] for q, s in zip(queries, scores)]
+        elif self.multi_turn is not None:  # each pass a dialogue between the asking LLM and the model
+            scores = None
+            dialogues = self.multi_turn.converse(
+                self.backend,
+                [
+                    Question(item.question, item.hint, shown_options(item.options, order), query.images)
+                    for item, order, query in zip(batch, orders, queries)
+                ],
+                self.settings.max_new_tokens,
+            )
+            responses = [d.response for d in dialogues]
+            turns = [d.turns for d in dialogues]
         else:
             scores = None
             responses = self.backend.generate(queries, self.settings.max_new_tokens)
@@ -281,6 +314,7 @@ class Engine:
                     pass_correct(extraction.choice, answer),
                     round(latency, 3),
                     scores=tuple(scores[n]) if scores else None,  # calibration reads them (evaluator/desiderata)
+                    turns=turns[n],
                 )
             )
         runs.add_predictions(self.ws, preds, owner=self.owner)
@@ -312,6 +346,14 @@ class Engine:
                 for item, order, response in zip(batch, orders, responses)
             ]
         )
+
+
+def load_multi_turn_for(run: runs.Run, settings: RunSettings) -> MultiTurn:
+    """The asking LLM of a multi-turn run, loaded (multi-turn passes ask multiple-choice questions only)."""
+    if run.strategy not in MCQ_STRATEGIES:
+        raise InvalidInput(f"multi-turn reasoning asks multiple-choice questions; run {run.id} is {run.strategy}")
+    assert settings.multi_turn is not None  # asked for by the caller
+    return load_multi_turn(settings.multi_turn, settings.rounds)
 
 
 def new_run(

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from db import catalog, models
+from db.runs import ROUNDS_MAX
 from evaluator.backends import REGISTRY as BACKENDS
 from evaluator.variants import COT_MAX_NEW_TOKENS
 from gui.run_queue import RunJob, RunQueue, RunRequest, run_args
@@ -77,6 +78,17 @@ class LaunchForm(QGroupBox):
         self.limit.setSpecialValueText("all items")
         self.text_only = QCheckBox("Text only (withhold the image)")
         self.variant = VariantGroup()
+        self.multi_turn = QComboBox()  # the asking LLM of multi-turn reasoning; empty: off
+        self.multi_turn.setEditable(True)
+        self.multi_turn.setToolTip(
+            "Multi-turn reasoning (LVLM-eHub): this LLM asks the model sub-questions about the image, then answers. "
+            "Empty: off."
+        )
+        asker_editor = self.multi_turn.lineEdit()
+        assert asker_editor is not None  # an editable combo box has one
+        asker_editor.setPlaceholderText("off — or an LLM that asks sub-questions: openai:…, hf:…")
+        self.rounds = QSpinBox(minimum=1, maximum=ROUNDS_MAX, value=4)
+        self.rounds.setToolTip("Multi-turn: at most this many rounds of sub-questions; the last forces an answer")
         self.command = QPlainTextEdit()
         self.command.setReadOnly(True)
         self.command.setObjectName("command")
@@ -96,17 +108,19 @@ class LaunchForm(QGroupBox):
         form.addRow("Limit", self.limit)
         form.addRow("", self.text_only)
         form.addRow(self.variant)
+        form.addRow("Multi-turn asker", self.multi_turn)
+        form.addRow("Rounds", self.rounds)
         cmd_label = QLabel("Command")
         cmd_label.setObjectName("muted")
         form.addRow(cmd_label)
         form.addRow(self.command)
         form.addRow(self.start)
         self.bench.currentIndexChanged.connect(self._bench_changed)
-        for combo in (self.model, self.extractor):
+        for combo in (self.model, self.extractor, self.multi_turn):
             combo.currentTextChanged.connect(self._update_command)
         for combo in (self.strategy, self.bench):
             combo.currentIndexChanged.connect(self._update_command)
-        for spin in (self.batch, self.max_tokens, self.limit):
+        for spin in (self.batch, self.max_tokens, self.limit, self.rounds):
             spin.valueChanged.connect(self._update_command)
         self.text_only.toggled.connect(self._update_command)
         self.variant.changed.connect(self._update_command)
@@ -146,6 +160,15 @@ class LaunchForm(QGroupBox):
                 self.extractor.addItem(f"rules+llm:{m.spec}")
         self.extractor.setCurrentText(extractor)
         self.extractor.blockSignals(False)
+        asker = self.multi_turn.currentText()
+        self.multi_turn.blockSignals(True)
+        self.multi_turn.clear()
+        self.multi_turn.addItem("")
+        for m in saved:
+            if m.kind in backends and not backends[m.kind].reference:  # a model that can ask
+                self.multi_turn.addItem(m.spec)
+        self.multi_turn.setCurrentText(asker)
+        self.multi_turn.blockSignals(False)
         self._bench_changed()
 
     def _bench_changed(self) -> None:
@@ -159,6 +182,7 @@ class LaunchForm(QGroupBox):
         self.strategy.blockSignals(False)
         self.extractor.setEnabled(kind == "mcq")
         self.variant.set_kind(kind)
+        self.multi_turn.setEnabled(kind == "mcq")
         self._update_command()
 
     def model_spec(self) -> str:
@@ -170,7 +194,7 @@ class LaunchForm(QGroupBox):
         self, *, bench: str | None = None, model: str | None = None, strategy: str | None = None, **values
     ) -> None:
         """Fill the form (tests, presets): strategy by its label; values: batch, max_tokens, limit, text_only,
-        extractor."""
+        extractor, multi_turn, rounds."""
         if bench is not None:
             self.bench.setCurrentIndex(self.bench.findData(bench))
         if model is not None:
@@ -192,6 +216,8 @@ class LaunchForm(QGroupBox):
         if not bench or not spec:
             return None
         strategy, likelihood = self.strategy.currentData() or ("circular", False)
+        asker = self.multi_turn.currentText().strip() if self.multi_turn.isEnabled() and not likelihood else ""
+        self.rounds.setEnabled(bool(asker))
         args = run_args(
             bench=bench,
             model=spec,
@@ -202,6 +228,8 @@ class LaunchForm(QGroupBox):
             max_new_tokens=self.max_tokens.value(),
             limit=self.limit.value() or None,
             text_only=self.text_only.isChecked(),
+            multi_turn=asker or None,
+            rounds=self.rounds.value(),
         ) + tuple(self.variant.args())
         return RunRequest(args, f"{spec} on {bench}")
 
