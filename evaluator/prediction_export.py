@@ -14,9 +14,11 @@ Files are written to a temporary name and renamed, so an interrupted export leav
 from __future__ import annotations
 
 import csv
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 from db import catalog, runs
 from db.errors import NotFound
@@ -27,6 +29,9 @@ from evaluator.importers.common import CIRCULAR_STRIDE
 
 PREDICTION_FIELDS = ("response", "choice")
 SEPARATORS = {".tsv": "\t", ".csv": ","}
+LAYOUTS = ("vlmevalkit", "lmms-eval")
+"""VLMEvalKit's prediction file (.tsv/.csv), or lmms-eval's `--log_samples` JSON Lines (.jsonl): one sample per
+row, {doc_id, doc (the row without prediction; POPE's index as question_id), target, resps, filtered_resps}."""
 
 
 @dataclass(frozen=True)
@@ -48,13 +53,18 @@ def default_file_name(model_spec: str, benchmark: str, suffix: str = ".tsv") -> 
 
 
 def export_predictions(
-    ws: Workspace, run_id: int, path: str | Path, *, prediction: str = "response"
+    ws: Workspace, run_id: int, path: str | Path, *, prediction: str = "response", layout: str = "vlmevalkit"
 ) -> PredictionExport:
-    """Write run `run_id` as a VLMEvalKit prediction file (.tsv or .csv by the suffix). LookupError for an unknown
-    run, ExportError for a format it cannot write."""
+    """Write run `run_id` as a VLMEvalKit prediction file (.tsv or .csv by the suffix) or as lmms-eval samples
+    (.jsonl). LookupError for an unknown run, ExportError for a format it cannot write."""
     path = Path(path)
     sep = SEPARATORS.get(path.suffix.lower())
-    if sep is None:
+    if layout not in LAYOUTS:
+        raise ExportError(f"layout: one of {', '.join(LAYOUTS)}")
+    if layout == "lmms-eval":
+        if path.suffix.lower() != ".jsonl":
+            raise ExportError(f"{path}: lmms-eval samples are JSON Lines; name the file .jsonl")
+    elif sep is None:
         raise ExportError(
             f"{path}: prediction files end in .tsv or .csv (VLMEvalKit reads both; .xlsx would need "
             "openpyxl, which vlmdesk does not depend on)"
@@ -119,14 +129,27 @@ def export_predictions(
     handle, tmp = _atomic_text(path)
     ok = False
     try:
-        out = csv.writer(handle, delimiter=sep, lineterminator="\n")
-        out.writerow(columns)
-        for row in rows:
-            out.writerow(["" if v is None else str(v) for v in row])
+        if layout == "lmms-eval":
+            _write_samples(handle, columns, rows, pope=run.strategy == "pope")
+        else:
+            assert sep is not None  # checked above
+            out = csv.writer(handle, delimiter=sep, lineterminator="\n")
+            out.writerow(columns)
+            for row in rows:
+                out.writerow(["" if v is None else str(v) for v in row])
         ok = True
     finally:
         _finish(handle, tmp, path, ok)
     return PredictionExport(path, run_id, len(rows), predicted)
+
+
+def _write_samples(handle: IO[str], columns: list[str], rows: list[list[Any]], *, pope: bool) -> None:
+    """lmms-eval's sample shape; a pass never asked has an empty response, as in the VLMEvalKit layout."""
+    for doc_id, row in enumerate(rows):
+        doc = {("question_id" if pope and c == "index" else c): v for c, v in zip(columns, row) if c != "prediction"}
+        said = row[-1]
+        sample = {"doc_id": doc_id, "doc": doc, "target": doc["answer"], "resps": [[said]], "filtered_resps": [said]}
+        handle.write(json.dumps(sample, ensure_ascii=False) + "\n")
 
 
 def _copy_index(item: catalog.Item, k: int) -> int | str:
