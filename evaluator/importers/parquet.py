@@ -21,7 +21,7 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -41,6 +41,7 @@ from evaluator.importers.common import (
     check_texts,
     normalise_index,
     open_regular,
+    sha256_bytes,
 )
 
 _SHARD = re.compile(r"^(?P<split>.+)-(?P<n>\d{5})-of-(?P<total>\d{5})$")
@@ -267,13 +268,37 @@ def _image(value: object, limits: ReadLimits, err: Any) -> ImageRef | None:
     return ImageRef("bytes", bytes(data))
 
 
+class _SharedImages:
+    """Parquet repeats an image's bytes in every row that shows it (MMBench's circular copies, POPE's six questions
+    per image); a repeat becomes a reference to the first row that had them (the TSV's convention), so the importer
+    holds each image once instead of once per row."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, int | str] = {}  # sha256 -> index of the first row with these bytes
+        self.seen: set[int | str] = set()
+
+    def shared(self, row: SourceRow) -> SourceRow:
+        fresh = row.index not in self.seen  # a repeated index is the importer's error; never a reference target
+        self.seen.add(row.index)
+        if row.image is None or row.image.kind != "bytes":
+            return row
+        assert isinstance(row.image.value, bytes)
+        sha = sha256_bytes(row.image.value)
+        if sha in self.first:
+            return replace(row, image=ImageRef("row", self.first[sha]))
+        if fresh:
+            self.first[sha] = row.index
+        return row
+
+
 def read_parquet(
     path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
 ) -> Iterator[SourceRow | InputError]:
     """MMBench or generic multiple-choice rows."""
+    images = _SharedImages()
     for shard, line, record in _batches(path, raw):
         try:
-            yield _mcq_row(shard, line, record, limits)
+            yield images.shared(_mcq_row(shard, line, record, limits))
         except InputError as exc:
             index = record.get("index")
             exc.index = index if isinstance(index, (int, str)) and not isinstance(index, bool) else None
@@ -349,7 +374,7 @@ def read_pope_parquet(
     path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
 ) -> Iterator[SourceRow | InputError]:
     """lmms-lab's POPE rows: one setting (category) per file, since a benchmark's POPE metrics are per setting."""
-    setting = None
+    setting, images = None, _SharedImages()
     for shard, line, record in _batches(path, raw):
         category = _text(record.get("category"))
         if setting is None:
@@ -363,7 +388,7 @@ def read_pope_parquet(
                 "per-setting splits, e.g. Full/adversarial-*.parquet)",
             )
         try:
-            yield _pope_row(shard, line, record, limits)
+            yield images.shared(_pope_row(shard, line, record, limits))
         except InputError as exc:
             yield exc
 
