@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
 from PySide6.QtWidgets import (
     QComboBox,
@@ -17,7 +18,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-FORMATS = (("Detect from the file name", None), ("VLMEvalKit (.xlsx, .tsv, .csv)", "vlmevalkit"), ("lmms-eval samples (.jsonl)", "lmms-eval"))  # fmt: skip
+W = TypeVar("W", bound=QWidget)
+
+FORMATS = (
+    ("Detect from the file name", None),
+    ("VLMEvalKit (.xlsx, .tsv, .csv)", "vlmevalkit"),
+    ("lmms-eval samples (.jsonl)", "lmms-eval"),
+)
+
+
+def _named(widget: W, name: str) -> W:
+    widget.setObjectName(name)
+    return widget
 
 
 class PredictionImportDialog(QDialog):
@@ -26,18 +38,18 @@ class PredictionImportDialog(QDialog):
         self.setWindowTitle("Import predictions made elsewhere")
         self.setObjectName("predictionImportDialog")
         self.folder = folder
-        self.path = QLineEdit(objectName="predictionFile", placeholderText="llava_v1.5_7b_MMBench_DEV_EN.xlsx")
-        browse = QPushButton("Choose…", objectName="predictionBrowse")
+        self.path = _named(QLineEdit(placeholderText="llava_v1.5_7b_MMBench_DEV_EN.xlsx"), "predictionFile")
+        browse = _named(QPushButton("Choose…"), "predictionBrowse")
         browse.clicked.connect(self._choose)
         row = QHBoxLayout()
         row.addWidget(self.path, 1)
         row.addWidget(browse)
-        self.bench = QComboBox(objectName="predictionBench")
+        self.bench = _named(QComboBox(), "predictionBench")
         self.bench.addItems(benchmarks)
         if current in benchmarks:
             self.bench.setCurrentText(current)
-        self.model = QLineEdit(objectName="predictionModel", placeholderText="the model's name, e.g. llava-v1.5-7b")
-        self.format = QComboBox(objectName="predictionFormat")
+        self.model = _named(QLineEdit(placeholderText="the model's name, e.g. llava-v1.5-7b"), "predictionModel")
+        self.format = _named(QComboBox(), "predictionFormat")
         for title, value in FORMATS:
             self.format.addItem(title, value)
         form = QFormLayout(self)

@@ -18,7 +18,8 @@ SCORE_COLUMNS = {"Vanilla", "Circular", "POPE F1", "Score %"}
 STATUS_COLOURS = {"finished": "#1e7d32", "running": "#1a73e8", "interrupted": "#8a6d00", "failed": "#b3261e"}
 
 
-IMPORTED_MARK = "⇩ imported"
+IMPORTED_ARROW = "⇩"
+IMPORTED_MARK = f"{IMPORTED_ARROW} imported"
 """Shown after the model of a run whose predictions were made elsewhere (vlmdesk import-predictions)."""
 
 
@@ -110,7 +111,9 @@ class RunsList(QWidget):
         rows: list[tuple[object, ...]] = []
         colours, tips = {}, {}
         for i, s in enumerate(ordered):
-            model = f"{s.model} {IMPORTED_MARK}" if s.run_id in origins else s.model
+            model = s.model
+            if s.run_id in origins:  # the narrow list elides the model's end: the arrow goes first there
+                model = f"{IMPORTED_ARROW} {s.model}" if self.compact else f"{s.model} {IMPORTED_MARK}"
             if self.compact:
                 rows.append((s.run_id, s.status, model, s.benchmark, score(s)))
             else:

@@ -3,7 +3,7 @@ in SQLite and is marked as imported in Runs and Results."""
 
 from db import open_workspace, runs
 from gui.prediction_import_dialog import PredictionImportDialog
-from gui.runs_list import IMPORTED_MARK
+from gui.runs_list import IMPORTED_ARROW, IMPORTED_MARK
 from vlmdesk.cli import main as cli_main
 
 
@@ -34,9 +34,10 @@ def test_predictions_are_imported_from_the_app_and_marked(qtbot, tmp_path, demo_
         model = view.runs.model
         row = model.payloads.index(2)
         column = model.columns.index("Model")
-        assert model.data(model.index(row, column)) == f"elsewhere-model {IMPORTED_MARK}"
+        shown = f"{IMPORTED_ARROW} elsewhere-model" if name == "results" else f"elsewhere-model {IMPORTED_MARK}"
+        assert model.data(model.index(row, column)) == shown
         assert f"Imported from {out.name}" in model.data(model.index(row, column), 3)  # Qt.ToolTipRole
-        assert IMPORTED_MARK not in model.data(model.index(model.payloads.index(1), column))
+        assert IMPORTED_ARROW not in model.data(model.index(model.payloads.index(1), column))
 
     failed = window.import_predictions(str(out), "demo-pope", "m")
     qtbot.waitUntil(lambda: failed.finished, timeout=60_000)
