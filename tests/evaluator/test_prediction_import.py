@@ -3,8 +3,12 @@ stored runs — round trips with `export-predictions`, VLMEvalKit's exact-matchi
 
 import csv
 import json
+import os
 import random
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from openpyxl import Workbook
@@ -281,6 +285,14 @@ def test_bad_files_and_names(ws_path, tmp_path, capsys):
         assert code == 2 and "--model: " in err and problem in err and "a" * 30 not in err
     code, _, err = _cli(capsys, ws_path, "import-predictions", tmp_path / "p.txt", "--bench", "demo", "--model", "m")
     assert code == 2 and "no such file" in err
+    garbage = tmp_path / "p.xlsx"
+    garbage.write_bytes(b"PK\x03\x04 not a workbook")
+    code, _, err = _cli(capsys, ws_path, "import-predictions", garbage, "--bench", "demo", "--model", "m")
+    assert code == 2 and err.startswith(f"error: {garbage}: path: not a readable .xlsx workbook")
+    code, _, err = _cli(
+        capsys, ws_path, "import-predictions", path, "--bench", "demo", "--model", "m", "--extractor", "x"
+    )
+    assert code == 2 and "--extractor: " in err
     code, _, err = _cli(capsys, ws_path, "import-predictions", path, "--bench", "nope", "--model", "m")
     assert code == 2 and "no benchmark named 'nope'" in err
     assert _run_count(ws_path) == 5
@@ -290,10 +302,14 @@ def test_imported_run_is_an_ordinary_run(ws_path, tmp_path, capsys):
     """Re-scoring, run-items and `vlmdesk run` on the same model name treat it as any run (never as its own)."""
     out = tmp_path / "p.tsv"
     assert _cli(capsys, ws_path, "export-predictions", 1, "--out", out)[0] == 0
-    code, stdout, _ = _cli(
-        capsys, ws_path, "import-predictions", out, "--bench", "demo", "--model", "baseline:random", "--json"
-    )
-    run_id = json.loads(stdout)["run_id"]
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(  # the real command, as the app runs it
+        [sys.executable, "-m", "vlmdesk", "--workspace", str(ws_path), "import-predictions", str(out), "--bench", "demo",
+         "--model", "baseline:random", "--json"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run_id = json.loads(proc.stdout)["run_id"]
     assert _cli(capsys, ws_path, "rescore", run_id, "--extractor", "rules")[0] == 0
     assert _cli(capsys, ws_path, "run-items", run_id, "--json")[0] == 0
     # The same model spec run for real finds run 1, not the imported one.
