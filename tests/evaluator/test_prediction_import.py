@@ -303,11 +303,14 @@ def test_imported_run_is_an_ordinary_run(ws_path, tmp_path, capsys):
     out = tmp_path / "p.tsv"
     assert _cli(capsys, ws_path, "export-predictions", 1, "--out", out)[0] == 0
     root = Path(__file__).resolve().parents[2]
+    args = ["import-predictions", str(out), "--bench", "demo", "--model", "baseline:random", "--json"]
     proc = subprocess.run(  # the real command, as the app runs it
-        [sys.executable, "-m", "vlmdesk", "--workspace", str(ws_path), "import-predictions", str(out), "--bench", "demo",
-         "--model", "baseline:random", "--json"],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)},
-    )  # fmt: skip
+        [sys.executable, "-m", "vlmdesk", "--workspace", str(ws_path), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
     assert proc.returncode == 0, proc.stderr
     run_id = json.loads(proc.stdout)["run_id"]
     assert _cli(capsys, ws_path, "rescore", run_id, "--extractor", "rules")[0] == 0
