@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QPushButton,
     QWidget,
@@ -25,6 +26,16 @@ FORMATS = (
     ("VLMEvalKit (.xlsx, .tsv, .csv)", "vlmevalkit"),
     ("lmms-eval samples (.jsonl)", "lmms-eval"),
 )
+
+
+def model_from_file_name(path: str) -> str:
+    """VLMEvalKit names files {model}_{dataset}, its datasets starting with a capital (MMBench_DEV_EN, POPE…): the
+    parts before the first later part that does. Empty for other names (lmms-eval's samples_{task}.jsonl)."""
+    if not path.lower().endswith((".xlsx", ".tsv", ".csv")):
+        return ""
+    parts = Path(path).stem.split("_")
+    cut = next((n for n in range(1, len(parts)) if parts[n][:1].isupper()), None)
+    return "_".join(parts[:cut]) if cut else ""
 
 
 def _named(widget: W, name: str) -> W:
@@ -53,7 +64,9 @@ class PredictionImportDialog(QDialog):
         for title, value in FORMATS:
             self.format.addItem(title, value)
         form = QFormLayout(self)
-        form.addRow("&File:", row)
+        file_label = QLabel("&File:")
+        file_label.setBuddy(self.path)
+        form.addRow(file_label, row)
         form.addRow("&Benchmark:", self.bench)
         form.addRow("&Model name:", self.model)
         form.addRow("F&ormat:", self.format)
@@ -75,8 +88,8 @@ class PredictionImportDialog(QDialog):
         )
         if path:
             self.path.setText(path)
-            if not self.model.text().strip():  # VLMEvalKit names files {model}_{dataset}
-                self.model.setText(Path(path).stem.split("_")[0])
+            if not self.model.text().strip():
+                self.model.setText(model_from_file_name(path))
 
     def _update(self) -> None:
         ok = bool(self.path.text().strip() and self.model.text().strip() and self.bench.count())

@@ -2,7 +2,7 @@
 in SQLite and is marked as imported in Runs and Results."""
 
 from db import open_workspace, runs
-from gui.prediction_import_dialog import PredictionImportDialog
+from gui.prediction_import_dialog import PredictionImportDialog, model_from_file_name
 from gui.runs_list import IMPORTED_ARROW, IMPORTED_MARK
 from vlmdesk.cli import main as cli_main
 
@@ -38,6 +38,10 @@ def test_predictions_are_imported_from_the_app_and_marked(qtbot, tmp_path, demo_
         assert model.data(model.index(row, column)) == shown
         assert f"Imported from {out.name}" in model.data(model.index(row, column), 3)  # Qt.ToolTipRole
         assert IMPORTED_ARROW not in model.data(model.index(model.payloads.index(1), column))
+
+    assert model_from_file_name("/d/llava_v1.5_7b_MMBench_DEV_EN.xlsx") == "llava_v1.5_7b"
+    assert model_from_file_name("Qwen2-VL-7B_POPE.tsv") == "Qwen2-VL-7B"
+    assert model_from_file_name("samples_pope_pop.jsonl") == model_from_file_name("preds.tsv") == ""
 
     failed = window.import_predictions(str(out), "demo-pope", "m")
     qtbot.waitUntil(lambda: failed.finished, timeout=60_000)
