@@ -1,4 +1,5 @@
-"""A run's predictions in VLMEvalKit's prediction-file layout (`{model}_{dataset}.xlsx`, here TSV or CSV).
+"""A run's predictions in VLMEvalKit's prediction-file layout (`{model}_{dataset}.xlsx`, .tsv or .csv), or as
+lmms-eval's `--log_samples` JSON Lines.
 
 VLMEvalKit writes the benchmark's rows without the image and adds a `prediction` column holding the model's raw
 output. For MMBench the benchmark is pre-expanded for CircularEval: the row at index + k·1,000,000 shows the
@@ -25,6 +26,7 @@ from db.errors import NotFound
 from db.workspace import Workspace
 from evaluator.choices import displayed_answer, letters, rotation
 from evaluator.exporters import ExportError, _atomic_text, _finish, copy_shifts
+from evaluator.outfiles import AtomicOutput
 from evaluator.importers.common import CIRCULAR_STRIDE
 
 PREDICTION_FIELDS = ("response", "choice")
@@ -64,11 +66,8 @@ def export_predictions(
     if layout == "lmms-eval":
         if path.suffix.lower() != ".jsonl":
             raise ExportError(f"{path}: lmms-eval samples are JSON Lines; name the file .jsonl")
-    elif sep is None:
-        raise ExportError(
-            f"{path}: prediction files end in .tsv or .csv (VLMEvalKit reads both; .xlsx would need "
-            "openpyxl, which vlmdesk does not depend on)"
-        )
+    elif sep is None and path.suffix.lower() != ".xlsx":
+        raise ExportError(f"{path}: prediction files end in .xlsx, .tsv or .csv (VLMEvalKit reads all three)")
     if prediction not in PREDICTION_FIELDS:
         raise ExportError(f"prediction: one of {', '.join(PREDICTION_FIELDS)}")
     run = runs.get_run(ws, run_id)
@@ -126,6 +125,9 @@ def export_predictions(
                         said(done.get((item.id, k))),
                     ]
                 )
+    if sep is None and layout == "vlmevalkit":
+        _write_xlsx(path, columns, rows)
+        return PredictionExport(path, run_id, len(rows), predicted)
     handle, tmp = _atomic_text(path)
     ok = False
     try:
@@ -141,6 +143,25 @@ def export_predictions(
     finally:
         _finish(handle, tmp, path, ok)
     return PredictionExport(path, run_id, len(rows), predicted)
+
+
+def _write_xlsx(path: Path, columns: list[str], rows: list[list[Any]]) -> None:
+    """VLMEvalKit's own `{model}_{dataset}.xlsx`, one sheet, streamed (openpyxl's write-only mode)."""
+    from openpyxl import Workbook
+
+    book = Workbook(write_only=True)
+    sheet = book.create_sheet()
+    sheet.append(columns)
+    for row in rows:
+        sheet.append(["" if v is None else v for v in row])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = AtomicOutput(path, binary=True)
+    handle, ok = out.open(), False
+    try:
+        book.save(handle)
+        ok = True
+    finally:
+        out.close(ok)
 
 
 def _write_samples(handle: IO[str], columns: list[str], rows: list[list[Any]], *, pope: bool) -> None:

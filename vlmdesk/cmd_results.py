@@ -10,7 +10,7 @@ from vlmdesk.args import record_id
 def register(add) -> None:
     p = add(
         "export-predictions",
-        help="write a run's predictions as a VLMEvalKit prediction file (TSV/CSV) or lmms-eval samples (JSONL)",
+        help="write a run's predictions as a VLMEvalKit prediction file (XLSX/TSV/CSV) or lmms-eval samples (JSONL)",
         description="VLMEvalKit's {model}_{dataset} prediction layout: the benchmark's columns (no image) plus "
         "`prediction`, the raw model output. CircularEval runs give the original rows and the "
         "expanded copies (index + k·1,000,000) with the options rotated as the model saw them in "
@@ -18,12 +18,12 @@ def register(add) -> None:
         "writes the same rows as lmms-eval's --log_samples JSON Lines (doc, target, resps, filtered_resps). "
         "vlmdesk import-predictions reads both back. See docs/gui.md#results.",
         examples="""
-                vlmdesk export-predictions 3 --out llava-1.5-7b-hf_MMBench_DEV_EN.tsv
+                vlmdesk export-predictions 3 --out llava-1.5-7b-hf_MMBench_DEV_EN.xlsx
                 vlmdesk export-predictions 3 --out preds.csv --prediction choice
                 vlmdesk export-predictions 3 --out samples_mmbench_en_dev.jsonl --layout lmms-eval""",
     )
     p.add_argument("run_id", type=record_id, metavar="RUN_ID", help="the run (vlmdesk runs)")
-    p.add_argument("--out", required=True, metavar="FILE", help=".tsv or .csv (lmms-eval: .jsonl)")
+    p.add_argument("--out", required=True, metavar="FILE", help=".xlsx, .tsv or .csv (lmms-eval: .jsonl)")
     p.add_argument(
         "--layout",
         choices=("vlmevalkit", "lmms-eval"),

@@ -65,9 +65,10 @@ def _run_count(ws_path):
         return len(runs.list_runs(ws))
 
 
-@pytest.mark.parametrize("layout", ["vlmevalkit", "lmms-eval"])
-def test_export_then_import_gives_the_same_report(ws_path, tmp_path, capsys, layout):
-    suffix = ".tsv" if layout == "vlmevalkit" else ".jsonl"
+@pytest.mark.parametrize(
+    ("layout", "suffix"), [("vlmevalkit", ".tsv"), ("vlmevalkit", ".xlsx"), ("lmms-eval", ".jsonl")]
+)
+def test_export_then_import_gives_the_same_report(ws_path, tmp_path, capsys, layout, suffix):
     for run_id, bench in ((1, "demo"), (2, "demo"), (3, "demo"), (4, "demo"), (5, "demo-pope")):
         out = tmp_path / f"run{run_id}{suffix}"
         assert _cli(capsys, ws_path, "export-predictions", run_id, "--out", out, "--layout", layout)[0] == 0
@@ -83,6 +84,7 @@ def test_export_then_import_gives_the_same_report(ws_path, tmp_path, capsys, lay
         assert imported["model"] == f"elsewhere-{run_id}" and imported["status"] == "finished"
         origin = imported["config"]["origin"]
         assert origin["format"] == layout and origin["file"] == out.name and len(origin["sha256"]) == 64
+        assert origin["rows"] == imported["model_calls"] + json.loads(stdout)["unasked"]
         assert "/" not in json.dumps(origin)  # the file's name only, no path of this machine
         for key in ("strategy", "full_passes", "limit"):
             assert imported["config"][key] == original["config"][key]
