@@ -26,8 +26,8 @@ from db.errors import NotFound
 from db.workspace import Workspace
 from evaluator.choices import displayed_answer, letters, rotation
 from evaluator.exporters import ExportError, _atomic_text, _finish, copy_shifts
-from evaluator.outfiles import AtomicOutput
 from evaluator.importers.common import CIRCULAR_STRIDE
+from evaluator.outfiles import AtomicOutput
 
 PREDICTION_FIELDS = ("response", "choice")
 SEPARATORS = {".tsv": "\t", ".csv": ","}
