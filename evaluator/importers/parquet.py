@@ -146,8 +146,14 @@ class ShardStream(io.RawIOBase):
 
 
 def is_sharded(path: Path) -> bool:
-    """Whether the path names several shards: a folder, or one shard of `NAME-00000-of-00003.parquet`."""
-    return path.is_dir() or (path.suffix.lower() == ".parquet" and _SHARD.match(path.stem) is not None)
+    """Whether the path names several shards: a folder holding .parquet files, or one shard of
+    `NAME-00000-of-00003.parquet`. (Any other folder is refused as a source, like any non-regular file.)"""
+    if path.suffix.lower() == ".parquet" and _SHARD.match(path.stem) is not None and not path.is_dir():
+        return True
+    try:
+        return path.is_dir() and any(p.suffix.lower() == ".parquet" for p in path.iterdir())
+    except OSError:
+        return False
 
 
 def shard_paths(path: Path) -> list[Path]:
