@@ -242,7 +242,8 @@ class DashboardView(QWidget):
     # -- export
     def export_predictions(self, path: str | Path) -> PredictionExport:
         ids = self.runs.selected_run_ids()
-        return export_predictions(self.ctx.ws, ids[0], path)
+        layout = "lmms-eval" if str(path).lower().endswith(".jsonl") else "vlmevalkit"  # lmms-eval's samples
+        return export_predictions(self.ctx.ws, ids[0], path, layout=layout)
 
     def _export_predictions_dialog(self) -> None:
         ids = self.runs.selected_run_ids()
@@ -255,7 +256,7 @@ class DashboardView(QWidget):
             self,
             "Export predictions (VLMEvalKit format)",
             default_file_name(s.model, s.benchmark),
-            "TSV (*.tsv);;CSV (*.csv)",
+            "TSV (*.tsv);;CSV (*.csv);;Excel (*.xlsx);;lmms-eval samples (*.jsonl)",
         )
         if not path:
             return
