@@ -538,6 +538,8 @@ class HFBackend:
         with self._lock:
             full = self.tokenizer(text, add_special_tokens=special)["input_ids"]
             for cut in cuts:
+                if self._image_token and self._image_token in text[cut:]:
+                    continue  # pixel values go with the prefix only: every image must be in it
                 head = self.tokenizer(text[:cut], add_special_tokens=special)["input_ids"]
                 if len(head) < len(full) and full[: len(head)] == head:
                     return text[:cut], full[len(head) :]
