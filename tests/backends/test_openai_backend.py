@@ -368,9 +368,9 @@ def _run(ws_path, model: str) -> None:
 
 
 def test_a_run_keeps_concurrency_requests_in_flight_at_the_default_batch_size(serve, tmp_path, capsys):
-    # Each answer takes 0.3 s, so a call's requests overlap; the engine must hand the backend 16 queries per call
+    # Each answer takes 0.5 s, so a call's requests overlap; the engine must hand the backend 16 queries per call
     # although --batch-size is 8 (before: 8 in flight at most).
-    server = serve([Step(200, completion("A"), delay=0.3)])
+    server = serve([Step(200, completion("A"), delay=0.5)])
     ws_path = _bench_workspace(tmp_path, 32)
     _run(ws_path, f"openai:m@{server.url}?concurrency=16&retries=0")
     assert server.max_in_flight == 16
