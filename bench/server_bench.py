@@ -5,7 +5,9 @@ with "A" after --latency-ms. A CircularEval run of `baseline`-free four-option i
 backend at the default batch size (8), for concurrency 1 / 8 / 32 / 64, two ways in the same process: as the engine
 schedules now (each call holds max(batch size, concurrency) queries, waves walked in chunks of 4 × concurrency
 items) and as before (each call holds batch-size queries, one chunk). Prints the most requests the server had in
-flight at once, the mean in flight (requests × latency / wall time), requests per second and the speed-up.
+flight at once, the mean in flight (requests × latency / wall time), requests per second, the speed-up, and the
+CPU time per request of this process (client and server share it: where it approaches latency / concurrency, the
+machine, not the schedule, caps the mean in flight).
 
     python bench/server_bench.py [--items 256] [--latency-ms 100]
 """
@@ -54,16 +56,16 @@ def bench_items(ws, folder: Path, n: int) -> None:
     import_benchmark(ws, path, fmt="jsonl", name="b")
 
 
-def one_run(ws, backend: OpenAIBackend) -> tuple[int, float]:
-    """(model calls, wall seconds) of one CircularEval run at the default batch size."""
+def one_run(ws, backend: OpenAIBackend) -> tuple[int, float, float]:
+    """(model calls, wall seconds, CPU seconds of this process) of one CircularEval run at the default batch size."""
     bench = catalog.benchmark_by_name(ws, "b")
     run = new_run(
         ws, bench, backend.spec, RunSettings(), default_template("mcq"), batch_size=BATCH_SIZE, backend_info={}
     )
     engine = Engine(ws, run, backend, batch_size=BATCH_SIZE)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     engine.execute()
-    return engine.calls, time.perf_counter() - t0
+    return engine.calls, time.perf_counter() - t0, time.process_time() - cpu0
 
 
 def main() -> None:
@@ -79,7 +81,7 @@ def main() -> None:
     )
     print(
         f"{'concurrency':>11} {'schedule':<8} {'requests':>8} {'wall s':>7} {'max in flight':>13} "
-        f"{'mean in flight':>14} {'req/s':>7} {'ideal req/s':>11} {'retried':>7}"
+        f"{'mean in flight':>14} {'req/s':>7} {'ideal req/s':>11} {'retried':>7} {'CPU ms/req':>10}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         with open_workspace(Path(tmp) / "ws.sqlite") as ws:
@@ -90,12 +92,13 @@ def main() -> None:
                     server = FaultServer([Step(200, completion("A"), delay=latency)])
                     try:
                         backend = cls("m", server.url, concurrency=concurrency, retries=3, backoff=0.0)
-                        calls, wall = one_run(ws, backend)
+                        calls, wall, cpu = one_run(ws, backend)
                         rates[label] = calls / wall
                         print(
                             f"{concurrency:>11} {label:<8} {calls:>8} {wall:>7.2f} {server.max_in_flight:>13} "
                             f"{server.count * latency / wall:>14.1f} {calls / wall:>7.1f} "
-                            f"{concurrency / latency:>11.1f} {server.count - calls:>7}"
+                            f"{concurrency / latency:>11.1f} {server.count - calls:>7} "
+                            f"{cpu / server.count * 1000:>10.1f}"
                         )
                     finally:
                         server.close()
