@@ -19,16 +19,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from db import catalog, runs
+from db import runs
 from db.catalog import Benchmark, Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
-from evaluator.backends import Backend, BackendError, Query, can_score
+from evaluator import variants
+from evaluator.backends import Backend, BackendError, can_score, check_spec
 from evaluator.backends.base import call_size, chunk_items
 from evaluator.choices import (
-    YESNO_CANDIDATES,
     displayed_answer,
-    letters,
     pass_correct,
     passes_needed,
     read_yes_no,
@@ -38,9 +37,11 @@ from evaluator.choices import (
 )
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import Extractor, load_extractor
+from evaluator.multiturn import MultiTurn, Question, load_multi_turn
 from evaluator.progress import Progress
 from evaluator.prompts import PromptTemplate
 from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
+from evaluator.variants import Variants
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,15 @@ class RunSettings:
     likelihood: bool = False
     seed: int = 0
     extractor: str = "rules"
+    # Run variants (evaluator/variants.py): ChEF's label maps, corruptions, k-shot prompts, chain of thought.
+    label_map: str | None = None
+    corrupt: tuple[str, ...] = ()
+    corrupt_options: bool = False
+    shots: int = 0
+    shot_selection: str = "random"
+    cot: bool = False
+    multi_turn: str | None = None  # the asking LLM's backend spec: LVLM-eHub's multi-turn reasoning (multiturn.py)
+    rounds: int = 4  # at most this many rounds of sub-questions per multi-turn pass
 
     def identity(self) -> dict[str, Any]:
         """The settings as stored and hashed into the run's config key. A setting added after the first release is
@@ -73,8 +83,24 @@ class RunSettings:
         problems = runs.config_problems(self.config(1))
         if self.strategy not in MCQ_STRATEGIES:
             problems.append(f"strategy: {self.strategy!r} is not circular or vanilla")
+        problems += variants.problems(self)
+        problems += multi_turn_problems(self)
         if problems:
             raise InvalidInput("; ".join(problems))
+
+
+def multi_turn_problems(settings: RunSettings) -> list[str]:
+    """What is wrong with a run's multi-turn settings (the asker's spec is read, nothing is loaded)."""
+    if settings.multi_turn is None:
+        return ["rounds: only with multi_turn (an asking LLM)"] if settings.rounds != RunSettings.rounds else []
+    problems = []
+    try:
+        check_spec(settings.multi_turn)
+    except BackendError as exc:
+        problems.append(f"multi_turn: {exc}")
+    if settings.likelihood:
+        problems.append("multi_turn: the asking LLM answers in words; not with likelihood")
+    return problems
 
 
 # The settings of the first release: always stored and hashed, whatever their value (RunSettings.identity).
@@ -90,7 +116,10 @@ def settings_of(run: runs.Run) -> RunSettings:
     if problems:
         raise InvalidInput(f"run {run.id}: stored settings are unreadable: {'; '.join(problems)}")
     known = {f for f in RunSettings.__dataclass_fields__}
-    settings = RunSettings(**{k: v for k, v in run.config.items() if k in known})
+    stored = {k: v for k, v in run.config.items() if k in known}
+    if isinstance(stored.get("corrupt"), list):  # JSON stores the tuple as a list
+        stored["corrupt"] = tuple(stored["corrupt"])
+    settings = RunSettings(**stored)
     settings.check()
     return settings
 
@@ -154,6 +183,7 @@ class Engine:
         on_progress: Callable[[Progress], None] | None = None,
         extractor: Extractor | None = None,
         owner: runs.Owner | None = None,
+        multi_turn: MultiTurn | None = None,
     ):
         self.ws, self.run, self.backend, self.batch_size = ws, run, backend, max(1, batch_size)
         self.owner = owner  # when set, each batch is stored only while this owner holds the run
@@ -163,6 +193,7 @@ class Engine:
         reads_text = run.strategy != "pope" and not self.settings.likelihood
         self.extractor = extractor or (load_extractor(run.extractor, ws) if reads_text else None)
         self.template = PromptTemplate.from_json(run.prompt_template)
+        self.variants = Variants(ws, self.settings, self.template, self.kind_of(run), run.benchmark_id, run.seed)
         self.on_progress = on_progress or (lambda p: None)
         self.items = runs.items_of(ws, run)
         self.kind = "yesno" if run.strategy == "pope" else "mcq"
@@ -182,6 +213,11 @@ class Engine:
         self.calls = 0
         if self.settings.likelihood and not can_score(backend):
             raise BackendError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
+        self.multi_turn = multi_turn or (load_multi_turn_for(run, self.settings) if self.settings.multi_turn else None)
+
+    @staticmethod
+    def kind_of(run: runs.Run) -> str:
+        return "yesno" if run.strategy == "pope" else "mcq"
 
     # -- scheduling ---------------------------------------------------------------------------------------------
     def alive(self, item: Item, k: int) -> bool:
@@ -252,21 +288,27 @@ class Engine:
         queries, orders = [], []
         for item in batch:
             order = rotation(len(item.options), k) if self.kind == "mcq" else ()
-            shown = tuple(item.options[j] for j in order)
-            prompt = self.template.render(question=item.question, hint=item.hint, options=shown, language=item.language)
-            images: tuple[bytes, ...] = ()
-            if not self.settings.text_only and item.image_sha256:
-                found = catalog.image_bytes(self.ws, item.image_sha256)
-                images = (found[0],) if found else ()
-            candidates = tuple(letters(len(shown))) if self.kind == "mcq" else YESNO_CANDIDATES
-            queries.append(Query(prompt=prompt, images=images, letters=candidates))
+            queries.append(self.variants.query(item, k, order))  # prompt, images (variants applied), candidates
             orders.append(order)
         t0 = time.perf_counter()
+        turns: list[tuple[runs.Turn, ...] | None] = [None] * len(batch)
         if self.settings.likelihood:
             backend = self.backend
             assert can_score(backend)  # checked when the engine was built
             scores = backend.score(queries, [q.letters for q in queries])
             responses = [q.letters[max(range(len(s)), key=s.__getitem__)] for q, s in zip(queries, scores)]
+        elif self.multi_turn is not None:  # each pass a dialogue between the asking LLM and the model
+            scores = None
+            dialogues = self.multi_turn.converse(
+                self.backend,
+                [
+                    Question(item.question, item.hint, shown_options(item.options, order), query.images)
+                    for item, order, query in zip(batch, orders, queries)
+                ],
+                self.settings.max_new_tokens,
+            )
+            responses = [d.response for d in dialogues]
+            turns = [d.turns for d in dialogues]
         else:
             scores = None
             responses = self.backend.generate(queries, self.settings.max_new_tokens)
@@ -295,6 +337,8 @@ class Engine:
                     extraction.reason,
                     pass_correct(extraction.choice, answer),
                     round(latency, 3),
+                    scores=tuple(scores[n]) if scores else None,  # calibration reads them (evaluator/desiderata)
+                    turns=turns[n],
                 )
             )
         runs.add_predictions(self.ws, preds, owner=self.owner)
@@ -306,10 +350,10 @@ class Engine:
     ) -> Extraction:
         if scores is not None:
             shown = ", ".join(f"{c}={s:.3f}" for c, s in zip(letters, scores))
-            choice = response.lower() if self.kind == "yesno" else response
+            choice = response.lower() if self.kind == "yesno" else self.variants.letter_of(response, letters)
             return Extraction(choice, "likelihood", f"log-likelihoods {shown}")
         if self.kind == "yesno":
-            reading = read_yes_no(response)
+            reading = read_yes_no(self.variants.final_text(response))  # a CoT answer: its last answer line
             if reading is None:
                 return Extraction(None, "none", "strict parser: neither yes nor no")
             return Extraction(reading, "rules", f"strict parser: {reading}")
@@ -318,12 +362,22 @@ class Engine:
     def _read_texts(self, batch: list[Item], orders: list[tuple[int, ...]], responses: list[str]) -> list[Extraction]:
         """The extractor over one batch at once, so an LLM extractor sends its prompts concurrently."""
         assert self.extractor is not None  # loaded whenever a run reads texts
+        if self.variants.reads:  # mapped labels, a final answer line, corrupted option texts
+            return self.variants.read_many(self.extractor, batch, orders, responses)
         return self.extractor.extract_many(
             [
                 (item.question, shown_options(item.options, order), response)
                 for item, order, response in zip(batch, orders, responses)
             ]
         )
+
+
+def load_multi_turn_for(run: runs.Run, settings: RunSettings) -> MultiTurn:
+    """The asking LLM of a multi-turn run, loaded (multi-turn passes ask multiple-choice questions only)."""
+    if run.strategy not in MCQ_STRATEGIES:
+        raise InvalidInput(f"multi-turn reasoning asks multiple-choice questions; run {run.id} is {run.strategy}")
+    assert settings.multi_turn is not None  # asked for by the caller
+    return load_multi_turn(settings.multi_turn, settings.rounds)
 
 
 def new_run(
