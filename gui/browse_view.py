@@ -328,7 +328,7 @@ class BrowseView(QWidget):
 
     def _update_count(self) -> None:
         model = self.ctx.model
-        self.count.setText(f"{model.total:,} items" if model.benchmark else "")
+        self.count.setText(f"{model.total:,} item{'' if model.total == 1 else 's'}" if model.benchmark else "")
 
     # -- the selected item
     def _on_current(self, current, _previous) -> None:

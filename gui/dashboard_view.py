@@ -37,6 +37,7 @@ CHARTS = {  # name -> (title, kinds it draws)
 }
 ITEM_COLUMNS = ("Index", "Result", "Vanilla", "Circular", "L2", "Category", "Question")
 MARK = {True: "✓", False: "✗", None: "–"}
+CLICK_HINT = "Click a bar to list the items behind it; double-click an item to review it"
 STRATEGY_TITLE = {"vanilla": "VanillaEval", "circular": "CircularEval"}
 
 
@@ -74,7 +75,8 @@ class DashboardView(QWidget):
         self.kind.currentIndexChanged.connect(self.redraw)
         self.chart = ChartView()
         self.chart.barClicked.connect(self.show_items_of)
-        self.items_title = QLabel("Click a bar to list the items behind it; double-click an item to review it")
+        self.chart.describe = self._describe_bar
+        self.items_title = QLabel(CLICK_HINT)
         self.items_title.setObjectName("muted")
         self.items_title.setWordWrap(True)  # a long title must not widen the pane
         self.items = RowsModel(ITEM_COLUMNS, self)
@@ -143,6 +145,8 @@ class DashboardView(QWidget):
         if self.cover.hidden:  # blind mode: nothing to draw; drawn when it is turned off
             return
         ids = self.runs.selected_run_ids()
+        if self.target is not None and int(self.target["run"]) not in ids:
+            self.clear_items()  # the items of a bar of a run no longer shown would pass for the new run's
         self.reports = [r for r in (run_report(self.ctx.ws, i) for i in sorted(ids)) if r is not None]
         self.export_preds.setEnabled(len(ids) == 1)
         if not self.reports:
@@ -179,9 +183,22 @@ class DashboardView(QWidget):
         names = ", ".join(str(r.run_id) for r in self.reports)
         self.chart.set_figure(fig, f"{CHARTS[chart][0]} · run{'s' if len(self.reports) > 1 else ''} {names}")
 
+    def _describe_bar(self, target: dict) -> str:
+        report = next((r for r in self.reports if str(r.run_id) == target.get("run")), None)
+        parts = [f"run {target.get('run')}" + (f" · {report.model}" if report else "")]
+        parts += [target[k] for k in ("group", "strategy", "parser", "metric") if target.get(k)]
+        return " · ".join(parts)
+
     # -- items behind a bar
+    def clear_items(self) -> None:
+        self.target = None
+        self.items.columns = ITEM_COLUMNS
+        self.items.set_rows([], [])
+        self.items_title.setText(CLICK_HINT)
+
     def show_items_of(self, target: dict) -> None:
         self.target = target
+        self.chart.highlight(target)
         run_id = int(target["run"])
         level = target.get("level", "all")
         group = target.get("group")

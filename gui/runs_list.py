@@ -14,6 +14,8 @@ from gui.tables import RowsModel, table_view
 COLUMNS = ("Run", "Status", "Model", "Benchmark", "Strategy", "Vanilla", "Circular", "POPE F1", "Duration")
 COMPACT = ("Run", "Status", "Model", "Benchmark", "Score %")
 SCORE_COLUMNS = {"Vanilla", "Circular", "POPE F1", "Score %"}
+PARTIAL_MARK = "(partial)"
+TEXT_ONLY_MARK = "[text-only]"
 STATUS_COLOURS = {"finished": "#1e7d32", "running": "#1a73e8", "interrupted": "#8a6d00", "failed": "#b3261e"}
 
 
@@ -89,34 +91,48 @@ class RunsList(QWidget):
     def reload(self) -> None:
         keep = self.selected_run_ids()
         self.summaries = {}
+        stored = {}
         for r in runs.list_runs(self.ctx.ws):
             s = run_summary(self.ctx.ws, r.id)
             if s is not None:
                 self.summaries[r.id] = s
+                stored[r.id] = r
         ordered = sorted(self.summaries.values(), key=lambda s: -s.run_id)  # newest first
         rows: list[tuple[object, ...]] = []
         colours, tips = {}, {}
         for i, s in enumerate(ordered):
+            run = stored[s.run_id]
+            model = s.model + (f" {TEXT_ONLY_MARK}" if run.config.get("text_only") is True else "")
+            # Figures of an unfinished run cover the items asked so far: they say so, and are greyed.
+            partial = s.status != "finished"
+
+            def mark(text: str, partial: bool = partial) -> str:
+                return f"{text} {PARTIAL_MARK}" if text and partial else text
+
             if self.compact:
-                rows.append((s.run_id, s.status, s.model, s.benchmark, score(s)))
+                rows.append((s.run_id, s.status, model, s.benchmark, mark(score(s))))
             else:
                 rows.append(
                     (
                         s.run_id,
                         s.status,
-                        s.model,
+                        model,
                         s.benchmark,
                         s.strategy,
-                        pct(s.vanilla),
-                        pct(s.circular),
-                        pct(s.pope_f1),
+                        mark(pct(s.vanilla)),
+                        mark(pct(s.circular)),
+                        mark(pct(s.pope_f1)),
                         duration(s.duration_s),
                     )
                 )
             colours[(i, 1)] = STATUS_COLOURS.get(s.status, "#3c4043")
             if s.error:
                 tips[(i, 1)] = s.error
-            tips[(i, 2)] = s.model
+            tips[(i, 2)] = model + ("\ntext-only: the model never saw the images" if TEXT_ONLY_MARK in model else "")
+            for n, title in enumerate(self.model.columns):
+                if partial and title in SCORE_COLUMNS:
+                    colours[(i, n)] = "#80868b"
+                    tips[(i, n)] = f"partial: the run is {s.status}; figures over the {s.passes:,} passes stored so far"
         self.model.set_rows(rows, [s.run_id for s in ordered], colours=colours, tooltips=tips)
         self.select(keep)
 
