@@ -25,7 +25,6 @@ from annotation.blind import HIDDEN_TEXT
 from db.errors import UserError
 from evaluator.plots import bar_target, save_figure
 
-
 HIGHLIGHT = "#202124"  # the clicked bar's outline
 
 

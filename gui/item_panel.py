@@ -259,7 +259,9 @@ class ItemPanel(QWidget):
         does (green, hidden in blind mode) instead of a line of grey text."""
         if not self._yes_no and yes_no:
             for n, answer in enumerate(YES_NO):
-                row = OptionRow(answer, answer.capitalize(), f"W {n + 1}" if self.show_key_hints else "", self.options_area.widget())
+                row = OptionRow(
+                    answer, answer.capitalize(), f"W {n + 1}" if self.show_key_hints else "", self.options_area.widget()
+                )
                 row.badge.setText(answer[0].upper())
                 self.options_box.addWidget(row)
                 self._yes_no.append(row)
@@ -394,13 +396,13 @@ class HistoryView(QTreeWidget):
             verdict = "undo" if r.verdict == "undo" else VERDICT_LABELS.get(r.verdict, r.verdict)
             if r.corrected_answer:
                 verdict += f" → {r.corrected_answer}"
-            note = r.note or ""
+            text = r.note or ""
             target = by_uuid.get(r.withdraws or "")
             if r.verdict == "undo" and target is not None:  # what was undone, not the stored "withdraws review 10"
                 what = VERDICT_LABELS.get(target.verdict, target.verdict)
-                note = f"withdraws {what} of {target.created_at[:19].replace('T', ' ')}"
-            row = QTreeWidgetItem([r.created_at[:19].replace("T", " "), r.annotator, verdict, note])
-            whole = f"{r.annotator}: {verdict}" + (f" — {note}" if note else "")
+                text = f"withdraws {what} of {target.created_at[:19].replace('T', ' ')}"
+            row = QTreeWidgetItem([r.created_at[:19].replace("T", " "), r.annotator, verdict, text])
+            whole = f"{r.annotator}: {verdict}" + (f" — {text}" if text else "")
             for column in range(4):  # a narrow pane elides the note: the whole entry is every cell's tooltip
                 row.setToolTip(column, whole)
             if r.verdict == "undo":
