@@ -33,6 +33,7 @@ from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import database_error, open_workspace
 from gui.alignment_view import AlignmentView
 from gui.browse_view import BrowseView
+from gui.commands import WorkspaceCommands
 from gui.context import Context
 from gui.dashboard_view import DashboardView
 from gui.errors import MessageBar
@@ -160,6 +161,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.workspace_label)
         self.statusBar().addPermanentWidget(self.blind_label)
         self.statusBar().addPermanentWidget(self.annotator_label)
+        self.commands = WorkspaceCommands(self)
         self._make_menus()
 
         self.add_dock("benchmarks", "Benchmarks", BenchmarksDock, Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -207,8 +209,30 @@ class MainWindow(QMainWindow):
         if hasattr(view, "keyIgnored"):  # a key that did nothing says why, where the eye does not have to search
             view.keyIgnored.connect(lambda text: self.statusBar().showMessage(text, 5000))
 
+    def menu_action(self, title: str) -> QAction | None:
+        """The menu action with this title (File, View, Workspace… menus), or None."""
+        for menu_action in self.menuBar().actions():
+            menu = menu_action.menu()
+            stack = [menu] if menu is not None else []
+            while stack:
+                current = stack.pop()
+                for action in current.actions():
+                    if action.menu() is not None:
+                        stack.append(action.menu())
+                    elif action.text().replace("&", "") == title:
+                        return action
+        return None
+
+    def trigger(self, what: str) -> None:
+        """What an empty state's button asks for: "tab:NAME" shows a tab, anything else is a menu action's title."""
+        if what.startswith("tab:"):
+            self.show_view(what[4:])
+        elif (action := self.menu_action(what)) is not None:
+            action.trigger()
+
     def _shutdown_views(self) -> None:
-        """Views that own child processes (runs, model tests) stop them before they go."""
+        """Views that own child processes (runs, model tests) stop them before they go; so do Workspace commands."""
+        self.commands.shutdown()
         for view in self.views.values():
             if hasattr(view, "shutdown"):
                 view.shutdown()
@@ -228,6 +252,8 @@ class MainWindow(QMainWindow):
                 raise
             self.show_error(str(error))
             return False
+        if self.ctx is not None and self.message_bar.kind == "error":
+            self.message_bar.hide()  # an error about the workspace left behind is no longer about what is shown
         self._close_workspace()
         self.ws = ws
         self.ctx = Context(ws, self.prefs_file, self.prefs, self)
@@ -235,6 +261,7 @@ class MainWindow(QMainWindow):
         self.ctx.info.connect(lambda text: self.message_bar.show_message(text, "info"))
         self.ctx.prefsChanged.connect(self._prefs_changed)
         self.ctx.workspaceChanged.connect(self._workspace_changed)
+        self.ctx.actionRequested.connect(self.trigger)
         self.views = {}
         self.tabs.blockSignals(True)  # building tabs must not run a half-built view's on-show code
         for name, title, factory in self._view_factories:
@@ -493,6 +520,7 @@ class MainWindow(QMainWindow):
         self.view_menu.addAction(self.reveal_action)
         self.view_menu.addAction(self.advance_action)
         self.view_menu.addSeparator()
+        self.command_actions = self.commands.fill_menu(self.menuBar().addMenu("&Workspace"))
         ann = self.menuBar().addMenu("&Annotator")
         ann.addAction(_action(self, "&Change name…", triggered=self.change_annotator))
         help_menu = self.menuBar().addMenu("&Help")
