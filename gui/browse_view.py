@@ -24,6 +24,7 @@ from annotation import reviews
 from annotation.browse import QC_FILTERS, REVIEW_FILTERS, VERDICT_LABELS
 from db import item_query
 from db.item_query import RUN_RESULTS, ItemFilter
+from gui.empty_states import NO_BENCHMARK, EmptyState
 from gui.image_view import ImageView
 from gui.item_model import COLUMNS
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
@@ -198,6 +199,8 @@ class BrowseView(QWidget):
         layout.addWidget(split, 1)
 
         ctx.benchmarkChanged.connect(self._on_benchmark)
+        self.empty = EmptyState(self, ctx, "browse")
+        self.empty.show_state(*NO_BENCHMARK)  # until a benchmark is chosen (the window chooses one when it can)
         ctx.model.modelReset.connect(self._after_reset)
         ctx.model.rowsInserted.connect(lambda *_: self._update_count())
         ctx.loader.loaded.connect(self._on_image)
@@ -208,6 +211,7 @@ class BrowseView(QWidget):
     # -- filters
     def _on_benchmark(self) -> None:
         bench = self.ctx.benchmark
+        self.empty.setVisible(bench is None)
         facets = item_query.facet_values(self.ctx.ws, bench.id) if bench else {}
         widgets = (self.category, self.l2, self.split, self.run)
         for w in widgets:
@@ -341,6 +345,8 @@ class BrowseView(QWidget):
         show_item_details(
             ctx, self.item, panel=self.panel, predictions=self.predictions, history=self.history, tabs=self.tabs
         )
+        self.open_button.setEnabled(self.item is not None)
+        self.open_button.setToolTip("" if self.item is not None else "Choose an item in the table first")
         if self.item is None:
             self.image.set_image(None, placeholder="No item selected")
             return

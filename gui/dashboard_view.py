@@ -25,6 +25,7 @@ from evaluator.exporters import ExportError
 from evaluator.prediction_export import PredictionExport, default_file_name, export_predictions
 from evaluator.report import NONE, RunReport, group_items, run_report
 from gui.charts import BlindCover, ChartView, message_figure
+from gui.empty_states import ADD_MODEL, START_RUN, EmptyState
 from gui.item_panel import ADJUDICATION_HIDDEN
 from gui.runs_list import RunsList
 from gui.tables import RowsModel, export_table, table_view
@@ -117,6 +118,7 @@ class DashboardView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
         layout.addWidget(self.cover)
+        self.empty = EmptyState(self, ctx, "results")
         ctx.runsChanged.connect(self.refresh)
         ctx.prefsChanged.connect(self._blind_changed)
         self.cover.set_hidden(ctx.prefs.blind)
@@ -130,6 +132,16 @@ class DashboardView(QWidget):
 
     def refresh(self) -> None:
         self.runs.reload()
+        if self.runs.model.payloads:
+            self.empty.hide()
+        else:
+            self.empty.show_state(
+                "No run yet",
+                "Results draws the scores of evaluation runs: CircularEval and VanillaEval per ability, POPE's "
+                "metrics, and the items behind every bar. Start a run (a free baseline takes seconds), or add a "
+                "model first.",
+                (START_RUN, ADD_MODEL),
+            )
         if not self.runs.selected_run_ids() and self.runs.model.payloads:
             self.show_runs([self.runs.model.payloads[0]])
 

@@ -36,6 +36,7 @@ from db import item_query
 from db.catalog import Item
 from db.errors import InvalidInput, UserError
 from evaluator.choices import LETTERS, answer_keys, canonical_answer
+from gui.empty_states import BUILD_SET, CONSENSUS, TEXT_ONLY, EmptyState
 from gui.image_view import ImageView
 from gui.item_panel import ItemPanel
 from gui.review_view import NoteEdit
@@ -133,6 +134,7 @@ class QCPage(_ItemPage):
         super().__init__(ctx, "Quality control", parent)
         self.candidate: qc.Candidate | None = None
         self.decided: list[tuple[int, str]] = []  # (item id, stage) decided on this page, newest last: Ctrl+Z
+        self.empty = EmptyState(self, ctx, "qc")
         self.flag = QLabel()
         self.flag.setObjectName("flagNote")
         self.flag.setWordWrap(True)
@@ -223,10 +225,20 @@ class QCPage(_ItemPage):
         for w in (self.confirm, self.reject):
             w.setEnabled(self.candidate is not None)
         self.change.setVisible(bool(self.decided))
+        bench = self.ctx.benchmark
+        if self.candidate is None and bench is not None and not qc.queue(self.ctx.ws, benchmark_id=bench.id):
+            self.empty.show_state(
+                "No quality-control flags yet",
+                f"Flags on {bench.name} come from two stages: language models answering without the image "
+                "(text-answerable items) and VLM runs none of which gets an item right (possibly flawed items). "
+                "People then confirm or reject every flag here.",
+                (TEXT_ONLY, CONSENSUS),
+            )
+        else:
+            self.empty.hide()
         if self.candidate is None:
             self.flag.setText(
-                "No quality-control candidate is waiting for you. Flags come from "
-                "<code>vlmdesk qc text-only</code> and <code>vlmdesk qc consensus</code>."
+                "No quality-control candidate is waiting for you: every flag of this benchmark has your decision."
             )
             self.show_item(None)
             return
@@ -321,6 +333,7 @@ class AdjudicationPage(QWidget):
 
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
+        self.empty = EmptyState(self, ctx, "adjudication")
         self.ctx = ctx
         self.task = None
         self.shown_at = time.monotonic()
@@ -438,12 +451,22 @@ class AdjudicationPage(QWidget):
             if widget is not None:
                 widget.deleteLater()
         self.label_buttons = []
+        if name is None:
+            self.empty.show_state(
+                "No adjudication set yet",
+                "An adjudication set gathers model responses for blind human labelling — those the rules could "
+                "not read, those extractors disagree on, and a seeded sample — to measure each extractor's "
+                "alignment with people.",
+                (BUILD_SET,),
+            )
+        else:
+            self.empty.hide()
         if self.task is None:
             self.left.setText("0 left" if name else "")
             self.question.setText(
                 "Nothing left to label here."
                 if name
-                else "No adjudication set yet. Build one with <code>vlmdesk align sample</code>."
+                else "No adjudication set yet (Workspace › Build an adjudication set…)."
             )
             self.options.setText("")
             self.response.setText("")

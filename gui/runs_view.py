@@ -476,6 +476,8 @@ class RunsView(QWidget):
             self._run_selected()
 
     def _benchmark_changed(self) -> None:
+        if self.ctx.benchmark is not None and self.form.bench.findData(self.ctx.benchmark.name) < 0:
+            self.form.reload()  # imported since the form was filled (the demo, from an empty workspace)
         if self.ctx.benchmark is not None and self.queue.current is None:
             i = self.form.bench.findData(self.ctx.benchmark.name)
             if i >= 0:
