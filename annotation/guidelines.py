@@ -8,6 +8,7 @@ stored (annotation/reviews.py writes it in the same statement). Saving the same 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from annotation.names import annotator_name
@@ -94,3 +95,16 @@ def verdicts_per_version(ws: Workspace, benchmark_id: int) -> dict[int | None, i
         (benchmark_id,),
     )
     return {version: count for version, count in rows}
+
+
+def read_file(path: str | Path) -> str:
+    """A guideline file's text: a regular file (never a FIFO or device) of at most MAX_GUIDELINE_CHARS × 4 bytes,
+    UTF-8; the text is then checked like any guideline."""
+    from evaluator.importers.common import open_regular
+
+    with open_regular(Path(path), 4 * MAX_GUIDELINE_CHARS, "size limit of a guideline") as f:
+        raw = f.read(4 * MAX_GUIDELINE_CHARS + 1)
+    try:
+        return check_markdown(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start})") from None

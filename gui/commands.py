@@ -76,6 +76,9 @@ COMMANDS: dict[str, str] = {
     "reviews export": "menu:Export reviews…",
     "reviews import": "menu:Import reviews…",
     "check": "menu:Check and repair the workspace…",
+    "guidelines show": "tab:review",  # the Guidelines tab beside the item (and the Queues' Guidelines panel)
+    "guidelines set": "tab:review",  # its Edit… button
+    "annotators": "tab:annotators",
 }
 
 
