@@ -119,7 +119,19 @@ class BrowseView(QWidget):
             combo.currentIndexChanged.connect(self.apply_filters)
         clear = QPushButton("Clear filters")
         clear.clicked.connect(self.clear_filters)
+        # Saved filters: named views kept in the workspace (annotation/saved_filters.py), for everyone who opens it.
+        self.views = _combo("savedView", 130)
+        self.views.setToolTip("Saved views of this workspace: choosing one sets the filters")
+        self.views.activated.connect(lambda _: self.apply_saved(self.views.currentData()))
+        save_view = QPushButton("Save view…")
+        save_view.setToolTip("Keep these filters under a name, in the workspace")
+        save_view.clicked.connect(self._save_view_dialog)
         row2.addStretch(1)
+        lab = QLabel("View")
+        lab.setObjectName("filterLabel")
+        row2.addWidget(lab)
+        row2.addWidget(self.views)
+        row2.addWidget(save_view)
         row2.addWidget(clear)
         fl.addLayout(row1)
         fl.addLayout(row2)
@@ -199,6 +211,8 @@ class BrowseView(QWidget):
         layout.addWidget(split, 1)
 
         ctx.benchmarkChanged.connect(self._on_benchmark)
+        self._view_values: dict = {}
+        self.reload_views()
         self.empty = EmptyState(self, ctx, "browse")
         self.empty.show_state(*NO_BENCHMARK)  # until a benchmark is chosen (the window chooses one when it can)
         ctx.model.modelReset.connect(self._after_reset)
@@ -212,6 +226,7 @@ class BrowseView(QWidget):
     def _on_benchmark(self) -> None:
         bench = self.ctx.benchmark
         self.empty.setVisible(bench is None)
+        self.reload_views()
         facets = item_query.facet_values(self.ctx.ws, bench.id) if bench else {}
         widgets = (self.category, self.l2, self.split, self.run)
         for w in widgets:
@@ -266,6 +281,96 @@ class BrowseView(QWidget):
             return
         f, review, qc = self.current_filter()
         self.ctx.model.set_filter(f, review=review, qc=qc)
+        if self.views.currentData() is not None and self.filter_values() != self._view_values:
+            self.views.setCurrentIndex(0)  # the filters were changed by hand: no longer the saved view
+        self.ctx.filterChanged.emit(self.active_filter_text())
+
+    # -- saved views
+    def filter_values(self) -> dict:
+        """The filters as a saved view stores them (annotation/saved_filters.FIELDS)."""
+        f, review, qc = self.current_filter()
+        values = {
+            "text": f.text.strip(),
+            "category": f.category,
+            "l2_category": f.l2_category,
+            "split": f.split,
+            "review": review,
+            "qc": qc,
+            "run_id": f.run_id if f.run_result else None,
+            "run_result": f.run_result,
+        }
+        return {k: v for k, v in values.items() if v not in (None, "")}
+
+    def active_filter_text(self) -> str:
+        from annotation.saved_filters import describe
+
+        values = self.filter_values()
+        name = self.views.currentData()
+        return f"{name}: {describe(values)}" if name else describe(values) if values else ""
+
+    def reload_views(self) -> None:
+        from annotation import saved_filters
+
+        current = self.views.currentData()
+        self.views.blockSignals(True)
+        self.views.clear()
+        self.views.addItem("—", None)
+        for saved in saved_filters.list_filters(self.ctx.ws):
+            self.views.addItem(saved.name, saved.name)
+            self.views.setItemData(self.views.count() - 1, saved.describe(), Qt.ItemDataRole.ToolTipRole)
+        self.views.setCurrentIndex(max(0, self.views.findData(current)))
+        self.views.blockSignals(False)
+
+    def save_view(self, name: str) -> bool:
+        from annotation import saved_filters
+        from db.errors import InvalidInput
+
+        try:
+            saved = saved_filters.save(self.ctx.ws, name, self.filter_values(), self.ctx.annotator)
+        except InvalidInput as exc:
+            self.ctx.error.emit(f"View not saved: {exc}", "")
+            return False
+        self.reload_views()
+        self.views.setCurrentIndex(self.views.findData(saved.name))
+        self._view_values = saved.filters
+        self.ctx.filterChanged.emit(self.active_filter_text())
+        self.ctx.info.emit(f"Saved the view {saved.name!r}: {saved.describe()}")
+        return True
+
+    def _save_view_dialog(self) -> None:
+        from PySide6.QtWidgets import QInputDialog
+
+        name, ok = QInputDialog.getText(self, "Save view", "Name of this view (everyone with the workspace sees it):")
+        if ok and name.strip():
+            self.save_view(name)
+
+    def apply_saved(self, name: str | None) -> None:
+        """Set every filter from the saved view `name` (values this benchmark lacks are left at "any")."""
+        from annotation import saved_filters
+
+        saved = saved_filters.get(self.ctx.ws, name) if name else None
+        if saved is None:
+            return
+        values = saved.filters
+        widgets = {
+            "category": self.category,
+            "l2_category": self.l2,
+            "split": self.split,
+            "review": self.review,
+            "qc": self.qc,
+            "run_id": self.run,
+            "run_result": self.result,
+        }
+        for key, combo in widgets.items():
+            combo.blockSignals(True)
+            combo.setCurrentIndex(max(0, combo.findData(values.get(key))) if key in values else 0)
+            combo.blockSignals(False)
+        self.search.blockSignals(True)
+        self.search.setText(values.get("text", ""))
+        self.search.blockSignals(False)
+        self._view_values = saved.filters
+        self.views.setCurrentIndex(self.views.findData(name))
+        self.apply_filters()
 
     def clear_filters(self) -> None:
         for w in (self.category, self.l2, self.split, self.review, self.qc, self.result):

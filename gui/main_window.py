@@ -32,6 +32,7 @@ from db import catalog, item_query
 from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import database_error, open_workspace
 from gui.alignment_view import AlignmentView
+from gui.annotator_stats import AnnotatorsView
 from gui.browse_view import BrowseView
 from gui.commands import WorkspaceCommands
 from gui.context import Context
@@ -172,6 +173,7 @@ class MainWindow(QMainWindow):
         self.add_view("results", "Results", DashboardView)
         self.add_view("alignment", "Alignment", AlignmentView)
         self.add_view("models", "Models", ModelsView)
+        self.add_view("annotators", "Annotators", AnnotatorsView)
         for problem in self.prefs_file.problems:
             self.show_error(problem)
         self.open_workspace(workspace)

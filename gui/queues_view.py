@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QProgressBar,
     QPushButton,
     QScrollArea,
     QSplitter,
@@ -37,6 +38,7 @@ from db.catalog import Item
 from db.errors import InvalidInput, UserError
 from evaluator.choices import LETTERS, answer_keys, canonical_answer
 from gui.empty_states import BUILD_SET, CONSENSUS, TEXT_ONLY, EmptyState
+from gui.guidelines_view import GuidelinesPanel
 from gui.image_view import ImageView
 from gui.item_panel import ItemPanel
 from gui.review_view import NoteEdit
@@ -811,11 +813,35 @@ class QueuesView(QWidget):
             self.stack.addWidget(page)
             page.changed.connect(self.update_counts)
         self.list.currentRowChanged.connect(self._select)
+        # Under the list: a progress bar per queue (done of all, for me), and the guidelines' switch.
+        self.bars: dict[str, QProgressBar] = {}
+        side = QWidget()
+        side.setFixedWidth(190)
+        sl = QVBoxLayout(side)
+        sl.setContentsMargins(0, 0, 0, 6)
+        sl.addWidget(self.list, 1)
+        for name, title, _ in self.pages:
+            bar = QProgressBar()
+            bar.setObjectName(f"progress_{name}")
+            bar.setMaximumHeight(16)
+            bar.setFormat(f"{title.split()[0]} %v / %m")
+            sl.addWidget(bar)
+            self.bars[name] = bar
+        self.guidelines = GuidelinesPanel(ctx)
+        self.guidelines.setMinimumWidth(240)
+        self.guidelines_button = QPushButton("Guidelines")
+        self.guidelines_button.setCheckable(True)
+        self.guidelines_button.setToolTip("Show this benchmark's annotation guidelines beside the queue")
+        self.guidelines_button.toggled.connect(self.guidelines.setVisible)
+        sl.addWidget(self.guidelines_button)
+        self.guidelines.hide()
+        self._guidelines_shown = False
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        layout.addWidget(self.list)
+        layout.addWidget(side)
         layout.addWidget(self.stack, 1)
+        layout.addWidget(self.guidelines)
         ctx.benchmarkChanged.connect(self.refresh)
         ctx.reviewsChanged.connect(lambda _: self.update_counts())
 
@@ -863,6 +889,23 @@ class QueuesView(QWidget):
         self.update_counts()
 
     def update_counts(self) -> None:
+        if self.guidelines.current() is not None and not self._guidelines_shown:
+            self._guidelines_shown = True  # once: a benchmark with guidelines shows them beside the queue
+            self.guidelines_button.setChecked(True)
         counts = (len(self.qc.remaining()), self.adjudication.remaining(), self.conflicts.remaining())
         for row, ((_, title, _), n) in enumerate(zip(self.pages, counts)):
             self.list.item(row).setText(f"{title}\n{n} left")
+        for (name, _, _), left, total in zip(self.pages, counts, self._totals()):
+            bar = self.bars[name]
+            bar.setRange(0, max(total, 1))
+            bar.setValue(max(0, total - left))
+            bar.setToolTip(f"{total - left} of {total} done by you, {left} left")
+
+    def _totals(self) -> tuple[int, int, int]:
+        """Everything each queue holds (for the progress bars): flags, the set's responses, conflicts."""
+        bench, ws = self.ctx.benchmark, self.ctx.ws
+        if bench is None:
+            return 0, 0, 0
+        name = self.adjudication.set_combo.currentData()
+        sets = {s.name: s.items for s in alignment.list_sets(ws)}
+        return len(qc.queue(ws, benchmark_id=bench.id)), sets.get(name, 0), len(reviews.conflicts(ws, bench.id))

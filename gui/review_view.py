@@ -34,6 +34,7 @@ from db.catalog import Item
 from db.errors import InvalidInput
 from evaluator.choices import LETTERS, YES_NO
 from gui.empty_states import NO_BENCHMARK, EmptyState
+from gui.guidelines_view import GuidelinesPanel
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
@@ -97,6 +98,10 @@ class ReviewView(QWidget):
         self.zoom_label = QLabel("")
         self.zoom_label.setObjectName("imageBarText")
         bar.addWidget(self.position_label)
+        self.filter_label = QLabel("")
+        self.filter_label.setObjectName("activeFilter")
+        self.filter_label.setToolTip("Review goes through the items of Browse's filters (change them in Browse)")
+        bar.addWidget(self.filter_label)
         bar.addStretch(1)
         bar.addWidget(self.zoom_label)
         bar.addWidget(fit)
@@ -125,6 +130,8 @@ class ReviewView(QWidget):
         self.history = HistoryView()
         self.tabs.addTab(self.predictions, "Predictions")
         self.tabs.addTab(self.history, "Review history")
+        self.guidelines = GuidelinesPanel(ctx)
+        self.tabs.addTab(self.guidelines, "Guidelines")
         self.tabs.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.tabs.setMinimumHeight(90)
         upper = QSplitter(Qt.Orientation.Vertical)
@@ -213,6 +220,7 @@ class ReviewView(QWidget):
         self._make_shortcuts()
         ctx.loader.loaded.connect(self._on_image)
         ctx.benchmarkChanged.connect(self._on_benchmark)
+        ctx.filterChanged.connect(lambda text: self.filter_label.setText(f"· filter: {text}" if text else ""))
         self.empty = EmptyState(self, ctx, "review")
         self.empty.show_state(*NO_BENCHMARK)
         self._enable_verdicts(False)  # until an item shows

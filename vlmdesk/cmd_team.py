@@ -81,7 +81,8 @@ def cmd_show(args) -> int:
     with open_from_args(args) as ws:
         bench = bench_or_fail(ws, args.bench)
         found = guidelines.versions(ws, bench.id)
-        chosen = next((g for g in found if g.version == args.version), None) if args.version else (found or [None])[-1]
+        wanted = args.version or (found[-1].version if found else None)
+        chosen = next((g for g in found if g.version == wanted), None)
     if chosen is None:
         raise UsageError(
             f"{args.bench}: no guideline version {args.version}" if args.version else f"{args.bench}: no guideline yet"
