@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from annotation.browse import VERDICT_LABELS
 from evaluator.choices import LETTERS, YES_NO, item_result, original_option
+from gui.appearance import themed
 
 RESULT_MARKS = {"right": "✓", "wrong": "✗", "pending": "…", "unscored": "–", "none": ""}
 ADJUDICATION_HIDDEN = "hidden until your label (blind adjudication)"
@@ -55,7 +56,7 @@ def _row_style(key: bool, picked: bool) -> str:
         return ""
     border = PICK_BLUE if picked else KEY_GREEN
     badge = PICK_BLUE if picked and not key else KEY_GREEN
-    return (
+    return themed(
         f"#optionRow {{ background: {KEY_BG if key else '#ffffff'}; border: 2px solid {border}; }}"
         f"#optionBadge {{ background: {badge}; color: white; }}"
         f"#optionTag {{ color: {'#1e7d32' if key else PICK_BLUE}; }}"
