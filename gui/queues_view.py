@@ -268,8 +268,13 @@ class QCPage(_ItemPage):
         c = self.candidate
         if c is None:
             return
+        if not self.reveals(c.item_id):
+            # "Possibly flawed · runs 1, 2" says that those runs all got the item wrong: a model result, which blind
+            # mode keeps off the screen until the reviewer's own judgement (annotation/blind.py).
+            self.flag.setText(f"<b>Quality-control flag</b> · why it was flagged is {HIDDEN_TEXT} · status {c.status}")
+            return
         runs_text = ", ".join(str(r) for r in c.run_ids)
-        right = (", ".join(str(r) for r in c.correct_run_ids) or "none") if self.reveals(c.item_id) else HIDDEN_TEXT
+        right = ", ".join(str(r) for r in c.correct_run_ids) or "none"
         self.flag.setText(
             f"<b>{html.escape(qc.CATEGORY[c.stage])}</b> ({c.stage} stage) · runs {runs_text} · "
             f"answered right by: {html.escape(right)} · status {c.status}"
@@ -735,6 +740,16 @@ class ConflictsPage(_ItemPage):
         if not self.entries or self.item is None:
             return
         item = self.item
+        if verdict == "skip":
+            # A skip is no opinion, so it could never settle the conflict: it puts it at the end, and saves nothing.
+            if len(self.entries) > 1:
+                self.entries = [*self.entries[1:], self.entries[0]]
+                self.show_item(self.entries[0][0])
+                self._show_verdicts()
+                self._fill_answers()
+                self.shown_at = time.monotonic()
+            self.saved.setText("Skipped for now: nothing saved, the conflict stays in the queue")
+            return
         if verdict == "wrong_answer":
             corrected = corrected or self.corrected.currentData()
             if corrected is None:

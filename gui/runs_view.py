@@ -272,6 +272,8 @@ class JobCard(QFrame):
         else:
             self.bar.setFormat("loading the model…")
         parts = []
+        if job.start_event.get("resumed"):  # not a fresh start at 0: say what was there already
+            parts.append(f"resumed ({job.start_event.get('passes_done', 0)} passes stored before)")
         if p:
             parts.append(
                 f"items {items}/{total or '?'} · passes {p.get('passes_done', 0)}"

@@ -118,3 +118,30 @@ def test_small_fixes_search_count_help_groups_undo_names_pope_cards(qtbot, demo_
     cards = review.panel.rows
     assert [c.letter for c in cards] == ["yes", "no"] and all(c.isVisible() for c in cards)
     assert [c.letter for c in cards if c.is_key] == [review.item.answer]
+
+
+def test_s_on_conflicts_moves_on_without_saving_and_blind_qc_flags_say_nothing(qtbot, demo_ws, make_window):
+    from annotation import reviews
+    from db import catalog
+
+    with open_workspace(demo_ws) as ws:
+        items = catalog.list_items(ws, catalog.benchmark_by_name(ws, "demo").id)[:2]
+        for item in items:
+            reviews.add_review(ws, item.id, "ana", "ok")
+            reviews.add_review(ws, item.id, "ben", "ambiguous")
+    assert cli_main(["--workspace", str(demo_ws), "qc", "consensus", "--bench", "demo", "--run", "1"]) == 0
+    window = make_window(demo_ws, blind=True)
+    queues = window.view("queues")
+    window.show_view("queues")
+    queues.select("qc")
+    flag = queues.qc.flag.text()
+    assert "hidden in blind mode" in flag and "runs 1" not in flag and "flawed" not in flag
+    queues.select("conflicts")
+    page = queues.conflicts
+    qtbot.waitUntil(lambda: page.item is not None)
+    first = page.item.id
+    qtbot.keyClick(page, Qt.Key_S)
+    assert page.item.id != first and "nothing saved" in page.saved.text()
+    assert page.remaining() == 2
+    with open_workspace(demo_ws) as ws:
+        assert ws.conn.execute("SELECT count(*) FROM reviews WHERE annotator = 'ann'").fetchone()[0] == 0
