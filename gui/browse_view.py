@@ -11,11 +11,13 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMenu,
     QPushButton,
     QScrollArea,
     QSplitter,
     QTableView,
     QTabWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -120,18 +122,17 @@ class BrowseView(QWidget):
         clear = QPushButton("Clear filters")
         clear.clicked.connect(self.clear_filters)
         # Saved filters: named views kept in the workspace (annotation/saved_filters.py), for everyone who opens it.
-        self.views = _combo("savedView", 130)
-        self.views.setToolTip("Saved views of this workspace: choosing one sets the filters")
-        self.views.activated.connect(lambda _: self.apply_saved(self.views.currentData()))
-        save_view = QPushButton("Save view…")
-        save_view.setToolTip("Keep these filters under a name, in the workspace")
-        save_view.clicked.connect(self._save_view_dialog)
+        # One narrow button with a menu: the filter bar sets the window's minimum width (1024 px must fit).
+        self.current_view: str | None = None
+        self.views_button = QToolButton()
+        self.views_button.setText("Views")
+        self.views_button.setObjectName("savedViews")
+        self.views_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.views_button.setToolTip("Saved views of this workspace (named filters), and saving these filters as one")
+        self.views_menu = QMenu(self.views_button)
+        self.views_button.setMenu(self.views_menu)
         row2.addStretch(1)
-        lab = QLabel("View")
-        lab.setObjectName("filterLabel")
-        row2.addWidget(lab)
-        row2.addWidget(self.views)
-        row2.addWidget(save_view)
+        row2.addWidget(self.views_button)
         row2.addWidget(clear)
         fl.addLayout(row1)
         fl.addLayout(row2)
@@ -281,8 +282,9 @@ class BrowseView(QWidget):
             return
         f, review, qc = self.current_filter()
         self.ctx.model.set_filter(f, review=review, qc=qc)
-        if self.views.currentData() is not None and self.filter_values() != self._view_values:
-            self.views.setCurrentIndex(0)  # the filters were changed by hand: no longer the saved view
+        if self.current_view is not None and self.filter_values() != self._view_values:
+            self.current_view = None  # the filters were changed by hand: no longer the saved view
+            self.views_button.setText("Views")
         self.ctx.filterChanged.emit(self.active_filter_text())
 
     # -- saved views
@@ -305,21 +307,25 @@ class BrowseView(QWidget):
         from annotation.saved_filters import describe
 
         values = self.filter_values()
-        name = self.views.currentData()
+        name = self.current_view
         return f"{name}: {describe(values)}" if name else describe(values) if values else ""
 
     def reload_views(self) -> None:
         from annotation import saved_filters
 
-        current = self.views.currentData()
-        self.views.blockSignals(True)
-        self.views.clear()
-        self.views.addItem("—", None)
-        for saved in saved_filters.list_filters(self.ctx.ws):
-            self.views.addItem(saved.name, saved.name)
-            self.views.setItemData(self.views.count() - 1, saved.describe(), Qt.ItemDataRole.ToolTipRole)
-        self.views.setCurrentIndex(max(0, self.views.findData(current)))
-        self.views.blockSignals(False)
+        self.views_menu.clear()
+        found = saved_filters.list_filters(self.ctx.ws)
+        for saved in found:
+            action = self.views_menu.addAction(saved.name)
+            action.setToolTip(saved.describe())
+            action.setCheckable(True)
+            action.setChecked(saved.name == self.current_view)
+            action.triggered.connect(lambda _=False, n=saved.name: self.apply_saved(n))
+        if not found:
+            self.views_menu.addAction("No saved view yet").setEnabled(False)
+        self.views_menu.setToolTipsVisible(True)
+        self.views_menu.addSeparator()
+        self.views_menu.addAction("Save these filters as a view…").triggered.connect(self._save_view_dialog)
 
     def save_view(self, name: str) -> bool:
         from annotation import saved_filters
@@ -330,9 +336,7 @@ class BrowseView(QWidget):
         except InvalidInput as exc:
             self.ctx.error.emit(f"View not saved: {exc}", "")
             return False
-        self.reload_views()
-        self.views.setCurrentIndex(self.views.findData(saved.name))
-        self._view_values = saved.filters
+        self._show_view(saved.name, saved.filters)
         self.ctx.filterChanged.emit(self.active_filter_text())
         self.ctx.info.emit(f"Saved the view {saved.name!r}: {saved.describe()}")
         return True
@@ -368,9 +372,13 @@ class BrowseView(QWidget):
         self.search.blockSignals(True)
         self.search.setText(values.get("text", ""))
         self.search.blockSignals(False)
-        self._view_values = saved.filters
-        self.views.setCurrentIndex(self.views.findData(name))
+        self._show_view(saved.name, saved.filters)
         self.apply_filters()
+
+    def _show_view(self, name: str, values: dict) -> None:
+        self.current_view, self._view_values = name, values
+        self.views_button.setText(f"View: {name if len(name) <= 14 else name[:13] + '…'}")
+        self.reload_views()
 
     def clear_filters(self) -> None:
         for w in (self.category, self.l2, self.split, self.review, self.qc, self.result):

@@ -843,14 +843,13 @@ class QueuesView(QWidget):
             sl.addWidget(bar)
             self.bars[name] = bar
         self.guidelines = GuidelinesPanel(ctx)
-        self.guidelines.setMinimumWidth(240)
+        self.guidelines.setMinimumWidth(200)
         self.guidelines_button = QPushButton("Guidelines")
         self.guidelines_button.setCheckable(True)
         self.guidelines_button.setToolTip("Show this benchmark's annotation guidelines beside the queue")
         self.guidelines_button.toggled.connect(self.guidelines.setVisible)
         sl.addWidget(self.guidelines_button)
-        self.guidelines.hide()
-        self._guidelines_shown = False
+        self.guidelines.hide()  # shown on demand: beside a page, it would make 1024 px too narrow for the window
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
@@ -904,9 +903,8 @@ class QueuesView(QWidget):
         self.update_counts()
 
     def update_counts(self) -> None:
-        if self.guidelines.current() is not None and not self._guidelines_shown:
-            self._guidelines_shown = True  # once: a benchmark with guidelines shows them beside the queue
-            self.guidelines_button.setChecked(True)
+        has = self.guidelines.current() is not None
+        self.guidelines_button.setText("Guidelines" + (" ✓" if has else ""))
         counts = (len(self.qc.remaining()), self.adjudication.remaining(), self.conflicts.remaining())
         for row, ((_, title, _), n) in enumerate(zip(self.pages, counts)):
             self.list.item(row).setText(f"{title}\n{n} left")

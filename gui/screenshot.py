@@ -39,6 +39,7 @@ class Shot:
     size: tuple[int, int] = (1280, 800)
     annotator: str = "annotator"
     blind: bool = False
+    theme: str = "light"  # light | dark (not "system": a picture must not depend on the desktop it is taken on)
 
 
 # -- the views ---------------------------------------------------------------------------------------------
@@ -133,6 +134,11 @@ def _prepare_results(window, shot: Shot) -> None:
         dash.show_items_of(target)
 
 
+def _prepare_annotators(window, shot: Shot) -> None:
+    window.show_view("annotators")
+    window.view("annotators").refresh()
+
+
 def _prepare_alignment(window, shot: Shot) -> None:
     window.show_view("alignment")
     window.view("alignment").refresh()
@@ -148,6 +154,7 @@ VIEWS = {
     "dashboard": _prepare_results,
     "alignment": _prepare_alignment,
     "models": _prepare_models,
+    "annotators": _prepare_annotators,
 }
 """--view name -> function(window, shot) that puts the window in that state ("dashboard" is the older name of
 "results"). Later views register here."""
@@ -187,7 +194,7 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
     app = application()
     with tempfile.TemporaryDirectory() as config:
         prefs = PreferencesFile(Path(config) / "preferences.json")
-        prefs.save(Preferences(annotator=shot.annotator, blind=shot.blind))
+        prefs.save(Preferences(annotator=shot.annotator, blind=shot.blind, theme=shot.theme))
         shown = workspace
         if shot.view == "launcher":  # its picture starts real runs: on a copy, so the workspace keeps no trace
             shown = Path(config) / workspace.name

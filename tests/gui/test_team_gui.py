@@ -29,10 +29,12 @@ def test_guidelines_edited_in_review_are_versioned_and_recorded_on_verdicts(qtbo
         assert [g.version for g in guidelines.versions(ws, _bench(ws).id)] == [1, 2]
         versions = [r[0] for r in ws.conn.execute("SELECT guideline_version FROM reviews ORDER BY id")]
     assert versions == [1, 2]
-    # The Queues show the same guideline beside the queue, switched on because the benchmark has one.
+    # The Queues show the same guideline beside the queue, on demand.
     queues = window.view("queues")
     window.show_view("queues")
-    qtbot.waitUntil(lambda: queues.guidelines.isVisible())
+    assert queues.guidelines_button.text() == "Guidelines ✓" and not queues.guidelines.isVisible()
+    qtbot.mouseClick(queues.guidelines_button, Qt.LeftButton)
+    assert queues.guidelines.isVisible()
     assert "version 2" in queues.guidelines.title.text()
 
 
@@ -78,7 +80,7 @@ def test_a_saved_view_sets_the_filters_and_review_shows_it(qtbot, demo_ws, make_
     assert saved.filters == {"l2_category": "coarse_perception", "review": "unreviewed"} and saved.author == "ann"
     total = window.ctx.model.total
     browse.clear_filters()
-    assert window.ctx.model.total == 30 and browse.views.currentData() is None
+    assert window.ctx.model.total == 30 and browse.current_view is None
     browse.apply_saved("CP to do")
     assert window.ctx.model.total == total < 30
     review = window.view("review")
