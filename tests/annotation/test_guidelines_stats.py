@@ -106,3 +106,20 @@ def test_saved_filters_are_named_checked_and_replaced(ws):
         saved_filters.save(ws, "", {}, "lead")
     assert saved_filters.delete(ws, "CP to do") and not saved_filters.delete(ws, "CP to do")
     assert saved_filters.list_filters(ws) == []
+
+
+def test_check_reports_a_verdict_naming_a_guideline_version_its_benchmark_lacks(tmp_path):
+    from db.check import check_workspace
+
+    path = tmp_path / "ws.sqlite"
+    with open_workspace(path) as ws:
+        import_benchmark(ws, demo_dir() / "demo_mcq.jsonl", fmt="jsonl", name="demo")
+        bench = _bench(ws)
+        guidelines.save(ws, bench.id, "rules", "lead")
+        good = reviews.add_review(ws, _items(ws)[0].id, "ann", "ok")
+    assert {c.name: c.ok for c in check_workspace(path).results}["guideline_versions"]
+    with sqlite3.connect(path) as conn:  # as a hand-edited or foreign file might hold it
+        conn.execute("DROP TRIGGER reviews_no_update")
+        conn.execute("UPDATE reviews SET guideline_version = 7 WHERE id = ?", (good.id,))
+    found = {c.name: c for c in check_workspace(path).results}["guideline_versions"]
+    assert found.problems == [f"review {good.id} names guideline version 7, which its benchmark does not have"]
