@@ -588,7 +588,10 @@ class ConflictsPage(_ItemPage):
         self.verdicts.setWordWrap(True)
         self.verdicts.setTextFormat(Qt.TextFormat.RichText)
         self.right_layout.addWidget(self.verdicts)
-        explain = QLabel(
+        # One short line (the whole of it in the tooltip), and the answer picker and the note on one row below the
+        # buttons: at 1024×700 the note was below the fold.
+        explain = QLabel("Settle with your own verdict (Review's keys); for a wrong key pick the right option first.")
+        explain.setToolTip(
             "Settle by giving your verdict (the keys of Review); it is added to the log next to the "
             "others. For a wrong key, pick the right option first (1–9 or Shift+letter)."
         )
@@ -606,20 +609,21 @@ class ConflictsPage(_ItemPage):
             self.buttons[verdict] = b
         self.right_layout.addLayout(grid)
         row = QHBoxLayout()
-        row.addWidget(QLabel("Right answer (for wrong key)"))
+        right = QLabel("Right answer")
+        right.setToolTip("For a wrong-key verdict: the option that is right")
+        row.addWidget(right)
         self.corrected = QComboBox()
         self.corrected.currentIndexChanged.connect(self._combo_picked)
         row.addWidget(self.corrected)
-        row.addStretch(1)
+        self.note = NoteEdit()
+        self.note.setPlaceholderText("Note (E to write, Enter/Esc to leave)")
+        self.note.done.connect(self.setFocus)
+        row.addWidget(self.note, 1)
         self.right_layout.addLayout(row)
         self.hint_label = QLabel()
         self.hint_label.setObjectName("armed")
         self.hint_label.hide()
         self.right_layout.addWidget(self.hint_label)
-        self.note = NoteEdit()
-        self.note.setPlaceholderText("Note for your verdict (E to write, Enter/Esc to leave)")
-        self.note.done.connect(self.setFocus)
-        self.right_layout.addWidget(self.note)
         saved_row = QHBoxLayout()
         self.saved = QLabel()
         self.saved.setObjectName("saved")
