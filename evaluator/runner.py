@@ -26,6 +26,7 @@ from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator import variants
 from evaluator.backends import Backend, BackendError, can_score, check_spec
+from evaluator.backends.base import call_size, chunk_items
 from evaluator.choices import (
     LIKELIHOOD_SCORES,
     displayed_answer,
@@ -214,9 +215,18 @@ class Engine:
         self.items = runs.items_of(ws, run)
         self.kind = "yesno" if run.strategy == "pope" else "mcq"
         self.done: dict[int, dict[int, runs.Prediction]] = {i.id: {} for i in self.items}
+        # Counters kept as passes are stored (_record), so bookkeeping costs O(1) per pass, not a scan of every
+        # item after every batch: passes stored, items decided, passes left (an upper bound: early stop shortens it).
+        self._needed = {i.id: n_passes(i, self.run.strategy) for i in self.items}
+        self._alive = dict.fromkeys(self._needed, True)
+        self._asked = dict.fromkeys(self._needed, 0)  # passes 0..n-1 all stored: the next pass to ask is n
+        self.passes_stored = 0
+        self.passes_left = sum(self._needed.values())
+        self.decided = sum(1 for n in self._needed.values() if n == 0)
         for p in runs.predictions_of(ws, run.id):
             if p.item_id in self.done:
-                self.done[p.item_id][p.pass_] = p
+                self._record(p)
+        self._length = {i.id: len(i.question) + sum(map(len, i.options)) + len(i.hint or "") for i in self.items}
         self.calls = 0
         if self.settings.likelihood and not can_score(backend):
             raise BackendError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
@@ -230,53 +240,67 @@ class Engine:
 
     # -- scheduling ---------------------------------------------------------------------------------------------
     def alive(self, item: Item, k: int) -> bool:
-        """Whether pass k of the item is to be asked now: it is not stored, every earlier pass is, and the item is
-        still alive."""
-        passes = self.done[item.id]
-        return (
-            k < n_passes(item, self.run.strategy)
-            and k not in passes
-            and all(j in passes for j in range(k))
-            and self._still_alive(item)
-        )
-
-    def _still_alive(self, item: Item) -> bool:
-        return still_alive((p.correct for p in self.done[item.id].values()), full_passes=self.settings.full_passes)
+        """Whether pass k of the item is to be asked now: it is not stored, every earlier pass is (passes 0..k-1 are
+        stored and k is not), and the item is still alive."""
+        return k < self._needed[item.id] and self._asked[item.id] == k and self._alive[item.id]
 
     def remaining_upper_bound(self) -> int:
-        return sum(self.remaining_for(item) for item in self.items)
+        return self.passes_left
 
     def items_decided(self) -> int:
-        return sum(1 for item in self.items if self.remaining_for(item) == 0)
+        return self.decided
 
     def remaining_for(self, item: Item) -> int:
         """Passes of the item still to ask (0 once a wrong pass ended it)."""
-        return n_passes(item, self.run.strategy) - len(self.done[item.id]) if self._still_alive(item) else 0
+        return self._needed[item.id] - len(self.done[item.id]) if self._alive[item.id] else 0
+
+    def _record(self, p: runs.Prediction) -> None:
+        """Take one stored pass into the state and the counters, in O(1) (amortised)."""
+        item_id, passes = p.item_id, self.done[p.item_id]
+        before = self._remaining(item_id)
+        fresh = p.pass_ not in passes
+        passes[p.pass_] = p
+        self.passes_stored += fresh
+        self._alive[item_id] = self._alive[item_id] and still_alive((p.correct,), full_passes=self.settings.full_passes)
+        while self._asked[item_id] in passes:
+            self._asked[item_id] += 1
+        after = self._remaining(item_id)
+        self.passes_left += after - before
+        self.decided += (after == 0) - (before == 0)
+
+    def _remaining(self, item_id: int) -> int:
+        return self._needed[item_id] - len(self.done[item_id]) if self._alive[item_id] else 0
 
     def execute(self) -> None:
+        """Every pass still to ask, wave by wave within each chunk of items (the backend's `chunk_items`; one chunk
+        by default): every wave of items[0:C] before items[C:2C], so a prefix cache keeps an item's prompt while the
+        item is alive. Each call hands the backend `call_size(batch_size)` queries. Neither changes any answer."""
         started = time.monotonic()
-        waves = max((n_passes(i, self.run.strategy) for i in self.items), default=0)
-        for k in range(waves):
-            todo = [item for item in self.items if self.alive(item, k)]
-            # Similar prompt lengths batch together (less padding); order does not change any answer.
-            todo.sort(key=lambda item: len(item.question) + sum(map(len, item.options)) + len(item.hint or ""))
-            for start in range(0, len(todo), self.batch_size):
-                self._ask(todo[start : start + self.batch_size], k)
-                elapsed = max(time.monotonic() - started, 1e-9)
-                rate = self.calls / elapsed
-                left = self.remaining_upper_bound()
-                self.on_progress(
-                    Progress(
-                        self.run.id,
-                        k,
-                        sum(map(len, self.done.values())),
-                        self.items_decided(),
-                        len(self.items),
-                        self.calls,
-                        round(rate, 3),
-                        round(left / rate, 1) if rate > 0 else None,
+        chunk = chunk_items(self.backend) or max(len(self.items), 1)
+        size = call_size(self.backend, self.batch_size)
+        for first in range(0, len(self.items), chunk):
+            part = self.items[first : first + chunk]
+            waves = max((self._needed[i.id] for i in part), default=0)
+            for k in range(waves):
+                todo = [item for item in part if self.alive(item, k)]
+                # Similar prompt lengths batch together (less padding); order does not change any answer.
+                todo.sort(key=lambda item: self._length[item.id])
+                for start in range(0, len(todo), size):
+                    self._ask(todo[start : start + size], k)
+                    elapsed = max(time.monotonic() - started, 1e-9)
+                    rate = self.calls / elapsed
+                    self.on_progress(
+                        Progress(
+                            self.run.id,
+                            k,
+                            self.passes_stored,
+                            self.decided,
+                            len(self.items),
+                            self.calls,
+                            round(rate, 3),
+                            round(self.passes_left / rate, 1) if rate > 0 else None,
+                        )
                     )
-                )
 
     # -- one batch ----------------------------------------------------------------------------------------------
     def _ask(self, batch: list[Item], k: int) -> None:
@@ -346,7 +370,7 @@ class Engine:
             )
         runs.add_predictions(self.ws, preds, owner=self.owner)
         for p in preds:
-            self.done[p.item_id][p.pass_] = p
+            self._record(p)
 
     def _extract(
         self, item: Item, order: tuple[int, ...], response: str, scores: list[float] | None, letters: Sequence[str]

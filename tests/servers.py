@@ -110,7 +110,7 @@ class FaultServer:
             def log_message(self, *args):  # keep the test output quiet
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
@@ -123,6 +123,10 @@ class FaultServer:
     @property
     def count(self) -> int:
         return len(self.requests)
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # listen backlog: 64 clients connecting at once must not wait for SYN retries
 
 
 def text_of(body: dict) -> str:
