@@ -25,7 +25,7 @@ def run_args(
     bench: str,
     model: str,
     strategy: str = "circular",
-    likelihood: bool = False,
+    likelihood: bool | str = False,
     extractor: str = "rules",
     batch_size: int = 8,
     max_new_tokens: int = 32,
@@ -54,7 +54,9 @@ def run_args(
     ]
     if limit:
         args += ["--limit", str(limit)]
-    if likelihood:
+    if likelihood == "prefix":  # LVLM-eHub's prefix score (implies --likelihood)
+        args += ["--likelihood-score", "prefix"]
+    elif likelihood:
         args.append("--likelihood")
     if text_only:
         args.append("--text-only")

@@ -35,15 +35,22 @@ from gui.runs_list import RunsList
 from gui.tables import export_table
 from gui.variant_group import VariantGroup
 
-# (label, --strategy, --likelihood) per benchmark kind; POPE is what a yes/no benchmark always gets.
+# (label, --strategy, --likelihood: False, True or "prefix" for --likelihood-score prefix) per benchmark kind; POPE
+# is what a yes/no benchmark always gets.
 STRATEGIES = {
     "mcq": (
         ("CircularEval", "circular", False),
         ("VanillaEval", "vanilla", False),
         ("Likelihood · CircularEval", "circular", True),
         ("Likelihood · VanillaEval", "vanilla", True),
+        ("Prefix score · CircularEval", "circular", "prefix"),
+        ("Prefix score · VanillaEval", "vanilla", "prefix"),
     ),
-    "yesno": (("POPE (yes/no)", "circular", False), ("POPE · likelihood", "circular", True)),
+    "yesno": (
+        ("POPE (yes/no)", "circular", False),
+        ("POPE · likelihood", "circular", True),
+        ("POPE · prefix score", "circular", "prefix"),
+    ),
 }
 STATE_MARKS = {"queued": "○", "running": "▶", "finished": "✓", "cancelled": "■", "failed": "✗"}
 
