@@ -683,6 +683,8 @@ def read_confidences(path: str | Path) -> tuple[list[float], list[bool]]:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 raise bad("line", "not UTF-8") from None
+            if number == 1:
+                text = text.removeprefix("\ufeff")  # a BOM, as every other reader of files drops it
             if not text.strip():
                 continue
             try:
@@ -701,4 +703,6 @@ def read_confidences(path: str | Path) -> tuple[list[float], list[bool]]:
                 raise bad("correct", f"expected true/false or 1/0, got {json.dumps(ok)[:40]}")
             confidences.append(float(value))
             correct.append(bool(ok))
+    if not confidences:
+        raise InvalidInput(f"{path}:0: file: no {{confidence, correct}} lines (an ECE of nothing is no figure)")
     return confidences, correct

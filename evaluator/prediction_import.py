@@ -66,6 +66,9 @@ PREDICTION_FORMATS = ("vlmevalkit", "lmms-eval")
 MAX_PREDICTION_FILE_BYTES = 4 * 2**30  # prediction files carry no images (VLMEvalKit drops the column)
 MAX_ROWS = 10_000_000
 MAX_CELL_BYTES = 64 * 2**20  # a cell (or a JSON line) of at most this much: a stray image column still fits
+# What an .xlsx may unpack to: openpyxl holds sharedStrings (and any one cell) whole, so a small zip of
+# repetitive XML would take gigabytes. A VLMEvalKit file of MMBench's 26,000 rows unpacks to about 30 MB.
+MAX_XLSX_UNPACKED_BYTES = 256 * 2**20
 _EXTENSIONS = {".xlsx": "vlmevalkit", ".tsv": "vlmevalkit", ".csv": "vlmevalkit", ".jsonl": "lmms-eval"}
 
 
@@ -209,6 +212,8 @@ def _cell_text(value: object) -> str:
     """A cell as text: spreadsheets hold numbers (an option "3" reads back as 3, or 3.0)."""
     if value is None:
         return ""
+    if isinstance(getattr(value, "text", None), str):  # an array formula: its text, as for any formula
+        return str(getattr(value, "text"))
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
@@ -235,18 +240,35 @@ def _table_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]
 
 
 def _xlsx_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]:
+    """Rows of the first sheet. A formula cell reads as its text: pandas and openpyxl write any string that starts
+    with "=" (a model answering "=1+1") as a formula with no cached value, so the text is what the tool was given."""
     import zipfile
 
     from openpyxl import load_workbook  # read-only mode streams the sheet's XML row by row
 
     try:
-        book = load_workbook(raw, read_only=True, data_only=True)
+        with zipfile.ZipFile(raw) as archive:
+            unpacked = sum(member.file_size for member in archive.infolist())  # zipfile enforces these sizes
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise InputError(path, 0, "path", f"not a readable .xlsx workbook ({str(exc)[:80]})") from None
+    if unpacked > MAX_XLSX_UNPACKED_BYTES:
+        raise InputError(
+            path,
+            0,
+            "path",
+            f"unpacks to {unpacked / 2**20:,.0f} MB; at most {MAX_XLSX_UNPACKED_BYTES // 2**20} MB (a zip bomb?)",
+        )
+    raw.seek(0)
+    try:
+        book = load_workbook(raw, read_only=True, data_only=False)
     except (zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
         raise InputError(path, 0, "path", f"not a readable .xlsx workbook ({str(exc)[:80]})") from None
     try:
         if not book.worksheets:
             raise InputError(path, 0, "path", "the workbook has no sheet")
-        for number, values in enumerate(book.worksheets[0].iter_rows(values_only=True), start=1):
+        sheet = book.worksheets[0]
+        sheet.reset_dimensions()  # else read-only mode trusts the sheet's <dimension> and silently drops rows past it
+        for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
             cells = list(values)
             for value in cells:
                 if isinstance(value, str) and len(value) > MAX_CELL_BYTES:
@@ -305,6 +327,8 @@ def _row(path: Path, line: int, row: dict[str, Any], option_cols: list[str], pre
             raise err(letter, f"option {letter} is filled but option {LETTERS[len(options)]} is empty")
         options.append(_cell_text(value).strip())
     answer = _cell_text(row.get("answer")).strip() or None
+    if prediction is None:
+        raise err("resps", "no text response in filtered_resps or resps")
     if not isinstance(prediction, str):
         raise err("prediction", f"expected text, got {type(prediction).__name__}")
     check_texts(prediction, "prediction", err)
@@ -412,6 +436,9 @@ def _pass_of(path: Path, row: PredictionRow, item: Item) -> tuple[int, tuple[int
         return InputError(path, row.line, name, f"item {item.index!r}: {what}")
 
     n = len(item.options)
+    copy = row.index // CIRCULAR_STRIDE if isinstance(row.index, int) and row.index != item.index else 0
+    if copy >= n:
+        raise err("index", f"circular copy {copy} of an item with {n} options (copies are 1 to {n - 1})")
     if row.options is None:
         raise err("A", "the row shows no options (columns A, B, …)")
     if Counter(row.options) != Counter(item.options):

@@ -20,7 +20,7 @@ import io
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -166,6 +166,12 @@ def shard_paths(path: Path) -> list[Path]:
         if len(splits) > 1:
             shown = ", ".join(splits[:5]) + (", …" if len(splits) > 5 else "")
             raise InputError(path, 0, "path", f"shards of several splits ({shown}): import one split's shards")
+        numbered = [m for p in found if (m := _SHARD.match(p.stem))]
+        if numbered:  # a folder of NAME-0000i-of-0000N shards must hold all N of them, like a named shard
+            expected = shard_paths(found[0])
+            if [p.name for p in expected] != [p.name for p in found]:
+                raise InputError(path, 0, "path", "the .parquet files are not one set of NAME-0000i-of-0000N shards")
+            return expected
     else:
         match = _SHARD.match(path.stem)
         assert match is not None  # is_sharded said so
@@ -318,6 +324,10 @@ def _mcq_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits)
         return InputError(shard, line, field, what)
 
     check_texts({k: v for k, v in record.items() if k != "image"}, "row", err)
+    listed = record.get("options")
+    _check_scalars(record, (*_TEXT_FIELDS, *([] if isinstance(listed, list) else LETTERS[:MAX_OPTIONS])), err)
+    if isinstance(listed, list):
+        _check_scalars(dict(enumerate(listed)), range(len(listed)), lambda _, what: err("options", what))
     index = _index(record, "index", line, err)
     question = _text(record.get("question"))
     if question is None:
@@ -355,6 +365,18 @@ def _mcq_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits)
         split=_text(record.get("split")),
         meta=meta,
     )
+
+
+_TEXT_FIELDS = ("question", "hint", "category", "split", "answer", "L2-category", "l2-category", "l2_category")
+
+
+def _check_scalars(record: dict[str, Any], names: Iterable[str], err: Any) -> None:
+    """A text column holds text or a number: a list or struct there is another layout, never text to str()."""
+    for name in names:
+        value = record.get(name)
+        if isinstance(value, (dict, list, tuple, bytes, bytearray)):
+            kind = {dict: "struct", bytes: "binary", bytearray: "binary"}.get(type(value), "list")
+            raise err(name, f"expected text, got a {kind}")
 
 
 def _index(record: dict[str, Any], name: str, line: int, err: Any) -> int | str:
@@ -406,6 +428,7 @@ def _pope_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits
         return InputError(shard, line, field, what)
 
     check_texts({k: v for k, v in record.items() if k != "image"}, "row", err)
+    _check_scalars(record, ("question", "answer", "category"), err)
     index = _index(record, "question_id", line, err)
     question = _text(record.get("question"))
     if question is None:
