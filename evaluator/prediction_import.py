@@ -212,8 +212,9 @@ def _cell_text(value: object) -> str:
     """A cell as text: spreadsheets hold numbers (an option "3" reads back as 3, or 3.0)."""
     if value is None:
         return ""
-    if isinstance(getattr(value, "text", None), str):  # an array formula: its text, as for any formula
-        return str(getattr(value, "text"))
+    text = getattr(value, "text", None)
+    if isinstance(text, str):  # an array formula: its text, as for any formula
+        return text
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)

@@ -327,7 +327,8 @@ def _mcq_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits)
     listed = record.get("options")
     _check_scalars(record, (*_TEXT_FIELDS, *([] if isinstance(listed, list) else LETTERS[:MAX_OPTIONS])), err)
     if isinstance(listed, list):
-        _check_scalars(dict(enumerate(listed)), range(len(listed)), lambda _, what: err("options", what))
+        for option in listed:
+            _check_scalars({"options": option}, ["options"], err)
     index = _index(record, "index", line, err)
     question = _text(record.get("question"))
     if question is None:
