@@ -231,7 +231,8 @@ def _table_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]
         yield from _xlsx_rows(path, raw)
         return
     csv.field_size_limit(MAX_CELL_BYTES)
-    reader = csv.reader(decoded_lines(raw, path, max_line=MAX_CELL_BYTES), delimiter="," if suffix == ".csv" else "\t")
+    lines = _bare_cr_hidden(decoded_lines(raw, path, max_line=MAX_CELL_BYTES))
+    reader = csv.reader(lines, delimiter="," if suffix == ".csv" else "\t")
     last = 0
     while True:
         try:
@@ -240,8 +241,19 @@ def _table_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]
             return
         except csv.Error as exc:
             raise InputError(path, reader.line_num, "row", f"unreadable {suffix[1:].upper()} ({exc})") from None
-        yield last + 1, list(cells)
+        yield last + 1, [c.replace(_CR, "\r") for c in cells]
         last = reader.line_num
+
+
+_CR = "\ud800"  # a lone surrogate: strictly decoded UTF-8 never holds one, so it stands for "\r" unambiguously
+
+
+def _bare_cr_hidden(lines: Iterable[str]) -> Iterator[str]:
+    """pandas' to_csv and csv.writer (lineterminator "\n") leave a "\r" inside a cell unquoted, and csv.reader
+    takes it for a line end and stops. It crosses the reader as _CR and comes back; a CRLF line end stays one."""
+    for line in lines:
+        body, end = (line[:-2], "\r\n") if line.endswith("\r\n") else (line, "")
+        yield body.replace("\r", _CR) + end if "\r" in body else line
 
 
 def _xlsx_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]:
