@@ -304,6 +304,9 @@ def _read_vlmevalkit(path: Path, raw: BinaryIO) -> Iterator[PredictionRow | Inpu
     header = [_cell_text(h).strip() for h in head]
     while header and not header[-1]:
         header.pop()
+    twice = sorted(name for name, n in Counter(h for h in header if h).items() if n > 1)
+    if twice:  # which one would be the prediction (or option A)? Never a silent pick
+        raise InputError(path, 1, "header", f"column(s) given twice: {', '.join(twice)[:200]}")
     col = {name: i for i, name in enumerate(header) if name}
     missing = [c for c in ("index", "prediction") if c not in col]
     if missing:

@@ -132,6 +132,10 @@ def test_bad_prediction_rows(ws_path, demo, tmp_path, capsys):
     path.write_text("\n".join("\t".join(map(str, r)) for r in [head, *beyond]), encoding="utf-8")
     args = ["import-predictions", path, "--bench", "demo", "--model", "m"]
     assert ":2: index: " in _refused(capsys, ws_path, args, "index", "circular copy 7 of an item with 4 options")
+    twice = tmp_path / "twice.tsv"
+    twice.write_text("\n".join([demo[1][0] + "\tprediction", *(line + "\tA" for line in demo[1][1:])]), "utf-8")
+    args = ["import-predictions", twice, "--bench", "demo", "--model", "m"]
+    _refused(capsys, ws_path, args, "header", "column(s) given twice: prediction")
     sample = json.loads(demo[2][0])
     sample["filtered_resps"], sample["resps"] = [[1, 2]], [[{"text": "yes"}]]
     bad = tmp_path / "samples.jsonl"
