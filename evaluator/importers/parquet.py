@@ -46,6 +46,7 @@ from evaluator.importers.common import (
 
 _SHARD = re.compile(r"^(?P<split>.+)-(?P<n>\d{5})-of-(?P<total>\d{5})$")
 MAX_SHARDS = 10_000
+MAX_ROW_GROUP_BYTES = 2**30  # Hugging Face writes image datasets in row groups of 100 rows: a few MB
 BATCH_ROWS = 64  # rows decoded at once: 64 MMBench rows with their images are a few MB
 MAGIC = b"PAR1"
 _KNOWN = {
@@ -242,8 +243,16 @@ def _batches(path: Path, raw: BinaryIO) -> Iterator[tuple[Path, int, dict[str, A
             # (the defaults read whole row groups ahead, several at once: twice the memory for a 4,400-row MMBench).
             parquet = pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20)
             batches = parquet.iter_batches(batch_size=BATCH_ROWS, use_threads=False)
+            groups = [parquet.metadata.row_group(g) for g in range(parquet.metadata.num_row_groups)]
         except Exception as exc:  # ArrowInvalid, OSError: not parquet, or a damaged footer
             raise InputError(shard.path, 0, "path", f"not a readable parquet file ({str(exc)[:100]})") from None
+        first = 1
+        for g, group in enumerate(groups):  # pyarrow decodes a row group's column chunk whole (2.3x its size)
+            if group.total_byte_size > MAX_ROW_GROUP_BYTES:
+                what = f"row group {g} unpacks to {group.total_byte_size / 2**20:,.0f} MB"
+                limit = f"at most {MAX_ROW_GROUP_BYTES // 2**20} MB (write it with smaller row groups)"
+                raise InputError(shard.path, first, "row_group", f"{what}; {limit}")
+            first += group.num_rows
         row = 0
         while True:
             try:

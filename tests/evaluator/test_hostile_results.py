@@ -206,3 +206,14 @@ def test_a_bare_carriage_return_in_a_cell_is_kept(ws_path, demo, tmp_path, capsy
     assert done["passes"] == len(rows)
     with open_workspace(ws_path) as ws:
         assert "line one\rthe answer is B" in {p.response for p in runs.predictions_of(ws, done["run_id"])}
+
+
+def test_a_parquet_row_group_too_big_to_decode_is_refused_before_reading(ws_path, tmp_path, capsys, monkeypatch):
+    from evaluator.importers import parquet
+
+    path = tmp_path / "groups.parquet"
+    pq.write_table(pa.Table.from_pylist([_png_row(i) for i in range(1, 7)]), path, row_group_size=3)
+    size = pq.ParquetFile(path).metadata.row_group(1).total_byte_size
+    monkeypatch.setattr(parquet, "MAX_ROW_GROUP_BYTES", size - 1)  # instead of writing a gigabyte here
+    err = _refused(capsys, ws_path, ["import", path, "--name", "p"], "row_group", "(write it with smaller row groups)")
+    assert err.startswith(f"error: {path}:1: row_group: row group 0 unpacks to ")
