@@ -683,6 +683,8 @@ def read_confidences(path: str | Path) -> tuple[list[float], list[bool]]:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 raise bad("line", "not UTF-8") from None
+            if number == 1:
+                text = text.removeprefix("\ufeff")  # a BOM, as every other reader of files drops it
             if not text.strip():
                 continue
             try:

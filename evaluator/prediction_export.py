@@ -156,12 +156,23 @@ def _turns(p: runs.Prediction | None) -> str:
 def _write_xlsx(path: Path, columns: list[str], rows: list[list[Any]]) -> None:
     """VLMEvalKit's own `{model}_{dataset}.xlsx`, one sheet, streamed (openpyxl's write-only mode)."""
     from openpyxl import Workbook
+    from openpyxl.cell import WriteOnlyCell
 
     book = Workbook(write_only=True)
     sheet = book.create_sheet()
+
+    def cell(value: Any) -> Any:
+        if not (isinstance(value, str) and value.startswith("=")):
+            return "" if value is None else value
+        # openpyxl writes a string starting with "=" as a formula: a response "=HYPERLINK(…)" would run in Excel
+        # and read back empty. Stored text stays text.
+        text = WriteOnlyCell(sheet, value=value)
+        text.data_type = "s"
+        return text
+
     sheet.append(columns)
     for row in rows:
-        sheet.append(["" if v is None else v for v in row])
+        sheet.append([cell(v) for v in row])
     path.parent.mkdir(parents=True, exist_ok=True)
     out = AtomicOutput(path, binary=True)
     handle, ok = out.open(), False

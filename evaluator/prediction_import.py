@@ -24,7 +24,7 @@ import csv
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -65,7 +65,11 @@ from evaluator.runner import RunSettings, git_revision, versions
 PREDICTION_FORMATS = ("vlmevalkit", "lmms-eval")
 MAX_PREDICTION_FILE_BYTES = 4 * 2**30  # prediction files carry no images (VLMEvalKit drops the column)
 MAX_ROWS = 10_000_000
+MAX_SKIPPED_KEPT = 100  # skipped rows kept to show; the rest are only counted (a file of 10M bad rows stays small)
 MAX_CELL_BYTES = 64 * 2**20  # a cell (or a JSON line) of at most this much: a stray image column still fits
+# What an .xlsx may unpack to: openpyxl holds sharedStrings (and any one cell) whole, so a small zip of
+# repetitive XML would take gigabytes. A VLMEvalKit file of MMBench's 26,000 rows unpacks to about 30 MB.
+MAX_XLSX_UNPACKED_BYTES = 256 * 2**20
 _EXTENSIONS = {".xlsx": "vlmevalkit", ".tsv": "vlmevalkit", ".csv": "vlmevalkit", ".jsonl": "lmms-eval"}
 
 
@@ -93,7 +97,9 @@ class PredictionImport:
     passes: int = 0
     unasked: int = 0  # rows with an empty prediction
     items: int = 0
-    skipped: list[InputError] = field(default_factory=list)
+    copies: bool = False  # a row gave a circular copy's index (question index + k·1,000,000)
+    skipped_count: int = 0
+    skipped: list[InputError] = field(default_factory=list)  # the first MAX_SKIPPED_KEPT of them
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,8 +111,8 @@ class PredictionImport:
             "passes": self.passes,
             "unasked": self.unasked,
             "items": self.items,
-            "rows_skipped": len(self.skipped),
-            "skipped": [str(e) for e in self.skipped[:100]],
+            "rows_skipped": self.skipped_count,
+            "skipped": [str(e) for e in self.skipped[:MAX_SKIPPED_KEPT]],
         }
 
 
@@ -151,13 +157,14 @@ def import_predictions(
         found = runs.latest_run_with_key(ws, key)
         if found is not None:
             return PredictionImport(found.id, fmt, found.strategy, already_imported=True)
-        rows = list(_read_vlmevalkit(path, raw) if fmt == "vlmevalkit" else _read_lmms(path, raw))
-    report = PredictionImport(0, fmt, "pope")
-    matched = _match(path, bench, catalog.list_items(ws, bench.id), rows, report, skip_bad)
+        rows = _read_vlmevalkit(path, raw) if fmt == "vlmevalkit" else _read_lmms(path, raw)
+        report = PredictionImport(0, fmt, "pope")
+        # Streamed: only matched passes are held (at most the benchmark's), never the file's rows.
+        matched = _match(path, bench, catalog.list_items(ws, bench.id), rows, report, skip_bad)
     if not matched:
-        skipped = f" ({len(report.skipped)} skipped, the first: {report.skipped[0]})" if report.skipped else ""
+        skipped = f" ({report.skipped_count} skipped, the first: {report.skipped[0]})" if report.skipped else ""
         raise InputError(path, 0, "rows", f"no prediction could be matched to {bench.name!r}{skipped}")
-    strategy = _strategy(bench, rows)
+    strategy = _strategy(bench, report.copies)
     report.strategy = strategy
     preds = _predictions(ws, matched, extractor, bench.kind == "yesno")
     settings = RunSettings(
@@ -209,6 +216,9 @@ def _cell_text(value: object) -> str:
     """A cell as text: spreadsheets hold numbers (an option "3" reads back as 3, or 3.0)."""
     if value is None:
         return ""
+    text = getattr(value, "text", None)
+    if isinstance(text, str):  # an array formula: its text, as for any formula
+        return text
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
@@ -221,7 +231,8 @@ def _table_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]
         yield from _xlsx_rows(path, raw)
         return
     csv.field_size_limit(MAX_CELL_BYTES)
-    reader = csv.reader(decoded_lines(raw, path, max_line=MAX_CELL_BYTES), delimiter="," if suffix == ".csv" else "\t")
+    lines = _bare_cr_hidden(decoded_lines(raw, path, max_line=MAX_CELL_BYTES))
+    reader = csv.reader(lines, delimiter="," if suffix == ".csv" else "\t")
     last = 0
     while True:
         try:
@@ -230,23 +241,51 @@ def _table_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]
             return
         except csv.Error as exc:
             raise InputError(path, reader.line_num, "row", f"unreadable {suffix[1:].upper()} ({exc})") from None
-        yield last + 1, list(cells)
+        yield last + 1, [c.replace(_CR, "\r") for c in cells]
         last = reader.line_num
 
 
+_CR = "\ud800"  # a lone surrogate: strictly decoded UTF-8 never holds one, so it stands for "\r" unambiguously
+
+
+def _bare_cr_hidden(lines: Iterable[str]) -> Iterator[str]:
+    """pandas' to_csv and csv.writer (lineterminator "\n") leave a "\r" inside a cell unquoted, and csv.reader
+    takes it for a line end and stops. It crosses the reader as _CR and comes back; a CRLF line end stays one."""
+    for line in lines:
+        body, end = (line[:-2], "\r\n") if line.endswith("\r\n") else (line, "")
+        yield body.replace("\r", _CR) + end if "\r" in body else line
+
+
 def _xlsx_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]:
+    """Rows of the first sheet. A formula cell reads as its text: pandas and openpyxl write any string that starts
+    with "=" (a model answering "=1+1") as a formula with no cached value, so the text is what the tool was given."""
     import zipfile
 
     from openpyxl import load_workbook  # read-only mode streams the sheet's XML row by row
 
     try:
-        book = load_workbook(raw, read_only=True, data_only=True)
+        with zipfile.ZipFile(raw) as archive:
+            unpacked = sum(member.file_size for member in archive.infolist())  # zipfile enforces these sizes
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise InputError(path, 0, "path", f"not a readable .xlsx workbook ({str(exc)[:80]})") from None
+    if unpacked > MAX_XLSX_UNPACKED_BYTES:
+        raise InputError(
+            path,
+            0,
+            "path",
+            f"unpacks to {unpacked / 2**20:,.0f} MB; at most {MAX_XLSX_UNPACKED_BYTES // 2**20} MB (a zip bomb?)",
+        )
+    raw.seek(0)
+    try:
+        book = load_workbook(raw, read_only=True, data_only=False)
     except (zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
         raise InputError(path, 0, "path", f"not a readable .xlsx workbook ({str(exc)[:80]})") from None
     try:
         if not book.worksheets:
             raise InputError(path, 0, "path", "the workbook has no sheet")
-        for number, values in enumerate(book.worksheets[0].iter_rows(values_only=True), start=1):
+        sheet = book.worksheets[0]
+        sheet.reset_dimensions()  # else read-only mode trusts the sheet's <dimension> and silently drops rows past it
+        for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
             cells = list(values)
             for value in cells:
                 if isinstance(value, str) and len(value) > MAX_CELL_BYTES:
@@ -265,6 +304,9 @@ def _read_vlmevalkit(path: Path, raw: BinaryIO) -> Iterator[PredictionRow | Inpu
     header = [_cell_text(h).strip() for h in head]
     while header and not header[-1]:
         header.pop()
+    twice = sorted(name for name, n in Counter(h for h in header if h).items() if n > 1)
+    if twice:  # which one would be the prediction (or option A)? Never a silent pick
+        raise InputError(path, 1, "header", f"column(s) given twice: {', '.join(twice)[:200]}")
     col = {name: i for i, name in enumerate(header) if name}
     missing = [c for c in ("index", "prediction") if c not in col]
     if missing:
@@ -305,6 +347,8 @@ def _row(path: Path, line: int, row: dict[str, Any], option_cols: list[str], pre
             raise err(letter, f"option {letter} is filled but option {LETTERS[len(options)]} is empty")
         options.append(_cell_text(value).strip())
     answer = _cell_text(row.get("answer")).strip() or None
+    if prediction is None:
+        raise err("resps", "no text response in filtered_resps or resps")
     if not isinstance(prediction, str):
         raise err("prediction", f"expected text, got {type(prediction).__name__}")
     check_texts(prediction, "prediction", err)
@@ -367,7 +411,7 @@ def _match(
     path: Path,
     bench: Benchmark,
     items: list[Item],
-    rows: list[PredictionRow | InputError],
+    rows: Iterable[PredictionRow | InputError],
     report: PredictionImport,
     skip_bad: bool,
 ) -> list[_Matched]:
@@ -379,6 +423,7 @@ def _match(
         try:
             if isinstance(row, InputError):
                 raise row
+            report.copies |= isinstance(row.index, int) and row.index >= CIRCULAR_STRIDE
             item = _item_for(row.index, by_index)
             if item is None:
                 raise InputError(path, row.line, "index", f"no item {row.index!r} in benchmark {bench.name!r}")
@@ -394,7 +439,9 @@ def _match(
         except InputError as exc:
             if not skip_bad:
                 raise
-            report.skipped.append(exc)
+            report.skipped_count += 1
+            if len(report.skipped) < MAX_SKIPPED_KEPT:
+                report.skipped.append(exc)
             continue
         if row.prediction == "":
             report.unasked += 1
@@ -412,6 +459,9 @@ def _pass_of(path: Path, row: PredictionRow, item: Item) -> tuple[int, tuple[int
         return InputError(path, row.line, name, f"item {item.index!r}: {what}")
 
     n = len(item.options)
+    copy = row.index // CIRCULAR_STRIDE if isinstance(row.index, int) and row.index != item.index else 0
+    if copy >= n:
+        raise err("index", f"circular copy {copy} of an item with {n} options (copies are 1 to {n - 1})")
     if row.options is None:
         raise err("A", "the row shows no options (columns A, B, …)")
     if Counter(row.options) != Counter(item.options):
@@ -428,10 +478,9 @@ def _pass_of(path: Path, row: PredictionRow, item: Item) -> tuple[int, tuple[int
     return passes[0], rotation(n, passes[0])
 
 
-def _strategy(bench: Benchmark, rows: list[PredictionRow | InputError]) -> str:
+def _strategy(bench: Benchmark, copies: bool) -> str:
     if bench.kind == "yesno":
         return "pope"
-    copies = any(isinstance(r, PredictionRow) and isinstance(r.index, int) and r.index >= CIRCULAR_STRIDE for r in rows)
     return "circular" if copies else "vanilla"
 
 

@@ -59,8 +59,10 @@ def cmd_import_predictions(args) -> int:
             extractor=args.extractor,
             skip_bad=args.skip_bad,
         )
-    for err in done.skipped[:100]:
+    for err in done.skipped:
         print(f"skipped: {err}", file=sys.stderr)
+    if done.skipped_count > len(done.skipped):
+        print(f"skipped: … and {done.skipped_count - len(done.skipped)} more row(s)", file=sys.stderr)
     if args.json:
         print(json.dumps(done.to_json(), ensure_ascii=False))
     elif done.already_imported:
@@ -68,6 +70,6 @@ def cmd_import_predictions(args) -> int:
     else:
         print(
             f"imported run {done.run_id} ({done.strategy}): {done.passes} passes of {done.items} items from "
-            f"{done.rows_read} rows ({done.unasked} never asked, {len(done.skipped)} skipped)"
+            f"{done.rows_read} rows ({done.unasked} never asked, {done.skipped_count} skipped)"
         )
     return 0

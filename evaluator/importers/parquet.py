@@ -20,7 +20,7 @@ import io
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -46,6 +46,7 @@ from evaluator.importers.common import (
 
 _SHARD = re.compile(r"^(?P<split>.+)-(?P<n>\d{5})-of-(?P<total>\d{5})$")
 MAX_SHARDS = 10_000
+MAX_ROW_GROUP_BYTES = 2**30  # Hugging Face writes image datasets in row groups of 100 rows: a few MB
 BATCH_ROWS = 64  # rows decoded at once: 64 MMBench rows with their images are a few MB
 MAGIC = b"PAR1"
 _KNOWN = {
@@ -166,6 +167,12 @@ def shard_paths(path: Path) -> list[Path]:
         if len(splits) > 1:
             shown = ", ".join(splits[:5]) + (", …" if len(splits) > 5 else "")
             raise InputError(path, 0, "path", f"shards of several splits ({shown}): import one split's shards")
+        numbered = [m for p in found if (m := _SHARD.match(p.stem))]
+        if numbered:  # a folder of NAME-0000i-of-0000N shards must hold all N of them, like a named shard
+            expected = shard_paths(found[0])
+            if [p.name for p in expected] != [p.name for p in found]:
+                raise InputError(path, 0, "path", "the .parquet files are not one set of NAME-0000i-of-0000N shards")
+            return expected
     else:
         match = _SHARD.match(path.stem)
         assert match is not None  # is_sharded said so
@@ -236,8 +243,16 @@ def _batches(path: Path, raw: BinaryIO) -> Iterator[tuple[Path, int, dict[str, A
             # (the defaults read whole row groups ahead, several at once: twice the memory for a 4,400-row MMBench).
             parquet = pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20)
             batches = parquet.iter_batches(batch_size=BATCH_ROWS, use_threads=False)
+            groups = [parquet.metadata.row_group(g) for g in range(parquet.metadata.num_row_groups)]
         except Exception as exc:  # ArrowInvalid, OSError: not parquet, or a damaged footer
             raise InputError(shard.path, 0, "path", f"not a readable parquet file ({str(exc)[:100]})") from None
+        first = 1
+        for g, group in enumerate(groups):  # pyarrow decodes a row group's column chunk whole (2.3x its size)
+            if group.total_byte_size > MAX_ROW_GROUP_BYTES:
+                what = f"row group {g} unpacks to {group.total_byte_size / 2**20:,.0f} MB"
+                limit = f"at most {MAX_ROW_GROUP_BYTES // 2**20} MB (write it with smaller row groups)"
+                raise InputError(shard.path, first, "row_group", f"{what}; {limit}")
+            first += group.num_rows
         row = 0
         while True:
             try:
@@ -318,6 +333,11 @@ def _mcq_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits)
         return InputError(shard, line, field, what)
 
     check_texts({k: v for k, v in record.items() if k != "image"}, "row", err)
+    listed = record.get("options")
+    _check_scalars(record, (*_TEXT_FIELDS, *([] if isinstance(listed, list) else LETTERS[:MAX_OPTIONS])), err)
+    if isinstance(listed, list):
+        for option in listed:
+            _check_scalars({"options": option}, ["options"], err)
     index = _index(record, "index", line, err)
     question = _text(record.get("question"))
     if question is None:
@@ -355,6 +375,18 @@ def _mcq_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits)
         split=_text(record.get("split")),
         meta=meta,
     )
+
+
+_TEXT_FIELDS = ("question", "hint", "category", "split", "answer", "L2-category", "l2-category", "l2_category")
+
+
+def _check_scalars(record: dict[str, Any], names: Iterable[str], err: Any) -> None:
+    """A text column holds text or a number: a list or struct there is another layout, never text to str()."""
+    for name in names:
+        value = record.get(name)
+        if isinstance(value, (dict, list, tuple, bytes, bytearray)):
+            kind = {dict: "struct", bytes: "binary", bytearray: "binary"}.get(type(value), "list")
+            raise err(name, f"expected text, got a {kind}")
 
 
 def _index(record: dict[str, Any], name: str, line: int, err: Any) -> int | str:
@@ -406,6 +438,7 @@ def _pope_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits
         return InputError(shard, line, field, what)
 
     check_texts({k: v for k, v in record.items() if k != "image"}, "row", err)
+    _check_scalars(record, ("question", "answer", "category"), err)
     index = _index(record, "question_id", line, err)
     question = _text(record.get("question"))
     if question is None:
