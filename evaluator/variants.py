@@ -645,4 +645,6 @@ def describe(config: Mapping[str, Any]) -> str:
         parts.append(f"{config['shots']}-shot {config.get('shot_selection', 'random')}")
     if config.get("cot"):
         parts.append("CoT")
+    if config.get("multi_turn"):
+        parts.append(f"multi-turn {config.get('rounds', 4)} rounds")
     return " · ".join(parts)
