@@ -256,7 +256,7 @@ def comparable_options(run: runs.Run) -> list[str]:
     them is compared with `run` (same strategy, likelihood, tokens, extractor…; the limit and seed too, so it asks the
     same items the same way)."""
     c = run.config
-    options = ["--strategy", run.strategy] if run.strategy != "pope" else []
+    options = ["--strategy", run.strategy] if run.strategy not in ("pope", "circular") else []  # circular: default
     options += ["--full-passes"] if c.get("full_passes") else []
     options += ["--limit", str(c["limit"])] if c.get("limit") is not None else []
     options += ["--max-new-tokens", str(c["max_new_tokens"])] if c.get("max_new_tokens", 32) != 32 else []

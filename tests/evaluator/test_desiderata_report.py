@@ -56,8 +56,8 @@ def test_instruction_following_mr_and_accuracy(ws, tmp_path):
     assert by["natural:0"]["accuracy"] == pytest.approx(1 / 4) and by["neutral:1"]["accuracy"] == pytest.approx(3 / 4)
     assert d.value == pytest.approx((0.5 + 0.75) / 2) and d.extra["accuracy"] == pytest.approx(0.5)
     commands = [m.command for m in d.missing]
-    assert "vlmdesk run --bench b --model hf:m --label-map natural:1" in commands
-    assert "vlmdesk run --bench b --model hf:m --label-map natural:0" not in commands
+    assert "vlmdesk run --bench b --model hf:m --strategy vanilla --label-map natural:1" in commands
+    assert "vlmdesk run --bench b --model hf:m --strategy vanilla --label-map natural:0" not in commands
     assert len(commands) == 4  # natural:1, natural:2, neutral:0, unnatural:0
 
 
@@ -74,8 +74,9 @@ def test_robustness_rrm_per_kind(ws, tmp_path):
     assert entry["rr"] == pytest.approx(0.5 / 0.75 * 100)
     assert d.extra["by_kind"]["text"]["rrm"] is None
     assert [m.command for m in d.missing] == [
-        "vlmdesk run --bench b --model hf:m --corrupt text:mild_mix",
-        "vlmdesk run --bench b --model hf:m --corrupt image:gaussian_noise:3 --corrupt text:mild_mix",
+        "vlmdesk run --bench b --model hf:m --strategy vanilla --corrupt text:mild_mix",
+        "vlmdesk run --bench b --model hf:m --strategy vanilla --corrupt image:gaussian_noise:3"
+        " --corrupt text:mild_mix",
     ]
 
 
