@@ -271,9 +271,13 @@ def comparable_options(run: runs.Run) -> list[str]:
 
 
 def _reference(mcq: list[runs.Run]) -> runs.Run:
-    """The run whose settings the commands for missing variant runs copy: the latest plain one, else the first."""
+    """The run whose settings the commands for missing variant runs copy: the plain run most of the given variant
+    runs compare with (the first given on a tie), else the first run."""
     plain = [r for r in mcq if is_plain(r)]
-    return max(plain, key=lambda r: r.id) if plain else mcq[0]
+    if not plain:
+        return mcq[0]
+    partners = [sum(not is_plain(v) and _base_key(v) == _base_key(r) for v in mcq) for r in plain]
+    return plain[max(range(len(plain)), key=lambda n: (partners[n], -n))]
 
 
 # ------------------------------------------------------------------------------------------------ dimensions

@@ -157,3 +157,29 @@ def test_figures_of_a_report(ws, tmp_path):
     with pytest.raises(InvalidInput, match="nothing to draw"):
         plots.robustness_figure(desiderata_report(ws, [plain]))
     assert run_reliability(ws, plain) is None
+
+
+def test_missing_commands_copy_the_plain_run_the_variants_compare_with(ws, tmp_path):
+    bench = mcq_bench(ws, tmp_path, n=4)
+    chosen = ["A", "B", "C", "D"]
+    likelihood = stored_run(ws, bench, chosen, config={"likelihood": True, "limit": 4})
+    plain = stored_run(ws, bench, chosen, config={"limit": 4, "max_new_tokens": 8, "seed": 3, "extractor": "llm:x"})
+    mapped = stored_run(
+        ws,
+        bench,
+        chosen,
+        config={"limit": 4, "max_new_tokens": 8, "seed": 3, "extractor": "llm:x", "label_map": "natural:0"},
+    )
+    dims = desiderata_report(ws, [likelihood, plain, mapped]).models[0].dimensions
+    same = "--strategy vanilla --limit 4 --max-new-tokens 8 --seed 3 --extractor llm:x"
+    commands = [m.command for m in dims["instruction_following"].missing]
+    assert commands[0] == f"vlmdesk run --bench b --model hf:m {same} --label-map natural:1"
+    assert all(same in c for c in commands + [m.command for m in dims["robustness"].missing])
+    # A variant without its plain run: the command starts that plain run, the variant's settings but the variant.
+    alone = stored_run(ws, bench, chosen, config={"likelihood": True, "limit": 3, "shots": 2})
+    (miss,) = [
+        m
+        for m in desiderata_report(ws, [alone]).models[0].dimensions["in_context_learning"].missing
+        if "plain" in m.what
+    ]
+    assert miss.command == "vlmdesk run --bench b --model hf:m --strategy vanilla --limit 3 --likelihood"
