@@ -176,10 +176,13 @@ def test_missing_commands_copy_the_plain_run_the_variants_compare_with(ws, tmp_p
     assert commands[0] == f"vlmdesk run --bench b --model hf:m {same} --label-map natural:1"
     assert all(same in c for c in commands + [m.command for m in dims["robustness"].missing])
     # A variant without its plain run: the command starts that plain run, the variant's settings but the variant.
-    alone = stored_run(ws, bench, chosen, config={"likelihood": True, "limit": 3, "shots": 2})
+    alone = stored_run(ws, bench, chosen, config={"likelihood": True, "limit": 3, "max_new_tokens": 5, "shots": 2})
     (miss,) = [
         m
         for m in desiderata_report(ws, [alone]).models[0].dimensions["in_context_learning"].missing
         if "plain" in m.what
     ]
-    assert miss.command == "vlmdesk run --bench b --model hf:m --strategy vanilla --limit 3 --likelihood"
+    assert (
+        miss.command
+        == "vlmdesk run --bench b --model hf:m --strategy vanilla --limit 3 --max-new-tokens 5" + " --likelihood"
+    )
