@@ -251,6 +251,35 @@ def _run_cmd(bench: str, model: str, *options: str) -> str:
     return _cmd("vlmdesk", "run", "--bench", bench, "--model", model, *options)
 
 
+def comparable_options(run: runs.Run) -> list[str]:
+    """The `vlmdesk run` options that give a run the settings of `run` but its variants: a missing run started with
+    them is compared with `run` (same strategy, likelihood, tokens, extractor…; the limit and seed too, so it asks the
+    same items the same way)."""
+    c = run.config
+    options = ["--strategy", run.strategy] if run.strategy not in ("pope", "circular") else []  # circular: default
+    options += ["--full-passes"] if c.get("full_passes") else []
+    options += ["--limit", str(c["limit"])] if c.get("limit") is not None else []
+    options += ["--max-new-tokens", str(c["max_new_tokens"])] if c.get("max_new_tokens", 32) != 32 else []
+    options += ["--text-only"] if c.get("text_only") else []
+    options += ["--likelihood"] if c.get("likelihood") else []
+    options += ["--likelihood-score", str(c["likelihood_score"])] if c.get("likelihood_score", "sum") != "sum" else []
+    options += ["--seed", str(c["seed"])] if c.get("seed", 0) != 0 else []
+    options += ["--extractor", str(c["extractor"])] if c.get("extractor", "rules") != "rules" else []
+    options += ["--multi-turn", str(c["multi_turn"])] if c.get("multi_turn") else []
+    options += ["--rounds", str(c["rounds"])] if c.get("multi_turn") and c.get("rounds", 4) != 4 else []
+    return options
+
+
+def _reference(mcq: list[runs.Run]) -> runs.Run:
+    """The run whose settings the commands for missing variant runs copy: the plain run most of the given variant
+    runs compare with (the first given on a tie), else the first run."""
+    plain = [r for r in mcq if is_plain(r)]
+    if not plain:
+        return mcq[0]
+    partners = [sum(not is_plain(v) and _base_key(v) == _base_key(r) for v in mcq) for r in plain]
+    return plain[max(range(len(plain)), key=lambda n: (partners[n], -n))]
+
+
 # ------------------------------------------------------------------------------------------------ dimensions
 
 
@@ -326,8 +355,7 @@ def _paired(
     for run in variants:
         plain = data.plain_for(run, given)
         if plain is None:
-            options = ["--strategy", run.strategy] if run.strategy != "pope" else []
-            options += ["--likelihood"] if run.config.get("likelihood") else []
+            options = comparable_options(run)
             missing.append(
                 Missing(
                     f"the plain run of run {run.id} ({what}; the same settings without {fix})",
@@ -372,12 +400,15 @@ def instruction_following_of(data: _Runs, mcq: list[runs.Run], given: Sequence[i
     acc = _mean(_mean(e["accuracy"] for e in group) for group in by_type.values())
     done = {e["label_map"] for e in entries}
     if mcq:
-        bench, model = mcq[0].benchmark, mcq[0].model_spec
+        ref = _reference(mcq)
+        bench, model, same = ref.benchmark, ref.model_spec, comparable_options(ref)
         if not any(is_plain(r) for r in mcq) and not entries:
-            missing.append(Missing(f"a plain run on {bench}", _run_cmd(bench, model)))
+            missing.append(Missing(f"a plain run on {bench}", _run_cmd(bench, model, *same)))
         for label_map in LABEL_MAPS:
             if label_map not in done:
-                missing.append(Missing(f"label map {label_map}", _run_cmd(bench, model, "--label-map", label_map)))
+                missing.append(
+                    Missing(f"label map {label_map}", _run_cmd(bench, model, *same, "--label-map", label_map))
+                )
     return Dimension(
         "instruction_following",
         mr,
@@ -426,7 +457,8 @@ def robustness_of(data: _Runs, mcq: list[runs.Run], given: Sequence[int]) -> Dim
         for kind in CORRUPTION_KINDS
     }
     if mcq:
-        bench, model = mcq[0].benchmark, mcq[0].model_spec
+        ref = _reference(mcq)
+        bench, model, same = ref.benchmark, ref.model_spec, comparable_options(ref)
         for kind in CORRUPTION_KINDS:
             if not by_kind[kind]["runs"]:
                 options = [
@@ -435,7 +467,7 @@ def robustness_of(data: _Runs, mcq: list[runs.Run], given: Sequence[int]) -> Dim
                 if kind != "both":
                     options = [o for c in EXAMPLE_CORRUPTIONS[kind] for o in ("--corrupt", c)]
                 what = "image and text" if kind == "both" else kind
-                missing.append(Missing(f"a run with {what} corruption", _run_cmd(bench, model, *options)))
+                missing.append(Missing(f"a run with {what} corruption", _run_cmd(bench, model, *same, *options)))
     value = _mean(v["rrm"] for v in by_kind.values())
     return Dimension(
         "robustness", value, tuple(sorted(set(used))), tuple(entries), tuple(missing), {"by_kind": by_kind}
@@ -490,13 +522,22 @@ def icl_of(data: _Runs, mcq: list[runs.Run], given: Sequence[int]) -> Dimension:
                 missing.append(
                     Missing(
                         f"{k}-shot run ({selection}) beside run {plain_id}",
-                        _run_cmd(plain.benchmark, plain.model_spec, "--shots", str(k), "--shot-selection", selection),
+                        _run_cmd(
+                            plain.benchmark,
+                            plain.model_spec,
+                            *comparable_options(plain),
+                            "--shots",
+                            str(k),
+                            "--shot-selection",
+                            selection,
+                        ),
                     )
                 )
     if mcq and not entries:
-        bench, model = mcq[0].benchmark, mcq[0].model_spec
+        ref = _reference(mcq)
+        bench, model, same = ref.benchmark, ref.model_spec, comparable_options(ref)
         for k in SHOTS:
-            missing.append(Missing(f"a {k}-shot run", _run_cmd(bench, model, "--shots", str(k))))
+            missing.append(Missing(f"a {k}-shot run", _run_cmd(bench, model, *same, "--shots", str(k))))
     return Dimension(
         "in_context_learning",
         _mean(e["riam"] for e in entries),

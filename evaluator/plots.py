@@ -367,7 +367,7 @@ def robustness_figure(report: Any) -> Figure:
                 continue
             parts = [c.split(":") for c in e["corrupt"]]
             name = " + ".join(":".join(p[:2]) for p in parts)
-            severity = "/".join(p[2] if len(p) > 2 else "–" for p in parts)
+            severity = "/".join(p[2] for p in parts if len(p) > 2) or "–"  # a text corruption may have none
             rows.append((model.model, name, severity, e["rrm"]))
     if not rows:
         raise InvalidInput("no corrupted run with its plain run among these: nothing to draw")
@@ -375,7 +375,7 @@ def robustness_figure(report: Any) -> Figure:
     models = sorted({r[0] for r in rows})
     widest = max(sum(1 for r in rows if r[1] == c) for c in corruptions)
     width = 0.8 / widest
-    fig = Figure(figsize=(min(12.0, max(6.0, 0.45 * len(rows) + 2.5)), 4.4), layout="constrained")
+    fig = Figure(figsize=(min(12.0, max(7.0, 0.45 * len(rows) + 3.5)), 4.6), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     for c_i, corruption in enumerate(corruptions):
@@ -397,11 +397,15 @@ def robustness_figure(report: Any) -> Figure:
     for m_i, model in enumerate(models):
         ax.bar([0], [0], 0, color=COLORS[m_i % len(COLORS)], label=model if len(model) <= 40 else "…" + model[-39:])
     ax.axhline(100, color="#80868b", linewidth=1, linestyle="--")
-    ax.set_xticks(range(len(corruptions)), corruptions, fontsize=8)
+    # A combined corruption's parts one per line, so long names never run into their neighbours.
+    labels = [c.replace(" + ", "\n+ ") for c in corruptions]
+    ax.set_xticks(range(len(corruptions)), labels, fontsize=8, rotation=20, ha="right", rotation_mode="anchor")
+    values = [r[3] for r in rows]
+    ax.set_ylim(min(0.0, min(values) * 1.1), max(100.0, max(values)) * 1.12)  # room for the values over the bars
     ax.tick_params(axis="x", pad=14)  # room for the severities under the bars
     ax.set_ylabel("RRM (100 = no loss, 0 = chance)")
     ax.set_title("Robustness: RRM per corruption and severity")
     ax.set_xlabel("corruption (its severity under each bar)", fontsize=8)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the plot, never over a bar
     ax.grid(axis="y", alpha=0.3)
     return fig

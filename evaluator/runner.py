@@ -329,7 +329,12 @@ class Engine:
             dialogues = self.multi_turn.converse(
                 self.backend,
                 [
-                    Question(item.question, item.hint, shown_options(item.options, order), query.images)
+                    Question(  # as the pass shows them: corrupted when the run corrupts text (variants.py)
+                        self.variants.question(item, k),
+                        item.hint,
+                        shown_options(self.variants.shown_texts(item, k, order), range(len(order))),
+                        query.images,
+                    )
                     for item, order, query in zip(batch, orders, queries)
                 ],
                 self.settings.max_new_tokens,

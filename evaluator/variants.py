@@ -456,6 +456,22 @@ def problems(settings: Any) -> list[str]:
         found.append("cot: a likelihood run scores the options and generates no chain of thought")
     if v.shot_selection not in SHOT_SELECTIONS:
         found.append(f"shot_selection: {str(v.shot_selection)[:20]!r} is not {', '.join(SHOT_SELECTIONS)}")
+    if getattr(settings, "multi_turn", None) is not None:
+        found += _multi_turn_problems(v)
+    return found
+
+
+def _multi_turn_problems(v: VariantSettings) -> list[str]:
+    """Variants a multi-turn pass cannot honour: the asking LLM reads the question and options and answers with a
+    letter after its own reasoning; the model is asked sub-questions about one image. Corruptions do apply (the
+    image the model sees; the question and options the asker reads)."""
+    found = []
+    if v.label_map is not None:
+        found.append("label_map: not with multi_turn (the asking LLM answers with the option letters)")
+    if isinstance(v.shots, int) and v.shots:
+        found.append("shots: not with multi_turn (the model is asked sub-questions about one image, not the question)")
+    if v.cot is True:
+        found.append("cot: not with multi_turn (the asking LLM reasons step by step already)")
     return found
 
 
@@ -477,11 +493,16 @@ class Variants:
         self.reads = self.label_map is not None or v.cot or (v.corrupt_options and bool(self.text_steps))
 
     # -- building --------------------------------------------------------------------------------------------
-    def query(self, item: Item, k: int, order: tuple[int, ...]) -> Query:
+    def question(self, item: Item, k: int) -> str:
+        """The question as pass k shows it (corrupted when the run corrupts text)."""
         rng = Random(_seed(self.seed, "text", item.index, k))
         question = item.question
         for step in self.text_steps:
             question = corrupt_text(question, step, rng)
+        return question
+
+    def query(self, item: Item, k: int, order: tuple[int, ...]) -> Query:
+        question = self.question(item, k)
         shown = self.shown_texts(item, k, order)
         labels = self.labels(len(shown))
         prompt = self._render(item, question, shown, labels)
@@ -624,4 +645,6 @@ def describe(config: Mapping[str, Any]) -> str:
         parts.append(f"{config['shots']}-shot {config.get('shot_selection', 'random')}")
     if config.get("cot"):
         parts.append("CoT")
+    if config.get("multi_turn"):
+        parts.append(f"multi-turn {config.get('rounds', 4)} rounds")
     return " · ".join(parts)

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QVBoxLayou
 
 from annotation.blind import HIDDEN_TEXT
 from db import runs
-from evaluator.prediction_import import origin_of
+from evaluator.prediction_import import IMPORTED_ARROW, IMPORTED_MARK, origin_of
 from evaluator.report import RunSummary, run_summary
 from evaluator.variants import describe as describe_variants
 from gui.tables import RowsModel, table_view
@@ -19,11 +19,6 @@ SCORE_COLUMNS = {"Vanilla", "Circular", "POPE F1", "Score %"}
 PARTIAL_MARK = "(partial)"
 TEXT_ONLY_MARK = "[text-only]"
 STATUS_COLOURS = {"finished": "#1e7d32", "running": "#1a73e8", "interrupted": "#8a6d00", "failed": "#b3261e"}
-
-
-IMPORTED_ARROW = "⇩"
-IMPORTED_MARK = f"{IMPORTED_ARROW} imported"
-"""Shown after the model of a run whose predictions were made elsewhere (vlmdesk import-predictions)."""
 
 
 def imported_from(origin: dict) -> str:

@@ -15,12 +15,14 @@ from evaluator.choices import LIKELIHOOD_SCORES
 from evaluator.launch import Launch, prepare_resume, prepare_run, resolve_model, run_or_resume
 from evaluator.llm_extraction import extractor_help
 from evaluator.pope_report import attach_pope_means, format_pope_means
+from evaluator.prediction_import import IMPORTED_MARK, origin_of
 from evaluator.progress import DoneEvent, StartEvent
 from evaluator.prompts import default_template, load_template
 from evaluator.report import RunReport, run_report
 from evaluator.runner import RunSettings
 from evaluator.types import MCQ_STRATEGIES
 from evaluator.variants import COT_MAX_NEW_TOKENS
+from evaluator.variants import describe as describe_variants
 from vlmdesk.args import model_spec, positive_int, record_id, rounds, seed
 from vlmdesk.cli import output_file
 from vlmdesk.cmd_data import bench_or_fail
@@ -315,6 +317,8 @@ def cmd_runs(args) -> int:
                         "benchmark": r.benchmark,
                         "model": r.model_spec,
                         "strategy": r.strategy,
+                        "variants": describe_variants(r.config),
+                        "imported": origin_of(r) is not None,
                         "status": r.status,
                         "predictions": r.predictions,
                         "created_at": r.created_at,
@@ -340,8 +344,10 @@ def cmd_runs(args) -> int:
     if not all_runs:
         print("no runs yet: vlmdesk run --bench NAME --model SPEC")
         return 0
+    kinds = {r.id: run_kind(r) for r in all_runs}
+    width = max(9, *map(len, kinds.values()))
     print(
-        f"{'id':>4}  {'benchmark':<22} {'model':<34} {'strategy':<9} {'status':<11} {'passes':>7}"
+        f"{'id':>4}  {'benchmark':<22} {'model':<34} {'strategy':<{width}} {'status':<11} {'passes':>7}"
         + ("   vanilla circular  pope-f1  seconds" if args.scores else "")
     )
     for r in all_runs:
@@ -353,13 +359,21 @@ def cmd_runs(args) -> int:
                 f"{s.duration_s if s.duration_s is not None else '-':>8}"
             )
         print(
-            f"{r.id:>4}  {r.benchmark[:22]:<22} {r.model_spec[:34]:<34} {r.strategy:<9} {r.status:<11} "
+            f"{r.id:>4}  {r.benchmark[:22]:<22} {r.model_spec[:34]:<34} {kinds[r.id]:<{width}} {r.status:<11} "
             f"{r.predictions:>7}" + extra
         )
     for r in all_runs:
         if r.problems:
             print(f"run {r.id}: unreadable stored value(s): {'; '.join(r.problems)}")
     return 0
+
+
+def run_kind(run: runs.Run) -> str:
+    """The strategy column: the strategy, the run's variants and whether it was imported, in the app's words
+    (gui/runs_list.py): "vanilla · natural:0 labels · ⇩ imported"."""
+    parts = [run.strategy, describe_variants(run.config)]
+    parts += [IMPORTED_MARK] if origin_of(run) is not None else []
+    return " · ".join(filter(None, parts))
 
 
 _SCORE_FIELDS = ("vanilla", "circular", "pope_accuracy", "pope_f1", "questions", "duration_s")

@@ -1,5 +1,5 @@
-"""`vlmdesk desiderata` end to end: ECE of a file, calibration of a tiny VLM's likelihood run, a judge's language
-scores through a scripted OpenAI-compatible server."""
+"""`vlmdesk desiderata`: ECE of a file, a judge's language scores through a scripted OpenAI-compatible server (the
+runs of a tiny VLM: test_desiderata_e2e.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,10 @@ import os
 
 import pytest
 
-from db import judgements, open_workspace, runs
-from evaluator.desiderata_metrics import confidence_of, ece
+from db import judgements, open_workspace
 from tests.evaluator.desiderata_runs import mcq_bench, stored_run
 from tests.servers import ok
 from vlmdesk.cli import main
-from vlmdesk.demo import ensure_demo
 
 ROWS = [(0.30, 0), (0.35, 1), (0.40, 0), (0.45, 0), (0.50, 1), (0.55, 1)]
 ROWS += [(0.60, 0), (0.70, 1), (0.80, 1), (0.90, 1), (0.95, 1), (0.99, 1)]
@@ -83,53 +81,6 @@ def test_ece_refuses_a_fifo_and_bad_usage(tmp_path, capsys):
     assert exit_.value.code == 2 and "--bins: must be at least 1" in capsys.readouterr().err
     code, _, err = cli(capsys, "desiderata", "x1")
     assert code == 2 and "not a run id" in err
-
-
-def test_calibration_of_a_tiny_vlm_likelihood_run(tiny_llava_dir, tmp_path, capsys):
-    ws_path = tmp_path / "ws.sqlite"
-    with open_workspace(ws_path) as ws:
-        ensure_demo(ws)
-    args = ["--workspace", str(ws_path)]
-    code, out, _ = cli(
-        capsys,
-        *args,
-        "run",
-        "--bench",
-        "demo",
-        "--model",
-        f"hf:{tiny_llava_dir}",
-        "--limit",
-        "6",
-        "--likelihood",
-        "--strategy",
-        "vanilla",
-        "--json",
-    )
-    run_id = json.loads(out)["run_id"]
-    with open_workspace(ws_path) as ws:
-        preds = runs.predictions_of(ws, run_id)
-    assert len(preds) == 6
-    for p in preds:  # one log-likelihood per option shown, the choice their argmax
-        assert p.scores is not None and len(p.scores) == len(p.option_order)
-        assert "ABCDEFGH"[max(range(len(p.scores)), key=lambda i: p.scores[i])] == p.choice
-    expected = ece([confidence_of(p.scores)[0] for p in preds], [bool(p.correct) for p in preds])
-    code, out, _ = cli(
-        capsys,
-        *args,
-        "desiderata",
-        str(run_id),
-        "--json",
-        "--figure",
-        "reliability",
-        "--plot",
-        str(tmp_path / "rel.png"),
-    )
-    (model,) = json.loads(out)["models"]
-    cal = model["calibration"]
-    assert code == 0 and cal["runs"] == [run_id] and cal["entries"][0]["n"] == 6
-    assert cal["value"] == pytest.approx(expected.ece) and 0 <= cal["value"] <= 1
-    assert (tmp_path / "rel.png").stat().st_size > 1000
-    assert cli(capsys, *args, "check")[0] == 0
 
 
 def test_language_judge_through_a_scripted_server(serve, tmp_path, capsys):

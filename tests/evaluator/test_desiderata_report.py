@@ -56,8 +56,8 @@ def test_instruction_following_mr_and_accuracy(ws, tmp_path):
     assert by["natural:0"]["accuracy"] == pytest.approx(1 / 4) and by["neutral:1"]["accuracy"] == pytest.approx(3 / 4)
     assert d.value == pytest.approx((0.5 + 0.75) / 2) and d.extra["accuracy"] == pytest.approx(0.5)
     commands = [m.command for m in d.missing]
-    assert "vlmdesk run --bench b --model hf:m --label-map natural:1" in commands
-    assert "vlmdesk run --bench b --model hf:m --label-map natural:0" not in commands
+    assert "vlmdesk run --bench b --model hf:m --strategy vanilla --label-map natural:1" in commands
+    assert "vlmdesk run --bench b --model hf:m --strategy vanilla --label-map natural:0" not in commands
     assert len(commands) == 4  # natural:1, natural:2, neutral:0, unnatural:0
 
 
@@ -74,8 +74,9 @@ def test_robustness_rrm_per_kind(ws, tmp_path):
     assert entry["rr"] == pytest.approx(0.5 / 0.75 * 100)
     assert d.extra["by_kind"]["text"]["rrm"] is None
     assert [m.command for m in d.missing] == [
-        "vlmdesk run --bench b --model hf:m --corrupt text:mild_mix",
-        "vlmdesk run --bench b --model hf:m --corrupt image:gaussian_noise:3 --corrupt text:mild_mix",
+        "vlmdesk run --bench b --model hf:m --strategy vanilla --corrupt text:mild_mix",
+        "vlmdesk run --bench b --model hf:m --strategy vanilla --corrupt image:gaussian_noise:3"
+        " --corrupt text:mild_mix",
     ]
 
 
@@ -156,3 +157,32 @@ def test_figures_of_a_report(ws, tmp_path):
     with pytest.raises(InvalidInput, match="nothing to draw"):
         plots.robustness_figure(desiderata_report(ws, [plain]))
     assert run_reliability(ws, plain) is None
+
+
+def test_missing_commands_copy_the_plain_run_the_variants_compare_with(ws, tmp_path):
+    bench = mcq_bench(ws, tmp_path, n=4)
+    chosen = ["A", "B", "C", "D"]
+    likelihood = stored_run(ws, bench, chosen, config={"likelihood": True, "limit": 4})
+    plain = stored_run(ws, bench, chosen, config={"limit": 4, "max_new_tokens": 8, "seed": 3, "extractor": "llm:x"})
+    mapped = stored_run(
+        ws,
+        bench,
+        chosen,
+        config={"limit": 4, "max_new_tokens": 8, "seed": 3, "extractor": "llm:x", "label_map": "natural:0"},
+    )
+    dims = desiderata_report(ws, [likelihood, plain, mapped]).models[0].dimensions
+    same = "--strategy vanilla --limit 4 --max-new-tokens 8 --seed 3 --extractor llm:x"
+    commands = [m.command for m in dims["instruction_following"].missing]
+    assert commands[0] == f"vlmdesk run --bench b --model hf:m {same} --label-map natural:1"
+    assert all(same in c for c in commands + [m.command for m in dims["robustness"].missing])
+    # A variant without its plain run: the command starts that plain run, the variant's settings but the variant.
+    alone = stored_run(ws, bench, chosen, config={"likelihood": True, "limit": 3, "max_new_tokens": 5, "shots": 2})
+    (miss,) = [
+        m
+        for m in desiderata_report(ws, [alone]).models[0].dimensions["in_context_learning"].missing
+        if "plain" in m.what
+    ]
+    assert (
+        miss.command
+        == "vlmdesk run --bench b --model hf:m --strategy vanilla --limit 3 --max-new-tokens 5" + " --likelihood"
+    )

@@ -179,6 +179,9 @@ def test_a_failed_dialogue_stores_nothing_half_and_the_run_resumes(mt_ws, serve)
         (("--rounds", "0"), "at least 1"),
         (("--rounds", "3"), "--rounds needs --multi-turn"),
         (("--multi-turn", "openai:x@http://127.0.0.1:9/v1", "--likelihood"), "not with likelihood"),
+        (("--multi-turn", "openai:x@http://127.0.0.1:9/v1", "--label-map", "natural:0"), "label_map: not with multi"),
+        (("--multi-turn", "openai:x@http://127.0.0.1:9/v1", "--shots", "1"), "shots: not with multi_turn"),
+        (("--multi-turn", "openai:x@http://127.0.0.1:9/v1", "--cot"), "cot: not with multi_turn"),
         (("--multi-turn", "nonsense"), "multi_turn"),
         (("--multi-turn", "openai:x@http://127.0.0.1:9/v1?api_key=sk-abcdefabcdefabcdefabcdef"), "key"),
     ],
@@ -189,6 +192,26 @@ def test_bad_multi_turn_settings_are_refused_at_the_door(mt_ws, capsys, extra, m
     assert err.startswith("error:") and message in err and "sk-abc" not in err
     with open_workspace(mt_ws) as ws:
         assert runs.list_runs(ws) == []
+
+
+def test_the_asker_reads_the_question_and_options_as_corrupted(mt_ws, serve):
+    def asker(text: str) -> str:
+        if "Reply with the list only" in text:
+            return "Sub-question 1: What is in the image?"
+        right = {"which fruit is red?": "apple", "which animal barks?": "dog", "which shape is round?": "circle"}
+        question = re.search(r"Main question: (.*)", text).group(1)
+        letter = re.search(rf"^([A-Z])\. {right[question]}$", text, re.MULTILINE).group(1)
+        return f"Answer: {letter}"
+
+    server = serve(respond=asker)
+    spec = f"openai:asker@{server.url}"
+    extra = ["--corrupt", "text:lowercase", "--corrupt-options", "--corrupt", "image:brightness:2"]
+    assert run(mt_ws, "--model", "baseline:first", "--multi-turn", spec, *extra) == 0
+    found = passes(mt_ws)
+    # Lower-cased question and options reached the asker (the scripted asker knows no other), every pass right.
+    assert all(p.correct is True and p.choice == p.answer for ps in found.values() for p in ps)
+    assert sum(len(ps) for ps in found.values()) > 3  # CircularEval: the rotations too
+    assert all("Main question: which" in r["body"]["messages"][0]["content"] for r in server.requests)
 
 
 def test_yes_no_benchmarks_are_refused_and_leave_no_run(tmp_path, capsys):

@@ -145,3 +145,29 @@ def _png() -> bytes:
     from tests.factories import jpeg_bytes
 
     return jpeg_bytes(1, side=40)
+
+
+def test_runs_lists_variants_and_imports_in_the_apps_words(demo_ws, capsys, tmp_path):
+    w = ("--workspace", str(demo_ws))
+    base = ("run", "--bench", "demo", "--model", "baseline:random", "--strategy", "vanilla", "--limit", "4")
+    assert cli(capsys, *w, *base)[0] == 0
+    assert cli(capsys, *w, *base, "--label-map", "natural:1", "--shots", "2", "--corrupt", "text:lowercase")[0] == 0
+    out = tmp_path / "preds.tsv"
+    assert cli(capsys, *w, "export-predictions", "1", "--out", str(out), "--layout", "vlmevalkit")[0] == 0
+    code, _, err = cli(capsys, *w, "import-predictions", str(out), "--bench", "demo", "--model", "elsewhere")
+    assert code == 0, err
+    code, listing, _ = cli(capsys, *w, "runs")
+    lines = {int(line.split()[0]): line for line in listing.splitlines()[1:]}
+    assert code == 0 and set(lines) == {1, 2, 3}
+    assert " vanilla " in lines[1] and "·" not in lines[1]
+    assert "vanilla · natural:1 labels · text:lowercase · 2-shot random " in lines[2]
+    assert "vanilla · ⇩ imported " in lines[3]
+    # The columns stay aligned whatever the strategy column holds.
+    assert len({line.index("finished") for line in lines.values()}) == 1
+    code, out_json, _ = cli(capsys, *w, "runs", "--json")
+    found = {r["run_id"]: (r["variants"], r["imported"]) for r in json.loads(out_json)}
+    assert found == {
+        1: ("", False),
+        2: ("natural:1 labels · text:lowercase · 2-shot random", False),
+        3: ("", True),
+    }
