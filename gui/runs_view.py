@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QSplitter,
     QVBoxLayout,
@@ -398,7 +399,16 @@ class RunsView(QWidget):
         tl = QHBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
         tl.setSpacing(12)
-        tl.addWidget(self.form, 0, Qt.AlignmentFlag.AlignTop)
+        # The form scrolls rather than set the window's minimum height: with the variant and multi-turn rows it is
+        # taller than the Runs tab has room for at 1024x700.
+        form_scroll = QScrollArea()
+        form_scroll.setWidget(self.form)
+        form_scroll.setWidgetResizable(True)
+        form_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        form_scroll.setFixedWidth(self.form.width() + form_scroll.verticalScrollBar().sizeHint().width())
+        form_scroll.setMinimumHeight(200)
+        tl.addWidget(form_scroll, 0)
         tl.addWidget(queue_box, 1)
 
         runs_box = QWidget()
