@@ -76,8 +76,9 @@ def _fit(unique: np.ndarray, weights: np.ndarray, n_models: int) -> np.ndarray:
         method="L-BFGS-B",
         options={"maxiter": _MAX_ITER, "gtol": _GTOL},
     )
-    r: np.ndarray = found.x
-    return r - r.mean()  # the likelihood only sees differences
+    r = np.asarray(found.x, dtype=float)
+    centred: np.ndarray = r - r.mean()
+    return centred  # the likelihood only sees differences
 
 
 def bradley_terry(battles: Sequence[Battle]) -> dict[str, float]:
@@ -187,7 +188,9 @@ def leaderboard(battles: Sequence[Battle], rounds: int = DEFAULT_ROUNDS, seed: i
             intervals[m][1],
             1 + sum(1 for o in ratings if intervals[o][0] > intervals[m][1]),
             sum(tally[m]),
-            *tally[m],
+            tally[m][0],
+            tally[m][1],
+            tally[m][2],
             elo[m],
         )
         for m, r in ratings.items()
