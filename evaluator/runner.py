@@ -95,7 +95,7 @@ def settings_of(run: runs.Run) -> RunSettings:
 
 
 def strategy_for(bench: Benchmark, settings: RunSettings) -> Strategy:
-    return "pope" if bench.kind == "yesno" else settings.strategy
+    return "pope" if bench.kind == "yesno" else "open" if bench.kind == "open" else settings.strategy
 
 
 def config_key(bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate) -> str:
@@ -159,17 +159,19 @@ class Engine:
         self.settings = settings_of(run)
         # Generated multiple-choice responses are read by the run's extractor (rules, llm:SPEC or rules+llm:SPEC);
         # POPE and likelihood runs never need it, so an LLM extractor is not even loaded for them.
-        reads_text = run.strategy != "pope" and not self.settings.likelihood
+        reads_text = run.strategy not in ("pope", "open") and not self.settings.likelihood
         self.extractor = extractor or (load_extractor(run.extractor, ws) if reads_text else None)
         self.template = PromptTemplate.from_json(run.prompt_template)
         self.on_progress = on_progress or (lambda p: None)
         self.items = runs.items_of(ws, run)
-        self.kind = "yesno" if run.strategy == "pope" else "mcq"
+        self.kind = {"pope": "yesno", "open": "open"}.get(run.strategy, "mcq")
         self.done: dict[int, dict[int, runs.Prediction]] = {i.id: {} for i in self.items}
         for p in runs.predictions_of(ws, run.id):
             if p.item_id in self.done:
                 self.done[p.item_id][p.pass_] = p
         self.calls = 0
+        if self.settings.likelihood and self.kind == "open":
+            raise InvalidInput("an open question has no candidates to score; drop --likelihood")
         if self.settings.likelihood and not can_score(backend):
             raise BackendError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
 
@@ -234,7 +236,9 @@ class Engine:
             if not self.settings.text_only and item.image_sha256:
                 found = catalog.image_bytes(self.ws, item.image_sha256)
                 images = (found[0],) if found else ()
-            candidates = tuple(letters(len(shown))) if self.kind == "mcq" else YESNO_CANDIDATES
+            candidates = (
+                tuple(letters(len(shown))) if self.kind == "mcq" else () if self.kind == "open" else YESNO_CANDIDATES
+            )
             queries.append(Query(prompt=prompt, images=images, letters=candidates))
             orders.append(order)
         t0 = time.perf_counter()
@@ -280,6 +284,8 @@ class Engine:
     def _extract(
         self, item: Item, order: tuple[int, ...], response: str, scores: list[float] | None, letters: Sequence[str]
     ) -> Extraction:
+        if self.kind == "open":
+            return OPEN_ANSWER
         if scores is not None:
             shown = ", ".join(f"{c}={s:.3f}" for c, s in zip(letters, scores))
             choice = response.lower() if self.kind == "yesno" else response
@@ -300,6 +306,17 @@ class Engine:
                 for item, order, response in zip(batch, orders, responses)
             ]
         )
+
+
+OPEN_ANSWER = Extraction(None, "none", "open question: the answer is not extracted")
+"""What an open run stores as a pass's reading: nothing chosen, nothing scored (correct is NULL: no answer key)."""
+OPEN_MAX_NEW_TOKENS = 256  # a free answer needs room; the command line and the launcher default to it for open runs
+
+
+def default_max_new_tokens(kind: str) -> int:
+    """The generation length a run of a benchmark of this kind gets unless one is chosen (RunSettings' default
+    stays 32, so the stored identity of multiple-choice and POPE runs is unchanged)."""
+    return OPEN_MAX_NEW_TOKENS if kind == "open" else RunSettings.max_new_tokens
 
 
 def new_run(

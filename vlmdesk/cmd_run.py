@@ -15,7 +15,7 @@ from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.progress import DoneEvent, StartEvent
 from evaluator.prompts import default_template, load_template
 from evaluator.report import RunReport, run_report
-from evaluator.runner import RunSettings
+from evaluator.runner import RunSettings, default_max_new_tokens
 from evaluator.types import MCQ_STRATEGIES
 from vlmdesk.args import positive_int, record_id, seed
 from vlmdesk.cli import output_file
@@ -51,7 +51,11 @@ def register(add) -> None:
     )
     p.add_argument("--limit", type=positive_int, help="only the first N items of the benchmark")
     p.add_argument("--batch-size", type=positive_int, default=8, help="prompts per model call (default 8)")
-    p.add_argument("--max-new-tokens", type=positive_int, default=32, help="generation length (default 32)")
+    p.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        help="generation length (default 32; 256 on open benchmarks, whose free answers the arena compares)",
+    )
     p.add_argument("--text-only", action="store_true", help="withhold the image (quality control, baselines)")
     p.add_argument(
         "--likelihood",
@@ -134,7 +138,7 @@ def cmd_run(args) -> int:
                 strategy=args.strategy,
                 full_passes=args.full_passes,
                 limit=args.limit,
-                max_new_tokens=args.max_new_tokens,
+                max_new_tokens=args.max_new_tokens or default_max_new_tokens(bench.kind),
                 text_only=args.text_only,
                 likelihood=args.likelihood,
                 seed=args.seed,
@@ -347,6 +351,10 @@ def format_report(r: RunReport) -> str:
         f"run {r.run_id}  {r.benchmark}  {r.model}  {r.strategy}  [{r.status}]",
         f"questions {r.questions}   model calls {r.model_calls}   undecided answers {r.undecided}",
     ]
+    if r.strategy == "open":  # free answers: nothing to score; the arena compares them
+        lines[1] = f"questions {r.questions}   answers {r.model_calls}"
+        lines.append("open questions: answers are not scored; compare runs in the arena (vlmdesk arena pairs)")
+        return "\n".join(lines)
     if r.problems:
         lines.append(f"unreadable stored value(s), figures read without them: {'; '.join(r.problems)}")
     mcq = r.mcq
