@@ -61,6 +61,7 @@ COMMAND_MODULES = (
     "cmd_gui",
     "cmd_reviews",
     "cmd_check",
+    "cmd_arena",
 )
 
 
