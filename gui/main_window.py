@@ -32,6 +32,7 @@ from db import catalog, item_query
 from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import database_error, open_workspace
 from gui.alignment_view import AlignmentView
+from gui.arena_view import ArenaView
 from gui.browse_view import BrowseView
 from gui.context import Context
 from gui.dashboard_view import DashboardView
@@ -94,7 +95,7 @@ class BenchmarksDock(QListWidget):
         self.blockSignals(True)
         self.clear()
         for b in benchmarks if benchmarks is not None else catalog.list_benchmarks(self.ctx.ws):
-            kind = "yes/no" if b.kind == "yesno" else "multiple choice"
+            kind = {"yesno": "yes/no", "open": "open"}.get(b.kind, "multiple choice")
             item = QListWidgetItem(f"{b.name}\n{b.questions:,} items · {kind}")
             item.setData(Qt.ItemDataRole.UserRole, b.name)
             item.setData(Qt.ItemDataRole.UserRole + 1, b)
@@ -170,6 +171,7 @@ class MainWindow(QMainWindow):
         self.add_view("results", "Results", DashboardView)
         self.add_view("alignment", "Alignment", AlignmentView)
         self.add_view("models", "Models", ModelsView)
+        self.add_view("arena", "Arena", ArenaView)
         for problem in self.prefs_file.problems:
             self.show_error(problem)
         self.open_workspace(workspace)
