@@ -122,14 +122,12 @@ class VotePanel(QWidget):
         layout.addWidget(self.note)
         layout.addWidget(self.saved)
         self.shortcuts: list[QShortcut] = []
-        keys = [(key, lambda v=vote: self.on_key(v)) for vote, key, _ in VOTE_KEYS]
-        keys += [("S", lambda: self.on_key("skip")), ("Ctrl+Z", lambda: self.on_key("undo"))]
-        keys += [("E", lambda: self.on_key("note"))]
-        for key, slot in keys:
+        keys = [(key, vote) for vote, key, _ in VOTE_KEYS] + [("S", "skip"), ("Ctrl+Z", "undo"), ("E", "note")]
+        for key, action in keys:
             sc = QShortcut(QKeySequence(key), self)
             sc.setContext(Qt.ShortcutContext.WindowShortcut)  # enabled only while the panel is shown
             sc.setEnabled(False)
-            sc.activated.connect(slot)
+            sc.activated.connect(lambda a=action: self.on_key(a))
             self.shortcuts.append(sc)
         ctx.loader.loaded.connect(self._image_loaded)
 
