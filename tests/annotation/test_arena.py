@@ -330,3 +330,12 @@ def test_ratings_of_a_battle_file_in_chatbot_arenas_shape(tmp_path, capsys):
 
 def test_the_sync_module_knows_votes():
     assert "votes" in sync.KINDS
+
+
+def test_an_open_run_exports_its_free_answers_beside_the_references(open_ws, capsys, tmp_path):
+    out = tmp_path / "preds.csv"
+    code, _, err = cli(capsys, open_ws, "export-predictions", "1", "--out", str(out))
+    assert code == 0, err
+    lines = out.read_text().splitlines()
+    assert lines[0] == "index,question,hint,answer,category,split,prediction"
+    assert lines[1] == "1,Describe picture 1.,,ref 1,,,A" and len(lines) == 7
