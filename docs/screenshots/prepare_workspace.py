@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from annotation import alignment, reviews
+from annotation import alignment, arena, reviews
 from db import catalog, open_workspace
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo
@@ -72,4 +72,16 @@ with open_workspace(PATH) as ws:
         (5, "ben", "wrong_answer", "B", "the mission patch reads STS-7: Sally Ride?"),
     ):
         reviews.add_review(ws, demo[index], who, verdict, corrected_answer=corrected, note=note, seconds=6.0)
+# The arena: three baselines answer the open questions (runs 7-9; each answers with a letter, standing in for free
+# answers), two pairs per item, and ana and ben vote (people's taste stood in for by a fixed preference).
+for model in ("baseline:random", "baseline:first", "baseline:frequent"):
+    vlmdesk("run", "--bench", "demo-open", "--model", model)
+vlmdesk("arena", "pairs", "--bench", "demo-open", "--runs", "7", "8", "9", "--per-item", "2", "--seed", "1")
+with open_workspace(PATH) as ws:
+    prefer = {7: 2, 8: 0, 9: 1}  # run -> rank (0 best)
+    for n, pair in enumerate(arena.pairs(ws)):
+        left, right = prefer[pair.left_run_id], prefer[pair.right_run_id]
+        for who in ("ana", "ben"):
+            vote = "tie" if (n + len(who)) % 5 == 0 else "left" if left < right else "right"
+            arena.add_vote(ws, pair.id, who, vote, seconds=9.0)
 print(f"wrote {PATH}")
