@@ -32,6 +32,7 @@ VOTES: tuple[Vote, ...] = get_args(Vote)
 UNDO: Final = standing.WITHDRAWAL
 WINNER: dict[str, Winner] = {"left": "model_a", "right": "model_b", "tie": "tie", "bothbad": "tie (bothbad)"}
 MAX_PER_ITEM = 1000
+MISSING_ANSWER = "(no answer stored for this run)"
 _PAIR_COLUMNS = "id, uuid, benchmark_id, item_id, left_run_id, right_run_id, position, seed, created_at"
 _VOTE_COLUMNS = "id, pair_id, annotator, vote, note, seconds, created_at, uuid, withdraws"
 
@@ -174,7 +175,11 @@ def shown(ws: Workspace, pair: Pair) -> Shown:
             (pair.item_id, pair.left_run_id, pair.right_run_id),
         )
     }
-    left, right = answers[pair.left_run_id], answers[pair.right_run_id]
+    models = {
+        r.id: r.model_spec for r in (runs.get_run(ws, pair.left_run_id), runs.get_run(ws, pair.right_run_id)) if r
+    }
+    # A pass removed since the draw (vlmdesk check names such pairs) shows as missing, never as an empty answer.
+    left, right = (answers.get(i, (MISSING_ANSWER, models.get(i, "?"))) for i in (pair.left_run_id, pair.right_run_id))
     return Shown(pair, catalog.item_from_row(row), left[0], right[0], left[1], right[1])
 
 

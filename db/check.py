@@ -199,6 +199,25 @@ def _mark_dead_runs_interrupted(ws: Workspace) -> str:
     return f"marked {len(marked)} run(s) interrupted: {', '.join(map(str, marked))}"
 
 
+def _arena_pairs(ws: Workspace) -> list[str]:
+    """A pair shows two answers to one item of its benchmark: both runs on that benchmark, each with pass 0 of the
+    item stored (the arena reads it), and the item in the benchmark (migration 0012, annotation/arena.py)."""
+    rows = ws.conn.execute(
+        "SELECT p.id, p.uuid FROM arena_pairs p JOIN items i ON i.id = p.item_id "
+        "WHERE i.benchmark_id != p.benchmark_id OR EXISTS (SELECT 1 FROM runs r "
+        "WHERE r.id IN (p.left_run_id, p.right_run_id) AND (r.benchmark_id != p.benchmark_id OR NOT EXISTS "
+        "(SELECT 1 FROM predictions x WHERE x.run_id = r.id AND x.item_id = p.item_id AND x.pass = 0))) "
+        "ORDER BY p.id LIMIT ?",
+        (MAX_PROBLEMS + 1,),
+    ).fetchall()
+    return _bounded(
+        [
+            f"arena pair {pid} ({uuid}): a run of another benchmark, or an answer that is not stored"
+            for pid, uuid in rows
+        ]
+    )
+
+
 CHECKS: tuple[Check, ...] = (
     Check("integrity", "file integrity", _integrity),
     Check("schema", "schema version", _schema_version, _upgrade),
@@ -206,6 +225,7 @@ CHECKS: tuple[Check, ...] = (
     Check("search_index", "search index", _search_index, _rebuild_search_index, current_schema=True),
     Check("orphan_images", "images used by no item", _orphan_images, _delete_orphan_images),
     Check("dead_runs", "runs whose process is gone", _dead_runs, _mark_dead_runs_interrupted, current_schema=True),
+    Check("arena_pairs", "arena pairs and the answers they show", _arena_pairs, current_schema=True),
 )
 
 

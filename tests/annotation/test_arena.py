@@ -339,3 +339,21 @@ def test_an_open_run_exports_its_free_answers_beside_the_references(open_ws, cap
     lines = out.read_text().splitlines()
     assert lines[0] == "index,question,hint,answer,category,split,prediction"
     assert lines[1] == "1,Describe picture 1.,,ref 1,,,A" and len(lines) == 7
+
+
+def test_check_names_a_pair_whose_answer_is_gone_and_the_arena_shows_it_missing(open_ws, capsys):
+    from db.check import check_workspace
+
+    assert cli(capsys, open_ws, "arena", "pairs", "--bench", "o", "--runs", "1", "2")[0] == 0
+    assert all(r.ok for r in check_workspace(open_ws).results)
+    with open_workspace(open_ws) as ws:
+        pair = arena.pairs(ws)[0]
+        with ws.db.atomic():
+            ws.conn.execute(
+                "DELETE FROM predictions WHERE run_id = ? AND item_id = ?", (pair.left_run_id, pair.item_id)
+            )
+        assert arena.shown(ws, pair).left_answer == arena.MISSING_ANSWER
+    found = {r.name: r for r in check_workspace(open_ws).results}
+    assert found["arena_pairs"].problems == [
+        f"arena pair {pair.id} ({pair.uuid}): a run of another benchmark, or an answer that is not stored"
+    ]
