@@ -47,6 +47,7 @@ SYNC_COMMANDS = {  # kind: (menu title, export command, import command)
     "reviews": ("reviews", ["reviews", "export"], ["reviews", "import"]),
     "labels": ("labels", ["align", "export-labels"], ["align", "import-labels"]),
     "decisions": ("QC decisions", ["qc", "export-decisions"], ["qc", "import-decisions"]),
+    "votes": ("arena votes", ["arena", "export-votes"], ["arena", "import-votes"]),
 }
 
 

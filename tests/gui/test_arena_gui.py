@@ -112,3 +112,12 @@ def test_the_leaderboard_shows_ratings_and_blind_mode_hides_it(qtbot, arena_ws, 
     VIEWS["leaderboard"](window, Shot("leaderboard"))
     texts = visible_texts(window)
     assert board.cover.hidden and _no_model_named(texts)
+
+
+def test_file_menu_exports_arena_votes_for_another_copy(qtbot, arena_ws, make_window, tmp_path):
+    window = make_window(arena_ws)
+    out = tmp_path / "votes.jsonl"
+    export = window.export_records("votes", str(out))
+    qtbot.waitUntil(lambda: export.finished, timeout=60_000)
+    assert export.exit_code == 0 and '"annotator": "bo"' in out.read_text()
+    assert any(a.text() == "Import arena votes…" for a in window.menuBar().actions()[0].menu().actions())
