@@ -339,6 +339,8 @@ def test_an_open_run_exports_its_free_answers_beside_the_references(open_ws, cap
     lines = out.read_text().splitlines()
     assert lines[0] == "index,question,hint,answer,category,split,prediction"
     assert lines[1] == "1,Describe picture 1.,,ref 1,,,A" and len(lines) == 7
+    code, _, err = cli(capsys, open_ws, "rescore", "1", "--extractor", "rules")
+    assert code == 2 and "no options to read its answers as" in err
 
 
 def test_check_names_a_pair_whose_answer_is_gone_and_the_arena_shows_it_missing(open_ws, capsys):
