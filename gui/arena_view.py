@@ -73,6 +73,7 @@ class VotePanel(QWidget):
         self.ctx = ctx
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.pair: arena.Pair | None = None
+        self.sha: str | None = None  # the image of the pair shown
         self.skipped: list[int] = []  # pair ids skipped this session: asked again after the others
         self.shown_at = time.monotonic()
         self.progress = QLabel()
@@ -199,7 +200,7 @@ class VotePanel(QWidget):
         self.right.show_answer(shown.right_answer, shown.right_model if voted else None)
         for button in self.buttons.values():
             button.setEnabled(True)
-        sha = shown.item.image_sha256
+        sha = self.sha = shown.item.image_sha256
         cached = self.ctx.loader.cached(sha) if sha else None
         self.image.set_image(cached, sha, placeholder="Loading image…" if sha else "No image")
         if sha and cached is None:
@@ -207,10 +208,8 @@ class VotePanel(QWidget):
         self.shown_at = time.monotonic()
 
     def _image_loaded(self, sha: str, image) -> None:
-        if self.pair is not None and not self.image.has_image():
-            item = arena.shown(self.ctx.ws, self.pair).item
-            if item.image_sha256 == sha:
-                self.image.set_image(image, sha)
+        if self.pair is not None and sha == self.sha and not self.image.has_image():
+            self.image.set_image(image, sha)
 
     # -- acting
     def on_key(self, action: str) -> None:
