@@ -18,6 +18,11 @@ parent's resident size at fork/vfork time, so this parent stays small: the file 
 (the generator keeps every question's image until the copies are written), and the parent's own peak is printed as
 the floor below which no child figure can go. Figures are printed, never asserted.
 
+The parquet case (issue 17) does the same for a Hugging Face parquet shaped like lmms-lab/MMBench, made from the
+same rows (every row carries its image inline as {bytes, path}, 100 rows per row group, as `datasets` writes image
+columns): `vlmdesk import FILE.parquet`, read one record batch at a time, against a naive reader that loads the
+whole table (`pq.read_table(...).to_pylist()`) before it checks and inserts anything.
+
     python bench/import_bench.py                 # temp dir, removed afterwards
     python bench/import_bench.py --out bench/out --questions 300
 """
@@ -168,6 +173,83 @@ def naive_import(tsv: Path, ws_path: Path) -> None:
         catalog.finish_benchmark(ws, bid, rows_read=len(rows), rows_folded=sum(copies.values()), rows_skipped=0)
 
 
+def to_parquet(tsv: Path, path: Path) -> int:
+    """The TSV's rows in lmms-lab/MMBench's parquet layout, written 100 rows per row group; returns the rows."""
+    import base64
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    csv.field_size_limit(2**31 - 1)
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    text = ["question", "hint", "A", "B", "C", "D", "answer", "category"]
+    schema = pa.schema(
+        [("index", pa.int64())]
+        + [(c, pa.string()) for c in text]
+        + [("image", image), ("source", pa.string()), ("L2-category", pa.string()), ("split", pa.string())]
+    )
+    shared: dict[str, bytes] = {}  # the originals' images, which their copies refer to by index
+    rows, chunk = 0, []
+    with open(tsv, encoding="utf-8", newline="") as f, pq.ParquetWriter(path, schema) as writer:
+        for r in csv.DictReader(f, delimiter="\t"):
+            data = shared.get(r["image"]) if len(r["image"]) <= 64 else base64.b64decode(r["image"])
+            if len(r["image"]) > 64:
+                shared[r["index"]] = data
+            chunk.append(
+                {
+                    "index": int(r["index"]),
+                    **{c: None if r[c] in ("", "nan") else r[c] for c in text},
+                    "image": {"bytes": data, "path": None},
+                    "source": r.get("source"),
+                    "L2-category": r["l2-category"],
+                    "split": r["split"],
+                }
+            )
+            rows += 1
+            if len(chunk) == 100:
+                writer.write_table(pa.Table.from_pylist(chunk, schema=schema))
+                chunk = []
+        if chunk:
+            writer.write_table(pa.Table.from_pylist(chunk, schema=schema))
+    return rows
+
+
+def naive_parquet(path: Path, ws_path: Path) -> None:
+    """The baseline: the whole table in memory as Python rows, then checked and inserted in one transaction."""
+    import pyarrow.parquet as pq
+
+    from db import catalog, open_workspace
+    from evaluator.importers.common import check_image, sha256_bytes
+    from evaluator.language import language_of
+
+    rows = pq.read_table(path).to_pylist()
+    with open_workspace(ws_path) as ws, ws.db.atomic():
+        bid = catalog.insert_benchmark(
+            ws, name="naive", kind="mcq", format="parquet", source=str(path), source_sha256="naive", meta={}
+        )
+        items, copies = [], {}
+        for pos, r in enumerate(rows, start=1):
+            data = r["image"]["bytes"]
+            sha = sha256_bytes(data)
+            if not catalog.has_image(ws, sha):
+                mime, w, h = check_image(data)
+                catalog.put_image(ws, sha256=sha, data=data, mime=mime, width=w, height=h)
+            if r["index"] >= 1_000_000:
+                copies[r["index"] % 1_000_000] = copies.get(r["index"] % 1_000_000, 0) + 1
+                continue
+            options = [r[L] for L in "ABCD" if r[L]]
+            items.append(
+                (bid, pos, r["index"], r["question"], r["hint"], json.dumps(options), r["answer"], r["category"],
+                 r["L2-category"], r["split"], language_of(r["question"]), sha, 0, "{}")
+            )  # fmt: skip
+        catalog.insert_items(ws, items)
+        ws.conn.executemany(
+            "UPDATE items SET circular_copies = ? WHERE benchmark_id = ? AND source_index = ?",
+            [(n, bid, i) for i, n in copies.items()],
+        )
+        catalog.finish_benchmark(ws, bid, rows_read=len(rows), rows_folded=sum(copies.values()), rows_skipped=0)
+
+
 def workspace_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists()) / 1e6
 
@@ -186,7 +268,16 @@ def main() -> int:
     ap.add_argument("--side", type=int, default=272, help="JPEG side in pixels (272 gives ~50 KB of noise)")
     ap.add_argument("--naive-child", nargs=2, metavar=("TSV", "WS"), help=argparse.SUPPRESS)
     ap.add_argument("--generate-child", metavar="TSV", help=argparse.SUPPRESS)
+    ap.add_argument("--parquet-child", nargs=2, metavar=("TSV", "PARQUET"), help=argparse.SUPPRESS)
+    ap.add_argument("--naive-parquet-child", nargs=2, metavar=("PARQUET", "WS"), help=argparse.SUPPRESS)
+    ap.add_argument("--no-parquet", action="store_true", help="skip the parquet case")
     args = ap.parse_args()
+    if args.parquet_child:
+        print(to_parquet(Path(args.parquet_child[0]), Path(args.parquet_child[1])))
+        return 0
+    if args.naive_parquet_child:
+        naive_parquet(Path(args.naive_parquet_child[0]), Path(args.naive_parquet_child[1]))
+        return 0
     if args.naive_child:
         naive_import(Path(args.naive_child[0]), Path(args.naive_child[1]))
         return 0
@@ -265,10 +356,49 @@ def main() -> int:
         )
         met = "met" if s["peak_mb"] < TARGET_PEAK_MB else "NOT met"
         print(f"peak-memory target < {TARGET_PEAK_MB} MB for the streaming import: {met} ({s['peak_mb']:.0f} MB)")
-        return 0
+        return 0 if args.no_parquet else parquet_case(out, tsv, vlmdesk)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def parquet_case(out: Path, tsv: Path, vlmdesk: Path) -> int:
+    path = out / "mmbench_dev_en_bench.parquet"
+    made = run_child([sys.executable, __file__, "--parquet-child", str(tsv), str(path)], out / "parquet.log")
+    if made["rc"] != 0:
+        print(f"writing the parquet failed:\n{made['log']}", file=sys.stderr)
+        return 1
+    rows = int(made["log"].split()[-1])
+    results = {}
+    for way, argv_for in (
+        ("parquet streaming", lambda ws: [str(vlmdesk), "--workspace", str(ws), "import", str(path), "--json"]),
+        ("parquet naive", lambda ws: [sys.executable, __file__, "--naive-parquet-child", str(path), str(ws)]),
+    ):
+        ws = out / f"ws_{way.replace(' ', '_')}.sqlite"
+        for p in (ws, Path(f"{ws}-wal"), Path(f"{ws}-shm")):
+            p.unlink(missing_ok=True)
+        r = run_child(argv_for(ws), out / f"{way.replace(' ', '_')}.log", ws)
+        if r["rc"] != 0:
+            print(f"{way} import failed (exit {r['rc']}):\n{r['log']}", file=sys.stderr)
+            return 1
+        r["ws_mb"] = workspace_mb(ws)
+        results[way] = r
+    report = json.loads(results["parquet streaming"]["log"].strip().splitlines()[-1])
+    s, n = results["parquet streaming"], results["parquet naive"]
+    print(f"parquet: {path.name}: {rows} rows, {path.stat().st_size / 1e6:.1f} MB, 100 rows per row group")
+    for way, r in results.items():
+        print(
+            f"{way}: {r['wall_s']:.2f} s, {rows / r['wall_s']:.0f} rows/s, peak RSS {r['peak_mb']:.0f} MB, "
+            f"workspace {r['ws_mb']:.1f} MB, longest lock wait of another writer {r['lock_wait_s'] * 1000:.0f} ms"
+        )
+    print(f"  questions {report['questions']}, folded {report['rows_folded']}, images {report['images']}")
+    print(
+        f"ratio parquet streaming/naive: time {s['wall_s'] / n['wall_s']:.2f}x, "
+        f"memory {s['peak_mb'] / n['peak_mb']:.2f}x"
+    )
+    met = "met" if s["peak_mb"] < TARGET_PEAK_MB else "NOT met"
+    print(f"peak-memory target < {TARGET_PEAK_MB} MB for the parquet import: {met} ({s['peak_mb']:.0f} MB)")
+    return 0
 
 
 if __name__ == "__main__":

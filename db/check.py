@@ -218,6 +218,37 @@ def _arena_pairs(ws: Workspace) -> list[str]:
     )
 
 
+def _option_scores(ws: Workspace) -> list[str]:
+    # No repair: scores are what the model said; a pass with a wrong count is shown, never rewritten.
+    rows = ws.conn.execute(
+        "SELECT * FROM (SELECT run_id, item_id, pass, CASE WHEN json_valid(scores) AND json_type(scores) = 'array' "
+        "THEN json_array_length(scores) END AS n, max(json_array_length(option_order), 2) AS shown "
+        "FROM predictions WHERE scores IS NOT NULL) WHERE n IS NULL OR n != shown LIMIT ?",
+        (MAX_PROBLEMS + 1,),
+    ).fetchall()
+    return _bounded(
+        [
+            f"run {r} item {i} pass {k}: {'unreadable' if n is None else n} option scores for {m} shown"
+            for r, i, k, n, m in rows
+        ]
+    )
+
+
+_BAD_TURNS = """
+FROM predictions WHERE turns IS NOT NULL AND CASE WHEN json_valid(turns) THEN json_type(turns) != 'array' OR EXISTS (
+    SELECT 1 FROM json_each(predictions.turns) t WHERE t.type != 'object'
+    OR coalesce(json_extract(t.value, '$.role'), '') NOT IN ('asker', 'model')
+    OR json_type(t.value, '$.text') IS NOT 'text'
+) ELSE 1 END"""
+
+
+def _pass_turns(ws: Workspace) -> list[str]:
+    """Multi-turn passes whose turns are not a list of {"role": asker|model, "text"} (the app shows them as none)."""
+    (count,) = ws.conn.execute(f"SELECT count(*) {_BAD_TURNS}").fetchone()
+    rows = ws.conn.execute(f"SELECT run_id, item_id, pass {_BAD_TURNS} LIMIT {MAX_PROBLEMS}").fetchall()
+    return _bounded([f"run {r} item {i} pass {k}: turns are not a list of {{role, text}}" for r, i, k in rows], count)
+
+
 CHECKS: tuple[Check, ...] = (
     Check("integrity", "file integrity", _integrity),
     Check("schema", "schema version", _schema_version, _upgrade),
@@ -225,6 +256,8 @@ CHECKS: tuple[Check, ...] = (
     Check("search_index", "search index", _search_index, _rebuild_search_index, current_schema=True),
     Check("orphan_images", "images used by no item", _orphan_images, _delete_orphan_images),
     Check("dead_runs", "runs whose process is gone", _dead_runs, _mark_dead_runs_interrupted, current_schema=True),
+    Check("option_scores", "option scores of likelihood passes", _option_scores, current_schema=True),
+    Check("pass_turns", "turns of multi-turn passes", _pass_turns, current_schema=True),
     Check("arena_pairs", "arena pairs and the answers they show", _arena_pairs, current_schema=True),
 )
 

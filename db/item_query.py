@@ -302,7 +302,7 @@ def item_predictions(
     the runs (each read counts its predictions) when a caller already holds them."""
     rows = ws.conn.execute(
         "SELECT run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, reason, correct, "
-        "latency_ms FROM predictions WHERE item_id = ? ORDER BY run_id DESC, pass",
+        "latency_ms, scores, turns FROM predictions WHERE item_id = ? ORDER BY run_id DESC, pass",
         (item_id,),
     ).fetchall()
     by_run: dict[int, list[runs.Prediction]] = {}

@@ -8,6 +8,7 @@ owner is gone) and beats a heartbeat while it runs. A run stored as running whos
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import sqlite3
@@ -25,6 +26,8 @@ from db.workspace import Workspace, inserted_id
 ID_MAX = 2**63 - 1  # SQLite's INTEGER
 COUNT_MAX = 10**9  # items, passes, tokens, batch sizes
 SEED_MAX = 2**32 - 1
+ROUNDS_MAX = 10  # rounds of sub-questions of a multi-turn pass (evaluator/multiturn.py)
+SPEC_MAX = 2000  # characters of a model spec stored in a run's settings
 
 HEARTBEAT_S = 5.0
 STALE_AFTER_S = 60.0  # a heartbeat older than this means the owner is gone (stopped, killed, or on a lost host)
@@ -103,6 +106,43 @@ def valid_int(value: object, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
+TurnRole = Literal["asker", "model"]
+TURN_ROLES: tuple[TurnRole, ...] = ("asker", "model")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of a multi-turn pass: the asking LLM's words ("asker") or the evaluated model's ("model")."""
+
+    role: TurnRole
+    text: str
+
+
+def turns_json(turns: tuple[Turn, ...] | None) -> str | None:
+    """The stored form of a pass's turns (migration 0013): a JSON list of {"role", "text"}; None for none."""
+    if turns is None:
+        return None
+    return json.dumps([{"role": t.role, "text": t.text} for t in turns], ensure_ascii=False)
+
+
+def turns_from_json(text: object) -> tuple[Turn, ...] | None:
+    """A pass's stored turns; None when it has none. A damaged value reads as None rather than failing every view
+    of the item (the column's CHECK keeps it JSON; `vlmdesk check` reports wrong shapes)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, list):
+        return None
+    return tuple(
+        Turn(t["role"], t["text"])
+        for t in value
+        if isinstance(t, dict) and t.get("role") in TURN_ROLES and isinstance(t.get("text"), str)
+    )
+
+
 @dataclass(frozen=True)
 class Prediction:
     run_id: int
@@ -117,6 +157,10 @@ class Prediction:
     reason: str | None
     correct: bool | None
     latency_ms: float | None
+    # One score per option (or yes/no candidate) shown, in shown order: likelihood runs' log-probs (probabilities
+    # for likelihood_score "prefix"); None for generated passes. Calibration (evaluator/desiderata) reads them.
+    scores: tuple[float | None, ...] | None = None
+    turns: tuple[Turn, ...] | None = None  # a multi-turn pass's dialogue (evaluator/multiturn.py); else None
 
     def row(self, created_at: str) -> tuple[object, ...]:
         return (
@@ -133,6 +177,8 @@ class Prediction:
             None if self.correct is None else int(self.correct),
             self.latency_ms,
             created_at,
+            scores_json(self.scores),
+            turns_json(self.turns),
         )
 
 
@@ -185,6 +231,17 @@ def config_problems(config: dict[str, Any]) -> list[str]:
     for key in ("strategy", "extractor"):
         if key in config and not isinstance(config[key], str):
             found.append(f"config.{key}: {str(config[key])[:40]!r} is not text")
+    found += _multi_turn_problems(config)
+    return found
+
+
+def _multi_turn_problems(config: dict[str, Any]) -> list[str]:
+    found = []
+    spec = config.get("multi_turn")
+    if spec is not None and not (isinstance(spec, str) and 0 < len(spec) <= SPEC_MAX):
+        found.append(f"config.multi_turn: {str(spec)[:40]!r} is not a model spec of 1..{SPEC_MAX} characters")
+    if "rounds" in config and not valid_int(config["rounds"], 1, ROUNDS_MAX):
+        found.append(f"config.rounds: {str(config['rounds'])[:40]!r} is not a number of rounds in 1..{ROUNDS_MAX}")
     return found
 
 
@@ -493,7 +550,7 @@ def add_predictions(ws: Workspace, predictions: list[Prediction], owner: Owner |
                 raise RunLost(f"run {predictions[0].run_id} was taken over by another process")
         ws.conn.executemany(
             "INSERT INTO predictions (run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, "
-            "reason, correct, latency_ms, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "reason, correct, latency_ms, created_at, scores, turns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [p.row(now) for p in predictions],
         )
         if predictions and owner is None:
@@ -508,14 +565,15 @@ def items_of(ws: Workspace, run: Run) -> list[catalog.Item]:
 def predictions_of(ws: Workspace, run_id: int) -> list[Prediction]:
     rows = ws.conn.execute(
         "SELECT run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, reason, correct, "
-        "latency_ms FROM predictions WHERE run_id = ? ORDER BY item_id, pass",
+        "latency_ms, scores, turns FROM predictions WHERE run_id = ? ORDER BY item_id, pass",
         (run_id,),
     )
     return [prediction_from_row(r) for r in rows]
 
 
 def prediction_from_row(r: tuple[Any, ...]) -> Prediction:
-    """A Prediction from the predictions columns in table order (run_id … latency_ms)."""
+    """A Prediction from the predictions columns in table order (run_id … latency_ms), then scores and turns when
+    read (both or neither)."""
     return Prediction(
         r[0],
         r[1],
@@ -529,4 +587,28 @@ def prediction_from_row(r: tuple[Any, ...]) -> Prediction:
         r[9],
         None if r[10] is None else bool(r[10]),
         r[11],
+        scores_from_json(r[12]) if len(r) > 12 else None,
+        turns_from_json(r[13]) if len(r) > 13 else None,
     )
+
+
+def scores_json(scores: tuple[float | None, ...] | None) -> str | None:
+    """Scores as stored: a JSON list; a non-finite score (a log-prob of -inf) is stored as null."""
+    if scores is None:
+        return None
+    return json.dumps([s if s is not None and math.isfinite(s) else None for s in scores])
+
+
+def scores_from_json(text: object) -> tuple[float | None, ...] | None:
+    """Stored scores, or None when absent or unreadable (a damaged value must not stop a report)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not all(
+        v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value
+    ):
+        return None
+    return tuple(None if v is None else float(v) for v in value)

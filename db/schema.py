@@ -590,6 +590,33 @@ def _m0010(db: Database) -> None:
     create_search_index(db)
 
 
+@migrations(name="0011_option_scores")
+def _m0011(db: Database) -> None:
+    # Per-option scores of a pass as numbers (a JSON list of floats, one per option or candidate shown, in shown
+    # order; NULL for generated passes): calibration (ECE) reads them; before, they survived only as rounded text in
+    # a reason. Judgements: a judge model's 0-10 score of a pass's language (ChEF's language performance), one row
+    # per (run, item, pass, judge spec) so re-running asks nothing twice; score NULL = no parseable judgement after
+    # the bounded retries (missing, never invented).
+    _script(
+        db,
+        """
+        ALTER TABLE predictions ADD COLUMN scores TEXT CHECK (scores IS NULL OR json_valid(scores));
+        CREATE TABLE judgements (
+            run_id INTEGER NOT NULL,
+            item_id INTEGER NOT NULL,
+            pass INTEGER NOT NULL,
+            judge TEXT NOT NULL,
+            score REAL CHECK (score IS NULL OR (score >= 0 AND score <= 10)),
+            attempts INTEGER NOT NULL CHECK (attempts >= 1),
+            raw TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, item_id, pass, judge),
+            FOREIGN KEY (run_id, item_id, pass) REFERENCES predictions (run_id, item_id, pass) ON DELETE CASCADE
+        );
+        """,
+    )
+
+
 _OLD_KINDS = "CHECK (kind IN ('mcq', 'yesno'))"
 _NEW_KINDS = "CHECK (kind IN ('mcq', 'yesno', 'open'))"
 
@@ -669,6 +696,20 @@ def _m0012(db: Database) -> None:
                 raise ValueError(f"migration 0012 would break a foreign key: {tuple(broken)}")
     finally:
         conn.execute("PRAGMA foreign_keys = ON")
+
+
+@migrations(name="0013_pass_turns")
+def _m0013(db: Database) -> None:
+    # A multi-turn pass (LVLM-eHub's multi-turn reasoning, evaluator/multiturn.py) is a dialogue: an asking LLM's
+    # sub-questions, the model's answers and the LLM's reasoning. Every turn is kept with the pass, in the same row,
+    # so a pass is stored whole or not at all: a JSON list of {"role": "asker"|"model", "text": ...}; NULL for an
+    # ordinary one-prompt pass.
+    _script(
+        db,
+        """
+        ALTER TABLE predictions ADD COLUMN turns TEXT CHECK (turns IS NULL OR json_valid(turns));
+        """,
+    )
 
 
 # PRAGMA application_id of every vlmdesk workspace: "VLMD" as a big-endian 32-bit integer.

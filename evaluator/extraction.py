@@ -132,16 +132,19 @@ def _option_pattern(text: str) -> _Phrase | None:
 class _Choices:
     letters: tuple[str, ...]
     texts: Mapping[str, str]
-    patterns: tuple[tuple[str, _Phrase], ...]
-
     keys: Mapping[str, str]  # upper-case letter -> the caller's key
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> _Choices:
         keys = {str(k).strip().upper(): k for k in options}
         texts = {letter: ("" if options[k] is None else _normalise_text(str(options[k]))) for letter, k in keys.items()}
-        patterns = tuple((k, p) for k, t in texts.items() if (p := _option_pattern(t)) is not None)
-        return cls(tuple(texts), texts, patterns, keys)
+        return cls(tuple(texts), texts, keys)
+
+    @functools.cached_property
+    def patterns(self) -> tuple[tuple[str, _Phrase], ...]:
+        # Compiled only when a response needs them: a bare letter ("B") does not, and compiling every option's
+        # pattern for it cost more than the rest of a free model's run once the benchmark outgrew the cache.
+        return tuple((k, p) for k, t in self.texts.items() if (p := _option_pattern(t)) is not None)
 
     def letters_are_texts(self) -> bool:
         """Options such as {A: "B", B: "A"} (points labelled in a figure): a letter could be either."""

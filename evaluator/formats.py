@@ -35,6 +35,8 @@ class FormatEntry:
     takes_setting: bool = False  # a POPE setting (random / popular / adversarial), else read from the file name
     wants_images: bool = False  # images are named, not embedded: warn when no images folder is given
     fields: tuple[Field, ...] = ()
+    # (path, raw) -> the name of a closer format, when a look inside tells more than the extension (parquet's schema).
+    refine: Callable[..., Any] | str | None = None
 
 
 def _pope_sniff(record: object, first: str, head: str) -> bool:
@@ -79,6 +81,27 @@ FORMATS = (
             isinstance(record, dict) and "question" in record and ("options" in record or "image" in record)
         ),
         fields=(_IMAGES,),
+    ),
+    FormatEntry(
+        "parquet",
+        "mcq",
+        "Hugging Face parquet: lmms-lab's MMBench layout, or a column per field (images as bytes); a folder of "
+        "shards is one benchmark",
+        "evaluator.importers.parquet:read_parquet",
+        "evaluator.importers.parquet:write_parquet",
+        extensions=(".parquet",),
+        sniff=lambda record, first, head: first.startswith("PAR1"),
+        fold_copies=True,
+        refine="evaluator.importers.parquet:refine",
+    ),
+    FormatEntry(
+        "pope-parquet",
+        "yesno",
+        "Hugging Face parquet in lmms-lab's POPE layout: question_id, question, answer, image, category (one setting)",
+        "evaluator.importers.parquet:read_pope_parquet",
+        "evaluator.importers.parquet:write_parquet",
+        takes_setting=True,
+        fields=(Field("setting", "Setting", "choice", choices=("", "random", "popular", "adversarial")),),
     ),
 )
 REGISTRY: Registry[FormatEntry] = Registry("format", "FORMATS", builtins=(__name__,))

@@ -153,7 +153,7 @@ def _open(ws: Workspace, benchmark_id: int, spec: str, settings: RunSettings, *,
     try:
         backend = open_backend(ws, benchmark_id, spec, seed=seed, batch_size=batch_size)
     except BackendError as exc:
-        raise LaunchRefused(redact(str(exc), spec, settings.extractor)) from None
+        raise LaunchRefused(redact(str(exc), spec, settings.extractor, settings.multi_turn)) from None
     if settings.likelihood and not can_score(backend):
         raise LaunchRefused(f"{backend.spec} cannot score likelihoods; drop --likelihood")
     return backend
@@ -271,7 +271,11 @@ def execute_run(
     except Exception as exc:
         # A no-op when the run was removed above (release needs the row).
         runs.release(
-            ws, run.id, owner, "failed", error=redact(f"{type(exc).__name__}: {exc}", run.model_spec, run.extractor)
+            ws,
+            run.id,
+            owner,
+            "failed",
+            error=redact(f"{type(exc).__name__}: {exc}", run.model_spec, run.extractor, run.config.get("multi_turn")),
         )
         raise
     finally:

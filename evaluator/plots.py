@@ -333,3 +333,124 @@ def save_figure(fig: Figure, path: str | Path) -> Path:
     with AtomicOutput(path, binary=True) as f:  # evaluator/outfiles.py's rule
         fig.savefig(f, dpi=150, format=path.suffix.lower()[1:])
     return path
+
+
+# --- ChEF's desiderata (evaluator/desiderata.py) -------------------------------------------------------------
+
+
+def reliability_figure(calibration: Any, title: str = "") -> Figure:
+    # calibration: evaluator.desiderata_metrics.Calibration
+    """A reliability diagram: per bin, accuracy against mean confidence (bars at the bin's mean confidence, width
+    by its share of the items), the diagonal of perfect calibration, and the ECE."""
+    fig = Figure(figsize=(7.0, 4.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], "--", color="#80868b", linewidth=1, label="perfect calibration")
+    bins = calibration.bins
+    if bins:
+        xs = [b.confidence for b in bins]
+        bars = ax.bar(xs, [b.accuracy for b in bins], 0.028, color=COLORS[0], alpha=0.85, label="accuracy per bin")
+        for bar, b in zip(bars, bins):
+            ax.annotate(
+                str(b.count),
+                (bar.get_x() + bar.get_width() / 2, b.accuracy),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                xytext=(0, 1),
+                textcoords="offset points",
+            )
+        # The gap each bin adds to the ECE: from its accuracy to its mean confidence.
+        ax.vlines(xs, [b.accuracy for b in bins], xs, color=COLORS[3], linewidth=2, alpha=0.7, label="gap")
+    ece_text = "—" if calibration.ece is None else f"{calibration.ece:.4f}"
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.08)
+    ax.set_xlabel("confidence (mean of the bin)")
+    ax.set_ylabel("accuracy")
+    ax.set_title(f"{title + ': ' if title else ''}ECE {ece_text} ({calibration.binning}, n = {calibration.n})")
+    # Beside the axes: inside, it would hide bins.
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="counts above the bars", title_fontsize=7)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def radar_figure(report: Any) -> Figure:
+    # report: evaluator.desiderata.DesiderataReport
+    """ChEF's figure: the six desiderata of each model on one radar, each on a 0-100 scale where higher is better
+    (a dimension that cannot be computed is drawn at 0 and named in the legend)."""
+    from math import pi
+
+    from evaluator.desiderata import DIMENSIONS, TITLES
+
+    fig = Figure(figsize=(6.4, 5.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(projection="polar")
+    angles = [2 * pi * i / len(DIMENSIONS) for i in range(len(DIMENSIONS))]
+    top = 100.0
+    for m_i, model in enumerate(report.models):
+        values = [model.dimensions[d].radar for d in DIMENSIONS]
+        shown = [max(0.0, v) if v is not None else 0.0 for v in values]
+        top = max(top, *shown)
+        gaps = [TITLES[d].lower() for d, v in zip(DIMENSIONS, values) if v is None]
+        name = model.model if len(model.model) <= 40 else "…" + model.model[-39:]
+        label = name + (f" (n/a: {', '.join(gaps)})" if gaps else "")
+        color = COLORS[m_i % len(COLORS)]
+        ax.plot([*angles, angles[0]], [*shown, shown[0]], color=color, linewidth=1.6, label=label)
+        ax.fill([*angles, angles[0]], [*shown, shown[0]], color=color, alpha=0.12)
+    ax.set_xticks(angles, [TITLES[d].replace(" ", "\n", 1) for d in DIMENSIONS], fontsize=8)
+    ax.set_ylim(0, top * 1.05)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.set_title("Desiderata (0-100, higher is better)", fontsize=10)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.06), frameon=False)
+    return fig
+
+
+def robustness_figure(report: Any) -> Figure:
+    # report: evaluator.desiderata.DesiderataReport
+    """RRM per corruption and severity: one group of bars per corruption (kind and name; runs that combine several
+    are one group), a bar per severity, for every model; the line at 100 is no loss."""
+    rows: list[tuple[str, str, str, float]] = []  # model, corruption, severity, RRM
+    for model in report.models:
+        for e in model.dimensions["robustness"].entries:
+            if e["rrm"] is None:
+                continue
+            parts = [c.split(":") for c in e["corrupt"]]
+            name = " + ".join(":".join(p[:2]) for p in parts)
+            severity = "/".join(p[2] if len(p) > 2 else "–" for p in parts)
+            rows.append((model.model, name, severity, e["rrm"]))
+    if not rows:
+        raise InvalidInput("no corrupted run with its plain run among these: nothing to draw")
+    corruptions = sorted({r[1] for r in rows})
+    models = sorted({r[0] for r in rows})
+    widest = max(sum(1 for r in rows if r[1] == c) for c in corruptions)
+    width = 0.8 / widest
+    fig = Figure(figsize=(min(12.0, max(6.0, 0.45 * len(rows) + 2.5)), 4.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for c_i, corruption in enumerate(corruptions):
+        # Only the (model, severity) pairs this corruption has, side by side: no empty slots.
+        present = sorted((r for r in rows if r[1] == corruption), key=lambda r: (models.index(r[0]), r[2]))
+        for b_i, (model, _, severity, value) in enumerate(present):
+            x = c_i + (b_i - (len(present) - 1) / 2) * width
+            (bar,) = ax.bar([x], [value], width * 0.92, color=COLORS[models.index(model) % len(COLORS)])
+            ax.annotate(
+                f"{value:.0f}",
+                (x, max(value, 0)),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                xytext=(0, 1),
+                textcoords="offset points",
+            )
+            ax.annotate(severity, (x, 0), ha="center", va="top", fontsize=7, xytext=(0, -2), textcoords="offset points")
+    for m_i, model in enumerate(models):
+        ax.bar([0], [0], 0, color=COLORS[m_i % len(COLORS)], label=model if len(model) <= 40 else "…" + model[-39:])
+    ax.axhline(100, color="#80868b", linewidth=1, linestyle="--")
+    ax.set_xticks(range(len(corruptions)), corruptions, fontsize=8)
+    ax.tick_params(axis="x", pad=14)  # room for the severities under the bars
+    ax.set_ylabel("RRM (100 = no loss, 0 = chance)")
+    ax.set_title("Robustness: RRM per corruption and severity")
+    ax.set_xlabel("corruption (its severity under each bar)", fontsize=8)
+    ax.legend(fontsize=7, loc="upper right")
+    ax.grid(axis="y", alpha=0.3)
+    return fig

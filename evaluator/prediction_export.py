@@ -1,4 +1,5 @@
-"""A run's predictions in VLMEvalKit's prediction-file layout (`{model}_{dataset}.xlsx`, here TSV or CSV).
+"""A run's predictions in VLMEvalKit's prediction-file layout (`{model}_{dataset}.xlsx`, .tsv or .csv), or as
+lmms-eval's `--log_samples` JSON Lines.
 
 VLMEvalKit writes the benchmark's rows without the image and adds a `prediction` column holding the model's raw
 output. For MMBench the benchmark is pre-expanded for CircularEval: the row at index + k·1,000,000 shows the
@@ -6,7 +7,8 @@ options rotated by k. vlmdesk stores each question once and asks pass k with the
 shown is original option (i + k) mod N), so pass k *is* that row: its prediction is pass k's response, and its
 options and answer are the rotated ones the model saw. Passes never asked (a wrong pass ends a CircularEval item)
 get an empty prediction — VLMEvalKit counts the item wrong, as vlmdesk does. Vanilla runs give the original rows
-only. POPE runs give index, question, answer, category (the setting) and prediction.
+only. POPE runs give index, question, answer, category (the setting) and prediction. Multi-turn runs add a
+`turns` column: each pass's dialogue as JSON (evaluator/multiturn.py).
 
 Files are written to a temporary name and renamed, so an interrupted export leaves nothing half-written.
 """
@@ -14,9 +16,11 @@ Files are written to a temporary name and renamed, so an interrupted export leav
 from __future__ import annotations
 
 import csv
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 from db import catalog, runs
 from db.errors import NotFound
@@ -24,9 +28,13 @@ from db.workspace import Workspace
 from evaluator.choices import displayed_answer, letters, rotation
 from evaluator.exporters import ExportError, _atomic_text, _finish, copy_shifts
 from evaluator.importers.common import CIRCULAR_STRIDE
+from evaluator.outfiles import AtomicOutput
 
 PREDICTION_FIELDS = ("response", "choice")
 SEPARATORS = {".tsv": "\t", ".csv": ","}
+LAYOUTS = ("vlmevalkit", "lmms-eval")
+"""VLMEvalKit's prediction file (.tsv/.csv), or lmms-eval's `--log_samples` JSON Lines (.jsonl): one sample per
+row, {doc_id, doc (the row without prediction; POPE's index as question_id), target, resps, filtered_resps}."""
 
 
 @dataclass(frozen=True)
@@ -48,17 +56,19 @@ def default_file_name(model_spec: str, benchmark: str, suffix: str = ".tsv") -> 
 
 
 def export_predictions(
-    ws: Workspace, run_id: int, path: str | Path, *, prediction: str = "response"
+    ws: Workspace, run_id: int, path: str | Path, *, prediction: str = "response", layout: str = "vlmevalkit"
 ) -> PredictionExport:
-    """Write run `run_id` as a VLMEvalKit prediction file (.tsv or .csv by the suffix). LookupError for an unknown
-    run, ExportError for a format it cannot write."""
+    """Write run `run_id` as a VLMEvalKit prediction file (.tsv or .csv by the suffix) or as lmms-eval samples
+    (.jsonl). LookupError for an unknown run, ExportError for a format it cannot write."""
     path = Path(path)
     sep = SEPARATORS.get(path.suffix.lower())
-    if sep is None:
-        raise ExportError(
-            f"{path}: prediction files end in .tsv or .csv (VLMEvalKit reads both; .xlsx would need "
-            "openpyxl, which vlmdesk does not depend on)"
-        )
+    if layout not in LAYOUTS:
+        raise ExportError(f"layout: one of {', '.join(LAYOUTS)}")
+    if layout == "lmms-eval":
+        if path.suffix.lower() != ".jsonl":
+            raise ExportError(f"{path}: lmms-eval samples are JSON Lines; name the file .jsonl")
+    elif sep is None and path.suffix.lower() != ".xlsx":
+        raise ExportError(f"{path}: prediction files end in .xlsx, .tsv or .csv (VLMEvalKit reads all three)")
     if prediction not in PREDICTION_FIELDS:
         raise ExportError(f"prediction: one of {', '.join(PREDICTION_FIELDS)}")
     run = runs.get_run(ws, run_id)
@@ -101,6 +111,8 @@ def export_predictions(
             "split",
             "prediction",
         ]
+        dialogues = bool(run.config.get("multi_turn"))  # multi-turn passes add their turns (JSON) as a column
+        columns += ["turns"] if dialogues else []
         waves = max((len(i.options) for i in items), default=1) if run.strategy == "circular" else 1
         rows, predicted = [], 0
         for k in range(waves):  # originals first, then the copies in k order, as VLMEvalKit's files list them
@@ -122,19 +134,60 @@ def export_predictions(
                         item.l2_category,
                         item.split,
                         said(done.get((item.id, k))),
+                        *([_turns(done.get((item.id, k)))] if dialogues else []),
                     ]
                 )
+    if sep is None and layout == "vlmevalkit":
+        _write_xlsx(path, columns, rows)
+        return PredictionExport(path, run_id, len(rows), predicted)
     handle, tmp = _atomic_text(path)
     ok = False
     try:
-        out = csv.writer(handle, delimiter=sep, lineterminator="\n")
-        out.writerow(columns)
-        for row in rows:
-            out.writerow(["" if v is None else str(v) for v in row])
+        if layout == "lmms-eval":
+            _write_samples(handle, columns, rows, pope=run.strategy == "pope")
+        else:
+            assert sep is not None  # checked above
+            out = csv.writer(handle, delimiter=sep, lineterminator="\n")
+            out.writerow(columns)
+            for row in rows:
+                out.writerow(["" if v is None else str(v) for v in row])
         ok = True
     finally:
         _finish(handle, tmp, path, ok)
     return PredictionExport(path, run_id, len(rows), predicted)
+
+
+def _turns(p: runs.Prediction | None) -> str:
+    return (runs.turns_json(p.turns) or "") if p is not None else ""
+
+
+def _write_xlsx(path: Path, columns: list[str], rows: list[list[Any]]) -> None:
+    """VLMEvalKit's own `{model}_{dataset}.xlsx`, one sheet, streamed (openpyxl's write-only mode)."""
+    from openpyxl import Workbook
+
+    book = Workbook(write_only=True)
+    sheet = book.create_sheet()
+    sheet.append(columns)
+    for row in rows:
+        sheet.append(["" if v is None else v for v in row])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = AtomicOutput(path, binary=True)
+    handle, ok = out.open(), False
+    try:
+        book.save(handle)
+        ok = True
+    finally:
+        out.close(ok)
+
+
+def _write_samples(handle: IO[str], columns: list[str], rows: list[list[Any]], *, pope: bool) -> None:
+    """lmms-eval's sample shape; a pass never asked has an empty response, as in the VLMEvalKit layout."""
+    said_at = columns.index("prediction")  # a multi-turn run's turns column comes after it
+    for doc_id, row in enumerate(rows):
+        doc = {("question_id" if pope and c == "index" else c): v for c, v in zip(columns, row) if c != "prediction"}
+        said = row[said_at]
+        sample = {"doc_id": doc_id, "doc": doc, "target": doc["answer"], "resps": [[said]], "filtered_resps": [said]}
+        handle.write(json.dumps(sample, ensure_ascii=False) + "\n")
 
 
 def _copy_index(item: catalog.Item, k: int) -> int | str:

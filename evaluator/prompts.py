@@ -36,22 +36,69 @@ YESNO_DEFAULT = {
 # An open question is asked as it is: the free answer is what the arena compares.
 OPEN_DEFAULT = {"en": "{hint}{question}", "zh": "{hint}{question}"}
 HINT_PREFIX = {"en": "Hint: ", "zh": "提示: "}
+# ChEF's instruction-following map sentence (src/ChEF/scenario/MMBench_dataset.py), one per option line.
+MAP_SENTENCE = 'If the answer is "({letter})", you need to output "{label}".'
+# With a label map the default "answer with the letter" would contradict the map sentences: it is replaced.
+LABEL_INSTRUCTION = {
+    "en": "Answer directly with what the options above tell you to output.",
+    "zh": "请直接回答上面选项要求你输出的内容。",
+}
+# The default templates' direct-answer instructions: a chain-of-thought prompt replaces them (a custom template's
+# own instruction stays, and the CoT instruction follows it).
+DIRECT_INSTRUCTIONS = (
+    "Answer with the option's letter from the given choices directly.",
+    "请直接回答选项字母。",
+    *LABEL_INSTRUCTION.values(),
+    "Answer the question using a single word or phrase.",
+    "请用一个词或短语回答。",
+)
 
 
 @dataclass(frozen=True)
 class PromptTemplate:
     by_language: dict[str, str]
 
-    def render(self, *, question: str, hint: str | None, options: tuple[str, ...], language: str) -> str:
+    def render(
+        self,
+        *,
+        question: str,
+        hint: str | None,
+        options: tuple[str, ...],
+        language: str,
+        labels: tuple[str, ...] | None = None,
+    ) -> str:
+        """The prompt; with `labels` (a label map) each option line also says which label stands for its letter,
+        and {letters} lists the labels."""
         text = self.by_language.get(language) or self.by_language["en"]
         shown = letters(len(options))
         prefix = HINT_PREFIX.get(language, HINT_PREFIX["en"])
-        return text.format(
+        lines = [f"{letter}. {option}" for letter, option in zip(shown, options)]
+        if labels:
+            lines = [
+                f"{line} {MAP_SENTENCE.format(letter=letter, label=label)}"
+                for line, letter, label in zip(lines, shown, labels)
+            ]
+        prompt = text.format(
             hint=f"{prefix}{hint}\n" if hint else "",
             question=question,
-            options="\n".join(f"{letter}. {option}" for letter, option in zip(shown, options)),
-            letters=", ".join(shown),
+            options="\n".join(lines),
+            letters=", ".join(labels or shown),
         )
+        if labels:
+            for direct in DIRECT_INSTRUCTIONS[:2]:
+                if prompt.endswith(direct):
+                    return prompt[: -len(direct)] + LABEL_INSTRUCTION.get(language, LABEL_INSTRUCTION["en"])
+        return prompt
+
+    @staticmethod
+    def with_cot(prompt: str, instruction: str, keys: str) -> str:
+        """A rendered prompt asking for a chain of thought: `instruction` (with {keys}) replaces a default
+        direct-answer instruction at its end, or follows the template's own text."""
+        cot = instruction.format(keys=keys)
+        for direct in DIRECT_INSTRUCTIONS:
+            if prompt.endswith(direct):
+                return prompt[: -len(direct)] + cot
+        return f"{prompt}\n{cot}"
 
     def to_json(self) -> str:
         return json.dumps(self.by_language, ensure_ascii=False, sort_keys=True)

@@ -19,15 +19,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from db import catalog, runs
+from db import runs
 from db.catalog import Benchmark, Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
-from evaluator.backends import Backend, BackendError, Query, can_score
+from evaluator import variants
+from evaluator.backends import Backend, BackendError, can_score, check_spec
+from evaluator.backends.base import call_size, chunk_items
 from evaluator.choices import (
-    YESNO_CANDIDATES,
     displayed_answer,
-    letters,
     pass_correct,
     passes_needed,
     read_yes_no,
@@ -37,9 +37,11 @@ from evaluator.choices import (
 )
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import Extractor, load_extractor
+from evaluator.multiturn import MultiTurn, Question, load_multi_turn
 from evaluator.progress import Progress
 from evaluator.prompts import PromptTemplate
 from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
+from evaluator.variants import Variants
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,15 @@ class RunSettings:
     likelihood: bool = False
     seed: int = 0
     extractor: str = "rules"
+    # Run variants (evaluator/variants.py): ChEF's label maps, corruptions, k-shot prompts, chain of thought.
+    label_map: str | None = None
+    corrupt: tuple[str, ...] = ()
+    corrupt_options: bool = False
+    shots: int = 0
+    shot_selection: str = "random"
+    cot: bool = False
+    multi_turn: str | None = None  # the asking LLM's backend spec: LVLM-eHub's multi-turn reasoning (multiturn.py)
+    rounds: int = 4  # at most this many rounds of sub-questions per multi-turn pass
 
     def identity(self) -> dict[str, Any]:
         """The settings as stored and hashed into the run's config key. A setting added after the first release is
@@ -72,8 +83,24 @@ class RunSettings:
         problems = runs.config_problems(self.config(1))
         if self.strategy not in MCQ_STRATEGIES:
             problems.append(f"strategy: {self.strategy!r} is not circular or vanilla")
+        problems += variants.problems(self)
+        problems += multi_turn_problems(self)
         if problems:
             raise InvalidInput("; ".join(problems))
+
+
+def multi_turn_problems(settings: RunSettings) -> list[str]:
+    """What is wrong with a run's multi-turn settings (the asker's spec is read, nothing is loaded)."""
+    if settings.multi_turn is None:
+        return ["rounds: only with multi_turn (an asking LLM)"] if settings.rounds != RunSettings.rounds else []
+    problems = []
+    try:
+        check_spec(settings.multi_turn)
+    except BackendError as exc:
+        problems.append(f"multi_turn: {exc}")
+    if settings.likelihood:
+        problems.append("multi_turn: the asking LLM answers in words; not with likelihood")
+    return problems
 
 
 # The settings of the first release: always stored and hashed, whatever their value (RunSettings.identity).
@@ -89,7 +116,10 @@ def settings_of(run: runs.Run) -> RunSettings:
     if problems:
         raise InvalidInput(f"run {run.id}: stored settings are unreadable: {'; '.join(problems)}")
     known = {f for f in RunSettings.__dataclass_fields__}
-    settings = RunSettings(**{k: v for k, v in run.config.items() if k in known})
+    stored = {k: v for k, v in run.config.items() if k in known}
+    if isinstance(stored.get("corrupt"), list):  # JSON stores the tuple as a list
+        stored["corrupt"] = tuple(stored["corrupt"])
+    settings = RunSettings(**stored)
     settings.check()
     return settings
 
@@ -153,6 +183,7 @@ class Engine:
         on_progress: Callable[[Progress], None] | None = None,
         extractor: Extractor | None = None,
         owner: runs.Owner | None = None,
+        multi_turn: MultiTurn | None = None,
     ):
         self.ws, self.run, self.backend, self.batch_size = ws, run, backend, max(1, batch_size)
         self.owner = owner  # when set, each batch is stored only while this owner holds the run
@@ -162,91 +193,124 @@ class Engine:
         reads_text = run.strategy not in ("pope", "open") and not self.settings.likelihood
         self.extractor = extractor or (load_extractor(run.extractor, ws) if reads_text else None)
         self.template = PromptTemplate.from_json(run.prompt_template)
+        self.variants = Variants(ws, self.settings, self.template, self.kind_of(run), run.benchmark_id, run.seed)
         self.on_progress = on_progress or (lambda p: None)
         self.items = runs.items_of(ws, run)
         self.kind = {"pope": "yesno", "open": "open"}.get(run.strategy, "mcq")
         self.done: dict[int, dict[int, runs.Prediction]] = {i.id: {} for i in self.items}
+        # Counters kept as passes are stored (_record), so bookkeeping costs O(1) per pass, not a scan of every
+        # item after every batch: passes stored, items decided, passes left (an upper bound: early stop shortens it).
+        self._needed = {i.id: n_passes(i, self.run.strategy) for i in self.items}
+        self._alive = dict.fromkeys(self._needed, True)
+        self._asked = dict.fromkeys(self._needed, 0)  # passes 0..n-1 all stored: the next pass to ask is n
+        self.passes_stored = 0
+        self.passes_left = sum(self._needed.values())
+        self.decided = sum(1 for n in self._needed.values() if n == 0)
         for p in runs.predictions_of(ws, run.id):
             if p.item_id in self.done:
-                self.done[p.item_id][p.pass_] = p
+                self._record(p)
+        self._length = {i.id: len(i.question) + sum(map(len, i.options)) + len(i.hint or "") for i in self.items}
         self.calls = 0
         if self.settings.likelihood and self.kind == "open":
             raise InvalidInput("an open question has no candidates to score; drop --likelihood")
         if self.settings.likelihood and not can_score(backend):
             raise BackendError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
+        self.multi_turn = multi_turn or (load_multi_turn_for(run, self.settings) if self.settings.multi_turn else None)
+
+    @staticmethod
+    def kind_of(run: runs.Run) -> str:
+        return "yesno" if run.strategy == "pope" else "mcq"
 
     # -- scheduling ---------------------------------------------------------------------------------------------
     def alive(self, item: Item, k: int) -> bool:
-        """Whether pass k of the item is to be asked now: it is not stored, every earlier pass is, and the item is
-        still alive."""
-        passes = self.done[item.id]
-        return (
-            k < n_passes(item, self.run.strategy)
-            and k not in passes
-            and all(j in passes for j in range(k))
-            and self._still_alive(item)
-        )
-
-    def _still_alive(self, item: Item) -> bool:
-        return still_alive((p.correct for p in self.done[item.id].values()), full_passes=self.settings.full_passes)
+        """Whether pass k of the item is to be asked now: it is not stored, every earlier pass is (passes 0..k-1 are
+        stored and k is not), and the item is still alive."""
+        return k < self._needed[item.id] and self._asked[item.id] == k and self._alive[item.id]
 
     def remaining_upper_bound(self) -> int:
-        return sum(self.remaining_for(item) for item in self.items)
+        return self.passes_left
 
     def items_decided(self) -> int:
-        return sum(1 for item in self.items if self.remaining_for(item) == 0)
+        return self.decided
 
     def remaining_for(self, item: Item) -> int:
         """Passes of the item still to ask (0 once a wrong pass ended it)."""
-        return n_passes(item, self.run.strategy) - len(self.done[item.id]) if self._still_alive(item) else 0
+        return self._needed[item.id] - len(self.done[item.id]) if self._alive[item.id] else 0
+
+    def _record(self, p: runs.Prediction) -> None:
+        """Take one stored pass into the state and the counters, in O(1) (amortised)."""
+        item_id, passes = p.item_id, self.done[p.item_id]
+        before = self._remaining(item_id)
+        fresh = p.pass_ not in passes
+        passes[p.pass_] = p
+        self.passes_stored += fresh
+        self._alive[item_id] = self._alive[item_id] and still_alive((p.correct,), full_passes=self.settings.full_passes)
+        while self._asked[item_id] in passes:
+            self._asked[item_id] += 1
+        after = self._remaining(item_id)
+        self.passes_left += after - before
+        self.decided += (after == 0) - (before == 0)
+
+    def _remaining(self, item_id: int) -> int:
+        return self._needed[item_id] - len(self.done[item_id]) if self._alive[item_id] else 0
 
     def execute(self) -> None:
+        """Every pass still to ask, wave by wave within each chunk of items (the backend's `chunk_items`; one chunk
+        by default): every wave of items[0:C] before items[C:2C], so a prefix cache keeps an item's prompt while the
+        item is alive. Each call hands the backend `call_size(batch_size)` queries. Neither changes any answer."""
         started = time.monotonic()
-        waves = max((n_passes(i, self.run.strategy) for i in self.items), default=0)
-        for k in range(waves):
-            todo = [item for item in self.items if self.alive(item, k)]
-            # Similar prompt lengths batch together (less padding); order does not change any answer.
-            todo.sort(key=lambda item: len(item.question) + sum(map(len, item.options)) + len(item.hint or ""))
-            for start in range(0, len(todo), self.batch_size):
-                self._ask(todo[start : start + self.batch_size], k)
-                elapsed = max(time.monotonic() - started, 1e-9)
-                rate = self.calls / elapsed
-                left = self.remaining_upper_bound()
-                self.on_progress(
-                    Progress(
-                        self.run.id,
-                        k,
-                        sum(map(len, self.done.values())),
-                        self.items_decided(),
-                        len(self.items),
-                        self.calls,
-                        round(rate, 3),
-                        round(left / rate, 1) if rate > 0 else None,
+        chunk = chunk_items(self.backend) or max(len(self.items), 1)
+        size = call_size(self.backend, self.batch_size)
+        for first in range(0, len(self.items), chunk):
+            part = self.items[first : first + chunk]
+            waves = max((self._needed[i.id] for i in part), default=0)
+            for k in range(waves):
+                todo = [item for item in part if self.alive(item, k)]
+                # Similar prompt lengths batch together (less padding); order does not change any answer.
+                todo.sort(key=lambda item: self._length[item.id])
+                for start in range(0, len(todo), size):
+                    self._ask(todo[start : start + size], k)
+                    elapsed = max(time.monotonic() - started, 1e-9)
+                    rate = self.calls / elapsed
+                    self.on_progress(
+                        Progress(
+                            self.run.id,
+                            k,
+                            self.passes_stored,
+                            self.decided,
+                            len(self.items),
+                            self.calls,
+                            round(rate, 3),
+                            round(self.passes_left / rate, 1) if rate > 0 else None,
+                        )
                     )
-                )
 
     # -- one batch ----------------------------------------------------------------------------------------------
     def _ask(self, batch: list[Item], k: int) -> None:
         queries, orders = [], []
         for item in batch:
             order = rotation(len(item.options), k) if self.kind == "mcq" else ()
-            shown = tuple(item.options[j] for j in order)
-            prompt = self.template.render(question=item.question, hint=item.hint, options=shown, language=item.language)
-            images: tuple[bytes, ...] = ()
-            if not self.settings.text_only and item.image_sha256:
-                found = catalog.image_bytes(self.ws, item.image_sha256)
-                images = (found[0],) if found else ()
-            candidates = (
-                tuple(letters(len(shown))) if self.kind == "mcq" else () if self.kind == "open" else YESNO_CANDIDATES
-            )
-            queries.append(Query(prompt=prompt, images=images, letters=candidates))
+            queries.append(self.variants.query(item, k, order))  # prompt, images (variants applied), candidates
             orders.append(order)
         t0 = time.perf_counter()
+        turns: list[tuple[runs.Turn, ...] | None] = [None] * len(batch)
         if self.settings.likelihood:
             backend = self.backend
             assert can_score(backend)  # checked when the engine was built
             scores = backend.score(queries, [q.letters for q in queries])
             responses = [q.letters[max(range(len(s)), key=s.__getitem__)] for q, s in zip(queries, scores)]
+        elif self.multi_turn is not None:  # each pass a dialogue between the asking LLM and the model
+            scores = None
+            dialogues = self.multi_turn.converse(
+                self.backend,
+                [
+                    Question(item.question, item.hint, shown_options(item.options, order), query.images)
+                    for item, order, query in zip(batch, orders, queries)
+                ],
+                self.settings.max_new_tokens,
+            )
+            responses = [d.response for d in dialogues]
+            turns = [d.turns for d in dialogues]
         else:
             scores = None
             responses = self.backend.generate(queries, self.settings.max_new_tokens)
@@ -275,11 +339,13 @@ class Engine:
                     extraction.reason,
                     pass_correct(extraction.choice, answer),
                     round(latency, 3),
+                    scores=tuple(scores[n]) if scores else None,  # calibration reads them (evaluator/desiderata)
+                    turns=turns[n],
                 )
             )
         runs.add_predictions(self.ws, preds, owner=self.owner)
         for p in preds:
-            self.done[p.item_id][p.pass_] = p
+            self._record(p)
 
     def _extract(
         self, item: Item, order: tuple[int, ...], response: str, scores: list[float] | None, letters: Sequence[str]
@@ -288,10 +354,10 @@ class Engine:
             return OPEN_ANSWER
         if scores is not None:
             shown = ", ".join(f"{c}={s:.3f}" for c, s in zip(letters, scores))
-            choice = response.lower() if self.kind == "yesno" else response
+            choice = response.lower() if self.kind == "yesno" else self.variants.letter_of(response, letters)
             return Extraction(choice, "likelihood", f"log-likelihoods {shown}")
         if self.kind == "yesno":
-            reading = read_yes_no(response)
+            reading = read_yes_no(self.variants.final_text(response))  # a CoT answer: its last answer line
             if reading is None:
                 return Extraction(None, "none", "strict parser: neither yes nor no")
             return Extraction(reading, "rules", f"strict parser: {reading}")
@@ -300,6 +366,8 @@ class Engine:
     def _read_texts(self, batch: list[Item], orders: list[tuple[int, ...]], responses: list[str]) -> list[Extraction]:
         """The extractor over one batch at once, so an LLM extractor sends its prompts concurrently."""
         assert self.extractor is not None  # loaded whenever a run reads texts
+        if self.variants.reads:  # mapped labels, a final answer line, corrupted option texts
+            return self.variants.read_many(self.extractor, batch, orders, responses)
         return self.extractor.extract_many(
             [
                 (item.question, shown_options(item.options, order), response)
@@ -317,6 +385,14 @@ def default_max_new_tokens(kind: str) -> int:
     """The generation length a run of a benchmark of this kind gets unless one is chosen (RunSettings' default
     stays 32, so the stored identity of multiple-choice and POPE runs is unchanged)."""
     return OPEN_MAX_NEW_TOKENS if kind == "open" else RunSettings.max_new_tokens
+
+
+def load_multi_turn_for(run: runs.Run, settings: RunSettings) -> MultiTurn:
+    """The asking LLM of a multi-turn run, loaded (multi-turn passes ask multiple-choice questions only)."""
+    if run.strategy not in MCQ_STRATEGIES:
+        raise InvalidInput(f"multi-turn reasoning asks multiple-choice questions; run {run.id} is {run.strategy}")
+    assert settings.multi_turn is not None  # asked for by the caller
+    return load_multi_turn(settings.multi_turn, settings.rounds)
 
 
 def new_run(

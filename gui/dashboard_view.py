@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSplitter,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -25,6 +26,7 @@ from evaluator.exporters import ExportError
 from evaluator.prediction_export import PredictionExport, default_file_name, export_predictions
 from evaluator.report import NONE, RunReport, group_items, run_report
 from gui.charts import BlindCover, ChartView, message_figure
+from gui.desiderata_view import DesiderataView
 from gui.item_panel import ADJUDICATION_HIDDEN
 from gui.runs_list import RunsList
 from gui.tables import RowsModel, export_table, table_view
@@ -111,7 +113,12 @@ class DashboardView(QWidget):
         split.addWidget(right)
         split.setSizes([470, 710])
         split.setChildrenCollapsible(False)
-        self.cover = BlindCover(split, "Results")
+        # The Desiderata page (gui/desiderata_view.py) beside the charts, under the same blind cover.
+        self.desiderata = DesiderataView(ctx)
+        self.pages = QTabWidget()
+        self.pages.addTab(split, "&Charts")
+        self.pages.addTab(self.desiderata, "&Desiderata")
+        self.cover = BlindCover(self.pages, "Results")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
         layout.addWidget(self.cover)
@@ -125,6 +132,7 @@ class DashboardView(QWidget):
         self.cover.set_hidden(self.ctx.prefs.blind)
         if was and not self.cover.hidden:
             self.redraw()
+            self.desiderata.redraw()
 
     def refresh(self) -> None:
         self.runs.reload()
@@ -240,7 +248,8 @@ class DashboardView(QWidget):
     # -- export
     def export_predictions(self, path: str | Path) -> PredictionExport:
         ids = self.runs.selected_run_ids()
-        return export_predictions(self.ctx.ws, ids[0], path)
+        layout = "lmms-eval" if str(path).lower().endswith(".jsonl") else "vlmevalkit"  # lmms-eval's samples
+        return export_predictions(self.ctx.ws, ids[0], path, layout=layout)
 
     def _export_predictions_dialog(self) -> None:
         ids = self.runs.selected_run_ids()
@@ -253,7 +262,7 @@ class DashboardView(QWidget):
             self,
             "Export predictions (VLMEvalKit format)",
             default_file_name(s.model, s.benchmark),
-            "TSV (*.tsv);;CSV (*.csv)",
+            "TSV (*.tsv);;CSV (*.csv);;Excel (*.xlsx);;lmms-eval samples (*.jsonl)",
         )
         if not path:
             return

@@ -320,7 +320,9 @@ class PredictionsView(QTreeWidget):
             result = item_result(run.strategy, len(item.options), {p.pass_: p.correct for p in passes})
             result_shown = sight is None or sight.shows_run_result(run.id, item.id)
             mark = f"   {RESULT_MARKS[result]} {result}" if result_shown else ""
-            top = QTreeWidgetItem([f"run {run.id} · {run.model_spec} · {run.strategy}{mark}", "", "", "", ""])
+            asker = run.config.get("multi_turn")
+            how = f"{run.strategy} · multi-turn, asked by {asker}" if isinstance(asker, str) else run.strategy
+            top = QTreeWidgetItem([f"run {run.id} · {run.model_spec} · {how}{mark}", "", "", "", ""])
             font = top.font(0)
             font.setBold(True)
             top.setFont(0, font)
@@ -343,6 +345,7 @@ class PredictionsView(QTreeWidget):
                 child.setToolTip(3, f"{p.stage}: {p.reason or ''}")
                 if p.correct is not None:
                     child.setForeground(4, QColor("#1e7d32" if p.correct else "#b3261e"))
+                _add_turns(child, p.turns)
                 top.addChild(child)
             self.addTopLevelItem(top)
             top.setFirstColumnSpanned(True)
@@ -352,6 +355,20 @@ class PredictionsView(QTreeWidget):
             empty.setForeground(0, QColor("#80868b"))
             self.addTopLevelItem(empty)
             empty.setFirstColumnSpanned(True)
+
+
+def _add_turns(pass_row: QTreeWidgetItem, turns) -> None:
+    """A multi-turn pass's dialogue under its row, one turn per line (expand the pass to read it): the asking LLM's
+    sub-questions and reasoning, the model's answers. Shown exactly when the pass's response is."""
+    if not turns:
+        return
+    pass_row.setText(0, f"{pass_row.text(0)} · {len(turns)} turns")
+    for n, turn in enumerate(turns, 1):
+        row = QTreeWidgetItem([f"{n}. {turn.role}", "", " ".join(turn.text.split()), "", ""])
+        row.setToolTip(2, turn.text)
+        if turn.role == "asker":
+            row.setForeground(0, QColor("#80868b"))
+        pass_row.addChild(row)
 
 
 class HistoryView(QTreeWidget):

@@ -454,7 +454,13 @@ class MainWindow(QMainWindow):
         file_menu.addAction(
             _action(self, "&Import benchmark…", shortcut=QKeySequence("Ctrl+I"), triggered=self._import_dialog)
         )
+        file_menu.addAction(
+            _action(self, "Import a &parquet folder (shards of one split)…", triggered=self._import_folder_dialog)
+        )
         file_menu.addAction(_action(self, "Import the &demo benchmarks", triggered=self.import_demo))
+        file_menu.addAction(
+            _action(self, "Import p&redictions made elsewhere…", triggered=self._import_predictions_dialog)
+        )
         file_menu.addSeparator()
         for kind, (title, _, _) in SYNC_COMMANDS.items():  # annotators on several machines: exchange JSON Lines
             file_menu.addAction(
@@ -533,9 +539,12 @@ class MainWindow(QMainWindow):
             self,
             "Import a benchmark",
             str(Path(self.ws.path).parent),
-            "Benchmarks (*.tsv *.jsonl *.json);;All files (*)",
+            "Benchmarks (*.tsv *.jsonl *.json *.parquet);;All files (*)",
         )
         if not path:
+            return
+        if path.lower().endswith(".parquet"):  # parquet holds its images
+            self.import_file(path)
             return
         # POPE files name their images, and JSONL/TSV image paths may be relative to another folder: optional.
         images = QFileDialog.getExistingDirectory(
@@ -551,6 +560,28 @@ class MainWindow(QMainWindow):
 
     def import_demo(self):
         return self._run_import(["demo"], "Importing the demo benchmarks")
+
+    def _import_folder_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Folder of parquet shards", str(Path(self.ws.path).parent))
+        if folder:
+            self.import_file(folder)
+
+    def _import_predictions_dialog(self) -> None:
+        from gui.prediction_import_dialog import PredictionImportDialog
+
+        names = [b.name for b in catalog.list_benchmarks(self.ws)]
+        if not names:
+            self.show_error("No benchmark in this workspace: import the benchmark the predictions answer first")
+            return
+        current = self.ctx.benchmark.name if self.ctx.benchmark is not None else None
+        dialog = PredictionImportDialog(names, str(Path(self.ws.path).parent), current, self)
+        if dialog.exec():
+            self.import_predictions(*dialog.values())
+
+    def import_predictions(self, path: str, bench: str, model: str, fmt: str | None = None):
+        """`vlmdesk import-predictions` in a child process: a VLMEvalKit or lmms-eval file becomes a finished run."""
+        args = ["import-predictions", path, "--bench", bench, "--model", model, *(["--format", fmt] if fmt else [])]
+        return self._run_command(args, f"Importing predictions from {Path(path).name}…", refresh=True)
 
     def _run_import(self, args: list[str], busy: str):
         """Run the command in a child process, with a strip in the status bar showing the rows read so far and a

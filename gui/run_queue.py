@@ -31,6 +31,8 @@ def run_args(
     max_new_tokens: int = 32,
     limit: int | None = None,
     text_only: bool = False,
+    multi_turn: str | None = None,
+    rounds: int = 4,
 ) -> tuple[str, ...]:
     """The command line of the launch form's choices (the form's only translation: widget values → options)."""
     args = [
@@ -54,6 +56,8 @@ def run_args(
         args.append("--likelihood")
     if text_only:
         args.append("--text-only")
+    if multi_turn:
+        args += ["--multi-turn", multi_turn, "--rounds", str(rounds)]
     return tuple(args)
 
 

@@ -8,13 +8,25 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QVBoxLayou
 
 from annotation.blind import HIDDEN_TEXT
 from db import runs
+from evaluator.prediction_import import origin_of
 from evaluator.report import RunSummary, run_summary
+from evaluator.variants import describe as describe_variants
 from gui.tables import RowsModel, table_view
 
 COLUMNS = ("Run", "Status", "Model", "Benchmark", "Strategy", "Vanilla", "Circular", "POPE F1", "Duration")
 COMPACT = ("Run", "Status", "Model", "Benchmark", "Score %")
 SCORE_COLUMNS = {"Vanilla", "Circular", "POPE F1", "Score %"}
 STATUS_COLOURS = {"finished": "#1e7d32", "running": "#1a73e8", "interrupted": "#8a6d00", "failed": "#b3261e"}
+
+
+IMPORTED_ARROW = "⇩"
+IMPORTED_MARK = f"{IMPORTED_ARROW} imported"
+"""Shown after the model of a run whose predictions were made elsewhere (vlmdesk import-predictions)."""
+
+
+def imported_from(origin: dict) -> str:
+    sha = str(origin.get("sha256", ""))[:12]
+    return f"Imported from {origin.get('file')} ({origin.get('format')} predictions, sha256 {sha}…); not run here"
 
 
 def pct(value) -> str:
@@ -89,24 +101,32 @@ class RunsList(QWidget):
     def reload(self) -> None:
         keep = self.selected_run_ids()
         self.summaries = {}
+        variants = {}
+        origins = {}
         for r in runs.list_runs(self.ctx.ws):
+            variants[r.id] = describe_variants(r.config)
             s = run_summary(self.ctx.ws, r.id)
             if s is not None:
                 self.summaries[r.id] = s
+            if (origin := origin_of(r)) is not None:
+                origins[r.id] = origin
         ordered = sorted(self.summaries.values(), key=lambda s: -s.run_id)  # newest first
         rows: list[tuple[object, ...]] = []
         colours, tips = {}, {}
         for i, s in enumerate(ordered):
+            model = s.model
+            if s.run_id in origins:  # the narrow list elides the model's end: the arrow goes first there
+                model = f"{IMPORTED_ARROW} {s.model}" if self.compact else f"{s.model} {IMPORTED_MARK}"
             if self.compact:
-                rows.append((s.run_id, s.status, s.model, s.benchmark, score(s)))
+                rows.append((s.run_id, s.status, model, s.benchmark, score(s)))
             else:
                 rows.append(
                     (
                         s.run_id,
                         s.status,
-                        s.model,
+                        model,
                         s.benchmark,
-                        s.strategy,
+                        " · ".join(filter(None, (s.strategy, variants.get(s.run_id)))),
                         pct(s.vanilla),
                         pct(s.circular),
                         pct(s.pope_f1),
@@ -116,7 +136,9 @@ class RunsList(QWidget):
             colours[(i, 1)] = STATUS_COLOURS.get(s.status, "#3c4043")
             if s.error:
                 tips[(i, 1)] = s.error
-            tips[(i, 2)] = s.model
+            tips[(i, 2)] = s.model + (f"\n{imported_from(origins[s.run_id])}" if s.run_id in origins else "")
+            if variants.get(s.run_id) and not self.compact:
+                tips[(i, 4)] = f"Run variants: {variants[s.run_id]}"
         self.model.set_rows(rows, [s.run_id for s in ordered], colours=colours, tooltips=tips)
         self.select(keep)
 

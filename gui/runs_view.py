@@ -27,11 +27,14 @@ from PySide6.QtWidgets import (
 )
 
 from db import catalog, models
+from db.runs import ROUNDS_MAX
 from evaluator.backends import REGISTRY as BACKENDS
 from evaluator.runner import OPEN_MAX_NEW_TOKENS, RunSettings, default_max_new_tokens
+from evaluator.variants import COT_MAX_NEW_TOKENS
 from gui.run_queue import RunJob, RunQueue, RunRequest, run_args
 from gui.runs_list import RunsList
 from gui.tables import export_table
+from gui.variant_group import VariantGroup
 
 # (label, --strategy, --likelihood) per benchmark kind; POPE is what a yes/no benchmark always gets.
 STRATEGIES = {
@@ -76,6 +79,18 @@ class LaunchForm(QGroupBox):
         self.limit = QSpinBox(minimum=0, maximum=10_000_000, value=0)
         self.limit.setSpecialValueText("all items")
         self.text_only = QCheckBox("Text only (withhold the image)")
+        self.variant = VariantGroup()
+        self.multi_turn = QComboBox()  # the asking LLM of multi-turn reasoning; empty: off
+        self.multi_turn.setEditable(True)
+        self.multi_turn.setToolTip(
+            "Multi-turn reasoning (LVLM-eHub): this LLM asks the model sub-questions about the image, then answers. "
+            "Empty: off."
+        )
+        asker_editor = self.multi_turn.lineEdit()
+        assert asker_editor is not None  # an editable combo box has one
+        asker_editor.setPlaceholderText("off — or an LLM that asks sub-questions: openai:…, hf:…")
+        self.rounds = QSpinBox(minimum=1, maximum=ROUNDS_MAX, value=4)
+        self.rounds.setToolTip("Multi-turn: at most this many rounds of sub-questions; the last forces an answer")
         self.command = QPlainTextEdit()
         self.command.setReadOnly(True)
         self.command.setObjectName("command")
@@ -94,19 +109,24 @@ class LaunchForm(QGroupBox):
         form.addRow("Max new tokens", self.max_tokens)
         form.addRow("Limit", self.limit)
         form.addRow("", self.text_only)
+        form.addRow(self.variant)
+        form.addRow("Multi-turn asker", self.multi_turn)
+        form.addRow("Rounds", self.rounds)
         cmd_label = QLabel("Command")
         cmd_label.setObjectName("muted")
         form.addRow(cmd_label)
         form.addRow(self.command)
         form.addRow(self.start)
         self.bench.currentIndexChanged.connect(self._bench_changed)
-        for combo in (self.model, self.extractor):
+        for combo in (self.model, self.extractor, self.multi_turn):
             combo.currentTextChanged.connect(self._update_command)
         for combo in (self.strategy, self.bench):
             combo.currentIndexChanged.connect(self._update_command)
-        for spin in (self.batch, self.max_tokens, self.limit):
+        for spin in (self.batch, self.max_tokens, self.limit, self.rounds):
             spin.valueChanged.connect(self._update_command)
         self.text_only.toggled.connect(self._update_command)
+        self.variant.changed.connect(self._update_command)
+        self.variant.cot.toggled.connect(self._cot_tokens)
         self.reload()
 
     def reload(self) -> None:
@@ -143,6 +163,15 @@ class LaunchForm(QGroupBox):
                 self.extractor.addItem(f"rules+llm:{m.spec}")
         self.extractor.setCurrentText(extractor)
         self.extractor.blockSignals(False)
+        asker = self.multi_turn.currentText()
+        self.multi_turn.blockSignals(True)
+        self.multi_turn.clear()
+        self.multi_turn.addItem("")
+        for m in saved:
+            if m.kind in backends and not backends[m.kind].reference:  # a model that can ask
+                self.multi_turn.addItem(m.spec)
+        self.multi_turn.setCurrentText(asker)
+        self.multi_turn.blockSignals(False)
         self._bench_changed()
 
     def _bench_changed(self) -> None:
@@ -155,6 +184,8 @@ class LaunchForm(QGroupBox):
         self.strategy.setCurrentIndex(max(0, min(previous, self.strategy.count() - 1)))
         self.strategy.blockSignals(False)
         self.extractor.setEnabled(kind == "mcq")
+        self.variant.set_kind(kind)
+        self.multi_turn.setEnabled(kind == "mcq")
         if self.max_tokens.value() in (RunSettings.max_new_tokens, OPEN_MAX_NEW_TOKENS):  # not one the user chose
             self.max_tokens.setValue(default_max_new_tokens(kind))
         self._update_command()
@@ -168,7 +199,7 @@ class LaunchForm(QGroupBox):
         self, *, bench: str | None = None, model: str | None = None, strategy: str | None = None, **values
     ) -> None:
         """Fill the form (tests, presets): strategy by its label; values: batch, max_tokens, limit, text_only,
-        extractor."""
+        extractor, multi_turn, rounds."""
         if bench is not None:
             self.bench.setCurrentIndex(self.bench.findData(bench))
         if model is not None:
@@ -190,6 +221,8 @@ class LaunchForm(QGroupBox):
         if not bench or not spec:
             return None
         strategy, likelihood = self.strategy.currentData() or ("circular", False)
+        asker = self.multi_turn.currentText().strip() if self.multi_turn.isEnabled() and not likelihood else ""
+        self.rounds.setEnabled(bool(asker))
         args = run_args(
             bench=bench,
             model=spec,
@@ -200,8 +233,17 @@ class LaunchForm(QGroupBox):
             max_new_tokens=self.max_tokens.value(),
             limit=self.limit.value() or None,
             text_only=self.text_only.isChecked(),
-        )
+            multi_turn=asker or None,
+            rounds=self.rounds.value(),
+        ) + tuple(self.variant.args())
         return RunRequest(args, f"{spec} on {bench}")
+
+    def _cot_tokens(self, on: bool) -> None:
+        """A chain of thought needs room: the CLI's --cot default, unless the length was changed by hand."""
+        if on and self.max_tokens.value() == 32:
+            self.max_tokens.setValue(COT_MAX_NEW_TOKENS)
+        elif not on and self.max_tokens.value() == COT_MAX_NEW_TOKENS:
+            self.max_tokens.setValue(32)
 
     def _update_command(self) -> None:
         req = self.request()

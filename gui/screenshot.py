@@ -133,6 +133,18 @@ def _prepare_results(window, shot: Shot) -> None:
         dash.show_items_of(target)
 
 
+def _prepare_desiderata(window, shot: Shot) -> None:
+    dash = window.view("results")
+    window.show_view("results")
+    dash.pages.setCurrentWidget(dash.desiderata)
+    from db import runs
+
+    run_ids = list(shot.runs) or [r.id for r in runs.list_runs(window.ctx.ws)]  # every benchmark's: POPE too
+    if not run_ids:
+        raise ScreenshotError("--view desiderata: the workspace has no runs (vlmdesk run …)")
+    dash.desiderata.show_runs(run_ids, figure=shot.chart)
+
+
 def _prepare_alignment(window, shot: Shot) -> None:
     window.show_view("alignment")
     window.view("alignment").refresh()
@@ -160,6 +172,7 @@ VIEWS = {
     "launcher": _prepare_launcher,
     "results": _prepare_results,
     "dashboard": _prepare_results,
+    "desiderata": _prepare_desiderata,
     "alignment": _prepare_alignment,
     "models": _prepare_models,
     "arena": _prepare_arena,

@@ -52,11 +52,15 @@ def completion(text: str | None) -> dict:
 
 class FaultServer:
     """Answers POSTs with its script's steps in order (the last one repeats); ``echo=True`` answers each request
-    with its own last text part after ``delay_of(text)`` seconds. Records requests and the most in flight at once."""
+    with its own last text part after ``delay_of(text)`` seconds; ``respond`` answers each with
+    ``respond(its last text part)`` (a text, or a Step). Records requests and the most in flight at once."""
 
-    def __init__(self, script: list[Step] | None = None, *, echo: bool = False, delay_of=lambda text: 0.0):
+    def __init__(
+        self, script: list[Step] | None = None, *, echo: bool = False, delay_of=lambda text: 0.0, respond=None
+    ):
         self.script = list(script or [ok()])
         self.echo, self.delay_of = echo, delay_of
+        self.respond = respond  # respond(text of the request) -> the reply's text: a scripted chat partner
         self.requests: list[dict] = []
         self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -74,7 +78,10 @@ class FaultServer:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
-                    if server.echo:
+                    if server.respond is not None:
+                        reply = server.respond(text_of(body))
+                        step = reply if isinstance(reply, Step) else Step(200, completion(reply))
+                    elif server.echo:
                         text = text_of(body)
                         step = Step(200, completion(f"echo: {text}"), delay=server.delay_of(text))
                     else:
@@ -103,7 +110,7 @@ class FaultServer:
             def log_message(self, *args):  # keep the test output quiet
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
@@ -116,6 +123,10 @@ class FaultServer:
     @property
     def count(self) -> int:
         return len(self.requests)
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # listen backlog: 64 clients connecting at once must not wait for SYN retries
 
 
 def text_of(body: dict) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from db.runs import COUNT_MAX, ID_MAX, SEED_MAX
+from db.runs import COUNT_MAX, ID_MAX, ROUNDS_MAX, SEED_MAX, SPEC_MAX
 
 _MAX_DIGITS = 30  # longer than any number in range; int() of a huge text is slow
 
@@ -55,6 +55,19 @@ count = positive_int
 record_id = int_in(1, ID_MAX, "an id (a whole number)")
 """Run ids, item ids: what SQLite can hold."""
 seed = int_in(0, SEED_MAX, "a seed (a whole number)")
+rounds = int_in(1, ROUNDS_MAX, "a number of rounds")
+"""--rounds of a multi-turn run."""
+
+
+def model_spec(text: str) -> str:
+    """A model spec argument (--multi-turn): 1..SPEC_MAX characters; the backend registry reads it later."""
+    text = text.strip()
+    if not 0 < len(text) <= SPEC_MAX:
+        raise argparse.ArgumentTypeError(f"a model spec has 1..{SPEC_MAX} characters")
+    return text
+
+
+model_spec.__name__ = "a model spec"
 
 
 class Parser(argparse.ArgumentParser):
@@ -76,3 +89,17 @@ def annotator(text: str) -> str:
 
 
 annotator.__name__ = "a name"
+
+
+def checked(check, what: str):
+    """A type accepting a text that `check(text)` returns as a value (raising InvalidInput with the reason)."""
+    from db.errors import InvalidInput
+
+    def parse(text: str):
+        try:
+            return check(text[:200])
+        except InvalidInput as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = what
+    return parse

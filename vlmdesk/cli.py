@@ -51,6 +51,7 @@ def _workspace_option(parser: argparse.ArgumentParser) -> None:
 # Each module has register(add): it adds its subcommands through `add(name, help=, description=, examples=)`.
 COMMAND_MODULES = (
     "cmd_data",
+    "cmd_import_predictions",
     "cmd_run",
     "cmd_pope",
     "cmd_qc",
@@ -58,6 +59,7 @@ COMMAND_MODULES = (
     "cmd_align",
     "cmd_models",
     "cmd_results",
+    "cmd_desiderata",
     "cmd_gui",
     "cmd_reviews",
     "cmd_check",

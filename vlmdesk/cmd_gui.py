@@ -47,7 +47,12 @@ def register(add) -> None:
         metavar="RUN_ID",
         help="--view results: runs to show (repeatable; default: the benchmark's latest, up to 3)",
     )
-    p.add_argument("--chart", choices=("l2", "category", "drop", "pope"), help="--view results: the chart")
+    p.add_argument(
+        "--chart",
+        choices=("l2", "category", "drop", "pope", "radar", "reliability", "robustness"),
+        help="--view results: the chart (l2, category, drop, pope); --view desiderata: the figure (radar, "
+        "reliability, robustness)",
+    )
     p.add_argument(
         "--launch",
         metavar="SPEC",

@@ -10,18 +10,26 @@ from vlmdesk.args import record_id
 def register(add) -> None:
     p = add(
         "export-predictions",
-        help="write a run's predictions as a VLMEvalKit prediction file (TSV/CSV)",
+        help="write a run's predictions as a VLMEvalKit prediction file (XLSX/TSV/CSV) or lmms-eval samples (JSONL)",
         description="VLMEvalKit's {model}_{dataset} prediction layout: the benchmark's columns (no image) plus "
         "`prediction`, the raw model output. CircularEval runs give the original rows and the "
         "expanded copies (index + k·1,000,000) with the options rotated as the model saw them in "
-        "pass k and that pass's prediction (empty where the pass was never asked). See "
-        "docs/gui.md#results.",
+        "pass k and that pass's prediction (empty where the pass was never asked). --layout lmms-eval "
+        "writes the same rows as lmms-eval's --log_samples JSON Lines (doc, target, resps, filtered_resps). "
+        "vlmdesk import-predictions reads both back. See docs/gui.md#results.",
         examples="""
-                vlmdesk export-predictions 3 --out llava-1.5-7b-hf_MMBench_DEV_EN.tsv
-                vlmdesk export-predictions 3 --out preds.csv --prediction choice""",
+                vlmdesk export-predictions 3 --out llava-1.5-7b-hf_MMBench_DEV_EN.xlsx
+                vlmdesk export-predictions 3 --out preds.csv --prediction choice
+                vlmdesk export-predictions 3 --out samples_mmbench_en_dev.jsonl --layout lmms-eval""",
     )
     p.add_argument("run_id", type=record_id, metavar="RUN_ID", help="the run (vlmdesk runs)")
-    p.add_argument("--out", required=True, metavar="FILE", help=".tsv or .csv")
+    p.add_argument("--out", required=True, metavar="FILE", help=".xlsx, .tsv or .csv (lmms-eval: .jsonl)")
+    p.add_argument(
+        "--layout",
+        choices=("vlmevalkit", "lmms-eval"),
+        default="vlmevalkit",
+        help="VLMEvalKit's prediction file (default) or lmms-eval's sample JSON Lines",
+    )
     p.add_argument(
         "--prediction",
         choices=("response", "choice"),
@@ -66,7 +74,9 @@ def cmd_export_predictions(args) -> int:
 
     with open_from_args(args) as ws:
         try:
-            done = export_predictions(ws, args.run_id, output_file(args.out), prediction=args.prediction)
+            done = export_predictions(
+                ws, args.run_id, output_file(args.out), prediction=args.prediction, layout=args.layout
+            )
         except NotFound as exc:
             raise UsageError(f"{exc} in {ws.path}") from None
     if args.json:

@@ -6,7 +6,8 @@ import json
 import signal
 import sys
 
-from db import runs
+from db import models, runs
+from db.runs import ROUNDS_MAX
 from evaluator.backends import BackendError, spec_help
 from evaluator.backends.secrets import redact
 from evaluator.launch import Launch, prepare_resume, prepare_run, run_or_resume
@@ -17,9 +18,11 @@ from evaluator.prompts import default_template, load_template
 from evaluator.report import RunReport, run_report
 from evaluator.runner import RunSettings, default_max_new_tokens
 from evaluator.types import MCQ_STRATEGIES
-from vlmdesk.args import positive_int, record_id, seed
+from evaluator.variants import COT_MAX_NEW_TOKENS
+from vlmdesk.args import model_spec, positive_int, record_id, rounds, seed
 from vlmdesk.cli import output_file
 from vlmdesk.cmd_data import bench_or_fail
+from vlmdesk.run_variants import add_variant_arguments, variant_settings
 
 
 def register(add) -> None:
@@ -36,6 +39,10 @@ def register(add) -> None:
                 vlmdesk run --bench mmbench-dev-en --model hf:llava-hf/llava-1.5-7b-hf --batch-size 16
                 vlmdesk run --bench mmbench-dev-en --model 'openai:Qwen2-VL-7B@http://localhost:8000/v1'
                 vlmdesk run --bench demo --model hf:./my-model --strategy vanilla --limit 10 --json
+                vlmdesk run --bench demo --model baseline:random --label-map natural:0
+                vlmdesk run --bench demo --model hf:./my-model --corrupt image:gaussian_noise:3 --corrupt text:mild_mix
+                vlmdesk run --bench demo --model hf:./my-model --shots 2 --shot-selection similar --cot
+                vlmdesk run --bench demo --model hf:./my-vlm --multi-turn 'openai:gpt-4o-mini' --rounds 4
                 vlmdesk run --resume 7""",
     )
     p.add_argument("--bench", help="benchmark name (vlmdesk benchmarks)")
@@ -54,7 +61,9 @@ def register(add) -> None:
     p.add_argument(
         "--max-new-tokens",
         type=positive_int,
-        help="generation length (default 32; 256 on open benchmarks, whose free answers the arena compares)",
+        default=None,
+        help=f"generation length (default 32; {COT_MAX_NEW_TOKENS} with --cot; 256 on open benchmarks, whose free "
+        "answers the arena compares)",
     )
     p.add_argument("--text-only", action="store_true", help="withhold the image (quality control, baselines)")
     p.add_argument(
@@ -74,6 +83,21 @@ def register(add) -> None:
         metavar="SPEC",
         help=f"how free-text answers become a choice: {extractor_help()} (default rules; see "
         "docs/extraction-and-alignment.md)",
+    )
+    add_variant_arguments(p)
+    p.add_argument(
+        "--multi-turn",
+        type=model_spec,
+        metavar="LLM_SPEC",
+        help="multi-turn reasoning (LVLM-eHub): this LLM (a model spec or a saved model's name) asks the model "
+        "sub-questions about the image, then answers; every turn is stored with the pass (multiple-choice "
+        "benchmarks)",
+    )
+    p.add_argument(
+        "--rounds",
+        type=rounds,
+        help=f"with --multi-turn: at most N rounds of sub-questions (default 4; 1..{ROUNDS_MAX}); the last one "
+        "forces an answer",
     )
     p.add_argument("--resume", type=record_id, metavar="RUN_ID", help="continue this run with its stored settings")
     p.add_argument("--new", action="store_true", help="start a new run even if one with these settings exists")
@@ -138,11 +162,14 @@ def cmd_run(args) -> int:
                 strategy=args.strategy,
                 full_passes=args.full_passes,
                 limit=args.limit,
-                max_new_tokens=args.max_new_tokens or default_max_new_tokens(bench.kind),
+                max_new_tokens=args.max_new_tokens
+                or (COT_MAX_NEW_TOKENS if args.cot else default_max_new_tokens(bench.kind)),
                 text_only=args.text_only,
                 likelihood=args.likelihood,
                 seed=args.seed,
                 extractor=args.extractor,
+                **variant_settings(args, bench),
+                **multi_turn_settings(args, ws),
             )
             template = (
                 load_template(args.prompt_template, bench.kind)
@@ -159,6 +186,17 @@ def cmd_run(args) -> int:
             )
             return _finish(args, run.id)
         return _execute(ws, launch, args)
+
+
+def multi_turn_settings(args, ws) -> dict:
+    """RunSettings' multi-turn fields from --multi-turn (a spec or a saved model's name) and --rounds (left at their
+    defaults when not given)."""
+    from vlmdesk.cli import UsageError
+
+    if args.rounds is not None and args.multi_turn is None:
+        raise UsageError("--rounds needs --multi-turn LLM_SPEC")
+    found = {"multi_turn": models.resolve_spec(ws, args.multi_turn)} if args.multi_turn else {}
+    return found | ({"rounds": args.rounds} if args.rounds is not None else {})
 
 
 def _execute(ws, launch: Launch, args) -> int:
@@ -208,7 +246,7 @@ def _execute(ws, launch: Launch, args) -> int:
         )
         return 1
     except Exception as exc:
-        message = redact(str(exc), run.model_spec, run.extractor)
+        message = redact(str(exc), run.model_spec, run.extractor, run.config.get("multi_turn"))
         if runs.get_run(ws, run.id) is None:  # removed: it failed before asking anything, so it is not stored
             raise UsageError(message) from None
         if isinstance(exc, BackendError):

@@ -51,6 +51,37 @@ class Backend(Protocol):
         ...
 
 
+# Optional scheduling hints a backend may declare (read through chunk_items() and call_size(); docs/adr/0016):
+#   chunk_items: int | None — the engine asks every wave of items[0:C] before items[C:2C]…, so a prefix cache (a
+#       local KV cache, a server's) keeps an item's prompt while the item is alive; None: one chunk, all items.
+#   call_size(batch_size) -> int — how many queries one generate()/score() call gets (default: the batch size),
+#       e.g. enough for a server backend to keep all its concurrent requests in flight.
+# Neither may change an answer: a query's answer depends on the query only.
+
+
+def chunk_items(backend: object) -> int | None:
+    """The backend's chunk size in items, or None (one chunk). BackendError when it declares a bad one."""
+    value = getattr(backend, "chunk_items", None)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise BackendError(f"{_spec_of(backend)}: chunk_items must be a whole number ≥ 1 or None, got {value!r}")
+    return value
+
+
+def call_size(backend: object, batch_size: int) -> int:
+    """How many queries the engine hands the backend at once (its call_size(batch_size), default batch_size)."""
+    method = getattr(backend, "call_size", None)
+    value = batch_size if method is None else method(batch_size)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise BackendError(f"{_spec_of(backend)}: call_size({batch_size}) must be a whole number ≥ 1, got {value!r}")
+    return value
+
+
+def _spec_of(backend: object) -> str:
+    return str(getattr(backend, "spec", type(backend).__name__))[:200]
+
+
 class ScoringBackend(Backend, Protocol):
     def score(self, queries: Sequence[Query], candidates: Sequence[Sequence[str]]) -> list[list[float]]:
         """Sum of token log-probabilities of each candidate continuation given its query's prompt."""

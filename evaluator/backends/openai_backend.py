@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 DUMMY_KEY = "EMPTY"
+CHUNK_PER_REQUEST = 4  # items per chunk of waves, per concurrent request
 OFFICIAL_SERVER = "https://api.openai.com/v1"
 _DEFAULTS = {
     "key_env": DEFAULT_KEY_ENV,
@@ -220,6 +221,17 @@ class OpenAIBackend:
             kwargs["base_url"] = self.base_url
         self._client = openai.OpenAI(**kwargs)
 
+    # Scheduling (base.py, docs/adr/0016): one call holds at least `concurrency` queries, so that many requests are
+    # in flight whatever --batch-size is; the engine walks waves over chunks of CHUNK_PER_REQUEST × concurrency
+    # items, so a server's prefix cache (vLLM keeps a few hundred image prompts) still holds an item's prompt when
+    # its next rotation is asked.
+    def call_size(self, batch_size: int) -> int:
+        return max(batch_size, self.concurrency)
+
+    @property
+    def chunk_items(self) -> int:
+        return CHUNK_PER_REQUEST * self.concurrency
+
     @property
     def server(self) -> str:
         """The endpoint, as messages name it."""
@@ -232,6 +244,7 @@ class OpenAIBackend:
             "base_url": self.base_url,
             "key_env": self.key_env,
             "concurrency": self.concurrency,
+            "chunk_items": self.chunk_items,
             "timeout": self.timeout,
             "retries": self.retries,
             "temperature": self.temperature,

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from db import catalog
 from db.workspace import Workspace
@@ -38,6 +38,7 @@ from evaluator.importers.common import (
     sha256_stream,
 )
 from evaluator.importers.jsonl import pope_setting_from_name
+from evaluator.importers.parquet import ShardStream, is_sharded, open_shards
 from evaluator.language import language_of
 from evaluator.registry import resolve
 
@@ -105,13 +106,19 @@ def benchmark_name_problem(name: str) -> str | None:
 
 
 def detect_format(path: Path, raw: BinaryIO | None = None) -> str:
-    """By extension, then by the fields of the first record."""
-    found = formats.by_extension(path.suffix)
-    if found is not None:
-        return found
+    """By extension, then by the fields of the first record (refined by a look inside when the format has one)."""
     if raw is None:
         with _open_source(path) as f:
             return detect_format(path, f)
+    found = formats.by_extension(path.suffix) or _sniff(path, raw)
+    refine = formats.REGISTRY[found].refine
+    if refine is not None:
+        found = resolve(refine)(path, raw) or found
+        raw.seek(0)
+    return found
+
+
+def _sniff(path: Path, raw: BinaryIO) -> str:
     first_bytes = raw.readline(ReadLimits().max_line_bytes)
     first = first_bytes.decode("utf-8", "replace")
     head = first + raw.read(4096).decode("utf-8", "replace")
@@ -126,6 +133,8 @@ def detect_format(path: Path, raw: BinaryIO | None = None) -> str:
 
 
 def _open_source(path: Path) -> BinaryIO:
+    if is_sharded(path):  # several parquet shards of one split, read as one file
+        return cast(BinaryIO, open_shards(path))
     try:
         return open_regular(path, MAX_SOURCE_BYTES, "limit for a benchmark file")
     except FileNotFoundError:
@@ -197,7 +206,7 @@ def import_benchmark(
         report = ImportReport(name=name, kind=kind, format=fmt)
         if entry.wants_images and images_dir is None:
             report.warnings.append("no --images given: questions are imported without images (runs will need them)")
-        size = os.fstat(raw.fileno()).st_size
+        size = raw.size if isinstance(raw, ShardStream) else os.fstat(raw.fileno()).st_size
         emit = on_event or (lambda event: None)
         emit({"event": "start", "name": name, "format": fmt, "kind": kind, "bytes_total": size})
         with _bar(progress, size, name) as bar:

@@ -18,7 +18,7 @@ from PIL import Image
 
 from evaluator.backends.base import Backend, BackendError, Query
 from evaluator.backends.openai_backend import OpenAIBackend, image_mime, parse_openai_spec
-from tests.servers import Step, completion, ok, transformers_serve
+from tests.servers import Step, completion, ok, text_of, transformers_serve
 
 SECRET = "sk-test-0123456789-very-secret"
 
@@ -345,3 +345,43 @@ def test_transformers_serve_rejects_another_model_name_without_retrying(transfor
         b.generate([Query("q")], 2)
     assert b.delays == []
     assert base_url in str(err.value)
+
+
+# ---- scheduling with the engine -------------------------------------------------------------------------
+
+
+def _bench_workspace(tmp_path, n: int):
+    from db import open_workspace
+    from evaluator.importers import import_benchmark
+    from tests.evaluator.test_runner import write_jsonl_bench
+
+    path = tmp_path / "ws.sqlite"
+    with open_workspace(path) as ws:
+        import_benchmark(ws, write_jsonl_bench(tmp_path / "b.jsonl", n), fmt="jsonl", name="b")
+    return path
+
+
+def _run(ws_path, model: str) -> None:
+    from vlmdesk.cli import main
+
+    assert main(["--workspace", str(ws_path), "run", "--bench", "b", "--model", model, "--json"]) == 0
+
+
+def test_a_run_keeps_concurrency_requests_in_flight_at_the_default_batch_size(serve, tmp_path, capsys):
+    # Each answer takes 0.5 s, so a call's requests overlap; the engine must hand the backend 16 queries per call
+    # although --batch-size is 8 (before: 8 in flight at most).
+    server = serve([Step(200, completion("A"), delay=0.5)])
+    ws_path = _bench_workspace(tmp_path, 32)
+    _run(ws_path, f"openai:m@{server.url}?concurrency=16&retries=0")
+    assert server.max_in_flight == 16
+    assert server.count > 32  # every item once, the ones answered right again
+
+
+def test_a_run_walks_its_waves_in_chunks_of_four_times_concurrency(serve, tmp_path, capsys):
+    server = serve([ok("A")])
+    ws_path = _bench_workspace(tmp_path, 30)
+    _run(ws_path, f"openai:m@{server.url}?concurrency=2&retries=0")
+    asked = [int(text_of(r["body"]).split("Which is item ")[1].split("?")[0]) for r in server.requests]
+    chunks = [i // 8 for i in asked]  # 4 × concurrency items per chunk, in file order
+    assert chunks == sorted(chunks) and set(chunks) == {0, 1, 2, 3}
+    assert len(asked) > len(set(asked))  # later waves were asked within their chunk

@@ -71,11 +71,11 @@ def test_vanilla_pope_and_bad_requests(ws_path, tmp_path, capsys):
     assert list(rows[0]) == ["index", "question", "answer", "category", "prediction"] and len(rows) == 48
     assert {r["category"] for r in rows} == {"random"} and all(r["prediction"] for r in rows)
     capsys.readouterr()
-    assert main(["--workspace", str(ws_path), "export-predictions", "1", "--out", str(tmp_path / "x.xlsx")]) == 2
+    assert main(["--workspace", str(ws_path), "export-predictions", "1", "--out", str(tmp_path / "x.txt")]) == 2
     assert main(["--workspace", str(ws_path), "export-predictions", "99", "--out", str(tmp_path / "x.tsv")]) == 2
     err = capsys.readouterr().err
-    assert err.count("error: ") == 2 and ".tsv or .csv" in err and "no run 99" in err
-    assert not (tmp_path / "x.xlsx").exists() and not (tmp_path / "x.tsv").exists()
+    assert err.count("error: ") == 2 and ".xlsx, .tsv or .csv" in err and "no run 99" in err
+    assert not (tmp_path / "x.txt").exists() and not (tmp_path / "x.tsv").exists()
 
 
 def test_run_items_are_what_the_report_counts(ws_path, capsys):

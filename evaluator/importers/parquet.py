@@ -1,0 +1,516 @@
+"""Hugging Face parquet benchmarks: lmms-lab's MMBench and POPE layouts, and the generic shape.
+
+- MMBench (`lmms-lab/MMBench`): `index, question, hint, A … D, answer, category, image {bytes, path}, source,
+  L2-category, comment, split`; circular copies (index + k·1,000,000) are folded as in the TSV.
+- POPE (`lmms-lab/POPE`, the Full config's per-setting splits): `question_id, question, answer (yes/no),
+  image_source, image {bytes}, category (the setting)`; one setting per benchmark.
+- Generic: a column per field as in vlmdesk's JSONL — `index, question, options (a list) or A, B, …, answer (a
+  letter or a 0-based index), image (bytes, or {bytes, path}), hint, category, l2_category, split`.
+
+Files are read with pyarrow one record batch at a time (a row group is the most held), so memory stays flat
+whatever the file's size. Several shards of one split import as one benchmark: a folder of `.parquet` files, or one
+shard named like `dev-00000-of-00003.parquet`, which brings its siblings. A row's place in errors is
+`SHARD:ROW` (rows counted from 1 in that shard). Every other column is kept in the item's meta, so a curated export
+writes the layout back (`write_parquet`).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from db.catalog import Benchmark, Item
+from db.workspace import Workspace
+from evaluator.choices import YES_NO
+from evaluator.importers.common import (
+    LETTERS,
+    MAX_OPTIONS,
+    MAX_SOURCE_BYTES,
+    ImageRef,
+    InputError,
+    ReadLimits,
+    Refused,
+    SourceRow,
+    blank,
+    check_texts,
+    normalise_index,
+    open_regular,
+    sha256_bytes,
+)
+
+_SHARD = re.compile(r"^(?P<split>.+)-(?P<n>\d{5})-of-(?P<total>\d{5})$")
+MAX_SHARDS = 10_000
+BATCH_ROWS = 64  # rows decoded at once: 64 MMBench rows with their images are a few MB
+MAGIC = b"PAR1"
+_KNOWN = {
+    "index",
+    "question",
+    "hint",
+    "answer",
+    "category",
+    "l2-category",
+    "l2_category",
+    "split",
+    "image",
+    "options",
+    "question_id",
+}
+
+
+# ------------------------------------------------------------------------------------------------ shards
+
+
+@dataclass(frozen=True)
+class Shard:
+    path: Path
+    offset: int  # where it starts in the concatenation
+    size: int
+
+
+class ShardStream(io.RawIOBase):
+    """The shards of one split read as one stream (what the importer hashes, and measures its progress by)."""
+
+    def __init__(self, shards: list[Path]):
+        super().__init__()
+        self.shards: list[Shard] = []
+        offset = 0
+        for path in shards:
+            size = os.stat(path).st_size
+            self.shards.append(Shard(path, offset, size))
+            offset += size
+        self.size = offset
+        self._pos = 0
+        self._open: tuple[int, BinaryIO] | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: self.size}[whence]
+        self._pos = max(0, min(self.size, base + offset))
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        for n, shard in enumerate(self.shards):
+            if shard.offset <= self._pos < shard.offset + shard.size:
+                f = self.shard_file(n)
+                f.seek(self._pos - shard.offset)
+                got = f.readinto(view[: min(len(view), shard.offset + shard.size - self._pos)])  # type: ignore[attr-defined]
+                self._pos += got
+                return int(got)
+        return 0
+
+    def readline(self, size: int | None = -1) -> bytes:
+        """A line in chunks (RawIOBase's reads a byte at a time, and a binary file's first "line" is long)."""
+        limit = -1 if size is None else size
+        out = bytearray()
+        while limit < 0 or len(out) < limit:
+            chunk = self.read(65536 if limit < 0 else min(65536, limit - len(out)))
+            if not chunk:
+                break
+            newline = chunk.find(b"\n")
+            if newline >= 0:
+                out += chunk[: newline + 1]
+                self.seek(self._pos - (len(chunk) - newline - 1))
+                break
+            out += chunk
+        return bytes(out)
+
+    def shard_file(self, n: int) -> BinaryIO:
+        if self._open is None or self._open[0] != n:
+            self._close_shard()
+            self._open = (n, _open_shard(self.shards[n].path))
+        return self._open[1]
+
+    def _close_shard(self) -> None:
+        if self._open is not None:
+            self._open[1].close()
+            self._open = None
+
+    def close(self) -> None:
+        self._close_shard()
+        super().close()
+
+
+def is_sharded(path: Path) -> bool:
+    """Whether the path names several shards: a folder holding .parquet files, or one shard of
+    `NAME-00000-of-00003.parquet`. (Any other folder is refused as a source, like any non-regular file.)"""
+    if path.suffix.lower() == ".parquet" and _SHARD.match(path.stem) is not None and not path.is_dir():
+        return True
+    try:
+        return path.is_dir() and any(p.suffix.lower() == ".parquet" for p in path.iterdir())
+    except OSError:
+        return False
+
+
+def shard_paths(path: Path) -> list[Path]:
+    """The shards of one split, in order. InputError when they are missing or of several splits."""
+    if path.is_dir():
+        found = sorted(p for p in path.iterdir() if p.suffix.lower() == ".parquet")
+        if not found:
+            raise InputError(path, 0, "path", "a folder without .parquet files")
+        splits = sorted({m.group("split") if (m := _SHARD.match(p.stem)) else p.stem for p in found})
+        if len(splits) > 1:
+            shown = ", ".join(splits[:5]) + (", …" if len(splits) > 5 else "")
+            raise InputError(path, 0, "path", f"shards of several splits ({shown}): import one split's shards")
+    else:
+        match = _SHARD.match(path.stem)
+        assert match is not None  # is_sharded said so
+        total = int(match.group("total"))
+        if total > MAX_SHARDS:
+            raise InputError(path, 0, "path", f"{total} shards; at most {MAX_SHARDS}")
+        found = [path.with_name(f"{match.group('split')}-{n:05d}-of-{total:05d}{path.suffix}") for n in range(total)]
+        missing = [p.name for p in found if not p.exists()]
+        if missing:
+            raise InputError(path, 0, "path", f"shard {missing[0]} of this split is missing ({len(missing)} missing)")
+    if len(found) > MAX_SHARDS:
+        raise InputError(path, 0, "path", f"{len(found)} shards; at most {MAX_SHARDS}")
+    for p in found:
+        _open_shard(p).close()  # every shard a regular file within the size limit, before anything is read
+    return found
+
+
+def open_shards(path: Path) -> ShardStream:
+    return ShardStream(shard_paths(path))
+
+
+def _open_shard(path: Path) -> BinaryIO:
+    try:
+        return open_regular(path, MAX_SOURCE_BYTES, "limit for a benchmark file")
+    except Refused as exc:
+        raise InputError(path, 0, "path", str(exc).removeprefix(f"{path} ")) from None
+    except OSError as exc:
+        raise InputError(path, 0, "path", f"cannot read ({exc.strerror or exc})") from None
+
+
+def sniff(record: object, first: str, head: str) -> bool:
+    return first.startswith(MAGIC.decode())
+
+
+def refine(path: Path, raw: BinaryIO) -> str | None:
+    """pope-parquet when the (first shard's) columns are POPE's: question_id and answer, no options."""
+    names = set(_schema(path, raw).names)
+    raw.seek(0)
+    if {"question_id", "answer"} <= names and "A" not in names and "options" not in names:
+        return "pope-parquet"
+    return None
+
+
+def _schema(path: Path, raw: BinaryIO) -> Any:
+    import pyarrow.parquet as pq
+
+    f = raw.shard_file(0) if isinstance(raw, ShardStream) else raw
+    try:
+        return pq.ParquetFile(f).schema_arrow
+    except Exception as exc:  # pyarrow raises ArrowInvalid / OSError for anything that is not parquet
+        raise InputError(path, 0, "path", f"not a readable parquet file ({str(exc)[:100]})") from None
+
+
+# ------------------------------------------------------------------------------------------------ reading
+
+
+def _batches(path: Path, raw: BinaryIO) -> Iterator[tuple[Path, int, dict[str, Any]]]:
+    """(shard, row number in it, row as a dict) for every row, a record batch at a time; `raw` is moved along so the
+    importer's progress (raw.tell()) follows the reading."""
+    import pyarrow.parquet as pq
+
+    shards = raw.shards if isinstance(raw, ShardStream) else [Shard(path, 0, 0)]
+    for n, shard in enumerate(shards):
+        f = raw.shard_file(n) if isinstance(raw, ShardStream) else raw
+        f.seek(0)
+        try:
+            # No pre-buffering, a 1 MB read buffer and one thread: reading a batch holds that batch and no read-ahead
+            # (the defaults read whole row groups ahead, several at once: twice the memory for a 4,400-row MMBench).
+            parquet = pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20)
+            batches = parquet.iter_batches(batch_size=BATCH_ROWS, use_threads=False)
+        except Exception as exc:  # ArrowInvalid, OSError: not parquet, or a damaged footer
+            raise InputError(shard.path, 0, "path", f"not a readable parquet file ({str(exc)[:100]})") from None
+        row = 0
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except Exception as exc:  # a damaged page
+                raise InputError(shard.path, row + 1, "row", f"unreadable parquet data ({str(exc)[:100]})") from None
+            for record in batch.to_pylist():
+                row += 1
+                yield shard.path, row, record
+            if isinstance(raw, ShardStream):
+                raw.seek(shard.offset + min(shard.size, f.tell()))
+
+
+def _text(value: object) -> str | None:
+    """A cell as text; None for a missing value (null, NaN, '', 'nan')."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = value if isinstance(value, str) else str(value)
+    return None if blank(text) else text.strip()
+
+
+def _image(value: object, limits: ReadLimits, err: Any) -> ImageRef | None:
+    data = value.get("bytes") if isinstance(value, dict) else value
+    if data is None:
+        return None
+    if not isinstance(data, (bytes, bytearray)):
+        raise err("image", f"expected image bytes (or {{bytes, path}}), got {type(data).__name__}")
+    if len(data) > limits.max_image_bytes:
+        raise err(
+            "image", f"{len(data) // 2**20} MB, over the --max-image-mb limit of {limits.max_image_bytes // 2**20}"
+        )
+    return ImageRef("bytes", bytes(data))
+
+
+class _SharedImages:
+    """Parquet repeats an image's bytes in every row that shows it (MMBench's circular copies, POPE's six questions
+    per image); a repeat becomes a reference to the first row that had them (the TSV's convention), so the importer
+    holds each image once instead of once per row."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, int | str] = {}  # sha256 -> index of the first row with these bytes
+        self.seen: set[int | str] = set()
+
+    def shared(self, row: SourceRow) -> SourceRow:
+        fresh = row.index not in self.seen  # a repeated index is the importer's error; never a reference target
+        self.seen.add(row.index)
+        if row.image is None or row.image.kind != "bytes":
+            return row
+        assert isinstance(row.image.value, bytes)
+        sha = sha256_bytes(row.image.value)
+        if sha in self.first:
+            return replace(row, image=ImageRef("row", self.first[sha]))
+        if fresh:
+            self.first[sha] = row.index
+        return row
+
+
+def read_parquet(
+    path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+) -> Iterator[SourceRow | InputError]:
+    """MMBench or generic multiple-choice rows."""
+    images = _SharedImages()
+    for shard, line, record in _batches(path, raw):
+        try:
+            yield images.shared(_mcq_row(shard, line, record, limits))
+        except InputError as exc:
+            index = record.get("index")
+            exc.index = index if isinstance(index, (int, str)) and not isinstance(index, bool) else None
+            yield exc
+
+
+def _mcq_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits) -> SourceRow:
+    def err(field: str, what: str) -> InputError:
+        return InputError(shard, line, field, what)
+
+    check_texts({k: v for k, v in record.items() if k != "image"}, "row", err)
+    index = _index(record, "index", line, err)
+    question = _text(record.get("question"))
+    if question is None:
+        raise err("question", "empty")
+    options: list[str] = []
+    if isinstance(record.get("options"), list):
+        options = [t for t in (_text(o) for o in record["options"]) if t is not None]
+        option_cols: list[str] = []
+    else:
+        option_cols = [c for c in LETTERS[:MAX_OPTIONS] if c in record]
+        for letter in option_cols:
+            text = _text(record[letter])
+            if text is None:
+                continue
+            if len(options) != LETTERS.index(letter):
+                raise err(letter, f"option {letter} is filled but option {LETTERS[len(options)]} is empty")
+            options.append(text)
+    if len(options) < 2:
+        raise err("options" if not option_cols else "A", f"needs at least two options, found {len(options)}")
+    if len(options) > MAX_OPTIONS:
+        raise err("options", f"{len(options)} options; at most {MAX_OPTIONS} (A-Y)")
+    answer = _answer(record.get("answer"), len(options), err)
+    extra = {k: v for k, v in record.items() if k not in _KNOWN and k not in option_cols and k != "L2-category"}
+    meta = {k: _text(v) for k, v in extra.items() if _text(v) is not None}
+    return SourceRow(
+        line=line,
+        index=index,
+        question=question,
+        options=tuple(options),
+        answer=answer,
+        image=_image(record.get("image"), limits, err),
+        hint=_text(record.get("hint")),
+        category=_text(record.get("category")),
+        l2_category=_text(record.get("L2-category", record.get("l2-category", record.get("l2_category")))),
+        split=_text(record.get("split")),
+        meta=meta,
+    )
+
+
+def _index(record: dict[str, Any], name: str, line: int, err: Any) -> int | str:
+    value = record.get(name, line)
+    try:
+        return normalise_index(value)
+    except (ValueError, TypeError) as exc:
+        raise err(name, f"not a valid index: {str(value)[:60]!r} ({exc})") from None
+
+
+def _answer(value: object, n: int, err: Any) -> str | None:
+    if value is None or (isinstance(value, str) and blank(value)):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 0 <= value < n:
+            raise err("answer", f"index {value} is not one of the {n} options (0-based)")
+        return LETTERS[value]
+    text = str(value).strip().upper()
+    if text not in LETTERS[:n]:
+        raise err("answer", f"{str(value)[:40]!r} is not one of the options {', '.join(LETTERS[:n])}")
+    return text
+
+
+def read_pope_parquet(
+    path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+) -> Iterator[SourceRow | InputError]:
+    """lmms-lab's POPE rows: one setting (category) per file, since a benchmark's POPE metrics are per setting."""
+    setting, images = None, _SharedImages()
+    for shard, line, record in _batches(path, raw):
+        category = _text(record.get("category"))
+        if setting is None:
+            setting = category
+        elif category != setting:
+            raise InputError(
+                shard,
+                line,
+                "category",
+                f"{category!r} after {setting!r}: one POPE setting per benchmark (import the Full config's "
+                "per-setting splits, e.g. Full/adversarial-*.parquet)",
+            )
+        try:
+            yield images.shared(_pope_row(shard, line, record, limits))
+        except InputError as exc:
+            yield exc
+
+
+def _pope_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits) -> SourceRow:
+    def err(field: str, what: str) -> InputError:
+        return InputError(shard, line, field, what)
+
+    check_texts({k: v for k, v in record.items() if k != "image"}, "row", err)
+    index = _index(record, "question_id", line, err)
+    question = _text(record.get("question"))
+    if question is None:
+        raise err("question", "empty")
+    answer = (_text(record.get("answer")) or "").lower() or None
+    if answer is not None and answer not in YES_NO:
+        raise err("answer", f"{answer[:40]!r} is not yes or no")
+    meta = {k: _text(v) for k, v in record.items() if k not in _KNOWN and _text(v) is not None}
+    return SourceRow(
+        line=line,
+        index=index,
+        question=question,
+        options=(),
+        answer=answer,
+        image=_image(record.get("image"), limits, err),
+        category=_text(record.get("category")),
+        meta=meta,
+    )
+
+
+# ------------------------------------------------------------------------------------------------ writing
+
+_WRITE_ROWS = 256  # rows per row group: what a reader holds at once
+
+
+def write_parquet(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -> tuple[int, int]:
+    """The benchmark in lmms-lab's layout (MMBench's, circular copies re-expanded, or POPE's), images inline."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from evaluator.exporters import _copies, _extra, _image
+    from evaluator.outfiles import AtomicOutput
+
+    pope = bench.kind == "yesno"
+    n_options = max((len(i.options) for i in items), default=2)
+    extras = list(dict.fromkeys(k for i in items for k in _extra(i) if k != "image_source"))
+    image_type = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    if pope:
+        names = ["question_id", "question", "answer", "image_source", "image", "category", *extras]
+    else:
+        names = ["index", "question", "hint", *LETTERS[:n_options], "answer", "category", "image"]
+        names += [*extras, "L2-category", "split"]
+    index_type = pa.int64() if all(isinstance(i.index, int) for i in items) else pa.string()
+    schema = pa.schema(
+        [
+            (n, index_type if n in ("index", "question_id") else image_type if n == "image" else pa.string())
+            for n in names
+        ]
+    )
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for item in items:
+            yield _record(item, item.index, item.options, item.answer)
+        if not pope:
+            copies = sorted(
+                (
+                    (k, pos, item, index, shown, answer)
+                    for pos, item in enumerate(items)
+                    for k, index, shown, answer in _copies(item)
+                ),
+                key=lambda c: (c[0], c[1]),
+            )
+            for _, _, item, index, shown, answer in copies:
+                yield _record(item, index, shown, answer)
+
+    images: set[str] = set()
+
+    def _record(item: Item, index: int | str, options: tuple[str, ...], answer: str | None) -> dict[str, Any]:
+        image = None
+        if item.image_sha256:
+            images.add(item.image_sha256)
+            image = {"bytes": _image(ws, item.image_sha256)[0], "path": None}
+        values = {
+            "index": index,
+            "question_id": index if index_type == pa.int64() else str(index),
+            "question": item.question,
+            "hint": item.hint,
+            "answer": answer,
+            "category": item.category,
+            "L2-category": item.l2_category,
+            "split": item.split,
+            "image": image,
+            **_extra(item),
+            **dict(zip(LETTERS, options)),
+        }
+        if index_type == pa.string():
+            values["index"] = str(index)
+        return {n: values.get(n) for n in names}
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = AtomicOutput(path, binary=True)
+    handle = out.open()
+    ok, count = False, 0
+    try:
+        with pq.ParquetWriter(handle, schema) as writer:
+            chunk: list[dict[str, Any]] = []
+            for record in rows():
+                chunk.append(record)
+                count += 1
+                if len(chunk) == _WRITE_ROWS:
+                    writer.write_table(pa.Table.from_pylist(chunk, schema=schema))
+                    chunk = []
+            if chunk or count == 0:
+                writer.write_table(pa.Table.from_pylist(chunk, schema=schema))
+        ok = True
+    finally:
+        out.close(ok)
+    return count, len(images)

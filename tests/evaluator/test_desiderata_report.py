@@ -1,0 +1,158 @@
+"""`desiderata_report` over stored runs: each dimension from hand-made passes, with the numbers worked out here."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from db import open_workspace, runs
+from evaluator.desiderata import desiderata_report
+from tests.evaluator.desiderata_runs import mcq_bench, stored_run
+
+KEYS = list("ABCDABCDAB")  # item i's key: option i mod 4
+
+
+@pytest.fixture
+def ws(tmp_path):
+    with open_workspace(tmp_path / "ws.sqlite") as ws:
+        yield ws
+
+
+def test_option_scores_are_stored_and_read_back(ws, tmp_path):
+    bench = mcq_bench(ws, tmp_path, n=2)
+    run_id = stored_run(ws, bench, ["A", "B"], scores=[[-0.1, -2.0, -3.0, float("-inf")], [-1.0, -0.5, -4.0, -4.0]])
+    got = [p.scores for p in runs.predictions_of(ws, run_id)]
+    assert got == [(-0.1, -2.0, -3.0, None), (-1.0, -0.5, -4.0, -4.0)]  # -inf is stored as null
+
+
+def test_calibration_from_stored_scores(ws, tmp_path):
+    bench = mcq_bench(ws, tmp_path, n=4)
+    # Confidence = softmax max: item 0 and 1 confident and right, item 2 confident and wrong, item 3 unsure.
+    p = [math.log(x) for x in (0.7, 0.1, 0.1, 0.1)]
+    flat = [math.log(0.25)] * 4
+    scores = [p, [p[1], p[0], p[2], p[3]], p, flat]
+    run_id = stored_run(ws, bench, ["A", "B", "A", "A"], config={"likelihood": True}, scores=scores)
+    report = desiderata_report(ws, [run_id])
+    cal = report.models[0].dimensions["calibration"]
+    # 4 items, 10 bins: one each. |0.25-1| (item 3: A is its key? no: key D) ...
+    # item 3's key is D, chosen A -> wrong with conf .25; item 2's key is C -> wrong with conf .7.
+    expected = (abs(0.25 - 0) + abs(0.7 - 1) + abs(0.7 - 1) + abs(0.7 - 0)) / 4
+    assert cal.value == pytest.approx(expected)
+    assert cal.runs == (run_id,) and cal.entries[0]["n"] == 4 and not cal.missing
+    assert report.models[0].dimensions["calibration"].radar == pytest.approx(100 * (1 - expected))
+
+
+def test_instruction_following_mr_and_accuracy(ws, tmp_path):
+    bench = mcq_bench(ws, tmp_path, n=4)
+    plain = stored_run(ws, bench, ["A", "B", "D", None])
+    natural = stored_run(ws, bench, ["A", "C", "D", None], config={"label_map": "natural:0"})
+    neutral = stored_run(ws, bench, ["A", "B", "D", "D"], config={"label_map": "neutral:1"})
+    report = desiderata_report(ws, [natural, neutral])
+    d = report.models[0].dimensions["instruction_following"]
+    by = {e["label_map"]: e for e in d.entries}
+    assert by["natural:0"]["plain_run_id"] == plain  # found in the workspace, not given
+    assert by["natural:0"]["mr"] == pytest.approx(2 / 4) and by["neutral:1"]["mr"] == pytest.approx(3 / 4)
+    assert by["natural:0"]["accuracy"] == pytest.approx(1 / 4) and by["neutral:1"]["accuracy"] == pytest.approx(3 / 4)
+    assert d.value == pytest.approx((0.5 + 0.75) / 2) and d.extra["accuracy"] == pytest.approx(0.5)
+    commands = [m.command for m in d.missing]
+    assert "vlmdesk run --bench b --model hf:m --label-map natural:1" in commands
+    assert "vlmdesk run --bench b --model hf:m --label-map natural:0" not in commands
+    assert len(commands) == 4  # natural:1, natural:2, neutral:0, unnatural:0
+
+
+def test_robustness_rrm_per_kind(ws, tmp_path):
+    bench = mcq_bench(ws, tmp_path, n=8)
+    plain = stored_run(ws, bench, KEYS[:6] + ["A", "A"])  # 6 of 8 right (items 6, 7 keyed C, D)
+    corrupt = {"corrupt": ["image:gaussian_noise:3"]}
+    image = stored_run(ws, bench, KEYS[:4] + ["B", "A", "A", "A"], config=corrupt)  # 4 of 8
+    report = desiderata_report(ws, [plain, image])
+    d = report.models[0].dimensions["robustness"]
+    (entry,) = d.entries
+    assert entry["plain_run_id"] == plain and entry["kind"] == "image" and entry["acc_random"] == 0.25
+    assert entry["rrm"] == pytest.approx((0.5 - 0.25) / (0.75 - 0.25) * 100)
+    assert entry["rr"] == pytest.approx(0.5 / 0.75 * 100)
+    assert d.extra["by_kind"]["text"]["rrm"] is None
+    assert [m.command for m in d.missing] == [
+        "vlmdesk run --bench b --model hf:m --corrupt text:mild_mix",
+        "vlmdesk run --bench b --model hf:m --corrupt image:gaussian_noise:3 --corrupt text:mild_mix",
+    ]
+
+
+def test_icl_riam_over_shots(ws, tmp_path):
+    bench = mcq_bench(ws, tmp_path, n=4)
+    zero = stored_run(ws, bench, ["A", "B", "A", "A"])  # 2 of 4
+    one = stored_run(ws, bench, ["A", "B", "C", "A"], config={"shots": 1})  # 3 of 4
+    two = stored_run(ws, bench, ["A", "A", "A", "A"], config={"shots": 2})  # 1 of 4
+    d = desiderata_report(ws, [zero, one, two]).models[0].dimensions["in_context_learning"]
+    (entry,) = d.entries
+    assert entry["acc0"] == 0.5 and entry["accuracy"] == {"1": 0.75, "2": 0.25}
+    assert d.value == pytest.approx(((0.5 - 0.5) / (0.5 - 0.25)) * 50 + 50)
+    assert [m.what for m in d.missing] == ["3-shot run (random) beside run 1"]
+
+
+def test_nothing_to_compute_says_which_runs_to_start(ws, tmp_path):
+    bench = mcq_bench(ws, tmp_path, n=2)
+    plain = stored_run(ws, bench, ["A", "B"])
+    report = desiderata_report(ws, [plain])
+    dims = report.models[0].dimensions
+    assert all(d.value is None for d in dims.values())
+    assert dims["calibration"].missing[0].command == (
+        "vlmdesk run --bench b --model hf:m --likelihood --strategy vanilla"
+    )
+    assert dims["language"].missing[0].command == "vlmdesk run --bench b --model hf:m --cot --max-new-tokens 256"
+    assert "pope build" in (dims["hallucination"].missing[0].command or "")
+    json_ = report.to_json()
+    assert json_["runs"] == [plain] and set(json_["models"][0]) >= {"model", "calibration", "hallucination"}
+
+
+def test_an_older_workspace_gains_option_scores_and_check_reads_them(tmp_path, capsys):
+    from sqlite_utils import Database
+
+    from db import schema
+    from vlmdesk.cli import main
+
+    path = tmp_path / "old.sqlite"
+    db = Database(str(path))
+    schema.migrations.apply(db, stop_before="0011_option_scores")
+    db.execute(f"PRAGMA user_version = {len(schema.migrations.applied(db))}")
+    db.conn.commit()
+    db.close()
+    with open_workspace(path) as ws:  # upgraded on open
+        assert "scores" in {c.name for c in ws.db["predictions"].columns}
+        bench = mcq_bench(ws, tmp_path, n=2)
+        stored_run(ws, bench, ["A", "B"], config={"likelihood": True}, scores=[[-1.0, -2, -3, -4], [-2.0, -1, -3, -4]])
+        plain = stored_run(ws, bench, ["A", "B"])
+        assert all(p.scores is None for p in runs.predictions_of(ws, plain))
+    assert main(["--workspace", str(path), "check", "--json"]) == 0
+    capsys.readouterr()
+    with open_workspace(path) as ws:  # a pass whose scores do not match its options is reported
+        ws.conn.execute("UPDATE predictions SET scores = '[1.0]' WHERE run_id = 1 AND pass = 0 AND item_id = 1")
+        ws.conn.commit()
+    assert main(["--workspace", str(path), "check"]) == 1
+    assert "run 1 item 1 pass 0: 1 option scores for 4 shown" in capsys.readouterr().out
+
+
+def test_figures_of_a_report(ws, tmp_path):
+    from db.errors import InvalidInput
+    from evaluator import plots
+    from evaluator.desiderata import DIMENSIONS, TITLES, run_reliability
+
+    bench = mcq_bench(ws, tmp_path, n=8)
+    plain = stored_run(ws, bench, KEYS[:8])
+    c1 = stored_run(ws, bench, KEYS[:6] + ["A", "A"], config={"corrupt": ["image:gaussian_noise:1"]})
+    c5 = stored_run(ws, bench, KEYS[:4] + ["B", "A", "A", "A"], config={"corrupt": ["image:gaussian_noise:5"]})
+    lik = stored_run(ws, bench, KEYS[:8], config={"likelihood": True}, scores=[[-1.0, -2.0, -3.0, -4.0]] * 8)
+    report = desiderata_report(ws, [plain, c1, c5, lik])
+    radar = plots.radar_figure(report)
+    assert [t.get_text().replace("\n", " ") for t in radar.axes[0].get_xticklabels()] == [TITLES[d] for d in DIMENSIONS]
+    robust = plots.robustness_figure(report)
+    heights = sorted(round(p.get_height(), 3) for p in robust.axes[0].patches if p.get_width() > 0)
+    assert heights == [round((0.5 - 0.25) / 0.75 * 100, 3), round((0.75 - 0.25) / 0.75 * 100, 3)]
+    found = run_reliability(ws, lik)
+    assert found is not None and found.n == 8
+    for name, fig in (("radar", radar), ("robust", robust), ("rel", plots.reliability_figure(found))):
+        assert plots.save_figure(fig, tmp_path / f"{name}.png").stat().st_size > 1000
+    with pytest.raises(InvalidInput, match="nothing to draw"):
+        plots.robustness_figure(desiderata_report(ws, [plain]))
+    assert run_reliability(ws, plain) is None

@@ -1,0 +1,206 @@
+"""Hugging Face parquet benchmarks (lmms-lab's MMBench and POPE layouts, the generic shape): `vlmdesk import` of a
+file, a folder of shards or one shard of several; bad rows; the curated export written back in the layout."""
+
+import io
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from PIL import Image
+
+from db import catalog, open_workspace
+from evaluator.exporters import export_benchmark
+from vlmdesk.cli import main
+
+STRIDE = 1_000_000
+IMAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+
+
+def _png(seed: int) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (8, 8), (seed * 40 % 256, 10, 200)).save(out, "PNG")
+    return out.getvalue()
+
+
+def mmbench_rows(n: int) -> list[dict]:
+    """lmms-lab/MMBench rows: n questions of 4 options (every third with 3), each followed later by its circular
+    copies, a NaN-like empty hint on odd rows."""
+    originals = []
+    for i in range(n):
+        k = 3 if i % 3 == 0 else 4
+        options = [f"option {j} of {i}" for j in range(k)]
+        originals.append((i, options, "ABCD"[i % k]))
+    rows = []
+    for shift in range(4):
+        for i, options, answer in originals:
+            k = len(options)
+            if shift >= k:
+                continue
+            shown = [options[(j + shift) % k] for j in range(k)]
+            rows.append(
+                {
+                    "index": i + shift * STRIDE,
+                    "question": f"What is shown in picture {i}?",
+                    "hint": None if i % 2 else f"hint {i}",
+                    **{letter: shown[j] if j < k else None for j, letter in enumerate("ABCD")},
+                    "answer": "ABCD"[shown.index(options["ABCD".index(answer)])],
+                    "category": f"cat{i % 5}",
+                    "image": {"bytes": _png(i % 7), "path": f"{i}.png"},
+                    "source": "MMBench",
+                    "L2-category": f"l2-{i % 2}",
+                    "comment": None,
+                    "split": "dev",
+                }
+            )
+    return rows
+
+
+def write(path, rows, row_group_size=16, schema=None):
+    table = pa.Table.from_pylist(rows, schema=schema)
+    pq.write_table(table, path, row_group_size=row_group_size)
+
+
+def _cli(capsys, ws, *args):
+    capsys.readouterr()
+    code = main(["--workspace", str(ws), *map(str, args)])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_mmbench_shards_import_as_one_benchmark_with_copies_folded(tmp_path, capsys):
+    rows = mmbench_rows(40)
+    folder = tmp_path / "en"
+    folder.mkdir()
+    third = len(rows) // 3
+    for n, part in enumerate((rows[:third], rows[third : 2 * third], rows[2 * third :])):
+        write(folder / f"dev-{n:05d}-of-00003.parquet", part)
+    ws = tmp_path / "w.sqlite"
+    code, out, err = _cli(capsys, ws, "import", folder, "--name", "mmb", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["format"] == "parquet" and report["kind"] == "mcq"
+    assert (report["rows_read"], report["questions"], report["rows_folded"]) == (len(rows), 40, len(rows) - 40)
+    assert report["images"] == 7
+    with open_workspace(ws) as w:
+        bench = catalog.benchmark_by_name(w, "mmb")
+        items = catalog.list_items(w, bench.id)
+    first = items[1]
+    assert first.options == ("option 0 of 1", "option 1 of 1", "option 2 of 1", "option 3 of 1") and first.answer == "B"
+    assert first.hint is None and items[0].hint == "hint 0" and first.l2_category == "l2-1"
+    assert first.meta["source"] == "MMBench" and "comment" not in first.meta and first.circular_copies == 3
+    # One shard's name brings its siblings: the same content, so the same benchmark.
+    code, out, _ = _cli(capsys, ws, "import", folder / "dev-00001-of-00003.parquet", "--json")
+    assert code == 0 and json.loads(out)["already_imported"] is True
+
+
+def test_curated_export_writes_the_layout_back(tmp_path, capsys):
+    rows = mmbench_rows(10)
+    src = tmp_path / "mmb.parquet"
+    write(src, rows)
+    ws = tmp_path / "w.sqlite"
+    assert _cli(capsys, ws, "import", src)[0] == 0
+    out = tmp_path / "curated.parquet"
+    with open_workspace(ws) as w:
+        bench = catalog.benchmark_by_name(w, "mmb")
+        items = catalog.list_items(w, bench.id)
+        report = export_benchmark(w, bench, out, exclude=frozenset({items[0].id}), answers={items[1].id: "D"})
+    table = pq.read_table(out)
+    assert report.format == "parquet" and table.num_rows == report.rows == len(rows) - 3  # item 0 had 3 rows
+    assert table.column_names[:9] == ["index", "question", "hint", "A", "B", "C", "D", "answer", "category"]
+    assert {"image", "source", "L2-category", "split"} <= set(table.column_names)
+    written = {r["index"]: r for r in table.to_pylist()}
+    original = {r["index"]: r for r in rows}
+    for index, row in written.items():
+        assert [row[c] for c in "ABCD"] == [original[index][c] for c in "ABCD"]
+        assert row["image"]["bytes"] == original[index]["image"]["bytes"]
+        if index % STRIDE != 1:
+            assert row["answer"] == original[index]["answer"]
+    assert written[1]["answer"] == "D" and written[1 + STRIDE]["answer"] == "C"  # the correction, rotated
+    assert _cli(capsys, tmp_path / "again.sqlite", "import", out, "--json")[0] == 0
+
+
+def test_pope_layout_and_generic_shape(tmp_path, capsys):
+    ws = tmp_path / "w.sqlite"
+    pope = [
+        {
+            "id": str(n),
+            "question_id": str(n + 1),
+            "question": f"Is there a thing {n} in the image?",
+            "answer": "yes" if n % 2 else "no",
+            "image_source": f"COCO_{n // 2}",
+            "image": {"bytes": _png(n // 2), "path": None},
+            "category": "adversarial",
+        }
+        for n in range(12)
+    ]
+    folder = tmp_path / "Full"
+    folder.mkdir()
+    write(folder / "adversarial-00000-of-00001.parquet", pope)
+    code, out, err = _cli(capsys, ws, "import", folder / "adversarial-00000-of-00001.parquet", "--json")
+    assert code == 0, err
+    assert json.loads(out)["kind"] == "yesno" and json.loads(out)["format"] == "pope-parquet"
+    code, out, _ = _cli(capsys, ws, "benchmarks", "--json")
+    bench = next(b for b in json.loads(out) if b["kind"] == "yesno")
+    assert bench["setting"] == "adversarial" and bench["questions"] == 12
+    with open_workspace(ws) as w:
+        item = catalog.list_items(w, catalog.benchmark_by_name(w, bench["name"]).id)[3]
+    assert (item.index, item.answer, item.options, item.meta["image_source"]) == (4, "yes", (), "COCO_1")
+    mixed = tmp_path / "test.parquet"
+    write(mixed, pope[:6] + [{**r, "category": "random"} for r in pope[6:]])
+    code, _, err = _cli(capsys, ws, "import", mixed)
+    assert code == 2 and err.startswith(f"error: {mixed}:7: category: 'random' after 'adversarial'")
+
+    generic = [
+        {"index": f"q{n}", "question": f"question {n}", "options": ["x", "y", "z"][: 2 + n % 2], "answer": n % 2,
+         "image": _png(n), "l2_category": "L"}
+        for n in range(5)
+    ]  # fmt: skip
+    path = tmp_path / "generic.parquet"
+    write(path, generic)
+    code, out, err = _cli(capsys, ws, "import", path, "--json")
+    assert code == 0 and json.loads(out)["questions"] == 5, err
+    with open_workspace(ws) as w:
+        items = catalog.list_items(w, catalog.benchmark_by_name(w, "generic").id)
+    assert [(i.index, i.answer, len(i.options), i.l2_category) for i in items[:2]] == [
+        ("q0", "A", 2, "L"),
+        ("q1", "B", 3, "L"),
+    ]
+
+
+def test_bad_rows_and_bad_files(tmp_path, capsys):
+    ws = tmp_path / "w.sqlite"
+    good = mmbench_rows(6)[:6]
+    cases = [
+        ("question", {"question": ""}, "question: empty"),
+        ("answer", {"answer": "Q"}, "answer: 'Q' is not one of the options"),
+        ("options", {"B": None, "C": None, "D": None}, "A: needs at least two options"),
+        ("image", {"image": {"bytes": b"not an image", "path": None}}, "image: not an image"),
+        ("index", {"index": None}, "index: not a valid index"),
+    ]
+    for name, change, message in cases:
+        rows = [dict(r) for r in good]
+        rows[4] = {**rows[4], **change}
+        path = tmp_path / f"{name}.parquet"
+        write(path, rows, schema=pa.Table.from_pylist(good).schema)
+        code, _, err = _cli(capsys, ws, "import", path)
+        assert code == 2 and err.startswith(f"error: {path}:5: {message}"), err
+        code, out, err = _cli(capsys, ws, "import", path, "--skip-bad", "--json")
+        assert code == 0 and json.loads(out)["rows_skipped"] == 1 and json.loads(out)["questions"] == 5
+    code, out, _ = _cli(capsys, ws, "benchmarks", "--json")
+    assert len(json.loads(out)) == len(cases)
+
+    folder = tmp_path / "two"
+    folder.mkdir()
+    write(folder / "dev-00000-of-00001.parquet", good)
+    write(folder / "test-00000-of-00001.parquet", good)
+    code, _, err = _cli(capsys, ws, "import", folder)
+    assert code == 2 and "shards of several splits (dev, test)" in err
+    write(tmp_path / "dev-00000-of-00002.parquet", good)
+    code, _, err = _cli(capsys, ws, "import", tmp_path / "dev-00000-of-00002.parquet")
+    assert code == 2 and "shard dev-00001-of-00002.parquet of this split is missing" in err
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1" + b"\0" * 100)
+    code, _, err = _cli(capsys, ws, "import", broken)
+    assert code == 2 and err.startswith(f"error: {broken}: path: not a readable parquet file")
+    code, out, _ = _cli(capsys, ws, "benchmarks", "--json")
+    assert len(json.loads(out)) == len(cases)

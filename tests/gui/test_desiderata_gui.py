@@ -1,0 +1,80 @@
+"""The Desiderata page of Results: the report of the chosen runs and its figures, the same numbers as
+`vlmdesk desiderata`; nothing computed or shown in blind mode; its screenshot view."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from db import catalog, open_workspace
+from evaluator.desiderata import desiderata_report, format_report
+from tests.evaluator.desiderata_runs import stored_run
+from vlmdesk.cli import main as cli_main
+
+
+@pytest.fixture
+def variant_runs(demo_ws):
+    """demo_ws's run 1 (baseline:first on demo) is the plain run; add a likelihood run (2) and a corrupted run (3)."""
+    with open_workspace(demo_ws) as ws:
+        bench = catalog.benchmark_by_name(ws, "demo")
+        items = catalog.list_items(ws, bench.id)
+        first = ["A"] * len(items)
+        scores = [[math.log(0.6)] + [math.log(0.4 / (len(i.options) - 1))] * (len(i.options) - 1) for i in items]
+        config = {"strategy": "circular"}
+        stored_run(ws, bench, first, model="baseline:first", config={**config, "likelihood": True}, scores=scores)
+        noisy = ["B"] * len(items)
+        stored_run(
+            ws,
+            bench,
+            noisy,
+            model="baseline:first",
+            config={**config, "corrupt": ["image:gaussian_noise:3"]},
+            strategy="circular",
+        )
+    return demo_ws
+
+
+def test_desiderata_page_shows_the_report_and_its_figures(qtbot, variant_runs, make_window):
+    window = make_window(variant_runs)
+    dash = window.view("results")
+    window.show_view("results")
+    dash.pages.setCurrentWidget(dash.desiderata)
+    view = dash.desiderata
+    view.show_runs([1, 3], figure="robustness")
+    with open_workspace(variant_runs) as ws:
+        expected = desiderata_report(ws, [1, 3])
+    assert view.text.toPlainText() == format_report(expected)
+    rrm = expected.models[0].dimensions["robustness"].entries[0]["rrm"]
+    heights = [p.get_height() for p in view.chart.figure.axes[0].patches if p.get_width() > 0]
+    assert heights == [pytest.approx(rrm)]
+    view.show_runs([2], figure="reliability")
+    with open_workspace(variant_runs) as ws:
+        cal = desiderata_report(ws, [2]).models[0].dimensions["calibration"]
+    assert f"ECE {cal.value:.4f}" in view.chart.figure.axes[0].get_title()
+    view.show_runs([1, 2, 3], figure="radar")
+    assert view.chart.figure.axes[0].name == "polar"
+    assert "vlmdesk run --bench demo --model baseline:first --label-map natural:0" in view.text.toPlainText()
+
+
+def test_blind_mode_computes_and_shows_nothing(qtbot, variant_runs, make_window):
+    window = make_window(variant_runs)
+    dash = window.view("results")
+    view = dash.desiderata
+    view.show_runs([1, 3])
+    assert view.text.toPlainText()
+    window.blind_action.setChecked(True)
+    assert dash.cover.hidden and view.report is None and view.text.toPlainText() == ""
+    view.show_runs([1, 2, 3])
+    assert view.report is None and view.text.toPlainText() == ""
+    window.blind_action.setChecked(False)
+    assert view.report is not None and format_report(view.report) == view.text.toPlainText()
+
+
+def test_screenshot_of_the_desiderata_view(qtbot, variant_runs, tmp_path):
+    from PySide6.QtGui import QImage
+
+    out = tmp_path / "desiderata.png"
+    args = ["--workspace", str(variant_runs), "gui", "--screenshot", str(out), "--view", "desiderata"]
+    assert cli_main([*args, "--chart", "radar", "--size", "1024x700"]) == 0
+    assert QImage(str(out)).width() == 1024
