@@ -84,10 +84,14 @@ def _append(
 ) -> Review:
     created, uid = now_iso(), standing.new_uuid()
     with ws.db.atomic():
+        # A verdict records the guideline version it was given under (annotation/guidelines.py): the benchmark's
+        # latest, read in the same transaction; an undo has none.
         cur = ws.conn.execute(
             "INSERT INTO reviews (item_id, annotator, verdict, corrected_answer, note, seconds, created_at, uuid, "
-            "withdraws) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (item_id, annotator, verdict, corrected_answer, note, seconds, created, uid, withdraws),
+            "withdraws, guideline_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? IS NULL THEN "
+            "(SELECT max(g.version) FROM guidelines g JOIN items i ON i.benchmark_id = g.benchmark_id "
+            "WHERE i.id = ?) END)",
+            (item_id, annotator, verdict, corrected_answer, note, seconds, created, uid, withdraws, withdraws, item_id),
         )
     return Review(
         inserted_id(cur), item_id, annotator, verdict, corrected_answer, note, seconds, created, uid, withdraws

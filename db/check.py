@@ -194,6 +194,17 @@ def _dead_runs(ws: Workspace) -> list[str]:
     )
 
 
+def _guideline_versions(ws: Workspace) -> list[str]:
+    """A verdict names the guideline version it was given under (migration 0014): one its benchmark has."""
+    rows = ws.conn.execute(
+        "SELECT r.id, r.guideline_version FROM reviews r JOIN items i ON i.id = r.item_id "
+        "WHERE r.guideline_version IS NOT NULL AND NOT EXISTS (SELECT 1 FROM guidelines g "
+        "WHERE g.benchmark_id = i.benchmark_id AND g.version = r.guideline_version) LIMIT ?",
+        (MAX_PROBLEMS + 1,),
+    ).fetchall()
+    return _bounded([f"review {rid} names guideline version {v}, which its benchmark does not have" for rid, v in rows])
+
+
 def _mark_dead_runs_interrupted(ws: Workspace) -> str:
     marked = [r.id for r in runs.dead_owner_runs(ws) if runs.mark_interrupted(ws, r.id)]
     return f"marked {len(marked)} run(s) interrupted: {', '.join(map(str, marked))}"
@@ -258,6 +269,7 @@ CHECKS: tuple[Check, ...] = (
     Check("dead_runs", "runs whose process is gone", _dead_runs, _mark_dead_runs_interrupted, current_schema=True),
     Check("option_scores", "option scores of likelihood passes", _option_scores, current_schema=True),
     Check("pass_turns", "turns of multi-turn passes", _pass_turns, current_schema=True),
+    Check("guideline_versions", "verdicts' guideline versions", _guideline_versions, current_schema=True),
     Check("arena_pairs", "arena pairs and the answers they show", _arena_pairs, current_schema=True),
 )
 

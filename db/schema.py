@@ -712,5 +712,37 @@ def _m0013(db: Database) -> None:
     )
 
 
+@migrations(name="0014_guidelines")
+def _m0014(db: Database) -> None:
+    # Annotation guidelines per benchmark, versioned: a change is a new version (the old text stays, so a verdict
+    # can be read against the guideline it was given under: reviews.guideline_version). Saved filters: named
+    # Browse/Review views of a workspace, shared by everyone who opens it.
+    _script(
+        db,
+        """
+        CREATE TABLE guidelines (
+            id INTEGER PRIMARY KEY,
+            benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
+            version INTEGER NOT NULL CHECK (version >= 1),
+            markdown TEXT NOT NULL,
+            author TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (benchmark_id, version)
+        );
+        CREATE TRIGGER guidelines_no_update BEFORE UPDATE ON guidelines
+            BEGIN SELECT RAISE(ABORT, 'guidelines are versioned: a change is a new version'); END;
+        ALTER TABLE reviews ADD COLUMN guideline_version INTEGER;
+        CREATE TABLE saved_filters (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            filters TEXT NOT NULL CHECK (json_valid(filters) AND json_type(filters) = 'object'),
+            author TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        """,
+    )
+
+
 # PRAGMA application_id of every vlmdesk workspace: "VLMD" as a big-endian 32-bit integer.
 APPLICATION_ID = int.from_bytes(b"VLMD", "big")

@@ -9,6 +9,7 @@ same answers on generated runs.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
@@ -77,6 +78,30 @@ def original_option(choice: str | None, order: Sequence[int]) -> int | None:
         return None
     index = ord(choice) - ord("A")
     return order[index] if 0 <= index < len(order) else None
+
+
+# -------------------------------------------------------------------------------------------------- likelihood
+
+LIKELIHOOD_SCORES = ("sum", "prefix")
+"""How likelihood mode scores a candidate: `sum`, the summed log-prob of the letter's (or Yes/No's) tokens; `prefix`,
+LVLM-eHub's prefix-based score over the option texts (prefix_scores)."""
+
+
+def prefix_candidates(texts: Sequence[str]) -> tuple[str, ...]:
+    """What the prefix score appends to the prompt for each candidate: LVLM-eHub's ``prefix + ' ' + candidate + '.'``
+    (a multiple-choice item's candidates are its option texts as shown; a yes/no item's, Yes and No)."""
+    return tuple(f" {text.strip()}." for text in texts)
+
+
+def prefix_scores(first_token_logprobs: Sequence[float]) -> list[float]:
+    """LVLM-eHub's prefix-based score (Multi-Modality-Arena, LVLM_evaluation): a candidate's loss is the negative
+    log-prob of its first token; the scores are the softmax over the candidates of 1 / loss (they sum to 1, and the
+    prediction is the highest). A certain first token (loss 0) scores 1."""
+    inverse = [1 / max(-lp, 1e-12) for lp in first_token_logprobs]
+    top = max(inverse, default=0.0)
+    weights = [math.exp(x - top) for x in inverse]
+    total = sum(weights)
+    return [w / total for w in weights]
 
 
 # ------------------------------------------------------------------------------------------------------ yes/no

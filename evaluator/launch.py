@@ -28,7 +28,17 @@ from evaluator.backends.secrets import redact
 from evaluator.llm_extraction import parse_extractor_spec
 from evaluator.progress import Progress
 from evaluator.prompts import PromptTemplate
-from evaluator.runner import Engine, RunSettings, config_key, frequent_answer, new_run, settings_of
+from evaluator.runner import (
+    Engine,
+    RunSettings,
+    config_key,
+    frequent_answer,
+    new_run,
+    scores_first_tokens,
+    settings_of,
+)
+
+DEFAULT_BATCH_SIZE = 8  # queries per call when the user gives no --batch-size
 
 
 class LaunchRefused(UserError):
@@ -71,12 +81,14 @@ def prepare_run(
     settings: RunSettings,
     template: PromptTemplate,
     *,
-    batch_size: int,
+    batch_size: int | None,
     new: bool = False,
 ) -> Launch:
     """The run these settings name: the stored one (continued where it stopped) unless `new`, else a new one
-    owned by this process. `model` is a saved model's name or a spec."""
+    owned by this process. `model` is a saved model's name or a spec. `batch_size` None: not given — the engine
+    asks DEFAULT_BATCH_SIZE queries at a time and a local model chooses its own (automatic on a GPU)."""
     spec = resolve_model(ws, model)
+    asked, batch_size = batch_size, batch_size or DEFAULT_BATCH_SIZE
     try:
         settings.check()
         parse_extractor_spec(settings.extractor)
@@ -87,7 +99,7 @@ def prepare_run(
         return Launch(found, None, batch_size, resumed=True, fresh=False)
     if found is not None:
         _check_free(found)  # before loading a model for nothing; execute_run claims it for real
-    backend = _open(ws, bench.id, spec, settings, seed=settings.seed, batch_size=batch_size)
+    backend = _open(ws, bench.id, spec, settings, seed=settings.seed, batch_size=asked)
     try:
         # Found or created and claimed in one transaction: the same command started twice at once runs once.
         run = start_run(ws, bench, spec, settings, template, backend, batch_size=batch_size, reuse=not new)
@@ -100,11 +112,12 @@ def prepare_run(
     )
 
 
-def prepare_resume(ws: Workspace, run_id: int, *, batch_size: int) -> Launch:
+def prepare_resume(ws: Workspace, run_id: int, *, batch_size: int | None) -> Launch:
     """A stored run, to be continued with its stored settings (and batch size, when it stored one)."""
     run = runs.get_run(ws, run_id)
     if run is None:
         raise LaunchRefused(f"no run {run_id} in {ws.path}")
+    batch_size = batch_size or DEFAULT_BATCH_SIZE
     if run.status == "finished":
         return Launch(run, None, batch_size, resumed=True, fresh=False)
     try:  # a damaged stored run is shown, never executed
@@ -149,13 +162,17 @@ def _check_free(run: runs.Run) -> None:
         raise LaunchRefused(str(exc)) from None
 
 
-def _open(ws: Workspace, benchmark_id: int, spec: str, settings: RunSettings, *, seed: int, batch_size: int) -> Backend:
+def _open(
+    ws: Workspace, benchmark_id: int, spec: str, settings: RunSettings, *, seed: int, batch_size: int | None
+) -> Backend:
     try:
         backend = open_backend(ws, benchmark_id, spec, seed=seed, batch_size=batch_size)
     except BackendError as exc:
         raise LaunchRefused(redact(str(exc), spec, settings.extractor, settings.multi_turn)) from None
     if settings.likelihood and not can_score(backend):
         raise LaunchRefused(f"{backend.spec} cannot score likelihoods; drop --likelihood")
+    if settings.likelihood_score == "prefix" and not scores_first_tokens(backend):
+        raise LaunchRefused(f"{backend.spec} cannot score first tokens; drop --likelihood-score prefix")
     return backend
 
 

@@ -92,16 +92,7 @@ def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
                     group=None if g == "Overall" else g,
                     strategy=strategy,
                 )
-            for bar, h in zip(bars, heights):
-                ax.annotate(
-                    f"{h:.0f}",
-                    (bar.get_x() + bar.get_width() / 2, h),
-                    ha="center",
-                    va="bottom",
-                    fontsize=7,
-                    xytext=(0, 1),
-                    textcoords="offset points",
-                )
+            _bar_values(ax, bars, heights, crowded=len(reports) > 1)
     ax.set_xticks(
         range(len(groups)),
         [SHORT_L2.get(g, g) for g in groups],
@@ -109,19 +100,35 @@ def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
         ha="center" if level == "by_l2" else "right",
     )
     ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 105)
+    ax.set_ylim(0, 115 if len(reports) > 1 else 105)  # room for upright values
     title = reports[0].benchmark if len({r.benchmark for r in reports}) == 1 else "runs"
     ax.set_title(f"{title}: VanillaEval (light) vs CircularEval (solid)")
     # Below the axes: inside, the legend would hide bars.
     ax.legend(
-        fontsize=7,
+        fontsize=8,
         loc="upper center",
         bbox_to_anchor=(0.5, -0.12 if level == "by_l2" else -0.35),
-        ncol=2 if len(reports) > 1 else 2,
+        ncol=2,
         frameon=False,
     )
     ax.grid(axis="y", alpha=0.3)
     return fig
+
+
+def _bar_values(ax: Any, bars: Any, heights: list[float], *, crowded: bool) -> None:
+    """Each bar's value above it; upright and smaller where several runs put narrow bars side by side (level text
+    of neighbouring bars ran together, "2020")."""
+    for bar, h in zip(bars, heights):
+        ax.annotate(
+            f"{h:.0f}",
+            (bar.get_x() + bar.get_width() / 2, h),
+            ha="center",
+            va="bottom",
+            fontsize=6.5 if crowded else 7,
+            rotation=90 if crowded else 0,
+            xytext=(0, 1.5),
+            textcoords="offset points",
+        )
 
 
 def pope_figure(reports: list[RunReport]) -> Figure:
@@ -148,11 +155,12 @@ def pope_figure(reports: list[RunReport]) -> Figure:
         )
         for bar, metric in zip(bars, metrics):
             _tag(bar, run=report.run_id, level="pope", parser=parser, metric=metric)
+        _bar_values(ax, bars, values, crowded=len(series) > 2)
     ax.set_xticks(range(len(metrics)), metrics)
-    ax.set_ylim(0, 105)
     ax.set_ylabel("%")
     ax.set_title("POPE per setting (solid: official parser, light: strict)")
-    ax.legend(fontsize=7)
+    ax.set_ylim(0, 118 if len(series) > 2 else 108)  # room for the upright values
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, frameon=False)
     ax.grid(axis="y", alpha=0.3)
     return fig
 

@@ -9,6 +9,7 @@ moment continues exactly where its last committed batch ended.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import platform
 import subprocess
@@ -27,9 +28,12 @@ from evaluator import variants
 from evaluator.backends import Backend, BackendError, can_score, check_spec
 from evaluator.backends.base import call_size, chunk_items
 from evaluator.choices import (
+    LIKELIHOOD_SCORES,
     displayed_answer,
     pass_correct,
     passes_needed,
+    prefix_candidates,
+    prefix_scores,
     read_yes_no,
     rotation,
     shown_options,
@@ -56,6 +60,9 @@ class RunSettings:
     likelihood: bool = False
     seed: int = 0
     extractor: str = "rules"
+    # Likelihood mode's score (evaluator.choices.LIKELIHOOD_SCORES): "sum" of the letter's token log-probs, or
+    # LVLM-eHub's "prefix" score over the option texts (needs likelihood).
+    likelihood_score: str = "sum"
     # Run variants (evaluator/variants.py): ChEF's label maps, corruptions, k-shot prompts, chain of thought.
     label_map: str | None = None
     corrupt: tuple[str, ...] = ()
@@ -83,6 +90,10 @@ class RunSettings:
         problems = runs.config_problems(self.config(1))
         if self.strategy not in MCQ_STRATEGIES:
             problems.append(f"strategy: {self.strategy!r} is not circular or vanilla")
+        if self.likelihood_score not in LIKELIHOOD_SCORES:
+            problems.append(f"likelihood_score: {str(self.likelihood_score)[:40]!r} is not one of sum, prefix")
+        elif self.likelihood_score != "sum" and not self.likelihood:
+            problems.append("likelihood_score: the prefix score needs likelihood mode")
         problems += variants.problems(self)
         problems += multi_turn_problems(self)
         if problems:
@@ -107,6 +118,12 @@ def multi_turn_problems(settings: RunSettings) -> list[str]:
 _FIRST_RELEASE = frozenset(
     ("strategy", "full_passes", "limit", "max_new_tokens", "text_only", "likelihood", "seed", "extractor")
 )
+
+
+def scores_first_tokens(backend: Backend) -> bool:
+    """Whether a backend's score() reads first tokens only when asked (``first_token=True``: the prefix score)."""
+    score = getattr(backend, "score", None)
+    return callable(score) and "first_token" in inspect.signature(score).parameters
 
 
 def settings_of(run: runs.Run) -> RunSettings:
@@ -215,6 +232,8 @@ class Engine:
             raise InvalidInput("an open question has no candidates to score; drop --likelihood")
         if self.settings.likelihood and not can_score(backend):
             raise BackendError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
+        if self.settings.likelihood_score == "prefix" and not scores_first_tokens(backend):
+            raise BackendError(f"{backend.spec} cannot score first tokens; drop --likelihood-score prefix")
         self.multi_turn = multi_turn or (load_multi_turn_for(run, self.settings) if self.settings.multi_turn else None)
 
     @staticmethod
@@ -287,17 +306,25 @@ class Engine:
 
     # -- one batch ----------------------------------------------------------------------------------------------
     def _ask(self, batch: list[Item], k: int) -> None:
-        queries, orders = [], []
+        queries, orders, shown_texts = [], [], []
         for item in batch:
             order = rotation(len(item.options), k) if self.kind == "mcq" else ()
             queries.append(self.variants.query(item, k, order))  # prompt, images (variants applied), candidates
             orders.append(order)
+            # What the prefix score appends: the option texts as shown, or Yes/No.
+            shown_texts.append(self.variants.shown_texts(item, k, order) if self.kind == "mcq" else queries[-1].letters)
         t0 = time.perf_counter()
         turns: list[tuple[runs.Turn, ...] | None] = [None] * len(batch)
         if self.settings.likelihood:
             backend = self.backend
             assert can_score(backend)  # checked when the engine was built
-            scores = backend.score(queries, [q.letters for q in queries])
+            if self.settings.likelihood_score == "prefix":
+                texts = [prefix_candidates(t) for t in shown_texts]
+                # An hf-style scorer (checked when the engine was built): each text's first-token log-prob.
+                firsts = backend.score(queries, texts, first_token=True)  # type: ignore[call-arg]
+                scores = [prefix_scores(s) for s in firsts]
+            else:
+                scores = backend.score(queries, [q.letters for q in queries])
             responses = [q.letters[max(range(len(s)), key=s.__getitem__)] for q, s in zip(queries, scores)]
         elif self.multi_turn is not None:  # each pass a dialogue between the asking LLM and the model
             scores = None
@@ -355,7 +382,8 @@ class Engine:
         if scores is not None:
             shown = ", ".join(f"{c}={s:.3f}" for c, s in zip(letters, scores))
             choice = response.lower() if self.kind == "yesno" else self.variants.letter_of(response, letters)
-            return Extraction(choice, "likelihood", f"log-likelihoods {shown}")
+            what = "prefix scores" if self.settings.likelihood_score == "prefix" else "log-likelihoods"
+            return Extraction(choice, "likelihood", f"{what} {shown}")
         if self.kind == "yesno":
             reading = read_yes_no(self.variants.final_text(response))  # a CoT answer: its last answer line
             if reading is None:

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSpli
 from annotation import alignment
 from evaluator.plots import alignment_figure
 from gui.charts import BlindCover, ChartView, message_figure
+from gui.empty_states import BUILD_SET, EmptyState
 from gui.tables import RowsModel, export_table, table_view
 
 COLUMNS = (
@@ -32,6 +33,7 @@ def _pct(v) -> str:
 class AlignmentView(QWidget):
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
+        self.empty = EmptyState(self, ctx, "alignment")
         self.ctx = ctx
         self.report: alignment.AlignmentReport | None = None
         self.set_combo = QComboBox()
@@ -118,10 +120,19 @@ class AlignmentView(QWidget):
         self._draw()
 
     def _draw(self) -> None:
+        if self.set_combo.count() == 0:
+            self.empty.show_state(
+                "No adjudication set yet",
+                "Alignment measures how often each answer extractor agrees with people's blind reading of the same "
+                "responses. Build an adjudication set from finished runs, then label it in Queues.",
+                (BUILD_SET, ("Label in Queues", "tab:queues")),
+            )
+        else:
+            self.empty.hide()
         if self.report is None:
             self.chart.set_figure(
                 message_figure(
-                    "No adjudication set yet: vlmdesk align sample --run ID … "
+                    "No adjudication set yet: Workspace › Build an adjudication set…, "
                     "then label it in Queues › Extractor adjudication"
                 ),
                 clickable=False,

@@ -11,11 +11,13 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMenu,
     QPushButton,
     QScrollArea,
     QSplitter,
     QTableView,
     QTabWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -24,6 +26,7 @@ from annotation import reviews
 from annotation.browse import QC_FILTERS, REVIEW_FILTERS, VERDICT_LABELS
 from db import item_query
 from db.item_query import RUN_RESULTS, ItemFilter
+from gui.empty_states import NO_BENCHMARK, EmptyState
 from gui.image_view import ImageView
 from gui.item_model import COLUMNS
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
@@ -118,7 +121,18 @@ class BrowseView(QWidget):
             combo.currentIndexChanged.connect(self.apply_filters)
         clear = QPushButton("Clear filters")
         clear.clicked.connect(self.clear_filters)
+        # Saved filters: named views kept in the workspace (annotation/saved_filters.py), for everyone who opens it.
+        # One narrow button with a menu: the filter bar sets the window's minimum width (1024 px must fit).
+        self.current_view: str | None = None
+        self.views_button = QToolButton()
+        self.views_button.setText("Views")
+        self.views_button.setObjectName("savedViews")
+        self.views_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.views_button.setToolTip("Saved views of this workspace (named filters), and saving these filters as one")
+        self.views_menu = QMenu(self.views_button)
+        self.views_button.setMenu(self.views_menu)
         row2.addStretch(1)
+        row2.addWidget(self.views_button)
         row2.addWidget(clear)
         fl.addLayout(row1)
         fl.addLayout(row2)
@@ -198,6 +212,10 @@ class BrowseView(QWidget):
         layout.addWidget(split, 1)
 
         ctx.benchmarkChanged.connect(self._on_benchmark)
+        self._view_values: dict = {}
+        self.reload_views()
+        self.empty = EmptyState(self, ctx, "browse")
+        self.empty.show_state(*NO_BENCHMARK)  # until a benchmark is chosen (the window chooses one when it can)
         ctx.model.modelReset.connect(self._after_reset)
         ctx.model.rowsInserted.connect(lambda *_: self._update_count())
         ctx.loader.loaded.connect(self._on_image)
@@ -208,6 +226,8 @@ class BrowseView(QWidget):
     # -- filters
     def _on_benchmark(self) -> None:
         bench = self.ctx.benchmark
+        self.empty.setVisible(bench is None)
+        self.reload_views()
         facets = item_query.facet_values(self.ctx.ws, bench.id) if bench else {}
         widgets = (self.category, self.l2, self.split, self.run)
         for w in widgets:
@@ -262,6 +282,103 @@ class BrowseView(QWidget):
             return
         f, review, qc = self.current_filter()
         self.ctx.model.set_filter(f, review=review, qc=qc)
+        if self.current_view is not None and self.filter_values() != self._view_values:
+            self.current_view = None  # the filters were changed by hand: no longer the saved view
+            self.views_button.setText("Views")
+        self.ctx.filterChanged.emit(self.active_filter_text())
+
+    # -- saved views
+    def filter_values(self) -> dict:
+        """The filters as a saved view stores them (annotation/saved_filters.FIELDS)."""
+        f, review, qc = self.current_filter()
+        values = {
+            "text": f.text.strip(),
+            "category": f.category,
+            "l2_category": f.l2_category,
+            "split": f.split,
+            "review": review,
+            "qc": qc,
+            "run_id": f.run_id if f.run_result else None,
+            "run_result": f.run_result,
+        }
+        return {k: v for k, v in values.items() if v not in (None, "")}
+
+    def active_filter_text(self) -> str:
+        from annotation.saved_filters import describe
+
+        values = self.filter_values()
+        name = self.current_view
+        return f"{name}: {describe(values)}" if name else describe(values) if values else ""
+
+    def reload_views(self) -> None:
+        from annotation import saved_filters
+
+        self.views_menu.clear()
+        found = saved_filters.list_filters(self.ctx.ws)
+        for saved in found:
+            action = self.views_menu.addAction(saved.name)
+            action.setToolTip(saved.describe())
+            action.setCheckable(True)
+            action.setChecked(saved.name == self.current_view)
+            action.triggered.connect(lambda _=False, n=saved.name: self.apply_saved(n))
+        if not found:
+            self.views_menu.addAction("No saved view yet").setEnabled(False)
+        self.views_menu.setToolTipsVisible(True)
+        self.views_menu.addSeparator()
+        self.views_menu.addAction("Save these filters as a view…").triggered.connect(self._save_view_dialog)
+
+    def save_view(self, name: str) -> bool:
+        from annotation import saved_filters
+        from db.errors import InvalidInput
+
+        try:
+            saved = saved_filters.save(self.ctx.ws, name, self.filter_values(), self.ctx.annotator)
+        except InvalidInput as exc:
+            self.ctx.error.emit(f"View not saved: {exc}", "")
+            return False
+        self._show_view(saved.name, saved.filters)
+        self.ctx.filterChanged.emit(self.active_filter_text())
+        self.ctx.info.emit(f"Saved the view {saved.name!r}: {saved.describe()}")
+        return True
+
+    def _save_view_dialog(self) -> None:
+        from PySide6.QtWidgets import QInputDialog
+
+        name, ok = QInputDialog.getText(self, "Save view", "Name of this view (everyone with the workspace sees it):")
+        if ok and name.strip():
+            self.save_view(name)
+
+    def apply_saved(self, name: str | None) -> None:
+        """Set every filter from the saved view `name` (values this benchmark lacks are left at "any")."""
+        from annotation import saved_filters
+
+        saved = saved_filters.get(self.ctx.ws, name) if name else None
+        if saved is None:
+            return
+        values = saved.filters
+        widgets = {
+            "category": self.category,
+            "l2_category": self.l2,
+            "split": self.split,
+            "review": self.review,
+            "qc": self.qc,
+            "run_id": self.run,
+            "run_result": self.result,
+        }
+        for key, combo in widgets.items():
+            combo.blockSignals(True)
+            combo.setCurrentIndex(max(0, combo.findData(values.get(key))) if key in values else 0)
+            combo.blockSignals(False)
+        self.search.blockSignals(True)
+        self.search.setText(values.get("text", ""))
+        self.search.blockSignals(False)
+        self._show_view(saved.name, saved.filters)
+        self.apply_filters()
+
+    def _show_view(self, name: str, values: dict) -> None:
+        self.current_view, self._view_values = name, values
+        self.views_button.setText(f"View: {name if len(name) <= 14 else name[:13] + '…'}")
+        self.reload_views()
 
     def clear_filters(self) -> None:
         for w in (self.category, self.l2, self.split, self.review, self.qc, self.result):
@@ -328,7 +445,7 @@ class BrowseView(QWidget):
 
     def _update_count(self) -> None:
         model = self.ctx.model
-        self.count.setText(f"{model.total:,} items" if model.benchmark else "")
+        self.count.setText(f"{model.total:,} item{'' if model.total == 1 else 's'}" if model.benchmark else "")
 
     # -- the selected item
     def _on_current(self, current, _previous) -> None:
@@ -341,6 +458,8 @@ class BrowseView(QWidget):
         show_item_details(
             ctx, self.item, panel=self.panel, predictions=self.predictions, history=self.history, tabs=self.tabs
         )
+        self.open_button.setEnabled(self.item is not None)
+        self.open_button.setToolTip("" if self.item is not None else "Choose an item in the table first")
         if self.item is None:
             self.image.set_image(None, placeholder="No item selected")
             return

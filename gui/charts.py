@@ -3,6 +3,7 @@ nothing of Qt; this widget only shows them, tells which bar was clicked, and sav
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
@@ -24,6 +25,8 @@ from annotation.blind import HIDDEN_TEXT
 from db.errors import UserError
 from evaluator.plots import bar_target, save_figure
 
+HIGHLIGHT = "#202124"  # the clicked bar's outline
+
 
 def message_figure(text: str) -> Figure:
     fig = Figure(figsize=(6, 3))
@@ -38,6 +41,7 @@ class ChartView(QWidget):
         super().__init__(parent)
         self.figure: Figure | None = None
         self.canvas: FigureCanvasQTAgg | None = None
+        self.describe: Callable[[dict], str] | None = None  # a bar's tooltip text, from what it stands for
         self.title = QLabel()
         self.title.setObjectName("sectionTitle")
         self.title.setWordWrap(True)
@@ -68,11 +72,33 @@ class ChartView(QWidget):
         self.canvas.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.canvas.setMinimumHeight(220)
         self.canvas.mpl_connect("button_press_event", self._pressed)
+        self.canvas.mpl_connect("motion_notify_event", self._hovered)
         self.canvas.setCursor(Qt.CursorShape.PointingHandCursor if clickable else Qt.CursorShape.ArrowCursor)
         self._layout.addWidget(self.canvas, 1)
         self.title.setText(title)
         self.hint.setVisible(clickable)
         self.export_button.setEnabled(bool(figure.axes))
+
+    def highlight(self, target: dict | None) -> None:
+        """Outline the bar standing for `target` (the one clicked), so the list below says which bar it is."""
+        wanted = {k: str(v) for k, v in (target or {}).items()}
+        for patch in self.bars():
+            on = bar_target(patch) == wanted
+            patch.set_edgecolor(HIGHLIGHT if on else "none")
+            patch.set_linewidth(2.5 if on else 0)
+        if self.canvas is not None:
+            self.canvas.draw_idle()
+
+    def _hovered(self, event) -> None:
+        """A bar's tooltip: what it stands for in full (legends and ticks shorten model names) and its value."""
+        assert self.canvas is not None  # the event comes from it
+        for patch in self.bars():
+            if patch.contains(event)[0]:
+                target = bar_target(patch) or {}
+                text = self.describe(target) if self.describe else ""
+                self.canvas.setToolTip(f"{text}\n{patch.get_height():.1f}".strip())
+                return
+        self.canvas.setToolTip("")
 
     def bars(self) -> list:
         """Every tagged bar of the figure (its patches that stand for something)."""

@@ -21,6 +21,8 @@ class Context(QObject):
     info = Signal(str)
     runsChanged = Signal()  # a run was started, finished or stopped from the app
     workspaceChanged = Signal()  # another process or connection wrote to the workspace, or View › Refresh
+    filterChanged = Signal(str)  # Browse's filters changed: what they are, in words ("" for none), for Review
+    actionRequested = Signal(str)  # a view asks the window for an action: a menu title, or "tab:NAME"
 
     def __init__(self, ws, prefs_file: PreferencesFile, prefs: Preferences, parent=None):
         super().__init__(parent)

@@ -27,6 +27,7 @@ from evaluator.prediction_export import PredictionExport, default_file_name, exp
 from evaluator.report import NONE, RunReport, group_items, run_report
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.desiderata_view import DesiderataView
+from gui.empty_states import ADD_MODEL, START_RUN, EmptyState
 from gui.item_panel import ADJUDICATION_HIDDEN
 from gui.runs_list import RunsList
 from gui.tables import RowsModel, export_table, table_view
@@ -39,6 +40,7 @@ CHARTS = {  # name -> (title, kinds it draws)
 }
 ITEM_COLUMNS = ("Index", "Result", "Vanilla", "Circular", "L2", "Category", "Question")
 MARK = {True: "✓", False: "✗", None: "–"}
+CLICK_HINT = "Click a bar to list the items behind it; double-click an item to review it"
 STRATEGY_TITLE = {"vanilla": "VanillaEval", "circular": "CircularEval"}
 
 
@@ -76,7 +78,8 @@ class DashboardView(QWidget):
         self.kind.currentIndexChanged.connect(self.redraw)
         self.chart = ChartView()
         self.chart.barClicked.connect(self.show_items_of)
-        self.items_title = QLabel("Click a bar to list the items behind it; double-click an item to review it")
+        self.chart.describe = self._describe_bar
+        self.items_title = QLabel(CLICK_HINT)
         self.items_title.setObjectName("muted")
         self.items_title.setWordWrap(True)  # a long title must not widen the pane
         self.items = RowsModel(ITEM_COLUMNS, self)
@@ -122,6 +125,7 @@ class DashboardView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
         layout.addWidget(self.cover)
+        self.empty = EmptyState(self, ctx, "results")
         ctx.runsChanged.connect(self.refresh)
         ctx.prefsChanged.connect(self._blind_changed)
         self.cover.set_hidden(ctx.prefs.blind)
@@ -136,6 +140,16 @@ class DashboardView(QWidget):
 
     def refresh(self) -> None:
         self.runs.reload()
+        if self.runs.model.payloads:
+            self.empty.hide()
+        else:
+            self.empty.show_state(
+                "No run yet",
+                "Results draws the scores of evaluation runs: CircularEval and VanillaEval per ability, POPE's "
+                "metrics, and the items behind every bar. Start a run (a free baseline takes seconds), or add a "
+                "model first.",
+                (START_RUN, ADD_MODEL),
+            )
         if not self.runs.selected_run_ids() and self.runs.model.payloads:
             self.show_runs([self.runs.model.payloads[0]])
 
@@ -151,6 +165,8 @@ class DashboardView(QWidget):
         if self.cover.hidden:  # blind mode: nothing to draw; drawn when it is turned off
             return
         ids = self.runs.selected_run_ids()
+        if self.target is not None and int(self.target["run"]) not in ids:
+            self.clear_items()  # the items of a bar of a run no longer shown would pass for the new run's
         self.reports = [r for r in (run_report(self.ctx.ws, i) for i in sorted(ids)) if r is not None]
         self.export_preds.setEnabled(len(ids) == 1)
         if not self.reports:
@@ -193,9 +209,22 @@ class DashboardView(QWidget):
         names = ", ".join(str(r.run_id) for r in self.reports)
         self.chart.set_figure(fig, f"{CHARTS[chart][0]} · run{'s' if len(self.reports) > 1 else ''} {names}")
 
+    def _describe_bar(self, target: dict) -> str:
+        report = next((r for r in self.reports if str(r.run_id) == target.get("run")), None)
+        parts = [f"run {target.get('run')}" + (f" · {report.model}" if report else "")]
+        parts += [target[k] for k in ("group", "strategy", "parser", "metric") if target.get(k)]
+        return " · ".join(parts)
+
     # -- items behind a bar
+    def clear_items(self) -> None:
+        self.target = None
+        self.items.columns = ITEM_COLUMNS
+        self.items.set_rows([], [])
+        self.items_title.setText(CLICK_HINT)
+
     def show_items_of(self, target: dict) -> None:
         self.target = target
+        self.chart.highlight(target)
         run_id = int(target["run"])
         level = target.get("level", "all")
         group = target.get("group")

@@ -9,6 +9,8 @@ import traceback
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton
 
+from gui.appearance import themed
+
 
 class MessageBar(QFrame):
     """A dismissable strip at the top of the window. Errors stay until dismissed; notes fade after a while."""
@@ -41,7 +43,7 @@ class MessageBar(QFrame):
 
     def show_message(self, text: str, kind: str = "error", details: str | None = None) -> None:
         self.kind = kind
-        self.setStyleSheet(f"#messageBar {{{self.STYLES[kind]}}} QLabel {{ color: inherit; }}")
+        self.setStyleSheet(themed(f"#messageBar {{{self.STYLES[kind]}}} QLabel {{ color: inherit; }}"))
         self.label.setText(text)
         self.label.setToolTip(details or "")
         self.show()

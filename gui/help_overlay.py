@@ -11,7 +11,8 @@ from gui.shortcuts import help_rows
 
 
 class HelpOverlay(QFrame):
-    def __init__(self, parent):
+    def __init__(self, parent, rows_of=None, title: str = "Keyboard"):
+        """`rows_of`: (group, keys, text) rows (default: Review's, gui/shortcuts.help_rows)."""
         super().__init__(parent)
         self.setObjectName("helpOverlay")
         layout = QVBoxLayout(self)
@@ -20,7 +21,7 @@ class HelpOverlay(QFrame):
         card.setObjectName("helpCard")
         card.setTextFormat(Qt.TextFormat.RichText)
         rows, group = [], None
-        for g, keys, text in help_rows():
+        for g, keys, text in rows_of if rows_of is not None else help_rows():
             if g != group:
                 rows.append(f"<tr><td colspan=2 style='padding-top:10px'><b>{html.escape(g)}</b></td></tr>")
                 group = g
@@ -29,7 +30,7 @@ class HelpOverlay(QFrame):
                 f"<td>{html.escape(text)}</td></tr>"
             )
         card.setText(
-            "<h3>Keyboard</h3><table>" + "".join(rows) + "</table>"
+            f"<h3>{html.escape(title)}</h3><table>" + "".join(rows) + "</table>"
             "<p style='color:#5f6368'>Keys are off while you type in a text field. Esc or F1 closes.</p>"
         )
         layout.addWidget(card)

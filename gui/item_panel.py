@@ -22,7 +22,8 @@ from PySide6.QtWidgets import (
 )
 
 from annotation.browse import VERDICT_LABELS
-from evaluator.choices import LETTERS, item_result, original_option
+from evaluator.choices import LETTERS, YES_NO, item_result, original_option
+from gui.appearance import themed
 
 RESULT_MARKS = {"right": "✓", "wrong": "✗", "pending": "…", "unscored": "–", "none": ""}
 ADJUDICATION_HIDDEN = "hidden until your label (blind adjudication)"
@@ -55,7 +56,7 @@ def _row_style(key: bool, picked: bool) -> str:
         return ""
     border = PICK_BLUE if picked else KEY_GREEN
     badge = PICK_BLUE if picked and not key else KEY_GREEN
-    return (
+    return themed(
         f"#optionRow {{ background: {KEY_BG if key else '#ffffff'}; border: 2px solid {border}; }}"
         f"#optionBadge {{ background: {badge}; color: white; }}"
         f"#optionTag {{ color: {'#1e7d32' if key else PICK_BLUE}; }}"
@@ -207,6 +208,7 @@ class ItemPanel(QWidget):
         layout.addStretch(1)
         self.rows: list[OptionRow] = []
         self._pool: list[OptionRow] = []  # rows are reused from item to item: creating widgets is slow
+        self._yes_no: list[OptionRow] = []  # the Yes and No cards of yes/no items, made once
         self.item = None
         self.blind = False
         self.picked: str | None = None
@@ -239,7 +241,7 @@ class ItemPanel(QWidget):
         self.question.setText(breakable(item.question))
         self.question.show()
         self._fit_text()
-        self._set_options(item.options)
+        self._set_options(item.options, yes_no=not item.options)
         self._refresh()
 
     def set_blind(self, blind: bool, reveal: bool = False) -> None:
@@ -253,7 +255,26 @@ class ItemPanel(QWidget):
     def key_visible(self) -> bool:
         return any(r.is_key for r in self.rows) or (self.key_note.isVisible() and "hidden" not in self.key_note.text())
 
-    def _set_options(self, options) -> None:
+    def _set_options(self, options, *, yes_no: bool = False) -> None:
+        """The option cards; a yes/no item (no options) gets a Yes and a No card, so its key shows as an option's
+        does (green, hidden in blind mode) instead of a line of grey text."""
+        if not self._yes_no and yes_no:
+            for n, answer in enumerate(YES_NO):
+                row = OptionRow(
+                    answer, answer.capitalize(), f"W {n + 1}" if self.show_key_hints else "", self.options_area.widget()
+                )
+                row.badge.setText(answer[0].upper())
+                self.options_box.addWidget(row)
+                self._yes_no.append(row)
+        for row in self._yes_no:
+            row.setVisible(yes_no)
+        if yes_no:
+            for row in self._pool:
+                row.hide()
+            self.rows = list(self._yes_no)
+            self.options_area.setVisible(True)
+            self.options_area.fit()
+            return
         while len(self._pool) < len(options):
             row = OptionRow(LETTERS[len(self._pool)], "", "", self.options_area.widget())
             self.options_box.addWidget(row)
@@ -279,9 +300,7 @@ class ItemPanel(QWidget):
             self.key_note.setText("Answer key hidden (blind mode)")
         elif item.answer is None:
             self.key_note.setText("No answer key")
-        elif not item.options:
-            self.key_note.setText(f"Answer key: {item.answer}")
-        else:
+        else:  # the key card is green
             self.key_note.setText("")
         self.key_note.setVisible(bool(self.key_note.text()))
 
@@ -390,12 +409,18 @@ class HistoryView(QTreeWidget):
             note.setForeground(0, QColor("#80868b"))
             self.addTopLevelItem(note)
             note.setFirstColumnSpanned(True)
+        by_uuid = {r.uuid: r for r in history if r.uuid}
         for r in reversed(history):
             verdict = "undo" if r.verdict == "undo" else VERDICT_LABELS.get(r.verdict, r.verdict)
             if r.corrected_answer:
                 verdict += f" → {r.corrected_answer}"
-            row = QTreeWidgetItem([r.created_at[:19].replace("T", " "), r.annotator, verdict, r.note or ""])
-            whole = f"{r.annotator}: {verdict}" + (f" — {r.note}" if r.note else "")
+            text = r.note or ""
+            target = by_uuid.get(r.withdraws or "")
+            if r.verdict == "undo" and target is not None:  # what was undone, not the stored "withdraws review 10"
+                what = VERDICT_LABELS.get(target.verdict, target.verdict)
+                text = f"withdraws {what} of {target.created_at[:19].replace('T', ' ')}"
+            row = QTreeWidgetItem([r.created_at[:19].replace("T", " "), r.annotator, verdict, text])
+            whole = f"{r.annotator}: {verdict}" + (f" — {text}" if text else "")
             for column in range(4):  # a narrow pane elides the note: the whole entry is every cell's tooltip
                 row.setToolTip(column, whole)
             if r.verdict == "undo":

@@ -9,10 +9,11 @@ from __future__ import annotations
 import getpass
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QObject, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
@@ -32,8 +33,11 @@ from db import catalog, item_query
 from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import database_error, open_workspace
 from gui.alignment_view import AlignmentView
+from gui.annotator_stats import AnnotatorsView
+from gui.appearance import apply_appearance, next_scale
 from gui.arena_view import ArenaView
 from gui.browse_view import BrowseView
+from gui.commands import WorkspaceCommands
 from gui.context import Context
 from gui.dashboard_view import DashboardView
 from gui.errors import MessageBar
@@ -125,6 +129,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("vlmdesk")
         self.prefs_file = prefs_file or PreferencesFile()
         self.prefs: Preferences = self.prefs_file.load()
+        self._apply_appearance()
         self.settings = QSettings(str(settings_path or config_dir() / "window.ini"), QSettings.Format.IniFormat)
         self.ctx: Context | None = None
         self.ws = None
@@ -162,6 +167,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.workspace_label)
         self.statusBar().addPermanentWidget(self.blind_label)
         self.statusBar().addPermanentWidget(self.annotator_label)
+        self.commands = WorkspaceCommands(self)
         self._make_menus()
 
         self.add_dock("benchmarks", "Benchmarks", BenchmarksDock, Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -172,6 +178,7 @@ class MainWindow(QMainWindow):
         self.add_view("results", "Results", DashboardView)
         self.add_view("alignment", "Alignment", AlignmentView)
         self.add_view("models", "Models", ModelsView)
+        self.add_view("annotators", "Annotators", AnnotatorsView)
         self.add_view("arena", "Arena", ArenaView)
         for problem in self.prefs_file.problems:
             self.show_error(problem)
@@ -210,8 +217,30 @@ class MainWindow(QMainWindow):
         if hasattr(view, "keyIgnored"):  # a key that did nothing says why, where the eye does not have to search
             view.keyIgnored.connect(lambda text: self.statusBar().showMessage(text, 5000))
 
+    def menu_action(self, title: str) -> QAction | None:
+        """The menu action with this title (File, View, Workspace… menus), or None."""
+        for menu_action in self.menuBar().actions():
+            menu = menu_action.menu()
+            stack = [menu] if menu is not None else []
+            while stack:
+                current = stack.pop()
+                for action in current.actions():
+                    if action.menu() is not None:
+                        stack.append(action.menu())
+                    elif action.text().replace("&", "") == title:
+                        return action
+        return None
+
+    def trigger(self, what: str) -> None:
+        """What an empty state's button asks for: "tab:NAME" shows a tab, anything else is a menu action's title."""
+        if what.startswith("tab:"):
+            self.show_view(what[4:])
+        elif (action := self.menu_action(what)) is not None:
+            action.trigger()
+
     def _shutdown_views(self) -> None:
-        """Views that own child processes (runs, model tests) stop them before they go."""
+        """Views that own child processes (runs, model tests) stop them before they go; so do Workspace commands."""
+        self.commands.shutdown()
         for view in self.views.values():
             if hasattr(view, "shutdown"):
                 view.shutdown()
@@ -231,6 +260,8 @@ class MainWindow(QMainWindow):
                 raise
             self.show_error(str(error))
             return False
+        if self.ctx is not None and self.message_bar.kind == "error":
+            self.message_bar.hide()  # an error about the workspace left behind is no longer about what is shown
         self._close_workspace()
         self.ws = ws
         self.ctx = Context(ws, self.prefs_file, self.prefs, self)
@@ -238,6 +269,7 @@ class MainWindow(QMainWindow):
         self.ctx.info.connect(lambda text: self.message_bar.show_message(text, "info"))
         self.ctx.prefsChanged.connect(self._prefs_changed)
         self.ctx.workspaceChanged.connect(self._workspace_changed)
+        self.ctx.actionRequested.connect(self.trigger)
         self.views = {}
         self.tabs.blockSignals(True)  # building tabs must not run a half-built view's on-show code
         for name, title, factory in self._view_factories:
@@ -420,6 +452,24 @@ class MainWindow(QMainWindow):
         if ok and name.strip() and (name := self._valid_name(name)):
             self.ctx.update_prefs(annotator=name)
 
+    # -- appearance (gui/appearance.py; remembered in preferences.json)
+    def _apply_appearance(self) -> None:
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            self.theme = apply_appearance(app, self.prefs.theme, self.prefs.font_scale)
+
+    def set_appearance(self, *, theme: str | None = None, font_scale: float | None = None) -> None:
+        changes = {k: v for k, v in (("theme", theme), ("font_scale", font_scale)) if v is not None}
+        if self.ctx is not None:
+            self.ctx.update_prefs(**changes)  # saves, then _prefs_changed applies
+        else:
+            self.prefs = replace(self.prefs, **changes)
+            self._apply_appearance()
+
+    def scale_text(self, step: int) -> None:
+        """View › Larger (1) / Smaller (-1) / Normal (0) text."""
+        self.set_appearance(font_scale=1.0 if step == 0 else next_scale(self.prefs.font_scale, step))
+
     def _valid_name(self, name: str) -> str | None:
         """The name as every record stores it (annotation/names.py), or None after saying why it cannot be."""
         try:
@@ -429,7 +479,14 @@ class MainWindow(QMainWindow):
             return None
 
     def _prefs_changed(self) -> None:
+        looks = (self.prefs.theme, self.prefs.font_scale)
         self.prefs = self.ctx.prefs
+        if looks != (self.prefs.theme, self.prefs.font_scale):
+            self._apply_appearance()
+            self.theme_actions[self.prefs.theme].setChecked(True)
+            for view in self.views.values():  # charts take the theme's colours when drawn: draw them again
+                if hasattr(view, "redraw"):
+                    view.redraw()
         self.annotator_label.setText(f"Annotator: {self.prefs.annotator or '—'}")
         self.blind_action.setChecked(self.prefs.blind)
         self.blind_label.setVisible(self.prefs.blind)
@@ -491,6 +548,8 @@ class MainWindow(QMainWindow):
         )
         # B everywhere but in Review, whose own B shortcut (gui/shortcuts.py) would otherwise be ambiguous.
         self.blind_shortcut = QShortcut(QKeySequence("B"), self, activated=self.blind_action.toggle)
+        # F1 on every other tab: that tab's actions and keys (Review's F1 is its own).
+        self.help_shortcut = QShortcut(QKeySequence("F1"), self, activated=self._help)
         self.advance_action = _action(
             self,
             "&Advance after a verdict",
@@ -502,10 +561,31 @@ class MainWindow(QMainWindow):
         self.view_menu.addAction(self.reveal_action)
         self.view_menu.addAction(self.advance_action)
         self.view_menu.addSeparator()
+        theme_menu = self.view_menu.addMenu("&Theme")
+        self.theme_actions = {}
+        group = QActionGroup(self)
+        for theme, title in (("system", "Follow the &system"), ("light", "&Light"), ("dark", "&Dark")):
+            action = _action(
+                self, title, checkable=True, triggered=lambda _=False, t=theme: self.set_appearance(theme=t)
+            )
+            action.setChecked(self.prefs.theme == theme)
+            group.addAction(action)
+            theme_menu.addAction(action)
+            self.theme_actions[theme] = action
+        for title, key, step in (
+            ("&Larger text", "Ctrl+=", 1),
+            ("&Smaller text", "Ctrl+-", -1),
+            ("&Normal text size", "Ctrl+0", 0),
+        ):
+            self.view_menu.addAction(
+                _action(self, title, shortcut=QKeySequence(key), triggered=lambda _=False, s=step: self.scale_text(s))
+            )
+        self.view_menu.addSeparator()
+        self.command_actions = self.commands.fill_menu(self.menuBar().addMenu("&Workspace"))
         ann = self.menuBar().addMenu("&Annotator")
         ann.addAction(_action(self, "&Change name…", triggered=self.change_annotator))
         help_menu = self.menuBar().addMenu("&Help")
-        help_menu.addAction(_action(self, "&Keyboard shortcuts (F1 in Review)", triggered=self._help))
+        help_menu.addAction(_action(self, "&Keys and actions of this tab (F1)", triggered=self._help))
         self._view_actions: list[QAction] = []
 
     def _update_view_menu(self) -> None:
@@ -738,12 +818,28 @@ class MainWindow(QMainWindow):
             self.open_workspace(path)
 
     def _help(self) -> None:
-        self.show_view("review")
-        self.views["review"].help.toggle()
+        """The visible tab's keys and actions over it (F1 again, Esc or a click closes)."""
+        from gui.help_overlay import HelpOverlay
+        from gui.tab_help import rows_for
+
+        current = self.tabs.currentWidget()
+        if current is self.views.get("review"):
+            current.help.toggle()
+            return
+        name = next((n for n, v in self.views.items() if v is current), "")
+        if current is None:
+            return
+        overlay = next((o for o in current.findChildren(HelpOverlay) if o.property("tabHelp")), None)
+        if overlay is None:
+            title = self.tabs.tabText(self.tabs.currentIndex())
+            overlay = HelpOverlay(current, rows_for(name), f"{title}: keys and actions")
+            overlay.setProperty("tabHelp", True)
+        overlay.toggle()
 
     def _tab_changed(self, index: int) -> None:
         widget = self.tabs.widget(index)
         self.blind_shortcut.setEnabled(widget is not self.views.get("review"))
+        self.help_shortcut.setEnabled(widget is not self.views.get("review"))
         if widget is not None and hasattr(widget, "setFocus"):
             widget.setFocus()
         name = next((n for n, v in self.views.items() if v is widget), None)

@@ -11,6 +11,9 @@ from typing import Any
 CONFIG_ENV = "VLMDESK_CONFIG_DIR"
 ZOOMS = ("fit", "100")
 MAX_RECENT = 8
+THEMES = ("system", "light", "dark")  # gui/appearance.py's
+SCALE_RANGE = (0.8, 1.75)
+CHECKED = ("recent_workspaces", "zoom", "theme", "font_scale")  # fields with their own check
 
 
 def config_dir() -> Path:
@@ -32,6 +35,8 @@ class Preferences:
     advance: bool = True  # move to the next item after a verdict
     prefetch: int = 3  # images decoded ahead of the current item
     recent_workspaces: tuple[str, ...] = ()
+    theme: str = "system"  # system | light | dark (gui/appearance.py)
+    font_scale: float = 1.0  # text size, 0.8–1.75
 
     def with_recent(self, path: str) -> Preferences:
         recent = (path, *(p for p in self.recent_workspaces if p != path))[:MAX_RECENT]
@@ -73,7 +78,11 @@ class PreferencesFile:
                 values[f.name] = tuple(value)[:MAX_RECENT]
             elif f.name == "zoom" and value in ZOOMS:
                 values[f.name] = value
-            elif f.name not in ("recent_workspaces", "zoom") and type(value) is type(default):
+            elif f.name == "theme" and value in THEMES:
+                values[f.name] = value
+            elif f.name == "font_scale" and type(value) in (int, float) and SCALE_RANGE[0] <= value <= SCALE_RANGE[1]:
+                values[f.name] = float(value)
+            elif f.name not in CHECKED and type(value) is type(default):
                 values[f.name] = value
             else:
                 self.problems.append(f"{self.path}: {f.name}: bad value {value!r}, default {default!r} used")

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QProgressBar,
     QPushButton,
     QScrollArea,
     QSplitter,
@@ -36,6 +37,8 @@ from db import item_query
 from db.catalog import Item
 from db.errors import InvalidInput, UserError
 from evaluator.choices import LETTERS, answer_keys, canonical_answer
+from gui.empty_states import BUILD_SET, CONSENSUS, TEXT_ONLY, EmptyState
+from gui.guidelines_view import GuidelinesPanel
 from gui.image_view import ImageView
 from gui.item_panel import ItemPanel
 from gui.review_view import NoteEdit
@@ -133,6 +136,7 @@ class QCPage(_ItemPage):
         super().__init__(ctx, "Quality control", parent)
         self.candidate: qc.Candidate | None = None
         self.decided: list[tuple[int, str]] = []  # (item id, stage) decided on this page, newest last: Ctrl+Z
+        self.empty = EmptyState(self, ctx, "qc")
         self.flag = QLabel()
         self.flag.setObjectName("flagNote")
         self.flag.setWordWrap(True)
@@ -223,10 +227,20 @@ class QCPage(_ItemPage):
         for w in (self.confirm, self.reject):
             w.setEnabled(self.candidate is not None)
         self.change.setVisible(bool(self.decided))
+        bench = self.ctx.benchmark
+        if self.candidate is None and bench is not None and not qc.queue(self.ctx.ws, benchmark_id=bench.id):
+            self.empty.show_state(
+                "No quality-control flags yet",
+                f"Flags on {bench.name} come from two stages: language models answering without the image "
+                "(text-answerable items) and VLM runs none of which gets an item right (possibly flawed items). "
+                "People then confirm or reject every flag here.",
+                (TEXT_ONLY, CONSENSUS),
+            )
+        else:
+            self.empty.hide()
         if self.candidate is None:
             self.flag.setText(
-                "No quality-control candidate is waiting for you. Flags come from "
-                "<code>vlmdesk qc text-only</code> and <code>vlmdesk qc consensus</code>."
+                "No quality-control candidate is waiting for you: every flag of this benchmark has your decision."
             )
             self.show_item(None)
             return
@@ -254,8 +268,13 @@ class QCPage(_ItemPage):
         c = self.candidate
         if c is None:
             return
+        if not self.reveals(c.item_id):
+            # "Possibly flawed · runs 1, 2" says that those runs all got the item wrong: a model result, which blind
+            # mode keeps off the screen until the reviewer's own judgement (annotation/blind.py).
+            self.flag.setText(f"<b>Quality-control flag</b> · why it was flagged is {HIDDEN_TEXT} · status {c.status}")
+            return
         runs_text = ", ".join(str(r) for r in c.run_ids)
-        right = (", ".join(str(r) for r in c.correct_run_ids) or "none") if self.reveals(c.item_id) else HIDDEN_TEXT
+        right = ", ".join(str(r) for r in c.correct_run_ids) or "none"
         self.flag.setText(
             f"<b>{html.escape(qc.CATEGORY[c.stage])}</b> ({c.stage} stage) · runs {runs_text} · "
             f"answered right by: {html.escape(right)} · status {c.status}"
@@ -321,6 +340,7 @@ class AdjudicationPage(QWidget):
 
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
+        self.empty = EmptyState(self, ctx, "adjudication")
         self.ctx = ctx
         self.task = None
         self.shown_at = time.monotonic()
@@ -438,12 +458,22 @@ class AdjudicationPage(QWidget):
             if widget is not None:
                 widget.deleteLater()
         self.label_buttons = []
+        if name is None:
+            self.empty.show_state(
+                "No adjudication set yet",
+                "An adjudication set gathers model responses for blind human labelling — those the rules could "
+                "not read, those extractors disagree on, and a seeded sample — to measure each extractor's "
+                "alignment with people.",
+                (BUILD_SET,),
+            )
+        else:
+            self.empty.hide()
         if self.task is None:
             self.left.setText("0 left" if name else "")
             self.question.setText(
                 "Nothing left to label here."
                 if name
-                else "No adjudication set yet. Build one with <code>vlmdesk align sample</code>."
+                else "No adjudication set yet (Workspace › Build an adjudication set…)."
             )
             self.options.setText("")
             self.response.setText("")
@@ -558,7 +588,10 @@ class ConflictsPage(_ItemPage):
         self.verdicts.setWordWrap(True)
         self.verdicts.setTextFormat(Qt.TextFormat.RichText)
         self.right_layout.addWidget(self.verdicts)
-        explain = QLabel(
+        # One short line (the whole of it in the tooltip), and the answer picker and the note on one row below the
+        # buttons: at 1024×700 the note was below the fold.
+        explain = QLabel("Settle with your own verdict (Review's keys); for a wrong key pick the right option first.")
+        explain.setToolTip(
             "Settle by giving your verdict (the keys of Review); it is added to the log next to the "
             "others. For a wrong key, pick the right option first (1–9 or Shift+letter)."
         )
@@ -576,20 +609,21 @@ class ConflictsPage(_ItemPage):
             self.buttons[verdict] = b
         self.right_layout.addLayout(grid)
         row = QHBoxLayout()
-        row.addWidget(QLabel("Right answer (for wrong key)"))
+        right = QLabel("Right answer")
+        right.setToolTip("For a wrong-key verdict: the option that is right")
+        row.addWidget(right)
         self.corrected = QComboBox()
         self.corrected.currentIndexChanged.connect(self._combo_picked)
         row.addWidget(self.corrected)
-        row.addStretch(1)
+        self.note = NoteEdit()
+        self.note.setPlaceholderText("Note (E to write, Enter/Esc to leave)")
+        self.note.done.connect(self.setFocus)
+        row.addWidget(self.note, 1)
         self.right_layout.addLayout(row)
         self.hint_label = QLabel()
         self.hint_label.setObjectName("armed")
         self.hint_label.hide()
         self.right_layout.addWidget(self.hint_label)
-        self.note = NoteEdit()
-        self.note.setPlaceholderText("Note for your verdict (E to write, Enter/Esc to leave)")
-        self.note.done.connect(self.setFocus)
-        self.right_layout.addWidget(self.note)
         saved_row = QHBoxLayout()
         self.saved = QLabel()
         self.saved.setObjectName("saved")
@@ -710,6 +744,16 @@ class ConflictsPage(_ItemPage):
         if not self.entries or self.item is None:
             return
         item = self.item
+        if verdict == "skip":
+            # A skip is no opinion, so it could never settle the conflict: it puts it at the end, and saves nothing.
+            if len(self.entries) > 1:
+                self.entries = [*self.entries[1:], self.entries[0]]
+                self.show_item(self.entries[0][0])
+                self._show_verdicts()
+                self._fill_answers()
+                self.shown_at = time.monotonic()
+            self.saved.setText("Skipped for now: nothing saved, the conflict stays in the queue")
+            return
         if verdict == "wrong_answer":
             corrected = corrected or self.corrected.currentData()
             if corrected is None:
@@ -788,11 +832,34 @@ class QueuesView(QWidget):
             self.stack.addWidget(page)
             page.changed.connect(self.update_counts)
         self.list.currentRowChanged.connect(self._select)
+        # Under the list: a progress bar per queue (done of all, for me), and the guidelines' switch.
+        self.bars: dict[str, QProgressBar] = {}
+        side = QWidget()
+        side.setFixedWidth(190)
+        sl = QVBoxLayout(side)
+        sl.setContentsMargins(0, 0, 0, 6)
+        sl.addWidget(self.list, 1)
+        for name, title, _ in self.pages:
+            bar = QProgressBar()
+            bar.setObjectName(f"progress_{name}")
+            bar.setMaximumHeight(16)
+            bar.setFormat(f"{title.split()[0]} %v / %m")
+            sl.addWidget(bar)
+            self.bars[name] = bar
+        self.guidelines = GuidelinesPanel(ctx)
+        self.guidelines.setMinimumWidth(200)
+        self.guidelines_button = QPushButton("Guidelines")
+        self.guidelines_button.setCheckable(True)
+        self.guidelines_button.setToolTip("Show this benchmark's annotation guidelines beside the queue")
+        self.guidelines_button.toggled.connect(self.guidelines.setVisible)
+        sl.addWidget(self.guidelines_button)
+        self.guidelines.hide()  # shown on demand: beside a page, it would make 1024 px too narrow for the window
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        layout.addWidget(self.list)
+        layout.addWidget(side)
         layout.addWidget(self.stack, 1)
+        layout.addWidget(self.guidelines)
         ctx.benchmarkChanged.connect(self.refresh)
         ctx.reviewsChanged.connect(lambda _: self.update_counts())
 
@@ -840,6 +907,22 @@ class QueuesView(QWidget):
         self.update_counts()
 
     def update_counts(self) -> None:
+        has = self.guidelines.current() is not None
+        self.guidelines_button.setText("Guidelines" + (" ✓" if has else ""))
         counts = (len(self.qc.remaining()), self.adjudication.remaining(), self.conflicts.remaining())
         for row, ((_, title, _), n) in enumerate(zip(self.pages, counts)):
             self.list.item(row).setText(f"{title}\n{n} left")
+        for (name, _, _), left, total in zip(self.pages, counts, self._totals()):
+            bar = self.bars[name]
+            bar.setRange(0, max(total, 1))
+            bar.setValue(max(0, total - left))
+            bar.setToolTip(f"{total - left} of {total} done by you, {left} left")
+
+    def _totals(self) -> tuple[int, int, int]:
+        """Everything each queue holds (for the progress bars): flags, the set's responses, conflicts."""
+        bench, ws = self.ctx.benchmark, self.ctx.ws
+        if bench is None:
+            return 0, 0, 0
+        name = self.adjudication.set_combo.currentData()
+        sets = {s.name: s.items for s in alignment.list_sets(ws)}
+        return len(qc.queue(ws, benchmark_id=bench.id)), sets.get(name, 0), len(reviews.conflicts(ws, bench.id))

@@ -33,6 +33,8 @@ from db import item_query
 from db.catalog import Item
 from db.errors import InvalidInput
 from evaluator.choices import LETTERS, YES_NO
+from gui.empty_states import NO_BENCHMARK, EmptyState
+from gui.guidelines_view import GuidelinesPanel
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
@@ -96,6 +98,10 @@ class ReviewView(QWidget):
         self.zoom_label = QLabel("")
         self.zoom_label.setObjectName("imageBarText")
         bar.addWidget(self.position_label)
+        self.filter_label = QLabel("")
+        self.filter_label.setObjectName("activeFilter")
+        self.filter_label.setToolTip("Review goes through the items of Browse's filters (change them in Browse)")
+        bar.addWidget(self.filter_label)
         bar.addStretch(1)
         bar.addWidget(self.zoom_label)
         bar.addWidget(fit)
@@ -124,6 +130,8 @@ class ReviewView(QWidget):
         self.history = HistoryView()
         self.tabs.addTab(self.predictions, "Predictions")
         self.tabs.addTab(self.history, "Review history")
+        self.guidelines = GuidelinesPanel(ctx)
+        self.tabs.addTab(self.guidelines, "Guidelines")
         self.tabs.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.tabs.setMinimumHeight(90)
         upper = QSplitter(Qt.Orientation.Vertical)
@@ -212,6 +220,10 @@ class ReviewView(QWidget):
         self._make_shortcuts()
         ctx.loader.loaded.connect(self._on_image)
         ctx.benchmarkChanged.connect(self._on_benchmark)
+        ctx.filterChanged.connect(lambda text: self.filter_label.setText(f"· filter: {text}" if text else ""))
+        self.empty = EmptyState(self, ctx, "review")
+        self.empty.show_state(*NO_BENCHMARK)
+        self._enable_verdicts(False)  # until an item shows
         ctx.model.modelReset.connect(self._on_model_reset)
         ctx.prefsChanged.connect(self._apply_prefs)
 
@@ -279,6 +291,7 @@ class ReviewView(QWidget):
 
     # -- moving
     def _on_benchmark(self) -> None:
+        self.empty.setVisible(self.ctx.benchmark is None)
         self.show_row(0)
 
     def _on_model_reset(self) -> None:
@@ -321,8 +334,11 @@ class ReviewView(QWidget):
 
     def _enable_verdicts(self, on: bool) -> None:
         """No item, nothing to judge: the buttons say so instead of doing nothing."""
+        why = "" if on else ("No item matches the Browse filters" if self.ctx.benchmark else "No benchmark chosen")
         for button in self.verdict_buttons.values():
             button.setEnabled(on)
+            tip = button.toolTip().split("\n(disabled:")[0]
+            button.setToolTip(tip + (f"\n(disabled: {why})" if why else ""))
 
     def show_item_id(self, item_id: int) -> None:
         row = self.ctx.model.row_of(item_id)

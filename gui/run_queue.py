@@ -25,7 +25,7 @@ def run_args(
     bench: str,
     model: str,
     strategy: str = "circular",
-    likelihood: bool = False,
+    likelihood: bool | str = False,
     extractor: str = "rules",
     batch_size: int = 8,
     max_new_tokens: int = 32,
@@ -33,6 +33,8 @@ def run_args(
     text_only: bool = False,
     multi_turn: str | None = None,
     rounds: int = 4,
+    seed: int = 0,
+    new: bool = False,
 ) -> tuple[str, ...]:
     """The command line of the launch form's choices (the form's only translation: widget values → options)."""
     args = [
@@ -52,12 +54,18 @@ def run_args(
     ]
     if limit:
         args += ["--limit", str(limit)]
-    if likelihood:
+    if likelihood == "prefix":  # LVLM-eHub's prefix score (implies --likelihood)
+        args += ["--likelihood-score", "prefix"]
+    elif likelihood:
         args.append("--likelihood")
     if text_only:
         args.append("--text-only")
     if multi_turn:
         args += ["--multi-turn", multi_turn, "--rounds", str(rounds)]
+    if seed:  # 0 is the command's default: left out, so the shown command stays the short one
+        args += ["--seed", str(seed)]
+    if new:
+        args.append("--new")
     return tuple(args)
 
 
@@ -83,9 +91,14 @@ class RunJob(QObject):
     def stderr(self) -> str:
         return self.process.stderr if self.process else ""
 
+    @property
+    def name(self) -> str:
+        """The entry's name, "Queue #3": never "Job 3" next to "Run 5", since a queue number is no run id."""
+        return f"Queue #{self.number}"
+
     def summary(self) -> str:
-        run = f"run {self.run_id}" if self.run_id else "run"
-        return f"{run} · {self.request.title} — {self.state}" + (f": {self.message}" if self.message else "")
+        run = f" → run {self.run_id}" if self.run_id else ""
+        return f"{self.name}{run} · {self.request.title} — {self.state}" + (f": {self.message}" if self.message else "")
 
 
 class RunQueue(QObject):

@@ -16,6 +16,8 @@ from gui.tables import RowsModel, table_view
 COLUMNS = ("Run", "Status", "Model", "Benchmark", "Strategy", "Vanilla", "Circular", "POPE F1", "Duration")
 COMPACT = ("Run", "Status", "Model", "Benchmark", "Score %")
 SCORE_COLUMNS = {"Vanilla", "Circular", "POPE F1", "Score %"}
+PARTIAL_MARK = "(partial)"
+TEXT_ONLY_MARK = "[text-only]"
 STATUS_COLOURS = {"finished": "#1e7d32", "running": "#1a73e8", "interrupted": "#8a6d00", "failed": "#b3261e"}
 
 
@@ -103,22 +105,31 @@ class RunsList(QWidget):
         self.summaries = {}
         variants = {}
         origins = {}
+        stored = {}
         for r in runs.list_runs(self.ctx.ws):
             variants[r.id] = describe_variants(r.config)
             s = run_summary(self.ctx.ws, r.id)
             if s is not None:
                 self.summaries[r.id] = s
+                stored[r.id] = r
             if (origin := origin_of(r)) is not None:
                 origins[r.id] = origin
         ordered = sorted(self.summaries.values(), key=lambda s: -s.run_id)  # newest first
         rows: list[tuple[object, ...]] = []
         colours, tips = {}, {}
         for i, s in enumerate(ordered):
-            model = s.model
+            run = stored[s.run_id]
+            model = s.model + (f" {TEXT_ONLY_MARK}" if run.config.get("text_only") is True else "")
             if s.run_id in origins:  # the narrow list elides the model's end: the arrow goes first there
-                model = f"{IMPORTED_ARROW} {s.model}" if self.compact else f"{s.model} {IMPORTED_MARK}"
+                model = f"{IMPORTED_ARROW} {model}" if self.compact else f"{model} {IMPORTED_MARK}"
+            # Figures of an unfinished run cover the items asked so far: they say so, and are greyed.
+            partial = s.status != "finished"
+
+            def mark(text: str, partial: bool = partial) -> str:
+                return f"{text} {PARTIAL_MARK}" if text and partial else text
+
             if self.compact:
-                rows.append((s.run_id, s.status, model, s.benchmark, score(s)))
+                rows.append((s.run_id, s.status, model, s.benchmark, mark(score(s))))
             else:
                 rows.append(
                     (
@@ -127,18 +138,26 @@ class RunsList(QWidget):
                         model,
                         s.benchmark,
                         " · ".join(filter(None, (s.strategy, variants.get(s.run_id)))),
-                        pct(s.vanilla),
-                        pct(s.circular),
-                        pct(s.pope_f1),
+                        mark(pct(s.vanilla)),
+                        mark(pct(s.circular)),
+                        mark(pct(s.pope_f1)),
                         duration(s.duration_s),
                     )
                 )
             colours[(i, 1)] = STATUS_COLOURS.get(s.status, "#3c4043")
             if s.error:
                 tips[(i, 1)] = s.error
-            tips[(i, 2)] = s.model + (f"\n{imported_from(origins[s.run_id])}" if s.run_id in origins else "")
+            tips[(i, 2)] = (
+                s.model
+                + ("\ntext-only: the model never saw the images" if TEXT_ONLY_MARK in model else "")
+                + (f"\n{imported_from(origins[s.run_id])}" if s.run_id in origins else "")
+            )
             if variants.get(s.run_id) and not self.compact:
                 tips[(i, 4)] = f"Run variants: {variants[s.run_id]}"
+            for n, title in enumerate(self.model.columns):
+                if partial and title in SCORE_COLUMNS:
+                    colours[(i, n)] = "#80868b"
+                    tips[(i, n)] = f"partial: the run is {s.status}; figures over the {s.passes:,} passes stored so far"
         self.model.set_rows(rows, [s.run_id for s in ordered], colours=colours, tooltips=tips)
         self.select(keep)
 

@@ -36,15 +36,22 @@ from gui.runs_list import RunsList
 from gui.tables import export_table
 from gui.variant_group import VariantGroup
 
-# (label, --strategy, --likelihood) per benchmark kind; POPE is what a yes/no benchmark always gets.
+# (label, --strategy, --likelihood: False, True or "prefix" for --likelihood-score prefix) per benchmark kind; POPE
+# is what a yes/no benchmark always gets.
 STRATEGIES = {
     "mcq": (
         ("CircularEval", "circular", False),
         ("VanillaEval", "vanilla", False),
         ("Likelihood · CircularEval", "circular", True),
         ("Likelihood · VanillaEval", "vanilla", True),
+        ("Prefix score · CircularEval", "circular", "prefix"),
+        ("Prefix score · VanillaEval", "vanilla", "prefix"),
     ),
-    "yesno": (("POPE (yes/no)", "circular", False), ("POPE · likelihood", "circular", True)),
+    "yesno": (
+        ("POPE (yes/no)", "circular", False),
+        ("POPE · likelihood", "circular", True),
+        ("POPE · prefix score", "circular", "prefix"),
+    ),
     "open": (("Open answers (for the arena)", "circular", False),),
 }
 STATE_MARKS = {"queued": "○", "running": "▶", "finished": "✓", "cancelled": "■", "failed": "✗"}
@@ -91,6 +98,12 @@ class LaunchForm(QGroupBox):
         asker_editor.setPlaceholderText("off — or an LLM that asks sub-questions: openai:…, hf:…")
         self.rounds = QSpinBox(minimum=1, maximum=ROUNDS_MAX, value=4)
         self.rounds.setToolTip("Multi-turn: at most this many rounds of sub-questions; the last forces an answer")
+        self.seed = QSpinBox(minimum=0, maximum=2**31 - 1, value=0)  # the command takes 0..2**32-1; a spin box, int32
+        self.seed.setToolTip("--seed: the seed of baseline:random (0, the default, is left out of the command)")
+        self.again = QCheckBox("Run again even if finished (--new)")
+        self.again.setToolTip(
+            "A run with the same settings that finished already is shown, not repeated, unless this is on"
+        )
         self.command = QPlainTextEdit()
         self.command.setReadOnly(True)
         self.command.setObjectName("command")
@@ -108,10 +121,12 @@ class LaunchForm(QGroupBox):
         form.addRow("Batch size", self.batch)
         form.addRow("Max new tokens", self.max_tokens)
         form.addRow("Limit", self.limit)
+        form.addRow("Seed", self.seed)
         form.addRow("", self.text_only)
         form.addRow(self.variant)
         form.addRow("Multi-turn asker", self.multi_turn)
         form.addRow("Rounds", self.rounds)
+        form.addRow("", self.again)
         cmd_label = QLabel("Command")
         cmd_label.setObjectName("muted")
         form.addRow(cmd_label)
@@ -122,9 +137,10 @@ class LaunchForm(QGroupBox):
             combo.currentTextChanged.connect(self._update_command)
         for combo in (self.strategy, self.bench):
             combo.currentIndexChanged.connect(self._update_command)
-        for spin in (self.batch, self.max_tokens, self.limit, self.rounds):
+        for spin in (self.batch, self.max_tokens, self.limit, self.rounds, self.seed):
             spin.valueChanged.connect(self._update_command)
-        self.text_only.toggled.connect(self._update_command)
+        for box in (self.text_only, self.again):
+            box.toggled.connect(self._update_command)
         self.variant.changed.connect(self._update_command)
         self.variant.cot.toggled.connect(self._cot_tokens)
         self.reload()
@@ -198,8 +214,8 @@ class LaunchForm(QGroupBox):
     def set_choice(
         self, *, bench: str | None = None, model: str | None = None, strategy: str | None = None, **values
     ) -> None:
-        """Fill the form (tests, presets): strategy by its label; values: batch, max_tokens, limit, text_only,
-        extractor, multi_turn, rounds."""
+        """Fill the form (tests, presets): strategy by its label; values: batch, max_tokens, limit, seed, text_only,
+        again, extractor, multi_turn, rounds."""
         if bench is not None:
             self.bench.setCurrentIndex(self.bench.findData(bench))
         if model is not None:
@@ -235,6 +251,8 @@ class LaunchForm(QGroupBox):
             text_only=self.text_only.isChecked(),
             multi_turn=asker or None,
             rounds=self.rounds.value(),
+            seed=self.seed.value(),
+            new=self.again.isChecked(),
         ) + tuple(self.variant.args())
         return RunRequest(args, f"{spec} on {bench}")
 
@@ -249,6 +267,13 @@ class LaunchForm(QGroupBox):
         req = self.request()
         self.command.setPlainText(shlex.join(["vlmdesk", *req.args]) if req else "")
         self.start.setEnabled(req is not None)
+        self.start.setToolTip(
+            ""
+            if req is not None
+            else "Import a benchmark first (File › Import benchmark…, or the demo)"
+            if not self.bench.count()
+            else "Choose a model: a saved one or a spec (hf:…, openai:…, baseline:…)"
+        )
 
     def _submit(self) -> None:
         req = self.request()
@@ -288,8 +313,8 @@ class JobCard(QFrame):
             return
         p = job.progress
         total, items = p.get("items_total"), p.get("items_done", 0)
-        run = f"Run {job.run_id}" if job.run_id else f"Job {job.number}"
-        self.title.setText(f"{STATE_MARKS[job.state]} {run} · {job.request.title}")
+        run = f" → Run {job.run_id}" if job.run_id else ""
+        self.title.setText(f"{STATE_MARKS[job.state]} {job.name}{run} · {job.request.title}")
         # Unknown total while the model loads: a busy bar (range 0..0); afterwards items done of items total.
         self.bar.setRange(0, total if total else (0 if job.state == RunJob.RUNNING else 1))
         if total:
@@ -301,13 +326,16 @@ class JobCard(QFrame):
         else:
             self.bar.setFormat("loading the model…")
         parts = []
+        if job.start_event.get("resumed"):  # not a fresh start at 0: say what was there already
+            parts.append(f"resumed ({job.start_event.get('passes_done', 0)} passes stored before)")
         if p:
             parts.append(
                 f"items {items}/{total or '?'} · passes {p.get('passes_done', 0)}"
                 + (f" · wave {p['wave'] + 1}" if "wave" in p else "")
             )
-        if "calls_per_s" in p:
-            parts.append(f"{p['calls_per_s']:.1f} calls/s · ETA ≤ {eta(p.get('eta_s'))}")
+        if "calls_per_s" in p:  # a stopped job has no ETA: it would say the cancelled run goes on
+            eta_text = f" · ETA ≤ {eta(p.get('eta_s'))}" if job.state == RunJob.RUNNING else ""
+            parts.append(f"{p['calls_per_s']:.1f} calls/s{eta_text}")
         if job.state != RunJob.RUNNING:
             parts.append(job.state + (f": {job.message}" if job.message else ""))
         elif job.message:
@@ -323,6 +351,7 @@ class RunsView(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.queue = RunQueue(str(ctx.ws.path), self)
+        self._started: set[int] = set()  # queue numbers whose start event has been seen
         self.form = LaunchForm(ctx)
         self.form.setFixedWidth(400)
         self.form.submitted.connect(self.queue.submit)
@@ -414,7 +443,11 @@ class RunsView(QWidget):
         self._job_changed(job)
 
     def _job_changed(self, job: RunJob) -> None:
-        if job.run_id is not None and job.run_id not in self.runs.summaries:  # the run row now exists
+        fresh_start = job.start_event and job.number not in self._started
+        if fresh_start:
+            self._started.add(job.number)
+        # The run row now exists, or a resumed run is running again (its row said "interrupted"): list it anew.
+        if job.run_id is not None and (job.run_id not in self.runs.summaries or fresh_start):
             self.runs.reload()
             self.ctx.runsChanged.emit()
         for row in range(self.jobs.count()):
@@ -423,7 +456,9 @@ class RunsView(QWidget):
                 item.setText(f"{STATE_MARKS[job.state]} {job.summary()}")
                 item.setToolTip(item.text())
         if job.state == RunJob.RUNNING or self.card.job in (None, job) or self.queue.current is None:
-            if self.card.job is not job and job.state == RunJob.RUNNING:
+            # The card and the Messages pane name the same job: when the card moves on (a start, a cancel, a
+            # failure), so does the selection, else the pane kept showing an older job's messages.
+            if self.card.job is not job or job.state != RunJob.RUNNING:
                 self.jobs.setCurrentRow(self.queue.jobs.index(job))
             self.card.show_job(job)
         if self._selected_job() is job:
@@ -456,7 +491,7 @@ class RunsView(QWidget):
         if self.log.toPlainText() != text:
             self.log.setPlainText(text)
             self.log.verticalScrollBar().setValue(self.log.verticalScrollBar().maximum())
-        self.log_title.setText(f"Messages · job {job.number}")
+        self.log_title.setText(f"Messages · {job.name}")
 
     def _remove_selected(self) -> None:
         job = self._selected_job()
@@ -481,6 +516,7 @@ class RunsView(QWidget):
 
     def _cancel_shown(self) -> None:
         if self.card.job is not None:
+            self.jobs.setCurrentRow(self.queue.jobs.index(self.card.job))
             self.queue.cancel(self.card.job)
 
     def _open_results(self) -> None:
@@ -496,6 +532,8 @@ class RunsView(QWidget):
             self._run_selected()
 
     def _benchmark_changed(self) -> None:
+        if self.ctx.benchmark is not None and self.form.bench.findData(self.ctx.benchmark.name) < 0:
+            self.form.reload()  # imported since the form was filled (the demo, from an empty workspace)
         if self.ctx.benchmark is not None and self.queue.current is None:
             i = self.form.bench.findData(self.ctx.benchmark.name)
             if i >= 0:

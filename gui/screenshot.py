@@ -39,6 +39,7 @@ class Shot:
     size: tuple[int, int] = (1280, 800)
     annotator: str = "annotator"
     blind: bool = False
+    theme: str = "light"  # light | dark (not "system": a picture must not depend on the desktop it is taken on)
 
 
 # -- the views ---------------------------------------------------------------------------------------------
@@ -145,6 +146,11 @@ def _prepare_desiderata(window, shot: Shot) -> None:
     dash.desiderata.show_runs(run_ids, figure=shot.chart)
 
 
+def _prepare_annotators(window, shot: Shot) -> None:
+    window.show_view("annotators")
+    window.view("annotators").refresh()
+
+
 def _prepare_alignment(window, shot: Shot) -> None:
     window.show_view("alignment")
     window.view("alignment").refresh()
@@ -175,6 +181,7 @@ VIEWS = {
     "desiderata": _prepare_desiderata,
     "alignment": _prepare_alignment,
     "models": _prepare_models,
+    "annotators": _prepare_annotators,
     "arena": _prepare_arena,
     "leaderboard": _prepare_leaderboard,
 }
@@ -216,7 +223,7 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
     app = application()
     with tempfile.TemporaryDirectory() as config:
         prefs = PreferencesFile(Path(config) / "preferences.json")
-        prefs.save(Preferences(annotator=shot.annotator, blind=shot.blind))
+        prefs.save(Preferences(annotator=shot.annotator, blind=shot.blind, theme=shot.theme))
         shown = workspace
         if shot.view == "launcher":  # its picture starts real runs: on a copy, so the workspace keeps no trace
             shown = Path(config) / workspace.name

@@ -56,11 +56,9 @@ def review_shortcuts() -> tuple[Shortcut, ...]:
 
 
 def help_rows() -> list[tuple[str, str, str]]:
-    """(group, keys, text) for the overlay; the 26 option picks are shown as one line."""
-    rows = []
-    for s in review_shortcuts():
-        if s.action.startswith("pick:"):
-            continue
-        rows.append((s.group, " / ".join(s.keys), s.text))
+    """(group, keys, text) for the overlay, each group once (in order of first appearance); the 26 option picks are
+    shown as one line."""
+    rows = [(s.group, " / ".join(s.keys), s.text) for s in review_shortcuts() if not s.action.startswith("pick:")]
     rows.insert(len(VERDICT_KEYS), ("Options", "1–9 / Shift+A–Z", "Pick an option (the right answer for W)"))
-    return rows
+    groups = list(dict.fromkeys(g for g, _, _ in rows))
+    return sorted(rows, key=lambda row: groups.index(row[0]))  # stable: a group's rows keep their order

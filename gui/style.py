@@ -54,7 +54,7 @@ QListWidget#queueList::item, QListWidget#benchList::item {{ padding: 8px 10px; b
 QListWidget#queueList::item:selected, QListWidget#benchList::item:selected {{ background: #d2e3fc;
                                                                             color: #174ea6; }}
 QFrame#helpOverlay {{ background: rgba(32, 33, 36, 150); }}
-QLabel#helpCard {{ background: white; border-radius: 8px; padding: 18px 24px; }}
+QLabel#helpCard {{ background: #ffffff; border-radius: 8px; padding: 18px 24px; }}
 QStatusBar QLabel {{ padding: 0 8px; color: #3c4043; }}
 """
 

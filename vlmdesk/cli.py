@@ -63,6 +63,7 @@ COMMAND_MODULES = (
     "cmd_gui",
     "cmd_reviews",
     "cmd_check",
+    "cmd_team",
     "cmd_arena",
 )
 

@@ -67,6 +67,7 @@ def register(add) -> None:
         help="--screenshot: the session's annotator for the picture (default 'annotator')",
     )
     p.add_argument("--blind", action="store_true", help="--screenshot: blind mode on for the picture")
+    p.add_argument("--theme", choices=("light", "dark"), default="light", help="--screenshot: the theme of the picture")
     p.add_argument(
         "--visible-text",
         metavar="TXT",
@@ -111,6 +112,7 @@ def cmd_gui(args) -> int:
         size=_size(args.size),
         annotator=annotator,
         blind=args.blind,
+        theme=args.theme,
     )
     for option, value in (("--screenshot", args.screenshot), ("--visible-text", args.visible_text)):
         if value and Path(value).is_dir():

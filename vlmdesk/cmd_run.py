@@ -9,8 +9,10 @@ import sys
 from db import models, runs
 from db.runs import ROUNDS_MAX
 from evaluator.backends import BackendError, spec_help
+from evaluator.backends.hf import without_prefix_sharing
 from evaluator.backends.secrets import redact
-from evaluator.launch import Launch, prepare_resume, prepare_run, run_or_resume
+from evaluator.choices import LIKELIHOOD_SCORES
+from evaluator.launch import Launch, prepare_resume, prepare_run, resolve_model, run_or_resume
 from evaluator.llm_extraction import extractor_help
 from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.progress import DoneEvent, StartEvent
@@ -39,6 +41,7 @@ def register(add) -> None:
                 vlmdesk run --bench mmbench-dev-en --model hf:llava-hf/llava-1.5-7b-hf --batch-size 16
                 vlmdesk run --bench mmbench-dev-en --model 'openai:Qwen2-VL-7B@http://localhost:8000/v1'
                 vlmdesk run --bench demo --model hf:./my-model --strategy vanilla --limit 10 --json
+                vlmdesk run --bench demo --model hf:./my-model --likelihood-score prefix
                 vlmdesk run --bench demo --model baseline:random --label-map natural:0
                 vlmdesk run --bench demo --model hf:./my-model --corrupt image:gaussian_noise:3 --corrupt text:mild_mix
                 vlmdesk run --bench demo --model hf:./my-model --shots 2 --shot-selection similar --cot
@@ -57,7 +60,11 @@ def register(add) -> None:
         "--full-passes", action="store_true", help="ask every pass even after a wrong one (measures answer consistency)"
     )
     p.add_argument("--limit", type=positive_int, help="only the first N items of the benchmark")
-    p.add_argument("--batch-size", type=positive_int, default=8, help="prompts per model call (default 8)")
+    p.add_argument(
+        "--batch-size",
+        type=positive_int,
+        help="prompts per model call (default 8; hf: models on a GPU then choose their own batch size)",
+    )
     p.add_argument(
         "--max-new-tokens",
         type=positive_int,
@@ -70,6 +77,18 @@ def register(add) -> None:
         "--likelihood",
         action="store_true",
         help="choose by the log-likelihood of each option letter (Yes/No for POPE) instead of generating",
+    )
+    p.add_argument(
+        "--likelihood-score",
+        choices=LIKELIHOOD_SCORES,
+        help="likelihood mode's score: sum (default: log-prob of the letter or Yes/No) or prefix (LVLM-eHub: "
+        "softmax of 1/loss of each option text's first token); prefix implies --likelihood",
+    )
+    p.add_argument(
+        "--no-share-prefix",
+        action="store_true",
+        help="hf: models: prefill every prompt whole instead of sharing each item's prefix across its rotations "
+        "(answers are the same; to compare speed — a run of its own, as the spec gets share_prefix=0)",
     )
     p.add_argument(
         "--prompt-template",
@@ -165,9 +184,10 @@ def cmd_run(args) -> int:
                 max_new_tokens=args.max_new_tokens
                 or (COT_MAX_NEW_TOKENS if args.cot else default_max_new_tokens(bench.kind)),
                 text_only=args.text_only,
-                likelihood=args.likelihood,
+                likelihood=args.likelihood or args.likelihood_score == "prefix",
                 seed=args.seed,
                 extractor=args.extractor,
+                likelihood_score=args.likelihood_score or "sum",
                 **variant_settings(args, bench),
                 **multi_turn_settings(args, ws),
             )
@@ -177,7 +197,13 @@ def cmd_run(args) -> int:
                 else default_template(bench.kind)
             )
             # args.model: a saved model's name (vlmdesk models) or a spec
-            launch = prepare_run(ws, bench, args.model, settings, template, batch_size=args.batch_size, new=args.new)
+            model = args.model
+            if args.no_share_prefix:
+                try:
+                    model = without_prefix_sharing(resolve_model(ws, args.model))
+                except BackendError as exc:
+                    raise UsageError(str(exc)) from None
+            launch = prepare_run(ws, bench, model, settings, template, batch_size=args.batch_size, new=args.new)
         if launch.finished:
             run = launch.run
             print(

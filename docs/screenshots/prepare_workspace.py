@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from annotation import alignment, arena, reviews
+from annotation import alignment, arena, guidelines, reviews, saved_filters
 from db import catalog, open_workspace
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo
@@ -72,6 +72,19 @@ with open_workspace(PATH) as ws:
         (5, "ben", "wrong_answer", "B", "the mission patch reads STS-7: Sally Ride?"),
     ):
         reviews.add_review(ws, demo[index], who, verdict, corrected_answer=corrected, note=note, seconds=6.0)
+    guidelines.save(
+        ws,
+        catalog.benchmark_by_name(ws, "demo").id,
+        "# Reviewing the demo\n\n"
+        "- **ok** — the key is the one answer a careful reader would give from the image and the text.\n"
+        "- **wrong key** — another option is right: pick it (1–9) after W.\n"
+        "- **ambiguous** — two options fit equally; say which in a note (E).\n"
+        "- **text-answerable** — the question can be answered without looking at the image.\n"
+        "- **bad image** — too small, cropped or unrelated to read the answer.\n\n"
+        "When unsure, **skip** (S): a skip is not a verdict.",
+        "lead",
+    )
+    saved_filters.save(ws, "CP to review", {"l2_category": "coarse_perception", "review": "unreviewed"}, "lead")
 # The arena: three baselines answer the open questions (runs 7-9; each answers with a letter, standing in for free
 # answers), two pairs per item, and ana and ben vote (people's taste stood in for by a fixed preference).
 for model in ("baseline:random", "baseline:first", "baseline:frequent"):

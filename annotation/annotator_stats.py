@@ -1,0 +1,121 @@
+"""Annotator statistics per benchmark: what each person judged, how fast, and how well they agree with the others.
+
+Everything is read from the standing verdicts (annotation/standing.py: a withdrawn or corrected verdict no longer
+counts). A verdict's category for agreement is the verdict, with the corrected key for wrong-key verdicts
+("wrong_answer→C"); skips are not an opinion and are left out of agreement, as from conflicts.
+
+- Cohen's κ of an annotator against each other annotator over the items both judged, and the mean of those pairs;
+- Krippendorff's α (nominal) over every annotator of the benchmark;
+- items per hour: standing verdicts over the time spent on them (the seconds stored with each verdict);
+- disagreements to discuss: the benchmark's conflicts (annotation.reviews.conflicts) the annotator is part of.
+Both statistics come from annotation/agreement.py (scikit-learn and the krippendorff package).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from annotation import agreement, reviews
+from db.workspace import Workspace
+
+SKIP = "skip"
+
+
+@dataclass(frozen=True)
+class AnnotatorStats:
+    annotator: str
+    verdicts: dict[str, int]  # standing verdicts by kind (skips included)
+    items: int  # items with a standing verdict (skips included)
+    seconds: float  # time spent on those verdicts, where stored
+    items_per_hour: float | None
+    kappa: dict[str, float | None] = field(default_factory=dict)  # other annotator → κ over shared items
+    shared: dict[str, int] = field(default_factory=dict)  # other annotator → items both judged (skips left out)
+    mean_kappa: float | None = None
+    disagreements: int = 0  # conflicts on the benchmark this annotator is part of
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "annotator": self.annotator,
+            "verdicts": dict(self.verdicts),
+            "items": self.items,
+            "seconds": round(self.seconds, 1),
+            "items_per_hour": None if self.items_per_hour is None else round(self.items_per_hour, 1),
+            "kappa": dict(self.kappa),
+            "shared": dict(self.shared),
+            "mean_kappa": self.mean_kappa,
+            "disagreements": self.disagreements,
+        }
+
+
+@dataclass(frozen=True)
+class BenchmarkAgreement:
+    benchmark_id: int
+    total_items: int
+    reviewed_items: int
+    alpha: float | None  # Krippendorff's α over every annotator (None: undefined — fewer than 2 raters, …)
+    conflicts: int
+    annotators: tuple[AnnotatorStats, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "total_items": self.total_items,
+            "reviewed_items": self.reviewed_items,
+            "alpha": self.alpha,
+            "conflicts": self.conflicts,
+            "annotators": [a.to_json() for a in self.annotators],
+        }
+
+
+def category(review: reviews.Review) -> str:
+    """What a verdict says, for agreement: the verdict, and for a wrong key the key it names."""
+    return f"{review.verdict}→{review.corrected_answer}" if review.corrected_answer else review.verdict
+
+
+def benchmark_stats(ws: Workspace, benchmark_id: int) -> BenchmarkAgreement:
+    standing = reviews.standing_reviews(ws, benchmark_id=benchmark_id)
+    total = ws.conn.execute("SELECT count(*) FROM items WHERE benchmark_id = ?", (benchmark_id,)).fetchone()[0]
+    mine: dict[str, list[reviews.Review]] = defaultdict(list)
+    opinions: dict[int, dict[str, str]] = defaultdict(dict)  # item → annotator → category (skips left out)
+    for r in standing:
+        mine[r.annotator].append(r)
+        if r.verdict != SKIP:
+            opinions[r.item_id][r.annotator] = category(r)
+    conflicts = reviews.conflicts(ws, benchmark_id)
+    in_conflict = Counter(a for rs in conflicts.values() for a in {r.annotator for r in rs})
+    people = sorted(mine)
+    out = []
+    for person in people:
+        rs = mine[person]
+        seconds = sum(r.seconds for r in rs if r.seconds)
+        timed = sum(1 for r in rs if r.seconds)
+        kappa, shared = {}, {}
+        for other in people:
+            if other == person:
+                continue
+            both = [unit for unit in opinions.values() if person in unit and other in unit]
+            shared[other] = len(both)
+            kappa[other] = agreement.cohen_kappa([u[person] for u in both], [u[other] for u in both])
+        defined = [k for k in kappa.values() if k is not None]
+        out.append(
+            AnnotatorStats(
+                person,
+                dict(Counter(r.verdict for r in rs)),
+                len(rs),
+                seconds,
+                3600 * timed / seconds if seconds > 0 else None,
+                kappa,
+                shared,
+                sum(defined) / len(defined) if defined else None,
+                in_conflict.get(person, 0),
+            )
+        )
+    return BenchmarkAgreement(
+        benchmark_id,
+        total,
+        len({r.item_id for r in standing}),
+        agreement.krippendorff_alpha(list(opinions.values())),
+        len(conflicts),
+        tuple(out),
+    )

@@ -1,0 +1,659 @@
+"""The app's way to every `vlmdesk` command that changes or exports workspace content: each runs the command itself
+in a child process (gui.processes), with a strip in the status bar — what it is doing, its last message, Cancel —
+and reports its last line or its one-line error. No logic of the commands is repeated here: the dialogs only turn
+their fields into a command line.
+
+`COMMANDS` says, for every command of the CLI, where the app offers it: a menu action of the **Workspace** menu or
+the File menu (by its title), a tab, or why it has none (tests/gui/test_command_parity.py checks it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
+
+from db import catalog, models, runs
+from gui.processes import CommandProcess
+
+# Where each CLI command is in the app. "menu:TITLE" is a menu action with that title (its place: the window's
+# menus); "tab:NAME" a tab; "none:WHY" a command left out on purpose. New commands of other branches are added here.
+COMMANDS: dict[str, str] = {
+    "import": "menu:Import benchmark…",
+    "demo": "menu:Import the demo benchmarks",
+    "benchmarks": "tab:browse",  # the Benchmarks dock beside every tab
+    "items": "tab:browse",
+    "show": "tab:review",
+    "run": "tab:runs",
+    "runs": "tab:runs",
+    "report": "tab:results",
+    "run-items": "tab:results",  # click a bar
+    "export-predictions": "tab:results",  # "Export predictions…"
+    "rescore": "menu:Re-score a run…",
+    "pope score": "none:scores an answers file from elsewhere against a question file; writes nothing to the "
+    "workspace (a run of the app is scored by Results)",
+    "pope build": "menu:Build a POPE set…",
+    "qc text-only": "menu:Run the text-only QC stage…",
+    "qc consensus": "menu:Compute the consensus QC stage…",
+    "qc list": "tab:queues",
+    "qc decide": "tab:queues",
+    "qc export": "menu:Export the curated benchmark…",
+    "qc summary": "tab:queues",
+    "qc export-decisions": "menu:Export QC decisions…",
+    "qc import-decisions": "menu:Import QC decisions…",
+    "extract": "none:reads a file of responses from elsewhere and prints choices (a batch tool for scripts); runs "
+    "and re-scorings made in the app extract through the same code",
+    "align sample": "menu:Build an adjudication set…",
+    "align label": "tab:queues",
+    "align adjudicate": "tab:queues",
+    "align report": "tab:alignment",
+    "align export-labels": "menu:Export labels…",
+    "align import-labels": "menu:Import labels…",
+    "models add": "tab:models",
+    "models list": "tab:models",
+    "models remove": "tab:models",
+    "models test": "tab:models",
+    "gui": "none:it opens the app itself (and renders its screenshots)",
+    "reviews export": "menu:Export reviews…",
+    "reviews import": "menu:Import reviews…",
+    "check": "menu:Check and repair the workspace…",
+    "guidelines show": "tab:review",  # the Guidelines tab beside the item (and the Queues' Guidelines panel)
+    "guidelines set": "tab:review",  # its Edit… button
+    "annotators": "tab:annotators",
+    "import-predictions": "menu:Import predictions made elsewhere…",
+    # The report and its figures: Results › Desiderata; `desiderata language` (judgements stored in the workspace):
+    # Workspace › Judge the language of a run…; `desiderata ece --input` reads a file and writes nothing.
+    "desiderata": "tab:results",
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a command's dialog: `kind` text | int | choice | choices (several) | open | save | folder | flag."""
+
+    name: str
+    label: str
+    kind: str = "text"
+    choices: tuple[tuple[str, object], ...] = ()  # (shown, value)
+    default: object = None
+    tip: str = ""
+    minimum: int = 1
+    maximum: int = 1_000_000_000
+
+
+class CommandDialog(QDialog):
+    """A form of fields; `values()` gives what was entered (a list for `choices`, a bool for `flag`)."""
+
+    def __init__(self, title: str, fields: list[Field], parent=None, *, intro: str = ""):
+        super().__init__(parent)
+        self.setWindowTitle(title)
+        self.setObjectName("commandDialog")
+        self.fields = fields
+        self.widgets: dict[str, QWidget] = {}
+        form = QFormLayout(self)
+        if intro:
+            text = QLabel(intro)
+            text.setWordWrap(True)
+            text.setObjectName("muted")
+            form.addRow(text)
+        for f in fields:
+            widget = self._widget(f)
+            widget.setToolTip(f.tip)
+            self.widgets[f.name] = widget
+            form.addRow(f.label, widget)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+        self.setMinimumWidth(460)
+
+    def _widget(self, f: Field) -> QWidget:
+        if f.kind == "int":
+            spin = QSpinBox(minimum=f.minimum, maximum=min(f.maximum, 2**31 - 1))
+            spin.setValue(int(f.default) if f.default is not None else f.minimum)  # type: ignore[call-overload]
+            return spin
+        if f.kind == "flag":
+            check = QCheckBox()
+            check.setChecked(bool(f.default))
+            return check
+        if f.kind == "choice":
+            combo = QComboBox()
+            for shown, value in f.choices:
+                combo.addItem(shown, value)
+            if f.default is not None and (i := combo.findData(f.default)) >= 0:
+                combo.setCurrentIndex(i)
+            return combo
+        if f.kind == "choices":
+            box = QListWidget()
+            box.setMaximumHeight(140)
+            for shown, value in f.choices:
+                item = QListWidgetItem(shown)
+                item.setData(Qt.ItemDataRole.UserRole, value)
+                item.setCheckState(
+                    Qt.CheckState.Checked
+                    if isinstance(f.default, (list, tuple)) and value in f.default
+                    else Qt.CheckState.Unchecked
+                )
+                box.addItem(item)
+            return box
+        edit = QLineEdit(str(f.default or ""))
+        if f.kind in ("open", "save", "folder"):
+            row = QWidget()
+            layout = QHBoxLayout(row)
+            layout.setContentsMargins(0, 0, 0, 0)
+            browse = QPushButton("Browse…")
+            browse.clicked.connect(lambda _=False, e=edit, k=f.kind, t=f.label: self._browse(e, k, t))
+            layout.addWidget(edit, 1)
+            layout.addWidget(browse)
+            row.setProperty("edit", edit)
+            self._edits = {**getattr(self, "_edits", {}), f.name: edit}
+            return row
+        return edit
+
+    def _browse(self, edit: QLineEdit, kind: str, title: str) -> None:
+        start = edit.text() or str(Path.home())
+        if kind == "open":
+            path, _ = QFileDialog.getOpenFileName(self, title, start)
+        elif kind == "save":
+            path, _ = QFileDialog.getSaveFileName(self, title, start)
+        else:
+            path = QFileDialog.getExistingDirectory(self, title, start)
+        if path:
+            edit.setText(path)
+
+    def values(self) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for f in self.fields:
+            w = self.widgets[f.name]
+            if isinstance(w, QSpinBox):
+                out[f.name] = w.value()
+            elif isinstance(w, QCheckBox):
+                out[f.name] = w.isChecked()
+            elif isinstance(w, QComboBox):
+                out[f.name] = w.currentData()
+            elif isinstance(w, QListWidget):
+                out[f.name] = [
+                    w.item(i).data(Qt.ItemDataRole.UserRole)
+                    for i in range(w.count())
+                    if w.item(i).checkState() == Qt.CheckState.Checked
+                ]
+            elif isinstance(w, QLineEdit):
+                out[f.name] = w.text().strip()
+            else:
+                out[f.name] = self._edits[f.name].text().strip()
+        return out
+
+
+class WorkspaceCommands(QObject):
+    """The Workspace menu's commands on the window's open workspace, each a child process with a strip."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.running: list[CommandProcess] = []
+        # Tests answer the dialogs: name → values (None: cancelled) instead of showing one.
+        self.answer: Callable[[str, list[Field]], dict | None] | None = None
+
+    # -- the menu
+    def fill_menu(self, menu) -> dict[str, QAction]:
+        entries: list[tuple[str, Callable[[], object], str] | None] = [
+            (
+                "Run the text-only QC stage…",
+                self.qc_text_only_dialog,
+                "vlmdesk qc text-only: language models "
+                "answer without the image; items most of them get right are flagged text-answerable",
+            ),
+            (
+                "Compute the consensus QC stage…",
+                self.qc_consensus_dialog,
+                "vlmdesk qc consensus: items no chosen VLM run answers right are flagged possibly flawed",
+            ),
+            (
+                "Export the curated benchmark…",
+                self.qc_export_dialog,
+                "vlmdesk qc export: the benchmark without "
+                "the confirmed-removed items, with corrected keys, and its change log",
+            ),
+            None,
+            (
+                "Build an adjudication set…",
+                self.align_sample_dialog,
+                "vlmdesk align sample: responses for blind human labelling (undecided, disagreeing, a seeded sample)",
+            ),
+            (
+                "Re-score a run…",
+                self.rescore_dialog,
+                "vlmdesk rescore: read a run's stored responses again with another extractor or the human labels",
+            ),
+            (
+                "Judge the language of a run…",
+                self.judge_language_dialog,
+                "vlmdesk desiderata language: a judge model scores the fluency and coherence of a chain-of-thought "
+                "run's answers (ChEF's language performance); judgements are stored, never asked twice",
+            ),
+            None,
+            (
+                "Build a POPE set…",
+                self.pope_build_dialog,
+                "vlmdesk pope build: POPE questions from object annotations, imported into the workspace",
+            ),
+            None,
+            (
+                "Check and repair the workspace…",
+                self.check_dialog,
+                "vlmdesk check: integrity, references, the search index; --repair rebuilds what can be rebuilt",
+            ),
+        ]
+        actions = {}
+        for entry in entries:
+            if entry is None:
+                menu.addSeparator()
+                continue
+            title, slot, tip = entry
+            action = QAction(title, self.window)
+            action.setToolTip(tip)
+            action.setStatusTip(tip)
+            action.triggered.connect(lambda _=False, s=slot: s())
+            menu.addAction(action)
+            actions[title] = action
+        menu.setToolTipsVisible(True)
+        return actions
+
+    # -- dialogs (what they ask; the work is the command)
+    def _ask(self, name: str, title: str, fields: list[Field], intro: str = "") -> dict | None:
+        if self.answer is not None:
+            return self.answer(name, fields)
+        dialog = CommandDialog(title, fields, self.window, intro=intro)
+        return dialog.values() if dialog.exec() == QDialog.DialogCode.Accepted else None
+
+    def _bench_field(self, kind: str | None = None) -> Field:
+        ws = self.window.ws
+        benches = [b for b in catalog.list_benchmarks(ws) if kind is None or b.kind == kind]
+        current = self.window.ctx.benchmark.name if self.window.ctx and self.window.ctx.benchmark else None
+        return Field("bench", "Benchmark", "choice", tuple((b.name, b.name) for b in benches), current)
+
+    def _runs_field(self, name: str, label: str, *, bench: str | None = None, only=None) -> Field:
+        found = [r for r in runs.list_runs(self.window.ws) if (bench is None or r.benchmark == bench)]
+        found = [r for r in found if only is None or only(r)]
+        text_only = " [text-only]"
+        return Field(
+            name,
+            label,
+            "choices",
+            tuple(
+                (
+                    f"run {r.id} · {r.model_spec}{text_only if r.config.get('text_only') else ''} · {r.benchmark} "
+                    f"· {r.status}",
+                    str(r.id),
+                )
+                for r in found
+            ),
+        )
+
+    def _check_ready(self) -> bool:
+        if not catalog.list_benchmarks(self.window.ws):
+            self.window.show_error("No benchmark in this workspace yet: File › Import benchmark…, or the demo")
+            return False
+        return True
+
+    def qc_text_only_dialog(self) -> None:
+        if not self._check_ready():
+            return
+        saved = models.list_models(self.window.ws)
+        choices = tuple((f"{m.name} ({m.spec})", m.spec) for m in saved) + tuple(
+            (spec, spec) for spec in ("baseline:random", "baseline:first", "baseline:frequent")
+        )
+        v = self._ask(
+            "qc text-only",
+            "Text-only QC stage",
+            [
+                self._bench_field("mcq"),
+                Field(
+                    "models",
+                    "Text-only models",
+                    "choices",
+                    choices,
+                    tip="Language models that answer without the image (saved models, or baselines)",
+                ),
+                Field("extra", "Other model spec", tip="hf:…, openai:…@… (optional)"),
+                Field("limit", "Limit (0: every item)", "int", default=0, minimum=0),
+            ],
+            intro="Each model answers every item under CircularEval without the image; an item more than half of "
+            "them get right is flagged text-answerable for people to confirm or reject in Queues.",
+        )
+        if v:
+            specs = [*v["models"], *([v["extra"]] if v["extra"] else [])]
+            self.qc_text_only(str(v["bench"]), specs, limit=int(v["limit"]) or None)
+
+    def qc_consensus_dialog(self) -> None:
+        if not self._check_ready():
+            return
+        bench = self.window.ctx.benchmark.name if self.window.ctx.benchmark else None
+        v = self._ask(
+            "qc consensus",
+            "Consensus QC stage",
+            [
+                self._bench_field("mcq"),
+                self._runs_field(
+                    "runs",
+                    "VLM runs",
+                    bench=bench,
+                    only=lambda r: r.status == "finished" and not r.config.get("text_only"),
+                ),
+            ],
+            intro="Finished CircularEval runs that saw the images: every item none of them answers right is "
+            "flagged possibly flawed.",
+        )
+        if v:
+            self.qc_consensus(str(v["bench"]), [int(x) for x in v["runs"]])
+
+    def qc_export_dialog(self) -> None:
+        if not self._check_ready():
+            return
+        v = self._ask(
+            "qc export",
+            "Export the curated benchmark",
+            [
+                self._bench_field(),
+                Field("out", "File", "save", default=str(self._folder() / "curated.tsv")),
+                Field("with_reviews", "Apply standing wrong-key verdicts too", "flag"),
+            ],
+        )
+        if v:
+            self.qc_export(str(v["bench"]), str(v["out"]), with_reviews=bool(v["with_reviews"]))
+
+    def align_sample_dialog(self) -> None:
+        if not self._check_ready():
+            return
+        v = self._ask(
+            "align sample",
+            "Build an adjudication set",
+            [
+                self._runs_field("runs", "Runs", only=lambda r: r.status == "finished"),
+                Field("extractor", "Extractor to compare", default="rules"),
+                Field("size", "Sample size", "int", default=50),
+                Field("seed", "Seed", "int", default=0, minimum=0, maximum=2**31 - 1),
+                Field("name", "Set name", default="study"),
+            ],
+        )
+        if v:
+            self.align_sample(
+                [int(x) for x in v["runs"]],
+                str(v["name"]),
+                size=int(v["size"]),
+                seed=int(v["seed"]),
+                extractor=str(v["extractor"]) or None,
+            )
+
+    def rescore_dialog(self) -> None:
+        if not self._check_ready():
+            return
+        found = [r for r in runs.list_runs(self.window.ws) if r.strategy != "pope"]
+        v = self._ask(
+            "rescore",
+            "Re-score a run",
+            [
+                Field(
+                    "run", "Run", "choice", tuple((f"run {r.id} · {r.model_spec} · {r.benchmark}", r.id) for r in found)
+                ),
+                Field("extractor", "Extractor", default="human", tip="rules | rules+llm:SPEC | llm:SPEC | human"),
+            ],
+        )
+        if v and v["run"] is not None:
+            self.rescore(int(v["run"]), str(v["extractor"]))
+
+    def judge_language_dialog(self) -> None:
+        if not self._check_ready():
+            return
+        found = [r for r in runs.list_runs(self.window.ws) if r.strategy != "pope"]
+        v = self._ask(
+            "desiderata language",
+            "Judge the language of a run",
+            [
+                Field(
+                    "run", "Run", "choice", tuple((f"run {r.id} · {r.model_spec} · {r.benchmark}", r.id) for r in found)
+                ),
+                Field("judge", "Judge model", tip="a saved model's name, or openai:…@…, hf:… (a text model)"),
+            ],
+            intro="The judge scores each answer's fluency and coherence 0-10 with a stated rubric; an answer it "
+            "cannot judge after retries counts as missing. Best on a chain-of-thought (--cot) run.",
+        )
+        if v and v["run"] is not None and v["judge"]:
+            self.judge_language(int(v["run"]), str(v["judge"]))
+
+    def pope_build_dialog(self) -> None:
+        v = self._ask(
+            "pope build",
+            "Build a POPE set",
+            [
+                Field("annotations", "Annotations", "open", tip="COCO instances_*.json or objects JSON Lines"),
+                Field("images", "Images folder", "folder"),
+                Field(
+                    "setting",
+                    "Setting",
+                    "choice",
+                    (("random", "random"), ("popular", "popular"), ("adversarial", "adversarial")),
+                    "random",
+                ),
+                Field("images_count", "Images", "int", default=500),
+                Field("per_image", "Objects per image", "int", default=3),
+                Field("seed", "Seed", "int", default=0, minimum=0, maximum=2**31 - 1),
+                Field("out", "Question file", "save", default=str(self._folder() / "pope.jsonl")),
+                Field("name", "Benchmark name (optional)"),
+            ],
+            intro="Writes POPE questions from object annotations and imports them as a yes/no benchmark.",
+        )
+        if v:
+            self.pope_build(
+                str(v["annotations"]),
+                str(v["images"]),
+                str(v["setting"]),
+                str(v["out"]),
+                images_count=int(v["images_count"]),
+                per_image=int(v["per_image"]),
+                seed=int(v["seed"]),
+                name=str(v["name"]) or None,
+            )
+
+    def check_dialog(self) -> None:
+        v = self._ask(
+            "check",
+            "Check the workspace",
+            [
+                Field(
+                    "repair",
+                    "Repair what can be repaired",
+                    "flag",
+                    default=False,
+                    tip="Rebuild the search index, upgrade the schema, delete orphan images",
+                )
+            ],
+        )
+        if v is not None:
+            self.check(repair=bool(v["repair"]))
+
+    def _folder(self) -> Path:
+        return Path(self.window.ws.path).parent
+
+    # -- the commands (public: tests and other views call these)
+    def qc_text_only(self, bench: str, specs: list[str], *, limit: int | None = None) -> CommandProcess | None:
+        if not specs:
+            self.window.show_error("Text-only QC stage: choose at least one model")
+            return None
+        args = ["qc", "text-only", "--bench", bench, *[a for s in specs for a in ("--model", s)]]
+        return self.start([*args, *(["--limit", str(limit)] if limit else [])], "Text-only QC stage")
+
+    def qc_consensus(self, bench: str, run_ids: list[int]) -> CommandProcess | None:
+        if not run_ids:
+            self.window.show_error("Consensus QC stage: choose at least one finished run that saw the images")
+            return None
+        return self.start(
+            ["qc", "consensus", "--bench", bench, *[a for r in run_ids for a in ("--run", str(r))]],
+            "Consensus QC stage",
+        )
+
+    def qc_export(self, bench: str, out: str, *, with_reviews: bool = False) -> CommandProcess | None:
+        return self.start(
+            ["qc", "export", bench, "--out", out, *(["--with-reviews"] if with_reviews else [])],
+            f"Exporting {bench}",
+            refresh=False,
+        )
+
+    def align_sample(
+        self, run_ids: list[int], name: str, *, size: int, seed: int = 0, extractor: str | None = None
+    ) -> CommandProcess | None:
+        if not run_ids:
+            self.window.show_error("Adjudication set: choose at least one finished run")
+            return None
+        args = [
+            "align",
+            "sample",
+            *[a for r in run_ids for a in ("--run", str(r))],
+            "--size",
+            str(size),
+            "--seed",
+            str(seed),
+            "--name",
+            name,
+            *(["--extractor", extractor] if extractor else []),
+        ]
+        return self.start(args, f"Building the adjudication set {name!r}")
+
+    def rescore(self, run_id: int, extractor: str) -> CommandProcess | None:
+        return self.start(["rescore", str(run_id), "--extractor", extractor], f"Re-scoring run {run_id}")
+
+    def judge_language(self, run_id: int, judge: str) -> CommandProcess | None:
+        return self.start(
+            ["desiderata", "language", str(run_id), "--judge", judge], f"Judging the language of run {run_id}"
+        )
+
+    def pope_build(
+        self,
+        annotations: str,
+        images: str,
+        setting: str,
+        out: str,
+        *,
+        images_count: int = 500,
+        per_image: int = 3,
+        seed: int = 0,
+        name: str | None = None,
+    ) -> CommandProcess | None:
+        args = [
+            "pope",
+            "build",
+            "--annotations",
+            annotations,
+            "--images",
+            images,
+            "--setting",
+            setting,
+            "--images-count",
+            str(images_count),
+            "--per-image",
+            str(per_image),
+            "--seed",
+            str(seed),
+            "--out",
+            out,
+            "--import",
+            *(["--name", name] if name else []),
+        ]
+        return self.start(args, "Building a POPE set")
+
+    def check(self, *, repair: bool = False) -> CommandProcess | None:
+        return self.start(
+            ["check", *(["--repair"] if repair else [])], "Checking the workspace", refresh=repair, ok_codes=(0, 1)
+        )
+
+    # -- a child process with a strip in the status bar
+    def start(
+        self, args: list[str], busy: str, *, refresh: bool = True, ok_codes: tuple[int, ...] = (0,)
+    ) -> CommandProcess | None:
+        window = self.window
+        if window.ws is None:
+            return None
+        process = CommandProcess(window.ws.path, args, self)
+        strip = QWidget()
+        strip.setObjectName("commandProgress")
+        layout = QHBoxLayout(strip)
+        layout.setContentsMargins(0, 0, 0, 0)
+        label = QLabel(f"{busy}…")
+        label.setObjectName("commandProgressLabel")
+        label.setMaximumWidth(420)
+        bar = QProgressBar()
+        bar.setMaximumWidth(120)
+        bar.setTextVisible(False)
+        bar.setRange(0, 0)  # busy: the commands tell their progress in words (on stderr)
+        cancel = QPushButton("Cancel")
+        cancel.setObjectName("commandCancel")
+        cancel.setToolTip(f"Stop: {process.command_line()}")
+        for widget in (label, bar, cancel):
+            layout.addWidget(widget)
+        window.statusBar().addPermanentWidget(strip)
+        cancelled: list[bool] = []
+
+        def progress() -> None:  # the command's own progress line (stderr), shortened
+            lines = [ln.strip() for ln in process.stderr.replace("\r", "\n").splitlines() if ln.strip()]
+            if lines and not cancelled:
+                label.setText(f"{busy}: {lines[-1][:90]}")
+
+        def on_cancel() -> None:
+            cancelled.append(True)
+            cancel.setEnabled(False)
+            label.setText(f"{busy}: cancelling…")
+            process.terminate()
+
+        def finished() -> None:
+            window.statusBar().removeWidget(strip)
+            strip.deleteLater()
+            self.running.remove(process)
+            if cancelled:
+                window.message_bar.show_message(f"{busy}: cancelled", "info")
+            elif process.exit_code in ok_codes and not process.crashed:
+                lines = [
+                    ln.strip()
+                    for ln in process.stdout.splitlines()
+                    if ln.strip() and not ln.lstrip().startswith(("{", "["))
+                ]
+                window.message_bar.show_message(f"{busy}: {lines[-1] if lines else 'done'}", "info")
+            else:
+                errors = [ln for ln in process.stderr.splitlines() if ln.startswith("error:")]
+                window.show_error(
+                    errors[-1] if errors else f"{busy} failed: {process.error or process.stderr[-300:]}",
+                    process.stderr,
+                )
+            if refresh and not cancelled:
+                window.refresh()
+
+        process.stderrChanged.connect(progress)
+        cancel.clicked.connect(on_cancel)
+        process.done.connect(finished)
+        self.running.append(process)
+        process.start()
+        return process
+
+    def shutdown(self) -> None:
+        for process in list(self.running):
+            process.terminate()
+            if not process.process.waitForFinished(5000):
+                process.kill()
