@@ -29,6 +29,7 @@ REVIEWS = Kind("reviews", "verdict", "annotator", ("item_id",))
 LABELS = Kind("labels", "choice", "annotator", ("item_id",))
 ADJUDICATIONS = Kind("adjudications", "choice", "adjudicator", ("item_id",))
 QC_DECISIONS = Kind("qc_decisions", "decision", "annotator", ("item_id", "stage"))
+ARENA_VOTES = Kind("arena_votes", "vote", "annotator", ("pair_id",))
 
 ORDER = "created_at, id"
 """The order of a log (history, merges): by time, then by local insertion."""

@@ -1,6 +1,7 @@
 """Annotators on several machines: human records leave one copy of a workspace as JSON Lines and merge into another.
 
-Three kinds travel: item verdicts (`reviews`), alignment labels and adjudications (`labels`), QC decisions (`qc`).
+Four kinds travel: item verdicts (`reviews`), alignment labels and adjudications (`labels`), QC decisions (`qc`),
+arena votes (`votes`, named by the uuid of their pair: they merge into copies of the workspace the pairs were drawn in).
 Every record, undo rows included, carries the uuid it was given when it was made (`id`), its time (`at`) and, for
 an undo, the uuid it withdraws. Importing is a merge: a record whose id is already present is skipped (so importing
 twice adds nothing, and two machines can exchange files both ways), a present id with different content is an
@@ -28,10 +29,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, Literal, NoReturn, overload
 
-from annotation import qc, reviews
+from annotation import arena, qc, reviews
 from annotation.alignment import UNCLEAR
 from annotation.names import MAX_NOTE_CHARS, BadName, annotator_name
-from annotation.standing import ADJUDICATIONS, LABELS, QC_DECISIONS, REVIEWS, WITHDRAWAL, Kind
+from annotation.standing import ADJUDICATIONS, ARENA_VOTES, LABELS, QC_DECISIONS, REVIEWS, WITHDRAWAL, Kind
 from db import catalog
 from db.workspace import Workspace
 from evaluator.choices import answer_keys
@@ -50,7 +51,7 @@ MAX_LISTED = 100  # skipped lines listed in a report (all are counted)
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # `at` before this is a clock error
 FUTURE_SLACK = timedelta(days=1)  # `at` later than now + this would outrank every later record: refused
 
-KINDS = ("reviews", "labels", "qc")
+KINDS = ("reviews", "labels", "qc", "votes")
 
 
 class _Bad(Exception):
@@ -423,8 +424,49 @@ def _decision(rec: dict[str, Any], look: _Lookups) -> _Row:
     )
 
 
-_CHECKS: dict[str, Callable[[dict[str, Any], _Lookups], _Row]] = {"reviews": _review, "labels": _label, "qc": _decision}
-_TABLES = {"reviews": (REVIEWS,), "labels": (LABELS, ADJUDICATIONS), "qc": (QC_DECISIONS,)}
+def _vote(rec: dict[str, Any], look: _Lookups) -> _Row:
+    rec = _fields(rec, ("id", "pair", "annotator", "vote", "at"), ("note", "seconds", "withdraws"))
+    uid = _uuid_field(rec, "id")
+    pair = _uuid_field(rec, "pair")
+    found = look.ws.conn.execute("SELECT id FROM arena_pairs WHERE uuid = ?", (pair,)).fetchone()
+    if found is None:
+        raise _Bad(
+            "pair", f"no arena pair {pair} in this workspace (votes merge into a copy their pairs were drawn in)"
+        )
+    annotator = _name(rec)
+    vote = _text(rec, "vote")
+    if vote not in (*arena.VOTES, WITHDRAWAL):
+        raise _Bad("vote", f"unknown vote {vote!r} (one of {', '.join(arena.VOTES)}, undo)")
+    withdraws = _uuid_field(rec, "withdraws", nullable=True)
+    if (withdraws is None) != (vote != WITHDRAWAL):
+        raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
+    note, seconds, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _seconds(rec), _time(rec)
+    return _Row(
+        0,
+        ARENA_VOTES,
+        {**rec, "annotator": annotator, "at": at},
+        {
+            "pair_id": found[0],
+            "annotator": annotator,
+            "vote": vote,
+            "note": note,
+            "seconds": seconds,
+            "created_at": at,
+            "uuid": uid,
+            "withdraws": withdraws,
+        },
+        ("arena_votes", found[0], annotator),
+        withdraws,
+    )
+
+
+_CHECKS: dict[str, Callable[[dict[str, Any], _Lookups], _Row]] = {
+    "reviews": _review,
+    "labels": _label,
+    "qc": _decision,
+    "votes": _vote,
+}
+_TABLES = {"reviews": (REVIEWS,), "labels": (LABELS, ADJUDICATIONS), "qc": (QC_DECISIONS,), "votes": (ARENA_VOTES,)}
 
 
 # ---------------------------------------------------------------------------------------------------- export
@@ -497,6 +539,25 @@ def _decision_records(ws: Workspace, where: str, params: Sequence[object]) -> It
         }
 
 
+def _vote_records(ws: Workspace, where: str, params: Sequence[object]) -> Iterator[dict[str, Any]]:
+    for uid, pair, annotator, vote, note, seconds, at, withdraws in ws.conn.execute(
+        "SELECT v.uuid, p.uuid, v.annotator, v.vote, v.note, v.seconds, v.created_at, v.withdraws FROM arena_votes v "
+        "JOIN arena_pairs p ON p.id = v.pair_id JOIN benchmarks b ON b.id = p.benchmark_id "
+        f"WHERE {where} ORDER BY v.created_at, v.id",
+        params,
+    ):
+        yield {
+            "id": uid,
+            "pair": pair,
+            "annotator": annotator,
+            "vote": vote,
+            "note": note,
+            "seconds": seconds,
+            "at": at,
+            "withdraws": withdraws,
+        }
+
+
 def export_records(
     ws: Workspace, kind: str, *, benchmark: str | None = None, set_name: str | None = None, annotator: str | None = None
 ) -> Iterator[dict[str, Any]]:
@@ -511,14 +572,14 @@ def export_records(
             where.append("who = ?")
             params.append(annotator)
         return _label_records(ws, " AND ".join(where), params)
-    alias = {"reviews": "r", "qc": "d"}[kind]
+    alias = {"reviews": "r", "qc": "d", "votes": "v"}[kind]
     if benchmark is not None:
         where.append("b.name = ?")
         params.append(benchmark)
     if annotator is not None:
         where.append(f"{alias}.annotator = ?")
         params.append(annotator)
-    reader = _review_records if kind == "reviews" else _decision_records
+    reader = {"reviews": _review_records, "qc": _decision_records, "votes": _vote_records}[kind]
     return reader(ws, " AND ".join(where), params)
 
 
@@ -701,7 +762,7 @@ def _known(ws: Workspace, row: _Row, by_uuid: dict[str, _Row]) -> bool | tuple[s
     return "id", f"{row.uuid} is in {where} with a different {differs}"
 
 
-_HUMAN_KINDS = (REVIEWS, LABELS, ADJUDICATIONS, QC_DECISIONS)
+_HUMAN_KINDS = (REVIEWS, LABELS, ADJUDICATIONS, QC_DECISIONS, ARENA_VOTES)
 
 
 def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict[str, Any] | None:
@@ -711,6 +772,8 @@ def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict[str, Any] | None
         found = _review_records(ws, "r.uuid = ?", [uid])
     elif kind.table == "qc_decisions":
         found = _decision_records(ws, "d.uuid = ?", [uid])
+    elif kind.table == "arena_votes":
+        found = _vote_records(ws, "v.uuid = ?", [uid])
     else:
         found = (
             r

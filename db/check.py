@@ -210,6 +210,25 @@ def _mark_dead_runs_interrupted(ws: Workspace) -> str:
     return f"marked {len(marked)} run(s) interrupted: {', '.join(map(str, marked))}"
 
 
+def _arena_pairs(ws: Workspace) -> list[str]:
+    """A pair shows two answers to one item of its benchmark: both runs on that benchmark, each with pass 0 of the
+    item stored (the arena reads it), and the item in the benchmark (migration 0012, annotation/arena.py)."""
+    rows = ws.conn.execute(
+        "SELECT p.id, p.uuid FROM arena_pairs p JOIN items i ON i.id = p.item_id "
+        "WHERE i.benchmark_id != p.benchmark_id OR EXISTS (SELECT 1 FROM runs r "
+        "WHERE r.id IN (p.left_run_id, p.right_run_id) AND (r.benchmark_id != p.benchmark_id OR NOT EXISTS "
+        "(SELECT 1 FROM predictions x WHERE x.run_id = r.id AND x.item_id = p.item_id AND x.pass = 0))) "
+        "ORDER BY p.id LIMIT ?",
+        (MAX_PROBLEMS + 1,),
+    ).fetchall()
+    return _bounded(
+        [
+            f"arena pair {pid} ({uuid}): a run of another benchmark, or an answer that is not stored"
+            for pid, uuid in rows
+        ]
+    )
+
+
 def _option_scores(ws: Workspace) -> list[str]:
     # No repair: scores are what the model said; a pass with a wrong count is shown, never rewritten.
     rows = ws.conn.execute(
@@ -251,6 +270,7 @@ CHECKS: tuple[Check, ...] = (
     Check("option_scores", "option scores of likelihood passes", _option_scores, current_schema=True),
     Check("pass_turns", "turns of multi-turn passes", _pass_turns, current_schema=True),
     Check("guideline_versions", "verdicts' guideline versions", _guideline_versions, current_schema=True),
+    Check("arena_pairs", "arena pairs and the answers they show", _arena_pairs, current_schema=True),
 )
 
 

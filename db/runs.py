@@ -33,8 +33,9 @@ HEARTBEAT_S = 5.0
 STALE_AFTER_S = 60.0  # a heartbeat older than this means the owner is gone (stopped, killed, or on a lost host)
 
 
-Strategy = Literal["circular", "vanilla", "pope"]
-"""How a run asks its items: CircularEval (every rotation), VanillaEval (pass 0 only), POPE (one yes/no pass)."""
+Strategy = Literal["circular", "vanilla", "pope", "open"]
+"""How a run asks its items: CircularEval (every rotation), VanillaEval (pass 0 only), POPE (one yes/no pass), open
+(one free answer to an open question, never extracted or scored)."""
 RunStatus = Literal["running", "finished", "failed", "interrupted"]
 """A run's status; its effective status reads `interrupted` for a `running` run whose owner is gone."""
 

@@ -617,6 +617,87 @@ def _m0011(db: Database) -> None:
     )
 
 
+_OLD_KINDS = "CHECK (kind IN ('mcq', 'yesno'))"
+_NEW_KINDS = "CHECK (kind IN ('mcq', 'yesno', 'open'))"
+
+
+def _widen_benchmark_kinds(db: Database) -> None:
+    """Let benchmarks.kind be 'open': SQLite cannot change a CHECK in place, so the table is rebuilt (SQLite's
+    12-step procedure, foreign keys off: items, runs and QC rows point at benchmarks and would cascade away with a
+    DROP). The stored CREATE text is reused, so every column a migration before this one added is kept."""
+    (sql,) = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'benchmarks'").fetchone()
+    if _NEW_KINDS in sql:  # a re-run after a crash between the commit and the record of this migration
+        return
+    if _OLD_KINDS not in sql:
+        raise ValueError("benchmarks.kind has an unexpected CHECK; cannot add 'open'")
+    extras = [
+        r[0]
+        for r in db.execute("SELECT sql FROM sqlite_master WHERE tbl_name = 'benchmarks' AND type != 'table'")
+        if r[0]
+    ]
+    rebuilt = sql.replace(_OLD_KINDS, _NEW_KINDS).replace("CREATE TABLE benchmarks", "CREATE TABLE benchmarks_0012", 1)
+    db.execute(rebuilt)
+    db.execute("INSERT INTO benchmarks_0012 SELECT * FROM benchmarks ORDER BY id")
+    db.execute("DROP TABLE benchmarks")
+    db.execute("ALTER TABLE benchmarks_0012 RENAME TO benchmarks")
+    for statement in extras:
+        db.execute(statement)
+
+
+@migrations(name="0012_arena", transactional=False)
+def _m0012(db: Database) -> None:
+    # Open benchmarks (a question and an image, no options; runs generate free answers) and the arena: pairs of two
+    # runs' answers to one item, shown left and right, and votes on them — human records, append-only with a uuid
+    # and withdrawals like reviews (annotation/arena.py, docs/adr/0019).
+    # Not one sqlite-utils transaction: foreign keys can only be switched off outside a transaction, so this
+    # migration runs its own and checks the keys before committing.
+    conn = db.conn
+    if conn.in_transaction:
+        raise RuntimeError("migration 0012 must start outside a transaction")
+    conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        with db.atomic():
+            _widen_benchmark_kinds(db)
+            _script(
+                db,
+                f"""
+                CREATE TABLE IF NOT EXISTS arena_pairs (
+                    id INTEGER PRIMARY KEY,
+                    uuid TEXT NOT NULL UNIQUE,
+                    benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
+                    item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+                    left_run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                    right_run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                    position INTEGER NOT NULL,
+                    seed INTEGER NOT NULL,
+                    created_at TEXT NOT NULL,
+                    CHECK (left_run_id != right_run_id),
+                    UNIQUE (benchmark_id, position)
+                );
+                CREATE INDEX IF NOT EXISTS arena_pairs_item ON arena_pairs (item_id);
+                CREATE TABLE IF NOT EXISTS arena_votes (
+                    id INTEGER PRIMARY KEY,
+                    pair_id INTEGER NOT NULL REFERENCES arena_pairs(id) ON DELETE CASCADE,
+                    annotator TEXT NOT NULL,
+                    vote TEXT NOT NULL CHECK (vote IN ('left', 'right', 'tie', 'bothbad', 'undo')),
+                    note TEXT,
+                    seconds REAL,
+                    created_at TEXT NOT NULL,{_ID_COLUMNS.format(table="arena_votes")},
+                    CHECK ((vote = 'undo') = (withdraws IS NOT NULL))
+                );
+                CREATE INDEX IF NOT EXISTS arena_votes_pair ON arena_votes (pair_id, id);
+                CREATE INDEX IF NOT EXISTS arena_votes_withdraws ON arena_votes (withdraws);
+                CREATE TRIGGER IF NOT EXISTS arena_votes_no_update BEFORE UPDATE ON arena_votes
+                    BEGIN SELECT RAISE(ABORT, 'arena votes are append-only'); END;
+                """,
+            )
+            broken = db.execute("PRAGMA foreign_key_check").fetchone()
+            if broken is not None:
+                raise ValueError(f"migration 0012 would break a foreign key: {tuple(broken)}")
+    finally:
+        conn.execute("PRAGMA foreign_keys = ON")
+
+
 @migrations(name="0013_pass_turns")
 def _m0013(db: Database) -> None:
     # A multi-turn pass (LVLM-eHub's multi-turn reasoning, evaluator/multiturn.py) is a dialogue: an asking LLM's

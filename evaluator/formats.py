@@ -73,10 +73,13 @@ FORMATS = (
     FormatEntry(
         "jsonl",
         "mcq",
-        "vlmdesk's JSON Lines: question, options, answer, image (path, data URL or base64)",
+        "vlmdesk's JSON Lines: question, options, answer, image (path, data URL or base64); no options: open",
         "evaluator.importers.jsonl:read_jsonl",
         "evaluator.exporters:_write_jsonl",
-        sniff=lambda record, first, head: isinstance(record, dict) and {"question", "options"} <= record.keys(),
+        # A line without options is an open question (kind open; evaluator/importers/jsonl.py).
+        sniff=lambda record, first, head: (
+            isinstance(record, dict) and "question" in record and ("options" in record or "image" in record)
+        ),
         fields=(_IMAGES,),
     ),
     FormatEntry(

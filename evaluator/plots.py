@@ -18,6 +18,7 @@ from evaluator.outfiles import AtomicOutput
 from evaluator.types import PopeParser
 
 if TYPE_CHECKING:
+    from evaluator.ratings import Leaderboard
     from evaluator.report import RunReport, Scores
 
 SHORT_L2 = {
@@ -275,6 +276,62 @@ def alignment_figure(report: Any, extractor: str | None = None) -> Figure:
     matrix_ax.set_ylabel("people said")
     matrix_ax.set_title(f"confusion: {extractor}", fontsize=10)
     return fig
+
+
+def leaderboard_figure(board: Leaderboard) -> Figure:
+    """Arena ratings, best on top, with their bootstrap 95 % intervals as whiskers and the online Elo as a mark."""
+    models = list(reversed(board.models))
+    fig = Figure(figsize=(7.0, max(2.4, 0.45 * len(models) + 1.2)), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    y = list(range(len(models)))
+    ratings = [m.rating for m in models]
+    ax.errorbar(
+        ratings,
+        y,
+        xerr=[[m.rating - m.lower for m in models], [m.upper - m.rating for m in models]],
+        fmt="o",
+        color=COLORS[0],
+        ecolor=COLORS[0],
+        capsize=4,
+        label="Bradley–Terry (95 % bootstrap interval)",
+    )
+    ax.scatter([m.elo for m in models], y, marker="x", color=COLORS[1], label="online Elo", zorder=3)
+    ax.set_yticks(y, [f"#{m.rank}  {_short_model(m.model)}  ({m.votes})" for m in models], fontsize=8)
+    ax.axvline(1000, color="grey", linewidth=0.8, alpha=0.5)
+    ax.set_xlabel("rating")
+    ax.set_title(f"Arena leaderboard — {board.battles} votes, {board.rounds} bootstrap rounds", fontsize=10)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def win_rate_figure(models: list[str], matrix: list[list[float | None]]) -> Figure:
+    """The pairwise win-rate matrix: row model's share of its non-tied votes against the column model."""
+    import numpy as np
+
+    n = len(models)
+    fig = Figure(figsize=(max(4.0, 0.8 * n + 2.5), max(3.2, 0.7 * n + 1.8)), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    values = np.array([[np.nan if v is None else v for v in row] for row in matrix], dtype=float).reshape(n, n)
+    image = ax.imshow(values, cmap="RdBu", vmin=0.0, vmax=1.0)
+    for i in range(n):
+        for j in range(n):
+            if not np.isnan(values[i, j]):
+                ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=8)
+    labels = [_short_model(m) for m in models]
+    ax.set_xticks(range(n), labels, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(n), labels, fontsize=8)
+    ax.set_xlabel("model B")
+    ax.set_ylabel("model A")
+    ax.set_title("share of A's non-tied votes against B won by A", fontsize=10)
+    fig.colorbar(image, ax=ax, shrink=0.8)
+    return fig
+
+
+def _short_model(spec: str, limit: int = 40) -> str:
+    return spec if len(spec) <= limit else "…" + spec[-(limit - 1) :]
 
 
 def save_figure(fig: Figure, path: str | Path) -> Path:

@@ -90,6 +90,14 @@ def export_predictions(
             for item in items
         ]
         predicted = sum((item.id, 0) in done for item in items)
+    elif run.strategy == "open":  # free answers; `answer` is the item's reference answer, when it has one
+        columns = ["index", "question", "hint", "answer", "category", "split", "prediction"]
+        rows = [
+            [item.index, item.question, item.hint, item.meta.get("reference"), item.category, item.split]
+            + [said(done.get((item.id, 0)))]
+            for item in items
+        ]
+        predicted = sum((item.id, 0) in done for item in items)
     else:
         n_options = max((len(i.options) for i in items), default=2)
         columns = [

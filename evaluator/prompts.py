@@ -33,6 +33,8 @@ YESNO_DEFAULT = {
     "en": "{question}\nAnswer the question using a single word or phrase.",
     "zh": "{question}\n请用一个词或短语回答。",
 }
+# An open question is asked as it is: the free answer is what the arena compares.
+OPEN_DEFAULT = {"en": "{hint}{question}", "zh": "{hint}{question}"}
 HINT_PREFIX = {"en": "Hint: ", "zh": "提示: "}
 # ChEF's instruction-following map sentence (src/ChEF/scenario/MMBench_dataset.py), one per option line.
 MAP_SENTENCE = 'If the answer is "({letter})", you need to output "{label}".'
@@ -120,7 +122,7 @@ class PromptTemplate:
 
 
 def default_template(kind: str) -> PromptTemplate:
-    return PromptTemplate(dict(MCQ_DEFAULT if kind == "mcq" else YESNO_DEFAULT))
+    return PromptTemplate(dict(MCQ_DEFAULT if kind == "mcq" else OPEN_DEFAULT if kind == "open" else YESNO_DEFAULT))
 
 
 def load_template(path: str | Path, kind: str) -> PromptTemplate:

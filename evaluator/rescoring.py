@@ -46,6 +46,8 @@ def stored_passes(ws: Workspace, run_id: int) -> list[StoredPass]:
         raise RescoreError(f"no run {run_id}")
     if run.strategy == "pope":
         raise RescoreError(f"run {run_id} is a yes/no (POPE) run; re-scoring reads multiple-choice answers")
+    if run.strategy == "open":
+        raise RescoreError(f"run {run_id} answers open questions: there are no options to read its answers as")
     items = {i.id: i for i in catalog.list_items(ws, run.benchmark_id)}
     predictions = runs.predictions_of(ws, run_id)
     if gone := {p.item_id for p in predictions} - items.keys():  # deleted behind vlmdesk's back (foreign keys off)

@@ -142,7 +142,7 @@ def settings_of(run: runs.Run) -> RunSettings:
 
 
 def strategy_for(bench: Benchmark, settings: RunSettings) -> Strategy:
-    return "pope" if bench.kind == "yesno" else settings.strategy
+    return "pope" if bench.kind == "yesno" else "open" if bench.kind == "open" else settings.strategy
 
 
 def config_key(bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate) -> str:
@@ -207,13 +207,13 @@ class Engine:
         self.settings = settings_of(run)
         # Generated multiple-choice responses are read by the run's extractor (rules, llm:SPEC or rules+llm:SPEC);
         # POPE and likelihood runs never need it, so an LLM extractor is not even loaded for them.
-        reads_text = run.strategy != "pope" and not self.settings.likelihood
+        reads_text = run.strategy not in ("pope", "open") and not self.settings.likelihood
         self.extractor = extractor or (load_extractor(run.extractor, ws) if reads_text else None)
         self.template = PromptTemplate.from_json(run.prompt_template)
         self.variants = Variants(ws, self.settings, self.template, self.kind_of(run), run.benchmark_id, run.seed)
         self.on_progress = on_progress or (lambda p: None)
         self.items = runs.items_of(ws, run)
-        self.kind = "yesno" if run.strategy == "pope" else "mcq"
+        self.kind = {"pope": "yesno", "open": "open"}.get(run.strategy, "mcq")
         self.done: dict[int, dict[int, runs.Prediction]] = {i.id: {} for i in self.items}
         # Counters kept as passes are stored (_record), so bookkeeping costs O(1) per pass, not a scan of every
         # item after every batch: passes stored, items decided, passes left (an upper bound: early stop shortens it).
@@ -228,6 +228,8 @@ class Engine:
                 self._record(p)
         self._length = {i.id: len(i.question) + sum(map(len, i.options)) + len(i.hint or "") for i in self.items}
         self.calls = 0
+        if self.settings.likelihood and self.kind == "open":
+            raise InvalidInput("an open question has no candidates to score; drop --likelihood")
         if self.settings.likelihood and not can_score(backend):
             raise BackendError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
         if self.settings.likelihood_score == "prefix" and not scores_first_tokens(backend):
@@ -380,6 +382,8 @@ class Engine:
     def _extract(
         self, item: Item, order: tuple[int, ...], response: str, scores: list[float] | None, letters: Sequence[str]
     ) -> Extraction:
+        if self.kind == "open":
+            return OPEN_ANSWER
         if scores is not None:
             shown = ", ".join(f"{c}={s:.3f}" for c, s in zip(letters, scores))
             choice = response.lower() if self.kind == "yesno" else self.variants.letter_of(response, letters)
@@ -403,6 +407,17 @@ class Engine:
                 for item, order, response in zip(batch, orders, responses)
             ]
         )
+
+
+OPEN_ANSWER = Extraction(None, "none", "open question: the answer is not extracted")
+"""What an open run stores as a pass's reading: nothing chosen, nothing scored (correct is NULL: no answer key)."""
+OPEN_MAX_NEW_TOKENS = 256  # a free answer needs room; the command line and the launcher default to it for open runs
+
+
+def default_max_new_tokens(kind: str) -> int:
+    """The generation length a run of a benchmark of this kind gets unless one is chosen (RunSettings' default
+    stays 32, so the stored identity of multiple-choice and POPE runs is unchanged)."""
+    return OPEN_MAX_NEW_TOKENS if kind == "open" else RunSettings.max_new_tokens
 
 
 def load_multi_turn_for(run: runs.Run, settings: RunSettings) -> MultiTurn:

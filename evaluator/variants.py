@@ -511,7 +511,15 @@ class Variants:
             images = (corrupt_image_bytes(images[0], self.image_steps, _seed(self.seed, "image", item.index, k)),)
         if self.shots.k:
             prompt, images = self._with_shots(item, prompt, images)
-        candidates = labels if labels else tuple(letters(len(shown))) if self.kind == "mcq" else YESNO_CANDIDATES
+        candidates = (
+            labels
+            if labels
+            else tuple(letters(len(shown)))
+            if self.kind == "mcq"
+            else ()  # an open question offers nothing to choose
+            if self.kind == "open"
+            else YESNO_CANDIDATES
+        )
         return Query(prompt=prompt, images=images, letters=candidates)
 
     def shown_texts(self, item: Item, k: int, order: tuple[int, ...]) -> tuple[str, ...]:

@@ -83,6 +83,10 @@ COMMANDS: dict[str, str] = {
     # The report and its figures: Results › Desiderata; `desiderata language` (judgements stored in the workspace):
     # Workspace › Judge the language of a run…; `desiderata ece --input` reads a file and writes nothing.
     "desiderata": "tab:results",
+    "arena pairs": "menu:Draw arena pairs…",
+    "arena ratings": "tab:arena",  # its Leaderboard page (a file of battles from elsewhere: the command only)
+    "arena export-votes": "menu:Export arena votes…",
+    "arena import-votes": "menu:Import arena votes…",
 }
 
 
@@ -249,6 +253,11 @@ class WorkspaceCommands(QObject):
                 self.judge_language_dialog,
                 "vlmdesk desiderata language: a judge model scores the fluency and coherence of a chain-of-thought "
                 "run's answers (ChEF's language performance); judgements are stored, never asked twice",
+            ),
+            (
+                "Draw arena pairs…",
+                self.arena_pairs_dialog,
+                "vlmdesk arena pairs: pairs of runs' free answers to each open item, for blind votes in the Arena tab",
             ),
             None,
             (
@@ -421,6 +430,30 @@ class WorkspaceCommands(QObject):
         if v and v["run"] is not None:
             self.rescore(int(v["run"]), str(v["extractor"]))
 
+    def arena_pairs_dialog(self) -> None:
+        if not self._check_ready():
+            return
+        bench = self._bench_field("open")
+        if not bench.choices:
+            self.window.show_error("No open benchmark (questions without options) in this workspace: import one first")
+            return
+        v = self._ask(
+            "arena pairs",
+            "Draw arena pairs",
+            [
+                bench,
+                self._runs_field("runs", "Runs (one per model)", only=lambda r: r.strategy == "open"),
+                Field("per_item", "Pairs per item", "int", default=1, maximum=1000),
+                Field("seed", "Seed", "int", default=0, minimum=0, maximum=2**31 - 1),
+            ],
+            intro="For each item, pairs of models drawn uniformly, each with a random side; annotators then vote "
+            "between the two anonymous answers in the Arena tab.",
+        )
+        if v and len(v["runs"]) >= 2:
+            self.arena_pairs(str(v["bench"]), [int(x) for x in v["runs"]], int(v["per_item"]), int(v["seed"]))
+        elif v:
+            self.window.show_error("Choose at least two runs (one per model) to draw pairs from")
+
     def judge_language_dialog(self) -> None:
         if not self._check_ready():
             return
@@ -540,6 +573,10 @@ class WorkspaceCommands(QObject):
 
     def rescore(self, run_id: int, extractor: str) -> CommandProcess | None:
         return self.start(["rescore", str(run_id), "--extractor", extractor], f"Re-scoring run {run_id}")
+
+    def arena_pairs(self, bench: str, run_ids: list[int], per_item: int, seed: int) -> CommandProcess | None:
+        args = ["arena", "pairs", "--bench", bench, "--runs", *map(str, run_ids)]
+        return self.start([*args, "--per-item", str(per_item), "--seed", str(seed)], f"Drawing arena pairs on {bench}")
 
     def judge_language(self, run_id: int, judge: str) -> CommandProcess | None:
         return self.start(

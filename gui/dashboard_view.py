@@ -172,6 +172,12 @@ class DashboardView(QWidget):
         if not self.reports:
             self.chart.set_figure(message_figure("Choose one or more runs on the left"), clickable=False)
             return
+        if any(r.strategy == "open" for r in self.reports):  # free answers have no accuracy to chart
+            self.chart.set_figure(
+                message_figure("Open questions are not scored:\ntheir answers are compared in the Arena tab"),
+                clickable=False,
+            )
+            return
         kinds = {"pope" if r.pope is not None else "mcq" for r in self.reports}
         if len(kinds) > 1:
             self.chart.set_figure(

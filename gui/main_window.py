@@ -35,6 +35,7 @@ from db.workspace import database_error, open_workspace
 from gui.alignment_view import AlignmentView
 from gui.annotator_stats import AnnotatorsView
 from gui.appearance import apply_appearance, next_scale
+from gui.arena_view import ArenaView
 from gui.browse_view import BrowseView
 from gui.commands import WorkspaceCommands
 from gui.context import Context
@@ -50,6 +51,7 @@ SYNC_COMMANDS = {  # kind: (menu title, export command, import command)
     "reviews": ("reviews", ["reviews", "export"], ["reviews", "import"]),
     "labels": ("labels", ["align", "export-labels"], ["align", "import-labels"]),
     "decisions": ("QC decisions", ["qc", "export-decisions"], ["qc", "import-decisions"]),
+    "votes": ("arena votes", ["arena", "export-votes"], ["arena", "import-votes"]),
 }
 
 
@@ -98,7 +100,7 @@ class BenchmarksDock(QListWidget):
         self.blockSignals(True)
         self.clear()
         for b in benchmarks if benchmarks is not None else catalog.list_benchmarks(self.ctx.ws):
-            kind = "yes/no" if b.kind == "yesno" else "multiple choice"
+            kind = {"yesno": "yes/no", "open": "open"}.get(b.kind, "multiple choice")
             item = QListWidgetItem(f"{b.name}\n{b.questions:,} items · {kind}")
             item.setData(Qt.ItemDataRole.UserRole, b.name)
             item.setData(Qt.ItemDataRole.UserRole + 1, b)
@@ -177,6 +179,7 @@ class MainWindow(QMainWindow):
         self.add_view("alignment", "Alignment", AlignmentView)
         self.add_view("models", "Models", ModelsView)
         self.add_view("annotators", "Annotators", AnnotatorsView)
+        self.add_view("arena", "Arena", ArenaView)
         for problem in self.prefs_file.problems:
             self.show_error(problem)
         self.open_workspace(workspace)

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from db import catalog, models
 from db.runs import ROUNDS_MAX
 from evaluator.backends import REGISTRY as BACKENDS
+from evaluator.runner import OPEN_MAX_NEW_TOKENS, RunSettings, default_max_new_tokens
 from evaluator.variants import COT_MAX_NEW_TOKENS
 from gui.run_queue import RunJob, RunQueue, RunRequest, run_args
 from gui.runs_list import RunsList
@@ -52,6 +53,7 @@ STRATEGIES = {
         ("POPE · likelihood", "circular", True),
         ("POPE · prefix score", "circular", "prefix"),
     ),
+    "open": (("Open answers (for the arena)", "circular", False),),
 }
 STATE_MARKS = {"queued": "○", "running": "▶", "finished": "✓", "cancelled": "■", "failed": "✗"}
 
@@ -150,7 +152,8 @@ class LaunchForm(QGroupBox):
         self.bench.blockSignals(True)
         self.bench.clear()
         for b in catalog.list_benchmarks(self.ctx.ws):
-            self.bench.addItem(f"{b.name}  ({b.questions:,} · {'yes/no' if b.kind == 'yesno' else 'MCQ'})", b.name)
+            kind = {"yesno": "yes/no", "open": "open"}.get(b.kind, "MCQ")
+            self.bench.addItem(f"{b.name}  ({b.questions:,} · {kind})", b.name)
             self.bench.setItemData(self.bench.count() - 1, b.kind, Qt.ItemDataRole.UserRole + 1)
         wanted = bench_name or (self.ctx.benchmark.name if self.ctx.benchmark else None)
         if wanted and (i := self.bench.findData(wanted)) >= 0:
@@ -200,6 +203,8 @@ class LaunchForm(QGroupBox):
         self.extractor.setEnabled(kind == "mcq")
         self.variant.set_kind(kind)
         self.multi_turn.setEnabled(kind == "mcq")
+        if self.max_tokens.value() in (RunSettings.max_new_tokens, OPEN_MAX_NEW_TOKENS):  # not one the user chose
+            self.max_tokens.setValue(default_max_new_tokens(kind))
         self._update_command()
 
     def model_spec(self) -> str:

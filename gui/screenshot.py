@@ -156,6 +156,20 @@ def _prepare_alignment(window, shot: Shot) -> None:
     window.view("alignment").refresh()
 
 
+def _prepare_arena(window, shot: Shot) -> None:
+    window.show_view("arena")
+    arena_view = window.view("arena")
+    arena_view.inner.setCurrentWidget(arena_view.vote)
+    arena_view.refresh()
+
+
+def _prepare_leaderboard(window, shot: Shot) -> None:
+    window.show_view("arena")
+    arena_view = window.view("arena")
+    arena_view.inner.setCurrentWidget(arena_view.board)
+    arena_view.refresh()
+
+
 VIEWS = {
     "browse": _prepare_browse,
     "review": _prepare_review,
@@ -168,6 +182,8 @@ VIEWS = {
     "alignment": _prepare_alignment,
     "models": _prepare_models,
     "annotators": _prepare_annotators,
+    "arena": _prepare_arena,
+    "leaderboard": _prepare_leaderboard,
 }
 """--view name -> function(window, shot) that puts the window in that state ("dashboard" is the older name of
 "results"). Later views register here."""

@@ -86,7 +86,7 @@ def test_a_broken_search_index_and_orphan_images_are_found_and_repaired(demo_pat
 
     proc = check(demo_path, "--repair")
     assert proc.returncode == 0, proc.stdout
-    assert "repaired: rebuilt the search index over 78 items" in proc.stdout
+    assert "repaired: rebuilt the search index over 86 items" in proc.stdout
     assert "repaired: deleted 2 image(s) used by no item" in proc.stdout
     assert proc.stdout.strip().endswith("healthy")
 

@@ -230,7 +230,7 @@ def test_read_only_option_reads_everything_and_writes_nothing(demo_path, tmp_pat
         assert one_line_error(proc) == f"error: {demo_path}: workspace is read-only"
     assert sha(demo_path) == before
     with open_workspace(demo_path) as ws:
-        assert len(catalog.list_benchmarks(ws)) == 2
+        assert len(catalog.list_benchmarks(ws)) == 3
         assert ws.conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
 
 
@@ -339,7 +339,7 @@ def test_the_app_keeps_the_open_workspace_when_another_cannot_be_opened(demo_pat
         text = window.message_bar.label.text()
         assert expected in text and "\n" not in text, (kind, text)
         assert window.ws is opened and window.ctx is not None
-        assert [b.name for b in catalog.list_benchmarks(window.ws)] == ["demo", "demo-pope"]
+        assert [b.name for b in catalog.list_benchmarks(window.ws)] == ["demo", "demo-pope", "demo-open"]
         assert sha(path) == before
     window.close()
 
@@ -448,5 +448,9 @@ def test_the_app_keeps_the_open_workspace_when_another_has_a_damaged_page_its_vi
     opened = window.ws
     assert window.open_workspace(bad) is False
     assert window.message_bar.kind == "error" and "damaged" in window.message_bar.label.text()
-    assert window.ws is opened and [b.name for b in catalog.list_benchmarks(window.ws)] == ["demo", "demo-pope"]
+    assert window.ws is opened and [b.name for b in catalog.list_benchmarks(window.ws)] == [
+        "demo",
+        "demo-pope",
+        "demo-open",
+    ]
     window.close()

@@ -64,6 +64,7 @@ COMMAND_MODULES = (
     "cmd_reviews",
     "cmd_check",
     "cmd_team",
+    "cmd_arena",
 )
 
 

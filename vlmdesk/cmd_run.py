@@ -19,7 +19,7 @@ from evaluator.prediction_import import IMPORTED_MARK, origin_of
 from evaluator.progress import DoneEvent, StartEvent
 from evaluator.prompts import default_template, load_template
 from evaluator.report import RunReport, run_report
-from evaluator.runner import RunSettings
+from evaluator.runner import RunSettings, default_max_new_tokens
 from evaluator.types import MCQ_STRATEGIES
 from evaluator.variants import COT_MAX_NEW_TOKENS
 from evaluator.variants import describe as describe_variants
@@ -71,7 +71,8 @@ def register(add) -> None:
         "--max-new-tokens",
         type=positive_int,
         default=None,
-        help=f"generation length (default 32; {COT_MAX_NEW_TOKENS} with --cot)",
+        help=f"generation length (default 32; {COT_MAX_NEW_TOKENS} with --cot; 256 on open benchmarks, whose free "
+        "answers the arena compares)",
     )
     p.add_argument("--text-only", action="store_true", help="withhold the image (quality control, baselines)")
     p.add_argument(
@@ -182,7 +183,8 @@ def cmd_run(args) -> int:
                 strategy=args.strategy,
                 full_passes=args.full_passes,
                 limit=args.limit,
-                max_new_tokens=args.max_new_tokens or (COT_MAX_NEW_TOKENS if args.cot else 32),
+                max_new_tokens=args.max_new_tokens
+                or (COT_MAX_NEW_TOKENS if args.cot else default_max_new_tokens(bench.kind)),
                 text_only=args.text_only,
                 likelihood=args.likelihood or args.likelihood_score == "prefix",
                 seed=args.seed,
@@ -427,6 +429,10 @@ def format_report(r: RunReport) -> str:
         f"run {r.run_id}  {r.benchmark}  {r.model}  {r.strategy}  [{r.status}]",
         f"questions {r.questions}   model calls {r.model_calls}   undecided answers {r.undecided}",
     ]
+    if r.strategy == "open":  # free answers: nothing to score; the arena compares them
+        lines[1] = f"questions {r.questions}   answers {r.model_calls}"
+        lines.append("open questions: answers are not scored; compare runs in the arena (vlmdesk arena pairs)")
+        return "\n".join(lines)
     if r.problems:
         lines.append(f"unreadable stored value(s), figures read without them: {'; '.join(r.problems)}")
     mcq = r.mcq

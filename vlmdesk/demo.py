@@ -22,6 +22,7 @@ def import_demo(ws: Workspace) -> list:
         import_benchmark(
             ws, d / "demo_pope.jsonl", fmt="pope", name="demo-pope", images_dir=d / "images", setting="random"
         ),
+        import_benchmark(ws, d / "demo_open.jsonl", fmt="jsonl", name="demo-open"),
     ]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from annotation import alignment, guidelines, reviews, saved_filters
+from annotation import alignment, arena, guidelines, reviews, saved_filters
 from db import catalog, open_workspace
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo
@@ -85,4 +85,16 @@ with open_workspace(PATH) as ws:
         "lead",
     )
     saved_filters.save(ws, "CP to review", {"l2_category": "coarse_perception", "review": "unreviewed"}, "lead")
+# The arena: three baselines answer the open questions (runs 7-9; each answers with a letter, standing in for free
+# answers), two pairs per item, and ana and ben vote (people's taste stood in for by a fixed preference).
+for model in ("baseline:random", "baseline:first", "baseline:frequent"):
+    vlmdesk("run", "--bench", "demo-open", "--model", model)
+vlmdesk("arena", "pairs", "--bench", "demo-open", "--runs", "7", "8", "9", "--per-item", "2", "--seed", "1")
+with open_workspace(PATH) as ws:
+    prefer = {7: 2, 8: 0, 9: 1}  # run -> rank (0 best)
+    for n, pair in enumerate(arena.pairs(ws)):
+        left, right = prefer[pair.left_run_id], prefer[pair.right_run_id]
+        for who in ("ana", "ben"):
+            vote = "tie" if (n + len(who)) % 5 == 0 else "left" if left < right else "right"
+            arena.add_vote(ws, pair.id, who, vote, seconds=9.0)
 print(f"wrote {PATH}")

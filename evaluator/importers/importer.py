@@ -290,7 +290,7 @@ class _Loader:
             )
             self.conn.commit()
             self._load(rows, bar)
-            self._publish(benchmark)
+            self._publish(self._open_kind(benchmark))
         except BaseException:
             self._undo()
             raise
@@ -480,6 +480,17 @@ class _Loader:
         if row is None:
             return None
         return catalog.item_from_row(row)
+
+    def _open_kind(self, benchmark: dict[str, Any]) -> dict[str, Any]:
+        """A multiple-choice file whose questions have no options is an open benchmark (the generic JSONL without
+        `options`; its reader refuses files that mix the two)."""
+        if (
+            benchmark["kind"] != "mcq"
+            or self.conn.execute(f"SELECT 1 FROM {_STAGE}.items WHERE options != '[]' LIMIT 1").fetchone()
+        ):
+            return benchmark
+        self.report.kind = "open"
+        return {**benchmark, "kind": "open"}
 
     def _publish(self, benchmark: dict[str, Any]) -> None:
         """The one transaction that makes the benchmark appear: a benchmark row and a copy of the staged items."""

@@ -5,6 +5,9 @@ Generic JSONL, one object per line:
    "hint": "", "category": "...", "l2_category": "...", "split": "dev"}
 `options` is a list of texts (or an object letter -> text); `answer` a letter or a 0-based index (optional);
 `image` a path relative to the file (or to --images), a data URL or base64; `index` defaults to the line number.
+A file whose lines have no `options` is an open benchmark (kind `open`): `answer`, when given, is a reference answer
+text, kept in the item's meta as `reference` (it is no answer key: open runs are not scored). The first question
+decides; a line of the other kind is bad input.
 """
 
 from __future__ import annotations
@@ -193,13 +196,23 @@ def read_jsonl(
     path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
 ) -> Iterator[SourceRow | InputError]:
     base_dir = images_dir or path.parent
+    first: tuple[int, bool] | None = None  # (line, open) of the first good question: it decides the file's kind
     for record_no, rec in enumerate(_records(path, raw, limits), start=1):
         if isinstance(rec, InputError):
             yield rec
             continue
         line, obj = rec
         try:
-            yield _parse_mcq(obj, line, record_no, path, base_dir, limits)
+            row = _parse_mcq(obj, line, record_no, path, base_dir, limits)
+            is_open = not row.options
+            if first is None:
+                first = (line, is_open)
+            elif is_open != first[1]:
+                what = "this file's first question (line {}) {}".format(
+                    first[0], "has none: an open benchmark" if first[1] else "has options"
+                )
+                raise InputError(path, line, "options", f"{'missing' if is_open else 'given'}, but {what}")
+            yield row
         except InputError as exc:
             exc.index = index_or_none(obj.get("index", record_no)) if isinstance(obj, dict) else None
             yield exc
@@ -218,6 +231,8 @@ def _parse_mcq(obj: Any, line: int, record_no: int, path: Path, base_dir: Path, 
     if not isinstance(question, str) or not question.strip():
         raise err("question", "missing or empty")
     raw_options = obj.get("options")
+    if raw_options is None:
+        return _open_row(obj, line, index, question, base_dir, limits, err)
     if isinstance(raw_options, dict):
         keys = [str(k).strip().upper() for k in raw_options]
         if keys != list(LETTERS[: len(keys)]):
@@ -263,6 +278,43 @@ def _parse_mcq(obj: Any, line: int, record_no: int, path: Path, base_dir: Path, 
         l2_category=text("l2_category"),
         split=text("split"),
         meta={k: v for k, v in obj.items() if k not in known},
+    )
+
+
+def _open_row(
+    obj: dict[str, Any],
+    line: int,
+    index: int | str,
+    question: str,
+    base_dir: Path,
+    limits: ReadLimits,
+    err: Callable[[str, str], InputError],
+) -> SourceRow:
+    """A question without options: an open item, with an optional reference answer (meta `reference`)."""
+    reference = obj.get("answer")
+    if reference is not None and not isinstance(reference, str):
+        raise err("answer", "an open question's answer is a reference text")
+    known = {"index", "question", "options", "answer", "image", "hint", "category", "l2_category", "split"}
+    meta = {k: v for k, v in obj.items() if k not in known}
+    if reference is not None and not blank(reference):
+        meta["reference"] = reference.strip()
+
+    def text(name: str) -> str | None:
+        value = obj.get(name)
+        return None if blank(value) else str(value).strip()
+
+    return SourceRow(
+        line=line,
+        index=index,
+        question=question.strip(),
+        options=(),
+        answer=None,
+        image=_inline_or_path(obj.get("image"), base_dir, err, limits),
+        hint=text("hint"),
+        category=text("category"),
+        l2_category=text("l2_category"),
+        split=text("split"),
+        meta=meta,
     )
 
 

@@ -1069,10 +1069,11 @@ def test_option_z_is_reserved_for_none_of_the_options(vd, tmp_path):
 def test_the_demo_command_imports_the_bundled_benchmarks_once(vd):
     open_workspace(vd.ws).close()
     assert "vlmdesk demo" in vd.ok("benchmarks").out
-    assert vd.ok("demo").out.count(": imported") == 2
-    assert vd.ok("demo").out.count(": already there") == 2
+    assert vd.ok("demo").out.count(": imported") == 3
+    assert vd.ok("demo").out.count(": already there") == 3
     found = vd.benchmarks()
-    assert (found["demo"]["questions"], found["demo-pope"]["questions"]) == (30, 48)
+    assert (found["demo"]["questions"], found["demo-pope"]["questions"], found["demo-open"]["questions"]) == (30, 48, 8)
+    assert found["demo-open"]["kind"] == "open"
     assert found["demo-pope"]["kind"] == "yesno" and found["demo-pope"]["setting"] == "random"
 
 

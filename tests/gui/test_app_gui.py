@@ -188,7 +188,7 @@ def test_benchmarks_are_imported_from_the_file_menu_commands(qtbot, tmp_path, ma
     assert window.docks["benchmarks"].widget().count() == 0
     demo = window.import_demo()
     qtbot.waitUntil(lambda: demo.finished, timeout=60_000)
-    assert demo.exit_code == 0 and window.docks["benchmarks"].widget().count() == 2
+    assert demo.exit_code == 0 and window.docks["benchmarks"].widget().count() == 3
     assert window.ctx.benchmark is not None and window.ctx.benchmark.name == "demo"
     bad = tmp_path / "broken.tsv"
     bad.write_text("index\tquestion\n1\tQ?\n")
@@ -198,7 +198,7 @@ def test_benchmarks_are_imported_from_the_file_menu_commands(qtbot, tmp_path, ma
     tsv = write_mmbench_tsv(tmp_path / "MMBench_small.tsv", 4)
     done = window.import_file(str(tsv))
     qtbot.waitUntil(lambda: done.finished, timeout=60_000)
-    assert done.exit_code == 0 and window.docks["benchmarks"].widget().count() == 3
+    assert done.exit_code == 0 and window.docks["benchmarks"].widget().count() == 4
 
 
 def test_verdict_buttons_wait_for_an_item(qtbot, tmp_path, make_window):

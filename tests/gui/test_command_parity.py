@@ -5,7 +5,7 @@ result in SQLite (or in the file written)."""
 import argparse
 import json
 
-from db import open_workspace
+from db import catalog, open_workspace
 from vlmdesk.cli import build_parser
 from vlmdesk.cli import main as cli_main
 
@@ -153,5 +153,26 @@ def test_a_pope_set_is_built_and_imported_from_the_workspace_menu(qtbot, demo_ws
             "SELECT b.kind, count(i.id) FROM benchmarks b JOIN items i ON i.benchmark_id = b.id WHERE b.name = ?",
             ("my-pope",),
         ).fetchone()
+        benchmarks = len(catalog.list_benchmarks(ws))
     assert kind == "yesno" and count == 8
-    assert window.docks["benchmarks"].widget().count() == 3  # the window refreshed its list
+    assert window.docks["benchmarks"].widget().count() == benchmarks  # the window refreshed its list
+
+
+def test_arena_pairs_are_drawn_from_the_workspace_menu(qtbot, demo_ws, make_window):
+    for model in ("baseline:random", "baseline:first"):
+        assert cli_main(["--workspace", str(demo_ws), "run", "--bench", "demo-open", "--model", model]) == 0
+    with open_workspace(demo_ws) as ws:
+        open_runs = [r for (r,) in ws.conn.execute("SELECT id FROM runs WHERE strategy = 'open' ORDER BY id")]
+        items = ws.conn.execute(
+            "SELECT count(*) FROM items JOIN benchmarks b ON b.id = benchmark_id WHERE b.name = 'demo-open'"
+        ).fetchone()[0]
+    assert len(open_runs) == 2
+    window = make_window(demo_ws)
+    commands = window.commands
+    commands.answer = lambda name, fields: {
+        "arena pairs": {"bench": "demo-open", "runs": [str(r) for r in open_runs], "per_item": 1, "seed": 3}
+    }[name]
+    window.menu_action("Draw arena pairs…").trigger()
+    _finish(qtbot, commands.running[-1])
+    with open_workspace(demo_ws) as ws:
+        assert ws.conn.execute("SELECT count(*) FROM arena_pairs").fetchone()[0] == items

@@ -75,10 +75,10 @@ def test_a_benchmark_imported_elsewhere_appears_in_the_dock_and_f5_refreshes(qtb
 
     window = make_window(demo_ws)
     dock = window.docks["benchmarks"].widget()
-    assert dock.count() == 2
+    assert dock.count() == 3
     tsv = write_mmbench_tsv(tmp_path / "MMBench_tiny.tsv", 3)
     assert _vlmdesk(demo_ws, "import", str(tsv), "--name", "tiny").returncode == 0
-    qtbot.waitUntil(lambda: dock.count() == 3, timeout=2000)
+    qtbot.waitUntil(lambda: dock.count() == 4, timeout=2000)
     assert window.ctx.benchmark.name == "demo" and dock.currentItem().data(Qt.UserRole) == "demo"
     # F5 without a change elsewhere: the visible view is reloaded in place.
     window.show_view("browse")

@@ -1,0 +1,330 @@
+"""The arena (LVLM-eHub's, rated as Chatbot Arena rates): two runs' free answers to one open item, side by side, and
+people's blind votes on which is better.
+
+A **pair** is drawn once and kept in the workspace (`arena_pairs`): an item, the run shown left and the run shown
+right (the side is drawn at random and recorded), a position in the benchmark's queue. A **vote** is a human record
+like a verdict (annotation/standing.py): appended with a uuid, withdrawn by an undo row naming it, corrected by a
+newer vote; one standing vote per (pair, annotator) counts. Each standing vote is one battle of the rating
+(evaluator/ratings.py): model_a is the left run's model, model_b the right one's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal, get_args
+
+from annotation import standing
+from annotation.names import annotator_name, record_note
+from db import catalog, runs
+from db.catalog import now_iso
+from db.errors import InvalidInput, NotFound
+from db.workspace import Workspace, inserted_id
+from evaluator.importers.common import InputError, JsonTooDeep, Refused, json_loads, open_regular, text_problem
+from evaluator.ratings import WINNERS, Battle, Winner
+
+Vote = Literal["left", "right", "tie", "bothbad"]
+"""left / right better, a tie, or both bad (a tie too, for the rating)."""
+VOTES: tuple[Vote, ...] = get_args(Vote)
+UNDO: Final = standing.WITHDRAWAL
+WINNER: dict[str, Winner] = {"left": "model_a", "right": "model_b", "tie": "tie", "bothbad": "tie (bothbad)"}
+MAX_PER_ITEM = 1000
+MISSING_ANSWER = "(no answer stored for this run)"
+_PAIR_COLUMNS = "id, uuid, benchmark_id, item_id, left_run_id, right_run_id, position, seed, created_at"
+_VOTE_COLUMNS = "id, pair_id, annotator, vote, note, seconds, created_at, uuid, withdraws"
+
+
+@dataclass(frozen=True)
+class Pair:
+    id: int
+    uuid: str
+    benchmark_id: int
+    item_id: int
+    left_run_id: int
+    right_run_id: int
+    position: int
+    seed: int
+    created_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pair": self.uuid,
+            "position": self.position,
+            "item_id": self.item_id,
+            "left_run": self.left_run_id,
+            "right_run": self.right_run_id,
+        }
+
+
+@dataclass(frozen=True)
+class ArenaVote:
+    id: int
+    pair_id: int
+    annotator: str
+    vote: Vote | Literal["undo"]
+    note: str | None
+    seconds: float | None
+    created_at: str
+    uuid: str
+    withdraws: str | None
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the Arena tab shows of a pair: the item and the two answers; the models only after a vote."""
+
+    pair: Pair
+    item: catalog.Item
+    left_answer: str
+    right_answer: str
+    left_model: str
+    right_model: str
+
+
+# ------------------------------------------------------------------------------------------------------ pairs
+def _open_runs(ws: Workspace, bench: catalog.Benchmark, run_ids: list[int]) -> list[runs.Run]:
+    if bench.kind != "open":
+        raise InvalidInput(f"benchmark {bench.name!r} is {bench.kind}; the arena compares answers to open questions")
+    if len(set(run_ids)) < 2:
+        raise InvalidInput("the arena needs at least two different runs")
+    found = []
+    for run_id in dict.fromkeys(run_ids):
+        run = runs.get_run(ws, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id}")
+        if run.benchmark_id != bench.id:
+            raise InvalidInput(f"run {run_id} is on benchmark {run.benchmark!r}, not {bench.name!r}")
+        found.append(run)
+    specs: dict[str, int] = {}
+    for run in found:
+        if run.model_spec in specs:
+            raise InvalidInput(
+                f"runs {specs[run.model_spec]} and {run.id} are both {run.model_spec!r}; choose one run per model"
+            )
+        specs[run.model_spec] = run.id
+    return found
+
+
+def draw_pairs(
+    ws: Workspace, bench: catalog.Benchmark, run_ids: list[int], *, per_item: int = 1, seed: int = 0
+) -> list[Pair]:
+    """For each item (in order), `per_item` distinct pairs of the runs that answered it, drawn uniformly over the
+    pairs of models, each with a random side; appended to the benchmark's queue in one transaction. Seeded: the
+    same runs, answers and seed draw the same pairs."""
+    if not 1 <= per_item <= MAX_PER_ITEM:
+        raise InvalidInput(f"--per-item: {per_item} is not in 1..{MAX_PER_ITEM}")
+    chosen = _open_runs(ws, bench, run_ids)
+    answered: dict[int, list[int]] = {}
+    for run_id, item_id in ws.conn.execute(
+        "SELECT run_id, item_id FROM predictions WHERE pass = 0 AND run_id IN (SELECT value FROM json_each(?)) "
+        "ORDER BY run_id",
+        (json.dumps([r.id for r in chosen]),),
+    ):
+        answered.setdefault(item_id, []).append(run_id)
+    order = [r.id for r in chosen]
+    rng = random.Random(seed)
+    drawn: list[tuple[int, int, int]] = []
+    for item in catalog.list_items(ws, bench.id):
+        who = sorted(answered.get(item.id, []), key=order.index)
+        combos = list(itertools.combinations(who, 2))
+        for a, b in rng.sample(combos, min(per_item, len(combos))):
+            drawn.append((item.id, *((a, b) if rng.random() < 0.5 else (b, a))))
+    if not drawn:
+        raise InvalidInput("no item was answered by two of these runs; run them on the benchmark first")
+    now = now_iso()
+    with ws.db.atomic():
+        start = ws.conn.execute(
+            "SELECT coalesce(max(position), 0) FROM arena_pairs WHERE benchmark_id = ?", (bench.id,)
+        ).fetchone()[0]
+        ids = [
+            inserted_id(
+                ws.conn.execute(
+                    "INSERT INTO arena_pairs (uuid, benchmark_id, item_id, left_run_id, right_run_id, position, seed, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (standing.new_uuid(), bench.id, item_id, left, right, start + n, seed, now),
+                )
+            )
+            for n, (item_id, left, right) in enumerate(drawn, start=1)
+        ]
+    return [p for p in pairs(ws, bench.id) if p.id in set(ids)]
+
+
+def pairs(ws: Workspace, benchmark_id: int | None = None) -> list[Pair]:
+    """The queue in order (of one benchmark, or every one)."""
+    where, params = ("WHERE benchmark_id = ?", [benchmark_id]) if benchmark_id is not None else ("", [])
+    rows = ws.conn.execute(f"SELECT {_PAIR_COLUMNS} FROM arena_pairs {where} ORDER BY benchmark_id, position", params)
+    return [Pair(*r) for r in rows]
+
+
+def get_pair(ws: Workspace, pair_id: int) -> Pair | None:
+    row = ws.conn.execute(f"SELECT {_PAIR_COLUMNS} FROM arena_pairs WHERE id = ?", (pair_id,)).fetchone()
+    return Pair(*row) if row else None
+
+
+def shown(ws: Workspace, pair: Pair) -> Shown:
+    """The item and both answers (pass 0 of each run)."""
+    row = ws.conn.execute(f"SELECT {catalog.ITEM_COLUMNS} FROM items WHERE id = ?", (pair.item_id,)).fetchone()
+    answers = {
+        run_id: (response, spec)
+        for run_id, response, spec in ws.conn.execute(
+            "SELECT p.run_id, p.response, r.model_spec FROM predictions p JOIN runs r ON r.id = p.run_id "
+            "WHERE p.item_id = ? AND p.pass = 0 AND p.run_id IN (?, ?)",
+            (pair.item_id, pair.left_run_id, pair.right_run_id),
+        )
+    }
+    models = {
+        r.id: r.model_spec for r in (runs.get_run(ws, pair.left_run_id), runs.get_run(ws, pair.right_run_id)) if r
+    }
+    # A pass removed since the draw (vlmdesk check names such pairs) shows as missing, never as an empty answer.
+    left, right = (answers.get(i, (MISSING_ANSWER, models.get(i, "?"))) for i in (pair.left_run_id, pair.right_run_id))
+    return Shown(pair, catalog.item_from_row(row), left[0], right[0], left[1], right[1])
+
+
+# ------------------------------------------------------------------------------------------------------ votes
+def add_vote(
+    ws: Workspace, pair_id: int, annotator: str, vote: Vote, *, note: str | None = None, seconds: float | None = None
+) -> ArenaVote:
+    """Commit a vote (a newer vote by the same annotator on the same pair corrects the older one)."""
+    if vote not in VOTES:
+        raise InvalidInput(f"unknown vote {vote!r} (one of {', '.join(VOTES)})")
+    if get_pair(ws, pair_id) is None:
+        raise NotFound(f"no arena pair {pair_id}")
+    return _append(ws, pair_id, annotator_name(annotator), vote, record_note(note), seconds, None)
+
+
+def undo_last(
+    ws: Workspace, annotator: str, *, pair_id: int | None = None, benchmark_id: int | None = None
+) -> ArenaVote | None:
+    """Withdraw the annotator's latest standing vote (on one pair, in one benchmark, or anywhere); returns it."""
+    mine = [
+        v for v in standing_votes(ws, benchmark_id=benchmark_id, annotator=annotator) if pair_id in (None, v.pair_id)
+    ]
+    if not mine:
+        return None
+    last = mine[-1]
+    _append(ws, last.pair_id, last.annotator, UNDO, None, None, last.uuid)
+    return last
+
+
+def _append(
+    ws: Workspace,
+    pair_id: int,
+    annotator: str,
+    vote: Vote | Literal["undo"],
+    note: str | None,
+    seconds: float | None,
+    withdraws: str | None,
+) -> ArenaVote:
+    created, uid = now_iso(), standing.new_uuid()
+    with ws.db.atomic():
+        cur = ws.conn.execute(
+            "INSERT INTO arena_votes (pair_id, annotator, vote, note, seconds, created_at, uuid, withdraws) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (pair_id, annotator, vote, note, seconds, created, uid, withdraws),
+        )
+    return ArenaVote(inserted_id(cur), pair_id, annotator, vote, note, seconds, created, uid, withdraws)
+
+
+def standing_votes(ws: Workspace, *, benchmark_id: int | None = None, annotator: str | None = None) -> list[ArenaVote]:
+    """The vote that stands per (pair, annotator), in time order."""
+    where: list[str] = ["1 = 1"]
+    params: list[object] = []
+    if benchmark_id is not None:
+        where.append("t.pair_id IN (SELECT id FROM arena_pairs WHERE benchmark_id = ?)")
+        params.append(benchmark_id)
+    if annotator is not None:
+        where.append("t.annotator = ?")
+        params.append(annotator)
+    sql = standing.standing_sql(standing.ARENA_VOTES, _VOTE_COLUMNS, " AND ".join(where))
+    return [ArenaVote(*r) for r in ws.conn.execute(sql, params)]
+
+
+def history(ws: Workspace, pair_id: int, annotator: str) -> list[ArenaVote]:
+    """This annotator's votes and undos on a pair, in time order (never another annotator's: the blind rule)."""
+    rows = ws.conn.execute(
+        f"SELECT {_VOTE_COLUMNS} FROM arena_votes WHERE pair_id = ? AND annotator = ? ORDER BY {standing.ORDER}",
+        (pair_id, annotator),
+    )
+    return [ArenaVote(*r) for r in rows]
+
+
+def left_for(ws: Workspace, benchmark_id: int, annotator: str) -> list[Pair]:
+    """The pairs of the queue this annotator has no standing vote on, in order."""
+    voted = {v.pair_id for v in standing_votes(ws, benchmark_id=benchmark_id, annotator=annotator)}
+    return [p for p in pairs(ws, benchmark_id) if p.id not in voted]
+
+
+def progress(ws: Workspace, benchmark_id: int, annotator: str) -> dict[str, int]:
+    """Pairs in the queue, voted by this annotator, left for them (nobody else's votes: the blind rule)."""
+    total = ws.conn.execute("SELECT count(*) FROM arena_pairs WHERE benchmark_id = ?", (benchmark_id,)).fetchone()[0]
+    mine = len(standing_votes(ws, benchmark_id=benchmark_id, annotator=annotator))
+    return {"pairs": total, "voted": mine, "left": total - mine}
+
+
+def battles(ws: Workspace, benchmark_id: int | None = None) -> list[Battle]:
+    """Every standing vote as a battle (left = model_a), in time order: what the ratings read."""
+    models = {r.id: r.model_spec for r in runs.list_runs(ws)}
+    by_pair = {p.id: p for p in pairs(ws, benchmark_id)}
+    return [
+        Battle(models[p.left_run_id], models[p.right_run_id], WINNER[v.vote])
+        for v in standing_votes(ws, benchmark_id=benchmark_id)
+        if (p := by_pair.get(v.pair_id)) is not None and models[p.left_run_id] != models[p.right_run_id]
+    ]
+
+
+# ------------------------------------------------------------------------------------------ votes from elsewhere
+MAX_BATTLE_FILE_BYTES = 4 * 2**30
+MAX_BATTLE_LINE_BYTES = 16 * 2**20  # a Chatbot Arena battle line carries both conversations
+MAX_MODEL_CHARS = 1000
+
+
+def read_battles(path: str | Path) -> list[Battle]:
+    """Battles from a JSON Lines file in Chatbot Arena's shape: `model_a`, `model_b`, `winner` (model_a | model_b |
+    tie | tie (bothbad)) on every line, other fields ignored; in file order (online Elo reads that order). Read as
+    hostile input: a regular file, bounded size, line length and JSON depth; the first bad line is InputError."""
+    path = Path(path)
+    try:
+        f = open_regular(path, MAX_BATTLE_FILE_BYTES, "limit for a votes file")
+    except FileNotFoundError:
+        raise InputError(path, 0, "path", "no such file") from None
+    except Refused as exc:
+        raise InputError(path, 0, "path", str(exc).removeprefix(f"{path} ")) from None
+    except OSError as exc:
+        raise InputError(path, 0, "path", f"cannot read ({exc.strerror or exc})") from None
+    found: list[Battle] = []
+    with f:
+        for number, raw in enumerate(iter(lambda: f.readline(MAX_BATTLE_LINE_BYTES + 1), b""), start=1):
+            if len(raw) > MAX_BATTLE_LINE_BYTES:
+                raise InputError(path, number, "line", f"longer than {MAX_BATTLE_LINE_BYTES // 2**20} MB")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(path, number, "line", f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+            if not text.strip():
+                continue
+            try:
+                obj = json_loads(text)
+            except JsonTooDeep:
+                raise InputError(path, number, "line", "JSON nested too deep") from None
+            except ValueError as exc:
+                raise InputError(path, number, "line", f"not JSON ({str(exc)[:80]})") from None
+            if not isinstance(obj, dict):
+                raise InputError(path, number, "line", "expected a JSON object with model_a, model_b and winner")
+            for key in ("model_a", "model_b"):
+                value = obj.get(key)
+                if not isinstance(value, str) or not value.strip() or len(value) > MAX_MODEL_CHARS:
+                    raise InputError(path, number, key, f"expected a model name of 1..{MAX_MODEL_CHARS} characters")
+                if problem := text_problem(value):
+                    raise InputError(path, number, key, f"contains {problem}")
+            winner = obj.get("winner")
+            if winner not in WINNERS:
+                raise InputError(path, number, "winner", f"{str(winner)[:40]!r} is not one of {', '.join(WINNERS)}")
+            if obj["model_a"] == obj["model_b"]:
+                raise InputError(path, number, "model_b", "the same model as model_a")
+            found.append(Battle(obj["model_a"], obj["model_b"], winner))
+    if not found:
+        raise InputError(path, 0, "votes", "no votes in the file")
+    return found

@@ -1,0 +1,199 @@
+"""`vlmdesk arena …`: pairs of two runs' free answers to open questions, votes on them, ratings from the votes.
+
+The work is annotation/arena.py (pairs, votes), annotation/sync.py (votes between copies) and evaluator/ratings.py
+(Bradley–Terry, bootstrap, Elo).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+from evaluator.ratings import DEFAULT_ROUNDS, MAX_ROUNDS, MIN_ROUNDS
+from vlmdesk.args import annotator, int_in, record_id, seed
+
+per_item = int_in(1, 1000, "a number of pairs per item (1..1000)")
+rounds = int_in(MIN_ROUNDS, MAX_ROUNDS, f"a number of bootstrap rounds ({MIN_ROUNDS}..{MAX_ROUNDS})")
+
+
+def register(add) -> None:
+    from vlmdesk.cli import _formatter, _workspace_option
+    from vlmdesk.cmd_reviews import add_export_output, add_import_arguments
+
+    p = add(
+        "arena",
+        help="blind pairwise votes on open answers, and Bradley–Terry ratings from them",
+        description="The arena compares runs on an open benchmark (questions without options): `pairs` draws, for "
+        "each item, pairs of two runs' answers with a random side each (the queue lives in the workspace); "
+        "annotators vote in the app's Arena tab (left, right, tie, both bad); `ratings` fits Bradley–Terry "
+        "as Chatbot Arena does, with bootstrap intervals and online Elo beside it, from the workspace's "
+        "votes or from a file of battles; `export-votes` / `import-votes` move votes between copies.",
+        examples="""
+                vlmdesk arena pairs --bench demo-open --runs 4 5 6 --per-item 2 --seed 1
+                vlmdesk arena ratings --bench demo-open --json
+                vlmdesk arena ratings --votes battles.jsonl --bootstrap 1000 --plot leaderboard.png
+                vlmdesk arena export-votes --annotator ana --out ana-votes.jsonl""",
+    )
+    sub = p.add_subparsers(dest="arena_command", metavar="ACTION", required=True)
+
+    def action(name, help, handler, examples):
+        q = sub.add_parser(
+            name,
+            help=help,
+            description=help[:1].upper() + help[1:] + ".",
+            formatter_class=_formatter,
+            epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "),
+        )
+        _workspace_option(q)
+        q.set_defaults(handler=handler)
+        return q
+
+    q = action(
+        "pairs",
+        "draw pairs of runs' answers for each item of an open benchmark and append them to its arena queue",
+        cmd_pairs,
+        """
+               vlmdesk arena pairs --bench demo-open --runs 4 5 6
+               vlmdesk arena pairs --bench demo-open --runs 4 5 6 --per-item 3 --seed 7 --json""",
+    )
+    q.add_argument("--bench", required=True, help="an open benchmark (vlmdesk benchmarks)")
+    q.add_argument(
+        "--runs", type=record_id, nargs="+", required=True, metavar="RUN_ID", help="two or more runs, one per model"
+    )
+    q.add_argument(
+        "--per-item",
+        type=per_item,
+        default=1,
+        metavar="K",
+        help="pairs drawn per item, uniformly over the pairs of models that answered it (default 1)",
+    )
+    q.add_argument("--seed", type=seed, default=0, help="seed of the draw and of the sides (default 0)")
+    q.add_argument("--json", action="store_true", help="print the pairs drawn as JSON")
+
+    q = action(
+        "ratings",
+        "Bradley–Terry ratings with bootstrap 95 % intervals, ranks, tallies and online Elo",
+        cmd_ratings,
+        """
+               vlmdesk arena ratings --bench demo-open
+               vlmdesk arena ratings --votes battles.jsonl --bootstrap 200 --seed 3 --json
+               vlmdesk arena ratings --plot leaderboard.png --matrix-plot win-rates.png""",
+    )
+    q.add_argument("--bench", help="only the votes on this benchmark's pairs (default: every standing vote)")
+    q.add_argument(
+        "--votes",
+        metavar="FILE",
+        help="rate the battles of a JSON Lines file in Chatbot Arena's shape (model_a, model_b, winner: model_a, "
+        "model_b, tie or 'tie (bothbad)') instead of the workspace's votes",
+    )
+    q.add_argument(
+        "--bootstrap",
+        type=rounds,
+        default=DEFAULT_ROUNDS,
+        metavar="N",
+        help=f"bootstrap rounds for the intervals (default {DEFAULT_ROUNDS}; {MIN_ROUNDS}..{MAX_ROUNDS})",
+    )
+    q.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap (default 0)")
+    q.add_argument("--json", action="store_true", help="print the leaderboard as JSON")
+    q.add_argument("--plot", metavar="FILE", help="save the leaderboard with interval whiskers (.png, .svg, .pdf)")
+    q.add_argument("--matrix-plot", metavar="FILE", help="save the pairwise win-rate matrix (.png, .svg, .pdf)")
+
+    q = action(
+        "export-votes",
+        "write arena votes and undos as JSON Lines, oldest first",
+        cmd_export_votes,
+        """
+               vlmdesk arena export-votes --out votes.jsonl
+               vlmdesk arena export-votes --bench demo-open --annotator ana > ana.jsonl""",
+    )
+    q.add_argument("--bench", help="only votes on this benchmark's pairs")
+    q.add_argument("--annotator", metavar="NAME", type=annotator, help="only this annotator's votes")
+    add_export_output(q)
+
+    q = action(
+        "import-votes",
+        "merge arena votes exported from another copy of the workspace",
+        cmd_import_votes,
+        """
+               vlmdesk arena import-votes ana.jsonl
+               vlmdesk arena import-votes ana.jsonl --skip-bad --json""",
+    )
+    add_import_arguments(q, "arena votes")
+
+
+def cmd_pairs(args) -> int:
+    from annotation import arena
+    from vlmdesk.cli import open_from_args
+    from vlmdesk.cmd_data import bench_or_fail
+
+    with open_from_args(args, create=False) as ws:
+        bench = bench_or_fail(ws, args.bench)
+        drawn = arena.draw_pairs(ws, bench, args.runs, per_item=args.per_item, seed=args.seed)
+        total = len(arena.pairs(ws, bench.id))
+    if args.json:
+        print(
+            json.dumps(
+                {"benchmark": bench.name, "drawn": len(drawn), "queue": total, "pairs": [p.to_json() for p in drawn]}
+            )
+        )
+        return 0
+    items = len({p.item_id for p in drawn})
+    print(f"drew {len(drawn)} pair(s) over {items} item(s) of {bench.name}; the queue holds {total}")
+    return 0
+
+
+def cmd_ratings(args) -> int:
+    from annotation import arena
+    from evaluator.plots import leaderboard_figure, save_figure, win_rate_figure
+    from evaluator.ratings import leaderboard, win_rates
+    from vlmdesk.cli import UsageError, open_from_args, output_file
+    from vlmdesk.cmd_data import bench_or_fail
+
+    if args.votes is not None:
+        if args.bench is not None:
+            raise UsageError("--bench rates the workspace's votes; --votes rates a file: give one of them")
+        battles = arena.read_battles(args.votes)
+    else:
+        with open_from_args(args, create=False) as ws:
+            bench_id = bench_or_fail(ws, args.bench).id if args.bench is not None else None
+            battles = arena.battles(ws, bench_id)
+        if not battles:
+            raise UsageError("no arena votes yet (vote in the app's Arena tab, or vlmdesk arena import-votes)")
+    outputs = [output_file(p) for p in (args.plot, args.matrix_plot) if p is not None]  # refused before the work
+    board = leaderboard(battles, args.bootstrap, args.seed)
+    if args.plot is not None:
+        save_figure(leaderboard_figure(board), outputs[0])
+    if args.matrix_plot is not None:
+        models, matrix = win_rates(battles, [m.model for m in board.models])
+        save_figure(win_rate_figure(models, matrix), outputs[-1])
+    if args.json:
+        print(json.dumps(board.to_json(), ensure_ascii=False))
+        return 0
+    print(f"{board.battles} vote(s), {board.rounds} bootstrap rounds (seed {board.seed})")
+    print(f"{'rank':>4}  {'model':<40} {'rating':>8} {'95% interval':>19} {'votes':>6} {'W/T/L':>11} {'elo':>8}")
+    for m in board.models:
+        print(
+            f"{m.rank:>4}  {m.model[:40]:<40} {m.rating:8.1f} {f'{m.lower:.1f} – {m.upper:.1f}':>19} {m.votes:>6} "
+            f"{f'{m.wins}/{m.ties}/{m.losses}':>11} {m.elo:8.1f}"
+        )
+    for path in outputs:
+        print(f"chart written to {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_export_votes(args) -> int:
+    from vlmdesk.cli import open_from_args
+    from vlmdesk.cmd_data import bench_or_fail
+    from vlmdesk.cmd_reviews import run_export
+
+    with open_from_args(args, create=False) as ws:
+        if args.bench is not None:
+            bench_or_fail(ws, args.bench)
+        return run_export(ws, "votes", args.out, benchmark=args.bench, annotator=args.annotator)
+
+
+def cmd_import_votes(args) -> int:
+    from vlmdesk.cmd_reviews import run_import
+
+    return run_import(args, "votes", "vote(s)")
