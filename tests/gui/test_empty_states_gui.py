@@ -33,7 +33,7 @@ def test_an_empty_workspace_offers_the_demo_and_the_next_steps(qtbot, tmp_path, 
     qtbot.mouseClick(browse.empty.buttons[1], Qt.LeftButton)
     qtbot.waitUntil(lambda: window.ctx.benchmark is not None, timeout=120_000)
     with open_workspace(tmp_path / "empty.sqlite") as ws:
-        assert {b.name for b in catalog.list_benchmarks(ws)} == {"demo", "demo-pope"}
+        assert {b.name for b in catalog.list_benchmarks(ws)} == {"demo", "demo-pope", "demo-open"}
     assert not browse.empty.isVisible() and not review.empty.isVisible()
     assert window.ctx.model.total == 30
     window.show_view("queues")
