@@ -128,13 +128,8 @@ def turns_json(turns: tuple[Turn, ...] | None) -> str | None:
 def turns_from_json(text: object) -> tuple[Turn, ...] | None:
     """A pass's stored turns; None when it has none. A damaged value reads as None rather than failing every view
     of the item (the column's CHECK keeps it JSON; `vlmdesk check` reports wrong shapes)."""
-    if not isinstance(text, str):
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(value, list):
+    value = _stored_list(text)
+    if value is None:
         return None
     return tuple(
         Turn(t["role"], t["text"])
@@ -601,14 +596,19 @@ def scores_json(scores: tuple[float | None, ...] | None) -> str | None:
 
 def scores_from_json(text: object) -> tuple[float | None, ...] | None:
     """Stored scores, or None when absent or unreadable (a damaged value must not stop a report)."""
+    value = _stored_list(text)
+    if value is None or not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value):
+        return None
+    return tuple(None if v is None else float(v) for v in value)
+
+
+def _stored_list(text: object) -> list[Any] | None:
+    """A JSON list stored in a column, or None when absent or unreadable: a damaged value reads as nothing rather
+    than failing every view of the item (`vlmdesk check` reports it)."""
     if not isinstance(text, str):
         return None
     try:
         value = json.loads(text)
     except ValueError:
         return None
-    if not isinstance(value, list) or not all(
-        v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value
-    ):
-        return None
-    return tuple(None if v is None else float(v) for v in value)
+    return value if isinstance(value, list) else None
