@@ -81,11 +81,13 @@ SCALES: dict[str, dict[str, Any]] = {
             image_size=64,
             patch_size=16,
         ),
+        # Large enough that prefill, not Python overhead, is most of a pass (as on a GPU with 7B), so sharing and
+        # overlap show on a CPU; small enough for the whole bench to take about a minute on 2 cores.
         "text": dict(
             vocab_size=2048,
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
+            hidden_size=256,
+            intermediate_size=768,
+            num_hidden_layers=3,
             num_attention_heads=4,
             num_key_value_heads=2,
             max_position_embeddings=2048,
@@ -314,6 +316,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", choices=tuple(SCALES), default="7b", help="7b: LLaVA-1.5-7B on CUDA; tiny: CPU")
     ap.add_argument("--items", type=int, help="synthetic items (default 256 for 7b, 24 for tiny)")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="rounds over every setting, in turn; each setting's best round is reported (first calls of a code path "
+        "pay one-off costs that would otherwise land on whichever setting runs first)",
+    )
     args = ap.parse_args()
     import torch
     import transformers
@@ -381,12 +390,15 @@ def main() -> None:
                 f"{'setting':<34} {'batch':>5} {'passes':>7} {'s':>8} {'ms/pass':>8} {'vanilla':>8} {'circular':>9} "
                 f"{'prefix hits/misses':>19}"
             )
-            for name, kw, likelihood in configs:
-                b = backend(**kw)
-                if name.endswith("per option"):
-                    b.single_row_likelihood = False
-                r = timed_run(ws, bench, b, items, likelihood=likelihood)
-                results[name] = r
+            rounds: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in configs}
+            for _ in range(max(1, args.repeat)):
+                for name, kw, likelihood in configs:
+                    b = backend(**kw)
+                    if name.endswith("per option"):
+                        b.single_row_likelihood = False
+                    rounds[name].append(timed_run(ws, bench, b, items, likelihood=likelihood))
+            for name, _, _ in configs:
+                r = results[name] = min(rounds[name], key=lambda x: x["seconds"])
                 print(
                     f"{name:<34} {r['batch']:>5} {r['passes']:>7} {r['seconds']:>8.2f} {r['ms_per_pass']:>8.2f} "
                     f"{r['vanilla']:>8.3f} {r['circular']:>9.3f} "
@@ -396,7 +408,7 @@ def main() -> None:
     def ratio(a: str, b: str) -> str:
         return f"{results[a]['seconds'] / results[b]['seconds']:.2f}"
 
-    print("\nratios (time / time, same run)")
+    print(f"\nratios (time / time, same run, best of {max(1, args.repeat)} rounds each)")
     shared = "auto batch, sharing, overlap"
     print(f"  batch 8 / auto batch:                     {ratio('batch 8, sharing, overlap', shared)}")
     print(f"  no sharing / sharing:                     {ratio('auto batch, no sharing', shared)}")
