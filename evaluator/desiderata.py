@@ -633,7 +633,8 @@ def desiderata_report(
     unknown = [i for i in given if i not in data.by_id]
     if unknown:
         raise NotFound(f"no run {', '.join(map(str, unknown))} in {ws.path}")
-    chosen = [data.by_id[i] for i in given]
+    # Open runs (free answers, no key) have no place in any of the six: they are rated in the arena.
+    chosen = [data.by_id[i] for i in given if data.by_id[i].strategy != "open"]
     models = []
     for model in dict.fromkeys(r.model_spec for r in chosen):
         mine = [r for r in chosen if r.model_spec == model]

@@ -186,3 +186,18 @@ def test_missing_commands_copy_the_plain_run_the_variants_compare_with(ws, tmp_p
         miss.command
         == "vlmdesk run --bench b --model hf:m --strategy vanilla --limit 3 --max-new-tokens 5" + " --likelihood"
     )
+
+
+def test_open_runs_are_left_out_of_the_desiderata(tmp_path):
+    from vlmdesk.cli import main as cli_main
+
+    path = tmp_path / "demo.sqlite"
+    assert cli_main(["--workspace", str(path), "demo"]) == 0
+    for bench in ("demo", "demo-open"):
+        assert cli_main(["--workspace", str(path), "run", "--bench", bench, "--model", "baseline:first"]) == 0
+    with open_workspace(path) as ws:
+        ids = [r.id for r in runs.list_runs(ws)]
+        report = desiderata_report(ws, ids)
+        text = repr(report)
+    assert len(ids) == 2 and "demo-open" not in text  # no suggestion of a likelihood run on an open benchmark
+    assert [m.model for m in report.models] == ["baseline:first"]
