@@ -369,12 +369,13 @@ def _array_records(path: Path, f: BinaryIO) -> Iterator[tuple[int, object]]:
     """The objects of a JSON array, streamed: the file is never held whole (a 4 GB array would be ~40 GB of Python
     objects), only one object of at most MAX_BATTLE_LINE_BYTES at a time."""
     decoder, utf8 = json.JSONDecoder(), codecs.getincrementaldecoder("utf-8")()
-    buf, pos, line, eof = "", 0, 1, False
+    buf, pos, eof = "", 0, False
+    line, mark = 1, 0  # the line number at buf[mark], counted forward only (counting from 0 each time: quadratic)
 
     def more() -> None:
-        nonlocal buf, pos, line, eof
-        line += buf.count("\n", 0, pos)
-        buf, pos = buf[pos:], 0
+        nonlocal buf, pos, eof, mark
+        here(pos)
+        buf, pos, mark = buf[pos:], 0, 0
         chunk = f.read(_CHUNK)
         eof = not chunk
         try:
@@ -392,7 +393,12 @@ def _array_records(path: Path, f: BinaryIO) -> Iterator[tuple[int, object]]:
             more()
 
     def here(at: int | None = None) -> int:
-        return line + buf.count("\n", 0, pos if at is None else at)
+        nonlocal line, mark
+        at = pos if at is None else at
+        if at > mark:
+            line += buf.count("\n", mark, at)
+            mark = at
+        return line
 
     if peek() != "[":
         raise InputError(path, here(), "array", "expected '['")
