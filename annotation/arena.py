@@ -10,12 +10,15 @@ newer vote; one standing vote per (pair, annotator) counts. Each standing vote i
 
 from __future__ import annotations
 
+import codecs
 import itertools
 import json
 import random
+import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, get_args
+from typing import Any, BinaryIO, Final, Literal, get_args
 
 from annotation import standing
 from annotation.names import annotator_name, record_note
@@ -23,6 +26,8 @@ from db import catalog, runs
 from db.catalog import now_iso
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace, inserted_id
+from evaluator.backends.base import BackendError
+from evaluator.backends.secrets import check_no_secret
 from evaluator.importers.common import InputError, JsonTooDeep, Refused, json_loads, open_regular, text_problem
 from evaluator.ratings import WINNERS, Battle, Winner
 
@@ -268,10 +273,15 @@ def battles(ws: Workspace, benchmark_id: int | None = None) -> list[Battle]:
     """Every standing vote as a battle (left = model_a), in time order: what the ratings read."""
     models = {r.id: r.model_spec for r in runs.list_runs(ws)}
     by_pair = {p.id: p for p in pairs(ws, benchmark_id)}
+    # A pair whose run is gone (removed by hand: no command deletes a run with answers) rates nothing; its votes
+    # are kept and `vlmdesk check` names the pair.
     return [
-        Battle(models[p.left_run_id], models[p.right_run_id], WINNER[v.vote])
+        Battle(a, b, WINNER[v.vote])
         for v in standing_votes(ws, benchmark_id=benchmark_id)
-        if (p := by_pair.get(v.pair_id)) is not None and models[p.left_run_id] != models[p.right_run_id]
+        if (p := by_pair.get(v.pair_id)) is not None
+        and (a := models.get(p.left_run_id)) is not None
+        and (b := models.get(p.right_run_id)) is not None
+        and a != b
     ]
 
 
@@ -279,12 +289,15 @@ def battles(ws: Workspace, benchmark_id: int | None = None) -> list[Battle]:
 MAX_BATTLE_FILE_BYTES = 4 * 2**30
 MAX_BATTLE_LINE_BYTES = 16 * 2**20  # a Chatbot Arena battle line carries both conversations
 MAX_MODEL_CHARS = 1000
+MAX_BATTLES = 3_000_000  # Chatbot Arena's public dumps hold under 2 million; 10^6 read in ~10 s and ~250 MB
+_CHUNK = 2**20
 
 
 def read_battles(path: str | Path) -> list[Battle]:
-    """Battles from a JSON Lines file in Chatbot Arena's shape: `model_a`, `model_b`, `winner` (model_a | model_b |
-    tie | tie (bothbad)) on every line, other fields ignored; in file order (online Elo reads that order). Read as
-    hostile input: a regular file, bounded size, line length and JSON depth; the first bad line is InputError."""
+    """Battles from a file in Chatbot Arena's shape: JSON Lines, or a JSON array of objects (how FastChat publishes
+    clean_battle_*.json); `model_a`, `model_b`, `winner` (model_a | model_b | tie | tie (bothbad)) in every object,
+    other fields ignored; in file order (online Elo reads that order). Read as hostile input: a regular file, bounded
+    size, object length, JSON depth and number of battles; the first bad object is InputError at its line."""
     path = Path(path)
     try:
         f = open_regular(path, MAX_BATTLE_FILE_BYTES, "limit for a votes file")
@@ -295,36 +308,128 @@ def read_battles(path: str | Path) -> list[Battle]:
     except OSError as exc:
         raise InputError(path, 0, "path", f"cannot read ({exc.strerror or exc})") from None
     found: list[Battle] = []
+    names: dict[str, str] = {}  # one string per model, not one per battle
     with f:
-        for number, raw in enumerate(iter(lambda: f.readline(MAX_BATTLE_LINE_BYTES + 1), b""), start=1):
-            if len(raw) > MAX_BATTLE_LINE_BYTES:
-                raise InputError(path, number, "line", f"longer than {MAX_BATTLE_LINE_BYTES // 2**20} MB")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(path, number, "line", f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
-            if not text.strip():
-                continue
-            try:
-                obj = json_loads(text)
-            except JsonTooDeep:
-                raise InputError(path, number, "line", "JSON nested too deep") from None
-            except ValueError as exc:
-                raise InputError(path, number, "line", f"not JSON ({str(exc)[:80]})") from None
-            if not isinstance(obj, dict):
-                raise InputError(path, number, "line", "expected a JSON object with model_a, model_b and winner")
-            for key in ("model_a", "model_b"):
-                value = obj.get(key)
-                if not isinstance(value, str) or not value.strip() or len(value) > MAX_MODEL_CHARS:
-                    raise InputError(path, number, key, f"expected a model name of 1..{MAX_MODEL_CHARS} characters")
-                if problem := text_problem(value):
-                    raise InputError(path, number, key, f"contains {problem}")
-            winner = obj.get("winner")
-            if winner not in WINNERS:
-                raise InputError(path, number, "winner", f"{str(winner)[:40]!r} is not one of {', '.join(WINNERS)}")
-            if obj["model_a"] == obj["model_b"]:
-                raise InputError(path, number, "model_b", "the same model as model_a")
-            found.append(Battle(obj["model_a"], obj["model_b"], winner))
+        head = f.peek(_CHUNK)[:_CHUNK] if hasattr(f, "peek") else b""
+        records = _array_records(path, f) if head.lstrip()[:1] == b"[" else _line_records(path, f)
+        for number, obj in records:
+            if len(found) == MAX_BATTLES:
+                raise InputError(path, number, "votes", f"more than {MAX_BATTLES:,} battles; rate a sample")
+            found.append(_battle(path, number, obj, names))
     if not found:
         raise InputError(path, 0, "votes", "no votes in the file")
     return found
+
+
+def _battle(path: Path, number: int, obj: object, names: dict[str, str]) -> Battle:
+    if not isinstance(obj, dict):
+        raise InputError(path, number, "line", "expected a JSON object with model_a, model_b and winner")
+    for key in ("model_a", "model_b"):
+        value = obj.get(key)
+        if not isinstance(value, str) or not value.strip() or len(value) > MAX_MODEL_CHARS:
+            raise InputError(path, number, key, f"expected a model name of 1..{MAX_MODEL_CHARS} characters")
+        if value not in names:
+            if problem := text_problem(value):
+                raise InputError(path, number, key, f"contains {problem}")
+            if control := next((c for c in value if unicodedata.category(c) == "Cc"), None):
+                # a name is printed in a table: an escape sequence or a newline would forge the terminal's output
+                raise InputError(path, number, key, f"contains the control character U+{ord(control):04X}")
+            try:
+                check_no_secret(value)
+            except BackendError:
+                raise InputError(path, number, key, "seems to contain an API key (not repeated here)") from None
+            names[value] = value
+    winner = obj.get("winner")
+    if winner not in WINNERS:
+        raise InputError(path, number, "winner", f"{str(winner)[:40]!r} is not one of {', '.join(WINNERS)}")
+    if obj["model_a"] == obj["model_b"]:
+        raise InputError(path, number, "model_b", "the same model as model_a")
+    return Battle(names[obj["model_a"]], names[obj["model_b"]], winner)
+
+
+def _line_records(path: Path, f: BinaryIO) -> Iterator[tuple[int, object]]:
+    for number, raw in enumerate(iter(lambda: f.readline(MAX_BATTLE_LINE_BYTES + 1), b""), start=1):
+        if len(raw) > MAX_BATTLE_LINE_BYTES:
+            raise InputError(path, number, "line", f"longer than {MAX_BATTLE_LINE_BYTES // 2**20} MB")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(path, number, "line", f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+        if not text.strip():
+            continue
+        try:
+            yield number, json_loads(text)
+        except JsonTooDeep:
+            raise InputError(path, number, "line", "JSON nested too deep") from None
+        except ValueError as exc:
+            raise InputError(path, number, "line", f"not JSON ({str(exc)[:80]})") from None
+
+
+def _array_records(path: Path, f: BinaryIO) -> Iterator[tuple[int, object]]:
+    """The objects of a JSON array, streamed: the file is never held whole (a 4 GB array would be ~40 GB of Python
+    objects), only one object of at most MAX_BATTLE_LINE_BYTES at a time."""
+    decoder, utf8 = json.JSONDecoder(), codecs.getincrementaldecoder("utf-8")()
+    buf, pos, eof = "", 0, False
+    line, mark = 1, 0  # the line number at buf[mark], counted forward only (counting from 0 each time: quadratic)
+
+    def more() -> None:
+        nonlocal buf, pos, eof, mark
+        here(pos)
+        buf, pos, mark = buf[pos:], 0, 0
+        chunk = f.read(_CHUNK)
+        eof = not chunk
+        try:
+            buf += utf8.decode(chunk, final=eof)
+        except UnicodeDecodeError as exc:
+            raise InputError(path, line + buf.count("\n"), "file", f"not UTF-8 ({exc.reason})") from None
+
+    def peek() -> str:
+        nonlocal pos
+        while True:
+            while pos < len(buf) and buf[pos] in " \t\r\n":
+                pos += 1
+            if pos < len(buf) or eof:
+                return buf[pos : pos + 1]
+            more()
+
+    def here(at: int | None = None) -> int:
+        nonlocal line, mark
+        at = pos if at is None else at
+        if at > mark:
+            line += buf.count("\n", mark, at)
+            mark = at
+        return line
+
+    if peek() != "[":
+        raise InputError(path, here(), "array", "expected '['")
+    pos += 1
+    if peek() == "]":
+        pos += 1
+    else:
+        while True:
+            if peek() != "{":
+                raise InputError(path, here(), "element", "expected a JSON object with model_a, model_b and winner")
+            while True:
+                try:
+                    obj, end = decoder.raw_decode(buf, pos)
+                    break
+                except RecursionError:
+                    raise InputError(path, here(), "element", "JSON nested too deep") from None
+                except ValueError as exc:  # an object cut by the buffer's end, or a bad one
+                    if eof or len(buf) - pos > MAX_BATTLE_LINE_BYTES:
+                        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)[:80]
+                        at = exc.pos if isinstance(exc, json.JSONDecodeError) else None
+                        raise InputError(
+                            path, here(at), "element", f"not JSON ({reason}) or longer than 16 MB"
+                        ) from None
+                    more()
+            yield here(), obj
+            pos = end
+            separator = peek()
+            pos += 1
+            if separator == "]":
+                break
+            if separator != ",":
+                raise InputError(path, here(), "array", "expected ',' or ']' after an object")
+    if peek():
+        raise InputError(path, here(), "array", "text after the closing ']'")

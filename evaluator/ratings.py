@@ -5,7 +5,7 @@ model_b | tie | tie (bothbad)). Bradley–Terry (lm-sys/FastChat, fastchat/serve
 battle is an outcome y for model_a (1 win, 0.5 tie or both bad, 0 loss); the strengths r maximise
 Σ [y·log σ(ln 10·(r_a − r_b)) + (1 − y)·log σ(ln 10·(r_b − r_a))], found by L-BFGS from 0, and are reported as
 400·r + 1000. Identical (a, b, y) battles are fitted once with their count as weight, which also makes a bootstrap
-round a reweighting (multinomial counts = resampling the battles with replacement).
+round a reweighting (multinomial counts over the distinct rows = resampling the battles with replacement).
 """
 
 from __future__ import annotations
@@ -49,12 +49,19 @@ def models_of(battles: Sequence[Battle]) -> list[str]:
     return list(dict.fromkeys(m for b in battles for m in (b.model_a, b.model_b)))
 
 
-def _schedule(battles: Sequence[Battle], models: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Unique (a, b, outcome) rows and how often each occurs (the rows of each battle, in `inverse`)."""
+def _schedule(battles: Sequence[Battle], models: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Unique (a, b, 2·outcome) rows and how often each occurs. One integer key per battle, so a million battles
+    sort in a blink (np.unique over rows of three columns took seconds)."""
     index = {m: i for i, m in enumerate(models)}
-    rows = np.array([(index[b.model_a], index[b.model_b], 2 * OUTCOME[b.winner]) for b in battles], dtype=np.int64)
-    unique, inverse, counts = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
-    return unique, inverse.reshape(-1), counts.astype(float)
+    n = len(models)
+    keys = np.fromiter(
+        ((index[b.model_a] * n + index[b.model_b]) * 3 + int(2 * OUTCOME[b.winner]) for b in battles),
+        dtype=np.int64,
+        count=len(battles),
+    )
+    unique, counts = np.unique(keys, return_counts=True)
+    rows = np.stack([unique // 3 // n, unique // 3 % n, unique % 3], axis=1)
+    return rows, counts.astype(float)
 
 
 def _fit(unique: np.ndarray, weights: np.ndarray, n_models: int) -> np.ndarray:
@@ -93,7 +100,7 @@ def bradley_terry(battles: Sequence[Battle]) -> dict[str, float]:
     models = models_of(battles)
     if not models:
         return {}
-    unique, _, counts = _schedule(battles, models)
+    unique, counts = _schedule(battles, models)
     with _one_thread():
         r = _fit(unique, counts, len(models))
     return {m: float(SCALE * r[i] + INITIAL) for i, m in enumerate(models)}
@@ -105,14 +112,16 @@ def bootstrap(battles: Sequence[Battle], rounds: int = DEFAULT_ROUNDS, seed: int
     models = models_of(battles)
     if not models:
         return {}
-    unique, inverse, _ = _schedule(battles, models)
+    unique, counts = _schedule(battles, models)
     rng = np.random.default_rng(seed)
     n = len(battles)
     fits = np.empty((rounds, len(models)))
     with _one_thread():
         for k in range(rounds):
-            drawn = rng.multinomial(n, np.full(n, 1.0 / n))
-            weights = np.bincount(inverse, drawn, len(unique))
+            # Drawing n battles with replacement only matters through how often each distinct row is drawn: a
+            # multinomial over the distinct rows (probability count / n) is the same distribution, in time that does
+            # not grow with the number of battles (a million battles: 0.7 s a round the other way).
+            weights = rng.multinomial(n, counts / n).astype(float)
             keep = weights > 0
             fits[k] = _fit(unique[keep], weights[keep], len(models))
     ratings = SCALE * fits + INITIAL

@@ -84,8 +84,9 @@ def register(add) -> None:
     q.add_argument(
         "--votes",
         metavar="FILE",
-        help="rate the battles of a JSON Lines file in Chatbot Arena's shape (model_a, model_b, winner: model_a, "
-        "model_b, tie or 'tie (bothbad)') instead of the workspace's votes",
+        help="rate the battles of a file in Chatbot Arena's shape, JSON Lines or a JSON array like FastChat's "
+        "clean_battle_*.json (model_a, model_b, winner: model_a, model_b, tie or 'tie (bothbad)'), instead of the "
+        "workspace's votes",
     )
     q.add_argument(
         "--bootstrap",
