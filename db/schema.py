@@ -689,6 +689,10 @@ def _m0012(db: Database) -> None:
                 CREATE INDEX IF NOT EXISTS arena_votes_withdraws ON arena_votes (withdraws);
                 CREATE TRIGGER IF NOT EXISTS arena_votes_no_update BEFORE UPDATE ON arena_votes
                     BEGIN SELECT RAISE(ABORT, 'arena votes are append-only'); END;
+                -- A pair's runs cascade to it; a pair people voted on must not go with them (no vote is ever lost).
+                CREATE TRIGGER IF NOT EXISTS arena_pairs_keep_votes BEFORE DELETE ON arena_pairs
+                    WHEN EXISTS (SELECT 1 FROM arena_votes WHERE pair_id = OLD.id)
+                    BEGIN SELECT RAISE(ABORT, 'people voted on this arena pair: its votes are kept'); END;
                 """,
             )
             broken = db.execute("PRAGMA foreign_key_check").fetchone()

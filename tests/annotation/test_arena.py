@@ -239,6 +239,11 @@ def test_votes_append_and_undo_withdraws_and_a_newer_vote_corrects(open_ws, caps
         ]
         with pytest.raises(ValueError):
             arena.add_vote(ws, first.id, "ana", "both")  # type: ignore[arg-type]
+        # Deleting a run would cascade to its pairs: a pair with votes stops it, so no vote goes with them.
+        with pytest.raises(sqlite3.IntegrityError, match="votes are kept"):
+            ws.conn.execute("DELETE FROM runs WHERE id = ?", (first.left_run_id,))
+        ws.conn.rollback()
+        assert ws.conn.execute("SELECT count(*) FROM arena_votes").fetchone()[0] == 5
 
 
 def test_votes_made_on_a_copy_merge_back_and_are_rated(open_ws, capsys, tmp_path):
