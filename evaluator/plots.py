@@ -411,7 +411,8 @@ def radar_figure(report: Any) -> Figure:
     ax.set_ylim(0, top * 1.05)
     ax.tick_params(axis="y", labelsize=7)
     ax.set_title("Desiderata (0-100, higher is better)", fontsize=10)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.06), frameon=False)
+    if report.models:  # open runs only: no model, and an empty legend warns on stderr
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.06), frameon=False)
     return fig
 
 

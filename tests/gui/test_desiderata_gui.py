@@ -92,3 +92,15 @@ def test_the_radar_legend_fits_its_figure(demo_ws):
     assert "n/a" in legend.get_texts()[0].get_text()
     box = legend.get_window_extent()
     assert box.x0 >= 0 and box.x1 <= figure.bbox.width
+
+
+def test_a_radar_of_open_runs_only_draws_without_a_warning(demo_ws):
+    import warnings
+
+    from evaluator.plots import radar_figure
+
+    assert cli_main(["--workspace", str(demo_ws), "run", "--bench", "demo-open", "--model", "baseline:first"]) == 0
+    with open_workspace(demo_ws) as ws, warnings.catch_warnings():
+        warnings.simplefilter("error")  # "No artists with labels found to put in legend" reached stderr
+        figure = radar_figure(desiderata_report(ws, [2]))
+    assert figure.axes[0].get_legend() is None
