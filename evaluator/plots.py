@@ -5,6 +5,7 @@ The GUI embeds the same Figure objects in a FigureCanvasQTAgg; the command line 
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
@@ -401,7 +402,8 @@ def radar_figure(report: Any) -> Figure:
         top = max(top, *shown)
         gaps = [TITLES[d].lower() for d, v in zip(DIMENSIONS, values) if v is None]
         name = model.model if len(model.model) <= 40 else "…" + model.model[-39:]
-        label = name + (f" (n/a: {', '.join(gaps)})" if gaps else "")
+        # Wrapped: on one line six missing dimensions ran past a 1024-pixel-wide window's figure.
+        label = name + ("\n" + textwrap.fill(f"(n/a: {', '.join(gaps)})", 60) if gaps else "")
         color = COLORS[m_i % len(COLORS)]
         ax.plot([*angles, angles[0]], [*shown, shown[0]], color=color, linewidth=1.6, label=label)
         ax.fill([*angles, angles[0]], [*shown, shown[0]], color=color, alpha=0.12)
@@ -409,7 +411,8 @@ def radar_figure(report: Any) -> Figure:
     ax.set_ylim(0, top * 1.05)
     ax.tick_params(axis="y", labelsize=7)
     ax.set_title("Desiderata (0-100, higher is better)", fontsize=10)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.06), frameon=False)
+    if report.models:  # open runs only: no model, and an empty legend warns on stderr
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.06), frameon=False)
     return fig
 
 

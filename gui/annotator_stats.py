@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QV
 
 from annotation import annotator_stats
 from gui.charts import BlindCover
+from gui.empty_states import NO_BENCHMARK, EmptyState
 from gui.tables import RowsModel, export_table, table_view
 
 VERDICT_COLUMNS = (
@@ -64,6 +65,8 @@ class AnnotatorsView(QWidget):
         cl.addWidget(self.table, 1)
         cl.addWidget(note)
         self.cover = BlindCover(content, "Annotator statistics")
+        self.empty = EmptyState(content, ctx, "annotators")
+        self.empty.show_state(*NO_BENCHMARK)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
         layout.addWidget(self.cover)
@@ -81,6 +84,7 @@ class AnnotatorsView(QWidget):
     def refresh(self) -> None:
         self.cover.set_hidden(self.ctx.prefs.blind)
         bench = self.ctx.benchmark
+        self.empty.setVisible(bench is None)
         if self.cover.hidden or bench is None or not self.isVisible() and self.stats is not None:
             if bench is None:
                 self.summary.setText("No benchmark chosen")

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -25,7 +26,12 @@ from annotation.blind import HIDDEN_TEXT
 from db.errors import UserError
 from evaluator.plots import bar_target, save_figure
 
-HIGHLIGHT = "#202124"  # the clicked bar's outline
+HIGHLIGHT = {"light": "#202124", "dark": "#e8eaed"}  # the clicked bar's outline, against the figure's background
+
+
+def relative_luminance(colour) -> float:
+    r, g, b = to_rgb(colour)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
 def message_figure(text: str) -> Figure:
@@ -82,9 +88,10 @@ class ChartView(QWidget):
     def highlight(self, target: dict | None) -> None:
         """Outline the bar standing for `target` (the one clicked), so the list below says which bar it is."""
         wanted = {k: str(v) for k, v in (target or {}).items()}
+        dark = self.figure is not None and relative_luminance(self.figure.get_facecolor()) < 0.5
         for patch in self.bars():
             on = bar_target(patch) == wanted
-            patch.set_edgecolor(HIGHLIGHT if on else "none")
+            patch.set_edgecolor(HIGHLIGHT["dark" if dark else "light"] if on else "none")
             patch.set_linewidth(2.5 if on else 0)
         if self.canvas is not None:
             self.canvas.draw_idle()

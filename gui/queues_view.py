@@ -37,7 +37,7 @@ from db import item_query
 from db.catalog import Item
 from db.errors import InvalidInput, UserError
 from evaluator.choices import LETTERS, answer_keys, canonical_answer
-from gui.empty_states import BUILD_SET, CONSENSUS, TEXT_ONLY, EmptyState
+from gui.empty_states import BUILD_SET, CONSENSUS, NO_BENCHMARK, TEXT_ONLY, EmptyState
 from gui.guidelines_view import GuidelinesPanel
 from gui.image_view import ImageView
 from gui.item_panel import ItemPanel
@@ -228,7 +228,9 @@ class QCPage(_ItemPage):
             w.setEnabled(self.candidate is not None)
         self.change.setVisible(bool(self.decided))
         bench = self.ctx.benchmark
-        if self.candidate is None and bench is not None and not qc.queue(self.ctx.ws, benchmark_id=bench.id):
+        if bench is None:  # an empty workspace: "every flag has your decision" would mislead
+            self.empty.show_state(*NO_BENCHMARK)
+        elif self.candidate is None and not qc.queue(self.ctx.ws, benchmark_id=bench.id):
             self.empty.show_state(
                 "No quality-control flags yet",
                 f"Flags on {bench.name} come from two stages: language models answering without the image "

@@ -54,3 +54,19 @@ def test_f1_shows_each_tabs_keys(qtbot, demo_ws, make_window):
     assert window.view("review").help.isVisible()
     text = window.view("review").help.card.text()
     assert text.count(">Verdicts<") == 1
+
+
+def test_the_clicked_bar_is_outlined_visibly_in_dark_mode(qtbot, demo_ws, make_window):
+    # The outline was #202124 in both themes: invisible on the dark chart background.
+    window = make_window(demo_ws)
+    try:
+        window.set_appearance(theme="dark", font_scale=1.0)
+        window.show_results([1])
+        results = window.view("results")
+        results.show_items_of({"run": "1", "level": "all", "strategy": "circular"})
+        outlined = [b for b in results.chart.bars() if b.get_linewidth() > 0]
+        background = to_hex(results.chart.figure.get_facecolor())
+        assert len(outlined) == 1 and background == "#202124"
+        assert to_hex(outlined[0].get_edgecolor()) == "#e8eaed"
+    finally:
+        window.set_appearance(theme="light", font_scale=1.0)

@@ -78,3 +78,29 @@ def test_screenshot_of_the_desiderata_view(qtbot, variant_runs, tmp_path):
     args = ["--workspace", str(variant_runs), "gui", "--screenshot", str(out), "--view", "desiderata"]
     assert cli_main([*args, "--chart", "radar", "--size", "1024x700"]) == 0
     assert QImage(str(out)).width() == 1024
+
+
+def test_the_radar_legend_fits_its_figure(demo_ws):
+    # The "(n/a: …)" list of a model lacking desiderata runs ran past the figure's right edge (seen at 1024×700).
+    from evaluator.plots import radar_figure
+
+    with open_workspace(demo_ws) as ws:
+        figure = radar_figure(desiderata_report(ws, [1]))
+    figure.set_size_inches(5.5, 5.4)  # the canvas's width in the Desiderata page at 1024×700
+    figure.canvas.draw()
+    legend = figure.axes[0].get_legend()
+    assert "n/a" in legend.get_texts()[0].get_text()
+    box = legend.get_window_extent()
+    assert box.x0 >= 0 and box.x1 <= figure.bbox.width
+
+
+def test_a_radar_of_open_runs_only_draws_without_a_warning(demo_ws):
+    import warnings
+
+    from evaluator.plots import radar_figure
+
+    assert cli_main(["--workspace", str(demo_ws), "run", "--bench", "demo-open", "--model", "baseline:first"]) == 0
+    with open_workspace(demo_ws) as ws, warnings.catch_warnings():
+        warnings.simplefilter("error")  # "No artists with labels found to put in legend" reached stderr
+        figure = radar_figure(desiderata_report(ws, [2]))
+    assert figure.axes[0].get_legend() is None

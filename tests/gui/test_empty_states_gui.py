@@ -26,7 +26,12 @@ def test_an_empty_workspace_offers_the_demo_and_the_next_steps(qtbot, tmp_path, 
     assert _empty(results) and [b.text() for b in results.empty.buttons] == ["Start a run", "Add a model"]
     window.show_view("alignment")
     assert _empty(window.view("alignment"))
-    queues = window.view("queues")
+    queues, annotators = window.view("queues"), window.view("annotators")
+    # Queues and Annotators said "every flag has your decision" / "No benchmark chosen" with nothing to do.
+    window.show_view("queues")
+    assert _empty(queues.qc) and queues.qc.empty.title.text() == "No benchmark yet"
+    window.show_view("annotators")
+    assert _empty(annotators) and annotators.empty.buttons[1].text() == "Load the demo benchmarks"
 
     # The demo button imports the demo (the same `vlmdesk demo`, in a child process); the views fill.
     window.show_view("browse")
@@ -34,7 +39,7 @@ def test_an_empty_workspace_offers_the_demo_and_the_next_steps(qtbot, tmp_path, 
     qtbot.waitUntil(lambda: window.ctx.benchmark is not None, timeout=120_000)
     with open_workspace(tmp_path / "empty.sqlite") as ws:
         assert {b.name for b in catalog.list_benchmarks(ws)} == {"demo", "demo-pope", "demo-open"}
-    assert not browse.empty.isVisible() and not review.empty.isVisible()
+    assert not browse.empty.isVisible() and not review.empty.isVisible() and annotators.empty.isHidden()
     assert window.ctx.model.total == 30
     window.show_view("queues")
     qc_page = queues.qc
