@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from annotation.blind import HIDDEN_TEXT
 from db.errors import UserError
 from evaluator.plots import bar_target, save_figure
+from gui.appearance import is_dark
 
 HIGHLIGHT = {"light": "#202124", "dark": "#e8eaed"}  # the clicked bar's outline, against the figure's background
 
@@ -36,7 +37,8 @@ def relative_luminance(colour) -> float:
 
 def message_figure(text: str) -> Figure:
     fig = Figure(figsize=(6, 3))
-    fig.text(0.5, 0.5, text, ha="center", va="center", color="#5f6368", fontsize=11, wrap=True)
+    muted = "#bdc1c6" if is_dark() else "#5f6368"  # the theme's muted text (gui/appearance.DARK)
+    fig.text(0.5, 0.5, text, ha="center", va="center", color=muted, fontsize=11, wrap=True)
     return fig
 
 
