@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from annotation import arena
 from gui.charts import BlindCover, ChartView, message_figure
+from gui.empty_states import DEMO, DRAW_PAIRS, START_RUN, EmptyState
 from gui.image_view import ImageView
 from gui.review_view import NoteEdit, typing_in
 
@@ -76,6 +77,7 @@ class VotePanel(QWidget):
         self.sha: str | None = None  # the image of the pair shown
         self.skipped: list[int] = []  # pair ids skipped this session: asked again after the others
         self.shown_at = time.monotonic()
+        self.empty = EmptyState(self, ctx, "arena")
         self.progress = QLabel()
         self.progress.setObjectName("muted")
         self.saved = QLabel()
@@ -152,9 +154,10 @@ class VotePanel(QWidget):
         bench = self._bench()
         if bench is None:
             self._empty(
-                "The arena compares two runs' answers to open questions. Choose an open benchmark in "
-                "Benchmarks (the demo's is demo-open), run two or more models on it, then draw pairs: "
-                "vlmdesk arena pairs --bench NAME --runs ID ID …"
+                "Choose an open benchmark",
+                "The arena compares two runs' answers to open questions (no options). Choose an open benchmark in "
+                "Benchmarks — the demo's is demo-open —, run two or more models on it, then draw pairs.",
+                (DEMO, START_RUN, DRAW_PAIRS),
             )
             return
         who = self.ctx.annotator
@@ -169,17 +172,24 @@ class VotePanel(QWidget):
         else:
             pair = arena.get_pair(self.ctx.ws, pair_id)
         if pair is None:
-            self._empty(
-                "Nothing left for you in this benchmark's arena."
-                if done["pairs"]
-                else f"No pairs drawn yet: vlmdesk arena pairs --bench {bench.name} --runs ID ID …"
-            )
+            if done["pairs"]:
+                self._empty("Nothing left for you", f"You have voted on every pair of {bench.name}'s arena.")
+            else:
+                self._empty(
+                    "No pairs drawn yet",
+                    f"Run two or more models on {bench.name}, then draw pairs of their answers to vote on "
+                    f"(vlmdesk arena pairs --bench {bench.name} --runs ID ID …).",
+                    (START_RUN, DRAW_PAIRS),
+                )
             return
+        self.empty.hide()
         self._show(pair)
 
-    def _empty(self, text: str) -> None:
+    def _empty(self, title: str, text: str, actions: tuple[tuple[str, str], ...] = ()) -> None:
+        """Nothing to vote on: a card that says why and offers what fills the queue (no empty image and answers)."""
+        self.empty.show_state(title, text, actions)
         self.pair = None
-        self.question.setPlainText(text)
+        self.question.setPlainText("")
         self.left.show_answer("", None)
         self.right.show_answer("", None)
         self.image.set_image(None, placeholder="")

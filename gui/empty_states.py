@@ -16,10 +16,11 @@ ADD_MODEL = ("Add a model", "tab:models")
 BUILD_SET = ("Build an adjudication set…", "Build an adjudication set…")
 TEXT_ONLY = ("Run the text-only QC stage…", "Run the text-only QC stage…")
 CONSENSUS = ("Compute the consensus QC stage…", "Compute the consensus QC stage…")
+DRAW_PAIRS = ("Draw arena pairs…", "Draw arena pairs…")
 NO_BENCHMARK = (
     "No benchmark yet",
     "This workspace holds no benchmark. Import a VLMEvalKit TSV, a POPE file or JSON Lines, or load the bundled "
-    "demo (30 multiple-choice and 48 yes/no questions over real photographs).",
+    "demo (30 multiple-choice, 48 yes/no and 8 open questions over real photographs).",
     (IMPORT, DEMO),
 )
 

@@ -121,3 +121,23 @@ def test_file_menu_exports_arena_votes_for_another_copy(qtbot, arena_ws, make_wi
     qtbot.waitUntil(lambda: export.finished, timeout=60_000)
     assert export.exit_code == 0 and '"annotator": "bo"' in out.read_text()
     assert any(a.text() == "Import arena votes…" for a in window.menuBar().actions()[0].menu().actions())
+
+
+def test_an_arena_with_no_pairs_says_why_and_offers_to_draw_them(qtbot, tmp_path, make_window):
+    path = tmp_path / "empty-arena.sqlite"
+    with open_workspace(path) as ws:
+        ensure_demo(ws)
+    for model in MODELS:
+        assert cli_main(["--workspace", str(path), "run", "--bench", "demo-open", "--model", model]) == 0
+    window = make_window(path)
+    window.select_benchmark("demo-open")
+    window.show_view("arena")
+    panel = window.view("arena").vote
+    panel.reload()
+    assert panel.pair is None and panel.empty.isVisible()
+    assert panel.empty.title.text() == "No pairs drawn yet"
+    assert [b.text() for b in panel.empty.buttons] == ["Start a run", "Draw arena pairs…"]
+    assert window.menu_action("Draw arena pairs…") is not None  # the button's action exists in the window
+    assert cli_main(["--workspace", str(path), "arena", "pairs", "--bench", "demo-open", "--runs", "1", "2"]) == 0
+    panel.reload()
+    assert panel.pair is not None and not panel.empty.isVisible()
