@@ -536,8 +536,10 @@ def icl_of(data: _Runs, mcq: list[runs.Run], given: Sequence[int]) -> Dimension:
     if mcq and not entries:
         ref = _reference(mcq)
         bench, model, same = ref.benchmark, ref.model_spec, comparable_options(ref)
+        have = {variant(r)["shots"] for r in shot_runs}  # runs waiting only for their plain run are not missing
         for k in SHOTS:
-            missing.append(Missing(f"a {k}-shot run", _run_cmd(bench, model, *same, "--shots", str(k))))
+            if k not in have:
+                missing.append(Missing(f"a {k}-shot run", _run_cmd(bench, model, *same, "--shots", str(k))))
     return Dimension(
         "in_context_learning",
         _mean(e["riam"] for e in entries),

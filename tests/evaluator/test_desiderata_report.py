@@ -201,3 +201,12 @@ def test_open_runs_are_left_out_of_the_desiderata(tmp_path):
         text = repr(report)
     assert len(ids) == 2 and "demo-open" not in text  # no suggestion of a likelihood run on an open benchmark
     assert [m.model for m in report.models] == ["baseline:first"]
+
+
+def test_shot_runs_without_their_plain_run_ask_for_it_and_not_for_themselves(ws, tmp_path):
+    bench = mcq_bench(ws, tmp_path, n=2)
+    one = stored_run(ws, bench, ["A", "B"], config={"shots": 1})
+    d = desiderata_report(ws, [one]).models[0].dimensions["in_context_learning"]
+    asked = [m.what for m in d.missing]
+    assert not any("1-shot" in w for w in asked), asked  # run 1 exists: it waits for its plain run
+    assert any("2-shot" in w for w in asked) and any("3-shot" in w for w in asked)
