@@ -432,7 +432,8 @@ class AdjudicationPage(QWidget):
     def remaining(self) -> int:
         """THE count of responses left for this annotator (alignment.remaining_for): page and list agree."""
         name = self.set_combo.currentData()
-        return alignment.remaining_for(self.ctx.ws, name, self.ctx.annotator) if name else 0
+        # No annotator yet (the first start, before the name is asked): nothing is anybody's to label.
+        return alignment.remaining_for(self.ctx.ws, name, self.ctx.annotator) if name and self.ctx.annotator else 0
 
     def reload(self) -> None:
         """After another process wrote: keep the response being labelled (or the reveal being read)."""
@@ -452,7 +453,7 @@ class AdjudicationPage(QWidget):
         self.revealed.hide()
         self.reveal_text.setText("")
         name = self.set_combo.currentData()
-        self.task = alignment.next_for(self.ctx.ws, name, self.ctx.annotator) if name else None
+        self.task = alignment.next_for(self.ctx.ws, name, self.ctx.annotator) if name and self.ctx.annotator else None
         # Empty the row completely (buttons and the trailing stretch), or every refresh would add a stretch.
         while self.buttons_box.count():
             entry = self.buttons_box.takeAt(0)

@@ -95,3 +95,29 @@ def test_conflicts_are_listed_and_settled(qtbot, demo_ws, make_window):
     with open_workspace(demo_ws) as ws:
         mine = [r for r in reviews.history(ws, item.id) if r.annotator == "ann"]
     assert [(r.verdict, r.note.startswith("settles conflict")) for r in mine] == [("ambiguous", True)]
+
+
+def test_queues_refresh_before_the_first_annotator_name_is_given(qtbot, tmp_path):
+    """On the very first start the name is asked in a modal dialog while the window already refreshes its views:
+    with no annotator yet, the adjudication queue has nothing for anybody (it raised BadName on stderr)."""
+    from db import open_workspace as _open
+    from gui.main_window import MainWindow
+    from gui.prefs import Preferences, PreferencesFile
+    from vlmdesk.cli import main as _cli
+    from vlmdesk.demo import ensure_demo
+
+    path = tmp_path / "first.sqlite"
+    with _open(path) as ws:
+        ensure_demo(ws)
+    assert _cli(["--workspace", str(path), "run", "--bench", "demo", "--model", "baseline:random"]) == 0
+    assert _cli(["--workspace", str(path), "align", "sample", "--run", "1", "--size", "3", "--name", "s"]) == 0
+    pf = PreferencesFile(tmp_path / "config" / "preferences.json")
+    pf.save(Preferences())
+    window = MainWindow(path, prefs_file=pf, settings_path=tmp_path / "config" / "window.ini")
+    qtbot.addWidget(window)
+    queues = window.view("queues")
+    queues.refresh()  # raised BadName before
+    assert queues.adjudication.task is None and queues.adjudication.remaining() == 0
+    window.ctx.update_prefs(annotator="ann")
+    queues.refresh()
+    assert queues.adjudication.task is not None
