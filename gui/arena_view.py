@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from annotation import arena
+from db import catalog
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.empty_states import DEMO, DRAW_PAIRS, START_RUN, EmptyState
 from gui.image_view import ImageView
@@ -157,7 +158,9 @@ class VotePanel(QWidget):
                 "Choose an open benchmark",
                 "The arena compares two runs' answers to open questions (no options). Choose an open benchmark in "
                 "Benchmarks — the demo's is demo-open —, run two or more models on it, then draw pairs.",
-                (DEMO, START_RUN, DRAW_PAIRS),
+                # The demo only where the workspace has no open benchmark yet (else choosing one is the step).
+                ((DEMO,) if not any(b.kind == "open" for b in catalog.list_benchmarks(self.ctx.ws)) else ())
+                + (START_RUN, DRAW_PAIRS),
             )
             return
         who = self.ctx.annotator
