@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 WINDOW = [
-    ("Window", "Ctrl+1 … Ctrl+8", "Go to a tab"),
+    ("Window", "Ctrl+1 … Ctrl+9", "Go to a tab"),
     ("Window", "F5", "Refresh from the workspace"),
     ("Window", "B", "Blind mode on / off"),
     ("Window", "Ctrl+= / Ctrl+- / Ctrl+0", "Larger / smaller / normal text"),
@@ -41,6 +41,7 @@ TAB_HELP: dict[str, list[tuple[str, str, str]]] = {
         ("Results", "Click a bar", "List the items behind it (the bar is outlined)"),
         ("Results", "Double click an item", "Open it in Review"),
         ("Results", "Export chart… / CSV… / predictions…", "Save what is shown"),
+        ("Results", "Alt+C / Alt+D", "Charts / Desiderata (ChEF's six dimensions of the chosen runs)"),
     ],
     "alignment": [
         ("Alignment", "Set / Extractor", "Choose the adjudication set and the extractor drawn"),
@@ -49,6 +50,15 @@ TAB_HELP: dict[str, list[tuple[str, str, str]]] = {
     "models": [
         ("Models", "Add", "Save a model spec under a name (never a key)"),
         ("Models", "Test", "Load the model and ask it one demo item, in a child process"),
+    ],
+    "arena": [
+        ("Vote", "1 / 2", "The left / the right answer is better"),
+        ("Vote", "3 / 4", "Tie / both bad"),
+        ("Vote", "S", "Skip (nothing stored; the pair comes again after the others)"),
+        ("Vote", "Ctrl+Z", "Take back my last vote (a correction appends)"),
+        ("Vote", "E", "Write a note for the next vote (Enter / Esc to leave it)"),
+        ("Arena", "Workspace › Draw arena pairs…", "Pairs of runs' answers to vote on"),
+        ("Leaderboard", "Leaderboard tab", "Bradley–Terry ratings with 95 % intervals (hidden in blind mode)"),
     ],
     "annotators": [
         ("Annotators", "Hover Mean κ", "κ with each other annotator"),

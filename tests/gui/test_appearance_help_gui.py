@@ -34,13 +34,20 @@ def test_dark_mode_and_text_size_are_applied_and_remembered(qtbot, demo_ws, make
 
 
 def test_f1_shows_each_tabs_keys(qtbot, demo_ws, make_window):
+    from gui.tab_help import TAB_HELP
+
     window = make_window(demo_ws)
+    # Every tab but Review (its own fuller list, checked below) has its own rows: a new tab must bring its keys.
+    assert set(window.views) - {"review"} <= set(TAB_HELP), set(window.views) - set(TAB_HELP)
     for name, expected in (
         ("browse", "Open the item in Review"),
         ("queues", "Settle with your own verdict"),
         ("runs", "Run again (--new)"),
         ("results", "Click a bar"),
         ("annotators", "κ"),
+        ("arena", "Take back my last vote"),
+        ("alignment", "Build an adjudication set"),
+        ("models", "Load the model and ask it"),
     ):
         window.show_view(name)
         qtbot.keyClick(window.tabs.currentWidget(), Qt.Key_F1)
