@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 from db.catalog import Benchmark, Item
 from db.workspace import Workspace
 from evaluator.choices import YES_NO
+from evaluator.importers import tsv
 from evaluator.importers.common import (
     LETTERS,
     MAX_OPTIONS,
@@ -49,19 +50,8 @@ MAX_SHARDS = 10_000
 MAX_ROW_GROUP_BYTES = 2**30  # Hugging Face writes image datasets in row groups of 100 rows: a few MB
 BATCH_ROWS = 64  # rows decoded at once: 64 MMBench rows with their images are a few MB
 MAGIC = b"PAR1"
-_KNOWN = {
-    "index",
-    "question",
-    "hint",
-    "answer",
-    "category",
-    "l2-category",
-    "l2_category",
-    "split",
-    "image",
-    "options",
-    "question_id",
-}
+# The TSV importer's known columns (one home), with the parquet layouts' own: an options list and POPE's id.
+_KNOWN = (tsv.KNOWN - {"image_path"}) | {"options", "question_id"}
 
 
 # ------------------------------------------------------------------------------------------------ shards
