@@ -312,20 +312,28 @@ def _owned_by(run: Run, owner: Owner) -> bool:
 
 
 class _immediate:
-    """A write transaction taken at its start (BEGIN IMMEDIATE), so a read-then-write cannot be raced."""
+    """A write transaction taken at its start (BEGIN IMMEDIATE), so a read-then-write cannot be raced; the
+    workspace's hold is checked before and at its end as in every write (db.workspace.WorkspaceDatabase)."""
 
     def __init__(self, ws: Workspace):
-        self.conn = ws.conn
+        self.ws = ws
 
     def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
-        return self.conn
+        self.ws.regain_hold()
+        self.ws.conn.execute("BEGIN IMMEDIATE")
+        return self.ws.conn
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        conn = self.ws.conn
         if exc_type is None:
-            self.conn.execute("COMMIT")
-        elif self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
+            try:
+                self.ws.confirm_hold()
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        elif conn.in_transaction:
+            conn.execute("ROLLBACK")
 
 
 def _claim_in_txn(conn: sqlite3.Connection, run: Run, owner: Owner, now: str) -> None:

@@ -17,7 +17,8 @@ import sqlite3
 import tempfile
 import threading
 from collections import Counter
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -79,18 +80,92 @@ def in_use(path: str | os.PathLike[str]) -> bool:
         return key is not None and _open_files[key] > 0
 
 
+class HoldLost(EnvironmentFault):
+    """A write was refused: this process lost its hold on the workspace file between checking it and committing."""
+
+
+class WorkspaceDatabase(Database):
+    """sqlite-utils' Database whose outermost `atomic()` checks the workspace's hold before it begins (regaining
+    it first, so nothing is written into an orphaned -wal) and again before it commits (refusing the write when it
+    was lost meanwhile). Every write transaction of vlmdesk goes through here, or calls the same two checks
+    (db/runs.py's BEGIN IMMEDIATE)."""
+
+    workspace: Workspace | None = None
+
+    @contextmanager
+    def atomic(self) -> Iterator[Database]:
+        ws = self.workspace
+        if ws is None or self.conn.in_transaction:
+            with super().atomic():
+                yield self
+            return
+        ws.regain_hold()
+        with super().atomic():
+            yield self
+            ws.confirm_hold()
+
+
+FileKey = tuple[int, int]
+PROC_LOCKS = Path("/proc/locks")
+MAX_PROC_LOCKS_BYTES = 4 * 2**20
+
+
+@dataclass(frozen=True)
+class Hold:
+    """What this process holds of a workspace it writes: the -wal and -shm files its connection uses, and whether
+    its POSIX locks on the file and on the -shm can be seen (Linux's /proc/locks), so their loss can be noticed."""
+
+    wal: FileKey | None
+    shm: FileKey | None
+    locks_visible: bool
+
+
+def _locked_by_me() -> set[FileKey] | None:
+    """The files (device, inode) on which this process holds a POSIX lock, from /proc/locks; None where it cannot
+    be read (not Linux) or is implausibly large."""
+    try:
+        with open(PROC_LOCKS, "rb") as f:
+            text = f.read(MAX_PROC_LOCKS_BYTES + 1)
+    except OSError:
+        return None
+    if len(text) > MAX_PROC_LOCKS_BYTES:
+        return None
+    me = str(os.getpid()).encode()
+    held: set[FileKey] = set()
+    for line in text.splitlines():
+        parts = line.split()
+        # "1: POSIX  ADVISORY  READ 5128 fd:01:2146817 1073741826 1073742335"; "1: -> POSIX …" is a waiter
+        if len(parts) < 6 or parts[1] != b"POSIX" or parts[4] != me:
+            continue
+        try:
+            major, minor, inode = parts[5].split(b":")
+            held.add((os.makedev(int(major, 16), int(minor, 16)), int(inode)))
+        except ValueError:
+            continue
+    return held
+
+
 class Workspace:
     """One open workspace file. `db` is the sqlite-utils Database; writes that belong together use `db.atomic()`.
-    `read_only` workspaces refuse every write (SQLite raises; `database_error` words it)."""
+    `read_only` workspaces refuse every write (SQLite raises; `database_error` words it).
+
+    A read-write workspace keeps its *hold*: SQLite's locks on the file and the -wal/-shm its connection uses. A
+    library in this process that opens and closes the file drops those locks (POSIX), and another process closing
+    the workspace then deletes the -wal under us (docs/adr/0023-the-hold-on-the-workspace.md). `hold_lost` notices;
+    every write transaction regains the hold first (`reconnect`), so nothing is written into an orphaned log."""
 
     def __init__(self, path: Path, db: Database, *, read_only: bool = False):
         self.path = path
         self.db = db
         self.read_only = read_only
+        self.reconnections: list[str] = []  # why the hold was regained, oldest first (the app tells the user)
+        self._hold: Hold | None = None
         self._file_key = _file_key(path)
         if self._file_key is not None:
             with _open_files_lock:
                 _open_files[self._file_key] += 1
+        if isinstance(db, WorkspaceDatabase):
+            db.workspace = self
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -98,6 +173,53 @@ class Workspace:
 
     def schema_version(self) -> int:
         return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    # -- the hold
+    def take_hold(self) -> None:
+        """Note the -wal/-shm this connection uses and whether its locks are visible; called once it has read."""
+        if self.read_only:
+            return
+        wal, shm = _file_key(Path(f"{self.path}-wal")), _file_key(Path(f"{self.path}-shm"))
+        locked = _locked_by_me()
+        visible = locked is not None and self._file_key in locked and shm in locked
+        self._hold = Hold(wal=wal, shm=shm, locks_visible=visible)
+
+    def hold_lost(self) -> str | None:
+        """Why this process no longer holds the workspace (its -wal or -shm is not the one on disk; its locks are
+        gone), in words; None while it does, and for read-only workspaces, which hold nothing."""
+        hold = self._hold
+        if hold is None:
+            return None
+        for suffix, key in (("-wal", hold.wal), ("-shm", hold.shm)):
+            if key is not None and _file_key(Path(f"{self.path}{suffix}")) != key:
+                return f"its {suffix} file was deleted or replaced by another process"
+        if hold.locks_visible:
+            locked = _locked_by_me()
+            if locked is not None and not (self._file_key in locked and hold.shm in locked):
+                return "this process lost its locks on the file (something opened and closed it outside SQLite)"
+        return None
+
+    def reconnect(self, reason: str) -> None:
+        """Close this connection (without a checkpoint when its -wal is orphaned: stale frames must never reach
+        the file) and open a new one, which takes the locks again and uses the -wal on disk."""
+        old = self.db.conn
+        if "deleted or replaced" in reason:
+            no_checkpoint_on_close(old)
+        old.close()
+        self.db.conn = connect_read_write(self.path)
+        self.take_hold()
+        self.reconnections.append(reason)
+
+    def regain_hold(self) -> None:
+        """Before a write transaction begins: reconnect when the hold was lost."""
+        if (reason := self.hold_lost()) is not None:
+            self.reconnect(reason)
+
+    def confirm_hold(self) -> None:
+        """Just before COMMIT: raise HoldLost when the hold was lost since the transaction began (the caller rolls
+        back; the next write reconnects)."""
+        if (reason := self.hold_lost()) is not None:
+            raise HoldLost(f"{self.path}: {reason}; this change was not saved (give it again)")
 
     def close(self) -> None:
         self.db.close()
@@ -501,16 +623,10 @@ def _open_read_write(path: Path, ident: FileIdentity | None, *, upgrade: bool, p
         )
     conn = None
     try:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA foreign_keys = ON")
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if mode.lower() != "wal":
-            raise EnvironmentFault(f"{path}: could not switch to WAL journal mode (got {mode})")
-        # NORMAL is durable in WAL mode up to the last checkpointed commit and survives process kills.
-        conn.execute("PRAGMA synchronous = NORMAL")
-        ws = Workspace(path, Database(conn))
+        conn = connect_read_write(path)
+        ws = Workspace(path, WorkspaceDatabase(conn))
         _check_and_migrate(ws, upgrade=upgrade, probe_first=probe_first)
+        ws.take_hold()
     except BaseException as exc:
         if conn is not None:
             conn.close()
@@ -518,6 +634,55 @@ def _open_read_write(path: Path, ident: FileIdentity | None, *, upgrade: bool, p
             _raise_for(path, exc)
         raise
     return ws
+
+
+def connect_read_write(path: Path) -> sqlite3.Connection:
+    """A read-write connection in WAL mode with the workspace's pragmas (foreign keys, busy timeout)."""
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            raise EnvironmentFault(f"{path}: could not switch to WAL journal mode (got {mode})")
+        # NORMAL is durable in WAL mode up to the last checkpointed commit and survives process kills.
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+_SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE = getattr(sqlite3, "SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE", 1006)  # sqlite3.h
+
+
+def no_checkpoint_on_close(conn: sqlite3.Connection) -> bool:
+    """Make closing `conn` skip SQLite's checkpoint-and-delete of the -wal (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE):
+    for a connection whose -wal another process already deleted, whose close could otherwise copy stale frames
+    into the file and delete a -wal that is not its own. True when it took effect.
+
+    Python 3.12 has `Connection.setconfig`; on 3.11 the sqlite3 handle is read from the connection object (the first
+    field after the object header) and used only when SQLite itself names this connection's file through it."""
+    setconfig = getattr(conn, "setconfig", None)
+    if setconfig is not None:
+        setconfig(_SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, True)
+        return True
+    try:
+        import _sqlite3
+        import ctypes
+
+        lib = ctypes.CDLL(_sqlite3.__file__)
+        handle = ctypes.c_void_p.from_address(id(conn) + 2 * ctypes.sizeof(ctypes.c_ssize_t)).value
+        lib.sqlite3_db_filename.restype = ctypes.c_char_p
+        lib.sqlite3_db_filename.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        expected = conn.execute("PRAGMA database_list").fetchone()[2]
+        if not handle or lib.sqlite3_db_filename(handle, b"main") != os.fsencode(expected):
+            return False
+        lib.sqlite3_db_config.restype = ctypes.c_int
+        lib.sqlite3_db_config.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+        return bool(lib.sqlite3_db_config(handle, _SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, None) == 0)
+    except (ImportError, OSError, AttributeError, ValueError):
+        return False
 
 
 def _check_and_migrate(ws: Workspace, *, upgrade: bool, probe_first: bool) -> None:

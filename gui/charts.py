@@ -11,7 +11,6 @@ from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QMessageBox,
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
 from annotation.blind import HIDDEN_TEXT
 from db.errors import UserError
 from evaluator.plots import bar_target, save_figure
+from gui import file_dialogs
 from gui.appearance import is_dark
 
 HIGHLIGHT = {"light": "#202124", "dark": "#e8eaed"}  # the clicked bar's outline, against the figure's background
@@ -72,8 +72,10 @@ class ChartView(QWidget):
 
     def set_figure(self, figure: Figure, title: str = "", *, clickable: bool = True) -> None:
         if self.canvas is not None:
+            # Hidden, not parentless: a canvas with the keyboard focus made a top-level window for a moment, and
+            # the main window lost its activation (every shortcut dead until clicked), e.g. when Results reloaded.
             self._layout.removeWidget(self.canvas)
-            self.canvas.setParent(None)
+            self.canvas.hide()
             self.canvas.deleteLater()
         self.figure = figure
         self.canvas = FigureCanvasQTAgg(figure)
@@ -125,9 +127,7 @@ class ChartView(QWidget):
         return save_figure(self.figure, path)
 
     def _export_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export chart", "chart.png", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)"
-        )
+        path = file_dialogs.save_file(self, "Export chart", "chart.png", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
         if path:
             try:
                 self.export(path)

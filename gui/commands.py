@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -33,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from db import catalog, models, runs
+from gui import file_dialogs
 from gui.processes import CommandProcess
 
 # Where each CLI command is in the app. "menu:TITLE" is a menu action with that title (its place: the window's
@@ -176,11 +176,11 @@ class CommandDialog(QDialog):
     def _browse(self, edit: QLineEdit, kind: str, title: str) -> None:
         start = edit.text() or str(Path.home())
         if kind == "open":
-            path, _ = QFileDialog.getOpenFileName(self, title, start)
+            path = file_dialogs.open_file(self, title, start)
         elif kind == "save":
-            path, _ = QFileDialog.getSaveFileName(self, title, start)
+            path = file_dialogs.save_file(self, title, start)
         else:
-            path = QFileDialog.getExistingDirectory(self, title, start)
+            path = file_dialogs.folder(self, title, start)
         if path:
             edit.setText(path)
 

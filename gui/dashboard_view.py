@@ -10,7 +10,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -25,6 +24,7 @@ from evaluator import plots
 from evaluator.exporters import ExportError
 from evaluator.prediction_export import PredictionExport, default_file_name, export_predictions
 from evaluator.report import NONE, RunReport, group_items, run_report
+from gui import file_dialogs
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.desiderata_view import DesiderataView
 from gui.empty_states import ADD_MODEL, START_RUN, EmptyState
@@ -287,7 +287,7 @@ class DashboardView(QWidget):
         s = self.runs.summary(ids[0])
         if s is None:  # removed since it was listed
             return
-        path, _ = QFileDialog.getSaveFileName(
+        path = file_dialogs.save_file(
             self,
             "Export predictions (VLMEvalKit format)",
             default_file_name(s.model, s.benchmark),

@@ -9,6 +9,7 @@ import traceback
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton
 
+from db.errors import EnvironmentFault, UserError
 from gui.appearance import themed
 
 
@@ -63,7 +64,10 @@ def install_error_guard(show) -> None:
         details = "".join(traceback.format_exception(exc_type, exc, tb))
         print(details, file=sys.stderr)
         try:
-            show(f"Something went wrong: {exc_type.__name__}: {exc}", details)
+            if issubclass(exc_type, (UserError, EnvironmentFault)):  # worded for people already (HoldLost, a full disk)
+                show(f"Not done: {exc}", details)
+            else:
+                show(f"Something went wrong: {exc_type.__name__}: {exc}", details)
         except Exception:  # the window itself is broken: fall back to the default hook
             previous(exc_type, exc, tb)
 

@@ -17,7 +17,6 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
-    QFileDialog,
     QInputDialog,
     QLabel,
     QListWidget,
@@ -32,6 +31,7 @@ from annotation.names import BadName, annotator_name
 from db import catalog, item_query
 from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import database_error, open_workspace
+from gui import file_dialogs
 from gui.alignment_view import AlignmentView
 from gui.annotator_stats import AnnotatorsView
 from gui.appearance import apply_appearance, next_scale
@@ -139,6 +139,7 @@ class MainWindow(QMainWindow):
         self._dock_factories: list[tuple[str, str, object, Qt.DockWidgetArea]] = []
         self._stale: set[str] = set()  # views to reload when next shown ("model": the Browse listing)
         self._data_version: int | None = None
+        self._told_reconnections = 0  # the workspace's reconnections the window has told the user about
         self._poll = QTimer(self)
         self._poll.setInterval(1000)
         self._poll.timeout.connect(self._check_for_changes)
@@ -290,6 +291,7 @@ class MainWindow(QMainWindow):
             )
         self._stale = set()
         self._data_version = self._read_data_version()
+        self._told_reconnections = 0
         self._poll.start()
         self._tab_changed(self.tabs.currentIndex())  # the first tab's on-show work, now that every view exists
         return True
@@ -335,10 +337,32 @@ class MainWindow(QMainWindow):
     def _check_for_changes(self) -> None:
         if self.ws is None:
             return
+        self._keep_hold()
         version = self._read_data_version()
         if version is not None and version != self._data_version:
             self._data_version = version
             self.ctx.workspaceChanged.emit()
+
+    def _keep_hold(self) -> None:
+        """Regain the hold on the workspace when something in this process dropped its locks, or another process
+        replaced its -wal (docs/adr/0023-the-hold-on-the-workspace.md); say so. A write that found the hold lost
+        regained it itself (db.workspace.WorkspaceDatabase): that is told here too."""
+        if (reason := self.ws.hold_lost()) is not None:
+            self.ctx.loader.pool.waitForDone(2000)  # image reads share SQLite's locks: none may hold the old ones
+            try:
+                self.ws.reconnect(reason)
+            except (UserError, EnvironmentFault, sqlite3.DatabaseError) as exc:
+                error = database_error(self.ws.path, exc) if isinstance(exc, sqlite3.DatabaseError) else exc
+                self.show_error(f"The workspace could not be opened again: {error or exc}")
+                return
+        if len(self.ws.reconnections) > self._told_reconnections:
+            self._told_reconnections = len(self.ws.reconnections)
+            self.message_bar.show_message(
+                f"The app had lost its hold on the workspace ({self.ws.reconnections[-1]}) and opened it again: "
+                "everything shown as saved is in the file, and what other programs wrote since is shown now.",
+                "info",
+            )
+            self._data_version = None  # a new connection counts its own data_version: reload what is shown
 
     def refresh(self) -> None:
         """View › Refresh (F5): the same as a change written by another process."""
@@ -607,7 +631,7 @@ class MainWindow(QMainWindow):
             self.recent_menu.addAction(_action(self, path, triggered=lambda _=False, p=path: self.open_workspace(p)))
 
     def _open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
+        path = file_dialogs.open_file(
             self, "Open workspace", str(Path(self.ws.path).parent), "vlmdesk workspaces (*.sqlite *.db);;All files (*)"
         )
         if path:
@@ -615,7 +639,7 @@ class MainWindow(QMainWindow):
 
     # -- importing (the same `vlmdesk import` / `vlmdesk demo` commands, in a child process)
     def _import_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
+        path = file_dialogs.open_file(
             self,
             "Import a benchmark",
             str(Path(self.ws.path).parent),
@@ -627,7 +651,7 @@ class MainWindow(QMainWindow):
             self.import_file(path)
             return
         # POPE files name their images, and JSONL/TSV image paths may be relative to another folder: optional.
-        images = QFileDialog.getExistingDirectory(
+        images = file_dialogs.folder(
             self, "Images folder (optional: Cancel if the file holds its images)", str(Path(path).parent)
         )
         self.import_file(path, images or None)
@@ -642,7 +666,7 @@ class MainWindow(QMainWindow):
         return self._run_import(["demo"], "Importing the demo benchmarks")
 
     def _import_folder_dialog(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Folder of parquet shards", str(Path(self.ws.path).parent))
+        folder = file_dialogs.folder(self, "Folder of parquet shards", str(Path(self.ws.path).parent))
         if folder:
             self.import_file(folder)
 
@@ -760,7 +784,7 @@ class MainWindow(QMainWindow):
             )
             if not ok:
                 return
-        path, _ = QFileDialog.getSaveFileName(
+        path = file_dialogs.save_file(
             self,
             f"Export {SYNC_COMMANDS[kind][0]}",
             str(Path(self.ws.path).parent / f"{kind}.jsonl"),
@@ -770,7 +794,7 @@ class MainWindow(QMainWindow):
             self.export_records(kind, path, set_name=set_name)
 
     def _import_dialog_records(self, kind: str) -> None:
-        path, _ = QFileDialog.getOpenFileName(
+        path = file_dialogs.open_file(
             self,
             f"Import {SYNC_COMMANDS[kind][0]}",
             str(Path(self.ws.path).parent),
@@ -808,7 +832,7 @@ class MainWindow(QMainWindow):
         return process
 
     def _new_workspace(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(
+        path = file_dialogs.save_file(
             self, "New workspace", str(Path(self.ws.path).parent / "workspace.sqlite"), "vlmdesk workspaces (*.sqlite)"
         )
         if path:

@@ -10,7 +10,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -28,6 +27,7 @@ from db import models
 from db.errors import InvalidInput
 from evaluator.backends import REGISTRY as BACKENDS
 from evaluator.model_check import validate_spec
+from gui import file_dialogs
 from gui.processes import CommandProcess
 from gui.tables import RowsModel, table_view
 
@@ -143,7 +143,7 @@ class AddModelForm(QGroupBox):
         self.preview.setText(f"spec: {spec}" if spec else "")
 
     def _browse(self, target: QLineEdit) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Model folder")
+        path = file_dialogs.folder(self, "Model folder")
         if path:
             target.setText(path)
 

@@ -10,7 +10,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -18,6 +17,8 @@ from PySide6.QtWidgets import (
     QPushButton,
     QWidget,
 )
+
+from gui import file_dialogs
 
 W = TypeVar("W", bound=QWidget)
 
@@ -80,11 +81,8 @@ class PredictionImportDialog(QDialog):
         self._update()
 
     def _choose(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self,
-            "Prediction file",
-            self.folder,
-            "Predictions (*.xlsx *.tsv *.csv *.jsonl);;All files (*)",
+        path = file_dialogs.open_file(
+            self, "Prediction file", self.folder, "Predictions (*.xlsx *.tsv *.csv *.jsonl);;All files (*)"
         )
         if path:
             self.path.setText(path)

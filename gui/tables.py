@@ -8,9 +8,10 @@ from pathlib import Path
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import QAbstractItemView, QFileDialog, QHeaderView, QTableView
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from evaluator.outfiles import AtomicOutput
+from gui import file_dialogs
 
 
 class RowsModel(QAbstractTableModel):
@@ -92,7 +93,7 @@ def write_csv(model, path: str | Path) -> int:
 
 
 def export_table(parent, model, default_name: str) -> Path | None:
-    path, _ = QFileDialog.getSaveFileName(parent, "Export table as CSV", default_name, "CSV (*.csv)")
+    path = file_dialogs.save_file(parent, "Export table as CSV", default_name, "CSV (*.csv)")
     if not path:
         return None
     write_csv(model, path)

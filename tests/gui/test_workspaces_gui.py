@@ -6,10 +6,10 @@ import shutil
 import sqlite3
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog
 
 from annotation import reviews
 from db import open_workspace
+from gui import file_dialogs
 
 
 def _visit_every_tab(qtbot, window):
@@ -31,7 +31,7 @@ def test_new_open_and_recent_switch_workspaces_cleanly(qtbot, tmp_path, demo_ws,
     _visit_every_tab(qtbot, window)
     old_conn = window.ws.conn
     fresh = tmp_path / "fresh.sqlite"
-    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(fresh), ""))
+    monkeypatch.setattr(file_dialogs, "save_file", lambda *a, **k: str(fresh))
     _action(window, "New workspace").trigger()
     qtbot.wait(1200)  # a poll tick and the deferred deletions of the old views
     assert window.ws.path == fresh and not window.message_bar.isVisible()
@@ -44,7 +44,7 @@ def test_new_open_and_recent_switch_workspaces_cleanly(qtbot, tmp_path, demo_ws,
     _visit_every_tab(qtbot, window)
     assert all(view.ctx is window.ctx for view in window.views.values())
 
-    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(demo_ws), ""))
+    monkeypatch.setattr(file_dialogs, "open_file", lambda *a, **k: str(demo_ws))
     _action(window, "Open workspace").trigger()
     qtbot.wait(1200)
     assert window.ctx.benchmark.name == "demo" and not window.message_bar.isVisible()
