@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QStyle, QWidget
 class NameOnlyIcons(QAbstractFileIconProvider):
     """Icons and type names from what a stat tells (folder, file, link) and the name's suffix; no file is opened."""
 
-    def icon(self, what) -> QIcon:  # type: ignore[override]  # Qt overloads icon(IconType) and icon(QFileInfo)
+    def icon(self, what) -> QIcon:  # Qt overloads icon(IconType) and icon(QFileInfo)
         if not isinstance(what, QFileInfo):
             return super().icon(what)
         pixmap = QStyle.StandardPixmap
