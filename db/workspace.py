@@ -73,11 +73,17 @@ def _file_key(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+COMPANIONS = ("-wal", "-shm", "-journal")
+
+
 def in_use(path: str | os.PathLike[str]) -> bool:
-    """Whether this process has `path` open as a workspace (then it must not be opened outside SQLite)."""
-    key = _file_key(Path(path))
+    """Whether `path` is a workspace this process has open, or its -wal, -shm or -journal: then it must not be
+    opened outside SQLite."""
+    text = os.fspath(path)
+    candidates = [text] + [text.removesuffix(c) for c in COMPANIONS if text.endswith(c)]
+    keys = {_file_key(Path(c)) for c in candidates} - {None}
     with _open_files_lock:
-        return key is not None and _open_files[key] > 0
+        return any(_open_files[k] > 0 for k in keys if k is not None)
 
 
 class HoldLost(EnvironmentFault):
@@ -399,6 +405,8 @@ def identify(path: Path) -> FileIdentity:
     for one SQLite cannot read at all; a workspace it can read only in part is returned with its `damage`."""
     if not path.is_file():
         raise SchemaError(f"{path}: not a regular file")
+    if in_use(path) and (companion := next((c for c in COMPANIONS if str(path).endswith(c)), None)):
+        raise SchemaError(f"{path}: the {companion} file of a workspace open here, not a workspace")
     if in_use(path):
         # Open here already, hence identified before; reading its header raw would drop our locks (see _open_files).
         with closing(read_only_connection(path, allow_immutable=False)) as conn:

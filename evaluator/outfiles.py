@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from db.errors import UserError
-from db.workspace import in_use
+from db.workspace import COMPANIONS, in_use
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_SIDECARS = ("-wal", "-shm", "-journal")
 _KINDS = (
     (stat.S_ISDIR, "is a directory; give a file name"),
     (stat.S_ISFIFO, "is a FIFO (named pipe)"),
@@ -72,13 +71,13 @@ def check_output(path: str | os.PathLike[str]) -> Path:
     if st is not None and not stat.S_ISREG(st.st_mode):
         what = next((text for test, text in _KINDS if test(st.st_mode)), "is not a regular file")
         raise OutputRefused(f"{shown}: {what}; refusing to replace it")
-    if st is not None and _is_sqlite(str(target)):
-        raise OutputRefused(f"{shown}: is a SQLite database (a workspace?); refusing to overwrite it")
-    for suffix in _SIDECARS:
+    for suffix in COMPANIONS:  # first: a companion of an open workspace must not be opened to sniff it
         if target.name.endswith(suffix) and _is_sqlite(str(target)[: -len(suffix)]):
             raise OutputRefused(
                 f"{shown}: belongs to the SQLite database {str(target)[: -len(suffix)]}; refusing to overwrite it"
             )
+    if st is not None and _is_sqlite(str(target)):
+        raise OutputRefused(f"{shown}: is a SQLite database (a workspace?); refusing to overwrite it")
     if not target.parent.is_dir():
         # The folder is named as the user can act on it: the one they typed, or the link's target's.
         raise OutputRefused(f"{target.parent if target != shown else shown.parent}: no such directory")

@@ -18,6 +18,7 @@ from typing import Any, BinaryIO
 from PIL import Image, UnidentifiedImageError
 
 from db.errors import InvalidInput, UserError
+from db.workspace import in_use
 from evaluator.choices import LETTERS as LETTERS  # the readers take them from here
 from evaluator.choices import MAX_OPTIONS as MAX_OPTIONS
 
@@ -179,6 +180,8 @@ def open_regular(path: Path, max_bytes: int, what: str = "limit") -> BinaryIO:
     if not stat.S_ISREG(st.st_mode):
         kind = next((name for test, name in _FILE_KINDS if test(st.st_mode)), "not a regular file")
         raise Refused(f"{path} is {kind}, not a regular file")
+    if in_use(path):  # opening it outside SQLite would drop this process's locks on it (ADR 0023)
+        raise Refused(f"{path} is the workspace this command has open (or one of its files), not an input file")
     if st.st_size > max_bytes:
         raise Refused(f"{path} is {_mb(st.st_size)}, over the {what} of {_mb(max_bytes)}")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))

@@ -187,3 +187,23 @@ def test_read_only_workspaces_hold_nothing(tmp_path, ws):
         assert ro.hold_lost() is None
     finally:
         ro.close()
+
+
+def test_nothing_of_vlmdesk_opens_the_open_workspaces_files_outside_sqlite(ws, capsys):
+    """The doors where a user's path is read or written refuse the open workspace and its companions without
+    opening them: the hold stays."""
+    from db.workspace import SchemaError
+    from evaluator.outfiles import OutputRefused, check_output
+    from vlmdesk.cli import main as cli_main
+
+    for suffix in ("-wal", "-shm"):
+        with pytest.raises(SchemaError, match=f"the {suffix} file of a workspace open here"):
+            open_workspace(f"{ws.path}{suffix}")
+        with pytest.raises(OutputRefused, match="belongs to the SQLite database"):
+            check_output(f"{ws.path}{suffix}")
+    with pytest.raises(OutputRefused, match="is a SQLite database"):
+        check_output(ws.path)
+    assert ws.hold_lost() is None
+    # A command given its own workspace as input: refused at the door, one line, exit 2.
+    assert cli_main(["--workspace", str(ws.path), "import", f"{ws.path}-shm"]) == 2
+    assert "not an input file" in capsys.readouterr().err
