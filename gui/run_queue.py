@@ -187,7 +187,7 @@ class RunQueue(QObject):
             if not job.cancel_requested:
                 job.message = ""  # a retry wait (below) is over once a batch is stored
         elif kind == "wait" and not job.cancel_requested and isinstance(event.get("message"), str):
-            job.message = f"waiting: {event['message'][:200]}"  # e.g. the server asked to retry after 60 s
+            job.message = event["message"][:200]  # "server asked to retry after 999999 s; waiting 60 s (try 2 of 5)"
         self._changed(job)
 
     def _done(self, job: RunJob) -> None:
