@@ -143,7 +143,12 @@ BACKENDS = (
                 help="the environment variable holding the API key (the key itself is never stored)",
             ),
             Field("concurrency", "Concurrent requests", "int", placeholder="8"),
-            Field("timeout", "Timeout (s)", placeholder="60"),
+            Field(
+                "timeout",
+                "Timeout (s)",
+                placeholder="60",
+                help="the most one request may take in all, wall time (a server that drips its answer times out)",
+            ),
         ),
         examples=("openai:gpt-4o-mini", "openai:Qwen2-VL-7B@http://localhost:8000/v1?concurrency=64"),
     ),
