@@ -26,7 +26,7 @@ from db.workspace import BUSY_TIMEOUT_MS, Workspace
 from evaluator.backends import Backend, BackendError, can_score, check_spec, load_backend
 from evaluator.backends.secrets import redact
 from evaluator.llm_extraction import parse_extractor_spec
-from evaluator.progress import Progress
+from evaluator.progress import Progress, WaitEvent
 from evaluator.prompts import PromptTemplate
 from evaluator.runner import (
     Engine,
@@ -135,7 +135,7 @@ def run_or_resume(
     ws: Workspace,
     launch: Launch,
     *,
-    on_progress: Callable[[Progress], None] | None = None,
+    on_progress: Callable[[Progress | WaitEvent], None] | None = None,
     on_start: Callable[[Engine], None] | None = None,
 ) -> Engine | None:
     """Execute a prepared launch (see execute_run); None when the run was finished already."""
@@ -254,7 +254,7 @@ def execute_run(
     backend: Backend,
     *,
     batch_size: int,
-    on_progress: Callable[[Progress], None] | None = None,
+    on_progress: Callable[[Progress | WaitEvent], None] | None = None,
     on_start: Callable[[Engine], None] | None = None,
     owner: runs.Owner | None = None,
     fresh: bool = False,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
+from evaluator.backends.base import RetryWait
 from evaluator.types import ProgressEventName
 
 
@@ -47,6 +48,32 @@ class Progress:
 
 
 @dataclass(frozen=True)
+class WaitEvent:
+    """A request waiting before it is retried (a rate limit, a server error, a timeout): what for and how long, so a
+    run that seems stuck says why. `retry_after_s` is what the server asked for (null when it did not); `wait_s`
+    what is waited (capped: docs/adr/0024); `message` the line the app and the terminal show."""
+
+    event: ClassVar[ProgressEventName] = "wait"
+    run_id: int
+    server: str
+    reason: str
+    retry_after_s: float | None
+    wait_s: float
+    attempt: int
+    attempts: int
+    message: str
+
+    @classmethod
+    def of(cls, run_id: int, wait: RetryWait) -> WaitEvent:
+        return cls(
+            run_id, wait.server, wait.error, wait.retry_after_s, wait.wait_s, wait.attempt, wait.attempts, wait.line()
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"event": self.event, **asdict(self)}
+
+
+@dataclass(frozen=True)
 class DoneEvent:
     """The run finished: how many prompts the model answered in this process."""
 
@@ -58,10 +85,11 @@ class DoneEvent:
         return {"event": self.event, **asdict(self)}
 
 
-RunEvent = StartEvent | Progress | DoneEvent
+RunEvent = StartEvent | Progress | WaitEvent | DoneEvent
 _EVENTS: dict[str, type[RunEvent]] = {
     "start": StartEvent,
     "progress": Progress,
+    "wait": WaitEvent,
     "done": DoneEvent,
 }
 _NUMBER = (int, float)
@@ -83,6 +111,8 @@ def read_event(obj: object) -> RunEvent | None:
             ok = isinstance(value, bool)
         elif expected == "int":
             ok = isinstance(value, int) and not isinstance(value, bool)
+        elif expected == "str":
+            ok = isinstance(value, str)
         elif expected == "float":
             ok = isinstance(value, _NUMBER) and not isinstance(value, bool)
         else:  # float | None

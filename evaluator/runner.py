@@ -26,7 +26,8 @@ from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator import variants
 from evaluator.backends import Backend, BackendError, can_score, check_spec
-from evaluator.backends.base import call_size, chunk_items
+from evaluator.backends.base import RetryWait, call_size, chunk_items
+from evaluator.backends.door import telling_waits_to
 from evaluator.choices import (
     LIKELIHOOD_SCORES,
     displayed_answer,
@@ -42,7 +43,7 @@ from evaluator.choices import (
 from evaluator.extraction import Extraction
 from evaluator.llm_extraction import Extractor, load_extractor
 from evaluator.multiturn import MultiTurn, Question, load_multi_turn
-from evaluator.progress import Progress
+from evaluator.progress import Progress, WaitEvent
 from evaluator.prompts import PromptTemplate
 from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
 from evaluator.variants import Variants
@@ -197,7 +198,7 @@ class Engine:
         backend: Backend,
         *,
         batch_size: int,
-        on_progress: Callable[[Progress], None] | None = None,
+        on_progress: Callable[[Progress | WaitEvent], None] | None = None,
         extractor: Extractor | None = None,
         owner: runs.Owner | None = None,
         multi_turn: MultiTurn | None = None,
@@ -276,7 +277,15 @@ class Engine:
     def execute(self) -> None:
         """Every pass still to ask, wave by wave within each chunk of items (the backend's `chunk_items`; one chunk
         by default): every wave of items[0:C] before items[C:2C], so a prefix cache keeps an item's prompt while the
-        item is alive. Each call hands the backend `call_size(batch_size)` queries. Neither changes any answer."""
+        item is alive. Each call hands the backend `call_size(batch_size)` queries. Neither changes any answer.
+        A request waiting to be retried (its model's, an LLM extractor's, a multi-turn asker's) is a WaitEvent."""
+        with telling_waits_to(self._waiting):
+            self._execute()
+
+    def _waiting(self, wait: RetryWait) -> None:
+        self.on_progress(WaitEvent.of(self.run.id, wait))
+
+    def _execute(self) -> None:
         started = time.monotonic()
         chunk = chunk_items(self.backend) or max(len(self.items), 1)
         size = call_size(self.backend, self.batch_size)

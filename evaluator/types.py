@@ -34,5 +34,5 @@ POPE_SETTINGS: tuple[PopeSetting, ...] = get_args(PopeSetting)
 YesNo = Literal["yes", "no"]
 YesNoReading = Literal["yes", "no", "unknown"]
 
-ProgressEventName = Literal["start", "progress", "done"]
+ProgressEventName = Literal["start", "progress", "wait", "done"]
 """The `event` of a `vlmdesk run --json-progress` line."""

@@ -184,6 +184,10 @@ class RunQueue(QObject):
             }
         elif kind == "progress":
             job.progress = event
+            if not job.cancel_requested:
+                job.message = ""  # a retry wait (below) is over once a batch is stored
+        elif kind == "wait" and not job.cancel_requested and isinstance(event.get("message"), str):
+            job.message = event["message"][:200]  # "server asked to retry after 999999 s; waiting 60 s (try 2 of 5)"
         self._changed(job)
 
     def _done(self, job: RunJob) -> None:

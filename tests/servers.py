@@ -1,7 +1,8 @@
 """Local servers for tests: a scripted OpenAI-compatible fault server, and a real `transformers serve` process.
 
 The fault server (http.server in a thread on 127.0.0.1) answers each request with the next step of its script
-(the last step repeats) and records every request it received, so request and retry counts are exact.
+(the last step repeats) and records every request it received, so request and retry counts are exact. A step may
+misbehave: wait before answering (`delay`), or send its headers and then drip the body a byte at a time (`drip`).
 `transformers_serve` starts `transformers serve <model dir> --device cpu` on a free port and stops it afterwards.
 """
 
@@ -27,12 +28,14 @@ import pytest
 
 @dataclass
 class Step:
-    """One scripted answer: status, body (dict → JSON, str → as is), headers, and a delay before answering."""
+    """One scripted answer: status, body (dict → JSON, str → as is), headers, a delay before answering, and `drip`:
+    when set, the headers go at once and then the body one byte every `drip` seconds (until the server closes)."""
 
     status: int = 200
     body: dict | str | None = None
     headers: dict = field(default_factory=dict)
     delay: float = 0.0
+    drip: float = 0.0
 
 
 def ok(text: str = "B") -> Step:
@@ -63,6 +66,7 @@ class FaultServer:
         self.respond = respond  # respond(text of the request) -> the reply's text: a scripted chat partner
         self.requests: list[dict] = []
         self.in_flight = self.max_in_flight = 0
+        self.closed = threading.Event()  # ends every drip still going
         self._lock = threading.Lock()
         server = self
 
@@ -105,7 +109,15 @@ class FaultServer:
                 for key, value in step.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
-                self.wfile.write(payload)
+                if not step.drip:
+                    self.wfile.write(payload)
+                    return
+                self.wfile.flush()
+                for i in range(len(payload)):
+                    if server.closed.wait(step.drip):
+                        return
+                    self.wfile.write(payload[i : i + 1])
+                    self.wfile.flush()
 
             def log_message(self, *args):  # keep the test output quiet
                 pass
@@ -117,6 +129,7 @@ class FaultServer:
         self._thread.start()
 
     def close(self):
+        self.closed.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 

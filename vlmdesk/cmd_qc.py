@@ -20,6 +20,7 @@ from evaluator.prompts import default_template
 from evaluator.runner import RunSettings
 from vlmdesk.args import annotator, positive_int, record_id, seed
 from vlmdesk.cmd_data import bench_or_fail, item_or_fail
+from vlmdesk.cmd_run import human_progress, interrupt
 
 ANNOTATOR_ENV = "VLMDESK_ANNOTATOR"
 
@@ -275,9 +276,6 @@ def cmd_text_only(args) -> int:
 
     from vlmdesk.cli import UsageError, open_from_args
 
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
-
     with open_from_args(args) as ws:
         # Every model (a saved model's name or a spec) is checked before the first one runs.
         specs = {model: resolve_model(ws, model) for model in args.model}
@@ -287,7 +285,7 @@ def cmd_text_only(args) -> int:
         settings = RunSettings(strategy="circular", limit=args.limit, text_only=True, seed=args.seed)
         template = default_template(bench.kind)
         run_ids: dict[str, int] = {}
-        previous = signal.signal(signal.SIGTERM, on_term)
+        previous = signal.signal(signal.SIGTERM, interrupt)
         try:
             for model, spec in specs.items():
                 launch = prepare_run(ws, bench, spec, settings, template, batch_size=args.batch_size)
@@ -298,12 +296,8 @@ def cmd_text_only(args) -> int:
                     continue
                 bar = tqdm(desc=f"run {run.id} {model}", unit="pass", file=sys.stderr, disable=None, leave=False)
 
-                def on_progress(p, bar=bar):
-                    bar.total = p.passes_done + int((p.eta_s or 0) * p.calls_per_s)
-                    bar.update(p.passes_done - bar.n)
-
                 try:
-                    run_or_resume(ws, launch, on_progress=on_progress)
+                    run_or_resume(ws, launch, on_progress=human_progress(bar, run.id))
                 except BackendError as exc:
                     print(
                         f"error: run {run.id} ({model}) failed: {redact(str(exc), spec)}; run the same command "

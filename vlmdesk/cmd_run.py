@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from collections.abc import Callable
 
 from db import models, runs
 from db.runs import ROUNDS_MAX
@@ -16,7 +17,7 @@ from evaluator.launch import Launch, prepare_resume, prepare_run, resolve_model,
 from evaluator.llm_extraction import extractor_help
 from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.prediction_import import IMPORTED_MARK, origin_of
-from evaluator.progress import DoneEvent, StartEvent
+from evaluator.progress import DoneEvent, Progress, StartEvent, WaitEvent
 from evaluator.prompts import default_template, load_template
 from evaluator.report import RunReport, run_report
 from evaluator.runner import RunSettings, default_max_new_tokens
@@ -169,6 +170,28 @@ def _emit(obj: dict) -> None:
     print(json.dumps(obj), flush=True)
 
 
+def _emit_event(event: Progress | WaitEvent) -> None:
+    _emit(event.to_json())
+
+
+def interrupt(signum, frame) -> None:
+    """SIGTERM (the app's Cancel) as Ctrl-C: the run is marked interrupted and the command says how to continue."""
+    raise KeyboardInterrupt
+
+
+def human_progress(bar, run_id: int) -> Callable[[Progress | WaitEvent], None]:
+    """The terminal's progress: the bar after each batch; a line above it for each retry wait, saying what for."""
+
+    def show(event: Progress | WaitEvent) -> None:
+        if isinstance(event, WaitEvent):
+            bar.write(f"run {run_id}: {event.message}", file=sys.stderr)
+        else:
+            bar.total = event.passes_done + int((event.eta_s or 0) * event.calls_per_s)
+            bar.update(event.passes_done - bar.n)
+
+    return show
+
+
 def cmd_run(args) -> int:
     from vlmdesk.cli import UsageError, open_from_args
 
@@ -239,15 +262,7 @@ def _execute(ws, launch: Launch, args) -> int:
         else tqdm(desc=f"run {run.id}", unit="pass", file=sys.stderr, disable=None, leave=False)
     )
 
-    def on_progress(p):
-        if bar is None:
-            _emit(p.to_json())
-        else:
-            bar.total = p.passes_done + int((p.eta_s or 0) * p.calls_per_s)
-            bar.update(p.passes_done - bar.n)
-
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
+    on_progress = _emit_event if bar is None else human_progress(bar, run.id)
 
     def on_start(engine):
         if args.json_progress:
@@ -257,8 +272,9 @@ def _execute(ws, launch: Launch, args) -> int:
                 ).to_json()
             )
 
-    # Cancel (QProcess.terminate, kill -TERM) ends the run cleanly between two SQLite statements.
-    previous = signal.signal(signal.SIGTERM, on_term)
+    # Cancel (QProcess.terminate, kill -TERM) and Ctrl-C end the run between two SQLite statements, whatever its
+    # requests are doing (the openai backend's threads are daemons nobody waits for: docs/adr/0024).
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         engine = run_or_resume(ws, launch, on_progress=on_progress, on_start=on_start)
     except runs.RunLost as exc:
@@ -284,7 +300,8 @@ def _execute(ws, launch: Launch, args) -> int:
             return 1
         raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if bar is not None:
             bar.close()
     if args.json_progress:

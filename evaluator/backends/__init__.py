@@ -46,9 +46,12 @@ def load_backend(
     spec: str, *, seed: int = 0, frequent_answer: str | None = None, batch_size: int | None = None
 ) -> Backend:
     """Build the backend a model spec names. `frequent_answer` feeds `baseline:frequent`; `batch_size` is the
-    run's, which a local model uses unless its spec sets its own."""
+    run's, which a local model uses unless its spec sets its own. The backend comes behind the door (door.py):
+    what it says back is redacted of keys before anything else sees it."""
+    from evaluator.backends.door import Door
+
     entry, rest = _entry(spec)
-    return entry.make(rest, BuildContext(seed=seed, frequent_answer=frequent_answer, batch_size=batch_size))
+    return Door(entry.make(rest, BuildContext(seed=seed, frequent_answer=frequent_answer, batch_size=batch_size)))
 
 
 def can_score(backend: Backend) -> TypeGuard[ScoringBackend]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -80,6 +81,39 @@ def call_size(backend: object, batch_size: int) -> int:
 
 def _spec_of(backend: object) -> str:
     return str(getattr(backend, "spec", type(backend).__name__))[:200]
+
+
+@dataclass(frozen=True)
+class RetryWait:
+    """A backend waiting before it asks a server again, as a backend with an ``on_wait`` attribute tells it (from the
+    thread that called generate): the server, the query (its index in the call), why the last try failed, what the
+    server asked for (Retry-After, seconds) if it did, what is waited (capped), and the try that follows."""
+
+    server: str
+    query: int
+    error: str
+    retry_after_s: float | None
+    wait_s: float
+    attempt: int
+    attempts: int
+
+    def line(self) -> str:
+        """What a progress line says: "server asked to retry after 999999 s; waiting 60 s (try 2 of 5)"."""
+        why = (
+            f"server asked to retry after {_seconds(self.retry_after_s)} s"
+            if self.retry_after_s is not None
+            else self.error
+        )
+        return f"{why}; waiting {_seconds(self.wait_s)} s (try {self.attempt} of {self.attempts})"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f}" if value >= 10 or value == int(value) else f"{value:.1f}"
+
+
+def log_wait(wait: RetryWait) -> None:
+    """Where a wait goes when nobody listens: a warning on the log (stderr)."""
+    logging.getLogger("evaluator.backends").warning("%s: query %d: %s", wait.server, wait.query, wait.line())
 
 
 class ScoringBackend(Backend, Protocol):

@@ -1,36 +1,37 @@
 """OpenAI-compatible chat-completions servers:
 ``openai:<model>[@<base url>][?key_env=…&concurrency=…&timeout=…&retries=…]``.
 
-One chat completion per query, sent from a bounded thread pool; answers come back in input order. Retries are
-ours, not the client's (the client is built with ``max_retries=0``), so they are logged and testable:
+One chat completion per query, sent from a bounded set of daemon threads; answers come back in input order.
+``timeout`` is a wall-clock deadline for the whole of one request (not the gap between two bytes). Retries are
+ours, not the client's (the client is built with ``max_retries=0``), so they are told (``on_wait``) and testable:
 429, 408, 5xx, timeouts, connection errors and malformed bodies are retried with exponential backoff and jitter
-(a ``Retry-After`` header wins, capped); any other 4xx fails at once with a one-line message naming the server,
-the status and what the server said.
+(a ``Retry-After`` header wins); each wait is capped at MAX_WAIT_S and the waits of one request at MAX_TOTAL_WAIT_S
+in all. Any other 4xx fails at once with a one-line message naming the server, the status and what the server said.
 
 The API key is read from the environment variable the spec names (``key_env``, default ``OPENAI_API_KEY``); the
-key itself never enters the spec, ``describe()`` or a log line. Local servers need no key: an unset variable
-sends the dummy key ``EMPTY``. ``openai`` is imported lazily, so importing this module stays cheap.
+key itself never enters the spec or ``describe()``, and whatever a server says back (answers, error bodies) is
+redacted at the door every backend is loaded through (backends/door.py). Local servers need no key: an unset
+variable sends the dummy key ``EMPTY``. ``openai`` is imported lazily, so importing this module stays cheap.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import logging
 import math
 import os
+import queue
 import random
 import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from evaluator.registry import Field
 
-from .base import BackendEntry, BackendError, Query
-from .secrets import redact
+from .base import BackendEntry, BackendError, Query, RetryWait, log_wait
 
 
 class _Response(Protocol):
@@ -43,12 +44,13 @@ class _Response(Protocol):
     def reason_phrase(self) -> str: ...
 
 
-log = logging.getLogger(__name__)
-
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 DUMMY_KEY = "EMPTY"
 CHUNK_PER_REQUEST = 4  # items per chunk of waves, per concurrent request
 OFFICIAL_SERVER = "https://api.openai.com/v1"
+MAX_WAIT_S = 60.0  # the longest one wait before a retry, whatever Retry-After asks (999999 s: a minute)
+MAX_TOTAL_WAIT_S = 120.0  # the waits of one request's retries together: then it fails, saying so
+_STOP_POLL_S = 0.25  # how soon a worker waiting on its request notices that the batch has failed
 _DEFAULTS = {
     "key_env": DEFAULT_KEY_ENV,
     "concurrency": 8,
@@ -141,7 +143,12 @@ BACKENDS = (
                 help="the environment variable holding the API key (the key itself is never stored)",
             ),
             Field("concurrency", "Concurrent requests", "int", placeholder="8"),
-            Field("timeout", "Timeout (s)", placeholder="60"),
+            Field(
+                "timeout",
+                "Timeout (s)",
+                placeholder="60",
+                help="the most one request may take in all, wall time (a server that drips its answer times out)",
+            ),
         ),
         examples=("openai:gpt-4o-mini", "openai:Qwen2-VL-7B@http://localhost:8000/v1?concurrency=64"),
     ),
@@ -163,7 +170,8 @@ class OpenAIBackend:
         temperature: float = 0.0,
         backoff: float = 1.0,
         max_backoff: float = 30.0,
-        max_retry_after: float = 60.0,
+        max_retry_after: float = MAX_WAIT_S,
+        max_total_wait: float = MAX_TOTAL_WAIT_S,
     ):
         if not model:
             raise BackendError("openai: a model name is required")
@@ -182,7 +190,7 @@ class OpenAIBackend:
             raise BackendError(f"openai: timeout must be positive (seconds), got {timeout}")
         if retries < 0:
             raise BackendError(f"openai: retries must be 0 or more, got {retries}")
-        if backoff < 0 or max_backoff < 0 or max_retry_after < 0:
+        if backoff < 0 or max_backoff < 0 or max_retry_after < 0 or max_total_wait < 0:
             raise BackendError("openai: backoff delays must not be negative")
         self.model = model
         self.base_url = base_url.rstrip("/") if base_url else None
@@ -194,6 +202,9 @@ class OpenAIBackend:
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         self.max_retry_after = float(max_retry_after)
+        self.max_total_wait = float(max_total_wait)
+        # Told of every wait before a retry, from the thread that called generate(); None: logged (base.log_wait).
+        self.on_wait: Callable[[RetryWait], None] | None = None
 
         options = {
             "key_env": key_env,
@@ -210,7 +221,6 @@ class OpenAIBackend:
 
         self._openai = openai
         self._key_is_set = bool(os.environ.get(key_env))
-        self._secrets = (os.environ.get(key_env) or "",)  # what servers' messages must not carry on (redact)
         # max_retries=0: retrying is this class's job, so every attempt is visible in logs and tests.
         kwargs: dict[str, Any] = {
             "api_key": os.environ.get(key_env) or DUMMY_KEY,
@@ -257,39 +267,65 @@ class OpenAIBackend:
         """One chat completion per query, at most ``concurrency`` in flight; texts in input order.
 
         The first query that fails for good stops the batch: queries not yet sent are not sent, retries waiting
-        elsewhere stop waiting, and that query's BackendError is raised.
+        elsewhere stop waiting, and that query's BackendError is raised. Workers are daemon threads and the caller's
+        thread only waits on a queue, so an interruption (Ctrl-C, the app's Cancel) ends the process at once, whatever
+        the requests are doing: nothing a worker holds is ever stored (docs/adr/0024). Retry waits are told to
+        ``on_wait`` from the caller's thread.
         """
         if not queries:
             return []
         bodies = [self._request_body(q, max_new_tokens) for q in queries]  # bad images fail before any request
         failed = threading.Event()
+        inbox: queue.SimpleQueue[tuple[str, int, Any]] = queue.SimpleQueue()
+        todo = iter(range(len(bodies)))
+        taking = threading.Lock()
 
-        def run(index: int, body: dict[str, Any]) -> str:
+        def work() -> None:
             try:
-                return self._complete(index, body, failed)
-            except BaseException:
-                failed.set()  # set in the worker, before it can pick up the next query
-                raise
-
-        # Imported here: every --help imports this module (the backend registry); these cost more than all of it.
-        from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-
-        with ThreadPoolExecutor(
-            max_workers=min(self.concurrency, len(bodies)), thread_name_prefix="openai-backend"
-        ) as pool:
-            futures = [pool.submit(run, i, body) for i, body in enumerate(bodies)]
-            try:
-                wait(futures, return_when=FIRST_EXCEPTION)
-            except BaseException:  # e.g. Ctrl-C: stop the workers' retries too
-                failed.set()
-                raise
+                while not failed.is_set():
+                    with taking:
+                        index = next(todo, None)
+                    if index is None:
+                        return
+                    try:
+                        text = self._complete(index, bodies[index], failed, lambda w: inbox.put(("wait", -1, w)))
+                    except BaseException as exc:
+                        failed.set()  # set in the worker, before it can pick up the next query
+                        inbox.put(("error", index, exc))
+                    else:
+                        inbox.put(("text", index, text))
             finally:
-                for f in futures:
-                    f.cancel()  # only those not started yet can be cancelled
-        errors = [e for f in futures if not f.cancelled() and (e := f.exception()) is not None]
+                inbox.put(("exit", -1, None))
+
+        workers = min(self.concurrency, len(bodies))
+        for _ in range(workers):
+            threading.Thread(target=work, name="openai-backend", daemon=True).start()
+        texts: dict[int, str] = {}
+        errors: dict[int, BaseException] = {}
+        try:
+            while workers:
+                kind, index, value = inbox.get()
+                if kind == "exit":
+                    workers -= 1
+                elif kind == "text":
+                    texts[index] = value
+                elif kind == "error":
+                    errors[index] = value
+                else:
+                    self._tell(value)
+        except BaseException:  # e.g. Ctrl-C or SIGTERM: the workers stop retrying; nobody waits for them
+            failed.set()
+            raise
         if errors:  # the first real failure in input order, not a query it stopped
-            raise next((e for e in errors if not isinstance(e, _Stopped)), errors[0])
-        return [f.result() for f in futures]
+            first = min(errors)
+            raise next((errors[i] for i in sorted(errors) if not isinstance(errors[i], _Stopped)), errors[first])
+        return [texts[i] for i in range(len(bodies))]
+
+    def _tell(self, wait: RetryWait) -> None:
+        if self.on_wait is None:
+            log_wait(wait)
+        else:
+            self.on_wait(wait)
 
     def _request_body(self, query: Query, max_new_tokens: int) -> dict[str, Any]:
         if query.images:
@@ -307,20 +343,23 @@ class OpenAIBackend:
             "temperature": self.temperature,
         }
 
-    def _complete(self, index: int, body: dict[str, Any], stop: threading.Event) -> str:
+    def _complete(
+        self, index: int, body: dict[str, Any], stop: threading.Event, tell: Callable[[RetryWait], None]
+    ) -> str:
         openai = self._openai
         attempts = self.retries + 1
         last_error = ""
+        waited = 0.0
+        gave_up = ""
         for attempt in range(1, attempts + 1):
             if stop.is_set():
                 raise _Stopped()
             retry_after: float | None = None
             try:
-                raw = self._client.chat.completions.with_raw_response.create(**body)
-                return _content_of(raw.http_response.text)
+                return _content_of(self._send(body, stop))
             except openai.APIStatusError as e:
                 status = e.status_code
-                detail = redact(_server_message(e.response), secrets=self._secrets)
+                detail = _server_message(e.response)
                 if not _retryable_status(status):
                     hint = ""
                     if status in (401, 403):
@@ -334,30 +373,55 @@ class OpenAIBackend:
                     ) from None
                 last_error = f"HTTP {status}: {detail}"
                 retry_after = _retry_after_seconds(e.response.headers)
-            except openai.APITimeoutError:
+            except (openai.APITimeoutError, _Deadline):
                 last_error = f"no answer within {self.timeout:g} s (timeout)"
             except openai.APIConnectionError as e:
                 cause = e.__cause__ or e
                 last_error = f"connection error: {_one_line(str(cause) or type(cause).__name__)}"
             except _Malformed as e:
                 last_error = f"malformed response: {e}"
-            last_error = redact(last_error, secrets=self._secrets)
             if attempt < attempts:
-                delay = self._delay(attempt, retry_after)
-                log.warning(
-                    "openai: query %d, attempt %d/%d to %s failed (%s); retrying in %.2f s",
-                    index,
-                    attempt,
-                    attempts,
-                    self.server,
-                    last_error,
-                    delay,
-                )
+                left = self.max_total_wait - waited
+                if left <= 0:
+                    gave_up = f" (no more retries: one request waits {self.max_total_wait:g} s in all at most)"
+                    break
+                delay = min(self._delay(attempt, retry_after), left)
+                tell(RetryWait(self.server, index, last_error, retry_after, delay, attempt + 1, attempts))
                 self._pause(delay, stop)
+                waited += delay
+        tried = attempt
         raise BackendError(
-            f"openai: {self.server} failed for model {self.model!r} after {attempts} "
-            f"attempt{'s' if attempts != 1 else ''}; last error: {last_error}"
+            f"openai: {self.server} failed for model {self.model!r} after {tried} "
+            f"attempt{'s' if tried != 1 else ''}{gave_up}; last error: {last_error}"
         )
+
+    def _send(self, body: dict[str, Any], stop: threading.Event) -> str:
+        """One request's answer, within ``timeout`` seconds of wall time in all: connecting, sending, waiting, and every
+        byte of the body (the client's own timeout is per read, so a server dripping a byte at a time could hold a
+        request for ever). The request runs in a daemon thread that is left behind at the deadline, or when
+        another query of the batch fails for good; its late answer is dropped (docs/adr/0024)."""
+        done = threading.Event()
+        outcome: list[str | BaseException] = []
+
+        def send() -> None:
+            try:
+                outcome.append(self._client.chat.completions.with_raw_response.create(**body).http_response.text)
+            except BaseException as exc:  # handed to the waiting worker
+                outcome.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=send, name="openai-request", daemon=True).start()
+        deadline = time.monotonic() + self.timeout
+        while not done.wait(min(_STOP_POLL_S, max(deadline - time.monotonic(), 0.0))):
+            if stop.is_set():
+                raise _Stopped()
+            if time.monotonic() >= deadline:
+                raise _Deadline()
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
     def _pause(self, seconds: float, stop: threading.Event) -> None:
         """Wait before a retry; returns early when another query of the batch has failed for good."""
@@ -375,6 +439,10 @@ class OpenAIBackend:
 
 class _Stopped(Exception):
     """A query not sent (or not retried) because another query of the same batch failed for good."""
+
+
+class _Deadline(Exception):
+    """A request that had no whole answer within the backend's timeout (wall time)."""
 
 
 class _Malformed(Exception):

@@ -1,7 +1,7 @@
 """Keys never enter vlmdesk: a model spec names the environment variable that holds one, and a spec that seems
 to hold a key itself is refused before it can be stored in a run, a saved model, a log line or an error message.
 Messages never repeat the suspicious value. What a server says back (an error body that echoes the key) goes
-through `redact` before it is stored or printed."""
+through `redact` at the door every backend is loaded behind (door.py) before anything stores or prints it."""
 
 from __future__ import annotations
 

@@ -181,3 +181,19 @@ def test_models_panel_saves_specs_without_secrets_and_tests_them_in_a_process(qt
     view.select("coin")
     view.remove_selected()
     assert view.model.payloads == ["local-server", "broken"]
+
+
+def test_a_run_waiting_on_retry_after_says_so_and_cancel_ends_it(qtbot, demo_ws, make_window, serve):
+    from tests.servers import Step
+
+    server = serve([Step(429, {"error": {"message": "slow down"}}, {"Retry-After": "999999"})])
+    window = make_window(demo_ws)
+    view, job, _ = _launch(window, qtbot, bench="demo", model=f"openai:m@{server.url}?concurrency=1", limit=1)
+    said = "server asked to retry after 999999 s; waiting 60 s (try 2 of 5)"
+    qtbot.waitUntil(lambda: said in view.card.stats.text(), timeout=WAIT)
+    assert job.state == RunJob.RUNNING and view.card.cancel.isEnabled()
+    qtbot.mouseClick(view.card.cancel, Qt.LeftButton)
+    qtbot.waitUntil(lambda: job.state == RunJob.CANCELLED, timeout=10_000)  # within the wait of 60 s, not after it
+    assert "interrupted" in view.card.stats.text() and said not in view.card.stats.text()
+    with open_workspace(demo_ws) as ws:
+        assert runs.get_run(ws, job.run_id).status == "interrupted"

@@ -1,0 +1,69 @@
+"""The door: where what a backend says enters vlmdesk. Every backend is loaded through it (load_backend), so the
+run's model, an LLM extractor, a multi-turn asker and a language judge all are.
+
+What comes in through the door — answers, error messages, retry notices — is redacted of the keys the backend's
+spec may read (secrets.redact): a server that echoes its API key inside a normal answer cannot get it into a
+prediction, a turn, an extraction, a judgement, an exported file or a log line, whatever path the text takes
+afterwards (docs/adr/0024). Retry notices go to whoever listens in this context (`telling_waits_to`), else to the
+log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from typing import Any
+
+from evaluator.backends.base import Backend, BackendError, Query, RetryWait, log_wait
+from evaluator.backends.secrets import redact
+
+# Who hears of retry waits in this context (a run's engine); a context variable, so nested or parallel runs in one
+# process never hear each other's.
+_LISTENER: ContextVar[Callable[[RetryWait], None] | None] = ContextVar("vlmdesk_wait_listener", default=None)
+
+
+@contextlib.contextmanager
+def telling_waits_to(listener: Callable[[RetryWait], None]) -> Iterator[None]:
+    """Within the block, every backend's retry waits (redacted) go to `listener`, in the thread that asked."""
+    token = _LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
+
+
+class Door:
+    """A backend as the rest of vlmdesk sees it: the same answers, redacted. Anything else the backend has (score,
+    call_size, chunk_items, its own attributes) is the backend's."""
+
+    def __init__(self, backend: Backend):
+        self.backend = backend
+        self.spec = backend.spec
+        if hasattr(backend, "on_wait"):  # a backend that retries tells its waits (openai)
+            backend.on_wait = self._relay
+
+    def clean(self, text: str) -> str:
+        """`text` without any key this backend's spec may read (or any key-shaped string)."""
+        return redact(text, self.backend.spec)
+
+    def generate(self, queries: Sequence[Query], max_new_tokens: int) -> list[str]:
+        try:
+            texts = self.backend.generate(queries, max_new_tokens)
+        except BackendError as exc:  # what the server said about a failure (its error body) is said on
+            exc.args = (self.clean(str(exc)),)
+            raise
+        return [self.clean(t) if isinstance(t, str) else t for t in texts]
+
+    def describe(self) -> dict[str, Any]:
+        return self.backend.describe()
+
+    def _relay(self, wait: RetryWait) -> None:
+        wait = dataclasses.replace(wait, error=self.clean(wait.error))
+        (_LISTENER.get() or log_wait)(wait)
+
+    def __getattr__(self, name: str) -> Any:  # only for names the door has not: never "backend" itself
+        if name == "backend":
+            raise AttributeError(name)
+        return getattr(self.backend, name)
