@@ -25,6 +25,7 @@ from evaluator import plots
 from evaluator.exporters import ExportError
 from evaluator.prediction_export import PredictionExport, default_file_name, export_predictions
 from evaluator.report import NONE, RunReport, group_items, run_report
+from gui.appearance import MUTED, RIGHT, WRONG
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.desiderata_view import DesiderataView
 from gui.empty_states import ADD_MODEL, START_RUN, EmptyState
@@ -248,7 +249,7 @@ class DashboardView(QWidget):
                         " ".join(r.question.split()),
                     )
                 )
-                colours[(n, 1)] = "#80868b"
+                colours[(n, 1)] = MUTED
                 continue
             rows.append(
                 (
@@ -261,7 +262,7 @@ class DashboardView(QWidget):
                     " ".join(r.question.split()),
                 )
             )
-            colours[(n, 1)] = {True: "#1e7d32", False: "#b3261e"}.get(verdict, "#5f6368")
+            colours[(n, 1)] = {True: RIGHT, False: WRONG}.get(verdict, MUTED)
         tips = {(n, 4): r.l2_category for n, r in enumerate(found) if r.l2_category}
         self.items.columns = (
             ITEM_COLUMNS if level != "pope" else ("Index", "Result", "Official", "Strict", "L2", "Category", "Question")

@@ -34,7 +34,7 @@ from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import database_error, open_workspace
 from gui.alignment_view import AlignmentView
 from gui.annotator_stats import AnnotatorsView
-from gui.appearance import apply_appearance, next_scale
+from gui.appearance import ACCENT, apply_appearance, next_scale, set_style
 from gui.arena_view import ArenaView
 from gui.browse_view import BrowseView
 from gui.commands import WorkspaceCommands
@@ -160,8 +160,9 @@ class MainWindow(QMainWindow):
         self.blind_label = QLabel("Blind")  # the session's blind mode, always in sight while it is on
         self.blind_label.setObjectName("blindIndicator")
         self.blind_label.setToolTip("Blind mode: what could bias a verdict stays hidden until yours (B toggles)")
-        self.blind_label.setStyleSheet(
-            "QLabel { background: #1a73e8; color: white; border-radius: 3px; padding: 1px 8px; font-weight: 600; }"
+        set_style(
+            self.blind_label,
+            f"QLabel {{ background: {ACCENT}; color: white; border-radius: 3px; padding: 1px 8px; font-weight: 600; }}",
         )
         self.blind_label.hide()
         self.statusBar().addPermanentWidget(self.workspace_label)

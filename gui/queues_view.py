@@ -37,6 +37,7 @@ from db import item_query
 from db.catalog import Item
 from db.errors import InvalidInput, UserError
 from evaluator.choices import LETTERS, answer_keys, canonical_answer
+from gui.appearance import MUTED, RIGHT, WRONG, set_rich_text
 from gui.empty_states import BUILD_SET, CONSENSUS, NO_BENCHMARK, TEXT_ONLY, EmptyState
 from gui.guidelines_view import GuidelinesPanel
 from gui.image_view import ImageView
@@ -526,16 +527,17 @@ class AdjudicationPage(QWidget):
         for name, ext in outputs.items():
             said = ext.choice or "undecided"
             agree = "✓ agrees" if ext.choice == choice else "✗ differs"
-            colour = "#1e7d32" if ext.choice == choice else "#b3261e"
+            colour = RIGHT if ext.choice == choice else WRONG
             rows.append(
                 f"<tr><td style='padding-right:16px'><b>{html.escape(name)}</b></td>"
                 f"<td style='padding-right:16px'>{html.escape(said)}</td>"
                 f"<td style='color:{colour}; padding-right:16px'>{agree}</td>"
-                f"<td style='color:#5f6368'>{html.escape(ext.reason or '')}</td></tr>"
+                f"<td style='color:{MUTED}'>{html.escape(ext.reason or '')}</td></tr>"
             )
-        self.reveal_text.setText(
+        set_rich_text(
+            self.reveal_text,
             f"✓ Saved your label <b>{html.escape(choice)}</b>. The extractors read:"
-            f"<table style='margin-top:6px'>{''.join(rows)}</table>"
+            f"<table style='margin-top:6px'>{''.join(rows)}</table>",
         )
         self.revealed.show()
         for b in self.label_buttons:
@@ -709,10 +711,10 @@ class ConflictsPage(_ItemPage):
             f"<tr><td style='padding-right:16px'><b>{html.escape(r.annotator)}</b></td>"
             f"<td style='padding-right:16px'>{html.escape(VERDICT_LABELS[r.verdict])}"
             f"{' → ' + html.escape(r.corrected_answer) if r.corrected_answer else ''}</td>"
-            f"<td style='color:#5f6368'>{html.escape(r.note or '')}</td></tr>"
+            f"<td style='color:{MUTED}'>{html.escape(r.note or '')}</td></tr>"
             for r in standing
         )
-        self.verdicts.setText(f"<b>Standing verdicts</b><table style='margin-top:4px'>{rows}</table>")
+        set_rich_text(self.verdicts, f"<b>Standing verdicts</b><table style='margin-top:4px'>{rows}</table>")
 
     def _fill_answers(self) -> None:
         """Nothing picked until the user picks: every item starts at "choose…", never the previous item's pick."""

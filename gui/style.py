@@ -1,11 +1,13 @@
-"""One look for the whole app: Fusion, a light palette, and a short stylesheet."""
+"""One look for the whole app: Fusion, a font, and the stylesheet, written in light colours (gui/appearance.py maps
+them to the dark theme's)."""
 
 from __future__ import annotations
 
-from PySide6.QtGui import QColor, QFont, QFontDatabase, QPalette
+from PySide6.QtGui import QFont, QFontDatabase
 from PySide6.QtWidgets import QApplication
 
-ACCENT = "#1a73e8"
+from gui.appearance import ACCENT
+
 FONT_FAMILIES = ("Inter", "Segoe UI", "Noto Sans", "Cantarell", "DejaVu Sans")
 
 STYLESHEET = f"""
@@ -17,7 +19,7 @@ QLabel#question {{ font-size: 12.5pt; font-weight: 600; color: #202124; padding:
 QLabel#pageTitle {{ font-size: 13pt; font-weight: 600; color: #202124; }}
 QLabel#sectionTitle {{ font-weight: 600; color: #3c4043; margin-top: 6px; }}
 QLabel#muted, QLabel#keyNote, QLabel#filterLabel {{ color: #5f6368; }}
-QLabel#keyHint {{ color: #80868b; font-family: "DejaVu Sans Mono"; font-size: 9pt; }}
+QLabel#keyHint {{ color: #5f6368; font-family: "DejaVu Sans Mono"; font-size: 9pt; }}
 QLabel#saved {{ color: #1e7d32; font-weight: 600; }}
 QLabel#armed {{ color: #8a4b00; background: #fff4e0; padding: 4px 8px; border-radius: 3px; }}
 QLabel#flagNote {{ background: #fff4e0; color: #5c3a00; padding: 6px 10px; border-radius: 3px; }}
@@ -60,26 +62,13 @@ QStatusBar QLabel {{ padding: 0 8px; color: #3c4043; }}
 
 
 def apply_style(app: QApplication) -> None:
+    """Fusion and the first font family found; colours and sizes are gui/appearance.py's (light until the window
+    applies the preferences)."""
+    from gui.appearance import apply_appearance
+
     app.setStyle("Fusion")
     families = set(QFontDatabase.families())
     family = next((f for f in FONT_FAMILIES if f in families), None)
     if family:
         app.setFont(QFont(family, 10))
-    palette = QPalette()
-    for role, colour in (
-        (QPalette.ColorRole.Window, "#ffffff"),
-        (QPalette.ColorRole.Base, "#ffffff"),
-        (QPalette.ColorRole.AlternateBase, "#f8f9fa"),
-        (QPalette.ColorRole.Text, "#202124"),
-        (QPalette.ColorRole.WindowText, "#202124"),
-        (QPalette.ColorRole.Button, "#ffffff"),
-        (QPalette.ColorRole.ButtonText, "#202124"),
-        (QPalette.ColorRole.Highlight, "#d2e3fc"),
-        (QPalette.ColorRole.HighlightedText, "#202124"),
-        (QPalette.ColorRole.ToolTipBase, "#202124"),
-        (QPalette.ColorRole.ToolTipText, "#ffffff"),
-        (QPalette.ColorRole.PlaceholderText, "#80868b"),
-    ):
-        palette.setColor(role, QColor(colour))
-    app.setPalette(palette)
-    app.setStyleSheet(STYLESHEET)
+    apply_appearance(app, "light")
