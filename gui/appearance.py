@@ -204,7 +204,7 @@ def chart_style(dark: bool) -> None:
 
 def apply_appearance(app: QApplication, theme: str = "system", scale: float = 1.0) -> str:
     """Palette, stylesheet, font size and chart colours for `theme` at `scale`; returns the theme used."""
-    from gui.style import STYLESHEET
+    from gui.style import IMAGE_AREA, STYLESHEET
 
     used = resolved(theme)
     app.setProperty(PROPERTY, used)
@@ -212,7 +212,7 @@ def apply_appearance(app: QApplication, theme: str = "system", scale: float = 1.
     font = QFont(app.font())
     font.setPointSizeF(BASE_POINTS * scale)
     app.setFont(font)
-    app.setStyleSheet(scaled(themed(STYLESHEET), scale))
+    app.setStyleSheet(scaled(themed(STYLESHEET) + IMAGE_AREA, scale))
     retheme()
     chart_style(used == "dark")
     return used

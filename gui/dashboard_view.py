@@ -29,6 +29,7 @@ from gui.appearance import MUTED, RIGHT, WRONG
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.desiderata_view import DesiderataView
 from gui.empty_states import ADD_MODEL, START_RUN, EmptyState
+from gui.fitting import compact_combo
 from gui.item_panel import ADJUDICATION_HIDDEN
 from gui.runs_list import RunsList
 from gui.tables import RowsModel, export_table, table_view
@@ -73,7 +74,7 @@ class DashboardView(QWidget):
         buttons.addStretch(1)
         ll.addLayout(buttons)
 
-        self.kind = QComboBox()
+        self.kind = compact_combo(QComboBox())
         for name, (title, _) in CHARTS.items():
             self.kind.addItem(title, name)
         self.kind.currentIndexChanged.connect(self.redraw)

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QScrollArea,
     QSizePolicy,
+    QToolButton,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -177,13 +178,14 @@ class _SqueezableLayout(QVBoxLayout):
 
 
 class _TextArea(_ScrollBox):
-    """The hint and the question, scrolling inside the panel when they are long (a question of many lines at
-    1024×700 was cut off with no way to read its end): as tall as the text, at most a third of the panel."""
+    """The question and the hint, scrolling inside the panel when they are long (a question of many lines at
+    1024×700 was cut off with no way to read its end): as tall as the text, at most a third of the panel. The question
+    comes first: a long hint above it put the question itself below the fold of this box."""
 
-    def __init__(self, labels: tuple[QLabel, ...], parent=None):
+    def __init__(self, widgets: tuple[QWidget, ...], parent=None):
         super().__init__(8, parent)
-        for label in labels:
-            self.box.addWidget(label)
+        for widget in widgets:
+            self.box.addWidget(widget)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
 
     def fit(self, cap: int) -> None:
@@ -204,12 +206,21 @@ class ItemPanel(QWidget):
         self.header.setWordWrap(True)
         self.hint = _text_label("hint")
         self.question = _text_label("question")
+        # The hint folds away under its toggle (it stays folded from item to item until opened again).
+        self.hint_toggle = QToolButton()
+        self.hint_toggle.setObjectName("hintToggle")
+        self.hint_toggle.setCheckable(True)
+        self.hint_toggle.setChecked(True)
+        self.hint_toggle.setAutoRaise(True)
+        self.hint_toggle.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.hint_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.hint_toggle.toggled.connect(self._show_hint)
         self.options_area = OptionsArea(self)
         self.options_box = self.options_area.box
         self.key_note = QLabel()
         self.key_note.setObjectName("keyNote")
         self.key_note.setWordWrap(True)
-        self.text_area = _TextArea((self.hint, self.question), self)
+        self.text_area = _TextArea((self.question, self.hint_toggle, self.hint), self)
         layout.addWidget(self.header)
         layout.addWidget(self.text_area)
         layout.addWidget(self.options_area)
@@ -223,6 +234,13 @@ class ItemPanel(QWidget):
         self.picked: str | None = None
         self.reveal = False
 
+    def _show_hint(self, shown: bool) -> None:
+        has_hint = self.item is not None and bool(self.item.hint)
+        self.hint_toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
+        self.hint_toggle.setText("Hint" if shown else "Hint (folded: click to read it)")
+        self.hint.setVisible(has_hint and shown)
+        self._fit_text()
+
     def _fit_text(self) -> None:
         self.text_area.fit(max(80, self.height() // 3))
 
@@ -234,7 +252,7 @@ class ItemPanel(QWidget):
         self.item, self.blind, self.reveal, self.picked = item, blind, reveal, None
         if item is None:
             self.header.setText("No item")
-            for w in (self.hint, self.question, self.key_note):
+            for w in (self.hint, self.hint_toggle, self.question, self.key_note):
                 w.hide()
             self._set_options([])
             return
@@ -246,7 +264,8 @@ class ItemPanel(QWidget):
         parts += [html.escape(p) for p in (item.category, item.l2_category, item.split) if p]
         self.header.setText("  ·  ".join(parts))
         self.hint.setText(breakable(item.hint or ""))
-        self.hint.setVisible(bool(item.hint))
+        self.hint_toggle.setVisible(bool(item.hint))
+        self._show_hint(self.hint_toggle.isChecked())
         self.question.setText(breakable(item.question))
         self.question.show()
         self._fit_text()

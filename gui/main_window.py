@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QObject, QSettings, Qt, QTimer
+from PySide6.QtCore import QByteArray, QObject, QSettings, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
@@ -93,7 +93,14 @@ class BenchmarksDock(QListWidget):
         self.setToolTip("Benchmarks in this workspace (vlmdesk import FILE adds one)")
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.setWordWrap(True)  # "30 items · multiple choice" wraps in a narrow dock rather than "30…"
         self.currentRowChanged.connect(self._chosen)  # filled by MainWindow.open_workspace
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 — Qt's name
+        """Wide enough for a benchmark's name of 14 characters at the text size in use (the window squeezed the
+        dock to 68 px at text ×1.25: "de… 30…")."""
+        hint = super().minimumSizeHint()
+        return QSize(max(hint.width(), self.fontMetrics().horizontalAdvance("x" * 14) + 24), hint.height())
 
     def reload(self, benchmarks=None) -> None:
         current = self.currentItem().data(Qt.ItemDataRole.UserRole) if self.currentItem() else None
@@ -101,7 +108,8 @@ class BenchmarksDock(QListWidget):
         self.clear()
         for b in benchmarks if benchmarks is not None else catalog.list_benchmarks(self.ctx.ws):
             kind = {"yesno": "yes/no", "open": "open"}.get(b.kind, "multiple choice")
-            item = QListWidgetItem(f"{b.name}\n{b.questions:,} items · {kind}")
+            count = f"{b.questions:,} item{'s' if b.questions != 1 else ''}"
+            item = QListWidgetItem(f"{b.name}\n{count} · {kind}")
             item.setData(Qt.ItemDataRole.UserRole, b.name)
             item.setData(Qt.ItemDataRole.UserRole + 1, b)
             self.addItem(item)

@@ -39,6 +39,7 @@ from db.errors import InvalidInput, UserError
 from evaluator.choices import LETTERS, answer_keys, canonical_answer
 from gui.appearance import MUTED, RIGHT, WRONG, set_rich_text
 from gui.empty_states import BUILD_SET, CONSENSUS, NO_BENCHMARK, TEXT_ONLY, EmptyState
+from gui.fitting import FlowLayout, compact_combo, flow_item
 from gui.guidelines_view import GuidelinesPanel
 from gui.image_view import ImageView
 from gui.item_panel import ItemPanel
@@ -350,17 +351,13 @@ class AdjudicationPage(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(24, 16, 24, 16)
         layout.setSpacing(10)
-        head = QHBoxLayout()
+        head = FlowLayout(spacing=12)  # wraps at a large text size rather than widening the window
         head.addWidget(_title("Extractor adjudication"))
-        head.addStretch(1)
         self.left = QLabel()
         self.left.setObjectName("muted")
-        self.set_combo = QComboBox()
-        self.set_combo.setMinimumWidth(200)
+        self.set_combo = compact_combo(QComboBox(), 16)
         self.set_combo.currentIndexChanged.connect(lambda _: self.refresh())
-        head.addWidget(QLabel("Set"))
-        head.addWidget(self.set_combo)
-        head.addWidget(self.left)
+        head.addWidget(flow_item(QLabel("Set"), self.set_combo, self.left))
         layout.addLayout(head)
         explain = QLabel(
             "Read the model's response and say which option it chooses, by its literal content. "
@@ -385,7 +382,7 @@ class AdjudicationPage(QWidget):
         self.response.setWordWrap(True)
         self.response.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.response)
-        self.buttons_box = QHBoxLayout()
+        self.buttons_box = FlowLayout()  # up to 25 options and two more: rows that wrap
         layout.addLayout(self.buttons_box)
         self.label_buttons: list[QPushButton] = []
         self.revealed = QFrame()
@@ -455,7 +452,6 @@ class AdjudicationPage(QWidget):
         self.reveal_text.setText("")
         name = self.set_combo.currentData()
         self.task = alignment.next_for(self.ctx.ws, name, self.ctx.annotator) if name and self.ctx.annotator else None
-        # Empty the row completely (buttons and the trailing stretch), or every refresh would add a stretch.
         while self.buttons_box.count():
             entry = self.buttons_box.takeAt(0)
             widget = entry.widget() if entry is not None else None
@@ -498,7 +494,6 @@ class AdjudicationPage(QWidget):
             b.clicked.connect(lambda _=False, c=choice: self.label(c))
             self.buttons_box.addWidget(b)
             self.label_buttons.append(b)
-        self.buttons_box.addStretch(0)
         self.shown_at = time.monotonic()
         self.setFocus()
         self.changed.emit()

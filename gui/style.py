@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtGui import QFont, QFontDatabase
 from PySide6.QtWidgets import QApplication
 
-from gui.appearance import ACCENT
+from gui.appearance import ACCENT, IMAGE_BACKGROUND
 
 FONT_FAMILIES = ("Inter", "Segoe UI", "Noto Sans", "Cantarell", "DejaVu Sans")
 
@@ -15,6 +15,7 @@ QMainWindow, QWidget {{ font-size: 10pt; }}
 QLabel#itemHeader {{ color: #5f6368; font-size: 9.5pt; }}
 QLabel#hint {{ background: #f1f3f4; color: #3c4043; border-left: 3px solid #9aa0a6; padding: 6px 10px;
                border-radius: 3px; }}
+QToolButton#hintToggle {{ color: #5f6368; border: none; padding: 0; font-size: 9.5pt; }}
 QLabel#question {{ font-size: 12.5pt; font-weight: 600; color: #202124; padding: 2px 0 4px 0; }}
 QLabel#pageTitle {{ font-size: 13pt; font-weight: 600; color: #202124; }}
 QLabel#sectionTitle {{ font-weight: 600; color: #3c4043; margin-top: 6px; }}
@@ -38,18 +39,14 @@ QPushButton:disabled {{ color: #9aa0a6; }}
 QPushButton#verdict_ok, QPushButton#primary {{ background: {ACCENT}; color: white; border-color: {ACCENT};
                                               font-weight: 600; }}
 QPushButton#verdict_ok:hover, QPushButton#primary:hover {{ background: #1765cc; }}
-QWidget#imageBar {{ background: #2b2d31; }}
-QLabel#imageBarText {{ color: #c4c7cc; }}
 QPushButton#verdict_ok:disabled, QPushButton#primary:disabled {{ background: #c6dafc; border-color: #c6dafc; }}
-QPushButton#flat:hover {{ background: #3c4043; }}
-QPushButton#flat {{ border: none; background: transparent; color: #e8eaed; padding: 2px 8px; }}
 QPushButton#link {{ border: none; background: transparent; color: #1a73e8; padding: 2px 8px; }}
 QPushButton#link:hover {{ text-decoration: underline; }}
 QTableView {{ gridline-color: #eceff1; selection-background-color: #d2e3fc; selection-color: #202124; }}
 QHeaderView::section {{ background: #f8f9fa; border: none; border-bottom: 1px solid #dadce0; padding: 4px 6px;
                         font-weight: 600; color: #3c4043; }}
 QTabWidget::pane {{ border: 1px solid #dadce0; border-radius: 3px; }}
-QTabBar::tab {{ padding: 5px 14px; }}
+QTabBar::tab {{ padding: 5px 10px; }}
 QTabBar::tab:selected {{ font-weight: 600; }}
 QListWidget#queueList, QListWidget#benchList {{ border: none; background: #f8f9fa; font-size: 10.5pt; }}
 QListWidget#queueList::item, QListWidget#benchList::item {{ padding: 8px 10px; border-bottom: 1px solid #eceff1; }}
@@ -72,3 +69,12 @@ def apply_style(app: QApplication) -> None:
     if family:
         app.setFont(QFont(family, 10))
     apply_appearance(app, "light")
+
+
+# The image area (its bar of zoom buttons) is dark in both themes, like an image viewer: never mapped to the dark theme.
+IMAGE_AREA = f"""
+QWidget#imageBar {{ background: {IMAGE_BACKGROUND}; }}
+QLabel#imageBarText {{ color: #c4c7cc; }}
+QPushButton#flat {{ border: none; background: transparent; color: #e8eaed; padding: 2px 8px; }}
+QPushButton#flat:hover {{ background: #3c4043; }}
+"""

@@ -212,3 +212,25 @@ def test_the_key_option_after_a_live_switch_to_dark(qtbot, demo_ws, make_window)
         assert contrast(background, text) >= TEXT_RATIO
     finally:
         window.set_appearance(theme="light", font_scale=1.0)
+
+
+def test_every_colour_written_in_gui_has_its_dark_twin():
+    # A light colour without a twin in appearance.DARK would stay light in the dark theme. The image area and the
+    # charts' outline are the same in both themes on purpose.
+    from pathlib import Path
+
+    import gui
+    from gui.appearance import DARK, IMAGE_BACKGROUND, IMAGE_TEXT
+    from gui.charts import HIGHLIGHT
+    from gui.style import IMAGE_AREA
+
+    same_in_both = {IMAGE_BACKGROUND, IMAGE_TEXT, *HIGHLIGHT.values(), *re.findall(r"#[0-9a-f]{6}", IMAGE_AREA)}
+    folder = Path(gui.__file__).parent
+    missing = {
+        f"{path.name}: {hex_}"
+        for path in folder.glob("*.py")
+        if path.name != "appearance.py"
+        for hex_ in re.findall(r"#[0-9a-fA-F]{6}\b", path.read_text(encoding="utf-8").replace(IMAGE_AREA, ""))
+        if hex_.lower() not in DARK and hex_.lower() not in same_in_both
+    }
+    assert not missing, sorted(missing)
