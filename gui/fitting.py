@@ -65,7 +65,7 @@ class FlowLayout(QLayout):
         for item in self._items:
             if item.isEmpty():
                 continue
-            w = item.sizeHint().width()
+            w = _packed_width(item)
             if rows[-1] and used + self._gap + w > area.width():
                 rows.append([])
                 used = 0
@@ -76,11 +76,11 @@ class FlowLayout(QLayout):
             if not row:
                 continue
             height = max(i.sizeHint().height() for i in row)
-            spare = area.width() - sum(i.sizeHint().width() for i in row) - self._gap * (len(row) - 1)
-            growing = [i for i in row if i.expandingDirections() & Qt.Orientation.Horizontal]
+            spare = area.width() - sum(_packed_width(i) for i in row) - self._gap * (len(row) - 1)
+            growing = [i for i in row if _grows(i)]
             x = area.x()
             for item in row:
-                w = item.sizeHint().width()
+                w = _packed_width(item)
                 if spare > 0 and item in growing:
                     w += spare // len(growing)
                 w = max(min(w, area.width()), item.minimumSize().width())
@@ -89,6 +89,16 @@ class FlowLayout(QLayout):
                 x += w + self._gap
             y += height + self._gap
         return y - self._gap - rect.y() + m.bottom() if y > area.y() else m.top() + m.bottom()
+
+
+def _grows(item: QLayoutItem) -> bool:
+    return bool(item.expandingDirections() & Qt.Orientation.Horizontal)
+
+
+def _packed_width(item: QLayoutItem) -> int:
+    """What an item takes on its row before the row's spare width is shared: a growing item (a search field) its
+    minimum, so it does not push the next filters onto a row of their own; the others what they ask for."""
+    return item.minimumSize().width() if _grows(item) else item.sizeHint().width()
 
 
 def flow_item(*widgets: QWidget, grow: bool = False) -> QWidget:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QObject, QSettings, QSize, Qt, QTimer
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
@@ -96,11 +96,18 @@ class BenchmarksDock(QListWidget):
         self.setWordWrap(True)  # "30 items · multiple choice" wraps in a narrow dock rather than "30…"
         self.currentRowChanged.connect(self._chosen)  # filled by MainWindow.open_workspace
 
-    def minimumSizeHint(self) -> QSize:  # noqa: N802 — Qt's name
-        """Wide enough for a benchmark's name of 14 characters at the text size in use (the window squeezed the
-        dock to 68 px at text ×1.25: "de… 30…")."""
-        hint = super().minimumSizeHint()
-        return QSize(max(hint.width(), self.fontMetrics().horizontalAdvance("x" * 14) + 24), hint.height())
+        self._fit_width()
+
+    def _fit_width(self) -> None:
+        """Wide enough for a benchmark's name of 14 characters at the text size in use: a window at 1024 px with
+        text ×1.25 squeezed the list to 68 px ("de… 30…"). A minimum width, not a hint: the window honours it even
+        when the X server, not a window manager, sets its size."""
+        self.setMinimumWidth(self.fontMetrics().horizontalAdvance("x" * 14) + 24)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._fit_width()
 
     def reload(self, benchmarks=None) -> None:
         current = self.currentItem().data(Qt.ItemDataRole.UserRole) if self.currentItem() else None

@@ -818,6 +818,8 @@ class QueuesView(QWidget):
         self.list = QListWidget()
         self.list.setObjectName("queueList")
         self.list.setFixedWidth(190)
+        self.list.setWordWrap(True)  # "Extractor adjudication" on two lines at a large text size, not cut
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.stack = QStackedWidget()
         self.qc = QCPage(ctx)
         self.adjudication = AdjudicationPage(ctx)

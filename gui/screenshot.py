@@ -225,7 +225,8 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
     with tempfile.TemporaryDirectory() as config:
         prefs = PreferencesFile(Path(config) / "preferences.json")
         prefs.save(
-            Preferences(annotator=shot.annotator, blind=shot.blind, theme=shot.theme, font_scale=shot.font_scale)
+            # Light first, the theme asked for by a live switch below: a dark picture shows what a switch leaves.
+            Preferences(annotator=shot.annotator, blind=shot.blind, theme="light", font_scale=shot.font_scale)
         )
         shown = workspace
         if shot.view == "launcher":  # its picture starts real runs: on a copy, so the workspace keeps no trace
@@ -245,6 +246,9 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
             window.resize(*shot.size)
             window.show()
             VIEWS[shot.view](window, shot)
+            if shot.theme != "light":
+                settle(app, window)
+                window.set_appearance(theme=shot.theme)
             settle(app, window)
             texts = visible_texts(window)
             try:
