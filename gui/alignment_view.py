@@ -11,6 +11,7 @@ from annotation import alignment
 from evaluator.plots import alignment_figure
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.empty_states import BUILD_SET, EmptyState
+from gui.fitting import compact_combo
 from gui.tables import RowsModel, export_table, table_view
 
 COLUMNS = (
@@ -36,10 +37,10 @@ class AlignmentView(QWidget):
         self.empty = EmptyState(self, ctx, "alignment")
         self.ctx = ctx
         self.report: alignment.AlignmentReport | None = None
-        self.set_combo = QComboBox()
+        self.set_combo = compact_combo(QComboBox(), 16)
         self.set_combo.setMinimumWidth(160)
         self.set_combo.currentIndexChanged.connect(self.redraw)
-        self.extractor = QComboBox()
+        self.extractor = compact_combo(QComboBox(), 14)
         self.extractor.setMinimumWidth(200)
         self.extractor.currentIndexChanged.connect(self._draw)
         refresh = QPushButton("Refresh")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, Qt, QTimer, Signal
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QFrame,
-    QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
@@ -27,6 +27,7 @@ from annotation.browse import QC_FILTERS, REVIEW_FILTERS, VERDICT_LABELS
 from db import item_query
 from db.item_query import RUN_RESULTS, ItemFilter
 from gui.empty_states import NO_BENCHMARK, EmptyState
+from gui.fitting import FlowLayout, flow_item
 from gui.image_view import ImageView
 from gui.item_model import COLUMNS
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
@@ -34,6 +35,7 @@ from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_de
 ANY = "All"
 CATEGORY_WIDTH = 135
 QUESTION_SHARE = 0.35  # of the table's width, at least, for the question column
+HIDE_FIRST = (3, 2, 5, 1)  # split, L2, QC, category: hidden in this order when the table is too narrow
 _REVIEW_TEXT: dict[str, str] = {
     "unreviewed": "Unreviewed",
     "reviewed": "Reviewed",
@@ -99,30 +101,27 @@ class BrowseView(QWidget):
 
         filters = QWidget()
         filters.setObjectName("filterBar")
-        fl = QVBoxLayout(filters)
+        # The filters wrap onto more rows when the window is narrow or the text large: the bar's minimum width is
+        # its widest filter, so the window fits 1024 px at any text size.
+        fl = FlowLayout(filters)
         fl.setContentsMargins(10, 8, 10, 8)
-        fl.setSpacing(6)
-        row1, row2 = QHBoxLayout(), QHBoxLayout()
-        row1.addWidget(self.search, 1)
-        row1.addWidget(self.count)
-        for label, combo, row in (
-            ("Category", self.category, row1),
-            ("L2", self.l2, row1),
-            ("Split", self.split, row1),
-            ("Review", self.review, row2),
-            ("QC", self.qc, row2),
-            ("Run", self.run, row2),
-            ("Result", self.result, row2),
+        fl.addWidget(flow_item(self.search, self.count, grow=True))
+        for label, combo in (
+            ("Category", self.category),
+            ("L2", self.l2),
+            ("Split", self.split),
+            ("Review", self.review),
+            ("QC", self.qc),
+            ("Run", self.run),
+            ("Result", self.result),
         ):
             lab = QLabel(label)
             lab.setObjectName("filterLabel")
-            row.addWidget(lab)
-            row.addWidget(combo)
+            fl.addWidget(flow_item(lab, combo))
             combo.currentIndexChanged.connect(self.apply_filters)
         clear = QPushButton("Clear filters")
         clear.clicked.connect(self.clear_filters)
         # Saved filters: named views kept in the workspace (annotation/saved_filters.py), for everyone who opens it.
-        # One narrow button with a menu: the filter bar sets the window's minimum width (1024 px must fit).
         self.current_view: str | None = None
         self.views_button = QToolButton()
         self.views_button.setText("Views")
@@ -131,11 +130,7 @@ class BrowseView(QWidget):
         self.views_button.setToolTip("Saved views of this workspace (named filters), and saving these filters as one")
         self.views_menu = QMenu(self.views_button)
         self.views_button.setMenu(self.views_menu)
-        row2.addStretch(1)
-        row2.addWidget(self.views_button)
-        row2.addWidget(clear)
-        fl.addLayout(row1)
-        fl.addLayout(row2)
+        fl.addWidget(flow_item(self.views_button, clear))
 
         self.table = QTableView()
         self.table.setModel(ctx.model)
@@ -400,7 +395,7 @@ class BrowseView(QWidget):
     def _fit_columns(self) -> None:
         """Width of each short column from its header and the texts of the first page."""
         model = self.ctx.model
-        cells, head = self.table.fontMetrics(), self.table.horizontalHeader().fontMetrics()
+        cells, head = self.table.fontMetrics(), self._header_metrics()
         sample = model.rows[:200]
         self._widths = {1: CATEGORY_WIDTH}
         for col in (0, 2, 3, 4, 5, 6):
@@ -408,22 +403,40 @@ class BrowseView(QWidget):
             self._widths[col] = max(widest, head.horizontalAdvance(COLUMNS[col])) + 22
         self._share_width()
 
+    def _header_metrics(self) -> QFontMetrics:
+        """The headers' text as painted: demi-bold (gui/style.py); the header widget's own font is not."""
+        font = QFont(self.table.horizontalHeader().font())
+        font.setWeight(QFont.Weight.DemiBold)
+        return QFontMetrics(font)
+
     def _share_width(self) -> None:
         """Leave the question at least QUESTION_SHARE of the table: narrow the category, review and QC columns
-        (elided, the whole text in their tooltips; never narrower than their header) before anything scrolls."""
+        (elided, the whole text in their tooltips; never narrower than their header) before anything scrolls; when
+        that is not enough (a narrow window, a large text size), hide the split, L2, QC and category columns in that
+        order (their filters stay above, the item panel names them) rather than cut a header or the question."""
         widths = dict(self._widths)
-        head = self.table.horizontalHeader().fontMetrics()
-        short = sum(widths.values())
-        wanted = short + int(QUESTION_SHARE * self.table.viewport().width()) - self.table.viewport().width()
+        head = self._header_metrics()
+        room = self.table.viewport().width()
+        wanted = sum(widths.values()) + int(QUESTION_SHARE * room) - room
         for col in (1, 4, 5):
+            narrowest = head.horizontalAdvance(COLUMNS[col]) + 22  # the header stays readable
+            widths[col] = max(narrowest, widths[col] - max(0, wanted))
+            wanted = sum(widths.values()) + int(QUESTION_SHARE * room) - room
+        hidden = set()
+        for col in HIDE_FIRST:
             if wanted <= 0:
                 break
-            narrowest = head.horizontalAdvance(COLUMNS[col]) + 22  # the header stays readable
-            cut = min(wanted, max(0, widths[col] - narrowest))
-            widths[col] -= cut
-            wanted -= cut
+            hidden.add(col)
+            wanted -= widths[col]
         for col, width in widths.items():
+            self.table.setColumnHidden(col, col in hidden)
             self.table.setColumnWidth(col, width)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        # View › Larger text: the columns were measured in the old size (their headers were cut at text ×1.25).
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange) and self._widths:
+            self._fit_columns()
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.table.viewport() and event.type() == QEvent.Type.Resize and self._widths:

@@ -25,7 +25,7 @@ from annotation.blind import HIDDEN_TEXT
 from db.errors import UserError
 from evaluator.plots import bar_target, save_figure
 from gui import file_dialogs
-from gui.appearance import is_dark
+from gui.appearance import MUTED, tone
 
 HIGHLIGHT = {"light": "#202124", "dark": "#e8eaed"}  # the clicked bar's outline, against the figure's background
 
@@ -37,7 +37,7 @@ def relative_luminance(colour) -> float:
 
 def message_figure(text: str) -> Figure:
     fig = Figure(figsize=(6, 3))
-    muted = "#bdc1c6" if is_dark() else "#5f6368"  # the theme's muted text (gui/appearance.DARK)
+    muted = tone(MUTED)
     fig.text(0.5, 0.5, text, ha="center", va="center", color=muted, fontsize=11, wrap=True)
     return fig
 

@@ -25,9 +25,11 @@ from evaluator.exporters import ExportError
 from evaluator.prediction_export import PredictionExport, default_file_name, export_predictions
 from evaluator.report import NONE, RunReport, group_items, run_report
 from gui import file_dialogs
+from gui.appearance import MUTED, RIGHT, WRONG
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.desiderata_view import DesiderataView
 from gui.empty_states import ADD_MODEL, START_RUN, EmptyState
+from gui.fitting import compact_combo
 from gui.item_panel import ADJUDICATION_HIDDEN
 from gui.runs_list import RunsList
 from gui.tables import RowsModel, export_table, table_view
@@ -72,7 +74,7 @@ class DashboardView(QWidget):
         buttons.addStretch(1)
         ll.addLayout(buttons)
 
-        self.kind = QComboBox()
+        self.kind = compact_combo(QComboBox())
         for name, (title, _) in CHARTS.items():
             self.kind.addItem(title, name)
         self.kind.currentIndexChanged.connect(self.redraw)
@@ -248,7 +250,7 @@ class DashboardView(QWidget):
                         " ".join(r.question.split()),
                     )
                 )
-                colours[(n, 1)] = "#80868b"
+                colours[(n, 1)] = MUTED
                 continue
             rows.append(
                 (
@@ -261,7 +263,7 @@ class DashboardView(QWidget):
                     " ".join(r.question.split()),
                 )
             )
-            colours[(n, 1)] = {True: "#1e7d32", False: "#b3261e"}.get(verdict, "#5f6368")
+            colours[(n, 1)] = {True: RIGHT, False: WRONG}.get(verdict, MUTED)
         tips = {(n, 4): r.l2_category for n, r in enumerate(found) if r.l2_category}
         self.items.columns = (
             ITEM_COLUMNS if level != "pope" else ("Index", "Result", "Official", "Strict", "L2", "Category", "Question")

@@ -22,6 +22,7 @@ from db.errors import InvalidInput
 from evaluator import plots
 from evaluator.desiderata import DesiderataReport, desiderata_report, format_report, run_reliability
 from gui.charts import ChartView, message_figure
+from gui.fitting import compact_combo
 from gui.runs_list import RunsList
 
 FIGURES = {  # name -> title
@@ -47,11 +48,11 @@ class DesiderataView(QWidget):
         ll.addWidget(title)
         ll.addWidget(self.runs, 1)
 
-        self.figure = QComboBox()
+        self.figure = compact_combo(QComboBox(), 16)
         for name, text in FIGURES.items():
             self.figure.addItem(text, name)
         self.figure.currentIndexChanged.connect(self.redraw)
-        self.binning = QComboBox()
+        self.binning = compact_combo(QComboBox(), 14)
         self.binning.addItem("ECE: equal-count bins (ChEF)", "equal-count")
         self.binning.addItem("ECE: equal-width bins", "equal-width")
         self.binning.currentIndexChanged.connect(self.redraw)

@@ -7,7 +7,7 @@ An action is what `MainWindow.trigger` takes: a menu action's title, or "tab:NAM
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QVBoxLayout, QWidget
 
 IMPORT = ("Import a benchmark…", "Import benchmark…")
 DEMO = ("Load the demo benchmarks", "Import the demo benchmarks")
@@ -46,7 +46,9 @@ class EmptyState(QFrame):
         self.text = QLabel()
         self.text.setWordWrap(True)
         self.text.setObjectName("muted")
-        self.buttons_row = QHBoxLayout()
+        # The actions one under the other: side by side they were squeezed (cut) at a large text size.
+        self.buttons_row = QVBoxLayout()
+        self.buttons_row.setAlignment(Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.title)
         layout.addWidget(self.text)
         layout.addLayout(self.buttons_row)
@@ -69,7 +71,6 @@ class EmptyState(QFrame):
             button.clicked.connect(lambda _=False, w=what: self.ctx.actionRequested.emit(w))
             self.buttons_row.addWidget(button)
             self.buttons.append(button)
-        self.buttons_row.addStretch(1)
         parent = self.parentWidget()
         if parent is not None:
             self.setGeometry(parent.rect())

@@ -10,16 +10,13 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton
 
 from db.errors import EnvironmentFault, UserError
-from gui.appearance import themed
+from gui.appearance import set_style
 
 
 class MessageBar(QFrame):
     """A dismissable strip at the top of the window. Errors stay until dismissed; notes fade after a while."""
 
-    STYLES = {
-        "error": "background:#fdecea; color:#7f1d1d; border-bottom:1px solid #f5b5ae;",
-        "info": "background:#e8f0fe; color:#1a3d7c; border-bottom:1px solid #b6cdfb;",
-    }
+    COLOURS = {"error": ("#fdecea", "#7f1d1d", "#f5b5ae"), "info": ("#e8f0fe", "#1a3d7c", "#b6cdfb")}  # bg, text, line
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -44,7 +41,13 @@ class MessageBar(QFrame):
 
     def show_message(self, text: str, kind: str = "error", details: str | None = None) -> None:
         self.kind = kind
-        self.setStyleSheet(themed(f"#messageBar {{{self.STYLES[kind]}}} QLabel {{ color: inherit; }}"))
+        background, text_colour, line = self.COLOURS[kind]
+        # The text colour is the label's own: `color: inherit` left it the palette's (black on the dark red).
+        set_style(
+            self,
+            f"#messageBar {{ background: {background}; border-bottom: 1px solid {line}; }}"
+            f"#messageBar QLabel, #messageBar QToolButton {{ color: {text_colour}; }}",
+        )
         self.label.setText(text)
         self.label.setToolTip(details or "")
         self.show()

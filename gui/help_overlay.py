@@ -7,6 +7,7 @@ import html
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout
 
+from gui.appearance import MUTED, set_rich_text
 from gui.shortcuts import help_rows
 
 
@@ -29,9 +30,10 @@ class HelpOverlay(QFrame):
                 f"<tr><td style='padding-right:24px'><code>{html.escape(keys)}</code></td>"
                 f"<td>{html.escape(text)}</td></tr>"
             )
-        card.setText(
+        set_rich_text(
+            card,
             f"<h3>{html.escape(title)}</h3><table>" + "".join(rows) + "</table>"
-            "<p style='color:#5f6368'>Keys are off while you type in a text field. Esc or F1 closes.</p>"
+            f"<p style='color:{MUTED}'>Keys are off while you type in a text field. Esc or F1 closes.</p>",
         )
         layout.addWidget(card)
         self.card = card

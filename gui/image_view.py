@@ -6,6 +6,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import QGraphicsPixmapItem, QGraphicsScene, QGraphicsView
 
+from gui.appearance import IMAGE_BACKGROUND, IMAGE_TEXT
+
 
 class ImageView(QGraphicsView):
     zoomChanged = Signal(str)  # "fit" or a percentage like "150 %"
@@ -19,7 +21,7 @@ class ImageView(QGraphicsView):
         self.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.SmoothPixmapTransform)
         self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
-        self.setBackgroundBrush(QColor("#2b2d31"))
+        self.setBackgroundBrush(QColor(IMAGE_BACKGROUND))
         self.setFrameShape(QGraphicsView.Shape.NoFrame)
         self.setMinimumSize(240, 200)
         self.fit = True
@@ -86,6 +88,6 @@ class ImageView(QGraphicsView):
             return
         painter.save()
         painter.resetTransform()
-        painter.setPen(QColor("#a0a4ab"))
+        painter.setPen(QColor(IMAGE_TEXT))
         painter.drawText(self.viewport().rect(), Qt.AlignmentFlag.AlignCenter, self.placeholder)
         painter.restore()

@@ -6,17 +6,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush
 
 from annotation import blind, browse
 from db import item_query
 from db.item_query import ItemFilter, ItemRow
 from evaluator.plots import SHORT_L2
+from gui.appearance import MUTED, PENDING, RIGHT, WRONG, colour
 from gui.item_panel import RESULT_MARKS
 
 COLUMNS = ("Index", "Category", "L2", "Split", "Review", "QC", "Run", "Question")
 PAGE = 200
-_RESULT_COLOURS = {"right": "#1e7d32", "wrong": "#b3261e", "pending": "#8a6d00", "unscored": "#5f6368"}
+_RESULT_COLOURS = {"right": RIGHT, "wrong": WRONG, "pending": PENDING, "unscored": MUTED}
 
 
 class ItemTableModel(QAbstractTableModel):
@@ -197,9 +198,9 @@ class ItemTableModel(QAbstractTableModel):
                 and row.run_result in _RESULT_COLOURS
                 and self.sight.shows_run_result(self.filter.run_id, row.id)
             ):
-                return QBrush(QColor(_RESULT_COLOURS[row.run_result]))
+                return QBrush(colour(_RESULT_COLOURS[row.run_result]))  # read when painted: follows a theme switch
             if col == 4 and (status := self.status.get(row.id)) and status.conflict:
-                return QBrush(QColor("#b3261e"))
+                return QBrush(colour(WRONG))
         elif role == Qt.ItemDataRole.ToolTipRole and col == 7:
             return row.question
         elif role == Qt.ItemDataRole.ToolTipRole and col in (1, 2):

@@ -7,7 +7,7 @@ import html
 import re
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QScrollArea,
     QSizePolicy,
+    QToolButton,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -23,14 +24,23 @@ from PySide6.QtWidgets import (
 
 from annotation.browse import VERDICT_LABELS
 from evaluator.choices import LETTERS, YES_NO, item_result, original_option
-from gui.appearance import themed
+from gui.appearance import (
+    ACCENT,
+    KEY_BACKGROUND,
+    KEY_BADGE,
+    KEY_BORDER,
+    MUTED,
+    RIGHT,
+    WRONG,
+    set_foreground,
+    set_style,
+)
 
 RESULT_MARKS = {"right": "✓", "wrong": "✗", "pending": "…", "unscored": "–", "none": ""}
 ADJUDICATION_HIDDEN = "hidden until your label (blind adjudication)"
 PREDICTIONS_HIDDEN = "Predictions (hidden)"
 
 
-KEY_GREEN, KEY_BG, PICK_BLUE = "#34a853", "#e6f4ea", "#1a73e8"
 ZWSP = "\u200b"
 _LONG_WORD = re.compile(r"\S{25,}")
 
@@ -54,12 +64,12 @@ def _text_label(name: str = "") -> QLabel:
 def _row_style(key: bool, picked: bool) -> str:
     if not key and not picked:
         return ""
-    border = PICK_BLUE if picked else KEY_GREEN
-    badge = PICK_BLUE if picked and not key else KEY_GREEN
-    return themed(
-        f"#optionRow {{ background: {KEY_BG if key else '#ffffff'}; border: 2px solid {border}; }}"
+    border = ACCENT if picked else KEY_BORDER
+    badge = ACCENT if picked and not key else KEY_BADGE
+    return (
+        f"#optionRow {{ background: {KEY_BACKGROUND if key else '#ffffff'}; border: 2px solid {border}; }}"
         f"#optionBadge {{ background: {badge}; color: white; }}"
-        f"#optionTag {{ color: {'#1e7d32' if key else PICK_BLUE}; }}"
+        f"#optionTag {{ color: {RIGHT if key else ACCENT}; }}"
     )
 
 
@@ -104,7 +114,7 @@ class OptionRow(QFrame):
         # A widget style sheet per state, not dynamic properties + style().polish(): in PySide6 6.12 on Python
         # 3.11, QStyle.polish/unpolish(QWidget) drop a reference to None on every call, which crashes the
         # interpreter after a few thousand items (found by bench/gui_bench.py).
-        self.setStyleSheet(_row_style(key, picked))
+        set_style(self, _row_style(key, picked))
 
 
 class _ScrollBox(QScrollArea):
@@ -168,13 +178,14 @@ class _SqueezableLayout(QVBoxLayout):
 
 
 class _TextArea(_ScrollBox):
-    """The hint and the question, scrolling inside the panel when they are long (a question of many lines at
-    1024×700 was cut off with no way to read its end): as tall as the text, at most a third of the panel."""
+    """The question and the hint, scrolling inside the panel when they are long (a question of many lines at
+    1024×700 was cut off with no way to read its end): as tall as the text, at most a third of the panel. The question
+    comes first: a long hint above it put the question itself below the fold of this box."""
 
-    def __init__(self, labels: tuple[QLabel, ...], parent=None):
+    def __init__(self, widgets: tuple[QWidget, ...], parent=None):
         super().__init__(8, parent)
-        for label in labels:
-            self.box.addWidget(label)
+        for widget in widgets:
+            self.box.addWidget(widget)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
 
     def fit(self, cap: int) -> None:
@@ -195,12 +206,21 @@ class ItemPanel(QWidget):
         self.header.setWordWrap(True)
         self.hint = _text_label("hint")
         self.question = _text_label("question")
+        # The hint folds away under its toggle (it stays folded from item to item until opened again).
+        self.hint_toggle = QToolButton()
+        self.hint_toggle.setObjectName("hintToggle")
+        self.hint_toggle.setCheckable(True)
+        self.hint_toggle.setChecked(True)
+        self.hint_toggle.setAutoRaise(True)
+        self.hint_toggle.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.hint_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.hint_toggle.toggled.connect(self._show_hint)
         self.options_area = OptionsArea(self)
         self.options_box = self.options_area.box
         self.key_note = QLabel()
         self.key_note.setObjectName("keyNote")
         self.key_note.setWordWrap(True)
-        self.text_area = _TextArea((self.hint, self.question), self)
+        self.text_area = _TextArea((self.question, self.hint_toggle, self.hint), self)
         layout.addWidget(self.header)
         layout.addWidget(self.text_area)
         layout.addWidget(self.options_area)
@@ -214,6 +234,13 @@ class ItemPanel(QWidget):
         self.picked: str | None = None
         self.reveal = False
 
+    def _show_hint(self, shown: bool) -> None:
+        has_hint = self.item is not None and bool(self.item.hint)
+        self.hint_toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
+        self.hint_toggle.setText("Hint" if shown else "Hint (folded: click to read it)")
+        self.hint.setVisible(has_hint and shown)
+        self._fit_text()
+
     def _fit_text(self) -> None:
         self.text_area.fit(max(80, self.height() // 3))
 
@@ -225,7 +252,7 @@ class ItemPanel(QWidget):
         self.item, self.blind, self.reveal, self.picked = item, blind, reveal, None
         if item is None:
             self.header.setText("No item")
-            for w in (self.hint, self.question, self.key_note):
+            for w in (self.hint, self.hint_toggle, self.question, self.key_note):
                 w.hide()
             self._set_options([])
             return
@@ -237,7 +264,8 @@ class ItemPanel(QWidget):
         parts += [html.escape(p) for p in (item.category, item.l2_category, item.split) if p]
         self.header.setText("  ·  ".join(parts))
         self.hint.setText(breakable(item.hint or ""))
-        self.hint.setVisible(bool(item.hint))
+        self.hint_toggle.setVisible(bool(item.hint))
+        self._show_hint(self.hint_toggle.isChecked())
         self.question.setText(breakable(item.question))
         self.question.show()
         self._fit_text()
@@ -346,12 +374,12 @@ class PredictionsView(QTreeWidget):
             font.setBold(True)
             top.setFont(0, font)
             if result_shown and result in ("right", "wrong"):
-                top.setForeground(0, QColor("#1e7d32" if result == "right" else "#b3261e"))
+                set_foreground(top, 0, RIGHT if result == "right" else WRONG)
             for p, shown in zip(passes, shows):
                 order = _order_letters(p.option_order, len(item.options))
                 if not shown:
                     child = QTreeWidgetItem([f"pass {p.pass_}", order, ADJUDICATION_HIDDEN, "", ""])
-                    child.setForeground(2, QColor("#80868b"))
+                    set_foreground(child, 2, MUTED)
                     top.addChild(child)
                     continue
                 response = " ".join(p.response.split())
@@ -363,7 +391,7 @@ class PredictionsView(QTreeWidget):
                 child.setToolTip(2, p.response)
                 child.setToolTip(3, f"{p.stage}: {p.reason or ''}")
                 if p.correct is not None:
-                    child.setForeground(4, QColor("#1e7d32" if p.correct else "#b3261e"))
+                    set_foreground(child, 4, RIGHT if p.correct else WRONG)
                 _add_turns(child, p.turns)
                 top.addChild(child)
             self.addTopLevelItem(top)
@@ -371,7 +399,7 @@ class PredictionsView(QTreeWidget):
             top.setExpanded(True)
         if not runs_passes:
             empty = QTreeWidgetItem(["No run has answered this item yet", "", "", "", ""])
-            empty.setForeground(0, QColor("#80868b"))
+            set_foreground(empty, 0, MUTED)
             self.addTopLevelItem(empty)
             empty.setFirstColumnSpanned(True)
 
@@ -386,7 +414,7 @@ def _add_turns(pass_row: QTreeWidgetItem, turns) -> None:
         row = QTreeWidgetItem([f"{n}. {turn.role}", "", " ".join(turn.text.split()), "", ""])
         row.setToolTip(2, turn.text)
         if turn.role == "asker":
-            row.setForeground(0, QColor("#80868b"))
+            set_foreground(row, 0, MUTED)
         pass_row.addChild(row)
 
 
@@ -406,7 +434,7 @@ class HistoryView(QTreeWidget):
         self.clear()
         if hidden_others:
             note = QTreeWidgetItem(["Other annotators' verdicts are hidden until yours (blind mode)", "", "", ""])
-            note.setForeground(0, QColor("#80868b"))
+            set_foreground(note, 0, MUTED)
             self.addTopLevelItem(note)
             note.setFirstColumnSpanned(True)
         by_uuid = {r.uuid: r for r in history if r.uuid}
@@ -427,11 +455,11 @@ class HistoryView(QTreeWidget):
                 font = QFont(row.font(2))
                 font.setItalic(True)
                 row.setFont(2, font)
-                row.setForeground(2, QColor("#80868b"))
+                set_foreground(row, 2, MUTED)
             self.addTopLevelItem(row)
         if not history and not hidden_others:
             empty = QTreeWidgetItem(["Not reviewed yet", "", "", ""])
-            empty.setForeground(0, QColor("#80868b"))
+            set_foreground(empty, 0, MUTED)
             self.addTopLevelItem(empty)
 
 

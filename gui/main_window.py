@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QObject, QSettings, Qt, QTimer
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
@@ -34,7 +34,7 @@ from db.workspace import database_error, open_workspace
 from gui import file_dialogs
 from gui.alignment_view import AlignmentView
 from gui.annotator_stats import AnnotatorsView
-from gui.appearance import apply_appearance, next_scale
+from gui.appearance import ACCENT, apply_appearance, next_scale, set_style
 from gui.arena_view import ArenaView
 from gui.browse_view import BrowseView
 from gui.commands import WorkspaceCommands
@@ -93,7 +93,21 @@ class BenchmarksDock(QListWidget):
         self.setToolTip("Benchmarks in this workspace (vlmdesk import FILE adds one)")
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.setWordWrap(True)  # "30 items · multiple choice" wraps in a narrow dock rather than "30…"
         self.currentRowChanged.connect(self._chosen)  # filled by MainWindow.open_workspace
+
+        self._fit_width()
+
+    def _fit_width(self) -> None:
+        """Wide enough for a benchmark's name of 14 characters at the text size in use: a window at 1024 px with
+        text ×1.25 squeezed the list to 68 px ("de… 30…"). A minimum width, not a hint: the window honours it even
+        when the X server, not a window manager, sets its size."""
+        self.setMinimumWidth(self.fontMetrics().horizontalAdvance("x" * 14) + 24)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._fit_width()
 
     def reload(self, benchmarks=None) -> None:
         current = self.currentItem().data(Qt.ItemDataRole.UserRole) if self.currentItem() else None
@@ -101,7 +115,8 @@ class BenchmarksDock(QListWidget):
         self.clear()
         for b in benchmarks if benchmarks is not None else catalog.list_benchmarks(self.ctx.ws):
             kind = {"yesno": "yes/no", "open": "open"}.get(b.kind, "multiple choice")
-            item = QListWidgetItem(f"{b.name}\n{b.questions:,} items · {kind}")
+            count = f"{b.questions:,} item{'s' if b.questions != 1 else ''}"
+            item = QListWidgetItem(f"{b.name}\n{count} · {kind}")
             item.setData(Qt.ItemDataRole.UserRole, b.name)
             item.setData(Qt.ItemDataRole.UserRole + 1, b)
             self.addItem(item)
@@ -161,8 +176,9 @@ class MainWindow(QMainWindow):
         self.blind_label = QLabel("Blind")  # the session's blind mode, always in sight while it is on
         self.blind_label.setObjectName("blindIndicator")
         self.blind_label.setToolTip("Blind mode: what could bias a verdict stays hidden until yours (B toggles)")
-        self.blind_label.setStyleSheet(
-            "QLabel { background: #1a73e8; color: white; border-radius: 3px; padding: 1px 8px; font-weight: 600; }"
+        set_style(
+            self.blind_label,
+            f"QLabel {{ background: {ACCENT}; color: white; border-radius: 3px; padding: 1px 8px; font-weight: 600; }}",
         )
         self.blind_label.hide()
         self.statusBar().addPermanentWidget(self.workspace_label)

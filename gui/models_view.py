@@ -28,6 +28,7 @@ from db.errors import InvalidInput
 from evaluator.backends import REGISTRY as BACKENDS
 from evaluator.model_check import validate_spec
 from gui import file_dialogs
+from gui.fitting import compact_combo
 from gui.processes import CommandProcess
 from gui.tables import RowsModel, table_view
 
@@ -42,7 +43,7 @@ class AddModelForm(QGroupBox):
         super().__init__("Add a model", parent)
         self.name = QLineEdit()
         self.name.setPlaceholderText("a short name, e.g. llava-7b")
-        self.kind = QComboBox()
+        self.kind = compact_combo(QComboBox(), 14)
         self.stack = QStackedWidget()
         self.entries = {entry.name: entry for entry in BACKENDS.help_entries()}
         self.inputs: dict[str, dict[str, FieldWidget]] = {}  # backend -> field name -> its widget

@@ -37,7 +37,9 @@ from db import item_query
 from db.catalog import Item
 from db.errors import InvalidInput, UserError
 from evaluator.choices import LETTERS, answer_keys, canonical_answer
+from gui.appearance import MUTED, RIGHT, WRONG, set_rich_text
 from gui.empty_states import BUILD_SET, CONSENSUS, NO_BENCHMARK, TEXT_ONLY, EmptyState
+from gui.fitting import FlowLayout, compact_combo, flow_item
 from gui.guidelines_view import GuidelinesPanel
 from gui.image_view import ImageView
 from gui.item_panel import ItemPanel
@@ -349,17 +351,13 @@ class AdjudicationPage(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(24, 16, 24, 16)
         layout.setSpacing(10)
-        head = QHBoxLayout()
+        head = FlowLayout(spacing=12)  # wraps at a large text size rather than widening the window
         head.addWidget(_title("Extractor adjudication"))
-        head.addStretch(1)
         self.left = QLabel()
         self.left.setObjectName("muted")
-        self.set_combo = QComboBox()
-        self.set_combo.setMinimumWidth(200)
+        self.set_combo = compact_combo(QComboBox(), 16)
         self.set_combo.currentIndexChanged.connect(lambda _: self.refresh())
-        head.addWidget(QLabel("Set"))
-        head.addWidget(self.set_combo)
-        head.addWidget(self.left)
+        head.addWidget(flow_item(QLabel("Set"), self.set_combo, self.left))
         layout.addLayout(head)
         explain = QLabel(
             "Read the model's response and say which option it chooses, by its literal content. "
@@ -384,7 +382,7 @@ class AdjudicationPage(QWidget):
         self.response.setWordWrap(True)
         self.response.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.response)
-        self.buttons_box = QHBoxLayout()
+        self.buttons_box = FlowLayout()  # up to 25 options and two more: rows that wrap
         layout.addLayout(self.buttons_box)
         self.label_buttons: list[QPushButton] = []
         self.revealed = QFrame()
@@ -454,7 +452,6 @@ class AdjudicationPage(QWidget):
         self.reveal_text.setText("")
         name = self.set_combo.currentData()
         self.task = alignment.next_for(self.ctx.ws, name, self.ctx.annotator) if name and self.ctx.annotator else None
-        # Empty the row completely (buttons and the trailing stretch), or every refresh would add a stretch.
         while self.buttons_box.count():
             entry = self.buttons_box.takeAt(0)
             widget = entry.widget() if entry is not None else None
@@ -497,7 +494,6 @@ class AdjudicationPage(QWidget):
             b.clicked.connect(lambda _=False, c=choice: self.label(c))
             self.buttons_box.addWidget(b)
             self.label_buttons.append(b)
-        self.buttons_box.addStretch(0)
         self.shown_at = time.monotonic()
         self.setFocus()
         self.changed.emit()
@@ -526,16 +522,17 @@ class AdjudicationPage(QWidget):
         for name, ext in outputs.items():
             said = ext.choice or "undecided"
             agree = "✓ agrees" if ext.choice == choice else "✗ differs"
-            colour = "#1e7d32" if ext.choice == choice else "#b3261e"
+            colour = RIGHT if ext.choice == choice else WRONG
             rows.append(
                 f"<tr><td style='padding-right:16px'><b>{html.escape(name)}</b></td>"
                 f"<td style='padding-right:16px'>{html.escape(said)}</td>"
                 f"<td style='color:{colour}; padding-right:16px'>{agree}</td>"
-                f"<td style='color:#5f6368'>{html.escape(ext.reason or '')}</td></tr>"
+                f"<td style='color:{MUTED}'>{html.escape(ext.reason or '')}</td></tr>"
             )
-        self.reveal_text.setText(
+        set_rich_text(
+            self.reveal_text,
             f"✓ Saved your label <b>{html.escape(choice)}</b>. The extractors read:"
-            f"<table style='margin-top:6px'>{''.join(rows)}</table>"
+            f"<table style='margin-top:6px'>{''.join(rows)}</table>",
         )
         self.revealed.show()
         for b in self.label_buttons:
@@ -709,10 +706,10 @@ class ConflictsPage(_ItemPage):
             f"<tr><td style='padding-right:16px'><b>{html.escape(r.annotator)}</b></td>"
             f"<td style='padding-right:16px'>{html.escape(VERDICT_LABELS[r.verdict])}"
             f"{' → ' + html.escape(r.corrected_answer) if r.corrected_answer else ''}</td>"
-            f"<td style='color:#5f6368'>{html.escape(r.note or '')}</td></tr>"
+            f"<td style='color:{MUTED}'>{html.escape(r.note or '')}</td></tr>"
             for r in standing
         )
-        self.verdicts.setText(f"<b>Standing verdicts</b><table style='margin-top:4px'>{rows}</table>")
+        set_rich_text(self.verdicts, f"<b>Standing verdicts</b><table style='margin-top:4px'>{rows}</table>")
 
     def _fill_answers(self) -> None:
         """Nothing picked until the user picks: every item starts at "choose…", never the previous item's pick."""
@@ -821,6 +818,8 @@ class QueuesView(QWidget):
         self.list = QListWidget()
         self.list.setObjectName("queueList")
         self.list.setFixedWidth(190)
+        self.list.setWordWrap(True)  # "Extractor adjudication" on two lines at a large text size, not cut
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.stack = QStackedWidget()
         self.qc = QCPage(ctx)
         self.adjudication = AdjudicationPage(ctx)

@@ -186,6 +186,7 @@ class ReviewView(QWidget):
         vb.addLayout(status)
         self.progress = QLabel()
         self.progress.setObjectName("muted")
+        self.progress.setWordWrap(True)  # "Reviewed 4 / 30 · mine 0" on two lines rather than a wider window
 
         nav = QHBoxLayout()
         for text, tip, slot in (

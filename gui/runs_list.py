@@ -11,6 +11,7 @@ from db import runs
 from evaluator.prediction_import import IMPORTED_ARROW, IMPORTED_MARK, origin_of
 from evaluator.report import RunSummary, run_summary
 from evaluator.variants import describe as describe_variants
+from gui.appearance import ACCENT, MUTED, PENDING, RIGHT, TEXT, WRONG
 from gui.tables import RowsModel, table_view
 
 COLUMNS = ("Run", "Status", "Model", "Benchmark", "Strategy", "Vanilla", "Circular", "POPE F1", "Duration")
@@ -18,7 +19,7 @@ COMPACT = ("Run", "Status", "Model", "Benchmark", "Score %")
 SCORE_COLUMNS = {"Vanilla", "Circular", "POPE F1", "Score %"}
 PARTIAL_MARK = "(partial)"
 TEXT_ONLY_MARK = "[text-only]"
-STATUS_COLOURS = {"finished": "#1e7d32", "running": "#1a73e8", "interrupted": "#8a6d00", "failed": "#b3261e"}
+STATUS_COLOURS = {"finished": RIGHT, "running": ACCENT, "interrupted": PENDING, "failed": WRONG}
 
 
 def imported_from(origin: dict) -> str:
@@ -139,7 +140,7 @@ class RunsList(QWidget):
                         duration(s.duration_s),
                     )
                 )
-            colours[(i, 1)] = STATUS_COLOURS.get(s.status, "#3c4043")
+            colours[(i, 1)] = STATUS_COLOURS.get(s.status, TEXT)
             if s.error:
                 tips[(i, 1)] = s.error
             tips[(i, 2)] = (
@@ -151,7 +152,7 @@ class RunsList(QWidget):
                 tips[(i, 4)] = f"Run variants: {variants[s.run_id]}"
             for n, title in enumerate(self.model.columns):
                 if partial and title in SCORE_COLUMNS:
-                    colours[(i, n)] = "#80868b"
+                    colours[(i, n)] = MUTED
                     tips[(i, n)] = f"partial: the run is {s.status}; figures over the {s.passes:,} passes stored so far"
         self.model.set_rows(rows, [s.run_id for s in ordered], colours=colours, tooltips=tips)
         self.select(keep)

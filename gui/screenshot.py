@@ -40,6 +40,7 @@ class Shot:
     annotator: str = "annotator"
     blind: bool = False
     theme: str = "light"  # light | dark (not "system": a picture must not depend on the desktop it is taken on)
+    font_scale: float = 1.0  # View › Larger text: 1.1, 1.25 (two steps), … 1.75
 
 
 # -- the views ---------------------------------------------------------------------------------------------
@@ -223,7 +224,10 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
     app = application()
     with tempfile.TemporaryDirectory() as config:
         prefs = PreferencesFile(Path(config) / "preferences.json")
-        prefs.save(Preferences(annotator=shot.annotator, blind=shot.blind, theme=shot.theme))
+        prefs.save(
+            # Light first, the theme asked for by a live switch below: a dark picture shows what a switch leaves.
+            Preferences(annotator=shot.annotator, blind=shot.blind, theme="light", font_scale=shot.font_scale)
+        )
         shown = workspace
         if shot.view == "launcher":  # its picture starts real runs: on a copy, so the workspace keeps no trace
             shown = Path(config) / workspace.name
@@ -242,6 +246,9 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
             window.resize(*shot.size)
             window.show()
             VIEWS[shot.view](window, shot)
+            if shot.theme != "light":
+                settle(app, window)
+                window.set_appearance(theme=shot.theme)
             settle(app, window)
             texts = visible_texts(window)
             try:

@@ -7,11 +7,12 @@ import csv
 from pathlib import Path
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from evaluator.outfiles import AtomicOutput
 from gui import file_dialogs
+from gui.appearance import colour
 
 
 class RowsModel(QAbstractTableModel):
@@ -51,7 +52,7 @@ class RowsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return self.rows[r][c]
         if role == Qt.ItemDataRole.ForegroundRole and (r, c) in self.colours:
-            return QBrush(QColor(self.colours[(r, c)]))
+            return QBrush(colour(self.colours[(r, c)]))  # read when painted: follows a theme switch
         if role == Qt.ItemDataRole.ToolTipRole:
             return self.tooltips.get((r, c)) or (self.rows[r][c] if len(self.rows[r][c]) > 30 else None)
         if role == Qt.ItemDataRole.TextAlignmentRole and c in self.align_right:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from db import catalog
 from db.workspace import default_workspace_path
+from gui.prefs import SCALE_RANGE
 from gui.screenshot import TABS, VIEWS, ScreenshotError, Shot
-from vlmdesk.args import record_id
+from vlmdesk.args import float_in, record_id
 
 
 def register(add) -> None:
@@ -69,6 +70,14 @@ def register(add) -> None:
     p.add_argument("--blind", action="store_true", help="--screenshot: blind mode on for the picture")
     p.add_argument("--theme", choices=("light", "dark"), default="light", help="--screenshot: the theme of the picture")
     p.add_argument(
+        "--text-scale",
+        type=float_in(*SCALE_RANGE, "a text scale"),
+        default=1.0,
+        metavar="SCALE",
+        help="--screenshot: the text size of the picture, as View › Larger text sets it (1.25: two steps larger; "
+        f"{SCALE_RANGE[0]}–{SCALE_RANGE[1]}, default 1.0)",
+    )
+    p.add_argument(
         "--visible-text",
         metavar="TXT",
         help="--screenshot: also write every text visible in the window to TXT, one per line",
@@ -113,6 +122,7 @@ def cmd_gui(args) -> int:
         annotator=annotator,
         blind=args.blind,
         theme=args.theme,
+        font_scale=args.text_scale,
     )
     for option, value in (("--screenshot", args.screenshot), ("--visible-text", args.visible_text)):
         if value and Path(value).is_dir():
