@@ -58,6 +58,7 @@ from evaluator.importers.common import (
     sha256_stream,
 )
 from evaluator.importers.importer import benchmark_name_problem
+from evaluator.outfiles import csv_cell_read
 from evaluator.llm_extraction import load_extractor, parse_extractor_spec
 from evaluator.prompts import default_template
 from evaluator.runner import RunSettings, git_revision, versions
@@ -246,7 +247,8 @@ def _table_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]
             return
         except csv.Error as exc:
             raise InputError(path, reader.line_num, "row", f"unreadable {suffix[1:].upper()} ({exc})") from None
-        yield last + 1, [c.replace(_CR, "\r") for c in cells]
+        cells = [c.replace(_CR, "\r") for c in cells]
+        yield last + 1, [csv_cell_read(c) for c in cells] if suffix == ".csv" else cells
         last = reader.line_num
 
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QFileDialog, QHeaderView, QTableView
 
-from evaluator.outfiles import AtomicOutput
+from evaluator.outfiles import AtomicOutput, csv_cell
 
 
 class RowsModel(QAbstractTableModel):
@@ -85,9 +85,11 @@ def write_csv(model, path: str | Path) -> int:
     columns = range(model.columnCount())
     with AtomicOutput(path, newline="") as f:  # evaluator/outfiles.py's rule
         out = csv.writer(f)
-        out.writerow([model.headerData(c, Qt.Orientation.Horizontal, Qt.ItemDataRole.DisplayRole) for c in columns])
+        header = [model.headerData(c, Qt.Orientation.Horizontal, Qt.ItemDataRole.DisplayRole) for c in columns]
+        out.writerow([csv_cell(str(h or "")) for h in header])
         for r in range(model.rowCount()):
-            out.writerow([model.data(model.index(r, c), Qt.ItemDataRole.DisplayRole) or "" for c in columns])
+            cells = [model.data(model.index(r, c), Qt.ItemDataRole.DisplayRole) or "" for c in columns]
+            out.writerow([csv_cell(str(v)) for v in cells])
     return model.rowCount()
 
 
