@@ -58,8 +58,8 @@ from evaluator.importers.common import (
     sha256_stream,
 )
 from evaluator.importers.importer import benchmark_name_problem
-from evaluator.outfiles import csv_cell_read
 from evaluator.llm_extraction import load_extractor, parse_extractor_spec
+from evaluator.outfiles import csv_cell_read
 from evaluator.prompts import default_template
 from evaluator.runner import RunSettings, git_revision, versions
 

@@ -155,7 +155,9 @@ def test_csv_cells_a_spreadsheet_would_run_get_a_quote_and_come_back_on_import(w
         "'=cmd|' /C calc'!A0", "'+1+1", "'-2", "'@SUM(A1)", "'\tx", "'\rx", "''=already", "'''@twice", "'plain", "A"
     ]  # fmt: skip
     assert "\t=cmd|' /C calc'!A0\n" in tsv_out.read_text(encoding="utf-8")  # VLMEvalKit's data, verbatim
-    assert main(["--workspace", str(ws_path), "import-predictions", str(csv_out), "--bench", "demo", "--model", "m"]) == 0
+    assert (
+        main(["--workspace", str(ws_path), "import-predictions", str(csv_out), "--bench", "demo", "--model", "m"]) == 0
+    )
     with open_workspace(ws_path) as ws:
         back = ws.conn.execute(
             "SELECT response FROM predictions WHERE run_id = (SELECT max(id) FROM runs) ORDER BY item_id"
