@@ -33,8 +33,6 @@ from db import catalog, runs
 from db.catalog import Benchmark, Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
-from evaluator.backends import BackendError
-from evaluator.backends.secrets import check_no_secret
 from evaluator.choices import (
     LETTERS,
     NONE_OF_THEM,
@@ -57,7 +55,7 @@ from evaluator.importers.common import (
     open_regular,
     sha256_stream,
 )
-from evaluator.importers.importer import benchmark_name_problem
+from evaluator.importers.importer import model_name_problem
 from evaluator.llm_extraction import load_extractor, parse_extractor_spec
 from evaluator.outfiles import csv_cell_read
 from evaluator.prompts import default_template
@@ -190,12 +188,7 @@ def import_predictions(
 
 def _check_model(path: Path, model: str) -> str:
     model = (model or "").strip()
-    problem = benchmark_name_problem(model)
-    if problem is None:
-        try:
-            check_no_secret(model)
-        except BackendError as exc:
-            problem = str(exc)
+    problem = model_name_problem(model)
     if problem is not None:
         raise InputError(path, 0, "--model", problem)
     return model

@@ -287,6 +287,23 @@ def json_too_deep(text: str, start: int = 0, limit: int = MAX_JSON_DEPTH) -> int
     return None
 
 
+class DuplicateKey(ValueError):
+    """A JSON object that gives one key twice; the message is the key."""
+
+
+def no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, Any]:
+    """json's object_pairs_hook that refuses a key given twice (json keeps the last one silently: which one did
+    the writer mean?)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise DuplicateKey(k)
+            seen.add(k)
+    return obj
+
+
 def json_loads(text: str, *, limit: int = MAX_JSON_DEPTH, decoder: json.JSONDecoder | None = None) -> Any:
     """json.loads (or decoder.decode: one made once with hooks such as object_pairs_hook), bounded in depth (`limit`
     levels). Raises JsonTooDeep, json.JSONDecodeError, or a plain ValueError for a number of more than 4,300 digits

@@ -106,6 +106,21 @@ def benchmark_name_problem(name: str) -> str | None:
     return None
 
 
+def model_name_problem(name: str) -> str | None:
+    """What is wrong with a model's name given as a label (an imported run's --model, an arena battle's model_a /
+    model_b), or None: the benchmark-name rule, and never something that looks like an API key."""
+    from evaluator.backends import BackendError
+    from evaluator.backends.secrets import check_no_secret
+
+    problem = benchmark_name_problem(name)
+    if problem is None:
+        try:
+            check_no_secret(name)
+        except BackendError as exc:  # its message never repeats the key
+            return str(exc)
+    return problem
+
+
 def detect_format(path: Path, raw: BinaryIO | None = None) -> str:
     """By extension, then by the fields of the first record (refined by a look inside when the format has one)."""
     if raw is None:
