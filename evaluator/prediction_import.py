@@ -242,8 +242,8 @@ def _table_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]
             return
         except csv.Error as exc:
             raise InputError(path, reader.line_num, "row", f"unreadable {suffix[1:].upper()} ({exc})") from None
-        cells = [c.replace(_CR, "\r") for c in cells]
-        yield last + 1, [csv_cell_read(c) for c in cells] if suffix == ".csv" else cells
+        texts: list[object] = [c.replace(_CR, "\r") for c in cells]
+        yield last + 1, [csv_cell_read(str(c)) for c in texts] if suffix == ".csv" else texts
         last = reader.line_num
 
 

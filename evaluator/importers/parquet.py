@@ -251,7 +251,7 @@ def _batches(path: Path, raw: BinaryIO) -> Iterator[tuple[Path, int, dict[str, A
             first += group.num_rows
         row = 0
         for g, group in enumerate(groups):
-            limits = _decoded_limits(group)
+            caps = _decoded_limits(group)
             decoded: dict[str, int] = {}
             batches = parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[g], use_threads=False)
             while True:
@@ -265,13 +265,13 @@ def _batches(path: Path, raw: BinaryIO) -> Iterator[tuple[Path, int, dict[str, A
                     ) from None
                 for name, column in zip(batch.schema.names, batch.columns, strict=True):
                     decoded[name] = decoded.get(name, 0) + _decoded_bytes(column)
-                    limit = limits.get(name, DECODED_FLOOR_BYTES)
-                    if decoded[name] > limit:
+                    cap = caps.get(name, DECODED_FLOOR_BYTES)
+                    if decoded[name] > cap:
                         raise InputError(
                             shard.path,
                             row + 1,
                             name,
-                            f"row group {g}: column {name!r} decodes to more than {limit / 2**20:,.0f} MB (its pages "
+                            f"row group {g}: column {name!r} decodes to more than {cap / 2**20:,.0f} MB (its pages "
                             f"hold {_stored(group, name) / 2**20:,.1f} MB: a value repeated through a dictionary?)",
                         )
                 for record in batch.to_pylist():
