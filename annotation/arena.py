@@ -361,7 +361,7 @@ def _line_records(path: Path, f: BinaryIO) -> Iterator[tuple[int, object]]:
         try:
             yield number, json_loads(text, decoder=_DECODER)
         except DuplicateKey as exc:
-            raise InputError(path, number, str(exc)[:60], "given twice in one battle") from None
+            raise InputError(path, number, exc.key[:60], "given twice in one battle") from None
         except JsonTooDeep:
             raise InputError(path, number, "line", "JSON nested too deep") from None
         except ValueError as exc:
@@ -419,7 +419,7 @@ def _array_records(path: Path, f: BinaryIO) -> Iterator[tuple[int, object]]:
                 except RecursionError:
                     raise InputError(path, here(), "element", "JSON nested too deep") from None
                 except DuplicateKey as exc:  # only a whole object reaches the hook: never one cut by the buffer
-                    raise InputError(path, here(), str(exc)[:60], "given twice in one battle") from None
+                    raise InputError(path, here(), exc.key[:60], "given twice in one battle") from None
                 except ValueError as exc:  # an object cut by the buffer's end, or a bad one
                     if eof or len(buf) - pos > MAX_BATTLE_LINE_BYTES:
                         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)[:80]

@@ -648,7 +648,7 @@ def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | tuple[str, st
             try:
                 obj = json_loads(text, limit=MAX_DEPTH, decoder=_DECODER)
             except DuplicateKey as exc:
-                yield number, (str(exc)[:60], "given twice in one record")
+                yield number, (exc.key[:60], "given twice in one record")
                 continue
             except JsonTooDeep:
                 yield number, ("line", f"JSON nested deeper than {MAX_DEPTH}")

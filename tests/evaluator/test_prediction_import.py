@@ -420,3 +420,12 @@ def test_a_file_that_contradicts_the_benchmark_is_refused(ws_path, tmp_path, cap
     spaced = changed(mcq, "question", lambda q: "  " + q.replace(" ", "\n", 1) + " ")  # white space differs only
     code, _, err = _cli(capsys, ws_path, "import-predictions", spaced, "--bench", "demo", "--model", "m")
     assert code == 0, err
+
+
+def test_an_lmms_eval_sample_giving_a_key_twice_is_refused(ws_path, tmp_path, capsys):
+    samples = tmp_path / "samples_mmbench.jsonl"
+    assert _cli(capsys, ws_path, "export-predictions", 3, "--out", samples, "--layout", "lmms-eval")[0] == 0
+    first, *rest = samples.read_text().splitlines()
+    samples.write_text("\n".join([first[:-1] + ', "filtered_resps": ["Z"]}', *rest]) + "\n")
+    code, _, err = _cli(capsys, ws_path, "import-predictions", samples, "--bench", "demo", "--model", "m")
+    assert code == 2 and err.startswith(f"error: {samples}:1: json: ") and "'filtered_resps' given twice" in err
