@@ -287,7 +287,7 @@ def json_too_deep(text: str, start: int = 0, limit: int = MAX_JSON_DEPTH) -> int
     return None
 
 
-class DuplicateKey(ValueError):
+class DuplicateKey(InvalidInput):
     """A JSON object that gives one key twice (`key`)."""
 
     def __init__(self, key: str):
