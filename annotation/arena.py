@@ -14,7 +14,6 @@ import codecs
 import itertools
 import json
 import random
-import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +25,16 @@ from db import catalog, runs
 from db.catalog import now_iso
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace, inserted_id
-from evaluator.backends.base import BackendError
-from evaluator.backends.secrets import check_no_secret
-from evaluator.importers.common import InputError, JsonTooDeep, Refused, json_loads, open_regular, text_problem
+from evaluator.importers.common import (
+    DuplicateKey,
+    InputError,
+    JsonTooDeep,
+    Refused,
+    json_loads,
+    no_duplicate_keys,
+    open_regular,
+)
+from evaluator.importers.importer import model_name_problem
 from evaluator.ratings import WINNERS, Battle, Winner
 
 Vote = Literal["left", "right", "tie", "bothbad"]
@@ -288,7 +294,7 @@ def battles(ws: Workspace, benchmark_id: int | None = None) -> list[Battle]:
 # ------------------------------------------------------------------------------------------ votes from elsewhere
 MAX_BATTLE_FILE_BYTES = 4 * 2**30
 MAX_BATTLE_LINE_BYTES = 16 * 2**20  # a Chatbot Arena battle line carries both conversations
-MAX_MODEL_CHARS = 1000
+_DECODER = json.JSONDecoder(object_pairs_hook=no_duplicate_keys)  # a key given twice is refused, as in sync files
 MAX_BATTLES = 3_000_000  # Chatbot Arena's public dumps hold under 2 million; 10^6 read in ~10 s and ~250 MB
 _CHUNK = 2**20
 
@@ -326,18 +332,13 @@ def _battle(path: Path, number: int, obj: object, names: dict[str, str]) -> Batt
         raise InputError(path, number, "line", "expected a JSON object with model_a, model_b and winner")
     for key in ("model_a", "model_b"):
         value = obj.get(key)
-        if not isinstance(value, str) or not value.strip() or len(value) > MAX_MODEL_CHARS:
-            raise InputError(path, number, key, f"expected a model name of 1..{MAX_MODEL_CHARS} characters")
+        if not isinstance(value, str):
+            raise InputError(path, number, key, "expected a model name (text)")
         if value not in names:
-            if problem := text_problem(value):
-                raise InputError(path, number, key, f"contains {problem}")
-            if control := next((c for c in value if unicodedata.category(c) == "Cc"), None):
-                # a name is printed in a table: an escape sequence or a newline would forge the terminal's output
-                raise InputError(path, number, key, f"contains the control character U+{ord(control):04X}")
-            try:
-                check_no_secret(value)
-            except BackendError:
-                raise InputError(path, number, key, "seems to contain an API key (not repeated here)") from None
+            # The one rule for a model's name as a label (an imported run's too): one printable line of at most 100
+            # characters, so no escape sequence, newline or bidirectional override forges the printed table.
+            if problem := model_name_problem(value):
+                raise InputError(path, number, key, problem)
             names[value] = value
     winner = obj.get("winner")
     if winner not in WINNERS:
@@ -358,7 +359,9 @@ def _line_records(path: Path, f: BinaryIO) -> Iterator[tuple[int, object]]:
         if not text.strip():
             continue
         try:
-            yield number, json_loads(text)
+            yield number, json_loads(text, decoder=_DECODER)
+        except DuplicateKey as exc:
+            raise InputError(path, number, exc.key[:60], "given twice in one battle") from None
         except JsonTooDeep:
             raise InputError(path, number, "line", "JSON nested too deep") from None
         except ValueError as exc:
@@ -368,7 +371,7 @@ def _line_records(path: Path, f: BinaryIO) -> Iterator[tuple[int, object]]:
 def _array_records(path: Path, f: BinaryIO) -> Iterator[tuple[int, object]]:
     """The objects of a JSON array, streamed: the file is never held whole (a 4 GB array would be ~40 GB of Python
     objects), only one object of at most MAX_BATTLE_LINE_BYTES at a time."""
-    decoder, utf8 = json.JSONDecoder(), codecs.getincrementaldecoder("utf-8")()
+    decoder, utf8 = _DECODER, codecs.getincrementaldecoder("utf-8")()
     buf, pos, eof = "", 0, False
     line, mark = 1, 0  # the line number at buf[mark], counted forward only (counting from 0 each time: quadratic)
 
@@ -415,6 +418,8 @@ def _array_records(path: Path, f: BinaryIO) -> Iterator[tuple[int, object]]:
                     break
                 except RecursionError:
                     raise InputError(path, here(), "element", "JSON nested too deep") from None
+                except DuplicateKey as exc:  # only a whole object reaches the hook: never one cut by the buffer
+                    raise InputError(path, here(), exc.key[:60], "given twice in one battle") from None
                 except ValueError as exc:  # an object cut by the buffer's end, or a bad one
                     if eof or len(buf) - pos > MAX_BATTLE_LINE_BYTES:
                         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)[:80]

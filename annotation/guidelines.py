@@ -102,8 +102,11 @@ def read_file(path: str | Path) -> str:
     UTF-8; the text is then checked like any guideline."""
     from evaluator.importers.common import open_regular
 
-    with open_regular(Path(path), 4 * MAX_GUIDELINE_CHARS, "size limit of a guideline") as f:
-        raw = f.read(4 * MAX_GUIDELINE_CHARS + 1)
+    try:
+        with open_regular(Path(path), 4 * MAX_GUIDELINE_CHARS, "size limit of a guideline") as f:
+            raw = f.read(4 * MAX_GUIDELINE_CHARS + 1)
+    except OSError as exc:  # missing, unreadable, a folder: the user's path, not a bug
+        raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
     try:
         return check_markdown(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

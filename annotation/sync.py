@@ -38,7 +38,15 @@ from db.workspace import Workspace
 from evaluator.choices import answer_keys
 from evaluator.extraction import REFUSAL
 from evaluator.importers import InputError
-from evaluator.importers.common import JsonTooDeep, Refused, json_loads, open_regular, text_problem
+from evaluator.importers.common import (
+    DuplicateKey,
+    JsonTooDeep,
+    Refused,
+    json_loads,
+    no_duplicate_keys,
+    open_regular,
+    text_problem,
+)
 from evaluator.outfiles import write_file
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -603,22 +611,7 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise _DuplicateKey(k)
-            seen.add(k)
-    return obj
-
-
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=no_duplicate_keys)
 
 
 def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | tuple[str, str]]]:
@@ -654,8 +647,8 @@ def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | tuple[str, st
                 continue
             try:
                 obj = json_loads(text, limit=MAX_DEPTH, decoder=_DECODER)
-            except _DuplicateKey as exc:
-                yield number, (str(exc)[:60], "given twice in one record")
+            except DuplicateKey as exc:
+                yield number, (exc.key[:60], "given twice in one record")
                 continue
             except JsonTooDeep:
                 yield number, ("line", f"JSON nested deeper than {MAX_DEPTH}")

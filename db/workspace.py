@@ -331,8 +331,28 @@ def database_error(path: Path | str, exc: sqlite3.Error) -> UserError | Environm
         return damaged(path, str(exc))
     if primary == sqlite3.SQLITE_READONLY:
         return ReadOnlyWorkspace(f"{path}: workspace is read-only")
+    if primary in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL) and (full := _full_disk(path)) is not None:
+        # A full disk often reaches SQLite as an I/O error (no room for the -shm or a page of the -wal): say why.
+        return EnvironmentFault(f"{path}: the disk is full{full} ({exc})")
     if primary in _FAULTS:
         return EnvironmentFault(f"{path}: {_FAULTS[primary]} ({exc})")
+    return None
+
+
+_NEARLY_FULL_BYTES = 1 << 20  # less room than this beside a workspace that failed to write: the disk is full
+
+
+def _full_disk(path: Path | str) -> str | None:
+    """'' when the disk holding the workspace is (nearly) full, " (the temporary folder DIR)" when the one holding
+    SQLite's temporary files is, None when both have room (or cannot be asked)."""
+    temporary = Path(os.environ.get("SQLITE_TMPDIR") or tempfile.gettempdir())  # where SQLite puts temporary files
+    for folder, shown in ((Path(path).parent, ""), (temporary, " (the temporary folder {})")):
+        try:
+            st = os.statvfs(folder)
+        except OSError:
+            continue
+        if st.f_bavail * st.f_frsize < _NEARLY_FULL_BYTES:
+            return shown.format(folder)
     return None
 
 

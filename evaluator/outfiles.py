@@ -9,6 +9,9 @@
   complete, so a failure (full disk, a bug, Ctrl-C) leaves the old file as it was.
 - An existing file keeps its permission bits; a new one gets the ordinary mode (0666 less the umask), not mkstemp's
   0600.
+- A CSV cell that a spreadsheet would run as a formula (it starts with = + - @, a tab or a CR: OWASP's CSV-injection
+  rule) is written with a leading `'` (`csv_cell`); `csv_cell_read` takes it off again, so vlmdesk reads back what
+  it wrote. TSV files stay verbatim: they are benchmark and prediction data that VLMEvalKit reads as text.
 """
 
 from __future__ import annotations
@@ -32,6 +35,25 @@ _KINDS = (
     (stat.S_ISSOCK, "is a socket"),
 )
 T = TypeVar("T")
+
+
+# What makes Excel, LibreOffice or Sheets read a CSV cell as a formula (OWASP, "CSV Injection").
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(text: str) -> str:
+    """A cell as a CSV file carries it: `'` before a formula lead, and before a `'` that precedes one, so that
+    csv_cell_read gives back exactly `text`."""
+    if text.startswith(FORMULA_LEADS) or (text.startswith("'") and text.lstrip("'").startswith(FORMULA_LEADS)):
+        return "'" + text
+    return text
+
+
+def csv_cell_read(text: str) -> str:
+    """The text a cell written by csv_cell holds (a cell of another tool's CSV without that prefix is unchanged)."""
+    if text.startswith("'") and text.lstrip("'").startswith(FORMULA_LEADS):
+        return text[1:]
+    return text
 
 
 class OutputRefused(UserError):

@@ -28,7 +28,7 @@ from db.workspace import Workspace
 from evaluator.choices import displayed_answer, letters, rotation
 from evaluator.exporters import ExportError, _atomic_text, _finish, copy_shifts
 from evaluator.importers.common import CIRCULAR_STRIDE
-from evaluator.outfiles import AtomicOutput
+from evaluator.outfiles import AtomicOutput, csv_cell
 
 PREDICTION_FIELDS = ("response", "choice")
 SEPARATORS = {".tsv": "\t", ".csv": ","}
@@ -147,10 +147,14 @@ def export_predictions(
             _write_samples(handle, columns, rows, pope=run.strategy == "pope")
         else:
             assert sep is not None  # checked above
-            out = csv.writer(handle, delimiter=sep, lineterminator="\n")
+            # A .csv opens in a spreadsheet (outfiles.csv_cell; CRLF rows, so a cell holding a bare CR is quoted and
+            # cannot start a row of its own); a .tsv is data, as VLMEvalKit writes it.
+            spreadsheet = sep == ","
+            out = csv.writer(handle, delimiter=sep, lineterminator="\r\n" if spreadsheet else "\n")
             out.writerow(columns)
+            cell = csv_cell if spreadsheet else str
             for row in rows:
-                out.writerow(["" if v is None else str(v) for v in row])
+                out.writerow(["" if v is None else cell(str(v)) for v in row])
         ok = True
     finally:
         _finish(handle, tmp, path, ok)

@@ -33,8 +33,6 @@ from db import catalog, runs
 from db.catalog import Benchmark, Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
-from evaluator.backends import BackendError
-from evaluator.backends.secrets import check_no_secret
 from evaluator.choices import (
     LETTERS,
     NONE_OF_THEM,
@@ -57,8 +55,9 @@ from evaluator.importers.common import (
     open_regular,
     sha256_stream,
 )
-from evaluator.importers.importer import benchmark_name_problem
+from evaluator.importers.importer import model_name_problem
 from evaluator.llm_extraction import load_extractor, parse_extractor_spec
+from evaluator.outfiles import csv_cell_read
 from evaluator.prompts import default_template
 from evaluator.runner import RunSettings, git_revision, versions
 
@@ -76,13 +75,15 @@ _EXTENSIONS = {".xlsx": "vlmevalkit", ".tsv": "vlmevalkit", ".csv": "vlmevalkit"
 @dataclass(frozen=True)
 class PredictionRow:
     """One row of a prediction file: the index it gives, the options it shows (None for yes/no), the answer key it
-    shows (optional: it tells apart rotations of repeated option texts) and the model's raw output."""
+    shows (optional: it tells apart rotations of repeated option texts), the model's raw output and the question
+    (optional: it must be the item's)."""
 
     line: int
     index: int | str
     options: tuple[str, ...] | None
     answer: str | None
     prediction: str
+    question: str | None = None
 
 
 @dataclass
@@ -187,12 +188,7 @@ def import_predictions(
 
 def _check_model(path: Path, model: str) -> str:
     model = (model or "").strip()
-    problem = benchmark_name_problem(model)
-    if problem is None:
-        try:
-            check_no_secret(model)
-        except BackendError as exc:
-            problem = str(exc)
+    problem = model_name_problem(model)
     if problem is not None:
         raise InputError(path, 0, "--model", problem)
     return model
@@ -246,7 +242,8 @@ def _table_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]
             return
         except csv.Error as exc:
             raise InputError(path, reader.line_num, "row", f"unreadable {suffix[1:].upper()} ({exc})") from None
-        yield last + 1, [c.replace(_CR, "\r") for c in cells]
+        texts: list[object] = [c.replace(_CR, "\r") for c in cells]
+        yield last + 1, [csv_cell_read(str(c)) for c in texts] if suffix == ".csv" else texts
         last = reader.line_num
 
 
@@ -265,6 +262,8 @@ def _xlsx_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]:
     """Rows of the first sheet. A formula cell reads as its text: pandas and openpyxl write any string that starts
     with "=" (a model answering "=1+1") as a formula with no cached value, so the text is what the tool was given."""
     import zipfile
+    import zlib
+    from xml.etree.ElementTree import ParseError
 
     from openpyxl import load_workbook  # read-only mode streams the sheet's XML row by row
 
@@ -281,10 +280,14 @@ def _xlsx_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]:
             f"unpacks to {unpacked / 2**20:,.0f} MB; at most {MAX_XLSX_UNPACKED_BYTES // 2**20} MB (a zip bomb?)",
         )
     raw.seek(0)
+    # openpyxl parses with the standard library's expat (no lxml, no defusedxml here): external entities are never
+    # fetched, and expat >= 2.4 stops an entity expansion bomb ("billion laughs") with a ParseError, as it stops XML
+    # that is cut or garbled; every one of them is bad input, never a bug.
     try:
         book = load_workbook(raw, read_only=True, data_only=False)
-    except (zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
+    except (zipfile.BadZipFile, KeyError, OSError, ValueError, ParseError) as exc:
         raise InputError(path, 0, "path", f"not a readable .xlsx workbook ({str(exc)[:80]})") from None
+    number = 0
     try:
         if not book.worksheets:
             raise InputError(path, 0, "path", "the workbook has no sheet")
@@ -296,6 +299,8 @@ def _xlsx_rows(path: Path, raw: BinaryIO) -> Iterator[tuple[int, list[object]]]:
                 if isinstance(value, str) and len(value) > MAX_CELL_BYTES:
                     raise InputError(path, number, "row", f"a cell of more than {MAX_CELL_BYTES // 2**20} MB")
             yield number, cells
+    except (ParseError, zipfile.BadZipFile, EOFError, zlib.error) as exc:
+        raise InputError(path, number + 1, "sheet", f"unreadable sheet XML ({str(exc)[:80]})") from None
     finally:
         book.close()
 
@@ -317,11 +322,23 @@ def _read_vlmevalkit(path: Path, raw: BinaryIO) -> Iterator[PredictionRow | Inpu
     if missing:
         raise InputError(path, 1, "header", f"missing column(s): {', '.join(missing)} (a VLMEvalKit prediction file)")
     option_cols = [c for c in LETTERS if c in col and c != NONE_OF_THEM]
+    delimited = path.suffix.lower() != ".xlsx"
     for n, (line, cells) in enumerate(table, start=1):
         if n > MAX_ROWS:
             raise InputError(path, line, "rows", f"more than {MAX_ROWS:,} rows")
         texts = [_cell_text(c) for c in cells]
         if not any(t.strip() for t in texts):
+            continue
+        if delimited and len(texts) < len(header):  # a file cut mid-row (a spreadsheet row just ends early)
+            yield InputError(
+                path,
+                line,
+                header[len(texts)] or "row",
+                f"fewer cells ({len(texts)}) than header columns ({len(header)}) — truncated line?",
+            )
+            continue
+        if delimited and any(t.strip() for t in texts[len(header) :]):
+            yield InputError(path, line, "row", f"more cells ({len(texts)}) than header columns ({len(header)})")
             continue
         texts += [""] * (len(header) - len(texts))
         row = {name: texts[i] for name, i in col.items()}
@@ -357,7 +374,8 @@ def _row(path: Path, line: int, row: dict[str, Any], option_cols: list[str], pre
     if not isinstance(prediction, str):
         raise err("prediction", f"expected text, got {type(prediction).__name__}")
     check_texts(prediction, "prediction", err)
-    return PredictionRow(line, index, tuple(options) or None, answer, "" if blank(prediction) else prediction)
+    question = _cell_text(row.get("question")).strip() or None
+    return PredictionRow(line, index, tuple(options) or None, answer, "" if blank(prediction) else prediction, question)
 
 
 def _read_lmms(path: Path, raw: BinaryIO) -> Iterator[PredictionRow | InputError]:
@@ -455,20 +473,33 @@ def _match(
     return matched
 
 
+def _same_text(a: str, b: str) -> bool:
+    """Texts equal but for white space (a spreadsheet turns a CR into a line feed, an exporter may re-wrap)."""
+    return a.split() == b.split()
+
+
 def _pass_of(path: Path, row: PredictionRow, item: Item) -> tuple[int, tuple[int, ...]]:
-    """The pass a row answers: the rotation of the item's options that shows them as the row does."""
-    if not item.options:
-        return 0, ()
+    """The pass a row answers: the rotation of the item's options that shows them as the row does. A row whose
+    question, kind (options or none) or answer contradicts the item's is refused: it belongs to another benchmark."""
 
     def err(name: str, what: str) -> InputError:
         return InputError(path, row.line, name, f"item {item.index!r}: {what}")
 
+    if not item.options and row.options is not None:
+        raise err("A", "the row shows options; the item has none (a yes/no or open benchmark: a multiple-choice file?)")
+    if item.options and row.options is None:
+        raise err("A", "the row shows no options (columns A, B, …)")
+    if row.question is not None and not _same_text(row.question, item.question):
+        raise err("question", f"{row.question[:80]!r} is not the item's question {item.question[:80]!r}")
+    if not item.options:  # a yes/no item
+        if row.answer is not None and item.answer is not None and row.answer.lower() != item.answer:
+            raise err("answer", f"{row.answer!r} is not the item's answer {item.answer!r}")
+        return 0, ()
     n = len(item.options)
     copy = row.index // CIRCULAR_STRIDE if isinstance(row.index, int) and row.index != item.index else 0
     if copy >= n:
         raise err("index", f"circular copy {copy} of an item with {n} options (copies are 1 to {n - 1})")
-    if row.options is None:
-        raise err("A", "the row shows no options (columns A, B, …)")
+    assert row.options is not None  # checked above
     if Counter(row.options) != Counter(item.options):
         raise err("A", f"the options {list(row.options)!r} are not a permutation of the item's {list(item.options)!r}")
     passes = [k for k in range(n) if tuple(item.options[j] for j in rotation(n, k)) == row.options]

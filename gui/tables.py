@@ -10,7 +10,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
-from evaluator.outfiles import AtomicOutput
+from evaluator.outfiles import AtomicOutput, csv_cell
 from gui import file_dialogs
 from gui.appearance import colour
 
@@ -87,9 +87,11 @@ def write_csv(model, path: str | Path) -> int:
     columns = range(model.columnCount())
     with AtomicOutput(path, newline="") as f:  # evaluator/outfiles.py's rule
         out = csv.writer(f)
-        out.writerow([model.headerData(c, Qt.Orientation.Horizontal, Qt.ItemDataRole.DisplayRole) for c in columns])
+        header = [model.headerData(c, Qt.Orientation.Horizontal, Qt.ItemDataRole.DisplayRole) for c in columns]
+        out.writerow([csv_cell(str(h or "")) for h in header])
         for r in range(model.rowCount()):
-            out.writerow([model.data(model.index(r, c), Qt.ItemDataRole.DisplayRole) or "" for c in columns])
+            cells = [model.data(model.index(r, c), Qt.ItemDataRole.DisplayRole) or "" for c in columns]
+            out.writerow([csv_cell(str(v)) for v in cells])
     return model.rowCount()
 
 

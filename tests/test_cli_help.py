@@ -25,3 +25,17 @@ def test_every_argument_has_help_and_every_command_an_example():
             missing.append(f"{' '.join(path)}: no example")
     assert missing == []
     assert len(list(_parsers(build_parser()))) > 25
+
+
+def test_help_of_every_command_and_subcommand_prints(capsys):
+    """`vlmdesk … --help` for every parser in the tree (argparse %-formats help lines: "95 % intervals" raised)."""
+    paths = [path for path, _ in _parsers(build_parser())]
+    for path in paths:
+        try:
+            build_parser().parse_args([*path, "--help"])
+        except SystemExit as exc:
+            assert exc.code == 0, path
+        out = capsys.readouterr().out
+        assert out.startswith("usage: vlmdesk"), path
+        assert "examples:" in out or "example:" in out or not path, path
+    assert ("arena", "ratings") in paths and len(paths) > 50

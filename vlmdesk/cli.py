@@ -89,19 +89,24 @@ def build_parser() -> argparse.ArgumentParser:
     _workspace_option(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
-        importlib.import_module(f"vlmdesk.{module}").register(lambda name, **kw: _add(sub, name, **kw))
+        importlib.import_module(f"vlmdesk.{module}").register(lambda name, **kw: add_command(sub, name, **kw))
     return parser
 
 
-def _add(sub, name: str, *, help: str, description: str, examples: str):
+def add_command(sub, name: str, *, help: str, examples: str, description: str | None = None, handler=None):
+    """Add command or subcommand `name` to `sub` (an add_subparsers action): its help line, its description
+    (default: the help as a sentence), its examples (one per line) and the workspace options every command takes."""
+    lines = textwrap.dedent(examples).strip("\n")
     p = sub.add_parser(
         name,
-        help=help,
-        description=description,
+        help=help.replace("%", "%%"),  # argparse %-formats a help line ("95 % intervals"), not a description
+        description=description if description is not None else help[:1].upper() + help[1:] + ".",
         formatter_class=_formatter,
-        epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "),
+        epilog=("examples:\n" if "\n" in lines else "example:\n") + textwrap.indent(lines, "  "),
     )
     _workspace_option(p)
+    if handler is not None:
+        p.set_defaults(handler=handler)
     return p
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 
 from evaluator.ratings import DEFAULT_ROUNDS, MAX_ROUNDS, MIN_ROUNDS
 from vlmdesk.args import annotator, int_in, record_id, seed
@@ -18,7 +17,7 @@ rounds = int_in(MIN_ROUNDS, MAX_ROUNDS, f"a number of bootstrap rounds ({MIN_ROU
 
 
 def register(add) -> None:
-    from vlmdesk.cli import _formatter, _workspace_option
+    from vlmdesk.cli import add_command
     from vlmdesk.cmd_reviews import add_export_output, add_import_arguments
 
     p = add(
@@ -38,16 +37,7 @@ def register(add) -> None:
     sub = p.add_subparsers(dest="arena_command", metavar="ACTION", required=True)
 
     def action(name, help, handler, examples):
-        q = sub.add_parser(
-            name,
-            help=help,
-            description=help[:1].upper() + help[1:] + ".",
-            formatter_class=_formatter,
-            epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "),
-        )
-        _workspace_option(q)
-        q.set_defaults(handler=handler)
-        return q
+        return add_command(sub, name, help=help, handler=handler, examples=examples)
 
     q = action(
         "pairs",

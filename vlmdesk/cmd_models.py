@@ -9,7 +9,7 @@ from evaluator.backends import REGISTRY, BackendError, spec_help
 
 
 def register(add) -> None:
-    from vlmdesk.cli import _formatter, _workspace_option
+    from vlmdesk.cli import add_command
 
     p = add(
         "models",
@@ -29,16 +29,7 @@ def register(add) -> None:
     sub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
 
     def action(name, help, handler, example):
-        q = sub.add_parser(
-            name,
-            help=help,
-            description=help[:1].upper() + help[1:] + ".",
-            formatter_class=_formatter,
-            epilog=f"example:\n  {example}",
-        )
-        _workspace_option(q)
-        q.set_defaults(handler=handler)
-        return q
+        return add_command(sub, name, help=help, handler=handler, examples=example)
 
     q = action(
         "add",

@@ -30,19 +30,9 @@ def register(add) -> None:
 
 
 def _sub(sub, name: str, *, help: str, description: str, examples: str) -> argparse.ArgumentParser:
-    import textwrap
+    from vlmdesk.cli import add_command
 
-    from vlmdesk.cli import _formatter, _workspace_option
-
-    p = sub.add_parser(
-        name,
-        help=help,
-        description=description,
-        formatter_class=_formatter,
-        epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "),
-    )
-    _workspace_option(p)
-    return p
+    return add_command(sub, name, help=help, description=description, examples=examples)
 
 
 def _register_score(sub) -> None:

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import sys
-import textwrap
 
 from annotation import qc
 from annotation.curation import changes_path, export_curated
@@ -212,18 +211,10 @@ def register(add) -> None:
 
 
 def _stepper(sub):
-    from vlmdesk.cli import _formatter, _workspace_option
+    from vlmdesk.cli import add_command
 
     def step(name: str, help: str, description: str, examples: str):
-        p = sub.add_parser(
-            name,
-            help=help,
-            description=description,
-            formatter_class=_formatter,
-            epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "),
-        )
-        _workspace_option(p)
-        return p
+        return add_command(sub, name, help=help, description=description, examples=examples)
 
     return step
 

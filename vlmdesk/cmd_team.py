@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 
 from vlmdesk.args import annotator, int_in
 
 
 def register(add) -> None:
-    from vlmdesk.cli import _formatter, _workspace_option
+    from vlmdesk.cli import add_command
 
     p = add(
         "guidelines",
@@ -27,16 +26,7 @@ def register(add) -> None:
     sub = p.add_subparsers(dest="guidelines_command", metavar="ACTION", required=True)
 
     def action(name, help, handler, examples):
-        q = sub.add_parser(
-            name,
-            help=help,
-            description=help[:1].upper() + help[1:] + ".",
-            formatter_class=_formatter,
-            epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "),
-        )
-        _workspace_option(q)
-        q.set_defaults(handler=handler)
-        return q
+        return add_command(sub, name, help=help, handler=handler, examples=examples)
 
     q = action(
         "show",

@@ -290,13 +290,38 @@ def json_too_deep(text: str, start: int = 0, limit: int = MAX_JSON_DEPTH) -> int
     return None
 
 
+class DuplicateKey(InvalidInput):
+    """A JSON object that gives one key twice (`key`)."""
+
+    def __init__(self, key: str):
+        super().__init__(f"key {key[:60]!r} given twice in one object")
+        self.key = key
+
+
+def no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, Any]:
+    """json's object_pairs_hook that refuses a key given twice (json keeps the last one silently: which one did
+    the writer mean?)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise DuplicateKey(k)
+            seen.add(k)
+    return obj
+
+
+# Every JSON file vlmdesk reads refuses a key given twice (DuplicateKey): which of the two did the writer mean?
+_NO_DUPLICATES = json.JSONDecoder(object_pairs_hook=no_duplicate_keys)
+
+
 def json_loads(text: str, *, limit: int = MAX_JSON_DEPTH, decoder: json.JSONDecoder | None = None) -> Any:
     """json.loads (or decoder.decode: one made once with hooks such as object_pairs_hook), bounded in depth (`limit`
-    levels). Raises JsonTooDeep, json.JSONDecodeError, or a plain ValueError for a number of more than 4,300 digits
-    (Python's limit on int())."""
+    levels), a key given twice refused. Raises JsonTooDeep, DuplicateKey, json.JSONDecodeError, or a plain ValueError
+    for a number of more than 4,300 digits (Python's limit on int())."""
     if json_too_deep(text, limit=limit) is not None:
         raise JsonTooDeep(f"nested deeper than {limit} levels")
-    return json.loads(text) if decoder is None else decoder.decode(text)
+    return (decoder or _NO_DUPLICATES).decode(text)
 
 
 def finite(value: object) -> bool:

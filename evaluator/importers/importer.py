@@ -7,6 +7,7 @@ benchmark appear with all its items. An import that fails or is interrupted dele
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -103,6 +104,21 @@ def benchmark_name_problem(name: str) -> str | None:
     if bad is not None:
         return f"holds the unprintable character U+{ord(bad):04X}; use one line of printable text"
     return None
+
+
+def model_name_problem(name: str) -> str | None:
+    """What is wrong with a model's name given as a label (an imported run's --model, an arena battle's model_a /
+    model_b), or None: the benchmark-name rule, and never something that looks like an API key."""
+    from evaluator.backends import BackendError
+    from evaluator.backends.secrets import check_no_secret
+
+    problem = benchmark_name_problem(name)
+    if problem is None:
+        try:
+            check_no_secret(name)
+        except BackendError as exc:  # its message never repeats the key
+            return str(exc)
+    return problem
 
 
 def detect_format(path: Path, raw: BinaryIO | None = None) -> str:
@@ -283,6 +299,8 @@ class _Loader:
         return self.ws.conn
 
     def run(self, rows: Iterable[SourceRow | InputError], bar: Any, benchmark: dict[str, Any]) -> None:
+        if any(row[1] == _STAGE for row in self.conn.execute("PRAGMA database_list")):
+            self._detach()  # left by an earlier import on this connection whose cleanup failed (a full disk)
         self.conn.execute(f"ATTACH DATABASE '' AS {_STAGE}")  # private and temporary: gone when detached
         try:
             self.conn.execute(
@@ -292,12 +310,20 @@ class _Loader:
             self._load(rows, bar)
             self._publish(self._open_kind(benchmark))
         except BaseException:
-            self._undo()
+            # The cleanup must never hide why the import failed: on a full disk it fails too ("database import_stage
+            # is locked" stood in for "database or disk is full"); images it could not remove are orphans, which
+            # `vlmdesk check --repair` deletes.
+            with contextlib.suppress(sqlite3.Error):
+                self._undo()
+            with contextlib.suppress(sqlite3.Error):
+                self._detach()
             raise
-        finally:
-            if self.conn.in_transaction:
-                self.conn.rollback()
-            self.conn.execute(f"DETACH DATABASE {_STAGE}")
+        self._detach()
+
+    def _detach(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.rollback()
+        self.conn.execute(f"DETACH DATABASE {_STAGE}")
 
     def _load(self, rows: Iterable[SourceRow | InputError], bar: Any) -> None:
         for row in rows:

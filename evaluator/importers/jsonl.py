@@ -25,6 +25,7 @@ from evaluator.importers.common import (
     MAX_JSON_ARRAY_BYTES,
     MAX_JSON_DEPTH,
     MAX_OPTIONS,
+    DuplicateKey,
     ImageRef,
     InputError,
     JsonTooDeep,
@@ -39,6 +40,7 @@ from evaluator.importers.common import (
     index_or_none,
     json_loads,
     json_too_deep,
+    no_duplicate_keys,
     normalise_index,
 )
 
@@ -73,6 +75,8 @@ def _records(path: Path, raw: BinaryIO, limits: ReadLimits) -> Iterator[tuple[in
             continue
         try:
             yield number, json_loads(text)
+        except DuplicateKey as exc:
+            yield InputError(path, number, exc.key[:60], "given twice in one record")
         except (JsonTooDeep, RecursionError):  # RecursionError: the last line of defence
             yield InputError(path, number, "json", f"nested deeper than {MAX_JSON_DEPTH} levels")
         except json.JSONDecodeError as exc:
@@ -112,7 +116,7 @@ def _array_records(
         parts.append(chunk)
     text = "".join(parts)
     del parts
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=no_duplicate_keys)
     pos = text.index("[") + 1
     ws = re.compile(r"[\s,]*")
     counted = [0, start_line]  # newlines are counted incrementally (positions only grow): linear, not quadratic
@@ -140,6 +144,9 @@ def _array_records(
                 raise RecursionError
         except RecursionError:
             yield InputError(path, line, "json", f"nested deeper than {MAX_JSON_DEPTH} levels")
+            return
+        except DuplicateKey as exc:
+            yield InputError(path, line, exc.key[:60], "given twice in one record")
             return
         except ValueError as exc:
             if not isinstance(exc, json.JSONDecodeError):

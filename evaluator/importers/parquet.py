@@ -229,11 +229,17 @@ def _batches(path: Path, raw: BinaryIO) -> Iterator[tuple[Path, int, dict[str, A
         f = raw.shard_file(n) if isinstance(raw, ShardStream) else raw
         f.seek(0)
         try:
+            metadata = pq.ParquetFile(f).metadata
+            groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
+            leaves = sorted(
+                {groups[0].column(c).path_in_schema for c in range(groups[0].num_columns)} if groups else ()
+            )
+            f.seek(0)
             # No pre-buffering, a 1 MB read buffer and one thread: reading a batch holds that batch and no read-ahead
             # (the defaults read whole row groups ahead, several at once: twice the memory for a 4,400-row MMBench).
-            parquet = pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20)
-            batches = parquet.iter_batches(batch_size=BATCH_ROWS, use_threads=False)
-            groups = [parquet.metadata.row_group(g) for g in range(parquet.metadata.num_row_groups)]
+            # Every text or bytes column is read as a dictionary, so a value repeated through a dictionary page stays
+            # one value until its row is read (_decoded_bytes counts what it expands to).
+            parquet = pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20, read_dictionary=leaves)
         except Exception as exc:  # ArrowInvalid, OSError: not parquet, or a damaged footer
             raise InputError(shard.path, 0, "path", f"not a readable parquet file ({str(exc)[:100]})") from None
         first = 1
@@ -244,18 +250,87 @@ def _batches(path: Path, raw: BinaryIO) -> Iterator[tuple[Path, int, dict[str, A
                 raise InputError(shard.path, first, "row_group", f"{what}; {limit}")
             first += group.num_rows
         row = 0
-        while True:
-            try:
-                batch = next(batches)
-            except StopIteration:
-                break
-            except Exception as exc:  # a damaged page
-                raise InputError(shard.path, row + 1, "row", f"unreadable parquet data ({str(exc)[:100]})") from None
-            for record in batch.to_pylist():
-                row += 1
-                yield shard.path, row, record
-            if isinstance(raw, ShardStream):
-                raw.seek(shard.offset + min(shard.size, f.tell()))
+        for g, group in enumerate(groups):
+            caps = _decoded_limits(group)
+            decoded: dict[str, int] = {}
+            batches = parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[g], use_threads=False)
+            while True:
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    break
+                except Exception as exc:  # a damaged page
+                    raise InputError(
+                        shard.path, row + 1, "row", f"unreadable parquet data ({str(exc)[:100]})"
+                    ) from None
+                for name, column in zip(batch.schema.names, batch.columns, strict=True):
+                    decoded[name] = decoded.get(name, 0) + _decoded_bytes(column)
+                    cap = caps.get(name, DECODED_FLOOR_BYTES)
+                    if decoded[name] > cap:
+                        raise InputError(
+                            shard.path,
+                            row + 1,
+                            name,
+                            f"row group {g}: column {name!r} decodes to more than {cap / 2**20:,.0f} MB (its pages "
+                            f"hold {_stored(group, name) / 2**20:,.1f} MB: a value repeated through a dictionary?)",
+                        )
+                for record in batch.to_pylist():
+                    row += 1
+                    yield shard.path, row, record
+                if isinstance(raw, ShardStream):
+                    raw.seek(shard.offset + min(shard.size, f.tell()))
+
+
+# What a column of one row group may decode to: its stored size times this, at least the floor, at most the row-group
+# cap. A dictionary page lets one stored value stand for every row (an 8 MB text x 500 rows from 8 MB of pages).
+DECODED_PER_STORED = 16
+DECODED_FLOOR_BYTES = 64 * 2**20
+
+
+def _stored(group: Any, name: str) -> int:
+    """The uncompressed size of a top-level column's pages in a row group (all its leaves)."""
+    chunks = (group.column(c) for c in range(group.num_columns))
+    return sum(c.total_uncompressed_size for c in chunks if c.path_in_schema.split(".")[0] == name)
+
+
+def _decoded_limits(group: Any) -> dict[str, int]:
+    names = {group.column(c).path_in_schema.split(".")[0] for c in range(group.num_columns)}
+    return {
+        name: min(MAX_ROW_GROUP_BYTES, max(DECODED_FLOOR_BYTES, DECODED_PER_STORED * _stored(group, name)))
+        for name in names
+    }
+
+
+def _decoded_bytes(array: Any) -> int:
+    """The bytes an Arrow array holds once every dictionary value is expanded into its rows, computed without
+    expanding anything (a dictionary's value lengths, taken at its indices)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        lengths = pc.binary_length(array.dictionary) if _is_bytes(kind.value_type) else None
+        if lengths is None:
+            return int(array.indices.nbytes) + _decoded_bytes(array.dictionary)
+        return int(pc.sum(lengths.take(array.indices)).as_py() or 0) + 4 * len(array)
+    if pa.types.is_struct(kind):
+        return sum(_decoded_bytes(child) for child in array.flatten())
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return _decoded_bytes(array.flatten()) + 4 * len(array)
+    if pa.types.is_map(kind):
+        return _decoded_bytes(array.keys) + _decoded_bytes(array.items) + 4 * len(array)
+    return int(array.nbytes)
+
+
+def _is_bytes(kind: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(
+        pa.types.is_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_large_binary(kind)
+    )
 
 
 def _text(value: object) -> str | None:

@@ -2,7 +2,11 @@
 (verdicts by kind, items per hour, κ / α, disagreements) read the standing verdicts; saved filters are named,
 checked and replaced by name."""
 
+import os
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +127,22 @@ def test_check_reports_a_verdict_naming_a_guideline_version_its_benchmark_lacks(
         conn.execute("UPDATE reviews SET guideline_version = 7 WHERE id = ?", (good.id,))
     found = {c.name: c for c in check_workspace(path).results}["guideline_versions"]
     assert found.problems == [f"review {good.id} names guideline version 7, which its benchmark does not have"]
+
+
+@pytest.mark.parametrize("name", ["no-such-file.md", "a-folder"])
+def test_guidelines_set_with_a_missing_or_unreadable_file_is_one_line_exit_2(tmp_path, name):
+    from tests.test_errors import one_line_error, vlmdesk
+
+    ws = str(tmp_path / "ws.sqlite")
+    assert vlmdesk("--workspace", ws, "demo").returncode == 0
+    (tmp_path / "a-folder").mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "vlmdesk", "--workspace", ws, "guidelines", "set", "demo", name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert one_line_error(proc).startswith(f"error: {name}")  # "…: No such file", "… is a directory"
+    assert vlmdesk("--workspace", ws, "guidelines", "show", "demo", "--json").stdout.count('"version"') == 0

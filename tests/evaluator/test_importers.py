@@ -1098,3 +1098,20 @@ def test_json_progress_is_one_event_per_line(vd, tmp_path):
     assert set(done) - {"event"} == set(vd.ok("import", src, "--json").json)  # the fields of --json
     again = [json.loads(line) for line in vd.ok("import", src, "--json-progress").out.splitlines()]
     assert len(again) == 1 and again[0]["event"] == "done" and again[0]["already_imported"] is True
+
+
+def test_a_key_given_twice_is_refused_in_jsonl_lines_and_arrays(vd, tmp_path):
+    """json keeps the last of two `answer`s silently; every JSON reader refuses it (common.json_loads), naming the
+    line and the key, as merge files always did."""
+    png = b64(png_bytes((4, 5, 6)))
+    good = json.dumps({"index": 1, "question": "Which?", "options": ["a", "b"], "answer": "A", "image": png})
+    twice = good[:-1] + ', "answer": "B"}'
+    lines = tmp_path / "twice.jsonl"
+    lines.write_text(good.replace('"index": 1', '"index": 0') + "\n" + twice + "\n")
+    r = vd("import", lines)
+    assert r.rc == 2 and r.err == f"error: {lines}:2: answer: given twice in one record\n"
+    array = tmp_path / "twice_array.json"
+    array.write_text("[\n" + good.replace('"index": 1', '"index": 0') + ",\n" + twice + "\n]")
+    r = vd("import", array, "--format", "jsonl")
+    assert r.rc == 2 and r.err.startswith(f"error: {array}:3: answer: given twice in one record")
+    assert vd.ok("benchmarks", "--json").json == []

@@ -204,3 +204,53 @@ def test_bad_rows_and_bad_files(tmp_path, capsys):
     assert code == 2 and err.startswith(f"error: {broken}: path: not a readable parquet file")
     code, out, _ = _cli(capsys, ws, "benchmarks", "--json")
     assert len(json.loads(out)) == len(cases)
+
+
+# A child process importing under a 3 GB address-space cap: the file below once took 5.4 GB (MemoryError).
+_CAPPED = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
+from vlmdesk.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _repeated_through_a_dictionary(path, column, rows=500, size=8 * 2**20):
+    """One `size`-byte value standing for every row through a dictionary page, in one row group (a 30 KB file);
+    built from indices and the dictionary, so the test never holds the expanded column."""
+    big = pa.array(["x" * size])
+    value = pa.DictionaryArray.from_arrays(pa.array([0] * rows, pa.int32()), big)
+    image = pa.StructArray.from_arrays(
+        [pa.array([_png(1)] * rows, pa.binary()), pa.array(["a.png"] * rows)], names=["bytes", "path"]
+    )
+    columns = {
+        "index": pa.array(range(rows)),
+        "question": pa.array(["q"] * rows),
+        "A": pa.array(["a"] * rows),
+        "B": pa.array(["b"] * rows),
+        "answer": pa.array(["A"] * rows),
+        "image": image,
+    }
+    columns[column] = value
+    pq.write_table(pa.table(columns), path, row_group_size=rows, dictionary_pagesize_limit=2 * size, compression="zstd")
+    return path
+
+
+def test_a_value_repeated_through_a_dictionary_is_bounded_as_it_is_decoded(tmp_path):
+    """Issue 22: the 1 GB row-group guard reads metadata (8 MB here); the decoded size of every column is counted
+    batch by batch before any row is turned into Python values, so the import stops at once, in little memory."""
+    from tests.test_errors import one_line_error, vlmdesk
+
+    for column in ("question", "hint"):
+        path = _repeated_through_a_dictionary(tmp_path / f"{column}.parquet", column)
+        assert path.stat().st_size < 100_000
+        assert pq.ParquetFile(path).metadata.row_group(0).total_byte_size < 2**30  # the metadata guard passes
+        ws = tmp_path / "ws.sqlite"
+        proc = vlmdesk("--workspace", str(ws), "import", str(path), code=_CAPPED, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert one_line_error(proc).startswith(f"error: {path}:1: {column}: row group 0: column '{column}' decodes to")
+        with open_workspace(ws) as opened:
+            assert catalog.list_benchmarks(opened) == []
+    # The same file with the value within bounds (a short text repeated) imports.
+    fine = _repeated_through_a_dictionary(tmp_path / "fine.parquet", "hint", rows=50, size=1000)
+    assert main(["--workspace", str(tmp_path / "ok.sqlite"), "import", str(fine)]) == 0

@@ -136,3 +136,30 @@ def test_models_commands_and_runs_scores(ws_path, capsys):
     assert listed[run_id]["vanilla"] == report.mcq.overall.vanilla and listed[run_id]["circular"] is None
     assert listed[3]["pope_f1"] is not None and listed[run_id]["duration_s"] >= 0
     assert main([*w, "models", "remove", "coin"]) == 0 and main([*w, "models", "remove", "coin"]) == 2
+
+
+HOSTILE_CELLS = ["=cmd|' /C calc'!A0", "+1+1", "-2", "@SUM(A1)", "\tx", "\rx", "'=already", "''@twice", "'plain", "A"]
+
+
+def test_csv_cells_a_spreadsheet_would_run_get_a_quote_and_come_back_on_import(ws_path, tmp_path, capsys):
+    """OWASP's CSV-injection rule (evaluator/outfiles.csv_cell) in .csv; .tsv stays verbatim; the import reverses it."""
+    with open_workspace(ws_path) as ws, ws.conn:
+        keys = ws.conn.execute("SELECT item_id FROM predictions WHERE run_id = 2 ORDER BY item_id").fetchall()
+        for (item_id,), text in zip(keys, HOSTILE_CELLS, strict=False):
+            ws.conn.execute("UPDATE predictions SET response = ? WHERE run_id = 2 AND item_id = ?", (text, item_id))
+    csv_out, tsv_out = tmp_path / "first_demo.csv", tmp_path / "first_demo.tsv"
+    for out in (csv_out, tsv_out):
+        assert main(["--workspace", str(ws_path), "export-predictions", "2", "--out", str(out)]) == 0
+    written = [r["prediction"] for r in _read(csv_out, ",")][: len(HOSTILE_CELLS)]
+    assert written == [
+        "'=cmd|' /C calc'!A0", "'+1+1", "'-2", "'@SUM(A1)", "'\tx", "'\rx", "''=already", "'''@twice", "'plain", "A"
+    ]  # fmt: skip
+    assert "\t=cmd|' /C calc'!A0\n" in tsv_out.read_text(encoding="utf-8")  # VLMEvalKit's data, verbatim
+    assert (
+        main(["--workspace", str(ws_path), "import-predictions", str(csv_out), "--bench", "demo", "--model", "m"]) == 0
+    )
+    with open_workspace(ws_path) as ws:
+        back = ws.conn.execute(
+            "SELECT response FROM predictions WHERE run_id = (SELECT max(id) FROM runs) ORDER BY item_id"
+        ).fetchall()
+    assert [r for (r,) in back][: len(HOSTILE_CELLS)] == HOSTILE_CELLS

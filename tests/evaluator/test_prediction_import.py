@@ -323,3 +323,109 @@ def test_imported_run_is_an_ordinary_run(ws_path, tmp_path, capsys):
     with open_workspace(ws_path) as ws:
         preds = runs.predictions_of(ws, run_id)
     assert preds and all(p.prompt == "" and p.latency_ms is None and p.stage == "rules" for p in preds)
+
+
+def _rewrite_member(path, name, change):
+    import zipfile
+
+    with zipfile.ZipFile(path) as src:
+        parts = {i.filename: src.read(i) for i in src.infolist()}
+    parts[name] = change(parts[name])
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as dst:
+        for member, data in parts.items():
+            dst.writestr(member, data)
+
+
+LAUGHS = (
+    b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+    + b"".join(b'<!ENTITY lol%d "%s">' % (n, (b"&lol%d;" % (n - 1) if n > 1 else b"&lol;") * 10) for n in range(1, 10))
+    + b"]>"
+)
+
+
+@pytest.mark.parametrize("defect", ["cut", "billion laughs", "cut workbook"])
+def test_an_xlsx_with_cut_or_exploding_xml_is_bad_input(ws_path, tmp_path, capsys, defect):
+    out = tmp_path / f"run3_{defect.replace(' ', '_')}.xlsx"
+    assert _cli(capsys, ws_path, "export-predictions", 3, "--out", out)[0] == 0
+    if defect == "cut":
+        _rewrite_member(out, "xl/worksheets/sheet1.xml", lambda xml: xml[: len(xml) // 2])
+    elif defect == "billion laughs":
+        _rewrite_member(
+            out,
+            "xl/worksheets/sheet1.xml",
+            lambda xml: LAUGHS + xml.replace(b"<t>", b"<t>&lol9;", 1) if b"<t>" in xml else None,
+        )
+    else:
+        _rewrite_member(out, "xl/workbook.xml", lambda xml: xml[: len(xml) // 2])
+    before = _run_count(ws_path)
+    code, _, err = _cli(capsys, ws_path, "import-predictions", out, "--bench", "demo", "--model", "m")
+    assert code == 2 and err.startswith(f"error: {out}") and err.count("\n") == 1, err
+    assert "internal error" not in err and ("sheet XML" in err or "workbook" in err), err
+    assert _run_count(ws_path) == before
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".csv"])
+def test_a_delimited_file_cut_mid_row_is_bad_input(ws_path, tmp_path, capsys, suffix):
+    """The last row with fewer cells than the header and no final newline: an error naming its line and the first
+    missing column, not a silently padded row (which read as a pass never asked)."""
+    out = tmp_path / f"run3{suffix}"
+    assert _cli(capsys, ws_path, "export-predictions", 3, "--out", out)[0] == 0
+    text = out.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    sep = "\t" if suffix == ".tsv" else ","
+    last = lines[-1].split(sep)
+    header = lines[0].split(sep)
+    assert len(last) == len(header) == 12
+    out.write_text(text[: text.rindex(lines[-1])] + sep.join(last[:9]), encoding="utf-8")
+    before = _run_count(ws_path)
+    code, _, err = _cli(capsys, ws_path, "import-predictions", out, "--bench", "demo", "--model", "m")
+    assert code == 2 and err == (
+        f"error: {out}:{len(lines)}: {header[9]}: fewer cells (9) than header columns (12) — truncated line?\n"
+    )
+    assert _run_count(ws_path) == before
+    out.write_text(text.replace(lines[-1], lines[-1] + sep + "surplus"), encoding="utf-8")
+    code, _, err = _cli(capsys, ws_path, "import-predictions", out, "--bench", "demo", "--model", "m")
+    assert code == 2 and err.startswith(f"error: {out}:{len(lines)}: row: more cells (13)")
+
+
+def test_a_file_that_contradicts_the_benchmark_is_refused(ws_path, tmp_path, capsys):
+    """A vanilla multiple-choice file onto the POPE benchmark, a POPE file with other questions, a POPE file whose
+    answer column contradicts the keys, a multiple-choice file whose questions are another benchmark's: each is
+    `error: FILE:LINE: field: …` naming the first row, and no run is stored."""
+    mcq, pope = tmp_path / "first_demo.tsv", tmp_path / "pope.tsv"
+    assert _cli(capsys, ws_path, "export-predictions", 3, "--out", mcq)[0] == 0
+    assert _cli(capsys, ws_path, "export-predictions", 5, "--out", pope)[0] == 0
+
+    def changed(path, column, change):
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f, delimiter="\t"))
+        rows[0][column] = change(rows[0][column])
+        out = path.with_name(f"{column}-{path.name}")
+        _write(out, rows)
+        return out
+
+    before = _run_count(ws_path)
+    cases = [
+        (mcq, "demo-pope", "A", "the item has none (a yes/no or open benchmark"),
+        (changed(pope, "question", lambda q: "What colour is the cat?"), "demo-pope", "question", "not the item's"),
+        (changed(pope, "answer", lambda a: "no" if a.lower() == "yes" else "yes"), "demo-pope", "answer", "not the"),
+        (changed(mcq, "question", lambda q: q + " (another benchmark)"), "demo", "question", "not the item's"),
+        (pope, "demo", "A", "the row shows no options"),
+    ]
+    for path, bench, field, what in cases:
+        code, _, err = _cli(capsys, ws_path, "import-predictions", path, "--bench", bench, "--model", "m")
+        assert code == 2 and err.startswith(f"error: {path}:2: {field}: ") and what in err, (path.name, bench, err)
+        assert err.count("\n") == 1
+    assert _run_count(ws_path) == before
+    spaced = changed(mcq, "question", lambda q: "  " + q.replace(" ", "\n", 1) + " ")  # white space differs only
+    code, _, err = _cli(capsys, ws_path, "import-predictions", spaced, "--bench", "demo", "--model", "m")
+    assert code == 0, err
+
+
+def test_an_lmms_eval_sample_giving_a_key_twice_is_refused(ws_path, tmp_path, capsys):
+    samples = tmp_path / "samples_mmbench.jsonl"
+    assert _cli(capsys, ws_path, "export-predictions", 3, "--out", samples, "--layout", "lmms-eval")[0] == 0
+    first, *rest = samples.read_text().splitlines()
+    samples.write_text("\n".join([first[:-1] + ', "filtered_resps": ["Z"]}', *rest]) + "\n")
+    code, _, err = _cli(capsys, ws_path, "import-predictions", samples, "--bench", "demo", "--model", "m")
+    assert code == 2 and err.startswith(f"error: {samples}:1: json: ") and "'filtered_resps' given twice" in err

@@ -63,13 +63,17 @@ def test_deep_nesting_is_refused_in_lines_and_in_arrays(tmp_path):
 @pytest.mark.parametrize(
     ("name", "field", "says"),
     [
-        ("sk-" + "a1B2c3D4e5F6g7H8i9J0k", "model_a", "seems to contain an API key (not repeated here)"),
-        ("gpt\x1b[2J", "model_a", "control character U+001B"),
-        ("two\nlines", "model_a", "control character U+000A"),
-        ("nul\x00", "model_a", "a NUL character"),
-        ("lone \ud800", "model_a", "lone surrogate"),
-        ("", "model_a", "expected a model name"),
-        ("x" * 1001, "model_a", "expected a model name"),
+        ("sk-" + "a1B2c3D4e5F6g7H8i9J0k", "model_a", "seems to contain an API key"),
+        ("gpt\x1b[2J", "model_a", "unprintable character U+001B"),
+        ("two\nlines", "model_a", "unprintable character U+000A"),
+        ("nul\x00", "model_a", "unprintable character U+0000"),
+        ("lone \ud800", "model_a", "unprintable character U+D800"),
+        ("evil\u202egpj.exe", "model_a", "unprintable character U+202E"),  # issue 22: shown reversed
+        ("zero\u200bwidth", "model_a", "unprintable character U+200B"),
+        (" padded", "model_a", "starts or ends with white space"),
+        ("", "model_a", "empty"),
+        ("x" * 101, "model_a", "101 characters; at most 100"),
+        (7, "model_a", "expected a model name"),
     ],
 )
 def test_model_names_that_would_leak_a_key_or_forge_the_terminal_are_refused(tmp_path, name, field, says):
@@ -78,6 +82,19 @@ def test_model_names_that_would_leak_a_key_or_forge_the_terminal_are_refused(tmp
     line, got, message = refused(path)
     assert (line, got) == (1, field) and says in message
     assert "a1B2c3D4" not in message
+
+
+def test_a_battle_giving_a_key_twice_is_refused_as_sync_files_are(tmp_path):
+    """json keeps the last of two `winner`s silently; annotation/sync.py's rule (common.no_duplicate_keys) refuses."""
+    twice = '{"model_a": "A", "model_b": "B", "winner": "model_a", "winner": "model_b"}'
+    (tmp_path / "v.jsonl").write_text(json.dumps(battle()) + "\n" + twice + "\n")
+    line, field, message = refused(tmp_path / "v.jsonl")
+    assert (line, field) == (2, "winner") and "given twice in one battle" in message
+    (tmp_path / "v.json").write_text(
+        "[\n" + json.dumps(battle()) + ",\n" + twice.replace('"model_b": "B"', '"model_b": "B", "model_b": "C"') + "]"
+    )
+    line, field, message = refused(tmp_path / "v.json")
+    assert (line, field) == (3, "model_b") and "given twice" in message
 
 
 def test_unicode_names_are_kept_whole(tmp_path):

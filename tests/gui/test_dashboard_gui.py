@@ -175,3 +175,14 @@ def test_screenshots_of_the_new_views(qtbot, three_runs, tmp_path):
         out = tmp_path / f"{view}.png"
         assert cli_main(["--workspace", str(three_runs), "gui", "--screenshot", str(out), "--view", view]) == 0
         assert QImage(str(out)).width() == 1280
+
+
+def test_table_csv_export_neutralises_formula_cells(qtbot, tmp_path):
+    """The app's "Export table as CSV" follows the CSV-injection rule of evaluator/outfiles.csv_cell."""
+    from gui.tables import RowsModel
+
+    model = RowsModel(("=Model", "Note"))
+    model.set_rows([("=cmd|' /C calc'!A0", "-0.5"), ("@SUM(A1)", "plain"), ("a\rb", "+1")])
+    assert write_csv(model, tmp_path / "t.csv") == 3
+    rows = list(csv.reader(open(tmp_path / "t.csv", encoding="utf-8", newline="")))
+    assert rows == [["'=Model", "Note"], ["'=cmd|' /C calc'!A0", "'-0.5"], ["'@SUM(A1)", "plain"], ["a\rb", "'+1"]]
