@@ -269,6 +269,7 @@ class MainWindow(QMainWindow):
         self.ctx.info.connect(lambda text: self.message_bar.show_message(text, "info"))
         self.ctx.prefsChanged.connect(self._prefs_changed)
         self.ctx.workspaceChanged.connect(self._workspace_changed)
+        self.ctx.sightChanged.connect(self._sight_changed)
         self.ctx.actionRequested.connect(self.trigger)
         self.views = {}
         self.tabs.blockSignals(True)  # building tabs must not run a half-built view's on-show code
@@ -366,6 +367,16 @@ class MainWindow(QMainWindow):
             self.select_benchmark(benches[0].name)
             return
         self._stale = set(self.views) | {"model"}
+        current = self.tabs.currentWidget()
+        for name, view in self.views.items():
+            if view is current:
+                self._refresh_view(name)
+
+    def _sight_changed(self, _new_annotator: bool) -> None:
+        """Blind mode, the reveal preference or the annotator changed: every tab shows what it keeps again under the
+        new sight — the visible one now (the Queues counts of the new name at once), the others when shown — through
+        the same reloads as a write by another process (each re-asks the blind rule for whatever it keeps)."""
+        self._stale = set(self.views)
         current = self.tabs.currentWidget()
         for name, view in self.views.items():
             if view is current:
