@@ -58,7 +58,7 @@ def _prepare(window, first) -> None:
     window.select_benchmark("demo-open")
     VIEWS["arena"](window, Shot("arena"))
     panel = window.view("arena").vote
-    for _ in range(3):  # vote until the saved line names the models (every pair of an item voted)
+    for _ in range(20):  # vote until the saved line names the models (every pair of an item voted)
         if panel.pair is None or "left was " in panel.saved.text():
             break
         panel.vote("tie")
