@@ -375,8 +375,8 @@ class ReviewView(QWidget):
             self.contradiction.hide()
             return
         self.contradiction.setText(
-            f"Your verdict “wrong key → {corrected}” names the answer key itself ({corrected}). "
-            "Press O to say the key is right instead, or W and another option (appended: the log keeps both)."
+            f"Your “wrong key → {corrected}” names the key itself: O says the key is right "
+            "(appended; the log keeps both)"
         )
         self.contradiction.show()
 
