@@ -366,17 +366,18 @@ class MainWindow(QMainWindow):
         elif benches:
             self.select_benchmark(benches[0].name)
             return
-        self._stale = set(self.views) | {"model"}
-        current = self.tabs.currentWidget()
-        for name, view in self.views.items():
-            if view is current:
-                self._refresh_view(name)
+        self._reload_tabs(stale_model=True)
 
     def _sight_changed(self, _new_annotator: bool) -> None:
         """Blind mode, the reveal preference or the annotator changed: every tab shows what it keeps again under the
         new sight — the visible one now (the Queues counts of the new name at once), the others when shown — through
-        the same reloads as a write by another process (each re-asks the blind rule for whatever it keeps)."""
-        self._stale = set(self.views)
+        the same reloads as a write by another process (each re-asks the blind rule for whatever it keeps). The
+        Browse listing was reloaded already (Context.update_prefs)."""
+        self._reload_tabs(stale_model=False)
+
+    def _reload_tabs(self, *, stale_model: bool) -> None:
+        """The visible tab now, every other one when it is shown next."""
+        self._stale = set(self.views) | ({"model"} if stale_model else set())
         current = self.tabs.currentWidget()
         for name, view in self.views.items():
             if view is current:
