@@ -713,6 +713,8 @@ class MainWindow(QMainWindow):
         def finished() -> None:
             self.statusBar().removeWidget(strip)
             strip.deleteLater()
+            if self.ws is None:  # the window closed while the import ran: nothing left to show it in
+                return
             if process.exit_code == 0:
                 benches = catalog.list_benchmarks(self.ws)
                 self.docks["benchmarks"].widget().reload(benches)
