@@ -22,10 +22,9 @@ NEWCOMER = "newcomer-4417"
 
 @pytest.fixture
 def staged(seeded):
-    """test_blind's seeded workspace, plus three runs on demo-open and two arena pairs per item; "ann" judged item 1
-    (so blind mode reveals it to them) and voted on both pairs of the first item (so the arena names its models)."""
-    path, first, second, scores = seeded
-    run_ids = []
+    """test_blind's seeded workspace, plus three runs on demo-open and two arena pairs per item, and "ann" judged
+    item 1 (so blind mode with "reveal after my verdict" shows it to them in full)."""
+    path, first, _, scores = seeded
     for model in ARENA_MODELS:
         assert cli_main(["--workspace", str(path), "run", "--bench", "demo-open", "--model", model]) == 0
     with open_workspace(path) as ws:
@@ -48,7 +47,7 @@ def _arena_markers() -> dict[str, callable]:
     return {"arena model named": named}
 
 
-def _prepare(window, first) -> None:
+def _prepare(window) -> None:
     """Every tab showing what the blind rule hides from someone who has not judged item 1 (the first item)."""
     VIEWS["browse"](window, Shot("browse", item="1", tab="predictions"))
     VIEWS["review"](window, Shot("review", item="1", tab="predictions"))
@@ -138,17 +137,17 @@ TRANSITIONS = {
 def test_no_tab_keeps_hidden_data_across_a_live_transition(
     qtbot, staged, make_window, monkeypatch, tmp_path, transition
 ):
-    path, first, scores = staged
+    path, _, scores = staged
     prefs, change = TRANSITIONS[transition]
     window = make_window(path, **prefs)
-    _prepare(window, first)
+    _prepare(window)
     if window.ctx.prefs.blind:  # blind and not revealing: what the walk must find shows with blind off
         window.blind_action.setChecked(False)
     before = _leaks(_walk(window), scores)
     # The walk can see what a transition must hide: item 1 in full, the QC flag's key, the arena's names.
     assert {"answer key", RESPONSE, "arena model named"} <= set().union(*before.values()), before
     window.blind_action.setChecked(prefs.get("blind", False))
-    _prepare(window, first)
+    _prepare(window)
     change(window, monkeypatch=monkeypatch, tmp_path=tmp_path, path=path)
     assert window.ctx.prefs.blind
     assert _leaks(_walk(window), scores, arena_names="blind" not in transition) == {}
