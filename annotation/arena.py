@@ -14,7 +14,7 @@ import codecs
 import itertools
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final, Literal, get_args
@@ -96,17 +96,26 @@ class Shown:
 
 
 # ------------------------------------------------------------------------------------------------------ pairs
+def arena_runs(ws: Workspace, benchmark_id: int | None = None) -> list[runs.Run]:
+    """THE runs the arena can pair (of one benchmark, or every one): every run on an open benchmark, made here or
+    imported (`vlmdesk import-predictions`), whatever its strategy says. `arena pairs` and the app's Draw arena
+    pairs… both ask here."""
+    open_ids = {r[0] for r in ws.conn.execute("SELECT id FROM benchmarks WHERE kind = 'open'")}
+    return [r for r in runs.list_runs(ws) if r.benchmark_id in open_ids and benchmark_id in (None, r.benchmark_id)]
+
+
 def _open_runs(ws: Workspace, bench: catalog.Benchmark, run_ids: list[int]) -> list[runs.Run]:
     if bench.kind != "open":
         raise InvalidInput(f"benchmark {bench.name!r} is {bench.kind}; the arena compares answers to open questions")
     if len(set(run_ids)) < 2:
         raise InvalidInput("the arena needs at least two different runs")
+    eligible = {r.id for r in arena_runs(ws, bench.id)}
     found = []
     for run_id in dict.fromkeys(run_ids):
         run = runs.get_run(ws, run_id)
         if run is None:
             raise NotFound(f"no run {run_id}")
-        if run.benchmark_id != bench.id:
+        if run.id not in eligible:
             raise InvalidInput(f"run {run_id} is on benchmark {run.benchmark!r}, not {bench.name!r}")
         found.append(run)
     specs: dict[str, int] = {}
@@ -239,13 +248,18 @@ def _append(
     return ArenaVote(inserted_id(cur), pair_id, annotator, vote, note, seconds, created, uid, withdraws)
 
 
-def standing_votes(ws: Workspace, *, benchmark_id: int | None = None, annotator: str | None = None) -> list[ArenaVote]:
-    """The vote that stands per (pair, annotator), in time order."""
+def standing_votes(
+    ws: Workspace, *, benchmark_id: int | None = None, annotator: str | None = None, item_id: int | None = None
+) -> list[ArenaVote]:
+    """The vote that stands per (pair, annotator), in time order (of one benchmark's pairs, or one item's)."""
     where: list[str] = ["1 = 1"]
     params: list[object] = []
     if benchmark_id is not None:
         where.append("t.pair_id IN (SELECT id FROM arena_pairs WHERE benchmark_id = ?)")
         params.append(benchmark_id)
+    if item_id is not None:
+        where.append("t.pair_id IN (SELECT id FROM arena_pairs WHERE item_id = ?)")
+        params.append(item_id)
     if annotator is not None:
         where.append("t.annotator = ?")
         params.append(annotator)
@@ -263,9 +277,32 @@ def history(ws: Workspace, pair_id: int, annotator: str) -> list[ArenaVote]:
 
 
 def left_for(ws: Workspace, benchmark_id: int, annotator: str) -> list[Pair]:
-    """The pairs of the queue this annotator has no standing vote on, in order."""
+    """The pairs of the queue this annotator has no standing vote on, in the order they are offered: every item's
+    first pair (in queue order), then every item's second pair, and so on — so an item's pairs come apart."""
     voted = {v.pair_id for v in standing_votes(ws, benchmark_id=benchmark_id, annotator=annotator)}
-    return [p for p in pairs(ws, benchmark_id) if p.id not in voted]
+    queue = pairs(ws, benchmark_id)
+    seen: dict[int, int] = {}
+    rank = {}
+    for p in queue:
+        rank[p.id] = seen[p.item_id] = seen.get(p.item_id, -1) + 1
+    return sorted((p for p in queue if p.id not in voted), key=lambda p: (rank[p.id], p.position))
+
+
+def next_pair(left: list[Pair], *, after_item: int | None = None, later: Collection[int] = ()) -> Pair | None:
+    """The pair to show next of `left` (left_for's order; the pairs in `later`, skipped, after the others): never one
+    of the item just shown while another item has a pair left — its answers were just read beside the vote."""
+    ahead = [p for p in left if p.id not in later] + [p for p in left if p.id in later]
+    return next((p for p in ahead if p.item_id != after_item), ahead[0] if ahead else None)
+
+
+def models_revealed(ws: Workspace, pair: Pair, annotator: str) -> bool:
+    """May the models of `pair` be named to this annotator? Only once they have a standing vote on every pair of its
+    item: the same run's answer to the item is in the item's other pairs, so a name would unblind those votes."""
+    if not annotator:
+        return False
+    item_pairs = {r[0] for r in ws.conn.execute("SELECT id FROM arena_pairs WHERE item_id = ?", (pair.item_id,))}
+    voted = {v.pair_id for v in standing_votes(ws, annotator=annotator, item_id=pair.item_id)}
+    return item_pairs <= voted
 
 
 def progress(ws: Workspace, benchmark_id: int, annotator: str) -> dict[str, int]:

@@ -13,6 +13,12 @@ def wrong_key_problem(answer_key: str | None, corrected: str | None, *, key_show
     find it. The verdict is then recorded as said: the annotator's own answer, which agrees with the key or not."""
     if not corrected:
         return "pick the right option first"
-    if key_shown and answer_key is not None and corrected.strip().lower() == answer_key.strip().lower():
+    if key_shown and names_the_key(answer_key, corrected):
         return f"{corrected} is already the answer key: use OK, or pick another option"
     return None
+
+
+def names_the_key(answer_key: str | None, corrected: str | None) -> bool:
+    """Does a wrong-key verdict's right answer name the current key itself? Refused while the key shows; recorded
+    as said while it is hidden, and then, once the item is revealed, Review says so and offers the correction."""
+    return bool(corrected and answer_key and corrected.strip().lower() == answer_key.strip().lower())

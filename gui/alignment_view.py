@@ -90,8 +90,7 @@ class AlignmentView(QWidget):
 
     def _blind_changed(self) -> None:
         self.cover.set_hidden(self.ctx.prefs.blind)
-        if not self.cover.hidden:
-            self.refresh()
+        self.refresh()
 
     def refresh(self) -> None:
         current = self.set_combo.currentData()
@@ -108,7 +107,8 @@ class AlignmentView(QWidget):
         self.refresh()
 
     def redraw(self) -> None:
-        if self.cover.hidden:  # blind mode: nothing to draw; drawn when it is turned off
+        if self.cover.hidden:  # blind mode: nothing to draw (nor an empty state over the cover); drawn when it is off
+            self.empty.hide()
             return
         name = self.set_combo.currentData()
         self.report = alignment.alignment_report(self.ctx.ws, name) if name else None

@@ -170,8 +170,8 @@ class VotePanel(QWidget):
             f"{bench.name} · {done['pairs']} pairs · {done['voted']} voted by you · {done['left']} left for you"
         )
         if pair_id is None:
-            ahead = [p for p in left if p.id not in self.skipped] or left
-            pair = ahead[0] if ahead else None
+            after = self.pair.item_id if self.pair is not None else None
+            pair = arena.next_pair(left, after_item=after, later=self.skipped)
         else:
             pair = arena.get_pair(self.ctx.ws, pair_id)
         if pair is None:
@@ -207,10 +207,10 @@ class VotePanel(QWidget):
         self.question.setPlainText(
             shown.item.question if not shown.item.hint else f"{shown.item.hint}\n\n{shown.item.question}"
         )
-        # Names only for a pair this annotator has a standing vote on (never before the vote is committed).
-        voted = any(v.pair_id == pair.id for v in arena.standing_votes(self.ctx.ws, annotator=self.ctx.annotator))
-        self.left.show_answer(shown.left_answer, shown.left_model if voted else None)
-        self.right.show_answer(shown.right_answer, shown.right_model if voted else None)
+        # Names only once this annotator's votes stand on every pair of the item (annotation/arena.py).
+        named = arena.models_revealed(self.ctx.ws, pair, self.ctx.annotator)
+        self.left.show_answer(shown.left_answer, shown.left_model if named else None)
+        self.right.show_answer(shown.right_answer, shown.right_model if named else None)
         for button in self.buttons.values():
             button.setEnabled(True)
         sha = self.sha = shown.item.image_sha256
@@ -256,15 +256,31 @@ class VotePanel(QWidget):
             seconds=round(time.monotonic() - self.shown_at, 1),
         )
         self.note.clear()
-        shown = arena.shown(self.ctx.ws, pair)
-        self.saved.setText(
-            f"Saved: {VOTE_WORDS[vote]} — left was {shown.left_model}, right was {shown.right_model}. "
-            "Ctrl+Z withdraws it."
-        )
+        self.saved.setText(f"Saved: {VOTE_WORDS[vote]} — {self._reveal(pair)} Ctrl+Z withdraws it.")
         if pair.id in self.skipped:
             self.skipped.remove(pair.id)
         self.voteSaved.emit(saved)
         self.reload()
+
+    def _reveal(self, pair: arena.Pair) -> str:
+        """Who wrote what, for every pair of the item once all of them have this annotator's vote; until then the
+        same run's answer waits in another pair of the item, so nobody is named."""
+        who = self.ctx.annotator
+        if not arena.models_revealed(self.ctx.ws, pair, who):
+            return "the models are named once you have voted on every pair of this question."
+        siblings = [p for p in arena.pairs(self.ctx.ws, pair.benchmark_id) if p.item_id == pair.item_id]
+        named = [(arena.shown(self.ctx.ws, p), p.id == pair.id) for p in [pair, *(p for p in siblings if p != pair)]]
+        parts = [
+            f"{'' if this else 'in its other pair, '}left was {s.left_model}, right was {s.right_model}"
+            for s, this in named
+        ]
+        return "; ".join(parts) + "."
+
+    def forget_annotator(self) -> None:
+        """Another name signs now: the previous annotator's saved line (it names models) and skips go."""
+        self.saved.setText("")
+        self.skipped = []
+        self.pair = None
 
     def skip(self) -> None:
         if self.pair is not None:
@@ -373,7 +389,12 @@ class ArenaView(QWidget):
         layout.addWidget(self.inner)
         ctx.benchmarkChanged.connect(self._benchmark_changed)
         ctx.prefsChanged.connect(self.refresh)
+        ctx.sightChanged.connect(self._sight_changed)
         self.refresh()
+
+    def _sight_changed(self, new_annotator: bool) -> None:
+        if new_annotator:  # the window then reloads the visible tab (this one when next shown)
+            self.vote.forget_annotator()
 
     def _benchmark_changed(self) -> None:
         self.vote.skipped = []

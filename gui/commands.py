@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from annotation import arena
 from db import catalog, models, runs
 from gui import file_dialogs
 from gui.processes import CommandProcess
@@ -434,6 +435,7 @@ class WorkspaceCommands(QObject):
         if not self._check_ready():
             return
         bench = self._bench_field("open")
+        eligible = {r.id for r in arena.arena_runs(self.window.ws)}  # made here or imported: the command's rule
         if not bench.choices:
             self.window.show_error("No open benchmark (questions without options) in this workspace: import one first")
             return
@@ -442,7 +444,7 @@ class WorkspaceCommands(QObject):
             "Draw arena pairs",
             [
                 bench,
-                self._runs_field("runs", "Runs (one per model)", only=lambda r: r.strategy == "open"),
+                self._runs_field("runs", "Runs (one per model)", only=lambda r: r.id in eligible),
                 Field("per_item", "Pairs per item", "int", default=1, maximum=1000),
                 Field("seed", "Seed", "int", default=0, minimum=0, maximum=2**31 - 1),
             ],

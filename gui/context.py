@@ -16,6 +16,7 @@ from gui.prefs import Preferences, PreferencesFile
 class Context(QObject):
     benchmarkChanged = Signal()
     prefsChanged = Signal()
+    sightChanged = Signal(bool)  # what the annotator may see changed (blind mode, reveal, who): True for a new name
     reviewsChanged = Signal(int)  # item id whose verdicts changed
     error = Signal(str, str)  # message, details
     info = Signal(str)
@@ -71,14 +72,18 @@ class Context(QObject):
         return changed
 
     def update_prefs(self, **changes) -> None:
+        before = self.prefs.annotator
         self.prefs = replace(self.prefs, **changes)
-        if self._sync_model() and self.benchmark is not None:
+        sight_changed = self._sync_model()
+        if sight_changed and self.benchmark is not None:
             self.model.reload()  # what the listing may show (and filter by) changed
         try:
             self.prefs_file.save(self.prefs)
         except OSError as exc:
             self.error.emit(f"Could not save preferences to {self.prefs_file.path}: {exc}", "")
         self.prefsChanged.emit()
+        if sight_changed:
+            self.sightChanged.emit(self.prefs.annotator != before)
 
     def close(self) -> None:
         self.loader.shutdown()

@@ -130,6 +130,7 @@ class DashboardView(QWidget):
         self.empty = EmptyState(self, ctx, "results")
         ctx.runsChanged.connect(self.refresh)
         ctx.prefsChanged.connect(self._blind_changed)
+        ctx.sightChanged.connect(self._sight_changed)
         self.cover.set_hidden(ctx.prefs.blind)
         self.refresh()
 
@@ -139,6 +140,12 @@ class DashboardView(QWidget):
         if was and not self.cover.hidden:
             self.redraw()
             self.desiderata.redraw()
+
+    def _sight_changed(self, _new_annotator: bool) -> None:
+        # The items behind a bar hide the run results awaiting this annotator's blind label: ask again for whoever
+        # signs now (another name may not have labelled what the previous one had).
+        if self.target is not None and not self.cover.hidden:
+            self.show_items_of(self.target)
 
     def refresh(self) -> None:
         self.runs.reload()

@@ -286,6 +286,7 @@ class MainWindow(QMainWindow):
         self.ctx.info.connect(lambda text: self.message_bar.show_message(text, "info"))
         self.ctx.prefsChanged.connect(self._prefs_changed)
         self.ctx.workspaceChanged.connect(self._workspace_changed)
+        self.ctx.sightChanged.connect(self._sight_changed)
         self.ctx.actionRequested.connect(self.trigger)
         self.views = {}
         self.tabs.blockSignals(True)  # building tabs must not run a half-built view's on-show code
@@ -405,7 +406,18 @@ class MainWindow(QMainWindow):
         elif benches:
             self.select_benchmark(benches[0].name)
             return
-        self._stale = set(self.views) | {"model"}
+        self._reload_tabs(stale_model=True)
+
+    def _sight_changed(self, _new_annotator: bool) -> None:
+        """Blind mode, the reveal preference or the annotator changed: every tab shows what it keeps again under the
+        new sight — the visible one now (the Queues counts of the new name at once), the others when shown — through
+        the same reloads as a write by another process (each re-asks the blind rule for whatever it keeps). The
+        Browse listing was reloaded already (Context.update_prefs)."""
+        self._reload_tabs(stale_model=False)
+
+    def _reload_tabs(self, *, stale_model: bool) -> None:
+        """The visible tab now, every other one when it is shown next."""
+        self._stale = set(self.views) | ({"model"} if stale_model else set())
         current = self.tabs.currentWidget()
         for name, view in self.views.items():
             if view is current:
@@ -741,6 +753,8 @@ class MainWindow(QMainWindow):
         def finished() -> None:
             self.statusBar().removeWidget(strip)
             strip.deleteLater()
+            if self.ws is None:  # the window closed while the import ran: nothing left to show it in
+                return
             if process.exit_code == 0:
                 benches = catalog.list_benchmarks(self.ws)
                 self.docks["benchmarks"].widget().reload(benches)

@@ -219,7 +219,15 @@ class QCPage(_ItemPage):
             return
         self.left.setText(f"{len(left)} left for you")
         self.candidate = next(c for c in left if (c.item_id, c.stage) == (shown.item_id, shown.stage))
-        self._show_flag()
+        self._show_candidate(keep_pick=True)
+
+    def forget_annotator(self) -> None:
+        """Another name signs now: nothing of the previous annotator's session stays (their undo stack, saved line,
+        unsaved note, the flag they were deciding)."""
+        self.decided.clear()
+        self.saved.setText("")
+        self.note.clear()
+        self.candidate = None
 
     def refresh(self, prefer: tuple[int, str] | None = None) -> None:
         """Show the first flag left for me (or `prefer`, a flag whose decision was just withdrawn)."""
@@ -249,6 +257,20 @@ class QCPage(_ItemPage):
             self.show_item(None)
             return
         c = self.candidate
+        self._show_candidate(keep_pick=False)
+        default = "text_answerable" if c.stage == "text-only" else "wrong_answer"
+        self.reason.setCurrentIndex(self.reason.findData(default))
+        self._update_confirm()
+        self.setFocus()
+
+    def _show_candidate(self, *, keep_pick: bool) -> None:
+        """Everything of the flag shown that the blind rule decides — the item (its key), why it was flagged, the
+        answers offered — asked again of the rule now: a reload after a change of annotator or of blind mode shows
+        nothing the page drew for the previous sight."""
+        c = self.candidate
+        if c is None:
+            return
+        picked = self.answer.currentData() if keep_pick else None
         self.show_item(c.item_id)
         self._show_flag()
         reveal = self.item is not None and self.reveals(self.item.id)
@@ -262,11 +284,9 @@ class QCPage(_ItemPage):
             for a in answer_keys(n):
                 if key is None or a != canonical_answer(n, key):
                     self.answer.addItem(a, a)
+        self.answer.setCurrentIndex(max(0, self.answer.findData(picked)) if picked is not None else 0)
         self.answer.blockSignals(False)
-        default = "text_answerable" if c.stage == "text-only" else "wrong_answer"
-        self.reason.setCurrentIndex(self.reason.findData(default))
         self._update_confirm()
-        self.setFocus()
 
     def _show_flag(self) -> None:
         c = self.candidate
@@ -446,6 +466,14 @@ class AdjudicationPage(QWidget):
                 self.left.setText(f"{self.remaining()} left for you")
                 return
         self.refresh()
+
+    def forget_annotator(self) -> None:
+        """Another name signs now: the previous annotator's reveal (the extractors' readings after their label) and
+        undo stack go; the next reload shows the new annotator's next response."""
+        self.labelled_here.clear()
+        self.task = None
+        self.revealed.hide()
+        self.reveal_text.setText("")
 
     def refresh(self) -> None:
         self.revealed.hide()
@@ -667,7 +695,16 @@ class ConflictsPage(_ItemPage):
             return
         self.entries = [e for e in entries if e[0] == current] + [e for e in entries if e[0] != current]
         self.left.setText(f"{len(self.entries)} left for you")
+        self.show_item(current)  # the key in the panel follows the blind rule now, not when it was first drawn
+        self._combo_picked()
         self._show_verdicts()
+
+    def forget_annotator(self) -> None:
+        """Another name signs now: the previous annotator's undo stack, saved line and unsaved note go."""
+        self.settled.clear()
+        self.saved.setText("")
+        self.note.clear()
+        self.item = None
 
     def refresh(self, prefer: int | None = None) -> None:
         bench = self.ctx.benchmark
@@ -864,6 +901,13 @@ class QueuesView(QWidget):
         layout.addWidget(self.guidelines)
         ctx.benchmarkChanged.connect(self.refresh)
         ctx.reviewsChanged.connect(lambda _: self.update_counts())
+        ctx.sightChanged.connect(self._sight_changed)
+
+    def _sight_changed(self, new_annotator: bool) -> None:
+        # The window reloads the visible tab (or this one when next shown); a new name first drops the old one's.
+        if new_annotator:
+            for _, _, page in self.pages:
+                page.forget_annotator()
 
     def page(self, name: str) -> QWidget:
         return next(p for n, _, p in self.pages if n == name)

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from annotation import reviews
 from annotation.browse import VERDICT_LABELS
-from annotation.correction import wrong_key_problem
+from annotation.correction import names_the_key, wrong_key_problem
 from db import item_query
 from db.catalog import Item
 from db.errors import InvalidInput
@@ -166,6 +166,11 @@ class ReviewView(QWidget):
         self.hint_label.setWordWrap(True)
         self.hint_label.hide()
         vb.addWidget(self.hint_label)
+        self.contradiction = QLabel()  # my wrong-key verdict names the key: said once the key is in sight
+        self.contradiction.setObjectName("armed")
+        self.contradiction.setWordWrap(True)
+        self.contradiction.hide()
+        vb.addWidget(self.contradiction)
         self.note = NoteEdit()
         self.note.setPlaceholderText("Note for the next verdict (E to write, Enter/Esc to leave)")
         self.note.done.connect(self.setFocus)
@@ -349,9 +354,10 @@ class ReviewView(QWidget):
     def _show_text(self) -> None:
         item, ctx = self.item, self.ctx
         mine = self._mine()
-        show_item_details(
+        sight = show_item_details(
             ctx, item, panel=self.panel, predictions=self.predictions, history=self.history, tabs=self.tabs
         )
+        self._show_contradiction(mine, sight is not None and item is not None and sight.reveals(item.id))
         self._update_progress()
         self.change.setVisible(mine is not None)
         if mine is not None and not self.saved.property("fresh"):
@@ -360,6 +366,20 @@ class ReviewView(QWidget):
         elif not self.saved.property("fresh"):
             self.saved.setText("")
         self.saved.setProperty("fresh", False)
+
+    def _show_contradiction(self, mine, key_shown: bool) -> None:
+        """A wrong-key verdict given blind whose right answer is the key itself: once the key shows, say so and offer
+        the correction (a newer verdict, appended: the log keeps both)."""
+        verdict, corrected = mine or (None, None)
+        item = self.item
+        if item is None or verdict != "wrong_answer" or not key_shown or not names_the_key(item.answer, corrected):
+            self.contradiction.hide()
+            return
+        self.contradiction.setText(
+            f"Your “wrong key → {corrected}” names the key itself: O says the key is right "
+            "(appended; the log keeps both)"
+        )
+        self.contradiction.show()
 
     def _mine(self):
         status = self.ctx.model.status.get(self.item.id) if self.item else None
@@ -491,7 +511,10 @@ class ReviewView(QWidget):
         self.verdictSaved.emit(review)
         self.ctx.reviewsChanged.emit(item.id)
         row = self.row if self.row is not None else -1
-        if self.ctx.prefs.advance and self.ctx.model.ensure_row(row + 1):
+        # A verdict that the revealed key contradicts stays in sight, its correction one key away.
+        contradicted = verdict == "wrong_answer" and names_the_key(item.answer, corrected)
+        revealed = contradicted and self.ctx.sight(item_ids=[item.id]).reveals(item.id)
+        if self.ctx.prefs.advance and not revealed and self.ctx.model.ensure_row(row + 1):
             self.show_row(row + 1)
         else:
             self._show_text()

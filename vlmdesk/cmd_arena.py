@@ -49,7 +49,12 @@ def register(add) -> None:
     )
     q.add_argument("--bench", required=True, help="an open benchmark (vlmdesk benchmarks)")
     q.add_argument(
-        "--runs", type=record_id, nargs="+", required=True, metavar="RUN_ID", help="two or more runs, one per model"
+        "--runs",
+        type=record_id,
+        nargs="+",
+        required=True,
+        metavar="RUN_ID",
+        help="two or more runs on the benchmark, one per model (made here or imported)",
     )
     q.add_argument(
         "--per-item",

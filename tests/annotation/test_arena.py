@@ -364,3 +364,44 @@ def test_check_names_a_pair_whose_answer_is_gone_and_the_arena_shows_it_missing(
     assert found["arena_pairs"].problems == [
         f"arena pair {pair.id} ({pair.uuid}): a run of another benchmark, or an answer that is not stored"
     ]
+
+
+# ------------------------------------------------------------------------------------------- reveal and order
+def test_an_items_pairs_come_apart_and_its_models_are_named_after_my_vote_on_every_one(open_ws, capsys):
+    """Two pairs per item: the queue is offered round by round (every item's first pair, then every second), the
+    next pair is never of the item just shown while another item has one, and the models of an item's pairs are
+    named to an annotator only once all of them have this annotator's vote (the same run answers in both)."""
+    args = ("arena", "pairs", "--bench", "o", "--runs", "1", "2", "3", "--per-item", "2", "--seed", "5")
+    assert cli(capsys, open_ws, *args)[0] == 0
+    with open_workspace(open_ws) as ws:
+        queue = arena.pairs(ws, 1)
+        left = arena.left_for(ws, 1, "ana")
+        items = [p.item_id for p in left]
+        assert len(queue) == len(left) == 12
+        assert items[:6] == items[6:] == sorted(set(items))  # round by round, in queue order
+        assert all(a != b for a, b in zip(items, items[1:]))
+        first = left[0]
+        sibling = next(p for p in queue if p.item_id == first.item_id and p.id != first.id)
+        arena.add_vote(ws, first.id, "ana", "left")
+        assert not arena.models_revealed(ws, first, "ana") and not arena.models_revealed(ws, sibling, "ana")
+        # Only the sibling left of its item, and it is not offered right after its item: the other items are.
+        rest = arena.left_for(ws, 1, "ana")
+        assert arena.next_pair(rest, after_item=first.item_id).item_id != first.item_id
+        only = [sibling]
+        assert arena.next_pair(only, after_item=first.item_id) == sibling  # nothing else left: it comes
+        assert arena.next_pair(rest, later=[p.id for p in rest[:-1]]) == rest[-1]  # skipped ones last
+        arena.add_vote(ws, sibling.id, "bo", "tie")  # someone else's vote reveals nothing to ana
+        assert not arena.models_revealed(ws, first, "ana")
+        arena.add_vote(ws, sibling.id, "ana", "right")
+        assert arena.models_revealed(ws, first, "ana") and arena.models_revealed(ws, sibling, "ana")
+        arena.undo_last(ws, "ana")  # withdrawn: hidden again
+        assert not arena.models_revealed(ws, first, "ana")
+
+
+def test_arena_runs_are_every_run_on_an_open_benchmark_whatever_its_strategy(open_ws, capsys):
+    with open_workspace(open_ws) as ws:
+        assert [r.id for r in arena.arena_runs(ws)] == [1, 2, 3]
+        ws.conn.execute("UPDATE runs SET strategy = 'vanilla' WHERE id = 3")  # as an imported run reads
+        ws.conn.commit()
+        assert 3 in {r.id for r in arena.arena_runs(ws, 1)} and arena.arena_runs(ws, 99) == []
+    assert cli(capsys, open_ws, "arena", "pairs", "--bench", "o", "--runs", "1", "3")[0] == 0

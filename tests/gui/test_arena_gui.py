@@ -141,3 +141,111 @@ def test_an_arena_with_no_pairs_says_why_and_offers_to_draw_them(qtbot, tmp_path
     assert cli_main(["--workspace", str(path), "arena", "pairs", "--bench", "demo-open", "--runs", "1", "2"]) == 0
     panel.reload()
     assert panel.pair is not None and not panel.empty.isVisible()
+
+
+THREE = ("baseline:first", "baseline:random", "baseline:frequent")
+
+
+@pytest.fixture
+def two_pairs_ws(tmp_path):
+    """Three runs on demo-open and two pairs per item: each run's answer to an item shows in both of its pairs."""
+    path = tmp_path / "arena2.sqlite"
+    with open_workspace(path) as ws:
+        ensure_demo(ws)
+    for model in THREE:
+        assert cli_main(["--workspace", str(path), "run", "--bench", "demo-open", "--model", model]) == 0
+    args = ["arena", "pairs", "--bench", "demo-open", "--runs", "1", "2", "3", "--per-item", "2", "--seed", "3"]
+    assert cli_main(["--workspace", str(path), *args]) == 0
+    return path
+
+
+def _named(texts) -> bool:
+    """A model named anywhere on screen (the saved line, an answer pane's title)."""
+    return not _no_model_named([t for t in texts if not t.startswith("run ")]) or any("left was" in t for t in texts)
+
+
+def test_models_are_named_only_after_every_pair_of_the_item_and_its_pairs_never_come_back_to_back(
+    qtbot, two_pairs_ws, make_window
+):
+    """Two pairs per item (the tester's case): the first vote on an item names nobody — the next pair of the same
+    item would show the same run's answer — and that next pair is never the one shown right after it; once both
+    pairs of the item have my vote, the saved line names the models of both."""
+    window = _open_arena(make_window, two_pairs_ws)
+    panel = window.view("arena").vote
+    with open_workspace(two_pairs_ws) as ws:
+        of_item = {p.id: p.item_id for p in arena.pairs(ws)}
+    shown = [panel.pair]
+    for key in (Qt.Key_1, Qt.Key_2):
+        qtbot.keyClick(window, key)
+        texts = visible_texts(window)
+        assert not _named(texts), texts  # after the first vote on each of two items: nobody named
+        assert "voted on every pair of this question" in panel.saved.text()
+        shown.append(panel.pair)
+    items = [of_item[p.id] for p in shown]
+    assert items[0] != items[1] and items[1] != items[2]  # never back to back
+    # Walk on until the first item's second pair comes (the order never puts it next to the first item's first).
+    for _ in range(20):
+        if of_item[panel.pair.id] == items[0]:
+            break
+        previous = of_item[panel.pair.id]
+        qtbot.keyClick(window, Qt.Key_3)
+        assert of_item[panel.pair.id] != previous
+    assert of_item[panel.pair.id] == items[0]
+    assert HIDDEN_MODEL in panel.left.title.text()  # its first pair is voted, this one not yet: still hidden
+    qtbot.keyClick(window, Qt.Key_4)
+    saved = panel.saved.text()
+    assert "left was" in saved and "in its other pair, left was" in saved  # both pairs of the item named now
+    with open_workspace(two_pairs_ws) as ws:
+        first_pair = arena.get_pair(ws, shown[0].id)
+        assert arena.models_revealed(ws, first_pair, "ann")
+    window.view("arena").vote.reload(shown[0].id)  # a pair of a fully voted item shows its models
+    assert HIDDEN_MODEL not in panel.left.title.text()
+
+
+def test_draw_arena_pairs_lists_imported_runs_as_the_command_accepts_them(qtbot, two_pairs_ws, make_window):
+    """An imported run (vanilla strategy, an origin) on an open benchmark qualifies for `arena pairs`, so the
+    Workspace › Draw arena pairs… dialog offers it: one rule (annotation.arena.arena_runs) for both."""
+    from db import catalog, runs
+
+    with open_workspace(two_pairs_ws) as ws:
+        bench = catalog.benchmark_by_name(ws, "demo-open")
+        owner = runs.Owner.here()
+        imported = runs.create_run(
+            ws,
+            benchmark_id=bench.id,
+            model_spec="imported:elsewhere-vlm",
+            strategy="vanilla",
+            prompt_template="{}",
+            extractor="rules",
+            config={"origin": {"format": "vlmevalkit", "file": "x.xlsx", "sha256": "0" * 64}},
+            config_key="imported",
+            versions={},
+            git_revision=None,
+            seed=0,
+            owner=owner,
+        )
+        items = catalog.list_items(ws, bench.id)
+        runs.add_predictions(
+            ws,
+            [runs.Prediction(imported, i.id, 0, (), "p", "a cat", None, None, "none", "", None, 1.0) for i in items],
+            owner,
+        )
+        assert runs.release(ws, imported, owner, "finished")
+        assert imported in {r.id for r in arena.arena_runs(ws)}
+    assert (
+        cli_main(
+            ["--workspace", str(two_pairs_ws), "arena", "pairs", "--bench", "demo-open", "--runs", "1", str(imported)]
+        )
+        == 0
+    )
+    window = make_window(two_pairs_ws)
+    asked = {}
+
+    def answer(name, fields):
+        asked[name] = {f.name: f for f in fields}
+        return None
+
+    window.commands.answer = answer
+    window.menu_action("Draw arena pairs…").trigger()
+    offered = [value for _, value in asked["arena pairs"]["runs"].choices]
+    assert str(imported) in offered and {"1", "2", "3"} <= set(offered)

@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from annotation import alignment, qc, reviews
+from annotation.blind import HIDDEN_TEXT as HIDDEN
 from db import catalog, open_workspace, runs
 from evaluator.report import run_summary
 from gui.runs_list import pct
@@ -288,3 +289,45 @@ def test_the_check_hook_writes_the_visible_texts(seeded, tmp_path):
     assert NOTE not in lines and OTHER not in " ".join(lines) and "Blind" in lines
     assert cli_main([*args[:-2], "--annotator", " "]) == 2
     assert cli_main([*args[:-1], str(tmp_path)]) == 2  # --visible-text names a folder: one line, nothing written
+
+
+def test_a_blind_wrong_key_verdict_naming_the_key_is_said_after_the_reveal_and_corrected_in_one_key(
+    qtbot, seeded, make_window
+):
+    """Blind Review, W then the key's own letter: recorded as said (the key stays hidden while judging), then, with
+    the item revealed, Review stays on it, says that the verdict names the key, and O appends the correction."""
+    path, first, _, _ = seeded
+    window = make_window(path, blind=True)
+    VIEWS["review"](window, Shot("review", item="1"))
+    review = window.view("review")
+    review.setFocus()
+    assert "answer key" not in visible_texts(window)
+    qtbot.keyClick(window, Qt.Key_W)
+    assert "answer key" not in visible_texts(window) and review.hint_label.isVisible()  # nothing told yet
+    qtbot.keyClick(window, getattr(Qt, f"Key_{'ABCDEFGHI'.index(first.answer) + 1}"))  # the key's own letter
+    assert review.item.id == first.id  # not advanced past the contradiction
+    texts = visible_texts(window)
+    assert "answer key" in texts  # revealed after my verdict
+    note = f"Your “wrong key → {first.answer}” names the key itself: O says the key is right"
+    assert any(t.startswith(note) for t in texts), texts
+    qtbot.keyClick(window, Qt.Key_O)
+    assert not review.contradiction.isVisible()
+    with open_workspace(path) as ws:
+        mine = [(r.verdict, r.corrected_answer) for r in reviews.history(ws, first.id) if r.annotator == "ann"]
+    assert mine == [("wrong_answer", first.answer), ("ok", None)]  # appended: the log keeps both
+
+
+def test_alignment_in_blind_mode_says_hidden_not_no_set_when_a_set_appeared(qtbot, demo_ws, make_window):
+    """Shown with no adjudication set, then a labelled set is built elsewhere and blind mode goes on: the tab says
+    "hidden in blind mode" as Results does, never "No adjudication set yet" with an offer to build one."""
+    window = make_window(demo_ws)
+    VIEWS["alignment"](window, Shot("alignment"))
+    assert "No adjudication set yet" in visible_texts(window)
+    with open_workspace(demo_ws) as ws:
+        assert alignment.build_set(ws, "study", [1], [], size=3, seed=1).items
+        alignment.add_label(ws, alignment.next_for(ws, "study", OTHER).item_id, OTHER, "A")
+    window.blind_action.setChecked(True)
+    window.refresh()
+    texts = visible_texts(window)
+    assert "No adjudication set yet" not in texts and "Build an adjudication set…" not in texts
+    assert any(HIDDEN in t for t in texts)
