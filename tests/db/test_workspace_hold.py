@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,42 +15,17 @@ import pytest
 from annotation import reviews
 from db import open_workspace
 from db.workspace import HoldLost, no_checkpoint_on_close
+from tests.elsewhere import notes_seen_elsewhere, run_python
 from vlmdesk.demo import ensure_demo
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _other_process(code: str) -> str:
-    """Run `code` in another Python process (the project's code on its path): another vlmdesk opening the file."""
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def _other_adds_review(path: Path, note: str) -> None:
-    _other_process(
+    run_python(
         "from annotation import reviews\nfrom db import open_workspace\n"
         f"with open_workspace({str(path)!r}) as ws:\n"
         "    item = ws.conn.execute('SELECT min(id) FROM items').fetchone()[0]\n"
         f"    reviews.add_review(ws, item, 'other', 'ok', note={note!r})\n"
     )
-
-
-def _notes_seen_elsewhere(path: Path) -> list[str]:
-    out = _other_process(
-        "import sqlite3\n"
-        f"c = sqlite3.connect({str(path)!r})\n"
-        "print('\\n'.join(r[0] for r in c.execute('SELECT note FROM reviews WHERE note IS NOT NULL ORDER BY id')))\n"
-        "c.close()\n"
-    )
-    return out.split()
 
 
 def _drop_locks(path: Path) -> None:
@@ -89,7 +62,7 @@ def test_a_raw_close_of_the_file_is_noticed_and_the_next_write_takes_the_locks_a
     assert os.stat(f"{ws.path}-wal").st_ino == wal
     assert ws.hold_lost() is None
     assert "theirs-1" in [r.note for r in reviews.history(ws, _item(ws))]
-    assert _notes_seen_elsewhere(ws.path) == ["mine-1", "theirs-1"]
+    assert notes_seen_elsewhere(ws.path) == ["mine-1", "theirs-1"]
 
 
 def test_the_wal_replaced_under_the_app_the_next_verdict_is_not_lost(ws):
@@ -98,7 +71,7 @@ def test_the_wal_replaced_under_the_app_the_next_verdict_is_not_lost(ws):
     assert "deleted or replaced" in ws.hold_lost()
     reviews.add_review(ws, _item(ws), "ann", "ok", note="mine-1")
     assert ws.reconnections and "deleted or replaced" in ws.reconnections[-1]
-    assert _notes_seen_elsewhere(ws.path) == ["theirs-1", "mine-1"]
+    assert notes_seen_elsewhere(ws.path) == ["theirs-1", "mine-1"]
     # …and what others write next is seen here.
     _other_adds_review(ws.path, "theirs-2")
     assert [r.note for r in reviews.history(ws, _item(ws))][-1] == "theirs-2"
@@ -115,9 +88,9 @@ def test_a_hold_lost_during_a_write_refuses_it_and_the_next_write_is_stored(ws):
             )
             _drop_locks(ws.path)
             _other_adds_review(ws.path, "theirs-1")
-    assert "refused-1" not in _notes_seen_elsewhere(ws.path)
+    assert "refused-1" not in notes_seen_elsewhere(ws.path)
     reviews.add_review(ws, item, "ann", "ok", note="mine-1")
-    assert _notes_seen_elsewhere(ws.path) == ["theirs-1", "mine-1"]
+    assert notes_seen_elsewhere(ws.path) == ["theirs-1", "mine-1"]
 
 
 def test_a_run_transaction_checks_the_hold_too(ws):
@@ -141,7 +114,7 @@ def test_a_run_transaction_checks_the_hold_too(ws):
         seed=0,
     )
     assert ws.reconnections
-    seen = _other_process(
+    seen = run_python(
         f"import sqlite3\nc = sqlite3.connect({str(ws.path)!r})\n"
         f"print(c.execute('SELECT count(*) FROM runs WHERE id = ?', ({run_id},)).fetchone()[0])\n"
     )
@@ -153,7 +126,7 @@ def test_regaining_the_hold_never_deletes_a_wal_it_does_not_own(ws):
     crashed process left, holding a committed write that only it has."""
     _drop_locks(ws.path)
     _other_adds_review(ws.path, "theirs-1")  # our -wal is gone now
-    _other_process(  # a process that commits and dies without closing: its -wal keeps the commit
+    run_python(  # a process that commits and dies without closing: its -wal keeps the commit
         "import os, sqlite3\n"
         f"c = sqlite3.connect({str(ws.path)!r})\n"
         "c.execute('PRAGMA wal_autocheckpoint = 0')\n"

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from annotation import reviews
+from tests.elsewhere import notes_seen_elsewhere, run_python
 from tests.factories import write_mmbench_tsv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,22 +36,9 @@ BROWSE_BUTTONS = ("Browse…", "Choose…", "Folder…")
 _marks = itertools.count(1)
 
 
-def _other_process(code: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 def _other_opens_closes_then_writes(path: Path, note: str) -> None:
     """Another vlmdesk: opens and closes the workspace (a backup script, `vlmdesk runs`), then writes a verdict."""
-    _other_process(
+    run_python(
         "from annotation import reviews\nfrom db import open_workspace\n"
         f"path = {str(path)!r}\n"
         "with open_workspace(path) as ws:\n"
@@ -61,14 +47,6 @@ def _other_opens_closes_then_writes(path: Path, note: str) -> None:
         "    item = ws.conn.execute('SELECT min(id) FROM items').fetchone()[0]\n"
         f"    reviews.add_review(ws, item, 'other', 'ok', note={note!r})\n"
     )
-
-
-def _notes_seen_elsewhere(path: Path) -> set[str]:
-    out = _other_process(
-        f"import sqlite3\nc = sqlite3.connect({str(path)!r})\n"
-        "print('\\n'.join(r[0] for r in c.execute('SELECT note FROM reviews WHERE note IS NOT NULL')))\nc.close()\n"
-    )
-    return set(out.split())
 
 
 def _app_sees(window, note: str) -> bool:
@@ -84,7 +62,7 @@ def assert_workspace_shared_cleanly(qtbot, window) -> None:
     qtbot.waitUntil(lambda: _app_sees(window, theirs), timeout=2000)
     item = window.ws.conn.execute("SELECT min(id) FROM items").fetchone()[0]
     reviews.add_review(window.ctx.ws, item, "ann", "ambiguous", note=mine)
-    assert mine in _notes_seen_elsewhere(path)
+    assert mine in notes_seen_elsewhere(path)
     assert os.path.exists(f"{path}-wal")  # the app still has it open: nobody deleted its -wal
 
 
@@ -250,9 +228,9 @@ def test_the_wal_replaced_under_the_app_the_next_verdict_is_not_lost(qtbot, demo
     assert "deleted or replaced" in window.ws.hold_lost()
     qtbot.keyClick(window, Qt.Key_U)  # ambiguous
     assert review.saved.text().startswith("✓ Saved")
-    with_note = _notes_seen_elsewhere(demo_ws)
+    with_note = notes_seen_elsewhere(demo_ws)
     assert "theirs-replaced" in with_note
-    found = _other_process(
+    found = run_python(
         f"import sqlite3\nc = sqlite3.connect({str(demo_ws)!r})\n"
         "print(c.execute(\"SELECT count(*) FROM reviews WHERE annotator = 'ann' AND verdict = 'ambiguous' "
         f'AND item_id = {item.id}").fetchone()[0])\n'
