@@ -41,10 +41,8 @@ def judged_item_ids(ws: Workspace, annotator: str, benchmark_id: int | None = No
 
 
 def _judged(ws: Workspace, item_id: int, annotator: str) -> bool:
-    row = ws.conn.execute(
-        standing.standing_sql(standing.REVIEWS, "verdict", "t.item_id = ? AND t.annotator = ?"), (item_id, annotator)
-    ).fetchone()
-    return row is not None and row[0] not in NOT_A_JUDGEMENT
+    standing_verdicts = reviews.standing_reviews(ws, item_id=item_id, annotator=annotator)
+    return bool(standing_verdicts) and standing_verdicts[0].verdict not in NOT_A_JUDGEMENT
 
 
 def may_reveal(ws: Workspace, item_id: int, annotator: str, *, blind: bool, reveal_after_verdict: bool) -> bool:

@@ -750,3 +750,116 @@ def _m0014(db: Database) -> None:
 
 # PRAGMA application_id of every vlmdesk workspace: "VLMD" as a big-endian 32-bit integer.
 APPLICATION_ID = int.from_bytes(b"VLMD", "big")
+
+
+# The standing rule of verdicts (annotation/standing.py) in SQL, for one pair (item, annotator): its standing
+# verdict is re-derived from the pair's own log rows (an index range of the item), never from the benchmark. A second
+# copy of the rule, held to annotation/standing.py by tests/db/test_counts.py.
+def _restand(item: str, annotator: str) -> str:
+    return f"""
+            DELETE FROM review_standing WHERE item_id = {item} AND annotator = {annotator};
+            INSERT INTO review_standing (item_id, annotator, benchmark_id, review_id, verdict, corrected_answer,
+                    created_at)
+                SELECT t.item_id, t.annotator, i.benchmark_id, t.id, t.verdict, t.corrected_answer, t.created_at
+                FROM reviews t JOIN items i ON i.id = t.item_id
+                WHERE t.item_id = {item} AND t.annotator = {annotator} AND t.verdict != 'undo'
+                    AND NOT EXISTS (SELECT 1 FROM reviews w WHERE w.withdraws = t.uuid)
+                ORDER BY t.created_at DESC, t.id DESC LIMIT 1;"""
+
+
+# A verdict or undo re-derives its own pair, and an undo the pair of the verdict it names (the same one, unless a
+# merged log says otherwise); a deleted row (its item deleted, or a repair) likewise.
+_TARGET = "(SELECT {col} FROM reviews WHERE uuid = {row}.withdraws)"
+_ON_INSERT = _restand("NEW.item_id", "NEW.annotator") + _restand(
+    _TARGET.format(col="item_id", row="NEW"), _TARGET.format(col="annotator", row="NEW")
+)
+_ON_DELETE = _restand("OLD.item_id", "OLD.annotator") + _restand(
+    _TARGET.format(col="item_id", row="OLD"), _TARGET.format(col="annotator", row="OLD")
+)
+
+
+@migrations(name="0015_counts")
+def _m0015(db: Database) -> None:
+    # A keypress must not cost the size of the benchmark (issue 27, docs/adr/0028). The standing verdict per (item,
+    # annotator) is kept in review_standing, beside the item's benchmark, by triggers on the review log: whatever
+    # writes a review (the app, sync imports, deletions cascading from items) keeps it in the same transaction.
+    # Counts of items per benchmark, and of items with a standing verdict (by anyone, by each annotator), are kept
+    # by triggers too, so progress is a primary-key read. Everything here is derived: `vlmdesk check --repair`
+    # can rebuild it (rebuild_counts).
+    _script(
+        db,
+        f"""
+        CREATE TABLE review_standing (
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            benchmark_id INTEGER NOT NULL,
+            review_id INTEGER NOT NULL,
+            verdict TEXT NOT NULL,
+            corrected_answer TEXT,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (item_id, annotator)
+        ) WITHOUT ROWID;
+        CREATE INDEX review_standing_mine ON review_standing (benchmark_id, annotator, created_at, review_id);
+        CREATE INDEX review_standing_benchmark ON review_standing (benchmark_id, item_id);
+        CREATE TABLE benchmark_counts (
+            benchmark_id INTEGER PRIMARY KEY REFERENCES benchmarks(id) ON DELETE CASCADE,
+            items INTEGER NOT NULL DEFAULT 0,
+            reviewed INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE annotator_counts (
+            benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            reviewed INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (benchmark_id, annotator)
+        ) WITHOUT ROWID;
+        CREATE TRIGGER items_count_ai AFTER INSERT ON items BEGIN
+            INSERT INTO benchmark_counts (benchmark_id, items) VALUES (NEW.benchmark_id, 1)
+                ON CONFLICT (benchmark_id) DO UPDATE SET items = items + 1;
+        END;
+        CREATE TRIGGER items_count_ad AFTER DELETE ON items BEGIN
+            UPDATE benchmark_counts SET items = items - 1 WHERE benchmark_id = OLD.benchmark_id;
+        END;
+        -- The counts follow an item's benchmark, which therefore never changes (nothing moves items).
+        CREATE TRIGGER items_stay BEFORE UPDATE OF benchmark_id ON items
+            BEGIN SELECT RAISE(ABORT, 'an item stays in its benchmark'); END;
+        CREATE TRIGGER reviews_standing_ai AFTER INSERT ON reviews BEGIN{_ON_INSERT}
+        END;
+        CREATE TRIGGER reviews_standing_ad AFTER DELETE ON reviews BEGIN{_ON_DELETE}
+        END;
+        CREATE TRIGGER review_standing_ai AFTER INSERT ON review_standing BEGIN
+            INSERT INTO annotator_counts (benchmark_id, annotator, reviewed) VALUES (NEW.benchmark_id, NEW.annotator, 1)
+                ON CONFLICT (benchmark_id, annotator) DO UPDATE SET reviewed = reviewed + 1;
+            UPDATE benchmark_counts SET reviewed = reviewed + 1 WHERE benchmark_id = NEW.benchmark_id
+                AND NOT EXISTS (SELECT 1 FROM review_standing s WHERE s.item_id = NEW.item_id
+                    AND s.annotator != NEW.annotator);
+        END;
+        CREATE TRIGGER review_standing_ad AFTER DELETE ON review_standing BEGIN
+            UPDATE annotator_counts SET reviewed = reviewed - 1
+                WHERE benchmark_id = OLD.benchmark_id AND annotator = OLD.annotator;
+            UPDATE benchmark_counts SET reviewed = reviewed - 1 WHERE benchmark_id = OLD.benchmark_id
+                AND NOT EXISTS (SELECT 1 FROM review_standing s WHERE s.item_id = OLD.item_id);
+        END;
+        """,
+    )
+    rebuild_counts(db)
+
+
+def rebuild_counts(db: Database) -> None:
+    """Derive review_standing and the counts afresh from the items and the review log (migration 0015; repair)."""
+    _script(
+        db,
+        """
+        DELETE FROM review_standing;
+        DELETE FROM benchmark_counts;
+        DELETE FROM annotator_counts;
+        INSERT INTO benchmark_counts (benchmark_id, items) SELECT b.id, (SELECT count(*) FROM items i
+            WHERE i.benchmark_id = b.id) FROM benchmarks b;
+        INSERT INTO review_standing (item_id, annotator, benchmark_id, review_id, verdict, corrected_answer, created_at)
+            SELECT item_id, annotator, benchmark_id, id, verdict, corrected_answer, created_at FROM (
+                SELECT t.*, i.benchmark_id, row_number() OVER (PARTITION BY t.item_id, t.annotator
+                    ORDER BY t.created_at DESC, t.id DESC) AS standing_rank
+                FROM reviews t JOIN items i ON i.id = t.item_id
+                WHERE t.verdict != 'undo' AND NOT EXISTS (SELECT 1 FROM reviews w WHERE w.withdraws = t.uuid))
+            WHERE standing_rank = 1;
+        """,
+    )
