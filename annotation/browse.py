@@ -69,8 +69,11 @@ def visible_status(status: dict[int, ReviewStatus], sight: Sight) -> dict[int, R
     return out
 
 
-def item_review_status(ws: Workspace, benchmark_id: int, item_id: int) -> ReviewStatus:
-    return review_status(ws, benchmark_id).get(item_id, ReviewStatus(()))
+def item_review_status(ws: Workspace, item_id: int) -> ReviewStatus:
+    """The standing verdicts on one item, from its own rows (an index read, whatever the benchmark's size)."""
+    return ReviewStatus(
+        tuple((r.annotator, r.verdict, r.corrected_answer) for r in reviews.standing_reviews(ws, item_id=item_id))
+    )
 
 
 def review_filter_ids(

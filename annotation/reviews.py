@@ -136,10 +136,16 @@ def standing_reviews(
 
 def conflicts(ws: Workspace, benchmark_id: int) -> dict[int, list[Review]]:
     """Items whose standing verdicts differ between annotators (skips do not count as an opinion)."""
+    # review_conflicts names them (kept by triggers, migration 0015): the cost is the conflicts, not the benchmark.
+    rows = ws.conn.execute(
+        f"SELECT {_STANDING_COLUMNS} FROM review_conflicts c JOIN review_standing s ON s.item_id = c.item_id "
+        "JOIN reviews r ON r.id = s.review_id WHERE c.benchmark_id = ? AND s.verdict != 'skip' "
+        "ORDER BY s.created_at, s.review_id",
+        (benchmark_id,),
+    )
     by_item: dict[int, list[Review]] = defaultdict(list)
-    for r in standing_reviews(ws, benchmark_id=benchmark_id):
-        if r.verdict != "skip":
-            by_item[r.item_id].append(r)
+    for row in rows:
+        by_item[row[1]].append(Review(*row))
     return {item: rs for item, rs in by_item.items() if len({(r.verdict, r.corrected_answer) for r in rs}) > 1}
 
 

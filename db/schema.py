@@ -778,6 +778,15 @@ _ON_DELETE = _restand("OLD.item_id", "OLD.annotator") + _restand(
 )
 
 
+def _reconflict(row: str) -> str:
+    return f"""
+            DELETE FROM review_conflicts WHERE item_id = {row}.item_id;
+            INSERT INTO review_conflicts (item_id, benchmark_id) SELECT {row}.item_id, {row}.benchmark_id
+                WHERE EXISTS (SELECT 1 FROM items WHERE id = {row}.item_id) AND (SELECT count(DISTINCT
+                    json_array(verdict, corrected_answer)) FROM review_standing
+                    WHERE item_id = {row}.item_id AND verdict != 'skip') > 1;"""
+
+
 @migrations(name="0015_counts")
 def _m0015(db: Database) -> None:
     # A keypress must not cost the size of the benchmark (issue 27, docs/adr/0028). The standing verdict per (item,
@@ -801,6 +810,15 @@ def _m0015(db: Database) -> None:
         ) WITHOUT ROWID;
         CREATE INDEX review_standing_mine ON review_standing (benchmark_id, annotator, created_at, review_id);
         CREATE INDEX review_standing_benchmark ON review_standing (benchmark_id, item_id);
+        -- The blind rule asks per item whether some adjudication set carries its question.
+        CREATE INDEX adjudication_items_question ON adjudication_items (question);
+        -- Items whose standing verdicts disagree (skips are no opinion: annotation/browse.py ReviewStatus.conflict,
+        -- the rule this copies; tests/db/test_counts.py holds them together).
+        CREATE TABLE review_conflicts (
+            item_id INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE,
+            benchmark_id INTEGER NOT NULL
+        );
+        CREATE INDEX review_conflicts_benchmark ON review_conflicts (benchmark_id, item_id);
         CREATE TABLE benchmark_counts (
             benchmark_id INTEGER PRIMARY KEY REFERENCES benchmarks(id) ON DELETE CASCADE,
             items INTEGER NOT NULL DEFAULT 0,
@@ -831,13 +849,13 @@ def _m0015(db: Database) -> None:
                 ON CONFLICT (benchmark_id, annotator) DO UPDATE SET reviewed = reviewed + 1;
             UPDATE benchmark_counts SET reviewed = reviewed + 1 WHERE benchmark_id = NEW.benchmark_id
                 AND NOT EXISTS (SELECT 1 FROM review_standing s WHERE s.item_id = NEW.item_id
-                    AND s.annotator != NEW.annotator);
+                    AND s.annotator != NEW.annotator);{_reconflict("NEW")}
         END;
         CREATE TRIGGER review_standing_ad AFTER DELETE ON review_standing BEGIN
             UPDATE annotator_counts SET reviewed = reviewed - 1
                 WHERE benchmark_id = OLD.benchmark_id AND annotator = OLD.annotator;
             UPDATE benchmark_counts SET reviewed = reviewed - 1 WHERE benchmark_id = OLD.benchmark_id
-                AND NOT EXISTS (SELECT 1 FROM review_standing s WHERE s.item_id = OLD.item_id);
+                AND NOT EXISTS (SELECT 1 FROM review_standing s WHERE s.item_id = OLD.item_id);{_reconflict("OLD")}
         END;
         """,
     )
@@ -850,6 +868,7 @@ def rebuild_counts(db: Database) -> None:
         db,
         """
         DELETE FROM review_standing;
+        DELETE FROM review_conflicts;
         DELETE FROM benchmark_counts;
         DELETE FROM annotator_counts;
         INSERT INTO benchmark_counts (benchmark_id, items) SELECT b.id, (SELECT count(*) FROM items i

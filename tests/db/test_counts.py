@@ -8,7 +8,7 @@ import shutil
 
 from sqlite_utils import Database
 
-from annotation import reviews, standing, sync
+from annotation import browse, reviews, standing, sync
 from db import catalog, open_workspace, schema
 from evaluator.importers import import_benchmark
 from vlmdesk.demo import demo_dir
@@ -57,16 +57,20 @@ def kept(ws) -> tuple[set, dict, dict]:
     return rows, per_bench, mine
 
 
-def assert_in_step(ws) -> None:
-    assert kept(ws) == recount(ws)
-    for (bid,) in ws.conn.execute("SELECT id FROM benchmarks"):
-        _, (total, reviewed), mine = recount(ws)[0], recount(ws)[1][bid], recount(ws)[2]
+def assert_in_step(ws) -> int:
+    """Everything kept equals the recount; returns the conflicts seen."""
+    _, per_bench, mine = counted = recount(ws)
+    assert kept(ws) == counted
+    seen = 0
+    for bid, (total, reviewed) in per_bench.items():
         for who in ANNOTATORS:
-            assert reviews.progress(ws, bid, who) == {
-                "total": total,
-                "reviewed": reviewed,
-                "mine": mine.get((bid, who), 0),
-            }
+            expected = {"total": total, "reviewed": reviewed, "mine": mine.get((bid, who), 0)}
+            assert reviews.progress(ws, bid, who) == expected
+        # The conflicts kept equal annotation/browse.py's rule over every standing verdict.
+        status = browse.review_status(ws, bid)
+        assert set(reviews.conflicts(ws, bid)) == {item for item, s in status.items() if s.conflict}
+        seen += len(reviews.conflicts(ws, bid))
+    return seen
 
 
 def _import(ws, n: int) -> int:
@@ -96,7 +100,7 @@ def test_counts_equal_a_full_recount_after_random_operations(tmp_path):
                 reviews.undo_last(elsewhere, who)
             else:
                 reviews.add_review(elsewhere, rnd.choice(far_items), who, "ok")
-        imported = 1
+        imported, conflicts = 1, 0
         for step in range(300):
             items = [r[0] for r in ws.conn.execute("SELECT id FROM items")]
             benches = [r[0] for r in ws.conn.execute("SELECT id FROM benchmarks")]
@@ -109,7 +113,7 @@ def test_counts_equal_a_full_recount_after_random_operations(tmp_path):
                     rnd.choice(items),
                     who,
                     verdict,
-                    corrected_answer="B" if verdict == "wrong_answer" else None,
+                    corrected_answer=rnd.choice("BC") if verdict == "wrong_answer" else None,
                 )
             elif op < 0.65:
                 reviews.undo_last(ws, who, benchmark_id=rnd.choice(benches) if benches and rnd.random() < 0.5 else None)
@@ -130,8 +134,9 @@ def test_counts_equal_a_full_recount_after_random_operations(tmp_path):
                 sync.export_to_file(sync.export_records(elsewhere, "reviews"), log)
                 sync.import_records(ws, log, "reviews", skip_bad=True)  # items deleted here are skipped
             if step % 10 == 0:
-                assert_in_step(ws)
+                conflicts += assert_in_step(ws)
         assert_in_step(ws)
+        assert conflicts > 0
         assert ws.conn.execute("SELECT count(*) FROM review_standing").fetchone()[0] > 10  # it was exercised
 
 
@@ -141,19 +146,23 @@ def test_the_migration_derives_the_counts_of_an_older_workspace(tmp_path):
         bid = _import(ws, 0)
         items = [i.id for i in catalog.list_items(ws, bid)]
         reviews.add_review(ws, items[0], "ann", "ok")
-        reviews.add_review(ws, items[0], "bob", "skip")
+        reviews.add_review(ws, items[0], "bob", "ambiguous")
+        reviews.add_review(ws, items[0], "cy", "skip")
         reviews.add_review(ws, items[1], "ann", "ambiguous")
         reviews.undo_last(ws, "ann")
         expected = kept(ws)
     db = Database(str(path))
-    for name in ("review_standing", "benchmark_counts", "annotator_counts"):
+    for name in ("review_standing", "review_conflicts", "benchmark_counts", "annotator_counts"):
         db.execute(f"DROP TABLE {name}")
     for trigger in ("items_count_ai", "items_count_ad", "items_stay", "reviews_standing_ai", "reviews_standing_ad"):
         db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    db.execute("DROP INDEX adjudication_items_question")
     db.execute("DELETE FROM _sqlite_migrations WHERE name = '0015_counts'")
     db.execute(f"PRAGMA user_version = {schema.migration_names().index('0015_counts')}")
     db.conn.commit()
     db.close()
     with open_workspace(path) as ws:
         assert kept(ws) == expected == recount(ws)
+        assert set(reviews.conflicts(ws, bid)) == {items[0]}  # ann's ok against bob's ambiguous
+
         assert reviews.progress(ws, bid, "ann") == {"total": len(items), "reviewed": 1, "mine": 1}
