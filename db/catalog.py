@@ -66,10 +66,10 @@ class Item:
         }
 
 
+# Questions and images per benchmark are counted by triggers (migration 0015): listing benchmarks never reads items.
 _BENCH_SELECT = """
-SELECT b.*, (SELECT count(*) FROM items i WHERE i.benchmark_id = b.id) AS questions,
-       (SELECT count(DISTINCT image_sha256) FROM items i WHERE i.benchmark_id = b.id) AS images
-FROM benchmarks b
+SELECT b.*, coalesce(c.items, 0) AS questions, coalesce(c.images, 0) AS images
+FROM benchmarks b LEFT JOIN benchmark_counts c ON c.benchmark_id = b.id
 """
 ITEM_COLUMNS = (
     "id, benchmark_id, position, source_index, question, hint, options, answer, category, l2_category, "

@@ -822,6 +822,7 @@ def _m0015(db: Database) -> None:
         CREATE TABLE benchmark_counts (
             benchmark_id INTEGER PRIMARY KEY REFERENCES benchmarks(id) ON DELETE CASCADE,
             items INTEGER NOT NULL DEFAULT 0,
+            images INTEGER NOT NULL DEFAULT 0,
             reviewed INTEGER NOT NULL DEFAULT 0
         );
         CREATE TABLE annotator_counts (
@@ -830,12 +831,19 @@ def _m0015(db: Database) -> None:
             reviewed INTEGER NOT NULL DEFAULT 0,
             PRIMARY KEY (benchmark_id, annotator)
         ) WITHOUT ROWID;
+        -- An item's image counts once per benchmark: the first item showing it adds it, the last one removes it.
         CREATE TRIGGER items_count_ai AFTER INSERT ON items BEGIN
-            INSERT INTO benchmark_counts (benchmark_id, items) VALUES (NEW.benchmark_id, 1)
-                ON CONFLICT (benchmark_id) DO UPDATE SET items = items + 1;
+            INSERT INTO benchmark_counts (benchmark_id, items, images)
+                VALUES (NEW.benchmark_id, 1, NEW.image_sha256 IS NOT NULL)
+                ON CONFLICT (benchmark_id) DO UPDATE SET items = items + 1, images = images + (
+                    NEW.image_sha256 IS NOT NULL AND NOT EXISTS (SELECT 1 FROM items o WHERE
+                        o.image_sha256 = NEW.image_sha256 AND o.benchmark_id = NEW.benchmark_id AND o.id != NEW.id));
         END;
         CREATE TRIGGER items_count_ad AFTER DELETE ON items BEGIN
-            UPDATE benchmark_counts SET items = items - 1 WHERE benchmark_id = OLD.benchmark_id;
+            UPDATE benchmark_counts SET items = items - 1, images = images - (
+                    OLD.image_sha256 IS NOT NULL AND NOT EXISTS (SELECT 1 FROM items o WHERE
+                        o.image_sha256 = OLD.image_sha256 AND o.benchmark_id = OLD.benchmark_id))
+                WHERE benchmark_id = OLD.benchmark_id;
         END;
         -- The counts follow an item's benchmark, which therefore never changes (nothing moves items).
         CREATE TRIGGER items_stay BEFORE UPDATE OF benchmark_id ON items
@@ -871,8 +879,9 @@ def rebuild_counts(db: Database) -> None:
         DELETE FROM review_conflicts;
         DELETE FROM benchmark_counts;
         DELETE FROM annotator_counts;
-        INSERT INTO benchmark_counts (benchmark_id, items) SELECT b.id, (SELECT count(*) FROM items i
-            WHERE i.benchmark_id = b.id) FROM benchmarks b;
+        INSERT INTO benchmark_counts (benchmark_id, items, images) SELECT b.id,
+            (SELECT count(*) FROM items i WHERE i.benchmark_id = b.id),
+            (SELECT count(DISTINCT image_sha256) FROM items i WHERE i.benchmark_id = b.id) FROM benchmarks b;
         INSERT INTO review_standing (item_id, annotator, benchmark_id, review_id, verdict, corrected_answer, created_at)
             SELECT item_id, annotator, benchmark_id, id, verdict, corrected_answer, created_at FROM (
                 SELECT t.*, i.benchmark_id, row_number() OVER (PARTITION BY t.item_id, t.annotator

@@ -151,6 +151,17 @@ class ItemTableModel(QAbstractTableModel):
         if row is not None:
             self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
 
+    def refresh_items(self, item_ids) -> bool:
+        """After verdicts written elsewhere on these items: their rows only. False (nothing done) when the listing
+        itself depends on verdicts (a review filter, or a blind filter listing only judged items): reload it."""
+        if self.benchmark is None:
+            return True
+        if self.review_filter or (self.sight.blind and (self.qc_filter or self.filter.run_result)):
+            return False
+        for item_id in item_ids:
+            self.refresh_item(item_id)
+        return True
+
     def refresh_qc(self) -> None:
         if self.benchmark is None:
             return

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 from annotation.names import BadName, annotator_name
 from db import catalog, item_query
 from db.errors import EnvironmentFault, NotFound, UserError
-from db.workspace import database_error, open_workspace
+from db.workspace import change_marks, database_error, open_workspace
 from gui.alignment_view import AlignmentView
 from gui.annotator_stats import AnnotatorsView
 from gui.appearance import apply_appearance, next_scale
@@ -83,6 +83,9 @@ def _action(
     if toggled is not None:
         action.toggled.connect(toggled)
     return action
+
+
+_FEW = 500  # more new verdicts than this (a sync import) reload the listing instead
 
 
 class BenchmarksDock(QListWidget):
@@ -139,6 +142,9 @@ class MainWindow(QMainWindow):
         self._dock_factories: list[tuple[str, str, object, Qt.DockWidgetArea]] = []
         self._stale: set[str] = set()  # views to reload when next shown ("model": the Browse listing)
         self._data_version: int | None = None
+        self._marks: dict[str, tuple[int, ...]] | None = None  # db.workspace.change_marks at the last check
+        self._changed: set[str] | None = None  # tables another process added to since the last check; None: any
+        self._reviews_since = 0
         self._poll = QTimer(self)
         self._poll.setInterval(1000)
         self._poll.timeout.connect(self._check_for_changes)
@@ -290,6 +296,7 @@ class MainWindow(QMainWindow):
             )
         self._stale = set()
         self._data_version = self._read_data_version()
+        self._marks = self._read_marks()
         self._poll.start()
         self._tab_changed(self.tabs.currentIndex())  # the first tab's on-show work, now that every view exists
         return True
@@ -338,7 +345,18 @@ class MainWindow(QMainWindow):
         version = self._read_data_version()
         if version is not None and version != self._data_version:
             self._data_version = version
+            old, self._marks = self._marks, self._read_marks()
+            if old is not None and self._marks is not None:
+                # What another process added: the refresh reloads only that (None: everything).
+                self._changed = {t for t, mark in self._marks.items() if old.get(t) != mark}
+                self._reviews_since = old["reviews"][0]
             self.ctx.workspaceChanged.emit()
+
+    def _read_marks(self) -> dict[str, tuple[int, ...]] | None:
+        try:
+            return change_marks(self.ws)
+        except Exception:  # noqa: BLE001 — as _read_data_version: a workspace going away is shown elsewhere
+            return None
 
     def refresh(self) -> None:
         """View › Refresh (F5): the same as a change written by another process."""
@@ -365,7 +383,16 @@ class MainWindow(QMainWindow):
         elif benches:
             self.select_benchmark(benches[0].name)
             return
+        changed, self._changed = self._changed, None
         self._stale = set(self.views) | {"model"}
+        if changed is not None and changed <= {"reviews", "runs"}:
+            # Only verdicts (and run heartbeats): the items they are about are read again, not the listing.
+            rows = self.ws.conn.execute(  # the new end of the log, by its primary key
+                "SELECT item_id FROM reviews WHERE id > ? ORDER BY id LIMIT ?", (self._reviews_since, _FEW + 1)
+            ).fetchall()
+            fresh = list(dict.fromkeys(r[0] for r in rows))
+            if len(rows) <= _FEW and ctx.model.refresh_items(fresh):
+                self._stale.discard("model")
         current = self.tabs.currentWidget()
         for name, view in self.views.items():
             if view is current:

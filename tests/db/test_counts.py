@@ -25,9 +25,10 @@ def recount(ws) -> tuple[set, dict, dict]:
         )
     }
     per_bench = {
-        bid: (n, reviewed)
-        for bid, n, reviewed in ws.conn.execute(
+        bid: (n, images, reviewed)
+        for bid, n, images, reviewed in ws.conn.execute(
             "SELECT b.id, (SELECT count(*) FROM items i WHERE i.benchmark_id = b.id), "
+            "(SELECT count(DISTINCT image_sha256) FROM items i WHERE i.benchmark_id = b.id), "
             "(SELECT count(DISTINCT r.item_id) FROM reviews r JOIN items i ON i.id = r.item_id "
             "WHERE i.benchmark_id = b.id AND r.id IN (SELECT value FROM json_each(?))) FROM benchmarks b",
             (_json([rid for *_, rid in rule]),),
@@ -48,9 +49,12 @@ def _json(values) -> str:
 
 def kept(ws) -> tuple[set, dict, dict]:
     rows = set(ws.conn.execute("SELECT item_id, annotator, review_id FROM review_standing"))
-    per_bench = {b: (n, r) for b, n, r in ws.conn.execute("SELECT benchmark_id, items, reviewed FROM benchmark_counts")}
+    per_bench = {
+        b: (n, i, r)
+        for b, n, i, r in ws.conn.execute("SELECT benchmark_id, items, images, reviewed FROM benchmark_counts")
+    }
     for (bid,) in ws.conn.execute("SELECT id FROM benchmarks"):
-        per_bench.setdefault(bid, (0, 0))
+        per_bench.setdefault(bid, (0, 0, 0))
     mine = {
         (b, a): n for b, a, n in ws.conn.execute("SELECT benchmark_id, annotator, reviewed FROM annotator_counts") if n
     }
@@ -62,7 +66,7 @@ def assert_in_step(ws) -> int:
     _, per_bench, mine = counted = recount(ws)
     assert kept(ws) == counted
     seen = 0
-    for bid, (total, reviewed) in per_bench.items():
+    for bid, (total, _, reviewed) in per_bench.items():
         for who in ANNOTATORS:
             expected = {"total": total, "reviewed": reviewed, "mine": mine.get((bid, who), 0)}
             assert reviews.progress(ws, bid, who) == expected

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from annotation import reviews
 from db import catalog, open_workspace
 from db.catalog import now_iso
 
@@ -106,3 +107,29 @@ def test_a_keypress_reads_by_index_and_costs_the_same_at_ten_times_the_size(make
     assert n_large == n_small  # the same statements at any size
     # B-tree depth grows with the log of the size; a query over the benchmark would grow ten times.
     assert steps_large <= 1.3 * steps_small, measured
+
+
+def test_a_refresh_after_another_process_wrote_a_verdict_reads_that_item_only(make_window, two_sizes):
+    _, large = two_sizes
+    window = make_window(large)
+    window.show_view("review")
+    review = window.view("review")
+    review.show_row(0)
+    model = window.ctx.model
+    resets = []
+    model.modelReset.connect(lambda: resets.append(1))
+    item_id = model.rows[5].id
+    with open_workspace(large) as other:
+        reviews.add_review(other, item_id, "dee", "ambiguous")
+    conn = window.ctx.ws.conn
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        window._check_for_changes()  # the once-a-second poll, now
+    finally:
+        conn.set_trace_callback(None)
+    assert model.status[item_id].by("dee") == ("ambiguous", None)  # shown ...
+    assert resets == []  # ... without reloading the listing
+    assert full_scans(conn, statements) == []
+    assert review.progress.text().startswith("Reviewed 1001 / 10000")  # the progress line follows
+    window.close()
