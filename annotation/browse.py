@@ -52,8 +52,8 @@ class ReviewStatus:
 def review_status(ws: Workspace, benchmark_id: int) -> dict[int, ReviewStatus]:
     """Standing verdicts per reviewed item of a benchmark (unreviewed items are absent)."""
     grouped: dict[int, list[tuple[str, str, str | None]]] = {}
-    for r in reviews.standing_reviews(ws, benchmark_id=benchmark_id):  # in time order
-        grouped.setdefault(r.item_id, []).append((r.annotator, r.verdict, r.corrected_answer))
+    for item_id, annotator, verdict, corrected in reviews.standing_opinions(ws, benchmark_id):  # in time order
+        grouped.setdefault(item_id, []).append((annotator, verdict, corrected))
     return {item: ReviewStatus(tuple(v)) for item, v in grouped.items()}
 
 

@@ -8,6 +8,7 @@ said it when. A correction is simply a newer verdict. What stands: annotation/st
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
@@ -132,6 +133,16 @@ def standing_reviews(
         "ORDER BY s.created_at, s.review_id"
     )
     return [Review(*row) for row in ws.conn.execute(sql, params)]
+
+
+def standing_opinions(ws: Workspace, benchmark_id: int) -> Iterator[tuple[int, str, str, str | None]]:
+    """(item id, annotator, verdict, corrected answer) of every standing verdict of a benchmark, in time order: what
+    listings show, without building a Review per row (a benchmark may hold tens of thousands)."""
+    yield from ws.conn.execute(
+        "SELECT item_id, annotator, verdict, corrected_answer FROM review_standing WHERE benchmark_id = ? "
+        "ORDER BY created_at, review_id",
+        (benchmark_id,),
+    )
 
 
 def conflicts(ws: Workspace, benchmark_id: int) -> dict[int, list[Review]]:
