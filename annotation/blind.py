@@ -74,7 +74,7 @@ def adjudication_hidden_passes(
 ) -> frozenset[tuple[int, int, int]]:
     """(run_id, item_id, pass) of every stored pass whose response awaits this annotator's blind label."""
     # Only items whose question some adjudication item carries can have such a pass (the key hashes the question).
-    if ws.conn.execute("SELECT 1 FROM adjudication_items LIMIT 1").fetchone() is None:
+    if ws.conn.execute("SELECT max(id) FROM adjudication_items").fetchone()[0] is None:  # the b-tree's last entry
         return frozenset()  # no set at all: nothing to read of the benchmark's items
     params: list[object] = []
     if item_ids is not None:  # per item: an index read of adjudication_items by question (migration 0015)
