@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from annotation import reviews, standing
@@ -41,10 +41,8 @@ def judged_item_ids(ws: Workspace, annotator: str, benchmark_id: int | None = No
 
 
 def _judged(ws: Workspace, item_id: int, annotator: str) -> bool:
-    row = ws.conn.execute(
-        standing.standing_sql(standing.REVIEWS, "verdict", "t.item_id = ? AND t.annotator = ?"), (item_id, annotator)
-    ).fetchone()
-    return row is not None and row[0] not in NOT_A_JUDGEMENT
+    standing_verdicts = reviews.standing_reviews(ws, item_id=item_id, annotator=annotator)
+    return bool(standing_verdicts) and standing_verdicts[0].verdict not in NOT_A_JUDGEMENT
 
 
 def may_reveal(ws: Workspace, item_id: int, annotator: str, *, blind: bool, reveal_after_verdict: bool) -> bool:
@@ -76,14 +74,23 @@ def adjudication_hidden_passes(
 ) -> frozenset[tuple[int, int, int]]:
     """(run_id, item_id, pass) of every stored pass whose response awaits this annotator's blind label."""
     # Only items whose question some adjudication item carries can have such a pass (the key hashes the question).
-    sql = "SELECT id, question, options FROM items WHERE question IN (SELECT DISTINCT question FROM adjudication_items)"
+    if ws.conn.execute("SELECT max(id) FROM adjudication_items").fetchone()[0] is None:  # the b-tree's last entry
+        return frozenset()  # no set at all: nothing to read of the benchmark's items
     params: list[object] = []
+    if item_ids is not None:  # per item: an index read of adjudication_items by question (migration 0015)
+        sql = (
+            "SELECT id, question, options FROM items WHERE id IN (SELECT value FROM json_each(?)) "
+            "AND EXISTS (SELECT 1 FROM adjudication_items a WHERE a.question = items.question)"
+        )
+        params.append(json.dumps(sorted(item_ids)))
+    else:
+        sql = (
+            "SELECT id, question, options FROM items "
+            "WHERE question IN (SELECT DISTINCT question FROM adjudication_items)"
+        )
     if benchmark_id is not None:
         sql += " AND benchmark_id = ?"
         params.append(benchmark_id)
-    if item_ids is not None:
-        sql += " AND id IN (SELECT value FROM json_each(?))"
-        params.append(json.dumps(sorted(item_ids)))
     items = {r[0]: (r[1], json.loads(r[2])) for r in ws.conn.execute(sql, params)}
     if not items:
         return frozenset()
@@ -134,6 +141,19 @@ class Sight:
     def visible_history(self, item_id: int, history: Iterable[reviews.Review]) -> list[reviews.Review]:
         """The review log rows of an item this annotator may read: all, or only their own before their verdict."""
         return list(history) if self.reveals(item_id) else [r for r in history if r.annotator == self.annotator]
+
+
+def resight(ws: Workspace, seen: Sight, item_id: int) -> Sight:
+    """`seen` with one item's facts asked again (after a verdict, an undo or a label on it): the rule asked for that
+    item alone, never for the benchmark."""
+    one = sight(
+        ws, seen.annotator, blind=seen.blind, reveal_after_verdict=seen.reveal_after_verdict, item_ids=[item_id]
+    )
+    return replace(
+        seen,
+        judged=(seen.judged - {item_id}) | one.judged,
+        hidden_passes=frozenset(p for p in seen.hidden_passes if p[1] != item_id) | one.hidden_passes,
+    )
 
 
 def sight(

@@ -52,8 +52,8 @@ class ReviewStatus:
 def review_status(ws: Workspace, benchmark_id: int) -> dict[int, ReviewStatus]:
     """Standing verdicts per reviewed item of a benchmark (unreviewed items are absent)."""
     grouped: dict[int, list[tuple[str, str, str | None]]] = {}
-    for r in reviews.standing_reviews(ws, benchmark_id=benchmark_id):  # in time order
-        grouped.setdefault(r.item_id, []).append((r.annotator, r.verdict, r.corrected_answer))
+    for item_id, annotator, verdict, corrected in reviews.standing_opinions(ws, benchmark_id):  # in time order
+        grouped.setdefault(item_id, []).append((annotator, verdict, corrected))
     return {item: ReviewStatus(tuple(v)) for item, v in grouped.items()}
 
 
@@ -69,8 +69,11 @@ def visible_status(status: dict[int, ReviewStatus], sight: Sight) -> dict[int, R
     return out
 
 
-def item_review_status(ws: Workspace, benchmark_id: int, item_id: int) -> ReviewStatus:
-    return review_status(ws, benchmark_id).get(item_id, ReviewStatus(()))
+def item_review_status(ws: Workspace, item_id: int) -> ReviewStatus:
+    """The standing verdicts on one item, from its own rows (an index read, whatever the benchmark's size)."""
+    return ReviewStatus(
+        tuple((r.annotator, r.verdict, r.corrected_answer) for r in reviews.standing_reviews(ws, item_id=item_id))
+    )
 
 
 def review_filter_ids(

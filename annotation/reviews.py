@@ -8,6 +8,7 @@ said it when. A correction is simply a newer verdict. What stands: annotation/st
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
@@ -22,6 +23,7 @@ Verdict = Literal["ok", "wrong_answer", "ambiguous", "text_answerable", "bad_ima
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 UNDO: Final = standing.WITHDRAWAL
 _COLUMNS = "id, item_id, annotator, verdict, corrected_answer, note, seconds, created_at, uuid, withdraws"
+_STANDING_COLUMNS = ", ".join(f"r.{c}" for c in _COLUMNS.split(", "))
 
 
 @dataclass(frozen=True)
@@ -60,14 +62,16 @@ def undo_last(
 ) -> Review | None:
     """Withdraw the annotator's latest standing verdict (on one item, in one benchmark, or anywhere). Returns the
     withdrawn one."""
-    mine = [
-        r
-        for r in standing_reviews(ws, annotator=annotator, benchmark_id=benchmark_id)
-        if item_id is None or r.item_id == item_id
-    ]
-    if not mine:
+    where, params = _standing_where(benchmark_id=benchmark_id, annotator=annotator, item_id=item_id)
+    # The latest standing verdict by time (annotation/standing.py's order), from an index: never the whole log.
+    row = ws.conn.execute(
+        f"SELECT {_STANDING_COLUMNS} FROM review_standing s JOIN reviews r ON r.id = s.review_id WHERE {where} "
+        "ORDER BY s.created_at DESC, s.review_id DESC LIMIT 1",
+        params,
+    ).fetchone()
+    if row is None:
         return None
-    last = mine[-1]  # standing_reviews is in time order
+    last = Review(*row)
     _append(ws, last.item_id, last.annotator, UNDO, None, f"withdraws review {last.id}", None, last.uuid)
     return last
 
@@ -104,35 +108,68 @@ def history(ws: Workspace, item_id: int) -> list[Review]:
     return [Review(*r) for r in rows]
 
 
-def standing_reviews(ws: Workspace, *, benchmark_id: int | None = None, annotator: str | None = None) -> list[Review]:
-    """The verdict that stands per (item, annotator) (annotation/standing.py), in time order."""
+def _standing_where(
+    *, benchmark_id: int | None = None, annotator: str | None = None, item_id: int | None = None
+) -> tuple[str, list[object]]:
     where: list[str] = ["1 = 1"]
     params: list[object] = []
-    if benchmark_id is not None:
-        where.append("t.item_id IN (SELECT id FROM items WHERE benchmark_id = ?)")
-        params.append(benchmark_id)
-    if annotator is not None:
-        where.append("t.annotator = ?")
-        params.append(annotator)
-    sql = standing.standing_sql(standing.REVIEWS, _COLUMNS, " AND ".join(where))
+    for column, value in (("benchmark_id", benchmark_id), ("annotator", annotator), ("item_id", item_id)):
+        if value is not None:
+            where.append(f"s.{column} = ?")
+            params.append(value)
+    return " AND ".join(where), params
+
+
+def standing_reviews(
+    ws: Workspace, *, benchmark_id: int | None = None, annotator: str | None = None, item_id: int | None = None
+) -> list[Review]:
+    """The verdict that stands per (item, annotator) (annotation/standing.py), in time order.
+
+    Read from review_standing, which triggers on the log keep to that rule in the transaction of every write
+    (migration 0015): the cost is the verdicts returned, never the benchmark's items or the log's length."""
+    where, params = _standing_where(benchmark_id=benchmark_id, annotator=annotator, item_id=item_id)
+    sql = (
+        f"SELECT {_STANDING_COLUMNS} FROM review_standing s JOIN reviews r ON r.id = s.review_id WHERE {where} "
+        "ORDER BY s.created_at, s.review_id"
+    )
     return [Review(*row) for row in ws.conn.execute(sql, params)]
+
+
+def standing_opinions(ws: Workspace, benchmark_id: int) -> Iterator[tuple[int, str, str, str | None]]:
+    """(item id, annotator, verdict, corrected answer) of every standing verdict of a benchmark, in time order: what
+    listings show, without building a Review per row (a benchmark may hold tens of thousands)."""
+    yield from ws.conn.execute(
+        "SELECT item_id, annotator, verdict, corrected_answer FROM review_standing WHERE benchmark_id = ? "
+        "ORDER BY created_at, review_id",
+        (benchmark_id,),
+    )
 
 
 def conflicts(ws: Workspace, benchmark_id: int) -> dict[int, list[Review]]:
     """Items whose standing verdicts differ between annotators (skips do not count as an opinion)."""
+    # review_conflicts names them (kept by triggers, migration 0015): the cost is the conflicts, not the benchmark.
+    rows = ws.conn.execute(
+        f"SELECT {_STANDING_COLUMNS} FROM review_conflicts c JOIN review_standing s ON s.item_id = c.item_id "
+        "JOIN reviews r ON r.id = s.review_id WHERE c.benchmark_id = ? AND s.verdict != 'skip' "
+        "ORDER BY s.created_at, s.review_id",
+        (benchmark_id,),
+    )
     by_item: dict[int, list[Review]] = defaultdict(list)
-    for r in standing_reviews(ws, benchmark_id=benchmark_id):
-        if r.verdict != "skip":
-            by_item[r.item_id].append(r)
+    for row in rows:
+        by_item[row[1]].append(Review(*row))
     return {item: rs for item, rs in by_item.items() if len({(r.verdict, r.corrected_answer) for r in rs}) > 1}
 
 
 def progress(ws: Workspace, benchmark_id: int, annotator: str | None = None) -> dict[str, Any]:
-    """Reviewed / total items, for everyone and for one annotator."""
-    total = ws.conn.execute("SELECT count(*) FROM items WHERE benchmark_id = ?", (benchmark_id,)).fetchone()[0]
-    standing = standing_reviews(ws, benchmark_id=benchmark_id)
-    return {
-        "total": total,
-        "reviewed": len({r.item_id for r in standing}),
-        "mine": len({r.item_id for r in standing if r.annotator == annotator}) if annotator else None,
-    }
+    """Reviewed / total items, for everyone and for one annotator: counts kept by triggers (migration 0015), read by
+    primary key, so a keypress never counts the benchmark."""
+    row = ws.conn.execute(
+        "SELECT items, reviewed FROM benchmark_counts WHERE benchmark_id = ?", (benchmark_id,)
+    ).fetchone()
+    mine = None
+    if annotator:
+        found = ws.conn.execute(
+            "SELECT reviewed FROM annotator_counts WHERE benchmark_id = ? AND annotator = ?", (benchmark_id, annotator)
+        ).fetchone()
+        mine = found[0] if found else 0
+    return {"total": row[0] if row else 0, "reviewed": row[1] if row else 0, "mine": mine}

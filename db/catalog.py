@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -66,10 +67,10 @@ class Item:
         }
 
 
+# Questions and images per benchmark are counted by triggers (migration 0015): listing benchmarks never reads items.
 _BENCH_SELECT = """
-SELECT b.*, (SELECT count(*) FROM items i WHERE i.benchmark_id = b.id) AS questions,
-       (SELECT count(DISTINCT image_sha256) FROM items i WHERE i.benchmark_id = b.id) AS images
-FROM benchmarks b
+SELECT b.*, coalesce(c.items, 0) AS questions, coalesce(c.images, 0) AS images
+FROM benchmarks b LEFT JOIN benchmark_counts c ON c.benchmark_id = b.id
 """
 ITEM_COLUMNS = (
     "id, benchmark_id, position, source_index, question, hint, options, answer, category, l2_category, "
@@ -186,9 +187,15 @@ def add_circular_copy(ws: Workspace, item_id: int, copy_index: int | str, shift:
 
 
 def list_items(ws: Workspace, benchmark_id: int, *, limit: int | None = None) -> list[Item]:
+    return list(iter_items(ws, benchmark_id, limit=limit))
+
+
+def iter_items(ws: Workspace, benchmark_id: int, *, limit: int | None = None) -> Iterator[Item]:
+    """The benchmark's items in file order, one at a time (a listing of a million items never holds them all)."""
     sql = f"SELECT {ITEM_COLUMNS} FROM items WHERE benchmark_id = ? ORDER BY position"
     params: list[object] = [benchmark_id]
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
-    return [item_from_row(r) for r in ws.conn.execute(sql, params)]
+    for r in ws.conn.execute(sql, params):
+        yield item_from_row(r)

@@ -750,3 +750,144 @@ def _m0014(db: Database) -> None:
 
 # PRAGMA application_id of every vlmdesk workspace: "VLMD" as a big-endian 32-bit integer.
 APPLICATION_ID = int.from_bytes(b"VLMD", "big")
+
+
+# The standing rule of verdicts (annotation/standing.py) in SQL, for one pair (item, annotator): its standing
+# verdict is re-derived from the pair's own log rows (an index range of the item), never from the benchmark. A second
+# copy of the rule, held to annotation/standing.py by tests/db/test_counts.py.
+def _restand(item: str, annotator: str) -> str:
+    return f"""
+            DELETE FROM review_standing WHERE item_id = {item} AND annotator = {annotator};
+            INSERT INTO review_standing (item_id, annotator, benchmark_id, review_id, verdict, corrected_answer,
+                    created_at)
+                SELECT t.item_id, t.annotator, i.benchmark_id, t.id, t.verdict, t.corrected_answer, t.created_at
+                FROM reviews t JOIN items i ON i.id = t.item_id
+                WHERE t.item_id = {item} AND t.annotator = {annotator} AND t.verdict != 'undo'
+                    AND NOT EXISTS (SELECT 1 FROM reviews w WHERE w.withdraws = t.uuid)
+                ORDER BY t.created_at DESC, t.id DESC LIMIT 1;"""
+
+
+# A verdict or undo re-derives its own pair, and an undo the pair of the verdict it names (the same one, unless a
+# merged log says otherwise); a deleted row (its item deleted, or a repair) likewise.
+_TARGET = "(SELECT {col} FROM reviews WHERE uuid = {row}.withdraws)"
+_ON_INSERT = _restand("NEW.item_id", "NEW.annotator") + _restand(
+    _TARGET.format(col="item_id", row="NEW"), _TARGET.format(col="annotator", row="NEW")
+)
+_ON_DELETE = _restand("OLD.item_id", "OLD.annotator") + _restand(
+    _TARGET.format(col="item_id", row="OLD"), _TARGET.format(col="annotator", row="OLD")
+)
+
+
+def _reconflict(row: str) -> str:
+    return f"""
+            DELETE FROM review_conflicts WHERE item_id = {row}.item_id;
+            INSERT INTO review_conflicts (item_id, benchmark_id) SELECT {row}.item_id, {row}.benchmark_id
+                WHERE EXISTS (SELECT 1 FROM items WHERE id = {row}.item_id) AND (SELECT count(DISTINCT
+                    json_array(verdict, corrected_answer)) FROM review_standing
+                    WHERE item_id = {row}.item_id AND verdict != 'skip') > 1;"""
+
+
+@migrations(name="0015_counts")
+def _m0015(db: Database) -> None:
+    # A keypress must not cost the size of the benchmark (issue 27, docs/adr/0028). The standing verdict per (item,
+    # annotator) is kept in review_standing, beside the item's benchmark, by triggers on the review log: whatever
+    # writes a review (the app, sync imports, deletions cascading from items) keeps it in the same transaction.
+    # Counts of items per benchmark, and of items with a standing verdict (by anyone, by each annotator), are kept
+    # by triggers too, so progress is a primary-key read. Everything here is derived: `vlmdesk check --repair`
+    # can rebuild it (rebuild_counts).
+    _script(
+        db,
+        f"""
+        CREATE TABLE review_standing (
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            benchmark_id INTEGER NOT NULL,
+            review_id INTEGER NOT NULL,
+            verdict TEXT NOT NULL,
+            corrected_answer TEXT,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (item_id, annotator)
+        ) WITHOUT ROWID;
+        CREATE INDEX review_standing_mine ON review_standing (benchmark_id, annotator, created_at, review_id);
+        CREATE INDEX review_standing_benchmark ON review_standing (benchmark_id, item_id);
+        -- The blind rule asks per item whether some adjudication set carries its question.
+        CREATE INDEX adjudication_items_question ON adjudication_items (question);
+        -- Items whose standing verdicts disagree (skips are no opinion: annotation/browse.py ReviewStatus.conflict,
+        -- the rule this copies; tests/db/test_counts.py holds them together).
+        CREATE TABLE review_conflicts (
+            item_id INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE,
+            benchmark_id INTEGER NOT NULL
+        );
+        CREATE INDEX review_conflicts_benchmark ON review_conflicts (benchmark_id, item_id);
+        CREATE TABLE benchmark_counts (
+            benchmark_id INTEGER PRIMARY KEY REFERENCES benchmarks(id) ON DELETE CASCADE,
+            items INTEGER NOT NULL DEFAULT 0,
+            images INTEGER NOT NULL DEFAULT 0,
+            reviewed INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE annotator_counts (
+            benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            reviewed INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (benchmark_id, annotator)
+        ) WITHOUT ROWID;
+        -- An item's image counts once per benchmark: the first item showing it adds it, the last one removes it.
+        CREATE TRIGGER items_count_ai AFTER INSERT ON items BEGIN
+            INSERT INTO benchmark_counts (benchmark_id, items, images)
+                VALUES (NEW.benchmark_id, 1, NEW.image_sha256 IS NOT NULL)
+                ON CONFLICT (benchmark_id) DO UPDATE SET items = items + 1, images = images + (
+                    NEW.image_sha256 IS NOT NULL AND NOT EXISTS (SELECT 1 FROM items o WHERE
+                        o.image_sha256 = NEW.image_sha256 AND o.benchmark_id = NEW.benchmark_id AND o.id != NEW.id));
+        END;
+        CREATE TRIGGER items_count_ad AFTER DELETE ON items BEGIN
+            UPDATE benchmark_counts SET items = items - 1, images = images - (
+                    OLD.image_sha256 IS NOT NULL AND NOT EXISTS (SELECT 1 FROM items o WHERE
+                        o.image_sha256 = OLD.image_sha256 AND o.benchmark_id = OLD.benchmark_id))
+                WHERE benchmark_id = OLD.benchmark_id;
+        END;
+        -- The counts follow an item's benchmark, which therefore never changes (nothing moves items).
+        CREATE TRIGGER items_stay BEFORE UPDATE OF benchmark_id ON items
+            BEGIN SELECT RAISE(ABORT, 'an item stays in its benchmark'); END;
+        CREATE TRIGGER reviews_standing_ai AFTER INSERT ON reviews BEGIN{_ON_INSERT}
+        END;
+        CREATE TRIGGER reviews_standing_ad AFTER DELETE ON reviews BEGIN{_ON_DELETE}
+        END;
+        CREATE TRIGGER review_standing_ai AFTER INSERT ON review_standing BEGIN
+            INSERT INTO annotator_counts (benchmark_id, annotator, reviewed) VALUES (NEW.benchmark_id, NEW.annotator, 1)
+                ON CONFLICT (benchmark_id, annotator) DO UPDATE SET reviewed = reviewed + 1;
+            UPDATE benchmark_counts SET reviewed = reviewed + 1 WHERE benchmark_id = NEW.benchmark_id
+                AND NOT EXISTS (SELECT 1 FROM review_standing s WHERE s.item_id = NEW.item_id
+                    AND s.annotator != NEW.annotator);{_reconflict("NEW")}
+        END;
+        CREATE TRIGGER review_standing_ad AFTER DELETE ON review_standing BEGIN
+            UPDATE annotator_counts SET reviewed = reviewed - 1
+                WHERE benchmark_id = OLD.benchmark_id AND annotator = OLD.annotator;
+            UPDATE benchmark_counts SET reviewed = reviewed - 1 WHERE benchmark_id = OLD.benchmark_id
+                AND NOT EXISTS (SELECT 1 FROM review_standing s WHERE s.item_id = OLD.item_id);{_reconflict("OLD")}
+        END;
+        """,
+    )
+    rebuild_counts(db)
+
+
+def rebuild_counts(db: Database) -> None:
+    """Derive review_standing and the counts afresh from the items and the review log (migration 0015; repair)."""
+    _script(
+        db,
+        """
+        DELETE FROM review_standing;
+        DELETE FROM review_conflicts;
+        DELETE FROM benchmark_counts;
+        DELETE FROM annotator_counts;
+        INSERT INTO benchmark_counts (benchmark_id, items, images) SELECT b.id,
+            (SELECT count(*) FROM items i WHERE i.benchmark_id = b.id),
+            (SELECT count(DISTINCT image_sha256) FROM items i WHERE i.benchmark_id = b.id) FROM benchmarks b;
+        INSERT INTO review_standing (item_id, annotator, benchmark_id, review_id, verdict, corrected_answer, created_at)
+            SELECT item_id, annotator, benchmark_id, id, verdict, corrected_answer, created_at FROM (
+                SELECT t.*, i.benchmark_id, row_number() OVER (PARTITION BY t.item_id, t.annotator
+                    ORDER BY t.created_at DESC, t.id DESC) AS standing_rank
+                FROM reviews t JOIN items i ON i.id = t.item_id
+                WHERE t.verdict != 'undo' AND NOT EXISTS (SELECT 1 FROM reviews w WHERE w.withdraws = t.uuid))
+            WHERE standing_rank = 1;
+        """,
+    )

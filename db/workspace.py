@@ -746,3 +746,43 @@ def migrate(ws: Workspace) -> int:
     ws.db.execute(f"PRAGMA user_version = {applied}")
     ws.conn.commit()
     return applied
+
+
+# Tables whose new rows the app shows. Rows of all of them are appended (human records and passes are never edited);
+# the last rowid of each is one read of its b-tree's last entry. Deletions cascade from benchmarks, items and runs,
+# whose counts (kept by triggers, migration 0015) or rows the marks name too.
+_MARKED = (
+    "benchmarks",
+    "items",
+    "reviews",
+    "labels",
+    "adjudications",
+    "adjudication_sets",
+    "qc_decisions",
+    "qc_stage_runs",
+    "arena_pairs",
+    "arena_votes",
+    "runs",
+    "predictions",
+    "scorings",
+    "judgements",
+    "guidelines",
+    "saved_filters",
+    "models",
+)
+_COUNTED = ("benchmarks", "runs", "models", "saved_filters", "adjudication_sets")  # small tables rows leave
+
+
+def change_marks(ws: Workspace) -> dict[str, tuple[int, ...]]:
+    """Per table, marks that change when another connection's commit added or removed rows there: what
+    `PRAGMA data_version` (something changed) cannot say, each a read of a b-tree's edge or a kept count."""
+    marks: dict[str, tuple[int, ...]] = {}
+    for table in _MARKED:
+        (last,) = ws.conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()
+        marks[table] = (last,)
+    for table in _COUNTED:
+        (n,) = ws.conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+        marks[table] += (n,)
+    (items,) = ws.conn.execute("SELECT coalesce(sum(items), 0) FROM benchmark_counts").fetchone()
+    marks["items"] += (items,)
+    return marks

@@ -135,13 +135,33 @@ class ItemTableModel(QAbstractTableModel):
             r += step
 
     def refresh_item(self, item_id: int) -> None:
-        """Re-read the review status of one item (after a verdict) without reloading the listing."""
+        """Re-read the review status of one item (after a verdict) without reloading the listing: its own log rows
+        and the blind rule asked for it alone, so a verdict costs the same in any benchmark."""
         if self.benchmark is None:
             return
-        self._read_status(qc=False)  # a verdict may judge the item: what it reveals changes with it
+        # A verdict may judge the item: what it reveals changes with it.
+        self.sight = blind.resight(self.ws, self.sight, item_id)
+        status = browse.visible_status({item_id: browse.item_review_status(self.ws, item_id)}, self.sight)
+        self.status.pop(item_id, None)
+        if status.get(item_id) and status[item_id].verdicts:
+            self.status[item_id] = status[item_id]
+        self.qc.pop(item_id, None)
+        if item_id in self._qc_marks:
+            self.qc.update(browse.visible_qc({item_id: self._qc_marks[item_id]}, self.sight))
         row = self._row_of.get(item_id)
         if row is not None:
             self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
+
+    def refresh_items(self, item_ids) -> bool:
+        """After verdicts written elsewhere on these items: their rows only. False (nothing done) when the listing
+        itself depends on verdicts (a review filter, or a blind filter listing only judged items): reload it."""
+        if self.benchmark is None:
+            return True
+        if self.review_filter or (self.sight.blind and (self.qc_filter or self.filter.run_result)):
+            return False
+        for item_id in item_ids:
+            self.refresh_item(item_id)
+        return True
 
     def refresh_qc(self) -> None:
         if self.benchmark is None:

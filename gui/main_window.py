@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from annotation.names import BadName, annotator_name
 from db import catalog, item_query
 from db.errors import EnvironmentFault, NotFound, UserError
-from db.workspace import database_error, open_workspace
+from db.workspace import change_marks, database_error, open_workspace
 from gui import file_dialogs
 from gui.alignment_view import AlignmentView
 from gui.annotator_stats import AnnotatorsView
@@ -83,6 +83,9 @@ def _action(
     if toggled is not None:
         action.toggled.connect(toggled)
     return action
+
+
+_FEW = 500  # more new verdicts than this (a sync import) reload the listing instead
 
 
 class BenchmarksDock(QListWidget):
@@ -155,6 +158,9 @@ class MainWindow(QMainWindow):
         self._stale: set[str] = set()  # views to reload when next shown ("model": the Browse listing)
         self._data_version: int | None = None
         self._told_reconnections = 0  # the workspace's reconnections the window has told the user about
+        self._marks: dict[str, tuple[int, ...]] | None = None  # db.workspace.change_marks at the last check
+        self._changed: set[str] | None = None  # tables another process added to since the last check; None: any
+        self._reviews_since = 0
         self._poll = QTimer(self)
         self._poll.setInterval(1000)
         self._poll.timeout.connect(self._check_for_changes)
@@ -309,6 +315,7 @@ class MainWindow(QMainWindow):
         self._stale = set()
         self._data_version = self._read_data_version()
         self._told_reconnections = 0
+        self._marks = self._read_marks()
         self._poll.start()
         self._tab_changed(self.tabs.currentIndex())  # the first tab's on-show work, now that every view exists
         return True
@@ -358,6 +365,11 @@ class MainWindow(QMainWindow):
         version = self._read_data_version()
         if version is not None and version != self._data_version:
             self._data_version = version
+            old, self._marks = self._marks, self._read_marks()
+            if old is not None and self._marks is not None:
+                # What another process added: the refresh reloads only that (None: everything).
+                self._changed = {t for t, mark in self._marks.items() if old.get(t) != mark}
+                self._reviews_since = old["reviews"][0]
             self.ctx.workspaceChanged.emit()
 
     def _keep_hold(self) -> None:
@@ -379,7 +391,14 @@ class MainWindow(QMainWindow):
                 "everything shown as saved is in the file, and what other programs wrote since is shown now.",
                 "info",
             )
-            self._data_version = None  # a new connection counts its own data_version: reload what is shown
+            # A new connection counts its own data_version, and the old one may have missed writes: reload it all.
+            self._data_version, self._marks = None, None
+
+    def _read_marks(self) -> dict[str, tuple[int, ...]] | None:
+        try:
+            return change_marks(self.ws)
+        except Exception:  # noqa: BLE001 — as _read_data_version: a workspace going away is shown elsewhere
+            return None
 
     def refresh(self) -> None:
         """View › Refresh (F5): the same as a change written by another process."""
@@ -406,7 +425,17 @@ class MainWindow(QMainWindow):
         elif benches:
             self.select_benchmark(benches[0].name)
             return
-        self._reload_tabs(stale_model=True)
+        changed, self._changed = self._changed, None
+        stale_model = True
+        if changed is not None and changed <= {"reviews", "runs"}:
+            # Only verdicts (and run heartbeats): the items they are about are read again, not the listing.
+            rows = self.ws.conn.execute(  # the new end of the log, by its primary key
+                "SELECT item_id FROM reviews WHERE id > ? ORDER BY id LIMIT ?", (self._reviews_since, _FEW + 1)
+            ).fetchall()
+            fresh = list(dict.fromkeys(r[0] for r in rows))
+            if len(rows) <= _FEW and ctx.model.refresh_items(fresh):
+                stale_model = False
+        self._reload_tabs(stale_model=stale_model)
 
     def _sight_changed(self, _new_annotator: bool) -> None:
         """Blind mode, the reveal preference or the annotator changed: every tab shows what it keeps again under the

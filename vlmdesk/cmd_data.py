@@ -251,17 +251,21 @@ def cmd_benchmarks(args) -> int:
 def cmd_items(args) -> int:
     from vlmdesk.cli import open_from_args
 
+    # Streamed: each item is written as it is read, so a million-item listing starts at once in constant memory.
     with open_from_args(args) as ws:
-        items = catalog.list_items(ws, bench_or_fail(ws, args.bench).id, limit=args.limit)
-    if args.json:
-        print(json.dumps([i.to_json() for i in items], ensure_ascii=False))
-        return 0
-    for i in items:
-        question = i.question.replace("\n", " ")
-        print(
-            f"{str(i.index):>8}  {i.answer or '-':<3} {(i.category or '')[:28]:<28} "
-            f"{question[:70]}{'…' if len(question) > 70 else ''}"
-        )
+        items = catalog.iter_items(ws, bench_or_fail(ws, args.bench).id, limit=args.limit)
+        if args.json:  # the same bytes as json.dumps of the whole list
+            sys.stdout.write("[")
+            for n, i in enumerate(items):
+                sys.stdout.write((", " if n else "") + json.dumps(i.to_json(), ensure_ascii=False))
+            sys.stdout.write("]\n")
+            return 0
+        for i in items:
+            question = i.question.replace("\n", " ")
+            print(
+                f"{str(i.index):>8}  {i.answer or '-':<3} {(i.category or '')[:28]:<28} "
+                f"{question[:70]}{'…' if len(question) > 70 else ''}"
+            )
     return 0
 
 
