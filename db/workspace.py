@@ -82,9 +82,9 @@ def in_use(path: str | os.PathLike[str]) -> bool:
     opened outside SQLite."""
     text = os.fspath(path)
     candidates = [text] + [text.removesuffix(c) for c in COMPANIONS if text.endswith(c)]
-    keys = {_file_key(Path(c)) for c in candidates} - {None}
+    keys = {k for c in candidates if (k := _file_key(Path(c))) is not None}
     with _open_files_lock:
-        return any(_open_files[k] > 0 for k in keys if k is not None)
+        return any(_open_files[k] > 0 for k in keys)
 
 
 class HoldLost(EnvironmentFault):
@@ -202,9 +202,8 @@ class Workspace:
         hold = self._hold
         if hold is None:
             return None
-        for suffix, key in (("-wal", hold.wal), ("-shm", hold.shm)):
-            if key is not None and _file_key(Path(f"{self.path}{suffix}")) != key:
-                return f"its {suffix} file was deleted or replaced by another process"
+        if (suffix := self._replaced_companion()) is not None:
+            return f"its {suffix} file was deleted or replaced by another process"
         now = time.monotonic()
         if hold.locks_visible and now - self._locks_read_at >= locks_read_within:
             locked = _locked_by_me()
@@ -214,11 +213,21 @@ class Workspace:
             return "this process lost its locks on the file (something opened and closed it outside SQLite)"
         return None
 
+    def _replaced_companion(self) -> str | None:
+        """The suffix ("-wal", "-shm") of the companion this connection uses when it is not the one on disk any more."""
+        hold = self._hold
+        if hold is None:
+            return None
+        for suffix, key in (("-wal", hold.wal), ("-shm", hold.shm)):
+            if key is not None and _file_key(Path(f"{self.path}{suffix}")) != key:
+                return suffix
+        return None
+
     def reconnect(self, reason: str) -> None:
-        """Close this connection (without a checkpoint when its -wal is orphaned: stale frames must never reach
-        the file) and open a new one, which takes the locks again and uses the -wal on disk."""
+        """Close this connection (without a checkpoint when its -wal or -shm is orphaned: stale frames must never
+        reach the file) and open a new one, which takes the locks again and uses the -wal on disk."""
         old = self.db.conn
-        if "deleted or replaced" in reason:
+        if self._replaced_companion() is not None:
             no_checkpoint_on_close(old)
         old.close()
         self.db.conn = connect_read_write(self.path)
