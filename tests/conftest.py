@@ -46,6 +46,22 @@ def tiny_text_lm_dir(tmp_path_factory):
     return build_tiny_text_lm(tmp_path_factory.mktemp("tiny_text_lm"))
 
 
+@pytest.fixture(scope="session")
+def tiny_family_dirs(tmp_path_factory):
+    """tiny_family_dirs(model_type): a tiny random-weight VLM of that family on disk (tests/tiny_families.py), built
+    on first use and shared by the session."""
+    from tests.tiny_families import BUILDERS
+
+    built: dict[str, Path] = {}
+
+    def get(model_type: str) -> Path:
+        if model_type not in built:
+            built[model_type] = BUILDERS[model_type](tmp_path_factory.mktemp(f"tiny_{model_type}"))
+        return built[model_type]
+
+    return get
+
+
 @pytest.fixture
 def serve():
     """serve(script, **kw) starts a scripted local HTTP server (tests/servers.py) that is closed when the test ends."""
@@ -72,7 +88,7 @@ def serve():
 # edit loop's `-m fast`. A test may also carry one of these markers itself.
 
 TESTS_DIR = Path(__file__).resolve().parent
-MODEL_FIXTURES = {"tiny_llava_dir", "tiny_idefics3_dir", "tiny_text_lm_dir"}
+MODEL_FIXTURES = {"tiny_llava_dir", "tiny_idefics3_dir", "tiny_text_lm_dir", "tiny_family_dirs"}
 SPAWNS = {"subprocess", "Popen", "QProcess", "executable"}  # names in the bytecode of code that starts a process
 SERVES = {"FaultServer", "transformers_serve"}
 # The slowest tests no rule marks (pytest --durations=0, 2 busy cores): over 3 s each, or tables of in-process

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
+from evaluator.families import TEXT_SHARE_TYPES, family_of, unverified_note
 from evaluator.registry import Field
 
 from .base import BackendEntry, BackendError, Query
@@ -39,10 +40,6 @@ CPU_BATCH_SIZE = 8  # the batch size when neither the spec nor the run gives one
 CPU_CHUNK_ITEMS = 64  # items whose prefixes stay cached on CPU (a few MB each for small models)
 MAX_AUTO_BATCH = 64  # generate() gains little past this; bigger batches mostly pad
 SUB_BATCHES_PER_CALL = 4  # call_size: sub-batch i+1 is prepared while sub-batch i runs
-# Model families whose prefix KV cache is verified to continue exactly (1-D rotary positions, one full-attention
-# DynamicCache): tests/backends/test_hf_prefix.py. Others (Qwen-VL's M-RoPE positions, sliding-window or hybrid
-# caches) fall back to plain generate and say so in describe().
-_SHARE_FAMILIES = frozenset({"llava", "idefics3", "smolvlm", "llama", "mistral"})
 # A documented estimate for sizing on CUDA: the tokens of one item's prefix (LLaVA-1.5: 576 image tokens plus the
 # template, hint and question) and of one row (prefix, options and the answer).
 PREFIX_TOKENS_ESTIMATE = 700
@@ -278,15 +275,23 @@ class HFBackend:
         self.chunk_items: int | None = max(
             8, min(1024, self.prefix_cache_bytes // (per_token * PREFIX_TOKENS_ESTIMATE))
         )
-        family = getattr(self.model.config, "model_type", "")
-        self.share_prefix = share_prefix and family in _SHARE_FAMILIES
+        # Prefix sharing only where a family's cache is proven to continue exactly (evaluator/families.py); other
+        # families fall back to plain generate and say why.
+        model_type = str(getattr(self.model.config, "model_type", ""))
+        family = family_of(model_type)
+        exact = family.share_prefix if family else model_type in TEXT_SHARE_TYPES
+        self.share_prefix = share_prefix and exact
         self.share_prefix_note = (
             "on"
             if self.share_prefix
             else "off (share_prefix=0)"
             if not share_prefix
-            else f"off: continuing a cached prefix is not verified exact for model type {family!r}"
+            else f"off: {family.share_off}"
+            if family and family.share_off
+            else f"off: continuing a cached prefix is not verified exact for model type {model_type[:60]!r}"
         )
+        if self.is_vlm and family is None:
+            self.notes.append(unverified_note(model_type))
         self.overlap = overlap
         self.single_row_likelihood = True  # bench/gpu_bench.py compares it with one row per candidate
         self._prefixes: OrderedDict[tuple[Any, ...], _Prefix] = OrderedDict()

@@ -1,5 +1,5 @@
 """Prefix sharing, overlap and single-row likelihood in HFBackend give exactly what plain generate / per-candidate
-rows give, on tiny random LLaVA and Idefics3 models in fp32, called the way the engine calls them (one rotation of
+rows give, on a tiny random model of every family that shares prefixes (evaluator/families.py), in fp32, called the way the engine calls them (one rotation of
 every alive item per call, items ending early)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import pytest
 from evaluator.backends.base import Query
 from evaluator.backends.hf import HFBackend, parse_hf_spec
 from evaluator.choices import letters, rotation
+from evaluator.families import FAMILIES
 from evaluator.prompts import default_template
 from tests.backends.test_hf import image_bytes
 
@@ -54,9 +55,10 @@ def token_ids(backend: HFBackend, queries: list[Query], max_new_tokens: int) -> 
     return out
 
 
-@pytest.fixture(scope="module", params=["llava", "idefics3"])
-def vlm(request):
-    return HFBackend(str(request.getfixturevalue(f"tiny_{request.param}_dir")))
+# Every family whose row in evaluator/families.py turns prefix sharing on must pass these tests.
+@pytest.fixture(scope="module", params=[f.model_type for f in FAMILIES if f.share_prefix])
+def vlm(request, tiny_family_dirs):
+    return HFBackend(str(tiny_family_dirs(request.param)))
 
 
 @pytest.mark.parametrize("batch", [1, 3])
