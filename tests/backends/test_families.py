@@ -53,10 +53,9 @@ def _responses(ws, run_id) -> dict[tuple[int, int], str]:
 
 @pytest.mark.parametrize("model_type", TYPES)
 def test_the_tiny_model_is_that_family_loaded_through_the_auto_classes(model_type, loaded):
+    import transformers
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
     from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
-
-    import transformers
 
     backend = loaded(model_type)
     assert backend.model.config.model_type == model_type and backend.is_vlm

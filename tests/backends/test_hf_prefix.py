@@ -1,6 +1,6 @@
 """Prefix sharing, overlap and single-row likelihood in HFBackend give exactly what plain generate / per-candidate
-rows give, on a tiny random model of every family that shares prefixes (evaluator/families.py), in fp32, called the way the engine calls them (one rotation of
-every alive item per call, items ending early)."""
+rows give, on a tiny random model of every family that shares prefixes (evaluator/families.py), in fp32, called the
+way the engine calls them (one rotation of every alive item per call, items ending early)."""
 
 from __future__ import annotations
 
