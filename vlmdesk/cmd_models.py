@@ -13,7 +13,7 @@ def register(add) -> None:
 
     p = add(
         "models",
-        help="saved models: add, list, remove, test (load it and answer one item)",
+        help="saved models: add, list, remove, test (load it and answer one item); the verified families",
         description="Models kept in the workspace under a short name, for the app's launcher and for "
         "`vlmdesk run --model NAME`. An openai: spec names the environment variable holding its "
         "key (key_env=NAME); keys themselves are refused, never stored.\n\n"
@@ -56,6 +56,32 @@ def register(add) -> None:
     q.add_argument("--bench", help="benchmark to take the item from (default: demo, else the first multiple-choice)")
     q.add_argument("--item", help="item index (default: the benchmark's first)")
     q.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    q = action(
+        "families",
+        "the model families verified on the hf: backend (generation, likelihood, POPE, prefix sharing)",
+        cmd_families,
+        "vlmdesk models families --json",
+    )
+    q.add_argument("--json", action="store_true", help="print a JSON array, one object per family")
+
+
+def cmd_families(args) -> int:
+    from evaluator.families import FAMILIES
+
+    if args.json:
+        print(json.dumps([f.to_json() for f in FAMILIES], ensure_ascii=False))
+        return 0
+    print(f"{'family':<18} {'model_type':<16} {'gen lik pope':<13} {'prefix sharing':<15} try first")
+    for f in FAMILIES:
+        share = "on" if f.share_prefix else "off"
+        print(f"{f.name:<18} {f.model_type:<16} {'✔   ✔   ✔':<13} {share:<15} {f.checkpoint}")
+    off = [f for f in FAMILIES if not f.share_prefix]
+    if off:
+        print("\nprefix sharing off (each run stores why):")
+        for f in off:
+            print(f"  {f.model_type}: {f.share_off}")
+    print("\nother model types run through the generic path and say once that they are unverified")
+    return 0
 
 
 def cmd_add(args) -> int:

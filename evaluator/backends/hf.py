@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -290,8 +291,9 @@ class HFBackend:
             if family and family.share_off
             else f"off: continuing a cached prefix is not verified exact for model type {model_type[:60]!r}"
         )
-        if self.is_vlm and family is None:
+        if self.is_vlm and family is None:  # said once per load (stderr) and stored with the run (describe)
             self.notes.append(unverified_note(model_type))
+            logging.getLogger("evaluator.backends").warning("hf: %s", self.notes[-1])
         self.overlap = overlap
         self.single_row_likelihood = True  # bench/gpu_bench.py compares it with one row per candidate
         self._prefixes: OrderedDict[tuple[Any, ...], _Prefix] = OrderedDict()

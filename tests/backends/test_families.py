@@ -140,3 +140,21 @@ def test_multi_token_scores_are_the_log_probs_generation_gives_those_tokens(mode
         assert scores[1] >= scores[0] - 1e-4  # a prefix of the candidate is at least as likely
     assert alone[0] == pytest.approx(got[1], abs=1e-4)
     assert len({round(s[2], 3) for s in got}) > 1
+
+
+def test_a_model_type_outside_the_table_runs_generically_and_says_once_it_is_unverified(tiny_llava_dir, caplog):
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    model = AutoModelForImageTextToText.from_pretrained(tiny_llava_dir)
+    model.config.model_type = "my_own_vlm"  # a plugin's architecture: mapped through auto_map, not a known type
+    model.config.auto_map = {"AutoModelForImageTextToText": "my_own_vlm.Model"}
+    with caplog.at_level("WARNING", logger="evaluator.backends"):
+        backend = HFBackend.from_loaded(model, AutoProcessor.from_pretrained(tiny_llava_dir), name="my-vlm")
+    said = [r.getMessage() for r in caplog.records if "unverified" in r.getMessage()]
+    assert len(said) == 1 and "'my_own_vlm'" in said[0]
+    info = backend.describe()
+    assert info["notes"] == [said[0].removeprefix("hf: ")]
+    assert info["share_prefix"] == "off: continuing a cached prefix is not verified exact for model type 'my_own_vlm'"
+    # The generic path answers as the verified LLaVA path does with the same weights.
+    asked = [query(0, 0), query(1, 1)]
+    assert backend.generate(asked, 6) == HFBackend(str(tiny_llava_dir)).generate(asked, 6)
