@@ -14,6 +14,14 @@ MMBench-dev EN (1,164 questions) from the best setting's time per item.
 
     python bench/gpu_bench.py                  # CUDA, 7B, 256 items: a few minutes on one H200
     python bench/gpu_bench.py --scale tiny     # CPU, a tiny LLaVA, 24 items: under a minute on an idle machine
+    python bench/gpu_bench.py --family all     # CUDA: every verified family at its 7B-class config, sharing on/off
+    python bench/gpu_bench.py --family all --scale tiny   # CPU: the test suite's tiny model of every family
+    python bench/gpu_bench.py --family all --layers 1 --items 2 --device cpu   # CPU check of the 7B-class configs
+
+`--family` builds each family from the test suite's tiny model (tests/tiny_families.py: the family's real model,
+processor and chat template classes), then, at scale 7b, widens its config to the public 7B-class checkpoint's
+dimensions (FAMILY_7B; random weights built on the device, nothing downloaded) and runs CircularEval with prefix
+sharing on and off. A family whose build or run fails is reported and the others go on.
 """
 
 from __future__ import annotations
@@ -312,6 +320,113 @@ def timed_run(ws, bench, backend: HFBackend, items, *, likelihood: bool, limit: 
     }
 
 
+# The public checkpoint each family's 7B-class config comes from, and its dimensions (config.json), applied over the
+# tiny model's config: top-level keys, text_config, vision_config, and image-processor / processor attributes (the
+# image size decides the image-token count, most of a prefix). Families missing here run at their tiny size.
+FAMILY_7B: dict[str, dict[str, Any]] = {
+    "llava": {
+        "checkpoint": "llava-hf/llava-1.5-7b-hf",
+        "text_config": dict(SCALES["7b"]["text"], vocab_size=32064),
+        "vision_config": {k: v for k, v in SCALES["7b"]["vision"].items() if k != "projection_dim"},
+        "top": dict(SCALES["7b"]["llava"]),
+        "image_processor": {"size": {"shortest_edge": 336}, "crop_size": {"height": 336, "width": 336}},
+        "processor": {"patch_size": 14},
+    },
+}
+
+
+def _widen(config, sizes: dict[str, Any]) -> None:
+    for key, value in sizes.get("top", {}).items():
+        setattr(config, key, value)
+    for part in ("text_config", "vision_config"):
+        sub = getattr(config, part, None)
+        for key, value in sizes.get(part, {}).items():
+            setattr(sub, key, value)
+
+
+def build_family(model_type: str, scale: str, folder: Path, *, layers: int | None, device: str, dtype: str):
+    """(model, processor, checkpoint) of a family: the tiny test model's classes, widened to FAMILY_7B at 7b."""
+    import torch
+    from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+
+    from tests.tiny_families import BUILDERS
+
+    source = BUILDERS[model_type](folder / model_type)
+    config = AutoConfig.from_pretrained(source)
+    processor = AutoProcessor.from_pretrained(source)
+    sizes = FAMILY_7B.get(model_type, {}) if scale == "7b" else {}
+    _widen(config, sizes)
+    for key, value in sizes.get("image_processor", {}).items():
+        setattr(processor.image_processor, key, value)
+    for key, value in sizes.get("processor", {}).items():
+        setattr(processor, key, value)
+    if layers:  # a CPU check of the wide configs: every width real, few layers
+        for sub in (config.get_text_config(decoder=True), getattr(config, "vision_config", None)):
+            for key in ("num_hidden_layers", "depth"):
+                if sub is not None and getattr(sub, key, None):
+                    setattr(sub, key, min(layers, getattr(sub, key)))
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = AutoModelForImageTextToText.from_config(config, dtype=getattr(torch, dtype))
+    model.eval()
+    model.generation_config.eos_token_id = list(range(config.get_text_config(decoder=True).vocab_size))
+    model.generation_config.pad_token_id = processor.tokenizer.pad_token_id
+    return model, processor, sizes.get("checkpoint", "tiny test model")
+
+
+def time_family(ws, bench, items, model, processor, model_type: str) -> str:
+    """One row of the --family table: CircularEval over the items with prefix sharing on, then off."""
+
+    def backend(share: bool) -> HFBackend:
+        return HFBackend.from_loaded(model, processor, name=model_type, share_prefix=share)
+
+    timed_run(ws, bench, backend(True), items, likelihood=False, limit=min(4, len(items)))  # warm-up
+    on, off = (timed_run(ws, bench, backend(share), items, likelihood=False) for share in (True, False))
+    params = sum(p.numel() for p in model.parameters()) / 1e9
+    sharing = backend(True).share_prefix_note.split(":")[0]
+    return (
+        f"{params:>8.2f} {sharing:>8} {on['seconds']:>8.2f} {off['seconds']:>8.2f} "
+        f"{off['seconds'] / on['seconds']:>7.2f} {on['ms_per_pass']:>10.1f}"
+    )
+
+
+def family_main(args) -> None:
+    """--family: each family's CircularEval time with prefix sharing on and off."""
+    import torch
+
+    from evaluator.families import FAMILIES
+
+    wanted = [f.model_type for f in FAMILIES] if args.family == "all" else args.family.split(",")
+    unknown = set(wanted) - {f.model_type for f in FAMILIES}
+    if unknown:
+        sys.exit(f"error: unknown families {sorted(unknown)} (vlmdesk models families)")
+    device = args.device or ("cpu" if args.scale == "tiny" else "cuda")
+    if device == "cuda" and not torch.cuda.is_available():
+        sys.exit("error: the 7b scale needs a CUDA GPU (try --scale tiny, or --layers 1 --device cpu)")
+    dtype = "bfloat16" if device == "cuda" else "float32"
+    n_items = args.items or (64 if device == "cuda" else 8)
+    print(f"families at scale {args.scale!r} on {device} ({dtype}), {n_items} items, layers {args.layers or 'all'}")
+    head = f"{'B params':>8} {'sharing':>8} {'s on':>8} {'s off':>8} {'off/on':>7} {'ms/pass on':>10}"
+    print(f"{'family':<16} {head}  from")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_items(Path(tmp), n_items)
+        with open_workspace(Path(tmp) / "ws.sqlite") as ws:
+            import_benchmark(ws, path, name="synthetic", progress=False)
+            bench = catalog.benchmark_by_name(ws, "synthetic")
+            items = catalog.list_items(ws, bench.id)
+            for model_type in wanted:
+                try:
+                    model, processor, source = build_family(
+                        model_type, args.scale, Path(tmp), layers=args.layers, device=device, dtype=dtype
+                    )
+                    print(f"{model_type:<16} {time_family(ws, bench, items, model, processor, model_type)}  {source}")
+                    del model
+                    if device == "cuda":
+                        torch.cuda.empty_cache()
+                except Exception as exc:  # one family's failure must not hide the others' figures
+                    print(f"{model_type:<16} failed: {type(exc).__name__}: {str(exc)[:200]}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", choices=tuple(SCALES), default="7b", help="7b: LLaVA-1.5-7B on CUDA; tiny: CPU")
@@ -323,7 +438,13 @@ def main() -> None:
         "pay one-off costs that would otherwise land on whichever setting runs first); default 3 for tiny, 1 for 7b "
         "(after its warm-up run: the whole bench must fit in 5 minutes on an H200)",
     )
+    ap.add_argument("--family", help="comma-separated model types of evaluator/families.py, or all (see above)")
+    ap.add_argument("--layers", type=int, help="with --family: at most N layers per tower (a CPU check of widths)")
+    ap.add_argument("--device", help="with --family: cuda (default at 7b) or cpu")
     args = ap.parse_args()
+    if args.family:
+        family_main(args)
+        return
     import torch
     import transformers
 
