@@ -4,6 +4,8 @@ import are the command's, shown in the status bar's strip as they go."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -24,6 +26,12 @@ from evaluator.importers.catalog import POPE_SETTINGS, CatalogEntry
 from evaluator.importers.fetch import target_path
 
 COLUMNS = ("Name", "Layout", "Size", "Cached", "Benchmark")
+W = TypeVar("W", bound=QWidget)
+
+
+def _named(widget: W, name: str) -> W:
+    widget.setObjectName(name)
+    return widget
 
 
 def size_text(n: int | None) -> str:
@@ -47,9 +55,9 @@ class FetchDialog(QDialog):
         self.setWindowTitle("Import a benchmark by name")
         self.setObjectName("fetchDialog")
         self.entries = entries
-        self.filter = QLineEdit(placeholderText="Filter: MMBench, POPE, lmms-lab…", objectName="fetchFilter")
+        self.filter = _named(QLineEdit(placeholderText="Filter: MMBench, POPE, lmms-lab…"), "fetchFilter")
         self.filter.setClearButtonEnabled(True)
-        self.table = QTableWidget(len(entries), len(COLUMNS), objectName="fetchTable")
+        self.table = _named(QTableWidget(len(entries), len(COLUMNS)), "fetchTable")
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -66,14 +74,14 @@ class FetchDialog(QDialog):
         for col in range(len(COLUMNS) - 1):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
-        self.details = QLabel(objectName="fetchDetails", wordWrap=True)
+        self.details = _named(QLabel(wordWrap=True), "fetchDetails")
         self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.setting = QComboBox(objectName="fetchSetting")
+        self.setting = _named(QComboBox(), "fetchSetting")
         self.setting.addItem("Every setting (a benchmark each)", None)
         for s in POPE_SETTINGS:
             self.setting.addItem(s, s)
-        self.bench_name = QLineEdit(objectName="fetchName")
-        self.mirror = QLineEdit(mirror, objectName="fetchMirror", placeholderText="none (e.g. https://hf-mirror.com)")
+        self.bench_name = _named(QLineEdit(), "fetchName")
+        self.mirror = _named(QLineEdit(mirror, placeholderText="none (e.g. https://hf-mirror.com)"), "fetchMirror")
         form = QFormLayout()
         form.addRow("Benchmark &name:", self.bench_name)
         form.addRow("POPE &setting:", self.setting)
