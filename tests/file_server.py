@@ -4,7 +4,8 @@ Files are served from a dict path -> bytes, each with an ETag (the SHA-256 of it
 another). Per path, `faults` says what the next requests do (each used once, in order): ``("cut", n)`` sends the
 headers of the whole answer, n body bytes, and closes the connection; ``("stall", n)`` sends n bytes and then nothing
 until the server closes; ``("trickle", seconds)`` sends a byte every `seconds` forever; ``("status", code)`` answers
-that status. `sent` counts the body bytes sent per path, `requests` records (path, Range, If-Range) of each request.
+that status; ``("redirect", 0)`` answers 302 to the same path. `sent` counts the body bytes sent per path,
+`requests` records (path, Range, If-Range) of each request.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ class FileServer:
             def _answer(self, path, fault):
                 if fault is not None and fault[0] == "status":
                     return self._plain(int(fault[1]), b"scripted failure")
+                if fault is not None and fault[0] == "redirect":  # to the same path: a loop while faults last
+                    self.send_response(302)
+                    self.send_header("Location", path)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 data = server.files.get(path)
                 if data is None:
                     return self._plain(404, b"not found")

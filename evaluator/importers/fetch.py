@@ -284,8 +284,6 @@ def _download(
     client: Any, remote: RemoteFile, deadline: float, idle_s: float, name: str, emit: Emit, hand: str
 ) -> tuple[int, bool]:
     """Download `remote` to its dest through dest.part; returns (bytes moved, whether it resumed)."""
-    import httpx2
-
     url, dest = remote.url, remote.dest
     part = dest.with_name(dest.name + ".part")
     meta_path = dest.with_name(dest.name + ".part.json")
@@ -294,6 +292,47 @@ def _download(
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise FetchFailed(f"{dest.parent}: cannot create the folder ({exc.strerror or exc})") from None
+    with _only_fetch_of(dest, url):
+        return _download_locked(client, remote, deadline, idle_s, name, emit, hand, part, meta_path, cap)
+
+
+@contextlib.contextmanager
+def _only_fetch_of(dest: Path, url: str) -> Iterator[None]:
+    """Held while one process downloads `dest` (an flock on a hidden `.NAME.lock` beside it, left there): a second
+    fetch of the same file at the same moment is told so instead of writing into the same part."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; two fetches of one file at once are the user's to avoid
+        yield
+        return
+    with open(dest.with_name(f".{dest.name}.lock"), "a+b") as lock:
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise FetchFailed(
+                f"{url}: another vlmdesk fetch is downloading {dest} now; wait for it to finish"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def _download_locked(
+    client: Any,
+    remote: RemoteFile,
+    deadline: float,
+    idle_s: float,
+    name: str,
+    emit: Emit,
+    hand: str,
+    part: Path,
+    meta_path: Path,
+    cap: int,
+) -> tuple[int, bool]:
+    import httpx2
+
+    url, dest = remote.url, remote.dest
     have, validator = _resumable(part, meta_path, remote, cap)
     headers = {"Range": f"bytes={have}-", "If-Range": validator} if have and validator else {}
     digest = _hasher(remote.checksum)
@@ -304,7 +343,7 @@ def _download(
             status = response.status_code
             if status == 416 and have:  # the part is not a prefix of what is there now
                 _remove(part, meta_path)
-                return _download(client, remote, deadline, idle_s, name, emit, hand)
+                return _download_locked(client, remote, deadline, idle_s, name, emit, hand, part, meta_path, cap)
             if status not in (200, 206):
                 raise FetchFailed(f"{url}: {_status(response)}; {hand}")
             total = _total(response, have if status == 206 else 0)

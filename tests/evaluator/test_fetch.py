@@ -105,6 +105,11 @@ def env(tmp_path, monkeypatch):
     return write_catalog
 
 
+def _files(folder: Path) -> list[str]:
+    """What a folder holds but the hidden lock files fetches leave."""
+    return [p.name for p in folder.iterdir() if not p.name.startswith(".")]
+
+
 def _cli(capsys, *args):
     capsys.readouterr()
     code = main([*map(str, args)])
@@ -197,7 +202,7 @@ def test_a_file_changed_on_the_server_restarts_instead_of_splicing(env, tmp_path
         assert server.requests[-1][1] == "bytes=3000-" and server.requests[-1][2]  # If-Range: the old ETag
         assert server.sent[path] == 3000 + len(new)  # 200: the whole new file, never the old prefix + a new tail
         assert code == 1 and "checksum mismatch" in err  # ... which is not the file the catalog names
-        assert not list(cache.iterdir())
+        assert not _files(cache)
 
         server.faults[path].append(("cut", 3000))
         assert _cli(capsys, "fetch", "Changing", "--mirror", server.url)[0] == 1
@@ -216,7 +221,7 @@ def test_a_wrong_checksum_is_refused_and_nothing_imported(env, tmp_path, capsys)
     assert code == 1 and err.count("\n") == 1
     assert f"checksum mismatch: expected md5 {'0' * 32}, got {_md5(data)}" in err
     assert f"put the file there by hand: {cache / 'Wrong.tsv'}" in err
-    assert not list(cache.iterdir())  # neither the file nor its part
+    assert not _files(cache)  # neither the file nor its part (the lock aside)
     assert not ws.exists()  # the workspace was never opened: nothing imported
 
 
@@ -261,12 +266,30 @@ def test_a_stalling_server_times_out_and_a_trickling_one_meets_the_deadline(env,
         assert (cache / "Slow.tsv").read_bytes() == data
 
 
-def test_a_file_larger_than_the_catalog_says_is_refused(env, tmp_path, capsys):
+def test_a_file_larger_than_the_catalog_says_and_a_redirect_loop_are_refused(env, tmp_path, capsys):
     data = _tsv_bytes(tmp_path, 4)
     env(_entry("Big", data, size=1000))
     with FileServer({"/files/Big.tsv": data}) as server:
         code, _, err = _cli(capsys, "fetch", "Big", "--mirror", server.url)
-    assert code == 1 and f"{len(data)} bytes; at most 1101 expected" in err
+        assert code == 1 and f"{len(data)} bytes; at most 1101 expected" in err
+        server.faults["/files/Big.tsv"] += [("redirect", 0)] * 10
+        code, _, err = _cli(capsys, "fetch", "Big", "--mirror", server.url)
+        assert code == 1 and "more than 5 redirects" in err
+        assert len(server.requests) == 1 + 6
+
+
+def test_two_fetches_of_one_file_at_once_do_not_write_into_the_same_part(env, tmp_path, capsys):
+    import fcntl
+
+    data = _tsv_bytes(tmp_path, 4)
+    cache = env(_entry("Busy", data))
+    cache.mkdir(parents=True)
+    with open(cache / ".Busy.tsv.lock", "a+b") as lock, FileServer({"/files/Busy.tsv": data}) as server:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # what another fetch of it holds
+        code, _, err = _cli(capsys, "fetch", "Busy", "--mirror", server.url)
+        assert code == 1 and "another vlmdesk fetch is downloading" in err and not server.requests
+        fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+        assert _cli(capsys, "fetch", "Busy", "--mirror", server.url)[0] == 0
 
 
 def test_imported_by_name_equals_the_file_imported_by_hand(env, tmp_path, capsys):
