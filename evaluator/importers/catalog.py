@@ -44,6 +44,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _CHECKSUM = re.compile(r"^(md5:[0-9a-f]{32}|sha256:[0-9a-f]{64})$")
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _PATH_PART = re.compile(r"^[A-Za-z0-9._-]+$")
+# The extensions a cached file keeps (the importer detects formats by them); anything else is cached as NAME.tsv.
+_SUFFIXES = (".tsv", ".jsonl", ".json", ".parquet")
 
 Layout = Literal["vlmevalkit", "lmms-lab"]
 
@@ -73,10 +75,13 @@ class CatalogEntry:
 
     @property
     def file_name(self) -> str:
-        """The name the file has in the cache (lmms-lab: the folder of its shards)."""
+        """The name the file has in the cache: NAME and the URL's extension (NAME.tsv, as VLMEvalKit names its copy
+        in ~/LMUData, so one can be put there by hand); lmms-lab: the folder NAME of its shards."""
         if self.layout == "vlmevalkit":
             assert self.url is not None
-            return _url_file_name(self.url) or f"{self.name}.tsv"
+            last = _url_file_name(self.url) or ""
+            suffix = last[last.rfind(".") :] if "." in last else ""
+            return f"{self.name}{suffix.lower() if suffix.lower() in _SUFFIXES else '.tsv'}"
         return self.name
 
     def benchmark_names(self, name: str | None = None) -> dict[str | None, str]:

@@ -453,3 +453,19 @@ def test_resume_after_kill_9_of_a_fetch_process(env, tmp_path, capsys):
         assert json.loads(out)["resumed"] and json.loads(out)["bytes_moved"] == len(data) - have
         assert server.requests[-1][1] == f"bytes={have}-"
     assert (cache / "Killed.tsv").read_bytes() == data
+
+
+def test_a_file_put_in_the_cache_by_hand_is_checked_and_used_offline(env, tmp_path, capsys, monkeypatch):
+    data = _tsv_bytes(tmp_path, 3)
+    entry = _entry("Hand_DEV", data, url="https://bench.example.invalid/files/mmbench_dev_20231003.tsv")
+    cache = env(entry, {**entry, "name": "Hand_TEST", "checksum": "md5:" + "1" * 32})
+    monkeypatch.setenv("VLMDESK_MIRROR", "http://127.0.0.1:9")  # nothing listens there: offline
+    code, _, err = _cli(capsys, "fetch", "Hand_DEV")
+    assert code == 1 and f"put the file there by hand: {cache / 'Hand_DEV.tsv'}" in err  # NAME.tsv, as VLMEvalKit
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "Hand_DEV.tsv").write_bytes(data)
+    code, out, err = _cli(capsys, "fetch", "Hand_DEV", "--json")
+    assert code == 0 and json.loads(out)["cached"], err
+    (cache / "Hand_TEST.tsv").write_bytes(data)  # not the file its entry names: not used
+    code, _, err = _cli(capsys, "fetch", "Hand_TEST")
+    assert code == 1 and "cannot connect" in err
