@@ -23,6 +23,7 @@ class FileServer:
         self.faults: dict[str, list[tuple[str, float]]] = defaultdict(list)
         self.sent: dict[str, int] = defaultdict(int)
         self.requests: list[tuple[str, str | None, str | None]] = []
+        self.authorization: list[str | None] = []  # the Authorization header of each request
         self.ranges = ranges
         self.closed = threading.Event()
         self._lock = threading.Lock()
@@ -38,6 +39,7 @@ class FileServer:
                 path = self.path.split("?", 1)[0]
                 with server._lock:
                     server.requests.append((path, self.headers.get("Range"), self.headers.get("If-Range")))
+                    server.authorization.append(self.headers.get("Authorization"))
                     fault = server.faults[path].pop(0) if server.faults[path] else None
                 try:
                     self._answer(path, fault)

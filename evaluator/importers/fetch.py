@@ -35,6 +35,7 @@ from evaluator.importers.catalog import CatalogEntry
 CACHE_ENV = "VLMDESK_CACHE_DIR"
 MIRROR_ENV = "VLMDESK_MIRROR"
 HF_ENDPOINT_ENV = "HF_ENDPOINT"
+HF_TOKEN_ENV = "HF_TOKEN"
 HUB = "https://huggingface.co"
 MAX_DOWNLOAD_BYTES = 32 * 2**30  # the importer's own cap on a benchmark file
 SIZE_MARGIN = 1.10
@@ -172,7 +173,7 @@ def _fetch_hub(
         emit({"event": "fetch_start", "name": entry.name, "url": None, "path": str(folder), "cached": True})
         return FetchResult(entry.name, folder, cached, 0, True, False)
     endpoint = hub_endpoint(mirror)
-    with _client(idle_s) as client:
+    with _client(idle_s, hub=True) as client:
         files = _hub_files(client, entry, endpoint, folder, deadline, idle_s, hand)
         folder.mkdir(parents=True, exist_ok=True)
         for stale in folder.glob("*.parquet"):  # shards of an older revision: the manifest says which are current
@@ -260,14 +261,20 @@ def _hub_files(
 
 
 @contextlib.contextmanager
-def _client(idle_s: float) -> Iterator[Any]:
+def _client(idle_s: float, *, hub: bool = False) -> Iterator[Any]:
+    """A client that follows at most MAX_REDIRECTS redirects; for hub files, `$HF_TOKEN` as a bearer token (gated
+    repositories), which httpx2 drops on a redirect to another host (the hub's file CDN)."""
     import httpx2
 
+    headers = {"Accept-Encoding": "identity", "User-Agent": "vlmdesk-fetch"}
+    token = os.environ.get(HF_TOKEN_ENV, "").strip()
+    if hub and token:
+        headers["Authorization"] = f"Bearer {token}"
     with httpx2.Client(
         follow_redirects=True,
         max_redirects=MAX_REDIRECTS,
         timeout=httpx2.Timeout(idle_s),
-        headers={"Accept-Encoding": "identity", "User-Agent": "vlmdesk-fetch"},
+        headers=headers,
         trust_env=True,  # HTTPS_PROXY / NO_PROXY, as users behind a proxy set them
     ) as client:
         yield client
@@ -509,7 +516,10 @@ def _range_start(response: Any) -> int | None:
 def _status(response: Any) -> str:
     reason = {401: "not authorised", 403: "refused", 404: "not found", 410: "gone", 429: "too many requests"}
     code = response.status_code
-    return f"HTTP {code} {reason.get(code) or response.reason_phrase or ''}".rstrip()
+    gated = (
+        " (a gated hub repository? set $HF_TOKEN)" if code in (401, 403) and "/datasets/" in str(response.url) else ""
+    )
+    return f"HTTP {code} {reason.get(code) or response.reason_phrase or ''}".rstrip() + gated
 
 
 def _transport_error(exc: Exception, idle_s: float) -> str:
