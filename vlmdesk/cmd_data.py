@@ -175,6 +175,10 @@ def cmd_import(args) -> int:
         entry = find(args.path)
         if entry is not None:
             return _import_by_name(args, entry)
+        if "/" not in args.path and "." not in args.path:  # looks like a name, not a file
+            from vlmdesk.cli import UsageError
+
+            raise UsageError(f"{args.path}: no such file, nor a benchmark in the catalog (vlmdesk fetch --list)")
     try:
         with _Cancellable(), open_from_args(args) as ws:
             report = import_benchmark(

@@ -243,6 +243,12 @@ def test_404_refused_and_offline_say_where_to_put_the_file(env, tmp_path, capsys
     assert code == 1 and "cannot connect (offline, or refused" in err and "put the file there by hand" in err
     code, _, err = _cli(capsys, "fetch", "Nope")
     assert code == 2 and "no benchmark named 'Nope' in the catalog" in err
+    code, _, err = _cli(capsys, "--workspace", tmp_path / "w.sqlite", "import", "MMBench_DEV_XX")
+    assert (
+        code == 2
+        and err == "error: MMBench_DEV_XX: no such file, nor a benchmark in the catalog (vlmdesk fetch --list)\n"
+    )
+    assert not (tmp_path / "w.sqlite").exists()
 
 
 def test_a_stalling_server_times_out_and_a_trickling_one_meets_the_deadline(env, tmp_path, capsys):
