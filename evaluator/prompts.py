@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from db.errors import InvalidInput
-from evaluator.choices import letters
+from evaluator.choices import has_basic_cjk, letters
 
 FIELDS = {"hint", "question", "options", "letters"}
 MAX_TEMPLATE_BYTES = 64 * 1024
@@ -55,10 +55,6 @@ DIRECT_INSTRUCTIONS = (
 )
 
 
-# VLMEvalKit's test for a Chinese prompt (vlmeval/smp/misc.py cn_string): a CJK unified ideograph anywhere.
-_CJK = re.compile("[\u4e00-\u9fff]")
-
-
 @dataclass(frozen=True)
 class PromptTemplate:
     by_language: dict[str, str]
@@ -80,7 +76,7 @@ class PromptTemplate:
         """The prompt; with `labels` (a label map) each option line also says which label stands for its letter,
         and {letters} lists the labels."""
         if self.language_from_text:
-            language = "zh" if any(_CJK.search(t) for t in (hint or "", question, *options)) else "en"
+            language = "zh" if any(map(has_basic_cjk, (hint, question, *options))) else "en"
         text = self.by_language.get(language) or self.by_language["en"]
         shown = letters(len(options))
         prefix = HINT_PREFIX.get(language, HINT_PREFIX["en"]) if self.hint_prefix is None else self.hint_prefix

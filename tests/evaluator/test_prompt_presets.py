@@ -271,3 +271,18 @@ def test_prompt_and_prompt_template_are_one_choice(preset_ws, tmp_path, capsys):
         assert run is not None and run.config["prompt_preset"] == "vlmevalkit:default"
         first_pass = runs.predictions_of(ws, run.id)[0]
         assert first_pass.prompt.endswith("Please select the correct answer from the options above. \n")
+
+
+def test_the_chinese_instruction_follows_vlmevalkits_test_not_the_items_language():
+    """VLMEvalKit's cn_string looks for U+4E00–U+9FFF anywhere in the hint, question and options; an item marked
+    Chinese without such a character gets the English instruction, an English one with one the Chinese."""
+    llava = VLMEVALKIT_PRESETS["llava"].mcq
+    english = "\nAnswer with the option's letter from the given choices directly."
+    assert llava.render(question="Which?", hint=None, options=("a", "b"), language="zh").endswith(english)
+    assert llava.render(question="Which?", hint=None, options=("a", "猫"), language="en").endswith(
+        "\n请直接回答选项字母。"
+    )
+    assert llava.render(question="Which?", hint="\u3400", options=("a", "b"), language="zh").endswith(english)
+    assert llava.render(question="Which?", hint="", options=("a", "b"), language="en") == (
+        "Which?\nA. a\nB. b" + english
+    )
