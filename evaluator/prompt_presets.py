@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from db.errors import InvalidInput
+from db.runs import Run
 from evaluator.prompts import PromptTemplate, default_template, load_template
 
 VLMEVALKIT_COMMIT = "e8e78f05f3080fe28154f2130321f17951c3be94"
@@ -214,14 +215,18 @@ def model_type_of(model_spec: str) -> str | None:
     return model_type if isinstance(model_type, str) else None
 
 
-def describe_prompt(config: Mapping[str, Any], template_json: str | None, strategy: str) -> str:
+def describe_prompt(run: Run) -> str:
     """A run's prompt in a word for lists and reports: its preset's name, `vlmdesk` for vlmdesk's templates,
-    `template file` for any other stored template."""
-    preset = config.get("prompt_preset")
+    `template file` for any other stored template, `imported` for a run made elsewhere (its prompts are not ours)."""
+    from evaluator.prediction_import import origin_of
+
+    preset = run.config.get("prompt_preset")
     if isinstance(preset, str):
         return preset
-    kind = {"pope": "yesno", "open": "open"}.get(strategy, "mcq")
-    return VLMDESK if template_json == default_template(kind).to_json() else "template file"
+    if origin_of(run) is not None:
+        return "imported"
+    kind = {"pope": "yesno", "open": "open"}.get(run.strategy, "mcq")
+    return VLMDESK if run.prompt_template == default_template(kind).to_json() else "template file"
 
 
 def preset_words(config: Mapping[str, Any]) -> str:

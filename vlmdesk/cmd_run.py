@@ -345,7 +345,7 @@ def cmd_runs(args) -> int:
                         "model": r.model_spec,
                         "strategy": r.strategy,
                         "variants": describe_variants(r.config),
-                        "prompt": describe_prompt(r.config, r.prompt_template, r.strategy),
+                        "prompt": describe_prompt(r),
                         "imported": origin_of(r) is not None,
                         "status": r.status,
                         "predictions": r.predictions,

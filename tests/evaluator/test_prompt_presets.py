@@ -10,6 +10,7 @@ families built here (tests/tiny_families.py); every family's preset is checked a
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from pathlib import Path
 
@@ -36,6 +37,9 @@ from vlmdesk.cli import main
 DATA = json.loads((Path(__file__).parents[1] / "data" / "vlmevalkit_prompts.json").read_text(encoding="utf-8"))
 ROWS, POPE_ROWS, PROMPTS = DATA["rows"], DATA["pope_rows"], DATA["prompts"]
 FAMILY_TYPES = [f.model_type for f in FAMILIES]
+STORED = runs.Run(
+    1, 1, "b", "baseline:first", "circular", "{}", "rules", {}, "k", {}, None, 0, "finished", None, "t", "t", "t"
+)
 # The families with a tiny model on this branch run end to end; the others are checked through the API below.
 RUNNABLE = [t for t in FAMILY_TYPES if t in BUILDERS]
 
@@ -159,9 +163,15 @@ def test_the_preset_is_part_of_the_runs_identity():
     assert len(keys) == 3
     with pytest.raises(InvalidInput, match="prompt_preset"):
         RunSettings(prompt_preset="vlmevalkit:nope").check()
-    assert describe_prompt({"prompt_preset": "vlmevalkit:llava"}, llava.to_json(), "circular") == "vlmevalkit:llava"
-    assert describe_prompt({}, default_template("yesno").to_json(), "pope") == "vlmdesk"
-    assert describe_prompt({}, '{"en": "{question}"}', "pope") == "template file"
+
+    def run(config, template, strategy="circular"):
+        return dataclasses.replace(STORED, config=config, prompt_template=template, strategy=strategy)
+
+    assert describe_prompt(run({"prompt_preset": "vlmevalkit:llava"}, llava.to_json())) == "vlmevalkit:llava"
+    assert describe_prompt(run({}, default_template("yesno").to_json(), "pope")) == "vlmdesk"
+    assert describe_prompt(run({}, '{"en": "{question}"}', "pope")) == "template file"
+    origin = {"origin": {"format": "vlmevalkit", "file": "x.xlsx"}}
+    assert describe_prompt(run(origin, default_template("mcq").to_json())) == "imported"
 
 
 # ---- end to end: `vlmdesk run --prompt vlmevalkit` with tiny models of the families built here ---------------
