@@ -129,7 +129,10 @@ def test_multi_token_scores_are_the_log_probs_generation_gives_those_tokens(mode
         n = next((i for i, t in enumerate(new) if t == eos or (isinstance(eos, list) and t in eos)), len(new))
         new, steps = new[: max(n, 2)], steps[: max(n, 2)]
         expected.append(sum(float(s[t]) for s, t in zip(steps, new)))
-        other = [(t + 7) % len(backend.tokenizer) for t in new]
+        # Another candidate of text tokens: never a special token such as the image placeholder, which no
+        # candidate's text tokenizes to and which the model would take for an image without pixels.
+        special, size = set(backend.tokenizer.all_special_ids), len(backend.tokenizer)
+        other = [next(u for k in range(7, size) if (u := (t + k) % size) not in special) for t in new]
         candidates.append([new, new[:1], other])
     got = [[0.0] * 3 for _ in queries]
     backend._score_rows(queries, [["x"] * 3] * 3, candidates, got, [0, 1, 2])
