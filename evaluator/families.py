@@ -38,7 +38,7 @@ class Family:
 
 FAMILIES: tuple[Family, ...] = (
     Family("llava", "LLaVA-1.5", "llava-hf/llava-1.5-7b-hf"),
-    Family("llava_next", "LLaVA-NeXT", "llava-hf/llava-v1.6-mistral-7b-hf", "not verified yet"),
+    Family("llava_next", "LLaVA-NeXT", "llava-hf/llava-v1.6-mistral-7b-hf"),
     Family("llava_onevision", "LLaVA-OneVision", "llava-hf/llava-onevision-qwen2-0.5b-ov-hf", "not verified yet"),
     Family("qwen2_vl", "Qwen2-VL", "Qwen/Qwen2-VL-2B-Instruct", "not verified yet"),
     Family("qwen2_5_vl", "Qwen2.5-VL", "Qwen/Qwen2.5-VL-3B-Instruct", "not verified yet"),
