@@ -46,8 +46,8 @@ FAMILIES: tuple[Family, ...] = (
     Family("gemma3", "Gemma 3", "google/gemma-3-4b-it", "not verified yet"),
     Family("internvl", "InternVL", "OpenGVLab/InternVL3-1B-hf"),
     Family("idefics3", "Idefics3", "HuggingFaceM4/Idefics3-8B-Llama3"),
-    Family("smolvlm", "SmolVLM", "HuggingFaceTB/SmolVLM-256M-Instruct"),
-    Family("mistral3", "Mistral 3", "mistralai/Mistral-Small-3.1-24B-Instruct-2503", "not verified yet"),
+    Family("smolvlm", "SmolVLM2", "HuggingFaceTB/SmolVLM2-256M-Video-Instruct"),
+    Family("mistral3", "Mistral 3", "mistralai/Mistral-Small-3.1-24B-Instruct-2503"),
     Family("mllama", "Llama 3.2 Vision", "meta-llama/Llama-3.2-11B-Vision-Instruct", "not verified yet"),
     Family("paligemma", "PaliGemma", "google/paligemma2-3b-mix-224", "not verified yet"),
 )
