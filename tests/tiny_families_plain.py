@@ -8,7 +8,8 @@ they load back through AutoProcessor / AutoModelForImageTextToText. Vision tower
 OneVision's any-res grid, InternVL's crops, SmolVLM's splitting) keep a tiling, on a small grid, so image token
 counts still differ from image to image. OneVision, InternVL and SmolVLM processors want a video processor, which
 needs torchvision (it does not load beside the CPU torch here): their fixture processors are subclasses of the real
-class without the video slot, registered with AutoProcessor.
+class without the video slot, registered with AutoProcessor. Mistral 3's PixtralProcessor is the real class, imported
+past the one torchvision-only import of its module (see _pixtral_processor).
 """
 
 from __future__ import annotations
@@ -120,8 +121,8 @@ def _no_video_processors() -> dict[str, type]:
     reloads exactly the parameters an __init__ names), sets what the real one sets and calls ProcessorMixin.__init__
     with the image processor and the tokenizer only. Registered with AutoProcessor for the family's config, so a
     saved model loads back through it."""
-    if _NO_VIDEO:
-        return _NO_VIDEO
+    if "smolvlm" in _FIXTURE_PROCESSORS:  # registered already
+        return _FIXTURE_PROCESSORS
     import re
 
     from transformers import (
@@ -193,11 +194,11 @@ def _no_video_processors() -> dict[str, type]:
         ("smolvlm", SmolVLMConfig, SmolVLMProcessorNoVideo),
     ):
         AutoProcessor.register(config, cls, exist_ok=True)
-        _NO_VIDEO[model_type] = cls
-    return _NO_VIDEO
+        _FIXTURE_PROCESSORS[model_type] = cls
+    return _FIXTURE_PROCESSORS
 
 
-_NO_VIDEO: dict[str, type] = {}
+_FIXTURE_PROCESSORS: dict[str, type] = {}  # model_type → the fixture's processor class, registered once
 
 
 def _pixtral_processor() -> type:
@@ -208,8 +209,8 @@ def _pixtral_processor() -> type:
     torchvision; so without torchvision ``transformers.PixtralProcessor`` is a placeholder. The Pil image
     processor's module defines the same helper: the processor module is imported once with a stand-in for the
     torchvision module that holds just that helper, and the stand-in is removed again at once."""
-    if "mistral3" in _NO_VIDEO:
-        return _NO_VIDEO["mistral3"]
+    if "mistral3" in _FIXTURE_PROCESSORS:
+        return _FIXTURE_PROCESSORS["mistral3"]
     import importlib
     import sys
     import types
@@ -230,7 +231,7 @@ def _pixtral_processor() -> type:
             del sys.modules[torchvision_module]
     cls = type("PixtralProcessorPil", (real,), {"__module__": __name__})
     AutoProcessor.register(Mistral3Config, cls, exist_ok=True)
-    _NO_VIDEO["mistral3"] = cls
+    _FIXTURE_PROCESSORS["mistral3"] = cls
     return cls
 
 
