@@ -795,8 +795,6 @@ class HFBackend:
                 # The positions generate() would use (left pads skipped; 3-D M-RoPE for Qwen-VL), so a score is
                 # computed exactly as the model would see that answer while generating it.
                 enc["position_ids"] = self.model._prepare_position_ids_for_generation(enc["input_ids"], enc)
-                if self._model_type == "paligemma":  # its generate() counts positions from 1
-                    enc["position_ids"] = enc["position_ids"] + 1
         return self._to_device(enc)
 
     def _kv_bytes_per_token(self) -> int:
