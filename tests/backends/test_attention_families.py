@@ -91,14 +91,18 @@ def test_gemma3_yes_no_questions_share_their_image_exactly(gemma3):
         plain_scores = gemma3.score(queries, [list(q.letters) for q in queries])
         gemma3.share_prefix = True
         gemma3.clear_cache()
-        misses = gemma3.stats["prefix_misses"]
+        before = dict(gemma3.stats)
         shared = token_ids(gemma3, queries, 8)
+        after = dict(gemma3.stats)
         shared_scores = gemma3.score(queries, [list(q.letters) for q in queries])
     finally:
         gemma3.max_batch_size = 8
         gemma3.share_prefix = family_of("gemma3").share_prefix
     assert shared == plain
-    assert gemma3.stats["prefix_misses"] - misses == 3  # one prefix per image
+    # Every row continued a cached prefix (its image); a sub-batch prepared while the one before it ran may
+    # prefill an image's prefix a second time.
+    assert after["prefix_hits"] - before["prefix_hits"] == len(queries) and after["plain_rows"] == before["plain_rows"]
+    assert 3 <= after["prefix_misses"] - before["prefix_misses"] < len(queries)
     for got, want in zip(shared_scores, plain_scores):
         assert got == pytest.approx(want, abs=1e-4)
 
