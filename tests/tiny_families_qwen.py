@@ -88,6 +88,10 @@ def _text_config(tok, **kw) -> dict[str, Any]:
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=512,
+        # Weights 5× the default scale, so that attention depends on positions: at 0.02 a token one position off
+        # moves a logit by 1e-3, at 0.1 by several units (and greedy tokens change).
+        initializer_range=0.1,
+        bos_token_id=None,  # Qwen's tokenizers have none (the config default is outside this vocabulary)
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
         **kw,
