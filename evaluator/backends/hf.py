@@ -310,6 +310,10 @@ class HFBackend:
         self._lock = threading.Lock()  # a fast tokenizer must not be used by two threads at once
         self._pool: ThreadPoolExecutor | None = None
         self._image_token = getattr(self.processor, "image_token", None) if self.is_vlm else None
+        # Pixtral (Mistral 3) merges patch_size × spatial_merge_size squares; an image no bigger than one on both
+        # sides makes transformers' feature split fail, so such an image is enlarged to two (aspect kept).
+        patch, merge = getattr(self.processor, "patch_size", None), getattr(self.processor, "spatial_merge_size", None)
+        self._min_image_side = 2 * patch * merge if isinstance(patch, int) and isinstance(merge, int) else 0
         self._model_type = model_type
         # Sliding-window attention layers (Gemma 3's local layers): their window, which prefix sharing must keep whole.
         text = self.model.config.get_text_config(decoder=True)
@@ -784,9 +788,16 @@ class HFBackend:
         if self._model_type in UNTEMPLATED_PREFIX and self.is_vlm:
             return self._process_untemplated(texts, queries, kwargs)
         if any(q.images for q in queries):
-            kwargs["images"] = [q.pil_images() for q in queries]
+            kwargs["images"] = [[self._fit_image(im) for im in q.pil_images()] for q in queries]
         with self._lock:
             return dict(self.processor(text=texts, **kwargs))
+
+    def _fit_image(self, image: Any) -> Any:
+        side = self._min_image_side
+        if not side or max(image.size) * 2 > side:
+            return image
+        scale = side / max(image.size)
+        return image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))))
 
     def _process_untemplated(
         self, texts: list[str], queries: Sequence[Query], kwargs: dict[str, Any]

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from db import open_workspace, runs
+from evaluator.backends.base import Query
 from evaluator.backends.hf import HFBackend
 from evaluator.families import FAMILIES
 from tests.backends.test_hf_prefix import query
@@ -171,3 +172,26 @@ def test_a_model_type_outside_the_table_runs_generically_and_says_once_it_is_unv
     # The generic path answers as the verified LLaVA path does with the same weights.
     asked = [query(0, 0), query(1, 1)]
     assert backend.generate(asked, 6) == HFBackend(str(tiny_llava_dir)).generate(asked, 6)
+
+
+@pytest.mark.parametrize("model_type", TYPES)
+def test_a_tiny_image_and_slivers_are_answered(model_type, loaded):
+    """Benchmarks hold icons and strips: an 8×8 image (below Pixtral's merged patch: enlarged) and 2-pixel slivers
+    are answered, shared or not."""
+    import io
+
+    from PIL import Image
+
+    backend = loaded(model_type)
+    queries = []
+    for size in ((8, 8), (2, 100), (100, 2)):
+        buf = io.BytesIO()
+        Image.new("RGB", size, (200, 30, 30)).save(buf, "PNG")
+        queries.append(Query("Is there a cat in the image?", (buf.getvalue(),), ("Yes", "No")))
+    shared = backend.generate(queries, 3)
+    backend.share_prefix, share = False, backend.share_prefix
+    try:
+        assert backend.generate(queries, 3) == shared
+    finally:
+        backend.share_prefix = share
+    assert len(shared) == 3
