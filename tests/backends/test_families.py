@@ -195,3 +195,26 @@ def test_a_tiny_image_and_slivers_are_answered(model_type, loaded):
     finally:
         backend.share_prefix = share
     assert len(shared) == 3
+
+
+def test_a_processor_that_needs_torchvision_is_one_line_saying_so(tiny_family_dirs, tmp_path):
+    """The product loads a family's real processor; where that wants torchvision (Qwen-VL's video processor) and
+    torchvision is missing, as on these machines, the error says what to install."""
+    import json
+    import shutil
+
+    from evaluator.backends.base import BackendError
+
+    model = shutil.copytree(tiny_family_dirs("qwen2_vl"), tmp_path / "qwen")
+    for name in ("processor_config.json", "preprocessor_config.json", "tokenizer_config.json"):
+        path = model / name
+        if path.exists():
+            config = json.loads(path.read_text())
+            if "processor_class" in config:
+                config["processor_class"] = "Qwen2VLProcessor"  # the real class, video slot and all
+                path.write_text(json.dumps(config))
+    # A real checkpoint carries its video processor's config too.
+    (model / "video_preprocessor_config.json").write_text(json.dumps({"video_processor_type": "Qwen2VLVideoProcessor"}))
+    with pytest.raises(BackendError) as caught:
+        HFBackend(str(model))
+    assert "needs torchvision" in str(caught.value) and "\n" not in str(caught.value)
