@@ -73,6 +73,7 @@ COMMANDS: dict[str, str] = {
     "models list": "tab:models",
     "models remove": "tab:models",
     "models test": "tab:models",
+    "models families": "tab:models",
     "gui": "none:it opens the app itself (and renders its screenshots)",
     "reviews export": "menu:Export reviews…",
     "reviews import": "menu:Import reviews…",

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
@@ -26,6 +27,7 @@ from annotation.blind import HIDDEN_TEXT
 from db import models
 from db.errors import InvalidInput
 from evaluator.backends import REGISTRY as BACKENDS
+from evaluator.families import FAMILIES
 from evaluator.model_check import validate_spec
 from gui import file_dialogs
 from gui.fitting import compact_combo
@@ -69,7 +71,18 @@ class AddModelForm(QGroupBox):
         form.addRow(self.preview)
         form.addRow(self.add)
         self.kind.currentIndexChanged.connect(self._update_preview)
+        self.kind.currentIndexChanged.connect(self._fit_page)
+        self._fit_page()
         self._update_preview()
+
+    def _fit_page(self) -> None:
+        # As tall as the shown backend's fields, not the tallest backend's: the families table below gets the room.
+        for i in range(self.stack.count()):
+            policy = QSizePolicy.Policy.Preferred if i == self.stack.currentIndex() else QSizePolicy.Policy.Ignored
+            page = self.stack.widget(i)
+            if page is not None:
+                page.setSizePolicy(policy, policy)
+        self.stack.adjustSize()
 
     def _page(self, entry) -> QWidget:
         page = QWidget()
@@ -182,15 +195,38 @@ class ModelsView(QWidget):
         head.addWidget(self.test_button)
         head.addWidget(self.remove_button)
         left.addLayout(head)
+        for small in (self.table, self.output):  # room for the families table below at 1024×700
+            small.setMinimumHeight(72)
         left.addWidget(self.table, 2)
         t = QLabel("Test")
         t.setObjectName("sectionTitle")
         left.addWidget(t)
         left.addWidget(self.output, 1)
-        layout = QHBoxLayout(self)
+        top = QHBoxLayout()
+        top.addLayout(left, 1)
+        top.addWidget(self.form, 0, Qt.AlignmentFlag.AlignTop)
+        # `vlmdesk models families`: what the hf: backend is proven on; a row fills the form with its checkpoint.
+        t = QLabel("Verified model families (hf:)")
+        t.setObjectName("sectionTitle")
+        t.setToolTip("Each family is tested end to end on a tiny model of its architecture (vlmdesk models families)")
+        families = QVBoxLayout()
+        families.addWidget(t)
+        self.families = RowsModel(("Family", "model_type", "Prefix sharing", "Try first"), self)
+        self.families.set_rows(
+            [(f.name, f.model_type, "on" if f.share_prefix else "off", f.checkpoint) for f in FAMILIES],
+            list(FAMILIES),
+            tooltips={(r, 2): f"off: {f.share_off}" for r, f in enumerate(FAMILIES) if f.share_off},
+        )
+        self.families_table = table_view(self.families, stretch=3)
+        self.families_table.setToolTip("Enter or double-click: fill the form with the family's first checkpoint")
+        self.families_table.activated.connect(lambda index: self.try_family(self.families.payloads[index.row()]))
+        rows = self.families_table.verticalHeader().defaultSectionSize()
+        self.families_table.setMinimumHeight(7 * rows + self.families_table.horizontalHeader().sizeHint().height())
+        families.addWidget(self.families_table)
+        layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 10)
-        layout.addLayout(left, 1)
-        layout.addWidget(self.form, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addLayout(top, 1)
+        layout.addLayout(families, 1)
         ctx.prefsChanged.connect(self._show_tested)
         self.reload()
 
@@ -224,6 +260,12 @@ class ModelsView(QWidget):
         self.select(saved.name)
         self.ctx.info.emit(f"Saved model {saved.name}: {saved.spec}")
         return True
+
+    def try_family(self, family) -> None:
+        """Fill the add form with a family's smallest public checkpoint (named after it), ready to save."""
+        self.form.set_values("hf", {"": family.checkpoint})
+        self.form.name.setText(family.checkpoint.rpartition("/")[2].lower())
+        self.form.name.setFocus()
 
     def _add_from_form(self) -> None:
         if self.add_model(self.form.name.text(), self.form.spec()):

@@ -217,6 +217,11 @@ class HFBackend:
                 trust_remote_code=trust_remote_code,
             )
         except Exception as e:  # transformers raises OSError, ValueError, KeyError, … for unloadable models
+            if "requires the Torchvision library" in str(e):  # video processors (Qwen-VL, OneVision, InternVL, …)
+                raise BackendError(
+                    f"hf: cannot load model {model!r}: its processor needs torchvision; install the torchvision "
+                    "build that matches your torch (pip install torchvision)"
+                ) from e
             raise BackendError(f"hf: cannot load model {model!r}: {type(e).__name__}: {e}") from e
         self.model_name = model
         self.trust_remote_code = trust_remote_code

@@ -197,3 +197,26 @@ def test_a_run_waiting_on_retry_after_says_so_and_cancel_ends_it(qtbot, demo_ws,
     assert "interrupted" in view.card.stats.text() and said not in view.card.stats.text()
     with open_workspace(demo_ws) as ws:
         assert runs.get_run(ws, job.run_id).status == "interrupted"
+
+
+def test_models_tab_lists_the_verified_families_and_a_row_fills_the_form(qtbot, demo_ws, make_window):
+    from PySide6.QtCore import Qt
+
+    from evaluator.families import FAMILIES
+
+    window = make_window(demo_ws)
+    view = window.view("models")
+    window.show_view("models")
+    rows = view.families.rows
+    assert [r[1] for r in rows] == [f.model_type for f in FAMILIES]
+    off = next((r for r, f in enumerate(FAMILIES) if f.share_off), None)
+    if off is not None:
+        assert view.families.data(view.families.index(off, 2), Qt.ItemDataRole.ToolTipRole).startswith("off: ")
+    qwen = next(r for r, f in enumerate(FAMILIES) if f.model_type == "qwen2_5_vl")
+    view.families_table.setFocus()
+    view.families_table.setCurrentIndex(view.families.index(qwen, 0))
+    qtbot.keyClick(view.families_table, Qt.Key.Key_Return)
+    assert view.form.spec() == f"hf:{FAMILIES[qwen].checkpoint}"
+    assert view.form.name.text() == "qwen2.5-vl-3b-instruct"
+    assert view.add_model(view.form.name.text(), view.form.spec())
+    assert "qwen2.5-vl-3b-instruct" in view.model.payloads
