@@ -20,13 +20,19 @@ MMBench-dev EN (1,164 questions) from the best setting's time per item.
 
 `--family` builds each family from the test suite's tiny model (tests/tiny_families.py: the family's real model,
 processor and chat template classes), then, at scale 7b, widens its config to the public 7B-class checkpoint's
-dimensions (FAMILY_7B; random weights built on the device, nothing downloaded) and runs CircularEval with prefix
-sharing on and off. A family whose build or run fails is reported and the others go on.
+dimensions (FAMILY_7B, merged into the tiny model's saved config and processor files before they load; random
+weights built on the device, nothing downloaded) and runs CircularEval with prefix sharing on and off. A family whose
+build or run fails is reported and the others go on. One row a family: parameters, prompt tokens of the first item
+(its image tokens included), whether sharing is on for the family, seconds with sharing on and off and their ratio,
+ms per pass with sharing, and the build time. With --layers on a CPU each tower keeps N layers, the weights are zeros
+(drawing billions of random numbers takes minutes there) and each family makes one generate call on the first item
+instead of the CircularEval runs: a check that the real widths, head counts and image-token counts fit together.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import inspect
 import json
@@ -630,10 +636,11 @@ FAMILY_7B: dict[str, dict[str, Any]] = {
         },
         "processor": {"image_seq_len": 81},
     },
-    # Mistral3Config's auto_docstring checkpoint (image token 10, 2×2 patch merger, no projector bias, feature layer
-    # -1); from memory, the config.json: Mistral Small 3.1 decoder 40 layers × 5120, MLP 32,768, 32 heads / 8 KV,
-    # head_dim 128, vocabulary 131,072, θ 1e9, 128k context; Pixtral vision 24 layers × 1024, 16 heads, 1540 px, 14 px
-    # patches. A 640×480 image is not resized: 46×35 patches, merged to 23×18 tokens plus a break a row = 432 tokens.
+    # Public copies of the checkpoint's config.json (a Mistral3 config dump, transformers 4.57.1; a port's table for
+    # mistral-small-3.1-24b-instruct) and Mistral3Config's auto_docstring checkpoint: decoder 40 layers × 5120, MLP
+    # 32,768, 32 heads / 8 KV, head_dim 128, vocabulary 131,072, θ 1e9, 128k context, no sliding window; Pixtral vision
+    # 24 layers × 1024, 16 heads (head_dim 64), SiLU, 1540 px, 14 px patches, θ 1e4; 2×2 patch merger, no projector
+    # bias. A 640×480 image is not resized: 46×35 patches, merged to 23×18 tokens plus a break a row = 432 tokens.
     "mistral3": {
         "checkpoint": "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
         "text_config": dict(
@@ -654,6 +661,7 @@ FAMILY_7B: dict[str, dict[str, Any]] = {
             intermediate_size=4096,
             num_hidden_layers=24,
             num_attention_heads=16,
+            hidden_act="silu",
             image_size=1540,
             patch_size=14,
             rope_parameters={**_ROPE, "rope_theta": 1e4},
@@ -708,9 +716,10 @@ FAMILY_7B: dict[str, dict[str, Any]] = {
         ),
         "image_processor": {"size": {"height": 560, "width": 560}, "max_image_tiles": 4},
     },
-    # From memory (no stored copy of paligemma2-3b-pt-448's config.json found): Gemma 2 2B (26 layers × 2304, MLP
-    # 9216, 8 heads / 4 KV, head_dim 256, query_pre_attn_scalar 256, sliding window 4096, soft caps 50 / 30,
-    # vocabulary 257,216) and SigLIP so400m at 448 px: 32×32 patches = 1,024 image tokens, projected to 2304.
+    # No stored copy of paligemma2-3b-pt-448's own config.json was found; its parts' are: google/gemma-2-2b-it's
+    # config.json (26 layers × 2304, MLP 9216, 8 heads / 4 KV, head_dim 256, query_pre_attn_scalar 256, sliding window
+    # 4096, soft caps 50 / 30, 8k context) and paligemma-3b-pt-448's (vocabulary 257,216, SigLIP so400m at 448 px:
+    # 32×32 patches = 1,024 image tokens), the projection going to the decoder's 2304.
     "paligemma": {
         "checkpoint": "google/paligemma2-3b-pt-448",
         "text_config": dict(
@@ -795,8 +804,11 @@ def build_family(model_type: str, scale: str, folder: Path, *, layers: int | Non
     """(model, processor, checkpoint) of a family: the tiny test model's classes, widened to FAMILY_7B at 7b."""
     import torch
     from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+    from transformers.initialization import no_init_weights
 
     from tests.tiny_families import BUILDERS
+
+    zeros = bool(layers) and device == "cpu"
 
     source = BUILDERS[model_type](folder / model_type)
     sizes = FAMILY_7B.get(model_type, {}) if scale == "7b" else {}
@@ -804,16 +816,20 @@ def build_family(model_type: str, scale: str, folder: Path, *, layers: int | Non
     config = AutoConfig.from_pretrained(source)
     processor = AutoProcessor.from_pretrained(source)
     torch.manual_seed(0)
-    with torch.device(device):
+    with torch.device(device), no_init_weights() if zeros else contextlib.nullcontext():
         model = AutoModelForImageTextToText.from_config(config, dtype=getattr(torch, dtype))
+    if zeros:  # the CPU check of widths: drawing a billion random numbers on a shared CPU takes minutes
+        for p in model.parameters():
+            p.data.zero_()
     model.eval()
     model.generation_config.eos_token_id = list(range(config.get_text_config(decoder=True).vocab_size))
     model.generation_config.pad_token_id = processor.tokenizer.pad_token_id
     return model, processor, sizes.get("checkpoint", "tiny test model")
 
 
-def time_family(ws, bench, items, model, processor, model_type: str) -> str:
-    """One row of the --family table: CircularEval over the items with prefix sharing on, then off."""
+def time_family(ws, bench, items, model, processor, model_type: str, *, check: bool = False) -> str:
+    """One row of the --family table: CircularEval over the items with prefix sharing on, then off (check: one
+    generate call on the first item, for the CPU check of the wide configs)."""
     from evaluator.backends.base import Query
 
     def backend(share: bool) -> HFBackend:
@@ -825,11 +841,17 @@ def time_family(ws, bench, items, model, processor, model_type: str) -> str:
     )
     query = Query(text, (catalog.image_bytes(ws, first.image_sha256)[0],), tuple("ABCD"))
     tokens = plain._process([plain._render(query)], [query])["input_ids"].shape[1]  # image tokens included
+    params = sum(p.numel() for p in model.parameters()) / 1e9
+    sharing = backend(True).share_prefix_note.split(":")[0]
+    if check:  # widths only: one generate call (the shared-prefix path where the family has it), no engine
+        shared = backend(True)
+        t0 = time.perf_counter()
+        shared.generate([query], 1)
+        seconds = time.perf_counter() - t0
+        return f"{params:>8.2f} {tokens:>7} {sharing:>8} {seconds:>8.2f} {'-':>8} {'-':>7} {1000 * seconds:>10.1f}"
     warm = min(4 if model.device.type == "cuda" else 1, len(items))  # kernels, allocator, first calls
     timed_run(ws, bench, backend(True), items, likelihood=False, limit=warm)
     on, off = (timed_run(ws, bench, backend(share), items, likelihood=False) for share in (True, False))
-    params = sum(p.numel() for p in model.parameters()) / 1e9
-    sharing = backend(True).share_prefix_note.split(":")[0]
     return (
         f"{params:>8.2f} {tokens:>7} {sharing:>8} {on['seconds']:>8.2f} {off['seconds']:>8.2f} "
         f"{off['seconds'] / on['seconds']:>7.2f} {on['ms_per_pass']:>10.1f}"
@@ -875,7 +897,8 @@ def family_main(args) -> None:
                         model_type, args.scale, Path(tmp), layers=args.layers, device=device, dtype=dtype
                     )
                     built = time.perf_counter() - t0
-                    row = time_family(ws, bench, items, model, processor, model_type)
+                    check = bool(args.layers) and device == "cpu"
+                    row = time_family(ws, bench, items, model, processor, model_type, check=check)
                     print(f"{model_type:<16} {row} {built:>8.1f}  {source}", flush=True)
                 except Exception as exc:  # one family's failure must not hide the others' figures
                     print(f"{model_type:<16} failed: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
