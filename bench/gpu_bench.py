@@ -848,12 +848,12 @@ def time_family(ws, bench, items, model, processor, model_type: str, *, check: b
         t0 = time.perf_counter()
         shared.generate([query], 1)
         seconds = time.perf_counter() - t0
-        return f"{params:>8.2f} {tokens:>7} {sharing:>8} {seconds:>8.2f} {'-':>8} {'-':>7} {1000 * seconds:>10.1f}"
+        return f"{params:>8.4f} {tokens:>7} {sharing:>8} {seconds:>8.2f} {'-':>8} {'-':>7} {1000 * seconds:>10.1f}"
     warm = min(4 if model.device.type == "cuda" else 1, len(items))  # kernels, allocator, first calls
     timed_run(ws, bench, backend(True), items, likelihood=False, limit=warm)
     on, off = (timed_run(ws, bench, backend(share), items, likelihood=False) for share in (True, False))
     return (
-        f"{params:>8.2f} {tokens:>7} {sharing:>8} {on['seconds']:>8.2f} {off['seconds']:>8.2f} "
+        f"{params:>8.4f} {tokens:>7} {sharing:>8} {on['seconds']:>8.2f} {off['seconds']:>8.2f} "
         f"{off['seconds'] / on['seconds']:>7.2f} {on['ms_per_pass']:>10.1f}"
     )
 
