@@ -849,8 +849,9 @@ def time_family(ws, bench, items, model, processor, model_type: str, *, check: b
         shared.generate([query], 1)
         seconds = time.perf_counter() - t0
         return f"{params:>8.4f} {tokens:>7} {sharing:>8} {seconds:>8.2f} {'-':>8} {'-':>7} {1000 * seconds:>10.1f}"
-    warm = min(4 if model.device.type == "cuda" else 1, len(items))  # kernels, allocator, first calls
-    timed_run(ws, bench, backend(True), items, likelihood=False, limit=warm)
+    warm = min(4 if model.device.type == "cuda" else 1, len(items))  # kernels, allocator, first calls of both paths
+    for share in (True, False):
+        timed_run(ws, bench, backend(share), items, likelihood=False, limit=warm)
     on, off = (timed_run(ws, bench, backend(share), items, likelihood=False) for share in (True, False))
     return (
         f"{params:>8.4f} {tokens:>7} {sharing:>8} {on['seconds']:>8.2f} {off['seconds']:>8.2f} "
