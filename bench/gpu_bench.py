@@ -581,11 +581,12 @@ FAMILY_7B: dict[str, dict[str, Any]] = {
         },
         "processor": {"image_seq_length": 256},
     },
-    # Idefics3Config's auto_docstring checkpoint and Idefics3Processor's default (image_seq_len 169); a public port's
-    # copy of its processor files (longest edge 1456 = 4 × 364, tiles of 364, splitting on): SigLIP so400m at 364 px
-    # (26×26 patches, pixel shuffle ×2 → 169 tokens a tile) on Llama-3.1-8B-Instruct (32 layers × 4096, 8 KV heads,
-    # θ 5e5), vocabulary 128,256 + 3 = 128,259. A 640×480 image: 4×3 tiles + the global one, 13 × 169 = 2,197 tokens.
-    # Llama 3.1's rope scaling left out (from memory whether the checkpoint has it; a prefill's time does not change).
+    # A public port's test copy of its config (vision 1152 wide, 27 layers, 16 heads, 364 px, 14 px patches; decoder
+    # 32 layers × 4096, MLP 14,336, 32 heads / 8 KV, vocabulary 128,256 + 3 = 128,259; scale_factor 2), another's of
+    # its processor files (longest edge 1456 = 4 × 364, tiles of 364, splitting on, image_seq_len 169 = 26² / 2²), and
+    # Idefics3Config's auto_docstring checkpoint. The decoder is Llama-3.1-8B-Instruct's (θ 5e5; its llama3 rope
+    # scaling and 128k context from memory, neither changes a prefill's time). A 640×480 image: 4×3 tiles + the global
+    # one, 13 × 169 = 2,197 tokens.
     "idefics3": {
         "checkpoint": "HuggingFaceM4/Idefics3-8B-Llama3",
         "text_config": dict(
