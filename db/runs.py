@@ -223,7 +223,7 @@ def config_problems(config: dict[str, Any]) -> list[str]:
     for key in ("full_passes", "text_only", "likelihood"):
         if key in config and not isinstance(config[key], bool):
             found.append(f"config.{key}: {str(config[key])[:40]!r} is not true/false")
-    for key in ("strategy", "extractor", "likelihood_score"):
+    for key in ("strategy", "extractor", "likelihood_score", "prompt_preset"):
         if key in config and not isinstance(config[key], str):
             found.append(f"config.{key}: {str(config[key])[:40]!r} is not text")
     found += _multi_turn_problems(config)

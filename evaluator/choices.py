@@ -187,3 +187,12 @@ _CJK = re.compile(f"[{CJK_IDEOGRAPHS}]")
 def has_cjk(text: str | None) -> bool:
     """Whether the text holds a CJK ideograph (Chinese text: prompts, and option texts matched as substrings)."""
     return text is not None and _CJK.search(text) is not None
+
+
+_CJK_BASIC = re.compile("[\u4e00-\u9fff]")
+
+
+def has_basic_cjk(text: str | None) -> bool:
+    """Whether the text holds an ideograph of the CJK Unified Ideographs block alone (U+4E00–U+9FFF): VLMEvalKit's
+    test for a Chinese prompt (vlmeval/smp/misc.py cn_string), narrower than has_cjk; its prompt presets use it."""
+    return text is not None and _CJK_BASIC.search(text) is not None

@@ -33,6 +33,9 @@ class FormatEntry:
     sniff_order: int = 0  # lower first: a loose test (a tab in the first line) goes after the exact ones
     fold_copies: bool = False  # MMBench's pre-expanded circular copies are folded into their question
     takes_setting: bool = False  # a POPE setting (random / popular / adversarial), else read from the file name
+    # The file holds several settings and the setting selects the rows read (`read(..., setting=)`): each setting
+    # is its own benchmark, identified by the file's SHA-256 and the setting.
+    selects_setting: bool = False
     wants_images: bool = False  # images are named, not embedded: warn when no images folder is given
     fields: tuple[Field, ...] = ()
     # (path, raw) -> the name of a closer format, when a look inside tells more than the extension (parquet's schema).
@@ -58,6 +61,7 @@ FORMATS = (
         sniff_order=1,
         fold_copies=True,
         fields=(_IMAGES,),
+        refine="evaluator.importers.tsv:refine",
     ),
     FormatEntry(
         "pope",
@@ -101,6 +105,16 @@ FORMATS = (
         "evaluator.importers.parquet:read_pope_parquet",
         "evaluator.importers.parquet:write_parquet",
         takes_setting=True,
+        fields=(Field("setting", "Setting", "choice", choices=("", "random", "popular", "adversarial")),),
+    ),
+    FormatEntry(
+        "pope-tsv",
+        "yesno",
+        "VLMEvalKit's yes/no TSV (POPE.tsv): index, question, answer, image (base64), category (the settings); "
+        "one setting per benchmark",
+        "evaluator.importers.tsv:read_pope_tsv",
+        takes_setting=True,
+        selects_setting=True,
         fields=(Field("setting", "Setting", "choice", choices=("", "random", "popular", "adversarial")),),
     ),
 )

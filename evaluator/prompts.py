@@ -2,7 +2,8 @@
 
 A template is a `str.format` text with the fields {hint} (a "Hint: …" line, or nothing), {question}, {options}
 ("A. text" lines) and {letters} ("A, B, C"). A template file is either plain text (used for every language) or a
-JSON object {"en": "...", "zh": "..."}.
+JSON object {"en": "...", "zh": "..."}. A prompt preset (evaluator/prompt_presets.py) is a template that may also
+say how its hint line starts and that its language is read from the texts, as VLMEvalKit reads it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from db.errors import InvalidInput
-from evaluator.choices import letters
+from evaluator.choices import has_basic_cjk, letters
 
 FIELDS = {"hint", "question", "options", "letters"}
 MAX_TEMPLATE_BYTES = 64 * 1024
@@ -57,6 +58,11 @@ DIRECT_INSTRUCTIONS = (
 @dataclass(frozen=True)
 class PromptTemplate:
     by_language: dict[str, str]
+    # How a hint line starts ("" for a bare hint); None: HINT_PREFIX of the item's language.
+    hint_prefix: str | None = None
+    # True: the "zh" text when the hint, the question or an option holds a CJK ideograph, else "en", whatever the
+    # item's language (VLMEvalKit's cn_string over the prompt it builds).
+    language_from_text: bool = False
 
     def render(
         self,
@@ -69,9 +75,11 @@ class PromptTemplate:
     ) -> str:
         """The prompt; with `labels` (a label map) each option line also says which label stands for its letter,
         and {letters} lists the labels."""
+        if self.language_from_text:
+            language = "zh" if any(map(has_basic_cjk, (hint, question, *options))) else "en"
         text = self.by_language.get(language) or self.by_language["en"]
         shown = letters(len(options))
-        prefix = HINT_PREFIX.get(language, HINT_PREFIX["en"])
+        prefix = HINT_PREFIX.get(language, HINT_PREFIX["en"]) if self.hint_prefix is None else self.hint_prefix
         lines = [f"{letter}. {option}" for letter, option in zip(shown, options)]
         if labels:
             lines = [
@@ -100,8 +108,21 @@ class PromptTemplate:
                 return prompt[: -len(direct)] + cot
         return f"{prompt}\n{cot}"
 
+    @property
+    def plain(self) -> bool:
+        """Whether the template is texts only (a file's or vlmdesk's), stored as it always was."""
+        return self.hint_prefix is None and not self.language_from_text
+
     def to_json(self) -> str:
-        return json.dumps(self.by_language, ensure_ascii=False, sort_keys=True)
+        """What a run stores (and its identity hashes): the texts object of a plain template, as before presets
+        existed; a preset's {"texts": …, "hint_prefix": …, "language_from_text": …}."""
+        if self.plain:
+            return json.dumps(self.by_language, ensure_ascii=False, sort_keys=True)
+        return json.dumps(
+            {"texts": self.by_language, "hint_prefix": self.hint_prefix, "language_from_text": self.language_from_text},
+            ensure_ascii=False,
+            sort_keys=True,
+        )
 
     @classmethod
     def from_json(cls, text: str) -> PromptTemplate:
@@ -110,6 +131,8 @@ class PromptTemplate:
             by_language = json.loads(text)
         except (TypeError, ValueError, RecursionError):
             raise InvalidInput("the stored prompt template is not readable JSON") from None
+        if isinstance(by_language, dict) and isinstance(by_language.get("texts"), dict):
+            return cls._preset_from(by_language)
         if (
             not isinstance(by_language, dict)
             or not by_language
@@ -119,6 +142,20 @@ class PromptTemplate:
         for language, template in by_language.items():
             check_fields(template, f"stored {language} template")
         return cls(by_language)
+
+    @classmethod
+    def _preset_from(cls, stored: dict[str, object]) -> PromptTemplate:
+        hint_prefix, from_text = stored.get("hint_prefix"), stored.get("language_from_text", False)
+        if set(stored) - {"texts", "hint_prefix", "language_from_text"}:
+            raise InvalidInput("the stored prompt preset has unknown keys")
+        if not (hint_prefix is None or isinstance(hint_prefix, str)) or not isinstance(from_text, bool):
+            raise InvalidInput("the stored prompt preset's hint_prefix or language_from_text is not readable")
+        if hint_prefix is not None and len(hint_prefix) > 100:
+            raise InvalidInput("the stored prompt preset's hint_prefix is longer than 100 characters")
+        texts = cls.from_json(json.dumps(stored["texts"]))
+        if not texts.plain:
+            raise InvalidInput("the stored prompt preset's texts are not an object of texts")
+        return cls(texts.by_language, hint_prefix, from_text)
 
 
 def default_template(kind: str) -> PromptTemplate:

@@ -44,6 +44,7 @@ from evaluator.extraction import Extraction
 from evaluator.llm_extraction import Extractor, load_extractor
 from evaluator.multiturn import MultiTurn, Question, load_multi_turn
 from evaluator.progress import Progress, WaitEvent
+from evaluator.prompt_presets import vlmevalkit_preset
 from evaluator.prompts import PromptTemplate
 from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
 from evaluator.variants import Variants
@@ -73,6 +74,9 @@ class RunSettings:
     cot: bool = False
     multi_turn: str | None = None  # the asking LLM's backend spec: LVLM-eHub's multi-turn reasoning (multiturn.py)
     rounds: int = 4  # at most this many rounds of sub-questions per multi-turn pass
+    # The prompt preset the run asks with (evaluator/prompt_presets.py), e.g. "vlmevalkit:qwen2_vl"; None for
+    # vlmdesk's own templates and template files (their runs keep the identity they always had).
+    prompt_preset: str | None = None
 
     def identity(self) -> dict[str, Any]:
         """The settings as stored and hashed into the run's config key. A setting added after the first release is
@@ -97,6 +101,7 @@ class RunSettings:
             problems.append("likelihood_score: the prefix score needs likelihood mode")
         problems += variants.problems(self)
         problems += multi_turn_problems(self)
+        problems += prompt_preset_problems(self.prompt_preset)
         if problems:
             raise InvalidInput("; ".join(problems))
 
@@ -113,6 +118,16 @@ def multi_turn_problems(settings: RunSettings) -> list[str]:
     if settings.likelihood:
         problems.append("multi_turn: the asking LLM answers in words; not with likelihood")
     return problems
+
+
+def prompt_preset_problems(preset: object) -> list[str]:
+    if preset is None:
+        return []
+    try:
+        vlmevalkit_preset(preset if isinstance(preset, str) else "")
+    except InvalidInput as exc:
+        return [f"prompt_preset: {exc}"]
+    return []
 
 
 # The settings of the first release: always stored and hashed, whatever their value (RunSettings.identity).
@@ -450,8 +465,12 @@ def new_run(
     reuse: bool = False,
 ) -> runs.Run:
     """A new run owned by `owner` (default: this process); with `reuse`, the stored run with these settings
-    instead when there is one (claimed, or as is when finished; runs.RunBusy when another process runs it)."""
+    instead when there is one (claimed, or as is when finished; runs.RunBusy when another process runs it).
+    A run named after a prompt preset stores that preset's template (InvalidInput for another)."""
     settings.check()
+    if settings.prompt_preset is not None:
+        if vlmevalkit_preset(settings.prompt_preset).template(bench.kind) != template:
+            raise InvalidInput(f"the prompt template is not the one of preset {settings.prompt_preset}")
     return runs.create_or_claim(
         ws,
         reuse=reuse,

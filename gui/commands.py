@@ -41,6 +41,7 @@ from gui.processes import CommandProcess
 COMMANDS: dict[str, str] = {
     "import": "menu:Import benchmark…",
     "demo": "menu:Import the demo benchmarks",
+    "fetch": "menu:Import a benchmark by name…",  # `vlmdesk import NAME`: fetched, then imported
     "benchmarks": "tab:browse",  # the Benchmarks dock beside every tab
     "items": "tab:browse",
     "show": "tab:review",

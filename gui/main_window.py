@@ -592,6 +592,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction(
             _action(self, "&Import benchmark…", shortcut=QKeySequence("Ctrl+I"), triggered=self._import_dialog)
         )
+        file_menu.addAction(_action(self, "Import a benchmark by &name…", triggered=self._fetch_dialog))
         file_menu.addAction(
             _action(self, "Import a &parquet folder (shards of one split)…", triggered=self._import_folder_dialog)
         )
@@ -719,6 +720,27 @@ class MainWindow(QMainWindow):
             f"Importing {Path(path).name}",
         )
 
+    def _fetch_dialog(self) -> None:
+        """A catalog benchmark by name: `vlmdesk import NAME` downloads (or finds in the cache) and imports it."""
+        import os
+
+        from db.errors import UserError
+        from evaluator.importers.catalog import catalog as benchmark_catalog
+        from evaluator.importers.fetch import MIRROR_ENV
+        from gui.fetch_dialog import FetchDialog
+
+        try:
+            entries = benchmark_catalog()
+        except UserError as exc:  # a bad $VLMDESK_CATALOG: said as the command says it
+            self.show_error(f"error: {exc}")
+            return
+        dialog = FetchDialog(entries, os.environ.get(MIRROR_ENV, ""), self)
+        if dialog.exec():
+            self.fetch_and_import(dialog.arguments())
+
+    def fetch_and_import(self, args: list[str]):
+        return self._run_import(args, f"Fetching and importing {args[1]}")
+
     def import_demo(self):
         return self._run_import(["demo"], "Importing the demo benchmarks")
 
@@ -765,9 +787,19 @@ class MainWindow(QMainWindow):
         cancelled, done = [], []
 
         def on_event(event: dict) -> None:
-            if event.get("event") == "done":
+            kind = event.get("event")
+            if kind == "done":
                 done.append(event)
-            elif event.get("event") == "progress":
+            elif kind == "fetch_start":
+                label.setText(f"{busy}: {'in the cache' if event.get('cached') else 'downloading'}…")
+            elif kind == "fetch_progress":  # `import NAME`: the download before the import
+                total = event.get("bytes_total")
+                shown = f"{event.get('bytes_done', 0) / 1e6:,.1f}" + (f" of {total / 1e6:,.1f}" if total else "")
+                label.setText(f"{busy}: {shown} MB downloaded")
+                if total:
+                    bar.setRange(0, 1000)
+                    bar.setValue(int(1000 * event.get("bytes_done", 0) / total))
+            elif kind == "progress":
                 label.setText(f"{busy}: {event['rows']:,} rows read")
                 if event.get("bytes_total"):
                     bar.setRange(0, 1000)
@@ -790,7 +822,12 @@ class MainWindow(QMainWindow):
                 if self.ctx.benchmark is None and benches:
                     self.select_benchmark(benches[0].name)
                 lines = [line for line in process.stdout.splitlines() if line.strip()]
-                if done:
+                if len(done) > 1:  # a catalog name that makes several benchmarks (POPE: one per setting)
+                    text = "Imported " + ", ".join(
+                        f"{r['name']!r} ({r['questions']:,} questions{', already there' * r['already_imported']})"
+                        for r in done
+                    )
+                elif done:
                     report = done[-1]
                     text = (
                         f"{report['name']!r} was already imported"

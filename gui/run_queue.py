@@ -34,6 +34,7 @@ def run_args(
     multi_turn: str | None = None,
     rounds: int = 4,
     seed: int = 0,
+    prompt: str = "vlmdesk",
     new: bool = False,
 ) -> tuple[str, ...]:
     """The command line of the launch form's choices (the form's only translation: widget values → options)."""
@@ -64,6 +65,8 @@ def run_args(
         args += ["--multi-turn", multi_turn, "--rounds", str(rounds)]
     if seed:  # 0 is the command's default: left out, so the shown command stays the short one
         args += ["--seed", str(seed)]
+    if prompt != "vlmdesk":  # vlmdesk's templates are the default: left out likewise
+        args += ["--prompt", prompt]
     if new:
         args.append("--new")
     return tuple(args)

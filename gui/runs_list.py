@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QVBoxLayou
 from annotation.blind import HIDDEN_TEXT
 from db import runs
 from evaluator.prediction_import import IMPORTED_ARROW, IMPORTED_MARK, origin_of
+from evaluator.prompt_presets import preset_words
 from evaluator.report import RunSummary, run_summary
 from evaluator.variants import describe as describe_variants
 from gui.appearance import ACCENT, MUTED, PENDING, RIGHT, TEXT, WRONG
@@ -103,7 +104,7 @@ class RunsList(QWidget):
         origins = {}
         stored = {}
         for r in runs.list_runs(self.ctx.ws):
-            variants[r.id] = describe_variants(r.config)
+            variants[r.id] = " · ".join(filter(None, (describe_variants(r.config), preset_words(r.config))))
             s = run_summary(self.ctx.ws, r.id)
             if s is not None:
                 self.summaries[r.id] = s

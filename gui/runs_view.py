@@ -32,6 +32,7 @@ from db.runs import ROUNDS_MAX
 from evaluator.backends import REGISTRY as BACKENDS
 from evaluator.runner import OPEN_MAX_NEW_TOKENS, RunSettings, default_max_new_tokens
 from evaluator.variants import COT_MAX_NEW_TOKENS
+from gui import file_dialogs
 from gui.run_queue import RunJob, RunQueue, RunRequest, run_args
 from gui.runs_list import RunsList
 from gui.tables import export_table
@@ -55,6 +56,12 @@ STRATEGIES = {
     ),
     "open": (("Open answers (for the arena)", "circular", False),),
 }
+# The launcher's prompt choices (label, `--prompt` value); a template file chosen is added before the last entry.
+PROMPTS = (
+    ("vlmdesk (default)", "vlmdesk"),
+    ("VLMEvalKit (the model's family)", "vlmevalkit"),
+)
+PROMPT_FILE = "file"  # the data of the "Template file…" entry, which opens a file dialog
 STATE_MARKS = {"queued": "○", "running": "▶", "finished": "✓", "cancelled": "■", "failed": "✗"}
 
 
@@ -99,6 +106,16 @@ class LaunchForm(QGroupBox):
         asker_editor.setPlaceholderText("off — or an LLM that asks sub-questions: openai:…, hf:…")
         self.rounds = QSpinBox(minimum=1, maximum=ROUNDS_MAX, value=4)
         self.rounds.setToolTip("Multi-turn: at most this many rounds of sub-questions; the last forces an answer")
+        self.prompt = QComboBox()
+        for label, value in PROMPTS:
+            self.prompt.addItem(label, value)
+        self.prompt.addItem("Template file…", PROMPT_FILE)
+        self.prompt.setToolTip(
+            "--prompt: vlmdesk's templates; the prompt VLMEvalKit builds for the model's family (read from an hf: "
+            "model's config.json; the dataset's own for servers), to compare with its leaderboard; or a template "
+            "file. Part of the run's identity."
+        )
+        self._prompt_index = 0
         self.seed = QSpinBox(minimum=0, maximum=2**31 - 1, value=0)  # the command takes 0..2**32-1; a spin box, int32
         self.seed.setToolTip("--seed: the seed of baseline:random (0, the default, is left out of the command)")
         self.again = QCheckBox("Run again even if finished (--new)")
@@ -119,6 +136,7 @@ class LaunchForm(QGroupBox):
         form.addRow("Model", self.model)
         form.addRow("Strategy", self.strategy)
         form.addRow("Extractor", self.extractor)
+        form.addRow("Prompt", self.prompt)
         form.addRow("Batch size", self.batch)
         form.addRow("Max new tokens", self.max_tokens)
         form.addRow("Limit", self.limit)
@@ -138,6 +156,8 @@ class LaunchForm(QGroupBox):
             combo.currentTextChanged.connect(self._update_command)
         for combo in (self.strategy, self.bench):
             combo.currentIndexChanged.connect(self._update_command)
+        self.prompt.activated.connect(self._prompt_activated)
+        self.prompt.currentIndexChanged.connect(self._prompt_changed)
         for spin in (self.batch, self.max_tokens, self.limit, self.rounds, self.seed):
             spin.valueChanged.connect(self._update_command)
         for box in (self.text_only, self.again):
@@ -207,6 +227,34 @@ class LaunchForm(QGroupBox):
             self.max_tokens.setValue(default_max_new_tokens(kind))
         self._update_command()
 
+    def _prompt_activated(self, index: int) -> None:
+        """ "Template file…" chosen: a file dialog (gui/file_dialogs.py); cancelled, the previous choice stays."""
+        if self.prompt.itemData(index) != PROMPT_FILE:
+            return
+        path = file_dialogs.open_file(self, "Prompt template", "", "Templates (*.txt *.json);;All files (*)")
+        if path:
+            self.choose_prompt_file(path)
+        else:
+            self.prompt.setCurrentIndex(self._prompt_index)
+
+    def _prompt_changed(self, index: int) -> None:
+        if self.prompt.itemData(index) != PROMPT_FILE:
+            self._prompt_index = index
+            self._update_command()
+
+    def choose_prompt_file(self, path: str) -> None:
+        """A template file as the prompt: listed (by its name, the path in its tip) before "Template file…"."""
+        at = self.prompt.findData(path)
+        if at < 0:
+            at = self.prompt.count() - 1
+            self.prompt.insertItem(at, f"File: {path.rsplit('/', 1)[-1]}", path)
+            self.prompt.setItemData(at, path, Qt.ItemDataRole.ToolTipRole)
+        self.prompt.setCurrentIndex(at)
+
+    def prompt_choice(self) -> str:
+        value = self.prompt.itemData(self._prompt_index)
+        return value if isinstance(value, str) and value != PROMPT_FILE else "vlmdesk"
+
     def model_spec(self) -> str:
         text = self.model.currentText().strip()
         i = self.model.findText(text)
@@ -216,7 +264,13 @@ class LaunchForm(QGroupBox):
         self, *, bench: str | None = None, model: str | None = None, strategy: str | None = None, **values
     ) -> None:
         """Fill the form (tests, presets): strategy by its label; values: batch, max_tokens, limit, seed, text_only,
-        again, extractor, multi_turn, rounds."""
+        again, extractor, multi_turn, rounds, prompt (vlmdesk, vlmevalkit or a template file's path)."""
+        if (prompt := values.pop("prompt", None)) is not None:
+            found = self.prompt.findData(prompt)
+            if found >= 0:
+                self.prompt.setCurrentIndex(found)
+            else:
+                self.choose_prompt_file(prompt)
         if bench is not None:
             self.bench.setCurrentIndex(self.bench.findData(bench))
         if model is not None:
@@ -253,6 +307,7 @@ class LaunchForm(QGroupBox):
             multi_turn=asker or None,
             rounds=self.rounds.value(),
             seed=self.seed.value(),
+            prompt=self.prompt_choice(),
             new=self.again.isChecked(),
         ) + tuple(self.variant.args())
         return RunRequest(args, f"{spec} on {bench}")

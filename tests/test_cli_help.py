@@ -39,3 +39,14 @@ def test_help_of_every_command_and_subcommand_prints(capsys):
         assert out.startswith("usage: vlmdesk"), path
         assert "examples:" in out or "example:" in out or not path, path
     assert ("arena", "ratings") in paths and len(paths) > 50
+
+
+def test_run_help_names_the_prompt_presets_and_keeps_the_template_alias(capsys):
+    try:
+        build_parser().parse_args(["run", "--help"])
+    except SystemExit:
+        pass
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--prompt PRESET|FILE" in out and "vlmevalkit:MODEL_TYPE" in out and "vlmdesk (default" in out
+    assert "--prompt-template FILE a template file (the same as --prompt FILE)" in out
+    assert "--prompt vlmevalkit" in out  # an example

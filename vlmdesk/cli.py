@@ -52,6 +52,7 @@ def _workspace_option(parser: argparse.ArgumentParser) -> None:
 # Each module has register(add): it adds its subcommands through `add(name, help=, description=, examples=)`.
 COMMAND_MODULES = (
     "cmd_data",
+    "cmd_fetch",
     "cmd_import_predictions",
     "cmd_run",
     "cmd_pope",

@@ -13,6 +13,7 @@ from evaluator.importers.common import DEFAULT_MAX_IMAGE_MB, ReadLimits, index_f
 from evaluator.outfiles import write_file
 from vlmdesk.args import int_in, positive_int
 from vlmdesk.cli import output_file
+from vlmdesk.cmd_fetch import add_download_options
 
 MAX_IMAGE_MB_CEILING = 4096
 
@@ -31,9 +32,11 @@ def register(add) -> None:
                 vlmdesk import coco_pope_adversarial.json --format pope --images val2014/
                 vlmdesk import mine.jsonl --format jsonl --json
                 vlmdesk import shared.jsonl --allow-outside --max-image-mb 200
-                vlmdesk import MMBench_DEV_EN.tsv --json-progress""",
+                vlmdesk import MMBench_DEV_EN.tsv --json-progress
+                vlmdesk import MMBench_DEV_EN              # a catalog name: fetched (vlmdesk fetch), then imported
+                vlmdesk import POPE --setting adversarial  # POPE by name: one benchmark per setting (POPE_random…)""",
     )
-    p.add_argument("path", help="the file to import")
+    p.add_argument("path", help="the file to import, or a benchmark's name in the catalog (vlmdesk fetch --list)")
     p.add_argument("--name", help="benchmark name (default: from the file name, e.g. mmbench-dev-en)")
     p.add_argument("--format", dest="fmt", choices=sorted(format_names()), help="file format (default: detected)")
     p.add_argument("--images", metavar="DIR", help="folder that image paths / POPE image names are relative to")
@@ -59,7 +62,12 @@ def register(add) -> None:
         action="store_true",
         help="print progress as JSON lines on stdout: start, progress (rows read), done (the report)",
     )
-    p.add_argument("--json", action="store_true", help="print the import report as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the import report as JSON (a catalog name that makes several benchmarks: an array of them)",
+    )
+    add_download_options(p)
     p.set_defaults(handler=cmd_import)
 
     p = add(
@@ -157,8 +165,20 @@ class _Cancellable:
 
 
 def cmd_import(args) -> int:
+    from pathlib import Path
+
     from vlmdesk.cli import open_from_args
 
+    if not Path(args.path).exists():
+        from evaluator.importers.catalog import find
+
+        entry = find(args.path)
+        if entry is not None:
+            return _import_by_name(args, entry)
+        if "/" not in args.path and "." not in args.path:  # looks like a name, not a file
+            from vlmdesk.cli import UsageError
+
+            raise UsageError(f"{args.path}: no such file, nor a benchmark in the catalog (vlmdesk fetch --list)")
     try:
         with _Cancellable(), open_from_args(args) as ws:
             report = import_benchmark(
@@ -176,22 +196,87 @@ def cmd_import(args) -> int:
     except KeyboardInterrupt:
         print(f"import of {args.path} interrupted; nothing was imported", file=sys.stderr)
         return 130
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+    _say(args, report, args.path)
+    return 0
+
+
+def _say(args, report, source: str) -> None:
     for err in report.skipped:
         print(f"skipped: {err}", file=sys.stderr)
     for warning in report.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False))
-    elif args.json_progress:
-        pass  # the "done" event holds the report
+    if args.json or args.json_progress:
+        pass  # printed as JSON, or the "done" event holds the report
     elif report.already_imported:
-        print(f"{args.path} is already imported as {report.name!r} (same content); nothing to do")
+        print(f"{source} is already imported as {report.name!r} (same content); nothing to do")
     else:
         print(
             f"imported {report.name!r} ({report.kind}): {report.questions} questions from {report.rows_read} rows"
             f" ({report.rows_folded} circular copies folded, {len(report.skipped)} skipped), "
             f"{report.images} images ({report.images_new} new)"
         )
+
+
+def _import_by_name(args, entry) -> int:
+    """`vlmdesk import NAME`: the catalog's file fetched (or found in the cache), then imported as its entry says:
+    benchmark NAME (or --name); POPE by name: one benchmark per setting (NAME_random…), or --setting's only."""
+    from evaluator.importers.catalog import POPE_SETTINGS
+    from vlmdesk.cli import UsageError, open_from_args
+    from vlmdesk.cmd_fetch import Progress, fetch_entry
+
+    if args.fmt is not None and args.fmt != entry.format:
+        raise UsageError(f"{entry.name} is a catalog benchmark in format {entry.format}; leave out --format")
+    if args.images:
+        raise UsageError(f"{entry.name} holds its images; leave out --images")
+    targets = entry.benchmark_names(args.name)
+    if args.setting is not None:
+        if entry.settings:
+            targets = {args.setting: targets[args.setting]} if args.setting in targets else {}
+        elif entry.setting is not None and entry.setting != args.setting:
+            targets = {}
+        if not targets:
+            raise UsageError(f"{entry.name} has no POPE setting {args.setting!r} ({', '.join(POPE_SETTINGS)})")
+    progress = Progress(args.json_progress)
+    try:
+        fetched = fetch_entry(entry, args, progress)
+    except KeyboardInterrupt:
+        print(f"fetch of {entry.name} interrupted; nothing was imported (the next fetch resumes it)", file=sys.stderr)
+        return 130
+    if args.json_progress:
+        progress(fetched.to_json())
+    elif not fetched.cached:
+        print(f"{entry.name}: downloaded and checked, at {fetched.path}", file=sys.stderr)
+    reports = []
+    try:
+        with _Cancellable(), open_from_args(args) as ws:
+            for setting, name in targets.items():
+                reports.append(
+                    import_benchmark(
+                        ws,
+                        fetched.path,
+                        fmt=entry.format,
+                        name=name,
+                        setting=setting,
+                        skip_bad=args.skip_bad,
+                        progress=not args.json_progress,
+                        limits=ReadLimits(max_image_bytes=args.max_image_mb * 2**20, allow_outside=args.allow_outside),
+                        on_event=_emit if args.json_progress else None,
+                    )
+                )
+    except KeyboardInterrupt:
+        done = ", ".join(repr(r.name) for r in reports)
+        print(
+            f"import of {entry.name} interrupted; {'only ' + done + ' imported' if done else 'nothing was imported'}",
+            file=sys.stderr,
+        )
+        return 130
+    if args.json:
+        shown = [r.to_json() for r in reports]
+        print(json.dumps(shown[0] if len(shown) == 1 else shown, ensure_ascii=False))
+    for report in reports:
+        _say(args, report, entry.name)
     return 0
 
 

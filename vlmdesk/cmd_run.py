@@ -18,7 +18,7 @@ from evaluator.llm_extraction import extractor_help
 from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.prediction_import import IMPORTED_MARK, origin_of
 from evaluator.progress import DoneEvent, Progress, StartEvent, WaitEvent
-from evaluator.prompts import default_template, load_template
+from evaluator.prompt_presets import choose_prompt, describe_prompt, preset_words
 from evaluator.report import RunReport, run_report
 from evaluator.runner import RunSettings, default_max_new_tokens
 from evaluator.types import MCQ_STRATEGIES
@@ -49,6 +49,8 @@ def register(add) -> None:
                 vlmdesk run --bench demo --model hf:./my-model --corrupt image:gaussian_noise:3 --corrupt text:mild_mix
                 vlmdesk run --bench demo --model hf:./my-model --shots 2 --shot-selection similar --cot
                 vlmdesk run --bench demo --model hf:./my-vlm --multi-turn 'openai:gpt-4o-mini' --rounds 4
+                vlmdesk run --bench MMBench_DEV_EN --model hf:Qwen/Qwen2-VL-2B-Instruct --prompt vlmevalkit
+                vlmdesk run --bench demo --model 'openai:Qwen2-VL@http://localhost:8000/v1' --prompt vlmevalkit:qwen2_vl
                 vlmdesk run --resume 7""",
     )
     p.add_argument("--bench", help="benchmark name (vlmdesk benchmarks)")
@@ -94,10 +96,15 @@ def register(add) -> None:
         "(answers are the same; to compare speed — a run of its own, as the spec gets share_prefix=0)",
     )
     p.add_argument(
-        "--prompt-template",
-        metavar="FILE",
-        help="prompt template: text with {hint} {question} {options} {letters}, or JSON {en:…, zh:…}",
+        "--prompt",
+        metavar="PRESET|FILE",
+        help="the prompt: vlmdesk (default: vlmdesk's templates), vlmevalkit (the prompt VLMEvalKit builds for the "
+        "model's family, read from an hf: model's config.json; the dataset's own for openai: servers and unknown "
+        "families), vlmevalkit:MODEL_TYPE (that family's, e.g. vlmevalkit:qwen2_vl), or a template file: text with "
+        "{hint} {question} {options} {letters}, or JSON {en:…, zh:…}. The preset is part of the run's identity "
+        "(see docs/reproducing.md)",
     )
+    p.add_argument("--prompt-template", metavar="FILE", help="a template file (the same as --prompt FILE)")
     p.add_argument("--seed", type=seed, default=0, help="seed for baseline:random (default 0; 0..2**32-1)")
     p.add_argument(
         "--extractor",
@@ -202,6 +209,18 @@ def cmd_run(args) -> int:
             if not args.bench or not args.model:
                 raise UsageError("run needs --bench and --model (or --resume RUN_ID)")
             bench = bench_or_fail(ws, args.bench)
+            if args.prompt and args.prompt_template:
+                raise UsageError("--prompt and --prompt-template name the same thing: give one")
+            # args.model: a saved model's name (vlmdesk models) or a spec
+            spec = resolve_model(ws, args.model)
+            if args.no_share_prefix:
+                try:
+                    spec = without_prefix_sharing(spec)
+                except BackendError as exc:
+                    raise UsageError(str(exc)) from None
+            chosen = choose_prompt(args.prompt or args.prompt_template, bench.kind, spec)
+            if chosen.note:
+                print(f"note: {chosen.note}", file=sys.stderr)
             settings = RunSettings(
                 strategy=args.strategy,
                 full_passes=args.full_passes,
@@ -215,20 +234,9 @@ def cmd_run(args) -> int:
                 likelihood_score=args.likelihood_score or "sum",
                 **variant_settings(args, bench),
                 **multi_turn_settings(args, ws),
+                prompt_preset=chosen.preset,
             )
-            template = (
-                load_template(args.prompt_template, bench.kind)
-                if args.prompt_template
-                else default_template(bench.kind)
-            )
-            # args.model: a saved model's name (vlmdesk models) or a spec
-            model = args.model
-            if args.no_share_prefix:
-                try:
-                    model = without_prefix_sharing(resolve_model(ws, args.model))
-                except BackendError as exc:
-                    raise UsageError(str(exc)) from None
-            launch = prepare_run(ws, bench, model, settings, template, batch_size=args.batch_size, new=args.new)
+            launch = prepare_run(ws, bench, spec, settings, chosen.template, batch_size=args.batch_size, new=args.new)
         if launch.finished:
             run = launch.run
             print(
@@ -337,6 +345,7 @@ def cmd_runs(args) -> int:
                         "model": r.model_spec,
                         "strategy": r.strategy,
                         "variants": describe_variants(r.config),
+                        "prompt": describe_prompt(r),
                         "imported": origin_of(r) is not None,
                         "status": r.status,
                         "predictions": r.predictions,
@@ -388,9 +397,9 @@ def cmd_runs(args) -> int:
 
 
 def run_kind(run: runs.Run) -> str:
-    """The strategy column: the strategy, the run's variants and whether it was imported, in the app's words
-    (gui/runs_list.py): "vanilla · natural:0 labels · ⇩ imported"."""
-    parts = [run.strategy, describe_variants(run.config)]
+    """The strategy column: the strategy, the run's variants, its prompt preset and whether it was imported, in the
+    app's words (gui/runs_list.py): "vanilla · natural:0 labels · vlmevalkit:llava prompt · ⇩ imported"."""
+    parts = [run.strategy, describe_variants(run.config), preset_words(run.config)]
     parts += [IMPORTED_MARK] if origin_of(run) is not None else []
     return " · ".join(filter(None, parts))
 
@@ -442,8 +451,10 @@ def _pct(value) -> str:
 
 
 def format_report(r: RunReport) -> str:
+    preset = r.config.get("prompt_preset")
     lines = [
-        f"run {r.run_id}  {r.benchmark}  {r.model}  {r.strategy}  [{r.status}]",
+        f"run {r.run_id}  {r.benchmark}  {r.model}  {r.strategy}  [{r.status}]"
+        + (f"  prompt {preset}" if isinstance(preset, str) else ""),
         f"questions {r.questions}   model calls {r.model_calls}   undecided answers {r.undecided}",
     ]
     if r.strategy == "open":  # free answers: nothing to score; the arena compares them

@@ -194,6 +194,10 @@ def import_benchmark(
         raw.seek(0)
         source_sha = sha256_stream(raw)
         raw.seek(0)
+        entry = formats.REGISTRY[fmt]
+        setting = setting or (pope_setting_from_name(path) if entry.takes_setting else None)
+        if entry.selects_setting and setting is not None:  # one file, a benchmark per setting: each its own identity
+            source_sha = sha256_bytes(f"{source_sha}\0setting={setting}".encode())
         existing = catalog.benchmark_by_source(ws, source_sha)
         if existing is not None:
             report = ImportReport(
@@ -214,11 +218,12 @@ def import_benchmark(
             raise InputError(
                 path, 0, "--name", f"a different benchmark is already named {name!r}; choose another --name"
             )
-        entry = formats.REGISTRY[fmt]
         kind, reader = entry.kind, resolve(entry.read)
+        if entry.selects_setting:
+            reader = functools.partial(reader, setting=setting)
         meta: dict[str, Any] = {"source_file": path.name}
         if entry.takes_setting:
-            meta["setting"] = setting or pope_setting_from_name(path)
+            meta["setting"] = setting
         report = ImportReport(name=name, kind=kind, format=fmt)
         if entry.wants_images and images_dir is None:
             report.warnings.append("no --images given: questions are imported without images (runs will need them)")

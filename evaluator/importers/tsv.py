@@ -49,21 +49,9 @@ def read_tsv(
     path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
 ) -> Iterator[SourceRow | InputError]:
     """Yield one SourceRow (or the InputError of a bad row) per data row; raise InputError if the file is unusable."""
-    # Base64 images make single cells of megabytes (the csv module's default cap is 128 KB); a quoted cell may span
-    # lines, so the cap on a cell is the cap on a line.
-    csv.field_size_limit(limits.max_line_bytes)
-    bad_encoding: dict[int, InputError] = {}  # line -> its encoding error, reported with the row it belongs to
-    lines = decoded_lines(raw, path, bad_encoding, limits.max_line_bytes)
-    reader = csv.reader(lines, delimiter="\t")
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise InputError(path, 1, "header", "the file is empty") from None
-    except csv.Error as exc:
-        raise InputError(path, 1, "header", f"unreadable TSV ({exc})") from None
-    if bad_encoding:
-        raise bad_encoding[min(bad_encoding)]
-    header = [h.strip() for h in header]
+    table = _table(path, raw, limits)
+    header = next(table)
+    assert isinstance(header, list)
     col = {name: i for i, name in enumerate(header)}
     if NONE_OF_THEM in col:
         raise InputError(
@@ -86,7 +74,37 @@ def read_tsv(
         )
     base_dir = images_dir or path.parent
     extra = [h for h in header if h not in KNOWN and h not in option_cols]
+    for first_line, row in table:  # after the header: (line, the row or its error)
+        if isinstance(row, InputError):
+            yield row
+            continue
+        try:
+            yield _parse(row, first_line, path, option_cols, base_dir, extra, limits)
+        except InputError as exc:
+            exc.index = index_or_none(row["index"])
+            yield exc
 
+
+def _table(path: Path, raw: BinaryIO, limits: ReadLimits) -> Iterator[Any]:
+    """The header (a list of column names), then (first line, the row as a dict, or its InputError) per data row;
+    blank rows are left out. Raises InputError when the header cannot be read."""
+    # Base64 images make single cells of megabytes (the csv module's default cap is 128 KB); a quoted cell may span
+    # lines, so the cap on a cell is the cap on a line.
+    csv.field_size_limit(limits.max_line_bytes)
+    bad_encoding: dict[int, InputError] = {}  # line -> its encoding error, reported with the row it belongs to
+    lines = decoded_lines(raw, path, bad_encoding, limits.max_line_bytes)
+    reader = csv.reader(lines, delimiter="\t")
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise InputError(path, 1, "header", "the file is empty") from None
+    except csv.Error as exc:
+        raise InputError(path, 1, "header", f"unreadable TSV ({exc})") from None
+    if bad_encoding:
+        raise bad_encoding[min(bad_encoding)]
+    header = [h.strip() for h in header]
+    yield header
+    col = {name: i for i, name in enumerate(header)}
     last_line = 1
     while True:
         try:
@@ -94,13 +112,14 @@ def read_tsv(
         except StopIteration:
             return
         except csv.Error as exc:
-            yield InputError(path, reader.line_num, "row", f"unreadable TSV ({exc})")
+            yield reader.line_num, InputError(path, reader.line_num, "row", f"unreadable TSV ({exc})")
             return
         first_line, last_line = last_line + 1, reader.line_num
         encoding = [bad_encoding.pop(n) for n in range(first_line, last_line + 1) if n in bad_encoding]
         if encoding:
-            encoding[0].index = index_or_none(cells[col["index"]]) if len(cells) > col["index"] else None
-            yield encoding[0]
+            index_col = col.get("index", 0)
+            encoding[0].index = index_or_none(cells[index_col]) if len(cells) > index_col else None
+            yield first_line, encoding[0]
             continue
         if not any(c.strip() for c in cells):
             continue
@@ -108,20 +127,18 @@ def read_tsv(
             what = "fewer" if len(cells) < len(header) else "more"
             lacking = header[len(cells) :] if len(cells) < len(header) else []
             field = lacking[0] if lacking else "row"
-            yield InputError(
-                path,
+            yield (
                 first_line,
-                field,
-                f"{what} cells ({len(cells)}) than header columns ({len(header)})"
-                + (" — truncated line?" if lacking else ""),
+                InputError(
+                    path,
+                    first_line,
+                    field,
+                    f"{what} cells ({len(cells)}) than header columns ({len(header)})"
+                    + (" — truncated line?" if lacking else ""),
+                ),
             )
             continue
-        row = dict(zip(header, cells))
-        try:
-            yield _parse(row, first_line, path, option_cols, base_dir, extra, limits)
-        except InputError as exc:
-            exc.index = index_or_none(row["index"])
-            yield exc
+        yield first_line, dict(zip(header, cells))
 
 
 def _parse(
@@ -211,3 +228,132 @@ def _image_ref(
         p = Path(path_cell.strip())
         return ImageRef("path", p if p.is_absolute() else base_dir / p)
     raise err("image", "empty (no base64 image and no image_path)")
+
+
+# ------------------------------------------------------------------------------------------------ POPE
+
+POPE_SETTINGS = ("random", "popular", "adversarial")
+# Images of rows left out (another setting's) that a kept row may refer to by index: at most this many bytes held.
+MAX_HELD_IMAGE_BYTES = 2**30
+
+
+def read_pope_tsv(
+    path: Path,
+    raw: BinaryIO,
+    *,
+    images_dir: Path | None = None,
+    limits: ReadLimits = ReadLimits(),
+    setting: str | None = None,
+) -> Iterator[SourceRow | InputError]:
+    """VLMEvalKit's yes/no TSV (POPE.tsv): `index, question, answer (Yes/No), image` (base64, or the index of the
+    row whose image it shares) or `image_path`, and `category`: the POPE settings the question belongs to
+    ("adversarial,popular,random"). One setting per benchmark: `setting` selects its rows; without one, every row
+    must belong to the same single setting."""
+    table = _table(path, raw, limits)
+    header = next(table)
+    assert isinstance(header, list)
+    missing = [c for c in ("index", "question", "answer") if c not in header]
+    if "image" not in header and "image_path" not in header:
+        missing.append("image")
+    if missing:
+        raise InputError(path, 1, "header", f"missing column(s): {', '.join(missing)}")
+    if setting is not None and setting not in POPE_SETTINGS:
+        raise InputError(path, 0, "--setting", f"{setting!r} is not one of {', '.join(POPE_SETTINGS)}")
+    base_dir = images_dir or path.parent
+    extra = [h for h in header if h not in KNOWN]
+    held: dict[int | str, ImageRef] = {}  # index -> image of a row left out, for the kept rows that refer to it
+    held_bytes = 0
+    only: str | None = None  # without a setting: the one every row has
+    for first_line, row in table:
+        if isinstance(row, InputError):
+            yield row
+            continue
+        try:
+            parsed, settings = _parse_pope_row(row, first_line, path, base_dir, extra, limits)
+        except InputError as exc:
+            exc.index = index_or_none(row["index"])
+            yield exc
+            continue
+        if setting is None and settings:
+            if len(settings) > 1 or (only is not None and settings[0] != only):
+                raise InputError(
+                    path,
+                    first_line,
+                    "category",
+                    f"questions of several POPE settings ({', '.join(sorted({*settings, *([only] if only else [])}))}):"
+                    " one setting per benchmark; pass --setting random|popular|adversarial",
+                )
+            only = settings[0]
+        if setting is not None and settings and setting not in settings:
+            if parsed.image is not None and parsed.image.kind == "bytes":
+                assert isinstance(parsed.image.value, bytes)
+                held_bytes += len(parsed.image.value)
+                if held_bytes > MAX_HELD_IMAGE_BYTES:
+                    raise InputError(path, first_line, "image", "over 1 GB of other settings' images held")
+                held[parsed.index] = parsed.image
+            continue
+        image = parsed.image
+        if image is not None and image.kind == "row" and image.value in held:
+            image = held[image.value]
+        yield SourceRow(
+            line=parsed.line,
+            index=parsed.index,
+            question=parsed.question,
+            options=(),
+            answer=parsed.answer,
+            image=image,
+            category=setting or only,
+            split=parsed.split,
+            meta=parsed.meta,
+        )
+
+
+def _parse_pope_row(
+    row: dict[str, Any], line: int, path: Path, base_dir: Path, extra: list[str], limits: ReadLimits
+) -> tuple[SourceRow, list[str]]:
+    def err(field: str, what: str) -> InputError:
+        return InputError(path, line, field, what)
+
+    for column, value in row.items():
+        check_texts(value, column, err)
+    try:
+        index = normalise_index(row["index"])
+    except ValueError as exc:
+        raise err("index", f"not a valid index: {row['index'][:60]!r} ({exc})") from None
+    question = row["question"].strip()
+    if not question:
+        raise err("question", "empty")
+    answer = None if blank(row["answer"]) else row["answer"].strip().lower()
+    if answer is not None and answer not in ("yes", "no"):
+        raise err("answer", f"{row['answer'].strip()[:40]!r} is not Yes or No")
+    settings: list[str] = []
+    if not blank(row.get("category", "")):
+        settings = sorted({s.strip().lower() for s in row["category"].split(",") if s.strip()})
+        unknown = [s for s in settings if s not in POPE_SETTINGS]
+        if unknown:
+            raise err("category", f"{unknown[0][:40]!r} is not a POPE setting ({', '.join(POPE_SETTINGS)})")
+    meta = {k: row[k] for k in extra if not blank(row[k])}
+    if settings:
+        meta["settings"] = ",".join(settings)
+    return (
+        SourceRow(
+            line=line,
+            index=index,
+            question=question,
+            options=(),
+            answer=answer,
+            image=_image_ref(row, base_dir, err, limits),
+            split=None if blank(row.get("split", "")) else row["split"].strip(),
+            meta=meta,
+        ),
+        settings,
+    )
+
+
+def refine(path: Path, raw: BinaryIO) -> str | None:
+    """pope-tsv for a TSV whose header has an answer column and no option columns (VLMEvalKit's yes/no layout)."""
+    first = raw.readline(1 << 16).decode("utf-8", "replace").rstrip("\r\n")
+    header = {h.strip() for h in first.split("\t")}
+    if "answer" in header and "A" not in header and "B" not in header:
+        return "pope-tsv"
+    return None

@@ -153,6 +153,15 @@ def _button(window, view: str, text: str, *, index: int = 0):
     return trigger
 
 
+def _prompt_file(window):
+    def trigger():
+        window.show_view("runs")
+        prompt = window.view("runs").form.prompt
+        prompt.activated.emit(prompt.findData("file"))  # the launcher's "Template file…"
+
+    return trigger
+
+
 # Every action of the app that opens a file dialog: (name, trigger, file dialogs it opens with nothing accepted).
 ACTIONS = [
     ("open workspace", lambda w: _menu(w, "Open workspace…"), 1),
@@ -174,6 +183,7 @@ ACTIONS = [
     ("alignment: CSV", lambda w: _button(w, "alignment", "Export CSV…"), 1),
     ("annotators: CSV", lambda w: _button(w, "annotators", "Export CSV…"), 1),
     ("models: model folder", lambda w: _button(w, "models", "Folder…"), 1),
+    ("runs: prompt template file", _prompt_file, 1),
 ]
 
 
