@@ -38,18 +38,31 @@ class Family:
 
 FAMILIES: tuple[Family, ...] = (
     Family("llava", "LLaVA-1.5", "llava-hf/llava-1.5-7b-hf"),
-    Family("llava_next", "LLaVA-NeXT", "llava-hf/llava-v1.6-mistral-7b-hf", "not verified yet"),
-    Family("llava_onevision", "LLaVA-OneVision", "llava-hf/llava-onevision-qwen2-0.5b-ov-hf", "not verified yet"),
+    Family("llava_next", "LLaVA-NeXT", "llava-hf/llava-v1.6-mistral-7b-hf"),
+    Family("llava_onevision", "LLaVA-OneVision", "llava-hf/llava-onevision-qwen2-0.5b-ov-hf"),
     Family("qwen2_vl", "Qwen2-VL", "Qwen/Qwen2-VL-2B-Instruct", "not verified yet"),
     Family("qwen2_5_vl", "Qwen2.5-VL", "Qwen/Qwen2.5-VL-3B-Instruct", "not verified yet"),
     Family("qwen3_vl", "Qwen3-VL", "Qwen/Qwen3-VL-2B-Instruct", "not verified yet"),
-    Family("gemma3", "Gemma 3", "google/gemma-3-4b-it", "not verified yet"),
-    Family("internvl", "InternVL", "OpenGVLab/InternVL3-1B-hf", "not verified yet"),
+    Family("gemma3", "Gemma 3", "google/gemma-3-4b-it"),
+    Family("internvl", "InternVL", "OpenGVLab/InternVL3-1B-hf"),
     Family("idefics3", "Idefics3", "HuggingFaceM4/Idefics3-8B-Llama3"),
-    Family("smolvlm", "SmolVLM", "HuggingFaceTB/SmolVLM-256M-Instruct", "not verified yet"),
-    Family("mistral3", "Mistral 3", "mistralai/Mistral-Small-3.1-24B-Instruct-2503", "not verified yet"),
-    Family("mllama", "Llama 3.2 Vision", "meta-llama/Llama-3.2-11B-Vision-Instruct", "not verified yet"),
-    Family("paligemma", "PaliGemma", "google/paligemma2-3b-mix-224", "not verified yet"),
+    Family("smolvlm", "SmolVLM2", "HuggingFaceTB/SmolVLM2-256M-Video-Instruct"),
+    Family("mistral3", "Mistral 3", "mistralai/Mistral-Small-3.1-24B-Instruct-2503"),
+    Family(
+        "mllama",
+        "Llama 3.2 Vision",
+        "meta-llama/Llama-3.2-11B-Vision-Instruct",
+        "the image is reached through cross-attention layers whose cache holds the image states, not one entry per "
+        "prompt token, and every later token needs its cross_attention_mask rows: a cached prefix cannot be cut and "
+        "continued",
+    ),
+    Family(
+        "paligemma",
+        "PaliGemma",
+        "google/paligemma2-3b-mix-224",
+        "prefix-LM: the image and the whole prompt attend to each other bidirectionally, so the question's KV "
+        "depends on the options after it and cannot be computed once for every rotation",
+    ),
 )
 # Text-only LMs (quality control's text runs) whose prefix sharing tests/backends/test_hf_prefix.py also covers.
 TEXT_SHARE_TYPES = frozenset({"llama", "mistral"})

@@ -234,7 +234,7 @@ def _import_by_name(args, entry) -> int:
     if args.setting is not None:
         if entry.settings:
             targets = {args.setting: targets[args.setting]} if args.setting in targets else {}
-        elif entry.setting is not None and entry.setting != args.setting:
+        elif entry.setting != args.setting:  # another setting's entry, or not a POPE benchmark
             targets = {}
         if not targets:
             raise UsageError(f"{entry.name} has no POPE setting {args.setting!r} ({', '.join(POPE_SETTINGS)})")

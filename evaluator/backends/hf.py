@@ -45,6 +45,9 @@ SUB_BATCHES_PER_CALL = 4  # call_size: sub-batch i+1 is prepared while sub-batch
 # template, hint and question) and of one row (prefix, options and the answer).
 PREFIX_TOKENS_ESTIMATE = 700
 ROW_TOKENS_ESTIMATE = 800
+# Families whose checkpoints have no chat template: their processor lays out the prompt (images, BOS, the text, "\n")
+# and the text starts with the task prefix the checkpoints were trained on (PaliGemma: "answer en <question>").
+UNTEMPLATED_PREFIX = {"paligemma": "answer en "}
 
 
 def parse_hf_spec(rest: str, *, default_batch_size: int | None = None) -> HFBackend:
@@ -306,6 +309,11 @@ class HFBackend:
         self._lock = threading.Lock()  # a fast tokenizer must not be used by two threads at once
         self._pool: ThreadPoolExecutor | None = None
         self._image_token = getattr(self.processor, "image_token", None) if self.is_vlm else None
+        self._model_type = model_type
+        # Sliding-window attention layers (Gemma 3's local layers): their window, which prefix sharing must keep whole.
+        text = self.model.config.get_text_config(decoder=True)
+        kinds = getattr(text, "layer_types", None) or ["sliding_attention"]
+        self._sliding_window = getattr(text, "sliding_window", None) if "sliding_attention" in kinds else None
 
     def describe(self) -> dict[str, Any]:
         import torch
@@ -565,6 +573,12 @@ class HFBackend:
         enc = self._to_device(prepared.new_enc)
         mask = enc["attention_mask"]
         extra: dict[str, Any] = {"use_cache": True}
+        if self._sliding_window:
+            # A plain cache keeps every prefix token: the model's own keeps only the last window of a sliding layer,
+            # and a suffix's window reaches back into its prefix.
+            from transformers import DynamicCache
+
+            extra["cache" if "cache" in self._accepts else "past_key_values"] = DynamicCache()
         if "position_ids" in self._accepts:  # left pads skipped, as generate() counts positions
             extra["position_ids"] = (mask.long().cumsum(-1) - 1).clamp(min=0)
         if "logits_to_keep" in self._accepts:
@@ -597,6 +611,8 @@ class HFBackend:
         import torch
         from transformers import DynamicCache
 
+        if groups := self._window_groups(rows, max_new_tokens):
+            return self._continue_groups(rows, groups, max_new_tokens, logits)
         entries = []
         for row in rows:
             assert row.key is not None
@@ -630,6 +646,44 @@ class HFBackend:
             **self._generation_kwargs(max_new_tokens, logits),
         )
         return out.sequences[:, lc + ls :].tolist(), out.logits[0] if logits else None
+
+    def _window_groups(self, rows: list[_Row], max_new_tokens: int) -> list[list[int]] | None:
+        """Sliding-window layers mask by cache column, not by position, so the pads _continue puts between a
+        prefix and a suffix shorter than the longest would shorten that row's window. Where a row is long enough
+        for that to matter (prefix + longest suffix + new tokens past the window), the rows go in groups of one
+        suffix length, which need no such pads (indices into ``rows``); else None."""
+        window = self._sliding_window
+        if not window or len(rows) < 2:
+            return None
+        longest = max(len(r.suffix) for r in rows)
+        if all(
+            len(r.suffix) == longest or len(self._prefixes[r.key].ids) + longest + max_new_tokens <= window
+            for r in rows
+            if r.key is not None
+        ):
+            return None
+        groups: dict[int, list[int]] = {}
+        for i, r in enumerate(rows):
+            groups.setdefault(len(r.suffix), []).append(i)
+        return list(groups.values())
+
+    def _continue_groups(
+        self, rows: list[_Row], groups: list[list[int]], max_new_tokens: int, logits: bool
+    ) -> tuple[list[list[int]], Any]:
+        """_continue per group of rows, put back in the rows' order; finished rows padded to the longest, as one
+        generate() pads them."""
+        import torch
+
+        ids: list[list[int]] = [[] for _ in rows]
+        firsts: list[Any] = [None] * len(rows)
+        for group in groups:
+            out, first = self._continue([rows[i] for i in group], max_new_tokens, logits)
+            for j, i in enumerate(group):
+                ids[i] = out[j]
+                firsts[i] = first[j] if logits else None
+        width = max(map(len, ids))
+        pad = self.tokenizer.pad_token_id
+        return [s + [pad] * (width - len(s)) for s in ids], torch.stack(firsts) if logits else None
 
     def _plain(self, enc: dict[str, Any], max_new_tokens: int, logits: bool) -> tuple[list[list[int]], Any]:
         enc = self._to_device(enc)
@@ -679,12 +733,22 @@ class HFBackend:
             conversation: list[dict[str, Any]] = [{"role": "user", "content": query.prompt}]
         else:
             if getattr(self.processor, "chat_template", None) is None and self.tokenizer.chat_template is None:
+                if self._model_type in UNTEMPLATED_PREFIX:
+                    return self._untemplated(query)
                 raise BackendError(f"hf: {self.model_name} has no chat template; cannot place its images")
             content = [{"type": "image"} for _ in query.images] + [{"type": "text", "text": query.prompt}]
             conversation = [{"role": "user", "content": content}]
         with self._lock:
             prompt: str = self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
         return prompt
+
+    def _untemplated(self, query: Query) -> str:
+        """The prompt of a family without a chat template exactly as its processor lays it out (PaliGemma: each
+        image's token, BOS, the task prefix and the prompt, "\n"), so that every tokenizer-only reading of the
+        rendered text (_first_tokens) sees what the model sees."""
+        bos = self.tokenizer.bos_token or ""
+        images = (self._image_token or "") * len(query.images)
+        return f"{images}{bos}{UNTEMPLATED_PREFIX[self._model_type]}{query.prompt}\n"
 
     def _add_special(self, text: str) -> bool:
         # Same rule as processor.apply_chat_template(tokenize=True): a template that writes BOS itself must not
@@ -696,10 +760,29 @@ class HFBackend:
         """Processor outputs (CPU tensors) for rendered texts, left-padded; images decoded outside the lock."""
         kwargs: dict[str, Any] = {"padding": True, "padding_side": "left", "return_tensors": "pt"}
         kwargs["add_special_tokens"] = self._add_special(texts[0])
+        if self._model_type in UNTEMPLATED_PREFIX and self.is_vlm:
+            return self._process_untemplated(texts, queries, kwargs)
         if any(q.images for q in queries):
             kwargs["images"] = [q.pil_images() for q in queries]
         with self._lock:
             return dict(self.processor(text=texts, **kwargs))
+
+    def _process_untemplated(
+        self, texts: list[str], queries: Sequence[Query], kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
+        """PaliGemma: its processor inserts BOS after the images and appends "\n" itself, so it gets the rendered
+        text without them; it needs images, so a text-only batch is tokenized as rendered (every token in the
+        bidirectional prefix, token type 0, as the processor marks a prompt). ``labels`` (for training) are dropped."""
+        bos = self.tokenizer.bos_token or ""
+        if not any(q.images for q in queries):
+            with self._lock:
+                return dict(self.tokenizer(texts, return_token_type_ids=True, **kwargs))
+        kwargs["images"] = [q.pil_images() for q in queries]
+        texts = [t.replace(bos, "", 1).removesuffix("\n") for t in texts]
+        with self._lock:
+            enc = dict(self.processor(text=texts, **kwargs))
+        enc.pop("labels", None)
+        return enc
 
     def _to_device(self, enc: dict[str, Any]) -> dict[str, Any]:
         import torch
@@ -738,21 +821,31 @@ class HFBackend:
         """Append ``suffixes[r]`` to row r of every per-token tensor, then left-pad the rows again.
 
         Per-token tensors (input_ids, attention_mask, and e.g. Qwen's mm_token_type_ids) are those shaped like
-        input_ids; the appended tokens are text, so they get mask 1 and type 0. Image tensors stay as they are.
+        input_ids; the appended tokens are text, so they get mask 1 and type 0 (PaliGemma: type 1, the causal
+        suffix, as its generate() marks new tokens). A per-token tensor with more dimensions (Mllama's
+        cross_attention_mask) repeats its last row for each new token, as generate() extends it. Image tensors stay
+        as they are.
         """
         import torch
 
         ids, mask = enc["input_ids"], enc["attention_mask"].bool()
-        per_token = [k for k, v in enc.items() if isinstance(v, torch.Tensor) and v.shape == ids.shape]
+        per_token = [k for k, v in enc.items() if isinstance(v, torch.Tensor) and v.shape[:2] == ids.shape]
         lengths = [int(mask[r].sum()) + len(s) for r, s in enumerate(suffixes)]
         width = max(lengths)
         out = dict(enc)
         for key in per_token:
             fill = self.tokenizer.pad_token_id if key == "input_ids" else 0
-            new = torch.full((len(suffixes), width), fill, dtype=enc[key].dtype)
+            new = torch.full((len(suffixes), width, *enc[key].shape[2:]), fill, dtype=enc[key].dtype)
             for r, suffix in enumerate(suffixes):
-                extra = suffix if key == "input_ids" else [1 if key == "attention_mask" else 0] * len(suffix)
-                row = torch.cat([enc[key][r][mask[r]], torch.tensor(extra, dtype=enc[key].dtype)])
+                kept = enc[key][r][mask[r]]
+                if key == "input_ids":
+                    extra = torch.tensor(suffix, dtype=kept.dtype)
+                elif kept.dim() > 1:
+                    extra = kept[-1:].expand(len(suffix), *kept.shape[1:])
+                else:
+                    value = key == "attention_mask" or (key == "token_type_ids" and self._model_type == "paligemma")
+                    extra = torch.full((len(suffix),), int(value), dtype=kept.dtype)
+                row = torch.cat([kept, extra])
                 new[r, width - len(row) :] = row
             out[key] = new
         return out

@@ -261,7 +261,8 @@ def read_pope_tsv(
         raise InputError(path, 0, "--setting", f"{setting!r} is not one of {', '.join(POPE_SETTINGS)}")
     base_dir = images_dir or path.parent
     extra = [h for h in header if h not in KNOWN]
-    held: dict[int | str, ImageRef] = {}  # index -> image of a row left out, for the kept rows that refer to it
+    # index of a row left out -> its image (bytes, or the row its own reference names), for kept rows naming it
+    held: dict[int | str, ImageRef] = {}
     held_bytes = 0
     only: str | None = None  # without a setting: the one every row has
     for first_line, row in table:
@@ -285,12 +286,15 @@ def read_pope_tsv(
                 )
             only = settings[0]
         if setting is not None and settings and setting not in settings:
+            # Left out, but a kept row may name its image: keep the bytes, or where its own reference leads.
             if parsed.image is not None and parsed.image.kind == "bytes":
                 assert isinstance(parsed.image.value, bytes)
                 held_bytes += len(parsed.image.value)
                 if held_bytes > MAX_HELD_IMAGE_BYTES:
                     raise InputError(path, first_line, "image", "over 1 GB of other settings' images held")
                 held[parsed.index] = parsed.image
+            elif parsed.image is not None and parsed.image.kind == "row":
+                held[parsed.index] = held.get(parsed.image.value, parsed.image)  # type: ignore[arg-type]
             continue
         image = parsed.image
         if image is not None and image.kind == "row" and image.value in held:

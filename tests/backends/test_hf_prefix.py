@@ -143,6 +143,35 @@ def test_prefix_score_reads_each_candidates_first_token_in_context(vlm):
     assert got == pytest.approx(sums, abs=1e-4)
 
 
+def test_a_prompt_without_options_shares_everything_up_to_its_last_image(vlm):
+    """POPE's yes/no questions have no option lines: the prompt is cut right after its last image, so questions
+    about one image share that prefix; generation and Yes/No scores are those of the plain prompts."""
+    questions = ["Is there a cat in the image? Please answer yes or no.", "Is there a person? Please answer yes or no."]
+    queries = [Query(q, (image,), ("Yes", "No")) for image in IMAGES[:3] for q in questions]
+    yes_no = [["Yes", "No"]] * len(queries)
+    vlm.max_batch_size = 3
+    try:
+        vlm.share_prefix = False
+        plain, plain_scores = token_ids(vlm, queries, 8), vlm.score(queries, yes_no)
+        vlm.share_prefix = True
+        vlm.clear_cache()
+        before = dict(vlm.stats)
+        shared = token_ids(vlm, queries, 8)
+        middle = dict(vlm.stats)
+        again = token_ids(vlm, queries, 8)  # every prefix cached now: none prefilled again
+        after = dict(vlm.stats)
+        scores = vlm.score(queries, yes_no)
+    finally:
+        vlm.max_batch_size, vlm.share_prefix = 8, True
+    assert shared == plain == again
+    assert after["prefix_hits"] - before["prefix_hits"] == 2 * len(queries)
+    assert middle["prefix_misses"] - before["prefix_misses"] <= len(queries)
+    assert after["prefix_misses"] == middle["prefix_misses"]
+    assert after["plain_rows"] == before["plain_rows"]
+    for got, want in zip(scores, plain_scores):
+        assert got == pytest.approx(want, abs=1e-4)
+
+
 def test_spec_switches_and_describe(tiny_llava_dir):
     off = parse_hf_spec(f"{tiny_llava_dir}?share_prefix=0&overlap=0&batch_size=auto")
     info = off.describe()

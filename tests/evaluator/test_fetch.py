@@ -316,6 +316,10 @@ def test_imported_by_name_equals_the_file_imported_by_hand(env, tmp_path, capsys
     code, out, err = _cli(capsys, "--workspace", by_name, "import", "Tiny_DEV", "--json")
     assert code == 0 and json.loads(out)["already_imported"], err
     assert (cache / "Tiny_DEV.tsv").is_file()
+    code, _, err = _cli(capsys, "--workspace", by_name, "import", "Tiny_DEV", "--setting", "random")
+    assert code == 2 and "Tiny_DEV has no POPE setting 'random'" in err
+    code, _, err = _cli(capsys, "--workspace", by_name, "import", "Tiny_DEV", "--format", "jsonl")
+    assert code == 2 and "leave out --format" in err
 
 
 def test_pope_by_name_is_one_benchmark_per_setting_as_by_hand(env, tmp_path, capsys):
