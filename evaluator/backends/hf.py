@@ -134,6 +134,7 @@ class _Prefix:
     ids: list[int]
     kv: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
     nbytes: int = 0
+    rope_delta: int = 0  # M-RoPE (Qwen-VL): position of the token after the prefix minus its length
 
 
 @dataclass
@@ -581,6 +582,7 @@ class HFBackend:
             extra["cache" if "cache" in self._accepts else "past_key_values"] = DynamicCache()
         if "position_ids" in self._accepts:  # left pads skipped, as generate() counts positions
             extra["position_ids"] = (mask.long().cumsum(-1) - 1).clamp(min=0)
+        deltas = self._mrope_prefill(enc, extra)
         if "logits_to_keep" in self._accepts:
             extra["logits_to_keep"] = 1
         out = self.model(**enc, **extra)
@@ -594,6 +596,7 @@ class HFBackend:
                 for layer in cache.layers
             ]
             entry = _Prefix(enc["input_ids"][r, start:].tolist(), kv, sum(k.nbytes + v.nbytes for k, v in kv))
+            entry.rope_delta = int(deltas[r]) if deltas is not None else 0
             self._prefixes[key] = entry
             self._prefix_bytes += entry.nbytes
             self.stats["prefix_misses"] += 1
@@ -639,6 +642,10 @@ class HFBackend:
                 values[r, :, lc - v.shape[2] :] = v[0]
             layers.append((keys, values))
         device = self.model.device
+        if (holder := self._mrope_holder()) is not None:
+            # M-RoPE: generate() continues a cache at the mask's positions plus the model's stored rope_deltas, left
+            # by whatever ran last; each row's must be its own prefix's.
+            holder.rope_deltas = torch.tensor([[e.rope_delta] for e in entries], device=device)
         out = self.model.generate(
             input_ids=ids.to(device),
             attention_mask=mask.to(device),
@@ -684,6 +691,20 @@ class HFBackend:
         width = max(map(len, ids))
         pad = self.tokenizer.pad_token_id
         return [s + [pad] * (width - len(s)) for s in ids], torch.stack(firsts) if logits else None
+
+    def _mrope_holder(self) -> Any:
+        """The module holding ``rope_deltas`` in a model with 3-D rotary positions (M-RoPE: Qwen-VL), else None."""
+        inner = getattr(self.model, "model", None)
+        return inner if hasattr(inner, "rope_deltas") and hasattr(inner, "get_rope_index") else None
+
+    def _mrope_prefill(self, enc: dict[str, Any], extra: dict[str, Any]) -> Any:
+        """For M-RoPE models, the prefixes' positions as generate() computes a prompt's (each image's grid: temporal,
+        height, width; text after it shifted by the row's rope delta) put into ``extra``; returns the deltas."""
+        holder = self._mrope_holder()
+        if holder is None or "position_ids" not in self._accepts:
+            return None
+        extra["position_ids"] = self.model._prepare_position_ids_for_generation(enc["input_ids"], enc)
+        return holder.rope_deltas.reshape(-1).tolist()
 
     def _plain(self, enc: dict[str, Any], max_new_tokens: int, logits: bool) -> tuple[list[list[int]], Any]:
         enc = self._to_device(enc)
