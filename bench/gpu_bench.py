@@ -20,13 +20,19 @@ MMBench-dev EN (1,164 questions) from the best setting's time per item.
 
 `--family` builds each family from the test suite's tiny model (tests/tiny_families.py: the family's real model,
 processor and chat template classes), then, at scale 7b, widens its config to the public 7B-class checkpoint's
-dimensions (FAMILY_7B; random weights built on the device, nothing downloaded) and runs CircularEval with prefix
-sharing on and off. A family whose build or run fails is reported and the others go on.
+dimensions (FAMILY_7B, merged into the tiny model's saved config and processor files before they load; random
+weights built on the device, nothing downloaded) and runs CircularEval with prefix sharing on and off. A family whose
+build or run fails is reported and the others go on. One row a family: parameters, prompt tokens of the first item
+(its image tokens included), whether sharing is on for the family, seconds with sharing on and off and their ratio,
+ms per pass with sharing, and the build time. With --layers on a CPU each tower keeps N layers, the weights are zeros
+(drawing billions of random numbers takes minutes there) and each family makes one generate call on the first item
+instead of the CircularEval runs: a check that the real widths, head counts and image-token counts fit together.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import inspect
 import json
@@ -320,78 +326,544 @@ def timed_run(ws, bench, backend: HFBackend, items, *, likelihood: bool, limit: 
     }
 
 
-# The public checkpoint each family's 7B-class config comes from, and its dimensions (config.json), applied over the
-# tiny model's config: top-level keys, text_config, vision_config, and image-processor / processor attributes (the
-# image size decides the image-token count, most of a prefix). Families missing here run at their tiny size.
+# The public checkpoint each family's 7B-class config comes from, and its dimensions (config.json), merged into the
+# tiny model's saved files before they are loaded: top-level keys, text_config, vision_config, and the image-processor
+# and processor settings (the image size and tiling decide the image-token count, most of a prefix). Token ids stay the
+# tiny tokenizer's (only vocab_size grows), so the tiny chat template and special tokens still hold. Families missing
+# here run at their tiny size. "From memory" marks a value no stored source confirmed; it changes no width that the
+# CPU check (--layers 1) would not catch, or (rope scaling, context length) none that changes the time of a prefill.
+_ROPE = {"rope_type": "default"}
+_CLIP_L14_336 = dict(  # openai/clip-vit-large-patch14-336, as LLaVA-1.5 and LLaVA-NeXT use it
+    hidden_size=1024,
+    intermediate_size=4096,
+    num_hidden_layers=24,
+    num_attention_heads=16,
+    image_size=336,
+    patch_size=14,
+    hidden_act="quick_gelu",
+    layer_norm_eps=1e-5,
+)
+_SIGLIP_SO400M = dict(  # google/siglip-so400m-patch14-384's tower (27 layers), as the SigLIP families use it
+    hidden_size=1152, intermediate_size=4304, num_hidden_layers=27, num_attention_heads=16, patch_size=14
+)
+_QWEN2_7B = dict(  # Qwen2-7B / Qwen2.5-7B: 28 layers, 3584 wide, 28 query heads, 4 KV heads (head_dim 128)
+    hidden_size=3584,
+    intermediate_size=18944,
+    num_hidden_layers=28,
+    num_attention_heads=28,
+    num_key_value_heads=4,
+    rms_norm_eps=1e-6,
+)
+_NEXT_GRID = [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]]
+_ONEVISION_GRID = [[h, w] for h in range(384, 2305, 384) for w in range(384, 2305, 384)]  # 36 any-res layouts
+_QWEN_PIXELS = {"shortest_edge": 56 * 56, "longest_edge": 28 * 28 * 16384}  # Qwen2(.5)-VL: 3,136 … 12,845,056 px
 FAMILY_7B: dict[str, dict[str, Any]] = {
+    # The bench's own LLaVA-1.5-7B (SCALES["7b"] above): 576 image tokens.
     "llava": {
         "checkpoint": "llava-hf/llava-1.5-7b-hf",
-        "text_config": dict(SCALES["7b"]["text"], vocab_size=32064),
+        "text_config": dict(SCALES["7b"]["text"], vocab_size=32064, head_dim=128),
         "vision_config": {k: v for k, v in SCALES["7b"]["vision"].items() if k != "projection_dim"},
         "top": dict(SCALES["7b"]["llava"]),
         "image_processor": {"size": {"shortest_edge": 336}, "crop_size": {"height": 336, "width": 336}},
         "processor": {"patch_size": 14},
     },
+    # transformers' convert_llava_next_weights_to_hf.py: Mistral-7B-Instruct-v0.2 + CLIP ViT-L/14-336, vocabulary
+    # 32,000 + 2 padded to 32,064, the 5 any-res layouts; LlavaNextConfig's defaults are this checkpoint's (feature
+    # layer -2, 576 tokens a tile). Mistral-7B-v0.2: 32 layers × 4096, 8 KV heads, rope θ 1e6, no sliding window.
+    # A 640×480 image: the base tile plus the 672×672 layout's 4 tiles, unpadded, one newline a row.
+    "llava_next": {
+        "checkpoint": "llava-hf/llava-v1.6-mistral-7b-hf",
+        "text_config": dict(
+            vocab_size=32064,
+            hidden_size=4096,
+            intermediate_size=14336,
+            num_hidden_layers=32,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            head_dim=128,
+            max_position_embeddings=32768,
+            rms_norm_eps=1e-5,
+            sliding_window=None,
+            rope_parameters={**_ROPE, "rope_theta": 1e6},
+        ),
+        "vision_config": _CLIP_L14_336,
+        "top": dict(
+            image_grid_pinpoints=_NEXT_GRID,
+            vision_feature_layer=-2,
+            vision_feature_select_strategy="default",
+            image_seq_length=576,
+        ),
+        "image_processor": {
+            "size": {"shortest_edge": 336},
+            "crop_size": {"height": 336, "width": 336},
+            "image_grid_pinpoints": _NEXT_GRID,
+        },
+        "processor": {"patch_size": 14, "vision_feature_select_strategy": "default", "num_additional_image_tokens": 1},
+    },
+    # transformers' convert_llava_onevision_weights_to_hf.py: Qwen2-7B-Instruct's config, vocabulary 152,064 + 2
+    # (<image>, <video>) padded to a multiple of 64 = 152,128; SigLIP so400m at 384 px with its last layer dropped (26
+    # layers, no head), 729 tokens a tile, feature select "full"; LlavaOnevisionConfig's defaults are this checkpoint's
+    # (the 36 layouts, anyres_max_9). Qwen2-7B: rope θ 1e6, 32k context, untied embeddings.
+    "llava_onevision": {
+        "checkpoint": "llava-hf/llava-onevision-qwen2-7b-ov-hf",
+        "text_config": dict(
+            _QWEN2_7B,
+            vocab_size=152128,
+            max_position_embeddings=32768,
+            rope_parameters={**_ROPE, "rope_theta": 1e6},
+            tie_word_embeddings=False,
+        ),
+        "vision_config": dict(_SIGLIP_SO400M, num_hidden_layers=26, image_size=384, vision_use_head=False),
+        "top": dict(
+            image_grid_pinpoints=_ONEVISION_GRID,
+            vision_aspect_ratio="anyres_max_9",
+            vision_feature_layer=-1,
+            vision_feature_select_strategy="full",
+            tie_word_embeddings=False,
+        ),
+        "image_processor": {"size": {"height": 384, "width": 384}, "image_grid_pinpoints": _ONEVISION_GRID},
+        "processor": {
+            "num_image_tokens": 729,
+            "vision_feature_select_strategy": "full",
+            "vision_aspect_ratio": "anyres_max_9",
+        },
+    },
+    # Qwen2VLConfig's defaults (auto_docstring checkpoint Qwen/Qwen2-VL-7B-Instruct) and a printed Qwen2-VL-7B module
+    # tree (embed 152,064 × 3584, 28 layers, k/v 512 = 4 KV heads × 128, MLP 18,944; vision 32 blocks × 1280, merger to
+    # 3584); mrope_section [16, 24, 24] sums to head_dim / 2 = 64. A 640×480 image: 476×644 px, 34×46 patches, 391
+    # merged tokens.
+    "qwen2_vl": {
+        "checkpoint": "Qwen/Qwen2-VL-7B-Instruct",
+        "text_config": dict(
+            _QWEN2_7B,
+            vocab_size=152064,
+            max_position_embeddings=32768,
+            rope_parameters={**_ROPE, "rope_theta": 1e6, "mrope_section": [16, 24, 24]},
+        ),
+        "vision_config": dict(
+            depth=32,
+            embed_dim=1280,
+            hidden_size=3584,
+            mlp_ratio=4,
+            num_heads=16,
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+        ),
+        "top": dict(tie_word_embeddings=False),
+        "image_processor": {"size": _QWEN_PIXELS, "patch_size": 14, "merge_size": 2, "temporal_patch_size": 2},
+    },
+    # A printed Qwen2.5-VL-7B module tree (vision 32 blocks × 1280, gated SiLU MLP 3420, RMSNorm, merger 5120 → 3584;
+    # decoder as Qwen2-VL-7B's) and public ports' copies of its vision config: window 112 px, full attention in
+    # blocks 7, 15, 23, 31. 128k context; mrope [16, 24, 24]. Same 391 tokens for a 640×480 image.
+    "qwen2_5_vl": {
+        "checkpoint": "Qwen/Qwen2.5-VL-7B-Instruct",
+        "text_config": dict(
+            _QWEN2_7B,
+            vocab_size=152064,
+            max_position_embeddings=128000,
+            rope_parameters={**_ROPE, "rope_theta": 1e6, "mrope_section": [16, 24, 24]},
+        ),
+        "vision_config": dict(
+            depth=32,
+            hidden_size=1280,
+            intermediate_size=3420,
+            num_heads=16,
+            out_hidden_size=3584,
+            hidden_act="silu",
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            window_size=112,
+            fullatt_block_indexes=[7, 15, 23, 31],
+        ),
+        "top": dict(tie_word_embeddings=False),
+        "image_processor": {"size": _QWEN_PIXELS, "patch_size": 14, "merge_size": 2, "temporal_patch_size": 2},
+    },
+    # Several public ports' copies of Qwen3-VL-8B's config (an mlx-style config table, a Cosmos3 reasoner test, a
+    # documented config.json): decoder 36 layers × 4096, MLP 12,288, 32 heads / 8 KV, head_dim 128, rope θ 5e6,
+    # interleaved mrope [24, 20, 20] (sums to 64 = head_dim / 2), 256k context, untied; vision 27 blocks × 1152, MLP
+    # 4304, 16 px patches, 48×48 learned positions, DeepStack from blocks 8, 16, 24, merger to 4096. Processor: 16 px
+    # patches merged 2×2 (32 px a token: 300 tokens for 640×480); its pixel bounds (65,536 … 16,777,216) from memory.
+    "qwen3_vl": {
+        "checkpoint": "Qwen/Qwen3-VL-8B-Instruct",
+        "text_config": dict(
+            vocab_size=151936,
+            hidden_size=4096,
+            intermediate_size=12288,
+            num_hidden_layers=36,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            head_dim=128,
+            max_position_embeddings=262144,
+            rms_norm_eps=1e-6,
+            rope_parameters={**_ROPE, "rope_theta": 5e6, "mrope_section": [24, 20, 20], "mrope_interleaved": True},
+        ),
+        "vision_config": dict(
+            depth=27,
+            hidden_size=1152,
+            intermediate_size=4304,
+            num_heads=16,
+            out_hidden_size=4096,
+            hidden_act="gelu_pytorch_tanh",
+            patch_size=16,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            num_position_embeddings=2304,
+            deepstack_visual_indexes=[8, 16, 24],
+        ),
+        "top": dict(tie_word_embeddings=False),
+        "image_processor": {
+            "size": {"shortest_edge": 65536, "longest_edge": 16777216},
+            "patch_size": 16,
+            "merge_size": 2,
+            "temporal_patch_size": 2,
+        },
+    },
+    # Public copies of gemma-3-4b-it's config.json (and Gemma3TextConfig's auto_docstring checkpoint): 34 layers ×
+    # 2560, MLP 10,240, 8 heads / 4 KV, head_dim 256, query_pre_attn_scalar 256, vocabulary 262,208, sliding window
+    # 1024 on 5 layers of 6 (layer_types rebuilt from the pattern), linear rope ×8 (θ 1e6) on the global layers, θ 1e4
+    # on the sliding ones; SigLIP so400m at 896 px pooled to 256 tokens an image.
+    "gemma3": {
+        "checkpoint": "google/gemma-3-4b-it",
+        "text_config": dict(
+            vocab_size=262208,
+            hidden_size=2560,
+            intermediate_size=10240,
+            num_hidden_layers=34,
+            num_attention_heads=8,
+            num_key_value_heads=4,
+            head_dim=256,
+            query_pre_attn_scalar=256,
+            sliding_window=1024,
+            max_position_embeddings=131072,
+            rms_norm_eps=1e-6,
+            rope_parameters={
+                "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+            },
+        ),
+        "vision_config": dict(_SIGLIP_SO400M, image_size=896, vision_use_head=False),
+        "top": dict(mm_tokens_per_image=256),
+        "image_processor": {"size": {"height": 896, "width": 896}},
+        "processor": {"image_seq_length": 256},
+    },
+    # InternVL3-8B-hf's config as printed in vllm-project/vllm#17634 (downsample_ratio 0.5, image_seq_length 256,
+    # vocabulary 151,674, rope θ 1e6); its decoder is Qwen2.5-7B's (untied) and its vision InternViT-300M-448px:
+    # InternVLVisionConfig's defaults (24 layers × 1024, 448 px, 14 px patches, layer scale 0.1). The processor crops
+    # to up to 12 tiles of 448 px plus a thumbnail: a 4:3 image is 12 + 1 tiles = 3,328 image tokens, as the real one.
+    "internvl": {
+        "checkpoint": "OpenGVLab/InternVL3-8B-hf",
+        "text_config": dict(
+            _QWEN2_7B,
+            vocab_size=151674,
+            max_position_embeddings=32768,
+            rope_parameters={**_ROPE, "rope_theta": 1e6},
+            tie_word_embeddings=False,
+        ),
+        "vision_config": dict(
+            hidden_size=1024,
+            intermediate_size=4096,
+            num_hidden_layers=24,
+            num_attention_heads=16,
+            image_size=[448, 448],
+            patch_size=[14, 14],
+            use_qk_norm=False,
+            norm_type="layer_norm",
+            layer_scale_init_value=0.1,
+        ),
+        "top": dict(downsample_ratio=0.5, image_seq_length=256, vision_feature_layer=-1, tie_word_embeddings=False),
+        "image_processor": {
+            "size": {"height": 448, "width": 448},
+            "crop_to_patches": True,
+            "min_patches": 1,
+            "max_patches": 12,
+        },
+        "processor": {"image_seq_length": 256},
+    },
+    # A public port's test copy of its config (vision 1152 wide, 27 layers, 16 heads, 364 px, 14 px patches; decoder
+    # 32 layers × 4096, MLP 14,336, 32 heads / 8 KV, vocabulary 128,256 + 3 = 128,259; scale_factor 2), another's of
+    # its processor files (longest edge 1456 = 4 × 364, tiles of 364, splitting on, image_seq_len 169 = 26² / 2²), and
+    # Idefics3Config's auto_docstring checkpoint. The decoder is Llama-3.1-8B-Instruct's (θ 5e5; its llama3 rope
+    # scaling and 128k context from memory, neither changes a prefill's time). A 640×480 image: 4×3 tiles + the global
+    # one, 13 × 169 = 2,197 tokens.
+    "idefics3": {
+        "checkpoint": "HuggingFaceM4/Idefics3-8B-Llama3",
+        "text_config": dict(
+            vocab_size=128259,
+            hidden_size=4096,
+            intermediate_size=14336,
+            num_hidden_layers=32,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            head_dim=128,
+            max_position_embeddings=131072,
+            rms_norm_eps=1e-5,
+            rope_parameters={**_ROPE, "rope_theta": 5e5},
+        ),
+        "vision_config": dict(_SIGLIP_SO400M, image_size=364),
+        "top": dict(scale_factor=2, tie_word_embeddings=False),
+        "image_processor": {
+            "size": {"longest_edge": 1456},
+            "max_image_size": {"longest_edge": 364},
+            "do_image_splitting": True,
+        },
+        "processor": {"image_seq_len": 169},
+    },
+    # SmolVLMConfig's auto_docstring checkpoint, the largest SmolVLM (HuggingFaceTB/SmolVLM-Instruct has the same 2.2B
+    # dimensions under model_type idefics3): SmolLM2-1.7B (24 layers × 2048, 32 heads, no GQA, vocabulary 49,280) and
+    # SigLIP so400m at 384 px (27×27 patches, pixel shuffle ×3 → 81 tokens a tile). From memory: rope θ 130,000, 8k
+    # context, longest edge 1536 = 4 × 384 (a 640×480 image: 4×3 tiles + global, 13 × 81 = 1,053 tokens).
+    "smolvlm": {
+        "checkpoint": "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
+        "text_config": dict(
+            vocab_size=49280,
+            hidden_size=2048,
+            intermediate_size=8192,
+            num_hidden_layers=24,
+            num_attention_heads=32,
+            num_key_value_heads=32,
+            head_dim=64,
+            max_position_embeddings=8192,
+            rms_norm_eps=1e-5,
+            rope_parameters={**_ROPE, "rope_theta": 130000.0},
+        ),
+        "vision_config": dict(_SIGLIP_SO400M, image_size=384),
+        "top": dict(scale_factor=3, tie_word_embeddings=False),
+        "image_processor": {
+            "size": {"longest_edge": 1536},
+            "max_image_size": {"longest_edge": 384},
+            "do_image_splitting": True,
+        },
+        "processor": {"image_seq_len": 81},
+    },
+    # Public copies of the checkpoint's config.json (a Mistral3 config dump, transformers 4.57.1; a port's table for
+    # mistral-small-3.1-24b-instruct) and Mistral3Config's auto_docstring checkpoint: decoder 40 layers × 5120, MLP
+    # 32,768, 32 heads / 8 KV, head_dim 128, vocabulary 131,072, θ 1e9, 128k context, no sliding window; Pixtral vision
+    # 24 layers × 1024, 16 heads (head_dim 64), SiLU, 1540 px, 14 px patches, θ 1e4; 2×2 patch merger, no projector
+    # bias. A 640×480 image is not resized: 46×35 patches, merged to 23×18 tokens plus a break a row = 432 tokens.
+    "mistral3": {
+        "checkpoint": "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+        "text_config": dict(
+            vocab_size=131072,
+            hidden_size=5120,
+            intermediate_size=32768,
+            num_hidden_layers=40,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            head_dim=128,
+            max_position_embeddings=131072,
+            rms_norm_eps=1e-5,
+            sliding_window=None,
+            rope_parameters={**_ROPE, "rope_theta": 1e9},
+        ),
+        "vision_config": dict(
+            hidden_size=1024,
+            intermediate_size=4096,
+            num_hidden_layers=24,
+            num_attention_heads=16,
+            hidden_act="silu",
+            image_size=1540,
+            patch_size=14,
+            rope_parameters={**_ROPE, "rope_theta": 1e4},
+        ),
+        "top": dict(
+            spatial_merge_size=2,
+            vision_feature_layer=-1,
+            multimodal_projector_bias=False,
+            projector_hidden_act="gelu",
+            tie_word_embeddings=False,
+        ),
+        "image_processor": {"size": {"longest_edge": 1540}, "patch_size": {"height": 14, "width": 14}},
+        "processor": {"patch_size": 14, "spatial_merge_size": 2},
+    },
+    # Public copies of Llama-3.2-11B-Vision's config.json and preprocessor_config.json (MllamaConfig's defaults are
+    # the same checkpoint's): decoder 40 layers × 4096 with cross-attention at 3, 8, …, 38, 8 KV heads, vocabulary
+    # 128,256, llama3 rope ×8 on θ 5e5; vision 32 + 8 global layers × 1280 at 560 px, 14 px patches, up to 4 tiles
+    # of 1601 states, intermediate layers 3, 7, 15, 23, 30 concatenated (7680 = 6 × 1280). The prompt holds one
+    # <|image|>: the image reaches the decoder through cross-attention, not as prompt tokens.
+    "mllama": {
+        "checkpoint": "meta-llama/Llama-3.2-11B-Vision-Instruct",
+        "text_config": dict(
+            vocab_size=128256,
+            hidden_size=4096,
+            intermediate_size=14336,
+            num_hidden_layers=40,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            cross_attention_layers=[3, 8, 13, 18, 23, 28, 33, 38],
+            max_position_embeddings=131072,
+            rms_norm_eps=1e-5,
+            rope_parameters={
+                "rope_type": "llama3",
+                "rope_theta": 5e5,
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 8192,
+            },
+        ),
+        "vision_config": dict(
+            hidden_size=1280,
+            intermediate_size=5120,
+            num_hidden_layers=32,
+            num_global_layers=8,
+            attention_heads=16,
+            image_size=560,
+            patch_size=14,
+            max_num_tiles=4,
+            intermediate_layers_indices=[3, 7, 15, 23, 30],
+            vision_output_dim=7680,
+        ),
+        "image_processor": {"size": {"height": 560, "width": 560}, "max_image_tiles": 4},
+    },
+    # No stored copy of paligemma2-3b-pt-448's own config.json was found; its parts' are: google/gemma-2-2b-it's
+    # config.json (26 layers × 2304, MLP 9216, 8 heads / 4 KV, head_dim 256, query_pre_attn_scalar 256, sliding window
+    # 4096, soft caps 50 / 30, 8k context) and paligemma-3b-pt-448's (vocabulary 257,216, SigLIP so400m at 448 px:
+    # 32×32 patches = 1,024 image tokens), the projection going to the decoder's 2304.
+    "paligemma": {
+        "checkpoint": "google/paligemma2-3b-pt-448",
+        "text_config": dict(
+            vocab_size=257216,
+            hidden_size=2304,
+            intermediate_size=9216,
+            num_hidden_layers=26,
+            num_attention_heads=8,
+            num_key_value_heads=4,
+            head_dim=256,
+            query_pre_attn_scalar=256,
+            sliding_window=4096,
+            attn_logit_softcapping=50.0,
+            final_logit_softcapping=30.0,
+            max_position_embeddings=8192,
+            rms_norm_eps=1e-6,
+        ),
+        "vision_config": dict(_SIGLIP_SO400M, image_size=448, vision_use_head=False),
+        "top": dict(projection_dim=2304, hidden_size=2304, vocab_size=257216),
+        "image_processor": {"size": {"height": 448, "width": 448}, "image_seq_length": 1024},
+    },
 }
 
 
-def _widen(config, sizes: dict[str, Any]) -> None:
-    for key, value in sizes.get("top", {}).items():
-        setattr(config, key, value)
+def _cap_layers(config: dict[str, Any], n: int) -> None:
+    """At most n layers per tower (config.json as a dict), keeping the indices that name layers inside the towers."""
+    text, vision = config.get("text_config", config), config.get("vision_config") or {}
+    for sub in (text, vision):
+        for key in ("num_hidden_layers", "depth", "num_global_layers"):
+            if sub.get(key):
+                sub[key] = min(n, sub[key])
+        layers = sub.get("num_hidden_layers") or sub.get("depth")
+        if isinstance(sub.get("layer_types"), list):
+            sub["layer_types"] = sub["layer_types"][:layers]
+    if "cross_attention_layers" in text:  # Mllama: at least one cross-attention layer stays
+        kept = [i for i in text["cross_attention_layers"] if i < text["num_hidden_layers"]]
+        text["cross_attention_layers"] = kept or [text["num_hidden_layers"] - 1]
+    if "deepstack_visual_indexes" in vision:  # Qwen3-VL: at least one DeepStack merger stays
+        kept = [i for i in vision["deepstack_visual_indexes"] if i < vision["depth"]]
+        vision["deepstack_visual_indexes"] = kept or [vision["depth"] - 1]
+    if "fullatt_block_indexes" in vision:
+        vision["fullatt_block_indexes"] = [i for i in vision["fullatt_block_indexes"] if i < vision["depth"]]
+    if "intermediate_layers_indices" in vision:  # Mllama: as many as before, so 7680 stays
+        top = vision["num_hidden_layers"]
+        vision["intermediate_layers_indices"] = [min(i, top - 1) for i in vision["intermediate_layers_indices"]]
+
+
+def _widen(source: Path, sizes: dict[str, Any], layers: int | None) -> None:
+    """Merge a FAMILY_7B entry into the tiny model's saved config and processor files, so that loading them derives
+    what a config or processor derives at construction (Gemma 3's layer pattern, a processor's image-token string)."""
+    path = source / "config.json"
+    config = json.loads(path.read_text())
+    config.update(sizes.get("top", {}))
     for part in ("text_config", "vision_config"):
-        sub = getattr(config, part, None)
-        for key, value in sizes.get(part, {}).items():
-            setattr(sub, key, value)
+        given = sizes.get(part, {})
+        sub = config.get(part)
+        if not given:
+            continue
+        if sub is None:
+            raise ValueError(f"FAMILY_7B gives {part} but the tiny config has none")
+        if "layer_types" not in given:
+            sub.pop("layer_types", None)  # rebuilt from num_hidden_layers on load
+        sub.update(given)
+        if "head_dim" in sub and "head_dim" not in given and sub.get("num_attention_heads"):
+            sub["head_dim"] = sub["hidden_size"] // sub["num_attention_heads"]
+    if layers:  # a CPU check of the wide configs: every width real, few layers
+        _cap_layers(config, layers)
+    path.write_text(json.dumps(config, indent=2))
+    for name in ("processor_config.json", "preprocessor_config.json"):
+        file = source / name
+        if not file.exists():
+            continue
+        saved = json.loads(file.read_text())
+        image = saved.get("image_processor", saved)  # nested in processor_config.json, flat in preprocessor_config
+        image.update(sizes.get("image_processor", {}))
+        if name == "processor_config.json":
+            saved.update(sizes.get("processor", {}))
+        file.write_text(json.dumps(saved, indent=2))
 
 
 def build_family(model_type: str, scale: str, folder: Path, *, layers: int | None, device: str, dtype: str):
     """(model, processor, checkpoint) of a family: the tiny test model's classes, widened to FAMILY_7B at 7b."""
     import torch
     from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+    from transformers.initialization import no_init_weights
 
     from tests.tiny_families import BUILDERS
 
+    zeros = bool(layers) and device == "cpu"
+
     source = BUILDERS[model_type](folder / model_type)
+    sizes = FAMILY_7B.get(model_type, {}) if scale == "7b" else {}
+    _widen(source, sizes, layers)
     config = AutoConfig.from_pretrained(source)
     processor = AutoProcessor.from_pretrained(source)
-    sizes = FAMILY_7B.get(model_type, {}) if scale == "7b" else {}
-    _widen(config, sizes)
-    for key, value in sizes.get("image_processor", {}).items():
-        setattr(processor.image_processor, key, value)
-    for key, value in sizes.get("processor", {}).items():
-        setattr(processor, key, value)
-    if layers:  # a CPU check of the wide configs: every width real, few layers
-        for sub in (config.get_text_config(decoder=True), getattr(config, "vision_config", None)):
-            for key in ("num_hidden_layers", "depth"):
-                if sub is not None and getattr(sub, key, None):
-                    setattr(sub, key, min(layers, getattr(sub, key)))
     torch.manual_seed(0)
-    with torch.device(device):
+    with torch.device(device), no_init_weights() if zeros else contextlib.nullcontext():
         model = AutoModelForImageTextToText.from_config(config, dtype=getattr(torch, dtype))
+    if zeros:  # the CPU check of widths: drawing a billion random numbers on a shared CPU takes minutes
+        for p in model.parameters():
+            p.data.zero_()
     model.eval()
     model.generation_config.eos_token_id = list(range(config.get_text_config(decoder=True).vocab_size))
     model.generation_config.pad_token_id = processor.tokenizer.pad_token_id
     return model, processor, sizes.get("checkpoint", "tiny test model")
 
 
-def time_family(ws, bench, items, model, processor, model_type: str) -> str:
-    """One row of the --family table: CircularEval over the items with prefix sharing on, then off."""
+def time_family(ws, bench, items, model, processor, model_type: str, *, check: bool = False) -> str:
+    """One row of the --family table: CircularEval over the items with prefix sharing on, then off (check: one
+    generate call on the first item, for the CPU check of the wide configs)."""
+    from evaluator.backends.base import Query
 
     def backend(share: bool) -> HFBackend:
         return HFBackend.from_loaded(model, processor, name=model_type, share_prefix=share)
 
-    timed_run(ws, bench, backend(True), items, likelihood=False, limit=min(4, len(items)))  # warm-up
-    on, off = (timed_run(ws, bench, backend(share), items, likelihood=False) for share in (True, False))
+    first, plain = items[0], backend(False)
+    text = default_template("mcq").render(
+        question=first.question, hint=first.hint, options=tuple(first.options), language="en"
+    )
+    query = Query(text, (catalog.image_bytes(ws, first.image_sha256)[0],), tuple("ABCD"))
+    tokens = plain._process([plain._render(query)], [query])["input_ids"].shape[1]  # image tokens included
     params = sum(p.numel() for p in model.parameters()) / 1e9
     sharing = backend(True).share_prefix_note.split(":")[0]
+    if check:  # widths only: one generate call (the shared-prefix path where the family has it), no engine
+        shared = backend(True)
+        t0 = time.perf_counter()
+        shared.generate([query], 1)
+        seconds = time.perf_counter() - t0
+        return f"{params:>8.4f} {tokens:>7} {sharing:>8} {seconds:>8.2f} {'-':>8} {'-':>7} {1000 * seconds:>10.1f}"
+    warm = min(4 if model.device.type == "cuda" else 1, len(items))  # kernels, allocator, first calls of both paths
+    for share in (True, False):
+        timed_run(ws, bench, backend(share), items, likelihood=False, limit=warm)
+    on, off = (timed_run(ws, bench, backend(share), items, likelihood=False) for share in (True, False))
     return (
-        f"{params:>8.2f} {sharing:>8} {on['seconds']:>8.2f} {off['seconds']:>8.2f} "
+        f"{params:>8.4f} {tokens:>7} {sharing:>8} {on['seconds']:>8.2f} {off['seconds']:>8.2f} "
         f"{off['seconds'] / on['seconds']:>7.2f} {on['ms_per_pass']:>10.1f}"
     )
 
 
 def family_main(args) -> None:
     """--family: each family's CircularEval time with prefix sharing on and off."""
+    import gc
+
     import torch
 
     from evaluator.families import FAMILIES
@@ -405,9 +877,14 @@ def family_main(args) -> None:
         sys.exit("error: the 7b scale needs a CUDA GPU (try --scale tiny, or --layers 1 --device cpu)")
     dtype = "bfloat16" if device == "cuda" else "float32"
     n_items = args.items or (64 if device == "cuda" else 8)
-    print(f"families at scale {args.scale!r} on {device} ({dtype}), {n_items} items, layers {args.layers or 'all'}")
-    head = f"{'B params':>8} {'sharing':>8} {'s on':>8} {'s off':>8} {'off/on':>7} {'ms/pass on':>10}"
-    print(f"{'family':<16} {head}  from")
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    print(
+        f"families at scale {args.scale!r} on {device} ({dtype}, GPU {gpu}, torch {torch.__version__}), "
+        f"{n_items} items, layers {args.layers or 'all'}"
+    )
+    head = f"{'B params':>8} {'tokens':>7} {'sharing':>8} {'s on':>8} {'s off':>8} {'off/on':>7} {'ms/pass on':>10}"
+    print(f"{'family':<16} {head} {'build s':>8}  from", flush=True)
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         path = write_items(Path(tmp), n_items)
         with open_workspace(Path(tmp) / "ws.sqlite") as ws:
@@ -415,16 +892,23 @@ def family_main(args) -> None:
             bench = catalog.benchmark_by_name(ws, "synthetic")
             items = catalog.list_items(ws, bench.id)
             for model_type in wanted:
+                model = None
                 try:
+                    t0 = time.perf_counter()
                     model, processor, source = build_family(
                         model_type, args.scale, Path(tmp), layers=args.layers, device=device, dtype=dtype
                     )
-                    print(f"{model_type:<16} {time_family(ws, bench, items, model, processor, model_type)}  {source}")
-                    del model
-                    if device == "cuda":
-                        torch.cuda.empty_cache()
+                    built = time.perf_counter() - t0
+                    check = bool(args.layers) and device == "cpu"
+                    row = time_family(ws, bench, items, model, processor, model_type, check=check)
+                    print(f"{model_type:<16} {row} {built:>8.1f}  {source}", flush=True)
                 except Exception as exc:  # one family's failure must not hide the others' figures
-                    print(f"{model_type:<16} failed: {type(exc).__name__}: {str(exc)[:200]}")
+                    print(f"{model_type:<16} failed: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+                del model
+                gc.collect()
+                if device == "cuda":
+                    torch.cuda.empty_cache()
+    print(f"total {time.perf_counter() - started:.1f} s")
 
 
 def main() -> None:
