@@ -592,13 +592,13 @@ class MainWindow(QMainWindow):
         file_menu.addAction(
             _action(self, "&Import benchmark…", shortcut=QKeySequence("Ctrl+I"), triggered=self._import_dialog)
         )
-        file_menu.addAction(_action(self, "Import a benchmark by &name…", triggered=self._fetch_dialog))
+        file_menu.addAction(_action(self, "Import a benchmark &by name…", triggered=self._fetch_dialog))
         file_menu.addAction(
             _action(self, "Import a &parquet folder (shards of one split)…", triggered=self._import_folder_dialog)
         )
         file_menu.addAction(_action(self, "Import the &demo benchmarks", triggered=self.import_demo))
         file_menu.addAction(
-            _action(self, "Import p&redictions made elsewhere…", triggered=self._import_predictions_dialog)
+            _action(self, "Import predictions &made elsewhere…", triggered=self._import_predictions_dialog)
         )
         file_menu.addSeparator()
         for kind, (title, _, _) in SYNC_COMMANDS.items():  # annotators on several machines: exchange JSON Lines
@@ -638,7 +638,7 @@ class MainWindow(QMainWindow):
             checkable=True,
             toggled=lambda on: self.ctx and self.ctx.prefs.advance != on and self.ctx.update_prefs(advance=on),
         )
-        self.view_menu.addAction(_action(self, "&Refresh", shortcut=QKeySequence("F5"), triggered=self.refresh))
+        self.view_menu.addAction(_action(self, "Re&fresh", shortcut=QKeySequence("F5"), triggered=self.refresh))
         self.view_menu.addAction(self.blind_action)
         self.view_menu.addAction(self.reveal_action)
         self.view_menu.addAction(self.advance_action)

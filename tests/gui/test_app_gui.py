@@ -252,3 +252,21 @@ def test_reviews_are_exported_and_imported_from_the_file_menu_commands(qtbot, tm
     qtbot.waitUntil(lambda: failed.finished, timeout=60_000)
     assert failed.exit_code == 2 and window.message_bar.label.text().startswith("error: ")
     assert "bad.jsonl:1" in window.message_bar.label.text()
+
+
+def test_no_two_entries_of_a_menu_share_a_mnemonic(qtbot, demo_ws, make_window):
+    """Alt+F then a letter must reach one entry: two with the same & letter make the key cycle between them (File's
+    "New workspace" and "Import a benchmark by name" did)."""
+    import re
+
+    window = make_window(demo_ws)
+    menus = [a.menu() for a in window.menuBar().actions() if a.menu() is not None]
+    while menus:
+        menu = menus.pop()
+        letters = []
+        for action in menu.actions():
+            if action.menu() is not None:
+                menus.append(action.menu())
+            if found := re.search(r"&([^&])", action.text()):
+                letters.append(found.group(1).lower())
+        assert len(letters) == len(set(letters)), f"{menu.title()!r}: {sorted(letters)}"
