@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -97,6 +97,7 @@ class FetchDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(self.buttons)
         self.filter.textChanged.connect(self._apply_filter)
+        self.filter.installEventFilter(self)
         self.table.itemSelectionChanged.connect(self._update)
         self.table.doubleClicked.connect(lambda _index: self.accept() if self.current() else None)
         self.resize(860, 520)
@@ -105,8 +106,28 @@ class FetchDialog(QDialog):
         self._update()
 
     def current(self) -> CatalogEntry | None:
-        rows = self.table.selectionModel().selectedRows()
-        return self.entries[rows[0].row()] if rows else None
+        """The selected entry; never one the filter hides (Enter must not import what is not shown)."""
+        rows = [r.row() for r in self.table.selectionModel().selectedRows() if not self.table.isRowHidden(r.row())]
+        return self.entries[rows[0]] if rows else None
+
+    def _visible_rows(self) -> list[int]:
+        return [row for row in range(len(self.entries)) if not self.table.isRowHidden(row)]
+
+    def eventFilter(self, watched, event) -> bool:
+        # Up and Down in the filter move through the rows it shows, so typing then Enter is enough.
+        if (
+            watched is self.filter
+            and event.type() == QEvent.Type.KeyPress
+            and event.key() in (Qt.Key.Key_Down, Qt.Key.Key_Up)
+        ):
+            rows = self._visible_rows()
+            if rows:
+                entry = self.current()
+                at = rows.index(self.entries.index(entry)) if entry is not None else -1
+                step = 1 if event.key() == Qt.Key.Key_Down else -1
+                self.table.selectRow(rows[max(0, min(len(rows) - 1, at + step))])
+            return True
+        return super().eventFilter(watched, event)
 
     def select(self, name: str) -> None:
         for row, e in enumerate(self.entries):
@@ -119,6 +140,13 @@ class FetchDialog(QDialog):
         for row, e in enumerate(self.entries):
             haystack = f"{e.name} {e.layout} {e.title} {e.repo or ''}".casefold()
             self.table.setRowHidden(row, not all(w in haystack for w in words))
+        rows = self._visible_rows()
+        if self.current() is None:  # the selected row is filtered out: the first shown one, or none
+            if rows:
+                self.table.selectRow(rows[0])
+            else:
+                self.table.clearSelection()
+        self._update()
 
     def _update(self) -> None:
         entry = self.current()

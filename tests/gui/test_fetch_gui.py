@@ -60,3 +60,28 @@ def test_a_catalog_benchmark_is_downloaded_and_imported_from_the_app(qtbot, tmp_
     qtbot.waitUntil(lambda: window.findChild(QWidget, "importProgress") is None)
     assert window.docks["benchmarks"].widget().count() == 1
     assert (tmp_path / "cache" / "Tiny_DEV.tsv").read_bytes() == data
+
+
+def test_the_filter_moves_the_choice_to_what_it_shows_and_arrows_walk_it(qtbot, tmp_path, make_window):
+    """Typing a filter then Enter imports a benchmark the table shows, never the one selected before and now hidden."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    from gui.fetch_dialog import FetchDialog
+
+    window = make_window(tmp_path / "w.sqlite")
+    dialog = FetchDialog(catalog(), "", window)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.current().name == "MMBench_DEV_EN"
+    qtbot.keyClicks(dialog.filter, "pope lmms")
+    assert dialog.current().name == "pope_random" and "POPE random" in dialog.details.text()
+    qtbot.keyClick(dialog.filter, Qt.Key.Key_Down)
+    qtbot.keyClick(dialog.filter, Qt.Key.Key_Down)
+    qtbot.keyClick(dialog.filter, Qt.Key.Key_Down)  # past the last shown row: stays on it
+    assert dialog.current().name == "pope_adv"
+    qtbot.keyClick(dialog.filter, Qt.Key.Key_Up)
+    assert dialog.current().name == "pope_pop" and dialog.arguments()[:2] == ["import", "pope_pop"]
+    dialog.filter.setText("no such benchmark")
+    ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    assert dialog.current() is None and not ok.isEnabled() and dialog.details.text() == ""
