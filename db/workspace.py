@@ -231,6 +231,9 @@ class Workspace:
             no_checkpoint_on_close(old)
         old.close()
         self.db.conn = connect_read_write(self.path)
+        # A read maps the -shm and takes its locks now: until then the new connection holds nothing, and another
+        # process closing the workspace in between would take itself for the last user and delete the -wal.
+        self.db.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         self.take_hold()
         self.reconnections.append(reason)
 

@@ -260,6 +260,7 @@ def test_locks_dropped_by_a_library_are_regained_before_anyone_deletes_the_wal(q
     _drop_locks(demo_ws)
     qtbot.waitUntil(lambda: bool(window.ws.reconnections), timeout=2000)  # the window's poll noticed
     assert window.ws.hold_lost() is None
+    assert window.ws._hold.locks_visible, "the reconnected workspace must hold its locks before anyone else closes it"
     _other_opens_closes_then_writes(demo_ws, "theirs-after")
     assert os.stat(f"{demo_ws}-wal").st_ino == wal  # the app held it: nobody took themselves for the last user
     qtbot.waitUntil(lambda: _app_sees(window, "theirs-after"), timeout=2000)
