@@ -21,27 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from evaluator.importers.catalog import BUILTIN, VLMEVALKIT_COMMIT, entry_from_json
-from tests.factories import jpeg_bytes, mmbench_rows, png_bytes, write_tsv
+from tests.factories import HEADER, jpeg_bytes, mmbench_rows, png_bytes, write_tsv
 from tests.file_server import FileServer
 from vlmdesk.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
-TSV_HEADER = [
-    "index",
-    "question",
-    "hint",
-    "A",
-    "B",
-    "C",
-    "D",
-    "answer",
-    "category",
-    "image",
-    "source",
-    "l2-category",
-    "comment",
-    "split",
-]
 
 
 def _md5(data: bytes) -> str:
@@ -49,7 +33,7 @@ def _md5(data: bytes) -> str:
 
 
 def _tsv_bytes(tmp_path: Path, n: int = 6, seed: int = 0) -> bytes:
-    path = write_tsv(tmp_path / f"src{seed}.tsv", mmbench_rows(n, seed=seed, image_side=48), header=TSV_HEADER)
+    path = write_tsv(tmp_path / f"src{seed}.tsv", mmbench_rows(n, seed=seed, image_side=48), header=HEADER)
     return path.read_bytes()
 
 
