@@ -156,6 +156,9 @@ class Prediction:
     # for likelihood_score "prefix"); None for generated passes. Calibration (evaluator/desiderata) reads them.
     scores: tuple[float | None, ...] | None = None
     turns: tuple[Turn, ...] | None = None  # a multi-turn pass's dialogue (evaluator/multiturn.py); else None
+    # The tokens a server said this pass cost (its `usage`), when it said so; None otherwise (local models, old runs).
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
 
     def row(self, created_at: str) -> tuple[object, ...]:
         return (

@@ -84,6 +84,58 @@ def _spec_of(backend: object) -> str:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """What a server says one answer cost, in tokens (None: not said). Checked at the door: whole numbers ≥ 0."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer of a stream: the key it was sent with, its text, the wall time from send to answer (retries
+    included) and the tokens it cost when the server said so."""
+
+    key: int
+    text: str
+    latency_ms: float
+    usage: Usage | None = None
+
+
+class Stream(Protocol):
+    """Requests kept in flight by a server backend (docs/adr/0032): the engine sends a query whenever `load()` is
+    below `capacity` and takes the answers as they come, in any order. Retries, back-off and replicas are the
+    stream's; a request that fails for good raises BackendError from `answers()` (ServersDown when no server
+    answers). `close()` abandons whatever is in flight: nothing a request thread holds is ever stored."""
+
+    capacity: int
+
+    def send(self, key: int, query: Query) -> None: ...
+
+    def load(self) -> int:
+        """Requests sent and not yet answered (in flight, or waiting to be retried)."""
+        ...
+
+    def answers(self, timeout: float) -> list[Answer]:
+        """Every answer ready, waiting at most `timeout` seconds (wall time) for the first one; [] when none came."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def open_stream(backend: object, max_new_tokens: int) -> Stream | None:
+    """The backend's stream (its `open_stream(max_new_tokens)`), or None: a backend without one is asked in
+    waves of calls (a local model wants batches, not a stream)."""
+    method = getattr(backend, "open_stream", None)
+    if not callable(method):
+        return None
+    stream: Stream = method(max_new_tokens)
+    if not isinstance(stream.capacity, int) or isinstance(stream.capacity, bool) or stream.capacity < 1:
+        raise BackendError(f"{_spec_of(backend)}: a stream's capacity must be a whole number ≥ 1")
+    return stream
+
+
+@dataclass(frozen=True)
 class RetryWait:
     """A backend waiting before it asks a server again, as a backend with an ``on_wait`` attribute tells it (from the
     thread that called generate): the server, the query (its index in the call), why the last try failed, what the
@@ -125,6 +177,11 @@ class ScoringBackend(Backend, Protocol):
 class BackendError(EnvironmentFault, RuntimeError):
     """A backend failed in a way the user should read (bad spec, unreachable server, model load error). Commands
     that can tell a bad spec from a failing model catch it and say which; elsewhere it is one line, exit 1."""
+
+
+class ServersDown(BackendError):
+    """No server of a run answers any more (every replica refused, failed or timed out until its request ran out of
+    retries): the run stops as interrupted, not failed — nothing is wrong with it, and running it again resumes."""
 
 
 @dataclass(frozen=True)
