@@ -361,7 +361,7 @@ class Engine:
         item still alive first (its prompt is still in the server's prefix cache), else the first pass due of the
         next item in file order. Each answer is read and scored as it comes, so pass k + 1 of an item is sent only
         once pass k was scored right (`alive`), and never while pass k is in flight. The passes are committed in
-        short transactions (every COMMIT_EVERY_S, and whenever nothing is in flight), in the order they came: a kill
+        short transactions (every COMMIT_EVERY_S, and at the end), in the order they came: a kill
         loses at most the passes in flight or not yet committed, and a resume asks exactly those again."""
         started = last_commit = time.monotonic()
         following: deque[tuple[Item, int]] = deque()  # passes made due by a right answer
@@ -403,10 +403,14 @@ class Engine:
                         if self.alive(posed.item, posed.k + 1):
                             following.append((posed.item, posed.k + 1))
                     pending += preds
-                if pending and (not flight or time.monotonic() - last_commit >= COMMIT_EVERY_S):
+                if pending and time.monotonic() - last_commit >= COMMIT_EVERY_S:
                     runs.add_predictions(self.ws, pending, owner=self.owner)
                     pending, last_commit = [], time.monotonic()
                     self._progress(min((p.k for p in flight.values()), default=0), started)
+            if pending:
+                runs.add_predictions(self.ws, pending, owner=self.owner)
+                pending = []
+                self._progress(0, started)
         except BaseException:
             # Answers read and scored are kept whatever stops the run (not when it was taken over: they are not ours).
             if pending:

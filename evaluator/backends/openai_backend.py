@@ -151,7 +151,7 @@ def identity_spec(rest: str) -> str:
     head, _, query = backend_spec.partition("?")
     match = re.search(r"@(?=https?://)", head)
     if match is None or "," not in head[match.end() :]:
-        return backend_spec
+        return rest
     options = [(k, v) for k, v in parse_qsl(query) if k != "concurrency"]
     return f"{head[: match.start()]}@replicas" + (f"?{urlencode(options)}" if options else "")
 
