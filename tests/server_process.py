@@ -10,8 +10,9 @@ mean is 0); after `--slow-after` requests every answer takes `--slow-ms` more (a
 it prints one line `READY http://127.0.0.1:PORT/v1` to stdout. `GET /stats` answers JSON: requests, max_in_flight,
 in_flight_seconds (the integral of the in-flight count over time: the sum of each request's time from arrival to the
 end of its answer), first_arrival and last_done (time.monotonic() seconds, system-wide on Linux, so comparable
-between processes; null before the first request); `POST /reset` zeroes them. Bodies over MAX_BODY bytes, or
-without a Content-Length, are refused.
+between processes; null before the first request) and cpu_seconds (this process's CPU time); `POST /reset` zeroes
+them and seeds the latencies afresh, so every run after a reset meets the same sequence. Bodies over MAX_BODY
+bytes, or without a Content-Length, are refused; any other path is a 404.
 
 `ServerProcess(latency_ms=..., jitter_mean_ms=..., seed=...)` starts one (a context manager): `.url`, `.stats()`,
 `.reset()`, `.kill()` (SIGKILL: a replica that dies mid-run), `.close()`.
@@ -48,6 +49,7 @@ class Stats:
         self.reset()
 
     def reset(self) -> None:
+        self.cpu_at_reset = time.process_time()
         self.requests = self.in_flight = self.max_in_flight = 0
         self.in_flight_seconds = 0.0
         self.first_arrival: float | None = None
@@ -81,6 +83,7 @@ class Stats:
                 "in_flight_seconds": self.in_flight_seconds,
                 "first_arrival": self.first_arrival,
                 "last_done": self.last_done,
+                "cpu_seconds": time.process_time() - self.cpu_at_reset,
             }
 
 
@@ -154,9 +157,11 @@ def make_server(
                 self._read_body()
                 with stats.lock:
                     stats.reset()
+                with rng_lock:
+                    rng.seed(seed)  # each run after a reset meets the same latencies, in order of arrival
                 self._json(200, {"reset": True})
                 return
-            if not path.endswith("/chat/completions"):
+            if path not in ("/v1/chat/completions", "/chat/completions"):  # exactly: a mangled base URL is a 404
                 self.close_connection = True
                 self._json(404, {"error": {"message": f"no {self.path}"}})
                 return
