@@ -11,11 +11,11 @@ is not the server's. Two latency modes in one invocation:
 
 Each goes through the real engine (evaluator/runner.py: new_run, Engine.execute) at the default batch size (8), at
 each --concurrency (default 32,64) two ways: `old`, the engine walking waves of calls (call_size = max(batch,
-concurrency), chunks of 4 × concurrency items: docs/adr/0016) as before issue 24 — OpenAIBackend with
-`open_stream = None` —, and `new`, plain OpenAIBackend (the engine streams when the backend has an `open_stream`).
-Then --replicas server processes (default 3) behind one spec `openai:m@U1,U2,U3?concurrency=C` (C =
---replica-concurrency, default 32, per replica: ideally replicas × C in flight), new schedule, and the old one when
-the backend can be run that way (a row says when it cannot).
+concurrency), chunks of 4 × concurrency items: docs/adr/0016) as before issue 24 — OpenAIBackend behind a wrapper
+that hides its `open_stream` —, and `new`, plain OpenAIBackend (the engine streams when the backend has an
+`open_stream`). Then --replicas server processes (default 3) behind one spec `openai:m@U1,U2,U3?concurrency=C`
+(C = --replica-concurrency, default 32, per replica: ideally replicas × C in flight), both schedules; a row says
+when the spec cannot be run.
 
 Per row: the requests the servers answered (retries among them), the client's wall time of Engine.execute, the
 most in flight (the server's own count; with replicas, the sum of each replica's most, an upper bound), the mean in
@@ -61,11 +61,21 @@ RATE_TARGET = 0.85  # × ideal req/s
 VARYING_BASE_MS, VARYING_JITTER_MS = 40.0, 160.0
 
 
-class Waves(OpenAIBackend):
-    """The schedule before issue 24: no stream, so the engine walks waves of calls (call_size = max(batch,
-    concurrency), chunk_items = 4 × concurrency), each call waiting for its slowest request."""
+class Waves:
+    """A backend without its `open_stream`: the engine walks waves of calls (call_size = max(batch, concurrency),
+    chunk_items = 4 × concurrency), each call waiting for its slowest request — the schedule before issue 24.
 
-    open_stream = None
+    A wrapper, not a subclass with `open_stream = None`: the streaming backend's own generate() runs over its
+    stream, so the backend keeps it and only the engine does not see it."""
+
+    def __init__(self, backend: OpenAIBackend):
+        self.backend = backend
+        self.spec = backend.spec
+
+    def __getattr__(self, name: str):
+        if name in ("open_stream", "backend"):
+            raise AttributeError(name)
+        return getattr(self.backend, name)
 
 
 @dataclass
@@ -149,14 +159,10 @@ def print_row(mode: Mode, label: str, schedule: str, row: dict, speedup: float |
 
 
 def replica_backend(urls: list[str], concurrency: int, old: bool):
-    """The multi-URL spec's backend (no door, as the single-URL rows), for the old schedule with open_stream
-    set to None on the instance; BackendError where the spec or that schedule is not supported."""
+    """The multi-URL spec's backend (no door, as the single-URL rows), behind Waves for the old schedule;
+    BackendError where the spec is not supported."""
     backend = parse_openai_spec(f"m@{','.join(urls)}?concurrency={concurrency}&retries=3&backoff=0")
-    if old:
-        if not callable(getattr(backend, "open_stream", None)):
-            return backend  # no stream yet: the old schedule is the only one
-        backend.open_stream = None  # type: ignore[attr-defined]
-    return backend
+    return Waves(backend) if old else backend
 
 
 def run_mode(ws, mode: Mode, args, results: list) -> None:
@@ -176,8 +182,9 @@ def run_mode(ws, mode: Mode, args, results: list) -> None:
         ]
         for concurrency in args.concurrency:
             rows = {}
-            for schedule, cls in (("old", Waves), ("new", OpenAIBackend)):
-                backend = cls("m", servers[0].url, concurrency=concurrency, retries=3, backoff=0.0)
+            for schedule in ("old", "new"):
+                backend = OpenAIBackend("m", servers[0].url, concurrency=concurrency, retries=3, backoff=0.0)
+                backend = Waves(backend) if schedule == "old" else backend
                 rows[schedule] = measure(ws, mode, servers[:1], backend, concurrency)
                 speedup = rows["new"]["rate"] / rows["old"]["rate"] if schedule == "new" else None
                 print_row(mode, str(concurrency), schedule, rows[schedule], speedup)
@@ -222,7 +229,7 @@ def main() -> None:
 
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs; batch size {BATCH_SIZE}")
     print(
-        "old: waves of calls (open_stream = None); new: OpenAIBackend as it is"
+        "old: waves of calls (open_stream hidden); new: OpenAIBackend as it is"
         + ("" if callable(getattr(OpenAIBackend, "open_stream", None)) else " (it has no open_stream yet: new = old)")
     )
     modes = [
