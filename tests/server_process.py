@@ -142,6 +142,10 @@ def make_server(
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as vLLM's server: the client does not reconnect per request
+        # One send per answer, at once: with the headers and the body in two sends, the body waits (Nagle) for the
+        # client's ACK of the headers, which a kept-alive connection delays up to 40 ms.
+        wbufsize = -1  # buffered; http.server flushes after each request
+        disable_nagle_algorithm = True
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
             if self.path.rstrip("/") in ("/stats", "/v1/stats"):
