@@ -17,13 +17,14 @@ that hides its `open_stream` —, and `new`, plain OpenAIBackend (the engine str
 (C = --replica-concurrency, default 32, per replica: ideally replicas × C in flight), both schedules; a row says
 when the spec cannot be run.
 
-Per row: the requests the servers answered (retries among them), the client's wall time of Engine.execute, the
-most in flight (the server's own count; with replicas, the sum of each replica's most, an upper bound), the mean in
+Per row: the requests the servers answered (retries among them), the client's wall time of Engine.execute, the most
+in flight (the server's own count; with replicas, the sum of each replica's most, an upper bound), the mean in
 flight — the servers' in-flight seconds (each request's arrival to the end of its answer, summed) divided by the
 servers' busy window (first arrival to last answer, across replicas: their clocks are the same monotonic clock) —,
-req/s (requests / wall), the ideal req/s (concurrency in all / mean latency), req/s ÷ ideal, mean in flight ÷
-concurrency, the new/old speed-up (req/s), CPU ms per request of this process and of the servers, and "targets":
-met when mean in flight ≥ 0.9 × concurrency and req/s ≥ 0.85 × ideal (issue 24's targets).
+the mean time a server held a request (lat ms), req/s (requests / wall), the ideal req/s (concurrency in all / mean
+latency), req/s ÷ ideal, mean in flight ÷ concurrency, the new/old speed-up (req/s), CPU ms per request of this
+process and of the servers, and "targets": met when mean in flight ≥ 0.9 × concurrency and req/s ≥ 0.85 × ideal
+(issue 24's targets).
 
     python bench/server_bench.py                    # both modes, concurrency 32 and 64, 3 replicas of 32
     python bench/server_bench.py --quick            # small sizes: a smoke test (seconds)
@@ -134,6 +135,7 @@ def measure(ws, mode: Mode, servers: list[ServerProcess], backend, width: int) -
         "ideal": ideal,
         "rate_ratio": rate / ideal,
         "flight_ratio": mean_in_flight / width,
+        "served_ms": sum(st["in_flight_seconds"] for st in stats) / max(requests, 1) * 1000,
         "cpu_ms": cpu / max(requests, 1) * 1000,
         "server_cpu_ms": sum(st["cpu_seconds"] for st in stats) / max(requests, 1) * 1000,
         "per_replica": [st["requests"] for st in stats],
@@ -143,15 +145,16 @@ def measure(ws, mode: Mode, servers: list[ServerProcess], backend, width: int) -
 
 HEADER = (
     f"{'mode':<8} {'concurrency':<12} {'schedule':<8} {'requests':>8} {'retried':>7} {'wall s':>7} {'max in fl':>9} "
-    f"{'mean in fl':>10} {'req/s':>7} {'ideal':>7} {'÷ideal':>6} {'fl÷conc':>7} {'new/old':>7} {'CPU ms/req':>10} "
-    f"{'srv CPU ms/req':>14}  targets"
+    f"{'mean in fl':>10} {'lat ms':>6} {'req/s':>7} {'ideal':>7} {'÷ideal':>6} {'fl÷conc':>7} {'new/old':>7} "
+    f"{'CPU ms/req':>10} {'srv CPU ms/req':>14}  targets"
 )
 
 
 def print_row(mode: Mode, label: str, schedule: str, row: dict, speedup: float | None) -> None:
     print(
         f"{mode.name:<8} {label:<12} {schedule:<8} {row['requests']:>8} {row['retried']:>7} {row['wall']:>7.2f} "
-        f"{row['max_in_flight']:>9} {row['mean_in_flight']:>10.1f} {row['rate']:>7.1f} {row['ideal']:>7.1f} "
+        f"{row['max_in_flight']:>9} {row['mean_in_flight']:>10.1f} {row['served_ms']:>6.1f} {row['rate']:>7.1f} "
+        f"{row['ideal']:>7.1f} "
         f"{row['rate_ratio']:>6.2f} {row['flight_ratio']:>7.2f} {'' if speedup is None else f'{speedup:.2f}':>7} "
         f"{row['cpu_ms']:>10.2f} {row['server_cpu_ms']:>14.2f}  {'met' if row['met'] else 'not met'}",
         flush=True,
