@@ -24,6 +24,8 @@ from db.catalog import Benchmark
 from db.errors import InvalidInput, UserError
 from db.workspace import BUSY_TIMEOUT_MS, Workspace
 from evaluator.backends import Backend, BackendError, can_score, check_spec, load_backend
+from evaluator.backends.base import ServersDown
+from evaluator.backends.openai_backend import with_servers
 from evaluator.backends.secrets import redact
 from evaluator.llm_extraction import parse_extractor_spec
 from evaluator.progress import Progress, WaitEvent
@@ -112,8 +114,9 @@ def prepare_run(
     )
 
 
-def prepare_resume(ws: Workspace, run_id: int, *, batch_size: int | None) -> Launch:
-    """A stored run, to be continued with its stored settings (and batch size, when it stored one)."""
+def prepare_resume(ws: Workspace, run_id: int, *, batch_size: int | None, servers: str | None = None) -> Launch:
+    """A stored run, to be continued with its stored settings (and batch size, when it stored one); `servers`: a
+    servers file naming the replicas that serve its openai: model now (the run is the same run)."""
     run = runs.get_run(ws, run_id)
     if run is None:
         raise LaunchRefused(f"no run {run_id} in {ws.path}")
@@ -127,7 +130,13 @@ def prepare_resume(ws: Workspace, run_id: int, *, batch_size: int | None) -> Lau
         raise LaunchRefused(f"{exc}; it cannot be resumed (start it again with --new)") from None
     _check_free(run)
     batch_size = run.config.get("batch_size", batch_size)
-    backend = _open(ws, run.benchmark_id, run.model_spec, settings, seed=run.seed, batch_size=batch_size)
+    spec = run.model_spec
+    if servers is not None:
+        try:
+            spec = with_servers(spec, servers)
+        except BackendError as exc:
+            raise LaunchRefused(str(exc)) from None
+    backend = _open(ws, run.benchmark_id, spec, settings, seed=run.seed, batch_size=batch_size)
     return Launch(run, backend, batch_size, resumed=True, fresh=False)
 
 
@@ -284,6 +293,9 @@ def execute_run(
         raise
     except (KeyboardInterrupt, BrokenPipeError):  # cancelled, or the reader of its progress went away
         runs.release(ws, run.id, owner, "interrupted", error="interrupted")
+        raise
+    except ServersDown as exc:  # nothing is wrong with the run: it continues when a server answers again
+        runs.release(ws, run.id, owner, "interrupted", error=redact(str(exc), run.model_spec))
         raise
     except Exception as exc:
         # A no-op when the run was removed above (release needs the row).

@@ -8,13 +8,15 @@ moment continues exactly where its last committed batch ended.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
+import itertools
 import json
 import platform
 import subprocess
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,8 +27,8 @@ from db.catalog import Benchmark, Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator import variants
-from evaluator.backends import Backend, BackendError, can_score, check_spec
-from evaluator.backends.base import RetryWait, call_size, chunk_items
+from evaluator.backends import Backend, BackendError, can_score, check_spec, run_identity
+from evaluator.backends.base import Query, RetryWait, Stream, Usage, call_size, chunk_items, open_stream
 from evaluator.backends.door import telling_waits_to
 from evaluator.choices import (
     LIKELIHOOD_SCORES,
@@ -164,7 +166,7 @@ def strategy_for(bench: Benchmark, settings: RunSettings) -> Strategy:
 def config_key(bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate) -> str:
     identity = {
         "benchmark": bench.source_sha256,
-        "model": model_spec,
+        "model": run_identity(model_spec),  # an openai spec's replicas do not name the run
         "settings": settings.identity(),
         "template": template.to_json(),
     }
@@ -201,6 +203,17 @@ def frequent_answer(items: list[Item]) -> str | None:
 
 def n_passes(item: Item, strategy: str) -> int:
     return passes_needed(strategy, len(item.options))
+
+
+@dataclass(frozen=True)
+class Posed:
+    """One pass as the engine asks it (Engine._pose)."""
+
+    item: Item
+    k: int
+    order: tuple[int, ...]
+    query: Query
+    shown: tuple[str, ...]
 
 
 class Engine:
@@ -290,12 +303,22 @@ class Engine:
         return self._needed[item_id] - len(self.done[item_id]) if self._alive[item_id] else 0
 
     def execute(self) -> None:
-        """Every pass still to ask, wave by wave within each chunk of items (the backend's `chunk_items`; one chunk
-        by default): every wave of items[0:C] before items[C:2C], so a prefix cache keeps an item's prompt while the
-        item is alive. Each call hands the backend `call_size(batch_size)` queries. Neither changes any answer.
+        """Every pass still to ask. A backend with a stream (a server) is kept full: `_stream`. Else in waves
+        within each chunk of items (the backend's `chunk_items`; one chunk by default): every wave of items[0:C]
+        before items[C:2C], so a prefix cache keeps an item's prompt while the item is alive; each call hands the
+        backend `call_size(batch_size)` queries. No schedule changes any answer (docs/adr/0016, 0032).
         A request waiting to be retried (its model's, an LLM extractor's, a multi-turn asker's) is a WaitEvent."""
         with telling_waits_to(self._waiting):
-            self._execute()
+            stream = None
+            if not self.settings.likelihood and self.multi_turn is None:  # both ask in calls of their own
+                stream = open_stream(self.backend, self.settings.max_new_tokens)
+            if stream is None:
+                self._execute()
+                return
+            try:
+                self._stream(stream)
+            finally:
+                stream.close()
 
     def _waiting(self, wait: RetryWait) -> None:
         self.on_progress(WaitEvent.of(self.run.id, wait))
@@ -313,37 +336,104 @@ class Engine:
                 todo.sort(key=lambda item: self._length[item.id])
                 for start in range(0, len(todo), size):
                     self._ask(todo[start : start + size], k)
-                    elapsed = max(time.monotonic() - started, 1e-9)
-                    rate = self.calls / elapsed
-                    self.on_progress(
-                        Progress(
-                            self.run.id,
-                            k,
-                            self.passes_stored,
-                            self.decided,
-                            len(self.items),
-                            self.calls,
-                            round(rate, 3),
-                            round(self.passes_left / rate, 1) if rate > 0 else None,
-                        )
+                    self._progress(k, started)
+
+    def _progress(self, wave: int, started: float) -> None:
+        """After each stored batch; `wave` is the lowest pass in flight when streaming."""
+        elapsed = max(time.monotonic() - started, 1e-9)
+        rate = self.calls / elapsed
+        self.on_progress(
+            Progress(
+                self.run.id,
+                wave,
+                self.passes_stored,
+                self.decided,
+                len(self.items),
+                self.calls,
+                round(rate, 3),
+                round(self.passes_left / rate, 1) if rate > 0 else None,
+            )
+        )
+
+    # -- the stream ---------------------------------------------------------------------------------------------
+    def _stream(self, stream: Stream) -> None:
+        """Keep the stream full: whenever an answer comes back, the next query goes at once — the next pass of an
+        item still alive first (its prompt is still in the server's prefix cache), else the first pass due of the
+        next item in file order. Each answer is read and scored as it comes, so pass k + 1 of an item is sent only
+        once pass k was scored right (`alive`), and never while pass k is in flight. The passes are committed in
+        short transactions (every COMMIT_EVERY_S, and whenever nothing is in flight), in the order they came: a kill
+        loses at most the passes in flight or not yet committed, and a resume asks exactly those again."""
+        started = last_commit = time.monotonic()
+        following: deque[tuple[Item, int]] = deque()  # passes made due by a right answer
+        fresh = iter(self.items)
+        flight: dict[int, Posed] = {}
+        keys = itertools.count()
+        pending: list[runs.Prediction] = []
+
+        def due() -> tuple[Item, int] | None:
+            if following:
+                return following.popleft()
+            for item in fresh:
+                if self.alive(item, self._asked[item.id]):
+                    return item, self._asked[item.id]
+            return None
+
+        try:
+            while True:
+                while stream.load() < stream.capacity and (nxt := due()) is not None:
+                    key, posed = next(keys), self._pose(*nxt)
+                    stream.send(key, posed.query)
+                    flight[key] = posed
+                if not flight:
+                    break
+                got = stream.answers(COMMIT_EVERY_S)
+                if got:
+                    asked = [flight.pop(a.key) for a in got]
+                    self.calls += len(got)
+                    preds = self._predictions(
+                        asked,
+                        [a.text for a in got],
+                        None,
+                        [None] * len(got),
+                        [a.latency_ms for a in got],
+                        [a.usage for a in got],
                     )
+                    for posed, p in zip(asked, preds):
+                        self._record(p)
+                        if self.alive(posed.item, posed.k + 1):
+                            following.append((posed.item, posed.k + 1))
+                    pending += preds
+                if pending and (not flight or time.monotonic() - last_commit >= COMMIT_EVERY_S):
+                    runs.add_predictions(self.ws, pending, owner=self.owner)
+                    pending, last_commit = [], time.monotonic()
+                    self._progress(min((p.k for p in flight.values()), default=0), started)
+        except BaseException:
+            # Answers read and scored are kept whatever stops the run (not when it was taken over: they are not ours).
+            if pending:
+                with contextlib.suppress(runs.RunLost):
+                    runs.add_predictions(self.ws, pending, owner=self.owner)
+            raise
 
     # -- one batch ----------------------------------------------------------------------------------------------
+    def _pose(self, item: Item, k: int) -> Posed:
+        """Pass k of an item as it is asked: its option order, its query (variants applied) and the texts the prefix
+        score appends (the option texts as shown, or Yes/No)."""
+        order = rotation(len(item.options), k) if self.kind == "mcq" else ()
+        query = self.variants.query(item, k, order)
+        shown = self.variants.shown_texts(item, k, order) if self.kind == "mcq" else query.letters
+        return Posed(item, k, order, query, shown)
+
     def _ask(self, batch: list[Item], k: int) -> None:
-        queries, orders, shown_texts = [], [], []
-        for item in batch:
-            order = rotation(len(item.options), k) if self.kind == "mcq" else ()
-            queries.append(self.variants.query(item, k, order))  # prompt, images (variants applied), candidates
-            orders.append(order)
-            # What the prefix score appends: the option texts as shown, or Yes/No.
-            shown_texts.append(self.variants.shown_texts(item, k, order) if self.kind == "mcq" else queries[-1].letters)
+        asked = [self._pose(item, k) for item in batch]
+        queries = [p.query for p in asked]
         t0 = time.perf_counter()
         turns: list[tuple[runs.Turn, ...] | None] = [None] * len(batch)
+        scores: list[list[float]] | None = None
         if self.settings.likelihood:
             backend = self.backend
             assert can_score(backend)  # checked when the engine was built
             if self.settings.likelihood_score == "prefix":
-                texts = [prefix_candidates(t) for t in shown_texts]
+                texts = [prefix_candidates(p.shown) for p in asked]
                 # An hf-style scorer (checked when the engine was built): each text's first-token log-prob.
                 firsts = backend.score(queries, texts, first_token=True)  # type: ignore[call-arg]
                 scores = [prefix_scores(s) for s in firsts]
@@ -351,57 +441,74 @@ class Engine:
                 scores = backend.score(queries, [q.letters for q in queries])
             responses = [q.letters[max(range(len(s)), key=s.__getitem__)] for q, s in zip(queries, scores)]
         elif self.multi_turn is not None:  # each pass a dialogue between the asking LLM and the model
-            scores = None
             dialogues = self.multi_turn.converse(
                 self.backend,
                 [
                     Question(  # as the pass shows them: corrupted when the run corrupts text (variants.py)
-                        self.variants.question(item, k),
-                        item.hint,
-                        shown_options(self.variants.shown_texts(item, k, order), range(len(order))),
-                        query.images,
+                        self.variants.question(p.item, k),
+                        p.item.hint,
+                        shown_options(self.variants.shown_texts(p.item, k, p.order), range(len(p.order))),
+                        p.query.images,
                     )
-                    for item, order, query in zip(batch, orders, queries)
+                    for p in asked
                 ],
                 self.settings.max_new_tokens,
             )
             responses = [d.response for d in dialogues]
             turns = [d.turns for d in dialogues]
         else:
-            scores = None
             responses = self.backend.generate(queries, self.settings.max_new_tokens)
-        latency = (time.perf_counter() - t0) * 1000 / len(batch)
+        latency = round((time.perf_counter() - t0) * 1000 / len(batch), 3)
         self.calls += len(batch)
+        preds = self._predictions(asked, responses, scores, turns, [latency] * len(batch), [None] * len(batch))
+        runs.add_predictions(self.ws, preds, owner=self.owner)
+        for p in preds:
+            self._record(p)
+
+    def _predictions(
+        self,
+        asked: list[Posed],
+        responses: list[str],
+        scores: list[list[float]] | None,
+        turns: list[tuple[runs.Turn, ...] | None],
+        latencies: list[float],
+        usages: list[Usage | None],
+    ) -> list[runs.Prediction]:
+        """The stored passes of asked passes' answers, each read and scored (its pass k may differ from another's)."""
+        items, orders = [p.item for p in asked], [p.order for p in asked]
+        read = self._read_texts(items, orders, responses) if self.kind == "mcq" and scores is None else None
         preds = []
-        read = self._read_texts(batch, orders, responses) if self.kind == "mcq" and scores is None else None
-        for n, (item, query, order, response) in enumerate(zip(batch, queries, orders, responses)):
-            answer = displayed_answer(item.answer, order)
+        for n, (posed, response) in enumerate(zip(asked, responses)):
+            answer = displayed_answer(posed.item.answer, posed.order)
             extraction = (
                 read[n]
                 if read is not None
-                else self._extract(item, order, response, scores[n] if scores else None, query.letters)
+                else self._extract(
+                    posed.item, posed.order, response, scores[n] if scores else None, posed.query.letters
+                )
             )
+            usage = usages[n]
             preds.append(
                 runs.Prediction(
                     self.run.id,
-                    item.id,
-                    k,
-                    order,
-                    query.prompt,
+                    posed.item.id,
+                    posed.k,
+                    posed.order,
+                    posed.query.prompt,
                     response,
                     answer,
                     extraction.choice,
                     extraction.stage,
                     extraction.reason,
                     pass_correct(extraction.choice, answer),
-                    round(latency, 3),
+                    latencies[n],
                     scores=tuple(scores[n]) if scores else None,  # calibration reads them (evaluator/desiderata)
                     turns=turns[n],
+                    prompt_tokens=usage.prompt_tokens if usage else None,
+                    completion_tokens=usage.completion_tokens if usage else None,
                 )
             )
-        runs.add_predictions(self.ws, preds, owner=self.owner)
-        for p in preds:
-            self._record(p)
+        return preds
 
     def _extract(
         self, item: Item, order: tuple[int, ...], response: str, scores: list[float] | None, letters: Sequence[str]
@@ -432,6 +539,8 @@ class Engine:
             ]
         )
 
+
+COMMIT_EVERY_S = 0.25  # streamed passes are committed at most this long after their answer: a few transactions a second
 
 OPEN_ANSWER = Extraction(None, "none", "open question: the answer is not extracted")
 """What an open run stores as a pass's reading: nothing chosen, nothing scored (correct is NULL: no answer key)."""

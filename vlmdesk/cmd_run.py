@@ -10,7 +10,9 @@ from collections.abc import Callable
 from db import models, runs
 from db.runs import ROUNDS_MAX
 from evaluator.backends import BackendError, spec_help
+from evaluator.backends.base import ServersDown
 from evaluator.backends.hf import without_prefix_sharing
+from evaluator.backends.openai_backend import with_servers
 from evaluator.backends.secrets import redact
 from evaluator.choices import LIKELIHOOD_SCORES
 from evaluator.launch import Launch, prepare_resume, prepare_run, resolve_model, run_or_resume
@@ -128,6 +130,14 @@ def register(add) -> None:
         help=f"with --multi-turn: at most N rounds of sub-questions (default 4; 1..{ROUNDS_MAX}); the last one "
         "forces an answer",
     )
+    p.add_argument(
+        "--servers",
+        metavar="FILE",
+        help="an openai: model served by several replicas: one base URL per line, each optionally followed by its "
+        "concurrency (http://node1:8000/v1 32); requests go to the replica with the fewest in flight, a failing "
+        "one is set aside and retried later. Replicas do not name the run: with --resume, the run continues on "
+        "these servers (README: Scaling past one GPU)",
+    )
     p.add_argument("--resume", type=record_id, metavar="RUN_ID", help="continue this run with its stored settings")
     p.add_argument("--new", action="store_true", help="start a new run even if one with these settings exists")
     p.add_argument("--json-progress", action="store_true", help="one JSON object per line on stdout, no bar")
@@ -204,7 +214,7 @@ def cmd_run(args) -> int:
 
     with open_from_args(args) as ws:
         if args.resume is not None:
-            launch = prepare_resume(ws, args.resume, batch_size=args.batch_size)
+            launch = prepare_resume(ws, args.resume, batch_size=args.batch_size, servers=args.servers)
         else:
             if not args.bench or not args.model:
                 raise UsageError("run needs --bench and --model (or --resume RUN_ID)")
@@ -213,6 +223,8 @@ def cmd_run(args) -> int:
                 raise UsageError("--prompt and --prompt-template name the same thing: give one")
             # args.model: a saved model's name (vlmdesk models) or a spec
             spec = resolve_model(ws, args.model)
+            if args.servers:
+                spec = served_by(spec, args.servers)
             if args.no_share_prefix:
                 try:
                     spec = without_prefix_sharing(spec)
@@ -245,6 +257,16 @@ def cmd_run(args) -> int:
             )
             return _finish(args, run.id)
         return _execute(ws, launch, args)
+
+
+def served_by(spec: str, servers: str) -> str:
+    """The openai spec served by the replicas a --servers file names (UsageError for a bad file or spec)."""
+    from vlmdesk.cli import UsageError
+
+    try:
+        return with_servers(spec, servers)
+    except BackendError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def multi_turn_settings(args, ws) -> dict:
@@ -301,6 +323,9 @@ def _execute(ws, launch: Launch, args) -> int:
         message = redact(str(exc), run.model_spec, run.extractor, run.config.get("multi_turn"))
         if runs.get_run(ws, run.id) is None:  # removed: it failed before asking anything, so it is not stored
             raise UsageError(message) from None
+        if isinstance(exc, ServersDown):
+            print(f"run {run.id} interrupted: {message}; continue with: vlmdesk run --resume {run.id}", file=sys.stderr)
+            return 1
         if isinstance(exc, BackendError):
             print(
                 f"error: run {run.id} failed: {message} (continue with: vlmdesk run --resume {run.id})", file=sys.stderr

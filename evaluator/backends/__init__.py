@@ -42,6 +42,23 @@ def check_spec(spec: str) -> str:
     return spec
 
 
+def run_identity(spec: str) -> str:
+    """What of a model spec names its run (runner.config_key): the spec itself, unless its backend says less
+    (an openai spec naming several replicas leaves them out). A spec no backend reads is its own identity."""
+    from evaluator.registry import resolve
+
+    try:
+        entry, rest = _entry(spec)
+    except BackendError:
+        return spec
+    if entry.identity is None:
+        return spec
+    try:
+        return f"{entry.name}:{resolve(entry.identity)(rest)}"
+    except BackendError:
+        return spec
+
+
 def load_backend(
     spec: str, *, seed: int = 0, frequent_answer: str | None = None, batch_size: int | None = None
 ) -> Backend:
@@ -76,5 +93,6 @@ __all__ = [
     "can_score",
     "check_spec",
     "load_backend",
+    "run_identity",
     "spec_help",
 ]

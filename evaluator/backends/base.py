@@ -129,7 +129,9 @@ def open_stream(backend: object, max_new_tokens: int) -> Stream | None:
     method = getattr(backend, "open_stream", None)
     if not callable(method):
         return None
-    stream: Stream = method(max_new_tokens)
+    stream: Stream | None = method(max_new_tokens)
+    if stream is None:
+        return None
     if not isinstance(stream.capacity, int) or isinstance(stream.capacity, bool) or stream.capacity < 1:
         raise BackendError(f"{_spec_of(backend)}: a stream's capacity must be a whole number ≥ 1")
     return stream
@@ -211,6 +213,8 @@ class BackendEntry:
     title: str = ""  # what the app's menus call it (default: the scheme)
     # A reference point needing no model: the app offers its examples as they are, never as an extractor's model.
     reference: bool = False
+    # What of `rest` names a run (runner.config_key), e.g. openai's replicas left out; None: all of it.
+    identity: Callable[[str], str] | str | None = None
 
     def check(self, rest: str) -> None:
         """BackendError when ``rest`` cannot be read (an entry without ``validate`` is checked by building it)."""

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from evaluator.backends.base import Backend, BackendError, Query, RetryWait, log_wait
+from evaluator.backends.base import Answer, Backend, BackendError, Query, RetryWait, Stream, log_wait, open_stream
 from evaluator.backends.secrets import redact
 
 # Who hears of retry waits in this context (a run's engine); a context variable, so nested or parallel runs in one
@@ -56,6 +56,11 @@ class Door:
             raise
         return [self.clean(t) if isinstance(t, str) else t for t in texts]
 
+    def open_stream(self, max_new_tokens: int) -> Stream | None:
+        """The backend's stream, its answers and failures redacted like generate()'s; None when it has none."""
+        stream = open_stream(self.backend, max_new_tokens)
+        return None if stream is None else _CleanStream(stream, self.clean)
+
     def describe(self) -> dict[str, Any]:
         return self.backend.describe()
 
@@ -67,3 +72,27 @@ class Door:
         if name == "backend":
             raise AttributeError(name)
         return getattr(self.backend, name)
+
+
+class _CleanStream:
+    """A stream seen through the door: answers and error messages redacted (Door.clean)."""
+
+    def __init__(self, stream: Stream, clean: Callable[[str], str]):
+        self.stream, self.clean, self.capacity = stream, clean, stream.capacity
+
+    def send(self, key: int, query: Query) -> None:
+        self.stream.send(key, query)
+
+    def load(self) -> int:
+        return self.stream.load()
+
+    def answers(self, timeout: float) -> list[Answer]:
+        try:
+            got = self.stream.answers(timeout)
+        except BackendError as exc:
+            exc.args = (self.clean(str(exc)),)
+            raise
+        return [dataclasses.replace(a, text=self.clean(a.text)) for a in got]
+
+    def close(self) -> None:
+        self.stream.close()

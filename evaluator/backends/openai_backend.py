@@ -1,12 +1,16 @@
 """OpenAI-compatible chat-completions servers:
-``openai:<model>[@<base url>][?key_env=…&concurrency=…&timeout=…&retries=…]``.
+``openai:<model>[@<base url>[,<base url>…]][?key_env=…&concurrency=…&timeout=…&retries=…]``.
 
-One chat completion per query, sent from a bounded set of daemon threads; answers come back in input order.
-``timeout`` is a wall-clock deadline for the whole of one request (not the gap between two bytes). Retries are
-ours, not the client's (the client is built with ``max_retries=0``), so they are told (``on_wait``) and testable:
-429, 408, 5xx, timeouts, connection errors and malformed bodies are retried with exponential backoff and jitter
-(a ``Retry-After`` header wins); each wait is capped at MAX_WAIT_S and the waits of one request at MAX_TOTAL_WAIT_S
-in all. Any other 4xx fails at once with a one-line message naming the server, the status and what the server said.
+One chat completion per query. The engine streams (docs/adr/0032): `open_stream()` keeps `concurrency` requests in
+flight per replica, each answer taken as it comes; `generate()` is a call over the same stream. Several base URLs
+are replicas of one model: a request goes to the replica with the fewest in flight for its concurrency; a replica
+that fails (connection refused, 5xx, 429, a timeout, a malformed body) is set aside for the back-off and its requests
+go to the others; after it, one probe request must answer before it gets its full share again. ``timeout`` is a
+wall-clock deadline for each attempt (not the gap between two bytes). Retries are ours, not the client's (the
+client is built with ``max_retries=0``), so they are told (``on_wait``) and testable: jittered exponential back-off,
+or the server's ``Retry-After`` (capped at MAX_WAIT_S; the waits of one request at MAX_TOTAL_WAIT_S in all). Any
+other 4xx fails at once with a one-line message naming the server, the status and what the server said; a request
+out of retries while no replica answers is ServersDown (the run stops as interrupted, resumable).
 
 The API key is read from the environment variable the spec names (``key_env``, default ``OPENAI_API_KEY``); the
 key itself never enters the spec or ``describe()``, and whatever a server says back (answers, error bodies) is
@@ -17,6 +21,7 @@ variable sends the dummy key ``EMPTY``. ``openai`` is imported lazily, so import
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import math
 import os
@@ -26,12 +31,13 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, NoReturn, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from evaluator.registry import Field
 
-from .base import BackendEntry, BackendError, Query, RetryWait, log_wait
+from .base import Answer, BackendEntry, BackendError, Query, RetryWait, ServersDown, Usage, log_wait
 
 
 class _Response(Protocol):
@@ -50,7 +56,10 @@ CHUNK_PER_REQUEST = 4  # items per chunk of waves, per concurrent request
 OFFICIAL_SERVER = "https://api.openai.com/v1"
 MAX_WAIT_S = 60.0  # the longest one wait before a retry, whatever Retry-After asks (999999 s: a minute)
 MAX_TOTAL_WAIT_S = 120.0  # the waits of one request's retries together: then it fails, saying so
-_STOP_POLL_S = 0.25  # how soon a worker waiting on its request notices that the batch has failed
+_POLL_S = 0.1  # the longest the caller's thread waits on the answers' queue at once (a signal is handled between)
+MAX_REPLICAS = 64  # base URLs of one spec
+MAX_SERVERS_FILE = 64 * 1024  # bytes of a servers file
+MAX_TOKENS = 2**40  # a usage count above this is not believed
 _DEFAULTS = {
     "key_env": DEFAULT_KEY_ENV,
     "concurrency": 8,
@@ -76,16 +85,22 @@ def parse_openai_spec(rest: str) -> OpenAIBackend:
     """Build a backend from the part of a spec after ``openai:``.
 
     The base URL starts at the first ``@`` followed by ``http://`` or ``https://`` (so a model name may itself
-    carry an ``@revision``); without one the official OpenAI endpoint is meant.
+    carry an ``@revision``); without one the official OpenAI endpoint is meant. Several replicas of one model are
+    several base URLs, comma-separated (``@http://a:8000/v1,http://b:8000/v1``); ``concurrency`` is then each
+    replica's (``concurrency=32``) or one per replica in the same order (``concurrency=32,16``).
     """
     head, _, query = rest.partition("?")
     match = re.search(r"@(?=https?://)", head)
     if match:
-        model, base_url = head[: match.start()], head[match.end() :]
+        model, urls = head[: match.start()], head[match.end() :]
+        split = tuple(re.split(r",(?=https?://)", urls))
+        if len(split) > MAX_REPLICAS:
+            raise BackendError(f"openai spec: at most {MAX_REPLICAS} base URLs, got {len(split)}")
+        base_urls: tuple[str, ...] | None = split
     elif "@" in head and _looks_like_host(head.rpartition("@")[2]):
         raise BackendError(f"openai spec: the base URL must start with http:// or https://: {_SPEC_FORM}")
     else:
-        model, base_url = head, None
+        model, base_urls = head, None
     if not model:
         raise BackendError(f"openai spec needs a model name: {_SPEC_FORM}")
     kwargs: dict[str, Any] = {}
@@ -96,32 +111,112 @@ def parse_openai_spec(rest: str) -> OpenAIBackend:
     for key, value in pairs:
         if key == "key_env":
             kwargs["key_env"] = value
+        elif key == "concurrency":
+            values = tuple(_option_number(key, v) for v in value.split(",")[: MAX_REPLICAS + 1])
+            kwargs[key] = values[0] if len(values) == 1 else values
         elif key in _RANGES:
-            low, high = _RANGES[key]
-            try:
-                number = (
-                    (int(value) if value.isdigit() and len(value) < 20 else None)
-                    if key in _WHOLE
-                    else float(value[:40])
-                )
-            except ValueError:
-                number = None
-            if number is None or not math.isfinite(number):
-                raise BackendError(
-                    f"openai spec: {key} must be a {'whole ' if key in _WHOLE else ''}number, got {value[:40]!r}"
-                )
-            if not low <= number <= high:
-                raise BackendError(
-                    f"openai spec: {key} must be at {'least' if number < low else 'most'} "
-                    f"{low if number < low else high:g}, got {value[:40]}"
-                )
-            kwargs[key] = number
+            kwargs[key] = _option_number(key, value)
         else:
             raise BackendError(
                 f"openai spec: unknown option {key!r} (known: key_env, concurrency, timeout, retries, temperature, "
                 "backoff)"
             )
-    return OpenAIBackend(model, base_url, **kwargs)
+    return OpenAIBackend(model, base_urls, **kwargs)
+
+
+def _option_number(key: str, value: str) -> Any:
+    low, high = _RANGES[key]
+    try:
+        number = (int(value) if value.isdigit() and len(value) < 20 else None) if key in _WHOLE else float(value[:40])
+    except ValueError:
+        number = None
+    if number is None or not math.isfinite(number):
+        raise BackendError(
+            f"openai spec: {key} must be a {'whole ' if key in _WHOLE else ''}number, got {value[:40]!r}"
+        )
+    if not low <= number <= high:
+        raise BackendError(
+            f"openai spec: {key} must be at {'least' if number < low else 'most'} "
+            f"{low if number < low else high:g}, got {value[:40]}"
+        )
+    return number
+
+
+def identity_spec(rest: str) -> str:
+    """What of an openai spec (after ``openai:``) names its run (runner.config_key): a spec naming several
+    replicas is one run whatever replicas serve it and however many requests each takes (the same model served
+    twice is the same run), so its base URLs and concurrency are left out. A spec naming one server is its own
+    identity, as it always was (stored runs keep their keys)."""
+    backend_spec = parse_openai_spec(rest).spec.removeprefix("openai:")
+    head, _, query = backend_spec.partition("?")
+    match = re.search(r"@(?=https?://)", head)
+    if match is None or "," not in head[match.end() :]:
+        return backend_spec
+    options = [(k, v) for k, v in parse_qsl(query) if k != "concurrency"]
+    return f"{head[: match.start()]}@replicas" + (f"?{urlencode(options)}" if options else "")
+
+
+def servers_file(path: str) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
+    """The replicas a servers file names: one base URL per line, optionally followed by its concurrency
+    (``http://node1:8000/v1 32``); blank lines and lines starting with # are skipped. BackendError naming the
+    file and line for anything else (the file is read up to 64 KiB)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_SERVERS_FILE + 1)
+    except OSError as exc:
+        raise BackendError(f"{path}: cannot read the servers file: {exc.strerror or exc}") from None
+    if len(data) > MAX_SERVERS_FILE:
+        raise BackendError(f"{path}: a servers file is at most {MAX_SERVERS_FILE // 1024} KiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BackendError(f"{path}: the servers file is not UTF-8 text") from None
+    urls: list[str] = []
+    concurrency: list[int | None] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        words = line.split("#", 1)[0].split() if not line.lstrip().startswith("#") else []
+        if not words:
+            continue
+        url = words[0]
+        if not url.startswith(("http://", "https://")) or "," in url or len(url) > 2_000:
+            raise BackendError(
+                f"{path}:{n}: url: a base URL starting with http:// or https:// (no commas), got {url[:80]!r}"
+            )
+        if len(words) > 2:
+            raise BackendError(f"{path}:{n}: expected a base URL and at most a concurrency, got {len(words)} fields")
+        try:
+            concurrency.append(_option_number("concurrency", words[1]) if len(words) == 2 else None)
+        except BackendError as exc:
+            raise BackendError(f"{path}:{n}: {str(exc).removeprefix('openai spec: ')}") from None
+        urls.append(url.rstrip("/"))
+        if len(urls) > MAX_REPLICAS:
+            raise BackendError(f"{path}:{n}: at most {MAX_REPLICAS} servers")
+    if not urls:
+        raise BackendError(f"{path}: the servers file names no server (one base URL per line)")
+    return tuple(urls), tuple(concurrency)
+
+
+def with_servers(spec: str, path: str) -> str:
+    """An openai spec served by the replicas a servers file names (their concurrency where a line gives one, else
+    the spec's): what ``vlmdesk run --servers FILE`` runs."""
+    if not spec.startswith("openai:"):
+        raise BackendError(f"--servers needs an openai: model spec, got {spec.split(':', 1)[0][:40]}:")
+    backend = parse_openai_spec(spec.removeprefix("openai:"))
+    urls, given = servers_file(path)
+    each = backend.concurrencies[0] if len(set(backend.concurrencies)) == 1 else None
+    if each is None and any(c is None for c in given):
+        raise BackendError(f"{path}: give every server its concurrency (the spec has one per replica)")
+    concurrency = tuple(c if c is not None else each for c in given)
+    return OpenAIBackend(
+        backend.model,
+        urls,
+        key_env=backend.key_env,
+        concurrency=concurrency if len(set(concurrency)) > 1 else concurrency[0],  # type: ignore[arg-type]
+        timeout=backend.timeout,
+        retries=backend.retries,
+        temperature=backend.temperature,
+        backoff=backend.backoff,
+    ).spec
 
 
 BACKENDS = (
@@ -133,6 +228,7 @@ BACKENDS = (
         "from the variable key_env names, never stored",
         build=lambda rest, context: parse_openai_spec(rest),
         validate=lambda rest: _validate(rest),
+        identity=lambda rest: identity_spec(rest),
         fields=(
             Field("", "Model", required=True, placeholder="Qwen/Qwen2-VL-7B-Instruct"),
             Field("@", "Base URL", placeholder="http://localhost:8000/v1 (empty: OpenAI's own API)"),
@@ -156,15 +252,16 @@ BACKENDS = (
 
 
 class OpenAIBackend:
-    """Greedy answers from an OpenAI-compatible ``/chat/completions`` endpoint (vLLM, transformers serve, OpenAI)."""
+    """Greedy answers from OpenAI-compatible ``/chat/completions`` endpoints (vLLM, SGLang, transformers serve,
+    OpenAI): one server, or several replicas of one model."""
 
     def __init__(
         self,
         model: str,
-        base_url: str | None = None,
+        base_url: str | Sequence[str] | None = None,
         *,
         key_env: str = DEFAULT_KEY_ENV,
-        concurrency: int = 8,
+        concurrency: int | Sequence[int] = 8,
         timeout: float = 60.0,
         retries: int = 4,
         temperature: float = 0.0,
@@ -175,16 +272,27 @@ class OpenAIBackend:
     ):
         if not model:
             raise BackendError("openai: a model name is required")
-        if base_url is not None and not base_url.startswith(("http://", "https://")):
-            raise BackendError(f"openai: base URL must start with http:// or https://, got {base_url!r}")
-        if base_url is not None and urlsplit(base_url).password is not None:
-            raise BackendError(
-                "openai: the base URL must not carry a password (specs are stored); "
-                "put the key in the environment variable named by key_env"
-            )
+        urls = (base_url,) if isinstance(base_url, str) else tuple(base_url) if base_url is not None else (None,)
+        if not urls or len(urls) > MAX_REPLICAS:
+            raise BackendError(f"openai: between 1 and {MAX_REPLICAS} base URLs, got {len(urls)}")
+        for url in urls:
+            if url is not None and not url.startswith(("http://", "https://")):
+                raise BackendError(f"openai: base URL must start with http:// or https://, got {url[:200]!r}")
+            if url is not None and urlsplit(url).password is not None:
+                raise BackendError(
+                    "openai: the base URL must not carry a password (specs are stored); "
+                    "put the key in the environment variable named by key_env"
+                )
+        if len(set(urls)) != len(urls):
+            raise BackendError("openai: a base URL is named twice")
         if not _ENV_NAME.match(key_env):
             raise BackendError(f"openai: key_env must name an environment variable, got {key_env!r}")
-        if concurrency < 1:
+        each = (concurrency,) * len(urls) if isinstance(concurrency, int) else tuple(concurrency)
+        if len(each) != len(urls):
+            raise BackendError(
+                f"openai: concurrency names {len(each)} values for {len(urls)} base URLs (one, or one per replica)"
+            )
+        if any(not isinstance(c, int) or isinstance(c, bool) or c < 1 for c in each):
             raise BackendError(f"openai: concurrency must be at least 1, got {concurrency}")
         if not timeout > 0:
             raise BackendError(f"openai: timeout must be positive (seconds), got {timeout}")
@@ -193,9 +301,11 @@ class OpenAIBackend:
         if backoff < 0 or max_backoff < 0 or max_retry_after < 0 or max_total_wait < 0:
             raise BackendError("openai: backoff delays must not be negative")
         self.model = model
-        self.base_url = base_url.rstrip("/") if base_url else None
+        self.base_urls: tuple[str | None, ...] = tuple(u.rstrip("/") if u else None for u in urls)
+        self.base_url = self.base_urls[0]
         self.key_env = key_env
-        self.concurrency = concurrency
+        self.concurrencies = each
+        self.concurrency = sum(each)  # requests in flight in all, over every replica
         self.timeout = float(timeout)
         self.retries = retries
         self.temperature = float(temperature)
@@ -208,33 +318,36 @@ class OpenAIBackend:
 
         options = {
             "key_env": key_env,
-            "concurrency": concurrency,
+            "concurrency": each[0] if len(set(each)) == 1 else ",".join(map(str, each)),
             "timeout": self.timeout,
             "retries": retries,
             "temperature": self.temperature,
             "backoff": self.backoff,
         }
-        query = urlencode({k: _fmt(v) for k, v in options.items() if v != _DEFAULTS[k]})
-        self.spec = f"openai:{model}" + (f"@{self.base_url}" if self.base_url else "") + (f"?{query}" if query else "")
+        query = urlencode({k: _fmt(v) for k, v in options.items() if v != _DEFAULTS[k]}, safe=",")
+        at = ",".join(u for u in self.base_urls if u)
+        self.spec = f"openai:{model}" + (f"@{at}" if at else "") + (f"?{query}" if query else "")
 
         import openai
 
         self._openai = openai
         self._key_is_set = bool(os.environ.get(key_env))
+        self._clients = tuple(self._client_for(url) for url in self.base_urls)
+
+    def _client_for(self, url: str | None) -> Any:
         # max_retries=0: retrying is this class's job, so every attempt is visible in logs and tests.
         kwargs: dict[str, Any] = {
-            "api_key": os.environ.get(key_env) or DUMMY_KEY,
+            "api_key": os.environ.get(self.key_env) or DUMMY_KEY,
             "timeout": self.timeout,
             "max_retries": 0,
         }
-        if self.base_url is not None:
-            kwargs["base_url"] = self.base_url
-        self._client = openai.OpenAI(**kwargs)
+        if url is not None:
+            kwargs["base_url"] = url
+        return self._openai.OpenAI(**kwargs)
 
-    # Scheduling (base.py, docs/adr/0016): one call holds at least `concurrency` queries, so that many requests are
-    # in flight whatever --batch-size is; the engine walks waves over chunks of CHUNK_PER_REQUEST × concurrency
-    # items, so a server's prefix cache (vLLM keeps a few hundred image prompts) still holds an item's prompt when
-    # its next rotation is asked.
+    # Scheduling (docs/adr/0032): the engine streams through open_stream(); call_size and chunk_items are what the
+    # wave engine reads when it cannot stream (a multi-turn run): one call holds at least `concurrency` queries, and
+    # waves walk chunks of CHUNK_PER_REQUEST × concurrency items, within a server's prefix cache (docs/adr/0016).
     def call_size(self, batch_size: int) -> int:
         return max(batch_size, self.concurrency)
 
@@ -242,13 +355,16 @@ class OpenAIBackend:
     def chunk_items(self) -> int:
         return CHUNK_PER_REQUEST * self.concurrency
 
+    def open_stream(self, max_new_tokens: int) -> OpenAIStream:
+        return OpenAIStream(self, max_new_tokens)
+
     @property
     def server(self) -> str:
-        """The endpoint, as messages name it."""
+        """The endpoint, as messages name it (the first replica's: each replica's own messages name it)."""
         return self.base_url or OFFICIAL_SERVER
 
     def describe(self) -> dict[str, Any]:
-        return {
+        info = {
             "backend": "openai",
             "model": self.model,
             "base_url": self.base_url,
@@ -260,65 +376,33 @@ class OpenAIBackend:
             "temperature": self.temperature,
             "openai": getattr(self._openai, "__version__", None),
         }
+        if len(self.base_urls) > 1:
+            info["replicas"] = [{"base_url": u, "concurrency": c} for u, c in zip(self.base_urls, self.concurrencies)]
+        return info
 
     # ---- generation -------------------------------------------------------------------------------------
 
     def generate(self, queries: Sequence[Query], max_new_tokens: int) -> list[str]:
-        """One chat completion per query, at most ``concurrency`` in flight; texts in input order.
+        """One chat completion per query, through a stream kept `concurrency` requests full; texts in input order.
 
-        The first query that fails for good stops the batch: queries not yet sent are not sent, retries waiting
-        elsewhere stop waiting, and that query's BackendError is raised. Workers are daemon threads and the caller's
-        thread only waits on a queue, so an interruption (Ctrl-C, the app's Cancel) ends the process at once, whatever
-        the requests are doing: nothing a worker holds is ever stored (docs/adr/0024). Retry waits are told to
-        ``on_wait`` from the caller's thread.
-        """
+        Every query's body is built before anything is sent (a bad image fails the call at once). The first query
+        that fails for good stops the call: queries not yet sent are not sent, and the requests in flight are
+        abandoned (their threads are daemons; nothing they hold is stored: docs/adr/0024). The caller's thread only
+        waits on a queue with a short timeout, so Ctrl-C and SIGTERM end it at once."""
         if not queries:
             return []
-        bodies = [self._request_body(q, max_new_tokens) for q in queries]  # bad images fail before any request
-        failed = threading.Event()
-        inbox: queue.SimpleQueue[tuple[str, int, Any]] = queue.SimpleQueue()
-        todo = iter(range(len(bodies)))
-        taking = threading.Lock()
-
-        def work() -> None:
-            try:
-                while not failed.is_set():
-                    with taking:
-                        index = next(todo, None)
-                    if index is None:
-                        return
-                    try:
-                        text = self._complete(index, bodies[index], failed, lambda w: inbox.put(("wait", -1, w)))
-                    except BaseException as exc:
-                        failed.set()  # set in the worker, before it can pick up the next query
-                        inbox.put(("error", index, exc))
-                    else:
-                        inbox.put(("text", index, text))
-            finally:
-                inbox.put(("exit", -1, None))
-
-        workers = min(self.concurrency, len(bodies))
-        for _ in range(workers):
-            threading.Thread(target=work, name="openai-backend", daemon=True).start()
+        bodies = [self._request_body(q, max_new_tokens) for q in queries]
+        stream = self.open_stream(max_new_tokens)
         texts: dict[int, str] = {}
-        errors: dict[int, BaseException] = {}
+        todo = iter(range(len(bodies)))
         try:
-            while workers:
-                kind, index, value = inbox.get()
-                if kind == "exit":
-                    workers -= 1
-                elif kind == "text":
-                    texts[index] = value
-                elif kind == "error":
-                    errors[index] = value
-                else:
-                    self._tell(value)
-        except BaseException:  # e.g. Ctrl-C or SIGTERM: the workers stop retrying; nobody waits for them
-            failed.set()
-            raise
-        if errors:  # the first real failure in input order, not a query it stopped
-            first = min(errors)
-            raise next((errors[i] for i in sorted(errors) if not isinstance(errors[i], _Stopped)), errors[first])
+            while len(texts) < len(bodies):
+                while stream.load() < stream.capacity and (index := next(todo, None)) is not None:
+                    stream.send_body(index, bodies[index])
+                for answer in stream.answers(_POLL_S):
+                    texts[answer.key] = answer.text
+        finally:
+            stream.close()
         return [texts[i] for i in range(len(bodies))]
 
     def _tell(self, wait: RetryWait) -> None:
@@ -343,113 +427,261 @@ class OpenAIBackend:
             "temperature": self.temperature,
         }
 
-    def _complete(
-        self, index: int, body: dict[str, Any], stop: threading.Event, tell: Callable[[RetryWait], None]
-    ) -> str:
-        openai = self._openai
-        attempts = self.retries + 1
-        last_error = ""
-        waited = 0.0
-        gave_up = ""
-        for attempt in range(1, attempts + 1):
-            if stop.is_set():
-                raise _Stopped()
-            retry_after: float | None = None
-            try:
-                return _content_of(self._send(body, stop))
-            except openai.APIStatusError as e:
-                status = e.status_code
-                detail = _server_message(e.response)
-                if not _retryable_status(status):
-                    hint = ""
-                    if status in (401, 403):
-                        hint = (
-                            f" (key from ${self.key_env})"
-                            if self._key_is_set
-                            else f" (no API key: ${self.key_env} is not set)"
-                        )
-                    raise BackendError(
-                        f"openai: {self.server} answered HTTP {status} for model {self.model!r}: {detail}{hint}"
-                    ) from None
-                last_error = f"HTTP {status}: {detail}"
-                retry_after = _retry_after_seconds(e.response.headers)
-            except (openai.APITimeoutError, _Deadline):
-                last_error = f"no answer within {self.timeout:g} s (timeout)"
-            except openai.APIConnectionError as e:
-                cause = e.__cause__ or e
-                last_error = f"connection error: {_one_line(str(cause) or type(cause).__name__)}"
-            except _Malformed as e:
-                last_error = f"malformed response: {e}"
-            if attempt < attempts:
-                left = self.max_total_wait - waited
-                if left <= 0:
-                    gave_up = f" (no more retries: one request waits {self.max_total_wait:g} s in all at most)"
-                    break
-                delay = min(self._delay(attempt, retry_after), left)
-                tell(RetryWait(self.server, index, last_error, retry_after, delay, attempt + 1, attempts))
-                self._pause(delay, stop)
-                waited += delay
-        tried = attempt
-        raise BackendError(
-            f"openai: {self.server} failed for model {self.model!r} after {tried} "
-            f"attempt{'s' if tried != 1 else ''}{gave_up}; last error: {last_error}"
-        )
-
-    def _send(self, body: dict[str, Any], stop: threading.Event) -> str:
-        """One request's answer, within ``timeout`` seconds of wall time in all: connecting, sending, waiting, and every
-        byte of the body (the client's own timeout is per read, so a server dripping a byte at a time could hold a
-        request for ever). The request runs in a daemon thread that is left behind at the deadline, or when
-        another query of the batch fails for good; its late answer is dropped (docs/adr/0024)."""
-        done = threading.Event()
-        outcome: list[str | BaseException] = []
-
-        def send() -> None:
-            try:
-                outcome.append(self._client.chat.completions.with_raw_response.create(**body).http_response.text)
-            except BaseException as exc:  # handed to the waiting worker
-                outcome.append(exc)
-            finally:
-                done.set()
-
-        threading.Thread(target=send, name="openai-request", daemon=True).start()
-        deadline = time.monotonic() + self.timeout
-        while not done.wait(min(_STOP_POLL_S, max(deadline - time.monotonic(), 0.0))):
-            if stop.is_set():
-                raise _Stopped()
-            if time.monotonic() >= deadline:
-                raise _Deadline()
-        result = outcome[0]
-        if isinstance(result, BaseException):
-            raise result
-        return result
-
-    def _pause(self, seconds: float, stop: threading.Event) -> None:
-        """Wait before a retry; returns early when another query of the batch has failed for good."""
-        stop.wait(seconds)
+    def _wait_for(self, seconds: float) -> float:
+        """The seconds a retry really waits once `seconds` was decided and told (tests record and skip them)."""
+        return seconds
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_retry_after)
         base = min(self.backoff * 2.0 ** (attempt - 1), self.max_backoff)
-        return base * (1.0 + 0.25 * random.random())  # jitter: parallel workers do not retry in lockstep
+        return base * (1.0 + 0.25 * random.random())  # jitter: parallel requests do not retry in lockstep
 
 
-# ---- helpers --------------------------------------------------------------------------------------------
+@dataclass
+class _Replica:
+    """One server of a stream: its client, how many requests it takes at once, how many it holds, and until when it
+    is set aside after failing (each failure in a row doubles its back-off; an answer ends it)."""
+
+    url: str
+    client: Any
+    capacity: int
+    in_flight: int = 0
+    failures: int = 0
+    aside_until: float = 0.0
+    last_error: str = ""
+
+    def room(self, now: float) -> int:
+        """Requests it may be sent now: none while set aside; one (a probe) after failing, until it answers."""
+        if now < self.aside_until:
+            return 0
+        return max(0, (1 if self.failures else self.capacity) - self.in_flight)
 
 
-class _Stopped(Exception):
-    """A query not sent (or not retried) because another query of the same batch failed for good."""
+@dataclass
+class _Request:
+    key: int
+    body: dict[str, Any]
+    sent: float  # when the engine sent it (an answer's latency counts its retries)
+    attempts: int = 0
+    waited: float = 0.0
+    not_before: float = 0.0  # waiting to be retried until then
+    last_error: str = ""
 
 
-class _Deadline(Exception):
-    """A request that had no whole answer within the backend's timeout (wall time)."""
+@dataclass
+class _Attempt:
+    request: _Request
+    replica: _Replica
+    deadline: float
+
+
+class OpenAIStream:
+    """Requests kept in flight over one or more replicas (base.Stream; docs/adr/0032). Everything is decided in the
+    caller's thread, in `answers()`: which replica a request goes to (the one with the fewest in flight for its
+    concurrency, among those not set aside), each attempt's deadline (wall time: a server dripping bytes times out),
+    retries with jittered exponential back-off or the server's Retry-After (capped), and setting a failing replica
+    aside. An attempt runs in a daemon thread that only puts its outcome in a queue; an attempt past its deadline is
+    abandoned, and its late outcome dropped."""
+
+    def __init__(self, backend: OpenAIBackend, max_new_tokens: int):
+        self.backend, self.max_new_tokens = backend, max_new_tokens
+        self.replicas = [
+            _Replica(url or OFFICIAL_SERVER, client, capacity)
+            for url, client, capacity in zip(backend.base_urls, backend._clients, backend.concurrencies)
+        ]
+        self.capacity = backend.concurrency
+        self._ready: list[_Request] = []  # waiting for a replica (or for their retry time): oldest first
+        self._flight: dict[int, _Attempt] = {}
+        self._inbox: queue.SimpleQueue[tuple[int, str | BaseException]] = queue.SimpleQueue()
+        self._ids = itertools.count()
+        self._closed = False
+
+    # -- base.Stream ------------------------------------------------------------------------------------------
+    def send(self, key: int, query: Query) -> None:
+        self.send_body(key, self.backend._request_body(query, self.max_new_tokens))
+
+    def send_body(self, key: int, body: dict[str, Any]) -> None:
+        self._ready.append(_Request(key, body, time.monotonic()))
+        self._dispatch(time.monotonic())
+
+    def load(self) -> int:
+        return len(self._ready) + len(self._flight)
+
+    def answers(self, timeout: float) -> list[Answer]:
+        end = time.monotonic() + max(timeout, 0.0)
+        out: list[Answer] = []
+        while True:
+            now = time.monotonic()
+            self._dispatch(now)
+            wait = min([end] + [a.deadline for a in self._flight.values()] + self._retry_times(now)) - now
+            try:
+                outcome = self._inbox.get(timeout=min(max(wait, 0.0), _POLL_S))
+            except queue.Empty:
+                outcome = None
+            while outcome is not None:
+                self._take(*outcome, out)
+                try:
+                    outcome = self._inbox.get_nowait()
+                except queue.Empty:
+                    outcome = None
+            self._expire(time.monotonic())
+            if out or time.monotonic() >= end:
+                return out
+
+    def close(self) -> None:
+        self._closed = True
+        self._ready.clear()
+        self._flight.clear()  # the threads' late outcomes go to a queue nobody reads
+
+    # -- inside ---------------------------------------------------------------------------------------------
+    def _retry_times(self, now: float) -> list[float]:
+        """When a request waiting now may go: its retry time, or a replica's end of being set aside."""
+        if not self._ready:
+            return []
+        times = [r.not_before for r in self._ready] + [p.aside_until for p in self.replicas]
+        return [t for t in times if t > now]
+
+    def _dispatch(self, now: float) -> None:
+        """Send every request that may go now to the least loaded replica that has room."""
+        if self._closed or not self._ready:
+            return
+        waiting = []
+        for request in self._ready:
+            if request.not_before > now:
+                waiting.append(request)
+                continue
+            open_ = [p for p in self.replicas if p.room(now) > 0]
+            if not open_:
+                waiting.append(request)
+                continue
+            replica = min(open_, key=lambda p: (p.in_flight / p.capacity, -p.room(now)))
+            self._start(request, replica, now)
+        self._ready = waiting
+
+    def _start(self, request: _Request, replica: _Replica, now: float) -> None:
+        request.attempts += 1
+        replica.in_flight += 1
+        attempt_id = next(self._ids)
+        self._flight[attempt_id] = _Attempt(request, replica, now + self.backend.timeout)
+        inbox, client, body = self._inbox, replica.client, request.body
+
+        def attempt() -> None:
+            try:
+                inbox.put((attempt_id, client.chat.completions.with_raw_response.create(**body).http_response.text))
+            except BaseException as exc:  # handed to the caller's thread
+                inbox.put((attempt_id, exc))
+
+        threading.Thread(target=attempt, name="openai-request", daemon=True).start()
+
+    def _take(self, attempt_id: int, outcome: str | BaseException, out: list[Answer]) -> None:
+        attempt = self._flight.pop(attempt_id, None)
+        if attempt is None:
+            return  # abandoned at its deadline, or the stream was closed
+        attempt.replica.in_flight -= 1
+        if isinstance(outcome, str):
+            try:
+                text, usage = _completion_of(outcome)
+            except _Malformed as exc:
+                self._failed(attempt, f"malformed response: {exc}", None)
+                return
+            attempt.replica.failures, attempt.replica.aside_until = 0, 0.0
+            latency = (time.monotonic() - attempt.request.sent) * 1000
+            out.append(Answer(attempt.request.key, text, round(latency, 3), usage))
+            return
+        openai = self.backend._openai
+        if isinstance(outcome, openai.APIStatusError):
+            status, detail = outcome.status_code, _server_message(outcome.response)
+            if not _retryable_status(status):
+                raise BackendError(
+                    f"openai: {attempt.replica.url} answered HTTP {status} for model {self.backend.model!r}: "
+                    f"{detail}{self._key_hint(status)}"
+                ) from None
+            self._failed(attempt, f"HTTP {status}: {detail}", _retry_after_seconds(outcome.response.headers))
+        elif isinstance(outcome, openai.APITimeoutError):
+            self._failed(attempt, self._timeout_error(), None)
+        elif isinstance(outcome, openai.APIConnectionError):
+            cause = outcome.__cause__ or outcome
+            self._failed(attempt, f"connection error: {_one_line(str(cause) or type(cause).__name__)}", None)
+        elif isinstance(outcome, Exception):
+            raise BackendError(
+                f"openai: {attempt.replica.url}: {type(outcome).__name__}: {_one_line(str(outcome))[:300]}"
+            ) from None
+        else:
+            raise outcome  # KeyboardInterrupt or SystemExit in a request thread
+
+    def _expire(self, now: float) -> None:
+        """Abandon every attempt past its deadline (its thread is left behind; a late answer is dropped)."""
+        for attempt_id in [i for i, a in self._flight.items() if a.deadline <= now]:
+            attempt = self._flight.pop(attempt_id)
+            attempt.replica.in_flight -= 1
+            self._failed(attempt, self._timeout_error(), None)
+
+    def _timeout_error(self) -> str:
+        return f"no answer within {self.backend.timeout:g} s (timeout)"
+
+    def _failed(self, attempt: _Attempt, error: str, retry_after: float | None) -> None:
+        """A failed attempt: the replica set aside for the back-off (or what it asked for), the request retried —
+        on another replica at once when one has room, else when the back-off ends — or given up on."""
+        backend, request, replica = self.backend, attempt.request, attempt.replica
+        now = time.monotonic()
+        replica.failures += 1
+        replica.last_error = request.last_error = error
+        attempts = backend.retries + 1
+        if request.attempts >= attempts:
+            self._give_up(request, attempts, "")
+        left = backend.max_total_wait - request.waited
+        if left <= 0:
+            self._give_up(
+                request, attempts, f" (no more retries: one request waits {backend.max_total_wait:g} s in all at most)"
+            )
+        delay = min(backend._delay(request.attempts, retry_after), left)
+        replica.aside_until = max(replica.aside_until, now + delay)
+        others = [p for p in self.replicas if p is not replica and p.aside_until <= now]
+        wait = 0.0 if others else delay
+        backend._tell(RetryWait(replica.url, request.key, error, retry_after, wait, request.attempts + 1, attempts))
+        request.waited += wait
+        really = backend._wait_for(wait)
+        if really < wait:
+            replica.aside_until = now + really  # a test skipping the wait
+        request.not_before = now + really
+        self._ready.insert(0, request)  # retried before anything newer
+
+    def _give_up(self, request: _Request, attempts: int, why: str) -> NoReturn:
+        backend = self.backend
+        tried = f"after {request.attempts} attempt{'s' if request.attempts != 1 else ''}{why}"
+        now = time.monotonic()
+        if all(p.aside_until > now or p.failures for p in self.replicas):
+            if len(self.replicas) == 1:
+                raise ServersDown(
+                    f"openai: {self.replicas[0].url} failed for model {backend.model!r} {tried}; "
+                    f"last error: {request.last_error}"
+                )
+            down = "; ".join(f"{p.url}: {p.last_error or 'set aside'}" for p in self.replicas)
+            raise ServersDown(f"openai: no server answers for model {backend.model!r} ({tried}): {down}")
+        raise BackendError(
+            f"openai: {backend.server} failed for model {backend.model!r} {tried}; last error: {request.last_error}"
+        )
+
+    def _key_hint(self, status: int) -> str:
+        if status not in (401, 403):
+            return ""
+        backend = self.backend
+        return (
+            f" (key from ${backend.key_env})"
+            if backend._key_is_set
+            else f" (no API key: ${backend.key_env} is not set)"
+        )
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------
 
 
 class _Malformed(Exception):
     """A 2xx answer that is not a chat completion with text."""
 
 
-def _content_of(text: str) -> str:
+def _completion_of(text: str) -> tuple[str, Usage | None]:
     try:
         data = json.loads(text)
     except ValueError:
@@ -464,7 +696,16 @@ def _content_of(text: str) -> str:
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, str):
         raise _Malformed("choice has no message content" if content is None else "message content is not text")
-    return content
+    return content, _usage_of(data.get("usage"))
+
+
+def _usage_of(value: object) -> Usage | None:
+    """The tokens a server says an answer cost, checked at the door: whole numbers 0..2^40, else not said."""
+    if not isinstance(value, dict):
+        return None
+    counts = [value.get(k) for k in ("prompt_tokens", "completion_tokens")]
+    kept = [c if isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= MAX_TOKENS else None for c in counts]
+    return None if kept == [None, None] else Usage(*kept)
 
 
 def _validate(rest: str) -> None:

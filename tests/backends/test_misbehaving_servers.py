@@ -53,7 +53,7 @@ def test_retry_after_999999_waits_a_capped_minute_twice_then_fails_saying_why(se
     server = serve([SLOW_DOWN])
     backend = parse_openai_spec(f"m@{server.url}")  # the default retries (4)
     waits, told = [], []
-    backend._pause = lambda seconds, stop: waits.append(seconds)
+    backend._wait_for = lambda seconds: waits.append(seconds) or 0.0
     backend.on_wait = told.append
     with pytest.raises(BackendError) as err:
         backend.generate([Query("q")], 2)
