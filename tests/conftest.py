@@ -81,17 +81,17 @@ def serve():
 # ---- markers, applied from what a test does (declared in pyproject.toml; see README, Development) -------------
 #
 # gui: under tests/gui/, or uses qtbot / qapp. model: uses a tiny model (also slow). server: a local HTTP server
-# (the scripted fault server, the fetch tests' file server, or a real `transformers serve`). subprocess: starts a
-# process. Server and subprocess are found in the names the test, its fixtures and the tests/ helpers they call use
-# (their bytecode), so tests written later are marked without a list. property: a hypothesis @given test (also slow:
-# hundreds of examples).
+# (the scripted fault server, the fetch tests' file server, tests/server_process.py, or a real `transformers
+# serve`). subprocess: starts a process. Server and subprocess are found in the names the test, its fixtures and the
+# tests/ helpers they call use (their bytecode), so tests written later are marked without a list. property: a
+# hypothesis @given test (also slow: hundreds of examples).
 # slow: model, property, or measured slow (SLOW). fast: none of slow, gui, subprocess, server (retries wait): the
 # edit loop's `-m fast`. A test may also carry one of these markers itself.
 
 TESTS_DIR = Path(__file__).resolve().parent
 MODEL_FIXTURES = {"tiny_llava_dir", "tiny_idefics3_dir", "tiny_text_lm_dir", "tiny_family_dirs"}
 SPAWNS = {"subprocess", "Popen", "QProcess", "executable"}  # names in the bytecode of code that starts a process
-SERVES = {"FaultServer", "FileServer", "transformers_serve"}
+SERVES = {"FaultServer", "FileServer", "ServerProcess", "transformers_serve"}
 # The slowest tests no rule marks (pytest --durations=0, 2 busy cores): over 3 s each, or tables of in-process
 # command-line error cases (0.2-0.7 s a row) that would cost the fast loop a quarter of its time. A prefix of a node
 # id marks every parametrisation.
