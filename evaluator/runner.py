@@ -177,7 +177,7 @@ def versions() -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {"python": platform.python_version()}
-    for package in ("vlmdesk", "torch", "transformers", "openai", "pillow"):
+    for package in ("vlmdesk", "torch", "transformers", "httpx2", "pillow"):
         try:
             found[package] = version(package)
         except PackageNotFoundError:

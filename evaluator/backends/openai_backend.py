@@ -6,8 +6,9 @@ flight per replica, each answer taken as it comes; `generate()` is a call over t
 are replicas of one model: a request goes to the replica with the fewest in flight for its concurrency; a replica
 that fails (connection refused, 5xx, 429, a timeout, a malformed body) is set aside for the back-off and its requests
 go to the others; after it, one probe request must answer before it gets its full share again. ``timeout`` is a
-wall-clock deadline for each attempt (not the gap between two bytes). Retries are ours, not the client's (the
-client is built with ``max_retries=0``), so they are told (``on_wait``) and testable: jittered exponential back-off,
+wall-clock deadline for each attempt (not the gap between two bytes). Requests are plain POSTs through httpx2 (the
+openai SDK's own HTTP library; the SDK's models cost three times the CPU), and retries are ours, so they are told
+(``on_wait``) and testable: jittered exponential back-off,
 or the server's ``Retry-After`` (capped at MAX_WAIT_S; the waits of one request at MAX_TOTAL_WAIT_S in all). Any
 other 4xx fails at once with a one-line message naming the server, the status and what the server said; a request
 out of retries while no replica answers is ServersDown (the run stops as interrupted, resumable).
@@ -15,12 +16,13 @@ out of retries while no replica answers is ServersDown (the run stops as interru
 The API key is read from the environment variable the spec names (``key_env``, default ``OPENAI_API_KEY``); the
 key itself never enters the spec or ``describe()``, and whatever a server says back (answers, error bodies) is
 redacted at the door every backend is loaded through (backends/door.py). Local servers need no key: an unset
-variable sends the dummy key ``EMPTY``. ``openai`` is imported lazily, so importing this module stays cheap.
+variable sends the dummy key ``EMPTY``. ``httpx2`` is imported lazily, so importing this module stays cheap.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
 import math
@@ -41,7 +43,7 @@ from .base import Answer, BackendEntry, BackendError, Query, RetryWait, ServersD
 
 
 class _Response(Protocol):
-    """An HTTP response of the openai client (its HTTP library changes between releases)."""
+    """An HTTP response (httpx2's), as error messages read it."""
 
     @property
     def text(self) -> str: ...
@@ -59,6 +61,7 @@ MAX_TOTAL_WAIT_S = 120.0  # the waits of one request's retries together: then it
 _POLL_S = 0.1  # the longest the caller's thread waits on the answers' queue at once (a signal is handled between)
 MAX_REPLICAS = 64  # base URLs of one spec
 MAX_SERVERS_FILE = 64 * 1024  # bytes of a servers file
+MAX_KEEPALIVE = 1024  # idle connections kept per replica (at most the concurrency are ever busy)
 MAX_TOKENS = 2**40  # a usage count above this is not believed
 _DEFAULTS = {
     "key_env": DEFAULT_KEY_ENV,
@@ -328,22 +331,31 @@ class OpenAIBackend:
         at = ",".join(u for u in self.base_urls if u)
         self.spec = f"openai:{model}" + (f"@{at}" if at else "") + (f"?{query}" if query else "")
 
-        import openai
+        import httpx2
 
-        self._openai = openai
+        self._httpx = httpx2
         self._key_is_set = bool(os.environ.get(key_env))
         self._clients = tuple(self._client_for(url) for url in self.base_urls)
 
     def _client_for(self, url: str | None) -> Any:
-        # max_retries=0: retrying is this class's job, so every attempt is visible in logs and tests.
-        kwargs: dict[str, Any] = {
-            "api_key": os.environ.get(self.key_env) or DUMMY_KEY,
-            "timeout": self.timeout,
-            "max_retries": 0,
-        }
-        if url is not None:
-            kwargs["base_url"] = url
-        return self._openai.OpenAI(**kwargs)
+        """One HTTP client per replica. The chat-completions POST is sent with httpx2 (the HTTP library the openai
+        SDK is built on) rather than through the SDK: the SDK's request and response models cost ~3 ms of CPU a
+        request here against ~1 ms, and at hundreds of requests a second the client's CPU, not the servers, would
+        bound the run (docs/adr/0032). Its timeout is per read; our deadline is wall time (OpenAIStream)."""
+        httpx2 = self._httpx
+        return httpx2.Client(
+            base_url=(url or OFFICIAL_SERVER) + "/",
+            headers={
+                "Authorization": f"Bearer {os.environ.get(self.key_env) or DUMMY_KEY}",
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                "User-Agent": "vlmdesk",
+            },
+            timeout=httpx2.Timeout(self.timeout),
+            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=MAX_KEEPALIVE),
+            follow_redirects=False,
+            trust_env=True,
+        )
 
     # Scheduling (docs/adr/0032): the engine streams through open_stream(); call_size and chunk_items are what the
     # wave engine reads when it cannot stream (a multi-turn run): one call holds at least `concurrency` queries, and
@@ -374,7 +386,7 @@ class OpenAIBackend:
             "timeout": self.timeout,
             "retries": self.retries,
             "temperature": self.temperature,
-            "openai": getattr(self._openai, "__version__", None),
+            "httpx2": getattr(self._httpx, "__version__", None),
         }
         if len(self.base_urls) > 1:
             info["replicas"] = [{"base_url": u, "concurrency": c} for u, c in zip(self.base_urls, self.concurrencies)]
@@ -461,7 +473,7 @@ class _Replica:
 @dataclass
 class _Request:
     key: int
-    body: dict[str, Any]
+    body: bytes  # the JSON body, encoded once
     sent: float  # when the engine sent it (an answer's latency counts its retries)
     attempts: int = 0
     waited: float = 0.0
@@ -481,8 +493,9 @@ class OpenAIStream:
     caller's thread, in `answers()`: which replica a request goes to (the one with the fewest in flight for its
     concurrency, among those not set aside), each attempt's deadline (wall time: a server dripping bytes times out),
     retries with jittered exponential back-off or the server's Retry-After (capped), and setting a failing replica
-    aside. An attempt runs in a daemon thread that only puts its outcome in a queue; an attempt past its deadline is
-    abandoned, and its late outcome dropped."""
+    aside. Attempts are sent by a pool of daemon threads that only put their outcomes in a queue (as many threads as
+    attempts in flight, kept between attempts: a thread per attempt cost more CPU than the request); an attempt past
+    its deadline is abandoned — its late outcome dropped, its thread replaced while it hangs."""
 
     def __init__(self, backend: OpenAIBackend, max_new_tokens: int):
         self.backend, self.max_new_tokens = backend, max_new_tokens
@@ -493,7 +506,10 @@ class OpenAIStream:
         self.capacity = backend.concurrency
         self._ready: list[_Request] = []  # waiting for a replica (or for their retry time): oldest first
         self._flight: dict[int, _Attempt] = {}
-        self._inbox: queue.SimpleQueue[tuple[int, str | BaseException]] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[int, Any, bytes] | None] = queue.SimpleQueue()
+        self._workers = 0  # threads of the pool
+        self._abandoned: set[int] = set()  # attempts given up on whose threads have not come back
         self._ids = itertools.count()
         self._closed = False
 
@@ -502,7 +518,7 @@ class OpenAIStream:
         self.send_body(key, self.backend._request_body(query, self.max_new_tokens))
 
     def send_body(self, key: int, body: dict[str, Any]) -> None:
-        self._ready.append(_Request(key, body, time.monotonic()))
+        self._ready.append(_Request(key, json.dumps(body).encode(), time.monotonic()))
         self._dispatch(time.monotonic())
 
     def load(self) -> int:
@@ -532,7 +548,12 @@ class OpenAIStream:
     def close(self) -> None:
         self._closed = True
         self._ready.clear()
-        self._flight.clear()  # the threads' late outcomes go to a queue nobody reads
+        self._flight.clear()  # outcomes still to come go to a queue nobody reads
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self._jobs.get_nowait()  # never sent
+        for _ in range(self._workers):
+            self._jobs.put(None)
 
     # -- inside ---------------------------------------------------------------------------------------------
     def _retry_times(self, now: float) -> list[float]:
@@ -564,45 +585,52 @@ class OpenAIStream:
         replica.in_flight += 1
         attempt_id = next(self._ids)
         self._flight[attempt_id] = _Attempt(request, replica, now + self.backend.timeout)
-        inbox, client, body = self._inbox, replica.client, request.body
+        if self._workers - len(self._abandoned) < len(self._flight):  # every attempt in flight has a thread
+            self._workers += 1
+            threading.Thread(target=self._work, name="openai-request", daemon=True).start()
+        self._jobs.put((attempt_id, replica.client, request.body))
 
-        def attempt() -> None:
+    def _work(self) -> None:
+        """A thread of the pool: POST each job's body, hand the response (or what went wrong) to the caller."""
+        jobs, inbox = self._jobs, self._inbox
+        while (job := jobs.get()) is not None:
+            attempt_id, client, body = job
             try:
-                inbox.put((attempt_id, client.chat.completions.with_raw_response.create(**body).http_response.text))
+                outcome: Any = client.post("chat/completions", content=body)
             except BaseException as exc:  # handed to the caller's thread
-                inbox.put((attempt_id, exc))
+                outcome = exc
+            inbox.put((attempt_id, outcome))
 
-        threading.Thread(target=attempt, name="openai-request", daemon=True).start()
-
-    def _take(self, attempt_id: int, outcome: str | BaseException, out: list[Answer]) -> None:
+    def _take(self, attempt_id: int, outcome: Any, out: list[Answer]) -> None:
         attempt = self._flight.pop(attempt_id, None)
         if attempt is None:
+            self._abandoned.discard(attempt_id)  # its thread is back in the pool
             return  # abandoned at its deadline, or the stream was closed
         attempt.replica.in_flight -= 1
-        if isinstance(outcome, str):
-            try:
-                text, usage = _completion_of(outcome)
-            except _Malformed as exc:
-                self._failed(attempt, f"malformed response: {exc}", None)
+        httpx2 = self.backend._httpx
+        if isinstance(outcome, httpx2.Response):
+            status = outcome.status_code
+            if 200 <= status < 300:
+                try:
+                    text, usage = _completion_of(outcome.text)
+                except _Malformed as exc:
+                    self._failed(attempt, f"malformed response: {exc}", None)
+                    return
+                attempt.replica.failures, attempt.replica.aside_until = 0, 0.0
+                latency = (time.monotonic() - attempt.request.sent) * 1000
+                out.append(Answer(attempt.request.key, text, round(latency, 3), usage))
                 return
-            attempt.replica.failures, attempt.replica.aside_until = 0, 0.0
-            latency = (time.monotonic() - attempt.request.sent) * 1000
-            out.append(Answer(attempt.request.key, text, round(latency, 3), usage))
-            return
-        openai = self.backend._openai
-        if isinstance(outcome, openai.APIStatusError):
-            status, detail = outcome.status_code, _server_message(outcome.response)
+            detail = _server_message(outcome)
             if not _retryable_status(status):
                 raise BackendError(
                     f"openai: {attempt.replica.url} answered HTTP {status} for model {self.backend.model!r}: "
                     f"{detail}{self._key_hint(status)}"
                 ) from None
-            self._failed(attempt, f"HTTP {status}: {detail}", _retry_after_seconds(outcome.response.headers))
-        elif isinstance(outcome, openai.APITimeoutError):
+            self._failed(attempt, f"HTTP {status}: {detail}", _retry_after_seconds(outcome.headers))
+        elif isinstance(outcome, httpx2.TimeoutException):
             self._failed(attempt, self._timeout_error(), None)
-        elif isinstance(outcome, openai.APIConnectionError):
-            cause = outcome.__cause__ or outcome
-            self._failed(attempt, f"connection error: {_one_line(str(cause) or type(cause).__name__)}", None)
+        elif isinstance(outcome, httpx2.RequestError):
+            self._failed(attempt, f"connection error: {_one_line(str(outcome) or type(outcome).__name__)}", None)
         elif isinstance(outcome, Exception):
             raise BackendError(
                 f"openai: {attempt.replica.url}: {type(outcome).__name__}: {_one_line(str(outcome))[:300]}"
@@ -614,6 +642,7 @@ class OpenAIStream:
         """Abandon every attempt past its deadline (its thread is left behind; a late answer is dropped)."""
         for attempt_id in [i for i, a in self._flight.items() if a.deadline <= now]:
             attempt = self._flight.pop(attempt_id)
+            self._abandoned.add(attempt_id)
             attempt.replica.in_flight -= 1
             self._failed(attempt, self._timeout_error(), None)
 
