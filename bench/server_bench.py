@@ -216,11 +216,22 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=None, help="four-option items, CircularEval, fixed latency (256)")
     ap.add_argument("--vanilla-items", type=int, default=None, help="items, VanillaEval, varying latency (400)")
     ap.add_argument("--latency-ms", type=float, default=100.0, help="the fixed mode's answer time (default 100 ms)")
+    ap.add_argument(
+        "--varying-ms",
+        default=f"{VARYING_BASE_MS:g},{VARYING_JITTER_MS:g}",
+        help="the varying mode's latency: BASE,MEAN — BASE ms + an exponential of mean MEAN ms (default 40,160)",
+    )
     ap.add_argument("--concurrency", default=None, help="concurrency values, one server (default 32,64)")
     ap.add_argument("--replicas", type=int, default=3, help="servers of the replica rows (default 3; <2: none)")
     ap.add_argument("--replica-concurrency", type=int, default=None, help="concurrency per replica (default 32)")
     ap.add_argument("--quick", action="store_true", help="small sizes (32 / 48 items, concurrency 8): a smoke test")
     args = ap.parse_args()
+    try:
+        varying = tuple(float(v) for v in args.varying_ms.split(","))
+    except ValueError:
+        varying = ()
+    if len(varying) != 2 or min(varying) < 0:
+        ap.error("--varying-ms: BASE,MEAN in milliseconds, e.g. 40,160")
     quick = args.quick
     args.items = args.items if args.items is not None else 32 if quick else 256
     args.vanilla_items = args.vanilla_items if args.vanilla_items is not None else 48 if quick else 400
@@ -237,7 +248,7 @@ def main() -> None:
     )
     modes = [
         Mode("fixed", args.latency_ms, 0.0, "fixed", "circular"),
-        Mode("varying", VARYING_BASE_MS, VARYING_JITTER_MS, "varying", "vanilla"),
+        Mode("varying", varying[0], varying[1], "varying", "vanilla"),
     ]
     results: list = []
     with tempfile.TemporaryDirectory() as tmp:
