@@ -1,9 +1,10 @@
-"""The tokens a server said each pass cost (migration 0016): stored with the pass, checked at the door, summed in SQL;
-an older workspace gains the columns empty."""
+"""The tokens a server said each pass cost (migration 0016): stored with the pass, checked at the door, summed in SQL,
+shown by `vlmdesk report` (text and JSON) only when some pass has them; an older workspace gains the columns empty."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import sqlite3
 
 import pytest
@@ -12,6 +13,7 @@ from sqlite_utils import Database
 from db import item_query, open_workspace, runs, schema
 from db.errors import InvalidInput
 from evaluator.importers import import_benchmark
+from evaluator.report import run_report
 from tests.evaluator.test_runner import write_jsonl_bench
 from vlmdesk.cli import main
 
@@ -132,6 +134,29 @@ def test_the_column_refuses_what_the_door_would(ws_path, bad):
         assert stored == [("integer", 12, "integer", 3)]
 
 
+def test_report_shows_tokens_only_when_a_pass_has_usage(ws_path, capsys):
+    w = ("--workspace", ws_path)
+    with open_workspace(ws_path) as ws:
+        run_id = _new_run(ws, "k2")
+        passes = _copies(ws, run_id, lambda i: (1000 + i, 7) if i else (None, None))
+        runs.add_predictions(ws, passes)
+        prompt = sum(p.prompt_tokens or 0 for p in passes)
+        completion = sum(p.completion_tokens or 0 for p in passes)
+        assert run_report(ws, 1).tokens is None
+        assert run_report(ws, run_id).tokens == runs.TokenUsage(len(passes) - 1, prompt, completion)
+    plain = json.loads(_cli(capsys, *w, "report", 1, "--json"))
+    assert plain["tokens"] is None
+    keys = list(plain)
+    assert keys[keys.index("model_calls") + 1] == "tokens"
+    said = json.loads(_cli(capsys, *w, "report", run_id, "--json"))
+    assert said["tokens"] == {"passes": len(passes) - 1, "prompt": prompt, "completion": completion}
+    assert list(said) == keys
+    assert "tokens" not in _cli(capsys, *w, "report", 1)
+    text = _cli(capsys, *w, "report", run_id)
+    line = f"tokens {prompt:,} prompt + {completion:,} completion over {len(passes) - 1} passes"
+    assert text.splitlines()[2] == line
+
+
 def test_an_older_workspace_gains_empty_token_columns(tmp_path):
     path = tmp_path / "old.sqlite"
     db = Database(str(path))
@@ -157,6 +182,8 @@ def test_an_older_workspace_gains_empty_token_columns(tmp_path):
         (old,) = runs.predictions_of(ws, 1)
         assert (old.response, old.latency_ms, old.prompt_tokens, old.completion_tokens) == ("A", 1.5, None, None)
         assert runs.token_usage(ws, 1) == runs.TokenUsage(0, None, None)
+        report = run_report(ws, 1)
+        assert report is not None and report.tokens is None and report.model_calls == 1
         new = dataclasses.replace(old, pass_=1, option_order=(1, 0), prompt_tokens=12, completion_tokens=3)
         runs.add_predictions(ws, [new])
         assert runs.token_usage(ws, 1) == runs.TokenUsage(1, 12, 3)
