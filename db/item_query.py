@@ -311,8 +311,7 @@ def item_predictions(
     """Every run's stored passes for one item, newest run first, passes in order. `runs_by_id` saves re-reading
     the runs (each read counts its predictions) when a caller already holds them."""
     rows = ws.conn.execute(
-        "SELECT run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, reason, correct, "
-        "latency_ms, scores, turns FROM predictions WHERE item_id = ? ORDER BY run_id DESC, pass",
+        f"SELECT {runs.PREDICTION_COLUMNS} FROM predictions WHERE item_id = ? ORDER BY run_id DESC, pass",
         (item_id,),
     ).fetchall()
     by_run: dict[int, list[runs.Prediction]] = {}

@@ -19,13 +19,14 @@ from typing import Any, Literal, NoReturn
 
 from db import catalog
 from db.catalog import now_iso
-from db.errors import EnvironmentFault, NotFound, UserError
+from db.errors import EnvironmentFault, InvalidInput, NotFound, UserError
 from db.workspace import Workspace, inserted_id
 
 # The numbers a run stores, bounded where they enter (vlmdesk/args.py for the command line).
 ID_MAX = 2**63 - 1  # SQLite's INTEGER
 COUNT_MAX = 10**9  # items, passes, tokens, batch sizes
 SEED_MAX = 2**32 - 1
+TOKENS_MAX = 2**40  # tokens a server may say one pass cost (migration 0016's CHECK holds the same bound)
 ROUNDS_MAX = 10  # rounds of sub-questions of a multi-turn pass (evaluator/multiturn.py)
 SPEC_MAX = 2000  # characters of a model spec stored in a run's settings
 
@@ -177,7 +178,31 @@ class Prediction:
             created_at,
             scores_json(self.scores),
             turns_json(self.turns),
+            self.prompt_tokens,
+            self.completion_tokens,
         )
+
+    def token_problems(self) -> list[str]:
+        """What is wrong with the pass's token counts (each None or a whole number 0..TOKENS_MAX; a bool is not)."""
+        return [
+            f"run {self.run_id} item {self.item_id} pass {self.pass_}: {name} {str(value)[:40]!r} is not a whole "
+            f"number of tokens in 0..{TOKENS_MAX}"
+            for name, value in (("prompt_tokens", self.prompt_tokens), ("completion_tokens", self.completion_tokens))
+            if value is not None and not valid_int(value, 0, TOKENS_MAX)
+        ]
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """The tokens a run's server said its stored passes cost: how many passes said so (`passes`), and the sums of
+    their prompt and completion tokens (None when no pass gave that count)."""
+
+    passes: int
+    prompt: int | None
+    completion: int | None
+
+    def to_json(self) -> dict[str, int | None]:
+        return {"passes": self.passes, "prompt": self.prompt, "completion": self.completion}
 
 
 _RUN_SELECT = """
@@ -545,6 +570,9 @@ def delete_unstarted(ws: Workspace, run_id: int, owner: Owner) -> bool:
 def add_predictions(ws: Workspace, predictions: list[Prediction], owner: Owner | None = None) -> None:
     """One batch, one transaction: a batch is either stored whole or (after a kill) not at all. With `owner`, the
     batch is stored only while that owner holds the run (RunLost otherwise), and beats its heartbeat."""
+    problems = [problem for p in predictions for problem in p.token_problems()]
+    if problems:  # checked before the transaction: a batch with one bad count is refused whole
+        raise InvalidInput(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     now = now_iso()
     with ws.db.atomic():
         if predictions and owner is not None:
@@ -556,7 +584,8 @@ def add_predictions(ws: Workspace, predictions: list[Prediction], owner: Owner |
                 raise RunLost(f"run {predictions[0].run_id} was taken over by another process")
         ws.conn.executemany(
             "INSERT INTO predictions (run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, "
-            "reason, correct, latency_ms, created_at, scores, turns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "reason, correct, latency_ms, created_at, scores, turns, prompt_tokens, completion_tokens) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [p.row(now) for p in predictions],
         )
         if predictions and owner is None:
@@ -568,18 +597,45 @@ def items_of(ws: Workspace, run: Run) -> list[catalog.Item]:
     return catalog.list_items(ws, run.benchmark_id, limit=run.limit)
 
 
+PREDICTION_COLUMNS = (
+    "run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, reason, correct, latency_ms, "
+    "scores, turns, prompt_tokens, completion_tokens"
+)
+"""Every column prediction_from_row reads, in its order: what a reader of whole passes selects."""
+
+
 def predictions_of(ws: Workspace, run_id: int) -> list[Prediction]:
     rows = ws.conn.execute(
-        "SELECT run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, reason, correct, "
-        "latency_ms, scores, turns FROM predictions WHERE run_id = ? ORDER BY item_id, pass",
-        (run_id,),
+        f"SELECT {PREDICTION_COLUMNS} FROM predictions WHERE run_id = ? ORDER BY item_id, pass", (run_id,)
     )
     return [prediction_from_row(r) for r in rows]
 
 
+def token_usage(ws: Workspace, run_id: int) -> TokenUsage:
+    """The tokens a run's stored passes cost as its server said (summed in SQL): passes with a count, and the sums
+    (None when no pass has that count). A value outside what the door lets in (a file written by other tools)
+    is not counted."""
+    prompt, completion = (f"CASE WHEN {_token_ok(c)} THEN {c} END" for c in ("prompt_tokens", "completion_tokens"))
+    passes, prompt_sum, completion_sum = ws.conn.execute(
+        f"SELECT count(coalesce({prompt}, {completion})), sum({prompt}), sum({completion}) "
+        "FROM predictions WHERE run_id = ?",
+        (run_id,),
+    ).fetchone()
+    return TokenUsage(passes, prompt_sum, completion_sum)
+
+
+def _token_ok(column: str) -> str:
+    return f"typeof({column}) = 'integer' AND {column} BETWEEN 0 AND {TOKENS_MAX}"
+
+
+def _tokens_read(value: object) -> int | None:
+    """A stored token count, or None when absent or outside what the door lets in."""
+    return value if isinstance(value, int) and valid_int(value, 0, TOKENS_MAX) else None
+
+
 def prediction_from_row(r: tuple[Any, ...]) -> Prediction:
-    """A Prediction from the predictions columns in table order (run_id … latency_ms), then scores and turns when
-    read (both or neither)."""
+    """A Prediction from the predictions columns in PREDICTION_COLUMNS' order: run_id … latency_ms, then optionally
+    scores and turns (both or neither), then optionally prompt_tokens and completion_tokens (both or neither)."""
     return Prediction(
         r[0],
         r[1],
@@ -595,6 +651,8 @@ def prediction_from_row(r: tuple[Any, ...]) -> Prediction:
         r[11],
         scores_from_json(r[12]) if len(r) > 12 else None,
         turns_from_json(r[13]) if len(r) > 13 else None,
+        _tokens_read(r[14]) if len(r) > 14 else None,
+        _tokens_read(r[15]) if len(r) > 15 else None,
     )
 
 

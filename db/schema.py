@@ -891,3 +891,23 @@ def rebuild_counts(db: Database) -> None:
             WHERE standing_rank = 1;
         """,
     )
+
+
+def _token_count(column: str) -> str:
+    """Migration 0016's rule for a token count: NULL or a whole number 0..2^40 (db/runs.py TOKENS_MAX, checked there
+    before writing; the number is written out because a released migration never changes)."""
+    return f"{column} IS NULL OR (typeof({column}) = 'integer' AND {column} BETWEEN 0 AND 1099511627776)"
+
+
+@migrations(name="0016_pass_tokens")
+def _m0016(db: Database) -> None:
+    # The tokens a server said a pass cost (an OpenAI-compatible response's `usage`), when it said so: prompt and
+    # completion tokens, NULL for local models, servers that do not say, and every pass stored before. Whole numbers
+    # 0..2^40 only (the CHECK compares the type, so a text or a real cannot pass for a count).
+    _script(
+        db,
+        f"""
+        ALTER TABLE predictions ADD COLUMN prompt_tokens INTEGER CHECK ({_token_count("prompt_tokens")});
+        ALTER TABLE predictions ADD COLUMN completion_tokens INTEGER CHECK ({_token_count("completion_tokens")});
+        """,
+    )

@@ -136,6 +136,9 @@ class RunReport:
     problems: tuple[str, ...]
     figures: McqFigures | PopeFigures
     pope_mean: PopeMeanEntry | None = None
+    # The tokens the run's server said its stored passes cost (None when no pass says): the run's own passes,
+    # whatever the scoring. In the JSON right after model_calls, null when None.
+    tokens: runs.TokenUsage | None = None
 
     @property
     def mcq(self) -> McqFigures | None:
@@ -146,9 +149,12 @@ class RunReport:
         return self.figures if isinstance(self.figures, PopeFigures) else None
 
     def to_json(self) -> dict[str, Any]:
-        head = {
-            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("figures", "pope_mean")
-        }
+        head: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name not in ("figures", "pope_mean", "tokens"):
+                head[f.name] = getattr(self, f.name)
+            if f.name == "model_calls":
+                head["tokens"] = self.tokens and self.tokens.to_json()
         head.update(scorings=list(self.scorings), problems=list(self.problems))
         out = {**head, **self.figures.to_json()}
         if self.pope is not None:
@@ -190,7 +196,19 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> RunRep
         run.config,
         tuple(run.problems),
         figures,
+        tokens=usage if (usage := runs.token_usage(ws, run.id)).passes else None,
     )
+
+
+def describe_tokens(usage: runs.TokenUsage) -> str:
+    """`tokens 1,200 prompt + 340 completion over 12 passes` (a count no pass gave reads `-`): the report's line,
+    also the app's."""
+
+    def count(n: int | None) -> str:
+        return "-" if n is None else f"{n:,}"
+
+    passes = f"{usage.passes:,} pass" + ("" if usage.passes == 1 else "es")
+    return f"tokens {count(usage.prompt)} prompt + {count(usage.completion)} completion over {passes}"
 
 
 ByItem = dict[int, dict[int, runs.Prediction]]

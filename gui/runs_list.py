@@ -10,7 +10,7 @@ from annotation.blind import HIDDEN_TEXT
 from db import runs
 from evaluator.prediction_import import IMPORTED_ARROW, IMPORTED_MARK, origin_of
 from evaluator.prompt_presets import preset_words
-from evaluator.report import RunSummary, run_summary
+from evaluator.report import RunSummary, describe_tokens, run_summary
 from evaluator.variants import describe as describe_variants
 from gui.appearance import ACCENT, MUTED, PENDING, RIGHT, TEXT, WRONG
 from gui.tables import RowsModel, table_view
@@ -103,6 +103,7 @@ class RunsList(QWidget):
         variants = {}
         origins = {}
         stored = {}
+        tokens = {}
         for r in runs.list_runs(self.ctx.ws):
             variants[r.id] = " · ".join(filter(None, (describe_variants(r.config), preset_words(r.config))))
             s = run_summary(self.ctx.ws, r.id)
@@ -111,6 +112,8 @@ class RunsList(QWidget):
                 stored[r.id] = r
             if (origin := origin_of(r)) is not None:
                 origins[r.id] = origin
+            if (usage := runs.token_usage(self.ctx.ws, r.id)).passes:  # what its server said the passes cost
+                tokens[r.id] = describe_tokens(usage)
         ordered = sorted(self.summaries.values(), key=lambda s: -s.run_id)  # newest first
         rows: list[tuple[object, ...]] = []
         colours, tips = {}, {}
@@ -148,6 +151,7 @@ class RunsList(QWidget):
                 s.model
                 + ("\ntext-only: the model never saw the images" if TEXT_ONLY_MARK in model else "")
                 + (f"\n{imported_from(origins[s.run_id])}" if s.run_id in origins else "")
+                + (f"\n{tokens[s.run_id]}" if s.run_id in tokens else "")
             )
             if variants.get(s.run_id) and not self.compact:
                 tips[(i, 4)] = f"Run variants: {variants[s.run_id]}"

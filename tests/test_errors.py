@@ -304,7 +304,12 @@ def test_a_full_disk_is_one_line_exit_1_and_nothing_half_written(demo_path, tmp_
     monkeypatch.setattr(cli, "open_workspace", full_disk)
     with open_workspace(demo_path) as ws:
         before = ws.conn.execute("SELECT count(*) FROM predictions").fetchone()[0]
-    code = cli_main(["--workspace", str(demo_path), "run", "--bench", "demo", "--model", "baseline:random", "--new"])
+    # One batch of all 30 questions: its passes need more room than the free space left in any page (a small batch
+    # may fit in what the last page has left, and be stored whole before the disk fills).
+    code = cli_main(
+        ["--workspace", str(demo_path), "run", "--bench", "demo", "--model", "baseline:random", "--new"]
+        + ["--batch-size", "30"]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1
     assert err[-1].startswith(f"error: {demo_path}: the disk is full") and "not a SQLite" not in err[-1]

@@ -21,7 +21,7 @@ from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.prediction_import import IMPORTED_MARK, origin_of
 from evaluator.progress import DoneEvent, Progress, StartEvent, WaitEvent
 from evaluator.prompt_presets import choose_prompt, describe_prompt, preset_words
-from evaluator.report import RunReport, run_report
+from evaluator.report import RunReport, describe_tokens, run_report
 from evaluator.runner import RunSettings, default_max_new_tokens
 from evaluator.types import MCQ_STRATEGIES
 from evaluator.variants import COT_MAX_NEW_TOKENS
@@ -482,6 +482,8 @@ def format_report(r: RunReport) -> str:
         + (f"  prompt {preset}" if isinstance(preset, str) else ""),
         f"questions {r.questions}   model calls {r.model_calls}   undecided answers {r.undecided}",
     ]
+    if r.tokens is not None:  # only a run whose server said what its passes cost
+        lines.append(describe_tokens(r.tokens))
     if r.strategy == "open":  # free answers: nothing to score; the arena compares them
         lines[1] = f"questions {r.questions}   answers {r.model_calls}"
         lines.append("open questions: answers are not scored; compare runs in the arena (vlmdesk arena pairs)")

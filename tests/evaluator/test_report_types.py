@@ -26,6 +26,7 @@ HEAD = [
     "scoring_summary",
     "scorings",
     "model_calls",
+    "tokens",
     "undecided",
     "created_at",
     "finished_at",
