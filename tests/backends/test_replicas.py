@@ -251,3 +251,51 @@ def test_run_servers_file_through_the_command(bench_ws, serve, tmp_path, capsys)
     bad.write_text("ftp://x\n")
     code = main(["--workspace", str(bench_ws), "run", "--bench", "b", "--model", "openai:m", "--servers", str(bad)])
     assert code == 2 and "bad.txt:1: url:" in capsys.readouterr().err
+
+
+# ---- token usage --------------------------------------------------------------------------------------------------
+
+
+def test_the_tokens_a_server_reports_are_stored_per_pass_and_summed(bench_ws, serve, capsys):
+    def with_usage(text):
+        body = completion(letter_for(text))
+        body["usage"] = {"prompt_tokens": len(text.split()), "completion_tokens": 1, "total_tokens": 0}
+        return Step(200, body)
+
+    server = serve(respond=with_usage)
+    assert run_cli(bench_ws, f"openai:m@{server.url}")[0] == 0
+    capsys.readouterr()
+    run = last_run(bench_ws)
+    with open_workspace(bench_ws) as ws:
+        stored = runs.predictions_of(ws, run.id)
+        usage = runs.token_usage(ws, run.id)
+    assert all(p.prompt_tokens and p.prompt_tokens > 5 and p.completion_tokens == 1 for p in stored)
+    assert (usage.passes, usage.prompt, usage.completion) == (
+        len(stored),
+        sum(p.prompt_tokens or 0 for p in stored),
+        len(stored),
+    )
+    assert main(["--workspace", str(bench_ws), "report", str(run.id)]) == 0
+    assert f"tokens {usage.prompt:,} prompt + {len(stored):,} completion over {len(stored)} passes" in (
+        capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [{"prompt_tokens": -1, "completion_tokens": 2**41}, {"prompt_tokens": "12", "completion_tokens": True}, "lots", []],
+)
+def test_hostile_usage_is_not_believed(serve, usage):
+    body = completion("A")
+    body["usage"] = usage
+    server = serve([Step(200, body)])
+    stream = parse_openai_spec(f"m@{server.url}").open_stream(2)
+    try:
+        stream.send(0, Query("q"))
+        deadline = time.monotonic() + 10
+        got = []
+        while not got and time.monotonic() < deadline:
+            got = stream.answers(0.5)
+    finally:
+        stream.close()
+    assert [(a.key, a.text, a.usage) for a in got] == [(0, "A", None)]
