@@ -4,7 +4,8 @@ client's CPU (tests/servers.py's FaultServer runs in a thread of the client's pr
     python -m tests.server_process --port 0 --latency-ms 100 [--jitter-mean-ms 160 --seed 1] [--answer A]
                                    [--slow-after N --slow-ms M]
 
-`POST /v1/chat/completions` answers a chat completion with `--answer` (its `usage`: the words of the request's text
+`POST /v1/chat/completions` answers a chat completion with `--answer` (`hash`: a letter A–D by a hash of the
+request's text; its `usage`: the words of the request's text
 as prompt tokens, one completion token) after latency + Exp(mean = jitter) seconds (seeded; no jitter when its
 mean is 0); after `--slow-after` requests every answer takes `--slow-ms` more (a slowed replica). When listening,
 it prints one line `READY http://127.0.0.1:PORT/v1` to stdout. `GET /stats` answers JSON: requests, max_in_flight,
@@ -21,6 +22,7 @@ bytes, or without a Content-Length, are refused; any other path is a 404.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -90,6 +92,26 @@ class Stats:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # listen backlog: 128 clients connecting at once must not wait for SYN retries
+
+
+def answer_for(answer: str, body: Any) -> str:
+    """The answer to a request: `answer` itself, or for "hash" a letter A–D chosen by a hash of the request's last
+    text part (tests/backends/test_replicas.letter_for), so each pass has an answer of its own."""
+    if answer != "hash":
+        return answer
+    text = ""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    content = (
+        messages[-1].get("content")
+        if isinstance(messages, list) and messages and isinstance(messages[-1], dict)
+        else None
+    )
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        text = texts[-1] if texts else ""
+    return "ABCD"[hashlib.sha256(text.encode()).digest()[0] % 4]
 
 
 def words_of(body: Any) -> int:
@@ -180,7 +202,7 @@ def make_server(
                     self._json(400, {"error": {"message": "the body is not JSON"}})
                     return
                 time.sleep(delay_for(n))
-                self._json(200, completion(answer, words_of(body)))
+                self._json(200, completion(answer_for(answer, body), words_of(body)))
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client gave up: nothing to answer
             finally:

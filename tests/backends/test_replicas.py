@@ -299,3 +299,41 @@ def test_hostile_usage_is_not_believed(serve, usage):
     finally:
         stream.close()
     assert [(a.key, a.text, a.usage) for a in got] == [(0, "A", None)]
+
+
+# ---- replicas in processes of their own: one killed, one slowed -------------------------------------------------
+
+
+def test_a_replica_killed_mid_run_and_another_slowed_store_every_pass_once_with_a_healthy_runs_scores(bench_ws, capsys):
+    from tests.server_process import ServerProcess
+
+    with ServerProcess(latency_ms=0, answer="hash") as healthy:
+        assert run_cli(bench_ws, f"openai:m@{healthy.url}?retries=0")[0] == 0
+    capsys.readouterr()
+    reference = passes(bench_ws, last_run(bench_ws).id)
+
+    with (
+        ServerProcess(latency_ms=60, answer="hash", seed=1) as doomed,
+        ServerProcess(latency_ms=20, answer="hash", seed=2, slow_after=10, slow_ms=300) as slowed,
+        ServerProcess(latency_ms=20, answer="hash", seed=3) as steady,
+    ):
+        killer = threading.Thread(target=lambda: (wait_for_requests(doomed, 8), doomed.kill()), daemon=True)
+        killer.start()
+        spec = f"openai:m@{doomed.url},{slowed.url},{steady.url}?concurrency=4&backoff=0.2"
+        assert run_cli(bench_ws, spec)[0] == 0
+        killer.join(timeout=10)
+        assert doomed.proc.poll() is not None  # it was killed while the run went on
+        served = slowed.stats()["requests"], steady.stats()["requests"]
+    capsys.readouterr()
+    run = last_run(bench_ws)
+    stored = passes(bench_ws, run.id)
+    assert run.status == "finished"
+    assert [p[:2] for p in stored] == sorted({p[:2] for p in stored})  # every pass stored exactly once
+    assert [p[1:] for p in stored] == [p[1:] for p in reference]  # the answers and scores of the healthy run
+    assert served[0] > 10 and served[1] > served[0]  # the slowed replica was sent fewer than the steady one
+
+
+def wait_for_requests(server, n: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while server.stats()["requests"] < n and time.monotonic() < deadline:
+        time.sleep(0.02)
