@@ -226,22 +226,28 @@ BACKENDS = (
     BackendEntry(
         name="openai",
         title="OpenAI-compatible server",
-        syntax="openai:<model>@<base url>[?key_env=OPENAI_API_KEY&concurrency=8&timeout=60]",
-        help="any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, LM Studio, OpenAI); the key is read "
-        "from the variable key_env names, never stored",
+        syntax="openai:<model>@<base url>[,<base url>…][?key_env=OPENAI_API_KEY&concurrency=8&timeout=60]",
+        help="any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, LM Studio, OpenAI), or several "
+        "replicas of one model (comma-separated base URLs, concurrency per replica); the key is read from the "
+        "variable key_env names, never stored",
         build=lambda rest, context: parse_openai_spec(rest),
         validate=lambda rest: _validate(rest),
         identity=lambda rest: identity_spec(rest),
         fields=(
             Field("", "Model", required=True, placeholder="Qwen/Qwen2-VL-7B-Instruct"),
-            Field("@", "Base URL", placeholder="http://localhost:8000/v1 (empty: OpenAI's own API)"),
+            Field(
+                "@",
+                "Base URL",
+                placeholder="http://localhost:8000/v1 (empty: OpenAI's own API)",
+                help="several replicas of the model: their base URLs, comma-separated (the least loaded is asked)",
+            ),
             Field(
                 "key_env",
                 "Key variable",
                 placeholder=DEFAULT_KEY_ENV,
                 help="the environment variable holding the API key (the key itself is never stored)",
             ),
-            Field("concurrency", "Concurrent requests", "int", placeholder="8"),
+            Field("concurrency", "Concurrent requests", "int", placeholder="8", help="kept in flight, per replica"),
             Field(
                 "timeout",
                 "Timeout (s)",
@@ -249,7 +255,11 @@ BACKENDS = (
                 help="the most one request may take in all, wall time (a server that drips its answer times out)",
             ),
         ),
-        examples=("openai:gpt-4o-mini", "openai:Qwen2-VL-7B@http://localhost:8000/v1?concurrency=64"),
+        examples=(
+            "openai:gpt-4o-mini",
+            "openai:Qwen2-VL-7B@http://localhost:8000/v1?concurrency=64",
+            "openai:Qwen2-VL-7B@http://node1:8000/v1,http://node2:8000/v1?concurrency=64",
+        ),
     ),
 )
 
