@@ -142,6 +142,21 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 256  # listen backlog: 64 clients connecting at once must not wait for SYN retries
 
 
+def first_then(n: int, first, then):
+    """A `respond` function for FaultServer: `first(text)` answers the first n requests, `then(text)` the rest
+    (counted across the server's threads)."""
+    count = {"n": 0}
+    lock = threading.Lock()
+
+    def respond(text):
+        with lock:
+            count["n"] += 1
+            seen = count["n"]
+        return first(text) if seen <= n else then(text)
+
+    return respond
+
+
 def text_of(body: dict) -> str:
     content = body["messages"][0]["content"]
     return content if isinstance(content, str) else content[-1]["text"]

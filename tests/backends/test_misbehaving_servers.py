@@ -19,7 +19,7 @@ import pytest
 from evaluator.backends import BackendError, Query, load_backend
 from evaluator.backends.openai_backend import MAX_TOTAL_WAIT_S, MAX_WAIT_S, parse_openai_spec
 from evaluator.progress import WaitEvent, read_event
-from tests.servers import Step, completion, ok
+from tests.servers import Step, completion, first_then, ok
 from vlmdesk.demo import ensure_demo
 
 DRIP = Step(200, completion("A"), drip=0.5)  # headers at once, then one byte every 0.5 s
@@ -161,14 +161,7 @@ def _status(path, run_id):
 def test_cancel_ends_a_run_whose_requests_drip_within_2_s_and_resume_continues_exactly(tmp_path, serve, sig):
     path = _ws(tmp_path)
     answered = 4  # the first four requests are answered: two batches of two stored; then every request drips
-    counter = {"n": 0}
-    lock = threading.Lock()
-
-    def first_then_drip(text):
-        with lock:
-            counter["n"] += 1
-            n = counter["n"]
-        return "A" if n <= answered else DRIP
+    first_then_drip = first_then(answered, lambda text: "A", lambda text: DRIP)
 
     server = serve(respond=first_then_drip)
     spec = f"openai:m@{server.url}?concurrency=2&timeout=60"  # a long deadline: only Cancel ends these requests

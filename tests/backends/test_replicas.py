@@ -20,7 +20,7 @@ from evaluator.backends.base import BackendError, Query, ServersDown
 from evaluator.backends.openai_backend import identity_spec, parse_openai_spec, servers_file, with_servers
 from evaluator.importers import import_benchmark
 from tests.evaluator.test_runner import write_jsonl_bench
-from tests.servers import Step, completion, free_port
+from tests.servers import Step, completion, first_then, free_port
 from vlmdesk.cli import main
 
 N_ITEMS = 24
@@ -69,14 +69,11 @@ def healthy_run(path, serve, capsys) -> list[tuple]:
 
 def test_a_replica_that_fails_for_a_while_is_set_aside_and_used_again(bench_ws, serve, capsys):
     reference = healthy_run(bench_ws, serve, capsys)
-    count = {"n": 0}
-    lock = threading.Lock()
-
-    def failing_then_well(text):
-        with lock:
-            count["n"] += 1
-            n = count["n"]
-        return Step(503, {"error": {"message": "overloaded"}}) if n <= 6 else Step(200, completion(letter_for(text)))
+    failing_then_well = first_then(
+        6,
+        lambda text: Step(503, {"error": {"message": "overloaded"}}),
+        lambda text: Step(200, completion(letter_for(text))),
+    )
 
     good = serve(respond=lambda text: Step(200, completion(letter_for(text)), delay=0.1))  # the run lasts a while
     flaky = serve(respond=failing_then_well)
@@ -133,14 +130,7 @@ def test_retry_after_sets_a_replica_aside_for_that_long(serve):
 
 def test_every_replica_down_stops_the_run_as_interrupted_and_it_resumes_exactly(bench_ws, serve, capsys):
     reference = healthy_run(bench_ws, serve, capsys)
-    answered = {"n": 0}
-    lock = threading.Lock()
-
-    def some_then_down(text):
-        with lock:
-            answered["n"] += 1
-            n = answered["n"]
-        return Step(200, completion(letter_for(text))) if n <= 10 else Step(503, {"error": {"message": "down"}})
+    some_then_down = first_then(10, letter_for, lambda text: Step(503, {"error": {"message": "down"}}))
 
     a, b = serve(respond=some_then_down), serve(respond=some_then_down)
     spec = f"openai:m@{a.url},{b.url}?concurrency=2&retries=2&backoff=0.01"

@@ -33,7 +33,8 @@ def ws_path(tmp_path, capsys):
     return path
 
 
-def _new_run(ws, key: str) -> int:
+def new_run_like_first(ws, key: str) -> int:
+    """A second run with run 1's benchmark and settings and no passes (tests/gui reuses it)."""
     first = runs.get_run(ws, 1)
     assert first is not None
     return runs.create_run(
@@ -67,7 +68,7 @@ def _stored_tokens(ws, run_id: int) -> list[tuple]:
 
 def test_tokens_round_trip_through_every_reader(ws_path):
     with open_workspace(ws_path) as ws:
-        run_id = _new_run(ws, "k2")
+        run_id = new_run_like_first(ws, "k2")
         passes = _copies(ws, run_id, lambda i: (100 + i, i) if i % 3 else (None, None))
         passes[1] = dataclasses.replace(passes[1], completion_tokens=None)  # a server that gave one count only
         passes[2] = dataclasses.replace(passes[2], prompt_tokens=2**40, completion_tokens=0)  # the bounds
@@ -85,7 +86,7 @@ def test_tokens_round_trip_through_every_reader(ws_path):
 
 def test_the_sum_in_sql_is_the_sum_over_the_stored_passes(ws_path):
     with open_workspace(ws_path) as ws:
-        run_id = _new_run(ws, "k2")
+        run_id = new_run_like_first(ws, "k2")
         runs.add_predictions(ws, _copies(ws, run_id, lambda i: (None, None) if i % 4 == 1 else (37 * i + 5, i % 3)))
         stored = runs.predictions_of(ws, run_id)
         said = [p for p in stored if p.prompt_tokens is not None or p.completion_tokens is not None]
@@ -98,7 +99,7 @@ def test_the_sum_in_sql_is_the_sum_over_the_stored_passes(ws_path):
         )
         assert runs.token_usage(ws, 1) == runs.TokenUsage(0, None, None)
         # Only completion tokens said: the prompt sum is None, not 0.
-        only = _new_run(ws, "k3")
+        only = new_run_like_first(ws, "k3")
         runs.add_predictions(ws, _copies(ws, only, lambda i: (None, 2)))
         assert runs.token_usage(ws, only) == runs.TokenUsage(len(stored), None, 2 * len(stored))
 
@@ -107,7 +108,7 @@ def test_the_sum_in_sql_is_the_sum_over_the_stored_passes(ws_path):
 @pytest.mark.parametrize("bad", [-1, True, False, "12", 2**41, 2**40 + 1, 3.0])
 def test_a_bad_count_refuses_the_whole_batch(ws_path, field, bad):
     with open_workspace(ws_path) as ws:
-        run_id = _new_run(ws, "k2")
+        run_id = new_run_like_first(ws, "k2")
         passes = _copies(ws, run_id, lambda i: (10, 20))
         passes[-1] = dataclasses.replace(passes[-1], **{field: bad})
         before = ws.conn.execute("SELECT updated_at FROM runs WHERE id = ?", (run_id,)).fetchone()
@@ -137,7 +138,7 @@ def test_the_column_refuses_what_the_door_would(ws_path, bad):
 def test_report_shows_tokens_only_when_a_pass_has_usage(ws_path, capsys):
     w = ("--workspace", ws_path)
     with open_workspace(ws_path) as ws:
-        run_id = _new_run(ws, "k2")
+        run_id = new_run_like_first(ws, "k2")
         passes = _copies(ws, run_id, lambda i: (1000 + i, 7) if i else (None, None))
         runs.add_predictions(ws, passes)
         prompt = sum(p.prompt_tokens or 0 for p in passes)

@@ -5,24 +5,12 @@ import dataclasses
 
 from db import open_workspace, runs
 from evaluator.report import describe_tokens
+from tests.db.test_pass_tokens import new_run_like_first
 
 
 def test_runs_lists_show_tokens_only_for_runs_with_usage(demo_ws, make_window):
     with open_workspace(demo_ws) as ws:
-        first = runs.get_run(ws, 1)
-        run_id = runs.create_run(
-            ws,
-            benchmark_id=first.benchmark_id,
-            model_spec="openai:m@http://127.0.0.1:9/v1",
-            strategy=first.strategy,
-            prompt_template=first.prompt_template,
-            extractor=first.extractor,
-            config=first.config,
-            config_key="with-usage",
-            versions={},
-            git_revision=None,
-            seed=0,
-        )
+        run_id = new_run_like_first(ws, "with-usage")
         passes = [
             dataclasses.replace(p, run_id=run_id, prompt_tokens=1200 + i, completion_tokens=3)
             for i, p in enumerate(runs.predictions_of(ws, 1))
