@@ -304,7 +304,7 @@ def test_a_replica_killed_mid_run_and_another_slowed_store_every_pass_once_with_
 
     with (
         ServerProcess(latency_ms=60, answer="hash", seed=1) as doomed,
-        ServerProcess(latency_ms=20, answer="hash", seed=2, slow_after=10, slow_ms=300) as slowed,
+        ServerProcess(latency_ms=20, answer="hash", seed=2, slow_after=2, slow_ms=300) as slowed,
         ServerProcess(latency_ms=20, answer="hash", seed=3) as steady,
     ):
         killer = threading.Thread(target=lambda: (wait_for_requests(doomed, 8), doomed.kill()), daemon=True)
@@ -320,7 +320,7 @@ def test_a_replica_killed_mid_run_and_another_slowed_store_every_pass_once_with_
     assert run.status == "finished"
     assert [p[:2] for p in stored] == sorted({p[:2] for p in stored})  # every pass stored exactly once
     assert [p[1:] for p in stored] == [p[1:] for p in reference]  # the answers and scores of the healthy run
-    assert served[0] > 10 and served[1] > served[0]  # the slowed replica was sent fewer than the steady one
+    assert 2 < served[0] < served[1]  # the slowed replica (its third answer on) was sent fewer than the steady one
 
 
 def wait_for_requests(server, n: int, timeout: float = 30.0) -> None:
