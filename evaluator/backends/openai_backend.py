@@ -150,13 +150,11 @@ def identity_spec(rest: str) -> str:
     replicas is one run whatever replicas serve it and however many requests each takes (the same model served
     twice is the same run), so its base URLs and concurrency are left out. A spec naming one server is its own
     identity, as it always was (stored runs keep their keys)."""
-    backend_spec = parse_openai_spec(rest).spec.removeprefix("openai:")
-    head, _, query = backend_spec.partition("?")
-    match = re.search(r"@(?=https?://)", head)
-    if match is None or "," not in head[match.end() :]:
+    backend = parse_openai_spec(rest)
+    if len(backend.base_urls) < 2:
         return rest
-    options = [(k, v) for k, v in parse_qsl(query) if k != "concurrency"]
-    return f"{head[: match.start()]}@replicas" + (f"?{urlencode(options)}" if options else "")
+    options = [(k, v) for k, v in parse_qsl(backend.spec.partition("?")[2]) if k != "concurrency"]
+    return f"{backend.model}@replicas" + (f"?{urlencode(options)}" if options else "")
 
 
 def servers_file(path: str) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
@@ -675,22 +673,19 @@ class OpenAIStream:
                 request, attempts, f" (no more retries: one request waits {backend.max_total_wait:g} s in all at most)"
             )
         delay = min(backend._delay(request.attempts, retry_after), left)
-        replica.aside_until = max(replica.aside_until, now + delay)
-        others = [p for p in self.replicas if p is not replica and p.aside_until <= now]
-        wait = 0.0 if others else delay
+        others = any(p is not replica and p.aside_until <= now for p in self.replicas)
+        wait = 0.0 if others else delay  # what the request waits: nothing when another replica may take it
         backend._tell(RetryWait(replica.url, request.key, error, retry_after, wait, request.attempts + 1, attempts))
         request.waited += wait
-        really = backend._wait_for(wait)
-        if really < wait:
-            replica.aside_until = now + really  # a test skipping the wait
-        request.not_before = now + really
+        really = backend._wait_for(delay)  # the back-off as it is really waited (tests record and skip it)
+        replica.aside_until = max(replica.aside_until, now + really)
+        request.not_before = now if others else now + really
         self._ready.insert(0, request)  # retried before anything newer
 
     def _give_up(self, request: _Request, attempts: int, why: str) -> NoReturn:
         backend = self.backend
         tried = f"after {request.attempts} attempt{'s' if request.attempts != 1 else ''}{why}"
-        now = time.monotonic()
-        if all(p.aside_until > now or p.failures for p in self.replicas):
+        if all(p.failures for p in self.replicas):  # every replica failed its last request (or is set aside)
             if len(self.replicas) == 1:
                 raise ServersDown(
                     f"openai: {self.replicas[0].url} failed for model {backend.model!r} {tried}; "
