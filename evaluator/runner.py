@@ -213,7 +213,6 @@ class Posed:
     k: int
     order: tuple[int, ...]
     query: Query
-    shown: tuple[str, ...]
 
 
 class Engine:
@@ -420,12 +419,9 @@ class Engine:
 
     # -- one batch ----------------------------------------------------------------------------------------------
     def _pose(self, item: Item, k: int) -> Posed:
-        """Pass k of an item as it is asked: its option order, its query (variants applied) and the texts the prefix
-        score appends (the option texts as shown, or Yes/No)."""
+        """Pass k of an item as it is asked: its option order and its query (variants applied)."""
         order = rotation(len(item.options), k) if self.kind == "mcq" else ()
-        query = self.variants.query(item, k, order)
-        shown = self.variants.shown_texts(item, k, order) if self.kind == "mcq" else query.letters
-        return Posed(item, k, order, query, shown)
+        return Posed(item, k, order, self.variants.query(item, k, order))
 
     def _ask(self, batch: list[Item], k: int) -> None:
         asked = [self._pose(item, k) for item in batch]
@@ -437,7 +433,13 @@ class Engine:
             backend = self.backend
             assert can_score(backend)  # checked when the engine was built
             if self.settings.likelihood_score == "prefix":
-                texts = [prefix_candidates(p.shown) for p in asked]
+                # What the prefix score appends: the option texts as shown, or Yes/No.
+                texts = [
+                    prefix_candidates(
+                        self.variants.shown_texts(p.item, k, p.order) if self.kind == "mcq" else p.query.letters
+                    )
+                    for p in asked
+                ]
                 # An hf-style scorer (checked when the engine was built): each text's first-token log-prob.
                 firsts = backend.score(queries, texts, first_token=True)  # type: ignore[call-arg]
                 scores = [prefix_scores(s) for s in firsts]
