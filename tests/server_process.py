@@ -128,9 +128,11 @@ def words_of(body: Any) -> int:
     return words
 
 
-def completion(text: str, prompt_tokens: int) -> dict[str, Any]:
+def completion(text: str | None, prompt_tokens: int = 1) -> dict[str, Any]:
+    """A chat completion answering `text` (None: a malformed one), its usage `prompt_tokens` + 1 completion token
+    (tests/servers.py's scripted answers are these too)."""
     return {
-        "id": "chatcmpl-process",
+        "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": 0,
         "model": "m",

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.server_process import completion
+
 # ---- the fault server -------------------------------------------------------------------------------------
 
 
@@ -40,17 +42,6 @@ class Step:
 
 def ok(text: str = "B") -> Step:
     return Step(200, completion(text))
-
-
-def completion(text: str | None) -> dict:
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
 
 
 class FaultServer:
