@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -161,9 +162,13 @@ def servers_file(path: str) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
     """The replicas a servers file names: one base URL per line, optionally followed by its concurrency
     (``http://node1:8000/v1 32``); blank lines and lines starting with # are skipped. BackendError naming the
     file and line for anything else (the file is read up to 64 KiB)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_SERVERS_FILE + 1)
+    from evaluator.importers.common import Refused, open_regular
+
+    try:  # a regular file, never the open workspace (closing it would drop our locks) nor a FIFO that blocks
+        with open_regular(Path(path), 2**62, "limit") as f:
+            data = f.read(MAX_SERVERS_FILE + 1)  # the bound, also for a file that grows after the check
+    except Refused as exc:
+        raise BackendError(f"{path}: cannot read the servers file: {str(exc).removeprefix(f'{path} ')}") from None
     except OSError as exc:
         raise BackendError(f"{path}: cannot read the servers file: {exc.strerror or exc}") from None
     if len(data) > MAX_SERVERS_FILE:

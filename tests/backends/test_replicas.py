@@ -365,3 +365,16 @@ def test_a_streamed_run_killed_loses_at_most_the_passes_in_flight_and_resumes_as
 def stored_count(path) -> int:
     with sqlite3.connect(path) as conn:
         return conn.execute("SELECT count(*) FROM predictions").fetchone()[0]
+
+
+def test_a_servers_file_that_is_a_fifo_or_the_open_workspace_is_refused_without_opening_it(bench_ws, tmp_path):
+    import os
+
+    fifo = tmp_path / "servers.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(BackendError, match=r"servers.fifo: cannot read the servers file: is a FIFO"):
+        servers_file(str(fifo))  # never opened: a FIFO with no writer would block the command
+    with open_workspace(bench_ws) as ws:
+        with pytest.raises(BackendError, match="is the workspace this command has open"):
+            servers_file(str(bench_ws))
+        assert ws.hold_lost() is None  # its locks are still held
