@@ -89,9 +89,17 @@ class Stats:
             }
 
 
-class _Server(ThreadingHTTPServer):
+class QuietServer(ThreadingHTTPServer):
+    """The tests' threaded HTTP server. Quiet about a client that hung up: http.server prints the traceback to
+    sys.stderr from its own thread, where it lands in whatever a test is capturing at that moment (an error line
+    compared whole). Its listen backlog lets 128 clients connect at once without waiting for SYN retries."""
+
     daemon_threads = True
-    request_queue_size = 256  # listen backlog: 128 clients connecting at once must not wait for SYN retries
+    request_queue_size = 256
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def answer_for(answer: str, body: Any) -> str:
@@ -150,7 +158,7 @@ def make_server(
     answer: str = "A",
     slow_after: int | None = None,
     slow_ms: float = 0.0,
-) -> tuple[_Server, Stats]:
+) -> tuple[QuietServer, Stats]:
     stats = Stats()
     rng = random.Random(seed)
     rng_lock = threading.Lock()
@@ -237,7 +245,7 @@ def make_server(
         def log_message(self, *args: Any) -> None:  # quiet: stdout carries the READY line only
             pass
 
-    return _Server(("127.0.0.1", port), Handler), stats
+    return QuietServer(("127.0.0.1", port), Handler), stats
 
 
 def main(argv: list[str] | None = None) -> None:

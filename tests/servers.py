@@ -18,12 +18,12 @@ import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
-from tests.server_process import completion
+from tests.server_process import QuietServer, completion
 
 # ---- the fault server -------------------------------------------------------------------------------------
 
@@ -113,8 +113,7 @@ class FaultServer:
             def log_message(self, *args):  # keep the test output quiet
                 pass
 
-        self._httpd = _Server(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self._thread.start()
@@ -127,10 +126,6 @@ class FaultServer:
     @property
     def count(self) -> int:
         return len(self.requests)
-
-
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 256  # listen backlog: 64 clients connecting at once must not wait for SYN retries
 
 
 def first_then(n: int, first, then):

@@ -11,7 +11,7 @@ import random
 import re
 import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from db import open_workspace, runs
 from evaluator.pope import parse_official, pope_question, read_pope_questions
 from tests.factories import png_bytes, pope_scenes
 from tests.pope_official import official_evaluate
+from tests.server_process import QuietServer
 from vlmdesk.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "pope"
@@ -535,8 +536,7 @@ class ScriptedChatServer:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
 
