@@ -7,7 +7,8 @@ workspace. Accuracies are VanillaEval's (pass 0), over the items both runs asked
 listed with the command that would produce the run it needs.
 
 - calibration: ECE of likelihood runs (their stored per-option scores, pass 0);
-- instruction following: MR and accuracy of label-mapped runs, averaged within a map type, then over the types;
+- instruction following: MR and accuracy of label-mapped runs, the plain mean over the label maps (ChEF's
+  eval_insfollow.py), with the mean within a map type and then over the types beside it;
 - robustness: RRM / RR of corrupted runs per kind (image, text, both);
 - in-context learning: RIAM of 1-3-shot runs against the 0-shot run;
 - language: a judge's 0-10 scores of chain-of-thought runs (evaluator/desiderata_language.py);
@@ -392,12 +393,19 @@ def instruction_following_of(data: _Runs, mcq: list[runs.Run], given: Sequence[i
                 "items": n,
             }
         )
-    by_type: dict[str, list[dict[str, Any]]] = {}
+    by_map: dict[str, list[dict[str, Any]]] = {}
     for e in entries:
-        by_type.setdefault(e["type"], []).append(e)
-    # ChEF: mean within a type (natural, neutral, unnatural), then over the types.
-    mr = _mean(_mean(e["mr"] for e in group) for group in by_type.values())
-    acc = _mean(_mean(e["accuracy"] for e in group) for group in by_type.values())
+        by_map.setdefault(e["label_map"], []).append(e)
+    # ChEF's eval_insfollow.py: the plain mean over the settings (label maps; several runs of one map count once).
+    per_map = {m: (_mean(e["mr"] for e in g), _mean(e["accuracy"] for e in g)) for m, g in by_map.items()}
+    mr = _mean(v[0] for v in per_map.values())
+    acc = _mean(v[1] for v in per_map.values())
+    # Beside it, named as such: the mean within a map type (natural, neutral, unnatural), then over the types.
+    by_type: dict[str, list[tuple[float | None, float | None]]] = {}
+    for m, v in per_map.items():
+        by_type.setdefault(m.split(":", 1)[0], []).append(v)
+    type_mr = {t: _mean(v[0] for v in g) for t, g in sorted(by_type.items())}
+    type_acc = {t: _mean(v[1] for v in g) for t, g in sorted(by_type.items())}
     done = {e["label_map"] for e in entries}
     if mcq:
         ref = _reference(mcq)
@@ -415,7 +423,12 @@ def instruction_following_of(data: _Runs, mcq: list[runs.Run], given: Sequence[i
         tuple(sorted(set(used))),
         tuple(entries),
         tuple(missing),
-        {"accuracy": acc, "by_type": {t: _mean(e["mr"] for e in g) for t, g in sorted(by_type.items())}},
+        {
+            "accuracy": acc,
+            "by_type": type_mr,
+            "mr_mean_of_types": _mean(type_mr.values()),
+            "accuracy_mean_of_types": _mean(type_acc.values()),
+        },
     )
 
 
@@ -678,7 +691,8 @@ def format_report(report: DesiderataReport) -> str:
             d = m.dimensions[name]
             value = {
                 "calibration": f"ECE {_fmt(d.value, 4)} ({report.binning}, {report.bins} bins)",
-                "instruction_following": f"MR {_fmt(d.value)}  accuracy {_fmt(d.extra.get('accuracy'))}",
+                "instruction_following": f"MR {_fmt(d.value)}  accuracy {_fmt(d.extra.get('accuracy'))}"
+                f" (mean over label maps; mean of types: MR {_fmt(d.extra.get('mr_mean_of_types'))})",
                 "robustness": "RRM "
                 + "  ".join(f"{k} {_fmt(v['rrm'], 1)}" for k, v in d.extra.get("by_kind", {}).items()),
                 "in_context_learning": f"RIAM {_fmt(d.value, 1)}",

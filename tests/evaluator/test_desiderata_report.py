@@ -210,3 +210,46 @@ def test_shot_runs_without_their_plain_run_ask_for_it_and_not_for_themselves(ws,
     asked = [m.what for m in d.missing]
     assert not any("1-shot" in w for w in asked), asked  # run 1 exists: it waits for its plain run
     assert any("2-shot" in w for w in asked) and any("3-shot" in w for w in asked)
+
+
+def test_instruction_following_averages_as_chefs_eval_insfollow(ws, tmp_path):
+    """ChEF's six settings over 12 items, its MR and averages computed by tests/chef_reference on ChEF's layout:
+    vlmdesk's MR and accuracy are the plain means over the settings, and the mean of type means stands beside."""
+    import random
+
+    from tests.chef_reference import insfollow_averages, insfollow_mr
+
+    rng = random.Random(7)
+    n = 12
+    bench = mcq_bench(ws, tmp_path, n=n)
+    options = [[f"thing {i} {j}" for j in range(4)] for i in range(n)]
+    plain_chosen = [rng.choice("ABCD") for _ in range(n)]
+    plain = stored_run(ws, bench, plain_chosen)
+
+    def layout(chosen):  # ChEF's result JSON: id, options, the chosen option's text
+        return [{"id": i, "options": options[i], "answer": options[i]["ABCD".index(c)]} for i, c in enumerate(chosen)]
+
+    settings = {}
+    mapped = []
+    for (kind, index), keep in {
+        ("natural", 0): 0.9,
+        ("natural", 1): 0.8,
+        ("natural", 2): 0.7,
+        ("neutral", 0): 0.3,
+        ("neutral", 1): 0.2,
+        ("unnatural", 0): 0.1,
+    }.items():
+        chosen = [c if rng.random() < keep else rng.choice("ABCD") for c in plain_chosen]
+        mapped.append(stored_run(ws, bench, chosen, config={"label_map": f"{kind}:{index}"}))
+        acc = sum(c == KEYS[i % 4] for i, c in enumerate(chosen)) / n * 100
+        settings[(kind, index)] = (acc, insfollow_mr(layout(plain_chosen), layout(chosen)))
+    chef_mr, chef_acc = insfollow_averages(settings)
+
+    d = desiderata_report(ws, [plain, *mapped]).models[0].dimensions["instruction_following"]
+    assert 100 * d.value == pytest.approx(chef_mr, abs=1e-9)
+    assert 100 * d.extra["accuracy"] == pytest.approx(chef_acc, abs=1e-9)
+    by_type = {k: [mr for (t, _), (_, mr) in settings.items() if t == k] for k in ("natural", "neutral", "unnatural")}
+    type_mean = sum(sum(v) / len(v) for v in by_type.values()) / 3
+    assert 100 * d.extra["mr_mean_of_types"] == pytest.approx(type_mean, abs=1e-9)
+    assert abs(chef_mr - type_mean) > 1  # the data tells the two averages apart
+    assert not d.missing
