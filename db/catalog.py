@@ -51,6 +51,16 @@ class Item:
     circular_copies: int
     meta: dict[str, Any]
 
+    @property
+    def references(self) -> tuple[str, ...]:
+        """An open item's reference answers, in the file's order with repeats kept (VQAv2 keeps ten, and a repeat is
+        a vote): meta `references`; items imported before there could be several hold one as meta `reference`."""
+        many = self.meta.get("references")
+        if isinstance(many, list):
+            return tuple(r for r in many if isinstance(r, str))
+        one = self.meta.get("reference")
+        return (one,) if isinstance(one, str) else ()
+
     def to_json(self) -> dict[str, Any]:
         return {
             "index": self.index,

@@ -90,10 +90,10 @@ def export_predictions(
             for item in items
         ]
         predicted = sum((item.id, 0) in done for item in items)
-    elif run.strategy == "open":  # free answers; `answer` is the item's reference answer, when it has one
+    elif run.strategy == "open":  # free answers; `answer` is the item's reference (a JSON list when it has several)
         columns = ["index", "question", "hint", "answer", "category", "split", "prediction"]
         rows = [
-            [item.index, item.question, item.hint, item.meta.get("reference"), item.category, item.split]
+            [item.index, item.question, item.hint, _references_cell(item.references), item.category, item.split]
             + [said(done.get((item.id, 0)))]
             for item in items
         ]
@@ -159,6 +159,13 @@ def export_predictions(
     finally:
         _finish(handle, tmp, path, ok)
     return PredictionExport(path, run_id, len(rows), predicted)
+
+
+def _references_cell(references: tuple[str, ...]) -> str | None:
+    """One reference as its text, several as a JSON list (VLMEvalKit's VQA files keep answer lists in one cell)."""
+    if len(references) <= 1:
+        return references[0] if references else None
+    return json.dumps(list(references), ensure_ascii=False)
 
 
 def _turns(p: runs.Prediction | None) -> str:

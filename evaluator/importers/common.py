@@ -271,6 +271,21 @@ def check_texts(value: object, field: str, err: Callable[[str, str], Exception])
             check_texts(inner, field, err)
 
 
+MAX_REFERENCES = 100  # reference answers of one open item (VQAv2 keeps ten; COCO five captions)
+
+
+def reference_answers(value: object, field: str, err: Callable[[str, str], Exception]) -> list[str]:
+    """An open item's reference answers: one text or a list of texts, each stripped, blanks dropped, order and repeats
+    kept (a repeat is a vote in VQAv2's accuracy). Stored as the item's meta `references`."""
+    texts = [value] if isinstance(value, str) else value
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise err(field, "an open question's answer is a reference text or a list of them")
+    if len(texts) > MAX_REFERENCES:
+        raise err(field, f"{len(texts)} reference answers; at most {MAX_REFERENCES}")
+    check_texts(texts, field, err)
+    return [t.strip() for t in texts if not blank(t)]
+
+
 _JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 

@@ -6,7 +6,8 @@ Generic JSONL, one object per line:
 `options` is a list of texts (or an object letter -> text); `answer` a letter or a 0-based index (optional);
 `image` a path relative to the file (or to --images), a data URL or base64; `index` defaults to the line number.
 A file whose lines have no `options` is an open benchmark (kind `open`): `answer`, when given, is a reference answer
-text, kept in the item's meta as `reference` (it is no answer key: open runs are not scored). The first question
+text or a list of them (VQAv2's ten), kept in the item's meta as `references` (no answer key: open runs are scored
+against them by the open metrics, never by extraction). The first question
 decides; a line of the other kind is bad input.
 """
 
@@ -42,6 +43,7 @@ from evaluator.importers.common import (
     json_too_deep,
     no_duplicate_keys,
     normalise_index,
+    reference_answers,
 )
 
 # json raises a plain ValueError for a number longer than Python's int() accepts.
@@ -297,14 +299,13 @@ def _open_row(
     limits: ReadLimits,
     err: Callable[[str, str], InputError],
 ) -> SourceRow:
-    """A question without options: an open item, with an optional reference answer (meta `reference`)."""
-    reference = obj.get("answer")
-    if reference is not None and not isinstance(reference, str):
-        raise err("answer", "an open question's answer is a reference text")
+    """A question without options: an open item, with optional reference answers (meta `references`)."""
     known = {"index", "question", "options", "answer", "image", "hint", "category", "l2_category", "split"}
     meta = {k: v for k, v in obj.items() if k not in known}
-    if reference is not None and not blank(reference):
-        meta["reference"] = reference.strip()
+    if obj.get("answer") is not None:
+        references = reference_answers(obj["answer"], "answer", err)
+        if references:
+            meta["references"] = references
 
     def text(name: str) -> str | None:
         value = obj.get(name)

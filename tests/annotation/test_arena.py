@@ -117,7 +117,7 @@ def test_a_jsonl_without_options_imports_as_an_open_benchmark_with_references(tm
         assert bench is not None and bench.kind == "open"
         items = catalog.list_items(ws, bench.id)
         assert [(i.options, i.answer) for i in items] == [((), None)] * 3  # a reference is no answer key
-        assert [i.meta.get("reference") for i in items] == ["ref 1", None, "ref 3"]
+        assert [i.references for i in items] == [("ref 1",), (), ("ref 3",)]
 
 
 def test_a_file_mixing_open_and_multiple_choice_lines_is_refused_whole(tmp_path):
