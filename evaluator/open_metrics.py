@@ -193,7 +193,7 @@ _PTB_TOKEN = re.compile(
     r"""(?:[^\W\d_]\.){2,}                # u.s. e.g. a.m.
       | (?:mr|mrs|ms|dr|st|jr|sr|vs|prof|inc|ltd|co|corp|etc)\.(?=\s|$)
       | \d+(?:[.,:]\d+)+                   # 3.14 1,000 3:30
-      | [^\W_]+(?:[-'&][^\W_]+)*'?         # words, hyphenated, with apostrophes (o'clock, isn't, dogs')
+      | [^\W_]+(?:[-'&.][^\W_]+)*'?        # words: hyphenated, inner apostrophes and periods (np.zeros)
       | \.{2,}|!+|\?+|-{2,}                # runs of punctuation
       | \S                                 # any other sign on its own
     """,
@@ -205,10 +205,10 @@ _PTB_CLITIC = re.compile(r"^(.+?)(n't|'s|'m|'d|'re|'ve|'ll)$")
 def ptb_tokenize(text: str) -> str:
     """A caption as coco-caption feeds CIDEr: Stanford PTBTokenizer's tokens (lower case, -preserveLines), less
     ptbtokenizer.py's punctuation list, joined by spaces. A Python restatement of PTBTokenizer's rules for what
-    captions hold: words (hyphens and inner apostrophes kept), clitics split (is n't, ca n't, man 's), numbers with
-    inner . , : kept and split from what follows (3:30pm -> 3:30 pm), acronyms and common titles keep their period,
-    brackets become -lrb- and kin, quotes, dashes and ellipses are dropped. Rarer rules (rock 'n' roll, a title not
-    listed) are not restated."""
+    captions hold: words (hyphens, inner apostrophes and periods kept), clitics split (is n't, ca n't, man 's),
+    numbers with inner . , : kept and split from what follows (3:30pm -> 3:30 pm), acronyms and common titles keep
+    their period, brackets become -lrb- and kin, quotes, dashes and ellipses are dropped. Rarer rules (rock 'n' roll,
+    a title not listed) are not restated."""
     out: list[str] = []
     for token in _PTB_TOKEN.findall(text.replace("\n", " ").lower().translate(_PTB_UNICODE)):
         clitic = _PTB_CLITIC.match(token)
