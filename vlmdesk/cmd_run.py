@@ -429,7 +429,7 @@ def run_kind(run: runs.Run) -> str:
     return " · ".join(filter(None, parts))
 
 
-_SCORE_FIELDS = ("vanilla", "circular", "pope_accuracy", "pope_f1", "questions", "duration_s")
+_SCORE_FIELDS = ("vanilla", "circular", "pope_accuracy", "pope_f1", "open_metrics", "questions", "duration_s")
 
 
 def cmd_report(args) -> int:
