@@ -191,7 +191,7 @@ _PTB_BRACKETS = {"(": "-lrb-", ")": "-rrb-", "{": "-lcb-", "}": "-rcb-", "[": "-
 _PTB_UNICODE = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "\u2013": " -- "})
 _PTB_TOKEN = re.compile(
     r"""(?:https?|ftp)://\S+?(?=[.,;:!?]?(?:\s|$)) # a web address, whole
-      | [\w.+-]+@[\w-]+(?:\.[\w-]+)+        # an e-mail address, whole
+      | (?<![\w.+-])[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)+  # an e-mail address, whole (tried once per run of signs)
       | (?:[^\W\d_]\.){2,}                # u.s. e.g. a.m.
       | (?:mr|mrs|ms|dr|st|jr|sr|vs|prof|inc|ltd|co|corp|etc|ave|blvd|rd|mt|ft)\.(?=\s|$)
       | '(?:t(?=(?:is|was)\b)|\d\d\b)       # 'tis -> 't is, the year '99

@@ -407,3 +407,16 @@ def test_items_without_references_are_left_out_and_counted(tmp_path, capsys):
     report = json.loads(cli(capsys, ws_path, "report", "1", "--json")[1])
     assert (report["answered"], report["unreferenced"]) == (2, 1)
     assert "left out: 1 answer(s) without references" in cli(capsys, ws_path, "report", "1")[1]
+
+
+@pytest.mark.parametrize("unit", ["a+", "x@", "a.", "1,", "a'", ".!?-", "(a)", "東", "\u202e", "a\x00"])
+def test_long_hostile_answers_are_scored_within_range(unit):
+    """Answers of 100,000 repeated signs go through every rule (the tokeniser's patterns are linear: an e-mail
+    address is tried once per run of signs, at most 64 long) and stay in range."""
+    answer = unit * (100_000 // len(unit))
+    references = [unit * 3, "a cat", answer[:5000]]
+    for rule in (exact_match, word_match, vqa_accuracy, anls):
+        assert 0.0 <= rule(answer, references) <= 1.0
+    assert ptb_tokenize(answer) == ptb_tokenize(answer)  # deterministic
+    (score,) = cider_d([(ptb_tokenize(answer), [ptb_tokenize(r) for r in references])])
+    assert score == 0.0  # one item: log(1) = 0 weights every n-gram to nothing, as in CiderScorer
