@@ -377,6 +377,16 @@ def test_report_json_carries_the_metrics_overall_and_per_category(open_run, caps
     )
     code, out, _ = cli(capsys, open_run, "report", "1")
     assert code == 0 and "exact_match" in out and "-- leaf category" in out and "counting" in out
+    plot = open_run.parent / "open.png"
+    assert cli(capsys, open_run, "report", "1", "--plot", plot)[0] == 0 and plot.stat().st_size > 1000
+    code, _, err = cli(capsys, open_run, "report", "1", "2", "--plot", open_run.parent / "mixed.png")
+    assert code == 2 and "cannot plot POPE, open and multiple-choice runs in one chart" in err
+    code, out, _ = cli(capsys, open_run, "run-items", "1", "--level", "category", "--group", "counting", "--json")
+    (found,) = json.loads(out)
+    mine = {name: by_item[i] for name, by_item in scores.items() if (i := found["item_id"]) in by_item}
+    assert code == 0 and found["scores"] == mine and found["category"] == "counting"
+    code, _, err = cli(capsys, open_run, "run-items", "1", "--level", "l2", "--group", "x")
+    assert code == 2 and "grouped by leaf category only" in err
 
 
 def test_an_open_run_on_the_demo_with_a_baseline_reports_every_builtin_metric(tmp_path, capsys):
