@@ -175,6 +175,8 @@ def open_figure(reports: list[RunReport]) -> Figure:
                     fontsize=6.5,
                     xytext=(1.5, 0),
                     textcoords="offset points",
+                    # Taller than a thin bar: on the axes' own colour, not on the neighbouring bar's.
+                    bbox={"boxstyle": "square,pad=0.05", "fc": axes.get_facecolor(), "ec": "none"},
                 )
         axes.grid(axis="x", alpha=0.3)
 

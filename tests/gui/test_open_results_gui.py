@@ -92,3 +92,21 @@ def test_open_and_multiple_choice_runs_do_not_share_a_chart(qtbot, open_ws, make
     with open_workspace(open_ws) as ws:
         summary = run_summary(ws, 2)
     assert score(summary).startswith("word 25.0 · ANLS ")  # the runs list's score cell of the open run
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_open_chart_and_its_items_keep_their_contrast(qtbot, open_ws, make_window, theme):
+    from tests.gui.test_theme_contrast_gui import low_contrast
+
+    window = make_window(open_ws, theme="light")
+    try:
+        window.set_appearance(theme=theme, font_scale=1.25)  # live, as View › Larger text and the theme menu do
+        window.resize(1024, 700)
+        window.show_results([2])
+        dash = window.view("results")
+        dash.show_items_of({"run": "2", "level": "category", "group": "counting", "metric": "word_match"})
+        qtbot.wait(10)
+        assert dash.kind.currentData() == "open" and dash.chart.bars()
+        assert low_contrast(window) == []
+    finally:
+        window.set_appearance(theme="light", font_scale=1.0)
