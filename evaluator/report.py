@@ -221,7 +221,8 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> RunRep
         summary,
         (RUN_SCORING, *stored),
         sum(len(v) for v in by_item.values()),
-        sum(1 for v in by_item.values() for p in v.values() if p.choice is None),
+        # An open run reads no choice: none of its answers is undecided.
+        0 if run.strategy == "open" else sum(1 for v in by_item.values() for p in v.values() if p.choice is None),
         run.created_at,
         run.finished_at,
         run.config,

@@ -370,6 +370,7 @@ def test_report_json_carries_the_metrics_overall_and_per_category(open_run, caps
     assert report["metrics"]["word_match"] == 2 / 8 and report["metrics"]["exact_match"] == 1 / 8
     assert 0 < report["metrics"]["anls"] < 1 and report["metric_scales"]["cider"] == "cider"
     assert (report["answered"], report["unanswered"], report["unreferenced"]) == (8, 0, 0)
+    assert report["undecided"] == 0  # nothing is extracted from an open answer
     description = [i for i, c in category.items() if c == "description"]
     assert report["by_category"]["description"]["items"] == len(description)
     assert report["by_category"]["description"]["metrics"]["anls"] == pytest.approx(
