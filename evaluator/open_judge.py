@@ -21,13 +21,16 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from db import catalog, runs
 from db import open_judgements as store
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query, run_identity
+
+if TYPE_CHECKING:
+    from evaluator.open_metrics import OpenAnswer
 
 ATTEMPTS = 3  # the first ask and two reminders
 MAX_NEW_TOKENS = 256
@@ -240,6 +243,31 @@ def item_scores(ws: Workspace, run_id: int, judge: str, rubric_sha256: str) -> d
         if j.verdict is not None:
             per_item.setdefault(j.item_id, []).append(VALUES[j.verdict])
     return {i: sum(v) / len(v) for i, v in per_item.items()}
+
+
+def judge_scores(ws: Workspace, run_id: int, answers: Sequence[OpenAnswer]) -> dict[int, float]:
+    """The open metric `judge` (evaluator/open_metrics): the item scores of the run's judgement set stored last
+    (judge_set says which), for the items among `answers`; {} when the run was never judged."""
+    sets = store.judgement_sets(ws, run_id)
+    if not sets:
+        return {}
+    wanted = {a.item_id for a in answers}
+    scores = item_scores(ws, run_id, sets[0].judge, sets[0].rubric_sha256)
+    return {i: s for i, s in scores.items() if i in wanted}
+
+
+def judge_set(ws: Workspace, run_id: int) -> dict[str, Any] | None:
+    """Which judgement set the metric `judge` reads (the one stored last), its verdict counts, and the run's other
+    sets; None when the run was never judged."""
+    sets = store.judgement_sets(ws, run_id)
+    if not sets:
+        return None
+
+    def described(s: store.JudgementSet) -> dict[str, Any]:
+        counts = {**{v: s.counts.get(v, 0) for v in store.VERDICTS}, "undecided": s.counts.get(None, 0)}
+        return {"judge": s.judge, "rubric_sha256": s.rubric_sha256, "verdicts": counts}
+
+    return {**described(sets[0]), "other_sets": [described(s) for s in sets[1:]]}
 
 
 def open_judge_score(ws: Workspace, run_id: int, judge: str, rubric_sha256: str, *, calls: int = 0) -> OpenJudgeScore:

@@ -179,6 +179,43 @@ def test_verdicts_are_stored_scored_cached_and_asked_anew_under_another_rubric(o
     assert code == 0 and "judge score 0.625 over 8 items (right 4, partly 2, wrong 2, undecided 2; 0 left" in out
 
 
+def test_report_shows_the_judge_metric_of_the_set_stored_last_and_names_it(open_run, serve, tmp_path, capsys):
+    code, out, _ = cli(capsys, open_run, "report", "1", "--json")
+    assert code == 0 and "judge" not in json.loads(out)["metrics"] and json.loads(out)["judge_set"] is None
+    server = serve(respond=scripted)
+    judge = f"openai:judge@{server.url}?retries=0"
+    assert cli(capsys, open_run, "judge", "1", "--judge", judge)[0] == 0
+    report = json.loads(cli(capsys, open_run, "report", "1", "--json")[1])
+    assert report["metrics"]["judge"] == pytest.approx(0.625) and report["metric_items"]["judge"] == 8
+    assert report["metric_scales"]["judge"] == "fraction"
+    assert report["judge_set"] == {
+        "judge": judge,
+        "rubric_sha256": open_judgements.rubric_sha256(DEFAULT_RUBRIC),
+        "verdicts": {"right": 4, "partly": 2, "wrong": 2, "undecided": 2},
+        "other_sets": [],
+    }
+    # Per category, the judge's mean over the category's judged items (all items here: no category).
+    assert [g["metrics"]["judge"] for g in report["by_category"].values()] == [pytest.approx(0.625)]
+    # A second set (another rubric, every answer wrong) is the one reported now; the first is named beside it.
+    rubric = tmp_path / "harsh.txt"
+    rubric.write_text("Everything is wrong.\n")
+    server.respond = lambda text: "[Verdict] wrong"
+    assert cli(capsys, open_run, "judge", "1", "--judge", judge, "--rubric", str(rubric))[0] == 0
+    report = json.loads(cli(capsys, open_run, "report", "1", "--json")[1])
+    assert report["metrics"]["judge"] == 0.0 and report["metric_items"]["judge"] == REFERENCED
+    assert report["judge_set"]["rubric_sha256"] == open_judgements.rubric_sha256("Everything is wrong.\n")
+    assert [s["rubric_sha256"] for s in report["judge_set"]["other_sets"]] == [
+        open_judgements.rubric_sha256(DEFAULT_RUBRIC)
+    ]
+    with open_workspace(open_run) as ws:
+        from evaluator.open_metrics import item_scores
+
+        assert set(item_scores(ws, 1, ["judge"])["judge"].values()) == {0.0}
+    text = cli(capsys, open_run, "report", "1")[1]
+    assert f"judge: {judge}, rubric {report['judge_set']['rubric_sha256'][:12]} (right 0, partly 0, wrong 10" in text
+    assert "1 other judgement set(s)" in text
+
+
 def test_a_key_the_judge_server_echoes_never_reaches_the_workspace(open_run, serve, monkeypatch, capsys):
     secret = "plain-looking-judge-key-42"
     monkeypatch.setenv("VLMDESK_JUDGE_KEY", secret)
