@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from db import catalog, runs
 from db import open_judgements as store
 from db.errors import InvalidInput, NotFound
-from db.workspace import Workspace
+from db.workspace import ReadOnlyWorkspace, Workspace
 from evaluator.backends import Backend, BackendError, Query, run_identity
 
 if TYPE_CHECKING:
@@ -322,6 +322,8 @@ def judge_open_run(
         todo = todo[:limit]
     calls = 0
     if todo:
+        if ws.read_only:  # said before a judge is paid for answers that could not be stored
+            raise ReadOnlyWorkspace(f"{ws.path}: workspace is read-only: {len(todo)} answer(s) to judge")
         if backend is None:
             from evaluator.backends import load_backend
 

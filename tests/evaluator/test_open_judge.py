@@ -297,6 +297,8 @@ def test_bad_input_is_one_line_and_asks_nothing(open_run, serve, tmp_path, capsy
         code, out, err = cli(capsys, open_run, *args)
         assert code == 2 and out == "" and message in err and len(err.strip().splitlines()) == 1, (args, err)
         assert "abcdefabcdef" not in err
+    code, _, err = cli(capsys, open_run, "--read-only", "judge", "1", "--judge", judge)
+    assert code == 2 and "workspace is read-only: 10 answer(s) to judge" in err
     assert server.count == 0
     code, out, _ = cli(capsys, open_run, "judge", "--print-rubric")
     assert code == 0 and out == DEFAULT_RUBRIC
