@@ -778,6 +778,7 @@ _MARKED = (
     "predictions",
     "scorings",
     "judgements",
+    "open_judgements",
     "guidelines",
     "saved_filters",
     "models",
