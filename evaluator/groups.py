@@ -19,6 +19,7 @@ Of a model's several counted runs on one benchmark the latest finished one is ta
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -190,7 +191,7 @@ def groups_report(
     chosen: dict[tuple[str, int], runs.Run] = {}  # (model, benchmark) -> its latest counted run
     why_not: dict[tuple[str, int], str] = {}
     untagged: set[str] = set()
-    for run in runs.list_runs(ws):
+    for run in sorted(runs.list_runs(ws), key=lambda r: r.id):
         bench = benches.get(run.benchmark_id)
         if bench is None or (spec is not None and run.model_spec != spec):
             continue
@@ -203,7 +204,7 @@ def groups_report(
             continue
         reason = _counted(run, bench, mcq_figure)
         if reason is not None:
-            why_not.setdefault(key, reason)
+            why_not[key] = reason  # the newest uncounted run says why, when no run counts
             continue
         best = chosen.get(key)
         if best is None or (run.finished_at or "", run.id) > (best.finished_at or "", best.id):
@@ -213,7 +214,7 @@ def groups_report(
     for (model_spec, bench_id), reason in sorted(why_not.items()):
         if (model_spec, bench_id) not in chosen:
             left_out.append({"benchmark": benches[bench_id].name, "model": model_spec, "why": reason})
-    for (model_spec, bench_id), run in sorted(chosen.items()):
+    for (model_spec, bench_id), run in sorted(chosen.items(), key=lambda kv: (kv[0][0], benches[kv[0][1]].name)):
         bench = benches[bench_id]
         metric = _metric(bench, mcq_figure, pope_figure)
         assert metric is not None  # open benchmarks were left out above
@@ -246,7 +247,7 @@ def format_groups(report: GroupsReport) -> str:
     lines = [
         f"capability groups (LVLM-eHub): multiple choice {mcq} accuracy, POPE {pope} (official parser); "
         "open benchmarks not scored",
-        f"rule: {RULE}",
+        *textwrap.wrap(f"rule: {RULE}", 110, subsequent_indent="  "),
     ]
     if not report.models:
         lines.append("no model has a counted run on a tagged benchmark (vlmdesk benchmarks tag BENCH --group G)")
