@@ -621,10 +621,10 @@ class MainWindow(QMainWindow):
         )
         file_menu.addAction(_action(self, "Import the &demo benchmarks", triggered=self.import_demo))
         file_menu.addAction(
-            _action(self, GROUPS_ACTION, triggered=lambda: self.docks["benchmarks"].widget().edit_groups())
+            _action(self, "Import predictions &made elsewhere…", triggered=self._import_predictions_dialog)
         )
         file_menu.addAction(
-            _action(self, "Import predictions &made elsewhere…", triggered=self._import_predictions_dialog)
+            _action(self, GROUPS_ACTION, triggered=lambda: self.docks["benchmarks"].widget().edit_groups())
         )
         file_menu.addSeparator()
         for kind, (title, _, _) in SYNC_COMMANDS.items():  # annotators on several machines: exchange JSON Lines
