@@ -10,7 +10,9 @@ group's benchmarks that the model has a counted run on, of each benchmark's head
 
 - multiple choice: CircularEval accuracy (the metric `circular`), or VanillaEval's (`vanilla`) when asked;
 - yes/no (POPE): F1 with yes as positive under the official parser (`pope_f1`), or accuracy (`pope_accuracy`);
-- open answers: no figure yet (their metrics are another change); such benchmarks are listed as left out.
+- open answers: the run's value of an open metric (evaluator/open_metrics.py: the mean of its items' scores) —
+  LVLM-eHub's word match by default (its rule for VQA and OCR), or exact_match, vqa_accuracy, anls; CIDEr is on
+  its own scale and is not averaged with fractions.
 
 A counted run is finished, asks every item (no --limit) with the image, and is plain (evaluator.desiderata.is_plain:
 no label map, corruption, k-shot examples or chain of thought); the CircularEval figure needs a circular run.
@@ -27,7 +29,7 @@ from db import catalog, models, runs
 from db.catalog import Benchmark
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
-from evaluator import formats, metrics
+from evaluator import formats, metrics, open_metrics
 from evaluator.desiderata import is_plain
 
 GROUPS: dict[str, str] = {
@@ -42,6 +44,16 @@ META_KEY = "groups"
 
 McqFigure = Literal["circular", "vanilla"]
 PopeFigure = Literal["f1", "accuracy"]
+DEFAULT_OPEN_FIGURE = "word_match"
+
+
+def open_figure_problem(name: str) -> str | None:
+    """Why `name` cannot be an open benchmark's figure (an open metric scored as a fraction), or None."""
+    entry = open_metrics.REGISTRY.get(name)
+    fractions = [e.name for e in open_metrics.REGISTRY.entries() if e.scale == "fraction"]
+    if entry is None or entry.scale != "fraction":
+        return f"{name[:40]!r} is not an open metric scored as a fraction ({', '.join(fractions)})"
+    return None
 
 
 def group_names() -> str:
@@ -136,13 +148,14 @@ class GroupsReport:
     models: tuple[ModelGroups, ...]
     mcq_figure: McqFigure
     pope_figure: PopeFigure
+    open_figure: str
     untagged: tuple[str, ...]  # benchmarks with runs but no group
     left_out: tuple[dict[str, str], ...]  # {"benchmark", "model", "why"}: a tagged benchmark's runs not counted
 
     def to_json(self) -> dict[str, Any]:
         return {
             "rule": RULE,
-            "figures": {"mcq": self.mcq_figure, "yesno": f"pope_{self.pope_figure}", "open": None},
+            "figures": {"mcq": self.mcq_figure, "yesno": f"pope_{self.pope_figure}", "open": self.open_figure},
             "models": [m.to_json() for m in self.models],
             "untagged_benchmarks": list(self.untagged),
             "left_out": list(self.left_out),
@@ -172,8 +185,12 @@ def _counted(run: runs.Run, bench: Benchmark, mcq_figure: McqFigure) -> str | No
     return None
 
 
-def _metric(bench: Benchmark, mcq_figure: McqFigure, pope_figure: PopeFigure) -> str | None:
-    return {"mcq": mcq_figure, "yesno": f"pope_{pope_figure}"}.get(bench.kind)
+def _value(ws: Workspace, run_id: int, metric: str, kind: str) -> float | None:
+    """A run's headline figure: a registered metric (multiple choice, POPE), or an open metric's run value."""
+    if kind != "open":
+        return metrics.compute(ws, metric, run_id)
+    scores = open_metrics.item_scores(ws, run_id, [metric]).get(metric, {})
+    return sum(scores.values()) / len(scores) if scores else None
 
 
 def groups_report(
@@ -182,10 +199,14 @@ def groups_report(
     model: str | None = None,
     mcq_figure: McqFigure = "circular",
     pope_figure: PopeFigure = "f1",
+    open_figure: str = DEFAULT_OPEN_FIGURE,
 ) -> GroupsReport:
     """Every model's figure per group (only `model`'s: a saved model's name or a spec), from the stored runs."""
     if mcq_figure not in ("circular", "vanilla") or pope_figure not in ("f1", "accuracy"):
         raise InvalidInput(f"figures: mcq {mcq_figure!r} / pope {pope_figure!r} (circular|vanilla, f1|accuracy)")
+    if problem := open_figure_problem(open_figure):
+        raise InvalidInput(f"--open-figure: {problem}")
+    metric_of = {"mcq": mcq_figure, "yesno": f"pope_{pope_figure}", "open": open_figure}
     spec = models.resolve_spec(ws, model.strip()) if model is not None else None
     benches = {b.id: b for b in catalog.list_benchmarks(ws)}
     chosen: dict[tuple[str, int], runs.Run] = {}  # (model, benchmark) -> its latest counted run
@@ -199,9 +220,6 @@ def groups_report(
             untagged.add(bench.name)
             continue
         key = (run.model_spec, bench.id)
-        if _metric(bench, mcq_figure, pope_figure) is None:
-            why_not[key] = f"{bench.kind} benchmark: no headline figure for open answers yet"
-            continue
         reason = _counted(run, bench, mcq_figure)
         if reason is not None:
             why_not[key] = reason  # the newest uncounted run says why, when no run counts
@@ -216,11 +234,11 @@ def groups_report(
             left_out.append({"benchmark": benches[bench_id].name, "model": model_spec, "why": reason})
     for (model_spec, bench_id), run in sorted(chosen.items(), key=lambda kv: (kv[0][0], benches[kv[0][1]].name)):
         bench = benches[bench_id]
-        metric = _metric(bench, mcq_figure, pope_figure)
-        assert metric is not None  # open benchmarks were left out above
-        value = metrics.compute(ws, metric, run.id)
+        metric = metric_of[bench.kind]
+        value = _value(ws, run.id, metric, bench.kind)
         if value is None:
-            left_out.append({"benchmark": bench.name, "model": model_spec, "why": f"run {run.id}: no scored item"})
+            why = "no item with a reference answer" if bench.kind == "open" else "no scored item"
+            left_out.append({"benchmark": bench.name, "model": model_spec, "why": f"run {run.id}: {why}"})
             continue
         for group in benchmark_groups(bench):
             entries.setdefault(model_spec, {}).setdefault(group, []).append(Entry(bench.name, run.id, metric, value))
@@ -233,7 +251,7 @@ def groups_report(
         )
         for model_spec, per in sorted(entries.items())
     )
-    return GroupsReport(found, mcq_figure, pope_figure, tuple(sorted(untagged)), tuple(left_out))
+    return GroupsReport(found, mcq_figure, pope_figure, open_figure, tuple(sorted(untagged)), tuple(left_out))
 
 
 def _mean(values: list[float]) -> float | None:
@@ -245,8 +263,8 @@ def format_groups(report: GroupsReport) -> str:
     mcq = "CircularEval" if report.mcq_figure == "circular" else "VanillaEval"
     pope = "F1" if report.pope_figure == "f1" else "accuracy"
     lines = [
-        f"capability groups (LVLM-eHub): multiple choice {mcq} accuracy, POPE {pope} (official parser); "
-        "open benchmarks not scored",
+        f"capability groups (LVLM-eHub): multiple choice {mcq} accuracy, POPE {pope} (official parser), "
+        f"open answers {report.open_figure}",
         *textwrap.wrap(f"rule: {RULE}", 110, subsequent_indent="  "),
     ]
     if not report.models:

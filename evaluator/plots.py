@@ -525,7 +525,8 @@ def groups_radar_figure(report: Any) -> Figure:
         ticks = [f"{t}\n(n={len(g.entries)})" for t, g in zip(ticks, report.models[0].groups)]
     mcq = "CircularEval" if report.mcq_figure == "circular" else "VanillaEval"
     pope = "F1" if report.pope_figure == "f1" else "accuracy"
-    return _radar(f"Capability groups (LVLM-eHub): {mcq} acc., POPE {pope}, 0-100", names, ticks, series, 100.0)
+    title = f"Capability groups (LVLM-eHub): {mcq} acc., POPE {pope}, open {report.open_figure}; 0-100"
+    return _radar(title, names, ticks, series, 100.0)
 
 
 def robustness_figure(report: Any) -> Figure:

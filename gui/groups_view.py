@@ -28,8 +28,17 @@ from PySide6.QtWidgets import (
 
 from db.catalog import Benchmark
 from db.errors import InvalidInput
-from evaluator import plots
-from evaluator.groups import GROUPS, GroupsReport, benchmark_groups, format_groups, groups_report, tag_benchmark
+from evaluator import open_metrics, plots
+from evaluator.groups import (
+    DEFAULT_OPEN_FIGURE,
+    GROUPS,
+    GroupsReport,
+    benchmark_groups,
+    format_groups,
+    groups_report,
+    open_figure_problem,
+    tag_benchmark,
+)
 from gui.charts import ChartView, message_figure
 from gui.fitting import compact_combo
 
@@ -111,6 +120,13 @@ class GroupsView(QWidget):
         self.pope.addItem("POPE: F1", "f1")
         self.pope.addItem("POPE: accuracy", "accuracy")
         self.pope.currentIndexChanged.connect(self.refresh)
+        self.open = compact_combo(QComboBox(), 14)
+        self.open.setToolTip("An open benchmark's figure, an open metric (vlmdesk report --groups --open-figure)")
+        for entry in open_metrics.REGISTRY.entries():
+            if open_figure_problem(entry.name) is None:
+                self.open.addItem(f"Open: {entry.name}", entry.name)
+        self.open.setCurrentIndex(max(0, self.open.findData(DEFAULT_OPEN_FIGURE)))
+        self.open.currentIndexChanged.connect(self.refresh)
         self.chart = ChartView()
         self.text = QPlainTextEdit()
         self.text.setReadOnly(True)
@@ -119,6 +135,7 @@ class GroupsView(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.mcq)
         top.addWidget(self.pope)
+        top.addWidget(self.open)
         top.addStretch(1)
         chart_box = QWidget()
         cl = QVBoxLayout(chart_box)
@@ -148,7 +165,12 @@ class GroupsView(QWidget):
             self.text.clear()
             return
         chosen = set(self.selected_models())
-        self.report = groups_report(self.ctx.ws, mcq_figure=self.mcq.currentData(), pope_figure=self.pope.currentData())
+        self.report = groups_report(
+            self.ctx.ws,
+            mcq_figure=self.mcq.currentData(),
+            pope_figure=self.pope.currentData(),
+            open_figure=self.open.currentData(),
+        )
         self.models.blockSignals(True)
         self.models.clear()
         for m in self.report.models:

@@ -179,7 +179,7 @@ def register(add) -> None:
         action="store_true",
         help="instead of runs: each model's figure per capability group (LVLM-eHub's six; vlmdesk benchmarks tag): "
         "the mean over the group's benchmarks of the model's latest finished plain run's headline figure there "
-        "(CircularEval accuracy, POPE F1); --plot draws the radar",
+        "(CircularEval accuracy, POPE F1, open answers: word match); --plot draws the radar",
     )
     p.add_argument("--model", metavar="SPEC", help="--groups: only this model (a saved model's name or a spec)")
     p.add_argument(
@@ -187,6 +187,13 @@ def register(add) -> None:
         choices=("circular", "vanilla"),
         default="circular",
         help="--groups: a multiple-choice benchmark's figure (default circular: CircularEval runs only)",
+    )
+    p.add_argument(
+        "--open-figure",
+        metavar="METRIC",
+        default="word_match",
+        help="--groups: an open benchmark's figure, an open metric scored as a fraction (default word_match, "
+        "LVLM-eHub's; exact_match, vqa_accuracy, anls)",
     )
     p.add_argument(
         "--pope-figure",
@@ -506,7 +513,13 @@ def cmd_report_groups(args) -> int:
     if args.run_ids or args.scoring:
         raise UsageError("--groups reads every model's runs itself: leave out RUN_ID and --scoring")
     with open_from_args(args) as ws:
-        report = groups_report(ws, model=args.model, mcq_figure=args.mcq_figure, pope_figure=args.pope_figure)
+        report = groups_report(
+            ws,
+            model=args.model,
+            mcq_figure=args.mcq_figure,
+            pope_figure=args.pope_figure,
+            open_figure=args.open_figure,
+        )
     if args.plot:
         from evaluator.plots import groups_radar_figure, save_figure
 

@@ -168,7 +168,7 @@ def test_report_groups_equals_the_figures_computed_from_the_passes(study, capsys
         vanilla = {r: _vanilla(ws, r) for r in (1, 3, 8, 10)}
     assert _cli(study, "report", "--groups", "--json") == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["figures"] == {"mcq": "circular", "yesno": "pope_f1", "open": None}
+    assert out["figures"] == {"mcq": "circular", "yesno": "pope_f1", "open": "word_match"}
     got = {m["model"]: {g["group"]: g for g in m["groups"]} for m in out["models"]}
     first, rand = got["baseline:first"], got["baseline:random"]
     assert first["perception"]["value"] == pytest.approx(statistics.mean([first_demo, first_b2]))
@@ -230,3 +230,28 @@ def test_radar_file_has_the_six_groups(study, tmp_path, capsys):
     )
     assert _cli(study, "report", "--groups", "--plot", str(tmp_path / "radar.txt")) == 2  # bounded output names
     assert not (tmp_path / "radar.txt").exists()
+
+
+def test_open_benchmark_figure_is_an_open_metrics_run_value(tmp_path, monkeypatch, capsys):
+    """A parrot (tests/open_plugins.py) answers 3 of demo-open's 8 questions with their reference word for word and
+    the rest "no idea": exact match is 3/8, whatever else the metrics do."""
+    from evaluator.registry import PLUGINS_ENV
+
+    monkeypatch.setenv(PLUGINS_ENV, "tests.open_plugins")
+    rows = [json.loads(line) for line in open("assets/demo/demo_open.jsonl", encoding="utf-8")]
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({r["question"]: r["answer"] for r in rows[:3]}))
+    path = tmp_path / "w.sqlite"
+    with open_workspace(path) as ws:
+        ensure_demo(ws)
+        tag_benchmark(ws, "demo-open", ["knowledge"])
+    assert _cli(path, "run", "--bench", "demo-open", "--model", f"parrot:{answers}") == 0
+    capsys.readouterr()
+    assert _cli(path, "report", "--groups", "--json", "--open-figure", "exact_match") == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["figures"]["open"] == "exact_match"
+    (model,) = out["models"]
+    knowledge = next(g for g in model["groups"] if g["group"] == "knowledge")
+    assert knowledge["value"] == pytest.approx(3 / 8) and knowledge["entries"][0]["metric"] == "exact_match"
+    assert _cli(path, "report", "--groups", "--open-figure", "cider") == 2  # its own scale: not averaged
+    assert "not an open metric scored as a fraction" in capsys.readouterr().err
