@@ -262,9 +262,12 @@ def format_groups(report: GroupsReport) -> str:
     """The report as text: a table per model (group, figure, benchmarks averaged), then what was left out."""
     mcq = "CircularEval" if report.mcq_figure == "circular" else "VanillaEval"
     pope = "F1" if report.pope_figure == "f1" else "accuracy"
-    lines = [
+    head = (
         f"capability groups (LVLM-eHub): multiple choice {mcq} accuracy, POPE {pope} (official parser), "
-        f"open answers {report.open_figure}",
+        f"open answers {report.open_figure}"
+    )
+    lines = [
+        *textwrap.wrap(head, 110, subsequent_indent="  "),
         *textwrap.wrap(f"rule: {RULE}", 110, subsequent_indent="  "),
     ]
     if not report.models:

@@ -493,7 +493,8 @@ def _radar(
     ax.tick_params(axis="y", labelsize=7)
     ax.set_title(title, fontsize=10)
     if series:  # no series: an empty legend warns on stderr
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.06), frameon=False)
+        # Below the axis names (two lines each), not over the bottom ones.
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
     return fig
 
 
@@ -525,7 +526,7 @@ def groups_radar_figure(report: Any) -> Figure:
         ticks = [f"{t}\n(n={len(g.entries)})" for t, g in zip(ticks, report.models[0].groups)]
     mcq = "CircularEval" if report.mcq_figure == "circular" else "VanillaEval"
     pope = "F1" if report.pope_figure == "f1" else "accuracy"
-    title = f"Capability groups (LVLM-eHub): {mcq} acc., POPE {pope}, open {report.open_figure}; 0-100"
+    title = f"Capability groups (LVLM-eHub), 0-100\n{mcq} accuracy · POPE {pope} · open answers: {report.open_figure}"
     return _radar(title, names, ticks, series, 100.0)
 
 
