@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from db.catalog import Benchmark
-from db.errors import InvalidInput
+from db.errors import InvalidInput, UserError
 from evaluator import open_metrics, plots
 from evaluator.groups import (
     DEFAULT_OPEN_FIGURE,
@@ -78,7 +78,11 @@ def edit_groups(parent: QWidget, ctx, bench: Benchmark) -> GroupsDialog:
     dialog = GroupsDialog(bench, parent)
 
     def save() -> None:
-        stored = tag_benchmark(ctx.ws, bench.name, dialog.chosen())
+        try:
+            stored = tag_benchmark(ctx.ws, bench.name, dialog.chosen())
+        except UserError as exc:  # a read-only workspace, the benchmark removed by another process
+            ctx.error.emit(f"Could not store the capability groups of {bench.name}: {exc}", "")
+            return
         ctx.workspaceChanged.emit()  # the dock, the benchmark in use and the Groups page read them again
         ctx.info.emit(
             f"{bench.name}: {', '.join(stored) or 'no capability group'} "

@@ -88,3 +88,22 @@ def test_dialog_cancel_writes_nothing_and_blind_mode_computes_nothing(qtbot, ws_
 def catalog_bench(path, name):
     with open_workspace(path) as ws:
         return catalog.benchmark_by_name(ws, name)
+
+
+def test_a_refused_write_is_said_and_stores_nothing(qtbot, ws_with_pope, make_window):
+    window = make_window(ws_with_pope)
+    dock = window.docks["benchmarks"].widget()
+    with open_workspace(ws_with_pope) as ws:  # removed by another process while the dialog is open
+        bench = catalog.benchmark_by_name(ws, "demo")
+    dock.edit_groups(_renamed(bench, "gone"))
+    dock.groups_dialog.boxes["embodied"].setChecked(True)
+    dock.groups_dialog.accept()
+    assert "Could not store the capability groups of gone: no benchmark named 'gone'" in (
+        window.message_bar.label.text()
+    )
+
+
+def _renamed(bench, name):
+    import dataclasses
+
+    return dataclasses.replace(bench, name=name)
