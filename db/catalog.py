@@ -148,6 +148,11 @@ def finish_benchmark(ws: Workspace, benchmark_id: int, *, rows_read: int, rows_f
     )
 
 
+def set_benchmark_meta(ws: Workspace, benchmark_id: int, meta: dict[str, Any]) -> None:
+    """Replace a benchmark's meta (its capability groups live there: evaluator/groups.py)."""
+    ws.conn.execute("UPDATE benchmarks SET meta = ? WHERE id = ?", (json.dumps(meta, ensure_ascii=False), benchmark_id))
+
+
 def has_image(ws: Workspace, sha256: str) -> bool:
     return ws.conn.execute("SELECT 1 FROM images WHERE sha256 = ?", (sha256,)).fetchone() is not None
 

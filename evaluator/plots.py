@@ -468,37 +468,68 @@ def reliability_figure(calibration: Any, title: str = "") -> Figure:
     return fig
 
 
-def radar_figure(report: Any) -> Figure:
-    # report: evaluator.desiderata.DesiderataReport
-    """ChEF's figure: the six desiderata of each model on one radar, each on a 0-100 scale where higher is better
-    (a dimension that cannot be computed is drawn at 0 and named in the legend)."""
+def _radar(
+    title: str, names: list[str], ticks: list[str], series: list[tuple[str, list[float | None]]], top: float
+) -> Figure:
+    """One radar: an axis per name (labelled by `ticks`), a closed line per (label, values) of `series`, on 0..top
+    (at least; a value None is drawn at 0 and its axis's name listed as n/a in the series' legend entry)."""
     from math import pi
-
-    from evaluator.desiderata import DIMENSIONS, TITLES
 
     fig = Figure(figsize=(6.4, 5.4), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(projection="polar")
-    angles = [2 * pi * i / len(DIMENSIONS) for i in range(len(DIMENSIONS))]
-    top = 100.0
-    for m_i, model in enumerate(report.models):
-        values = [model.dimensions[d].radar for d in DIMENSIONS]
+    angles = [2 * pi * i / len(names) for i in range(len(names))]
+    for m_i, (name, values) in enumerate(series):
         shown = [max(0.0, v) if v is not None else 0.0 for v in values]
         top = max(top, *shown)
-        gaps = [TITLES[d].lower() for d, v in zip(DIMENSIONS, values) if v is None]
-        name = model.model if len(model.model) <= 40 else "…" + model.model[-39:]
+        gaps = [a.lower() for a, v in zip(names, values) if v is None]
+        name = name if len(name) <= 40 else "…" + name[-39:]
         # Wrapped: on one line six missing dimensions ran past a 1024-pixel-wide window's figure.
         label = name + ("\n" + textwrap.fill(f"(n/a: {', '.join(gaps)})", 60) if gaps else "")
         color = COLORS[m_i % len(COLORS)]
-        ax.plot([*angles, angles[0]], [*shown, shown[0]], color=color, linewidth=1.6, label=label)
+        ax.plot([*angles, angles[0]], [*shown, shown[0]], color=color, linewidth=1.6, marker="o", ms=3, label=label)
         ax.fill([*angles, angles[0]], [*shown, shown[0]], color=color, alpha=0.12)
-    ax.set_xticks(angles, [TITLES[d].replace(" ", "\n", 1) for d in DIMENSIONS], fontsize=8)
+    ax.set_xticks(angles, ticks, fontsize=8)
+    ax.tick_params(axis="x", pad=7)  # the axis names clear of the outer circle
     ax.set_ylim(0, top * 1.05)
     ax.tick_params(axis="y", labelsize=7)
-    ax.set_title("Desiderata (0-100, higher is better)", fontsize=10)
-    if report.models:  # open runs only: no model, and an empty legend warns on stderr
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.06), frameon=False)
+    ax.set_title(title, fontsize=10)
+    if series:  # no series: an empty legend warns on stderr
+        # Below the axis names (two lines each), not over the bottom ones.
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
     return fig
+
+
+def radar_figure(report: Any) -> Figure:
+    # report: evaluator.desiderata.DesiderataReport
+    """ChEF's figure: the six desiderata of each model on one radar, each on a 0-100 scale where higher is better
+    (a dimension that cannot be computed is drawn at 0 and named in the legend)."""
+    from evaluator.desiderata import DIMENSIONS, TITLES
+
+    series = [(m.model, [m.dimensions[d].radar for d in DIMENSIONS]) for m in report.models]
+    names = [TITLES[d] for d in DIMENSIONS]
+    return _radar(
+        "Desiderata (0-100, higher is better)", names, [n.replace(" ", "\n", 1) for n in names], series, 100.0
+    )
+
+
+def groups_radar_figure(report: Any) -> Figure:
+    # report: evaluator.groups.GroupsReport
+    """LVLM-eHub's six capability groups of each model on one radar (0-100: the mean headline figure of the
+    group's benchmarks, × 100); a group the model ran no benchmark of is drawn at 0 and named in the legend."""
+    from evaluator.groups import GROUPS
+
+    if not report.models:
+        raise InvalidInput("no model has a counted run on a tagged benchmark: nothing to draw")
+    series = [(m.model, [None if g.value is None else 100 * g.value for g in m.groups]) for m in report.models]
+    names = list(GROUPS.values())
+    ticks = [t.replace(" ", "\n", 1) for t in names]
+    if len(report.models) == 1:  # one model: how many benchmarks each group's figure averages, on its axis
+        ticks = [f"{t}\n(n={len(g.entries)})" for t, g in zip(ticks, report.models[0].groups)]
+    mcq = "CircularEval" if report.mcq_figure == "circular" else "VanillaEval"
+    pope = "F1" if report.pope_figure == "f1" else "accuracy"
+    title = f"Capability groups (LVLM-eHub), 0-100\n{mcq} accuracy · POPE {pope} · open answers: {report.open_figure}"
+    return _radar(title, names, ticks, series, 100.0)
 
 
 def robustness_figure(report: Any) -> Figure:

@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "demo": "menu:Import the demo benchmarks",
     "fetch": "menu:Import a benchmark by name…",  # `vlmdesk import NAME`: fetched, then imported
     "benchmarks": "tab:browse",  # the Benchmarks dock beside every tab
+    "benchmarks tag": "menu:Capability groups of the benchmark…",  # also the Benchmarks list's context menu
     "items": "tab:browse",
     "show": "tab:review",
     "run": "tab:runs",

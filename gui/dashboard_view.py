@@ -30,6 +30,7 @@ from gui.charts import BlindCover, ChartView, message_figure
 from gui.desiderata_view import DesiderataView
 from gui.empty_states import ADD_MODEL, START_RUN, EmptyState
 from gui.fitting import compact_combo
+from gui.groups_view import GroupsView
 from gui.item_panel import ADJUDICATION_HIDDEN
 from gui.runs_list import RunsList
 from gui.tables import RowsModel, export_table, table_view
@@ -135,9 +136,11 @@ class DashboardView(QWidget):
         split.setChildrenCollapsible(False)
         # The Desiderata page (gui/desiderata_view.py) beside the charts, under the same blind cover.
         self.desiderata = DesiderataView(ctx)
+        self.groups = GroupsView(ctx)  # LVLM-eHub's capability groups of each model (gui/groups_view.py)
         self.pages = QTabWidget()
         self.pages.addTab(split, "&Charts")
         self.pages.addTab(self.desiderata, "&Desiderata")
+        self.pages.addTab(self.groups, "&Groups")
         self.cover = BlindCover(self.pages, "Results")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
@@ -164,6 +167,7 @@ class DashboardView(QWidget):
 
     def refresh(self) -> None:
         self.runs.reload()
+        self.groups.refresh()
         if self.runs.model.payloads:
             self.empty.hide()
         else:

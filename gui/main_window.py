@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMainWindow,
+    QMenu,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -31,6 +32,7 @@ from annotation.names import BadName, annotator_name
 from db import catalog, item_query
 from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import change_marks, database_error, open_workspace
+from evaluator.groups import GROUPS, benchmark_groups
 from gui import file_dialogs
 from gui.alignment_view import AlignmentView
 from gui.annotator_stats import AnnotatorsView
@@ -41,12 +43,14 @@ from gui.commands import WorkspaceCommands
 from gui.context import Context
 from gui.dashboard_view import DashboardView
 from gui.errors import MessageBar
+from gui.groups_view import edit_groups
 from gui.models_view import ModelsView
 from gui.prefs import Preferences, PreferencesFile, config_dir
 from gui.queues_view import QueuesView
 from gui.review_view import ReviewView
 from gui.runs_view import RunsView
 
+GROUPS_ACTION = "Capability &groups of the benchmark…"  # File menu and the Benchmarks list's context menu
 SYNC_COMMANDS = {  # kind: (menu title, export command, import command)
     "reviews": ("reviews", ["reviews", "export"], ["reviews", "import"]),
     "labels": ("labels", ["align", "export-labels"], ["align", "import-labels"]),
@@ -98,6 +102,9 @@ class BenchmarksDock(QListWidget):
         self.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.setWordWrap(True)  # "30 items · multiple choice" wraps in a narrow dock rather than "30…"
         self.currentRowChanged.connect(self._chosen)  # filled by MainWindow.open_workspace
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._context_menu)
+        self.groups_dialog = None  # the capability groups dialog last opened (gui/groups_view.py)
 
         self._fit_width()
 
@@ -122,6 +129,8 @@ class BenchmarksDock(QListWidget):
             item = QListWidgetItem(f"{b.name}\n{count} · {kind}")
             item.setData(Qt.ItemDataRole.UserRole, b.name)
             item.setData(Qt.ItemDataRole.UserRole + 1, b)
+            groups = ", ".join(GROUPS[g].lower() for g in benchmark_groups(b))
+            item.setToolTip(f"{b.name}\ncapability groups: {groups or 'none'} (right-click to change)")
             self.addItem(item)
             if b.name == current:  # a reload (another process imported) keeps the choice, without re-selecting
                 self.setCurrentItem(item)
@@ -133,6 +142,20 @@ class BenchmarksDock(QListWidget):
                 self.setCurrentRow(row)
                 return
         raise NotFound(f"no benchmark named {name!r}")
+
+    def _context_menu(self, pos) -> None:
+        item = self.itemAt(pos)
+        if item is None:
+            return
+        menu = QMenu(self)
+        menu.addAction(GROUPS_ACTION, lambda: self.edit_groups(item.data(Qt.ItemDataRole.UserRole + 1)))
+        menu.popup(self.viewport().mapToGlobal(pos))
+
+    def edit_groups(self, bench=None) -> None:
+        """The capability groups dialog of `bench` (default: the benchmark in use)."""
+        bench = bench or self.ctx.benchmark
+        if bench is not None:
+            self.groups_dialog = edit_groups(self, self.ctx, bench)
 
     def _chosen(self, row: int) -> None:
         if row >= 0:
@@ -599,6 +622,9 @@ class MainWindow(QMainWindow):
         file_menu.addAction(_action(self, "Import the &demo benchmarks", triggered=self.import_demo))
         file_menu.addAction(
             _action(self, "Import predictions &made elsewhere…", triggered=self._import_predictions_dialog)
+        )
+        file_menu.addAction(
+            _action(self, GROUPS_ACTION, triggered=lambda: self.docks["benchmarks"].widget().edit_groups())
         )
         file_menu.addSeparator()
         for kind, (title, _, _) in SYNC_COMMANDS.items():  # annotators on several machines: exchange JSON Lines

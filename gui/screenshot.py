@@ -150,6 +150,15 @@ def _prepare_desiderata(window, shot: Shot) -> None:
     dash.desiderata.show_runs(run_ids, figure=shot.chart)
 
 
+def _prepare_groups(window, shot: Shot) -> None:
+    dash = window.view("results")
+    window.show_view("results")
+    dash.pages.setCurrentWidget(dash.groups)
+    dash.groups.refresh()
+    models = [dash.groups.models.item(r).text() for r in range(dash.groups.models.count())]
+    dash.groups.show_models(models)  # every model overlaid
+
+
 def _prepare_annotators(window, shot: Shot) -> None:
     window.show_view("annotators")
     window.view("annotators").refresh()
@@ -183,6 +192,7 @@ VIEWS = {
     "results": _prepare_results,
     "dashboard": _prepare_results,
     "desiderata": _prepare_desiderata,
+    "groups": _prepare_groups,
     "alignment": _prepare_alignment,
     "models": _prepare_models,
     "annotators": _prepare_annotators,

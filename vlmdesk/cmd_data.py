@@ -8,11 +8,12 @@ import sys
 
 from db import catalog
 from evaluator.formats import format_names
+from evaluator.groups import GROUPS, benchmark_groups, tag_benchmark
 from evaluator.importers import import_benchmark
 from evaluator.importers.common import DEFAULT_MAX_IMAGE_MB, ReadLimits, index_for_lookup
 from evaluator.outfiles import write_file
 from vlmdesk.args import int_in, positive_int
-from vlmdesk.cli import output_file
+from vlmdesk.cli import add_command, output_file
 from vlmdesk.cmd_fetch import add_download_options
 
 MAX_IMAGE_MB_CEILING = 4096
@@ -84,14 +85,41 @@ def register(add) -> None:
 
     p = add(
         "benchmarks",
-        help="list the benchmarks in the workspace",
-        description="List benchmarks: name, kind (mcq or yesno), distinct questions, rows read, images.",
+        help="list the benchmarks in the workspace; tag one with its capability groups",
+        description="List benchmarks: name, kind (mcq or yesno), distinct questions, rows read, images, and their "
+        "capability groups (LVLM-eHub's six; `benchmarks tag` sets them, `report --groups` uses them).",
         examples="""
                 vlmdesk benchmarks
-                vlmdesk benchmarks --json""",
+                vlmdesk benchmarks --json
+                vlmdesk benchmarks tag ScienceQA_TEST --group reasoning""",
     )
     p.add_argument("--json", action="store_true", help="print a JSON array")
     p.set_defaults(handler=cmd_benchmarks)
+    sub = p.add_subparsers(dest="benchmarks_command", metavar="ACTION")
+    q = add_command(
+        sub,
+        "tag",
+        help="set a benchmark's capability groups (LVLM-eHub's six)",
+        description="Set the benchmark's capability groups to exactly those given: "
+        f"{', '.join(f'{k} ({v.lower()})' for k, v in GROUPS.items())}. "
+        "A benchmark may be in several. --clear removes them all. POPE benchmarks are object hallucination "
+        "until tagged otherwise; `vlmdesk import NAME` stores the catalog's groups (ScienceQA_TEST: reasoning).",
+        handler=cmd_tag,
+        examples="""
+                vlmdesk benchmarks tag mmbench-dev-en --group perception --group reasoning
+                vlmdesk benchmarks tag demo-pope --group hallucination
+                vlmdesk benchmarks tag mine --clear""",
+    )
+    q.add_argument("bench", help="benchmark name")
+    q.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        metavar="GROUP",
+        help=f"a capability group ({', '.join(GROUPS)}); repeat for several",
+    )
+    q.add_argument("--clear", action="store_true", help="remove every group (the benchmark is in none)")
+    q.add_argument("--json", action="store_true", help="print the benchmark's name and groups as JSON")
 
     p = add(
         "items",
@@ -263,6 +291,7 @@ def _import_by_name(args, entry) -> int:
                         progress=not args.json_progress,
                         limits=ReadLimits(max_image_bytes=args.max_image_mb * 2**20, allow_outside=args.allow_outside),
                         on_event=_emit if args.json_progress else None,
+                        groups=entry.groups,
                     )
                 )
     except KeyboardInterrupt:
@@ -299,6 +328,9 @@ def cmd_demo(args) -> int:
 def cmd_benchmarks(args) -> int:
     from vlmdesk.cli import open_from_args
 
+    if getattr(args, "benchmarks_command", None) == "tag":
+        return cmd_tag(args)
+
     with open_from_args(args) as ws:
         benches = catalog.list_benchmarks(ws)
     if args.json:
@@ -317,6 +349,7 @@ def cmd_benchmarks(args) -> int:
                         "imported_at": b.imported_at,
                         "source": b.source,
                         "setting": b.meta.get("setting"),
+                        "groups": list(benchmark_groups(b)),
                     }
                     for b in benches
                 ],
@@ -327,9 +360,26 @@ def cmd_benchmarks(args) -> int:
     if not benches:
         print("no benchmarks yet: vlmdesk import FILE (or vlmdesk demo for the bundled demo)")
         return 0
-    print(f"{'name':<28} {'kind':<6} {'questions':>9} {'rows':>7} {'images':>7}  imported")
+    print(f"{'name':<28} {'kind':<6} {'questions':>9} {'rows':>7} {'images':>7}  {'imported':<19}  groups")
     for b in benches:
-        print(f"{b.name:<28} {b.kind:<6} {b.questions:>9} {b.rows_read:>7} {b.images:>7}  {b.imported_at[:19]}")
+        print(
+            f"{b.name:<28} {b.kind:<6} {b.questions:>9} {b.rows_read:>7} {b.images:>7}  {b.imported_at[:19]:<19}  "
+            + (", ".join(benchmark_groups(b)) or "-")
+        )
+    return 0
+
+
+def cmd_tag(args) -> int:
+    from vlmdesk.cli import UsageError, open_from_args
+
+    if args.clear == bool(args.group):
+        raise UsageError("benchmarks tag needs --group GROUP (one or more) or --clear")
+    with open_from_args(args) as ws:
+        stored = tag_benchmark(ws, args.bench, args.group)
+    if args.json:
+        print(json.dumps({"name": args.bench, "groups": list(stored)}, ensure_ascii=False))
+    else:
+        print(f"{args.bench}: {', '.join(stored) if stored else 'no capability group'}")
     return 0
 
 

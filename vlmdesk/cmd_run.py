@@ -171,9 +171,38 @@ def register(add) -> None:
         examples="""
                 vlmdesk report 3
                 vlmdesk report 3 --json
-                vlmdesk report 3 4 --plot abilities.png""",
+                vlmdesk report 3 4 --plot abilities.png
+                vlmdesk report --groups
+                vlmdesk report --groups --model llava-7b --plot radar.png""",
     )
-    p.add_argument("run_ids", type=record_id, nargs="+", metavar="RUN_ID", help="one or more runs (vlmdesk runs)")
+    p.add_argument("run_ids", type=record_id, nargs="*", metavar="RUN_ID", help="one or more runs (vlmdesk runs)")
+    p.add_argument(
+        "--groups",
+        action="store_true",
+        help="instead of runs: each model's figure per capability group (LVLM-eHub's six; vlmdesk benchmarks tag): "
+        "the mean over the group's benchmarks of the model's latest finished plain run's headline figure there "
+        "(CircularEval accuracy, POPE F1, open answers: word match); --plot draws the radar",
+    )
+    p.add_argument("--model", metavar="SPEC", help="--groups: only this model (a saved model's name or a spec)")
+    p.add_argument(
+        "--mcq-figure",
+        choices=("circular", "vanilla"),
+        default="circular",
+        help="--groups: a multiple-choice benchmark's figure (default circular: CircularEval runs only)",
+    )
+    p.add_argument(
+        "--open-figure",
+        metavar="METRIC",
+        default="word_match",
+        help="--groups: an open benchmark's figure, an open metric scored as a fraction (default word_match, "
+        "LVLM-eHub's; exact_match, vqa_accuracy, anls)",
+    )
+    p.add_argument(
+        "--pope-figure",
+        choices=("f1", "accuracy"),
+        default="f1",
+        help="--groups: a POPE benchmark's figure, official parser (default f1)",
+    )
     p.add_argument(
         "--scoring",
         metavar="NAME",
@@ -437,6 +466,12 @@ _SCORE_FIELDS = ("vanilla", "circular", "pope_accuracy", "pope_f1", "open_metric
 def cmd_report(args) -> int:
     from vlmdesk.cli import UsageError, open_from_args
 
+    if args.groups:
+        return cmd_report_groups(args)
+    if not args.run_ids:
+        raise UsageError("report needs RUN_ID (one or more), or --groups")
+    if args.model is not None:
+        raise UsageError("--model goes with --groups; a run's report names its model")
     with open_from_args(args) as ws:
         reports = []
         for run_id in args.run_ids:
@@ -472,6 +507,36 @@ def cmd_report(args) -> int:
         print(format_pope_means(pope_means))
     if args.plot:
         print(f"chart written to {args.plot}")
+    return 0
+
+
+def cmd_report_groups(args) -> int:
+    from evaluator.groups import format_groups, groups_report
+    from vlmdesk.cli import UsageError, open_from_args
+
+    if args.run_ids or args.scoring:
+        raise UsageError("--groups reads every model's runs itself: leave out RUN_ID and --scoring")
+    with open_from_args(args) as ws:
+        report = groups_report(
+            ws,
+            model=args.model,
+            mcq_figure=args.mcq_figure,
+            pope_figure=args.pope_figure,
+            open_figure=args.open_figure,
+        )
+    if args.plot:
+        from evaluator.plots import groups_radar_figure, save_figure
+
+        try:
+            save_figure(groups_radar_figure(report), output_file(args.plot))
+        except OSError as exc:
+            raise UsageError(str(exc)) from None
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+        return 0
+    print(format_groups(report))
+    if args.plot:
+        print(f"radar written to {args.plot}")
     return 0
 
 

@@ -72,6 +72,7 @@ class CatalogEntry:
     settings: tuple[str, ...] = ()  # a file holding several settings: one benchmark each
     same_as: str | None = None  # the VLMEvalKit name of the same benchmark in another layout
     aliases: tuple[str, ...] = field(default=())
+    groups: tuple[str, ...] = ()  # LVLM-eHub's capability groups (evaluator/groups.py), stored on import
 
     @property
     def file_name(self) -> str:
@@ -108,6 +109,7 @@ class CatalogEntry:
             "settings": list(self.settings),
             "same_as": self.same_as,
             "aliases": list(self.aliases),
+            "groups": list(self.groups),
             "licence": self.licence,
         }
 
@@ -131,6 +133,9 @@ def _lmms(name: str, repo: str, config: str, split: str, title: str, fmt: str, l
     return CatalogEntry(name, "lmms-lab", title, fmt, licence, repo=repo, config=config, split=split, **kw)
 
 
+# Capability groups: only where LVLM-eHub (OpenGVLab/Multi-Modality-Arena) files the same benchmark itself —
+# ScienceQA IMG under visual reasoning (knowledge-grounded image description), COCO POPE under object hallucination.
+# MMBench, CCBench, SEED-Bench, AI2D and MMStar are not among its benchmarks and span several groups: left untagged.
 BUILTIN: tuple[CatalogEntry, ...] = (
     # MMBench v1.0 (image_mcq.py, "MMBench v1.0")
     _vlmevalkit("MMBench_DEV_EN", f"{_OC}/benchmarks/MMBench/MMBench_DEV_EN.tsv", "b6caf1133a01c6bb705cf753bb527ed8",
@@ -155,14 +160,15 @@ BUILTIN: tuple[CatalogEntry, ...] = (
     _vlmevalkit("SEEDBench_IMG", f"{_OC}/benchmarks/SEEDBench/SEEDBench_IMG.tsv", "68017231464752261a2526d6ca3a10c0",
                 "SEED-Bench, image questions", "SEED-Bench's terms (github.com/AILab-CVC/SEED-Bench)" + _UNVERIFIED),
     _vlmevalkit("ScienceQA_TEST", f"{_OC}/benchmarks/ScienceQA/ScienceQA_TEST.tsv", "e42e9e00f9c59a80d8a5db35bc32b71f",
-                "ScienceQA test, the questions with an image", "CC BY-NC-SA 4.0 (ScienceQA, scienceqa.github.io)"),
+                "ScienceQA test, the questions with an image", "CC BY-NC-SA 4.0 (ScienceQA, scienceqa.github.io)",
+                groups=("reasoning",)),
     _vlmevalkit("AI2D_TEST", f"{_OC}/VLMEval/AI2D_TEST.tsv", "0f593e0d1c7df9a3d69bf1f947e71975",
                 "AI2D test (diagrams)", "AI2D's terms (allenai.org, AI2 Diagrams)" + _UNVERIFIED),
     _vlmevalkit("MMStar", f"{_OC}/VLMEval/MMStar.tsv", "e1ecd2140806c1b1bbf54b43372efb9e",
                 "MMStar (vision-indispensable questions)", "MMStar's terms (MMStar-Benchmark/MMStar)" + _UNVERIFIED),
     _vlmevalkit("POPE", f"{_OC}/VLMEval/POPE.tsv", "c12f5acb142f2ef1f85a26ba2fbe41d5",
                 "POPE on COCO val2014: random, popular, adversarial", _POPE_TERMS, format="pope-tsv",
-                settings=POPE_SETTINGS),
+                settings=POPE_SETTINGS, groups=("hallucination",)),
     # lmms-lab's parquet layout of the same benchmarks (lmms-eval task names)
     _lmms("mmbench_en_dev", "lmms-lab/MMBench", "en", "dev", "MMBench dev, English (lmms-lab parquet)", "parquet",
           _MMBENCH_TERMS, same_as="MMBench_DEV_EN"),
@@ -175,11 +181,11 @@ BUILTIN: tuple[CatalogEntry, ...] = (
     _lmms("mmbench_cn_cc", "lmms-lab/MMBench", "cc", "test", "CCBench (lmms-lab parquet)", "parquet", _MMBENCH_TERMS,
           same_as="CCBench"),
     _lmms("pope_random", "lmms-lab/POPE", "Full", "random", "POPE random (lmms-lab parquet)", "pope-parquet",
-          _POPE_TERMS, setting="random", same_as="POPE"),
+          _POPE_TERMS, setting="random", same_as="POPE", groups=("hallucination",)),
     _lmms("pope_pop", "lmms-lab/POPE", "Full", "popular", "POPE popular (lmms-lab parquet)", "pope-parquet",
-          _POPE_TERMS, setting="popular", same_as="POPE"),
+          _POPE_TERMS, setting="popular", same_as="POPE", groups=("hallucination",)),
     _lmms("pope_adv", "lmms-lab/POPE", "Full", "adversarial", "POPE adversarial (lmms-lab parquet)", "pope-parquet",
-          _POPE_TERMS, setting="adversarial", same_as="POPE"),
+          _POPE_TERMS, setting="adversarial", same_as="POPE", groups=("hallucination",)),
 )  # fmt: skip
 
 
@@ -241,13 +247,14 @@ def _extra_entries() -> tuple[CatalogEntry, ...]:
 
 _FIELDS = {
     "name", "layout", "title", "format", "licence", "url", "checksum", "size", "repo", "revision", "config", "split",
-    "setting", "settings", "same_as", "aliases",
+    "setting", "settings", "same_as", "aliases", "groups",
 }  # fmt: skip
 
 
 def entry_from_json(obj: object, where: str) -> CatalogEntry:
     """One entry of a catalog file, checked field by field (every problem names the entry and the field)."""
     from evaluator import formats
+    from evaluator.groups import check_groups, group_names
 
     def bad(name: str, what: str) -> InvalidInput:
         return InvalidInput(f"{where}: {name}: {what}")
@@ -312,6 +319,10 @@ def entry_from_json(obj: object, where: str) -> CatalogEntry:
     aliases = obj.get("aliases") or []
     if not isinstance(aliases, list) or any(not isinstance(a, str) or not _NAME.match(a) for a in aliases):
         raise bad("aliases", "a list of names")
+    groups_value = obj.get("groups") or []
+    if not isinstance(groups_value, list):
+        raise bad("groups", f"a list of capability groups ({group_names()})")
+    groups = check_groups(groups_value, f"{where}: groups")
     revision = text("revision") or "main"
     if not _PATH_PART.match(revision):
         raise bad("revision", "a branch, tag or commit: letters, digits, '.', '_' and '-'")
@@ -332,6 +343,7 @@ def entry_from_json(obj: object, where: str) -> CatalogEntry:
         settings=tuple(settings_value),
         same_as=text("same_as"),
         aliases=tuple(aliases),
+        groups=groups,
     )
 
 

@@ -173,9 +173,11 @@ def import_benchmark(
     progress: bool | None = None,
     limits: ReadLimits = ReadLimits(),
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    groups: tuple[str, ...] = (),
 ) -> ImportReport:
     """Raises InputError on the first bad row (unless skip_bad) with the workspace unchanged; an interrupted import
-    (KeyboardInterrupt, e.g. from SIGTERM) leaves it unchanged too.
+    (KeyboardInterrupt, e.g. from SIGTERM) leaves it unchanged too. `groups`: capability groups stored with a new
+    benchmark (evaluator/groups.py; the catalog's for an import by name).
 
     on_event receives {"event": "start" | "progress" | "done", ...} dicts as the import goes (see README).
     """
@@ -224,6 +226,8 @@ def import_benchmark(
         meta: dict[str, Any] = {"source_file": path.name}
         if entry.takes_setting:
             meta["setting"] = setting
+        if groups:
+            meta["groups"] = list(groups)
         report = ImportReport(name=name, kind=kind, format=fmt)
         if entry.wants_images and images_dir is None:
             report.warnings.append("no --images given: questions are imported without images (runs will need them)")

@@ -20,6 +20,8 @@ def cli_commands() -> set[str]:
     for name, sub in top.choices.items():
         inner = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
         names |= {f"{name} {leaf}" for leaf in inner[0].choices} if inner else {name}
+        if inner and not inner[0].required:  # `benchmarks` lists; `benchmarks tag` is an action beside it
+            names.add(name)
     return names
 
 

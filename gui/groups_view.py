@@ -1,0 +1,213 @@
+"""Capability groups in the app: the dialog that tags a benchmark (`vlmdesk benchmarks tag`, from the Benchmarks
+dock's context menu or File › Capability groups of the benchmark…) and the Groups page of Results — each model's
+figure per group as a radar and as text (evaluator.groups — `vlmdesk report --groups`).
+
+The page sits inside the Results tab, whose blind cover hides it in blind mode; it computes nothing while blind."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from db.catalog import Benchmark
+from db.errors import InvalidInput, UserError
+from evaluator import open_metrics, plots
+from evaluator.groups import (
+    DEFAULT_OPEN_FIGURE,
+    GROUPS,
+    GroupsReport,
+    benchmark_groups,
+    format_groups,
+    groups_report,
+    open_figure_problem,
+    tag_benchmark,
+)
+from gui.charts import ChartView, message_figure
+from gui.fitting import compact_combo
+
+
+class GroupsDialog(QDialog):
+    """A checkbox per capability group, the benchmark's own checked; OK stores exactly the checked ones."""
+
+    def __init__(self, bench: Benchmark, parent=None):
+        super().__init__(parent)
+        self.bench = bench
+        self.setWindowTitle(f"Capability groups of {bench.name}")
+        layout = QVBoxLayout(self)
+        intro = QLabel(
+            "LVLM-eHub's six capability groups. Report › Groups averages a model's figures over the benchmarks "
+            "of each group (vlmdesk report --groups)."
+        )
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        current = benchmark_groups(bench)
+        self.boxes: dict[str, QCheckBox] = {}
+        for key, title in GROUPS.items():
+            box = QCheckBox(f"{title} ({key})")
+            box.setChecked(key in current)
+            self.boxes[key] = box
+            layout.addWidget(box)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout.addWidget(self.buttons)
+
+    def chosen(self) -> list[str]:
+        return [key for key, box in self.boxes.items() if box.isChecked()]
+
+
+def edit_groups(parent: QWidget, ctx, bench: Benchmark) -> GroupsDialog:
+    """Open the dialog (not modal-blocking); on OK the groups are stored at once and every view shows them."""
+    dialog = GroupsDialog(bench, parent)
+
+    def save() -> None:
+        try:
+            stored = tag_benchmark(ctx.ws, bench.name, dialog.chosen())
+        except UserError as exc:  # a read-only workspace, the benchmark removed by another process
+            ctx.error.emit(f"Could not store the capability groups of {bench.name}: {exc}", "")
+            return
+        ctx.workspaceChanged.emit()  # the dock, the benchmark in use and the Groups page read them again
+        ctx.info.emit(
+            f"{bench.name}: {', '.join(stored) or 'no capability group'} "
+            f"(vlmdesk benchmarks tag {bench.name} {' '.join(f'--group {g}' for g in stored) or '--clear'})"
+        )
+
+    dialog.accepted.connect(save)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.open()
+    return dialog
+
+
+class GroupsView(QWidget):
+    """Models on the left (those with a counted run on a tagged benchmark); their radar and report on the right."""
+
+    def __init__(self, ctx, parent=None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.report: GroupsReport | None = None
+        self.models = QListWidget()
+        self.models.setObjectName("groupModels")
+        self.models.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.models.itemSelectionChanged.connect(self.redraw)
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        title = QLabel("Models (Ctrl+click to overlay)")
+        title.setObjectName("sectionTitle")
+        title.setWordWrap(True)
+        ll.addWidget(title)
+        ll.addWidget(self.models, 1)
+        self.mcq = compact_combo(QComboBox(), 16)
+        self.mcq.setToolTip("A multiple-choice benchmark's figure (vlmdesk report --groups --mcq-figure)")
+        self.mcq.addItem("MCQ: CircularEval", "circular")
+        self.mcq.addItem("MCQ: VanillaEval", "vanilla")
+        self.mcq.currentIndexChanged.connect(self.refresh)
+        self.pope = compact_combo(QComboBox(), 14)
+        self.pope.setToolTip("A POPE benchmark's figure, official parser (vlmdesk report --groups --pope-figure)")
+        self.pope.addItem("POPE: F1", "f1")
+        self.pope.addItem("POPE: accuracy", "accuracy")
+        self.pope.currentIndexChanged.connect(self.refresh)
+        self.open = compact_combo(QComboBox(), 14)
+        self.open.setToolTip("An open benchmark's figure, an open metric (vlmdesk report --groups --open-figure)")
+        for entry in open_metrics.REGISTRY.entries():
+            if open_figure_problem(entry.name) is None:
+                self.open.addItem(f"Open: {entry.name}", entry.name)
+        self.open.setCurrentIndex(max(0, self.open.findData(DEFAULT_OPEN_FIGURE)))
+        self.open.currentIndexChanged.connect(self.refresh)
+        self.chart = ChartView()
+        self.text = QPlainTextEdit()
+        self.text.setReadOnly(True)
+        self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        top = QHBoxLayout()
+        top.addWidget(self.mcq)
+        top.addWidget(self.pope)
+        top.addWidget(self.open)
+        top.addStretch(1)
+        chart_box = QWidget()
+        cl = QVBoxLayout(chart_box)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.addLayout(top)
+        cl.addWidget(self.chart, 1)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(chart_box)
+        right.addWidget(self.text)
+        right.setSizes([450, 250])
+        right.setChildrenCollapsible(False)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(left)
+        split.addWidget(right)
+        split.setSizes([300, 880])
+        split.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(split)
+        ctx.prefsChanged.connect(self.refresh)  # blind mode, the theme; Results' refresh calls it for runs and tags
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read the report again (runs, tags or the chosen figures changed), keeping the models chosen."""
+        if self.ctx.prefs.blind:  # the Results cover hides this page; nothing is computed behind it
+            self.report = None
+            self.text.clear()
+            return
+        chosen = set(self.selected_models())
+        self.report = groups_report(
+            self.ctx.ws,
+            mcq_figure=self.mcq.currentData(),
+            pope_figure=self.pope.currentData(),
+            open_figure=self.open.currentData(),
+        )
+        self.models.blockSignals(True)
+        self.models.clear()
+        for m in self.report.models:
+            item = QListWidgetItem(m.model)
+            item.setToolTip(m.model)
+            self.models.addItem(item)
+            item.setSelected(m.model in chosen)
+        if not self.models.selectedItems() and self.models.count():
+            self.models.item(0).setSelected(True)
+        self.models.blockSignals(False)
+        self.redraw()
+
+    def selected_models(self) -> list[str]:
+        return [item.text() for item in self.models.selectedItems()]
+
+    def show_models(self, models: list[str]) -> None:
+        for row in range(self.models.count()):
+            self.models.item(row).setSelected(self.models.item(row).text() in models)
+
+    def redraw(self) -> None:
+        if self.report is None:
+            return
+        chosen = set(self.selected_models())
+        if self.report.models and not chosen:
+            self.text.setPlainText(format_groups(self.report))
+            self.chart.set_figure(message_figure("Choose models on the left"), clickable=False)
+            return
+        shown = dataclasses.replace(self.report, models=tuple(m for m in self.report.models if m.model in chosen))
+        self.text.setPlainText(format_groups(shown))
+        try:
+            fig = plots.groups_radar_figure(shown)
+        except InvalidInput as exc:
+            hint = "\nTag benchmarks: right-click one in the Benchmarks list" if not self.report.models else ""
+            self.chart.set_figure(message_figure(f"{exc}{hint}"), clickable=False)
+            return
+        self.chart.set_figure(fig, clickable=False)  # the figure carries its own title
