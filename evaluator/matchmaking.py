@@ -61,10 +61,13 @@ def weights(models: Sequence[str], battles: Sequence[Battle]) -> dict[tuple[str,
 def draw_match(models: Sequence[str], battles: Sequence[Battle], seed: int) -> tuple[str, str]:
     """(left, right): a pair drawn by the rule's weights, then its sides by a coin; ValueError with fewer than two
     distinct models."""
-    table = weights(models, battles)
+    return draw_from(weights(models, battles), random.Random(seed))
+
+
+def draw_from(table: dict[tuple[str, str], float], rng: random.Random) -> tuple[str, str]:
+    """One draw from a weights() table: a pair with probability weight / total, then a coin for the sides."""
     if not table:
         raise ValueError("matchmaking needs at least two different models")
-    rng = random.Random(seed)
     pairs = list(table)
     a, b = rng.choices(pairs, weights=[table[p] for p in pairs])[0]
     return (a, b) if rng.random() < 0.5 else (b, a)
