@@ -59,13 +59,17 @@ def ask(
     *,
     max_new_tokens: int = OPEN_MAX_NEW_TOKENS,
     on_text: Callable[[str], None] | None = None,
+    on_loaded: Callable[[bool], None] | None = None,
 ) -> LiveAnswer:
     """Load the model a spec names and ask it (greedy; BackendError when it cannot be loaded or fails). `on_text`
-    hears the text so far, each time it grows, when the backend streams; otherwise the answer comes whole."""
+    hears the text so far, each time it grows, when the backend streams; otherwise the answer comes whole.
+    `on_loaded` hears, once the model is loaded, whether the answer will stream."""
     backend = load_backend(spec, seed=0, batch_size=1)
     query = Query(live_prompt(question), (image,), ())
-    t0 = time.perf_counter()
     streamed = on_text is not None and streams(backend)
+    if on_loaded is not None:
+        on_loaded(streamed)
+    t0 = time.perf_counter()
     if streamed:
         text = ""
         for text in backend.stream_text(query, max_new_tokens):  # type: ignore[attr-defined]  # checked: streams()

@@ -277,6 +277,7 @@ def cmd_ask(args) -> int:
 
 def cmd_answer(args) -> int:
     from annotation import live_arena
+    from evaluator.importers.common import sha256_bytes
     from evaluator.launch import resolve_model
     from evaluator.live import ask
     from vlmdesk.cli import open_from_args
@@ -286,9 +287,16 @@ def cmd_answer(args) -> int:
     with open_from_args(args, create=False) as ws:  # read for a saved model's name; nothing is written
         spec = resolve_model(ws, args.model)
 
-    def tell(text: str) -> None:
-        print(json.dumps({"event": "text", "text": text}, ensure_ascii=False), flush=True)
+    def say(event: dict) -> None:
+        print(json.dumps(event, ensure_ascii=False), flush=True)
 
-    answer = ask(spec, image, question, on_text=tell)
-    print(json.dumps(answer.to_json(), ensure_ascii=False), flush=True)
+    answer = ask(
+        spec,
+        image,
+        question,
+        on_text=lambda text: say({"event": "text", "text": text}),
+        on_loaded=lambda streams: say({"event": "loaded", "streams": streams}),
+    )
+    # The image's hash: the app stores the battle only when the image it read is the one the model was shown.
+    say({**answer.to_json(), "image_sha256": sha256_bytes(image)})
     return 0
