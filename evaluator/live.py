@@ -48,8 +48,8 @@ def live_prompt(question: str) -> str:
 
 
 def streams(backend: object) -> bool:
-    """Whether the backend can hand over an answer's text as it grows (`stream_text`)."""
-    return callable(getattr(backend, "stream_text", None))
+    """Whether the backend (behind its door) can hand over an answer's text as it grows (`stream_text`)."""
+    return callable(getattr(getattr(backend, "backend", backend), "stream_text", None))
 
 
 def ask(

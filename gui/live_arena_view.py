@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from annotation import arena, live_arena
-from db import catalog
+from db import catalog, models
 from db.errors import UserError
 from evaluator.importers.common import sha256_bytes
 from evaluator.live import LiveAnswer
@@ -93,7 +93,7 @@ class LivePanel(QWidget):
         self.shown_at = time.monotonic()
 
         self.image = DropImageView()
-        self.image.set_image(None, placeholder="Drop an image here, or Choose image…")
+        self.image.set_image(None, placeholder="Drop an image")
         self.image.fileDropped.connect(self.set_image_file)
         self.question = QPlainTextEdit()
         self.question.setPlaceholderText("Ask anything about the image (Ctrl+Enter asks two models)")
@@ -161,6 +161,18 @@ class LivePanel(QWidget):
         super().showEvent(event)
         for sc in self.shortcuts:
             sc.setEnabled(True)
+        if self.battle is None and not self.busy() and self.image_data is None:
+            self._hint()
+
+    def _hint(self) -> None:
+        """What to do first: save models when fewer than two are saved, else choose an image."""
+        saved = len({m.spec for m in models.list_models(self.ctx.ws)})
+        self.status.setText(
+            f"The live arena draws two saved models; {saved} saved so far: add models in the Models tab first."
+            if saved < 2
+            else f"Drop or choose an image and ask; two of the {saved} saved models, drawn by matchmaking, answer "
+            "anonymously; you vote, then see who."
+        )
 
     def hideEvent(self, event) -> None:
         super().hideEvent(event)
@@ -347,7 +359,7 @@ class LivePanel(QWidget):
         for side in SIDES:
             self._show_pane(side)
         self.status.setText(
-            f"The latest live battle ({pair.id} of {live_arena.LIVE_BENCH}). Choose or drop an image to ask anew."
+            f"The latest live battle (pair {pair.id} of {live_arena.LIVE_BENCH}). Choose or drop an image to ask anew."
         )
         return True
 

@@ -142,3 +142,85 @@ def test_a_saved_name_twice_for_one_spec_is_one_model(capsys, live_ws):
     assert cli(capsys, live_ws, "models", "add", "coin2", "baseline:random")[0] == 0
     with open_workspace(live_ws) as ws, pytest.raises(ValueError, match="two different models; the workspace has 1"):
         live_arena.match(ws, 0)
+
+
+# ---- servers stream ------------------------------------------------------------------------------------------
+SECRET = "sk-live-arena-test-key-0123456789abcdef"
+
+
+def sse(*pieces: str) -> str:
+    events = [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces]
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+
+
+def test_a_server_streams_its_answer_as_it_grows_redacted(serve, monkeypatch):
+    from evaluator.live import ask
+    from tests.servers import Step
+
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    server = serve([Step(200, sse("A red ", "motorcycle ", f"(key {SECRET}) ", "in a garage."))])
+    seen, loaded = [], []
+    answer = ask(f"openai:m@{server.url}", png_bytes(), "What is it?", on_text=seen.append, on_loaded=loaded.append)
+    assert loaded == [True] and answer.streamed
+    assert answer.text == "A red motorcycle (key [redacted]) in a garage."
+    assert seen[-1] == answer.text and len(seen) >= 3
+    assert all(answer.text.startswith(s) for s in seen)  # it grows, never shows a key (not even a piece)
+    assert not any("sk-" in s for s in seen)
+    sent = server.requests[0]["body"]
+    assert sent["stream"] is True and sent["messages"][0]["content"][-1]["text"] == "What is it?"
+
+
+def test_a_server_that_does_not_stream_answers_once(serve):
+    from evaluator.live import ask
+    from tests.servers import ok
+
+    server = serve([ok("A plain answer.")])
+    seen = []
+    answer = ask(f"openai:m@{server.url}", png_bytes(), "What?", on_text=seen.append)
+    assert answer.text == "A plain answer." and seen[-1] == answer.text and server.count == 1
+
+
+def test_a_server_error_is_one_line(serve, capsys, live_ws):
+    from tests.servers import Step
+
+    server = serve([Step(400, {"error": {"message": "model m does not take images"}})])
+    code, out, err = cli(
+        capsys,
+        live_ws,
+        "arena",
+        "answer",
+        "--model",
+        f"openai:m@{server.url}",
+        "--image",
+        str(live_ws.parent / "photo.png"),
+        "--question",
+        "What?",
+    )
+    assert code != 0 and "HTTP 400" in err and "does not take images" in err and len(err.strip().splitlines()) == 1
+    assert [json.loads(line)["event"] for line in out.splitlines()] == ["loaded"]
+
+
+def test_arena_answer_prints_the_text_as_it_grows(serve, capsys, live_ws):
+    from tests.servers import Step
+
+    server = serve([Step(200, sse("one ", "two ", "three"))])
+    image = live_ws.parent / "photo.png"
+    code, out, err = cli(
+        capsys,
+        live_ws,
+        "arena",
+        "answer",
+        "--model",
+        f"openai:m@{server.url}",
+        "--image",
+        str(image),
+        "--question",
+        "Q",
+    )
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events[0] == {"event": "loaded", "streams": True}
+    assert [e["text"] for e in events if e["event"] == "text"][-1] == "one two three"
+    last = events[-1]
+    assert last["event"] == "answer" and last["text"] == "one two three" and last["streamed"] is True
+    assert last["image_sha256"] == live_arena.sha256_bytes(png_bytes())

@@ -26,9 +26,7 @@ def rule(models, battles):
     u = {m: 1 / math.sqrt(1 + count[m]) for m in models}
     r = {m: ratings.get(m, 1000.0) for m in models}
     return {
-        (a, b): (u[a] + u[b]) * math.exp(-abs(r[a] - r[b]) / 400)
-        for i, a in enumerate(models)
-        for b in models[i + 1 :]
+        (a, b): (u[a] + u[b]) * math.exp(-abs(r[a] - r[b]) / 400) for i, a in enumerate(models) for b in models[i + 1 :]
     }
 
 

@@ -117,3 +117,24 @@ def test_bad_input_is_said_before_any_model_starts(qtbot, make_window, tmp_path)
     panel.question.setPlainText("What?")
     panel.ask()  # one saved model only
     assert "two different models" in panel.status.text() and not panel.busy()
+
+
+def test_two_servers_answer_side_by_side_streamed(qtbot, make_window, tmp_path, serve):
+    from tests.servers import Step
+
+    def sse(*pieces):
+        events = [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces]
+        return "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+
+    one, two = serve([Step(200, sse("a red ", "bike"))]), serve([Step(200, sse("a ", "motorcycle"))])
+    path = _live_ws(tmp_path, {"one": f"openai:m1@{one.url}", "two": f"openai:m2@{two.url}"})
+    window, panel = _open_live(make_window, path)
+    assert panel.set_image_file(str(tmp_path / "photo.png"))
+    panel.question.setPlainText("What is it?")
+    panel.ask()
+    assert all(job.running() for job in panel.jobs.values())  # servers: both at once
+    qtbot.waitUntil(lambda: panel.battle is not None or "failed" in panel.status.text(), timeout=WAIT)
+    assert panel.battle is not None, panel.status.text()
+    assert all("· streamed" in pane.title.text() for pane in (panel.left, panel.right))
+    assert {panel.left.text.toPlainText(), panel.right.text.toPlainText()} == {"a red bike", "a motorcycle"}
+    assert one.count == two.count == 1
