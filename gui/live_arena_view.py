@@ -327,7 +327,8 @@ class LivePanel(QWidget):
         self.battle, self.asked = battle, None
         for button in self.buttons.values():
             button.setEnabled(True)
-        self.status.setText(f"Both answered (battle {battle.pair.id} of {live_arena.LIVE_BENCH}). Vote 1-4.")
+        self.status.setText(f"Both answered (pair {battle.pair.id} of {live_arena.LIVE_BENCH}). Vote 1-4.")
+        self.setFocus()  # out of the question box, so 1-4 vote at once
         self.shown_at = time.monotonic()
         self.battleStored.emit(battle)
 

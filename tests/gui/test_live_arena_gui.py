@@ -73,8 +73,7 @@ def test_a_live_battle_from_question_to_ratings(
     left_answer = panel.battle.left.text
     # Both answers show (a tiny random model's text holds odd characters, which the text view may render apart).
     assert panel.left.text.toPlainText() and panel.right.text.toPlainText()
-    panel.setFocus()
-    qtbot.keyClick(window, Qt.Key.Key_1)
+    qtbot.keyClick(window, Qt.Key.Key_1)  # the answers in, the focus left the question box: 1 votes
     assert panel.voted and not any(b.isEnabled() for b in panel.buttons.values())
     winner = panel.battle.left.model
     assert f"left was {winner}" in panel.saved.text() and winner in panel.left.title.text()
