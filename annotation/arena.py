@@ -156,20 +156,33 @@ def draw_pairs(
         raise InvalidInput("no item was answered by two of these runs; run them on the benchmark first")
     now = now_iso()
     with ws.db.atomic():
-        start = ws.conn.execute(
-            "SELECT coalesce(max(position), 0) FROM arena_pairs WHERE benchmark_id = ?", (bench.id,)
-        ).fetchone()[0]
+        start = next_position(ws, bench.id) - 1
         ids = [
-            inserted_id(
-                ws.conn.execute(
-                    "INSERT INTO arena_pairs (uuid, benchmark_id, item_id, left_run_id, right_run_id, position, seed, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (standing.new_uuid(), bench.id, item_id, left, right, start + n, seed, now),
-                )
-            )
+            insert_pair(ws, bench.id, item_id, left, right, start + n, seed, now)
             for n, (item_id, left, right) in enumerate(drawn, start=1)
         ]
     return [p for p in pairs(ws, bench.id) if p.id in set(ids)]
+
+
+def insert_pair(
+    ws: Workspace, benchmark_id: int, item_id: int, left: int, right: int, position: int, seed: int, now: str
+) -> int:
+    """One pair appended to a benchmark's queue (the caller holds the transaction and chose the position)."""
+    return inserted_id(
+        ws.conn.execute(
+            "INSERT INTO arena_pairs (uuid, benchmark_id, item_id, left_run_id, right_run_id, position, seed, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (standing.new_uuid(), benchmark_id, item_id, left, right, position, seed, now),
+        )
+    )
+
+
+def next_position(ws: Workspace, benchmark_id: int) -> int:
+    """The position after the last of a benchmark's queue (read inside the caller's write transaction)."""
+    last = ws.conn.execute(
+        "SELECT coalesce(max(position), 0) FROM arena_pairs WHERE benchmark_id = ?", (benchmark_id,)
+    ).fetchone()[0]
+    return int(last) + 1
 
 
 def pairs(ws: Workspace, benchmark_id: int | None = None) -> list[Pair]:

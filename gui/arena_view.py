@@ -1,4 +1,5 @@
-"""The Arena tab: blind votes between two runs' answers to an open question, and the leaderboard they make.
+"""The Arena tab: blind votes between two runs' answers to an open question, live battles (gui/live_arena_view.py),
+and the leaderboard they make.
 
 Voting (annotation/arena.py does the work): the image, the question and the two answers side by side as plain text
 (long answers scroll); the models stay hidden until this annotator's vote on the pair is committed, then the status
@@ -377,11 +378,17 @@ class ArenaView(QWidget):
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
         self.ctx = ctx
+        from gui.live_arena_view import LivePanel  # it builds on this module's panes
+
         self.vote = VotePanel(ctx)
+        self.live = LivePanel(ctx)
         self.board = LeaderboardPanel(ctx)
         self.vote.keyIgnored.connect(self.keyIgnored)
+        self.live.keyIgnored.connect(self.keyIgnored)
+        self.live.battleStored.connect(lambda _: ctx.runsChanged.emit())  # its runs may be new
         self.inner = QTabWidget()
         self.inner.addTab(self.vote, "Vote")
+        self.inner.addTab(self.live, "Live")
         self.inner.addTab(self.board, "Leaderboard")
         self.inner.currentChanged.connect(lambda _: self.refresh())
         layout = QVBoxLayout(self)
@@ -395,6 +402,7 @@ class ArenaView(QWidget):
     def _sight_changed(self, new_annotator: bool) -> None:
         if new_annotator:  # the window then reloads the visible tab (this one when next shown)
             self.vote.forget_annotator()
+            self.live.forget_annotator()
 
     def _benchmark_changed(self) -> None:
         self.vote.skipped = []
@@ -402,6 +410,8 @@ class ArenaView(QWidget):
             self.refresh()
 
     def refresh(self) -> None:
+        if self.inner.currentWidget() is self.live:
+            return  # a live battle is what the person is doing: nothing on it comes from elsewhere
         if self.inner.currentWidget() is self.board:
             self.board.reload()
         elif self.vote.pair is None or self.vote.pair.benchmark_id != getattr(self.ctx.benchmark, "id", None):
@@ -418,3 +428,6 @@ class ArenaView(QWidget):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         self.refresh()
+
+    def shutdown(self) -> None:
+        self.live.shutdown()

@@ -176,6 +176,13 @@ def _prepare_arena(window, shot: Shot) -> None:
     arena_view.refresh()
 
 
+def _prepare_live(window, shot: Shot) -> None:
+    window.show_view("arena")
+    arena_view = window.view("arena")
+    arena_view.inner.setCurrentWidget(arena_view.live)
+    arena_view.live.show_last()
+
+
 def _prepare_leaderboard(window, shot: Shot) -> None:
     window.show_view("arena")
     arena_view = window.view("arena")
@@ -197,6 +204,7 @@ VIEWS = {
     "models": _prepare_models,
     "annotators": _prepare_annotators,
     "arena": _prepare_arena,
+    "live": _prepare_live,
     "leaderboard": _prepare_leaderboard,
 }
 """--view name -> function(window, shot) that puts the window in that state ("dashboard" is the older name of

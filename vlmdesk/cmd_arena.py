@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
+from evaluator.live import MAX_QUESTION_CHARS
 from evaluator.ratings import DEFAULT_ROUNDS, MAX_ROUNDS, MIN_ROUNDS
 from vlmdesk.args import annotator, int_in, record_id, seed
 
@@ -25,11 +26,14 @@ def register(add) -> None:
         help="blind pairwise votes on open answers, and Bradley–Terry ratings from them",
         description="The arena compares runs on an open benchmark (questions without options): `pairs` draws, for "
         "each item, pairs of two runs' answers with a random side each (the queue lives in the workspace); "
-        "annotators vote in the app's Arena tab (left, right, tie, both bad); `ratings` fits Bradley–Terry "
+        "annotators vote in the app's Arena tab (left, right, tie, both bad); `ask` holds a live battle (two "
+        "saved models drawn by matchmaking answer a new question about an image; stored as the live-arena "
+        "benchmark's item, runs and pair); `ratings` fits Bradley–Terry "
         "as Chatbot Arena does, with bootstrap intervals and online Elo beside it, from the workspace's "
         "votes or from a file of battles; `export-votes` / `import-votes` move votes between copies.",
         examples="""
                 vlmdesk arena pairs --bench demo-open --runs 4 5 6 --per-item 2 --seed 1
+                vlmdesk arena ask --image photo.jpg --question "What is unusual here?"
                 vlmdesk arena ratings --bench demo-open --json
                 vlmdesk arena ratings --votes battles.jsonl --bootstrap 1000 --plot leaderboard.png
                 vlmdesk arena export-votes --annotator ana --out ana-votes.jsonl""",
@@ -65,6 +69,43 @@ def register(add) -> None:
     )
     q.add_argument("--seed", type=seed, default=0, help="seed of the draw and of the sides (default 0)")
     q.add_argument("--json", action="store_true", help="print the pairs drawn as JSON")
+
+    q = action(
+        "ask",
+        "a live battle: two models drawn by matchmaking answer a question about an image, anonymously",
+        cmd_ask,
+        """
+               vlmdesk arena ask --image photo.jpg --question "What is unusual here?"
+               vlmdesk arena ask --image photo.jpg --question "Count the cups." --models tiny-a tiny-b --seed 3
+               vlmdesk arena ask --image photo.jpg --question "What is it?" --vote left --annotator ana --json""",
+    )
+    q.add_argument("--image", required=True, metavar="PATH", help="the image to ask about (PNG, JPEG, …)")
+    q.add_argument("--question", required=True, help=f"what to ask (at most {MAX_QUESTION_CHARS} characters)")
+    q.add_argument(
+        "--models",
+        nargs="+",
+        metavar="MODEL",
+        help="the models matchmaking draws from: saved models' names or specs (default: every saved model)",
+    )
+    q.add_argument("--seed", type=seed, default=0, help="seed of the matchmaking draw and the sides (default 0)")
+    q.add_argument(
+        "--vote",
+        choices=("left", "right", "tie", "bothbad"),
+        help="vote at once (needs --annotator); without it the battle waits in live-arena's queue (the Arena tab)",
+    )
+    q.add_argument("--annotator", metavar="NAME", type=annotator, help="who votes (with --vote)")
+    q.add_argument("--json", action="store_true", help="print the battle as JSON")
+
+    q = action(
+        "answer",
+        "one model's answer to a question about an image, as JSON lines, storing nothing (the app's worker)",
+        cmd_answer,
+        """
+               vlmdesk arena answer --model tiny-a --image photo.jpg --question 'What is it?'""",
+    )
+    q.add_argument("--model", required=True, help="a saved model's name or a model spec")
+    q.add_argument("--image", required=True, metavar="PATH", help="the image to ask about")
+    q.add_argument("--question", required=True, help=f"what to ask (at most {MAX_QUESTION_CHARS} characters)")
 
     q = action(
         "ratings",
@@ -193,3 +234,69 @@ def cmd_import_votes(args) -> int:
     from vlmdesk.cmd_reviews import run_import
 
     return run_import(args, "votes", "vote(s)")
+
+
+def cmd_ask(args) -> int:
+    from annotation import arena, live_arena
+    from evaluator.live import ask
+    from vlmdesk.cli import UsageError, open_from_args
+
+    if (args.vote is None) != (args.annotator is None):
+        raise UsageError("--vote and --annotator go together: who votes, and how")
+    question = live_arena.check_question(args.question)
+    image = live_arena.read_image(args.image)
+    with open_from_args(args, create=False) as ws:
+        left, right = live_arena.match(ws, args.seed, args.models)
+        answers = [ask(spec, image, question) for spec in (left, right)]  # a failure stores nothing
+        battle = live_arena.record_battle(ws, image, question, *answers, seed=args.seed)
+        if args.vote is not None:
+            arena.add_vote(ws, battle.pair.id, args.annotator, args.vote)
+    named = args.vote is not None  # the models are named only after a vote (the blind rule)
+    if args.json:
+        out = {
+            "benchmark": live_arena.LIVE_BENCH,
+            "pair": battle.pair.uuid,
+            "pair_id": battle.pair.id,
+            "item_id": battle.item_id,
+            "left": {"answer": battle.left.text, **({"model": battle.left.model} if named else {})},
+            "right": {"answer": battle.right.text, **({"model": battle.right.model} if named else {})},
+            "vote": args.vote,
+        }
+        print(json.dumps(out, ensure_ascii=False))
+        return 0
+    for side, answer in (("left", battle.left), ("right", battle.right)):
+        print(f"{side}{f' ({answer.model})' if named else ''}: {answer.text}")
+    after = (
+        f"voted {args.vote}"
+        if named
+        else f"models hidden until a vote: vote on it in the Arena tab ({live_arena.LIVE_BENCH})"
+    )
+    print(f"stored as pair {battle.pair.id} of {live_arena.LIVE_BENCH}; {after}", file=sys.stderr)
+    return 0
+
+
+def cmd_answer(args) -> int:
+    from annotation import live_arena
+    from evaluator.importers.common import sha256_bytes
+    from evaluator.launch import resolve_model
+    from evaluator.live import ask
+    from vlmdesk.cli import open_from_args
+
+    question = live_arena.check_question(args.question)
+    image = live_arena.read_image(args.image)
+    with open_from_args(args, create=False) as ws:  # read for a saved model's name; nothing is written
+        spec = resolve_model(ws, args.model)
+
+    def say(event: dict) -> None:
+        print(json.dumps(event, ensure_ascii=False), flush=True)
+
+    answer = ask(
+        spec,
+        image,
+        question,
+        on_text=lambda text: say({"event": "text", "text": text}),
+        on_loaded=lambda streams: say({"event": "loaded", "streams": streams}),
+    )
+    # The image's hash: the app stores the battle only when the image it read is the one the model was shown.
+    say({**answer.to_json(), "image_sha256": sha256_bytes(image)})
+    return 0

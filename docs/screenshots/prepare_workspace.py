@@ -97,4 +97,8 @@ with open_workspace(PATH) as ws:
         for who in ("ana", "ben"):
             vote = "tie" if (n + len(who)) % 5 == 0 else "left" if left < right else "right"
             arena.add_vote(ws, pair.id, who, vote, seconds=9.0)
+# A live battle (Arena › Live): the two saved baselines, drawn by matchmaking, answer a question about the
+# motorcycle photo; left unvoted, so the page shows it anonymous.
+photo = Path(__file__).resolve().parents[2] / "assets" / "demo" / "images" / "motorcycle.jpg"
+vlmdesk("arena", "ask", "--image", str(photo), "--question", "What is unusual about this motorcycle?", "--json")
 print(f"wrote {PATH}")

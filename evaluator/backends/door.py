@@ -61,6 +61,23 @@ class Door:
         stream = open_stream(self.backend, max_new_tokens)
         return None if stream is None else _CleanStream(stream, self.clean)
 
+    def stream_text(self, query: Query, max_new_tokens: int) -> Iterator[str]:
+        """The backend's answer as it grows (its `stream_text`), redacted: each text so far is cut at its last
+        blank, so a key (never holding a blank) shows whole and redacted or not at all; the whole text last."""
+        method = getattr(self.backend, "stream_text", None)
+        if not callable(method):
+            raise BackendError(f"{self.spec}: this backend does not stream")
+        text = ""
+        try:
+            for text in method(query, max_new_tokens):
+                cut = max(text.rfind(c) for c in " \t\n")
+                if cut > 0:
+                    yield self.clean(text[:cut])
+        except BackendError as exc:
+            exc.args = (self.clean(str(exc)),)
+            raise
+        yield self.clean(text)
+
     def describe(self) -> dict[str, Any]:
         return self.backend.describe()
 

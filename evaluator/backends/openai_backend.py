@@ -32,7 +32,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
@@ -64,6 +64,7 @@ MAX_REPLICAS = 64  # base URLs of one spec
 MAX_SERVERS_FILE = 64 * 1024  # bytes of a servers file
 MAX_KEEPALIVE = 1024  # idle connections kept per replica (at most the concurrency are ever busy)
 MAX_TOKENS = 2**40  # a usage count above this is not believed
+MAX_STREAM_BYTES = 16 * 2**20  # a streamed answer's events, in all (an answer of 256 tokens is a few kB)
 _DEFAULTS = {
     "key_env": DEFAULT_KEY_ENV,
     "concurrency": 8,
@@ -430,6 +431,54 @@ class OpenAIBackend:
             stream.close()
         return [texts[i] for i in range(len(bodies))]
 
+    def stream_text(self, query: Query, max_new_tokens: int) -> Iterator[str]:
+        """One chat completion asked with ``"stream": true`` (server-sent events): the text so far each time it
+        grows — the live arena shows it as it comes (evaluator/live.py). One attempt on the first replica within the
+        wall-clock timeout and no retries: the person who asked sees a failure and asks again. A server that answers
+        a plain completion instead of events gives its text once. Reads are bounded (MAX_STREAM_BYTES)."""
+        body = {**self._request_body(query, max_new_tokens), "stream": True}
+        httpx2, url = self._httpx, self.server
+        deadline = time.monotonic() + self.timeout
+        text, read, events = "", 0, False
+        plain: list[str] = []
+        try:
+            with self._clients[0].stream("POST", "chat/completions", content=json.dumps(body).encode()) as response:
+                if not 200 <= response.status_code < 300:
+                    response.read()
+                    raise BackendError(
+                        f"openai: {url} answered HTTP {response.status_code} for model {self.model!r}: "
+                        f"{_server_message(response)}"
+                    )
+                for line in response.iter_lines():
+                    read += len(line) + 1
+                    if read > MAX_STREAM_BYTES or time.monotonic() > deadline:
+                        why = "over 16 MB" if read > MAX_STREAM_BYTES else f"not done within {self.timeout:g} s"
+                        raise BackendError(f"openai: {url}: the streamed answer was {why}")
+                    if not line.startswith("data:"):
+                        if plain or (not events and line.strip()):
+                            plain.append(line)  # not events: a plain completion, read whole below
+                        continue  # else a blank between events, or an event's other field (event:, id:, :comment)
+                    events = True
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    piece = _delta_of(data)
+                    if piece:
+                        text += piece
+                        yield text
+        except httpx2.TimeoutException:
+            raise BackendError(f"openai: {url}: no answer within {self.timeout:g} s (timeout)") from None
+        except httpx2.RequestError as exc:
+            raise BackendError(f"openai: {url}: connection error: {_one_line(str(exc))[:200]}") from None
+        if plain and any(line.strip() for line in plain):
+            try:
+                text = _completion_of("\n".join(plain))[0]
+            except _Malformed as exc:
+                raise BackendError(f"openai: {url}: malformed response: {exc}") from None
+            yield text
+        elif not text:
+            yield ""
+
     def _tell(self, wait: RetryWait) -> None:
         if self.on_wait is None:
             log_wait(wait)
@@ -736,6 +785,22 @@ def _completion_of(text: str) -> tuple[str, Usage | None]:
     if not isinstance(content, str):
         raise _Malformed("choice has no message content" if content is None else "message content is not text")
     return content, _usage_of(data.get("usage"))
+
+
+def _delta_of(data: str) -> str:
+    """The text one server-sent event adds (choices[0].delta.content); "" for an event without text. BackendError
+    for an event that is not JSON, or an error the server streams."""
+    try:
+        event = json.loads(data)
+    except ValueError:
+        raise BackendError(f"openai: a streamed event is not JSON: {_one_line(data)[:120]!r}") from None
+    if isinstance(event, dict) and event.get("error"):
+        raise BackendError(f"openai: the server streamed an error: {_one_line(str(event['error']))[:200]}")
+    choices = event.get("choices") if isinstance(event, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    delta = first.get("delta") if isinstance(first, dict) else None
+    content = delta.get("content") if isinstance(delta, dict) else None
+    return content if isinstance(content, str) else ""
 
 
 def _usage_of(value: object) -> Usage | None:
