@@ -1,0 +1,228 @@
+"""Open benchmarks with reference answers from other tools' layouts: VLMEvalKit's VQA and caption TSVs through
+`vlmdesk import`, and predictions of open tasks (lmms-eval samples, VLMEvalKit prediction files) through
+`vlmdesk import-predictions`, on real files written here in each layout."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from db import catalog, open_workspace
+from evaluator.importers.tsv import CAPTION_PROMPT
+from tests.factories import jpeg_bytes
+from vlmdesk.cli import main
+
+ERROR_LINE = re.compile(r"^error: .+:\d+: \w[\w -]*: .+$")
+
+# Ten TextVQA-style answers with repeats (a repeat is a vote in VQA accuracy), as VLMEvalKit writes them: str(list).
+TEN = ["nokia", "nokia", "Nokia", "nokia", "nokia phone", "nokia", "unanswerable", "nokia", "NOKIA", "nokia"]
+
+
+def _b64(seed: int) -> str:
+    return base64.b64encode(jpeg_bytes(seed, side=24)).decode()
+
+
+def _write(path: Path, header: list[str], rows: list[dict]) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, delimiter="\t", lineterminator="\n")
+        w.writerow(header)
+        for r in rows:
+            w.writerow([r.get(h, "") for h in header])
+    return path
+
+
+# The layouts of VLMEvalKit's VQA / caption TSVs (vlmeval/dataset/image_vqa.py, image_caption.py, and the TSV
+# fields table of docs/en/Development.md): name -> (header, rows, the references each row should give).
+def _layouts() -> dict[str, tuple[list[str], list[dict], list[list[str]]]]:
+    return {
+        "TextVQA_VAL": (
+            ["index", "image", "question", "answer"],
+            [
+                {"index": 0, "image": _b64(1), "question": "what brand is the phone?", "answer": str(TEN)},
+                {"index": 1, "image": "0", "question": "什么牌子的手机?", "answer": str(["诺基亚", "诺基亚", "nokia"])},
+            ],
+            [TEN, ["诺基亚", "诺基亚", "nokia"]],
+        ),
+        "DocVQA_VAL": (
+            ["index", "image", "question", "answer"],
+            [{"index": 10, "image": _b64(2), "question": "What is the date?", "answer": "['1/8/93', 'Jan 8, 1993']"}],
+            [["1/8/93", "Jan 8, 1993"]],
+        ),
+        "InfoVQA_VAL": (
+            ["index", "image", "question", "answer"],
+            [{"index": 7, "image": _b64(3), "question": "How many?", "answer": "['4', 'four']"}],
+            [["4", "four"]],
+        ),
+        "ChartQA_TEST": (  # one answer per question, as text; the split names ChartQA's human / augmented halves
+            ["index", "image", "question", "answer", "split"],
+            [
+                {"index": 0, "image": _b64(4), "question": "What is the peak?", "answer": "14", "split": "test_human"},
+                {"index": 1, "image": _b64(5), "question": "Which year?", "answer": "2019", "split": "test_augmented"},
+            ],
+            [["14"], ["2019"]],
+        ),
+        "OCRVQA_TESTCORE": (
+            ["index", "image", "question", "answer"],
+            [{"index": 3, "image": _b64(6), "question": "Who wrote this book?", "answer": "Arthur Conan Doyle"}],
+            [["Arthur Conan Doyle"]],
+        ),
+        "COCO_VAL": (  # no question column: VLMEvalKit asks its caption prompt
+            ["index", "image", "answer"],
+            [
+                {
+                    "index": 0,
+                    "image": _b64(7),
+                    "answer": str(
+                        [
+                            "A man riding a bike.",
+                            "A person on a bicycle in the street.",
+                            "A cyclist rides past parked cars.",
+                            "Someone is biking down a road.",
+                            "A man on a bike.",
+                        ]
+                    ),
+                }
+            ],
+            [
+                [
+                    "A man riding a bike.",
+                    "A person on a bicycle in the street.",
+                    "A cyclist rides past parked cars.",
+                    "Someone is biking down a road.",
+                    "A man on a bike.",
+                ]
+            ],
+        ),
+        "DocVQA_TEST": (  # a TEST split: no answers, no references
+            ["index", "image", "question"],
+            [{"index": 0, "image": _b64(8), "question": "What is the total?"}],
+            [[]],
+        ),
+    }
+
+
+def _cli(capsys, ws: Path, *args) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["--workspace", str(ws), *map(str, args)])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("name", list(_layouts()))
+def test_each_vqa_layout_imports_as_an_open_benchmark_with_its_references(tmp_path, capsys, name):
+    header, rows, expected = _layouts()[name]
+    path = _write(tmp_path / f"{name}.tsv", header, rows)
+    ws = tmp_path / "w.sqlite"
+    code, out, err = _cli(capsys, ws, "import", path, "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert (report["format"], report["kind"], report["questions"]) == ("vqa-tsv", "open", len(rows))
+    with open_workspace(ws) as w:
+        bench = catalog.benchmark_by_name(w, report["name"])
+        assert bench.kind == "open"
+        items = catalog.list_items(w, bench.id)
+    assert [list(i.references) for i in items] == expected  # file order, repeats and case kept
+    assert all(i.options == () and i.answer is None and i.image_sha256 for i in items)
+    if "question" not in header:
+        assert [i.question for i in items] == [CAPTION_PROMPT] * len(rows)
+    else:
+        assert [i.question for i in items] == [r["question"] for r in rows]
+    if "split" in header:
+        assert [i.split for i in items] == [r["split"] for r in rows]
+    if name == "TextVQA_VAL":  # the second row shares the first row's image by index
+        assert items[0].image_sha256 == items[1].image_sha256
+        assert items[1].language == "zh"
+
+
+def test_a_yes_no_tsv_is_still_pope_and_an_open_one_with_yes_answers_can_be_named(tmp_path, capsys):
+    ws = tmp_path / "w.sqlite"
+    pope = _write(
+        tmp_path / "yn.tsv",
+        ["index", "question", "answer", "image", "category"],
+        [
+            {"index": 0, "question": "Is there a dog?", "answer": "Yes", "image": _b64(1), "category": "random"},
+            {"index": 1, "question": "Is there a cat?", "answer": "No", "image": "0", "category": "random"},
+        ],
+    )
+    code, out, err = _cli(capsys, ws, "import", pope, "--json")
+    assert code == 0, err
+    assert (json.loads(out)["format"], json.loads(out)["kind"]) == ("pope-tsv", "yesno")
+    # A VQA file whose first answers are yes/no (the first 50 rows are looked at) reads as POPE; a later answer
+    # that is neither stops it with an error naming the way out.
+    yes = [{"index": n, "question": f"Is it raining {n}?", "answer": "yes", "image": "50"} for n in range(50)]
+    vqa = _write(
+        tmp_path / "vqa.tsv",
+        ["index", "question", "answer", "image"],
+        [*yes, {"index": 50, "question": "What colour?", "answer": str(["red"] * 10), "image": _b64(3)}],
+    )
+    code, out, err = _cli(capsys, ws, "import", vqa)
+    assert code == 2 and f"{vqa}:52: answer:" in err and "--format vqa-tsv" in err
+    code, out, err = _cli(capsys, ws, "import", vqa, "--format", "vqa-tsv", "--json")
+    assert code == 0, err
+    with open_workspace(ws) as w:
+        items = catalog.list_items(w, catalog.benchmark_by_name(w, json.loads(out)["name"]).id)
+    by_index = {i.index: list(i.references) for i in items}
+    assert by_index == {**{n: ["yes"] for n in range(50)}, 50: ["red"] * 10}
+
+
+HOSTILE = {
+    "huge": ("[" + ", ".join(["'x'"] * 20_000) + "]", "characters; at most"),
+    "nested": ("[['a', 'b'], 'c']", "element 1 is a nested list"),
+    "deep": ("[" * 400 + "]" * 400, "answer"),
+    "a tuple in brackets": ("[('a',)]", "element 1 is a nested tuple"),
+    "numbers": ("['a', 3]", "element 2 is not a quoted text"),
+    "code": ("[__import__('os').system('touch PWNED')]", "element 1 is not a quoted text"),
+    "non-list (an expression)": ("[open('x').read()][0]", "not a Python list"),
+    "a comprehension": ("[x for x in 'ab']", "not a Python list"),
+    "unclosed": ("['a', 'b'", "answer"),  # not bracketed at both ends: one plain reference, no error
+    "broken": ("['a', 'b]", "not a Python list"),
+    "an f-string": ("[f'{1+1}']", "element 1 is not a quoted text"),
+    "too many": (str(["a"] * 101), "101 reference answers; at most 100"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_a_hostile_answer_cell_is_a_one_line_error_and_nothing_is_stored(tmp_path, capsys, monkeypatch, case):
+    cell, says = HOSTILE[case]
+    monkeypatch.chdir(tmp_path)
+    path = _write(
+        tmp_path / "TextVQA_VAL.tsv",
+        ["index", "image", "question", "answer"],
+        [
+            {"index": 0, "image": _b64(1), "question": "fine?", "answer": "['yes']"},
+            {"index": 1, "image": _b64(2), "question": "hostile?", "answer": cell},
+        ],
+    )
+    ws = tmp_path / "w.sqlite"
+    code, out, err = _cli(capsys, ws, "import", path, "--format", "vqa-tsv", "--json")
+    assert not (tmp_path / "PWNED").exists()  # never evaluated
+    if case == "unclosed":
+        assert code == 0, err
+        with open_workspace(ws) as w:
+            items = catalog.list_items(w, catalog.benchmark_by_name(w, json.loads(out)["name"]).id)
+        assert items[1].references == ("['a', 'b'",)
+        return
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert ERROR_LINE.match(line), line
+    assert f"{path}:3: answer:" in line and says in line
+    with open_workspace(ws) as w:
+        assert catalog.list_benchmarks(w) == [] or all(b.kind != "open" for b in catalog.list_benchmarks(w))
+    # --skip-bad keeps the good row and names the bad one
+    code, out, err = _cli(capsys, ws, "import", path, "--format", "vqa-tsv", "--skip-bad", "--json")
+    assert code == 0 and json.loads(out)["questions"] == 1 and f"{path}:3: answer:" in err
+
+
+def test_a_multiple_choice_tsv_is_refused_as_vqa(tmp_path, capsys):
+    path = _write(
+        tmp_path / "m.tsv",
+        ["index", "question", "A", "B", "answer", "image"],
+        [{"index": 0, "question": "q?", "A": "x", "B": "y", "answer": "A", "image": _b64(1)}],
+    )
+    code, out, err = _cli(capsys, tmp_path / "w.sqlite", "import", path, "--format", "vqa-tsv")
+    assert code == 2 and "option column(s) A B" in err
