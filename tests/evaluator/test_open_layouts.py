@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from db import catalog, open_workspace
+from db import catalog, open_workspace, runs
 from evaluator.importers.tsv import CAPTION_PROMPT
 from tests.factories import jpeg_bytes
 from vlmdesk.cli import main
@@ -226,3 +226,203 @@ def test_a_multiple_choice_tsv_is_refused_as_vqa(tmp_path, capsys):
     )
     code, out, err = _cli(capsys, tmp_path / "w.sqlite", "import", path, "--format", "vqa-tsv")
     assert code == 2 and "option column(s) A B" in err
+
+
+# ------------------------------------------------------------------------------------------------ predictions
+
+
+def _open_bench(tmp_path: Path, capsys, ws: Path, name: str, rows: list[dict], header=None) -> list:
+    path = _write(tmp_path / f"{name}.tsv", header or ["index", "image", "question", "answer"], rows)
+    code, out, err = _cli(capsys, ws, "import", path, "--name", name, "--json")
+    assert code == 0, err
+    with open_workspace(ws) as w:
+        return catalog.list_items(w, catalog.benchmark_by_name(w, name).id)
+
+
+def _passes(ws: Path, run_id: int) -> tuple[runs.Run, dict]:
+    with open_workspace(ws) as w:
+        run = runs.get_run(w, run_id)
+        items = {i.id: i.index for i in catalog.list_items(w, run.benchmark_id)}
+        return run, {items[p.item_id]: p for p in runs.predictions_of(w, run_id)}
+
+
+def _lmms(path: Path, samples: list[dict]) -> Path:
+    with open(path, "w", encoding="utf-8") as f:
+        for s in samples:
+            f.write(json.dumps(s, ensure_ascii=False) + "\n")
+    return path
+
+
+def test_lmms_eval_open_task_samples_become_an_open_run(tmp_path, capsys):
+    ws = tmp_path / "w.sqlite"
+    # A TextVQA benchmark indexed by question_id, as lmms-eval's textvqa_val docs are.
+    questions = {34602: "what is the brand of this camera?", 34603: "what does the small white text spell?"}
+    _open_bench(
+        tmp_path,
+        capsys,
+        ws,
+        "textvqa",
+        [{"index": q, "image": _b64(q), "question": text, "answer": str(TEN)} for q, text in questions.items()],
+    )
+    said = {34602: "Nokia", 34603: "copenhagen\n(the text at the bottom)"}
+    # lmms-eval's textvqa_val sample: the doc without its image, `target` as doc_to_target renders it (the literal
+    # "answer": textvqa has no such column), doc["answers"] already normalised by its process_results.
+    samples = [
+        {
+            "doc_id": n,
+            "doc": {"question_id": q, "question": questions[q], "answers": [a.lower() for a in TEN], "image_id": "x"},
+            "target": "answer",
+            "arguments": [{"max_new_tokens": 16}],
+            "resps": [[said[q]]],
+            "filtered_resps": [said[q]],
+            "exact_match": 1.0,
+        }
+        for n, q in enumerate(questions)
+    ]
+    path = _lmms(tmp_path / "samples_textvqa_val.jsonl", samples)
+    code, out, err = _cli(capsys, ws, "import-predictions", path, "--bench", "textvqa", "--model", "llava", "--json")
+    assert code == 0, err
+    done = json.loads(out)
+    assert (done["strategy"], done["passes"], done["items"]) == ("open", 2, 2)
+    run, passes = _passes(ws, done["run_id"])
+    assert (run.strategy, run.status, run.model_spec) == ("open", "finished", "llava")
+    assert {q: p.response for q, p in passes.items()} == said  # stored as given
+    assert all((p.choice, p.correct, p.answer, p.pass_) == (None, None, None, 0) for p in passes.values())
+    code, out, err = _cli(capsys, ws, "report", done["run_id"], "--json")  # reported as a run of its own
+    assert code == 0, err
+    # the same file again: the run is already there
+    code, out, err = _cli(capsys, ws, "import-predictions", path, "--bench", "textvqa", "--model", "llava", "--json")
+    assert code == 0 and json.loads(out)["already_imported"] is True
+
+
+def test_docvqa_coco_and_chartqa_samples_find_their_items(tmp_path, capsys):
+    """DocVQA's docs name their item as `questionId`, COCO's `question_id` is a file name, ChartQA's docs name none
+    (the sample's doc_id, its place in the split, is the index)."""
+    ws = tmp_path / "w.sqlite"
+    _open_bench(
+        tmp_path,
+        capsys,
+        ws,
+        "docvqa",
+        [{"index": 49153, "image": _b64(1), "question": "What is the ts?", "answer": "['0.28']"}],
+    )
+    docvqa = [
+        {
+            "doc_id": 0,
+            "doc": {"questionId": 49153, "question": "What is the ts?", "answers": ["0.28"], "docId": 14465},
+            "target": ["0.28"],
+            "filtered_resps": ["0.28"],
+        }
+    ]
+    code, out, err = _cli(
+        capsys,
+        ws,
+        "import-predictions",
+        _lmms(tmp_path / "d.jsonl", docvqa),
+        "--bench",
+        "docvqa",
+        "--model",
+        "m",
+        "--json",
+    )
+    assert code == 0, err
+    assert {q: p.response for q, p in _passes(ws, json.loads(out)["run_id"])[1].items()} == {49153: "0.28"}
+
+    caption = "Provide a one-sentence caption for the provided image."
+    refs = ["A man riding a wave.", "A surfer on a wave.", "Someone surfing.", "A surfer.", "A big wave."]
+    _open_bench(
+        tmp_path,
+        capsys,
+        ws,
+        "coco2017",
+        [{"index": "000000179765.jpg", "image": _b64(2), "question": caption, "answer": str(refs)}],
+    )
+    coco = [
+        {
+            "doc_id": 0,
+            "doc": {"question_id": "000000179765.jpg", "question": caption, "answer": refs, "id": 38},
+            "target": refs,
+            "filtered_resps": ["A surfer riding a big wave."],
+        }
+    ]
+    code, out, err = _cli(
+        capsys,
+        ws,
+        "import-predictions",
+        _lmms(tmp_path / "c.jsonl", coco),
+        "--bench",
+        "coco2017",
+        "--model",
+        "m",
+        "--json",
+    )
+    assert code == 0, err
+    assert _passes(ws, json.loads(out)["run_id"])[1]["000000179765.jpg"].response == "A surfer riding a big wave."
+
+    _open_bench(
+        tmp_path,
+        capsys,
+        ws,
+        "chartqa",
+        [
+            {"index": 0, "image": _b64(3), "question": "What is the peak?", "answer": "14"},
+            {"index": 1, "image": _b64(4), "question": "Which year?", "answer": "2019"},
+        ],
+    )
+    chart = [
+        {"doc_id": n, "doc": {"type": "human_test", "question": q, "answer": a}, "target": a, "filtered_resps": [r]}
+        for n, (q, a, r) in enumerate([("What is the peak?", "14", "14"), ("Which year?", "2019", "2018")])
+    ]
+    code, out, err = _cli(
+        capsys,
+        ws,
+        "import-predictions",
+        _lmms(tmp_path / "ch.jsonl", chart),
+        "--bench",
+        "chartqa",
+        "--model",
+        "m",
+        "--json",
+    )
+    assert code == 0, err
+    assert {q: p.response for q, p in _passes(ws, json.loads(out)["run_id"])[1].items()} == {0: "14", 1: "2018"}
+
+
+def test_a_vlmevalkit_prediction_file_of_a_vqa_dataset_becomes_an_open_run(tmp_path, capsys):
+    ws = tmp_path / "w.sqlite"
+    header, rows, _ = _layouts()["COCO_VAL"]
+    items = _open_bench(tmp_path, capsys, ws, "coco-val", rows, header)
+    # VLMEvalKit's {model}_COCO_VAL.xlsx/.tsv: the rows without images, its caption prompt as question, `prediction`
+    pred = _write(
+        tmp_path / "llava_COCO_VAL.tsv",
+        ["index", "answer", "question", "prediction"],
+        [{"index": 0, "answer": rows[0]["answer"], "question": CAPTION_PROMPT, "prediction": "A man cycling."}],
+    )
+    code, out, err = _cli(capsys, ws, "import-predictions", pred, "--bench", "coco-val", "--model", "llava", "--json")
+    assert code == 0, err
+    run, passes = _passes(ws, json.loads(out)["run_id"])
+    assert run.strategy == "open" and passes[items[0].index].response == "A man cycling."
+
+
+def test_open_predictions_that_contradict_the_benchmark_are_refused(tmp_path, capsys):
+    ws = tmp_path / "w.sqlite"
+    _open_bench(
+        tmp_path, capsys, ws, "tv", [{"index": 1, "image": _b64(1), "question": "what brand?", "answer": "['a']"}]
+    )
+    cases = {
+        "question": {"doc_id": 0, "doc": {"question_id": 1, "question": "what colour?"}, "filtered_resps": ["red"]},
+        "A": {
+            "doc_id": 0,
+            "doc": {"question_id": 1, "question": "what brand?", "A": "x", "B": "y"},
+            "filtered_resps": ["A"],
+        },
+        "index": {"doc_id": 0, "doc": {"question_id": 9, "question": "what brand?"}, "filtered_resps": ["a"]},
+    }
+    for field, sample in cases.items():
+        path = _lmms(tmp_path / f"bad_{field}.jsonl", [sample])
+        code, out, err = _cli(capsys, ws, "import-predictions", path, "--bench", "tv", "--model", "m")
+        assert code == 2, err
+        (line,) = err.strip().splitlines()
+        assert ERROR_LINE.match(line) and f"{path}:1: {field}:" in line, line
+    with open_workspace(ws) as w:
+        assert runs.list_runs(w) == []
