@@ -118,6 +118,13 @@ FORMATS = (
         fields=(Field("setting", "Setting", "choice", choices=("", "random", "popular", "adversarial")),),
     ),
     FormatEntry(
+        "vqa-parquet",
+        "open",
+        "Hugging Face parquet in lmms-lab's VQA / caption layouts (textvqa, DocVQA, VQAv2, OK-VQA, ChartQA, "
+        "COCO-Caption2017): question, answers or answer (the references), image; open questions",
+        "evaluator.importers.parquet:read_vqa_parquet",
+    ),
+    FormatEntry(
         "vqa-tsv",
         "open",
         "VLMEvalKit's VQA / caption TSV (TextVQA, DocVQA, InfoVQA, ChartQA, OCRVQA, COCO_VAL): index, question, answer "

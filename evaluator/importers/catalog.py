@@ -14,8 +14,12 @@ Each entry names where the file is published, how it is checked and how it is im
   ``lmms_eval/tasks/pope/pope_{adv,pop,random}.yaml``). The shard names, sizes and SHA-256s are not written here:
   they are read from the hub's tree API at fetch time (``/api/datasets/REPO/tree/REVISION/CONFIG``, every LFS
   file's ``lfs.oid`` is its SHA-256), so each shard is verified against the checksum the hub reports for it.
-  Only the layouts vlmdesk's parquet importer reads are listed (lmms-lab's MMBench and POPE; not its VQA and
-  caption sets, whose answers are lists: fetch those in VLMEvalKit's layout).
+  Only the layouts vlmdesk's parquet importer reads are listed: lmms-lab's MMBench and POPE, and its VQA and
+  caption sets (``lmms_eval/tasks/{textvqa,docvqa,infovqa,vqav2,ok_vqa,chartqa,coco_cap}``; format vqa-parquet),
+  whose rows keep the ids lmms-eval's samples name, so `import-predictions` matches its --log_samples to them.
+  Their folders and split names were read off the hub's file listings (textvqa, DocVQA, OK-VQA, ChartQA,
+  COCO-Caption2017); VQAv2's ``data/validation`` and DocVQA's ``InfographicVQA`` folder follow the same pattern
+  unseen.
 
 POPE's three COCO settings: VLMEvalKit's POPE.tsv holds every question once, its ``category`` listing the settings
 it belongs to ("adversarial,popular,random"); importing it by name makes one benchmark per setting (POPE_random,
@@ -203,6 +207,20 @@ BUILTIN: tuple[CatalogEntry, ...] = (
           _POPE_TERMS, setting="popular", same_as="POPE"),
     _lmms("pope_adv", "lmms-lab/POPE", "Full", "adversarial", "POPE adversarial (lmms-lab parquet)", "pope-parquet",
           _POPE_TERMS, setting="adversarial", same_as="POPE"),
+    _lmms("textvqa_val", "lmms-lab/textvqa", "data", "validation", "TextVQA val (lmms-lab parquet)", "vqa-parquet",
+          _TEXTVQA_TERMS, same_as="TextVQA_VAL"),
+    _lmms("docvqa_val", "lmms-lab/DocVQA", "DocVQA", "validation", "DocVQA val (lmms-lab parquet)", "vqa-parquet",
+          _DOCVQA_TERMS, same_as="DocVQA_VAL"),
+    _lmms("infovqa_val", "lmms-lab/DocVQA", "InfographicVQA", "validation", "InfographicVQA val (lmms-lab parquet)",
+          "vqa-parquet", _DOCVQA_TERMS, same_as="InfoVQA_VAL"),
+    _lmms("chartqa", "lmms-lab/ChartQA", "data", "test", "ChartQA test (lmms-lab parquet)", "vqa-parquet",
+          "ChartQA's terms (github.com/vis-nlp/ChartQA)" + _UNVERIFIED, same_as="ChartQA_TEST"),
+    _lmms("coco2017_cap_val", "lmms-lab/COCO-Caption2017", "data", "val", "COCO 2017 captions val (lmms-lab parquet)",
+          "vqa-parquet", _COCO_TERMS),
+    _lmms("vqav2_val", "lmms-lab/VQAv2", "data", "validation", "VQAv2 val: ten answers per question (lmms-lab parquet)",
+          "vqa-parquet", "VQA's terms: annotations CC BY 4.0 (visualqa.org); images from COCO (Flickr licences)"),
+    _lmms("ok_vqa_val2014", "lmms-lab/OK-VQA", "data", "val2014", "OK-VQA val2014 (lmms-lab parquet)", "vqa-parquet",
+          "OK-VQA's terms (okvqa.allenai.org); images from COCO (Flickr licences)" + _UNVERIFIED),
 )  # fmt: skip
 
 

@@ -124,6 +124,9 @@ def test_the_catalog_lists_vlmevalkits_names_with_their_published_md5(env, capsy
     assert {listed[name]["format"] for name in VQA_NAMES} == {"vqa-tsv"}
     assert listed["TextVQA_VAL"]["checksum"] == "md5:b233b31f551bbf4056f2f955da3a92cd"
     assert listed["COCO_VAL"]["url"] == "https://opencompass.openxlab.space/utils/VLMEval/COCO_VAL.tsv"
+    hub = ("textvqa_val", "docvqa_val", "infovqa_val", "chartqa", "coco2017_cap_val", "vqav2_val", "ok_vqa_val2014")
+    assert {listed[name]["format"] for name in hub} == {"vqa-parquet"}
+    assert (listed["docvqa_val"]["repo"], listed["docvqa_val"]["config"]) == ("lmms-lab/DocVQA", "DocVQA")
     assert listed["MMBench_DEV_EN"]["checksum"] == "md5:b6caf1133a01c6bb705cf753bb527ed8"
     assert listed["POPE"]["settings"] == ["random", "popular", "adversarial"]
     assert (
@@ -427,6 +430,32 @@ def test_the_hub_layout_checks_each_shard_against_the_hubs_sha256(env, tmp_path,
         code, _, err = _cli(capsys, "fetch", "hub_dev")
         assert code == 1 and "checksum mismatch: expected sha256" in err
         assert not (cache / "hub_dev" / "dev-00001-of-00002.parquet.part").exists()
+
+
+def test_textvqa_val_by_name_from_the_hub_is_open_with_the_ids_lmms_eval_samples_name(
+    env, tmp_path, capsys, monkeypatch
+):
+    """The built-in textvqa_val entry (lmms-lab/textvqa, data/validation-*), served by a local hub: its shards import
+    as one open benchmark indexed by question_id, each item with its ten answers."""
+    from tests.evaluator.test_open_layouts import _hub_layouts
+
+    records, schema, indexes, references = _hub_layouts()["textvqa"]
+    shards = {}
+    for n, record in enumerate(records):
+        path = tmp_path / f"s{n}.parquet"
+        pq.write_table(pa.Table.from_pylist([record], schema=schema), path)
+        shards[f"data/validation-0000{n}-of-00002.parquet"] = path.read_bytes()
+    files = {f"/datasets/lmms-lab/textvqa/resolve/main/{p}": b for p, b in shards.items()}
+    files["/api/datasets/lmms-lab/textvqa/tree/main/data"] = _hub_tree("lmms-lab/textvqa", shards).encode()
+    ws = tmp_path / "w.sqlite"
+    with FileServer(files) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        code, out, err = _cli(capsys, "--workspace", ws, "import", "textvqa_val", "--json")
+    assert code == 0, err
+    assert (json.loads(out)["kind"], json.loads(out)["format"]) == ("open", "vqa-parquet")
+    with open_workspace(ws) as w:
+        items = catalog.list_items(w, catalog.benchmark_by_name(w, "textvqa_val").id)
+    assert [(i.index, list(i.references)) for i in items] == list(zip(indexes, references))
 
 
 def test_a_bad_catalog_file_is_refused_at_the_door(env, tmp_path, capsys):

@@ -426,3 +426,125 @@ def test_open_predictions_that_contradict_the_benchmark_are_refused(tmp_path, ca
         assert ERROR_LINE.match(line) and f"{path}:1: {field}:" in line, line
     with open_workspace(ws) as w:
         assert runs.list_runs(w) == []
+
+
+# ------------------------------------------------------------------------------------------------ lmms-lab parquet
+
+
+def _parquet(path: Path, records: list[dict], schema) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist(records, schema=schema), path)
+    return path
+
+
+def _image(seed: int) -> dict:
+    return {"bytes": jpeg_bytes(seed, side=24), "path": None}
+
+
+def _hub_layouts() -> dict:
+    """lmms-lab's VQA / caption parquet layouts (the columns lmms-eval's task utils read) -> (records, schema,
+    the index each row should get, its references)."""
+    import pyarrow as pa
+
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    vqa_answer = pa.struct([("answer", pa.string()), ("answer_confidence", pa.string()), ("answer_id", pa.int64())])
+    caps = ["A dog on a couch.", "A brown dog lying down.", "A dog resting.", "A couch with a dog.", "A pet."]
+    return {
+        "textvqa": (
+            [
+                {"image_id": "a1", "question_id": 34602, "question": "what brand?", "image": _image(1),
+                 "answers": TEN, "ocr_tokens": ["nokia", "5"], "set_name": "val"},
+                {"image_id": "a1", "question_id": 34603, "question": "写的什么?", "image": _image(1),
+                 "answers": ["诺基亚"] * 10, "ocr_tokens": [], "set_name": "val"},
+            ],
+            pa.schema([("image_id", pa.string()), ("question_id", pa.int64()), ("question", pa.string()),
+                       ("image", image), ("answers", pa.list_(pa.string())), ("ocr_tokens", pa.list_(pa.string())),
+                       ("set_name", pa.string())]),
+            [34602, 34603],
+            [TEN, ["诺基亚"] * 10],
+        ),
+        "vqav2": (
+            [{"question_id": 262148000, "question": "Where is he looking?", "image": _image(2),
+              "multiple_choice_answer": "down", "answer_type": "other",
+              "answers": [{"answer": a, "answer_confidence": "yes", "answer_id": n + 1}
+                          for n, a in enumerate(["down"] * 6 + ["table", "table", "skateboard", "at table"])]}],
+            pa.schema([("question_id", pa.int64()), ("question", pa.string()), ("image", image),
+                       ("multiple_choice_answer", pa.string()), ("answer_type", pa.string()),
+                       ("answers", pa.list_(vqa_answer))]),
+            [262148000],
+            [["down"] * 6 + ["table", "table", "skateboard", "at table"]],
+        ),
+        "docvqa": (
+            [{"questionId": "49153", "question": "What is the ts?", "image": _image(3), "answers": ["0.28", ".28"],
+              "docId": 14465, "data_split": "val"}],
+            pa.schema([("questionId", pa.string()), ("question", pa.string()), ("image", image),
+                       ("answers", pa.list_(pa.string())), ("docId", pa.int64()), ("data_split", pa.string())]),
+            [49153],
+            [["0.28", ".28"]],
+        ),
+        "coco2017": (
+            [{"question_id": "000000179765.jpg", "question": "Provide a one-sentence caption for the provided image.",
+              "image": _image(4), "answer": caps, "id": 38}],
+            pa.schema([("question_id", pa.string()), ("question", pa.string()), ("image", image),
+                       ("answer", pa.list_(pa.string())), ("id", pa.int64())]),
+            ["000000179765.jpg"],
+            [caps],
+        ),
+        "chartqa": (  # no id column: the row's place in the split, from 0, as lmms-eval's doc_id
+            [{"type": "human_test", "question": "What is the peak?", "answer": "14", "image": _image(5)},
+             {"type": "augmented_test", "question": "Which year?", "answer": "2019", "image": _image(6)}],
+            pa.schema([("type", pa.string()), ("question", pa.string()), ("answer", pa.string()), ("image", image)]),
+            [0, 1],
+            [["14"], ["2019"]],
+        ),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(_hub_layouts()))
+def test_lmms_lab_vqa_parquet_imports_open_and_its_lmms_eval_samples_find_their_items(tmp_path, capsys, name):
+    records, schema, indexes, references = _hub_layouts()[name]
+    path = _parquet(tmp_path / f"{name}-validation-00000-of-00001.parquet", records, schema)
+    ws = tmp_path / "w.sqlite"
+    code, out, err = _cli(capsys, ws, "import", path, "--name", name, "--json")
+    assert code == 0, err
+    assert (json.loads(out)["format"], json.loads(out)["kind"]) == ("vqa-parquet", "open")
+    with open_workspace(ws) as w:
+        items = catalog.list_items(w, catalog.benchmark_by_name(w, name).id)
+    assert [i.index for i in items] == indexes
+    assert [list(i.references) for i in items] == references
+    assert all(i.image_sha256 for i in items) and "ocr_tokens" not in items[0].meta
+    # lmms-eval's --log_samples of the same split: the doc is the row without its image
+    samples = [
+        {
+            "doc_id": n,
+            "doc": {k: v for k, v in r.items() if k != "image"},
+            "target": "answer",
+            "filtered_resps": [f"said {n}"],
+        }
+        for n, r in enumerate(records)
+    ]
+    sample_file = _lmms(tmp_path / f"samples_{name}.jsonl", samples)
+    code, out, err = _cli(capsys, ws, "import-predictions", sample_file, "--bench", name, "--model", "m", "--json")
+    assert code == 0, err
+    run, passes = _passes(ws, json.loads(out)["run_id"])
+    assert run.strategy == "open"
+    assert {i: p.response for i, p in passes.items()} == {i: f"said {n}" for n, i in enumerate(indexes)}
+
+
+def test_a_hostile_parquet_answer_is_a_one_line_error(tmp_path, capsys):
+    import pyarrow as pa
+
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    schema = pa.schema([("question_id", pa.int64()), ("question", pa.string()), ("image", image),
+                        ("answers", pa.list_(pa.struct([("text", pa.string())])))])  # fmt: skip
+    path = _parquet(
+        tmp_path / "bad.parquet",
+        [{"question_id": 1, "question": "q?", "image": _image(1), "answers": [{"text": "a"}]}],
+        schema,
+    )
+    code, out, err = _cli(capsys, tmp_path / "w.sqlite", "import", path)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert ERROR_LINE.match(line) and f"{path}:1: answers: element 1 is a dict" in line, line
