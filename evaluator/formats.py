@@ -130,6 +130,7 @@ FORMATS = (
         "VLMEvalKit's VQA / caption TSV (TextVQA, DocVQA, InfoVQA, ChartQA, OCRVQA, COCO_VAL): index, question, answer "
         "(a reference text or a Python list of them), image (base64); open questions",
         "evaluator.importers.tsv:read_vqa_tsv",
+        "evaluator.exporters:_write_vqa_tsv",
         fields=(_IMAGES,),
     ),
 )

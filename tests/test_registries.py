@@ -343,6 +343,7 @@ def test_formats_are_read_written_and_detected_through_the_registry(tmp_path, ca
     )
     assert formats.export_formats("mcq") == ("mmbench-tsv", "jsonl", "parquet")
     assert formats.export_formats("yesno") == ("pope", "pope-parquet")
+    assert formats.export_formats("open") == ("vqa-tsv",)
     assert formats.by_extension(".TSV") == "mmbench-tsv" and formats.by_extension(".jsonl") is None
     assert formats.sniff({"question_id": 1, "label": "yes"}, "", "") == "pope"
     assert formats.sniff({"question": "q", "options": []}, "{\t}", "") == "jsonl"  # a tab, but a JSON record

@@ -548,3 +548,32 @@ def test_a_hostile_parquet_answer_is_a_one_line_error(tmp_path, capsys):
     assert code == 2
     (line,) = err.strip().splitlines()
     assert ERROR_LINE.match(line) and f"{path}:1: answers: element 1 is a dict" in line, line
+
+
+def test_an_open_benchmark_exports_as_a_vqa_tsv_that_imports_back_the_same(tmp_path, capsys):
+    """import -> qc export --format vqa-tsv -> import: the same questions, references (order, repeats, a bracketed
+    single text), images and splits; also for an open benchmark that came from lmms-lab's parquet."""
+    header, rows, _ = _layouts()["TextVQA_VAL"]
+    rows = [
+        *rows,
+        {"index": 2, "image": "0", "question": "tab\there, line\nbreak?", "answer": str(["[citation needed]"])},
+        {"index": 3, "image": _b64(9), "question": "no answer?", "answer": ""},
+    ]
+    ws = tmp_path / "w.sqlite"
+    first = _open_bench(tmp_path, capsys, ws, "tv", rows, header)
+    records, schema, _, _ = _hub_layouts()["vqav2"]
+    parquet = _parquet(tmp_path / "vqav2.parquet", records, schema)
+    assert _cli(capsys, ws, "import", parquet, "--name", "v2")[0] == 0
+    for name in ("tv", "v2"):
+        out = tmp_path / f"{name}_export.tsv"
+        code, _, err = _cli(capsys, ws, "qc", "export", name, "--out", out, "--format", "vqa-tsv")
+        assert code == 0, err
+        code, _, err = _cli(capsys, ws, "import", out, "--name", f"{name}-again")
+        assert code == 0, err
+        with open_workspace(ws) as w:
+            before, after = (catalog.list_items(w, catalog.benchmark_by_name(w, n).id) for n in (name, f"{name}-again"))
+        shape = [(i.index, i.question, i.references, i.image_sha256, i.split) for i in before]
+        assert shape == [(i.index, i.question, i.references, i.image_sha256, i.split) for i in after]
+        if name == "tv":
+            assert [i.references for i in after][2:] == [("[citation needed]",), ()]
+            assert first[0].references == tuple(TEN)
