@@ -522,7 +522,7 @@ def _pope_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits
         raise err("question", "empty")
     answer = (_text(record.get("answer")) or "").lower() or None
     if answer is not None and answer not in YES_NO:
-        raise err("answer", f"{answer[:40]!r} is not yes or no (an open VQA file: --format vqa-parquet)")
+        raise err("answer", f"{answer[:40]!r} is not yes or no (if this is an open VQA file: --format vqa-parquet)")
     meta = {k: _text(v) for k, v in record.items() if k not in _KNOWN and _text(v) is not None}
     return SourceRow(
         line=line,

@@ -334,7 +334,8 @@ def _parse_pope_row(
         raise err("question", "empty")
     answer = None if blank(row["answer"]) else row["answer"].strip().lower()
     if answer is not None and answer not in ("yes", "no"):
-        raise err("answer", f"{row['answer'].strip()[:40]!r} is not Yes or No (an open VQA file: --format vqa-tsv)")
+        open_hint = "if this is an open VQA file: --format vqa-tsv"
+        raise err("answer", f"{row['answer'].strip()[:40]!r} is not Yes or No ({open_hint})")
     settings: list[str] = []
     if not blank(row.get("category", "")):
         settings = sorted({s.strip().lower() for s in row["category"].split(",") if s.strip()})
