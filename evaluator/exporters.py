@@ -226,6 +226,53 @@ def _write_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -
     return rows, len(first_row_of)
 
 
+# ------------------------------------------------------------------------------------------------ VQA TSV
+def _write_vqa_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -> tuple[int, int]:
+    """An open benchmark in VLMEvalKit's VQA layout: `index, question, answer, image` and the items' other fields; the
+    references as VLMEvalKit writes them (one text, or a Python list's repr, which vqa-tsv reads back), an image
+    inline once and by index after."""
+    references = [list(i.references) for i in items]
+    wanted = ["index", "question", "answer", "image"]
+    for name, present in (
+        ("hint", any(i.hint for i in items)),
+        ("category", any(i.category for i in items)),
+        ("l2-category", any(i.l2_category for i in items)),
+        ("split", any(i.split for i in items)),
+    ):
+        if present:
+            wanted.append(name)
+    extras = list(dict.fromkeys(k for i in items for k in _extra(i) if k not in ("references", "reference")))
+    columns = wanted + [c for c in extras if c not in wanted]
+    first_row_of: dict[str, int | str] = {}
+    handle, tmp = _atomic_text(path)
+    ok = False
+    try:
+        out = csv.writer(handle, delimiter="\t", lineterminator="\n")
+        out.writerow(columns)
+        for item, refs in zip(items, references):
+            one = len(refs) == 1 and not (refs[0].startswith("[") and refs[0].endswith("]"))
+            values: dict[str, Any] = {
+                **_extra(item),
+                "index": item.index,
+                "question": item.question,
+                "answer": (refs[0] if one else repr(refs)) if refs else None,
+                "hint": item.hint,
+                "category": item.category,
+                "l2-category": item.l2_category,
+                "split": item.split,
+            }
+            if item.image_sha256 in first_row_of:
+                values["image"] = first_row_of[item.image_sha256]
+            elif item.image_sha256:
+                first_row_of[item.image_sha256] = item.index
+                values["image"] = base64.b64encode(_image(ws, item.image_sha256)[0]).decode("ascii")
+            out.writerow(["" if values.get(c) is None else str(values[c]) for c in columns])
+        ok = True
+    finally:
+        _finish(handle, tmp, path, ok)
+    return len(items), len(first_row_of)
+
+
 # ------------------------------------------------------------------------------------------------ POPE
 def _write_pope(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -> tuple[int, int]:
     handle, tmp = _atomic_text(path)

@@ -24,7 +24,7 @@ class FormatEntry:
     format (``first_record``: the first line read as JSON, or None; ``head``: the first 4 KB or so)."""
 
     name: str
-    kind: Literal["mcq", "yesno"]
+    kind: Literal["mcq", "yesno", "open"]
     help: str
     read: Callable[..., Any] | str
     write: Callable[..., Any] | str | None = None
@@ -116,6 +116,22 @@ FORMATS = (
         takes_setting=True,
         selects_setting=True,
         fields=(Field("setting", "Setting", "choice", choices=("", "random", "popular", "adversarial")),),
+    ),
+    FormatEntry(
+        "vqa-parquet",
+        "open",
+        "Hugging Face parquet in lmms-lab's VQA / caption layouts (textvqa, DocVQA, VQAv2, OK-VQA, ChartQA, "
+        "COCO-Caption2017): question, answers or answer (the references), image; open questions",
+        "evaluator.importers.parquet:read_vqa_parquet",
+    ),
+    FormatEntry(
+        "vqa-tsv",
+        "open",
+        "VLMEvalKit's VQA / caption TSV (TextVQA, DocVQA, InfoVQA, ChartQA, OCRVQA, COCO_VAL): index, question, answer "
+        "(a reference text or a Python list of them), image (base64); open questions",
+        "evaluator.importers.tsv:read_vqa_tsv",
+        "evaluator.exporters:_write_vqa_tsv",
+        fields=(_IMAGES,),
     ),
 )
 REGISTRY: Registry[FormatEntry] = Registry("format", "FORMATS", builtins=(__name__,))

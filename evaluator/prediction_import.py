@@ -12,6 +12,14 @@ The raw output is stored as each pass's response and read by vlmdesk's own extra
 re-scoring, adjudication and the alignment study work on the run as on any other. An empty prediction is a pass that
 was never asked (what `export-predictions` writes for a CircularEval pass that early termination skipped).
 
+Onto an open benchmark (VQA, captions) a file makes an open run, like `vlmdesk run` on it: one pass per item, the
+response stored as it is, nothing extracted. lmms-eval's open tasks (textvqa_val, docvqa_val, vqav2_val, ok_vqa,
+coco2017_cap_val, …) log their row as `doc` — indexed by `index`, `question_id` or `questionId` (DocVQA, InfoVQA),
+else by the sample's `doc_id` (its place in the split) — and a row is matched by that index and checked by its
+question. Reference answers come from the benchmark, not from the file: lmms-eval's `target` is what the task's
+doc_to_target renders, which for textvqa, vqav2 and ok_vqa ("answer", no such column) is the literal word "answer",
+and textvqa rewrites `doc["answers"]` with its answer normaliser before the sample is logged.
+
 The run's config says where it came from — `origin: {format, file (the name only), sha256, rows}` — and its
 config key is made from that origin, so `vlmdesk run` never mistakes an imported run for one of its own and
 importing the same file for the same benchmark, model and extractor again finds the run already there.
@@ -59,7 +67,7 @@ from evaluator.importers.importer import model_name_problem
 from evaluator.llm_extraction import load_extractor, parse_extractor_spec
 from evaluator.outfiles import csv_cell_read
 from evaluator.prompts import default_template
-from evaluator.runner import RunSettings, git_revision, versions
+from evaluator.runner import OPEN_ANSWER, RunSettings, git_revision, versions
 
 PREDICTION_FORMATS = ("vlmevalkit", "lmms-eval")
 MAX_PREDICTION_FILE_BYTES = 4 * 2**30  # prediction files carry no images (VLMEvalKit drops the column)
@@ -172,9 +180,9 @@ def import_predictions(
         raise InputError(path, 0, "rows", f"no prediction could be matched to {bench.name!r}{skipped}")
     strategy = _strategy(bench, report.copies)
     report.strategy = strategy
-    preds = _predictions(ws, matched, extractor, bench.kind == "yesno")
+    preds = _predictions(ws, matched, extractor, bench.kind)
     settings = RunSettings(
-        strategy="vanilla" if strategy == "vanilla" else "circular",
+        strategy="vanilla" if strategy in ("vanilla", "open") else "circular",
         full_passes=_asked_after_wrong(preds),
         limit=_prefix_limit(ws, bench, {m.item.id for m in matched}),
         extractor=extractor,
@@ -348,14 +356,27 @@ def _read_vlmevalkit(path: Path, raw: BinaryIO) -> Iterator[PredictionRow | Inpu
             yield exc
 
 
-def _row(path: Path, line: int, row: dict[str, Any], option_cols: list[str], prediction: object) -> PredictionRow:
-    """A row from a mapping of column -> value (a VLMEvalKit row, or an lmms-eval sample's doc)."""
+# Where a row names its item: VLMEvalKit's `index`; lmms-eval docs' `question_id` (POPE, TextVQA, VQAv2, OK-VQA, COCO)
+# or `questionId` (DocVQA, InfoVQA).
+_INDEX_KEYS = ("index", "question_id", "questionId")
+
+
+def _row(
+    path: Path,
+    line: int,
+    row: dict[str, Any],
+    option_cols: list[str],
+    prediction: object,
+    fallback_index: object = None,
+) -> PredictionRow:
+    """A row from a mapping of column -> value (a VLMEvalKit row, or an lmms-eval sample's doc, whose `doc_id` is the
+    fallback index of a doc that names none, such as ChartQA's)."""
 
     def err(name: str, what: str) -> InputError:
         return InputError(path, line, name, what)
 
     check_texts(row, "row", err)
-    index_value = row.get("index", row.get("question_id"))
+    index_value = next((row[k] for k in _INDEX_KEYS if k in row), fallback_index)
     try:
         index = normalise_index(index_value)
     except (ValueError, TypeError) as exc:
@@ -395,7 +416,8 @@ def _read_lmms(path: Path, raw: BinaryIO) -> Iterator[PredictionRow | InputError
             continue
         doc = record["doc"]
         try:
-            yield _row(path, line, doc, [c for c in LETTERS if c in doc and c != NONE_OF_THEM], _lmms_output(record))
+            options = [c for c in LETTERS if c in doc and c != NONE_OF_THEM]
+            yield _row(path, line, doc, options, _lmms_output(record), record.get("doc_id"))
         except InputError as exc:
             yield exc
 
@@ -491,7 +513,7 @@ def _pass_of(path: Path, row: PredictionRow, item: Item) -> tuple[int, tuple[int
         raise err("A", "the row shows no options (columns A, B, …)")
     if row.question is not None and not _same_text(row.question, item.question):
         raise err("question", f"{row.question[:80]!r} is not the item's question {item.question[:80]!r}")
-    if not item.options:  # a yes/no item
+    if not item.options:  # a yes/no item, or an open one (no answer key: its references are the benchmark's)
         if row.answer is not None and item.answer is not None and row.answer.lower() != item.answer:
             raise err("answer", f"{row.answer!r} is not the item's answer {item.answer!r}")
         return 0, ()
@@ -515,8 +537,8 @@ def _pass_of(path: Path, row: PredictionRow, item: Item) -> tuple[int, tuple[int
 
 
 def _strategy(bench: Benchmark, copies: bool) -> str:
-    if bench.kind == "yesno":
-        return "pope"
+    if bench.kind in ("yesno", "open"):
+        return "pope" if bench.kind == "yesno" else "open"
     return "circular" if copies else "vanilla"
 
 
@@ -542,8 +564,10 @@ def _prefix_limit(ws: Workspace, bench: Benchmark, item_ids: set[int]) -> int | 
 # ---------------------------------------------------------------------------------------------- storing
 
 
-def _predictions(ws: Workspace, matched: list[_Matched], extractor_spec: str, yesno: bool) -> list[runs.Prediction]:
-    if yesno:
+def _predictions(ws: Workspace, matched: list[_Matched], extractor_spec: str, kind: str) -> list[runs.Prediction]:
+    if kind == "open":  # as a run of its own stores an open answer: nothing extracted, nothing scored
+        read = [OPEN_ANSWER] * len(matched)
+    elif kind == "yesno":
         read = [_yes_no(m.response) for m in matched]
     else:
         extractor = load_extractor(extractor_spec, ws)

@@ -331,16 +331,26 @@ def test_the_documented_toy_backend_runs_through_a_real_vlmdesk_run(tmp_path):
 def test_formats_are_read_written_and_detected_through_the_registry(tmp_path, capsys, plugins):
     from evaluator import formats
 
-    assert formats.format_names() == ("mmbench-tsv", "pope", "jsonl", "parquet", "pope-parquet", "pope-tsv")
+    assert formats.format_names() == (
+        "mmbench-tsv",
+        "pope",
+        "jsonl",
+        "parquet",
+        "pope-parquet",
+        "pope-tsv",
+        "vqa-parquet",
+        "vqa-tsv",
+    )
     assert formats.export_formats("mcq") == ("mmbench-tsv", "jsonl", "parquet")
     assert formats.export_formats("yesno") == ("pope", "pope-parquet")
+    assert formats.export_formats("open") == ("vqa-tsv",)
     assert formats.by_extension(".TSV") == "mmbench-tsv" and formats.by_extension(".jsonl") is None
     assert formats.sniff({"question_id": 1, "label": "yes"}, "", "") == "pope"
     assert formats.sniff({"question": "q", "options": []}, "{\t}", "") == "jsonl"  # a tab, but a JSON record
     assert formats.sniff(None, "index\tquestion", "") == "mmbench-tsv"
     with pytest.raises(SystemExit):
         main(["import", "--help"])
-    assert "{jsonl,mmbench-tsv,parquet,pope,pope-parquet,pope-tsv}" in capsys.readouterr().out
+    assert "{jsonl,mmbench-tsv,parquet,pope,pope-parquet,pope-tsv,vqa-parquet,vqa-tsv}" in capsys.readouterr().out
     # A format of one's own: a module whose entry names a reader (here vlmdesk's JSONL one) and an extension.
     plugins(
         mine="""

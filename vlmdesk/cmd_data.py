@@ -22,16 +22,21 @@ MAX_IMAGE_MB_CEILING = 4096
 def register(add) -> None:
     p = add(
         "import",
-        help="import a benchmark file (VLMEvalKit/MMBench TSV, POPE, JSONL)",
+        help="import a benchmark file (VLMEvalKit/MMBench TSV, VQA/caption TSV, POPE, JSONL, parquet)",
         description="Import a benchmark into the workspace: all of it, or nothing (also when interrupted). Images "
         "are stored once, by SHA-256. MMBench's circular copies (index + k*1,000,000) are checked "
         "and folded into their question. Re-importing the same file does nothing. Image files must "
-        "be regular files inside the file's folder (or --images), of at most --max-image-mb.",
+        "be regular files inside the file's folder (or --images), of at most --max-image-mb. Open benchmarks "
+        "(VLMEvalKit's TextVQA, DocVQA, ChartQA, OCRVQA, COCO_VAL TSVs: vqa-tsv; lmms-lab's VQA parquet: vqa-parquet) "
+        "keep each item's reference answers; a VLMEvalKit answer list such as \"['a', 'b']\" is parsed, never "
+        "evaluated.",
         examples="""
                 vlmdesk import MMBench_DEV_EN.tsv
                 vlmdesk import SEEDBench_IMG.tsv --name seed --skip-bad
                 vlmdesk import coco_pope_adversarial.json --format pope --images val2014/
                 vlmdesk import mine.jsonl --format jsonl --json
+                vlmdesk import TextVQA_VAL.tsv             # open questions, ten reference answers each
+                vlmdesk import textvqa_val                 # lmms-lab's parquet by name: indexed by question_id
                 vlmdesk import shared.jsonl --allow-outside --max-image-mb 200
                 vlmdesk import MMBench_DEV_EN.tsv --json-progress
                 vlmdesk import MMBench_DEV_EN              # a catalog name: fetched (vlmdesk fetch), then imported

@@ -22,7 +22,7 @@ from vlmdesk.args import float_in
 def register(add) -> None:
     p = add(
         "fetch",
-        help="download a benchmark by name (MMBench, SEED-Bench, ScienceQA, AI2D, MMStar, POPE…) into the cache",
+        help="download a benchmark by name (MMBench, SEED-Bench, MMStar, POPE, TextVQA, DocVQA, COCO…) into the cache",
         description="Download a benchmark the catalog names, as VLMEvalKit (TSV + its MD5) or lmms-lab (parquet on "
         "the Hugging Face hub, each shard checked against the hub's SHA-256) publish it. Resumable: an interrupted "
         "download continues where it stopped (HTTP range) unless the file changed on the server. The file is checked "
@@ -37,6 +37,7 @@ def register(add) -> None:
                 vlmdesk fetch mmbench_en_dev --mirror https://hf-mirror.com
                 vlmdesk fetch POPE --to ~/data --timeout 3600
                 vlmdesk fetch SEEDBench_IMG --json-progress
+                vlmdesk fetch TextVQA_VAL                  # open questions with reference answers (also textvqa_val)
                 vlmdesk import MMBench_DEV_EN""",
     )
     p.add_argument("name", nargs="?", help="the benchmark's name in the catalog (vlmdesk fetch --list)")

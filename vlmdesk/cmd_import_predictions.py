@@ -13,15 +13,19 @@ def register(add) -> None:
         "import-predictions",
         help="store predictions made elsewhere (VLMEvalKit .xlsx/.tsv/.csv, lmms-eval samples .jsonl) as a run",
         description="Read a VLMEvalKit prediction file ({model}_{dataset}.xlsx, .tsv or .csv: the benchmark's rows "
-        "and circular copies plus `prediction`) or lmms-eval's --log_samples JSON Lines (MMBench, POPE) and store "
-        "it as a finished run of BENCH: each row is matched to its item by index and to its CircularEval pass by "
-        "the option order it shows; the raw output is read by vlmdesk's extractor. A file with circular copies "
-        "(index + k*1,000,000) gives a CircularEval run, one without a VanillaEval run. All or nothing: a row "
-        "naming no item, or showing options that are not a rotation of the item's, stops the import (unless "
+        "and circular copies plus `prediction`) or lmms-eval's --log_samples JSON Lines (MMBench, POPE, open tasks) "
+        "and store it as a finished run of BENCH: each row is matched to its item by index and to its CircularEval "
+        "pass by the option order it shows; the raw output is read by vlmdesk's extractor. A file with circular "
+        "copies (index + k*1,000,000) gives a CircularEval run, one without a VanillaEval run; onto an open "
+        "benchmark (TextVQA, DocVQA, COCO captions…) VLMEvalKit's VQA predictions and lmms-eval's open-task samples "
+        "(textvqa_val, docvqa_val, vqav2_val, ok_vqa_val2014, coco2017_cap_val…: docs named by index, question_id, "
+        "questionId or doc_id, their question checked) give an open run, responses stored as given. All or nothing: "
+        "a row naming no item, or showing options that are not a rotation of the item's, stops the import (unless "
         "--skip-bad). Importing the same file again finds the run already there.",
         examples="""
                 vlmdesk import-predictions llava_v1.5_7b_MMBench_DEV_EN.xlsx --bench mmbench-dev-en --model llava-v1.5-7b
                 vlmdesk import-predictions samples_pope_pop.jsonl --bench pope-popular --model llava --format lmms-eval
+                vlmdesk import-predictions samples_textvqa_val.jsonl --bench textvqa_val --model llava
                 vlmdesk import-predictions preds.tsv --bench demo --model mine --extractor 'rules+llm:openai:gpt-4o-mini' --json""",  # noqa: E501 (an example is one shell line, shown as written)
     )
     p.add_argument("path", help="the prediction file (.xlsx, .tsv, .csv, or .jsonl)")

@@ -5,14 +5,21 @@ Each entry names where the file is published, how it is checked and how it is im
 - ``vlmevalkit`` — one TSV (base64 images) at the URL VLMEvalKit downloads it from, checked against the MD5 that
   VLMEvalKit publishes beside it. Names, URLs and MD5s are VLMEvalKit's own, copied from
   ``vlmeval/dataset/image_mcq.py`` (``ImageMCQDataset.DATASET_URL`` / ``DATASET_MD5``) and
-  ``vlmeval/dataset/image_yorn.py`` (``ImageYORNDataset``, POPE) at open-compass/VLMEvalKit commit
+  ``vlmeval/dataset/image_yorn.py`` (``ImageYORNDataset``, POPE), ``vlmeval/dataset/image_vqa.py``
+  (``ImageVQADataset``: TextVQA, DocVQA, InfoVQA, ChartQA, OCRVQA; open questions, format vqa-tsv) and
+  ``vlmeval/dataset/image_caption.py`` (``ImageCaptionDataset``: COCO_VAL) at open-compass/VLMEvalKit commit
   e8e78f05f3080fe28154f2130321f17951c3be94 (2026-08-18). VLMEvalKit publishes no sizes: ``size`` is None ("?").
 - ``lmms-lab`` — parquet shards of one split on the Hugging Face hub, as lmms-eval loads them (its task name is
   the entry's name; repo, config and split from lmms-eval's task YAML: ``lmms_eval/tasks/mmbench/*.yaml``,
   ``lmms_eval/tasks/pope/pope_{adv,pop,random}.yaml``). The shard names, sizes and SHA-256s are not written here:
   they are read from the hub's tree API at fetch time (``/api/datasets/REPO/tree/REVISION/CONFIG``, every LFS
   file's ``lfs.oid`` is its SHA-256), so each shard is verified against the checksum the hub reports for it.
-  Only the layouts vlmdesk's parquet importer reads are listed (lmms-lab's MMBench and POPE).
+  Only the layouts vlmdesk's parquet importer reads are listed: lmms-lab's MMBench and POPE, and its VQA and
+  caption sets (``lmms_eval/tasks/{textvqa,docvqa,infovqa,vqav2,ok_vqa,chartqa,coco_cap}``; format vqa-parquet),
+  whose rows keep the ids lmms-eval's samples name, so `import-predictions` matches its --log_samples to them.
+  Their folders and split names were read off the hub's file listings (textvqa, DocVQA, OK-VQA, ChartQA,
+  COCO-Caption2017); VQAv2's ``data/validation`` and DocVQA's ``InfographicVQA`` folder follow the same pattern
+  unseen.
 
 POPE's three COCO settings: VLMEvalKit's POPE.tsv holds every question once, its ``category`` listing the settings
 it belongs to ("adversarial,popular,random"); importing it by name makes one benchmark per setting (POPE_random,
@@ -122,6 +129,10 @@ def _url_file_name(url: str) -> str | None:
 _OC = "https://opencompass.openxlab.space/utils"
 _MMBENCH_TERMS = "MMBench's terms (github.com/open-compass/MMBench); images from its source datasets"
 _UNVERIFIED = " (not checked offline: read the source's terms before use)"
+_TEXTVQA_TERMS = "TextVQA's terms (textvqa.org); images from Open Images (CC BY 2.0)" + _UNVERIFIED
+_DOCVQA_TERMS = "DocVQA's terms (docvqa.org); images from the UCSF Industry Documents Library" + _UNVERIFIED
+_OCRVQA_TERMS = "OCR-VQA's terms (ocr-vqa.github.io); book covers from Amazon" + _UNVERIFIED
+_COCO_TERMS = "COCO captions: CC BY 4.0 (cocodataset.org); images under their Flickr licences"
 _POPE_TERMS = "POPE's terms (github.com/RUCAIBox/POPE); images from COCO val2014 (cocodataset.org, Flickr licences)"
 
 
@@ -169,6 +180,22 @@ BUILTIN: tuple[CatalogEntry, ...] = (
     _vlmevalkit("POPE", f"{_OC}/VLMEval/POPE.tsv", "c12f5acb142f2ef1f85a26ba2fbe41d5",
                 "POPE on COCO val2014: random, popular, adversarial", _POPE_TERMS, format="pope-tsv",
                 settings=POPE_SETTINGS, groups=("hallucination",)),
+    # Open questions with reference answers (image_vqa.py, image_caption.py): VQA accuracy, ANLS, CIDEr and the like
+    _vlmevalkit("TextVQA_VAL", f"{_OC}/VLMEval/TextVQA_VAL.tsv", "b233b31f551bbf4056f2f955da3a92cd",
+                "TextVQA val: questions about text in photos, ten answers each", _TEXTVQA_TERMS, format="vqa-tsv"),
+    _vlmevalkit("DocVQA_VAL", f"{_OC}/VLMEval/DocVQA_VAL.tsv", "d5ee77e1926ff10690d469c56b73eabf",
+                "DocVQA val: questions about document pages", _DOCVQA_TERMS, format="vqa-tsv"),
+    _vlmevalkit("InfoVQA_VAL", f"{_OC}/VLMEval/InfoVQA_VAL.tsv", "2342e9c225222f0ef4dec545ebb126fe",
+                "InfographicVQA val: questions about infographics", _DOCVQA_TERMS, format="vqa-tsv"),
+    _vlmevalkit("ChartQA_TEST", f"{_OC}/VLMEval/ChartQA_TEST.tsv", "c902e0aa9be5582a7aad6dcf52734b42",
+                "ChartQA test: questions about charts (human and augmented splits)",
+                "ChartQA's terms (github.com/vis-nlp/ChartQA)" + _UNVERIFIED, format="vqa-tsv"),
+    _vlmevalkit("OCRVQA_TEST", f"{_OC}/VLMEval/OCRVQA_TEST.tsv", "ca46a6d74b403e9d6c0b670f6fc00db9",
+                "OCR-VQA test: questions about book covers", _OCRVQA_TERMS, format="vqa-tsv"),
+    _vlmevalkit("OCRVQA_TESTCORE", f"{_OC}/VLMEval/OCRVQA_TESTCORE.tsv", "c5239fe77db8bdc1f2ad8e55e0d1fe97",
+                "OCR-VQA test, VLMEvalKit's core subset", _OCRVQA_TERMS, format="vqa-tsv"),
+    _vlmevalkit("COCO_VAL", f"{_OC}/VLMEval/COCO_VAL.tsv", "72a5079dead060269ac222c5aa5128af",
+                "COCO captions val: five reference captions per image", _COCO_TERMS, format="vqa-tsv"),
     # lmms-lab's parquet layout of the same benchmarks (lmms-eval task names)
     _lmms("mmbench_en_dev", "lmms-lab/MMBench", "en", "dev", "MMBench dev, English (lmms-lab parquet)", "parquet",
           _MMBENCH_TERMS, same_as="MMBench_DEV_EN"),
@@ -186,6 +213,20 @@ BUILTIN: tuple[CatalogEntry, ...] = (
           _POPE_TERMS, setting="popular", same_as="POPE", groups=("hallucination",)),
     _lmms("pope_adv", "lmms-lab/POPE", "Full", "adversarial", "POPE adversarial (lmms-lab parquet)", "pope-parquet",
           _POPE_TERMS, setting="adversarial", same_as="POPE", groups=("hallucination",)),
+    _lmms("textvqa_val", "lmms-lab/textvqa", "data", "validation", "TextVQA val (lmms-lab parquet)", "vqa-parquet",
+          _TEXTVQA_TERMS, same_as="TextVQA_VAL"),
+    _lmms("docvqa_val", "lmms-lab/DocVQA", "DocVQA", "validation", "DocVQA val (lmms-lab parquet)", "vqa-parquet",
+          _DOCVQA_TERMS, same_as="DocVQA_VAL"),
+    _lmms("infovqa_val", "lmms-lab/DocVQA", "InfographicVQA", "validation", "InfographicVQA val (lmms-lab parquet)",
+          "vqa-parquet", _DOCVQA_TERMS, same_as="InfoVQA_VAL"),
+    _lmms("chartqa", "lmms-lab/ChartQA", "data", "test", "ChartQA test (lmms-lab parquet)", "vqa-parquet",
+          "ChartQA's terms (github.com/vis-nlp/ChartQA)" + _UNVERIFIED, same_as="ChartQA_TEST"),
+    _lmms("coco2017_cap_val", "lmms-lab/COCO-Caption2017", "data", "val", "COCO 2017 captions val (lmms-lab parquet)",
+          "vqa-parquet", _COCO_TERMS),
+    _lmms("vqav2_val", "lmms-lab/VQAv2", "data", "validation", "VQAv2 val: ten answers per question (lmms-lab parquet)",
+          "vqa-parquet", "VQA's terms: annotations CC BY 4.0 (visualqa.org); images from COCO (Flickr licences)"),
+    _lmms("ok_vqa_val2014", "lmms-lab/OK-VQA", "data", "val2014", "OK-VQA val2014 (lmms-lab parquet)", "vqa-parquet",
+          "OK-VQA's terms (okvqa.allenai.org); images from COCO (Flickr licences)" + _UNVERIFIED),
 )  # fmt: skip
 
 

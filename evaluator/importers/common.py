@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import hashlib
 import io
@@ -284,6 +285,35 @@ def reference_answers(value: object, field: str, err: Callable[[str, str], Excep
         raise err(field, f"{len(texts)} reference answers; at most {MAX_REFERENCES}")
     check_texts(texts, field, err)
     return [t.strip() for t in texts if not blank(t)]
+
+
+# A VLMEvalKit answer cell holding a list ("['a', 'b']"): ten VQA answers or five COCO captions take a few hundred
+# characters; a hundred long references fit in this.
+MAX_ANSWER_LIST_CHARS = 64 * 2**10
+
+
+def python_list_answers(cell: str, field: str, err: Callable[[str, str], Exception]) -> list[str]:
+    """The reference answers of a VLMEvalKit answer cell: a Python list literal of texts ("['a', 'b']", which
+    VLMEvalKit eval()s), else the cell as one text. The list is parsed, never evaluated (ast.parse of a bounded cell,
+    then only a flat list of quoted texts is taken); anything else in brackets is refused, not read as one text."""
+    text = cell.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        return reference_answers(text, field, err)
+    if len(text) > MAX_ANSWER_LIST_CHARS:
+        raise err(field, f"a list of {len(text):,} characters; at most {MAX_ANSWER_LIST_CHARS:,}")
+    shape = "a Python list of quoted texts such as ['a', 'b']"
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # the last two: the parser's depth limits
+        raise err(field, f"not {shape} ({type(exc).__name__}: {str(exc)[:60]})") from None
+    if not isinstance(node, ast.List):
+        raise err(field, f"not {shape} (an expression: {text[:40]!r})")
+    for n, element in enumerate(node.elts, start=1):
+        if isinstance(element, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+            raise err(field, f"element {n} is a nested {type(element).__name__.lower()}; {shape} is expected")
+        if not (isinstance(element, ast.Constant) and isinstance(element.value, str)):
+            raise err(field, f"element {n} is not a quoted text ({ast.unparse(element)[:40]!r}); {shape} is expected")
+    return reference_answers([e.value for e in node.elts if isinstance(e, ast.Constant)], field, err)
 
 
 _JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')

@@ -4,6 +4,10 @@
   L2-category, comment, split`; circular copies (index + k·1,000,000) are folded as in the TSV.
 - POPE (`lmms-lab/POPE`, the Full config's per-setting splits): `question_id, question, answer (yes/no),
   image_source, image {bytes}, category (the setting)`; one setting per benchmark.
+- VQA and captions (lmms-lab's textvqa, DocVQA / InfographicVQA, VQAv2, OK-VQA, ChartQA, COCO-Caption2017): open
+  questions — `question`, `image`, the reference answers as `answers` (texts, or VQAv2's {answer, …} records) or
+  `answer` (a text or a list), the index as `index`, `question_id` or `questionId`, else the row's place in the
+  split counted from 0 (lmms-eval's doc_id, so its samples find their items).
 - Generic: a column per field as in vlmdesk's JSONL — `index, question, options (a list) or A, B, …, answer (a
   letter or a 0-based index), image (bytes, or {bytes, path}), hint, category, l2_category, split`.
 
@@ -42,6 +46,7 @@ from evaluator.importers.common import (
     check_texts,
     normalise_index,
     open_regular,
+    reference_answers,
     sha256_bytes,
 )
 
@@ -198,12 +203,19 @@ def sniff(record: object, first: str, head: str) -> bool:
 
 
 def refine(path: Path, raw: BinaryIO) -> str | None:
-    """pope-parquet when the (first shard's) columns are POPE's: question_id and answer, no options."""
-    names = set(_schema(path, raw).names)
+    """For columns without options (the first shard's): pope-parquet when they are POPE's (question_id and a text
+    answer), else vqa-parquet (open questions: reference answers as `answers`, or `answer` as a list or one text)."""
+    import pyarrow as pa
+
+    schema = _schema(path, raw)
     raw.seek(0)
-    if {"question_id", "answer"} <= names and "A" not in names and "options" not in names:
+    names = set(schema.names)
+    if "A" in names or "options" in names:
+        return None
+    answer = schema.field("answer").type if "answer" in names else None
+    if "question_id" in names and "answers" not in names and answer is not None and pa.types.is_string(answer):
         return "pope-parquet"
-    return None
+    return "vqa-parquet"
 
 
 def _schema(path: Path, raw: BinaryIO) -> Any:
@@ -510,7 +522,7 @@ def _pope_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits
         raise err("question", "empty")
     answer = (_text(record.get("answer")) or "").lower() or None
     if answer is not None and answer not in YES_NO:
-        raise err("answer", f"{answer[:40]!r} is not yes or no")
+        raise err("answer", f"{answer[:40]!r} is not yes or no (if this is an open VQA file: --format vqa-parquet)")
     meta = {k: _text(v) for k, v in record.items() if k not in _KNOWN and _text(v) is not None}
     return SourceRow(
         line=line,
@@ -522,6 +534,85 @@ def _pope_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits
         category=_text(record.get("category")),
         meta=meta,
     )
+
+
+# Where an open row names its item; a row naming none is its place in the split (lmms-eval's doc_id).
+_OPEN_INDEX = ("index", "question_id", "questionId")
+_OPEN_KNOWN = {*_OPEN_INDEX, "question", "answers", "answer", "image", "hint", "category", "split"}
+
+
+def read_vqa_parquet(
+    path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+) -> Iterator[SourceRow | InputError]:
+    """lmms-lab's VQA and caption rows as open questions with their reference answers. Other columns that hold one
+    value are kept in the item's meta; lists and records there (TextVQA's OCR tokens) are left out."""
+    images = _SharedImages()
+    for position, (shard, line, record) in enumerate(_batches(path, raw)):
+        try:
+            yield images.shared(_open_row(shard, line, record, position, limits))
+        except InputError as exc:
+            key = next((k for k in _OPEN_INDEX if record.get(k) is not None), None)
+            exc.index = position if key is None else _index_or_none(record[key])
+            yield exc
+
+
+def _index_or_none(value: object) -> int | str | None:
+    try:
+        return normalise_index(value)
+    except (ValueError, TypeError):
+        return None
+
+
+def _open_row(shard: Path, line: int, record: dict[str, Any], position: int, limits: ReadLimits) -> SourceRow:
+    def err(field: str, what: str) -> InputError:
+        return InputError(shard, line, field, what)
+
+    check_texts({k: v for k, v in record.items() if k != "image"}, "row", err)
+    _check_scalars(record, ("question", "hint", "category", "split"), err)
+    key = next((k for k in _OPEN_INDEX if record.get(k) is not None), None)
+    index = position if key is None else _index(record, key, line, err)
+    question = _text(record.get("question"))
+    if question is None:
+        raise err("question", "empty")
+    meta: dict[str, Any] = {
+        k: _text(v)
+        for k, v in record.items()
+        if k not in _OPEN_KNOWN and not isinstance(v, (dict, list, bytes, bytearray)) and _text(v) is not None
+    }
+    field = "answers" if record.get("answers") is not None else "answer"
+    references = reference_answers(_answer_texts(record.get(field), field, err), field, err)
+    if references:
+        meta["references"] = references
+    return SourceRow(
+        line=line,
+        index=index,
+        question=question,
+        options=(),
+        answer=None,
+        image=_image(record.get("image"), limits, err),
+        hint=_text(record.get("hint")),
+        category=_text(record.get("category")),
+        split=_text(record.get("split")),
+        meta=meta,
+    )
+
+
+def _answer_texts(value: object, field: str, err: Any) -> list[str]:
+    """An answer cell as texts: one text or number, or a list of texts, or VQAv2's records {answer, …}."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        value = [value]
+    texts = []
+    for n, one in enumerate(value, start=1):
+        if isinstance(one, dict) and "answer" in one:  # VQAv2: {answer, answer_confidence, answer_id}
+            one = one["answer"]
+        if isinstance(one, (int, float)) and not isinstance(one, bool):
+            one = _text(one) or ""
+        if not isinstance(one, str):
+            raise err(field, f"element {n} is a {type(one).__name__}; texts (or {{answer: text}} records) are expected")
+        texts.append(one)
+    return texts
 
 
 # ------------------------------------------------------------------------------------------------ writing

@@ -1,8 +1,12 @@
-"""VLMEvalKit / MMBench TSV reader.
+"""VLMEvalKit / MMBench TSV readers.
 
 Header: `index question hint A B C D ... answer category image source l2-category comment split`; columns vary per
 benchmark, so any subset with index, question, two or more option letters and an image (or image_path) is accepted.
 `image` holds base64, or (<= 64 characters) the index of another row whose image it shares.
+
+Without option columns a TSV is VLMEvalKit's yes/no layout (POPE, read by read_pope_tsv) or its VQA / caption
+layout (TextVQA_VAL, DocVQA_VAL, InfoVQA_VAL, ChartQA_TEST, OCRVQA_TEST, COCO_VAL; read by read_vqa_tsv): open
+questions whose `answer` cell is one reference text or a Python list of them ("['a', 'b']").
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from evaluator.importers.common import (
     decoded_lines,
     index_or_none,
     normalise_index,
+    python_list_answers,
 )
 
 # Inline images shorter than this are references to another row's index (VLMEvalKit's convention).
@@ -329,7 +334,8 @@ def _parse_pope_row(
         raise err("question", "empty")
     answer = None if blank(row["answer"]) else row["answer"].strip().lower()
     if answer is not None and answer not in ("yes", "no"):
-        raise err("answer", f"{row['answer'].strip()[:40]!r} is not Yes or No")
+        open_hint = "if this is an open VQA file: --format vqa-tsv"
+        raise err("answer", f"{row['answer'].strip()[:40]!r} is not Yes or No ({open_hint})")
     settings: list[str] = []
     if not blank(row.get("category", "")):
         settings = sorted({s.strip().lower() for s in row["category"].split(",") if s.strip()})
@@ -354,10 +360,113 @@ def _parse_pope_row(
     )
 
 
+# ------------------------------------------------------------------------------------------------ VQA / captions
+
+# What VLMEvalKit asks of a TSV without a question column (COCO_VAL): ImageCaptionDataset.load_data's prompt.
+CAPTION_PROMPT = (
+    "Please describe this image in general. Directly provide the description, "
+    'do not include prefix like "This image depicts". '
+)
+
+
+def read_vqa_tsv(
+    path: Path, raw: BinaryIO, *, images_dir: Path | None = None, limits: ReadLimits = ReadLimits()
+) -> Iterator[SourceRow | InputError]:
+    """VLMEvalKit's VQA and caption TSVs: `index, question, answer, image` (base64 or a row's index) or `image_path`,
+    and any of category, split, hint. No options: each row is an open question whose `answer` cell holds its
+    reference answers (one text, or a Python list of texts, repeats kept: VQA accuracy counts them), stored as the
+    item's meta `references`; no answer (a TEST split) means none. COCO_VAL has no question column: every row gets
+    VLMEvalKit's caption prompt (CAPTION_PROMPT), as VLMEvalKit asks it."""
+    table = _table(path, raw, limits)
+    header = next(table)
+    assert isinstance(header, list)
+    options = [c for c in LETTERS if c in header]
+    if options:
+        raise InputError(
+            path, 1, "header", f"option column(s) {' '.join(options)}: a multiple-choice TSV (--format mmbench-tsv)"
+        )
+    missing = [] if "index" in header else ["index"]
+    if "image" not in header and "image_path" not in header:
+        missing.append("image")
+    if missing:
+        raise InputError(path, 1, "header", f"missing column(s): {', '.join(missing)}")
+    base_dir = images_dir or path.parent
+    extra = [h for h in header if h not in KNOWN]
+    for first_line, row in table:
+        if isinstance(row, InputError):
+            yield row
+            continue
+        try:
+            yield _parse_open(row, first_line, path, base_dir, extra, limits)
+        except InputError as exc:
+            exc.index = index_or_none(row["index"])
+            yield exc
+
+
+def _parse_open(
+    row: dict[str, Any], line: int, path: Path, base_dir: Path, extra: list[str], limits: ReadLimits
+) -> SourceRow:
+    def err(field: str, what: str) -> InputError:
+        return InputError(path, line, field, what)
+
+    for column, value in row.items():
+        check_texts(value, column, err)
+    try:
+        index = normalise_index(row["index"])
+    except ValueError as exc:
+        raise err("index", f"not a valid index: {row['index'][:60]!r} ({exc})") from None
+    question = row["question"].strip() if "question" in row else CAPTION_PROMPT
+    if not question:
+        raise err("question", "empty")
+    meta: dict[str, Any] = {k: row[k] for k in extra if not blank(row[k])}
+    if not blank(row.get("answer")):
+        references = python_list_answers(row["answer"], "answer", err)
+        if references:
+            meta["references"] = references
+
+    def get(*names: str) -> str | None:
+        return next((row[n].strip() for n in names if n in row and not blank(row[n])), None)
+
+    return SourceRow(
+        line=line,
+        index=index,
+        question=question,
+        options=(),
+        answer=None,
+        image=_image_ref(row, base_dir, err, limits),
+        hint=get("hint"),
+        category=get("category"),
+        l2_category=get("l2-category", "l2_category"),
+        split=get("split"),
+        meta=meta,
+    )
+
+
+# A TSV without option columns is POPE's yes/no layout when the answers of its first rows are all Yes or No.
+_SNIFF_ROWS = 50
+_SNIFF_BYTES = 64 * 2**20
+
+
 def refine(path: Path, raw: BinaryIO) -> str | None:
-    """pope-tsv for a TSV whose header has an answer column and no option columns (VLMEvalKit's yes/no layout)."""
+    """For a TSV without option columns: pope-tsv when it has a question and its first rows' answers are all Yes or
+    No (VLMEvalKit's yes/no layout), else vqa-tsv (its VQA and caption layouts: answers are texts or lists of them;
+    COCO_VAL has no question column; a TEST split no answers)."""
     first = raw.readline(1 << 16).decode("utf-8", "replace").rstrip("\r\n")
-    header = {h.strip() for h in first.split("\t")}
-    if "answer" in header and "A" not in header and "B" not in header:
-        return "pope-tsv"
-    return None
+    header = {h.strip().lstrip("\ufeff") for h in first.split("\t")}
+    if "A" in header or "B" in header:
+        return None
+    if not {"answer", "question"} <= header:
+        return "vqa-tsv"
+    raw.seek(0)
+    answers: list[str] = []
+    try:
+        table = _table(path, raw, ReadLimits())
+        next(table)
+        for n, (_, row) in enumerate(table):
+            if n >= _SNIFF_ROWS or raw.tell() > _SNIFF_BYTES:
+                break
+            if isinstance(row, dict) and not blank(row["answer"]):
+                answers.append(row["answer"].strip().lower())
+    except InputError:  # the reader reports what is wrong with the file, line by line
+        pass
+    return "pope-tsv" if answers and all(a in ("yes", "no") for a in answers) else "vqa-tsv"

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from db import catalog, open_workspace
 from evaluator.importers.catalog import BUILTIN, VLMEVALKIT_COMMIT, entry_from_json
 from tests.factories import HEADER, jpeg_bytes, mmbench_rows, png_bytes, write_tsv
 from tests.file_server import FileServer
@@ -117,8 +118,15 @@ def test_the_catalog_lists_vlmevalkits_names_with_their_published_md5(env, capsy
         "AI2D_TEST",
         "MMStar",
         "POPE",
+        *VQA_NAMES,
     ):
         assert listed[name]["layout"] == "vlmevalkit" and listed[name]["checksum"].startswith("md5:"), name
+    assert {listed[name]["format"] for name in VQA_NAMES} == {"vqa-tsv"}
+    assert listed["TextVQA_VAL"]["checksum"] == "md5:b233b31f551bbf4056f2f955da3a92cd"
+    assert listed["COCO_VAL"]["url"] == "https://opencompass.openxlab.space/utils/VLMEval/COCO_VAL.tsv"
+    hub = ("textvqa_val", "docvqa_val", "infovqa_val", "chartqa", "coco2017_cap_val", "vqav2_val", "ok_vqa_val2014")
+    assert {listed[name]["format"] for name in hub} == {"vqa-parquet"}
+    assert (listed["docvqa_val"]["repo"], listed["docvqa_val"]["config"]) == ("lmms-lab/DocVQA", "DocVQA")
     assert listed["MMBench_DEV_EN"]["checksum"] == "md5:b6caf1133a01c6bb705cf753bb527ed8"
     assert listed["POPE"]["settings"] == ["random", "popular", "adversarial"]
     assert (
@@ -134,6 +142,31 @@ def test_the_catalog_lists_vlmevalkits_names_with_their_published_md5(env, capsy
         data = {k: v for k, v in entry.to_json().items() if v not in (None, [])}
         data.pop("checksum") if entry.layout == "lmms-lab" else None
         assert entry_from_json(data, "test") == entry
+
+
+VQA_NAMES = ("TextVQA_VAL", "DocVQA_VAL", "InfoVQA_VAL", "ChartQA_TEST", "OCRVQA_TEST", "OCRVQA_TESTCORE", "COCO_VAL")
+
+
+def test_a_vqa_benchmark_by_name_is_an_open_benchmark_with_its_reference_answers(env, tmp_path, capsys):
+    """TextVQA_VAL by name (its catalog entry pointed at a test file through $VLMDESK_CATALOG, the URL path kept
+    and served locally): VLMEvalKit's layout, the answer lists becoming each item's references."""
+    answers = [["nokia"] * 7 + ["nokia phone", "unanswerable", "NOKIA"], ["诺基亚", "诺基亚"]]
+    rows = [
+        {"index": n, "image": base64.b64encode(jpeg_bytes(n, side=24)).decode(), "question": f"q{n}?", "answer": str(a)}
+        for n, a in enumerate(answers)
+    ]
+    data = write_tsv(tmp_path / "t.tsv", rows, header=["index", "image", "question", "answer"]).read_bytes()
+    builtin = next(e for e in BUILTIN if e.name == "TextVQA_VAL")
+    env({**_entry("TextVQA_VAL", data, format="vqa-tsv"), "url": builtin.url})
+    path = "/" + builtin.url.split("/", 3)[3]
+    ws = tmp_path / "w.sqlite"
+    with FileServer({path: data}) as server:
+        code, out, err = _cli(capsys, "--workspace", ws, "import", "TextVQA_VAL", "--mirror", server.url, "--json")
+    assert code == 0, err
+    assert (json.loads(out)["kind"], json.loads(out)["format"]) == ("open", "vqa-tsv")
+    with open_workspace(ws) as w:
+        items = catalog.list_items(w, catalog.benchmark_by_name(w, "TextVQA_VAL").id)
+    assert [list(i.references) for i in items] == answers
 
 
 def test_resume_after_a_cut_connection_then_a_cache_hit_that_moves_no_bytes(env, tmp_path, capsys):
@@ -397,6 +430,32 @@ def test_the_hub_layout_checks_each_shard_against_the_hubs_sha256(env, tmp_path,
         code, _, err = _cli(capsys, "fetch", "hub_dev")
         assert code == 1 and "checksum mismatch: expected sha256" in err
         assert not (cache / "hub_dev" / "dev-00001-of-00002.parquet.part").exists()
+
+
+def test_textvqa_val_by_name_from_the_hub_is_open_with_the_ids_lmms_eval_samples_name(
+    env, tmp_path, capsys, monkeypatch
+):
+    """The built-in textvqa_val entry (lmms-lab/textvqa, data/validation-*), served by a local hub: its shards import
+    as one open benchmark indexed by question_id, each item with its ten answers."""
+    from tests.evaluator.test_open_layouts import _hub_layouts
+
+    records, schema, indexes, references = _hub_layouts()["textvqa"]
+    shards = {}
+    for n, record in enumerate(records):
+        path = tmp_path / f"s{n}.parquet"
+        pq.write_table(pa.Table.from_pylist([record], schema=schema), path)
+        shards[f"data/validation-0000{n}-of-00002.parquet"] = path.read_bytes()
+    files = {f"/datasets/lmms-lab/textvqa/resolve/main/{p}": b for p, b in shards.items()}
+    files["/api/datasets/lmms-lab/textvqa/tree/main/data"] = _hub_tree("lmms-lab/textvqa", shards).encode()
+    ws = tmp_path / "w.sqlite"
+    with FileServer(files) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        code, out, err = _cli(capsys, "--workspace", ws, "import", "textvqa_val", "--json")
+    assert code == 0, err
+    assert (json.loads(out)["kind"], json.loads(out)["format"]) == ("open", "vqa-parquet")
+    with open_workspace(ws) as w:
+        items = catalog.list_items(w, catalog.benchmark_by_name(w, "textvqa_val").id)
+    assert [(i.index, list(i.references)) for i in items] == list(zip(indexes, references))
 
 
 def test_a_bad_catalog_file_is_refused_at_the_door(env, tmp_path, capsys):
