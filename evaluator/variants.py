@@ -680,4 +680,6 @@ def describe(config: Mapping[str, Any]) -> str:
         parts.append("CoT")
     if config.get("multi_turn"):
         parts.append(f"multi-turn {config.get('rounds', 4)} rounds")
+    if config.get("likelihood") and config.get("likelihood_score") == "chef":
+        parts.append("ChEF score (CoT)")
     return " · ".join(parts)
