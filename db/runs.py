@@ -153,8 +153,9 @@ class Prediction:
     reason: str | None
     correct: bool | None
     latency_ms: float | None
-    # One score per option (or yes/no candidate) shown, in shown order: likelihood runs' log-probs (probabilities
-    # for likelihood_score "prefix"); None for generated passes. Calibration (evaluator/desiderata) reads them.
+    # One score per option (or yes/no candidate) shown, in shown order: likelihood runs' log-probs (summed; the mean
+    # per token for likelihood_score "chef"; probabilities for "prefix"); None for generated passes. Calibration
+    # (evaluator/desiderata) reads them.
     scores: tuple[float | None, ...] | None = None
     turns: tuple[Turn, ...] | None = None  # a multi-turn pass's dialogue (evaluator/multiturn.py); else None
     # The tokens a server said this pass cost (its `usage`), when it said so; None otherwise (local models, old runs).

@@ -82,9 +82,37 @@ def original_option(choice: str | None, order: Sequence[int]) -> int | None:
 
 # -------------------------------------------------------------------------------------------------- likelihood
 
-LIKELIHOOD_SCORES = ("sum", "prefix")
-"""How likelihood mode scores a candidate: `sum`, the summed log-prob of the letter's (or Yes/No's) tokens; `prefix`,
-LVLM-eHub's prefix-based score over the option texts (prefix_scores)."""
+LIKELIHOOD_SCORES = ("sum", "prefix", "chef")
+"""How likelihood mode scores a candidate: `sum`, the summed log-prob of the bare letter's (or Yes/No's) tokens right
+after the prompt, no chain of thought; `prefix`, LVLM-eHub's prefix-based score over the option texts
+(prefix_scores); `chef`, ChEF's calibration recipe — a chain of thought generated first, then the mean token log-prob
+of each candidate "(A" at the end of ChEF's answer sentence (chef_candidates). Runs store the score they used."""
+CONFIDENCES = {
+    "sum": "softmax of the summed log-prob of the bare option letter (no chain of thought)",
+    "prefix": "LVLM-eHub's prefix score (softmax of 1/loss of each option text's first token)",
+    "chef": 'ChEF: softmax of the mean token log-prob of "(A"… after a chain of thought',
+}
+"""What a calibration figure's confidence is, per likelihood score (the desiderata report says which it used)."""
+
+# ChEF's calibration recipe (OpenGVLab/LAMM src/config/ChEF/desiderata_recipes/Calibration/*.yaml: CoT, query pool 1,
+# answer template 1; instruction/__init__.py generate_CoT_prompt, template.py, prompt.py).
+CHEF_COT_PROMPT = "Let's think step by step."
+"""What the chain-of-thought step asks after the question (ChEF's InstructionHandler.CoT_prompt)."""
+CHEF_ANSWER_QUERY = "What is the correct option for this question?"
+"""What the scored turn asks after the question (ChEF's vqa_prompts[1])."""
+CHEF_ANSWER_LEAD = "The correct option for the question is"
+"""ChEF's vqa_answer_templates[1] up to its {option}: the model's turn is the chain of thought, a newline, this, and
+then the candidate."""
+CHEF_OPTION_LINE = "({letter}) {text}"
+"""How a ChEF-scored prompt shows an option, as ChEF's ScienceQA and MMBench questions do, so "(A" names one."""
+CHEF_COT_MAX_NEW_TOKENS = 256
+"""The chain of thought's length in ChEF's calibration recipe (max_new_tokens: 256)."""
+
+
+def chef_candidates(keys: Sequence[str]) -> tuple[str, ...]:
+    """ChEF's candidates (content_only False): "(A", "(B", …, each after a space, as it follows CHEF_ANSWER_LEAD; the
+    tokens scored are the candidate's as the whole text splits (for LLaVA's SentencePiece, those of "(A" alone)."""
+    return tuple(f" ({key}" for key in keys)
 
 
 def prefix_candidates(texts: Sequence[str]) -> tuple[str, ...]:

@@ -6,7 +6,9 @@ to be with the plain run of the same model and benchmark — the run asked with 
 workspace. Accuracies are VanillaEval's (pass 0), over the items both runs asked. What cannot be computed yet is
 listed with the command that would produce the run it needs.
 
-- calibration: ECE of likelihood runs (their stored per-option scores, pass 0);
+- calibration: ECE of likelihood runs (their stored per-option scores, pass 0); the confidence is ChEF's (a chain of
+  thought, then the softmax of each "(A"'s mean token log-prob: `--likelihood-score chef`) where such runs are
+  given, and each figure names the confidence it used;
 - instruction following: MR and accuracy of label-mapped runs, the plain mean over the label maps (ChEF's
   eval_insfollow.py), with the mean within a map type and then over the types beside it;
 - robustness: RRM / RR of corrupted runs per kind (image, text, both);
@@ -30,7 +32,7 @@ from typing import Any
 from db import catalog, judgements, runs
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
-from evaluator.choices import original_option
+from evaluator.choices import CONFIDENCES, original_option
 from evaluator.desiderata_metrics import (
     DEFAULT_BINS,
     Binning,
@@ -305,15 +307,18 @@ def calibration_of(
     entries: list[dict[str, Any]] = []
     used: list[int] = []
     missing: list[Missing] = []
-    for run in mcq:
-        if not run.config.get("likelihood") or not is_plain(run):
-            continue
+    likelihood = [r for r in mcq if r.config.get("likelihood") and is_plain(r)]
+    # ChEF's confidence where there are ChEF-scored runs: figures of two definitions are never averaged together.
+    chef = [r for r in likelihood if r.config.get("likelihood_score") == "chef"]
+    for run in chef or likelihood:
         confidences, correct, unscored = _confidences(data, run)
         if not confidences:
             missing.append(
                 Missing(
                     f"run {run.id} has no stored option scores (it ran before vlmdesk stored them)",
-                    _run_cmd(run.benchmark, run.model_spec, "--likelihood", "--strategy", "vanilla", "--new"),
+                    _run_cmd(
+                        run.benchmark, run.model_spec, *_likelihood_options(run), "--strategy", "vanilla", "--new"
+                    ),
                 )
             )
             continue
@@ -324,6 +329,8 @@ def calibration_of(
                 "run_id": run.id,
                 "benchmark": run.benchmark,
                 "score": "prefix" if run.config.get("likelihood_score") == "prefix" else "log-likelihood",
+                "confidence": _score_of(run),
+                "confidence_is": CONFIDENCES[_score_of(run)],
                 "ece": found.ece,
                 "ece_equal_count": ece(confidences, correct, bins=bins).ece,
                 "ece_equal_width": ece(confidences, correct, bins=bins, binning="equal-width").ece,
@@ -336,9 +343,31 @@ def calibration_of(
         for bench in sorted({r.benchmark for r in mcq}):
             model = mcq[0].model_spec
             missing.append(
-                Missing(f"a likelihood run on {bench}", _run_cmd(bench, model, "--likelihood", "--strategy", "vanilla"))
+                Missing(
+                    f"a ChEF-scored likelihood run on {bench}",
+                    _run_cmd(bench, model, "--likelihood-score", "chef", "--strategy", "vanilla"),
+                )
             )
-    return Dimension("calibration", _mean(e["ece"] for e in entries), tuple(used), tuple(entries), tuple(missing))
+    confidence = sorted({e["confidence"] for e in entries})
+    return Dimension(
+        "calibration",
+        _mean(e["ece"] for e in entries),
+        tuple(used),
+        tuple(entries),
+        tuple(missing),
+        {"confidence": confidence[0] if len(confidence) == 1 else "mixed" if confidence else None},
+    )
+
+
+def _score_of(run: runs.Run) -> str:
+    """The likelihood score a run used ("sum" when it stored none: it ran before the setting existed)."""
+    score = run.config.get("likelihood_score", "sum")
+    return score if score in CONFIDENCES else "sum"
+
+
+def _likelihood_options(run: runs.Run) -> list[str]:
+    score = _score_of(run)
+    return ["--likelihood"] if score == "sum" else ["--likelihood-score", score]
 
 
 def reliability(data: _Runs, run: runs.Run, *, bins: int, binning: Binning) -> Calibration | None:
@@ -682,6 +711,12 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _confidence_text(score: object) -> str:
+    if score == "mixed":
+        return "runs of several definitions, see --json"
+    return CONFIDENCES.get(str(score), "—")
+
+
 def format_report(report: DesiderataReport) -> str:
     """The report as text: per model, each dimension's value, its runs, and what is missing."""
     lines = []
@@ -690,7 +725,8 @@ def format_report(report: DesiderataReport) -> str:
         for name in DIMENSIONS:
             d = m.dimensions[name]
             value = {
-                "calibration": f"ECE {_fmt(d.value, 4)} ({report.binning}, {report.bins} bins)",
+                "calibration": f"ECE {_fmt(d.value, 4)} ({report.binning}, {report.bins} bins; confidence: "
+                f"{_confidence_text(d.extra.get('confidence'))})",
                 "instruction_following": f"MR {_fmt(d.value)}  accuracy {_fmt(d.extra.get('accuracy'))}"
                 f" (mean over label maps; mean of types: MR {_fmt(d.extra.get('mr_mean_of_types'))})",
                 "robustness": "RRM "

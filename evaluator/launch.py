@@ -23,7 +23,7 @@ from db import catalog, models, runs
 from db.catalog import Benchmark
 from db.errors import InvalidInput, UserError
 from db.workspace import BUSY_TIMEOUT_MS, Workspace
-from evaluator.backends import Backend, BackendError, can_score, check_spec, load_backend
+from evaluator.backends import Backend, BackendError, check_spec, load_backend
 from evaluator.backends.base import ServersDown
 from evaluator.backends.openai_backend import with_servers
 from evaluator.backends.secrets import redact
@@ -35,8 +35,8 @@ from evaluator.runner import (
     RunSettings,
     config_key,
     frequent_answer,
+    likelihood_refusal,
     new_run,
-    scores_first_tokens,
     settings_of,
 )
 
@@ -178,10 +178,8 @@ def _open(
         backend = open_backend(ws, benchmark_id, spec, seed=seed, batch_size=batch_size)
     except BackendError as exc:
         raise LaunchRefused(redact(str(exc), spec, settings.extractor, settings.multi_turn)) from None
-    if settings.likelihood and not can_score(backend):
-        raise LaunchRefused(f"{backend.spec} cannot score likelihoods; drop --likelihood")
-    if settings.likelihood_score == "prefix" and not scores_first_tokens(backend):
-        raise LaunchRefused(f"{backend.spec} cannot score first tokens; drop --likelihood-score prefix")
+    if (refused := likelihood_refusal(backend, settings)) is not None:
+        raise LaunchRefused(refused)
     return backend
 
 

@@ -72,15 +72,16 @@ class PromptTemplate:
         options: tuple[str, ...],
         language: str,
         labels: tuple[str, ...] | None = None,
+        option_line: str = "{letter}. {text}",
     ) -> str:
         """The prompt; with `labels` (a label map) each option line also says which label stands for its letter,
-        and {letters} lists the labels."""
+        and {letters} lists the labels. `option_line` lays out one option ("(A) text" for ChEF-scored runs)."""
         if self.language_from_text:
             language = "zh" if any(map(has_basic_cjk, (hint, question, *options))) else "en"
         text = self.by_language.get(language) or self.by_language["en"]
         shown = letters(len(options))
         prefix = HINT_PREFIX.get(language, HINT_PREFIX["en"]) if self.hint_prefix is None else self.hint_prefix
-        lines = [f"{letter}. {option}" for letter, option in zip(shown, options)]
+        lines = [option_line.format(letter=letter, text=option) for letter, option in zip(shown, options)]
         if labels:
             lines = [
                 f"{line} {MAP_SENTENCE.format(letter=letter, label=label)}"

@@ -18,7 +18,7 @@ import subprocess
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,9 @@ from evaluator.backends import Backend, BackendError, can_score, check_spec, run
 from evaluator.backends.base import Query, RetryWait, Stream, Usage, call_size, chunk_items, open_stream
 from evaluator.backends.door import telling_waits_to
 from evaluator.choices import (
+    CHEF_ANSWER_LEAD,
     LIKELIHOOD_SCORES,
+    chef_candidates,
     displayed_answer,
     pass_correct,
     passes_needed,
@@ -64,8 +66,8 @@ class RunSettings:
     likelihood: bool = False
     seed: int = 0
     extractor: str = "rules"
-    # Likelihood mode's score (evaluator.choices.LIKELIHOOD_SCORES): "sum" of the letter's token log-probs, or
-    # LVLM-eHub's "prefix" score over the option texts (needs likelihood).
+    # Likelihood mode's score (evaluator.choices.LIKELIHOOD_SCORES): "sum" of the letter's token log-probs, LVLM-eHub's
+    # "prefix" score over the option texts, or "chef" (ChEF's calibration: CoT, then the mean log-prob of "(A"…).
     likelihood_score: str = "sum"
     # Run variants (evaluator/variants.py): ChEF's label maps, corruptions, k-shot prompts, chain of thought.
     label_map: str | None = None
@@ -98,9 +100,11 @@ class RunSettings:
         if self.strategy not in MCQ_STRATEGIES:
             problems.append(f"strategy: {self.strategy!r} is not circular or vanilla")
         if self.likelihood_score not in LIKELIHOOD_SCORES:
-            problems.append(f"likelihood_score: {str(self.likelihood_score)[:40]!r} is not one of sum, prefix")
+            problems.append(
+                f"likelihood_score: {str(self.likelihood_score)[:40]!r} is not one of {', '.join(LIKELIHOOD_SCORES)}"
+            )
         elif self.likelihood_score != "sum" and not self.likelihood:
-            problems.append("likelihood_score: the prefix score needs likelihood mode")
+            problems.append(f"likelihood_score: the {self.likelihood_score} score needs likelihood mode")
         problems += variants.problems(self)
         problems += multi_turn_problems(self)
         problems += prompt_preset_problems(self.prompt_preset)
@@ -142,6 +146,24 @@ def scores_first_tokens(backend: Backend) -> bool:
     """Whether a backend's score() reads first tokens only when asked (``first_token=True``: the prefix score)."""
     score = getattr(backend, "score", None)
     return callable(score) and "first_token" in inspect.signature(score).parameters
+
+
+def scores_after_text(backend: Backend) -> bool:
+    """Whether a backend's score() scores candidates after text of the model's own turn and gives per-token means
+    (``lead=…, mean=True``: ChEF's calibration score)."""
+    score = getattr(backend, "score", None)
+    return callable(score) and {"lead", "mean"} <= set(inspect.signature(score).parameters)
+
+
+def likelihood_refusal(backend: Backend, settings: RunSettings) -> str | None:
+    """Why this backend cannot run a run of these likelihood settings (a line naming the option to drop), or None."""
+    if settings.likelihood and not can_score(backend):
+        return f"{backend.spec} cannot score likelihoods; drop --likelihood"
+    if settings.likelihood_score == "prefix" and not scores_first_tokens(backend):
+        return f"{backend.spec} cannot score first tokens; drop --likelihood-score prefix"
+    if settings.likelihood_score == "chef" and not scores_after_text(backend):
+        return f"{backend.spec} cannot score candidates after a chain of thought; drop --likelihood-score chef"
+    return None
 
 
 def settings_of(run: runs.Run) -> RunSettings:
@@ -258,10 +280,10 @@ class Engine:
         self.calls = 0
         if self.settings.likelihood and self.kind == "open":
             raise InvalidInput("an open question has no candidates to score; drop --likelihood")
-        if self.settings.likelihood and not can_score(backend):
-            raise BackendError(f"{backend.spec} cannot score likelihoods; drop --likelihood")
-        if self.settings.likelihood_score == "prefix" and not scores_first_tokens(backend):
-            raise BackendError(f"{backend.spec} cannot score first tokens; drop --likelihood-score prefix")
+        if self.settings.likelihood_score == "chef" and self.kind != "mcq":
+            raise InvalidInput("ChEF's calibration score asks multiple-choice questions; drop --likelihood-score chef")
+        if (refused := likelihood_refusal(backend, self.settings)) is not None:
+            raise BackendError(refused)
         self.multi_turn = multi_turn or (load_multi_turn_for(run, self.settings) if self.settings.multi_turn else None)
 
     @staticmethod
@@ -429,7 +451,9 @@ class Engine:
         t0 = time.perf_counter()
         turns: list[tuple[runs.Turn, ...] | None] = [None] * len(batch)
         scores: list[list[float]] | None = None
-        if self.settings.likelihood:
+        if self.settings.likelihood_score == "chef":  # likelihood mode with ChEF's score
+            scores, responses = self._chef(queries)
+        elif self.settings.likelihood:
             backend = self.backend
             assert can_score(backend)  # checked when the engine was built
             if self.settings.likelihood_score == "prefix":
@@ -470,6 +494,21 @@ class Engine:
         runs.add_predictions(self.ws, preds, owner=self.owner)
         for p in preds:
             self._record(p)
+
+    def _chef(self, queries: list[Query]) -> tuple[list[list[float]], list[str]]:
+        """ChEF's calibration recipe for a batch: each pass's chain of thought generated first (its own query), then
+        each candidate "(A"… scored by its mean token log-prob after the thought, a newline and ChEF's answer sentence.
+        The response stored is what the model's turn then reads, ending with the best candidate."""
+        backend = self.backend
+        assert can_score(backend)  # checked when the engine was built
+        thoughts = backend.generate(
+            [replace(q, prompt=self.variants.chef_cot_prompt(q.prompt)) for q in queries], self.settings.max_new_tokens
+        )
+        leads = [f"{thought}\n{CHEF_ANSWER_LEAD}" for thought in thoughts]
+        candidates = [chef_candidates(q.letters) for q in queries]
+        scores = backend.score(queries, candidates, lead=leads, mean=True)  # type: ignore[call-arg]
+        best = [max(range(len(s)), key=s.__getitem__) for s in scores]
+        return scores, [lead + cands[b] for lead, cands, b in zip(leads, candidates, best)]
 
     def _predictions(
         self,
@@ -523,6 +562,9 @@ class Engine:
             return OPEN_ANSWER
         if scores is not None:
             shown = ", ".join(f"{c}={s:.3f}" for c, s in zip(letters, scores))
+            if self.settings.likelihood_score == "chef":  # the response is the model's turn: the best candidate's
+                best = letters[max(range(len(scores)), key=scores.__getitem__)]
+                return Extraction(best, "likelihood", f"ChEF mean log-probs {shown}")
             choice = response.lower() if self.kind == "yesno" else self.variants.letter_of(response, letters)
             what = "prefix scores" if self.settings.likelihood_score == "prefix" else "log-likelihoods"
             return Extraction(choice, "likelihood", f"{what} {shown}")

@@ -23,7 +23,17 @@ from db.catalog import Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Query
-from evaluator.choices import LETTERS, NONE_OF_THEM, YESNO_CANDIDATES, letters, rotation, shown_options
+from evaluator.choices import (
+    CHEF_ANSWER_QUERY,
+    CHEF_COT_PROMPT,
+    CHEF_OPTION_LINE,
+    LETTERS,
+    NONE_OF_THEM,
+    YESNO_CANDIDATES,
+    letters,
+    rotation,
+    shown_options,
+)
 from evaluator.corruptions import EXTRA_CORRUPTIONS, IMAGE_CORRUPTIONS, SEVERITIES, corrupt_image_bytes
 from evaluator.extraction import Extraction, extract_by_rules
 from evaluator.prompts import PromptTemplate
@@ -454,6 +464,8 @@ def problems(settings: Any) -> list[str]:
         found.append(f"shots: {str(v.shots)[:20]!r} is not 0..{MAX_SHOTS}")
     if v.cot is True and getattr(settings, "likelihood", False):
         found.append("cot: a likelihood run scores the options and generates no chain of thought")
+    if v.label_map is not None and getattr(settings, "likelihood_score", "sum") == "chef":
+        found.append('label_map: ChEF\'s calibration scores the candidates "(A", "(B"…, not mapped labels')
     if v.shot_selection not in SHOT_SELECTIONS:
         found.append(f"shot_selection: {str(v.shot_selection)[:20]!r} is not {', '.join(SHOT_SELECTIONS)}")
     if getattr(settings, "multi_turn", None) is not None:
@@ -481,6 +493,9 @@ class Variants:
     def __init__(self, ws: Workspace, settings: Any, template: PromptTemplate, kind: str, benchmark_id: int, seed: int):
         self.ws, self.template, self.kind, self.seed = ws, template, kind, seed
         self.text_only = bool(settings.text_only)
+        # ChEF's calibration recipe: options shown "(A) text", the scored turn asks ChEF's answer query.
+        self.chef = bool(settings.likelihood) and getattr(settings, "likelihood_score", "sum") == "chef"
+        self.option_line = CHEF_OPTION_LINE if self.chef else "{letter}. {text}"
         v = VariantSettings.of(settings)
         self.v = v
         self.label_map = LabelMap.parse(v.label_map) if v.label_map and kind == "mcq" else None
@@ -545,7 +560,10 @@ class Variants:
             options=shown,
             language=item.language,
             labels=labels or None,
+            option_line=self.option_line,
         )
+        if self.chef:
+            return self.template.with_cot(prompt, CHEF_ANSWER_QUERY, "")
         if self.v.cot:
             keys = ", ".join(labels or (letters(len(shown)) if self.kind == "mcq" else ("yes", "no")))
             prompt = self.template.with_cot(prompt, COT_INSTRUCTION.get(item.language, COT_INSTRUCTION["en"]), keys)
@@ -572,6 +590,7 @@ class Variants:
                 options=example.options,
                 language=example.language,
                 labels=labels or None,
+                option_line=self.option_line,
             )
             key = example.answer or ""
             if labels:
@@ -581,6 +600,12 @@ class Variants:
         n = len(shot_images) + 1
         header = (SHOT_QUESTION if images else SHOT_QUESTION_TEXT)[lang].format(n=n)
         return "\n\n".join([*parts, f"{header}\n{prompt}"]), (*shot_images, *images)
+
+    @staticmethod
+    def chef_cot_prompt(answer_prompt: str) -> str:
+        """ChEF's chain-of-thought query of a pass whose scored query is `answer_prompt`: the same question, then
+        "Let's think step by step." instead of the answer query (ChEF's generate_CoT_prompt)."""
+        return answer_prompt.removesuffix(CHEF_ANSWER_QUERY) + CHEF_COT_PROMPT
 
     # -- reading ---------------------------------------------------------------------------------------------
     def final_text(self, response: str) -> str:
@@ -655,4 +680,6 @@ def describe(config: Mapping[str, Any]) -> str:
         parts.append("CoT")
     if config.get("multi_turn"):
         parts.append(f"multi-turn {config.get('rounds', 4)} rounds")
+    if config.get("likelihood") and config.get("likelihood_score") == "chef":
+        parts.append("ChEF score (CoT)")
     return " · ".join(parts)

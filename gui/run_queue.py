@@ -55,8 +55,8 @@ def run_args(
     ]
     if limit:
         args += ["--limit", str(limit)]
-    if likelihood == "prefix":  # LVLM-eHub's prefix score (implies --likelihood)
-        args += ["--likelihood-score", "prefix"]
+    if likelihood in ("prefix", "chef"):  # LVLM-eHub's prefix score, ChEF's calibration score (imply --likelihood)
+        args += ["--likelihood-score", str(likelihood)]
     elif likelihood:
         args.append("--likelihood")
     if text_only:

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from db import catalog, models
 from db.runs import ROUNDS_MAX
 from evaluator.backends import REGISTRY as BACKENDS
+from evaluator.choices import CHEF_COT_MAX_NEW_TOKENS
 from evaluator.runner import OPEN_MAX_NEW_TOKENS, RunSettings, default_max_new_tokens
 from evaluator.variants import COT_MAX_NEW_TOKENS
 from gui import file_dialogs
@@ -38,8 +39,8 @@ from gui.runs_list import RunsList
 from gui.tables import export_table
 from gui.variant_group import VariantGroup
 
-# (label, --strategy, --likelihood: False, True or "prefix" for --likelihood-score prefix) per benchmark kind; POPE
-# is what a yes/no benchmark always gets.
+# (label, --strategy, --likelihood: False, True, or "prefix"/"chef" for that --likelihood-score) per benchmark kind;
+# POPE is what a yes/no benchmark always gets.
 STRATEGIES = {
     "mcq": (
         ("CircularEval", "circular", False),
@@ -48,6 +49,7 @@ STRATEGIES = {
         ("Likelihood · VanillaEval", "vanilla", True),
         ("Prefix score · CircularEval", "circular", "prefix"),
         ("Prefix score · VanillaEval", "vanilla", "prefix"),
+        ('ChEF calibration score (CoT, then "(A") · VanillaEval', "vanilla", "chef"),
     ),
     "yesno": (
         ("POPE (yes/no)", "circular", False),
@@ -164,6 +166,7 @@ class LaunchForm(QGroupBox):
             box.toggled.connect(self._update_command)
         self.variant.changed.connect(self._update_command)
         self.variant.cot.toggled.connect(self._cot_tokens)
+        self.strategy.currentIndexChanged.connect(self._strategy_tokens)
         self.reload()
 
     def reload(self) -> None:
@@ -318,6 +321,14 @@ class LaunchForm(QGroupBox):
             self.max_tokens.setValue(COT_MAX_NEW_TOKENS)
         elif not on and self.max_tokens.value() == COT_MAX_NEW_TOKENS:
             self.max_tokens.setValue(32)
+
+    def _strategy_tokens(self) -> None:
+        """ChEF's calibration score thinks first: its recipe's length, unless the length was changed by hand."""
+        chef = (self.strategy.currentData() or ("", False))[1] == "chef"
+        if chef and self.max_tokens.value() == RunSettings.max_new_tokens:
+            self.max_tokens.setValue(CHEF_COT_MAX_NEW_TOKENS)
+        elif not chef and self.max_tokens.value() == CHEF_COT_MAX_NEW_TOKENS:
+            self.max_tokens.setValue(RunSettings.max_new_tokens)
 
     def _update_command(self) -> None:
         req = self.request()

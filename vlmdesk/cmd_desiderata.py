@@ -16,7 +16,8 @@ def register(add) -> None:
         help="ChEF's desiderata of the models of some runs: calibration, instruction following, robustness, "
         "in-context learning, language, hallucination",
         description="Three forms. `desiderata RUN…`: one report over the given runs — per model, each "
-        "dimension's figure (calibration: ECE of likelihood runs; instruction following: MR and accuracy over "
+        "dimension's figure (calibration: ECE of likelihood runs — those with ChEF's score, --likelihood-score "
+        "chef, where given — naming the confidence it used; instruction following: MR and accuracy over "
         "label maps; robustness: RRM/RR per corruption kind; in-context learning: RIAM of 1-3 shots; language: a "
         "judge's 0-10 score of chain-of-thought runs; hallucination: POPE per setting), the runs it came from, and "
         "the command that starts each run still missing. Variant runs are compared with the plain run of the same "

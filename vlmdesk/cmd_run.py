@@ -14,7 +14,7 @@ from evaluator.backends.base import ServersDown
 from evaluator.backends.hf import without_prefix_sharing
 from evaluator.backends.openai_backend import with_servers
 from evaluator.backends.secrets import redact
-from evaluator.choices import LIKELIHOOD_SCORES
+from evaluator.choices import CHEF_COT_MAX_NEW_TOKENS, LIKELIHOOD_SCORES
 from evaluator.launch import Launch, prepare_resume, prepare_run, resolve_model, run_or_resume
 from evaluator.llm_extraction import extractor_help
 from evaluator.pope_report import attach_pope_means, format_pope_means
@@ -47,6 +47,7 @@ def register(add) -> None:
                 vlmdesk run --bench mmbench-dev-en --model 'openai:Qwen2-VL-7B@http://localhost:8000/v1'
                 vlmdesk run --bench demo --model hf:./my-model --strategy vanilla --limit 10 --json
                 vlmdesk run --bench demo --model hf:./my-model --likelihood-score prefix
+                vlmdesk run --bench demo --model hf:./my-model --likelihood-score chef --strategy vanilla
                 vlmdesk run --bench demo --model baseline:random --label-map natural:0
                 vlmdesk run --bench demo --model hf:./my-model --corrupt image:gaussian_noise:3 --corrupt text:mild_mix
                 vlmdesk run --bench demo --model hf:./my-model --shots 2 --shot-selection similar --cot
@@ -76,8 +77,8 @@ def register(add) -> None:
         "--max-new-tokens",
         type=positive_int,
         default=None,
-        help=f"generation length (default 32; {COT_MAX_NEW_TOKENS} with --cot; 256 on open benchmarks, whose free "
-        "answers the arena compares)",
+        help=f"generation length (default 32; {COT_MAX_NEW_TOKENS} with --cot; {CHEF_COT_MAX_NEW_TOKENS} for "
+        "--likelihood-score chef's chain of thought; 256 on open benchmarks, whose free answers the arena compares)",
     )
     p.add_argument("--text-only", action="store_true", help="withhold the image (quality control, baselines)")
     p.add_argument(
@@ -88,8 +89,11 @@ def register(add) -> None:
     p.add_argument(
         "--likelihood-score",
         choices=LIKELIHOOD_SCORES,
-        help="likelihood mode's score: sum (default: log-prob of the letter or Yes/No) or prefix (LVLM-eHub: "
-        "softmax of 1/loss of each option text's first token); prefix implies --likelihood",
+        help="likelihood mode's score: sum (default: summed log-prob of the bare letter or Yes/No, no chain of "
+        "thought), prefix (LVLM-eHub: softmax of 1/loss of each option text's first token) or chef (ChEF's "
+        "calibration recipe, multiple choice: a chain of thought first, then the mean token log-prob of each "
+        'candidate "(A" after ChEF\'s answer sentence; the score for calibration runs); prefix and chef imply '
+        f"--likelihood; chef's thought is {CHEF_COT_MAX_NEW_TOKENS} tokens unless --max-new-tokens",
     )
     p.add_argument(
         "--no-share-prefix",
@@ -269,9 +273,15 @@ def cmd_run(args) -> int:
                 full_passes=args.full_passes,
                 limit=args.limit,
                 max_new_tokens=args.max_new_tokens
-                or (COT_MAX_NEW_TOKENS if args.cot else default_max_new_tokens(bench.kind)),
+                or (
+                    COT_MAX_NEW_TOKENS
+                    if args.cot
+                    else CHEF_COT_MAX_NEW_TOKENS
+                    if args.likelihood_score == "chef"
+                    else default_max_new_tokens(bench.kind)
+                ),
                 text_only=args.text_only,
-                likelihood=args.likelihood or args.likelihood_score == "prefix",
+                likelihood=args.likelihood or args.likelihood_score in ("prefix", "chef"),
                 seed=args.seed,
                 extractor=args.extractor,
                 likelihood_score=args.likelihood_score or "sum",

@@ -370,20 +370,37 @@ class HFBackend:
     # ---- likelihood scoring -----------------------------------------------------------------------------
 
     def score(
-        self, queries: Sequence[Query], candidates: Sequence[Sequence[str]], *, first_token: bool = False
+        self,
+        queries: Sequence[Query],
+        candidates: Sequence[Sequence[str]],
+        *,
+        first_token: bool = False,
+        lead: Sequence[str] | None = None,
+        mean: bool = False,
     ) -> list[list[float]]:
         """Sum of log-probs of each candidate's tokens right after the generation prompt (``first_token``: the
         log-prob of its first token only, as a continuation of the prompt's text — LVLM-eHub's prefix score).
 
-        A query whose candidates are each one token is one row, read at its last position (with its prefix
-        shared like a generation's). Otherwise each (query, candidate) pair is one row of a single forward pass
-        per batch; the processor sees the query's images once per row. A query's candidates are never split
-        across batches.
+        ``lead``: per query, text of the model's own turn that comes before its candidates, read but not scored
+        (ChEF's chain of thought and answer sentence); the candidate's tokens are then those that the whole text
+        splits into after the lead. ``mean``: the mean over a candidate's tokens instead of the sum (ChEF's score).
+
+        A query whose candidates are each one token (and no lead) is one row, read at its last position (with its
+        prefix shared like a generation's). Otherwise each (query, candidate) pair is one row of a single forward
+        pass per batch, never shared; the processor sees the query's images once per row. A query's candidates are
+        never split across batches.
         """
         if len(candidates) != len(queries):
             raise ValueError(f"score: {len(queries)} queries but {len(candidates)} candidate lists")
+        if lead is not None and (first_token or len(lead) != len(queries)):
+            raise ValueError("score: a lead is one text per query, and not with first_token")
         results = [[0.0] * len(cs) for cs in candidates]
-        if first_token:
+        contexts: list[list[list[int]]] | None = None
+        if lead is not None:
+            split = [[self._after_lead(q, t, c) for c in cs] for q, t, cs in zip(queries, lead, candidates)]
+            contexts = [[ctx for ctx, _ in row] for row in split]
+            cand_ids = [[ids for _, ids in row] for row in split]
+        elif first_token:
             firsts = [self._first_tokens(q, cs) for q, cs in zip(queries, candidates)]
             cand_ids = [[[t] for t in f] for f in firsts]
         else:
@@ -392,14 +409,32 @@ class HFBackend:
             with self._lock:
                 cand_ids = [[self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in cs] for cs in candidates]
         single = [
-            i for i, ids in enumerate(cand_ids) if self.single_row_likelihood and ids and all(len(t) == 1 for t in ids)
+            i
+            for i, ids in enumerate(cand_ids)
+            if self.single_row_likelihood and contexts is None and ids and all(len(t) == 1 for t in ids)
         ]
         if single:
             self._score_single_rows([queries[i] for i in single], [cand_ids[i] for i in single], results, single)
         several = [i for i in range(len(queries)) if i not in set(single)]
         if several:
-            self._score_rows(queries, candidates, cand_ids, results, several)
+            self._score_rows(queries, candidates, cand_ids, results, several, contexts=contexts)
+        if mean:  # a one-token candidate's mean is its sum; an empty one keeps 0
+            results = [[s / max(1, len(ids)) for s, ids in zip(row, idss)] for row, idss in zip(results, cand_ids)]
         return results
+
+    def _after_lead(self, query: Query, lead: str, candidate: str) -> tuple[list[int], list[int]]:
+        """(the lead's token ids, the candidate's) as the prompt followed by the lead and the candidate splits into
+        tokens, tokenized whole as ChEF tokenizes its prompt; where a boundary merges tokens, each tokenized alone."""
+        text = self._render(query)
+        special = self._add_special(text)
+        with self._lock:
+            base = self.tokenizer(text, add_special_tokens=special)["input_ids"]
+            head = self.tokenizer(text + lead, add_special_tokens=special)["input_ids"]
+            full = self.tokenizer(text + lead + candidate, add_special_tokens=special)["input_ids"]
+            if head[: len(base)] == base and full[: len(head)] == head:
+                return head[len(base) :], full[len(head) :]
+            alone = [self.tokenizer(t, add_special_tokens=False)["input_ids"] for t in (lead, candidate)]
+        return alone[0], alone[1]
 
     def _first_tokens(self, query: Query, cands: Sequence[str]) -> list[int]:
         """Each candidate's first token as the tokenizer splits the prompt followed by it (a candidate that merges
@@ -436,8 +471,11 @@ class HFBackend:
         cand_ids: list[list[list[int]]],
         results: list[list[float]],
         where: list[int],
+        *,
+        contexts: list[list[list[int]]] | None = None,
     ) -> None:
-        """One row per (query, candidate): candidates of several tokens."""
+        """One row per (query, candidate): candidates of several tokens; ``contexts[i][j]``, token ids read between
+        the prompt and candidate j of query i (a lead)."""
         import torch
 
         sub = [queries[i] for i in where]
@@ -446,7 +484,8 @@ class HFBackend:
                 rows = [(where[b], j) for b in batch for j in range(len(candidates[where[b]])) if cand_ids[where[b]][j]]
                 if not rows:  # only empty candidates: log-prob of nothing is 0
                     continue
-                enc = self._encode([queries[i] for i, _ in rows], [cand_ids[i][j] for i, j in rows])
+                tails = [(contexts[i][j] if contexts else []) + cand_ids[i][j] for i, j in rows]
+                enc = self._encode([queries[i] for i, _ in rows], tails)
                 keep = max(len(cand_ids[i][j]) for i, j in rows) + 1
                 if "logits_to_keep" in self._accepts:  # only the last positions: full logits are L × vocab per row
                     enc["logits_to_keep"] = keep

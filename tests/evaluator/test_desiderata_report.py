@@ -98,8 +98,8 @@ def test_nothing_to_compute_says_which_runs_to_start(ws, tmp_path):
     report = desiderata_report(ws, [plain])
     dims = report.models[0].dimensions
     assert all(d.value is None for d in dims.values())
-    assert dims["calibration"].missing[0].command == (
-        "vlmdesk run --bench b --model hf:m --likelihood --strategy vanilla"
+    assert dims["calibration"].missing[0].command == (  # ChEF's confidence is the default for calibration runs
+        "vlmdesk run --bench b --model hf:m --likelihood-score chef --strategy vanilla"
     )
     assert dims["language"].missing[0].command == "vlmdesk run --bench b --model hf:m --cot --max-new-tokens 256"
     assert "pope build" in (dims["hallucination"].missing[0].command or "")

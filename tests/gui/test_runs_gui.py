@@ -8,8 +8,10 @@ import pytest
 from PySide6.QtCore import Qt
 
 from db import open_workspace, runs
+from evaluator.choices import CHEF_COT_MAX_NEW_TOKENS
 from evaluator.report import run_report
 from gui.run_queue import RunJob
+from gui.runs_view import STRATEGIES
 from tests.backend_plugins import slow_backend  # noqa: F401 (fixture)
 from vlmdesk.cli import main as cli_main
 
@@ -220,3 +222,15 @@ def test_models_tab_lists_the_verified_families_and_a_row_fills_the_form(qtbot, 
     assert view.form.name.text() == "qwen2.5-vl-3b-instruct"
     assert view.add_model(view.form.name.text(), view.form.spec())
     assert "qwen2.5-vl-3b-instruct" in view.model.payloads
+
+
+def test_the_launcher_offers_chefs_calibration_score_with_its_thought_length(qtbot, demo_ws, make_window):
+    window = make_window(demo_ws)
+    form = window.view("runs").form
+    label = next(lbl for lbl, _, likelihood in STRATEGIES["mcq"] if likelihood == "chef")
+    form.set_choice(bench="demo", model="baseline:random", strategy=label)
+    command = form.command.toPlainText()
+    assert "--likelihood-score chef" in command and "--strategy vanilla" in command
+    assert form.max_tokens.value() == CHEF_COT_MAX_NEW_TOKENS  # ChEF's chain of thought is 256 tokens
+    form.set_choice(strategy="VanillaEval")
+    assert form.max_tokens.value() == 32 and "--likelihood" not in form.command.toPlainText()
