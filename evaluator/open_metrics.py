@@ -138,11 +138,18 @@ def word_match(response: str, references: Sequence[str]) -> float:
     return float(any(re.search(r"\b" + re.escape(normalize_answer(r)) + r"\b", answer) for r in references))
 
 
+def _submitted(text: str) -> str:
+    """An answer as VQA's evaluation server reads a submission: EvalAI's answer processing (lower case, commas and
+    question marks dropped, "'s" split off, then VQAv2's normalisation), as lmms-eval applies it to every answer."""
+    return normalize_answer(text.lower().replace(",", "").replace("?", "").replace("'s", " 's").strip())
+
+
 def vqa_accuracy(response: str, references: Sequence[str]) -> float:
-    """VQAv2's accuracy: over each leave-one-out subset of the references, min(#matching / 3, 1), averaged. As in
-    vqaEval.py, answers are normalised only when the references are not all the same, and compared whole."""
+    """VQAv2's accuracy as its evaluation server computes it: the answer read as a submission (`_submitted`), then
+    vqaEval.py: over each leave-one-out subset of the references, min(#matching / 3, 1), averaged; the references
+    normalised only when they are not all the same (and the answer again then), compared whole."""
     refs = [_clean(r) for r in references]
-    answer = _clean(response)
+    answer = _submitted(response)
     if len(set(refs)) > 1:
         refs = [_digits_articles(_punctuation(r)) for r in refs]
         answer = _digits_articles(_punctuation(answer))
@@ -152,6 +159,10 @@ def vqa_accuracy(response: str, references: Sequence[str]) -> float:
     total = sum(matches)
     return sum(min(1.0, (total - own) / 3) for own in matches) / len(refs)
 
+
+# The least references with which an answer can score 1 (3 others agree in every leave-one-out subset): an item with
+# fewer could never be right, which says nothing of the answer (VQAv2, TextVQA, OK-VQA and VizWiz keep ten).
+VQA_MIN_REFERENCES = 4
 
 ANLS_THRESHOLD = 0.5
 
@@ -171,11 +182,11 @@ def anls(response: str, references: Sequence[str]) -> float:
     return similarity if similarity >= ANLS_THRESHOLD else 0.0
 
 
-def per_item(rule: Callable[[str, Sequence[str]], float]) -> Score:
-    """A Score from a rule over one item's (response, references)."""
+def per_item(rule: Callable[[str, Sequence[str]], float], min_references: int = 1) -> Score:
+    """A Score from a rule over one item's (response, references); items with fewer references are not scored."""
 
     def score(ws: Workspace, run_id: int, answers: Sequence[OpenAnswer]) -> dict[int, float]:
-        return {a.item_id: rule(a.response, a.references) for a in answers}
+        return {a.item_id: rule(a.response, a.references) for a in answers if len(a.references) >= min_references}
 
     return score
 
@@ -298,8 +309,8 @@ OPEN_METRICS = (
     OpenMetricEntry(
         "vqa_accuracy",
         "VQA",
-        "VQAv2 accuracy: min(#references matching / 3, 1) over the leave-one-out subsets (ten references)",
-        per_item(vqa_accuracy),
+        "VQAv2 accuracy: min(#references matching / 3, 1) over the leave-one-out subsets (items with 4+ references)",
+        per_item(vqa_accuracy, VQA_MIN_REFERENCES),
     ),
     OpenMetricEntry(
         "anls",

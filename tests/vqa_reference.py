@@ -5,6 +5,9 @@ tests that check evaluator/open_metrics.py against them on many inputs.
   over `gts[quesId]['answers']` (answer dicts) and `res[quesId]['answer']`, with `processPunctuation` and
   `processDigitArticle` as written there (its "(?!<=\\d)" lookahead, the re.UNICODE passed as Pattern.sub's count,
   normalising only when the ten answers differ, the leave-one-out over answer dicts); `evalQA` unrounded.
+- `evalai_submission`: EvolvingLMMs-Lab/lmms-eval, lmms_eval/tasks/_task_utils/vqa_eval_metric.py
+  (`EvalAIAnswerProcessor.__call__`, commit 61e5060), the processing EvalAI's VQA server applies to a submitted answer
+  before vqaEval.py (lmms-eval applies it to every answer of VQAv2, TextVQA, OK-VQA and VizWiz).
 - `lvlm_ehub_evaluate`: OpenGVLab/Multi-Modality-Arena, LVLM_evaluation/utils/tools.py (commit bd2999a),
   `VQAEval.evaluate` with `has_word`: 1 when a normalised reference occurs in the normalised answer as whole words.
 - `docvqa_anls`: the DocVQA / ST-VQA evaluation's ANLS for one question, with a plain dynamic-programming
@@ -115,6 +118,23 @@ class OfficialVQAEval:
             acc_qa.append(avg_gt_acc)
             self.evalQA[ques_id] = avg_gt_acc
         return float(sum(acc_qa)) / len(acc_qa)
+
+
+EVALAI_COMMA_STRIP = re.compile(r"(?<=\d)(\,)+(?=\d)")
+
+
+def evalai_submission(item: str) -> str:
+    item = item.lower()
+    item = item.replace(",", "").replace("?", "").replace("'s", " 's").strip()  # word_tokenize
+    item = item.replace("\n", " ").replace("\t", " ").strip()
+    out_text = item
+    for p in PUNCT:  # process_punctuation, with EvalAI's COMMA_STRIP
+        if (p + " " in item or " " + p in item) or (re.search(EVALAI_COMMA_STRIP, item) is not None):
+            out_text = out_text.replace(p, "")
+        else:
+            out_text = out_text.replace(p, " ")
+    out_text = PERIOD_STRIP.sub("", out_text, re.UNICODE)  # noqa: B034 (as written there)
+    return process_digit_article(out_text)
 
 
 def has_word(sentence: str, word: str) -> bool:

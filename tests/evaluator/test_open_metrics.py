@@ -18,6 +18,7 @@ from db import catalog, open_workspace, runs
 from db.errors import InvalidInput, NotFound
 from evaluator import open_metrics
 from evaluator.open_metrics import (
+    OpenAnswer,
     anls,
     cider_d,
     exact_match,
@@ -130,13 +131,14 @@ def _official(answer: str, references: list[str]) -> float:
 @pytest.mark.parametrize("references", REFERENCE_SETS, ids=range(len(REFERENCE_SETS)))
 def test_vqa_accuracy_equals_the_official_vqaeval_on_hostile_answers(references):
     for answer in HOSTILE + references:
-        assert vqa_accuracy(answer, references) == _official(answer, references), (answer, references)
+        assert vqa_accuracy(answer, references) == _official(ref.evalai_submission(answer), references), answer
 
 
 def test_vqa_accuracy_reads_as_vqav2_says():
     tens = ["2"] * 3 + ["two"] * 7  # not all the same: both normalised, so all ten match
     assert vqa_accuracy("Two", tens) == 1.0
-    assert vqa_accuracy("Yes", ["yes"] * 10) == 0.0  # ten identical references: no normalisation (vqaEval.py)
+    assert vqa_accuracy("Yes", ["yes"] * 10) == 1.0  # the answer is read as a submission: lower case
+    assert vqa_accuracy("yes", ["Yes"] * 10) == 0.0  # ten identical references are not normalised (vqaEval.py)
     assert vqa_accuracy("dog", ["dog"] * 2 + ["cat"] * 8) == pytest.approx((2 * 1 / 3 + 8 * 2 / 3) / 10)
     assert vqa_accuracy("dog", ["dog"] * 3 + ["cat"] * 7) == pytest.approx((3 * 2 / 3 + 7 * 1) / 10)
 
@@ -149,7 +151,7 @@ _text = st.lists(st.sampled_from(WORDS + SIGNS), max_size=8).map("".join) | st.t
 @settings(max_examples=300, deadline=None)
 @given(answer=_text, references=st.lists(st.sampled_from(WORDS) | _text, min_size=1, max_size=10))
 def test_vqa_accuracy_word_and_exact_match_equal_their_sources_on_any_text(answer, references):
-    assert vqa_accuracy(answer, references) == _official(answer, references)
+    assert vqa_accuracy(answer, references) == _official(ref.evalai_submission(answer), references)
     assert word_match(answer, references) == ref.lvlm_ehub_evaluate(answer, references)
     norm = [
         ref.process_digit_article(ref.process_punctuation(r.replace("\n", " ").replace("\t", " ").strip()))
@@ -343,8 +345,8 @@ def test_item_scores_score_each_answered_item_with_references_by_every_rule(open
         items = {i.id: i for i in runs.items_of(ws, run)}
         responses = {p.item_id: p.response for p in runs.predictions_of(ws, 1)}
         found = item_scores(ws, 1)
-        builtin = ["exact_match", "word_match", "vqa_accuracy", "anls", "cider"]
-        assert list(found)[:5] == builtin and found["answered_chars"]  # the plugin's entry, from the workspace
+        builtin = ["exact_match", "word_match", "anls", "cider"]  # not vqa_accuracy: the demo has one reference each
+        assert list(found)[:4] == builtin and found["answered_chars"]  # the plugin's entry, from the workspace
         for name, rule in (("exact_match", exact_match), ("word_match", word_match), ("anls", anls)):
             assert found[name] == {i: rule(responses[i], items[i].references) for i in items}
         pairs = [(ptb_tokenize(responses[i]), [ptb_tokenize(r) for r in items[i].references]) for i in items]
@@ -390,21 +392,22 @@ def test_report_json_carries_the_metrics_overall_and_per_category(open_run, caps
     assert code == 2 and "grouped by leaf category only" in err
 
 
-def test_an_open_run_on_the_demo_with_a_baseline_reports_every_builtin_metric(tmp_path, capsys):
+def test_an_open_run_on_the_demo_with_a_baseline_reports_every_builtin_metric_that_applies(tmp_path, capsys):
     ws_path = tmp_path / "ws.sqlite"
     assert cli(capsys, ws_path, "import", demo_dir() / "demo_open.jsonl", "--name", "o")[0] == 0
     assert cli(capsys, ws_path, "run", "--bench", "o", "--model", "baseline:first")[0] == 0
     code, out, err = cli(capsys, ws_path, "report", "1", "--json")
     assert code == 0, err
     metrics = json.loads(out)["metrics"]
-    assert list(metrics) == ["exact_match", "word_match", "vqa_accuracy", "anls", "cider"]
+    # vqa_accuracy needs four references or more; the demo's items have one each
+    assert list(metrics) == ["exact_match", "word_match", "anls", "cider"]
     assert metrics == {name: 0.0 for name in metrics}  # "A" matches no demo reference by any rule
 
 
 def test_items_without_references_are_left_out_and_counted(tmp_path, capsys):
     src = tmp_path / "o.jsonl"
     (tmp_path / "img.png").write_bytes((demo_dir() / "images" / "cat.jpg").read_bytes())
-    lines = [{"index": 1, "question": "Q1", "image": "img.png", "answer": ["A", "a", "b"]}]
+    lines = [{"index": 1, "question": "Q1", "image": "img.png", "answer": ["A", "a", "b", "b"]}]
     lines += [{"index": 2, "question": "Q2", "image": "img.png"}]
     src.write_text("".join(json.dumps(line) + "\n" for line in lines))
     ws_path = tmp_path / "ws.sqlite"
@@ -415,10 +418,20 @@ def test_items_without_references_are_left_out_and_counted(tmp_path, capsys):
         every = [name for name in open_metrics.REGISTRY.names() if name != "judge"]  # judge: once a judge has judged
         assert {name: list(s) for name, s in found.items()} == {name: [1] for name in every}
         # "A" is an article: normalised away, like the references "A" and "a".
-        assert found["exact_match"] == {1: 1.0} and found["vqa_accuracy"] == {1: _official("A", ["A", "a", "b"])}
+        assert found["exact_match"] == {1: 1.0} and found["vqa_accuracy"] == {
+            1: _official(ref.evalai_submission("A"), ["A", "a", "b", "b"])
+        }
     report = json.loads(cli(capsys, ws_path, "report", "1", "--json")[1])
     assert (report["answered"], report["unreferenced"]) == (2, 1)
     assert "left out: 1 answer(s) without references" in cli(capsys, ws_path, "report", "1")[1]
+
+
+def test_vqa_accuracy_scores_only_items_with_four_references_or_more():
+    """With fewer than four references no answer can score 1 (three others must agree): such items are not scored
+    by vqa_accuracy, while the other metrics score them."""
+    answers = [OpenAnswer(1, "dog", ("dog", "dog", "dog")), OpenAnswer(2, "dog", ("dog",) * 4)]
+    found = open_metrics.score_answers(None, 0, answers, ["vqa_accuracy", "exact_match"])
+    assert found == {"vqa_accuracy": {2: 1.0}, "exact_match": {1: 1.0, 2: 1.0}}
 
 
 @pytest.mark.parametrize("unit", ["a+", "x@", "a.", "1,", "a'", ".!?-", "(a)", "東", "\u202e", "a\x00"])
