@@ -92,6 +92,9 @@ COMMANDS: dict[str, str] = {
     "arena ratings": "tab:arena",  # its Leaderboard page (a file of battles from elsewhere: the command only)
     "arena export-votes": "menu:Export arena votes…",
     "arena import-votes": "menu:Import arena votes…",
+    "arena ask": "tab:arena",  # its Live page: an image, a question, two models drawn by matchmaking, a vote
+    "arena answer": "none:the Live page's worker: one model's answer as JSON lines, run by the app in a child "
+    "process so the window never waits",
 }
 
 
