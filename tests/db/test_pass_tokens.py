@@ -179,7 +179,7 @@ def test_an_older_workspace_gains_empty_token_columns(tmp_path):
     db.close()
     with open_workspace(path) as ws:
         assert ws.schema_version() == schema.latest_version()
-        assert schema.migration_names()[-1] == "0016_pass_tokens"
+        assert "0016_pass_tokens" in schema.migration_names()
         (old,) = runs.predictions_of(ws, 1)
         assert (old.response, old.latency_ms, old.prompt_tokens, old.completion_tokens) == ("A", 1.5, None, None)
         assert runs.token_usage(ws, 1) == runs.TokenUsage(0, None, None)

@@ -1,0 +1,239 @@
+"""Verdicts on open answers (right / partly / wrong): append-only, corrected, withdrawn, blind, merged between copies;
+and the statistics of `vlmdesk align open`, each recomputed here independently (scikit-learn, scipy, krippendorff,
+the Wilson formula written out)."""
+
+import json
+import math
+import shutil
+import sqlite3
+
+import krippendorff
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+from sklearn.metrics import cohen_kappa_score
+
+from annotation import open_alignment as oa
+from annotation import open_verdicts as ov
+from annotation import sync
+from db import catalog, runs
+from db.workspace import open_workspace
+from tests.annotation.test_arena import cli, open_ws  # noqa: F401 (a fixture)
+
+RUNS = [1, 2, 3]
+
+
+def _bench(ws):
+    return catalog.benchmark_by_name(ws, "o")
+
+
+def test_a_verdict_is_appended_corrected_and_withdrawn_and_never_edited(open_ws):  # noqa: F811
+    with open_workspace(open_ws) as ws:
+        first = ov.next_task(ws, RUNS, "ana")
+        assert first is not None and (first.done, first.total) == (0, 18)
+        run_id, item_id = first.unit
+        ov.add_verdict(ws, run_id, item_id, "ana", "wrong", seconds=2.5)
+        ov.add_verdict(ws, run_id, item_id, "ana", "partly")  # a correction
+        assert ov.standing_verdicts(ws, RUNS) == {(run_id, item_id): {"ana": "partly"}}
+        withdrawn = ov.undo_verdict(ws, run_id, item_id, "ana")
+        assert withdrawn is not None and withdrawn.verdict == "partly"
+        # An undo withdraws what stood, so the verdict before the correction stands again (annotation/standing.py);
+        # a second undo leaves the answer to judge again.
+        assert ov.standing_verdicts(ws, RUNS) == {(run_id, item_id): {"ana": "wrong"}}
+        assert ov.undo_verdict(ws, run_id, item_id, "ana").verdict == "wrong"
+        assert ov.standing_verdicts(ws, RUNS) == {}
+        assert (run_id, item_id) in ov.left_for(ws, RUNS, "ana")
+        log = ov.history(ws, run_id, item_id, "ana")
+        assert [v.verdict for v in log] == ["wrong", "partly", "undo", "undo"]
+        assert log[2].withdraws == withdrawn.uuid
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            ws.conn.execute("UPDATE open_verdicts SET verdict = 'right'")
+        ov.add_verdict(ws, run_id, item_id, "ana", "right")
+        with pytest.raises(sqlite3.DatabaseError, match="verdicts are kept"):
+            ws.conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        with pytest.raises(ov.InvalidInput, match="unknown verdict"):
+            ov.add_verdict(ws, run_id, item_id, "ana", "maybe")
+        with pytest.raises(ov.NotFound, match="no answer"):
+            ov.add_verdict(ws, run_id, 10_000, "ana", "right")
+        assert len(ov.history(ws, run_id, item_id, "ana")) == 5
+
+
+def test_the_task_is_blind_and_the_model_shows_only_after_my_verdict(open_ws):  # noqa: F811
+    with open_workspace(open_ws) as ws:
+        t = ov.next_task(ws, RUNS, "ana")
+        assert t is not None
+        shown = json.dumps([t.answer, t.item.to_json(), t.done, t.total, t.run_id])
+        assert "baseline" not in shown and not hasattr(t, "model")
+        ov.add_verdict(ws, *t.unit, "bo", "right")  # another annotator's verdict unlocks nothing for ana
+        with pytest.raises(ov.NotJudgedYet):
+            ov.reveal_model(ws, *t.unit, "ana")
+        ov.add_verdict(ws, *t.unit, "ana", "wrong")
+        assert ov.reveal_model(ws, *t.unit, "ana").startswith("baseline:")
+        # The next answer is never another answer to the item just judged while other items are left.
+        nxt = ov.next_task(ws, RUNS, "ana", after_item=t.item.id)
+        assert nxt is not None and nxt.item.id != t.item.id and nxt.done == 1
+
+
+def test_the_human_label_is_the_adjudication_else_the_majority_and_a_tie_has_none(open_ws):  # noqa: F811
+    with open_workspace(open_ws) as ws:
+        (a, b, c, d) = ov.queue(ws, RUNS)[:4]
+        for who, v in (("ana", "right"), ("bo", "right"), ("cy", "wrong")):
+            ov.add_verdict(ws, *a, who, v)
+        ov.add_verdict(ws, *b, "ana", "right")
+        ov.add_verdict(ws, *b, "bo", "partly")
+        ov.add_verdict(ws, *c, "ana", "wrong")
+        ov.add_verdict(ws, *c, "bo", "partly")
+        ov.add_verdict(ws, *c, "lead", "partly", role="adjudication")
+        ov.add_verdict(ws, *d, "bo", "wrong")
+        labels = ov.human_labels(ws, RUNS)
+        assert labels[a] == ov.HumanLabel("right", "majority")
+        assert labels[b] == ov.HumanLabel(None, "tie")
+        assert labels[c] == ov.HumanLabel("partly", "adjudicated")
+        assert labels[d] == ov.HumanLabel("wrong", "majority")
+        ov.undo_verdict(ws, *c, "lead", role="adjudication")
+        assert ov.human_labels(ws, RUNS)[c] == ov.HumanLabel(None, "tie")
+
+
+def test_verdicts_made_on_a_copy_merge_back_once(open_ws, tmp_path, capsys):  # noqa: F811
+    copy = tmp_path / "ana.sqlite"
+    shutil.copy(open_ws, copy)
+    with open_workspace(copy) as ws:
+        units = ov.queue(ws, RUNS)[:5]
+        for u in units:
+            ov.add_verdict(ws, *u, "ana", "right", note="fine")
+        ov.undo_verdict(ws, *units[0], "ana")
+        ov.add_verdict(ws, *units[0], "ana", "wrong")
+    out_file = tmp_path / "ana-open.jsonl"
+    code, _, err = cli(capsys, copy, "align", "export-open", "--bench", "o", "--out", str(out_file))
+    assert code == 0, err
+    lines = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert len(lines) == 7 and set(lines[0]) == {
+        "id",
+        "benchmark",
+        "index",
+        "run",
+        "answer",
+        "role",
+        "annotator",
+        "verdict",
+        "note",
+        "seconds",
+        "at",
+        "withdraws",
+    }
+    with open_workspace(open_ws) as ws:
+        ov.add_verdict(ws, *units[1], "bo", "partly")  # bo worked here meanwhile
+    code, out, err = cli(capsys, open_ws, "align", "import-open", str(out_file), "--json")
+    assert code == 0, err
+    assert json.loads(out)["added"] == 7
+    code, out, _ = cli(capsys, open_ws, "align", "import-open", str(out_file), "--json")
+    assert json.loads(out)["added"] == 0 and json.loads(out)["present"] == 7
+    with open_workspace(open_ws) as ws, open_workspace(copy) as there:
+        assert ov.standing_verdicts(ws, RUNS, annotator="ana") == ov.standing_verdicts(there, RUNS)
+        assert ov.standing_verdicts(ws, RUNS)[units[1]] == {"ana": "right", "bo": "partly"}
+    # A verdict on an answer this copy's runs never gave is one line of error, and nothing is written.
+    stranger = dict(lines[1], id="00000000-0000-4000-8000-000000000000", answer="0" * 64)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(stranger) + "\n")
+    code, _, err = cli(capsys, open_ws, "align", "import-open", str(bad))
+    assert code == 2 and err.startswith(f"error: {bad}:1: answer: no run of config")
+    assert "open" in sync.KINDS
+
+
+# ------------------------------------------------------------------------------------------------ statistics
+def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
+def _data(seed: int, n: int = 60):
+    rng = np.random.default_rng(seed)
+    human = {u: ["wrong", "partly", "right"][int(rng.integers(0, 3))] for u in range(n)}
+    scores = {u: float(np.clip(oa.RANK[h] / 2 + rng.normal(0, 0.3), 0, 1)) for u, h in human.items()}
+    return human, {u: round(s, 2) for u, s in scores.items()}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_metrics_agreement_equals_sklearn_scipy_and_the_wilson_formula(seed):
+    human, scores = _data(seed)
+    m = oa.metric_agreement(human, scores, resamples=300, seed=seed)
+    units = list(human)
+    truth = [human[u] == "right" for u in units]
+    values = [scores[u] for u in units]
+    # The threshold: brute force over every distinct score, the lowest of the best.
+    accuracy = {t: np.mean([(v >= t) == r for v, r in zip(values, truth)]) for t in sorted(set(values))}
+    best = max(accuracy.values())
+    assert m.threshold == min(t for t, a in accuracy.items() if a == best)
+    assert m.n == len(units) and m.accuracy == pytest.approx(best, abs=1e-12)
+    said = [v >= m.threshold for v in values]
+    assert m.cohen_kappa == pytest.approx(cohen_kappa_score(truth, said), abs=1e-12)
+    k = round(best * len(units))
+    assert m.wilson_95 == pytest.approx(_wilson(k, len(units)), abs=1e-9)
+    ranks = [{"wrong": 0, "partly": 1, "right": 2}[human[u]] for u in units]
+    assert m.spearman == pytest.approx(spearmanr(values, ranks).statistic, abs=1e-12)
+    # The bootstrap, recomputed: the same seeded draws, κ of each resample by scikit-learn.
+    idx = np.random.default_rng(seed).integers(0, len(units), size=(300, len(units)))
+    kappas = []
+    for row in idx:
+        a, b = [truth[i] for i in row], [said[i] for i in row]
+        if len(set(a) | set(b)) > 1:
+            kappas.append(cohen_kappa_score(a, b))
+    assert m.kappa_95 == pytest.approx(tuple(np.percentile(kappas, [2.5, 97.5])), abs=1e-9)
+    assert m.bootstrap_undefined == 300 - len(kappas)
+
+
+def test_the_annotators_own_kappa_and_alpha_equal_sklearn_and_krippendorff():
+    rng = np.random.default_rng(5)
+    verdicts: dict[int, dict[str, str]] = {}
+    for u in range(40):
+        v = ["right", "partly", "wrong"][int(rng.integers(0, 3))]
+        other = v if rng.random() < 0.7 else ["right", "partly", "wrong"][int(rng.integers(0, 3))]
+        verdicts[u] = {"ana": v, "bo": other} if u < 35 else {"ana": v}
+    got = oa.annotator_agreement(verdicts)
+    both = [u for u in verdicts if len(verdicts[u]) == 2]
+    assert got.cohen_kappa == pytest.approx(
+        cohen_kappa_score([verdicts[u]["ana"] for u in both], [verdicts[u]["bo"] for u in both]), abs=1e-12
+    )
+    code = {"partly": 0, "right": 1, "wrong": 2}
+    data = np.array(
+        [[code[verdicts[u][a]] if a in verdicts[u] else np.nan for u in verdicts] for a in ("ana", "bo")], dtype=float
+    )
+    assert got.krippendorff_alpha == pytest.approx(
+        krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"), abs=1e-12
+    )
+    assert got.answers_with_two_or_more == 35
+
+
+def test_undefined_figures_are_none():
+    m = oa.metric_agreement({1: "right", 2: "right"}, {1: 0.5, 2: 0.5}, resamples=50)
+    assert (m.n, m.threshold, m.accuracy, m.cohen_kappa, m.spearman) == (2, 0.5, 1.0, None, None)
+    assert m.kappa_95 is None and m.bootstrap_undefined == 50
+    empty = oa.metric_agreement({1: "right"}, {}, resamples=50)
+    assert (empty.n, empty.threshold, empty.accuracy, empty.wilson_95, empty.kappa_95) == (0, None, None, None, None)
+
+
+def test_align_open_reports_each_metric_against_the_human_labels(open_ws, capsys, tmp_path):  # noqa: F811
+    with open_workspace(open_ws) as ws:
+        bench = _bench(ws)
+        for u in ov.queue(ws, RUNS):
+            answer = ov.task(ws, RUNS, u, "ana").answer
+            good = u[0] == 1 or u[1] % 2 == 0
+            ov.add_verdict(ws, *u, "ana", "right" if good else "wrong")
+            ov.add_verdict(ws, *u, "bo", "right" if good or len(answer) % 3 == 0 else "partly")
+
+        def scores_of(ws, run_id):
+            items = [i.id for i in runs.items_of(ws, runs.get_run(ws, run_id))]
+            return {
+                "word_match": {i: float(run_id == 1 or i % 2 == 0) for i in items},
+                "cider": {i: 0.1 for i in items},
+            }
+
+        report = oa.open_alignment(ws, bench, RUNS, scores_of, resamples=200, seed=3)
+    assert report.answers == 18 and report.judged == 18 and report.progress == {"ana": 18, "bo": 18}
+    wm = report.metrics["word_match"]
+    decided = report.labels["right"] + report.labels["partly"] + report.labels["wrong"]
+    assert wm.n == decided and report.ties == 18 - decided
+    assert report.metrics["cider"].cohen_kappa is None  # one score everywhere: κ undefined, never NaN
+    assert json.loads(json.dumps(report.to_json()))["metrics"]["word_match"]["threshold"] == wm.threshold
