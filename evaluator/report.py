@@ -111,6 +111,31 @@ class PopeFigures:
 
 
 @dataclasses.dataclass(frozen=True)
+class OpenFigures:
+    """The open part of a report: each open metric that applies (evaluator/open_metrics), over the answered items
+    with references, overall and per leaf category. `scales` says which are fractions and which CIDEr."""
+
+    answered: int
+    unanswered: int
+    unreferenced: int  # answered items without references: left out of every metric that needs them
+    metrics: dict[str, float]
+    scored: dict[str, int]  # items each metric scored
+    scales: dict[str, str]
+    by_category: dict[str, dict[str, Any]]  # category -> {"items": n, "metrics": {name: mean}}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "answered": self.answered,
+            "unanswered": self.unanswered,
+            "unreferenced": self.unreferenced,
+            "metrics": self.metrics,
+            "metric_items": self.scored,
+            "metric_scales": self.scales,
+            "by_category": self.by_category,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
 class RunReport:
     """The report of one scoring of a run; `to_json()` is `vlmdesk report --json` (keys in this order).
 
@@ -134,7 +159,7 @@ class RunReport:
     finished_at: str | None
     config: dict[str, Any]
     problems: tuple[str, ...]
-    figures: McqFigures | PopeFigures
+    figures: McqFigures | PopeFigures | OpenFigures
     pope_mean: PopeMeanEntry | None = None
     # The tokens the run's server said its stored passes cost (None when no pass says): the run's own passes,
     # whatever the scoring. In the JSON right after model_calls, null when None.
@@ -147,6 +172,10 @@ class RunReport:
     @property
     def pope(self) -> PopeFigures | None:
         return self.figures if isinstance(self.figures, PopeFigures) else None
+
+    @property
+    def open(self) -> OpenFigures | None:
+        return self.figures if isinstance(self.figures, OpenFigures) else None
 
     def to_json(self) -> dict[str, Any]:
         head: dict[str, Any] = {}
@@ -172,11 +201,13 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> RunRep
     items = runs.items_of(ws, run)
     stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
     name, source, summary, by_item = _scored_passes(ws, run, stored, scoring)
-    figures = (
-        _pope(items, by_item, bench.meta.get("setting"))
-        if run.strategy == "pope"
-        else _mcq(items, by_item, run.strategy, full_passes=run.config.get("full_passes") is True)
-    )
+    figures: McqFigures | PopeFigures | OpenFigures
+    if run.strategy == "pope":
+        figures = _pope(items, by_item, bench.meta.get("setting"))
+    elif run.strategy == "open":
+        figures = _open(ws, run, items)
+    else:
+        figures = _mcq(items, by_item, run.strategy, full_passes=run.config.get("full_passes") is True)
     return RunReport(
         run.id,
         bench.name,
@@ -306,6 +337,35 @@ def _pope(items: list[catalog.Item], by_item: ByItem, setting: str | None) -> Po
             readings[parser].append(pope_reading(p, parser))
     metrics = {parser: pope_metrics(labels, readings[parser]) for parser in POPE_PARSERS}
     return PopeFigures(setting, len(labels), metrics)
+
+
+def _open(ws: Workspace, run: runs.Run, items: list[catalog.Item]) -> OpenFigures:
+    from evaluator import open_metrics
+
+    answers, unanswered = open_metrics.answers_of(ws, run)
+    scores = open_metrics.score_answers(ws, run.id, answers)
+    category = {item.id: item.category or NONE for item in items}
+    groups: dict[str, list[int]] = {}
+    for a in answers:
+        groups.setdefault(category[a.item_id], []).append(a.item_id)
+
+    def mean(by_item: dict[int, float], ids: list[int]) -> float | None:
+        values = [by_item[i] for i in ids if i in by_item]
+        return sum(values) / len(values) if values else None
+
+    by_category: dict[str, dict[str, Any]] = {}
+    for name, ids in sorted(groups.items()):
+        figures = {metric: mean(by_item, ids) for metric, by_item in scores.items()}
+        by_category[name] = {"items": len(ids), "metrics": {k: v for k, v in figures.items() if v is not None}}
+    return OpenFigures(
+        len(answers),
+        unanswered,
+        sum(1 for a in answers if not a.references),
+        {name: sum(s.values()) / len(s) for name, s in scores.items()},
+        {name: len(s) for name, s in scores.items()},
+        {name: open_metrics.REGISTRY[name].scale for name in scores},
+        by_category,
+    )
 
 
 # --- the items behind a figure ------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from evaluator.pope_report import attach_pope_means, format_pope_means
 from evaluator.prediction_import import IMPORTED_MARK, origin_of
 from evaluator.progress import DoneEvent, Progress, StartEvent, WaitEvent
 from evaluator.prompt_presets import choose_prompt, describe_prompt, preset_words
-from evaluator.report import RunReport, describe_tokens, run_report
+from evaluator.report import OpenFigures, RunReport, describe_tokens, run_report
 from evaluator.runner import RunSettings, default_max_new_tokens
 from evaluator.types import MCQ_STRATEGIES
 from evaluator.variants import COT_MAX_NEW_TOKENS
@@ -475,6 +475,32 @@ def _pct(value) -> str:
     return "   -  " if value is None else f"{100 * value:5.1f}%"
 
 
+def _metric_value(value, scale: str) -> str:
+    return "   -  " if value is None else f"{value:6.3f}" if scale == "cider" else _pct(value)
+
+
+def _format_open(o: OpenFigures) -> list[str]:
+    """Open answers by metric (evaluator/open_metrics), overall and per leaf category."""
+    lines = []
+    if o.unanswered or o.unreferenced:
+        lines.append(f"left out: {o.unreferenced} answer(s) without references, {o.unanswered} item(s) not answered")
+    if not o.metrics:
+        lines.append("no open metric applies (no answered item has references); compare runs in the arena")
+        return lines
+    names = list(o.metrics)
+    lines.append(f"{'':<34} {'n':>5} " + " ".join(f"{n[:12]:>12}" for n in names))
+    values = " ".join(f"{_metric_value(o.metrics[n], o.scales[n]):>12}" for n in names)
+    lines.append(f"{'Overall':<34} {o.answered:>5} {values}")
+    lines.append("-- leaf category")
+    for name, group in o.by_category.items():
+        got = group["metrics"]
+        values = " ".join(f"{_metric_value(got.get(n), o.scales[n]):>12}" for n in names)
+        lines.append(f"  {name[:32]:<32} {group['items']:>5} {values}")
+    if "cider" in o.scales.values():
+        lines.append("fractions as %; CIDEr on its own scale (IDF over this run's items)")
+    return lines
+
+
 def format_report(r: RunReport) -> str:
     preset = r.config.get("prompt_preset")
     lines = [
@@ -484,9 +510,9 @@ def format_report(r: RunReport) -> str:
     ]
     if r.tokens is not None:  # only a run whose server said what its passes cost
         lines.append(describe_tokens(r.tokens))
-    if r.strategy == "open":  # free answers: nothing to score; the arena compares them
-        lines[1] = f"questions {r.questions}   answers {r.model_calls}"
-        lines.append("open questions: answers are not scored; compare runs in the arena (vlmdesk arena pairs)")
+    if r.open is not None:
+        lines[1] = f"questions {r.questions}   answers {r.open.answered}"
+        lines += _format_open(r.open)
         return "\n".join(lines)
     if r.problems:
         lines.append(f"unreadable stored value(s), figures read without them: {'; '.join(r.problems)}")

@@ -147,9 +147,13 @@ def test_an_open_run_generates_free_answers_that_are_neither_extracted_nor_score
         assert all(p.prompt.startswith("Describe picture") for p in preds)  # asked as written: no option lines
         assert any(p.response.strip() for p in preds)  # a random-weight model still says something
     code, out, _ = cli(capsys, ws_path, "report", str(run_id))
-    assert code == 0 and "not scored" in out and "undecided" not in out
+    assert code == 0 and "exact_match" in out and "undecided" not in out
+    assert "left out: 1 answer(s) without references" in out  # items 1 and 3 have a reference, 2 has none
     code, out, _ = cli(capsys, ws_path, "report", str(run_id), "--json")
-    assert code == 0 and json.loads(out)["strategy"] == "open"
+    found = json.loads(out)
+    assert code == 0 and found["strategy"] == "open" and found["unreferenced"] == 1
+    assert set(found["metrics"]) == {"exact_match", "word_match", "vqa_accuracy", "anls", "cider"}
+    assert set(found["metric_items"].values()) == {2}
     code, _, err = cli(capsys, ws_path, "run", "--bench", "o", "--model", f"hf:{tiny_llava_dir}", "--likelihood")
     assert code == 2 and "no candidates to score" in err
 
