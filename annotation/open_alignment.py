@@ -37,13 +37,10 @@ ScoresOf = Callable[[Workspace, int], Mapping[str, Mapping[int, float]]]
 
 
 def stored_scores(ws: Workspace, run_id: int) -> Mapping[str, Mapping[int, float]]:
-    """The open metrics' per-item scores stored for a run (evaluator/open_metrics.py)."""
-    import importlib
+    """The open metrics' per-item scores of a run (evaluator/open_metrics.py: every metric that applies)."""
+    from evaluator.open_metrics import item_scores
 
-    # Imported by name until the metrics' module is on this branch (w7-metrics); then a plain import.
-    item_scores = importlib.import_module("evaluator.open_metrics").item_scores
-    found: Mapping[str, Mapping[int, float]] = item_scores(ws, run_id)
-    return found
+    return item_scores(ws, run_id)
 
 
 @dataclass(frozen=True)

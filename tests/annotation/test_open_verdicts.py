@@ -237,3 +237,45 @@ def test_align_open_reports_each_metric_against_the_human_labels(open_ws, capsys
     assert wm.n == decided and report.ties == 18 - decided
     assert report.metrics["cider"].cohen_kappa is None  # one score everywhere: κ undefined, never NaN
     assert json.loads(json.dumps(report.to_json()))["metrics"]["word_match"]["threshold"] == wm.threshold
+
+
+def test_align_open_reads_the_stored_metric_scores(open_ws, capsys):  # noqa: F811
+    from evaluator.open_metrics import item_scores
+
+    with open_workspace(open_ws) as ws:
+        for u in ov.queue(ws, RUNS):
+            t = ov.task(ws, RUNS, u, "ana")
+            good = bool(t.item.references) and t.item.references[0].lower() in t.answer.lower()
+            ov.add_verdict(ws, *u, "ana", "right" if good else ("partly" if u[0] == 2 else "wrong"))
+        expected = {
+            name: oa.metric_agreement(
+                {u: h.verdict for u, h in sorted(ov.human_labels(ws, RUNS).items())},
+                {(r, i): s for r in RUNS for i, s in item_scores(ws, r).get(name, {}).items()},
+                resamples=100,
+                seed=4,
+            ).to_json()
+            for name in ("exact_match", "word_match", "vqa_accuracy", "anls", "cider")
+        }
+    code, out, err = cli(
+        capsys,
+        open_ws,
+        "align",
+        "open",
+        "--bench",
+        "o",
+        "--runs",
+        "1,2,3",
+        "--bootstrap",
+        "100",
+        "--seed",
+        "4",
+        "--json",
+    )
+    assert code == 0, err
+    found = json.loads(out)
+    assert found["metrics"] == expected and found["progress"] == {"ana": 18}
+    assert found["metrics"]["word_match"]["n"] == 9  # answers to the three items with a reference
+    code, out, _ = cli(capsys, open_ws, "align", "open", "--bench", "o", "--runs", "1,2,3")
+    assert code == 0 and "word_match" in out and "threshold" in out and "rule: human label" in out
+    code, _, err = cli(capsys, open_ws, "align", "open", "--bench", "o", "--runs", "1,99")
+    assert code == 2 and "no run 99" in err
