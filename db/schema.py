@@ -913,6 +913,39 @@ def _m0016(db: Database) -> None:
     )
 
 
+@migrations(name="0017_open_judgements")
+def _m0017(db: Database) -> None:
+    # An LLM judge's verdicts on open answers (evaluator/open_judge.py, docs/adr/0035): right / partly / wrong with
+    # the judge's reason, one row per (run, item, pass, judge spec identity, rubric), so asking again asks nothing
+    # and another rubric asks anew. verdict NULL = undecided (no readable verdict after the bounded retries: never
+    # guessed); raw is the judge's last reply, redacted at the door. The rubric texts, by their sha256, are stored
+    # once each: a judgement set names the rubric it was asked with.
+    _script(
+        db,
+        """
+        CREATE TABLE judge_rubrics (
+            sha256 TEXT PRIMARY KEY CHECK (length(sha256) = 64),
+            text TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE open_judgements (
+            run_id INTEGER NOT NULL,
+            item_id INTEGER NOT NULL,
+            pass INTEGER NOT NULL,
+            judge TEXT NOT NULL,
+            rubric_sha256 TEXT NOT NULL REFERENCES judge_rubrics (sha256),
+            verdict TEXT CHECK (verdict IS NULL OR verdict IN ('right', 'partly', 'wrong')),
+            reason TEXT NOT NULL,
+            attempts INTEGER NOT NULL CHECK (attempts >= 1),
+            raw TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, item_id, pass, judge, rubric_sha256),
+            FOREIGN KEY (run_id, item_id, pass) REFERENCES predictions (run_id, item_id, pass) ON DELETE CASCADE
+        );
+        """,
+    )
+
+
 @migrations(name="0018_open_verdicts")
 def _m0018(db: Database) -> None:
     # People's verdicts on a run's open answer to an item (right / partly / wrong), the human side of "which open

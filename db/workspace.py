@@ -779,6 +779,7 @@ _MARKED = (
     "predictions",
     "scorings",
     "judgements",
+    "open_judgements",
     "guidelines",
     "saved_filters",
     "models",

@@ -307,6 +307,12 @@ OPEN_METRICS = (
         _cider,
         "cider",
     ),
+    OpenMetricEntry(
+        "judge",
+        "judge",
+        "an LLM judge's verdicts (vlmdesk judge): right 1, partly 0.5, wrong 0; the judgement set stored last",
+        "evaluator.open_judge:judge_scores",
+    ),
 )
 REGISTRY: Registry[OpenMetricEntry] = Registry("open metric", "OPEN_METRICS", builtins=(__name__,))
 

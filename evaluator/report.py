@@ -122,6 +122,9 @@ class OpenFigures:
     scored: dict[str, int]  # items each metric scored
     scales: dict[str, str]
     by_category: dict[str, dict[str, Any]]  # category -> {"items": n, "metrics": {name: mean}}
+    # The judgement set metric `judge` reads (judge spec, rubric sha256, verdicts) and the run's other sets; None
+    # when the run was never judged (evaluator/open_judge.judge_set).
+    judge_set: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -132,6 +135,7 @@ class OpenFigures:
             "metric_items": self.scored,
             "metric_scales": self.scales,
             "by_category": self.by_category,
+            "judge_set": self.judge_set,
         }
 
 
@@ -340,7 +344,7 @@ def _pope(items: list[catalog.Item], by_item: ByItem, setting: str | None) -> Po
 
 
 def _open(ws: Workspace, run: runs.Run, items: list[catalog.Item]) -> OpenFigures:
-    from evaluator import open_metrics
+    from evaluator import open_judge, open_metrics
 
     answers, unanswered = open_metrics.answers_of(ws, run)
     scores = open_metrics.score_answers(ws, run.id, answers)
@@ -365,6 +369,7 @@ def _open(ws: Workspace, run: runs.Run, items: list[catalog.Item]) -> OpenFigure
         {name: len(s) for name, s in scores.items()},
         {name: open_metrics.REGISTRY[name].scale for name in scores},
         by_category,
+        open_judge.judge_set(ws, run.id) if "judge" in scores else None,
     )
 
 

@@ -86,6 +86,7 @@ COMMANDS: dict[str, str] = {
     # The report and its figures: Results › Desiderata; `desiderata language` (judgements stored in the workspace):
     # Workspace › Judge the language of a run…; `desiderata ece --input` reads a file and writes nothing.
     "desiderata": "tab:results",
+    "judge": "menu:Judge open answers…",
     "arena pairs": "menu:Draw arena pairs…",
     "arena ratings": "tab:arena",  # its Leaderboard page (a file of battles from elsewhere: the command only)
     "arena export-votes": "menu:Export arena votes…",
@@ -256,6 +257,12 @@ class WorkspaceCommands(QObject):
                 self.judge_language_dialog,
                 "vlmdesk desiderata language: a judge model scores the fluency and coherence of a chain-of-thought "
                 "run's answers (ChEF's language performance); judgements are stored, never asked twice",
+            ),
+            (
+                "Judge open answers…",
+                self.judge_open_dialog,
+                "vlmdesk judge: a judge model gives each answer of an open run a verdict (right / partly / wrong) "
+                "against the reference answers, under a rubric; verdicts are stored, never asked twice",
             ),
             (
                 "Draw arena pairs…",
@@ -477,6 +484,35 @@ class WorkspaceCommands(QObject):
         if v and v["run"] is not None and v["judge"]:
             self.judge_language(int(v["run"]), str(v["judge"]))
 
+    def judge_open_dialog(self) -> None:
+        if not self._check_ready():
+            return
+        found = [r for r in runs.list_runs(self.window.ws) if r.strategy == "open"]
+        if not found:
+            self.window.show_error("No open run in this workspace: run a model on an open benchmark first")
+            return
+        v = self._ask(
+            "judge",
+            "Judge open answers",
+            [
+                Field(
+                    "run", "Run", "choice", tuple((f"run {r.id} · {r.model_spec} · {r.benchmark}", r.id) for r in found)
+                ),
+                Field("judge", "Judge model", tip="a saved model's name, or openai:…@…, hf:… (a text model)"),
+                Field(
+                    "rubric",
+                    "Rubric file",
+                    "open",
+                    tip="optional: the judge's instructions (vlmdesk judge --print-rubric shows the built-in one)",
+                ),
+            ],
+            intro="The judge reads each answer with the question and its reference answers and says right, partly "
+            "or wrong with a reason; a reply it cannot be held to is stored as undecided. Results show the score "
+            "(right 1, partly 0.5, wrong 0) as metric judge.",
+        )
+        if v and v["run"] is not None and v["judge"]:
+            self.judge_open(int(v["run"]), str(v["judge"]), str(v.get("rubric") or "") or None)
+
     def pope_build_dialog(self) -> None:
         v = self._ask(
             "pope build",
@@ -586,6 +622,10 @@ class WorkspaceCommands(QObject):
         return self.start(
             ["desiderata", "language", str(run_id), "--judge", judge], f"Judging the language of run {run_id}"
         )
+
+    def judge_open(self, run_id: int, judge: str, rubric: str | None = None) -> CommandProcess | None:
+        args = ["judge", str(run_id), "--judge", judge, *(["--rubric", rubric] if rubric else [])]
+        return self.start(args, f"Judging the open answers of run {run_id}")
 
     def pope_build(
         self,

@@ -62,6 +62,7 @@ COMMAND_MODULES = (
     "cmd_models",
     "cmd_results",
     "cmd_desiderata",
+    "cmd_judge",
     "cmd_gui",
     "cmd_reviews",
     "cmd_check",

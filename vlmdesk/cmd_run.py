@@ -498,6 +498,14 @@ def _format_open(o: OpenFigures) -> list[str]:
         lines.append(f"  {name[:32]:<32} {group['items']:>5} {values}")
     if "cider" in o.scales.values():
         lines.append("fractions as %; CIDEr on its own scale (IDF over this run's items)")
+    if o.judge_set is not None:
+        j, others = o.judge_set, len(o.judge_set["other_sets"])
+        v = j["verdicts"]
+        lines.append(
+            f"judge: {j['judge']}, rubric {j['rubric_sha256'][:12]} (right {v['right']}, partly {v['partly']}, "
+            f"wrong {v['wrong']}, undecided {v['undecided']})"
+            + (f"; {others} other judgement set(s), see --json" if others else "")
+        )
     return lines
 
 
