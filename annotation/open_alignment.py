@@ -4,9 +4,10 @@ The units are answers (run, item) with a human label (annotation/open_verdicts.p
 the standing verdicts; ties are left out and counted). People judge right / partly / wrong; a metric gives a number.
 
 - Binary view: human **right** against **not right** (partly and wrong together: a partly right answer is not one a
-  metric should count as right). The metric says right when its score is ≥ a threshold, chosen on these data: the
-  distinct score that maximises accuracy (the lowest such score on a tie). Chosen on the data it is judged on, the
-  accuracy is optimistic; the threshold is printed so it can be carried to other data.
+  metric should count as right). The metric says right when its score is ≥ a threshold, chosen on these data: of
+  the distinct scores, and "no answer counts as right" (threshold null), the one that maximises accuracy (the lowest
+  score on a tie). Chosen on the data it is judged on, the accuracy is optimistic; the threshold is printed so it
+  can be carried to other data.
 - Accuracy with its Wilson 95 % interval (annotation/agreement.py); Cohen's κ of the thresholded metric against the
   human binary label, with a seeded percentile bootstrap 95 % interval (units resampled with replacement, the
   threshold held fixed, resamples where κ is undefined dropped and counted).
@@ -48,7 +49,7 @@ class MetricAgreement:
     """One metric held against the human labels."""
 
     n: int  # answers with a human label and this metric's score
-    threshold: float | None  # score ≥ threshold counts as right
+    threshold: float | None  # score ≥ threshold counts as right; None (with n > 0): no answer does
     accuracy: float | None
     wilson_95: tuple[float, float] | None
     cohen_kappa: float | None
@@ -64,15 +65,15 @@ class MetricAgreement:
         return out
 
 
-def best_threshold(scores: Sequence[float], right: Sequence[bool]) -> tuple[float | None, int]:
-    """(threshold, answers classified alike): the distinct score t maximising agreement of `score ≥ t` with `right`,
-    the lowest on a tie; (None, 0) without scores."""
+def best_threshold(scores: Sequence[float], right: Sequence[bool]) -> tuple[float, int]:
+    """(threshold, answers classified alike): of the distinct scores and +inf (no answer counts as right), the t
+    maximising agreement of `score ≥ t` with `right`, the lowest on a tie; (inf, 0) without scores."""
     if len(scores) != len(right):
         raise ValueError("scores and labels must have the same length")
-    best: tuple[float | None, int] = (None, 0)
+    best = (math.inf, sum(not r for r in right))
     for t in sorted(set(scores)):
         hits = sum((s >= t) == r for s, r in zip(scores, right))
-        if best[0] is None or hits > best[1]:
+        if hits >= best[1] and (hits > best[1] or t < best[0]):
             best = (t, hits)
     return best
 
@@ -120,12 +121,12 @@ def metric_agreement(
     values = [float(scores[u]) for u in units]
     right = [human[u] == "right" for u in units]
     threshold, hits = best_threshold(values, right)
-    said = [threshold is not None and v >= threshold for v in values]
+    said = [v >= threshold for v in values]
     kappa = agreement.cohen_kappa(right, said)
     interval, undefined = bootstrap_kappa(right, said, resamples=resamples, seed=seed) if units else (None, 0)
     return MetricAgreement(
         len(units),
-        threshold,
+        threshold if units and math.isfinite(threshold) else None,
         hits / len(units) if units else None,
         agreement.wilson_interval(hits, len(units)),
         kappa,
@@ -183,7 +184,7 @@ class OpenAlignmentReport:
     rule: str = (
         "human label: the newest adjudication, else the majority of standing verdicts (ties left out); "
         "right vs partly-or-wrong; a metric says right when score >= threshold, the threshold maximising accuracy "
-        "on these answers (lowest on a tie)"
+        "on these answers (lowest on a tie; none: no answer counts as right)"
     )
 
     def to_json(self) -> dict[str, Any]:

@@ -209,8 +209,9 @@ def format_open(r: OpenAlignmentReport) -> str:
         f"{'95% bootstrap':>16} {'spearman':>8}",
     ]
     for name, m in r.metrics.items():
+        threshold = "none" if m.n and m.threshold is None else fmt(m.threshold)  # none: no answer counts as right
         lines.append(
-            f"{name[:14]:<14} {m.n:>4} {fmt(m.threshold):>9} {_pct(m.accuracy):>8} {_ci(m.wilson_95):>16} "
+            f"{name[:14]:<14} {m.n:>4} {threshold:>9} {_pct(m.accuracy):>8} {_ci(m.wilson_95):>16} "
             f"{fmt(m.cohen_kappa):>7} {_ci(m.kappa_95):>16} {fmt(m.spearman):>8}"
         )
     if not r.metrics:

@@ -163,11 +163,13 @@ def test_a_metrics_agreement_equals_sklearn_scipy_and_the_wilson_formula(seed):
     truth = [human[u] == "right" for u in units]
     values = [scores[u] for u in units]
     # The threshold: brute force over every distinct score, the lowest of the best.
-    accuracy = {t: np.mean([(v >= t) == r for v, r in zip(values, truth)]) for t in sorted(set(values))}
+    candidates = [*sorted(set(values)), math.inf]  # inf: no answer counts as right
+    accuracy = {t: np.mean([(v >= t) == r for v, r in zip(values, truth)]) for t in candidates}
     best = max(accuracy.values())
-    assert m.threshold == min(t for t, a in accuracy.items() if a == best)
+    chosen = min(t for t, a in accuracy.items() if a == best)
+    assert m.threshold == (None if chosen == math.inf else chosen)
     assert m.n == len(units) and m.accuracy == pytest.approx(best, abs=1e-12)
-    said = [v >= m.threshold for v in values]
+    said = [v >= chosen for v in values]
     assert m.cohen_kappa == pytest.approx(cohen_kappa_score(truth, said), abs=1e-12)
     k = round(best * len(units))
     assert m.wilson_95 == pytest.approx(_wilson(k, len(units)), abs=1e-9)
@@ -210,6 +212,9 @@ def test_undefined_figures_are_none():
     m = oa.metric_agreement({1: "right", 2: "right"}, {1: 0.5, 2: 0.5}, resamples=50)
     assert (m.n, m.threshold, m.accuracy, m.cohen_kappa, m.spearman) == (2, 0.5, 1.0, None, None)
     assert m.kappa_95 is None and m.bootstrap_undefined == 50
+    # Every answer wrong and one score everywhere: the best rule is that no answer counts as right (threshold None).
+    never = oa.metric_agreement({1: "wrong", 2: "partly"}, {1: 0.0, 2: 0.0}, resamples=50)
+    assert (never.threshold, never.accuracy) == (None, 1.0)
     empty = oa.metric_agreement({1: "right"}, {}, resamples=50)
     assert (empty.n, empty.threshold, empty.accuracy, empty.wilson_95, empty.kappa_95) == (0, None, None, None, None)
 
