@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QVBoxLayout,
+    QWidget,
 )
 
 from annotation import open_verdicts as ov
@@ -338,3 +339,94 @@ class OpenAnswersPage(_ItemPage):
             unit = latest
         self.refresh(unit)
         self.ctx.info.emit("Verdict withdrawn: judge this answer again.")
+
+
+METRIC_COLUMNS = (
+    "Metric",
+    "n",
+    "Threshold",
+    "Accuracy",
+    "Wilson 95 %",
+    "Cohen's κ",
+    "κ 95 % (bootstrap)",
+    "Spearman ρ",
+)
+APP_BOOTSTRAP = 1000  # resamples in the app (`vlmdesk align open --bootstrap` goes further)
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def _interval(ci: tuple[float, float] | None) -> str:
+    return "–" if ci is None else f"{ci[0]:.3f} – {ci[1]:.3f}"
+
+
+class OpenMetricsPanel(QWidget):
+    """The Alignment tab's Open metrics page: `vlmdesk align open` for the chosen open benchmark's runs — each open
+    metric held against people's verdicts (annotation/open_alignment.py). It mixes everyone's verdicts, so the
+    Alignment tab's blind cover hides it like every figure."""
+
+    def __init__(self, ctx, parent=None):
+        super().__init__(parent)
+        from gui.tables import RowsModel, export_table, table_view
+
+        self.ctx = ctx
+        self.report = None
+        self.summary = QLabel()
+        self.summary.setObjectName("muted")
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table = RowsModel(METRIC_COLUMNS, self)
+        self.table.align_right = set(range(1, len(METRIC_COLUMNS)))
+        export = QPushButton("Export CSV…")
+        export.clicked.connect(lambda: export_table(self, self.table, "open-metrics.csv"))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 4, 0, 0)
+        layout.addWidget(self.summary)
+        layout.addWidget(table_view(self.table, stretch=0), 1)
+        layout.addWidget(export, 0, Qt.AlignmentFlag.AlignRight)
+
+    def refresh(self) -> None:
+        from annotation.open_alignment import open_alignment
+
+        bench = self.ctx.benchmark
+        run_ids = [r.id for r in ov.judgeable_runs(self.ctx.ws, bench.id)] if bench and bench.kind == "open" else []
+        if not run_ids:
+            self.report = None
+            self.table.set_rows([])
+            self.summary.setText(
+                "Choose an open benchmark with runs: people judge their answers in Queues › Open answers, and this "
+                "page holds every open metric against those verdicts (vlmdesk align open)."
+            )
+            return
+        try:
+            r = self.report = open_alignment(self.ctx.ws, bench, run_ids, stored_scores, resamples=APP_BOOTSTRAP)
+        except UserError as exc:
+            self.report = None
+            self.table.set_rows([])
+            self.summary.setText(str(exc))
+            return
+        self.table.set_rows(
+            [
+                (
+                    name,
+                    m.n,
+                    "none" if m.n and m.threshold is None else _fmt(m.threshold),
+                    "–" if m.accuracy is None else f"{100 * m.accuracy:.1f} %",
+                    _interval(m.wilson_95),
+                    _fmt(m.cohen_kappa),
+                    _interval(m.kappa_95),
+                    _fmt(m.spearman),
+                )
+                for name, m in r.metrics.items()
+            ]
+        )
+        a, lab = r.annotators, r.labels
+        self.summary.setText(
+            f"{bench.name}, runs {', '.join(map(str, r.runs))}: {r.judged} of {r.answers} answers judged "
+            f"(right {lab['right']}, partly {lab['partly']}, wrong {lab['wrong']}; {r.ties} ties left out, "
+            f"{r.adjudicated} adjudicated). Annotators {', '.join(a.names) or '–'}: κ {_fmt(a.cohen_kappa)}, "
+            f"α {_fmt(a.krippendorff_alpha)}. Right vs partly-or-wrong; the threshold maximises accuracy on "
+            f"these answers; κ interval: {APP_BOOTSTRAP} bootstrap resamples, seed {r.seed}."
+        )

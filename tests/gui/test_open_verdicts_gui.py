@@ -114,3 +114,30 @@ def test_the_page_fits_1024_by_700_dark_with_large_text(qtbot, open_ws, make_win
     for b in page.buttons.values():
         assert b.isVisible() and b.visibleRegion().boundingRect().width() >= b.width() - 1
     assert window.grab().save(str(tmp_path / "open-dark.png"))
+
+
+def test_the_alignment_tabs_open_metrics_page_is_align_open_and_blind_mode_hides_it(qtbot, open_ws, make_window):
+    from annotation.open_alignment import open_alignment, stored_scores
+    from db import catalog
+    from gui.verdicts_view import APP_BOOTSTRAP
+
+    with open_workspace(open_ws) as ws:
+        for unit in ov.queue(ws, [1, 2])[:10]:
+            ov.add_verdict(ws, *unit, "ann", "wrong" if unit[0] == 1 else "partly")
+        expected = open_alignment(
+            ws, catalog.benchmark_by_name(ws, "demo-open"), [1, 2], stored_scores, resamples=APP_BOOTSTRAP
+        )
+    window = make_window(open_ws)
+    window.select_benchmark("demo-open")
+    window.show_view("alignment")
+    view = window.view("alignment")
+    view.inner.setCurrentWidget(view.open_metrics)
+    panel = view.open_metrics
+    assert panel.isVisible() and panel.report == expected
+    rows = {row[0]: row for row in panel.table.rows}
+    assert set(rows) == set(expected.metrics)
+    kappa = expected.metrics["word_match"].cohen_kappa
+    assert rows["word_match"][5] == ("–" if kappa is None else f"{kappa:.3f}")
+    assert "Annotators ann, bo" in panel.summary.text()
+    window.blind_action.setChecked(True)
+    assert not panel.isVisible() and view.cover.hidden
