@@ -29,6 +29,7 @@ from annotation.standing import OPEN_VERDICTS
 from db import catalog, runs
 from db.catalog import now_iso
 from db.errors import InvalidInput, NotFound, UserError
+from db.runs import answer_key
 from db.workspace import Workspace, inserted_id
 
 Verdict = Literal["right", "partly", "wrong"]
@@ -82,11 +83,6 @@ class Task:
 class HumanLabel:
     verdict: Verdict | None  # None: a tie awaiting adjudication
     source: Literal["adjudicated", "majority", "tie"]
-
-
-def answer_key(answer: str) -> str:
-    """What a verdict judged: the sha256 of the answer's text (UTF-8)."""
-    return hashlib.sha256(answer.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # ------------------------------------------------------------------------------------------------- the answers

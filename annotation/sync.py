@@ -44,7 +44,7 @@ from annotation.standing import (
     WITHDRAWAL,
     Kind,
 )
-from db import catalog
+from db import catalog, runs
 from db.workspace import Workspace
 from evaluator.choices import answer_keys
 from evaluator.extraction import REFUSAL
@@ -267,7 +267,7 @@ class _Lookups:
             "WHERE r.config_key = ? AND r.benchmark_id = ? AND p.item_id = ? AND p.pass = 0 ORDER BY p.run_id",
             (config, item.benchmark_id, item.id),
         ):
-            if open_verdicts.answer_key(response) == key:
+            if runs.answer_key(response) == key:
                 return run_id, key
         raise _Bad("answer", f"no run of config {config[:64]!r} here gave this answer ({key[:12]}…) to the item")
 

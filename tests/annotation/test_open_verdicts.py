@@ -284,3 +284,19 @@ def test_align_open_reads_the_stored_metric_scores(open_ws, capsys):  # noqa: F8
     assert code == 0 and "word_match" in out and "threshold" in out and "rule: human label" in out
     code, _, err = cli(capsys, open_ws, "align", "open", "--bench", "o", "--runs", "1,99")
     assert code == 2 and "no run 99" in err
+
+
+def test_check_names_verdicts_whose_answer_is_gone(open_ws):  # noqa: F811
+    from db.check import check_workspace
+
+    with open_workspace(open_ws) as ws:
+        unit = ov.queue(ws, RUNS)[0]
+        ov.add_verdict(ws, *unit, "ana", "right")
+        ov.add_verdict(ws, *unit, "bo", "wrong")
+    assert all(r.ok for r in check_workspace(open_ws).results)
+    with open_workspace(open_ws) as ws, ws.db.atomic():
+        ws.conn.execute("DELETE FROM predictions WHERE run_id = ? AND item_id = ?", unit)
+    found = {r.name: r for r in check_workspace(open_ws).results}
+    assert found["open_verdicts"].problems == [
+        f"run {unit[0]} item {unit[1]}: 2 verdict(s) on an answer that is not stored"
+    ]
