@@ -190,29 +190,36 @@ _PTB_DROPPED_TOO = frozenset(('"', "\u2014", "\u2026"))
 _PTB_BRACKETS = {"(": "-lrb-", ")": "-rrb-", "{": "-lcb-", "}": "-rcb-", "[": "-lsb-", "]": "-rsb-"}
 _PTB_UNICODE = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "\u2013": " -- "})
 _PTB_TOKEN = re.compile(
-    r"""(?:[^\W\d_]\.){2,}                # u.s. e.g. a.m.
-      | (?:mr|mrs|ms|dr|st|jr|sr|vs|prof|inc|ltd|co|corp|etc)\.(?=\s|$)
+    r"""(?:https?|ftp)://\S+?(?=[.,;:!?]?(?:\s|$)) # a web address, whole
+      | (?<![\w.+-])[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)+  # an e-mail address, whole (tried once per run of signs)
+      | (?:[^\W\d_]\.){2,}                # u.s. e.g. a.m.
+      | (?:mr|mrs|ms|dr|st|jr|sr|vs|prof|inc|ltd|co|corp|etc|ave|blvd|rd|mt|ft)\.(?=\s|$)
+      | '(?:t(?=(?:is|was)\b)|\d\d\b)       # 'tis -> 't is, the year '99
       | \d+(?:[.,:]\d+)+                   # 3.14 1,000 3:30
-      | [^\W_]+(?:[-'&][^\W_]+)*'?         # words, hyphenated, with apostrophes (o'clock, isn't, dogs')
+      | [^\W_]+(?:[-'&.][^\W_]+)*'?        # words: hyphenated, inner apostrophes and periods (np.zeros)
       | \.{2,}|!+|\?+|-{2,}                # runs of punctuation
       | \S                                 # any other sign on its own
     """,
     re.VERBOSE,
 )
+_PTB_SPLIT = {"gonna": ["gon", "na"], "wanna": ["wan", "na"], "gotta": ["got", "ta"]}
 _PTB_CLITIC = re.compile(r"^(.+?)(n't|'s|'m|'d|'re|'ve|'ll)$")
 
 
 def ptb_tokenize(text: str) -> str:
     """A caption as coco-caption feeds CIDEr: Stanford PTBTokenizer's tokens (lower case, -preserveLines), less
     ptbtokenizer.py's punctuation list, joined by spaces. A Python restatement of PTBTokenizer's rules for what
-    captions hold: words (hyphens and inner apostrophes kept), clitics split (is n't, ca n't, man 's), numbers with
-    inner . , : kept and split from what follows (3:30pm -> 3:30 pm), acronyms and common titles keep their period,
-    brackets become -lrb- and kin, quotes, dashes and ellipses are dropped. Rarer rules (rock 'n' roll, a title not
-    listed) are not restated."""
+    captions hold: words (hyphens, inner apostrophes and periods kept), clitics split (is n't, ca n't, man 's),
+    numbers with inner . , : kept and split from what follows (3:30pm -> 3:30 pm), acronyms and common titles keep
+    their period, web and e-mail addresses stay whole, gonna -> gon na, brackets become -lrb- and kin, quotes, dashes
+    and ellipses are dropped. Rarer rules (rock 'n' roll,
+    a title not listed) are not restated."""
     out: list[str] = []
     for token in _PTB_TOKEN.findall(text.replace("\n", " ").lower().translate(_PTB_UNICODE)):
         clitic = _PTB_CLITIC.match(token)
-        if clitic:
+        if token in _PTB_SPLIT:
+            out += _PTB_SPLIT[token]
+        elif clitic:
             out += clitic.groups()
         elif token.endswith("'") and len(token) > 1:
             out.append(token[:-1])  # a closing quote, dropped

@@ -116,6 +116,90 @@ def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
     return fig
 
 
+def open_figure(reports: list[RunReport]) -> Figure:
+    """Open runs by metric (evaluator/open_metrics): horizontal bars per Overall and leaf category (names read
+    level in a narrow pane), one colour per metric (runs after the first lighter); fractions in %, CIDEr beside
+    them on its own axis."""
+    opens = [r for r in reports if r.open is not None and r.open.metrics]
+    if not opens:
+        raise InvalidInput("no open metric applies to these runs (no answered item has reference answers)")
+    scales: dict[str, str] = {}
+    for r in opens:
+        assert r.open is not None  # kept above
+        scales.update(r.open.scales)
+    fractions = [n for n, s in scales.items() if s == "fraction"]
+    own = [n for n, s in scales.items() if s != "fraction"]
+    groups = ["Overall", *sorted({g for r in opens if r.open is not None for g in r.open.by_category})]
+    rows = len(groups) * max(1.0, 0.6 * len(opens) * max(1, len(fractions)) / 4)
+    fig = Figure(figsize=(6.4, min(12.0, max(3.6, 1.4 + 0.5 * rows))), layout="constrained")
+    FigureCanvasAgg(fig)
+    if own and fractions:
+        ax, cider_ax = fig.subplots(1, 2, sharey=True, width_ratios=[3, 1])
+    else:
+        ax, cider_ax = fig.add_subplot(), None
+
+    def value(report: RunReport, group: str, metric: str) -> float | None:
+        figures = report.open
+        assert figures is not None  # kept above
+        if group == "Overall":
+            return figures.metrics.get(metric)
+        found: float | None = figures.by_category.get(group, {}).get("metrics", {}).get(metric)
+        return found
+
+    def draw(axes: Any, metrics: list[str], percent: bool, colour_from: int) -> None:
+        series = [(r_i, r, m_i, m) for r_i, r in enumerate(opens) for m_i, m in enumerate(metrics)]
+        height = 0.8 / max(1, len(series))
+        for s_i, (r_i, report, m_i, metric) in enumerate(series):
+            widths = [(value(report, g, metric) or 0.0) * (100 if percent else 1) for g in groups]
+            bars = axes.barh(
+                [y + s_i * height - 0.4 + height / 2 for y in range(len(groups))],
+                widths,
+                height,
+                color=COLORS[(colour_from + m_i) % len(COLORS)],
+                alpha=1.0 if r_i == 0 else 0.5,
+                label=metric if len(opens) == 1 else f"{run_label(report)} — {metric}",
+            )
+            for bar, g, w in zip(bars, groups, widths):
+                _tag(
+                    bar,
+                    run=report.run_id,
+                    level="all" if g == "Overall" else "category",
+                    group=None if g == "Overall" else g,
+                    metric=metric,
+                )
+                axes.annotate(
+                    f"{w:.0f}" if percent else f"{w:.2f}",
+                    (w, bar.get_y() + bar.get_height() / 2),
+                    ha="left",
+                    va="center",
+                    fontsize=6.5,
+                    xytext=(1.5, 0),
+                    textcoords="offset points",
+                    # Taller than a thin bar: on the axes' own colour, not on the neighbouring bar's.
+                    bbox={"boxstyle": "square,pad=0.05", "fc": axes.get_facecolor(), "ec": "none"},
+                )
+        axes.grid(axis="x", alpha=0.3)
+
+    first = ax if fractions else None
+    if fractions:
+        draw(ax, fractions, True, 0)
+        ax.set_xlabel("score (%)")
+        ax.set_xlim(0, 112)
+    target = cider_ax if cider_ax is not None else (None if fractions else ax)
+    if target is not None:
+        draw(target, own, False, len(fractions))
+        top = max((value(r, g, m) or 0.0) for r in opens for g in groups for m in own)
+        target.set_xlim(0, max(1.0, top * 1.3))
+        target.set_xlabel("CIDEr")  # its own scale (0-10)
+    ax.set_yticks(range(len(groups)), groups, fontsize=8)
+    ax.invert_yaxis()  # Overall on top
+    handles = [h for a in (first, target) if a is not None for h in a.get_legend_handles_labels()[0]]
+    labels = [lab for a in (first, target) if a is not None for lab in a.get_legend_handles_labels()[1]]
+    # Above the bars, in the title's place (the chart's own title line names the runs).
+    fig.legend(handles, labels, fontsize=8, loc="outside upper center", ncol=3, frameon=False)
+    return fig
+
+
 def _bar_values(ax: Any, bars: Any, heights: list[float], *, crowded: bool) -> None:
     """Each bar's value above it; upright and smaller where several runs put narrow bars side by side (level text
     of neighbouring bars ran together, "2020")."""

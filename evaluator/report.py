@@ -225,7 +225,8 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> RunRep
         summary,
         (RUN_SCORING, *stored),
         sum(len(v) for v in by_item.values()),
-        sum(1 for v in by_item.values() for p in v.values() if p.choice is None),
+        # An open run reads no choice: none of its answers is undecided.
+        0 if run.strategy == "open" else sum(1 for v in by_item.values() for p in v.values() if p.choice is None),
         run.created_at,
         run.finished_at,
         run.config,
@@ -472,6 +473,49 @@ def group_items(
 
 
 @dataclasses.dataclass(frozen=True)
+class OpenItemResult:
+    """One answered item of an open run as its report counts it: the answer, the references and each open metric's
+    score (a metric that left the item out is absent)."""
+
+    item_id: int
+    index: int | str
+    question: str
+    category: str | None
+    response: str
+    references: tuple[str, ...]
+    scores: dict[str, float]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "references": list(self.references)}
+
+
+def open_group_items(ws: Workspace, run_id: int, *, group: str | None = None) -> list[OpenItemResult]:
+    """The answered items of an open run behind one bar: of leaf category `group` ("(none)": without one), every
+    answered item when None; each with its open metrics' scores. NotFound for an unknown run or category,
+    InvalidInput for a run that is not open."""
+    from evaluator import open_metrics
+
+    run = runs.get_run(ws, run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    if run.strategy != "open":
+        raise InvalidInput(f"run {run_id} is a {run.strategy} run, not an open one")
+    items = {item.id: item for item in runs.items_of(ws, run)}
+    if group is not None and group not in {item.category or NONE for item in items.values()}:
+        raise NotFound(f"no category {group!r} in run {run_id}")
+    answers, _ = open_metrics.answers_of(ws, run)
+    scores = open_metrics.score_answers(ws, run_id, answers)
+    out = []
+    for a in answers:
+        item = items[a.item_id]
+        if group is not None and (item.category or NONE) != group:
+            continue
+        mine = {name: by_item[a.item_id] for name, by_item in scores.items() if a.item_id in by_item}
+        out.append(OpenItemResult(item.id, item.index, item.question, item.category, a.response, a.references, mine))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
 class RunSummary:
     """One line of the runs list (`vlmdesk runs --scores`, the app's runs list)."""
 
@@ -490,6 +534,7 @@ class RunSummary:
     created_at: str
     finished_at: str | None
     duration_s: float | None
+    open_metrics: dict[str, float] | None = None  # open runs: each open metric that applies, its run value
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -520,6 +565,7 @@ def run_summary(ws: Workspace, run_id: int) -> RunSummary | None:
         run.created_at,
         run.finished_at,
         _seconds_between(run.created_at, run.finished_at or run.updated_at),
+        report.open.metrics if report.open else None,
     )
 
 

@@ -20,10 +20,10 @@ from PySide6.QtWidgets import (
 )
 
 from db.errors import InvalidInput
-from evaluator import plots
+from evaluator import open_metrics, plots
 from evaluator.exporters import ExportError
 from evaluator.prediction_export import PredictionExport, default_file_name, export_predictions
-from evaluator.report import NONE, RunReport, group_items, run_report
+from evaluator.report import NONE, RunReport, group_items, open_group_items, run_report
 from gui import file_dialogs
 from gui.appearance import MUTED, RIGHT, WRONG
 from gui.charts import BlindCover, ChartView, message_figure
@@ -39,11 +39,26 @@ CHARTS = {  # name -> (title, kinds it draws)
     "category": ("Per leaf category", "mcq"),
     "drop": ("VanillaEval vs CircularEval", "mcq"),
     "pope": ("POPE per setting", "pope"),
+    "open": ("Open answers", "open"),
 }
 ITEM_COLUMNS = ("Index", "Result", "Vanilla", "Circular", "L2", "Category", "Question")
 MARK = {True: "✓", False: "✗", None: "–"}
 CLICK_HINT = "Click a bar to list the items behind it; double-click an item to review it"
 STRATEGY_TITLE = {"vanilla": "VanillaEval", "circular": "CircularEval"}
+# An open run's items: the clicked metric's score (every metric's in its tooltip), the answer and the first reference
+# shortened (whole in their tooltips); the question stretches in the same column as the multiple-choice list's.
+OPEN_COLUMNS = ("Index", "Score", "Answer", "Reference", "Refs", "Category", "Question")
+OPEN_TEXT = 32  # characters of an answer or a reference shown in a cell
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= OPEN_TEXT else text[: OPEN_TEXT - 1] + "…"
+
+
+def _score_text(value: float, metric: str, entries: dict) -> str:
+    """A fraction as %, CIDEr (its own scale) with two decimals."""
+    entry = entries.get(metric)
+    return f"{value:.2f}" if entry is not None and entry.scale != "fraction" else f"{100 * value:.0f} %"
 
 
 class DashboardView(QWidget):
@@ -181,23 +196,25 @@ class DashboardView(QWidget):
         if not self.reports:
             self.chart.set_figure(message_figure("Choose one or more runs on the left"), clickable=False)
             return
-        if any(r.strategy == "open" for r in self.reports):  # free answers have no accuracy to chart
+        kinds = {"pope" if r.pope is not None else "open" if r.open is not None else "mcq" for r in self.reports}
+        if len(kinds) > 1:
             self.chart.set_figure(
-                message_figure("Open questions are not scored:\ntheir answers are compared in the Arena tab"),
+                message_figure("POPE, open and multiple-choice runs cannot share a chart:\nchoose runs of one kind"),
                 clickable=False,
             )
             return
-        kinds = {"pope" if r.pope is not None else "mcq" for r in self.reports}
-        if len(kinds) > 1:
+        if kinds == {"open"} and not any(r.open and r.open.metrics for r in self.reports):
             self.chart.set_figure(
-                message_figure("POPE and multiple-choice runs cannot share a chart:\nchoose runs of one kind"),
+                message_figure(
+                    "No answered item has reference answers to score against:\ncompare the answers in the Arena tab"
+                ),
                 clickable=False,
             )
             return
         kind = kinds.pop()
         chart = self.kind.currentData()
         if CHARTS[chart][1] != kind:
-            chart = "pope" if kind == "pope" else "l2"
+            chart = kind if kind in ("pope", "open") else "l2"
             self.kind.blockSignals(True)
             self.kind.setCurrentIndex(self.kind.findData(chart))
             self.kind.blockSignals(False)
@@ -211,6 +228,7 @@ class DashboardView(QWidget):
                 "category": lambda r: plots.ability_figure(r, "by_category"),
                 "drop": plots.drop_figure,
                 "pope": plots.pope_figure,
+                "open": plots.open_figure,
             }[chart](self.reports)
         except InvalidInput as exc:  # e.g. the drop chart of runs without CircularEval
             self.chart.set_figure(message_figure(str(exc)), clickable=False)
@@ -237,6 +255,9 @@ class DashboardView(QWidget):
         run_id = int(target["run"])
         level = target.get("level", "all")
         group = target.get("group")
+        if level in ("all", "category") and target.get("metric"):
+            self._show_open_items(run_id, group, target["metric"])
+            return
         found = group_items(self.ctx.ws, run_id, level="all" if level == "pope" else level, group=group)
         key = target.get("parser") or target.get("strategy") or "vanilla"
         # A run's verdict on an item whose response awaits this annotator's blind label is not shown (the blind
@@ -281,6 +302,55 @@ class DashboardView(QWidget):
         how = STRATEGY_TITLE.get(key, f"{key} parser")
         self.items_title.setText(
             f"Run {run_id} · {what} · {how}: {right} of {len(found)} right — double-click an item to review it"
+        )
+
+    def _show_open_items(self, run_id: int, group: str | None, metric: str) -> None:
+        """The answered items of an open run's bar, with the clicked metric's score first (as `vlmdesk run-items`)."""
+        found = open_group_items(self.ctx.ws, run_id, group=group)
+        sight = self.ctx.sight(item_ids=[r.item_id for r in found])
+        entries = {e.name: e for e in open_metrics.REGISTRY.entries()}
+        rows, colours, tips = [], {}, {}
+        for n, r in enumerate(found):
+            question = " ".join(r.question.split())
+            reference = r.references[0] if r.references else ""
+            shown = sight.shows_run_result(run_id, r.item_id)
+            score = r.scores.get(metric)
+            every = "\n".join(f"{m}: {_score_text(v, m, entries)}" for m, v in r.scores.items())
+            rows.append(
+                (
+                    r.index,
+                    (_score_text(score, metric, entries) if score is not None else "– left out")
+                    if shown
+                    else ADJUDICATION_HIDDEN,
+                    _short(" ".join(r.response.split())),
+                    _short(" ".join(reference.split())),
+                    len(r.references),
+                    r.category or "",
+                    question,
+                )
+            )
+            fraction = entries[metric].scale == "fraction" if metric in entries else True
+            colours[(n, 1)] = (
+                MUTED
+                if not shown or score is None or not fraction
+                else RIGHT
+                if score >= 1
+                else WRONG
+                if score <= 0
+                else MUTED
+            )
+            if shown:
+                tips[(n, 1)] = every
+            tips[(n, 2)] = r.response[:2000]
+            tips[(n, 3)] = "\n".join(f"• {ref[:500]}" for ref in r.references[:20])
+        self.items.columns = OPEN_COLUMNS
+        self.items.set_rows(rows, [r.item_id for r in found], colours=colours, tooltips=tips)
+        scored = [r.scores[metric] for r in found if metric in r.scores]
+        mean = _score_text(sum(scored) / len(scored), metric, entries) if scored else "–"
+        what = "all items" if group is None else (group if group != NONE else "(none)")
+        self.items_title.setText(
+            f"Run {run_id} · {what} · {metric}: mean {mean} over {len(scored)} of {len(found)} answers "
+            "— double-click an item to review it"
         )
 
     # -- export

@@ -41,14 +41,21 @@ def duration(seconds) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
+OPEN_SHOWN = {"word_match": "word", "anls": "ANLS"}
+
+
 def score(s: RunSummary) -> str:
-    """The overall figures in one cell: CircularEval and VanillaEval, or POPE's F1 (official parser)."""
+    """The overall figures in one cell: CircularEval and VanillaEval, POPE's F1 (official parser), or an open
+    run's word match and ANLS (evaluator/open_metrics)."""
 
     def num(v):
         return f"{100 * v:.1f}"
 
     if s.strategy == "pope":
         return f"F1 {num(s.pope_f1)}" if s.pope_f1 is not None else ""
+    if s.open_metrics:  # an open run: its word match and ANLS where they apply, else its first metric
+        shown = [m for m in OPEN_SHOWN if m in s.open_metrics] or list(s.open_metrics)[:1]
+        return " · ".join(f"{OPEN_SHOWN.get(m, m)} {num(s.open_metrics[m])}" for m in shown)
     parts = [f"C {num(s.circular)}"] if s.circular is not None else []
     if s.vanilla is not None:
         parts.append(f"V {num(s.vanilla)}")

@@ -126,10 +126,13 @@ def _prepare_results(window, shot: Shot) -> None:
     if not run_ids:
         raise ScreenshotError("--view results: the benchmark has no runs (vlmdesk run …)")
     dash.show_runs(run_ids, chart=shot.chart)
-    # The items behind a bar, as after a click: the first ability's CircularEval bar of the first run.
+    # The items behind a bar, as after a click: the first ability's CircularEval bar of the first run (an open run:
+    # its first category's bar).
     bars = [bar_target(b) for b in dash.chart.bars()]
-    target = next((t for t in bars if t and t.get("group") and t.get("strategy") == "circular"), None) or next(
-        iter(bars), None
+    target = (
+        next((t for t in bars if t and t.get("group") and t.get("strategy") == "circular"), None)
+        or next((t for t in bars if t and t.get("group") and t.get("metric")), None)
+        or next(iter(bars), None)
     )
     if target:
         dash.show_items_of(target)

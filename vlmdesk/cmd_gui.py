@@ -50,9 +50,9 @@ def register(add) -> None:
     )
     p.add_argument(
         "--chart",
-        choices=("l2", "category", "drop", "pope", "radar", "reliability", "robustness"),
-        help="--view results: the chart (l2, category, drop, pope); --view desiderata: the figure (radar, "
-        "reliability, robustness)",
+        choices=("l2", "category", "drop", "pope", "open", "radar", "reliability", "robustness"),
+        help="--view results: the chart (l2, category, drop, pope, open: open runs by metric); --view desiderata: "
+        "the figure (radar, reliability, robustness)",
     )
     p.add_argument(
         "--launch",

@@ -43,8 +43,8 @@ def register(add) -> None:
         "run-items",
         help="the items behind a report figure: one ability, category or split of a run",
         description="Each item of the group with whether the report counted it right under VanillaEval and "
-        "CircularEval (POPE: under the official and the strict parser). What the app lists when a "
-        "bar is clicked.",
+        "CircularEval (POPE: under the official and the strict parser; an open run: each open metric's score, "
+        "by leaf category). What the app lists when a bar is clicked.",
         examples="""
                 vlmdesk run-items 3 --level l2 --group coarse_perception
                 vlmdesk run-items 3 --level category --group image_style --json
@@ -88,13 +88,35 @@ def cmd_export_predictions(args) -> int:
     return 0
 
 
+def _open_items(ws, args) -> int:
+    """An open run's answered items with each open metric's score (fractions; CIDEr its own scale)."""
+    from evaluator.report import open_group_items
+    from vlmdesk.cli import UsageError
+
+    if args.level not in ("all", "category"):
+        raise UsageError(f"an open run is grouped by leaf category only, not --level {args.level}")
+    found = open_group_items(ws, args.run_id, group=args.group if args.level == "category" else None)
+    if args.json:
+        print(json.dumps([r.to_json() for r in found], ensure_ascii=False))
+        return 0
+    for r in found:
+        scores = "  ".join(f"{name} {value:.2f}" for name, value in r.scores.items())
+        print(f"{r.index:>10}  {scores}  {' '.join(r.question.split())[:50]}")
+    print(f"{len(found)} items")
+    return 0
+
+
 def cmd_run_items(args) -> int:
+    from db import runs
     from evaluator.report import group_items
     from vlmdesk.cli import UsageError, open_from_args
 
     if args.level != "all" and args.group is None:
         raise UsageError(f"--level {args.level} needs --group NAME")
     with open_from_args(args) as ws:
+        run = runs.get_run(ws, args.run_id)
+        if run is not None and run.strategy == "open":
+            return _open_items(ws, args)
         found = group_items(ws, args.run_id, level=args.level, group=args.group, scoring=args.scoring)
     if args.json:
         print(json.dumps([r.to_json() for r in found], ensure_ascii=False))

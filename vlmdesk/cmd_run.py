@@ -165,7 +165,9 @@ def register(add) -> None:
         help="scores of a run: overall, per ability, per category, per split",
         description="Scores computed from the stored passes: VanillaEval and CircularEval side by side, per L2 "
         "ability, leaf category and split; undecided answers; model calls. POPE runs give accuracy, "
-        "precision, recall, F1 and yes-ratio under the official and the strict parser.",
+        "precision, recall, F1 and yes-ratio under the official and the strict parser. Open runs give each "
+        "open metric that applies (exact_match, word_match, vqa_accuracy, anls, cider), overall and per leaf "
+        "category; items without reference answers are left out and counted.",
         examples="""
                 vlmdesk report 3
                 vlmdesk report 3 --json
@@ -429,7 +431,7 @@ def run_kind(run: runs.Run) -> str:
     return " · ".join(filter(None, parts))
 
 
-_SCORE_FIELDS = ("vanilla", "circular", "pope_accuracy", "pope_f1", "questions", "duration_s")
+_SCORE_FIELDS = ("vanilla", "circular", "pope_accuracy", "pope_f1", "open_metrics", "questions", "duration_s")
 
 
 def cmd_report(args) -> int:
@@ -444,15 +446,17 @@ def cmd_report(args) -> int:
             reports.append(report)
     reports, pope_means = attach_pope_means(reports)  # pope_mean on each POPE report; see docs/pope.md
     if args.plot:
-        from evaluator.plots import ability_figure, pope_figure, save_figure
+        from evaluator.plots import ability_figure, open_figure, pope_figure, save_figure
 
-        kinds = {r.pope is not None for r in reports}
+        kinds = {"pope" if r.pope is not None else "open" if r.open is not None else "mcq" for r in reports}
         if len(kinds) > 1:
-            raise UsageError("cannot plot POPE and multiple-choice runs in one chart")
+            raise UsageError("cannot plot POPE, open and multiple-choice runs in one chart")
         try:
             fig = (
                 pope_figure(reports)
-                if kinds == {True}
+                if kinds == {"pope"}
+                else open_figure(reports)
+                if kinds == {"open"}
                 else ability_figure(reports, "by_l2" if args.level == "l2" else "by_category")
             )
             save_figure(fig, output_file(args.plot))
