@@ -300,3 +300,46 @@ def test_check_names_verdicts_whose_answer_is_gone(open_ws):  # noqa: F811
     assert found["open_verdicts"].problems == [
         f"run {unit[0]} item {unit[1]}: 2 verdict(s) on an answer that is not stored"
     ]
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "what"),
+    [
+        ({"verdict": "maybe"}, "verdict", "unknown verdict 'maybe'"),
+        ({"role": "boss"}, "role", "unknown role 'boss'"),
+        ({"verdict": "undo"}, "withdraws", "an undo names the record it withdraws"),
+        ({"run": "no-such-config"}, "answer", "no run of config 'no-such-config'"),
+        ({"index": 999}, "index", "has no item with index 999"),
+        ({"annotator": "a\u202eb"}, "annotator", ""),
+        ({"extra": 1}, "extra", "unknown field"),
+    ],
+)
+def test_a_bad_open_verdict_line_is_one_error_and_nothing_is_written(open_ws, tmp_path, change, field, what):  # noqa: F811
+    with open_workspace(open_ws) as ws:
+        ov.add_verdict(ws, *ov.queue(ws, RUNS)[0], "ana", "right")
+        (good,) = list(sync.export_records(ws, "open"))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        json.dumps(good) + "\n" + json.dumps({**good, "id": "00000000-0000-4000-8000-000000000001", **change}) + "\n"
+    )
+    with open_workspace(open_ws) as ws:
+        with pytest.raises(sync.InputError) as caught:
+            sync.import_records(ws, bad, "open")
+        assert (caught.value.line, caught.value.field) == (2, field) and what in caught.value.what
+        assert ws.conn.execute("SELECT count(*) FROM open_verdicts").fetchone()[0] == 1
+
+
+def test_migration_0018_upgrades_an_older_workspace(tmp_path):
+    from sqlite_utils import Database
+
+    from db import schema
+
+    path = tmp_path / "old.sqlite"
+    db = Database(str(path))
+    schema.migrations.apply(db, stop_before="0018_open_verdicts")
+    db.execute(f"PRAGMA user_version = {schema.migration_names().index('0018_open_verdicts')}")
+    db.conn.commit()
+    db.close()
+    with open_workspace(path) as ws:
+        assert ws.schema_version() == schema.latest_version()
+        assert ws.conn.execute("SELECT count(*) FROM open_verdicts").fetchone()[0] == 0
