@@ -341,16 +341,7 @@ class OpenAnswersPage(_ItemPage):
         self.ctx.info.emit("Verdict withdrawn: judge this answer again.")
 
 
-METRIC_COLUMNS = (
-    "Metric",
-    "n",
-    "Threshold",
-    "Accuracy",
-    "Wilson 95 %",
-    "Cohen's κ",
-    "κ 95 % (bootstrap)",
-    "Spearman ρ",
-)
+METRIC_COLUMNS = ("Metric", "n", "Threshold", "Accuracy (95 %)", "κ (95 %)", "Spearman ρ")
 APP_BOOTSTRAP = 1000  # resamples in the app (`vlmdesk align open --bootstrap` goes further)
 
 
@@ -358,8 +349,8 @@ def _fmt(v: float | None, digits: int = 3) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
-def _interval(ci: tuple[float, float] | None) -> str:
-    return "–" if ci is None else f"{ci[0]:.3f} – {ci[1]:.3f}"
+def _interval(ci: tuple[float, float] | None, scale: float = 1, digits: int = 3) -> str:
+    return "" if ci is None else f" ({scale * ci[0]:.{digits}f}–{scale * ci[1]:.{digits}f})"
 
 
 class OpenMetricsPanel(QWidget):
@@ -384,7 +375,7 @@ class OpenMetricsPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 0)
         layout.addWidget(self.summary)
-        layout.addWidget(table_view(self.table, stretch=0), 1)
+        layout.addWidget(table_view(self.table), 1)  # every column to its contents: at 1024 px all six fit
         layout.addWidget(export, 0, Qt.AlignmentFlag.AlignRight)
 
     def refresh(self) -> None:
@@ -413,10 +404,8 @@ class OpenMetricsPanel(QWidget):
                     name,
                     m.n,
                     "none" if m.n and m.threshold is None else _fmt(m.threshold),
-                    "–" if m.accuracy is None else f"{100 * m.accuracy:.1f} %",
-                    _interval(m.wilson_95),
-                    _fmt(m.cohen_kappa),
-                    _interval(m.kappa_95),
+                    "–" if m.accuracy is None else f"{100 * m.accuracy:.1f} %{_interval(m.wilson_95, 100, 1)}",
+                    _fmt(m.cohen_kappa) + ("" if m.cohen_kappa is None else _interval(m.kappa_95)),
                     _fmt(m.spearman),
                 )
                 for name, m in r.metrics.items()
@@ -428,5 +417,6 @@ class OpenMetricsPanel(QWidget):
             f"(right {lab['right']}, partly {lab['partly']}, wrong {lab['wrong']}; {r.ties} ties left out, "
             f"{r.adjudicated} adjudicated). Annotators {', '.join(a.names) or '–'}: κ {_fmt(a.cohen_kappa)}, "
             f"α {_fmt(a.krippendorff_alpha)}. Right vs partly-or-wrong; the threshold maximises accuracy on "
-            f"these answers; κ interval: {APP_BOOTSTRAP} bootstrap resamples, seed {r.seed}."
+            f"these answers; 95 % intervals: Wilson for accuracy; for Cohen's κ a percentile bootstrap, "
+            f"{APP_BOOTSTRAP} resamples, seed {r.seed}."
         )

@@ -136,8 +136,11 @@ def test_the_alignment_tabs_open_metrics_page_is_align_open_and_blind_mode_hides
     assert panel.isVisible() and panel.report == expected
     rows = {row[0]: row for row in panel.table.rows}
     assert set(rows) == set(expected.metrics)
-    kappa = expected.metrics["word_match"].cohen_kappa
-    assert rows["word_match"][5] == ("–" if kappa is None else f"{kappa:.3f}")
+    m = expected.metrics["word_match"]
+    assert rows["word_match"][4] == (
+        "–" if m.cohen_kappa is None else f"{m.cohen_kappa:.3f} ({m.kappa_95[0]:.3f}–{m.kappa_95[1]:.3f})"
+    )
+    assert rows["word_match"][3] == f"{100 * m.accuracy:.1f} % ({100 * m.wilson_95[0]:.1f}–{100 * m.wilson_95[1]:.1f})"
     assert "Annotators ann, bo" in panel.summary.text()
     window.blind_action.setChecked(True)
     assert not panel.isVisible() and view.cover.hidden
