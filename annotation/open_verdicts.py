@@ -109,13 +109,20 @@ def chosen_runs(ws: Workspace, bench: catalog.Benchmark, run_ids: Sequence[int])
     return list(dict.fromkeys(run_ids))
 
 
-def _answers(ws: Workspace, run_ids: Sequence[int]) -> dict[Unit, str]:
+def _units(ws: Workspace, run_ids: Sequence[int]) -> list[Unit]:
+    """The answers (pass 0) of the runs, by (run, item) only: the queue never reads the answers' texts."""
     rows = ws.conn.execute(
-        "SELECT run_id, item_id, response FROM predictions "
-        "WHERE pass = 0 AND run_id IN (SELECT value FROM json_each(?))",
+        "SELECT run_id, item_id FROM predictions WHERE pass = 0 AND run_id IN (SELECT value FROM json_each(?))",
         (json.dumps(list(run_ids)),),
     )
-    return {(r, i): text for r, i, text in rows}
+    return [(r, i) for r, i in rows]
+
+
+def _answer(ws: Workspace, unit: Unit) -> str | None:
+    row = ws.conn.execute(
+        "SELECT response FROM predictions WHERE run_id = ? AND item_id = ? AND pass = 0", unit
+    ).fetchone()
+    return None if row is None else str(row[0])
 
 
 def _order(unit: Unit) -> str:
@@ -126,7 +133,7 @@ def _order(unit: Unit) -> str:
 
 def queue(ws: Workspace, run_ids: Sequence[int]) -> list[Unit]:
     """Every answer (pass 0) of the runs, in the order they are shown."""
-    return sorted(_answers(ws, run_ids), key=_order)
+    return sorted(_units(ws, run_ids), key=_order)
 
 
 def left_for(ws: Workspace, run_ids: Sequence[int], annotator: str) -> list[Unit]:
@@ -159,7 +166,7 @@ def task(ws: Workspace, run_ids: Sequence[int], unit: Unit, annotator: str) -> T
 
 def _task(ws: Workspace, unit: Unit, done: int, total: int) -> Task:
     row = ws.conn.execute(f"SELECT {catalog.ITEM_COLUMNS} FROM items WHERE id = ?", (unit[1],)).fetchone()
-    answer = _answers(ws, [unit[0]]).get(unit)
+    answer = _answer(ws, unit)
     if row is None or answer is None:
         raise NotFound(f"run {unit[0]} has no answer to item {unit[1]}")
     return Task(unit[0], catalog.item_from_row(row), answer, done, total)
@@ -183,7 +190,7 @@ def add_verdict(
         raise InvalidInput(f"unknown verdict {verdict!r} (one of {', '.join(VERDICTS)})")
     if role not in ROLES:
         raise InvalidInput(f"unknown role {role!r} (one of {', '.join(ROLES)})")
-    answer = _answers(ws, [run_id]).get((run_id, item_id))
+    answer = _answer(ws, (run_id, item_id))
     if answer is None:
         raise NotFound(f"run {run_id} has no answer to item {item_id}")
     return _append(
