@@ -136,10 +136,11 @@ def queue(ws: Workspace, run_ids: Sequence[int]) -> list[Unit]:
     return sorted(_units(ws, run_ids), key=_order)
 
 
-def left_for(ws: Workspace, run_ids: Sequence[int], annotator: str) -> list[Unit]:
-    """The answers of the runs this annotator has no standing verdict on, in the order they are shown."""
+def left_for(ws: Workspace, run_ids: Sequence[int], annotator: str, everything: list[Unit] | None = None) -> list[Unit]:
+    """The answers of the runs (of `everything`, their queue, when the caller has it) this annotator has no standing
+    verdict on, in the order they are shown."""
     judged = set(standing_verdicts(ws, run_ids, annotator=annotator))
-    return [u for u in queue(ws, run_ids) if u not in judged]
+    return [u for u in (queue(ws, run_ids) if everything is None else everything) if u not in judged]
 
 
 def next_task(
@@ -149,7 +150,7 @@ def next_task(
     other items are left — the two answers would be compared, not judged each against the references."""
     annotator = annotator_name(annotator)
     everything = queue(ws, run_ids)
-    left = left_for(ws, run_ids, annotator)
+    left = left_for(ws, run_ids, annotator, everything)
     ahead = [u for u in left if u not in skip] + [u for u in left if u in skip]
     unit = next((u for u in ahead if u[1] != after_item), ahead[0] if ahead else None)
     if unit is None:
@@ -160,7 +161,7 @@ def next_task(
 def task(ws: Workspace, run_ids: Sequence[int], unit: Unit, annotator: str) -> Task:
     """One answer as an annotator sees it (to show again a judged one, e.g. after an undo)."""
     everything = queue(ws, run_ids)
-    left = left_for(ws, run_ids, annotator_name(annotator))
+    left = left_for(ws, run_ids, annotator_name(annotator), everything)
     return _task(ws, unit, len(everything) - len(left), len(everything))
 
 
