@@ -181,6 +181,8 @@ class OpenAlignmentReport:
     metrics: dict[str, MetricAgreement]
     annotators: Annotators
     seed: int
+    # Answers whose annotators' standing verdicts differ: (run, item, annotator → verdict, the adjudication or None)
+    disagreements: tuple[tuple[int, int, dict[str, str], str | None], ...] = ()
     rule: str = (
         "human label: the newest adjudication, else the majority of standing verdicts (ties left out); "
         "right vs partly-or-wrong; a metric says right when score >= threshold, the threshold maximising accuracy "
@@ -201,6 +203,10 @@ class OpenAlignmentReport:
             "annotators": self.annotators.to_json(),
             "seed": self.seed,
             "rule": self.rule,
+            "disagreements": [
+                {"run": run, "item_id": item, "verdicts": verdicts, "adjudicated": adjudicated}
+                for run, item, verdicts, adjudicated in self.disagreements
+            ],
         }
 
 
@@ -242,4 +248,9 @@ def open_alignment(
         },
         annotator_agreement(verdicts),
         seed,
+        tuple(
+            (u[0], u[1], dict[str, str](v), labels[u].verdict if labels[u].source == "adjudicated" else None)
+            for u, v in sorted(verdicts.items())
+            if len(set(v.values())) > 1
+        ),
     )

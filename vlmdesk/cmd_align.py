@@ -223,6 +223,13 @@ def format_open(r: OpenAlignmentReport) -> str:
         f"{_pct(a.percent_agreement).strip()}, Cohen's kappa {fmt(a.cohen_kappa)}, Krippendorff's alpha "
         f"{fmt(a.krippendorff_alpha)}"
     )
+    open_ = [(run, item) for run, item, _, adjudicated in r.disagreements if adjudicated is None]
+    if open_:
+        run, item = open_[0]
+        lines.append(
+            f"{len(open_)} disagreement(s) to adjudicate (--json lists them): vlmdesk align open-verdict --run {run} "
+            f"--item {item} --verdict right|partly|wrong --annotator NAME --adjudicate"
+        )
     return "\n".join(lines)
 
 

@@ -241,6 +241,8 @@ def test_align_open_reports_each_metric_against_the_human_labels(open_ws, capsys
     decided = report.labels["right"] + report.labels["partly"] + report.labels["wrong"]
     assert wm.n == decided and report.ties == 18 - decided
     assert report.metrics["cider"].cohen_kappa is None  # one score everywhere: κ undefined, never NaN
+    split = [(run, item) for run, item, v, adjudicated in report.disagreements]
+    assert len(split) == report.ties and all(v["ana"] != v["bo"] for _, _, v, _ in report.disagreements)
     assert json.loads(json.dumps(report.to_json()))["metrics"]["word_match"]["threshold"] == wm.threshold
 
 
@@ -282,6 +284,7 @@ def test_align_open_reads_the_stored_metric_scores(open_ws, capsys):  # noqa: F8
     assert found["metrics"]["word_match"]["n"] == 9  # answers to the three items with a reference
     code, out, _ = cli(capsys, open_ws, "align", "open", "--bench", "o", "--runs", "1,2,3")
     assert code == 0 and "word_match" in out and "threshold" in out and "rule: human label" in out
+    assert found["disagreements"] == [] and "to adjudicate" not in out  # one annotator: nothing to settle
     code, _, err = cli(capsys, open_ws, "align", "open", "--bench", "o", "--runs", "1,99")
     assert code == 2 and "no run 99" in err
 
@@ -343,3 +346,28 @@ def test_migration_0018_upgrades_an_older_workspace(tmp_path):
     with open_workspace(path) as ws:
         assert ws.schema_version() == schema.latest_version()
         assert ws.conn.execute("SELECT count(*) FROM open_verdicts").fetchone()[0] == 0
+
+
+def test_open_verdict_records_withdraws_and_adjudicates_from_the_command_line(open_ws, capsys):  # noqa: F811
+    with open_workspace(open_ws) as ws:
+        run_id, item_id = ov.queue(ws, RUNS)[0]
+    base = ["align", "open-verdict", "--run", str(run_id), "--item", str(item_id)]
+    assert cli(capsys, open_ws, *base, "--verdict", "right", "--annotator", "ana")[0] == 0
+    assert cli(capsys, open_ws, *base, "--verdict", "wrong", "--annotator", "bo", "--note", "no")[0] == 0
+    code, out, _ = cli(capsys, open_ws, "align", "open", "--bench", "o", "--runs", "1,2,3", "--bootstrap", "100")
+    assert code == 0 and "1 disagreement(s) to adjudicate" in out
+    code, out, _ = cli(capsys, open_ws, *base, "--verdict", "partly", "--annotator", "lead", "--adjudicate")
+    assert code == 0 and "partly saved" in out
+    code, out, _ = cli(capsys, open_ws, "align", "open", "--bench", "o", "--runs", "1,2,3", "--json")
+    found = json.loads(out)
+    assert found["adjudicated"] == 1 and found["labels"]["partly"] == 1 and found["ties"] == 0
+    assert found["disagreements"] == [
+        {"run": run_id, "item_id": item_id, "verdicts": {"ana": "right", "bo": "wrong"}, "adjudicated": "partly"}
+    ]
+    code, out, _ = cli(capsys, open_ws, *base, "--verdict", "undo", "--annotator", "lead", "--adjudicate")
+    assert code == 0 and out.startswith("withdrew partly")
+    code, out, _ = cli(capsys, open_ws, *base, "--verdict", "undo", "--annotator", "lead", "--adjudicate")
+    assert code == 0 and out.startswith("nothing of yours")
+    code, _, err = cli(capsys, open_ws, "align", "open-verdict", "--run", str(run_id), "--item", "99999",
+                       "--verdict", "right", "--annotator", "ana")  # fmt: skip
+    assert code == 2 and "has no answer to item 99999" in err
