@@ -278,10 +278,25 @@ def standing_verdicts(
     return dict(out)
 
 
-def latest_judged(ws: Workspace, run_ids: Sequence[int], annotator: str) -> Unit | None:
-    """The answer of the annotator's newest standing verdict (what Ctrl+Z takes back, in a new session too)."""
-    mine = standing_records(ws, run_ids, annotator=annotator)
+def latest_judged(ws: Workspace, run_ids: Sequence[int], annotator: str, *, role: Role = "verdict") -> Unit | None:
+    """The answer of the annotator's newest standing verdict or adjudication (what Ctrl+Z takes back, in a new
+    session too)."""
+    mine = standing_records(ws, run_ids, annotator=annotator, role=role)
     return (mine[-1].run_id, mine[-1].item_id) if mine else None
+
+
+def to_adjudicate(ws: Workspace, run_ids: Sequence[int]) -> list[Unit]:
+    """The answers whose annotators' standing verdicts differ and that no standing adjudication settles, in the
+    order they are shown."""
+    settled = {(a.run_id, a.item_id) for a in standing_records(ws, run_ids, role="adjudication")}
+    split = {u for u, v in standing_verdicts(ws, run_ids).items() if len(set(v.values())) > 1}
+    return [u for u in queue(ws, run_ids) if u in split and u not in settled]
+
+
+def verdicts_on(ws: Workspace, unit: Unit) -> list[OpenVerdict]:
+    """Everyone's standing verdicts on one answer (with their notes) — for the one who adjudicates it, never for
+    an annotator judging it (the blind rule)."""
+    return [v for v in standing_records(ws, [unit[0]]) if v.item_id == unit[1]]
 
 
 def human_labels(ws: Workspace, run_ids: Sequence[int]) -> dict[Unit, HumanLabel]:
@@ -298,21 +313,22 @@ def human_labels(ws: Workspace, run_ids: Sequence[int]) -> dict[Unit, HumanLabel
     return out
 
 
-def has_verdict(ws: Workspace, run_id: int, item_id: int, annotator: str) -> bool:
-    """Whether the annotator's own verdict on the answer stands (what unlocks its scores and model)."""
+def has_verdict(ws: Workspace, run_id: int, item_id: int, annotator: str, *, role: Role = "verdict") -> bool:
+    """Whether the annotator's own verdict (or adjudication) on the answer stands: what unlocks its scores and
+    model."""
     return (
         ws.conn.execute(
             "SELECT 1 FROM open_verdicts t WHERE t.run_id = ? AND t.item_id = ? AND t.annotator = ? "
-            f"AND t.role = 'verdict' AND {standing.live(OPEN_VERDICTS, 't')}",
-            (run_id, item_id, annotator_name(annotator)),
+            f"AND t.role = ? AND {standing.live(OPEN_VERDICTS, 't')}",
+            (run_id, item_id, annotator_name(annotator), role),
         ).fetchone()
         is not None
     )
 
 
-def reveal_model(ws: Workspace, run_id: int, item_id: int, annotator: str) -> str:
-    """The model that gave the answer — only to an annotator whose verdict on it stands."""
-    if not has_verdict(ws, run_id, item_id, annotator):
+def reveal_model(ws: Workspace, run_id: int, item_id: int, annotator: str, *, role: Role = "verdict") -> str:
+    """The model that gave the answer — only to an annotator whose verdict (or adjudication) on it stands."""
+    if not has_verdict(ws, run_id, item_id, annotator, role=role):
         raise NotJudgedYet(f"{annotator} has not judged this answer; its model is shown only after the verdict")
     run = runs.get_run(ws, run_id)
     return run.model_spec if run else "?"

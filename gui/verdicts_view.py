@@ -5,7 +5,9 @@ answer of the chosen runs — never the model, a metric's score or another annot
 2 partly, 3 wrong (committed at once), S skip (nothing stored; it comes again after the others), E note, Ctrl+Z
 undo (withdraws my latest verdict and shows that answer again: a new verdict is the correction), Enter next. Only
 once my verdict is saved does the page say which model answered and what the open metrics scored
-(evaluator/open_metrics.py): the reveal box. Keys are off while the note has the focus.
+(evaluator/open_metrics.py): the reveal box. Keys are off while the note has the focus. A (Adjudicate disagreements)
+switches to the answers whose annotators' verdicts differ and no adjudication settles: everyone's verdicts and notes
+are shown there (settling is not blind), and keys 1-3 record the final word (role 'adjudication').
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class OpenAnswersPage(_ItemPage):
         super().__init__(ctx, "Open answers", parent)
         self.task: ov.Task | None = None
         self.skipped: list[ov.Unit] = []
-        self.judged_here: list[ov.Unit] = []  # newest last: what Ctrl+Z takes back first
+        self.judged_here: list[tuple[ov.Unit, ov.Role]] = []  # newest last: what Ctrl+Z takes back first
         self.shown_at = time.monotonic()
         self.panel.hide()  # an open answer is shown by this page, not as a multiple-choice item
         lay = self.right_layout
@@ -59,6 +61,14 @@ class OpenAnswersPage(_ItemPage):
         )
         self.runs.itemChanged.connect(lambda _: self.refresh())
         lay.addWidget(self.runs)
+        # Adjudication: the answers whose annotators disagree, everyone's verdicts and notes shown (settling them
+        # is not blind), the key commits the final word (role 'adjudication').
+        self.mode = QPushButton("Adjudicate disagreements  A")
+        self.mode.setCheckable(True)
+        self.mode.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.mode.setToolTip("Settle answers whose annotators' verdicts differ; off: judge answers blind")
+        self.mode.toggled.connect(self._mode_changed)
+        lay.addWidget(self.mode, 0, Qt.AlignmentFlag.AlignLeft)
         self.question = QLabel()
         self.question.setObjectName("question")
         self.question.setWordWrap(True)
@@ -76,6 +86,11 @@ class OpenAnswersPage(_ItemPage):
         self.answer.setTextFormat(Qt.TextFormat.PlainText)  # shown as written, never rendered
         self.answer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.answer)
+        self.others = QLabel()  # adjudication only: everyone's verdicts on the answer
+        self.others.setWordWrap(True)
+        self.others.setTextFormat(Qt.TextFormat.RichText)
+        self.others.hide()
+        lay.addWidget(self.others)
         row = FlowLayout()
         self.buttons: dict[str, QPushButton] = {}
         for verdict, _, caption in VERDICT_KEYS:
@@ -110,7 +125,7 @@ class OpenAnswersPage(_ItemPage):
         lay.addWidget(self.revealed)
         lay.addStretch(1)
         keys = [(key, verdict) for verdict, key, _ in VERDICT_KEYS]
-        keys += [("S", "skip"), ("E", "note"), ("Ctrl+Z", "undo"), ("Return", "next")]
+        keys += [("S", "skip"), ("E", "note"), ("Ctrl+Z", "undo"), ("Return", "next"), ("A", "mode")]
         for key, action in keys:
             _shortcut(self, key, lambda a=action: self.on_key(a))
 
@@ -147,13 +162,34 @@ class OpenAnswersPage(_ItemPage):
             if self.runs.item(i).checkState() == Qt.CheckState.Checked
         ]
 
+    def role(self) -> ov.Role:
+        return "adjudication" if self.mode.isChecked() else "verdict"
+
+    def _mode_changed(self) -> None:
+        self.task = None
+        self.skipped = []
+        self.refresh()  # emits changed: the Queues list and progress bar follow the mode
+
     def remaining(self) -> int:
         ids = self.run_ids()
-        return len(ov.left_for(self.ctx.ws, ids, self.ctx.annotator)) if ids and self.ctx.annotator else 0
+        if not ids or not self.ctx.annotator:
+            return 0
+        return len(self._left_units(ids))
+
+    def _left_units(self, ids: list[int]) -> list[ov.Unit]:
+        """What this page has left: answers I have not judged, or (adjudicating) disagreements nobody settled."""
+        if self.role() == "adjudication":
+            return ov.to_adjudicate(self.ctx.ws, ids)
+        return ov.left_for(self.ctx.ws, ids, self.ctx.annotator)
 
     def total(self) -> int:
+        """Everything the page holds: the runs' answers, or (adjudicating) the answers whose verdicts differ."""
         ids = self.run_ids()
-        return len(ov.queue(self.ctx.ws, ids)) if ids else 0
+        if not ids:
+            return 0
+        if self.role() == "adjudication":
+            return sum(len(set(v.values())) > 1 for v in ov.standing_verdicts(self.ctx.ws, ids).values())
+        return len(ov.queue(self.ctx.ws, ids))
 
     # -- showing
     def refresh(self, unit: ov.Unit | None = None) -> None:
@@ -166,6 +202,11 @@ class OpenAnswersPage(_ItemPage):
         try:
             if unit is not None:
                 self.task = ov.task(self.ctx.ws, ids, unit, who)
+            elif self.role() == "adjudication":
+                left = self._left_units(ids) if ids and who else []
+                ahead = [u for u in left if u not in self.skipped] + [u for u in left if u in self.skipped]
+                pick = next((u for u in ahead if u[1] != after), ahead[0] if ahead else None)
+                self.task = ov.task(self.ctx.ws, ids, pick, who) if pick is not None else None
             else:
                 self.task = (
                     ov.next_task(self.ctx.ws, ids, who, after_item=after, skip=self.skipped) if ids and who else None
@@ -175,6 +216,7 @@ class OpenAnswersPage(_ItemPage):
             self.task = None
         for b in self.buttons.values():
             b.setEnabled(self.task is not None)
+        self._show_others()
         if self.task is None:
             self.left.setText(f"{self.remaining()} left" if ids else "")
             self.question.setText(self._why_empty(ids))
@@ -185,7 +227,7 @@ class OpenAnswersPage(_ItemPage):
             self.changed.emit()
             return
         t = self.task
-        self.left.setText(f"{self.remaining()} left for you")
+        self.left.setText(self._left_text())
         item = t.item
         self.question.setText(item.question if not item.hint else f"{item.hint}\n\n{item.question}")
         refs = item.references
@@ -200,6 +242,24 @@ class OpenAnswersPage(_ItemPage):
         self.setFocus()
         self.changed.emit()
 
+    def _left_text(self) -> str:
+        n = self.remaining()
+        return f"{n} to adjudicate" if self.role() == "adjudication" else f"{n} left for you"
+
+    def _show_others(self) -> None:
+        """Adjudicating: each annotator's standing verdict and note on the answer. Judging: nothing (blind)."""
+        if self.role() != "adjudication" or self.task is None:
+            self.others.hide()
+            self.others.setText("")
+            return
+        parts = [
+            f"<b>{html.escape(v.annotator)}</b>: {html.escape(v.verdict)}"
+            + (f" <span style='color:{MUTED}'>({html.escape(v.note)})</span>" if v.note else "")
+            for v in ov.verdicts_on(self.ctx.ws, self.task.unit)
+        ]
+        set_rich_text(self.others, "The annotators said: " + " · ".join(parts))
+        self.others.show()
+
     def _why_empty(self, ids: list[int]) -> str:
         if self.bench() is None:
             return "Choose an open benchmark (the demo's is demo-open) to judge its runs' answers."
@@ -209,6 +269,8 @@ class OpenAnswersPage(_ItemPage):
             return "Tick the runs whose answers you judge."
         if not self.ctx.annotator:
             return "Set your annotator name first (File › Annotator…)."
+        if self.role() == "adjudication":
+            return "No disagreement left to adjudicate on these runs' answers."
         return "Nothing left to judge here: every answer of these runs has your verdict."
 
     def _show_image(self, item) -> None:
@@ -225,13 +287,13 @@ class OpenAnswersPage(_ItemPage):
     def reload(self) -> None:
         """Another process wrote: keep the answer being judged (or the reveal being read)."""
         self.reload_runs()
-        if self.task is not None and (self.revealed.isVisible() or self.task.unit in self._left()):
-            self.left.setText(f"{self.remaining()} left for you")
+        ids = self.run_ids()
+        left = set(self._left_units(ids)) if ids and self.ctx.annotator else set()
+        if self.task is not None and (self.revealed.isVisible() or self.task.unit in left):
+            self.left.setText(self._left_text())
+            self._show_others()
             return
         self.refresh()
-
-    def _left(self) -> set[ov.Unit]:
-        return set(ov.left_for(self.ctx.ws, self.run_ids(), self.ctx.annotator)) if self.ctx.annotator else set()
 
     def forget_annotator(self) -> None:
         """Another name signs now: the previous annotator's reveal, skips and undo stack go."""
@@ -256,6 +318,8 @@ class OpenAnswersPage(_ItemPage):
             self.undo()
         elif action == "note":
             self.note.setFocus()
+        elif action == "mode":
+            self.mode.toggle()
         elif action == "next":
             if self.revealed.isVisible():
                 self.refresh()
@@ -277,24 +341,25 @@ class OpenAnswersPage(_ItemPage):
                 verdict,
                 note=self.note.text().strip() or None,
                 seconds=round(time.monotonic() - self.shown_at, 1),
+                role=self.role(),
             )
         except UserError as exc:
             self.ctx.error.emit(str(exc), "")
             return
         self.note.clear()
-        self.judged_here.append(t.unit)
+        self.judged_here.append((t.unit, self.role()))
         if t.unit in self.skipped:
             self.skipped.remove(t.unit)
         self._reveal(t, verdict)
         for b in self.buttons.values():
             b.setEnabled(False)
-        self.left.setText(f"{self.remaining()} left for you")
+        self.left.setText(self._left_text())
         self.judged.emit(saved)
         self.changed.emit()
 
     def _reveal(self, t: ov.Task, verdict: str) -> None:
         """Now that my verdict stands: who answered and what each open metric scored."""
-        model = ov.reveal_model(self.ctx.ws, *t.unit, self.ctx.annotator)
+        model = ov.reveal_model(self.ctx.ws, *t.unit, self.ctx.annotator, role=self.role())
         try:
             scores = {name: per_item.get(t.item.id) for name, per_item in stored_scores(self.ctx.ws, t.run_id).items()}
         except UserError:
@@ -305,7 +370,8 @@ class OpenAnswersPage(_ItemPage):
         )
         set_rich_text(
             self.reveal_text,
-            f"✓ Saved: <b>{html.escape(verdict)}</b>. The answer was {html.escape(model)}'s. "
+            f"✓ Saved{' the adjudication' if self.role() == 'adjudication' else ''}: <b>{html.escape(verdict)}</b>. "
+            f"The answer was {html.escape(model)}'s. "
             + (f"The metrics scored it: {found}." if scores else "No metric applies to it.")
             + f"<br><span style='color:{MUTED}'>Ctrl+Z withdraws the verdict; Enter goes on.</span>",
         )
@@ -326,15 +392,16 @@ class OpenAnswersPage(_ItemPage):
     def undo(self) -> None:
         """Withdraw my latest verdict here (this session's, else my newest standing one on these runs) and show that
         answer again, scores hidden: a new verdict is the correction."""
-        who, ids = self.ctx.annotator, self.run_ids()
-        while self.judged_here:
-            unit = self.judged_here.pop()
-            if ov.undo_verdict(self.ctx.ws, *unit, who) is not None:
+        who, ids, role = self.ctx.annotator, self.run_ids(), self.role()
+        mine = [k for k, (_, made_as) in enumerate(self.judged_here) if made_as == role]
+        while mine:
+            unit, _ = self.judged_here.pop(mine.pop())
+            if ov.undo_verdict(self.ctx.ws, *unit, who, role=role) is not None:
                 break
         else:
-            latest = ov.latest_judged(self.ctx.ws, ids, who) if ids and who else None
-            if latest is None or ov.undo_verdict(self.ctx.ws, *latest, who) is None:
-                self.ctx.info.emit("Nothing to undo: you have no verdict on these runs' answers.")
+            latest = ov.latest_judged(self.ctx.ws, ids, who, role=role) if ids and who else None
+            if latest is None or ov.undo_verdict(self.ctx.ws, *latest, who, role=role) is None:
+                self.ctx.info.emit(f"Nothing to undo: you have no {role} on these runs' answers.")
                 return
             unit = latest
         self.refresh(unit)

@@ -144,3 +144,31 @@ def test_the_alignment_tabs_open_metrics_page_is_align_open_and_blind_mode_hides
     assert "Annotators ann, bo" in panel.summary.text()
     window.blind_action.setChecked(True)
     assert not panel.isVisible() and view.cover.hidden
+
+
+def test_adjudicating_shows_everyones_verdicts_and_records_the_final_word(qtbot, open_ws, make_window):
+    with open_workspace(open_ws) as ws:
+        split = ov.queue(ws, [1, 2])[:2]
+        for unit in split:
+            ov.add_verdict(ws, *unit, "cy", "right", note="cy likes it")
+    window, page = _open_page(make_window, open_ws)
+    assert not page.others.isVisible() and "cy likes it" not in " ".join(visible_texts(window))  # judging: blind
+    qtbot.keyClick(window, Qt.Key_A)
+    assert page.mode.isChecked() and page.task.unit in split
+    shown = page.others.text()
+    assert page.others.isVisible() and "cy" in shown and "cy likes it" in shown and BO_NOTE in shown
+    assert any("2 to adjudicate" in t for t in visible_texts(window))
+    first = page.task.unit
+    qtbot.keyClick(window, Qt.Key_2)
+    with open_workspace(open_ws) as ws:
+        assert ov.human_labels(ws, [1, 2])[first] == ov.HumanLabel("partly", "adjudicated")
+    assert "adjudication" in page.reveal_text.text()
+    qtbot.keyClick(window, Qt.Key_Return)
+    assert page.task.unit != first and any("1 to adjudicate" in t for t in visible_texts(window))
+    qtbot.keyClick(window, Qt.Key_Z, Qt.KeyboardModifier.ControlModifier)  # withdraws the adjudication
+    assert page.task.unit == first
+    with open_workspace(open_ws) as ws:
+        assert ov.human_labels(ws, [1, 2])[first] == ov.HumanLabel(None, "tie")
+        assert ov.standing_verdicts(ws, [1, 2], annotator="ann") == {}  # nothing of mine as an annotator
+    qtbot.keyClick(window, Qt.Key_A)  # back to judging, blind again
+    assert not page.mode.isChecked() and not page.others.isVisible()
