@@ -30,6 +30,7 @@ LABELS = Kind("labels", "choice", "annotator", ("item_id",))
 ADJUDICATIONS = Kind("adjudications", "choice", "adjudicator", ("item_id",))
 QC_DECISIONS = Kind("qc_decisions", "decision", "annotator", ("item_id", "stage"))
 ARENA_VOTES = Kind("arena_votes", "vote", "annotator", ("pair_id",))
+OPEN_VERDICTS = Kind("open_verdicts", "verdict", "annotator", ("run_id", "item_id", "role"))
 
 ORDER = "created_at, id"
 """The order of a log (history, merges): by time, then by local insertion."""

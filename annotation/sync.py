@@ -1,7 +1,9 @@
 """Annotators on several machines: human records leave one copy of a workspace as JSON Lines and merge into another.
 
-Four kinds travel: item verdicts (`reviews`), alignment labels and adjudications (`labels`), QC decisions (`qc`),
-arena votes (`votes`, named by the uuid of their pair: they merge into copies of the workspace the pairs were drawn in).
+Five kinds travel: item verdicts (`reviews`), alignment labels and adjudications (`labels`), QC decisions (`qc`),
+arena votes (`votes`, named by the uuid of their pair: they merge into copies of the workspace the pairs were drawn in),
+verdicts on open answers (`open`, named by benchmark, item index, the run's config key and the sha256 of the answer
+judged: they merge into any copy holding a run of that configuration that gave that answer — the lowest such run id).
 Every record, undo rows included, carries the uuid it was given when it was made (`id`), its time (`at`) and, for
 an undo, the uuid it withdraws. Importing is a merge: a record whose id is already present is skipped (so importing
 twice adds nothing, and two machines can exchange files both ways), a present id with different content is an
@@ -29,11 +31,20 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, Literal, NoReturn, overload
 
-from annotation import arena, qc, reviews
+from annotation import arena, open_verdicts, qc, reviews
 from annotation.alignment import UNCLEAR
 from annotation.names import MAX_NOTE_CHARS, BadName, annotator_name
-from annotation.standing import ADJUDICATIONS, ARENA_VOTES, LABELS, QC_DECISIONS, REVIEWS, WITHDRAWAL, Kind
-from db import catalog
+from annotation.standing import (
+    ADJUDICATIONS,
+    ARENA_VOTES,
+    LABELS,
+    OPEN_VERDICTS,
+    QC_DECISIONS,
+    REVIEWS,
+    WITHDRAWAL,
+    Kind,
+)
+from db import catalog, runs
 from db.workspace import Workspace
 from evaluator.choices import answer_keys
 from evaluator.extraction import REFUSAL
@@ -59,7 +70,7 @@ MAX_LISTED = 100  # skipped lines listed in a report (all are counted)
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # `at` before this is a clock error
 FUTURE_SLACK = timedelta(days=1)  # `at` later than now + this would outrank every later record: refused
 
-KINDS = ("reviews", "labels", "qc", "votes")
+KINDS = ("reviews", "labels", "qc", "votes", "open")
 
 
 class _Bad(Exception):
@@ -247,6 +258,18 @@ class _Lookups:
         if index not in items:
             raise _Bad("index", f"benchmark {name[:100]!r} has no item with index {repr(index)[:60]}")
         return items[index]
+
+    def answer(self, rec: dict[str, Any], item: catalog.Item) -> tuple[int, str]:
+        """(run id, answer key): the lowest run of the record's config key that gave the judged answer to the item."""
+        config, key = _text(rec, "run", limit=200), _text(rec, "answer", limit=64)
+        for run_id, response in self.ws.conn.execute(
+            "SELECT p.run_id, p.response FROM predictions p JOIN runs r ON r.id = p.run_id "
+            "WHERE r.config_key = ? AND r.benchmark_id = ? AND p.item_id = ? AND p.pass = 0 ORDER BY p.run_id",
+            (config, item.benchmark_id, item.id),
+        ):
+            if runs.answer_key(response) == key:
+                return run_id, key
+        raise _Bad("answer", f"no run of config {config[:64]!r} here gave this answer ({key[:12]}…) to the item")
 
     def adjudication_item(self, rec: dict[str, Any]) -> tuple[int, tuple[str, ...]]:
         """(adjudication item id, the labels it admits)."""
@@ -468,13 +491,62 @@ def _vote(rec: dict[str, Any], look: _Lookups) -> _Row:
     )
 
 
+def _open_verdict(rec: dict[str, Any], look: _Lookups) -> _Row:
+    rec = _fields(
+        rec,
+        ("id", "benchmark", "index", "run", "answer", "role", "annotator", "verdict", "at"),
+        ("note", "seconds", "withdraws"),
+    )
+    uid = _uuid_field(rec, "id")
+    item = look.item(rec)
+    run_id, key = look.answer(rec, item)
+    role = _text(rec, "role")
+    if role not in open_verdicts.ROLES:
+        raise _Bad("role", f"unknown role {role!r} (one of {', '.join(open_verdicts.ROLES)})")
+    annotator = _name(rec)
+    verdict = _text(rec, "verdict")
+    if verdict not in (*open_verdicts.VERDICTS, WITHDRAWAL):
+        raise _Bad("verdict", f"unknown verdict {verdict!r} (one of {', '.join(open_verdicts.VERDICTS)}, undo)")
+    withdraws = _uuid_field(rec, "withdraws", nullable=True)
+    if (withdraws is None) != (verdict != WITHDRAWAL):
+        raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
+    note, seconds, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _seconds(rec), _time(rec)
+    return _Row(
+        0,
+        OPEN_VERDICTS,
+        {**rec, "annotator": annotator, "at": at},
+        {
+            "run_id": run_id,
+            "item_id": item.id,
+            "answer_key": key,
+            "role": role,
+            "annotator": annotator,
+            "verdict": verdict,
+            "note": note,
+            "seconds": seconds,
+            "created_at": at,
+            "uuid": uid,
+            "withdraws": withdraws,
+        },
+        ("open_verdicts", run_id, item.id, role, annotator),
+        withdraws,
+    )
+
+
 _CHECKS: dict[str, Callable[[dict[str, Any], _Lookups], _Row]] = {
     "reviews": _review,
     "labels": _label,
     "qc": _decision,
     "votes": _vote,
+    "open": _open_verdict,
 }
-_TABLES = {"reviews": (REVIEWS,), "labels": (LABELS, ADJUDICATIONS), "qc": (QC_DECISIONS,), "votes": (ARENA_VOTES,)}
+_TABLES = {
+    "reviews": (REVIEWS,),
+    "labels": (LABELS, ADJUDICATIONS),
+    "qc": (QC_DECISIONS,),
+    "votes": (ARENA_VOTES,),
+    "open": (OPEN_VERDICTS,),
+}
 
 
 # ---------------------------------------------------------------------------------------------------- export
@@ -566,6 +638,30 @@ def _vote_records(ws: Workspace, where: str, params: Sequence[object]) -> Iterat
         }
 
 
+def _open_verdict_records(ws: Workspace, where: str, params: Sequence[object]) -> Iterator[dict[str, Any]]:
+    for uid, bench, index, config, key, role, annotator, verdict, note, seconds, at, withdraws in ws.conn.execute(
+        "SELECT v.uuid, b.name, i.source_index, r.config_key, v.answer_key, v.role, v.annotator, v.verdict, v.note, "
+        "v.seconds, v.created_at, v.withdraws FROM open_verdicts v JOIN items i ON i.id = v.item_id "
+        "JOIN runs r ON r.id = v.run_id JOIN benchmarks b ON b.id = i.benchmark_id "
+        f"WHERE {where} ORDER BY v.created_at, v.id",
+        params,
+    ):
+        yield {
+            "id": uid,
+            "benchmark": bench,
+            "index": index,
+            "run": config,
+            "answer": key,
+            "role": role,
+            "annotator": annotator,
+            "verdict": verdict,
+            "note": note,
+            "seconds": seconds,
+            "at": at,
+            "withdraws": withdraws,
+        }
+
+
 def export_records(
     ws: Workspace, kind: str, *, benchmark: str | None = None, set_name: str | None = None, annotator: str | None = None
 ) -> Iterator[dict[str, Any]]:
@@ -580,14 +676,19 @@ def export_records(
             where.append("who = ?")
             params.append(annotator)
         return _label_records(ws, " AND ".join(where), params)
-    alias = {"reviews": "r", "qc": "d", "votes": "v"}[kind]
+    alias = {"reviews": "r", "qc": "d", "votes": "v", "open": "v"}[kind]
     if benchmark is not None:
         where.append("b.name = ?")
         params.append(benchmark)
     if annotator is not None:
         where.append(f"{alias}.annotator = ?")
         params.append(annotator)
-    reader = {"reviews": _review_records, "qc": _decision_records, "votes": _vote_records}[kind]
+    reader = {
+        "reviews": _review_records,
+        "qc": _decision_records,
+        "votes": _vote_records,
+        "open": _open_verdict_records,
+    }[kind]
     return reader(ws, " AND ".join(where), params)
 
 
@@ -755,7 +856,7 @@ def _known(ws: Workspace, row: _Row, by_uuid: dict[str, _Row]) -> bool | tuple[s
     return "id", f"{row.uuid} is in {where} with a different {differs}"
 
 
-_HUMAN_KINDS = (REVIEWS, LABELS, ADJUDICATIONS, QC_DECISIONS, ARENA_VOTES)
+_HUMAN_KINDS = (REVIEWS, LABELS, ADJUDICATIONS, QC_DECISIONS, ARENA_VOTES, OPEN_VERDICTS)
 
 
 def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict[str, Any] | None:
@@ -767,6 +868,8 @@ def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict[str, Any] | None
         found = _decision_records(ws, "d.uuid = ?", [uid])
     elif kind.table == "arena_votes":
         found = _vote_records(ws, "v.uuid = ?", [uid])
+    elif kind.table == "open_verdicts":
+        found = _open_verdict_records(ws, "v.uuid = ?", [uid])
     else:
         found = (
             r

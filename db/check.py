@@ -229,6 +229,24 @@ def _arena_pairs(ws: Workspace) -> list[str]:
     )
 
 
+def _open_verdicts(ws: Workspace) -> list[str]:
+    """A verdict on an open answer judged the answer now stored (pass 0 of its run on its item, the same sha256) of
+    a run on the item's benchmark (migration 0018, annotation/open_verdicts.py). No repair: a verdict is a person's."""
+    rows = ws.conn.execute(
+        "SELECT v.run_id, v.item_id, v.answer_key, p.response, r.benchmark_id = i.benchmark_id, count(*) "
+        "FROM open_verdicts v JOIN items i ON i.id = v.item_id LEFT JOIN runs r ON r.id = v.run_id "
+        "LEFT JOIN predictions p ON p.run_id = v.run_id AND p.item_id = v.item_id AND p.pass = 0 "
+        "GROUP BY v.run_id, v.item_id, v.answer_key ORDER BY v.run_id, v.item_id"
+    )
+    found = [
+        f"run {run} item {item}: {n} verdict(s) on an answer that is "
+        + ("not stored" if response is None else "of another benchmark" if not same else "no longer the one stored")
+        for run, item, key, response, same, n in rows
+        if response is None or not same or runs.answer_key(response) != key
+    ]
+    return _bounded(found[: MAX_PROBLEMS + 1], len(found))
+
+
 def _option_scores(ws: Workspace) -> list[str]:
     # No repair: scores are what the model said; a pass with a wrong count is shown, never rewritten.
     rows = ws.conn.execute(
@@ -271,6 +289,7 @@ CHECKS: tuple[Check, ...] = (
     Check("pass_turns", "turns of multi-turn passes", _pass_turns, current_schema=True),
     Check("guideline_versions", "verdicts' guideline versions", _guideline_versions, current_schema=True),
     Check("arena_pairs", "arena pairs and the answers they show", _arena_pairs, current_schema=True),
+    Check("open_verdicts", "verdicts on open answers and the answers they judged", _open_verdicts, current_schema=True),
 )
 
 

@@ -7,6 +7,7 @@ owner is gone) and beats a heartbeat while it runs. A run stored as running whos
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -101,6 +102,11 @@ class Run:
         """The run's item limit, or None (every item) — also when the stored value is unreadable (in problems)."""
         value = self.config.get("limit")
         return value if valid_int(value, 1, COUNT_MAX) else None
+
+
+def answer_key(answer: str) -> str:
+    """What identifies an answer's text (people's verdicts on open answers name it): its sha256, UTF-8."""
+    return hashlib.sha256(answer.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def valid_int(value: object, low: int, high: int) -> bool:

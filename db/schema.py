@@ -944,3 +944,37 @@ def _m0017(db: Database) -> None:
         );
         """,
     )
+
+
+@migrations(name="0018_open_verdicts")
+def _m0018(db: Database) -> None:
+    # People's verdicts on a run's open answer to an item (right / partly / wrong), the human side of "which open
+    # metric to trust" (annotation/open_verdicts.py, docs/adr/0036): human records like every other — append-only,
+    # a uuid each, an undo names the uuid it withdraws. `answer_key` is the sha256 of the answer judged, so a verdict
+    # merges into another copy by what was judged, never by a local run id. role 'adjudication': the final word on a
+    # (run, item) whose annotators disagree. A run people judged is not deleted with their verdicts (trigger).
+    _script(
+        db,
+        f"""
+        CREATE TABLE open_verdicts (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            answer_key TEXT NOT NULL CHECK (length(answer_key) = 64),
+            role TEXT NOT NULL CHECK (role IN ('verdict', 'adjudication')),
+            annotator TEXT NOT NULL,
+            verdict TEXT NOT NULL CHECK (verdict IN ('right', 'partly', 'wrong', 'undo')),
+            note TEXT,
+            seconds REAL,
+            created_at TEXT NOT NULL,{_ID_COLUMNS.format(table="open_verdicts")},
+            CHECK ((verdict = 'undo') = (withdraws IS NOT NULL))
+        );
+        CREATE INDEX open_verdicts_answer ON open_verdicts (run_id, item_id, id);
+        CREATE INDEX open_verdicts_withdraws ON open_verdicts (withdraws);
+        CREATE TRIGGER open_verdicts_no_update BEFORE UPDATE ON open_verdicts
+            BEGIN SELECT RAISE(ABORT, 'open verdicts are append-only'); END;
+        CREATE TRIGGER runs_keep_open_verdicts BEFORE DELETE ON runs
+            WHEN EXISTS (SELECT 1 FROM open_verdicts WHERE run_id = OLD.id)
+            BEGIN SELECT RAISE(ABORT, 'people judged this run''s answers: their verdicts are kept'); END;
+        """,
+    )

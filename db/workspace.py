@@ -774,6 +774,7 @@ _MARKED = (
     "qc_stage_runs",
     "arena_pairs",
     "arena_votes",
+    "open_verdicts",
     "runs",
     "predictions",
     "scorings",

@@ -1,11 +1,21 @@
-"""The Alignment tab: an adjudication set's study (annotation.alignment.alignment_report — `vlmdesk align
-report`): per extractor the alignment with the final human labels and its Wilson interval, a confusion matrix,
-and inter-annotator agreement."""
+"""The Alignment tab. Extractors: an adjudication set's study (annotation.alignment.alignment_report — `vlmdesk
+align report`): per extractor the alignment with the final human labels and its Wilson interval, a confusion
+matrix, and inter-annotator agreement. Open metrics: each open metric against people's verdicts on the chosen open
+benchmark's answers (gui/verdicts_view.OpenMetricsPanel — `vlmdesk align open`)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from annotation import alignment
 from evaluator.plots import alignment_figure
@@ -13,6 +23,7 @@ from gui.charts import BlindCover, ChartView, message_figure
 from gui.empty_states import BUILD_SET, EmptyState
 from gui.fitting import compact_combo
 from gui.tables import RowsModel, export_table, table_view
+from gui.verdicts_view import OpenMetricsPanel
 
 COLUMNS = (
     "Extractor",
@@ -34,7 +45,8 @@ def _pct(v) -> str:
 class AlignmentView(QWidget):
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
-        self.empty = EmptyState(self, ctx, "alignment")
+        self.page = QWidget()  # the extractors' study; its empty state covers it only, not the Open metrics page
+        self.empty = EmptyState(self.page, ctx, "alignment")
         self.ctx = ctx
         self.report: alignment.AlignmentReport | None = None
         self.set_combo = compact_combo(QComboBox(), 16)
@@ -75,12 +87,17 @@ class AlignmentView(QWidget):
         split.addWidget(lower)
         split.setSizes([470, 200])
         split.setChildrenCollapsible(False)
-        content = QWidget()
-        cl = QVBoxLayout(content)
+        cl = QVBoxLayout(self.page)
         cl.setContentsMargins(0, 0, 0, 0)
         cl.addLayout(top)
         cl.addWidget(split, 1)
-        self.cover = BlindCover(content, "Alignment figures")
+        self.open_metrics = OpenMetricsPanel(ctx)
+        self.inner = QTabWidget()
+        self.inner.addTab(self.page, "Extractors")
+        self.inner.addTab(self.open_metrics, "Open metrics")
+        self.inner.currentChanged.connect(lambda _: self.redraw())
+        ctx.benchmarkChanged.connect(lambda: self.redraw() if self.isVisible() else None)
+        self.cover = BlindCover(self.inner, "Alignment figures")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
         layout.addWidget(self.cover)
@@ -109,6 +126,9 @@ class AlignmentView(QWidget):
     def redraw(self) -> None:
         if self.cover.hidden:  # blind mode: nothing to draw (nor an empty state over the cover); drawn when it is off
             self.empty.hide()
+            return
+        if self.inner.currentWidget() is self.open_metrics:
+            self.open_metrics.refresh()
             return
         name = self.set_combo.currentData()
         self.report = alignment.alignment_report(self.ctx.ws, name) if name else None

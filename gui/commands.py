@@ -71,6 +71,10 @@ COMMANDS: dict[str, str] = {
     "align report": "tab:alignment",
     "align export-labels": "menu:Export labels…",
     "align import-labels": "menu:Import labels…",
+    "align open": "tab:alignment",  # its Open metrics page
+    "align open-verdict": "tab:queues",  # Queues › Open answers (keys 1-3, Ctrl+Z)
+    "align export-open": "menu:Export open verdicts…",
+    "align import-open": "menu:Import open verdicts…",
     "models add": "tab:models",
     "models list": "tab:models",
     "models remove": "tab:models",

@@ -56,6 +56,7 @@ SYNC_COMMANDS = {  # kind: (menu title, export command, import command)
     "labels": ("labels", ["align", "export-labels"], ["align", "import-labels"]),
     "decisions": ("QC decisions", ["qc", "export-decisions"], ["qc", "import-decisions"]),
     "votes": ("arena votes", ["arena", "export-votes"], ["arena", "import-votes"]),
+    "open": ("open verdicts", ["align", "export-open"], ["align", "import-open"]),
 }
 
 

@@ -861,10 +861,14 @@ class QueuesView(QWidget):
         self.qc = QCPage(ctx)
         self.adjudication = AdjudicationPage(ctx)
         self.conflicts = ConflictsPage(ctx)
+        from gui.verdicts_view import OpenAnswersPage  # it builds on _ItemPage, defined here
+
+        self.open_answers = OpenAnswersPage(ctx)
         self.pages = (
             ("qc", "Quality control", self.qc),
             ("adjudication", "Extractor adjudication", self.adjudication),
             ("conflicts", "Conflicts", self.conflicts),
+            ("open", "Open answers", self.open_answers),
         )
         for _, title, page in self.pages:
             self.list.addItem(QListWidgetItem(title))
@@ -938,6 +942,7 @@ class QueuesView(QWidget):
 
     def refresh(self) -> None:
         self.adjudication.reload_sets()
+        self.open_answers.reload_runs()
         for _, _, page in self.pages:
             page.refresh()
         if self.list.currentRow() < 0:
@@ -955,7 +960,12 @@ class QueuesView(QWidget):
     def update_counts(self) -> None:
         has = self.guidelines.current() is not None
         self.guidelines_button.setText("Guidelines" + (" ✓" if has else ""))
-        counts = (len(self.qc.remaining()), self.adjudication.remaining(), self.conflicts.remaining())
+        counts = (
+            len(self.qc.remaining()),
+            self.adjudication.remaining(),
+            self.conflicts.remaining(),
+            self.open_answers.remaining(),
+        )
         for row, ((_, title, _), n) in enumerate(zip(self.pages, counts)):
             self.list.item(row).setText(f"{title}\n{n} left")
         for (name, _, _), left, total in zip(self.pages, counts, self._totals()):
@@ -964,11 +974,16 @@ class QueuesView(QWidget):
             bar.setValue(max(0, total - left))
             bar.setToolTip(f"{total - left} of {total} done by you, {left} left")
 
-    def _totals(self) -> tuple[int, int, int]:
-        """Everything each queue holds (for the progress bars): flags, the set's responses, conflicts."""
+    def _totals(self) -> tuple[int, int, int, int]:
+        """Everything each queue holds (for the progress bars): flags, the set's responses, conflicts, answers."""
         bench, ws = self.ctx.benchmark, self.ctx.ws
         if bench is None:
-            return 0, 0, 0
+            return 0, 0, 0, 0
         name = self.adjudication.set_combo.currentData()
         sets = {s.name: s.items for s in alignment.list_sets(ws)}
-        return len(qc.queue(ws, benchmark_id=bench.id)), sets.get(name, 0), len(reviews.conflicts(ws, bench.id))
+        return (
+            len(qc.queue(ws, benchmark_id=bench.id)),
+            sets.get(name, 0),
+            len(reviews.conflicts(ws, bench.id)),
+            self.open_answers.total(),
+        )

@@ -55,6 +55,19 @@ count = positive_int
 record_id = int_in(1, ID_MAX, "an id (a whole number)")
 """Run ids, item ids: what SQLite can hold."""
 seed = int_in(0, SEED_MAX, "a seed (a whole number)")
+
+
+def record_ids(text: str) -> list[int]:
+    """A comma-separated list of ids (--runs 1,2,3), each as record_id takes it."""
+    if len(text) > 10_000:
+        raise argparse.ArgumentTypeError("more than 10,000 characters of ids")
+    return [record_id(part) for part in text.split(",") if part.strip()] or _no_ids()
+
+
+def _no_ids() -> list[int]:
+    raise argparse.ArgumentTypeError("no id given")
+
+
 rounds = int_in(1, ROUNDS_MAX, "a number of rounds")
 """--rounds of a multi-turn run."""
 

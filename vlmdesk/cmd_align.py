@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 from db.errors import InvalidInput
 from evaluator.backends import BackendError
 from evaluator.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
-from vlmdesk.args import annotator, positive_int, record_id, seed
+from vlmdesk.args import annotator, count, positive_int, record_id, record_ids, seed
 
 if TYPE_CHECKING:
     from annotation.alignment import AlignmentReport
+    from annotation.open_alignment import OpenAlignmentReport
 
 
 def register(add) -> None:
@@ -25,14 +26,17 @@ def register(add) -> None:
         description="The extractor–human alignment study. `sample` builds an adjudication set from runs; `label` "
         "is a blind terminal labelling loop; `adjudicate` lists annotator disagreements and records "
         "final labels; `report` gives alignment rates (Wilson 95 %), Cohen's κ, confusion matrices "
-        "and inter-annotator agreement. See docs/extraction-and-alignment.md.",
+        "and inter-annotator agreement. See docs/extraction-and-alignment.md. For open answers: people "
+        "judge them right / partly / wrong (the app's Verdicts tab, or `open-verdict`), and `open` "
+        "reports how far each open metric agrees with them.",
         examples="""
                 vlmdesk align sample --run 3 --run 4 --extractor 'rules+llm:openai:gpt-4o-mini' --size 50 --seed 1 --name s1
                 vlmdesk align label --set s1 --annotator ana
                 vlmdesk align adjudicate --set s1
                 vlmdesk align adjudicate --set s1 --item 17 --label B --adjudicator lead
                 vlmdesk align report --set s1 --json
-                vlmdesk align export-labels --set s1 --out s1-ana.jsonl && vlmdesk align import-labels s1-ana.jsonl""",  # noqa: E501 (an example is one shell line, shown as written)
+                vlmdesk align export-labels --set s1 --out s1-ana.jsonl && vlmdesk align import-labels s1-ana.jsonl
+                vlmdesk align open --bench demo-open --runs 4,5 --json""",  # noqa: E501 (an example is one shell line, shown as written)
     )
     sub = p.add_subparsers(dest="align_command", metavar="ACTION", required=True)
 
@@ -112,6 +116,153 @@ def register(add) -> None:
         "vlmdesk align import-labels ana-labels.jsonl --skip-bad",
     )
     add_import_arguments(q, "labels and adjudications")
+
+    q = action(
+        "open",
+        "each open metric against people's verdicts on the same answers: accuracy, κ, Spearman, intervals",
+        cmd_open,
+        "vlmdesk align open --bench demo-open --runs 4,5 --json",
+    )
+    q.add_argument("--bench", required=True, help="an open benchmark")
+    q.add_argument("--runs", type=record_ids, required=True, metavar="R1,R2", help="the runs, comma-separated")
+    q.add_argument(
+        "--bootstrap",
+        type=count,
+        default=2000,
+        metavar="N",
+        help="resamples of the percentile bootstrap interval of κ (default 2000)",
+    )
+    q.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap (default 0)")
+    q.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    q = action(
+        "open-verdict",
+        "record a verdict (right, partly, wrong), an adjudication, or withdraw one, on a run's answer to an item",
+        cmd_open_verdict,
+        "vlmdesk align open-verdict --run 4 --item 17 --verdict partly --annotator ana",
+    )
+    q.add_argument("--run", type=record_id, required=True, metavar="RUN_ID", help="the run that gave the answer")
+    q.add_argument("--item", type=record_id, required=True, metavar="ITEM_ID", help="the item it answered")
+    q.add_argument(
+        "--verdict",
+        choices=["right", "partly", "wrong", "undo"],
+        required=True,
+        help="undo withdraws your standing verdict (or, with --adjudicate, adjudication) on the answer",
+    )
+    q.add_argument("--annotator", required=True, metavar="NAME", type=annotator, help="your name")
+    q.add_argument(
+        "--adjudicate",
+        action="store_true",
+        help="the final word on an answer whose annotators disagree (it stands over their majority)",
+    )
+    q.add_argument("--note", help="why (optional)")
+
+    q = action(
+        "export-open",
+        "write the verdicts on open answers (and their undos) as JSON Lines, oldest first",
+        cmd_export_open,
+        "vlmdesk align export-open --bench demo-open --annotator ana --out ana-open.jsonl",
+    )
+    q.add_argument("--bench", metavar="NAME", help="only verdicts on this benchmark's answers")
+    q.add_argument("--annotator", metavar="NAME", type=annotator, help="only this annotator's records")
+    add_export_output(q)
+
+    q = action(
+        "import-open",
+        "merge verdicts on open answers exported from another copy of the workspace",
+        cmd_import_open,
+        "vlmdesk align import-open ana-open.jsonl",
+    )
+    add_import_arguments(q, "verdicts on open answers")
+
+
+def cmd_open(args) -> int:
+    from annotation.open_alignment import open_alignment, stored_scores
+    from vlmdesk.cli import open_from_args
+    from vlmdesk.cmd_data import bench_or_fail
+
+    with open_from_args(args, create=False) as ws:
+        bench = bench_or_fail(ws, args.bench)
+        report = open_alignment(ws, bench, args.runs, stored_scores, resamples=args.bootstrap, seed=args.seed)
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        print(format_open(report))
+    return 0
+
+
+def _ci(ci) -> str:
+    return "-" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def format_open(r: OpenAlignmentReport) -> str:
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    lab = r.labels
+    lines = [
+        f"benchmark {r.benchmark}  runs {','.join(map(str, r.runs))}  answers {r.answers}, judged {r.judged} "
+        f"(right {lab['right']}, partly {lab['partly']}, wrong {lab['wrong']}; {r.ties} ties left out, "
+        f"{r.adjudicated} adjudicated)",
+        f"rule: {r.rule}",
+        f"{'metric':<14} {'n':>4} {'threshold':>9} {'accuracy':>8} {'95% Wilson':>16} {'kappa':>7} "
+        f"{'95% bootstrap':>16} {'spearman':>8}",
+    ]
+    for name, m in r.metrics.items():
+        threshold = "none" if m.n and m.threshold is None else fmt(m.threshold)  # none: no answer counts as right
+        lines.append(
+            f"{name[:14]:<14} {m.n:>4} {threshold:>9} {_pct(m.accuracy):>8} {_ci(m.wilson_95):>16} "
+            f"{fmt(m.cohen_kappa):>7} {_ci(m.kappa_95):>16} {fmt(m.spearman):>8}"
+        )
+    if not r.metrics:
+        lines.append("(no metric scores stored for these runs: score them first)")
+    a = r.annotators
+    lines.append(
+        f"bootstrap: {next(iter(r.metrics.values())).bootstrap if r.metrics else 0} resamples, seed {r.seed}; "
+        f"annotators {', '.join(a.names) or '-'}: answers with ≥2 verdicts {a.answers_with_two_or_more}, agreement "
+        f"{_pct(a.percent_agreement).strip()}, Cohen's kappa {fmt(a.cohen_kappa)}, Krippendorff's alpha "
+        f"{fmt(a.krippendorff_alpha)}"
+    )
+    open_ = [(run, item) for run, item, _, adjudicated in r.disagreements if adjudicated is None]
+    if open_:
+        run, item = open_[0]
+        lines.append(
+            f"{len(open_)} disagreement(s) to adjudicate (--json lists them): vlmdesk align open-verdict --run {run} "
+            f"--item {item} --verdict right|partly|wrong --annotator NAME --adjudicate"
+        )
+    return "\n".join(lines)
+
+
+def cmd_open_verdict(args) -> int:
+    from annotation import open_verdicts as ov
+    from vlmdesk.cli import open_from_args
+
+    role: ov.Role = "adjudication" if args.adjudicate else "verdict"
+    with open_from_args(args, create=False) as ws:
+        if args.verdict == "undo":
+            withdrawn = ov.undo_verdict(ws, args.run, args.item, args.annotator, role=role)
+            print(f"withdrew {withdrawn.verdict}" if withdrawn else "nothing of yours stands on this answer")
+            return 0
+        ov.add_verdict(ws, args.run, args.item, args.annotator, args.verdict, note=args.note, role=role)
+    print(f"run {args.run}, item {args.item}: {args.verdict} saved")
+    return 0
+
+
+def cmd_export_open(args) -> int:
+    from vlmdesk.cli import open_from_args
+    from vlmdesk.cmd_data import bench_or_fail
+    from vlmdesk.cmd_reviews import run_export
+
+    with open_from_args(args, create=False) as ws:
+        if args.bench is not None:
+            bench_or_fail(ws, args.bench)
+        return run_export(ws, "open", args.out, benchmark=args.bench, annotator=args.annotator)
+
+
+def cmd_import_open(args) -> int:
+    from vlmdesk.cmd_reviews import run_import
+
+    return run_import(args, "open", "verdict(s)")
 
 
 def cmd_sample(args) -> int:

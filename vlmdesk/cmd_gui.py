@@ -35,7 +35,7 @@ def register(add) -> None:
     p.add_argument("--bench", help="benchmark to show (default: the first)")
     p.add_argument(
         "--queue",
-        choices=("qc", "adjudication", "conflicts"),
+        choices=("qc", "adjudication", "conflicts", "open"),
         help="queue page for --view queue (default: the first with work left)",
     )
     p.add_argument("--item", help="item index to show (default: the first; review: the first with predictions)")
