@@ -26,9 +26,9 @@ from annotation.standing import ADJUDICATIONS, LABELS
 from db.catalog import now_iso
 from db.errors import InvalidInput, NotFound, UserError
 from db.workspace import Workspace, inserted_id
-from evaluator.extraction import REFUSAL, Extraction
-from evaluator.llm_extraction import ExtractionInput, Extractor, RulesExtractor, response_key
-from evaluator.rescoring import UNLABELLED, stored_passes
+from evaluator.scoring.extraction import REFUSAL, Extraction
+from evaluator.scoring.llm_extraction import ExtractionInput, Extractor, RulesExtractor, response_key
+from evaluator.scoring.rescoring import UNLABELLED, stored_passes
 
 UNCLEAR = "unclear"
 UNDECIDED = "undecided"  # how an extractor's "no choice" appears in confusion matrices

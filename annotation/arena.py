@@ -5,7 +5,7 @@ A **pair** is drawn once and kept in the workspace (`arena_pairs`): an item, the
 right (the side is drawn at random and recorded), a position in the benchmark's queue. A **vote** is a human record
 like a verdict (annotation/standing.py): appended with a uuid, withdrawn by an undo row naming it, corrected by a
 newer vote; one standing vote per (pair, annotator) counts. Each standing vote is one battle of the rating
-(evaluator/ratings.py): model_a is the left run's model, model_b the right one's.
+(evaluator/analysis/ratings.py): model_a is the left run's model, model_b the right one's.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from db import catalog, runs
 from db.catalog import now_iso
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace, inserted_id
-from evaluator.importers.common import (
+from evaluator.analysis.ratings import WINNERS, Battle, Winner
+from evaluator.formats.importers.common import (
     DuplicateKey,
     InputError,
     JsonTooDeep,
@@ -34,8 +35,7 @@ from evaluator.importers.common import (
     no_duplicate_keys,
     open_regular,
 )
-from evaluator.importers.importer import model_name_problem
-from evaluator.ratings import WINNERS, Battle, Winner
+from evaluator.formats.importers.importer import model_name_problem
 
 Vote = Literal["left", "right", "tie", "bothbad"]
 """left / right better, a tie, or both bad (a tie too, for the rating)."""

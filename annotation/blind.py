@@ -21,8 +21,8 @@ from functools import cached_property
 
 from annotation import reviews, standing
 from db.workspace import Workspace
-from evaluator.choices import shown_options
-from evaluator.llm_extraction import response_key
+from evaluator.scoring.choices import shown_options
+from evaluator.scoring.llm_extraction import response_key
 
 NOT_A_JUDGEMENT = ("skip",)
 HIDDEN_TEXT = "hidden in blind mode"

@@ -19,9 +19,9 @@ from annotation import qc, reviews
 from db import catalog
 from db.catalog import Benchmark, now_iso
 from db.workspace import Workspace
-from evaluator.choices import canonical_answer
-from evaluator.exporters import ExportReport, export_benchmark
-from evaluator.outfiles import AtomicOutput, check_output
+from evaluator.formats.exporters import ExportReport, export_benchmark
+from evaluator.formats.outfiles import AtomicOutput, check_output
+from evaluator.scoring.choices import canonical_answer
 
 REVIEW_OUTCOME: dict[str, tuple[str, str | None]] = {
     "ok": ("keep", None),

@@ -15,7 +15,7 @@ from annotation.names import annotator_name
 from db.catalog import now_iso
 from db.errors import InvalidInput
 from db.workspace import Workspace
-from evaluator.importers.common import text_problem
+from evaluator.formats.importers.common import text_problem
 
 MAX_GUIDELINE_CHARS = 200_000  # a long handbook fits; a pasted file of megabytes is a mistake
 
@@ -100,7 +100,7 @@ def verdicts_per_version(ws: Workspace, benchmark_id: int) -> dict[int | None, i
 def read_file(path: str | Path) -> str:
     """A guideline file's text: a regular file (never a FIFO or device) of at most MAX_GUIDELINE_CHARS × 4 bytes,
     UTF-8; the text is then checked like any guideline."""
-    from evaluator.importers.common import open_regular
+    from evaluator.formats.importers.common import open_regular
 
     try:
         with open_regular(Path(path), 4 * MAX_GUIDELINE_CHARS, "size limit of a guideline") as f:

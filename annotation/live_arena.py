@@ -20,18 +20,18 @@ from db import catalog, models, runs
 from db.catalog import Benchmark, now_iso
 from db.errors import InvalidInput
 from db.workspace import Workspace
-from evaluator.importers.common import (
+from evaluator.analysis.matchmaking import draw_match
+from evaluator.engine.launch import resolve_model
+from evaluator.engine.live import MAX_QUESTION_CHARS, LiveAnswer, live_prompt
+from evaluator.engine.prompts import default_template
+from evaluator.engine.runner import OPEN_ANSWER, OPEN_MAX_NEW_TOKENS, RunSettings, new_run
+from evaluator.formats.importers.common import (
     DEFAULT_MAX_IMAGE_MB,
     check_image,
     open_regular,
     sha256_bytes,
     text_problem,
 )
-from evaluator.launch import resolve_model
-from evaluator.live import MAX_QUESTION_CHARS, LiveAnswer, live_prompt
-from evaluator.matchmaking import draw_match
-from evaluator.prompts import default_template
-from evaluator.runner import OPEN_ANSWER, OPEN_MAX_NEW_TOKENS, RunSettings, new_run
 
 LIVE_BENCH = "live-arena"
 LIVE_SOURCE = "vlmdesk live arena"  # the benchmark's source; its hash is the benchmark's identity
@@ -97,7 +97,8 @@ def contenders(ws: Workspace, chosen: list[str] | None = None) -> list[str]:
 
 
 def match(ws: Workspace, seed: int, chosen: list[str] | None = None) -> tuple[str, str]:
-    """(left spec, right spec) drawn by evaluator/matchmaking.py's rule over every standing vote of the workspace."""
+    """(left spec, right spec) drawn by evaluator/analysis/matchmaking.py's rule over every standing vote of the
+    workspace."""
     return draw_match(contenders(ws, chosen), arena.battles(ws), seed)
 
 

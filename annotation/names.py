@@ -19,7 +19,7 @@ from __future__ import annotations
 import unicodedata
 
 from db.errors import InvalidInput
-from evaluator.importers.common import text_problem
+from evaluator.formats.importers.common import text_problem
 
 MAX_ANNOTATOR_CHARS = 100
 MAX_NOTE_CHARS = 10_000  # a note on a verdict, adjudication or QC decision (one line of a merge file holds it)

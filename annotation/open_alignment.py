@@ -34,12 +34,12 @@ RANK = {"wrong": 0, "partly": 1, "right": 2}
 """The human verdict as a rank, for Spearman's ρ."""
 BOOTSTRAP = 2000
 ScoresOf = Callable[[Workspace, int], Mapping[str, Mapping[int, float]]]
-"""run id → metric → item id → score (evaluator/open_metrics.py's item_scores)."""
+"""run id → metric → item id → score (evaluator/scoring/open_metrics.py's item_scores)."""
 
 
 def stored_scores(ws: Workspace, run_id: int) -> Mapping[str, Mapping[int, float]]:
-    """The open metrics' per-item scores of a run (evaluator/open_metrics.py: every metric that applies)."""
-    from evaluator.open_metrics import item_scores
+    """The open metrics' per-item scores of a run (evaluator/scoring/open_metrics.py: every metric that applies)."""
+    from evaluator.scoring.open_metrics import item_scores
 
     return item_scores(ws, run_id)
 

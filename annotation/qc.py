@@ -26,7 +26,7 @@ from db import catalog, item_query, runs
 from db.catalog import now_iso
 from db.errors import UserError
 from db.workspace import Workspace, inserted_id
-from evaluator.choices import answer_keys, canonical_answer
+from evaluator.scoring.choices import answer_keys, canonical_answer
 
 STAGES = ("text-only", "consensus")
 CATEGORY = {"text-only": "text-answerable", "consensus": "possibly flawed"}
@@ -182,7 +182,7 @@ def check_stage_runs(ws: Workspace, benchmark_id: int, stage: str, run_ids: list
 def circular_correctness(ws: Workspace, run_ids: list[int]) -> dict[int, dict[int, bool]]:
     """item id -> {run id: answered correctly} for every item with an answer key that the run evaluated.
 
-    Correct means the run result is right (evaluator/choices.py run_result): every CircularEval pass right, or
+    Correct means the run result is right (evaluator/scoring/choices.py run_result): every CircularEval pass right, or
     the one pass of a yes/no item.
     """
     found: dict[int, dict[int, bool]] = defaultdict(dict)

@@ -14,7 +14,7 @@ from annotation.names import BadName, annotator_name
 from db.catalog import now_iso
 from db.errors import InvalidInput
 from db.workspace import Workspace
-from evaluator.importers.common import text_problem
+from evaluator.formats.importers.common import text_problem
 
 FIELDS = ("text", "category", "l2_category", "split", "review", "qc", "run_id", "run_result")
 MAX_VALUE_CHARS = 1000

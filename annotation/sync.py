@@ -46,10 +46,8 @@ from annotation.standing import (
 )
 from db import catalog, runs
 from db.workspace import Workspace
-from evaluator.choices import answer_keys
-from evaluator.extraction import REFUSAL
-from evaluator.importers import InputError
-from evaluator.importers.common import (
+from evaluator.formats.importers import InputError
+from evaluator.formats.importers.common import (
     DuplicateKey,
     JsonTooDeep,
     Refused,
@@ -58,7 +56,9 @@ from evaluator.importers.common import (
     open_regular,
     text_problem,
 )
-from evaluator.outfiles import write_file
+from evaluator.formats.outfiles import write_file
+from evaluator.scoring.choices import answer_keys
+from evaluator.scoring.extraction import REFUSAL
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_LINE_BYTES = 64 * 1024
@@ -702,7 +702,8 @@ def write_jsonl(records: Iterable[dict[str, Any]], out: IO[str]) -> int:
 
 
 def export_to_file(records: Iterable[dict[str, Any]], path: str | os.PathLike[str]) -> int:
-    """Write the records to `path` under evaluator/outfiles.py's rule (never over a workspace, a device or a FIFO;
+    """Write the records to `path` under evaluator/formats/outfiles.py's rule (never over a workspace, a device or a
+    FIFO;
     a failure leaves the old file)."""
     return write_file(path, lambda f: write_jsonl(records, f))
 

@@ -28,12 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from db import catalog, open_workspace, runs  # noqa: E402
+from evaluator.analysis.report import run_report  # noqa: E402
 from evaluator.backends import load_backend  # noqa: E402
-from evaluator.importers import import_benchmark  # noqa: E402
-from evaluator.progress import Progress  # noqa: E402
-from evaluator.prompts import default_template  # noqa: E402
-from evaluator.report import run_report  # noqa: E402
-from evaluator.runner import Engine, RunSettings, n_passes, new_run  # noqa: E402
+from evaluator.engine.progress import Progress  # noqa: E402
+from evaluator.engine.prompts import default_template  # noqa: E402
+from evaluator.engine.runner import Engine, RunSettings, n_passes, new_run  # noqa: E402
+from evaluator.formats.importers import import_benchmark  # noqa: E402
 from tests.factories import png_bytes  # noqa: E402
 from tests.tiny_models import build_tiny_llava  # noqa: E402
 from vlmdesk.demo import ensure_demo  # noqa: E402

@@ -50,11 +50,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from db import catalog, open_workspace  # noqa: E402
+from evaluator.analysis.report import run_report  # noqa: E402
 from evaluator.backends.hf import HFBackend  # noqa: E402
-from evaluator.importers.importer import import_benchmark  # noqa: E402
-from evaluator.prompts import default_template  # noqa: E402
-from evaluator.report import run_report  # noqa: E402
-from evaluator.runner import Engine, RunSettings, new_run  # noqa: E402
+from evaluator.engine.prompts import default_template  # noqa: E402
+from evaluator.engine.runner import Engine, RunSettings, new_run  # noqa: E402
+from evaluator.formats.importers.importer import import_benchmark  # noqa: E402
 
 MMBENCH_DEV_EN = 1164
 # llava-hf/llava-1.5-7b-hf's config.json: CLIP ViT-L/14-336 (feature layer -2), 2-layer GELU projector, Llama-2-7B.
@@ -866,7 +866,7 @@ def family_main(args) -> None:
 
     import torch
 
-    from evaluator.families import FAMILIES
+    from evaluator.backends.families import FAMILIES
 
     wanted = [f.model_type for f in FAMILIES] if args.family == "all" else args.family.split(",")
     unknown = set(wanted) - {f.model_type for f in FAMILIES}
@@ -922,7 +922,9 @@ def main() -> None:
         "pay one-off costs that would otherwise land on whichever setting runs first); default 3 for tiny, 1 for 7b "
         "(after its warm-up run: the whole bench must fit in 5 minutes on an H200)",
     )
-    ap.add_argument("--family", help="comma-separated model types of evaluator/families.py, or all (see above)")
+    ap.add_argument(
+        "--family", help="comma-separated model types of evaluator/backends/families.py, or all (see above)"
+    )
     ap.add_argument("--layers", type=int, help="with --family: at most N layers per tower (a CPU check of widths)")
     ap.add_argument("--device", help="with --family: cuda (default at 7b) or cpu")
     args = ap.parse_args()

@@ -124,8 +124,8 @@ def naive_import(tsv: Path, ws_path: Path) -> None:
     import base64
 
     from db import catalog, open_workspace
-    from evaluator.importers.common import check_image, sha256_bytes
-    from evaluator.language import language_of
+    from evaluator.formats.importers.common import check_image, sha256_bytes
+    from evaluator.scoring.language import language_of
 
     csv.field_size_limit(2**31 - 1)
     with open(tsv, encoding="utf-8", newline="") as f:
@@ -219,8 +219,8 @@ def naive_parquet(path: Path, ws_path: Path) -> None:
     import pyarrow.parquet as pq
 
     from db import catalog, open_workspace
-    from evaluator.importers.common import check_image, sha256_bytes
-    from evaluator.language import language_of
+    from evaluator.formats.importers.common import check_image, sha256_bytes
+    from evaluator.scoring.language import language_of
 
     rows = pq.read_table(path).to_pylist()
     with open_workspace(ws_path) as ws, ws.db.atomic():

@@ -9,7 +9,8 @@ is not the server's. Two latency modes in one invocation:
 - varying: 40 ms + an exponential of mean 160 ms (seeded; mean latency 0.2 s); a VanillaEval run of
   --vanilla-items items (default 400).
 
-Each goes through the real engine (evaluator/runner.py: new_run, Engine.execute) at the default batch size (8), at
+Each goes through the real engine (evaluator/engine/runner.py: new_run, Engine.execute) at the default batch size (8),
+at
 each --concurrency (default 32,64) two ways: `old`, the engine walking waves of calls (call_size = max(batch,
 concurrency), chunks of 4 × concurrency items: docs/adr/0016) as before issue 24 — OpenAIBackend behind a wrapper
 that hides its `open_stream` —, and `new`, plain OpenAIBackend (the engine streams when the backend has an
@@ -50,9 +51,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from db import catalog, open_workspace  # noqa: E402
 from evaluator.backends.base import BackendError  # noqa: E402
 from evaluator.backends.openai_backend import OpenAIBackend, parse_openai_spec  # noqa: E402
-from evaluator.importers import import_benchmark  # noqa: E402
-from evaluator.prompts import default_template  # noqa: E402
-from evaluator.runner import Engine, RunSettings, new_run  # noqa: E402
+from evaluator.engine.prompts import default_template  # noqa: E402
+from evaluator.engine.runner import Engine, RunSettings, new_run  # noqa: E402
+from evaluator.formats.importers import import_benchmark  # noqa: E402
 from tests.factories import png_bytes  # noqa: E402
 from tests.server_process import ServerProcess  # noqa: E402
 

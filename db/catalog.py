@@ -149,7 +149,7 @@ def finish_benchmark(ws: Workspace, benchmark_id: int, *, rows_read: int, rows_f
 
 
 def set_benchmark_meta(ws: Workspace, benchmark_id: int, meta: dict[str, Any]) -> None:
-    """Replace a benchmark's meta (its capability groups live there: evaluator/groups.py)."""
+    """Replace a benchmark's meta (its capability groups live there: evaluator/analysis/groups.py)."""
     ws.conn.execute("UPDATE benchmarks SET meta = ? WHERE id = ?", (json.dumps(meta, ensure_ascii=False), benchmark_id))
 
 

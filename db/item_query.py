@@ -18,12 +18,12 @@ from db.workspace import Workspace
 
 RUN_RESULTS = ("right", "wrong", "pending", "unscored", "none")
 """Per item and run: every needed pass right / a pass wrong / passes missing / no answer key / not run. The rule
-is evaluator/choices.py's run_result; the SQL below computes the same for paging and QC (db/ cannot import
+is evaluator/scoring/choices.py's run_result; the SQL below computes the same for paging and QC (db/ cannot import
 evaluator/), and tests/db/test_run_result_sql.py checks the two agree on generated runs."""
 
 # Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, kana, Chinese; and Hangul, whose words
 # carry their particles): unicode61 makes one token of a whole run of them, so they are searched as substrings.
-# A tokenizer rule, not a language rule; a superset of evaluator/choices.py's CJK_IDEOGRAPHS (a test checks it:
+# A tokenizer rule, not a language rule; a superset of evaluator/scoring/choices.py's CJK_IDEOGRAPHS (a test checks it:
 # db/ cannot import evaluator/).
 _SPACELESS = re.compile(
     "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
@@ -219,7 +219,7 @@ def _result_case(need: str) -> str:
 
 
 def _need(strategy: str) -> str:
-    """Passes needed right (evaluator/choices.py passes_needed): every rotation under CircularEval, else one."""
+    """Passes needed right (evaluator/scoring/choices.py passes_needed): every rotation under CircularEval, else one."""
     return "json_array_length(i.options)" if strategy == "circular" else "1"
 
 

@@ -42,7 +42,7 @@ class SavedModel:
 
 
 def add_model(ws: Workspace, name: str, spec: str, *, note: str | None = None) -> SavedModel:
-    """Store a named spec. The caller has checked it (evaluator.model_check.validate_spec refuses keys)."""
+    """Store a named spec. The caller has checked it (evaluator.engine.model_check.validate_spec refuses keys)."""
     name, spec = name.strip(), spec.strip()
     if not _NAME.match(name):
         raise InvalidInput(f"model name {name!r}: 1-64 letters, digits, spaces or . @ / + - _ (no colon)")

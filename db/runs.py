@@ -28,7 +28,7 @@ ID_MAX = 2**63 - 1  # SQLite's INTEGER
 COUNT_MAX = 10**9  # items, passes, tokens, batch sizes
 SEED_MAX = 2**32 - 1
 TOKENS_MAX = 2**40  # tokens a server may say one pass cost (migration 0016's CHECK holds the same bound)
-ROUNDS_MAX = 10  # rounds of sub-questions of a multi-turn pass (evaluator/multiturn.py)
+ROUNDS_MAX = 10  # rounds of sub-questions of a multi-turn pass (evaluator/engine/multiturn.py)
 SPEC_MAX = 2000  # characters of a model spec stored in a run's settings
 
 HEARTBEAT_S = 5.0
@@ -163,7 +163,7 @@ class Prediction:
     # per token for likelihood_score "chef"; probabilities for "prefix"); None for generated passes. Calibration
     # (evaluator/desiderata) reads them.
     scores: tuple[float | None, ...] | None = None
-    turns: tuple[Turn, ...] | None = None  # a multi-turn pass's dialogue (evaluator/multiturn.py); else None
+    turns: tuple[Turn, ...] | None = None  # a multi-turn pass's dialogue (evaluator/engine/multiturn.py); else None
     # The tokens a server said this pass cost (its `usage`), when it said so; None otherwise (local models, old runs).
     prompt_tokens: int | None = None
     completion_tokens: int | None = None

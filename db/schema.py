@@ -704,7 +704,7 @@ def _m0012(db: Database) -> None:
 
 @migrations(name="0013_pass_turns")
 def _m0013(db: Database) -> None:
-    # A multi-turn pass (LVLM-eHub's multi-turn reasoning, evaluator/multiturn.py) is a dialogue: an asking LLM's
+    # A multi-turn pass (LVLM-eHub's multi-turn reasoning, evaluator/engine/multiturn.py) is a dialogue: an asking LLM's
     # sub-questions, the model's answers and the LLM's reasoning. Every turn is kept with the pass, in the same row,
     # so a pass is stored whole or not at all: a JSON list of {"role": "asker"|"model", "text": ...}; NULL for an
     # ordinary one-prompt pass.
@@ -915,7 +915,8 @@ def _m0016(db: Database) -> None:
 
 @migrations(name="0017_open_judgements")
 def _m0017(db: Database) -> None:
-    # An LLM judge's verdicts on open answers (evaluator/open_judge.py, docs/adr/0035): right / partly / wrong with
+    # An LLM judge's verdicts on open answers (evaluator/scoring/open_judge.py, docs/adr/0035): right / partly / wrong
+    # with
     # the judge's reason, one row per (run, item, pass, judge spec identity, rubric), so asking again asks nothing
     # and another rubric asks anew. verdict NULL = undecided (no readable verdict after the bounded retries: never
     # guessed); raw is the judge's last reply, redacted at the door. The rubric texts, by their sha256, are stored

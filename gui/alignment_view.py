@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from annotation import alignment
-from evaluator.plots import alignment_figure
+from evaluator.analysis.plots import alignment_figure
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.empty_states import BUILD_SET, EmptyState
 from gui.fitting import compact_combo

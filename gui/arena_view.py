@@ -329,8 +329,8 @@ class LeaderboardPanel(QWidget):
         outer.addWidget(self.cover)
 
     def reload(self) -> None:
-        from evaluator.plots import leaderboard_figure
-        from evaluator.ratings import leaderboard
+        from evaluator.analysis.plots import leaderboard_figure
+        from evaluator.analysis.ratings import leaderboard
 
         self.cover.set_hidden(self.ctx.prefs.blind)
         if self.ctx.prefs.blind:

@@ -1,4 +1,4 @@
-"""A matplotlib Figure in the window (FigureCanvasQTAgg). The Figures come from evaluator/plots.py, which knows
+"""A matplotlib Figure in the window (FigureCanvasQTAgg). The Figures come from evaluator/analysis/plots.py, which knows
 nothing of Qt; this widget only shows them, tells which bar was clicked, and saves them as PNG or SVG."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from annotation.blind import HIDDEN_TEXT
 from db.errors import UserError
-from evaluator.plots import bar_target, save_figure
+from evaluator.analysis.plots import bar_target, save_figure
 from gui import file_dialogs
 from gui.appearance import MUTED, tone
 
@@ -43,7 +43,7 @@ def message_figure(text: str) -> Figure:
 
 
 class ChartView(QWidget):
-    barClicked = Signal(dict)  # what the bar stands for (evaluator.plots.bar_target)
+    barClicked = Signal(dict)  # what the bar stands for (evaluator.analysis.plots.bar_target)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -131,7 +131,11 @@ class ChartView(QWidget):
         if path:
             try:
                 self.export(path)
-            except (UserError, OSError, ValueError) as exc:  # a refused path (evaluator/outfiles.py), a full disk
+            except (
+                UserError,
+                OSError,
+                ValueError,
+            ) as exc:  # a refused path (evaluator/formats/outfiles.py), a full disk
                 QMessageBox.warning(self, "Export chart", str(exc))
 
 

@@ -1,5 +1,5 @@
-"""The Results tab: runs on the left (one or several), their report as charts (evaluator/plots.py Figures in a
-FigureCanvasQTAgg), and the items behind a clicked bar (evaluator.report.group_items — `vlmdesk run-items`),
+"""The Results tab: runs on the left (one or several), their report as charts (evaluator/analysis/plots.py Figures in a
+FigureCanvasQTAgg), and the items behind a clicked bar (evaluator.analysis.report.group_items — `vlmdesk run-items`),
 each opening in Review."""
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from PySide6.QtWidgets import (
 )
 
 from db.errors import InvalidInput
-from evaluator import open_metrics, plots
-from evaluator.exporters import ExportError
-from evaluator.prediction_export import PredictionExport, default_file_name, export_predictions
-from evaluator.report import NONE, RunReport, group_items, open_group_items, run_report
+from evaluator.analysis import plots
+from evaluator.analysis.report import NONE, RunReport, group_items, open_group_items, run_report
+from evaluator.formats.exporters import ExportError
+from evaluator.formats.prediction_export import PredictionExport, default_file_name, export_predictions
+from evaluator.scoring import open_metrics
 from gui import file_dialogs
 from gui.appearance import MUTED, RIGHT, WRONG
 from gui.charts import BlindCover, ChartView, message_figure

@@ -1,5 +1,6 @@
 """The Desiderata page of Results: pick runs on the left; the report of ChEF's six desiderata of their models
-(evaluator.desiderata — `vlmdesk desiderata RUN…`) with the runs each figure came from and the commands that would
+(evaluator.analysis.desiderata — `vlmdesk desiderata RUN…`) with the runs each figure came from and the commands that
+would
 start the runs still missing, and its figures (radar, reliability diagram, robustness per corruption and severity).
 
 It sits inside the Results tab, whose blind cover hides it in blind mode; it computes nothing while blind."""
@@ -19,8 +20,8 @@ from PySide6.QtWidgets import (
 )
 
 from db.errors import InvalidInput
-from evaluator import plots
-from evaluator.desiderata import DesiderataReport, desiderata_report, format_report, run_reliability
+from evaluator.analysis import plots
+from evaluator.analysis.desiderata import DesiderataReport, desiderata_report, format_report, run_reliability
 from gui.charts import ChartView, message_figure
 from gui.fitting import compact_combo
 from gui.runs_list import RunsList

@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from evaluator.importers.catalog import POPE_SETTINGS, CatalogEntry
-from evaluator.importers.fetch import target_path
+from evaluator.formats.importers.catalog import POPE_SETTINGS, CatalogEntry
+from evaluator.formats.importers.fetch import target_path
 
 COLUMNS = ("Name", "Layout", "Size", "Cached", "Benchmark")
 W = TypeVar("W", bound=QWidget)

@@ -1,6 +1,6 @@
 """Capability groups in the app: the dialog that tags a benchmark (`vlmdesk benchmarks tag`, from the Benchmarks
 dock's context menu or File › Capability groups of the benchmark…) and the Groups page of Results — each model's
-figure per group as a radar and as text (evaluator.groups — `vlmdesk report --groups`).
+figure per group as a radar and as text (evaluator.analysis.groups — `vlmdesk report --groups`).
 
 The page sits inside the Results tab, whose blind cover hides it in blind mode; it computes nothing while blind."""
 
@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
 
 from db.catalog import Benchmark
 from db.errors import InvalidInput, UserError
-from evaluator import open_metrics, plots
-from evaluator.groups import (
+from evaluator.analysis import plots
+from evaluator.analysis.groups import (
     DEFAULT_OPEN_FIGURE,
     GROUPS,
     GroupsReport,
@@ -39,6 +39,7 @@ from evaluator.groups import (
     open_figure_problem,
     tag_benchmark,
 )
+from evaluator.scoring import open_metrics
 from gui.charts import ChartView, message_figure
 from gui.fitting import compact_combo
 

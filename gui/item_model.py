@@ -11,7 +11,7 @@ from PySide6.QtGui import QBrush
 from annotation import blind, browse
 from db import item_query
 from db.item_query import ItemFilter, ItemRow
-from evaluator.plots import SHORT_L2
+from evaluator.analysis.plots import SHORT_L2
 from gui.appearance import MUTED, PENDING, RIGHT, WRONG, colour
 from gui.item_panel import RESULT_MARKS
 

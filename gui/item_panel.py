@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from annotation.browse import VERDICT_LABELS
-from evaluator.choices import LETTERS, YES_NO, item_result, original_option
+from evaluator.scoring.choices import LETTERS, YES_NO, item_result, original_option
 from gui.appearance import (
     ACCENT,
     KEY_BACKGROUND,

@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
 from annotation import arena, live_arena
 from db import catalog, models
 from db.errors import UserError
-from evaluator.importers.common import sha256_bytes
-from evaluator.live import LiveAnswer
+from evaluator.engine.live import LiveAnswer
+from evaluator.formats.importers.common import sha256_bytes
 from gui.arena_view import VOTE_KEYS, VOTE_WORDS, AnswerPane
 from gui.file_dialogs import open_file
 from gui.image_view import ImageView

@@ -32,7 +32,7 @@ from annotation.names import BadName, annotator_name
 from db import catalog, item_query
 from db.errors import EnvironmentFault, NotFound, UserError
 from db.workspace import change_marks, database_error, open_workspace
-from evaluator.groups import GROUPS, benchmark_groups
+from evaluator.analysis.groups import GROUPS, benchmark_groups
 from gui import file_dialogs
 from gui.alignment_view import AlignmentView
 from gui.annotator_stats import AnnotatorsView
@@ -752,8 +752,8 @@ class MainWindow(QMainWindow):
         import os
 
         from db.errors import UserError
-        from evaluator.importers.catalog import catalog as benchmark_catalog
-        from evaluator.importers.fetch import MIRROR_ENV
+        from evaluator.formats.importers.catalog import catalog as benchmark_catalog
+        from evaluator.formats.importers.fetch import MIRROR_ENV
         from gui.fetch_dialog import FetchDialog
 
         try:

@@ -27,8 +27,8 @@ from annotation.blind import HIDDEN_TEXT
 from db import models
 from db.errors import InvalidInput
 from evaluator.backends import REGISTRY as BACKENDS
-from evaluator.families import FAMILIES
-from evaluator.model_check import validate_spec
+from evaluator.backends.families import FAMILIES
+from evaluator.engine.model_check import validate_spec
 from gui import file_dialogs
 from gui.fitting import compact_combo
 from gui.processes import CommandProcess

@@ -36,7 +36,7 @@ from annotation.correction import wrong_key_problem
 from db import item_query
 from db.catalog import Item
 from db.errors import InvalidInput, UserError
-from evaluator.choices import LETTERS, answer_keys, canonical_answer
+from evaluator.scoring.choices import LETTERS, answer_keys, canonical_answer
 from gui.appearance import MUTED, RIGHT, WRONG, set_rich_text
 from gui.empty_states import BUILD_SET, CONSENSUS, NO_BENCHMARK, TEXT_ONLY, EmptyState
 from gui.fitting import FlowLayout, compact_combo, flow_item

@@ -32,7 +32,7 @@ from annotation.correction import names_the_key, wrong_key_problem
 from db import item_query
 from db.catalog import Item
 from db.errors import InvalidInput
-from evaluator.choices import LETTERS, YES_NO
+from evaluator.scoring.choices import LETTERS, YES_NO
 from gui.empty_states import NO_BENCHMARK, EmptyState
 from gui.guidelines_view import GuidelinesPanel
 from gui.help_overlay import HelpOverlay

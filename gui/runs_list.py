@@ -1,5 +1,5 @@
 """The runs of a workspace as a table: status, model, benchmark, overall figures, duration
-(evaluator.report.run_summary — what `vlmdesk runs --scores` prints)."""
+(evaluator.analysis.report.run_summary — what `vlmdesk runs --scores` prints)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QVBoxLayou
 
 from annotation.blind import HIDDEN_TEXT
 from db import runs
-from evaluator.prediction_import import IMPORTED_ARROW, IMPORTED_MARK, origin_of
-from evaluator.prompt_presets import preset_words
-from evaluator.report import RunSummary, describe_tokens, run_summary
-from evaluator.variants import describe as describe_variants
+from evaluator.analysis.report import RunSummary, describe_tokens, run_summary
+from evaluator.engine.prompt_presets import preset_words
+from evaluator.engine.variants import describe as describe_variants
+from evaluator.formats.prediction_import import IMPORTED_ARROW, IMPORTED_MARK, origin_of
 from gui.appearance import ACCENT, MUTED, PENDING, RIGHT, TEXT, WRONG
 from gui.tables import RowsModel, table_view
 

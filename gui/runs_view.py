@@ -30,9 +30,9 @@ from PySide6.QtWidgets import (
 from db import catalog, models
 from db.runs import ROUNDS_MAX
 from evaluator.backends import REGISTRY as BACKENDS
-from evaluator.choices import CHEF_COT_MAX_NEW_TOKENS
-from evaluator.runner import OPEN_MAX_NEW_TOKENS, RunSettings, default_max_new_tokens
-from evaluator.variants import COT_MAX_NEW_TOKENS
+from evaluator.engine.runner import OPEN_MAX_NEW_TOKENS, RunSettings, default_max_new_tokens
+from evaluator.engine.variants import COT_MAX_NEW_TOKENS
+from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS
 from gui import file_dialogs
 from gui.run_queue import RunJob, RunQueue, RunRequest, run_args
 from gui.runs_list import RunsList

@@ -118,7 +118,7 @@ def _prepare_launcher(window, shot: Shot) -> None:
 
 
 def _prepare_results(window, shot: Shot) -> None:
-    from evaluator.plots import bar_target
+    from evaluator.analysis.plots import bar_target
 
     dash = window.view("results")
     window.show_view("results")
@@ -213,7 +213,7 @@ TABS = ("predictions", "history")
 
 
 def _select_item(window, index: str) -> None:
-    from evaluator.importers.common import index_for_lookup
+    from evaluator.formats.importers.common import index_for_lookup
 
     bench = window.ctx.benchmark
     item = catalog.item_by_index(window.ws, bench.id, index_for_lookup(index))
@@ -232,14 +232,17 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
     changed), put it in the state `shot` names, save the PNG, and write the visible texts when asked. Returns them."""
     from PySide6.QtCore import QBuffer, QCoreApplication, QIODevice
 
-    from evaluator.outfiles import check_output, write_file
+    from evaluator.formats.outfiles import check_output, write_file
     from gui.app import application
     from gui.main_window import MainWindow
     from gui.prefs import Preferences, PreferencesFile
 
     if shot.view not in VIEWS:
         raise ScreenshotError(f"--view: unknown view {shot.view!r} (one of {', '.join(VIEWS)})")
-    for path in (out, visible_text):  # evaluator/outfiles.py's rule, before rendering (folders may be made below)
+    for path in (
+        out,
+        visible_text,
+    ):  # evaluator/formats/outfiles.py's rule, before rendering (folders may be made below)
         if path is not None and path.parent.is_dir():
             check_output(path)
     app = application()

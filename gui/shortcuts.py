@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evaluator.choices import LETTERS
+from evaluator.scoring.choices import LETTERS
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
-from evaluator.outfiles import AtomicOutput, csv_cell
+from evaluator.formats.outfiles import AtomicOutput, csv_cell
 from gui import file_dialogs
 from gui.appearance import colour
 
@@ -85,7 +85,7 @@ def write_csv(model, path: str | Path) -> int:
     """Every row of a table model as its cells read, headers first; returns the number of rows written."""
     path = Path(path)
     columns = range(model.columnCount())
-    with AtomicOutput(path, newline="") as f:  # evaluator/outfiles.py's rule
+    with AtomicOutput(path, newline="") as f:  # evaluator/formats/outfiles.py's rule
         out = csv.writer(f)
         header = [model.headerData(c, Qt.Orientation.Horizontal, Qt.ItemDataRole.DisplayRole) for c in columns]
         out.writerow([csv_cell(str(h or "")) for h in header])

@@ -16,8 +16,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from evaluator.corruptions import IMAGE_CORRUPTIONS
-from evaluator.variants import LABEL_MAPS, MAX_SHOTS, SHOT_SELECTIONS, TEXT_CORRUPTIONS
+from evaluator.engine.corruptions import IMAGE_CORRUPTIONS
+from evaluator.engine.variants import LABEL_MAPS, MAX_SHOTS, SHOT_SELECTIONS, TEXT_CORRUPTIONS
 
 
 def _label_specs() -> list[str]:

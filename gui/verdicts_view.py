@@ -5,7 +5,8 @@ answer of the chosen runs — never the model, a metric's score or another annot
 2 partly, 3 wrong (committed at once), S skip (nothing stored; it comes again after the others), E note, Ctrl+Z
 undo (withdraws my latest verdict and shows that answer again: a new verdict is the correction), Enter next. Only
 once my verdict is saved does the page say which model answered and what the open metrics scored
-(evaluator/open_metrics.py): the reveal box. Keys are off while the note has the focus. A (Adjudicate disagreements)
+(evaluator/scoring/open_metrics.py): the reveal box. Keys are off while the note has the focus. A (Adjudicate
+disagreements)
 switches to the answers whose annotators' verdicts differ and no adjudication settles: everyone's verdicts and notes
 are shown there (settling is not blind), and keys 1-3 record the final word (role 'adjudication').
 """

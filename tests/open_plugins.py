@@ -16,7 +16,7 @@ from typing import Any
 from db import runs
 from db.workspace import Workspace
 from evaluator.backends.base import BackendEntry, Query
-from evaluator.open_metrics import OpenAnswer, OpenMetricEntry
+from evaluator.scoring.open_metrics import OpenAnswer, OpenMetricEntry
 
 
 class Parrot:

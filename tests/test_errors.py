@@ -141,7 +141,7 @@ def test_a_wrong_sql_statement_is_a_bug_not_a_workspace_problem(tmp_path):
 def test_expected_errors_share_one_base_and_exit_2():
     from db.errors import UserError
     from db.workspace import DamagedWorkspace, ReadOnlyWorkspace, SchemaError
-    from evaluator.importers import InputError
+    from evaluator.formats.importers import InputError
     from vlmdesk.cli import UsageError
 
     for cls in (InputError, SchemaError, UsageError, DamagedWorkspace, ReadOnlyWorkspace):

@@ -1,4 +1,5 @@
-"""The families table has one source (evaluator/families.py): the README shows it verbatim, `vlmdesk models families`
+"""The families table has one source (evaluator/backends/families.py): the README shows it verbatim, `vlmdesk models
+families`
 prints it, and every row has a tiny model builder behind it (tests/tiny_families.py) that the per-family tests use."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evaluator.families import FAMILIES, markdown_table
+from evaluator.backends.families import FAMILIES, markdown_table
 from vlmdesk.cli import main
 
 README = Path(__file__).resolve().parents[1] / "README.md"

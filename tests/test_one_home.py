@@ -1,4 +1,5 @@
-"""One rule, one home: the rules evaluator/choices.py holds are not written again elsewhere (docs/architecture.md,
+"""One rule, one home: the rules evaluator/scoring/choices.py holds are not written again elsewhere
+(docs/architecture.md,
 "Where the rules live"). A source line that spells one of them out fails here with its file and line."""
 
 import re
@@ -6,13 +7,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("db", "evaluator", "annotation", "gui", "vlmdesk", "bench")
-HOME = {"evaluator/choices.py"}
+HOME = {"evaluator/scoring/choices.py"}
 # What each pattern spells out, and the files allowed to (besides the home).
 COPIES = {
     "option letters": (re.compile(r"ABCDEFGHIJKLMNOPQRSTUVWXYZ|ascii_uppercase\s*\["), set()),
     "CJK ideograph ranges": (re.compile(r"\\u4e00-\\u9fff"), {"db/item_query.py"}),  # the search's tokenizer rule
-    "yes/no reading": (re.compile(r"\bparse_strict\("), {"evaluator/pope.py"}),
-    "POPE parser list": (re.compile(r"\{\s*\"official\":\s*parse_official"), {"evaluator/pope.py"}),
+    "yes/no reading": (re.compile(r"\bparse_strict\("), {"evaluator/scoring/pope.py"}),
+    "POPE parser list": (re.compile(r"\{\s*\"official\":\s*parse_official"), {"evaluator/scoring/pope.py"}),
     "passes needed in SQL": (
         re.compile(r"json_array_length\(i\.options\)\s*(?:ELSE|END|\)|=)|sum\(p\.correct = 1\)"),
         {"db/item_query.py"},

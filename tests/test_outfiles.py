@@ -1,4 +1,5 @@
-"""Every file a command writes follows evaluator/outfiles.py: never over a workspace (or its -wal/-shm), a FIFO, a
+"""Every file a command writes follows evaluator/formats/outfiles.py: never over a workspace (or its -wal/-shm), a
+FIFO, a
 device or a folder (`error: PATH: …`, exit 2, the path untouched); through a symlink (the link stays); keeping an
 existing file's mode (a new one gets the umask's); whole or not at all."""
 
@@ -13,7 +14,7 @@ import sys
 import pytest
 
 from db import open_workspace
-from evaluator.outfiles import AtomicOutput, OutputRefused, check_output, write_file
+from evaluator.formats.outfiles import AtomicOutput, OutputRefused, check_output, write_file
 
 
 def vlmdesk(ws_path, *args, umask: int | None = None) -> subprocess.CompletedProcess:

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from db import models, open_workspace, runs
-from evaluator import metrics
+from evaluator.analysis import metrics
 from evaluator.backends import REGISTRY, BackendError, check_spec, load_backend, spec_help
-from evaluator.llm_extraction import REGISTRY as EXTRACTORS
-from evaluator.llm_extraction import load_extractor, parse_extractor_spec
 from evaluator.registry import PLUGINS_ENV, PluginError
+from evaluator.scoring.llm_extraction import REGISTRY as EXTRACTORS
+from evaluator.scoring.llm_extraction import load_extractor, parse_extractor_spec
 from tests.backend_plugins import slow_backend  # noqa: F401 (fixture)
 from tests.factories import png_bytes
 from vlmdesk.cli import main
@@ -178,8 +178,8 @@ def test_extractor_specs_are_read_through_the_registry(plugins):
             parse_extractor_spec(bad)
     plugins(
         shouting="""
-from evaluator.extraction import Extraction
-from evaluator.llm_extraction import ExtractorEntry
+from evaluator.scoring.extraction import Extraction
+from evaluator.scoring.llm_extraction import ExtractorEntry
 
 
 class Shouting:
@@ -329,7 +329,7 @@ def test_the_documented_toy_backend_runs_through_a_real_vlmdesk_run(tmp_path):
 
 
 def test_formats_are_read_written_and_detected_through_the_registry(tmp_path, capsys, plugins):
-    from evaluator import formats
+    from evaluator.formats import registry as formats
 
     assert formats.format_names() == (
         "mmbench-tsv",
@@ -354,10 +354,10 @@ def test_formats_are_read_written_and_detected_through_the_registry(tmp_path, ca
     # A format of one's own: a module whose entry names a reader (here vlmdesk's JSONL one) and an extension.
     plugins(
         mine="""
-from evaluator.formats import FormatEntry
+from evaluator.formats.registry import FormatEntry
 
-FORMATS = (FormatEntry("mine", "mcq", "JSONL under another name", "evaluator.importers.jsonl:read_jsonl",
-                       "evaluator.exporters:_write_jsonl", extensions=(".mine",)),)
+FORMATS = (FormatEntry("mine", "mcq", "JSONL under another name", "evaluator.formats.importers.jsonl:read_jsonl",
+                       "evaluator.formats.exporters:_write_jsonl", extensions=(".mine",)),)
 """
     )
     src = tmp_path / "b.mine"

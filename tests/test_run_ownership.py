@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from db import open_workspace, runs
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
 from tests.backend_plugins import slow_backend  # noqa: F401 (fixture)
 from tests.evaluator.test_runner import write_jsonl_bench
 

@@ -76,10 +76,15 @@ sys.exit(cli.main(sys.argv[1:]))
 @pytest.mark.parametrize(
     "module, function, error, argv",
     [
-        ("evaluator.pope_report", "score_files", "ValueError", ["pope", "score", "--questions", "q", "--answers", "a"]),
-        ("evaluator.report", "group_items", "LookupError", ["run-items", "1"]),
-        ("evaluator.report", "run_report", "KeyError", ["report", "1"]),
-        ("evaluator.model_check", "validate_spec", "ValueError", ["models", "add", "m", "baseline:first"]),
+        (
+            "evaluator.analysis.pope_report",
+            "score_files",
+            "ValueError",
+            ["pope", "score", "--questions", "q", "--answers", "a"],
+        ),
+        ("evaluator.analysis.report", "group_items", "LookupError", ["run-items", "1"]),
+        ("evaluator.analysis.report", "run_report", "KeyError", ["report", "1"]),
+        ("evaluator.engine.model_check", "validate_spec", "ValueError", ["models", "add", "m", "baseline:first"]),
         ("annotation.alignment", "alignment_report", "ValueError", ["align", "report"]),
     ],
 )

@@ -1,4 +1,4 @@
-"""One tiny random-weight model builder per row of evaluator/families.py (model_type → build(dir) → dir).
+"""One tiny random-weight model builder per row of evaluator/backends/families.py (model_type → build(dir) → dir).
 
 The builders live beside their kin: tests/tiny_models.py (LLaVA, Idefics3), tests/tiny_families_qwen.py (the Qwen-VL
 family's 3-D rotary positions), tests/tiny_families_plain.py (decoders with 1-D positions: LLaVA-NeXT, OneVision,

@@ -1,5 +1,5 @@
 """The reference rules the open metrics restate, written here the way their sources compute them (Python 3), for
-tests that check evaluator/open_metrics.py against them on many inputs.
+tests that check evaluator/scoring/open_metrics.py against them on many inputs.
 
 - `OfficialVQAEval`: GT-Vision-Lab/VQA, PythonEvaluationTools/vqaEvaluation/vqaEval.py (commit a013f00): `evaluate`
   over `gts[quesId]['answers']` (answer dicts) and `res[quesId]['answer']`, with `processPunctuation` and

@@ -19,11 +19,11 @@ class UsageError(UserError):
 
 
 def output_file(path_text: str):
-    """The path a command will write, checked before any work (evaluator/outfiles.py's rule: no folder, device,
+    """The path a command will write, checked before any work (evaluator/formats/outfiles.py's rule: no folder, device,
     FIFO, socket or SQLite database, an existing folder); the writer checks again when it writes."""
     from pathlib import Path
 
-    from evaluator.outfiles import check_output
+    from evaluator.formats.outfiles import check_output
 
     check_output(path_text)
     return Path(path_text).expanduser()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from db.errors import InvalidInput
 from evaluator.backends import BackendError
-from evaluator.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
+from evaluator.scoring.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
 from vlmdesk.args import annotator, count, positive_int, record_id, record_ids, seed
 
 if TYPE_CHECKING:

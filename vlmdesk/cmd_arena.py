@@ -1,6 +1,7 @@
 """`vlmdesk arena …`: pairs of two runs' free answers to open questions, votes on them, ratings from the votes.
 
-The work is annotation/arena.py (pairs, votes), annotation/sync.py (votes between copies) and evaluator/ratings.py
+The work is annotation/arena.py (pairs, votes), annotation/sync.py (votes between copies) and
+evaluator/analysis/ratings.py
 (Bradley–Terry, bootstrap, Elo).
 """
 
@@ -9,8 +10,8 @@ from __future__ import annotations
 import json
 import sys
 
-from evaluator.live import MAX_QUESTION_CHARS
-from evaluator.ratings import DEFAULT_ROUNDS, MAX_ROUNDS, MIN_ROUNDS
+from evaluator.analysis.ratings import DEFAULT_ROUNDS, MAX_ROUNDS, MIN_ROUNDS
+from evaluator.engine.live import MAX_QUESTION_CHARS
 from vlmdesk.args import annotator, int_in, record_id, seed
 
 per_item = int_in(1, 1000, "a number of pairs per item (1..1000)")
@@ -182,8 +183,8 @@ def cmd_pairs(args) -> int:
 
 def cmd_ratings(args) -> int:
     from annotation import arena
-    from evaluator.plots import leaderboard_figure, save_figure, win_rate_figure
-    from evaluator.ratings import leaderboard, win_rates
+    from evaluator.analysis.plots import leaderboard_figure, save_figure, win_rate_figure
+    from evaluator.analysis.ratings import leaderboard, win_rates
     from vlmdesk.cli import UsageError, open_from_args, output_file
     from vlmdesk.cmd_data import bench_or_fail
 
@@ -238,7 +239,7 @@ def cmd_import_votes(args) -> int:
 
 def cmd_ask(args) -> int:
     from annotation import arena, live_arena
-    from evaluator.live import ask
+    from evaluator.engine.live import ask
     from vlmdesk.cli import UsageError, open_from_args
 
     if (args.vote is None) != (args.annotator is None):
@@ -277,9 +278,9 @@ def cmd_ask(args) -> int:
 
 def cmd_answer(args) -> int:
     from annotation import live_arena
-    from evaluator.importers.common import sha256_bytes
-    from evaluator.launch import resolve_model
-    from evaluator.live import ask
+    from evaluator.engine.launch import resolve_model
+    from evaluator.engine.live import ask
+    from evaluator.formats.importers.common import sha256_bytes
     from vlmdesk.cli import open_from_args
 
     question = live_arena.check_question(args.question)

@@ -7,11 +7,11 @@ import signal
 import sys
 
 from db import catalog
-from evaluator.formats import format_names
-from evaluator.groups import GROUPS, benchmark_groups, tag_benchmark
-from evaluator.importers import import_benchmark
-from evaluator.importers.common import DEFAULT_MAX_IMAGE_MB, ReadLimits, index_for_lookup
-from evaluator.outfiles import write_file
+from evaluator.analysis.groups import GROUPS, benchmark_groups, tag_benchmark
+from evaluator.formats.importers import import_benchmark
+from evaluator.formats.importers.common import DEFAULT_MAX_IMAGE_MB, ReadLimits, index_for_lookup
+from evaluator.formats.outfiles import write_file
+from evaluator.formats.registry import format_names
 from vlmdesk.args import int_in, positive_int
 from vlmdesk.cli import add_command, output_file
 from vlmdesk.cmd_fetch import add_download_options
@@ -203,7 +203,7 @@ def cmd_import(args) -> int:
     from vlmdesk.cli import open_from_args
 
     if not Path(args.path).exists():
-        from evaluator.importers.catalog import find
+        from evaluator.formats.importers.catalog import find
 
         entry = find(args.path)
         if entry is not None:
@@ -255,7 +255,7 @@ def _say(args, report, source: str) -> None:
 def _import_by_name(args, entry) -> int:
     """`vlmdesk import NAME`: the catalog's file fetched (or found in the cache), then imported as its entry says:
     benchmark NAME (or --name); POPE by name: one benchmark per setting (NAME_random…), or --setting's only."""
-    from evaluator.importers.catalog import POPE_SETTINGS
+    from evaluator.formats.importers.catalog import POPE_SETTINGS
     from vlmdesk.cli import UsageError, open_from_args
     from vlmdesk.cmd_fetch import Progress, fetch_entry
 
@@ -426,7 +426,7 @@ def cmd_show(args) -> int:
     if args.json:
         print(json.dumps(item.to_json(), ensure_ascii=False))
         return 0
-    from evaluator.choices import LETTERS
+    from evaluator.scoring.choices import LETTERS
 
     print(f"{bench.name} #{item.index}   {item.category or ''} / {item.l2_category or ''}   split {item.split or '-'}")
     if item.hint:

@@ -1,5 +1,5 @@
 """`vlmdesk desiderata`: ChEF's six desiderata from stored runs, ECE of a file of confidences, and a judge's language
-scores of a run (evaluator/desiderata.py, evaluator/desiderata_language.py)."""
+scores of a run (evaluator/analysis/desiderata.py, evaluator/analysis/desiderata_language.py)."""
 
 from __future__ import annotations
 
@@ -98,9 +98,9 @@ def cmd_desiderata(args) -> int:
 
 
 def _ece(args) -> int:
-    from evaluator import plots
-    from evaluator.desiderata import read_confidences
-    from evaluator.desiderata_metrics import ece
+    from evaluator.analysis import plots
+    from evaluator.analysis.desiderata import read_confidences
+    from evaluator.analysis.desiderata_metrics import ece
     from vlmdesk.cli import output_file
 
     plot = output_file(args.plot) if args.plot else None
@@ -119,8 +119,8 @@ def _ece(args) -> int:
 
 def _report(args, run_ids: list[int]) -> int:
     from db.errors import InvalidInput
-    from evaluator import plots
-    from evaluator.desiderata import desiderata_report, format_report, run_reliability
+    from evaluator.analysis import plots
+    from evaluator.analysis.desiderata import desiderata_report, format_report, run_reliability
     from vlmdesk.cli import open_from_args, output_file
 
     plot = output_file(args.plot) if args.plot else None
@@ -145,8 +145,8 @@ def _report(args, run_ids: list[int]) -> int:
 
 
 def _language(args, run_id: int) -> int:
-    from evaluator.desiderata_language import judge_run
-    from evaluator.launch import resolve_model
+    from evaluator.analysis.desiderata_language import judge_run
+    from evaluator.engine.launch import resolve_model
     from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:

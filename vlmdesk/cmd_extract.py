@@ -7,7 +7,7 @@ import re
 import sys
 
 from evaluator.backends import BackendError
-from evaluator.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
+from evaluator.scoring.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
 from vlmdesk.args import record_id
 
 _LETTER = re.compile(r"^[A-Y]$")
@@ -56,8 +56,8 @@ def register(add) -> None:
 
 def read_inputs(path: str) -> list[tuple[object, str, dict[str, str], str]]:
     """(id, question, options, response) per line; InputError at the first bad line (blank lines are skipped)."""
-    from evaluator.importers import InputError
-    from evaluator.importers.common import json_loads
+    from evaluator.formats.importers import InputError
+    from evaluator.formats.importers.common import json_loads
 
     try:
         with open(path, encoding="utf-8") as f:
@@ -114,7 +114,7 @@ def cmd_extract(args) -> int:
 
 
 def cmd_rescore(args) -> int:
-    from evaluator.rescoring import rescore
+    from evaluator.scoring.rescoring import rescore
     from vlmdesk.cli import open_from_args
 
     spec = args.extractor.strip()

@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from evaluator.importers.catalog import CATALOG_ENV, CatalogEntry, catalog, dumps, entry_or_fail
-from evaluator.importers.fetch import (
+from evaluator.formats.importers.catalog import CATALOG_ENV, CatalogEntry, catalog, dumps, entry_or_fail
+from evaluator.formats.importers.fetch import (
     CACHE_ENV,
     DEFAULT_IDLE_S,
     DEFAULT_TIMEOUT_S,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from evaluator.prediction_import import PREDICTION_FORMATS
+from evaluator.formats.prediction_import import PREDICTION_FORMATS
 
 
 def register(add) -> None:
@@ -49,7 +49,7 @@ def register(add) -> None:
 
 
 def cmd_import_predictions(args) -> int:
-    from evaluator.prediction_import import import_predictions
+    from evaluator.formats.prediction_import import import_predictions
     from vlmdesk.cli import open_from_args
     from vlmdesk.cmd_data import bench_or_fail
 

@@ -1,4 +1,5 @@
-"""`vlmdesk judge`: an LLM judge's verdicts on an open run's answers (evaluator/open_judge.py, docs/adr/0035)."""
+"""`vlmdesk judge`: an LLM judge's verdicts on an open run's answers (evaluator/scoring/open_judge.py,
+docs/adr/0035)."""
 
 from __future__ import annotations
 
@@ -50,8 +51,8 @@ def _interrupt(signum, frame) -> None:
 
 def cmd_judge(args) -> int:
     from evaluator.backends import BackendError
-    from evaluator.launch import resolve_model
-    from evaluator.open_judge import DEFAULT_RUBRIC, judge_open_run, read_rubric
+    from evaluator.engine.launch import resolve_model
+    from evaluator.scoring.open_judge import DEFAULT_RUBRIC, judge_open_run, read_rubric
     from vlmdesk.cli import INTERRUPTED, UsageError, open_from_args
 
     if args.print_rubric:

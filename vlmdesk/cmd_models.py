@@ -66,7 +66,7 @@ def register(add) -> None:
 
 
 def cmd_families(args) -> int:
-    from evaluator.families import FAMILIES
+    from evaluator.backends.families import FAMILIES
 
     if args.json:
         print(json.dumps([f.to_json() for f in FAMILIES], ensure_ascii=False))
@@ -86,7 +86,7 @@ def cmd_families(args) -> int:
 
 def cmd_add(args) -> int:
     from db import models
-    from evaluator.model_check import validate_spec
+    from evaluator.engine.model_check import validate_spec
     from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:
@@ -126,8 +126,8 @@ def cmd_remove(args) -> int:
 
 
 def cmd_test(args) -> int:
-    from evaluator.launch import resolve_model
-    from evaluator.model_check import check_model
+    from evaluator.engine.launch import resolve_model
+    from evaluator.engine.model_check import check_model
     from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from evaluator.importers.importer import slug
-from evaluator.pope import SETTINGS, write_pope_jsonl
-from evaluator.pope_build import build_pope_set
+from evaluator.formats.importers.importer import slug
+from evaluator.formats.pope_build import build_pope_set
+from evaluator.scoring.pope import SETTINGS, write_pope_jsonl
 from evaluator.types import POPE_PARSERS
 from vlmdesk.args import positive_int, seed
 
@@ -125,7 +125,7 @@ def _register_build(sub) -> None:
 
 
 def cmd_score(args) -> int:
-    from evaluator.pope_report import format_scores, score_files
+    from evaluator.analysis.pope_report import format_scores, score_files
 
     scores = score_files(args.questions, args.answers, args.parser)
     print(json.dumps(scores.to_json(), ensure_ascii=False) if args.json else format_scores(scores))
@@ -136,7 +136,7 @@ def cmd_score(args) -> int:
 
 
 def cmd_build(args) -> int:
-    from evaluator.importers import import_benchmark
+    from evaluator.formats.importers import import_benchmark
     from vlmdesk.cli import UsageError, open_from_args, output_file
 
     out = output_file(args.out)

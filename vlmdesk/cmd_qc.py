@@ -12,11 +12,11 @@ from annotation import qc
 from annotation.curation import changes_path, export_curated
 from evaluator.backends import BackendError, spec_help
 from evaluator.backends.secrets import redact
-from evaluator.exporters import ExportError
-from evaluator.formats import format_names
-from evaluator.launch import prepare_run, resolve_model, run_or_resume
-from evaluator.prompts import default_template
-from evaluator.runner import RunSettings
+from evaluator.engine.launch import prepare_run, resolve_model, run_or_resume
+from evaluator.engine.prompts import default_template
+from evaluator.engine.runner import RunSettings
+from evaluator.formats.exporters import ExportError
+from evaluator.formats.registry import format_names
 from vlmdesk.args import annotator, positive_int, record_id, seed
 from vlmdesk.cmd_data import bench_or_fail, item_or_fail
 from vlmdesk.cmd_run import human_progress, interrupt

@@ -69,7 +69,7 @@ def register(add) -> None:
 
 def cmd_export_predictions(args) -> int:
     from db.errors import NotFound
-    from evaluator.prediction_export import export_predictions
+    from evaluator.formats.prediction_export import export_predictions
     from vlmdesk.cli import UsageError, open_from_args, output_file
 
     with open_from_args(args) as ws:
@@ -90,7 +90,7 @@ def cmd_export_predictions(args) -> int:
 
 def _open_items(ws, args) -> int:
     """An open run's answered items with each open metric's score (fractions; CIDEr its own scale)."""
-    from evaluator.report import open_group_items
+    from evaluator.analysis.report import open_group_items
     from vlmdesk.cli import UsageError
 
     if args.level not in ("all", "category"):
@@ -108,7 +108,7 @@ def _open_items(ws, args) -> int:
 
 def cmd_run_items(args) -> int:
     from db import runs
-    from evaluator.report import group_items
+    from evaluator.analysis.report import group_items
     from vlmdesk.cli import UsageError, open_from_args
 
     if args.level != "all" and args.group is None:

@@ -9,23 +9,23 @@ from collections.abc import Callable
 
 from db import models, runs
 from db.runs import ROUNDS_MAX
+from evaluator.analysis.pope_report import attach_pope_means, format_pope_means
+from evaluator.analysis.report import OpenFigures, RunReport, describe_tokens, run_report
 from evaluator.backends import BackendError, spec_help
 from evaluator.backends.base import ServersDown
 from evaluator.backends.hf import without_prefix_sharing
 from evaluator.backends.openai_backend import with_servers
 from evaluator.backends.secrets import redact
-from evaluator.choices import CHEF_COT_MAX_NEW_TOKENS, LIKELIHOOD_SCORES
-from evaluator.launch import Launch, prepare_resume, prepare_run, resolve_model, run_or_resume
-from evaluator.llm_extraction import extractor_help
-from evaluator.pope_report import attach_pope_means, format_pope_means
-from evaluator.prediction_import import IMPORTED_MARK, origin_of
-from evaluator.progress import DoneEvent, Progress, StartEvent, WaitEvent
-from evaluator.prompt_presets import choose_prompt, describe_prompt, preset_words
-from evaluator.report import OpenFigures, RunReport, describe_tokens, run_report
-from evaluator.runner import RunSettings, default_max_new_tokens
+from evaluator.engine.launch import Launch, prepare_resume, prepare_run, resolve_model, run_or_resume
+from evaluator.engine.progress import DoneEvent, Progress, StartEvent, WaitEvent
+from evaluator.engine.prompt_presets import choose_prompt, describe_prompt, preset_words
+from evaluator.engine.runner import RunSettings, default_max_new_tokens
+from evaluator.engine.variants import COT_MAX_NEW_TOKENS
+from evaluator.engine.variants import describe as describe_variants
+from evaluator.formats.prediction_import import IMPORTED_MARK, origin_of
+from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS, LIKELIHOOD_SCORES
+from evaluator.scoring.llm_extraction import extractor_help
 from evaluator.types import MCQ_STRATEGIES
-from evaluator.variants import COT_MAX_NEW_TOKENS
-from evaluator.variants import describe as describe_variants
 from vlmdesk.args import model_spec, positive_int, record_id, rounds, seed
 from vlmdesk.cli import output_file
 from vlmdesk.cmd_data import bench_or_fail
@@ -398,7 +398,7 @@ def cmd_runs(args) -> int:
         all_runs = runs.list_runs(ws)
         scores = {}
         if args.scores:
-            from evaluator.report import run_summary
+            from evaluator.analysis.report import run_summary
 
             scores = {r.id: run_summary(ws, r.id) for r in all_runs}
     if args.json:
@@ -491,7 +491,7 @@ def cmd_report(args) -> int:
             reports.append(report)
     reports, pope_means = attach_pope_means(reports)  # pope_mean on each POPE report; see docs/pope.md
     if args.plot:
-        from evaluator.plots import ability_figure, open_figure, pope_figure, save_figure
+        from evaluator.analysis.plots import ability_figure, open_figure, pope_figure, save_figure
 
         kinds = {"pope" if r.pope is not None else "open" if r.open is not None else "mcq" for r in reports}
         if len(kinds) > 1:
@@ -521,7 +521,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_report_groups(args) -> int:
-    from evaluator.groups import format_groups, groups_report
+    from evaluator.analysis.groups import format_groups, groups_report
     from vlmdesk.cli import UsageError, open_from_args
 
     if args.run_ids or args.scoring:
@@ -535,7 +535,7 @@ def cmd_report_groups(args) -> int:
             open_figure=args.open_figure,
         )
     if args.plot:
-        from evaluator.plots import groups_radar_figure, save_figure
+        from evaluator.analysis.plots import groups_radar_figure, save_figure
 
         try:
             save_figure(groups_radar_figure(report), output_file(args.plot))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from db import catalog
 from db.workspace import Workspace
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
 
 
 def demo_dir() -> Path:

@@ -1,10 +1,10 @@
-"""`vlmdesk run`'s run-variant options (evaluator/variants.py): label maps, corruptions, k-shot prompts, CoT."""
+"""`vlmdesk run`'s run-variant options (evaluator/engine/variants.py): label maps, corruptions, k-shot prompts, CoT."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from evaluator.variants import (
+from evaluator.engine.variants import (
     CHEF_SETTINGS,
     MAX_SHOTS,
     SHOT_SELECTIONS,

@@ -1,5 +1,5 @@
 """Draw docs/corruptions/gallery.png: one demo photograph under ImageNet-C's 15 corruptions at severities 1, 3, 5,
-exactly as `vlmdesk run --corrupt image:NAME:SEVERITY` makes them (evaluator/corruptions.py, seed 0).
+exactly as `vlmdesk run --corrupt image:NAME:SEVERITY` makes them (evaluator/engine/corruptions.py, seed 0).
 
     PYTHONPATH=. python docs/corruptions/make_gallery.py [PHOTO] [OUT]
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from evaluator.corruptions import IMAGE_CORRUPTIONS, corrupt_array
+from evaluator.engine.corruptions import IMAGE_CORRUPTIONS, corrupt_array
 
 ROOT = Path(__file__).resolve().parents[2]
 SEVERITIES = (1, 3, 5)

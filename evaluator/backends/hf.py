@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
-from evaluator.families import TEXT_SHARE_TYPES, family_of, unverified_note
+from evaluator.backends.families import TEXT_SHARE_TYPES, family_of, unverified_note
 from evaluator.registry import Field
 
 from .base import BackendEntry, BackendError, Query
@@ -285,7 +285,8 @@ class HFBackend:
         self.chunk_items: int | None = max(
             8, min(1024, self.prefix_cache_bytes // (per_token * PREFIX_TOKENS_ESTIMATE))
         )
-        # Prefix sharing only where a family's cache is proven to continue exactly (evaluator/families.py); other
+        # Prefix sharing only where a family's cache is proven to continue exactly (evaluator/backends/families.py);
+        # other
         # families fall back to plain generate and say why.
         model_type = str(getattr(self.model.config, "model_type", ""))
         family = family_of(model_type)

@@ -163,7 +163,7 @@ def servers_file(path: str) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
     """The replicas a servers file names: one base URL per line, optionally followed by its concurrency
     (``http://node1:8000/v1 32``); blank lines and lines starting with # are skipped. BackendError naming the
     file and line for anything else (the file is read up to 64 KiB)."""
-    from evaluator.importers.common import Refused, open_regular
+    from evaluator.formats.importers.common import Refused, open_regular
 
     try:  # a regular file, never the open workspace (closing it would drop our locks) nor a FIFO that blocks
         with open_regular(Path(path), 2**62, "limit") as f:
@@ -433,7 +433,8 @@ class OpenAIBackend:
 
     def stream_text(self, query: Query, max_new_tokens: int) -> Iterator[str]:
         """One chat completion asked with ``"stream": true`` (server-sent events): the text so far each time it
-        grows — the live arena shows it as it comes (evaluator/live.py). One attempt on the first replica within the
+        grows — the live arena shows it as it comes (evaluator/engine/live.py). One attempt on the first replica within
+        the
         wall-clock timeout and no retries: the person who asked sees a failure and asks again. A server that answers
         a plain completion instead of events gives its text once. Reads are bounded (MAX_STREAM_BYTES)."""
         body = {**self._request_body(query, max_new_tokens), "stream": True}

@@ -27,8 +27,8 @@ from annotation.alignment import (
 )
 from db import open_workspace, runs
 from db.catalog import benchmark_by_name, list_items
-from evaluator.extraction import Extraction
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
+from evaluator.scoring.extraction import Extraction
 from tests.factories import png_bytes
 from vlmdesk.cli import main
 

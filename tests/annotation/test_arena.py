@@ -12,7 +12,7 @@ from sqlite_utils import Database
 from annotation import arena, sync
 from db import catalog, runs, schema
 from db.workspace import open_workspace
-from evaluator.importers import InputError, import_benchmark
+from evaluator.formats.importers import InputError, import_benchmark
 from tests.factories import png_bytes
 from vlmdesk.cli import main
 

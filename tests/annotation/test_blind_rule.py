@@ -4,7 +4,7 @@ import pytest
 
 from annotation import alignment, blind, reviews
 from db import catalog, open_workspace, runs
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
 from vlmdesk.demo import demo_dir
 
 

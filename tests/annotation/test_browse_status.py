@@ -5,7 +5,7 @@ import pytest
 from annotation import browse, reviews
 from db import catalog, item_query, open_workspace
 from db.item_query import ItemFilter
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
 from vlmdesk.demo import demo_dir
 
 

@@ -25,7 +25,7 @@ from annotation.alignment import (
 )
 from annotation.curation import curation_plan
 from db import catalog, open_workspace, schema
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
 from tests.annotation.test_alignment import SaysA, study  # noqa: F401  (a fixture)
 from tests.annotation.test_qc import make_run, write_bench
 from vlmdesk.demo import demo_dir

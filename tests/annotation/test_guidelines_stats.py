@@ -13,7 +13,7 @@ import pytest
 from annotation import annotator_stats, guidelines, reviews, saved_filters
 from db import catalog, open_workspace
 from db.errors import InvalidInput
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
 from vlmdesk.demo import demo_dir
 
 

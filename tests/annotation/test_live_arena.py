@@ -9,7 +9,7 @@ import pytest
 from annotation import arena, live_arena
 from db import catalog, runs
 from db.workspace import open_workspace
-from evaluator.live import LiveAnswer
+from evaluator.engine.live import LiveAnswer
 from tests.factories import png_bytes
 from vlmdesk.cli import main
 
@@ -154,7 +154,7 @@ def sse(*pieces: str) -> str:
 
 
 def test_a_server_streams_its_answer_as_it_grows_redacted(serve, monkeypatch):
-    from evaluator.live import ask
+    from evaluator.engine.live import ask
     from tests.servers import Step
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
@@ -171,7 +171,7 @@ def test_a_server_streams_its_answer_as_it_grows_redacted(serve, monkeypatch):
 
 
 def test_a_server_that_does_not_stream_answers_once(serve):
-    from evaluator.live import ask
+    from evaluator.engine.live import ask
     from tests.servers import ok
 
     server = serve([ok("A plain answer.")])

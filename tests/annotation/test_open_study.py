@@ -18,7 +18,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from annotation import open_verdicts as ov
 from db import catalog, open_workspace, runs
-from evaluator.open_metrics import item_scores
+from evaluator.scoring.open_metrics import item_scores
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo
 

@@ -247,7 +247,7 @@ def test_align_open_reports_each_metric_against_the_human_labels(open_ws, capsys
 
 
 def test_align_open_reads_the_stored_metric_scores(open_ws, capsys):  # noqa: F811
-    from evaluator.open_metrics import item_scores
+    from evaluator.scoring.open_metrics import item_scores
 
     with open_workspace(open_ws) as ws:
         for u in ov.queue(ws, RUNS):

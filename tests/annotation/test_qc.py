@@ -11,10 +11,10 @@ import pytest
 
 from annotation import qc
 from db import catalog, open_workspace, runs
-from evaluator.importers import import_benchmark
-from evaluator.launch import execute_run, open_backend, start_run
-from evaluator.prompts import default_template
-from evaluator.runner import RunSettings
+from evaluator.engine.launch import execute_run, open_backend, start_run
+from evaluator.engine.prompts import default_template
+from evaluator.engine.runner import RunSettings
+from evaluator.formats.importers import import_benchmark
 from tests.factories import png_bytes
 from vlmdesk.demo import ensure_demo
 

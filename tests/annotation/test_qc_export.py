@@ -15,10 +15,10 @@ import pytest
 from annotation import qc, reviews
 from annotation.curation import curation_plan, export_curated
 from db import catalog, open_workspace
-from evaluator.importers import import_benchmark
-from evaluator.launch import execute_run, open_backend, start_run
-from evaluator.prompts import default_template
-from evaluator.runner import RunSettings
+from evaluator.engine.launch import execute_run, open_backend, start_run
+from evaluator.engine.prompts import default_template
+from evaluator.engine.runner import RunSettings
+from evaluator.formats.importers import import_benchmark
 from tests.factories import HEADER, mmbench_rows, write_tsv
 from vlmdesk.demo import demo_dir, ensure_demo
 

@@ -6,7 +6,7 @@ import pytest
 
 from annotation import reviews
 from db import catalog, open_workspace
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
 from vlmdesk.demo import demo_dir
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from annotation import alignment, qc, reviews, sync
 from db import catalog, open_workspace
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
 from tests.annotation.test_alignment import SaysA, study  # noqa: F401  (a fixture)
 from tests.annotation.test_qc import make_run, write_bench
 from vlmdesk.cli import main

@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 
 from evaluator.backends.base import Query
+from evaluator.backends.families import family_of
 from evaluator.backends.hf import HFBackend
-from evaluator.families import family_of
 from tests.backends.test_hf_prefix import IMAGES, OPTIONS, query, token_ids
 from tests.tiny_families_attention import GEMMA3_SLIDING_WINDOW
 

@@ -1,4 +1,5 @@
-"""Every row of evaluator/families.py, proven on a tiny random-weight model of that exact architecture class: built
+"""Every row of evaluator/backends/families.py, proven on a tiny random-weight model of that exact architecture class:
+built
 locally (tests/tiny_families.py), loaded back through AutoProcessor / AutoModelForImageTextToText and run through
 `vlmdesk run` — batched left-padded generation, likelihood with single- and multi-token candidates, POPE — with the
 prefix-sharing decision of its row. Exactness of prefix sharing where it is on: tests/backends/test_hf_prefix.py,
@@ -12,8 +13,8 @@ import pytest
 
 from db import open_workspace, runs
 from evaluator.backends.base import Query
+from evaluator.backends.families import FAMILIES
 from evaluator.backends.hf import HFBackend
-from evaluator.families import FAMILIES
 from tests.backends.test_hf_prefix import query
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from db import catalog, open_workspace, runs
+from evaluator.analysis.desiderata import desiderata_report
 from evaluator.backends.base import Query
 from evaluator.backends.hf import HFBackend
-from evaluator.choices import CHEF_ANSWER_LEAD, CHEF_ANSWER_QUERY, CHEF_COT_PROMPT, chef_candidates
-from evaluator.desiderata import desiderata_report
+from evaluator.scoring.choices import CHEF_ANSWER_LEAD, CHEF_ANSWER_QUERY, CHEF_COT_PROMPT, chef_candidates
 from tests.chef_reference import compute_ece, ppl_confidence, ppl_score
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from evaluator.backends.base import Query
+from evaluator.backends.families import FAMILIES
 from evaluator.backends.hf import HFBackend
-from evaluator.families import FAMILIES
 from tests.backends.test_hf import image_bytes
 from tests.backends.test_hf_prefix import IMAGES, query
 

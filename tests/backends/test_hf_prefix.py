@@ -1,5 +1,6 @@
 """Prefix sharing, overlap and single-row likelihood in HFBackend give exactly what plain generate / per-candidate
-rows give, on a tiny random model of every family that shares prefixes (evaluator/families.py), in fp32, called the
+rows give, on a tiny random model of every family that shares prefixes (evaluator/backends/families.py), in fp32,
+called the
 way the engine calls them (one rotation of every alive item per call, items ending early)."""
 
 from __future__ import annotations
@@ -7,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from evaluator.backends.base import Query
+from evaluator.backends.families import FAMILIES
 from evaluator.backends.hf import HFBackend, parse_hf_spec
-from evaluator.choices import letters, rotation
-from evaluator.families import FAMILIES
-from evaluator.prompts import default_template
+from evaluator.engine.prompts import default_template
+from evaluator.scoring.choices import letters, rotation
 from tests.backends.test_hf import image_bytes
 
 OPTIONS = [
@@ -55,7 +56,7 @@ def token_ids(backend: HFBackend, queries: list[Query], max_new_tokens: int) -> 
     return out
 
 
-# Every family whose row in evaluator/families.py turns prefix sharing on must pass these tests.
+# Every family whose row in evaluator/backends/families.py turns prefix sharing on must pass these tests.
 @pytest.fixture(scope="module", params=[f.model_type for f in FAMILIES if f.share_prefix])
 def vlm(request, tiny_family_dirs):
     return HFBackend(str(tiny_family_dirs(request.param)))

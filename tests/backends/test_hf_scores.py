@@ -8,8 +8,8 @@ import math
 import pytest
 
 from db import open_workspace, runs
-from evaluator.choices import prefix_candidates, prefix_scores
-from evaluator.runner import RunSettings
+from evaluator.engine.runner import RunSettings
+from evaluator.scoring.choices import prefix_candidates, prefix_scores
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo
 

@@ -18,7 +18,7 @@ import pytest
 
 from evaluator.backends import BackendError, Query, load_backend
 from evaluator.backends.openai_backend import MAX_TOTAL_WAIT_S, MAX_WAIT_S, parse_openai_spec
-from evaluator.progress import WaitEvent, read_event
+from evaluator.engine.progress import WaitEvent, read_event
 from tests.servers import Step, completion, first_then, ok
 from vlmdesk.demo import ensure_demo
 

@@ -352,7 +352,7 @@ def test_transformers_serve_rejects_another_model_name_without_retrying(transfor
 
 def _bench_workspace(tmp_path, n: int):
     from db import open_workspace
-    from evaluator.importers import import_benchmark
+    from evaluator.formats.importers import import_benchmark
     from tests.evaluator.test_runner import write_jsonl_bench
 
     path = tmp_path / "ws.sqlite"

@@ -18,7 +18,7 @@ from db import open_workspace, runs
 from evaluator.backends import load_backend
 from evaluator.backends.base import BackendError, Query, ServersDown
 from evaluator.backends.openai_backend import identity_spec, parse_openai_spec, servers_file, with_servers
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
 from tests.evaluator.test_runner import write_jsonl_bench
 from tests.servers import Step, completion, first_then, free_port
 from vlmdesk.cli import main

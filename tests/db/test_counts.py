@@ -10,7 +10,7 @@ from sqlite_utils import Database
 
 from annotation import browse, reviews, standing, sync
 from db import catalog, open_workspace, schema
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
 from vlmdesk.demo import demo_dir
 
 ANNOTATORS = ("ann", "bob", "cy")

@@ -11,7 +11,7 @@ from sqlite_utils import Database
 
 from db import catalog, item_query, open_workspace, schema
 from db.item_query import ItemFilter, search_fold
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
 from tests.factories import png_bytes, write_mmbench_tsv
 from vlmdesk.demo import demo_dir
 

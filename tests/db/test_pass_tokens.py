@@ -12,8 +12,8 @@ from sqlite_utils import Database
 
 from db import item_query, open_workspace, runs, schema
 from db.errors import InvalidInput
-from evaluator.importers import import_benchmark
-from evaluator.report import run_report
+from evaluator.analysis.report import run_report
+from evaluator.formats.importers import import_benchmark
 from tests.evaluator.test_runner import write_jsonl_bench
 from vlmdesk.cli import main
 

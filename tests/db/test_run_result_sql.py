@@ -1,5 +1,5 @@
 """The run result per item and run, computed in SQL (db/item_query.py, for paging and QC) and in Python
-(evaluator/choices.py, for reports): the same answers on generated runs stored in a real workspace — every
+(evaluator/scoring/choices.py, for reports): the same answers on generated runs stored in a real workspace — every
 pass/fail pattern, missing passes, undecided answers, items without a key, VanillaEval, CircularEval and POPE."""
 
 import itertools
@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from annotation import qc
 from db import catalog, item_query, open_workspace, runs
 from db.item_query import RUN_RESULTS, ItemFilter
-from evaluator import choices, report
+from evaluator.analysis import report
+from evaluator.scoring import choices
 
 _names = itertools.count()
 
@@ -171,7 +172,7 @@ def test_every_result_and_pattern_is_reached(ws):
 
 def test_the_search_treats_every_cjk_letter_as_spaceless():
     """db/item_query.py keeps its own character class (db cannot import evaluator): it must cover the ideographs
-    and kana and hangul evaluator/choices.py names, or a Chinese search would go to the word index and find
+    and kana and hangul evaluator/scoring/choices.py names, or a Chinese search would go to the word index and find
     nothing."""
     for low, high in _ranges(choices.CJK_SCRIPTS):
         for code in {low, high, (low + high) // 2}:

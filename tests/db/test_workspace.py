@@ -24,7 +24,7 @@ from db.workspace import (
     ReadOnlyWorkspace,
     database_error,
 )
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
 from tests.factories import mmbench_rows, png_bytes, write_tsv
 
 
@@ -640,7 +640,7 @@ def test_opening_a_workspace_again_keeps_the_locks_of_the_open_one(tmp_path):
     import subprocess
     import sys
 
-    from evaluator.outfiles import OutputRefused, check_output
+    from evaluator.formats.outfiles import OutputRefused, check_output
 
     path = tmp_path / "ws.sqlite"
     first = open_workspace(path)

@@ -166,7 +166,7 @@ def test_nothing_of_vlmdesk_opens_the_open_workspaces_files_outside_sqlite(ws, c
     """The doors where a user's path is read or written refuse the open workspace and its companions without
     opening them: the hold stays."""
     from db.workspace import SchemaError
-    from evaluator.outfiles import OutputRefused, check_output
+    from evaluator.formats.outfiles import OutputRefused, check_output
     from vlmdesk.cli import main as cli_main
 
     for suffix in ("-wal", "-shm"):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from db import catalog, runs
 from db.workspace import Workspace
-from evaluator.choices import LETTERS, rotation
-from evaluator.importers import import_benchmark
-from evaluator.prompts import default_template
+from evaluator.engine.prompts import default_template
+from evaluator.formats.importers import import_benchmark
+from evaluator.scoring.choices import LETTERS, rotation
 from tests.factories import png_bytes
 
 

@@ -14,8 +14,8 @@ import math
 import pytest
 
 from db import open_workspace
-from evaluator.desiderata import desiderata_report
-from evaluator.desiderata_metrics import confidence_of, ece
+from evaluator.analysis.desiderata import desiderata_report
+from evaluator.analysis.desiderata_metrics import confidence_of, ece
 from tests.chef_reference import compute_ece, ppl_confidence, ppl_score
 from tests.evaluator.desiderata_runs import mcq_bench, stored_run
 

@@ -1,12 +1,12 @@
-"""evaluator/choices.py: the rules every runner, report, export and QC step shares."""
+"""evaluator/scoring/choices.py: the rules every runner, report, export and QC step shares."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from db.runs import Prediction
-from evaluator import choices
-from evaluator.importers.common import MAX_OPTIONS as IMPORT_MAX_OPTIONS
+from evaluator.formats.importers.jsonl import MAX_OPTIONS as IMPORT_MAX_OPTIONS
+from evaluator.scoring import choices
 
 
 @st.composite

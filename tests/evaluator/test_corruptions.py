@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from evaluator.corruptions import IMAGE_CORRUPTIONS, SEVERITIES, corrupt_array, corrupt_image_bytes
+from evaluator.engine.corruptions import IMAGE_CORRUPTIONS, SEVERITIES, corrupt_array, corrupt_image_bytes
 
 # A real photograph (the demo's astronaut), small and not square, so a transposed size would show.
 DEMO = "assets/demo/images/astronaut.jpg"

@@ -11,10 +11,10 @@ import pytest
 from PIL import Image
 
 from db import catalog, judgements, open_workspace, runs
-from evaluator.choices import LETTERS
-from evaluator.corruptions import corrupt_image_bytes
-from evaluator.desiderata_metrics import confidence_of, ece, random_accuracy, riam, rr, rrm
-from evaluator.variants import ShotPicker
+from evaluator.analysis.desiderata_metrics import confidence_of, ece, random_accuracy, riam, rr, rrm
+from evaluator.engine.corruptions import corrupt_image_bytes
+from evaluator.engine.variants import ShotPicker
+from evaluator.scoring.choices import LETTERS
 from tests.servers import transformers_serve
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo

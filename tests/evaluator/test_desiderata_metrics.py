@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from evaluator.desiderata_metrics import (
+from evaluator.analysis.desiderata_metrics import (
     confidence_of,
     ece,
     match_ratio,

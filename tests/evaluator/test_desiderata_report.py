@@ -7,7 +7,7 @@ import math
 import pytest
 
 from db import open_workspace, runs
-from evaluator.desiderata import desiderata_report
+from evaluator.analysis.desiderata import desiderata_report
 from tests.evaluator.desiderata_runs import mcq_bench, stored_run
 
 KEYS = list("ABCDABCDAB")  # item i's key: option i mod 4
@@ -136,8 +136,8 @@ def test_an_older_workspace_gains_option_scores_and_check_reads_them(tmp_path, c
 
 def test_figures_of_a_report(ws, tmp_path):
     from db.errors import InvalidInput
-    from evaluator import plots
-    from evaluator.desiderata import DIMENSIONS, TITLES, run_reliability
+    from evaluator.analysis import plots
+    from evaluator.analysis.desiderata import DIMENSIONS, TITLES, run_reliability
 
     bench = mcq_bench(ws, tmp_path, n=8)
     plain = stored_run(ws, bench, KEYS[:8])

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from db import catalog, open_workspace, runs
 from evaluator.backends.base import BackendError, call_size, chunk_items
-from evaluator.choices import passes_needed, still_alive
-from evaluator.importers import import_benchmark
-from evaluator.prompts import default_template
-from evaluator.runner import Engine, RunSettings, new_run
+from evaluator.engine.prompts import default_template
+from evaluator.engine.runner import Engine, RunSettings, new_run
+from evaluator.formats.importers import import_benchmark
+from evaluator.scoring.choices import passes_needed, still_alive
 from tests.backend_plugins import slow_backend  # noqa: F401 (fixture)
 from tests.evaluator.test_runner import write_jsonl_bench
 from vlmdesk.cli import main

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluator.extraction import Extraction, extract_by_rules, language_of
+from evaluator.scoring.extraction import Extraction, extract_by_rules, language_of
 
 ABCD = {"A": "cat", "B": "dog", "C": "bird", "D": "fish"}
 ABC = {"A": "cat", "B": "dog", "C": "bird"}

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from db import catalog, open_workspace
-from evaluator.importers.catalog import BUILTIN, VLMEVALKIT_COMMIT, entry_from_json
+from evaluator.formats.importers.catalog import BUILTIN, VLMEVALKIT_COMMIT, entry_from_json
 from tests.factories import HEADER, jpeg_bytes, mmbench_rows, png_bytes, write_tsv
 from tests.file_server import FileServer
 from vlmdesk.cli import main

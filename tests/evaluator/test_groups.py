@@ -11,10 +11,10 @@ from PIL import Image
 
 from db import catalog, open_workspace
 from db.errors import InvalidInput, NotFound
-from evaluator.groups import GROUPS, benchmark_groups, groups_report, tag_benchmark
-from evaluator.importers import import_benchmark
-from evaluator.importers.catalog import BUILTIN, entry_from_json
-from evaluator.plots import groups_radar_figure
+from evaluator.analysis.groups import GROUPS, benchmark_groups, groups_report, tag_benchmark
+from evaluator.analysis.plots import groups_radar_figure
+from evaluator.formats.importers import import_benchmark
+from evaluator.formats.importers.catalog import BUILTIN, entry_from_json
 from tests.evaluator.desiderata_runs import mcq_bench
 from vlmdesk.cli import main as cli_main
 from vlmdesk.demo import ensure_demo

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from db import catalog, open_workspace
-from evaluator.importers import import_benchmark
-from evaluator.importers.common import location
+from evaluator.formats.importers import import_benchmark
+from evaluator.formats.importers.common import location
 from tests.factories import mmbench_rows, png_bytes, write_tsv
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -209,7 +209,7 @@ def test_a_bare_carriage_return_in_a_cell_is_kept(ws_path, demo, tmp_path, capsy
 
 
 def test_a_parquet_row_group_too_big_to_decode_is_refused_before_reading(ws_path, tmp_path, capsys, monkeypatch):
-    from evaluator.importers import parquet
+    from evaluator.formats.importers import parquet
 
     path = tmp_path / "groups.parquet"
     pq.write_table(pa.Table.from_pylist([_png_row(i) for i in range(1, 7)]), path, row_group_size=3)

@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from db import catalog, open_workspace
-from evaluator.importers import InputError, import_benchmark
-from evaluator.importers.common import SourceRow, check_image, location
-from evaluator.importers.jsonl import read_jsonl, read_pope
-from evaluator.importers.tsv import read_tsv
+from evaluator.formats.importers import InputError, import_benchmark
+from evaluator.formats.importers.common import SourceRow, check_image, location
+from evaluator.formats.importers.jsonl import read_jsonl, read_pope
+from evaluator.formats.importers.tsv import read_tsv
 from tests.factories import HEADER, jpeg_bytes, mmbench_rows, png_bytes
 
 FAKE = Path("/nonexistent-vlmdesk-fuzz/input.file")  # only used in messages and as the base of relative paths

@@ -1001,7 +1001,7 @@ def test_the_installed_script(tmp_path):
 def test_format_detection_reads_the_whole_first_record(tmp_path):
     import base64
 
-    from evaluator.importers import detect_format
+    from evaluator.formats.importers import detect_format
 
     big = {"image": base64.b64encode(jpeg_bytes(1, 200)).decode(), "question": "Q?", "options": ["a", "b"]}
     path = tmp_path / "big-first.jsonl"
@@ -1016,7 +1016,7 @@ def test_format_detection_reads_the_whole_first_record(tmp_path):
 
 def test_copies_rotated_the_other_way_import_and_export_as_they_were(vd, tmp_path):
     """A source whose copy k shows the options shifted by -k: accepted, and written back row for row."""
-    from evaluator.prediction_export import _copy_index
+    from evaluator.formats.prediction_export import _copy_index
 
     all_rows = []
     for r in mmbench_rows(5, seed=4, image_side=SIDE):

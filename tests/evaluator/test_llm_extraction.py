@@ -11,7 +11,7 @@ from db import open_workspace
 from db.extractions import cache_size
 from evaluator.backends import BackendError, load_backend
 from evaluator.backends.openai_backend import OpenAIBackend
-from evaluator.llm_extraction import (
+from evaluator.scoring.llm_extraction import (
     LLMExtractor,
     RulesThenLLM,
     load_extractor,

@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from evaluator.matchmaking import draw_from, draw_match, weights
-from evaluator.ratings import Battle, bradley_terry
+from evaluator.analysis.matchmaking import draw_from, draw_match, weights
+from evaluator.analysis.ratings import Battle, bradley_terry
 
 MODELS = ("m1", "m2", "m3", "m4")
 # m1 beat m2 often (far apart, many battles); m3 met m1 a few times; m4 never played.

@@ -1,4 +1,5 @@
-"""Multi-turn reasoning runs (evaluator/multiturn.py): a scripted local chat-completions server is the asking LLM,
+"""Multi-turn reasoning runs (evaluator/engine/multiturn.py): a scripted local chat-completions server is the asking
+LLM,
 a baseline or a tiny LLaVA the evaluated model; turn and request counts are exact, every turn is stored in SQLite
 with its pass, and the final answer is read by the run's extractor as the letter of the shown option."""
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from db import open_workspace, runs, schema
-from evaluator.multiturn import DESCRIBE, MAX_SUB_QUESTIONS, committed, read_reasoning, sub_questions
+from evaluator.engine.multiturn import DESCRIBE, MAX_SUB_QUESTIONS, committed, read_reasoning, sub_questions
 from tests.factories import png_bytes
 from tests.servers import Step
 from vlmdesk.cli import main

@@ -1,4 +1,4 @@
-"""The LLM judge of open answers (evaluator/open_judge.py, `vlmdesk judge`): verdicts read strictly, stored per
+"""The LLM judge of open answers (evaluator/scoring/open_judge.py, `vlmdesk judge`): verdicts read strictly, stored per
 (run, item, pass, judge, rubric) with the rubric's text, asked once, asked anew under another rubric, keys redacted,
 a failed or cancelled judging resumed; against the scripted OpenAI-compatible server (tests/servers.py) and a real
 `transformers serve` of a tiny random model."""
@@ -17,8 +17,8 @@ import time
 import pytest
 
 from db import open_judgements, open_workspace, runs
-from evaluator import open_judge
-from evaluator.open_judge import DEFAULT_RUBRIC, parse_verdict, reason_of
+from evaluator.scoring import open_judge
+from evaluator.scoring.open_judge import DEFAULT_RUBRIC, parse_verdict, reason_of
 from tests.backends.test_misbehaving_servers import DRIP, _lines, _stop, _wait_for
 from tests.factories import png_bytes
 from tests.servers import first_then, transformers_serve
@@ -208,7 +208,7 @@ def test_report_shows_the_judge_metric_of_the_set_stored_last_and_names_it(open_
         open_judgements.rubric_sha256(DEFAULT_RUBRIC)
     ]
     with open_workspace(open_run) as ws:
-        from evaluator.open_metrics import item_scores
+        from evaluator.scoring.open_metrics import item_scores
 
         assert set(item_scores(ws, 1, ["judge"])["judge"].values()) == {0.0}
     text = cli(capsys, open_run, "report", "1")[1]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from db import catalog, open_workspace, runs
-from evaluator.importers.tsv import CAPTION_PROMPT
+from evaluator.formats.importers.tsv import CAPTION_PROMPT
 from tests.factories import jpeg_bytes
 from vlmdesk.cli import main
 

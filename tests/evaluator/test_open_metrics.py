@@ -1,4 +1,5 @@
-"""Open metrics (evaluator/open_metrics.py) against the rules they restate: VQAv2's vqaEval.py and LVLM-eHub's word
+"""Open metrics (evaluator/scoring/open_metrics.py) against the rules they restate: VQAv2's vqaEval.py and LVLM-eHub's
+word
 match (tests/vqa_reference.py), DocVQA's ANLS with a plain DP Levenshtein, coco-caption's own CiderScorer (the real
 pycocoevalcap) on the same tokens, and Stanford's PTBTokenizer (the real jar, where Java is installed); then
 item_scores and `vlmdesk report` on real open runs."""
@@ -16,8 +17,9 @@ from hypothesis import strategies as st
 
 from db import catalog, open_workspace, runs
 from db.errors import InvalidInput, NotFound
-from evaluator import open_metrics
-from evaluator.open_metrics import (
+from evaluator.registry import PLUGINS_ENV
+from evaluator.scoring import open_metrics
+from evaluator.scoring.open_metrics import (
     OpenAnswer,
     anls,
     cider_d,
@@ -28,7 +30,6 @@ from evaluator.open_metrics import (
     vqa_accuracy,
     word_match,
 )
-from evaluator.registry import PLUGINS_ENV
 from tests import vqa_reference as ref
 from vlmdesk.cli import main
 from vlmdesk.demo import demo_dir, ensure_demo

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from db import catalog, open_workspace
-from evaluator.exporters import export_benchmark
+from evaluator.formats.exporters import export_benchmark
 from vlmdesk.cli import main
 
 STRIDE = 1_000_000

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from db.errors import InvalidInput
-from evaluator.pope import (
+from evaluator.scoring.pope import (
     PopeAnswer,
     build_pope,
     load_coco_instances,

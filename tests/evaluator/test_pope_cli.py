@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from db import open_workspace, runs
-from evaluator.pope import parse_official, pope_question, read_pope_questions
+from evaluator.scoring.pope import parse_official, pope_question, read_pope_questions
 from tests.factories import png_bytes, pope_scenes
 from tests.pope_official import official_evaluate
 from tests.server_process import QuietServer

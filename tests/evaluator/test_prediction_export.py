@@ -7,8 +7,9 @@ import json
 import pytest
 
 from db import catalog, open_workspace, runs
-from evaluator.importers.common import CIRCULAR_STRIDE, LETTERS
-from evaluator.report import run_report
+from evaluator.analysis.report import run_report
+from evaluator.formats.importers.common import CIRCULAR_STRIDE
+from evaluator.scoring.choices import LETTERS
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo
 

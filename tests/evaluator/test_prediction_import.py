@@ -14,8 +14,8 @@ import pytest
 from openpyxl import Workbook
 
 from db import catalog, open_workspace, runs
-from evaluator.choices import LETTERS
-from evaluator.report import run_report
+from evaluator.analysis.report import run_report
+from evaluator.scoring.choices import LETTERS
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo
 

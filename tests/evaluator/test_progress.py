@@ -8,8 +8,8 @@ import json
 import pytest
 
 from db import open_workspace
-from evaluator.importers import import_benchmark
-from evaluator.progress import DoneEvent, Progress, StartEvent, read_event
+from evaluator.engine.progress import DoneEvent, Progress, StartEvent, read_event
+from evaluator.formats.importers import import_benchmark
 from tests.evaluator.test_runner import write_jsonl_bench
 from vlmdesk.cli import main
 

@@ -18,9 +18,8 @@ import pytest
 
 from db import catalog, open_workspace, runs
 from db.errors import InvalidInput
-from evaluator.families import FAMILIES
-from evaluator.importers import import_benchmark
-from evaluator.prompt_presets import (
+from evaluator.backends.families import FAMILIES
+from evaluator.engine.prompt_presets import (
     DATASET,
     VLMEVALKIT_PRESETS,
     choose_prompt,
@@ -28,8 +27,9 @@ from evaluator.prompt_presets import (
     family_preset_name,
     vlmevalkit_preset,
 )
-from evaluator.prompts import PromptTemplate, default_template
-from evaluator.runner import RunSettings, config_key
+from evaluator.engine.prompts import PromptTemplate, default_template
+from evaluator.engine.runner import RunSettings, config_key
+from evaluator.formats.importers import import_benchmark
 from tests.factories import jpeg_bytes, png_bytes, write_tsv
 from tests.tiny_families import BUILDERS
 from vlmdesk.cli import main

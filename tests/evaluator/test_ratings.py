@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from evaluator.ratings import Battle, bootstrap, bradley_terry, leaderboard, online_elo, win_rates
+from evaluator.analysis.ratings import Battle, bootstrap, bradley_terry, leaderboard, online_elo, win_rates
 
 
 def test_two_wins_one_loss_give_chatbot_arenas_numbers():

@@ -1,4 +1,4 @@
-"""evaluator/ratings.py against independent scorers written here the way Chatbot Arena writes them
+"""evaluator/analysis/ratings.py against independent scorers written here the way Chatbot Arena writes them
 (lm-sys/FastChat fastchat/serve/monitor/elo_analysis.py): `compute_mle_elo` as scikit-learn's unpenalised logistic
 regression on the pairwise win table (a win weighs 2, a tie 1 each way), `compute_elo` battle by battle."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from evaluator.ratings import Battle, bootstrap, bradley_terry, leaderboard, online_elo
+from evaluator.analysis.ratings import Battle, bootstrap, bradley_terry, leaderboard, online_elo
 
 SCALE, BASE, INIT = 400, 10, 1000
 

@@ -7,8 +7,8 @@ import pytest
 
 from annotation import arena
 from db.workspace import open_workspace
-from evaluator.importers import InputError
-from evaluator.ratings import Battle, bradley_terry, leaderboard
+from evaluator.analysis.ratings import Battle, bradley_terry, leaderboard
+from evaluator.formats.importers import InputError
 from tests.annotation.test_arena import MODELS, cli, write_open
 
 

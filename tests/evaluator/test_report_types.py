@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from db import open_workspace
-from evaluator.importers import import_benchmark
-from evaluator.pope import PopeMetrics
-from evaluator.report import McqFigures, PopeFigures, RunSummary, Scores, run_report, run_summary
+from evaluator.analysis.report import McqFigures, PopeFigures, RunSummary, Scores, run_report, run_summary
+from evaluator.formats.importers import import_benchmark
+from evaluator.scoring.pope import PopeMetrics
 from tests.evaluator.test_runner import write_jsonl_bench
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo

@@ -13,8 +13,8 @@ import pytest
 from annotation.alignment import add_label, build_set, next_for
 from db import open_workspace, runs
 from db.extractions import scorings_of
-from evaluator.importers import import_benchmark
-from evaluator.llm_extraction import load_extractor
+from evaluator.formats.importers import import_benchmark
+from evaluator.scoring.llm_extraction import load_extractor
 from tests.backend_plugins import slow_backend  # noqa: F401 (fixture)
 from tests.factories import png_bytes
 from tests.servers import FaultServer, ok

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from db import catalog, open_workspace, runs
+from evaluator.analysis.report import run_report
 from evaluator.backends.baseline import BaselineBackend
-from evaluator.importers import import_benchmark
-from evaluator.prompts import default_template
-from evaluator.report import run_report
-from evaluator.runner import Engine, RunSettings, new_run
+from evaluator.engine.prompts import default_template
+from evaluator.engine.runner import Engine, RunSettings, new_run
+from evaluator.formats.importers import import_benchmark
 from tests.backend_plugins import slow_backend  # noqa: F401 (fixture)
 from tests.factories import png_bytes
 from vlmdesk.cli import main

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from db import open_workspace, runs
 from evaluator.backends.base import Answer, Query, Usage
-from evaluator.runner import Engine, RunSettings
+from evaluator.engine.runner import Engine, RunSettings
 from tests.evaluator.test_engine_schedule import (  # noqa: F401 (sched_ws: a fixture)
     Scripted,
     Stop,

@@ -12,11 +12,9 @@ from PIL import Image
 from db import catalog, open_workspace, runs
 from db.errors import InvalidInput
 from evaluator.backends.baseline import BaselineBackend
-from evaluator.choices import LETTERS
-from evaluator.importers import import_benchmark
-from evaluator.prompts import default_template
-from evaluator.runner import Engine, RunSettings, config_key, new_run, settings_of
-from evaluator.variants import (
+from evaluator.engine.prompts import default_template
+from evaluator.engine.runner import Engine, RunSettings, config_key, new_run, settings_of
+from evaluator.engine.variants import (
     COT_INSTRUCTION,
     LabelMap,
     TextCorruption,
@@ -25,6 +23,8 @@ from evaluator.variants import (
     read_final_answer,
     read_labels,
 )
+from evaluator.formats.importers import import_benchmark
+from evaluator.scoring.choices import LETTERS
 from tests.factories import jpeg_bytes
 
 
@@ -215,7 +215,7 @@ def test_text_corruption_is_deterministic_per_seed_item_and_pass(ws_path):
     with open_workspace(ws_path) as ws:
         bench = catalog.benchmark_by_name(ws, "v")
         items = catalog.list_items(ws, bench.id)
-        from evaluator.variants import Variants
+        from evaluator.engine.variants import Variants
 
         def prompts(seed, k):
             settings = RunSettings(corrupt=("text:mild_mix",), seed=seed)
@@ -328,7 +328,7 @@ def test_image_size_kept_by_the_engine_and_changes_per_pass(ws_path):
 
 
 def test_an_llm_extractor_reads_undecided_mapped_answers_with_the_labels_shown(ws_path):
-    from evaluator.llm_extraction import LLMExtractor, RulesThenLLM
+    from evaluator.scoring.llm_extraction import LLMExtractor, RulesThenLLM
 
     judge = Scripted(lambda q: "C")  # the LLM answers with a standard letter
     with open_workspace(ws_path) as ws:

@@ -8,7 +8,7 @@ import pytest
 
 from db import open_workspace, runs
 from evaluator.backends import Query, load_backend
-from evaluator.runner import settings_of
+from evaluator.engine.runner import settings_of
 from vlmdesk.cli import main
 
 

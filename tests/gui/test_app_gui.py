@@ -40,7 +40,7 @@ def test_search_and_filters_in_the_browse_view(qtbot, demo_ws, make_window):
 
 
 def test_the_table_pages_lazily_and_never_reads_images(qtbot, tmp_path, make_window):
-    from evaluator.importers import import_benchmark
+    from evaluator.formats.importers import import_benchmark
     from tests.factories import write_mmbench_tsv
 
     path = tmp_path / "big.sqlite"

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from annotation import alignment, qc, reviews
 from annotation.blind import HIDDEN_TEXT as HIDDEN
 from db import catalog, open_workspace, runs
-from evaluator.report import run_summary
+from evaluator.analysis.report import run_summary
 from gui.runs_list import pct
 from gui.screenshot import VIEWS, Shot, visible_texts
 from vlmdesk.cli import main as cli_main

@@ -8,9 +8,9 @@ from PySide6.QtCore import QPoint, Qt
 
 from annotation import alignment
 from db import open_workspace
-from evaluator.llm_extraction import load_extractor
-from evaluator.plots import bar_target
-from evaluator.report import group_items, run_report
+from evaluator.analysis.plots import bar_target
+from evaluator.analysis.report import group_items, run_report
+from evaluator.scoring.llm_extraction import load_extractor
 from gui.tables import write_csv
 from vlmdesk.cli import main as cli_main
 

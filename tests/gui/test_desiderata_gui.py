@@ -8,7 +8,7 @@ import math
 import pytest
 
 from db import catalog, open_workspace
-from evaluator.desiderata import desiderata_report, format_report
+from evaluator.analysis.desiderata import desiderata_report, format_report
 from tests.evaluator.desiderata_runs import stored_run
 from vlmdesk.cli import main as cli_main
 
@@ -82,7 +82,7 @@ def test_screenshot_of_the_desiderata_view(qtbot, variant_runs, tmp_path):
 
 def test_the_radar_legend_fits_its_figure(demo_ws):
     # The "(n/a: …)" list of a model lacking desiderata runs ran past the figure's right edge (seen at 1024×700).
-    from evaluator.plots import radar_figure
+    from evaluator.analysis.plots import radar_figure
 
     with open_workspace(demo_ws) as ws:
         figure = radar_figure(desiderata_report(ws, [1]))
@@ -97,7 +97,7 @@ def test_the_radar_legend_fits_its_figure(demo_ws):
 def test_a_radar_of_open_runs_only_draws_without_a_warning(demo_ws):
     import warnings
 
-    from evaluator.plots import radar_figure
+    from evaluator.analysis.plots import radar_figure
 
     assert cli_main(["--workspace", str(demo_ws), "run", "--bench", "demo-open", "--model", "baseline:first"]) == 0
     with open_workspace(demo_ws) as ws, warnings.catch_warnings():

@@ -9,7 +9,7 @@ import os
 
 from PySide6.QtWidgets import QLabel, QWidget
 
-from evaluator.importers.catalog import catalog
+from evaluator.formats.importers.catalog import catalog
 from tests.factories import write_mmbench_tsv
 from tests.file_server import FileServer
 

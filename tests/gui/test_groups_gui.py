@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox, QMenu
 
 from db import catalog, open_workspace
-from evaluator.groups import GROUPS, benchmark_groups, format_groups, groups_report
+from evaluator.analysis.groups import GROUPS, benchmark_groups, format_groups, groups_report
 from vlmdesk.cli import main as cli_main
 
 

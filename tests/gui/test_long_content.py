@@ -7,7 +7,7 @@ import json
 import pytest
 
 from db import open_workspace
-from evaluator.importers import import_benchmark
+from evaluator.formats.importers import import_benchmark
 from gui.screenshot import VIEWS, Shot, visible_texts
 from vlmdesk.demo import demo_dir
 

@@ -1,5 +1,6 @@
 """The Results tab on open runs: bars by metric per leaf category are the report's figures, a click on a bar lists its
-answered items with that metric's score (evaluator.report.open_group_items — `vlmdesk run-items`), an item opens
+answered items with that metric's score (evaluator.analysis.report.open_group_items — `vlmdesk run-items`), an item
+opens
 in Review, and an open run never shares a chart with a multiple-choice one."""
 
 import json
@@ -8,9 +9,9 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from db import open_workspace
-from evaluator.plots import bar_target
+from evaluator.analysis.plots import bar_target
+from evaluator.analysis.report import open_group_items, run_report, run_summary
 from evaluator.registry import PLUGINS_ENV
-from evaluator.report import open_group_items, run_report, run_summary
 from gui.runs_list import score
 from vlmdesk.cli import main as cli_main
 

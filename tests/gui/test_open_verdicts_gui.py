@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 
 from annotation import open_verdicts as ov
 from db import open_workspace
-from evaluator.open_metrics import item_scores
+from evaluator.scoring.open_metrics import item_scores
 from gui.screenshot import VIEWS, Shot, visible_texts
 from vlmdesk.cli import main as cli_main
 from vlmdesk.demo import ensure_demo

@@ -4,7 +4,7 @@ run whose passes carry usage."""
 import dataclasses
 
 from db import open_workspace, runs
-from evaluator.report import describe_tokens
+from evaluator.analysis.report import describe_tokens
 from tests.db.test_pass_tokens import new_run_like_first
 
 

@@ -166,8 +166,8 @@ def test_verdict_bar_and_options_stay_in_view_at_small_window_sizes(qtbot, tmp_p
 
     from PySide6.QtCore import QRect
 
-    from evaluator.importers import import_benchmark
-    from evaluator.importers.common import ReadLimits
+    from evaluator.formats.importers import import_benchmark
+    from evaluator.formats.importers.common import ReadLimits
 
     path = tmp_path / "many.sqlite"
     image = Path(__file__).resolve().parents[2] / "assets" / "demo" / "images" / "astronaut.jpg"

@@ -8,8 +8,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from db import open_workspace, runs
-from evaluator.choices import CHEF_COT_MAX_NEW_TOKENS
-from evaluator.report import run_report
+from evaluator.analysis.report import run_report
+from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS
 from gui.run_queue import RunJob
 from gui.runs_view import STRATEGIES
 from tests.backend_plugins import slow_backend  # noqa: F401 (fixture)
@@ -204,7 +204,7 @@ def test_a_run_waiting_on_retry_after_says_so_and_cancel_ends_it(qtbot, demo_ws,
 def test_models_tab_lists_the_verified_families_and_a_row_fills_the_form(qtbot, demo_ws, make_window):
     from PySide6.QtCore import Qt
 
-    from evaluator.families import FAMILIES
+    from evaluator.backends.families import FAMILIES
 
     window = make_window(demo_ws)
     view = window.view("models")

@@ -4,7 +4,7 @@ run started from the form shows its variant in the runs list."""
 from PySide6.QtCore import Qt
 
 from db import open_workspace, runs
-from evaluator.runner import settings_of
+from evaluator.engine.runner import settings_of
 from gui.run_queue import RunJob
 
 WAIT = 120_000

@@ -1,0 +1,578 @@
+"""Scores of a stored run, computed from its predictions alone (no model is called).
+
+A run can carry several scorings: its own (the extractor it ran with, stored in predictions) and re-scorings
+(`vlmdesk rescore`, stored in scored_passes) that read the same responses with another extractor or with human
+labels. A report is always of one scoring, and says which.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from db import catalog, extractions, runs
+from db.errors import InvalidInput, NotFound
+from db.workspace import Workspace
+from evaluator.scoring.choices import (
+    POPE_PARSERS,
+    item_result,
+    marks_of,
+    original_option,
+    pope_reading,
+    vanilla_result,
+)
+from evaluator.scoring.pope import PopeMetrics, pope_metrics
+from evaluator.types import PopeParser, RunStatus, Strategy
+
+if TYPE_CHECKING:
+    from evaluator.analysis.pope_report import PopeMeanEntry
+
+NONE = "(none)"
+
+
+def _fraction(hits: int, total: int) -> float | None:
+    return hits / total if total else None
+
+
+RUN_SCORING: Final = "run"
+"""The name of a run's own scoring (also reachable by the run's extractor spec when no re-scoring has that name)."""
+ScoringSource = Literal["run", "rescore"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Scores:
+    """VanillaEval and CircularEval accuracy over a group of scored questions (fractions; None over no question,
+    and circular None for a vanilla run)."""
+
+    questions: int
+    vanilla: float | None
+    circular: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class McqFigures:
+    """The multiple-choice part of a report."""
+
+    scored_questions: int
+    unscored_questions: int
+    overall: Scores
+    by_l2: dict[str, Scores]
+    by_category: dict[str, Scores]
+    by_split: dict[str, Scores]
+    consistency: float | None  # --full-passes circular runs only
+    circular_unasked_items: int | None
+    circular_upper: float | None
+    undecided_vanilla: int
+
+    def to_json(self) -> dict[str, Any]:
+        groups = {
+            key: {name: s.to_json() for name, s in getattr(self, key).items()}
+            for key in ("by_l2", "by_category", "by_split")
+        }
+        return {
+            "scored_questions": self.scored_questions,
+            "unscored_questions": self.unscored_questions,
+            "overall": self.overall.to_json(),
+            **groups,
+            "consistency": self.consistency,
+            "circular_unasked_items": self.circular_unasked_items,
+            "circular_upper": self.circular_upper,
+            "undecided_vanilla": self.undecided_vanilla,
+        }
+
+    def groups(self, level: str) -> dict[str, Scores]:
+        """by_l2, by_category or by_split by that name."""
+        found: dict[str, Scores] = getattr(self, level)
+        return found
+
+
+@dataclasses.dataclass(frozen=True)
+class PopeFigures:
+    """The POPE part of a report: every answer read by each parser."""
+
+    setting: str | None
+    answered: int
+    pope: dict[PopeParser, PopeMetrics]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "setting": self.setting,
+            "answered": self.answered,
+            "pope": {parser: m.to_json() for parser, m in self.pope.items()},
+            "overall": {
+                "accuracy_official": self.pope["official"].accuracy,
+                "accuracy_strict": self.pope["strict"].accuracy,
+            },
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenFigures:
+    """The open part of a report: each open metric that applies (evaluator/open_metrics), over the answered items
+    with references, overall and per leaf category. `scales` says which are fractions and which CIDEr."""
+
+    answered: int
+    unanswered: int
+    unreferenced: int  # answered items without references: left out of every metric that needs them
+    metrics: dict[str, float]
+    scored: dict[str, int]  # items each metric scored
+    scales: dict[str, str]
+    by_category: dict[str, dict[str, Any]]  # category -> {"items": n, "metrics": {name: mean}}
+    # The judgement set metric `judge` reads (judge spec, rubric sha256, verdicts) and the run's other sets; None
+    # when the run was never judged (evaluator/open_judge.judge_set).
+    judge_set: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "answered": self.answered,
+            "unanswered": self.unanswered,
+            "unreferenced": self.unreferenced,
+            "metrics": self.metrics,
+            "metric_items": self.scored,
+            "metric_scales": self.scales,
+            "by_category": self.by_category,
+            "judge_set": self.judge_set,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class RunReport:
+    """The report of one scoring of a run; `to_json()` is `vlmdesk report --json` (keys in this order).
+
+    `figures` is McqFigures or PopeFigures by strategy; `pope_mean` is set on POPE reports by
+    pope_report.attach_pope_means (its group's mean over settings), and POPE reports always carry the key."""
+
+    run_id: int
+    benchmark: str
+    model: str
+    strategy: Strategy
+    status: RunStatus
+    extractor: str
+    questions: int
+    scoring: str
+    scoring_source: ScoringSource
+    scoring_summary: dict[str, Any]
+    scorings: tuple[str, ...]
+    model_calls: int
+    undecided: int
+    created_at: str
+    finished_at: str | None
+    config: dict[str, Any]
+    problems: tuple[str, ...]
+    figures: McqFigures | PopeFigures | OpenFigures
+    pope_mean: PopeMeanEntry | None = None
+    # The tokens the run's server said its stored passes cost (None when no pass says): the run's own passes,
+    # whatever the scoring. In the JSON right after model_calls, null when None.
+    tokens: runs.TokenUsage | None = None
+
+    @property
+    def mcq(self) -> McqFigures | None:
+        return self.figures if isinstance(self.figures, McqFigures) else None
+
+    @property
+    def pope(self) -> PopeFigures | None:
+        return self.figures if isinstance(self.figures, PopeFigures) else None
+
+    @property
+    def open(self) -> OpenFigures | None:
+        return self.figures if isinstance(self.figures, OpenFigures) else None
+
+    def to_json(self) -> dict[str, Any]:
+        head: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name not in ("figures", "pope_mean", "tokens"):
+                head[f.name] = getattr(self, f.name)
+            if f.name == "model_calls":
+                head["tokens"] = self.tokens and self.tokens.to_json()
+        head.update(scorings=list(self.scorings), problems=list(self.problems))
+        out = {**head, **self.figures.to_json()}
+        if self.pope is not None:
+            out["pope_mean"] = self.pope_mean and self.pope_mean.to_json()
+        return out
+
+
+def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> RunReport | None:
+    """The report of one scoring of a run (default: its own). None when there is no such run; NotFound when
+    the run has no scoring of that name."""
+    run = runs.get_run(ws, run_id)
+    if run is None:
+        return None
+    bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
+    items = runs.items_of(ws, run)
+    stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
+    name, source, summary, by_item = _scored_passes(ws, run, stored, scoring)
+    figures: McqFigures | PopeFigures | OpenFigures
+    if run.strategy == "pope":
+        figures = _pope(items, by_item, bench.meta.get("setting"))
+    elif run.strategy == "open":
+        figures = _open(ws, run, items)
+    else:
+        figures = _mcq(items, by_item, run.strategy, full_passes=run.config.get("full_passes") is True)
+    return RunReport(
+        run.id,
+        bench.name,
+        run.model_spec,
+        run.strategy,
+        run.status,
+        run.extractor,
+        len(items),
+        name,
+        source,
+        summary,
+        (RUN_SCORING, *stored),
+        sum(len(v) for v in by_item.values()),
+        # An open run reads no choice: none of its answers is undecided.
+        0 if run.strategy == "open" else sum(1 for v in by_item.values() for p in v.values() if p.choice is None),
+        run.created_at,
+        run.finished_at,
+        run.config,
+        tuple(run.problems),
+        figures,
+        tokens=usage if (usage := runs.token_usage(ws, run.id)).passes else None,
+    )
+
+
+def describe_tokens(usage: runs.TokenUsage) -> str:
+    """`tokens 1,200 prompt + 340 completion over 12 passes` (a count no pass gave reads `-`): the report's line,
+    also the app's."""
+
+    def count(n: int | None) -> str:
+        return "-" if n is None else f"{n:,}"
+
+    passes = f"{usage.passes:,} pass" + ("" if usage.passes == 1 else "es")
+    return f"tokens {count(usage.prompt)} prompt + {count(usage.completion)} completion over {passes}"
+
+
+ByItem = dict[int, dict[int, runs.Prediction]]
+"""item id -> pass -> the stored prediction (as a scoring reads it)."""
+
+
+def _scored_passes(
+    ws: Workspace, run: runs.Run, stored: dict[str, Any], scoring: str | None
+) -> tuple[str, ScoringSource, dict[str, Any], ByItem]:
+    """(scoring name, source, summary, item id -> pass -> prediction as that scoring reads it)."""
+    predictions = runs.predictions_of(ws, run.id)
+    source: ScoringSource
+    summary: dict[str, Any]
+    if scoring in (None, RUN_SCORING) or (scoring == run.extractor and scoring not in stored):
+        name, source, summary = run.extractor, RUN_SCORING, {}
+    elif scoring in stored:
+        name, source, summary = scoring, "rescore", stored[scoring].summary
+        scored = {(p.item_id, p.pass_): p for p in extractions.scored_passes(ws, stored[scoring].id)}
+        predictions = [
+            dataclasses.replace(p, choice=s.choice, stage=s.stage, reason=s.reason, correct=s.correct)
+            for p in predictions
+            if (s := scored.get((p.item_id, p.pass_))) is not None
+        ]
+    else:
+        known = ", ".join([RUN_SCORING, *stored]) or RUN_SCORING
+        raise NotFound(
+            f"run {run.id} has no scoring {scoring!r} (known: {known}; vlmdesk rescore {run.id} --extractor {scoring})"
+        )
+    by_item: ByItem = defaultdict(dict)
+    for p in predictions:
+        by_item[p.item_id][p.pass_] = p
+    return name, source, summary, by_item
+
+
+def _mcq(items: list[catalog.Item], by_item: ByItem, strategy: str, *, full_passes: bool) -> McqFigures:
+    is_circular = strategy == "circular"
+    groups: dict[str, dict[str, list[int]]] = {"by_l2": {}, "by_category": {}, "by_split": {}}
+    totals = [0, 0, 0]  # scored questions, vanilla right, circular right
+    unscored = consistent = complete = unasked = 0
+    for item in items:
+        passes = by_item.get(item.id, {})
+        if item.answer is None:
+            unscored += 1
+            continue
+        marks = marks_of(passes)
+        vanilla_ok = vanilla_result(marks) == "right"
+        circular = item_result("circular", len(item.options), marks)
+        circular_ok = circular == "right"
+        unasked += circular == "pending"
+        chosen = {original_option(p.choice, p.option_order) for p in passes.values()}
+        if len(passes) == len(item.options):
+            complete += 1
+            consistent += len(chosen) == 1 and None not in chosen
+        for key, value in (("by_l2", item.l2_category), ("by_category", item.category), ("by_split", item.split)):
+            g = groups[key].setdefault(value or NONE, [0, 0, 0])
+            g[0] += 1
+            g[1] += vanilla_ok
+            g[2] += circular_ok
+        totals[0] += 1
+        totals[1] += vanilla_ok
+        totals[2] += circular_ok
+
+    def scores(g: list[int]) -> Scores:
+        return Scores(g[0], _fraction(g[1], g[0]), _fraction(g[2], g[0]) if is_circular else None)
+
+    by = {key: {name: scores(g) for name, g in sorted(groups[key].items())} for key in groups}
+    return McqFigures(
+        totals[0],
+        unscored,
+        scores(totals),
+        by["by_l2"],
+        by["by_category"],
+        by["by_split"],
+        # The same original option chosen in every pass. Only --full-passes runs ask every pass of every item;
+        # elsewhere the items asked to the end are the ones right so far, a biased sample, so no figure.
+        consistency=_fraction(consistent, complete) if is_circular and full_passes else None,
+        # Items right on every asked pass with passes never asked (a pass never asked counts as wrong: a lower
+        # bound; under a re-scoring the run's own extractor may have stopped an item that is right so far);
+        # circular_upper counts them as right.
+        circular_unasked_items=unasked if is_circular else None,
+        circular_upper=_fraction(totals[2] + unasked, totals[0]) if is_circular else None,
+        undecided_vanilla=sum(1 for item in items if (p := by_item.get(item.id, {}).get(0)) and p.choice is None),
+    )
+
+
+def _pope(items: list[catalog.Item], by_item: ByItem, setting: str | None) -> PopeFigures:
+    labels: list[str] = []
+    readings: dict[str, list[str]] = {parser: [] for parser in POPE_PARSERS}
+    for item in items:
+        p = by_item.get(item.id, {}).get(0)
+        if p is None or item.answer is None:
+            continue
+        labels.append(item.answer)
+        for parser in POPE_PARSERS:
+            readings[parser].append(pope_reading(p, parser))
+    metrics = {parser: pope_metrics(labels, readings[parser]) for parser in POPE_PARSERS}
+    return PopeFigures(setting, len(labels), metrics)
+
+
+def _open(ws: Workspace, run: runs.Run, items: list[catalog.Item]) -> OpenFigures:
+    from evaluator.scoring import open_judge, open_metrics
+
+    answers, unanswered = open_metrics.answers_of(ws, run)
+    scores = open_metrics.score_answers(ws, run.id, answers)
+    category = {item.id: item.category or NONE for item in items}
+    groups: dict[str, list[int]] = {}
+    for a in answers:
+        groups.setdefault(category[a.item_id], []).append(a.item_id)
+
+    def mean(by_item: dict[int, float], ids: list[int]) -> float | None:
+        values = [by_item[i] for i in ids if i in by_item]
+        return sum(values) / len(values) if values else None
+
+    by_category: dict[str, dict[str, Any]] = {}
+    for name, ids in sorted(groups.items()):
+        figures = {metric: mean(by_item, ids) for metric, by_item in scores.items()}
+        by_category[name] = {"items": len(ids), "metrics": {k: v for k, v in figures.items() if v is not None}}
+    return OpenFigures(
+        len(answers),
+        unanswered,
+        sum(1 for a in answers if not a.references),
+        {name: sum(s.values()) / len(s) for name, s in scores.items()},
+        {name: len(s) for name, s in scores.items()},
+        {name: open_metrics.REGISTRY[name].scale for name in scores},
+        by_category,
+        open_judge.judge_set(ws, run.id) if "judge" in scores else None,
+    )
+
+
+# --- the items behind a figure ------------------------------------------------------------------------------
+
+GROUP_LEVELS = {"l2": "l2_category", "category": "category", "split": "split", "all": None}
+
+
+@dataclasses.dataclass(frozen=True)
+class ItemResult:
+    """One item of a run as a report counts it: right or wrong under VanillaEval and CircularEval (POPE: under
+    the official and the strict parser); None where the item is unscored or the strategy has no such figure."""
+
+    item_id: int
+    index: int | str
+    question: str
+    category: str | None
+    l2_category: str | None
+    split: str | None
+    answer: str | None
+    passes: int
+    vanilla: bool | None
+    circular: bool | None
+    official: bool | None = None
+    strict: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def group_items(
+    ws: Workspace, run_id: int, *, level: str = "all", group: str | None = None, scoring: str | None = None
+) -> list[ItemResult]:
+    """The items behind one bar of a report: those of L2 ability / leaf category / split `group` (`level` l2,
+    category, split; "all" for every item), each with the right/wrong the report counted. A group named
+    "(none)" means items without a value. LookupError for an unknown run or scoring, ValueError for a bad level."""
+    if level not in GROUP_LEVELS:
+        raise InvalidInput(f"level {level!r}: one of {', '.join(GROUP_LEVELS)}")
+    run = runs.get_run(ws, run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    items = runs.items_of(ws, run)
+    stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
+    _, _, _, by_item = _scored_passes(ws, run, stored, scoring)
+    column = GROUP_LEVELS[level]
+    if column is not None:
+        known = sorted({getattr(item, column) or NONE for item in items})
+        if level == "l2" and group not in known:  # MMBench's short codes, as the charts and Browse show them
+            from evaluator.analysis.plots import SHORT_L2
+
+            group = next((name for name, code in SHORT_L2.items() if code == group and name in known), group)
+        if group not in known:
+            raise NotFound(f"no {level} group {group!r} in run {run_id} (known: {', '.join(known)})")
+    out = []
+    for item in items:
+        if column is not None and (getattr(item, column) or NONE) != group:
+            continue
+        passes = by_item.get(item.id, {})
+        scored = item.answer is not None
+        if run.strategy == "pope":
+            p = passes.get(0)
+            official = strict = None
+            if p is not None and scored:
+                official = pope_reading(p, "official") == item.answer
+                strict = pope_reading(p, "strict") == item.answer
+            out.append(
+                ItemResult(
+                    item.id,
+                    item.index,
+                    item.question,
+                    item.category,
+                    item.l2_category,
+                    item.split,
+                    item.answer,
+                    len(passes),
+                    None,
+                    None,
+                    official,
+                    strict,
+                )
+            )
+            continue
+        marks = marks_of(passes)
+        circular = item_result("circular", len(item.options), marks) == "right"
+        out.append(
+            ItemResult(
+                item.id,
+                item.index,
+                item.question,
+                item.category,
+                item.l2_category,
+                item.split,
+                item.answer,
+                len(passes),
+                vanilla_result(marks) == "right" if scored else None,
+                circular if scored and run.strategy == "circular" else None,
+            )
+        )
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenItemResult:
+    """One answered item of an open run as its report counts it: the answer, the references and each open metric's
+    score (a metric that left the item out is absent)."""
+
+    item_id: int
+    index: int | str
+    question: str
+    category: str | None
+    response: str
+    references: tuple[str, ...]
+    scores: dict[str, float]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "references": list(self.references)}
+
+
+def open_group_items(ws: Workspace, run_id: int, *, group: str | None = None) -> list[OpenItemResult]:
+    """The answered items of an open run behind one bar: of leaf category `group` ("(none)": without one), every
+    answered item when None; each with its open metrics' scores. NotFound for an unknown run or category,
+    InvalidInput for a run that is not open."""
+    from evaluator.scoring import open_metrics
+
+    run = runs.get_run(ws, run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    if run.strategy != "open":
+        raise InvalidInput(f"run {run_id} is a {run.strategy} run, not an open one")
+    items = {item.id: item for item in runs.items_of(ws, run)}
+    if group is not None and group not in {item.category or NONE for item in items.values()}:
+        raise NotFound(f"no category {group!r} in run {run_id}")
+    answers, _ = open_metrics.answers_of(ws, run)
+    scores = open_metrics.score_answers(ws, run_id, answers)
+    out = []
+    for a in answers:
+        item = items[a.item_id]
+        if group is not None and (item.category or NONE) != group:
+            continue
+        mine = {name: by_item[a.item_id] for name, by_item in scores.items() if a.item_id in by_item}
+        out.append(OpenItemResult(item.id, item.index, item.question, item.category, a.response, a.references, mine))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSummary:
+    """One line of the runs list (`vlmdesk runs --scores`, the app's runs list)."""
+
+    run_id: int
+    benchmark: str
+    model: str
+    strategy: Strategy
+    status: RunStatus
+    error: str | None
+    questions: int
+    passes: int
+    vanilla: float | None
+    circular: float | None
+    pope_f1: float | None
+    pope_accuracy: float | None
+    created_at: str
+    finished_at: str | None
+    duration_s: float | None
+    open_metrics: dict[str, float] | None = None  # open runs: each open metric that applies, its run value
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def run_summary(ws: Workspace, run_id: int) -> RunSummary | None:
+    """One line of the runs list: status, model, benchmark, the overall figures and how long the run has taken
+    (first start to finish, or to its latest batch while unfinished; the pauses of a resumed run included)."""
+    report = run_report(ws, run_id)
+    run = runs.get_run(ws, run_id)
+    if report is None or run is None:
+        return None
+    overall = report.mcq.overall if report.mcq else None
+    official = report.pope.pope["official"] if report.pope else None
+    return RunSummary(
+        run.id,
+        report.benchmark,
+        run.model_spec,
+        run.strategy,
+        run.status,
+        run.error,
+        report.questions,
+        run.predictions,
+        overall.vanilla if overall else None,
+        overall.circular if overall else None,
+        official.f1 if official else None,
+        official.accuracy if official else None,
+        run.created_at,
+        run.finished_at,
+        _seconds_between(run.created_at, run.finished_at or run.updated_at),
+        report.open.metrics if report.open else None,
+    )
+
+
+def _seconds_between(start: str, end: str | None) -> float | None:
+    from datetime import datetime
+
+    try:
+        return round((datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds(), 1) if end else None
+    except (TypeError, ValueError):
+        return None

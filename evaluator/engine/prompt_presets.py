@@ -1,0 +1,238 @@
+"""Prompt presets: the prompts a run asks with, named. `vlmdesk` (the default) is vlmdesk's own templates
+(evaluator/engine/prompts.py); `vlmevalkit` is the prompt VLMEvalKit builds for MMBench-style multiple choice and POPE
+with
+the model class that serves the model's family, so a run can be compared with VLMEvalKit's leaderboard.
+
+The VLMEvalKit texts below were written from the facts of VLMEvalKit's code at commit VLMEVALKIT_COMMIT
+(docs/adr/0030-prompt-presets.md has the table of families, classes and files); tests/data/vlmevalkit_prompts.json
+holds prompts that VLMEvalKit's own code built for real-looking rows, and tests/evaluator/test_prompt_presets.py
+checks that a run stores exactly those. Only the text part of VLMEvalKit's message is reproduced: the chat
+template, system prompts and the image's place are the model's processor's (docs/reproducing.md says where
+VLMEvalKit differs there).
+
+`--prompt vlmevalkit` resolves to `vlmevalkit:<model_type>` for an hf: model of a family below (its config.json's
+model_type, read without loading weights), and to `vlmevalkit:default` — the dataset's own prompt, what VLMEvalKit
+asks API models with — for openai: servers, baselines and unknown families.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from db.errors import InvalidInput
+from db.runs import Run
+from evaluator.engine.prompts import PromptTemplate, default_template, load_template
+
+VLMEVALKIT_COMMIT = "e8e78f05f3080fe28154f2130321f17951c3be94"
+VLMDESK = "vlmdesk"
+VLMEVALKIT = "vlmevalkit"
+DEFAULT_FAMILY = "default"
+
+
+@dataclass(frozen=True)
+class Preset:
+    """VLMEvalKit's prompts for one model class: multiple choice (MMBench-style), yes/no (POPE), open questions."""
+
+    source: str  # the VLMEvalKit class and file whose prompt this is
+    mcq: PromptTemplate
+    yesno: PromptTemplate
+    open: PromptTemplate
+
+    def template(self, kind: str) -> PromptTemplate:
+        return self.mcq if kind == "mcq" else self.open if kind == "open" else self.yesno
+
+
+_QUESTION = PromptTemplate({"en": "{question}"})  # ImageBaseDataset.build_prompt: the question as it is
+
+# ImageMCQDataset.build_prompt (vlmeval/dataset/image_mcq.py): English whatever the language, "Hint: " lines, and
+# an instruction ending in a space and a newline. POPE (image_yorn.py, ImageBaseDataset): the question alone.
+DATASET = Preset(
+    "ImageMCQDataset.build_prompt (vlmeval/dataset/image_mcq.py), ImageYORNDataset (image_yorn.py)",
+    PromptTemplate(
+        {
+            "en": "{hint}Question: {question}\nOptions:\n{options}\nPlease select the correct answer from the options "
+            "above. \n"
+        },
+        hint_prefix="Hint: ",
+    ),
+    _QUESTION,
+    _QUESTION,
+)
+# LLaVA.build_prompt and LLaVA_Next.build_prompt (vlmeval/vlm/llava/llava.py), InternVLChat through
+# build_multi_choice_prompt (vlmeval/vlm/internvl/utils.py): the bare hint on its own line, the question, the
+# option lines, then the instruction — Chinese when the texts hold Chinese. Yes/no: the dataset's prompt.
+_LLAVA_MCQ = PromptTemplate(
+    {
+        "en": "{hint}{question}\n{options}\nAnswer with the option's letter from the given choices directly.",
+        "zh": "{hint}{question}\n{options}\n请直接回答选项字母。",
+    },
+    hint_prefix="",
+    language_from_text=True,
+)
+# Qwen2VLPromptMixin._build_mcq_prompt / _build_yorn_prompt (vlmeval/vlm/qwen2_vl/prompt.py), with the class's
+# default use_custom_prompt=True (Qwen2-VL's entries in vlmeval/config.py).
+_QWEN2_VL = Preset(
+    "Qwen2VLChat (vlmeval/vlm/qwen2_vl/prompt.py, Qwen2VLPromptMixin)",
+    PromptTemplate(
+        {
+            "en": "{hint}Question: {question}\nOptions:\n{options}\nPlease select the correct answer from the options "
+            "above.",
+            "zh": "{hint}Question: {question}\nOptions:\n{options}\n请直接回答选项字母。",
+        },
+        hint_prefix="Hint: ",
+        language_from_text=True,
+    ),
+    PromptTemplate({"en": "{question} Please answer yes or no."}),
+    _QUESTION,
+)
+# IDEFICS2.build_prompt_mmbench (vlmeval/vlm/idefics.py; config.py serves Idefics3 with it) and SmolVLM /
+# SmolVLM2.build_prompt_mmbench (vlmeval/vlm/smolvlm.py): the dataset's prompt rewritten — question first, then the
+# hint, "Choices:", "Answer with a letter." — for every language. POPE: the dataset's prompt (build_prompt_default).
+_IDEFICS_MCQ = PromptTemplate(
+    {"en": "Question: {question}\n{hint}Choices:\n{options}\nAnswer with a letter."}, hint_prefix="Hint: "
+)
+
+
+def _like_dataset(source: str) -> Preset:
+    return Preset(source, DATASET.mcq, DATASET.yesno, DATASET.open)
+
+
+# model_type (transformers' config.model_type, as in evaluator/backends/families.py) → the preset of the VLMEvalKit
+# class
+# that serves the family. A class without use_custom_prompt (or configured with use_custom_prompt=False) asks the
+# dataset's prompt.
+VLMEVALKIT_PRESETS: dict[str, Preset] = {
+    "llava": Preset("LLaVA (vlmeval/vlm/llava/llava.py)", _LLAVA_MCQ, _QUESTION, _QUESTION),
+    "llava_next": Preset("LLaVA_Next (vlmeval/vlm/llava/llava.py)", _LLAVA_MCQ, _QUESTION, _QUESTION),
+    "llava_onevision": _like_dataset("LLaVA_OneVision_HF (vlmeval/vlm/llava/llava.py): no custom prompt"),
+    "qwen2_vl": _QWEN2_VL,
+    "qwen2_5_vl": _like_dataset("Qwen2VLChat with use_custom_prompt=False (Qwen2.5-VL's entries in vlmeval/config.py)"),
+    "qwen3_vl": _like_dataset("Qwen3VLChat with use_custom_prompt=False (Qwen3-VL's entries in vlmeval/config.py)"),
+    "gemma3": _like_dataset("Gemma3 (vlmeval/vlm/gemma.py): no custom prompt"),
+    "internvl": Preset(
+        "InternVLChat (vlmeval/vlm/internvl/internvl_chat.py, utils.build_multi_choice_prompt)",
+        _LLAVA_MCQ,
+        _QUESTION,
+        _QUESTION,
+    ),
+    "idefics3": Preset("IDEFICS2 (vlmeval/vlm/idefics.py), build_prompt_mmbench", _IDEFICS_MCQ, _QUESTION, _QUESTION),
+    "smolvlm": Preset("SmolVLM2 (vlmeval/vlm/smolvlm.py), build_prompt_mmbench", _IDEFICS_MCQ, _QUESTION, _QUESTION),
+    "mistral3": _like_dataset("no VLMEvalKit class for Mistral 3: the dataset's prompt, as API models get"),
+    "mllama": _like_dataset("llama_vision (vlmeval/vlm/llama_vision.py): custom prompts only for AI2D, MMMU, …"),
+    "paligemma": _like_dataset("PaliGemma (vlmeval/vlm/gemma.py): no custom prompt"),
+}
+# Model types outside the families table whose checkpoints VLMEvalKit serves with one of the classes above: the
+# original InternVL repositories (trust_remote_code) and Idefics2.
+_ALIASES = {"internvl_chat": "internvl", "idefics2": "idefics3"}
+
+
+def preset_names() -> tuple[str, ...]:
+    """Every name `--prompt` takes besides a file: vlmdesk, vlmevalkit, vlmevalkit:default, vlmevalkit:<type>."""
+    return (VLMDESK, VLMEVALKIT, f"{VLMEVALKIT}:{DEFAULT_FAMILY}", *(f"{VLMEVALKIT}:{t}" for t in VLMEVALKIT_PRESETS))
+
+
+def vlmevalkit_preset(name: str) -> Preset:
+    """The preset a resolved name ("vlmevalkit:qwen2_vl", "vlmevalkit:default") stands for; InvalidInput else."""
+    family = name.removeprefix(f"{VLMEVALKIT}:") if name.startswith(f"{VLMEVALKIT}:") else None
+    if family == DEFAULT_FAMILY:
+        return DATASET
+    if family is None or family not in VLMEVALKIT_PRESETS:
+        raise InvalidInput(
+            f"prompt preset {name[:60]!r} is not one of {VLMEVALKIT}:{DEFAULT_FAMILY}, "
+            + ", ".join(f"{VLMEVALKIT}:{t}" for t in VLMEVALKIT_PRESETS)
+        )
+    return VLMEVALKIT_PRESETS[family]
+
+
+def family_preset_name(model_type: str | None) -> str:
+    """`vlmevalkit:<model_type>` for a family with a preset, else `vlmevalkit:default`."""
+    found = _ALIASES.get(model_type or "", model_type)
+    return f"{VLMEVALKIT}:{found if found in VLMEVALKIT_PRESETS else DEFAULT_FAMILY}"
+
+
+@dataclass(frozen=True)
+class ChosenPrompt:
+    """What `--prompt` resolved to: the preset's name for the run's settings (None for vlmdesk's templates and
+    template files, whose runs keep the identity they always had) and the template to store."""
+
+    preset: str | None
+    template: PromptTemplate
+    note: str | None = None  # said once on the terminal (an unknown family asks the dataset's prompt)
+
+
+def choose_prompt(choice: str | None, kind: str, model_spec: str) -> ChosenPrompt:
+    """`--prompt`: vlmdesk (default), vlmevalkit (the model's family, read from an hf: model's config.json),
+    vlmevalkit:<model_type> or vlmevalkit:default, or a template file. InvalidInput naming the problem."""
+    if choice in (None, "", VLMDESK):
+        return ChosenPrompt(None, default_template(kind))
+    assert choice is not None
+    if choice == VLMEVALKIT:
+        model_type = model_type_of(model_spec)
+        name = family_preset_name(model_type)
+        note = None
+        if model_spec.startswith("hf:") and name.endswith(f":{DEFAULT_FAMILY}"):
+            note = (
+                f"model type {str(model_type)[:60]!r} has no VLMEvalKit preset: the dataset's own prompt "
+                f"({VLMEVALKIT}:{DEFAULT_FAMILY})"
+            )
+        return ChosenPrompt(name, vlmevalkit_preset(name).template(kind), note)
+    if choice.startswith(f"{VLMEVALKIT}:"):
+        return ChosenPrompt(choice, vlmevalkit_preset(choice).template(kind))
+    return ChosenPrompt(None, load_template(choice, kind))
+
+
+def model_type_of(model_spec: str) -> str | None:
+    """The transformers model_type of an hf: spec's model, from its config.json (a local directory, or the hub
+    cache — fetched like `from_pretrained` would when not there), never loading weights; None for other backends.
+    InvalidInput when the config cannot be read."""
+    if not model_spec.startswith("hf:"):
+        return None
+    from evaluator.backends.base import BackendError
+    from evaluator.backends.hf import hf_options
+
+    try:
+        model, _ = hf_options(model_spec.removeprefix("hf:"))
+    except BackendError as exc:
+        raise InvalidInput(str(exc)) from None
+    path = Path(model).expanduser()
+    try:
+        if path.is_dir():
+            config = path / "config.json"
+        else:
+            from huggingface_hub import hf_hub_download
+
+            config = Path(hf_hub_download(model, "config.json"))
+        with open(config, encoding="utf-8") as f:
+            loaded = json.load(f)
+    except Exception as exc:  # OSError, the hub's errors (offline, not found), bad JSON
+        raise InvalidInput(
+            f"--prompt {VLMEVALKIT}: cannot read the model type of {model[:100]!r} (config.json: "
+            f"{type(exc).__name__}); name the family instead: --prompt {VLMEVALKIT}:<model_type>"
+        ) from None
+    model_type = loaded.get("model_type") if isinstance(loaded, dict) else None
+    return model_type if isinstance(model_type, str) else None
+
+
+def describe_prompt(run: Run) -> str:
+    """A run's prompt in a word for lists and reports: its preset's name, `vlmdesk` for vlmdesk's templates,
+    `template file` for any other stored template, `imported` for a run made elsewhere (its prompts are not ours)."""
+    from evaluator.formats.prediction_import import origin_of
+
+    preset = run.config.get("prompt_preset")
+    if isinstance(preset, str):
+        return preset
+    if origin_of(run) is not None:
+        return "imported"
+    kind = {"pope": "yesno", "open": "open"}.get(run.strategy, "mcq")
+    return VLMDESK if run.prompt_template == default_template(kind).to_json() else "template file"
+
+
+def preset_words(config: Mapping[str, Any]) -> str:
+    """A run's prompt preset in the words of the runs lists ("vlmevalkit:llava prompt"), or "" for vlmdesk's
+    templates and template files."""
+    preset = config.get("prompt_preset")
+    return f"{preset} prompt" if isinstance(preset, str) else ""

@@ -1,0 +1,646 @@
+"""The evaluation engine: CircularEval in waves, VanillaEval, POPE; resumable, one transaction per batch.
+
+Pass k of a multiple-choice item shows its options rotated by k (option i displayed is original (i + k) mod N).
+Waves: pass k of every item still alive is asked before any pass k + 1, batched, so early termination (a wrong pass
+ends the item) and batching coexist. Everything is derived from the stored predictions, so a run killed at any
+moment continues exactly where its last committed batch ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import itertools
+import json
+import platform
+import subprocess
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from db import runs
+from db.catalog import Benchmark, Item
+from db.errors import InvalidInput
+from db.workspace import Workspace
+from evaluator.backends import Backend, BackendError, can_score, check_spec, run_identity
+from evaluator.backends.base import Query, RetryWait, Stream, Usage, call_size, chunk_items, open_stream
+from evaluator.backends.door import telling_waits_to
+from evaluator.engine import variants
+from evaluator.engine.multiturn import MultiTurn, Question, load_multi_turn
+from evaluator.engine.progress import Progress, WaitEvent
+from evaluator.engine.prompt_presets import vlmevalkit_preset
+from evaluator.engine.prompts import PromptTemplate
+from evaluator.engine.variants import Variants
+from evaluator.scoring.choices import (
+    CHEF_ANSWER_LEAD,
+    LIKELIHOOD_SCORES,
+    chef_candidates,
+    displayed_answer,
+    pass_correct,
+    passes_needed,
+    prefix_candidates,
+    prefix_scores,
+    read_yes_no,
+    rotation,
+    shown_options,
+    still_alive,
+)
+from evaluator.scoring.extraction import Extraction
+from evaluator.scoring.llm_extraction import Extractor, load_extractor
+from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything that decides a run's answers (batch size does not, so it is not part of the run's identity)."""
+
+    strategy: McqStrategy = "circular"  # yes/no benchmarks always take one pass (strategy "pope")
+    full_passes: bool = False
+    limit: int | None = None
+    max_new_tokens: int = 32
+    text_only: bool = False
+    likelihood: bool = False
+    seed: int = 0
+    extractor: str = "rules"
+    # Likelihood mode's score (evaluator.scoring.choices.LIKELIHOOD_SCORES): "sum" of the letter's token log-probs,
+    # LVLM-eHub's
+    # "prefix" score over the option texts, or "chef" (ChEF's calibration: CoT, then the mean log-prob of "(A"…).
+    likelihood_score: str = "sum"
+    # Run variants (evaluator/engine/variants.py): ChEF's label maps, corruptions, k-shot prompts, chain of thought.
+    label_map: str | None = None
+    corrupt: tuple[str, ...] = ()
+    corrupt_options: bool = False
+    shots: int = 0
+    shot_selection: str = "random"
+    cot: bool = False
+    multi_turn: str | None = None  # the asking LLM's backend spec: LVLM-eHub's multi-turn reasoning (multiturn.py)
+    rounds: int = 4  # at most this many rounds of sub-questions per multi-turn pass
+    # The prompt preset the run asks with (evaluator/engine/prompt_presets.py), e.g. "vlmevalkit:qwen2_vl"; None for
+    # vlmdesk's own templates and template files (their runs keep the identity they always had).
+    prompt_preset: str | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """The settings as stored and hashed into the run's config key. A setting added after the first release is
+        left out while it has its default value, so runs stored before it existed keep their key (re-running them
+        still finds them) and their stored config reads the same."""
+        values = asdict(self)
+        return {
+            k: v for k, v in values.items() if k in _FIRST_RELEASE or v != RunSettings.__dataclass_fields__[k].default
+        }
+
+    def config(self, batch_size: int) -> dict[str, Any]:
+        return {**self.identity(), "batch_size": batch_size}
+
+    def check(self) -> None:
+        """ValueError naming every setting out of range (before a run is stored with them)."""
+        problems = runs.config_problems(self.config(1))
+        if self.strategy not in MCQ_STRATEGIES:
+            problems.append(f"strategy: {self.strategy!r} is not circular or vanilla")
+        if self.likelihood_score not in LIKELIHOOD_SCORES:
+            problems.append(
+                f"likelihood_score: {str(self.likelihood_score)[:40]!r} is not one of {', '.join(LIKELIHOOD_SCORES)}"
+            )
+        elif self.likelihood_score != "sum" and not self.likelihood:
+            problems.append(f"likelihood_score: the {self.likelihood_score} score needs likelihood mode")
+        problems += variants.problems(self)
+        problems += multi_turn_problems(self)
+        problems += prompt_preset_problems(self.prompt_preset)
+        if problems:
+            raise InvalidInput("; ".join(problems))
+
+
+def multi_turn_problems(settings: RunSettings) -> list[str]:
+    """What is wrong with a run's multi-turn settings (the asker's spec is read, nothing is loaded)."""
+    if settings.multi_turn is None:
+        return ["rounds: only with multi_turn (an asking LLM)"] if settings.rounds != RunSettings.rounds else []
+    problems = []
+    try:
+        check_spec(settings.multi_turn)
+    except BackendError as exc:
+        problems.append(f"multi_turn: {exc}")
+    if settings.likelihood:
+        problems.append("multi_turn: the asking LLM answers in words; not with likelihood")
+    return problems
+
+
+def prompt_preset_problems(preset: object) -> list[str]:
+    if preset is None:
+        return []
+    try:
+        vlmevalkit_preset(preset if isinstance(preset, str) else "")
+    except InvalidInput as exc:
+        return [f"prompt_preset: {exc}"]
+    return []
+
+
+# The settings of the first release: always stored and hashed, whatever their value (RunSettings.identity).
+_FIRST_RELEASE = frozenset(
+    ("strategy", "full_passes", "limit", "max_new_tokens", "text_only", "likelihood", "seed", "extractor")
+)
+
+
+def scores_first_tokens(backend: Backend) -> bool:
+    """Whether a backend's score() reads first tokens only when asked (``first_token=True``: the prefix score)."""
+    score = getattr(backend, "score", None)
+    return callable(score) and "first_token" in inspect.signature(score).parameters
+
+
+def scores_after_text(backend: Backend) -> bool:
+    """Whether a backend's score() scores candidates after text of the model's own turn and gives per-token means
+    (``lead=…, mean=True``: ChEF's calibration score)."""
+    score = getattr(backend, "score", None)
+    return callable(score) and {"lead", "mean"} <= set(inspect.signature(score).parameters)
+
+
+def likelihood_refusal(backend: Backend, settings: RunSettings) -> str | None:
+    """Why this backend cannot run a run of these likelihood settings (a line naming the option to drop), or None."""
+    if settings.likelihood and not can_score(backend):
+        return f"{backend.spec} cannot score likelihoods; drop --likelihood"
+    if settings.likelihood_score == "prefix" and not scores_first_tokens(backend):
+        return f"{backend.spec} cannot score first tokens; drop --likelihood-score prefix"
+    if settings.likelihood_score == "chef" and not scores_after_text(backend):
+        return f"{backend.spec} cannot score candidates after a chain of thought; drop --likelihood-score chef"
+    return None
+
+
+def settings_of(run: runs.Run) -> RunSettings:
+    """The settings a stored run was started with; ValueError when its stored config is unreadable (such a run
+    is shown, never executed)."""
+    problems = [p for p in run.problems if p.startswith("config")]
+    if problems:
+        raise InvalidInput(f"run {run.id}: stored settings are unreadable: {'; '.join(problems)}")
+    known = {f for f in RunSettings.__dataclass_fields__}
+    stored = {k: v for k, v in run.config.items() if k in known}
+    if isinstance(stored.get("corrupt"), list):  # JSON stores the tuple as a list
+        stored["corrupt"] = tuple(stored["corrupt"])
+    settings = RunSettings(**stored)
+    settings.check()
+    return settings
+
+
+def strategy_for(bench: Benchmark, settings: RunSettings) -> Strategy:
+    return "pope" if bench.kind == "yesno" else "open" if bench.kind == "open" else settings.strategy
+
+
+def config_key(bench: Benchmark, model_spec: str, settings: RunSettings, template: PromptTemplate) -> str:
+    identity = {
+        "benchmark": bench.source_sha256,
+        "model": run_identity(model_spec),  # an openai spec's replicas do not name the run
+        "settings": settings.identity(),
+        "template": template.to_json(),
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def versions() -> dict[str, Any]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": platform.python_version()}
+    for package in ("vlmdesk", "torch", "transformers", "httpx2", "pillow"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            pass
+    return found
+
+
+def git_revision() -> str | None:
+    """The source revision of this vlmdesk checkout, when it runs from one."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def frequent_answer(items: list[Item]) -> str | None:
+    counts = Counter(i.answer for i in items if i.answer)
+    return min(counts, key=lambda a: (-counts[a], a)) if counts else None
+
+
+def n_passes(item: Item, strategy: str) -> int:
+    return passes_needed(strategy, len(item.options))
+
+
+@dataclass(frozen=True)
+class Posed:
+    """One pass as the engine asks it (Engine._pose)."""
+
+    item: Item
+    k: int
+    order: tuple[int, ...]
+    query: Query
+
+
+class Engine:
+    """Runs (or continues) one stored run against a backend."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        run: runs.Run,
+        backend: Backend,
+        *,
+        batch_size: int,
+        on_progress: Callable[[Progress | WaitEvent], None] | None = None,
+        extractor: Extractor | None = None,
+        owner: runs.Owner | None = None,
+        multi_turn: MultiTurn | None = None,
+    ):
+        self.ws, self.run, self.backend, self.batch_size = ws, run, backend, max(1, batch_size)
+        self.owner = owner  # when set, each batch is stored only while this owner holds the run
+        self.settings = settings_of(run)
+        # Generated multiple-choice responses are read by the run's extractor (rules, llm:SPEC or rules+llm:SPEC);
+        # POPE and likelihood runs never need it, so an LLM extractor is not even loaded for them.
+        reads_text = run.strategy not in ("pope", "open") and not self.settings.likelihood
+        self.extractor = extractor or (load_extractor(run.extractor, ws) if reads_text else None)
+        self.template = PromptTemplate.from_json(run.prompt_template)
+        self.variants = Variants(ws, self.settings, self.template, self.kind_of(run), run.benchmark_id, run.seed)
+        self.on_progress = on_progress or (lambda p: None)
+        self.items = runs.items_of(ws, run)
+        self.kind = {"pope": "yesno", "open": "open"}.get(run.strategy, "mcq")
+        self.done: dict[int, dict[int, runs.Prediction]] = {i.id: {} for i in self.items}
+        # Counters kept as passes are stored (_record), so bookkeeping costs O(1) per pass, not a scan of every
+        # item after every batch: passes stored, items decided, passes left (an upper bound: early stop shortens it).
+        self._needed = {i.id: n_passes(i, self.run.strategy) for i in self.items}
+        self._alive = dict.fromkeys(self._needed, True)
+        self._asked = dict.fromkeys(self._needed, 0)  # passes 0..n-1 all stored: the next pass to ask is n
+        self.passes_stored = 0
+        self.passes_left = sum(self._needed.values())
+        self.decided = sum(1 for n in self._needed.values() if n == 0)
+        for p in runs.predictions_of(ws, run.id):
+            if p.item_id in self.done:
+                self._record(p)
+        self._length = {i.id: len(i.question) + sum(map(len, i.options)) + len(i.hint or "") for i in self.items}
+        self.calls = 0
+        if self.settings.likelihood and self.kind == "open":
+            raise InvalidInput("an open question has no candidates to score; drop --likelihood")
+        if self.settings.likelihood_score == "chef" and self.kind != "mcq":
+            raise InvalidInput("ChEF's calibration score asks multiple-choice questions; drop --likelihood-score chef")
+        if (refused := likelihood_refusal(backend, self.settings)) is not None:
+            raise BackendError(refused)
+        self.multi_turn = multi_turn or (load_multi_turn_for(run, self.settings) if self.settings.multi_turn else None)
+
+    @staticmethod
+    def kind_of(run: runs.Run) -> str:
+        return "yesno" if run.strategy == "pope" else "mcq"
+
+    # -- scheduling ---------------------------------------------------------------------------------------------
+    def alive(self, item: Item, k: int) -> bool:
+        """Whether pass k of the item is to be asked now: it is not stored, every earlier pass is (passes 0..k-1 are
+        stored and k is not), and the item is still alive."""
+        return k < self._needed[item.id] and self._asked[item.id] == k and self._alive[item.id]
+
+    def remaining_upper_bound(self) -> int:
+        return self.passes_left
+
+    def items_decided(self) -> int:
+        return self.decided
+
+    def remaining_for(self, item: Item) -> int:
+        """Passes of the item still to ask (0 once a wrong pass ended it)."""
+        return self._needed[item.id] - len(self.done[item.id]) if self._alive[item.id] else 0
+
+    def _record(self, p: runs.Prediction) -> None:
+        """Take one stored pass into the state and the counters, in O(1) (amortised)."""
+        item_id, passes = p.item_id, self.done[p.item_id]
+        before = self._remaining(item_id)
+        fresh = p.pass_ not in passes
+        passes[p.pass_] = p
+        self.passes_stored += fresh
+        self._alive[item_id] = self._alive[item_id] and still_alive((p.correct,), full_passes=self.settings.full_passes)
+        while self._asked[item_id] in passes:
+            self._asked[item_id] += 1
+        after = self._remaining(item_id)
+        self.passes_left += after - before
+        self.decided += (after == 0) - (before == 0)
+
+    def _remaining(self, item_id: int) -> int:
+        return self._needed[item_id] - len(self.done[item_id]) if self._alive[item_id] else 0
+
+    def execute(self) -> None:
+        """Every pass still to ask. A backend with a stream (a server) is kept full: `_stream`. Else in waves
+        within each chunk of items (the backend's `chunk_items`; one chunk by default): every wave of items[0:C]
+        before items[C:2C], so a prefix cache keeps an item's prompt while the item is alive; each call hands the
+        backend `call_size(batch_size)` queries. No schedule changes any answer (docs/adr/0016, 0032).
+        A request waiting to be retried (its model's, an LLM extractor's, a multi-turn asker's) is a WaitEvent."""
+        with telling_waits_to(self._waiting):
+            stream = None
+            if not self.settings.likelihood and self.multi_turn is None:  # both ask in calls of their own
+                stream = open_stream(self.backend, self.settings.max_new_tokens)
+            if stream is None:
+                self._execute()
+                return
+            try:
+                self._stream(stream)
+            finally:
+                stream.close()
+
+    def _waiting(self, wait: RetryWait) -> None:
+        self.on_progress(WaitEvent.of(self.run.id, wait))
+
+    def _execute(self) -> None:
+        started = time.monotonic()
+        chunk = chunk_items(self.backend) or max(len(self.items), 1)
+        size = call_size(self.backend, self.batch_size)
+        for first in range(0, len(self.items), chunk):
+            part = self.items[first : first + chunk]
+            waves = max((self._needed[i.id] for i in part), default=0)
+            for k in range(waves):
+                todo = [item for item in part if self.alive(item, k)]
+                # Similar prompt lengths batch together (less padding); order does not change any answer.
+                todo.sort(key=lambda item: self._length[item.id])
+                for start in range(0, len(todo), size):
+                    self._ask(todo[start : start + size], k)
+                    self._progress(k, started)
+
+    def _progress(self, wave: int, started: float) -> None:
+        """After each stored batch; `wave` is the lowest pass in flight when streaming."""
+        elapsed = max(time.monotonic() - started, 1e-9)
+        rate = self.calls / elapsed
+        self.on_progress(
+            Progress(
+                self.run.id,
+                wave,
+                self.passes_stored,
+                self.decided,
+                len(self.items),
+                self.calls,
+                round(rate, 3),
+                round(self.passes_left / rate, 1) if rate > 0 else None,
+            )
+        )
+
+    # -- the stream ---------------------------------------------------------------------------------------------
+    def _stream(self, stream: Stream) -> None:
+        """Keep the stream full: whenever an answer comes back, the next query goes at once — the next pass of an
+        item still alive first (its prompt is still in the server's prefix cache), else the first pass due of the
+        next item in file order. Each answer is read and scored as it comes, so pass k + 1 of an item is sent only
+        once pass k was scored right (`alive`), and never while pass k is in flight. The passes are committed in
+        short transactions (every COMMIT_EVERY_S, and at the end), in the order they came: a kill
+        loses at most the passes in flight or not yet committed, and a resume asks exactly those again."""
+        started = last_commit = time.monotonic()
+        following: deque[tuple[Item, int]] = deque()  # passes made due by a right answer
+        fresh = iter(self.items)
+        flight: dict[int, Posed] = {}
+        keys = itertools.count()
+        pending: list[runs.Prediction] = []
+
+        def due() -> tuple[Item, int] | None:
+            if following:
+                return following.popleft()
+            for item in fresh:
+                if self.alive(item, self._asked[item.id]):
+                    return item, self._asked[item.id]
+            return None
+
+        try:
+            while True:
+                while stream.load() < stream.capacity and (nxt := due()) is not None:
+                    key, posed = next(keys), self._pose(*nxt)
+                    stream.send(key, posed.query)
+                    flight[key] = posed
+                if not flight:
+                    break
+                got = stream.answers(COMMIT_EVERY_S)
+                if got:
+                    asked = [flight.pop(a.key) for a in got]
+                    self.calls += len(got)
+                    preds = self._predictions(
+                        asked,
+                        [a.text for a in got],
+                        None,
+                        [None] * len(got),
+                        [a.latency_ms for a in got],
+                        [a.usage for a in got],
+                    )
+                    for posed, p in zip(asked, preds):
+                        self._record(p)
+                        if self.alive(posed.item, posed.k + 1):
+                            following.append((posed.item, posed.k + 1))
+                    pending += preds
+                if pending and time.monotonic() - last_commit >= COMMIT_EVERY_S:
+                    runs.add_predictions(self.ws, pending, owner=self.owner)
+                    pending, last_commit = [], time.monotonic()
+                    self._progress(min((p.k for p in flight.values()), default=0), started)
+            if pending:
+                runs.add_predictions(self.ws, pending, owner=self.owner)
+                pending = []
+                self._progress(0, started)
+        except BaseException:
+            # Answers read and scored are kept whatever stops the run (not when it was taken over: they are not ours).
+            if pending:
+                with contextlib.suppress(runs.RunLost):
+                    runs.add_predictions(self.ws, pending, owner=self.owner)
+            raise
+
+    # -- one batch ----------------------------------------------------------------------------------------------
+    def _pose(self, item: Item, k: int) -> Posed:
+        """Pass k of an item as it is asked: its option order and its query (variants applied)."""
+        order = rotation(len(item.options), k) if self.kind == "mcq" else ()
+        return Posed(item, k, order, self.variants.query(item, k, order))
+
+    def _ask(self, batch: list[Item], k: int) -> None:
+        asked = [self._pose(item, k) for item in batch]
+        queries = [p.query for p in asked]
+        t0 = time.perf_counter()
+        turns: list[tuple[runs.Turn, ...] | None] = [None] * len(batch)
+        scores: list[list[float]] | None = None
+        if self.settings.likelihood_score == "chef":  # likelihood mode with ChEF's score
+            scores, responses = self._chef(queries)
+        elif self.settings.likelihood:
+            backend = self.backend
+            assert can_score(backend)  # checked when the engine was built
+            if self.settings.likelihood_score == "prefix":
+                # What the prefix score appends: the option texts as shown, or Yes/No.
+                texts = [
+                    prefix_candidates(
+                        self.variants.shown_texts(p.item, k, p.order) if self.kind == "mcq" else p.query.letters
+                    )
+                    for p in asked
+                ]
+                # An hf-style scorer (checked when the engine was built): each text's first-token log-prob.
+                firsts = backend.score(queries, texts, first_token=True)  # type: ignore[call-arg]
+                scores = [prefix_scores(s) for s in firsts]
+            else:
+                scores = backend.score(queries, [q.letters for q in queries])
+            responses = [q.letters[max(range(len(s)), key=s.__getitem__)] for q, s in zip(queries, scores)]
+        elif self.multi_turn is not None:  # each pass a dialogue between the asking LLM and the model
+            dialogues = self.multi_turn.converse(
+                self.backend,
+                [
+                    Question(  # as the pass shows them: corrupted when the run corrupts text (variants.py)
+                        self.variants.question(p.item, k),
+                        p.item.hint,
+                        shown_options(self.variants.shown_texts(p.item, k, p.order), range(len(p.order))),
+                        p.query.images,
+                    )
+                    for p in asked
+                ],
+                self.settings.max_new_tokens,
+            )
+            responses = [d.response for d in dialogues]
+            turns = [d.turns for d in dialogues]
+        else:
+            responses = self.backend.generate(queries, self.settings.max_new_tokens)
+        latency = round((time.perf_counter() - t0) * 1000 / len(batch), 3)
+        self.calls += len(batch)
+        preds = self._predictions(asked, responses, scores, turns, [latency] * len(batch), [None] * len(batch))
+        runs.add_predictions(self.ws, preds, owner=self.owner)
+        for p in preds:
+            self._record(p)
+
+    def _chef(self, queries: list[Query]) -> tuple[list[list[float]], list[str]]:
+        """ChEF's calibration recipe for a batch: each pass's chain of thought generated first (its own query), then
+        each candidate "(A"… scored by its mean token log-prob after the thought, a newline and ChEF's answer sentence.
+        The response stored is what the model's turn then reads, ending with the best candidate."""
+        backend = self.backend
+        assert can_score(backend)  # checked when the engine was built
+        thoughts = backend.generate(
+            [replace(q, prompt=self.variants.chef_cot_prompt(q.prompt)) for q in queries], self.settings.max_new_tokens
+        )
+        leads = [f"{thought}\n{CHEF_ANSWER_LEAD}" for thought in thoughts]
+        candidates = [chef_candidates(q.letters) for q in queries]
+        scores = backend.score(queries, candidates, lead=leads, mean=True)  # type: ignore[call-arg]
+        best = [max(range(len(s)), key=s.__getitem__) for s in scores]
+        return scores, [lead + cands[b] for lead, cands, b in zip(leads, candidates, best)]
+
+    def _predictions(
+        self,
+        asked: list[Posed],
+        responses: list[str],
+        scores: list[list[float]] | None,
+        turns: list[tuple[runs.Turn, ...] | None],
+        latencies: list[float],
+        usages: list[Usage | None],
+    ) -> list[runs.Prediction]:
+        """The stored passes of asked passes' answers, each read and scored (its pass k may differ from another's)."""
+        items, orders = [p.item for p in asked], [p.order for p in asked]
+        read = self._read_texts(items, orders, responses) if self.kind == "mcq" and scores is None else None
+        preds = []
+        for n, (posed, response) in enumerate(zip(asked, responses)):
+            answer = displayed_answer(posed.item.answer, posed.order)
+            extraction = (
+                read[n]
+                if read is not None
+                else self._extract(
+                    posed.item, posed.order, response, scores[n] if scores else None, posed.query.letters
+                )
+            )
+            usage = usages[n]
+            preds.append(
+                runs.Prediction(
+                    self.run.id,
+                    posed.item.id,
+                    posed.k,
+                    posed.order,
+                    posed.query.prompt,
+                    response,
+                    answer,
+                    extraction.choice,
+                    extraction.stage,
+                    extraction.reason,
+                    pass_correct(extraction.choice, answer),
+                    latencies[n],
+                    scores=tuple(scores[n]) if scores else None,  # calibration reads them (evaluator/desiderata)
+                    turns=turns[n],
+                    prompt_tokens=usage.prompt_tokens if usage else None,
+                    completion_tokens=usage.completion_tokens if usage else None,
+                )
+            )
+        return preds
+
+    def _extract(
+        self, item: Item, order: tuple[int, ...], response: str, scores: list[float] | None, letters: Sequence[str]
+    ) -> Extraction:
+        if self.kind == "open":
+            return OPEN_ANSWER
+        if scores is not None:
+            shown = ", ".join(f"{c}={s:.3f}" for c, s in zip(letters, scores))
+            if self.settings.likelihood_score == "chef":  # the response is the model's turn: the best candidate's
+                best = letters[max(range(len(scores)), key=scores.__getitem__)]
+                return Extraction(best, "likelihood", f"ChEF mean log-probs {shown}")
+            choice = response.lower() if self.kind == "yesno" else self.variants.letter_of(response, letters)
+            what = "prefix scores" if self.settings.likelihood_score == "prefix" else "log-likelihoods"
+            return Extraction(choice, "likelihood", f"{what} {shown}")
+        if self.kind == "yesno":
+            reading = read_yes_no(self.variants.final_text(response))  # a CoT answer: its last answer line
+            if reading is None:
+                return Extraction(None, "none", "strict parser: neither yes nor no")
+            return Extraction(reading, "rules", f"strict parser: {reading}")
+        raise AssertionError("multiple-choice texts are read by _read_texts")
+
+    def _read_texts(self, batch: list[Item], orders: list[tuple[int, ...]], responses: list[str]) -> list[Extraction]:
+        """The extractor over one batch at once, so an LLM extractor sends its prompts concurrently."""
+        assert self.extractor is not None  # loaded whenever a run reads texts
+        if self.variants.reads:  # mapped labels, a final answer line, corrupted option texts
+            return self.variants.read_many(self.extractor, batch, orders, responses)
+        return self.extractor.extract_many(
+            [
+                (item.question, shown_options(item.options, order), response)
+                for item, order, response in zip(batch, orders, responses)
+            ]
+        )
+
+
+COMMIT_EVERY_S = 0.25  # streamed passes are committed at most this long after their answer: a few transactions a second
+
+OPEN_ANSWER = Extraction(None, "none", "open question: the answer is not extracted")
+"""What an open run stores as a pass's reading: nothing chosen, nothing scored (correct is NULL: no answer key)."""
+OPEN_MAX_NEW_TOKENS = 256  # a free answer needs room; the command line and the launcher default to it for open runs
+
+
+def default_max_new_tokens(kind: str) -> int:
+    """The generation length a run of a benchmark of this kind gets unless one is chosen (RunSettings' default
+    stays 32, so the stored identity of multiple-choice and POPE runs is unchanged)."""
+    return OPEN_MAX_NEW_TOKENS if kind == "open" else RunSettings.max_new_tokens
+
+
+def load_multi_turn_for(run: runs.Run, settings: RunSettings) -> MultiTurn:
+    """The asking LLM of a multi-turn run, loaded (multi-turn passes ask multiple-choice questions only)."""
+    if run.strategy not in MCQ_STRATEGIES:
+        raise InvalidInput(f"multi-turn reasoning asks multiple-choice questions; run {run.id} is {run.strategy}")
+    assert settings.multi_turn is not None  # asked for by the caller
+    return load_multi_turn(settings.multi_turn, settings.rounds)
+
+
+def new_run(
+    ws: Workspace,
+    bench: Benchmark,
+    model_spec: str,
+    settings: RunSettings,
+    template: PromptTemplate,
+    *,
+    batch_size: int,
+    backend_info: dict[str, Any],
+    owner: runs.Owner | None = None,
+    reuse: bool = False,
+) -> runs.Run:
+    """A new run owned by `owner` (default: this process); with `reuse`, the stored run with these settings
+    instead when there is one (claimed, or as is when finished; runs.RunBusy when another process runs it).
+    A run named after a prompt preset stores that preset's template (InvalidInput for another)."""
+    settings.check()
+    if settings.prompt_preset is not None:
+        if vlmevalkit_preset(settings.prompt_preset).template(bench.kind) != template:
+            raise InvalidInput(f"the prompt template is not the one of preset {settings.prompt_preset}")
+    return runs.create_or_claim(
+        ws,
+        reuse=reuse,
+        owner=owner or runs.Owner.here(),
+        benchmark_id=bench.id,
+        model_spec=model_spec,
+        strategy=strategy_for(bench, settings),
+        prompt_template=template.to_json(),
+        extractor=settings.extractor,
+        config=settings.config(batch_size),
+        config_key=config_key(bench, model_spec, settings, template),
+        versions={**versions(), "backend": backend_info},
+        git_revision=git_revision(),
+        seed=settings.seed,
+    )
