@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -53,6 +54,9 @@ class AnswerPane(QWidget):
         self.side = side
         self.title = QLabel()
         self.title.setObjectName("sectionTitle")
+        # A long model name or the live page's state wraps and never widens the window (a path is one long word).
+        self.title.setWordWrap(True)
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.text = QPlainTextEdit()  # plain: Markdown-ish answers are shown as written, never rendered
         self.text.setReadOnly(True)
         self.text.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # scrolls with the wheel; the keys stay the arena's

@@ -103,3 +103,22 @@ def test_a_long_question_comes_before_its_long_hint_in_review_at_1024(qtbot, tmp
         assert panel.hint.isVisible()
     finally:
         window.set_appearance(theme="light", font_scale=1.0)
+
+
+def test_the_live_arena_fits_1024_while_a_battle_says_its_state(qtbot, demo_ws, make_window):
+    """The live page's pane titles carry the battle's state ("answered · shown when done (no streaming)"): found
+    walking the app at 1024×700, they widened the window past the screen until they wrapped."""
+    window = make_window(demo_ws)
+    try:
+        window.set_appearance(font_scale=TWO_STEPS)
+        window.resize(1024, 700)
+        window.show_view("arena")
+        live = window.view("arena").live
+        window.view("arena").inner.setCurrentWidget(live)
+        for pane in (live.left, live.right):
+            pane.title.setText(f"{pane.title.text()} · answered · shown when done (no streaming) · " + "x" * 40)
+        _settle()
+        assert window.minimumSizeHint().width() <= 1024, window.minimumSizeHint().toTuple()
+        assert window.width() <= 1024
+    finally:
+        window.set_appearance(theme="light", font_scale=1.0)
