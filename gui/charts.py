@@ -13,9 +13,11 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
+    QLayout,
     QMessageBox,
     QPushButton,
     QSizePolicy,
+    QSplitter,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
@@ -40,6 +42,30 @@ def message_figure(text: str) -> Figure:
     muted = tone(MUTED)
     fig.text(0.5, 0.5, text, ha="center", va="center", color=muted, fontsize=11, wrap=True)
     return fig
+
+
+def lay_out_chart_page(
+    page: QWidget, left: QWidget, controls: QLayout, chart: QWidget, text: QWidget, left_width: int
+) -> None:
+    """The Results pages' layout: a list left; right, the controls over the chart above the report text."""
+    chart_box = QWidget()
+    cl = QVBoxLayout(chart_box)
+    cl.setContentsMargins(0, 0, 0, 0)
+    cl.addLayout(controls)
+    cl.addWidget(chart, 1)
+    right = QSplitter(Qt.Orientation.Vertical)
+    right.addWidget(chart_box)
+    right.addWidget(text)
+    right.setSizes([450, 250])
+    right.setChildrenCollapsible(False)
+    split = QSplitter(Qt.Orientation.Horizontal)
+    split.addWidget(left)
+    split.addWidget(right)
+    split.setSizes([left_width, 1180 - left_width])
+    split.setChildrenCollapsible(False)
+    layout = QVBoxLayout(page)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.addWidget(split)
 
 
 class ChartView(QWidget):

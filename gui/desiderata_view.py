@@ -7,14 +7,12 @@ It sits inside the Results tab, whose blind cover hides it in blind mode; it com
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
-    QSplitter,
     QVBoxLayout,
     QWidget,
 )
@@ -22,7 +20,7 @@ from PySide6.QtWidgets import (
 from db.errors import InvalidInput
 from evaluator.analysis import plots
 from evaluator.analysis.desiderata import DesiderataReport, desiderata_report, format_report, run_reliability
-from gui.charts import ChartView, message_figure
+from gui.charts import ChartView, lay_out_chart_page, message_figure
 from gui.fitting import compact_combo
 from gui.runs_list import RunsList
 
@@ -71,24 +69,7 @@ class DesiderataView(QWidget):
         top.addWidget(self.figure)
         top.addWidget(self.binning)
         top.addStretch(1)
-        chart_box = QWidget()
-        cl = QVBoxLayout(chart_box)
-        cl.setContentsMargins(0, 0, 0, 0)
-        cl.addLayout(top)
-        cl.addWidget(self.chart, 1)
-        right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(chart_box)
-        right.addWidget(self.text)
-        right.setSizes([450, 250])
-        right.setChildrenCollapsible(False)
-        split = QSplitter(Qt.Orientation.Horizontal)
-        split.addWidget(left)
-        split.addWidget(right)
-        split.setSizes([420, 760])
-        split.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(split)
+        lay_out_chart_page(self, left, top, self.chart, self.text, left_width=420)
         ctx.runsChanged.connect(self.refresh)
         ctx.prefsChanged.connect(self.redraw)
         self.refresh()

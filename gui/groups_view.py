@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPlainTextEdit,
-    QSplitter,
     QVBoxLayout,
     QWidget,
 )
@@ -40,7 +39,7 @@ from evaluator.analysis.groups import (
     tag_benchmark,
 )
 from evaluator.scoring import open_metrics
-from gui.charts import ChartView, message_figure
+from gui.charts import ChartView, lay_out_chart_page, message_figure
 from gui.fitting import compact_combo
 
 
@@ -142,24 +141,7 @@ class GroupsView(QWidget):
         top.addWidget(self.pope)
         top.addWidget(self.open)
         top.addStretch(1)
-        chart_box = QWidget()
-        cl = QVBoxLayout(chart_box)
-        cl.setContentsMargins(0, 0, 0, 0)
-        cl.addLayout(top)
-        cl.addWidget(self.chart, 1)
-        right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(chart_box)
-        right.addWidget(self.text)
-        right.setSizes([450, 250])
-        right.setChildrenCollapsible(False)
-        split = QSplitter(Qt.Orientation.Horizontal)
-        split.addWidget(left)
-        split.addWidget(right)
-        split.setSizes([300, 880])
-        split.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(split)
+        lay_out_chart_page(self, left, top, self.chart, self.text, left_width=300)
         ctx.prefsChanged.connect(self.refresh)  # blind mode, the theme; Results' refresh calls it for runs and tags
         self.refresh()
 
