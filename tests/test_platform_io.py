@@ -4,6 +4,7 @@ systems' branch written. Every module imports with Windows' or macOS's face on; 
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import signal
@@ -276,3 +277,42 @@ def test_without_proc_locks_the_hold_is_kept_by_the_wal_inode(ws_without_proc_lo
     item = ws.conn.execute("SELECT min(id) FROM items").fetchone()[0]
     reviews.add_review(ws, item, "ann", "ok", note="mine-1")
     assert notes_seen_elsewhere(ws.path) == ["theirs-1", "mine-1"]
+
+
+# -- one home
+
+
+ONE_SYSTEM_MODULES = {"fcntl", "msvcrt", "resource", "termios", "pwd", "grp", "winreg", "_winapi"}
+ONE_SYSTEM_OS = {"O_NONBLOCK", "O_NOCTTY", "O_BINARY", "statvfs", "kill", "killpg", "setsid", "wait4", "getuid"}
+
+
+def _one_system_calls(source: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            found += [f"import {n}" for n in names if n.split(".")[0] in ONE_SYSTEM_MODULES]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            module, name = node.value.id, node.attr
+            if (module == "os" and name in ONE_SYSTEM_OS) or (module == "signal" and name.startswith(("SIG", "CTRL_"))):
+                found.append(f"{module}.{name}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("/proc"):
+            found.append(node.value)
+    return found
+
+
+def test_no_module_but_platform_io_calls_what_one_system_has():
+    """docs/architecture.md "Where platform differences live": one home, so a new system's branch has one place."""
+    found = {}
+    for package in ("db", "evaluator", "annotation", "gui", "vlmdesk"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path == ROOT / "db" / "platform_io.py":
+                continue
+            if calls := _one_system_calls(path.read_text(encoding="utf-8")):
+                found[str(path.relative_to(ROOT))] = calls
+    assert found == {}
+    assert _one_system_calls("import os, signal\nos.kill(1, signal.SIGTERM)\nopen('/proc/self/stat')") == [
+        "os.kill",
+        "signal.SIGTERM",
+        "/proc/self/stat",
+    ]
