@@ -21,6 +21,7 @@ from typing import Any, Literal, NoReturn
 from db import catalog
 from db.catalog import now_iso
 from db.errors import EnvironmentFault, InvalidInput, NotFound, UserError
+from db.platform_io import pid_alive
 from db.workspace import Workspace, inserted_id
 
 # The numbers a run stores, bounded where they enter (vlmdesk/args.py for the command line).
@@ -306,26 +307,12 @@ def _parse_time(text: str | None) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return isinstance(pid, int) and 0 < pid < 2**31  # someone else's live process
-    try:  # a zombie (exited, not yet reaped by its parent) is gone too
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read(512).rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True
-
-
 def owner_gone(run: Run, now: datetime | None = None) -> bool:
     """Whether the process that claimed the run no longer runs it: no owner recorded, a dead pid on this host,
     or a heartbeat older than STALE_AFTER_S (any host: a stopped process, or a host we cannot look into)."""
     if run.owner_token is None:
         return True
-    if run.owner_host == socket.gethostname() and (run.owner_pid is None or not _pid_alive(run.owner_pid)):
+    if run.owner_host == socket.gethostname() and (run.owner_pid is None or not pid_alive(run.owner_pid)):
         return True
     beat = _parse_time(run.heartbeat_at)
     now = now or datetime.now(UTC)

@@ -28,6 +28,7 @@ from sqlite_utils import Database
 
 from db import schema
 from db.errors import EnvironmentFault, UserError
+from db.platform_io import FileKey, posix_locks_held
 
 ENV_VAR = "VLMDESK_WORKSPACE"
 BUSY_TIMEOUT_MS = 10_000
@@ -112,9 +113,6 @@ class WorkspaceDatabase(Database):
             ws.confirm_hold()
 
 
-FileKey = tuple[int, int]
-PROC_LOCKS = Path("/proc/locks")
-MAX_PROC_LOCKS_BYTES = 4 * 2**20
 LOCKS_READ_EVERY_S = 0.2  # how often writes read /proc/locks at most
 
 
@@ -126,31 +124,6 @@ class Hold:
     wal: FileKey | None
     shm: FileKey | None
     locks_visible: bool
-
-
-def _locked_by_me() -> set[FileKey] | None:
-    """The files (device, inode) on which this process holds a POSIX lock, from /proc/locks; None where it cannot
-    be read (not Linux) or is implausibly large."""
-    try:
-        with open(PROC_LOCKS, "rb") as f:
-            text = f.read(MAX_PROC_LOCKS_BYTES + 1)
-    except OSError:
-        return None
-    if len(text) > MAX_PROC_LOCKS_BYTES:
-        return None
-    me = str(os.getpid()).encode()
-    held: set[FileKey] = set()
-    for line in text.splitlines():
-        parts = line.split()
-        # "1: POSIX  ADVISORY  READ 5128 fd:01:2146817 1073741826 1073742335"; "1: -> POSIX …" is a waiter
-        if len(parts) < 6 or parts[1] != b"POSIX" or parts[4] != me:
-            continue
-        try:
-            major, minor, inode = parts[5].split(b":")
-            held.add((os.makedev(int(major, 16), int(minor, 16)), int(inode)))
-        except ValueError:
-            continue
-    return held
 
 
 class Workspace:
@@ -189,7 +162,7 @@ class Workspace:
         if self.read_only:
             return
         wal, shm = _file_key(Path(f"{self.path}-wal")), _file_key(Path(f"{self.path}-shm"))
-        locked = _locked_by_me()
+        locked = posix_locks_held()
         visible = locked is not None and self._file_key in locked and shm in locked
         self._hold = Hold(wal=wal, shm=shm, locks_visible=visible)
         self._locks_read_at, self._locks_held = time.monotonic(), True
@@ -206,7 +179,7 @@ class Workspace:
             return f"its {suffix} file was deleted or replaced by another process"
         now = time.monotonic()
         if hold.locks_visible and now - self._locks_read_at >= locks_read_within:
-            locked = _locked_by_me()
+            locked = posix_locks_held()
             self._locks_read_at = now
             self._locks_held = locked is None or (self._file_key in locked and hold.shm in locked)
         if not self._locks_held:
@@ -360,10 +333,10 @@ def _full_disk(path: Path | str) -> str | None:
     temporary = Path(os.environ.get("SQLITE_TMPDIR") or tempfile.gettempdir())  # where SQLite puts temporary files
     for folder, shown in ((Path(path).parent, ""), (temporary, " (the temporary folder {})")):
         try:
-            st = os.statvfs(folder)
+            free = shutil.disk_usage(folder).free  # statvfs's f_bavail * f_frsize on POSIX; Windows has no statvfs
         except OSError:
             continue
-        if st.f_bavail * st.f_frsize < _NEARLY_FULL_BYTES:
+        if free < _NEARLY_FULL_BYTES:
             return shown.format(folder)
     return None
 

@@ -9,6 +9,8 @@ import sys
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
 
+from db.platform_io import CHILD_CREATION_FLAGS, ask_to_stop
+
 
 class CommandProcess(QObject):
     """One `vlmdesk --workspace WS ARGS…` run. stdout lines that are JSON objects arrive as `event`s."""
@@ -35,6 +37,16 @@ class CommandProcess(QObject):
         self.process.readyReadStandardError.connect(self._read_stderr)
         self.process.finished.connect(self._finished)
         self.process.errorOccurred.connect(self._error)
+        # Windows: a process group of its own, so that Cancel's CTRL_BREAK_EVENT reaches the child alone (ADR 0042).
+        # Qt for Windows only has the modifier; without it, Cancel kills.
+        modifier = getattr(self.process, "setCreateProcessArgumentsModifier", None)
+        self._own_group = not CHILD_CREATION_FLAGS or modifier is not None
+        if CHILD_CREATION_FLAGS and modifier is not None:
+            modifier(self._in_own_group)
+
+    @staticmethod
+    def _in_own_group(arguments) -> None:
+        arguments.flags |= CHILD_CREATION_FLAGS
 
     def command_line(self) -> str:
         """The same command, to run by hand."""
@@ -47,9 +59,10 @@ class CommandProcess(QObject):
         return self.process.state() != QProcess.ProcessState.NotRunning
 
     def terminate(self) -> None:
-        """SIGTERM: `vlmdesk run` stops between two batches and marks the run interrupted."""
-        if self.running():
-            self.process.terminate()
+        """Ask it to stop (SIGTERM; CTRL_BREAK_EVENT on Windows): `vlmdesk run` stops between two batches and marks
+        the run interrupted. A child that cannot be asked (a windowed app on Windows) is killed."""
+        if self.running() and not ask_to_stop(self.pid(), own_group=self._own_group):
+            self.process.kill()
 
     def kill(self) -> None:
         if self.running():

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
 
 from db import catalog
+from db.platform_io import cancel_interrupts
 from evaluator.analysis.groups import GROUPS, benchmark_groups, tag_benchmark
 from evaluator.formats.importers import import_benchmark
 from evaluator.formats.importers.common import DEFAULT_MAX_IMAGE_MB, ReadLimits, index_for_lookup
@@ -179,24 +179,6 @@ def _emit(event: dict) -> None:
     print(json.dumps(event, ensure_ascii=False), flush=True)
 
 
-class _Cancellable:
-    """SIGTERM (the app's Cancel, kill -TERM) and SIGINT (Ctrl+C) become KeyboardInterrupt, once: the import then
-    removes what it stored, and a second signal must not cut that short."""
-
-    def __enter__(self):
-        self.previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-        return self
-
-    def _on_signal(self, signum, frame):
-        for sig in self.previous:
-            signal.signal(sig, signal.SIG_IGN)
-        raise KeyboardInterrupt
-
-    def __exit__(self, *exc) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
-
-
 def cmd_import(args) -> int:
     from pathlib import Path
 
@@ -213,7 +195,8 @@ def cmd_import(args) -> int:
 
             raise UsageError(f"{args.path}: no such file, nor a benchmark in the catalog (vlmdesk fetch --list)")
     try:
-        with _Cancellable(), open_from_args(args) as ws:
+        # Cancel and Ctrl+C interrupt once: the import then removes what it stored; a second must not cut that short.
+        with cancel_interrupts(once=True), open_from_args(args) as ws:
             report = import_benchmark(
                 ws,
                 args.path,
@@ -283,7 +266,7 @@ def _import_by_name(args, entry) -> int:
         print(f"{entry.name}: downloaded and checked, at {fetched.path}", file=sys.stderr)
     reports = []
     try:
-        with _Cancellable(), open_from_args(args) as ws:
+        with cancel_interrupts(once=True), open_from_args(args) as ws:
             for setting, name in targets.items():
                 reports.append(
                     import_benchmark(
@@ -319,7 +302,7 @@ def cmd_demo(args) -> int:
     from vlmdesk.demo import import_demo
 
     try:
-        with _Cancellable(), open_from_args(args) as ws:
+        with cancel_interrupts(once=True), open_from_args(args) as ws:
             reports = import_demo(ws)
     except KeyboardInterrupt:
         print("import of the demo interrupted; what was not finished was not imported", file=sys.stderr)

@@ -4,9 +4,9 @@ docs/adr/0035)."""
 from __future__ import annotations
 
 import json
-import signal
 import sys
 
+from db.platform_io import cancel_interrupts
 from vlmdesk.args import positive_int, record_id
 
 
@@ -45,10 +45,6 @@ def register(add) -> None:
     p.set_defaults(handler=cmd_judge)
 
 
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 def cmd_judge(args) -> int:
     from evaluator.backends import BackendError
     from evaluator.engine.launch import resolve_model
@@ -69,34 +65,31 @@ def cmd_judge(args) -> int:
 
         # Cancel (QProcess.terminate, kill -TERM) and Ctrl+C end it between two SQLite statements: every chunk
         # stored before stays (one transaction each), and the same command continues.
-        previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            score = judge_open_run(
-                ws,
-                args.run_id,
-                judge,
-                rubric=rubric,
-                max_new_tokens=args.max_new_tokens,
-                limit=args.limit,
-                on_progress=progress,
-            )
-        except KeyboardInterrupt:
-            print(
-                f"judging run {args.run_id} interrupted; what was judged is kept; run the same command again to "
-                "continue",
-                file=sys.stderr,
-            )
-            return INTERRUPTED
-        except BackendError as exc:
-            print(
-                f"error: judging run {args.run_id} failed: {exc} (what was judged is kept; run the same command "
-                "again to continue)",
-                file=sys.stderr,
-            )
-            return 1
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        with cancel_interrupts():
+            try:
+                score = judge_open_run(
+                    ws,
+                    args.run_id,
+                    judge,
+                    rubric=rubric,
+                    max_new_tokens=args.max_new_tokens,
+                    limit=args.limit,
+                    on_progress=progress,
+                )
+            except KeyboardInterrupt:
+                print(
+                    f"judging run {args.run_id} interrupted; what was judged is kept; run the same command again to "
+                    "continue",
+                    file=sys.stderr,
+                )
+                return INTERRUPTED
+            except BackendError as exc:
+                print(
+                    f"error: judging run {args.run_id} failed: {exc} (what was judged is kept; run the same command "
+                    "again to continue)",
+                    file=sys.stderr,
+                )
+                return 1
     if args.json:
         print(json.dumps(score.to_json(), ensure_ascii=False))
         return 0

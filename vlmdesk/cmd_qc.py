@@ -5,11 +5,11 @@ from __future__ import annotations
 import getpass
 import json
 import os
-import signal
 import sys
 
 from annotation import qc
 from annotation.curation import changes_path, export_curated
+from db.platform_io import cancel_interrupts
 from evaluator.backends import BackendError, spec_help
 from evaluator.backends.secrets import redact
 from evaluator.engine.launch import prepare_run, resolve_model, run_or_resume
@@ -19,7 +19,7 @@ from evaluator.formats.exporters import ExportError
 from evaluator.formats.registry import format_names
 from vlmdesk.args import annotator, positive_int, record_id, seed
 from vlmdesk.cmd_data import bench_or_fail, item_or_fail
-from vlmdesk.cmd_run import human_progress, interrupt
+from vlmdesk.cmd_run import human_progress
 
 ANNOTATOR_ENV = "VLMDESK_ANNOTATOR"
 
@@ -276,35 +276,33 @@ def cmd_text_only(args) -> int:
         settings = RunSettings(strategy="circular", limit=args.limit, text_only=True, seed=args.seed)
         template = default_template(bench.kind)
         run_ids: dict[str, int] = {}
-        previous = signal.signal(signal.SIGTERM, interrupt)
-        try:
-            for model, spec in specs.items():
-                launch = prepare_run(ws, bench, spec, settings, template, batch_size=args.batch_size)
-                run = launch.run
-                if launch.finished:
-                    print(f"{model}: run {run.id} already finished, reused", file=sys.stderr)
-                    run_ids[model] = run.id
-                    continue
-                bar = tqdm(desc=f"run {run.id} {model}", unit="pass", file=sys.stderr, disable=None, leave=False)
+        with cancel_interrupts():
+            try:
+                for model, spec in specs.items():
+                    launch = prepare_run(ws, bench, spec, settings, template, batch_size=args.batch_size)
+                    run = launch.run
+                    if launch.finished:
+                        print(f"{model}: run {run.id} already finished, reused", file=sys.stderr)
+                        run_ids[model] = run.id
+                        continue
+                    bar = tqdm(desc=f"run {run.id} {model}", unit="pass", file=sys.stderr, disable=None, leave=False)
 
-                try:
-                    run_or_resume(ws, launch, on_progress=human_progress(bar, run.id))
-                except BackendError as exc:
-                    print(
-                        f"error: run {run.id} ({model}) failed: {redact(str(exc), spec)}; run the same command "
-                        "again to continue",
-                        file=sys.stderr,
-                    )
-                    return 1
-                finally:
-                    bar.close()
-                print(f"{model}: run {run.id} finished", file=sys.stderr)
-                run_ids[model] = run.id
-        except KeyboardInterrupt:
-            print("interrupted; run the same command again to continue", file=sys.stderr)
-            return 130
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+                    try:
+                        run_or_resume(ws, launch, on_progress=human_progress(bar, run.id))
+                    except BackendError as exc:
+                        print(
+                            f"error: run {run.id} ({model}) failed: {redact(str(exc), spec)}; run the same command "
+                            "again to continue",
+                            file=sys.stderr,
+                        )
+                        return 1
+                    finally:
+                        bar.close()
+                    print(f"{model}: run {run.id} finished", file=sys.stderr)
+                    run_ids[model] = run.id
+            except KeyboardInterrupt:
+                print("interrupted; run the same command again to continue", file=sys.stderr)
+                return 130
         try:
             result = qc.compute_stage(ws, bench.id, "text-only", list(run_ids.values()))
         except qc.QCError as exc:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
 from collections.abc import Callable
 
 from db import models, runs
+from db.platform_io import cancel_interrupts
 from db.runs import ROUNDS_MAX
 from evaluator.analysis.pope_report import attach_pope_means, format_pope_means
 from evaluator.analysis.report import OpenFigures, RunReport, describe_tokens, run_report
@@ -226,11 +226,6 @@ def _emit_event(event: Progress | WaitEvent) -> None:
     _emit(event.to_json())
 
 
-def interrupt(signum, frame) -> None:
-    """SIGTERM (the app's Cancel) as Ctrl-C: the run is marked interrupted and the command says how to continue."""
-    raise KeyboardInterrupt
-
-
 def human_progress(bar, run_id: int) -> Callable[[Progress | WaitEvent], None]:
     """The terminal's progress: the bar after each batch; a line above it for each retry wait, saying what for."""
 
@@ -345,39 +340,41 @@ def _execute(ws, launch: Launch, args) -> int:
 
     # Cancel (QProcess.terminate, kill -TERM) and Ctrl-C end the run between two SQLite statements, whatever its
     # requests are doing (the openai backend's threads are daemons nobody waits for: docs/adr/0024).
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        engine = run_or_resume(ws, launch, on_progress=on_progress, on_start=on_start)
-    except runs.RunLost as exc:
-        print(f"error: {exc}; it continues there", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"run {run.id} interrupted; continue with: vlmdesk run --resume {run.id}", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # whoever read the progress lines went away (`… --json-progress | head`)
-        print(
-            f"run {run.id} interrupted: its output was closed; continue with: vlmdesk run --resume {run.id}",
-            file=sys.stderr,
-        )
-        return 1
-    except Exception as exc:
-        message = redact(str(exc), run.model_spec, run.extractor, run.config.get("multi_turn"))
-        if runs.get_run(ws, run.id) is None:  # removed: it failed before asking anything, so it is not stored
-            raise UsageError(message) from None
-        if isinstance(exc, ServersDown):
-            print(f"run {run.id} interrupted: {message}; continue with: vlmdesk run --resume {run.id}", file=sys.stderr)
+    with cancel_interrupts():
+        try:
+            engine = run_or_resume(ws, launch, on_progress=on_progress, on_start=on_start)
+        except runs.RunLost as exc:
+            print(f"error: {exc}; it continues there", file=sys.stderr)
             return 1
-        if isinstance(exc, BackendError):
+        except KeyboardInterrupt:
+            print(f"run {run.id} interrupted; continue with: vlmdesk run --resume {run.id}", file=sys.stderr)
+            return 130
+        except BrokenPipeError:  # whoever read the progress lines went away (`… --json-progress | head`)
             print(
-                f"error: run {run.id} failed: {message} (continue with: vlmdesk run --resume {run.id})", file=sys.stderr
+                f"run {run.id} interrupted: its output was closed; continue with: vlmdesk run --resume {run.id}",
+                file=sys.stderr,
             )
             return 1
-        raise
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if bar is not None:
-            bar.close()
+        except Exception as exc:
+            message = redact(str(exc), run.model_spec, run.extractor, run.config.get("multi_turn"))
+            if runs.get_run(ws, run.id) is None:  # removed: it failed before asking anything, so it is not stored
+                raise UsageError(message) from None
+            if isinstance(exc, ServersDown):
+                print(
+                    f"run {run.id} interrupted: {message}; continue with: vlmdesk run --resume {run.id}",
+                    file=sys.stderr,
+                )
+                return 1
+            if isinstance(exc, BackendError):
+                print(
+                    f"error: run {run.id} failed: {message} (continue with: vlmdesk run --resume {run.id})",
+                    file=sys.stderr,
+                )
+                return 1
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
     if args.json_progress:
         _emit(DoneEvent(run.id, engine.calls if engine else 0).to_json())
     return _finish(args, run.id)

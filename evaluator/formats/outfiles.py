@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from db.errors import UserError
+from db.platform_io import current_umask, open_no_wait
 from db.workspace import COMPANIONS, in_use
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -64,7 +65,7 @@ def _is_sqlite(path: str) -> bool:
     if in_use(path):  # a workspace open in this process: opening it here would drop SQLite's locks (db.workspace)
         return True
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        fd = open_no_wait(path)
     except OSError:
         return False
     try:
@@ -106,19 +107,6 @@ def check_output(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def _umask() -> int:
-    try:  # Linux says it without changing it (os.umask would, for every thread, for a moment)
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 class AtomicOutput:
     """A file being written to `path` under this module's rule: `open()` checks the path and returns a handle on a
     temporary file; `close(ok=True)` renames it over the target, `close(ok=False)` (or an exception in a `with`)
@@ -136,7 +124,7 @@ class AtomicOutput:
         try:
             mode = stat.S_IMODE(os.stat(self._target).st_mode)
         except FileNotFoundError:
-            mode = 0o666 & ~_umask()
+            mode = 0o666 & ~current_umask()
         fd, self._tmp = tempfile.mkstemp(prefix=f".{self._target.name}.", suffix=".tmp", dir=self._target.parent)
         try:
             os.fchmod(fd, mode)

@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 from PIL import Image, UnidentifiedImageError
 
 from db.errors import InvalidInput, UserError
+from db.platform_io import open_no_wait
 from db.workspace import in_use
 
 # MMBench and VLMEvalKit put circular copies of question i at index i + k * CIRCULAR_STRIDE.
@@ -172,8 +173,9 @@ def _mb(n: int) -> str:
 def open_regular(path: Path, max_bytes: int, what: str = "limit") -> BinaryIO:
     """Open a regular file of at most max_bytes for reading; raises Refused (or OSError).
 
-    stat first, so a device is never opened (opening some has effects); then open with O_NONBLOCK, so that a FIFO
-    swapped in after the stat cannot block, and check that the file opened is the one that was checked.
+    stat first, so a device is never opened (opening some has effects); then open without waiting (O_NONBLOCK where
+    it exists), so that a FIFO swapped in after the stat cannot block, and check that the file opened is the one that
+    was checked.
     """
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
@@ -183,7 +185,7 @@ def open_regular(path: Path, max_bytes: int, what: str = "limit") -> BinaryIO:
         raise Refused(f"{path} is the workspace this command has open (or one of its files), not an input file")
     if st.st_size > max_bytes:
         raise Refused(f"{path} is {_mb(st.st_size)}, over the {what} of {_mb(max_bytes)}")
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = open_no_wait(path)
     opened = os.fstat(fd)
     if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
         os.close(fd)

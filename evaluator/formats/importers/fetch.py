@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from db.errors import EnvironmentFault, InvalidInput
+from db.platform_io import exclusive_lock
 from evaluator.formats.importers.catalog import CatalogEntry
 
 CACHE_ENV = "VLMDESK_CACHE_DIR"
@@ -305,24 +306,12 @@ def _download(
 
 @contextlib.contextmanager
 def _only_fetch_of(dest: Path, url: str) -> Iterator[None]:
-    """Held while one process downloads `dest` (an flock on a hidden `.NAME.lock` beside it, left there): a second
-    fetch of the same file at the same moment is told so instead of writing into the same part."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: no flock; two fetches of one file at once are the user's to avoid
+    """Held while one process downloads `dest` (an exclusive lock on a hidden `.NAME.lock` beside it, left there): a
+    second fetch of the same file at the same moment is told so instead of writing into the same part."""
+    with exclusive_lock(dest.with_name(f".{dest.name}.lock")) as held:
+        if not held:
+            raise FetchFailed(f"{url}: another vlmdesk fetch is downloading {dest} now; wait for it to finish")
         yield
-        return
-    with open(dest.with_name(f".{dest.name}.lock"), "a+b") as lock:
-        try:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise FetchFailed(
-                f"{url}: another vlmdesk fetch is downloading {dest} now; wait for it to finish"
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
 def _download_locked(

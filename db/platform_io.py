@@ -1,0 +1,235 @@
+"""Every call that exists on some operating systems only, each with the other systems' branch (docs/adr/0042).
+
+Linux is where vlmdesk is built and tested; the macOS and Windows branches are written from the systems' documentation
+and kept to what the app and the annotation commands need. Nothing here runs at import time but reading `os.name` and
+`sys.platform`: a Windows-only module (msvcrt, ctypes.windll) is imported inside the function that uses it, and a
+POSIX-only one (fcntl) likewise, so every module of vlmdesk imports on every system (tests/test_platform_io.py).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+WINDOWS = os.name == "nt"
+LINUX = sys.platform.startswith("linux")  # /proc: the locks a process holds, a zombie's state, the umask
+
+FileKey = tuple[int, int]  # (st_dev, st_ino)
+
+# ------------------------------------------------------------------------------------------------ files
+
+
+def open_no_wait(path: str | os.PathLike[str]) -> int:
+    """A descriptor opened read-only on `path` that cannot block nor adopt a terminal. POSIX: O_NONBLOCK, so that a
+    FIFO swapped in after the caller's stat opens without waiting for a writer; O_NOCTTY. Windows has neither (a named
+    pipe is not in the file system, so a stat that found a regular file cannot be raced into one): O_BINARY, without
+    which os.read translates CRLF and stops at Ctrl+Z, and O_NOINHERIT. The caller still fstats what it opened."""
+    if WINDOWS:
+        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOINHERIT", 0)
+    else:
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    return os.open(path, flags)
+
+
+def current_umask() -> int:
+    """The process's umask. Linux says it in /proc/self/status without changing it; elsewhere (macOS, Windows, where
+    only its write bits mean anything) it is set and put back, which changes it for every thread for a moment."""
+    if LINUX:
+        try:
+            with open("/proc/self/status", encoding="ascii") as f:
+                for line in f:
+                    if line.startswith("Umask:"):
+                        return int(line.split()[1], 8)
+        except (OSError, ValueError):
+            pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def exclusive_lock(path: Path) -> Iterator[bool]:
+    """An exclusive lock on the file `path` (created if missing, left there) while the block runs; yields False at
+    once when another process holds it. POSIX: flock. Windows: msvcrt.locking on its first byte (mandatory there,
+    but nothing reads the lock file). Neither (never met): True, nothing is held."""
+    with open(path, "a+b") as f:
+        if WINDOWS:
+            import msvcrt
+
+            f.seek(0)
+            try:
+                msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+            except OSError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                f.seek(0)
+                msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+            return
+        try:
+            import fcntl
+        except ImportError:
+            yield True
+            return
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+MAX_PROC_LOCKS_BYTES = 4 * 2**20
+PROC_LOCKS = Path("/proc/locks")
+
+
+def posix_locks_held() -> set[FileKey] | None:
+    """The files on which this process holds a POSIX record lock, from Linux's /proc/locks; None where that cannot be
+    known: macOS and the BSDs have no /proc (the workspace's hold is then checked by the -wal/-shm inodes alone, ADR
+    0023), Windows locks per handle, not per process (closing another handle drops nothing), and an implausibly large
+    file."""
+    if not LINUX:
+        return None
+    try:
+        with open(PROC_LOCKS, "rb") as f:
+            text = f.read(MAX_PROC_LOCKS_BYTES + 1)
+    except OSError:
+        return None
+    if len(text) > MAX_PROC_LOCKS_BYTES:
+        return None
+    me = str(os.getpid()).encode()
+    held: set[FileKey] = set()
+    for line in text.splitlines():
+        parts = line.split()
+        # "1: POSIX  ADVISORY  READ 5128 fd:01:2146817 1073741826 1073742335"; "1: -> POSIX …" is a waiter
+        if len(parts) < 6 or parts[1] != b"POSIX" or parts[4] != me:
+            continue
+        try:
+            major, minor, inode = parts[5].split(b":")
+            held.add((os.makedev(int(major, 16), int(minor, 16)), int(inode)))
+        except ValueError:
+            continue
+    return held
+
+
+# -------------------------------------------------------------------------------------------- processes
+
+_PID_MAX = 2**31
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether the process `pid` of this host still runs (ADR 0008: a run whose owner is gone is interrupted). When it
+    cannot be told, True: a live owner is never taken for a dead one."""
+    if not isinstance(pid, int) or not 0 < pid < _PID_MAX:
+        return False
+    if WINDOWS:
+        return _windows_pid_alive(pid)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # someone else's live process
+    if not LINUX:
+        return True  # macOS: no /proc to tell a zombie; its parent (the app, a shell) reaps it within moments
+    try:  # a zombie (exited, not yet reaped by its parent) is gone too
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read(512).rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+_PROCESS_QUERY_LIMITED_INFORMATION = 0x1000
+_STILL_ACTIVE = 259
+_ERROR_INVALID_PARAMETER = 87  # OpenProcess's answer for a pid no process has
+
+
+def _windows_pid_alive(pid: int, api: Any = None) -> bool:
+    """OpenProcess and GetExitCodeProcess (kernel32; `api` stands in for it in tests): os.kill(pid, 0) on Windows would
+    send CTRL_C_EVENT to a process group instead of asking. A process that exited with code 259 reads as alive
+    (Windows' own ambiguity: it errs as above)."""
+    import ctypes
+
+    if api is None:
+        api = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        api.get_last_error = ctypes.get_last_error  # type: ignore[attr-defined]
+    handle = api.OpenProcess(_PROCESS_QUERY_LIMITED_INFORMATION, False, pid)
+    if not handle:
+        return bool(api.get_last_error() != _ERROR_INVALID_PARAMETER)  # access denied: someone else's live process
+    try:
+        code = ctypes.c_ulong()
+        if not api.GetExitCodeProcess(handle, ctypes.byref(code)):
+            return True
+        return code.value == _STILL_ACTIVE
+    finally:
+        api.CloseHandle(handle)
+
+
+# What the app's Cancel and Ctrl+C deliver to a command, which then stops between two SQLite statements (ADR 0024).
+# POSIX: SIGTERM (QProcess.terminate, kill -TERM) and SIGINT. Windows has no SIGTERM between processes: Ctrl+C is SIGINT
+# and the app's Cancel is CTRL_BREAK_EVENT, which Python delivers as SIGBREAK.
+CANCEL_SIGNALS: tuple[int, ...] = (
+    (signal.SIGINT, signal.SIGBREAK) if WINDOWS else (signal.SIGTERM, signal.SIGINT)  # type: ignore[attr-defined]
+)
+
+# The flags a child the app may cancel is created with: on Windows its own process group (CREATE_NEW_PROCESS_GROUP),
+# so that a CTRL_BREAK_EVENT sent to it reaches it alone and not the app; POSIX needs none.
+CHILD_CREATION_FLAGS = 0x00000200 if WINDOWS else 0
+
+
+@contextmanager
+def cancel_interrupts(*, once: bool = False) -> Iterator[None]:
+    """While the block runs, the cancel signals raise KeyboardInterrupt (in the main thread); the previous handlers
+    come back after it. `once`: the first one also ignores the next ones, so that what the interrupted work does to
+    clean up is not cut short by a second Cancel."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        if once:
+            for sig in CANCEL_SIGNALS:
+                signal.signal(sig, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    previous: dict[int, Callable[[int, FrameType | None], Any] | int | None] = {
+        sig: signal.signal(sig, interrupt) for sig in CANCEL_SIGNALS
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def ask_to_stop(pid: int, *, own_group: bool = True) -> bool:
+    """Ask the child process `pid` to stop (it stores what it has and exits 130); False when it could not be asked,
+    and the caller kills it. POSIX: SIGTERM. Windows: CTRL_BREAK_EVENT, only to a child created in its own process
+    group (`own_group`, CHILD_CREATION_FLAGS) — sent to another it would reach every process of the console, the app's
+    included — and only where the app shares the child's console (started from a terminal); a windowed app has none
+    and the child is killed: its run still reads as interrupted, its owner being gone (ADR 0008)."""
+    if not 0 < pid < _PID_MAX:  # 0 and -1 would signal a whole process group, this one included
+        return False
+    if WINDOWS:
+        if not own_group:
+            return False
+        try:
+            os.kill(pid, signal.CTRL_BREAK_EVENT)  # type: ignore[attr-defined]
+        except OSError:
+            return False
+        return True
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True  # already gone
+    except OSError:
+        return False
+    return True
