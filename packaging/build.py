@@ -74,7 +74,7 @@ def strip_debug(folder: Path) -> None:
     the spec's own strip is off. Skipped, with a note, when binutils' strip is missing."""
     strip = shutil.which("strip")
     if strip is None:
-        print("note: no strip(1) (binutils): the bundle keeps its debug sections, about 45 MB more")
+        print("note: no strip(1) (binutils): the bundle keeps its debug sections, about 43 MB more")
         return
     libraries = [
         p
