@@ -4,6 +4,7 @@ app's own runs give it, and the check hook packaging/smoke.py drives the bundle 
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ENTRY = ROOT / "packaging" / "entry.py"
 
 
-def load_entry():
-    spec = importlib.util.spec_from_file_location("bundle_entry", ENTRY)
+def load_entry(path=ENTRY):
+    spec = importlib.util.spec_from_file_location(f"bundle_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -73,3 +74,16 @@ def test_an_unknown_hook_is_refused_before_any_window(tmp_path, hook):
     done = start(tmp_path, hook=hook)
     assert done.returncode == 1
     assert "VLMDESK_BUNDLE_HOOK: expected first-paint or verdict:<annotator>" in done.stderr
+
+
+def test_the_build_installs_the_base_without_the_hf_packages_and_writes_a_desktop_entry(tmp_path):
+    build = load_entry(ROOT / "packaging" / "build.py")
+    names = [re.match(r"[A-Za-z0-9_.-]+", r).group(0).lower() for r in build.requirements()]
+    assert "pyside6-essentials" in names and "pyinstaller" in names
+    assert not set(names) & {"torch", "transformers", "accelerate"}
+    app = tmp_path / "vlmdesk"
+    (app / "_internal").mkdir(parents=True)
+    (app / "_internal" / "vlmdesk.png").write_bytes(b"png")
+    entry = build.desktop_entry(app)
+    assert f'Exec="{app / "vlmdesk"}" %f\n' in entry  # %f: a double-clicked workspace, or nothing
+    assert f"Icon={app / '_internal' / 'vlmdesk.png'}\n" in entry
