@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import expit, log_expit
 from threadpoolctl import threadpool_limits
 
 Winner = Literal["model_a", "model_b", "tie", "tie (bothbad)"]
@@ -66,6 +64,10 @@ def _schedule(battles: Sequence[Battle], models: list[str]) -> tuple[np.ndarray,
 
 def _fit(unique: np.ndarray, weights: np.ndarray, n_models: int) -> np.ndarray:
     """Bradley–Terry strengths r (in units of log10 odds) maximising the weighted likelihood, from 0."""
+    # Imported here: scipy.optimize costs ~0.7 s, and the app imports this module while building its window.
+    from scipy.optimize import minimize
+    from scipy.special import expit, log_expit
+
     a, b, y = unique[:, 0], unique[:, 1], unique[:, 2] / 2.0
     alpha = math.log(BASE)
     total = weights.sum()

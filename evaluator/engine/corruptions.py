@@ -16,11 +16,21 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
-from scipy import ndimage
+
+
+def _ndimage() -> ModuleType:
+    """scipy.ndimage, imported when an image is first corrupted: it costs ~0.3 s, and the app imports this module
+    (for the corruptions' names) while building its window."""
+    import scipy.ndimage
+
+    ndimage: ModuleType = scipy.ndimage
+    return ndimage
+
 
 Array = NDArray[np.float64]
 Corruption = Callable[[Array, int, np.random.Generator], Array]
@@ -56,19 +66,19 @@ def _impulse_noise(x: Array, s: int, rng: np.random.Generator) -> Array:
 
 def _gaussian_blur(x: Array, s: int, rng: np.random.Generator) -> Array:
     sigma = (1, 2, 3, 4, 6)[s - 1]
-    return _f(ndimage.gaussian_filter(x, sigma=(sigma, sigma, 0), mode="nearest", truncate=4.0))
+    return _f(_ndimage().gaussian_filter(x, sigma=(sigma, sigma, 0), mode="nearest", truncate=4.0))
 
 
 def _glass_blur(x: Array, s: int, rng: np.random.Generator) -> Array:
     sigma, delta, iterations = ((0.7, 1, 2), (0.9, 2, 1), (1, 2, 3), (1.1, 3, 2), (1.5, 4, 2))[s - 1]
-    x = ndimage.gaussian_filter(x, sigma=(sigma, sigma, 0), mode="nearest")
+    x = _ndimage().gaussian_filter(x, sigma=(sigma, sigma, 0), mode="nearest")
     h, w = x.shape[:2]
     rows, cols = np.mgrid[0:h, 0:w]
     for _ in range(iterations):
         dy = rng.integers(-delta, delta, size=(h, w))
         dx = rng.integers(-delta, delta, size=(h, w))
         x = x[np.clip(rows + dy, 0, h - 1), np.clip(cols + dx, 0, w - 1)]
-    return _f(ndimage.gaussian_filter(x, sigma=(sigma, sigma, 0), mode="nearest"))
+    return _f(_ndimage().gaussian_filter(x, sigma=(sigma, sigma, 0), mode="nearest"))
 
 
 def _disk(radius: float, alias_blur: float) -> Array:
@@ -76,13 +86,13 @@ def _disk(radius: float, alias_blur: float) -> Array:
     xx, yy = np.meshgrid(span, span)
     disk = ((xx**2 + yy**2) <= radius**2).astype(np.float64)
     disk /= disk.sum()
-    return _f(ndimage.gaussian_filter(disk, sigma=alias_blur))
+    return _f(_ndimage().gaussian_filter(disk, sigma=alias_blur))
 
 
 def _defocus_blur(x: Array, s: int, rng: np.random.Generator) -> Array:
     radius, alias = ((3, 0.1), (4, 0.5), (6, 0.5), (8, 0.5), (10, 0.5))[s - 1]
     kernel = _disk(radius, alias)
-    return np.stack([ndimage.convolve(x[..., d], kernel, mode="reflect") for d in range(3)], axis=2)
+    return np.stack([_ndimage().convolve(x[..., d], kernel, mode="reflect") for d in range(3)], axis=2)
 
 
 def _shift(image: Array, dx: int, dy: int) -> Array:
@@ -119,7 +129,7 @@ def _clipped_zoom(img: Array, factor: float) -> Array:
     h, w = img.shape[:2]
     ch, cw = math.ceil(h / factor), math.ceil(w / factor)
     top, left = (h - ch) // 2, (w - cw) // 2
-    zoomed = ndimage.zoom(img[top : top + ch, left : left + cw], (factor, factor, 1)[: img.ndim], order=1)
+    zoomed = _ndimage().zoom(img[top : top + ch, left : left + cw], (factor, factor, 1)[: img.ndim], order=1)
     out = np.zeros_like(img)
     zh, zw = min(h, zoomed.shape[0]), min(w, zoomed.shape[1])
     out[:zh, :zw] = zoomed[:zh, :zw]
@@ -186,7 +196,7 @@ def _frost(x: Array, s: int, rng: np.random.Generator) -> Array:
     size = 1 << (max(h, w) - 1).bit_length()
     # Procedural ice: a fine plasma texture sharpened into bright crystal edges, slightly blue.
     fine = _plasma(size, 1.3, rng)[:h, :w]
-    edges = np.abs(ndimage.sobel(fine, 0)) + np.abs(ndimage.sobel(fine, 1))
+    edges = np.abs(_ndimage().sobel(fine, 0)) + np.abs(_ndimage().sobel(fine, 1))
     ice = np.clip(0.55 * fine + 2.5 * edges / max(edges.max(), 1e-12), 0, 1)
     frost = 0.75 * ice[..., None] * np.array([0.85, 0.92, 1.0])
     return _f(keep * x + amount * frost)
@@ -246,11 +256,11 @@ def _elastic_transform(x: Array, s: int, rng: np.random.Generator) -> Array:
     alpha = (250 * 0.05, 250 * 0.065, 250 * 0.085, 250 * 0.1, 250 * 0.12)[s - 1]
     sigma = (h * 0.01, w * 0.01)
     reach = h * 0.005
-    dx = ndimage.gaussian_filter(rng.uniform(-reach, reach, (h, w)), sigma, mode="reflect", truncate=3) * alpha
-    dy = ndimage.gaussian_filter(rng.uniform(-reach, reach, (h, w)), sigma, mode="reflect", truncate=3) * alpha
+    dx = _ndimage().gaussian_filter(rng.uniform(-reach, reach, (h, w)), sigma, mode="reflect", truncate=3) * alpha
+    dy = _ndimage().gaussian_filter(rng.uniform(-reach, reach, (h, w)), sigma, mode="reflect", truncate=3) * alpha
     rows, cols = np.mgrid[0:h, 0:w].astype(np.float64)
     coords = [rows + dy, cols + dx]
-    return np.stack([ndimage.map_coordinates(x[..., d], coords, order=1, mode="reflect") for d in range(3)], axis=2)
+    return np.stack([_ndimage().map_coordinates(x[..., d], coords, order=1, mode="reflect") for d in range(3)], axis=2)
 
 
 def _pil(x: Array) -> Image.Image:
