@@ -13,7 +13,7 @@ from evaluator.analysis.pope_report import attach_pope_means, format_pope_means
 from evaluator.analysis.report import OpenFigures, RunReport, describe_tokens, run_report
 from evaluator.backends import BackendError, spec_help
 from evaluator.backends.base import ServersDown
-from evaluator.backends.hf import without_prefix_sharing
+from evaluator.backends.hf import INSTALL_HF, without_prefix_sharing
 from evaluator.backends.openai_backend import with_servers
 from evaluator.backends.secrets import redact
 from evaluator.engine.launch import Launch, prepare_resume, prepare_run, resolve_model, run_or_resume
@@ -40,7 +40,7 @@ def register(add) -> None:
         "options by k; an item counts only if every pass is right; pass 0 is VanillaEval, reported "
         "from the same run; a wrong pass ends the item). Yes/no (POPE) benchmarks take one pass. "
         "Every pass is stored; rerunning the same command continues an interrupted run.\n\n"
-        f"model specs: {spec_help()}",
+        f"model specs: {spec_help()}\n\nhf: models need the hf extra: {INSTALL_HF}",
         examples="""
                 vlmdesk run --bench demo --model baseline:random
                 vlmdesk run --bench mmbench-dev-en --model hf:llava-hf/llava-1.5-7b-hf --batch-size 16

@@ -128,7 +128,7 @@ BACKENDS = (
         syntax="hf:<local path or hub id>[?dtype=bfloat16&device=cuda&batch_size=8&trust_remote_code=1"
         "&share_prefix=0&overlap=0]",
         help="a local Hugging Face transformers model (image-text-to-text, or a text LM), batched greedy generation "
-        "and likelihood scoring; rotations share their prefix's KV cache",
+        f"and likelihood scoring; rotations share their prefix's KV cache; needs the hf extra ({INSTALL_HF})",
         build=lambda rest, context: parse_hf_spec(rest, default_batch_size=context.batch_size),
         validate=lambda rest: hf_options(rest) and None,
         fields=(
