@@ -96,3 +96,14 @@ def test_without_the_hf_extra_runs_on_servers_reviews_exports_and_reports_work(w
     assert json.loads(done.stdout)["added"] == 1
     done = without_hf(demo_ws, "models", "families", "--json")  # the table of the hf: backend needs no torch
     assert done.returncode == 0 and json.loads(done.stdout), done.stderr
+
+
+def test_a_hub_model_prompted_as_vlmevalkit_without_the_extra_is_the_same_line(without_hf, demo_ws):
+    # Its family is read from the hub's config.json, whose client comes with transformers: asked before anything else.
+    args = ("run", "--bench", "demo", "--model", "hf:llava-hf/llava-1.5-7b-hf", "--prompt", "vlmevalkit")
+    done = without_hf(demo_ws, *args)
+    assert (done.returncode, done.stderr.strip()) == (
+        2,
+        f"error: hf:llava-hf/llava-1.5-7b-hf needs the hf extra (no module torch): {INSTALL}",
+    )
+    assert run_count(demo_ws) == 0
