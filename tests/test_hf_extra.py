@@ -107,3 +107,12 @@ def test_a_hub_model_prompted_as_vlmevalkit_without_the_extra_is_the_same_line(w
         f"error: hf:llava-hf/llava-1.5-7b-hf needs the hf extra (no module torch): {INSTALL}",
     )
     assert run_count(demo_ws) == 0
+
+
+@pytest.mark.parametrize("command", [("run",), ("models",), ("qc", "text-only")])
+def test_the_help_of_commands_taking_a_model_names_the_extra(capsys, command):
+    from vlmdesk.cli import main
+
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    assert f"hf: models need the hf extra: {INSTALL}" in capsys.readouterr().out
