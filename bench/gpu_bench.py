@@ -49,6 +49,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from db.errors import MissingExtra  # noqa: E402
+from evaluator.backends.hf import require_hf  # noqa: E402
+
+try:  # before anything loads a model: the base install has no torch (one line, exit 2, as `vlmdesk` says it)
+    require_hf("bench/gpu_bench.py")
+except MissingExtra as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(2)
+
 from db import catalog, open_workspace  # noqa: E402
 from evaluator.analysis.report import run_report  # noqa: E402
 from evaluator.backends.hf import HFBackend  # noqa: E402

@@ -24,3 +24,8 @@ class InvalidInput(UserError, ValueError):
 
 class NotFound(UserError, LookupError):
     """Something the user named does not exist (a run, a scoring, an adjudication set or item)."""
+
+
+class MissingExtra(UserError):
+    """What was asked needs an optional part of vlmdesk that is not installed (the hf extra: torch, transformers,
+    accelerate); the message names the pip command that installs it (docs/adr/0041)."""

@@ -72,6 +72,7 @@ class FaultServer:
                     )
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                counted = True
                 try:
                     if server.respond is not None:
                         reply = server.respond(text_of(body))
@@ -82,12 +83,18 @@ class FaultServer:
                     else:
                         step = server.script[min(n, len(server.script) - 1)]
                     time.sleep(step.delay)
+                    # Counted out before the answer leaves: the client may send its next request the moment it has
+                    # this one, and that one must not find this one still counted (max_in_flight one too many).
+                    with server._lock:
+                        server.in_flight -= 1
+                        counted = False
                     self._answer(step)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up waiting (the timeout test): nothing to answer
                 finally:
-                    with server._lock:
-                        server.in_flight -= 1
+                    if counted:
+                        with server._lock:
+                            server.in_flight -= 1
 
             def _answer(self, step: Step):
                 if isinstance(step.body, dict):

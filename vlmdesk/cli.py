@@ -95,6 +95,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def model_specs_help() -> str:
+    """The closing paragraph of the --help of commands taking a model spec: every backend's syntax, and the extra
+    that hf: models need (not in the base install: docs/adr/0041)."""
+    from evaluator.backends import spec_help
+    from evaluator.backends.hf import INSTALL_HF
+
+    return f"model specs: {spec_help()}\n\nhf: models need the hf extra: {INSTALL_HF}"
+
+
 def add_command(sub, name: str, *, help: str, examples: str, description: str | None = None, handler=None):
     """Add command or subcommand `name` to `sub` (an add_subparsers action): its help line, its description
     (default: the help as a sentence), its examples (one per line) and the workspace options every command takes."""

@@ -5,19 +5,18 @@ from __future__ import annotations
 import json
 import sys
 
-from evaluator.backends import REGISTRY, BackendError, spec_help
+from evaluator.backends import REGISTRY, BackendError
 
 
 def register(add) -> None:
-    from vlmdesk.cli import add_command
+    from vlmdesk.cli import add_command, model_specs_help
 
     p = add(
         "models",
         help="saved models: add, list, remove, test (load it and answer one item); the verified families",
         description="Models kept in the workspace under a short name, for the app's launcher and for "
         "`vlmdesk run --model NAME`. An openai: spec names the environment variable holding its "
-        "key (key_env=NAME); keys themselves are refused, never stored.\n\n"
-        f"model specs: {spec_help()}",
+        "key (key_env=NAME); keys themselves are refused, never stored.\n\n" + model_specs_help(),
         examples="""
                 vlmdesk models add llava-7b 'hf:llava-hf/llava-1.5-7b-hf?dtype=bfloat16'
                 vlmdesk models add local-vllm 'openai:Qwen2-VL-7B@http://localhost:8000/v1?key_env=VLLM_KEY'

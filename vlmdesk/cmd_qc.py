@@ -10,7 +10,7 @@ import sys
 from annotation import qc
 from annotation.curation import changes_path, export_curated
 from db.platform_io import cancel_interrupts
-from evaluator.backends import BackendError, spec_help
+from evaluator.backends import BackendError
 from evaluator.backends.secrets import redact
 from evaluator.engine.launch import prepare_run, resolve_model, run_or_resume
 from evaluator.engine.prompts import default_template
@@ -18,6 +18,7 @@ from evaluator.engine.runner import RunSettings
 from evaluator.formats.exporters import ExportError
 from evaluator.formats.registry import format_names
 from vlmdesk.args import annotator, positive_int, record_id, seed
+from vlmdesk.cli import model_specs_help
 from vlmdesk.cmd_data import bench_or_fail, item_or_fail
 from vlmdesk.cmd_run import human_progress
 
@@ -52,8 +53,7 @@ def register(add) -> None:
         "Runs each model on the benchmark under CircularEval with the image withheld (ordinary runs: see "
         "vlmdesk runs / report; an interrupted command continues when run again, finished runs are reused), "
         "then flags every item answered correctly in every pass by more than half of the runs. Replaces the "
-        "stage's previous flags; decisions already given stay.\n\n"
-        f"model specs: {spec_help()}",
+        "stage's previous flags; decisions already given stay.\n\n" + model_specs_help(),
         """
              vlmdesk qc text-only --bench mmbench-dev-en --model hf:Qwen/Qwen2.5-1.5B-Instruct \\
                  --model 'openai:gpt-4o-mini@https://api.openai.com/v1?key_env=OPENAI_API_KEY'

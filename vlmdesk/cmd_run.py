@@ -11,7 +11,7 @@ from db.platform_io import cancel_interrupts
 from db.runs import ROUNDS_MAX
 from evaluator.analysis.pope_report import attach_pope_means, format_pope_means
 from evaluator.analysis.report import OpenFigures, RunReport, describe_tokens, run_report
-from evaluator.backends import BackendError, spec_help
+from evaluator.backends import BackendError
 from evaluator.backends.base import ServersDown
 from evaluator.backends.hf import without_prefix_sharing
 from evaluator.backends.openai_backend import with_servers
@@ -27,7 +27,7 @@ from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS, LIKELIHOOD_SCORES
 from evaluator.scoring.llm_extraction import extractor_help
 from evaluator.types import MCQ_STRATEGIES
 from vlmdesk.args import model_spec, positive_int, record_id, rounds, seed
-from vlmdesk.cli import output_file
+from vlmdesk.cli import model_specs_help, output_file
 from vlmdesk.cmd_data import bench_or_fail
 from vlmdesk.run_variants import add_variant_arguments, variant_settings
 
@@ -39,8 +39,7 @@ def register(add) -> None:
         description="Run a model on a benchmark. Multiple choice: CircularEval by default (pass k rotates the "
         "options by k; an item counts only if every pass is right; pass 0 is VanillaEval, reported "
         "from the same run; a wrong pass ends the item). Yes/no (POPE) benchmarks take one pass. "
-        "Every pass is stored; rerunning the same command continues an interrupted run.\n\n"
-        f"model specs: {spec_help()}",
+        "Every pass is stored; rerunning the same command continues an interrupted run.\n\n" + model_specs_help(),
         examples="""
                 vlmdesk run --bench demo --model baseline:random
                 vlmdesk run --bench mmbench-dev-en --model hf:llava-hf/llava-1.5-7b-hf --batch-size 16

@@ -14,6 +14,7 @@ candidates are single tokens is scored from one row, read at its last position.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import inspect
 import logging
 import threading
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
+from db.errors import MissingExtra
 from evaluator.backends.families import TEXT_SHARE_TYPES, family_of, unverified_note
 from evaluator.registry import Field
 
@@ -48,6 +50,20 @@ ROW_TOKENS_ESTIMATE = 800
 # Families whose checkpoints have no chat template: their processor lays out the prompt (images, BOS, the text, "\n")
 # and the text starts with the task prefix the checkpoints were trained on (PaliGemma: "answer en <question>").
 UNTEMPLATED_PREFIX = {"paligemma": "answer en "}
+
+
+HF_EXTRA = ("torch", "transformers", "accelerate")  # pyproject's [hf] extra, by import name
+INSTALL_HF = "pip install 'vlmdesk[hf]'"
+
+
+def require_hf(what: str) -> None:
+    """MissingExtra (one line, exit 2) when a package of the hf extra cannot be imported: the base install has none
+    of them (docs/adr/0041). Imports them for real, so call it only where a model is about to load."""
+    for name in HF_EXTRA:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:  # exc.name: the module really missing (accelerate without torch names torch)
+            raise MissingExtra(f"{what} needs the hf extra (no module {exc.name or name}): {INSTALL_HF}") from None
 
 
 def parse_hf_spec(rest: str, *, default_batch_size: int | None = None) -> HFBackend:
@@ -112,7 +128,7 @@ BACKENDS = (
         syntax="hf:<local path or hub id>[?dtype=bfloat16&device=cuda&batch_size=8&trust_remote_code=1"
         "&share_prefix=0&overlap=0]",
         help="a local Hugging Face transformers model (image-text-to-text, or a text LM), batched greedy generation "
-        "and likelihood scoring; rotations share their prefix's KV cache",
+        f"and likelihood scoring; rotations share their prefix's KV cache; needs the hf extra ({INSTALL_HF})",
         build=lambda rest, context: parse_hf_spec(rest, default_batch_size=context.batch_size),
         validate=lambda rest: hf_options(rest) and None,
         fields=(
@@ -171,6 +187,7 @@ class HFBackend:
         share_prefix: bool = True,
         overlap: bool = True,
     ):
+        require_hf(f"hf:{model[:200]}")
         import torch
         import transformers
 

@@ -192,13 +192,15 @@ def model_type_of(model_spec: str) -> str | None:
     if not model_spec.startswith("hf:"):
         return None
     from evaluator.backends.base import BackendError
-    from evaluator.backends.hf import hf_options
+    from evaluator.backends.hf import hf_options, require_hf
 
     try:
         model, _ = hf_options(model_spec.removeprefix("hf:"))
     except BackendError as exc:
         raise InvalidInput(str(exc)) from None
     path = Path(model).expanduser()
+    if not path.is_dir():  # the hub's client comes with transformers; the model would need it anyway
+        require_hf(f"hf:{model[:200]}")
     try:
         if path.is_dir():
             config = path / "config.json"

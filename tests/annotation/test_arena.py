@@ -16,6 +16,8 @@ from evaluator.formats.importers import InputError, import_benchmark
 from tests.factories import png_bytes
 from vlmdesk.cli import main
 
+pytestmark = pytest.mark.base  # also run in the base install (.ci/base-install)
+
 MODELS = ("baseline:first", "baseline:random", "baseline:frequent")
 
 

@@ -9,6 +9,8 @@ from db import catalog, open_workspace
 from evaluator.formats.importers import import_benchmark
 from vlmdesk.demo import demo_dir
 
+pytestmark = pytest.mark.base  # also run in the base install (.ci/base-install)
+
 
 @pytest.fixture
 def ws(tmp_path):

@@ -19,6 +19,8 @@ from tests.annotation.test_qc import make_run, write_bench
 from vlmdesk.cli import main
 from vlmdesk.demo import demo_dir
 
+pytestmark = pytest.mark.base  # also run in the base install (.ci/base-install)
+
 
 def cli(capsys, ws_path, *args) -> tuple[int, str, str]:
     code = main(["--workspace", str(ws_path), *args])

@@ -20,6 +20,8 @@ from evaluator.backends.base import Backend, BackendError, Query
 from evaluator.backends.openai_backend import OpenAIBackend, image_mime, parse_openai_spec
 from tests.servers import Step, completion, ok, text_of, transformers_serve
 
+pytestmark = pytest.mark.base  # also run in the base install (.ci/base-install)
+
 SECRET = "sk-test-0123456789-very-secret"
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from db import open_workspace
 from evaluator.analysis.report import McqFigures, PopeFigures, RunSummary, Scores, run_report, run_summary
 from evaluator.formats.importers import import_benchmark
@@ -12,6 +14,8 @@ from evaluator.scoring.pope import PopeMetrics
 from tests.evaluator.test_runner import write_jsonl_bench
 from vlmdesk.cli import main
 from vlmdesk.demo import ensure_demo
+
+pytestmark = pytest.mark.base  # also run in the base install (.ci/base-install)
 
 HEAD = [
     "run_id",

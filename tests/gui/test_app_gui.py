@@ -9,11 +9,15 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from annotation import reviews
 from db import catalog, item_query, open_workspace
 from db.item_query import ItemFilter
 from gui.prefs import Preferences, PreferencesFile
 from vlmdesk.cli import main as cli_main
+
+pytestmark = pytest.mark.base  # also run in the base install (.ci/base-install)
 
 ROOT = Path(__file__).resolve().parents[2]
 

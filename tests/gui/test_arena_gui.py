@@ -10,6 +10,8 @@ from gui.screenshot import VIEWS, Shot, visible_texts
 from vlmdesk.cli import main as cli_main
 from vlmdesk.demo import ensure_demo
 
+pytestmark = pytest.mark.base  # also run in the base install (.ci/base-install)
+
 MODELS = ("baseline:first", "baseline:random")
 BO_NOTE = "bo thinks the left one rambles"
 

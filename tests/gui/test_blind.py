@@ -17,6 +17,8 @@ from gui.runs_list import pct
 from gui.screenshot import VIEWS, Shot, visible_texts
 from vlmdesk.cli import main as cli_main
 
+pytestmark = pytest.mark.base  # also run in the base install (.ci/base-install)
+
 OTHER, THIRD = "otherann-7731", "thirdann-2209"
 NOTE = "NOTE-MARK-5521 the eyes look green to me"
 RESPONSE = "RESP-MARK-8812: the answer is B"

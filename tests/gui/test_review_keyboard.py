@@ -3,11 +3,14 @@
 import sqlite3
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 
 from annotation import reviews
 from db import open_workspace
 from gui.shortcuts import review_shortcuts
+
+pytestmark = pytest.mark.base  # also run in the base install (.ci/base-install)
 
 
 def _standing(path, annotator="ann"):
