@@ -87,3 +87,32 @@ def test_the_build_installs_the_base_without_the_hf_packages_and_writes_a_deskto
     entry = build.desktop_entry(app)
     assert f'Exec="{app / "vlmdesk"}" %f\n' in entry  # %f: a double-clicked workspace, or nothing
     assert f"Icon={app / '_internal' / 'vlmdesk.png'}\n" in entry
+
+
+def test_a_parquet_file_without_pyarrow_is_one_line_saying_so(tmp_path):
+    """The bundle leaves pyarrow out (docs/adr/0043): importing a parquet file there is one line naming what to
+    install, exit 2, and no benchmark is stored."""
+    site = tmp_path / "no-pyarrow"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text('import sys\nsys.modules["pyarrow"] = None\n', encoding="utf-8")
+    data = tmp_path / "x.parquet"
+    data.write_bytes(b"PAR1" + b"\0" * 64 + b"PAR1")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    ws = tmp_path / "w.sqlite"
+    done = subprocess.run(
+        [sys.executable, "-m", "vlmdesk", "--workspace", str(ws), "import", str(data), "--name", "x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs pyarrow" in lines[0] and "pip install pyarrow" in lines[0], done.stderr
+    listed = subprocess.run(
+        [sys.executable, "-m", "vlmdesk", "--workspace", str(ws), "benchmarks", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert listed.returncode == 0 and json.loads(listed.stdout) == [], listed.stdout

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from db.catalog import Benchmark, Item
+from db.errors import MissingExtra
 from db.workspace import Workspace
 from evaluator.formats.importers import tsv
 from evaluator.formats.importers.common import (
@@ -200,9 +201,22 @@ def sniff(record: object, first: str, head: str) -> bool:
     return first.startswith(MAGIC.decode())
 
 
+def require_pyarrow(path: Path) -> None:
+    """MissingExtra (one line, exit 2) where pyarrow is not installed: the standalone annotator app leaves it out
+    (128 MB; docs/adr/0043), and a parquet file is then refused in words, not with a traceback."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise MissingExtra(
+            f"{path}: reading or writing parquet needs pyarrow, which this install leaves out (the standalone app "
+            "does): pip install pyarrow, or use a pip-installed vlmdesk"
+        ) from None
+
+
 def refine(path: Path, raw: BinaryIO) -> str | None:
     """For columns without options (the first shard's): pope-parquet when they are POPE's (question_id and a text
     answer), else vqa-parquet (open questions: reference answers as `answers`, or `answer` as a list or one text)."""
+    require_pyarrow(path)
     import pyarrow as pa
 
     schema = _schema(path, raw)
@@ -217,6 +231,7 @@ def refine(path: Path, raw: BinaryIO) -> str | None:
 
 
 def _schema(path: Path, raw: BinaryIO) -> Any:
+    require_pyarrow(path)
     import pyarrow.parquet as pq
 
     f = raw.shard_file(0) if isinstance(raw, ShardStream) else raw
@@ -232,6 +247,7 @@ def _schema(path: Path, raw: BinaryIO) -> Any:
 def _batches(path: Path, raw: BinaryIO) -> Iterator[tuple[Path, int, dict[str, Any]]]:
     """(shard, row number in it, row as a dict) for every row, a record batch at a time; `raw` is moved along so the
     importer's progress (raw.tell()) follows the reading."""
+    require_pyarrow(path)
     import pyarrow.parquet as pq
 
     shards = raw.shards if isinstance(raw, ShardStream) else [Shard(path, 0, 0)]
@@ -620,6 +636,7 @@ _WRITE_ROWS = 256  # rows per row group: what a reader holds at once
 
 def write_parquet(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -> tuple[int, int]:
     """The benchmark in lmms-lab's layout (MMBench's, circular copies re-expanded, or POPE's), images inline."""
+    require_pyarrow(path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
