@@ -83,11 +83,13 @@ class FaultServer:
                     else:
                         step = server.script[min(n, len(server.script) - 1)]
                     time.sleep(step.delay)
-                    # Counted out before the answer leaves: the client may send its next request the moment it has
-                    # this one, and that one must not find this one still counted (max_in_flight one too many).
-                    with server._lock:
-                        server.in_flight -= 1
-                        counted = False
+                    # Counted out before a whole answer leaves: the client may send its next request the moment it
+                    # has this one, and that one must not find this one still counted (max_in_flight one too many).
+                    # A dripping answer is still being given: it stays counted until it ends.
+                    if not step.drip:
+                        with server._lock:
+                            server.in_flight -= 1
+                            counted = False
                     self._answer(step)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up waiting (the timeout test): nothing to answer
