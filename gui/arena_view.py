@@ -12,6 +12,7 @@ mixes everyone's votes, so blind mode hides it like every score.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -46,6 +47,33 @@ VOTE_KEYS = (
 VOTE_WORDS = {"left": "left better", "right": "right better", "tie": "tie", "bothbad": "both bad"}
 HIDDEN_MODEL = "model hidden until you vote"
 LEADERBOARD_ROUNDS = 200  # bootstrap rounds in the app (the command line's --bootstrap goes further)
+
+
+def battle_body(top: QWidget, left: QWidget, right: QWidget) -> QSplitter:
+    """An arena page's body: what was asked above, the two answers side by side below."""
+    answers = QSplitter(Qt.Orientation.Horizontal)
+    answers.addWidget(left)
+    answers.addWidget(right)
+    body = QSplitter(Qt.Orientation.Vertical)
+    body.addWidget(top)
+    body.addWidget(answers)
+    body.setStretchFactor(0, 2)
+    body.setStretchFactor(1, 3)
+    return body
+
+
+def vote_buttons(vote: Callable[[str], object]) -> tuple[dict[str, QPushButton], QHBoxLayout]:
+    """The four vote buttons in a row, each calling vote(its vote); they never take the focus (the keys are the
+    page's)."""
+    buttons: dict[str, QPushButton] = {}
+    row = QHBoxLayout()
+    for name, _, caption in VOTE_KEYS:
+        button = QPushButton(caption)
+        button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        button.clicked.connect(lambda _=False, v=name: vote(v))
+        buttons[name] = button
+        row.addWidget(button)
+    return buttons, row
 
 
 class AnswerPane(QWidget):
@@ -95,27 +123,13 @@ class VotePanel(QWidget):
         self.question.setMaximumHeight(110)
         self.left = AnswerPane("Left")
         self.right = AnswerPane("Right")
-        answers = QSplitter(Qt.Orientation.Horizontal)
-        answers.addWidget(self.left)
-        answers.addWidget(self.right)
         top = QWidget()
         top_layout = QVBoxLayout(top)
         top_layout.setContentsMargins(0, 0, 0, 0)
         top_layout.addWidget(self.image, 1)
         top_layout.addWidget(self.question)
-        body = QSplitter(Qt.Orientation.Vertical)
-        body.addWidget(top)
-        body.addWidget(answers)
-        body.setStretchFactor(0, 2)
-        body.setStretchFactor(1, 3)
-        self.buttons: dict[str, QPushButton] = {}
-        row = QHBoxLayout()
-        for vote, _, caption in VOTE_KEYS:
-            button = QPushButton(caption)
-            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-            button.clicked.connect(lambda _=False, v=vote: self.vote(v))
-            self.buttons[vote] = button
-            row.addWidget(button)
+        body = battle_body(top, self.left, self.right)
+        self.buttons, row = vote_buttons(self.vote)
         for caption, slot in (("S  Skip", self.skip), ("Ctrl+Z  Undo", self.undo)):
             button = QPushButton(caption)
             button.setFocusPolicy(Qt.FocusPolicy.NoFocus)

@@ -31,7 +31,7 @@ from db import catalog, models
 from db.errors import UserError
 from evaluator.engine.live import LiveAnswer
 from evaluator.formats.importers.common import sha256_bytes
-from gui.arena_view import VOTE_KEYS, VOTE_WORDS, AnswerPane
+from gui.arena_view import VOTE_KEYS, VOTE_WORDS, AnswerPane, battle_body, vote_buttons
 from gui.file_dialogs import open_file
 from gui.image_view import ImageView
 from gui.processes import CommandProcess
@@ -125,23 +125,10 @@ class LivePanel(QWidget):
         self.left = AnswerPane("Left")
         self.right = AnswerPane("Right")
         self.panes = {"left": self.left, "right": self.right}
-        answers = QSplitter(Qt.Orientation.Horizontal)
-        answers.addWidget(self.left)
-        answers.addWidget(self.right)
-        body = QSplitter(Qt.Orientation.Vertical)
-        body.addWidget(top)
-        body.addWidget(answers)
-        body.setStretchFactor(0, 2)
-        body.setStretchFactor(1, 3)
-        self.buttons: dict[str, QPushButton] = {}
-        row = QHBoxLayout()
-        for vote, _, caption in VOTE_KEYS:
-            button = QPushButton(caption)
-            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-            button.clicked.connect(lambda _=False, v=vote: self.vote(v))
-            button.setEnabled(False)
-            self.buttons[vote] = button
-            row.addWidget(button)
+        body = battle_body(top, self.left, self.right)
+        self.buttons, row = vote_buttons(self.vote)
+        for button in self.buttons.values():
+            button.setEnabled(False)  # until both answers are in
         self.saved = QLabel()
         self.saved.setWordWrap(True)
         layout = QVBoxLayout(self)
