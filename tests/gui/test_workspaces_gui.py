@@ -85,3 +85,29 @@ def test_a_file_that_cannot_be_opened_leaves_the_open_workspace_open(qtbot, tmp_
         assert [(r.item_id, r.verdict) for r in reviews.standing_reviews(ws, annotator="ann")] == [
             (item.id, "ambiguous")
         ]
+
+
+def test_a_workspace_opened_from_the_desktop_while_the_app_runs_is_opened(qtbot, tmp_path, demo_ws, make_window):
+    """macOS hands a double-clicked workspace to the running app as a FileOpen event (gui/app.FileOpenFilter); a file
+    that is no workspace is one message and the open workspace stays."""
+    from PySide6.QtGui import QFileOpenEvent
+    from PySide6.QtWidgets import QApplication
+
+    from gui.app import FileOpenFilter
+
+    window = make_window(demo_ws)
+    other = tmp_path / "other.sqlite"
+    shutil.copy(demo_ws, other)
+    app = QApplication.instance()
+    opener = FileOpenFilter(window)
+    app.installEventFilter(opener)
+    try:
+        QApplication.sendEvent(app, QFileOpenEvent(str(other)))
+        qtbot.waitUntil(lambda: window.ws.path == other, timeout=5000)
+        junk = tmp_path / "notes.txt"
+        junk.write_text("not a workspace")
+        QApplication.sendEvent(app, QFileOpenEvent(str(junk)))
+        qtbot.waitUntil(window.message_bar.isVisible, timeout=5000)
+        assert window.ws.path == other and window.message_bar.kind == "error"
+    finally:
+        app.removeEventFilter(opener)
