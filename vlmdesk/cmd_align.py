@@ -249,14 +249,9 @@ def cmd_open_verdict(args) -> int:
 
 
 def cmd_export_open(args) -> int:
-    from vlmdesk.cli import open_from_args
-    from vlmdesk.cmd_data import bench_or_fail
-    from vlmdesk.cmd_reviews import run_export
+    from vlmdesk.cmd_reviews import export_by_benchmark
 
-    with open_from_args(args, create=False) as ws:
-        if args.bench is not None:
-            bench_or_fail(ws, args.bench)
-        return run_export(ws, "open", args.out, benchmark=args.bench, annotator=args.annotator)
+    return export_by_benchmark(args, "open")
 
 
 def cmd_import_open(args) -> int:

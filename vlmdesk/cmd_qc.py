@@ -476,13 +476,9 @@ def cmd_summary(args) -> int:
 
 
 def cmd_export_decisions(args) -> int:
-    from vlmdesk.cli import open_from_args
-    from vlmdesk.cmd_reviews import run_export
+    from vlmdesk.cmd_reviews import export_by_benchmark
 
-    with open_from_args(args, create=False) as ws:
-        if args.bench is not None:
-            bench_or_fail(ws, args.bench)
-        return run_export(ws, "qc", args.out, benchmark=args.bench, annotator=args.annotator)
+    return export_by_benchmark(args, "qc")
 
 
 def cmd_import_decisions(args) -> int:

@@ -110,14 +110,19 @@ def run_import(args, kind: str, what: str) -> int:
     return 0
 
 
-def cmd_export(args) -> int:
+def export_by_benchmark(args, kind: str) -> int:
+    """An export command filtered by --bench (checked first) and --annotator: reviews, QC decisions, votes, verdicts."""
     from vlmdesk.cli import open_from_args
     from vlmdesk.cmd_data import bench_or_fail
 
     with open_from_args(args, create=False) as ws:
         if args.bench is not None:
             bench_or_fail(ws, args.bench)
-        return run_export(ws, "reviews", args.out, benchmark=args.bench, annotator=args.annotator)
+        return run_export(ws, kind, args.out, benchmark=args.bench, annotator=args.annotator)
+
+
+def cmd_export(args) -> int:
+    return export_by_benchmark(args, "reviews")
 
 
 def cmd_import(args) -> int:
