@@ -295,6 +295,14 @@ class _Lookups:
         return items[key]
 
 
+def _withdraws(rec: dict[str, Any], *, undo: bool) -> str | None:
+    """The uuid an undo record withdraws: an undo names one, and only an undo does (every kind of human record)."""
+    withdraws = _uuid_field(rec, "withdraws", nullable=True)
+    if (withdraws is None) != (not undo):
+        raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
+    return withdraws
+
+
 def _review(rec: dict[str, Any], look: _Lookups) -> _Row:
     rec = _fields(
         rec, ("id", "benchmark", "index", "annotator", "verdict", "at"), ("answer", "note", "seconds", "withdraws")
@@ -311,9 +319,7 @@ def _review(rec: dict[str, Any], look: _Lookups) -> _Row:
             raise _Bad("answer", f"a wrong_answer verdict needs the corrected key, one of {', '.join(_answers(item))}")
     elif answer is not None:
         raise _Bad("answer", "only a wrong_answer verdict has a corrected key")
-    withdraws = _uuid_field(rec, "withdraws", nullable=True)
-    if (withdraws is None) != (verdict != reviews.UNDO):
-        raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
+    withdraws = _withdraws(rec, undo=verdict == reviews.UNDO)
     note, seconds, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _seconds(rec), _time(rec)
     record = {**rec, "annotator": annotator, "at": at}
     return _Row(
@@ -347,9 +353,7 @@ def _label(rec: dict[str, Any], look: _Lookups) -> _Row:
     label = _text(rec, "label")
     if label not in (*admitted, WITHDRAWAL):
         raise _Bad("label", f"{label!r} is not a label of this response: one of {', '.join(admitted)}, or undo")
-    withdraws = _uuid_field(rec, "withdraws", nullable=True)
-    if (withdraws is None) != (label != WITHDRAWAL):
-        raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
+    withdraws = _withdraws(rec, undo=label == WITHDRAWAL)
     note, seconds, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _seconds(rec), _time(rec)
     record = {**rec, "annotator": annotator, "at": at}
     if kind == "label":
@@ -429,9 +433,7 @@ def _decision(rec: dict[str, Any], look: _Lookups) -> _Row:
             )
     elif answer is not None or old is not None:
         raise _Bad("answer" if answer is not None else "old_answer", "only a wrong_answer confirmation has answers")
-    withdraws = _uuid_field(rec, "withdraws", nullable=True)
-    if (withdraws is None) != (decision != WITHDRAWAL):
-        raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
+    withdraws = _withdraws(rec, undo=decision == WITHDRAWAL)
     note, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _time(rec)
     return _Row(
         0,
@@ -468,9 +470,7 @@ def _vote(rec: dict[str, Any], look: _Lookups) -> _Row:
     vote = _text(rec, "vote")
     if vote not in (*arena.VOTES, WITHDRAWAL):
         raise _Bad("vote", f"unknown vote {vote!r} (one of {', '.join(arena.VOTES)}, undo)")
-    withdraws = _uuid_field(rec, "withdraws", nullable=True)
-    if (withdraws is None) != (vote != WITHDRAWAL):
-        raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
+    withdraws = _withdraws(rec, undo=vote == WITHDRAWAL)
     note, seconds, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _seconds(rec), _time(rec)
     return _Row(
         0,
@@ -507,9 +507,7 @@ def _open_verdict(rec: dict[str, Any], look: _Lookups) -> _Row:
     verdict = _text(rec, "verdict")
     if verdict not in (*open_verdicts.VERDICTS, WITHDRAWAL):
         raise _Bad("verdict", f"unknown verdict {verdict!r} (one of {', '.join(open_verdicts.VERDICTS)}, undo)")
-    withdraws = _uuid_field(rec, "withdraws", nullable=True)
-    if (withdraws is None) != (verdict != WITHDRAWAL):
-        raise _Bad("withdraws", "an undo names the record it withdraws, and only an undo does")
+    withdraws = _withdraws(rec, undo=verdict == WITHDRAWAL)
     note, seconds, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _seconds(rec), _time(rec)
     return _Row(
         0,
