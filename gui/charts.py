@@ -45,9 +45,17 @@ def message_figure(text: str) -> Figure:
 
 
 def lay_out_chart_page(
-    page: QWidget, left: QWidget, controls: QLayout, chart: QWidget, text: QWidget, left_width: int
+    page: QWidget, title: str, listing: QWidget, controls: QLayout, chart: QWidget, text: QWidget, left_width: int
 ) -> None:
-    """The Results pages' layout: a list left; right, the controls over the chart above the report text."""
+    """The Results pages' layout: a titled list left; right, the controls over the chart above the report text."""
+    left = QWidget()
+    ll = QVBoxLayout(left)
+    ll.setContentsMargins(0, 0, 0, 0)
+    heading = QLabel(title)
+    heading.setObjectName("sectionTitle")
+    heading.setWordWrap(True)
+    ll.addWidget(heading)
+    ll.addWidget(listing, 1)
     chart_box = QWidget()
     cl = QVBoxLayout(chart_box)
     cl.setContentsMargins(0, 0, 0, 0)

@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -38,14 +37,6 @@ class DesiderataView(QWidget):
         self.report: DesiderataReport | None = None
         self.runs = RunsList(ctx, multi=True, compact=True)
         self.runs.selectionChanged.connect(self.redraw)
-        left = QWidget()
-        ll = QVBoxLayout(left)
-        ll.setContentsMargins(0, 0, 0, 0)
-        title = QLabel("Runs (Ctrl+click: every run of the models to compare)")
-        title.setObjectName("sectionTitle")
-        title.setWordWrap(True)
-        ll.addWidget(title)
-        ll.addWidget(self.runs, 1)
 
         self.figure = compact_combo(QComboBox(), 16)
         for name, text in FIGURES.items():
@@ -69,7 +60,15 @@ class DesiderataView(QWidget):
         top.addWidget(self.figure)
         top.addWidget(self.binning)
         top.addStretch(1)
-        lay_out_chart_page(self, left, top, self.chart, self.text, left_width=420)
+        lay_out_chart_page(
+            self,
+            "Runs (Ctrl+click: every run of the models to compare)",
+            self.runs,
+            top,
+            self.chart,
+            self.text,
+            left_width=420,
+        )
         ctx.runsChanged.connect(self.refresh)
         ctx.prefsChanged.connect(self.redraw)
         self.refresh()

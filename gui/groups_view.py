@@ -106,14 +106,6 @@ class GroupsView(QWidget):
         self.models.setObjectName("groupModels")
         self.models.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.models.itemSelectionChanged.connect(self.redraw)
-        left = QWidget()
-        ll = QVBoxLayout(left)
-        ll.setContentsMargins(0, 0, 0, 0)
-        title = QLabel("Models (Ctrl+click to overlay)")
-        title.setObjectName("sectionTitle")
-        title.setWordWrap(True)
-        ll.addWidget(title)
-        ll.addWidget(self.models, 1)
         self.mcq = compact_combo(QComboBox(), 16)
         self.mcq.setToolTip("A multiple-choice benchmark's figure (vlmdesk report --groups --mcq-figure)")
         self.mcq.addItem("MCQ: CircularEval", "circular")
@@ -141,7 +133,9 @@ class GroupsView(QWidget):
         top.addWidget(self.pope)
         top.addWidget(self.open)
         top.addStretch(1)
-        lay_out_chart_page(self, left, top, self.chart, self.text, left_width=300)
+        lay_out_chart_page(
+            self, "Models (Ctrl+click to overlay)", self.models, top, self.chart, self.text, left_width=300
+        )
         ctx.prefsChanged.connect(self.refresh)  # blind mode, the theme; Results' refresh calls it for runs and tags
         self.refresh()
 
