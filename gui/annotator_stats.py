@@ -85,7 +85,8 @@ class AnnotatorsView(QWidget):
         self.cover.set_hidden(self.ctx.prefs.blind)
         bench = self.ctx.benchmark
         self.empty.setVisible(bench is None)
-        if self.cover.hidden or bench is None or not self.isVisible() and self.stats is not None:
+        # Computed when shown (on_shown), never for a hidden tab: the figures read every standing verdict.
+        if self.cover.hidden or bench is None or not self.isVisible():
             if bench is None:
                 self.summary.setText("No benchmark chosen")
                 self.model.set_rows([], [])

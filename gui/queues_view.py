@@ -903,8 +903,11 @@ class QueuesView(QWidget):
         layout.addWidget(side)
         layout.addWidget(self.stack, 1)
         layout.addWidget(self.guidelines)
-        ctx.benchmarkChanged.connect(self.refresh)
-        ctx.reviewsChanged.connect(lambda _: self.update_counts())
+        # Hidden, the tab reads nothing: a verdict in Review must not recount every queue (issue 27). What changed
+        # meanwhile is read when the tab is shown (showEvent; the window's tab switch recounts).
+        self._pending_refresh = False
+        ctx.benchmarkChanged.connect(self._on_benchmark)
+        ctx.reviewsChanged.connect(lambda _: self.update_counts() if self.isVisible() else None)
         ctx.sightChanged.connect(self._sight_changed)
 
     def _sight_changed(self, new_annotator: bool) -> None:
@@ -932,8 +935,17 @@ class QueuesView(QWidget):
             for sc in page.findChildren(QShortcut):
                 sc.setEnabled(page is current)
 
+    def _on_benchmark(self) -> None:
+        if self.isVisible():
+            self.refresh()
+        else:
+            self._pending_refresh = True
+
     def showEvent(self, event) -> None:
         super().showEvent(event)
+        if self._pending_refresh:
+            self._pending_refresh = False
+            self.refresh()
         self._enable_keys()
 
     def hideEvent(self, event) -> None:
