@@ -979,3 +979,16 @@ def _m0018(db: Database) -> None:
             BEGIN SELECT RAISE(ABORT, 'people judged this run''s answers: their verdicts are kept'); END;
         """,
     )
+
+
+FACETS = ("category", "l2_category", "split")
+"""The item columns Browse filters on (db/item_query.py), each indexed by migration 0019."""
+
+
+@migrations(name="0019_item_facets")
+def _m0019(db: Database) -> None:
+    # Browse's facets at a million items (issue 27, docs/adr/0044): the distinct values of a benchmark are read by
+    # skipping through these indexes (a seek per value, not a scan of the items), and a facet filter lists and
+    # counts its items from the index in file order. The expression is the one the filters compare.
+    for column in FACETS:
+        db.execute(f"CREATE INDEX items_{column} ON items (benchmark_id, coalesce({column}, ''), position)")

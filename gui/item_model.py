@@ -102,10 +102,10 @@ class ItemTableModel(QAbstractTableModel):
     def canFetchMore(self, parent=QModelIndex()) -> bool:
         return not parent.isValid() and self.benchmark is not None and len(self.rows) < self.total
 
-    def fetchMore(self, parent=QModelIndex()) -> None:
+    def fetchMore(self, parent=QModelIndex(), *, chunk: int = PAGE) -> None:
         if not self.canFetchMore(parent):
             return
-        n = min(PAGE, self.total - len(self.rows))
+        n = min(max(chunk, 1), self.total - len(self.rows))
         first = len(self.rows)
         self.beginInsertRows(QModelIndex(), first, first + n - 1)
         page = self._fetch(n)
@@ -121,6 +121,42 @@ class ItemTableModel(QAbstractTableModel):
 
     def row_of(self, item_id: int) -> int | None:
         return self._row_of.get(item_id)
+
+    def row_of_item(self, item_id: int) -> int | None:
+        """The item's row in the listing, paged in as far as it; None when the filters leave it out."""
+        if self.benchmark is None:
+            return None
+        if item_id in self._row_of:
+            return self._row_of[item_id]
+        query = self._query
+        only = frozenset({item_id}) if query.only_ids is None else query.only_ids & {item_id}
+        return self._page_to(item_query.item_page(self.ws, self._benchmark_id, replace(query, only_ids=only), limit=1))
+
+    def next_unreviewed_row(self, start: int) -> int | None:
+        """The first row from `start` on whose item has no review status the annotator may see (blind: none of their
+        own; else none by anyone). SQL finds it by index from where the annotator is, whatever the benchmark's size."""
+        if self.benchmark is None:
+            return None
+        if start > 0 and not self.ensure_row(start - 1):
+            return None
+        after = (self.rows[start - 1].position, self.rows[start - 1].id) if start > 0 else None
+        query = (
+            replace(self._query, without_verdict_by=self.annotator)
+            if self.sight.blind
+            else replace(self._query, without_any_verdict=True)
+        )
+        return self._page_to(item_query.item_page(self.ws, self._benchmark_id, query, after=after, limit=1))
+
+    def _page_to(self, found: list[ItemRow]) -> int | None:
+        """Page the listing in up to the row found (in growing chunks: a far one costs a few queries, not hundreds)."""
+        if not found:
+            return None
+        target = found[0]
+        while target.id not in self._row_of and self.canFetchMore():
+            if self.rows and (self.rows[-1].position, self.rows[-1].id) >= (target.position, target.id):
+                break  # paged past it: it left the listing meanwhile
+            self.fetchMore(chunk=max(PAGE, min(len(self.rows), 20 * PAGE)))
+        return self._row_of.get(target.id)
 
     def find_row(self, start: int, step: int, predicate) -> int | None:
         """The first row from `start` in direction `step` whose item satisfies predicate(ItemRow); pages in."""
@@ -170,9 +206,6 @@ class ItemTableModel(QAbstractTableModel):
         self.qc = browse.visible_qc(self._qc_marks, self.sight)
         if self.rows:
             self.dataChanged.emit(self.index(0, 5), self.index(len(self.rows) - 1, 5))
-
-    def reviewed(self, item_id: int) -> bool:
-        return item_id in self.status
 
     # -- Qt model
     def rowCount(self, parent=QModelIndex()) -> int:

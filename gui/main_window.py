@@ -523,9 +523,10 @@ class MainWindow(QMainWindow):
         if self.ctx.benchmark is None or self.ctx.benchmark.id != item.benchmark_id:
             bench = next(b for b in catalog.list_benchmarks(self.ws) if b.id == item.benchmark_id)
             self.select_benchmark(bench.name)
-        if self.ctx.model.row_of(item_id) is None:
+        row = self.ctx.model.row_of_item(item_id)
+        if row is None:
             self.views["browse"].clear_filters()
-        row = self.ctx.model.find_row(0, 1, lambda r: r.id == item_id)
+            row = self.ctx.model.row_of_item(item_id)
         if row is None:
             self.show_error(f"Item {item_id} could not be found in the Browse listing")
             return

@@ -432,9 +432,9 @@ class ReviewView(QWidget):
     def next_unreviewed(self) -> None:
         model = self.ctx.model
         start = 0 if self.row is None else self.row + 1
-        found = model.find_row(start, 1, lambda r: not model.reviewed(r.id))
-        if found is None:
-            found = model.find_row(0, 1, lambda r: not model.reviewed(r.id))
+        found = model.next_unreviewed_row(start)
+        if found is None and start > 0:
+            found = model.next_unreviewed_row(0)
         if found is None:
             self.ctx.info.emit("Every listed item has a verdict.")
         else:

@@ -217,7 +217,7 @@ def _select_item(window, index: str) -> None:
 
     bench = window.ctx.benchmark
     item = catalog.item_by_index(window.ws, bench.id, index_for_lookup(index))
-    row = window.ctx.model.find_row(0, 1, lambda r: item is not None and r.id == item.id)
+    row = window.ctx.model.row_of_item(item.id) if item is not None else None
     if row is None:
         raise ScreenshotError(f"benchmark {bench.name!r} has no item with index {index!r}")
     window.view("browse").table.selectRow(row)

@@ -21,7 +21,7 @@ ANNOTATORS = ("ann", "bob", "cy")
 
 def build(path, items: int, verdicts: int) -> None:
     """A benchmark of `items` items (no images: the images are not what is measured) with `verdicts` standing
-    verdicts of three annotators on its first items."""
+    verdicts of three annotators on its first items, one item in three with a dissent (conflicts for the queues)."""
     with open_workspace(path) as ws:
         with ws.db.atomic():
             bid = catalog.insert_benchmark(
@@ -38,13 +38,16 @@ def build(path, items: int, verdicts: int) -> None:
             catalog.finish_benchmark(ws, bid, rows_read=items, rows_folded=0, rows_skipped=0)
             first = ws.conn.execute("SELECT min(id) FROM items").fetchone()[0]
             ws.conn.executemany(
-                "INSERT INTO reviews (item_id, annotator, verdict, created_at) VALUES (?, ?, 'ok', ?)",
-                [(first + 10 + k // 3, ANNOTATORS[k % 3], now_iso()) for k in range(verdicts)],
+                "INSERT INTO reviews (item_id, annotator, verdict, created_at) VALUES (?, ?, ?, ?)",
+                [
+                    (first + 10 + k // 3, ANNOTATORS[k % 3], "ambiguous" if k % 9 == 2 else "ok", now_iso())
+                    for k in range(verdicts)
+                ],
             )
 
 
 def keypresses(window) -> tuple[list[str], int]:
-    """The statements and the SQLite steps of: next ×3, a verdict, previous, undo, next unreviewed-free moves."""
+    """The statements and the SQLite steps of: next ×3, a verdict, previous, undo, previous, next unreviewed."""
     review = window.view("review")
     window.show_view("review")
     review.show_row(2)
@@ -59,7 +62,7 @@ def keypresses(window) -> tuple[list[str], int]:
     conn.set_trace_callback(statements.append)
     conn.set_progress_handler(step, 10)
     try:
-        for action in ("next", "next", "next", "verdict", "previous", "undo", "previous"):
+        for action in ("next", "next", "next", "verdict", "previous", "undo", "previous", "next_unreviewed"):
             if action == "verdict":
                 review.verdict("ok")
             else:
@@ -132,4 +135,62 @@ def test_a_refresh_after_another_process_wrote_a_verdict_reads_that_item_only(ma
     assert resets == []  # ... without reloading the listing
     assert full_scans(conn, statements) == []
     assert review.progress.text().startswith("Reviewed 1001 / 10000")  # the progress line follows
+    window.close()
+
+
+def test_next_unreviewed_walks_by_index_to_the_first_item_without_a_visible_verdict(make_window, tmp_path):
+    path = tmp_path / "walk.sqlite"
+    build(path, 3_000, 0)
+    with open_workspace(path) as ws:
+        ids = [r[0] for r in ws.conn.execute("SELECT id FROM items ORDER BY position")]
+        # Items 0..1999 judged by bob; 2000 by me (ann) as well; 2500 by me only (a skip still counts as mine).
+        for i in ids[:2001]:
+            reviews.add_review(ws, i, "bob", "ok")
+        reviews.add_review(ws, ids[2000], "ann", "ok")
+        reviews.add_review(ws, ids[2500], "ann", "skip")
+    window = make_window(path)
+    window.show_view("review")
+    review, model = window.view("review"), window.ctx.model
+    conn = window.ctx.ws.conn
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        review.show_row(0)
+        review.next_unreviewed()  # nobody's verdict: the first item after bob's two thousand
+    finally:
+        conn.set_trace_callback(None)
+    assert review.item.id == ids[2001] and review.row == 2001
+    assert full_scans(conn, statements) == []
+    assert len(model.rows) < 2001 + 20 * 200  # paged in by growing chunks, up to the item found (not the rest)
+    review.show_row(2499)
+    review.next_unreviewed()  # my skip is a visible verdict
+    assert review.item.id == ids[2501]
+    review.show_row(2999)
+    review.next_unreviewed()  # past the end: from the top again
+    assert review.item.id == ids[2001]
+
+    window.ctx.update_prefs(blind=True)  # blind: only my own verdicts show, so bob's items are unreviewed to me
+    review.show_row(1999)
+    review.next_unreviewed()
+    assert review.item.id == ids[2001]  # 2000 has my verdict
+    review.show_row(0)
+    review.next_unreviewed()
+    assert review.item.id == ids[1]
+    window.close()
+
+
+def test_a_verdict_does_not_recount_the_queues_while_they_are_hidden(make_window, two_sizes):
+    _, large = two_sizes
+    window = make_window(large)
+    queues = window.view("queues")
+    counted = []
+    queues.update_counts = lambda: counted.append(1)  # what recounts every queue
+    window.show_view("review")
+    review = window.view("review")
+    review.show_row(0)
+    review.verdict("ok")
+    review.verdict("ambiguous")
+    assert counted == []  # hidden: nothing recounted
+    window.show_view("queues")
+    assert counted  # shown: counted once it is in sight
     window.close()
