@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -468,6 +469,40 @@ def queue(
     disagreements_only: bool = False,
 ) -> list[Candidate]:
     """The review queue: pending first, then disputed, confirmed, rejected; in benchmark order within each."""
+    found = list(_candidates(ws, benchmark_id, stage, include_withdrawn, status, disagreements_only))
+    found.sort(key=lambda c: (_STATUS_ORDER[c.status], c.benchmark_id, c.position, c.stage))
+    return found
+
+
+def iter_queue(
+    ws: Workspace,
+    *,
+    benchmark_id: int | None = None,
+    stage: str | None = None,
+    status: str | None = None,
+    include_withdrawn: bool = False,
+    disagreements_only: bool = False,
+) -> Iterator[Candidate]:
+    """`queue`, in the same order, streamed in constant memory (a pass over the flags per status; SQLite sorts
+    them): a million flags are listed as they are read."""
+    for wanted in (status,) if status is not None else STATUSES:
+        yield from _candidates(ws, benchmark_id, stage, include_withdrawn, wanted, disagreements_only, ordered=True)
+
+
+_CHUNK = 500
+
+
+def _candidates(
+    ws: Workspace,
+    benchmark_id: int | None,
+    stage: str | None,
+    include_withdrawn: bool,
+    status: str | None,
+    disagreements_only: bool,
+    *,
+    ordered: bool = False,
+) -> Iterator[Candidate]:
+    """The flags as candidates with their decisions, read a chunk of flags at a time."""
     sql = (
         "SELECT f.id, f.item_id, f.benchmark_id, b.name, i.source_index, i.position, f.stage, i.category, "
         "i.question, i.answer, f.active, f.run_ids, f.correct_run_ids, f.flagged_at, f.updated_at "
@@ -480,48 +515,45 @@ def queue(
             params.append(value)
     if not include_withdrawn:
         sql += " AND f.active = 1"
-    flags = list(ws.conn.execute(sql, params))
-    decisions: dict[tuple[int, str], list[Decision]] = defaultdict(list)
-    votes: dict[tuple[int, str], list[Decision]] = defaultdict(list)
-    if flags:
-        item_ids = sorted({f[1] for f in flags})
-        for chunk in range(0, len(item_ids), 500):
-            part = item_ids[chunk : chunk + 500]
-            among = f"t.item_id IN ({','.join('?' * len(part))})"
-            for row in ws.conn.execute(
-                f"SELECT {_COLUMNS} FROM qc_decisions t WHERE {among} ORDER BY {standing.ORDER}", part
-            ):
-                d = Decision(*row)
-                decisions[(d.item_id, d.stage)].append(d)
-            for row in ws.conn.execute(standing.standing_sql(QC_DECISIONS, _COLUMNS, among), part):
-                d = Decision(*row)
-                votes[(d.item_id, d.stage)].append(d)
-    found = []
-    for (
-        flag_id,
-        item_id,
-        bid,
-        bname,
-        index,
-        position,
-        fstage,
-        category,
-        question,
-        answer,
-        active,
-        run_ids,
-        correct,
-        flagged_at,
-        updated_at,
-    ) in flags:
-        log = decisions[(item_id, fstage)]
-        resolution = resolve(votes[(item_id, fstage)])
-        if status is not None and resolution.status != status:
-            continue
-        if disagreements_only and not resolution.disagreement:
-            continue
-        found.append(
-            Candidate(
+    if ordered:
+        sql += " ORDER BY f.benchmark_id, i.position, f.stage, f.id"
+    cursor = ws.conn.execute(sql, params)
+    while flags := cursor.fetchmany(_CHUNK):
+        decisions: dict[tuple[int, str], list[Decision]] = defaultdict(list)
+        votes: dict[tuple[int, str], list[Decision]] = defaultdict(list)
+        part = sorted({f[1] for f in flags})
+        among = f"t.item_id IN ({','.join('?' * len(part))})"
+        for row in ws.conn.execute(
+            f"SELECT {_COLUMNS} FROM qc_decisions t WHERE {among} ORDER BY {standing.ORDER}", part
+        ):
+            d = Decision(*row)
+            decisions[(d.item_id, d.stage)].append(d)
+        for row in ws.conn.execute(standing.standing_sql(QC_DECISIONS, _COLUMNS, among), part):
+            d = Decision(*row)
+            votes[(d.item_id, d.stage)].append(d)
+        for (
+            flag_id,
+            item_id,
+            bid,
+            bname,
+            index,
+            position,
+            fstage,
+            category,
+            question,
+            answer,
+            active,
+            run_ids,
+            correct,
+            flagged_at,
+            updated_at,
+        ) in flags:
+            resolution = resolve(votes[(item_id, fstage)])
+            if status is not None and resolution.status != status:
+                continue
+            if disagreements_only and not resolution.disagreement:
+                continue
+            yield Candidate(
                 flag_id,
                 item_id,
                 bid,
@@ -538,11 +570,8 @@ def queue(
                 flagged_at,
                 updated_at,
                 resolution,
-                tuple(log),
+                tuple(decisions[(item_id, fstage)]),
             )
-        )
-    found.sort(key=lambda c: (_STATUS_ORDER[c.status], c.benchmark_id, c.position, c.stage))
-    return found
 
 
 def summary(ws: Workspace, benchmark_id: int | None = None) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sqlite3
 import sys
@@ -27,6 +28,15 @@ def output_file(path_text: str):
 
     check_output(path_text)
     return Path(path_text).expanduser()
+
+
+def write_json_array(objects) -> None:
+    """A JSON array on stdout, each element written as it comes (the same bytes as json.dumps of the whole list):
+    a listing of a million records starts at once, in constant memory."""
+    sys.stdout.write("[")
+    for n, obj in enumerate(objects):
+        sys.stdout.write((", " if n else "") + json.dumps(obj, ensure_ascii=False))
+    sys.stdout.write("]\n")
 
 
 def _formatter(prog):

@@ -336,7 +336,7 @@ def cmd_label(args) -> int:
 
 def cmd_adjudicate(args) -> int:
     from annotation.alignment import adjudicate, disagreements, item_texts
-    from vlmdesk.cli import UsageError, open_from_args
+    from vlmdesk.cli import UsageError, open_from_args, write_json_array
 
     with open_from_args(args) as ws:
         if args.item is not None or args.label is not None:
@@ -345,35 +345,33 @@ def cmd_adjudicate(args) -> int:
             adjudicate(ws, args.item, args.adjudicator, args.label, note=args.note)
             print(f"item {args.item}: final label {args.label.strip()} recorded")
             return 0
-        found = [(d, item_texts(ws, d.item_id)) for d in disagreements(ws, args.set_name)]
-    if args.json:
-        print(
-            json.dumps(
-                [
-                    {
-                        "item_id": d.item_id,
-                        "labels": d.labels,
-                        "adjudicated": d.adjudicated,
-                        "question": t.question,
-                        "options": t.options,
-                        "response": t.response,
-                    }
-                    for d, t in found
-                ],
-                ensure_ascii=False,
+        # Streamed: each disagreement is written as it is read, with its texts.
+        found = ((d, item_texts(ws, d.item_id)) for d in disagreements(ws, args.set_name))
+        if args.json:
+            write_json_array(
+                {
+                    "item_id": d.item_id,
+                    "labels": d.labels,
+                    "adjudicated": d.adjudicated,
+                    "question": t.question,
+                    "options": t.options,
+                    "response": t.response,
+                }
+                for d, t in found
             )
-        )
-        return 0
-    if not found:
-        print("no disagreements between annotators")
-    for d, t in found:
-        labels = ", ".join(f"{a}: {c}" for a, c in d.labels.items())
-        state = f"adjudicated {d.adjudicated}" if d.adjudicated else "open"
-        print(
-            f"item {d.item_id} [{state}]  {labels}\n  Q: {t.question}\n  "
-            + "  ".join(f"{k}. {v}" for k, v in t.options.items())
-            + f"\n  response: {t.response}"
-        )
+            return 0
+        shown = 0
+        for d, t in found:
+            shown += 1
+            labels = ", ".join(f"{a}: {c}" for a, c in d.labels.items())
+            state = f"adjudicated {d.adjudicated}" if d.adjudicated else "open"
+            print(
+                f"item {d.item_id} [{state}]  {labels}\n  Q: {t.question}\n  "
+                + "  ".join(f"{k}. {v}" for k, v in t.options.items())
+                + f"\n  response: {t.response}"
+            )
+        if not shown:
+            print("no disagreements between annotators")
     return 0
 
 

@@ -13,7 +13,7 @@ from evaluator.formats.importers.common import DEFAULT_MAX_IMAGE_MB, ReadLimits,
 from evaluator.formats.outfiles import write_file
 from evaluator.formats.registry import format_names
 from vlmdesk.args import int_in, positive_int
-from vlmdesk.cli import add_command, output_file
+from vlmdesk.cli import add_command, output_file, write_json_array
 from vlmdesk.cmd_fetch import add_download_options
 
 MAX_IMAGE_MB_CEILING = 4096
@@ -377,11 +377,8 @@ def cmd_items(args) -> int:
     # Streamed: each item is written as it is read, so a million-item listing starts at once in constant memory.
     with open_from_args(args) as ws:
         items = catalog.iter_items(ws, bench_or_fail(ws, args.bench).id, limit=args.limit)
-        if args.json:  # the same bytes as json.dumps of the whole list
-            sys.stdout.write("[")
-            for n, i in enumerate(items):
-                sys.stdout.write((", " if n else "") + json.dumps(i.to_json(), ensure_ascii=False))
-            sys.stdout.write("]\n")
+        if args.json:
+            write_json_array(i.to_json() for i in items)
             return 0
         for i in items:
             question = i.question.replace("\n", " ")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import itertools
 import json
 import os
 import sys
@@ -18,7 +19,7 @@ from evaluator.engine.runner import RunSettings
 from evaluator.formats.exporters import ExportError
 from evaluator.formats.registry import format_names
 from vlmdesk.args import annotator, positive_int, record_id, seed
-from vlmdesk.cli import model_specs_help
+from vlmdesk.cli import model_specs_help, write_json_array
 from vlmdesk.cmd_data import bench_or_fail, item_or_fail
 from vlmdesk.cmd_run import human_progress
 
@@ -327,9 +328,10 @@ def cmd_consensus(args) -> int:
 def cmd_list(args) -> int:
     from vlmdesk.cli import open_from_args
 
+    # Streamed: each candidate is written as it is read, in constant memory (a million flags list at once).
     with open_from_args(args) as ws:
         bench_id = bench_or_fail(ws, args.bench).id if args.bench else None
-        found = qc.queue(
+        found = qc.iter_queue(
             ws,
             benchmark_id=bench_id,
             stage=args.stage,
@@ -337,24 +339,29 @@ def cmd_list(args) -> int:
             include_withdrawn=args.all,
             disagreements_only=args.disagreements,
         )
-    if args.json:
-        print(json.dumps([c.to_json() for c in found], ensure_ascii=False))
-        return 0
-    if not found:
-        print("no QC candidates match (vlmdesk qc text-only / qc consensus make them)")
-        return 0
-    print(f"{'benchmark':<18} {'index':>8}  {'stage':<9} {'status':<9} {'outcome':<10} {'runs':<12} decisions")
-    for c in found:
-        r = c.resolution
-        outcome = {"correct": f"key→{r.answer}", None: "-"}.get(r.action, r.action)
-        votes = ", ".join(f"{d.annotator}:{d.decision}" + (f"/{d.reason}" if d.reason else "") for d in r.votes)
-        mark = " (disagree)" if r.disagreement else ""
-        withdrawn = "" if c.active else " [withdrawn]"
-        print(
-            f"{c.benchmark[:18]:<18} {str(c.index):>8}  {c.stage:<9} {c.status:<9} {outcome:<10} "
-            f"{','.join(map(str, c.run_ids))[:12]:<12} {votes or '-'}{mark}{withdrawn}"
-        )
+        if args.json:
+            write_json_array(c.to_json() for c in found)
+            return 0
+        first = next(found, None)
+        if first is None:
+            print("no QC candidates match (vlmdesk qc text-only / qc consensus make them)")
+            return 0
+        print(f"{'benchmark':<18} {'index':>8}  {'stage':<9} {'status':<9} {'outcome':<10} {'runs':<12} decisions")
+        for c in itertools.chain([first], found):
+            _print_candidate(c)
     return 0
+
+
+def _print_candidate(c: qc.Candidate) -> None:
+    r = c.resolution
+    outcome = {"correct": f"key→{r.answer}", None: "-"}.get(r.action, r.action)
+    votes = ", ".join(f"{d.annotator}:{d.decision}" + (f"/{d.reason}" if d.reason else "") for d in r.votes)
+    mark = " (disagree)" if r.disagreement else ""
+    withdrawn = "" if c.active else " [withdrawn]"
+    print(
+        f"{c.benchmark[:18]:<18} {str(c.index):>8}  {c.stage:<9} {c.status:<9} {outcome:<10} "
+        f"{','.join(map(str, c.run_ids))[:12]:<12} {votes or '-'}{mark}{withdrawn}"
+    )
 
 
 def cmd_decide(args) -> int:

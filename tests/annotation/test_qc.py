@@ -304,3 +304,56 @@ def test_summary_counts_per_stage_reason_and_item_category(flagged):
     assert txt["by_reason"] == {"text_answerable": 1}
     assert s["total"]["candidates"] == 80 + len(text.candidates)
     assert runs.get_run(ws, blind).status == "finished"  # the stage's runs are ordinary, kept runs
+
+
+def test_the_streamed_queue_is_the_queue_in_the_same_order_across_chunks(tmp_path):
+    """qc.iter_queue (what `vlmdesk qc list` streams) lists what qc.queue lists, in its order, past a chunk of 500."""
+    with open_workspace(tmp_path / "ws.sqlite") as ws:
+        rng = random.Random(7)
+        with ws.db.atomic():
+            bid = catalog.insert_benchmark(
+                ws, name="big", kind="mcq", format="jsonl", source="s", source_sha256="big", meta={}
+            )
+            n = 700
+            positions = list(range(n))
+            rng.shuffle(positions)  # ids and positions in different orders: the queue is in file order
+            catalog.insert_items(
+                ws,
+                [
+                    (bid, p, p, f"Q{p}?", None, json.dumps(["a", "b"]), "A", "c", None, None, "en", None, 0, "{}")
+                    for p in positions
+                ],
+            )
+            catalog.finish_benchmark(ws, bid, rows_read=n, rows_folded=0, rows_skipped=0)
+            stage_run = ws.conn.execute(
+                "INSERT INTO qc_stage_runs (benchmark_id, stage, run_ids, items_evaluated, candidates, created_at) "
+                "VALUES (?, 'consensus', '[1]', ?, ?, 'now')",
+                (bid, n, n),
+            ).lastrowid
+            ids = [r[0] for r in ws.conn.execute("SELECT id FROM items")]
+            rng.shuffle(ids)
+            for k, item_id in enumerate(ids):
+                for stage in ("consensus", "text-only") if k % 3 == 0 else ("consensus",):
+                    ws.conn.execute(
+                        "INSERT INTO qc_flags (benchmark_id, item_id, stage, stage_run_id, run_ids, correct_run_ids, "
+                        "active, flagged_at, updated_at) VALUES (?, ?, ?, ?, '[1]', '[]', ?, 'now', 'now')",
+                        (bid, item_id, stage, stage_run, int(k % 11 != 0)),
+                    )
+        for item_id in [i for k, i in enumerate(ids[:160]) if k % 11]:  # confirmed, rejected, disputed among pending
+            for who in ("ann", "bob") if rng.random() < 0.5 else ("ann",):
+                decision = rng.choice(["confirm", "reject"])
+                qc.decide(
+                    ws, item_id, "consensus", who, decision, reason="ambiguous" if decision == "confirm" else None
+                )
+        for kwargs in (
+            {},
+            {"include_withdrawn": True},
+            {"status": "confirmed"},
+            {"stage": "text-only"},
+            {"disagreements_only": True, "benchmark_id": bid},
+        ):
+            listed = qc.queue(ws, **kwargs)
+            assert len(listed) > 40 or kwargs.get("disagreements_only")
+            assert list(qc.iter_queue(ws, **kwargs)) == listed, kwargs
+        assert len(qc.queue(ws)) > 500  # more than one chunk
+        assert [c.status for c in qc.queue(ws)][:1] == ["pending"] and "confirmed" in {c.status for c in qc.queue(ws)}
