@@ -152,14 +152,46 @@ def combine(
     return only, (exclude or None)
 
 
-def open_conflicts(ws: Workspace, benchmark_id: int, settler: str) -> list[tuple[int, list[reviews.Review]]]:
-    """Conflicting items the settler has not yet ruled on: no standing verdict of theirs newer than every other
-    standing verdict on the item. Settling is giving that verdict (reviews.add_review); it is kept in the log."""
-    out = []
-    for item_id, standing in sorted(reviews.conflicts(ws, benchmark_id).items()):
-        mine = [r for r in standing if r.annotator == settler]
-        others = [r for r in standing if r.annotator != settler]
-        if mine and others and (mine[0].created_at, mine[0].id) > max((r.created_at, r.id) for r in others):
-            continue
-        out.append((item_id, standing))
-    return out
+# A conflict is settled for a settler when their standing verdict (not a skip) is newer, in the log's order (time,
+# then id), than every other annotator's standing verdict on the item; settling is giving that verdict
+# (reviews.add_review), kept in the log. Asked per conflict in SQL (review_conflicts, review_standing: migration 0015).
+_OPEN_CONFLICT = (
+    "NOT EXISTS (SELECT 1 FROM review_standing m WHERE m.item_id = c.item_id AND m.annotator = :settler "
+    "AND m.verdict != 'skip' AND NOT EXISTS (SELECT 1 FROM review_standing o WHERE o.item_id = c.item_id "
+    "AND o.annotator != :settler AND o.verdict != 'skip' "
+    "AND (o.created_at, o.review_id) > (m.created_at, m.review_id)))"
+)
+
+
+def open_conflict_count(ws: Workspace, benchmark_id: int, settler: str) -> int:
+    """How many conflicting items the settler has not yet ruled on."""
+    return int(
+        ws.conn.execute(
+            f"SELECT count(*) FROM review_conflicts c WHERE c.benchmark_id = :b AND {_OPEN_CONFLICT}",
+            {"b": benchmark_id, "settler": settler},
+        ).fetchone()[0]
+    )
+
+
+def next_open_conflict(ws: Workspace, benchmark_id: int, settler: str, *, after: int | None = None) -> int | None:
+    """The first conflicting item (by id) after `after` the settler has not ruled on, from the first one again past
+    the last: an index walk from where the settler is, whatever the number of conflicts."""
+    for start in (after, None) if after is not None else (None,):
+        found = ws.conn.execute(
+            f"SELECT c.item_id FROM review_conflicts c WHERE c.benchmark_id = :b AND c.item_id > :after "
+            f"AND {_OPEN_CONFLICT} ORDER BY c.item_id LIMIT 1",
+            {"b": benchmark_id, "settler": settler, "after": -1 if start is None else start},
+        ).fetchone()
+        if found is not None:
+            return int(found[0])
+    return None
+
+
+def is_open_conflict(ws: Workspace, benchmark_id: int, settler: str, item_id: int) -> bool:
+    return (
+        ws.conn.execute(
+            f"SELECT 1 FROM review_conflicts c WHERE c.item_id = :i AND c.benchmark_id = :b AND {_OPEN_CONFLICT}",
+            {"b": benchmark_id, "settler": settler, "i": item_id},
+        ).fetchone()
+        is not None
+    )

@@ -160,6 +160,12 @@ def conflicts(ws: Workspace, benchmark_id: int) -> dict[int, list[Review]]:
     return {item: rs for item, rs in by_item.items() if len({(r.verdict, r.corrected_answer) for r in rs}) > 1}
 
 
+def conflict_count(ws: Workspace, benchmark_id: int) -> int:
+    """len(conflicts(...)), from the kept table alone (an index range, no verdict read)."""
+    row = ws.conn.execute("SELECT count(*) FROM review_conflicts WHERE benchmark_id = ?", (benchmark_id,)).fetchone()
+    return int(row[0])
+
+
 def progress(ws: Workspace, benchmark_id: int, annotator: str | None = None) -> dict[str, Any]:
     """Reviewed / total items, for everyone and for one annotator: counts kept by triggers (migration 0015), read by
     primary key, so a keypress never counts the benchmark."""

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from annotation import alignment, qc, reviews
 from annotation.blind import HIDDEN_TEXT
-from annotation.browse import VERDICT_LABELS, open_conflicts
+from annotation.browse import VERDICT_LABELS, is_open_conflict, next_open_conflict, open_conflict_count
 from annotation.correction import wrong_key_problem
 from db import item_query
 from db.catalog import Item
@@ -608,7 +608,7 @@ class ConflictsPage(_ItemPage):
 
     def __init__(self, ctx, parent=None):
         super().__init__(ctx, "Conflicts", parent)
-        self.entries: list = []
+        self.standing: list[reviews.Review] = []  # the shown item's standing opinions (no skips), in time order
         self.settled: list[int] = []  # items settled on this page, newest last: Ctrl+Z withdraws
         self.armed_wrong = False
         self.shown_at = time.monotonic()
@@ -681,20 +681,19 @@ class ConflictsPage(_ItemPage):
             self.undo()
 
     def remaining(self) -> int:
-        """THE count of conflicts left for this annotator (annotation.browse.open_conflicts): page and list agree."""
+        """THE count of conflicts left for this annotator (annotation.browse.open_conflict_count): page and list
+        agree."""
         bench = self.ctx.benchmark
-        return len(open_conflicts(self.ctx.ws, bench.id, self.ctx.annotator)) if bench else 0
+        return open_conflict_count(self.ctx.ws, bench.id, self.ctx.annotator) if bench else 0
 
     def reload(self) -> None:
         """After another process wrote: keep the item being settled (and its pick and note) if still open."""
         bench = self.ctx.benchmark
-        entries = open_conflicts(self.ctx.ws, bench.id, self.ctx.annotator) if bench else []
         current = self.item.id if self.item is not None else None
-        if current is None or current not in [i for i, _ in entries]:
+        if bench is None or current is None or not is_open_conflict(self.ctx.ws, bench.id, self.ctx.annotator, current):
             self.refresh()
             return
-        self.entries = [e for e in entries if e[0] == current] + [e for e in entries if e[0] != current]
-        self.left.setText(f"{len(self.entries)} left for you")
+        self.left.setText(f"{self.remaining()} left for you")
         self.show_item(current)  # the key in the panel follows the blind rule now, not when it was first drawn
         self._combo_picked()
         self._show_verdicts()
@@ -706,35 +705,46 @@ class ConflictsPage(_ItemPage):
         self.note.clear()
         self.item = None
 
-    def refresh(self, prefer: int | None = None) -> None:
-        bench = self.ctx.benchmark
-        entries = open_conflicts(self.ctx.ws, bench.id, self.ctx.annotator) if bench else []
-        # `prefer` (an item whose settlement was just withdrawn) goes first.
-        self.entries = [e for e in entries if e[0] == prefer] + [e for e in entries if e[0] != prefer]
-        self.left.setText(f"{len(self.entries)} left for you")
+    def refresh(self, prefer: int | None = None, *, after: int | None = None) -> None:
+        """Show `prefer` (an item whose settlement was just withdrawn) when it is open, else the next open conflict
+        after `after` (in item order, from the first again past the last): each found by index, one at a time."""
+        bench, ws, me = self.ctx.benchmark, self.ctx.ws, self.ctx.annotator
+        item_id = None
+        if bench is not None:
+            if prefer is not None and is_open_conflict(ws, bench.id, me, prefer):
+                item_id = prefer
+            else:
+                item_id = next_open_conflict(ws, bench.id, me, after=after)
+        self.left.setText(f"{self.remaining()} left for you")
         for b in self.buttons.values():
-            b.setEnabled(bool(self.entries))
+            b.setEnabled(item_id is not None)
         self.change.setVisible(bool(self.settled))
         self.armed_wrong = False
         self.hint_label.hide()
         self.note.clear()
-        if not self.entries:
+        if item_id is None:
+            self.standing = []
             self.verdicts.setText("No conflicting verdicts to settle.")
             self.show_item(None)
             self._fill_answers()
             return
-        item_id, _ = self.entries[0]
+        self._show_conflict(item_id)
+        self.setFocus()
+
+    def _show_conflict(self, item_id: int) -> None:
         self.show_item(item_id)
         self._show_verdicts()
         self._fill_answers()
         self.shown_at = time.monotonic()
-        self.setFocus()
 
     def _show_verdicts(self) -> None:
-        item_id, standing = self.entries[0]
+        item_id = self.item.id if self.item is not None else None
+        if item_id is None:
+            return
+        self.standing = [r for r in reviews.standing_reviews(self.ctx.ws, item_id=item_id) if r.verdict != "skip"]
         if not self.reveals(item_id):
             # Blind: others' verdicts, corrections and notes only once my own verdict on the item stands.
-            others = len({r.annotator for r in standing if r.annotator != self.ctx.annotator})
+            others = len({r.annotator for r in self.standing if r.annotator != self.ctx.annotator})
             self.verdicts.setText(
                 f"<b>{others} annotators disagree</b> — give your verdict first; theirs show once yours is saved."
             )
@@ -744,7 +754,7 @@ class ConflictsPage(_ItemPage):
             f"<td style='padding-right:16px'>{html.escape(VERDICT_LABELS[r.verdict])}"
             f"{' → ' + html.escape(r.corrected_answer) if r.corrected_answer else ''}</td>"
             f"<td style='color:{MUTED}'>{html.escape(r.note or '')}</td></tr>"
-            for r in standing
+            for r in self.standing
         )
         set_rich_text(self.verdicts, f"<b>Standing verdicts</b><table style='margin-top:4px'>{rows}</table>")
 
@@ -778,17 +788,16 @@ class ConflictsPage(_ItemPage):
         self.corrected.setCurrentIndex(max(0, self.corrected.findData(chosen)) if chosen else 0)
 
     def settle(self, verdict: reviews.Verdict, corrected: str | None = None) -> None:
-        if not self.entries or self.item is None:
+        bench = self.ctx.benchmark
+        if self.item is None or bench is None:
             return
         item = self.item
         if verdict == "skip":
-            # A skip is no opinion, so it could never settle the conflict: it puts it at the end, and saves nothing.
-            if len(self.entries) > 1:
-                self.entries = [*self.entries[1:], self.entries[0]]
-                self.show_item(self.entries[0][0])
-                self._show_verdicts()
-                self._fill_answers()
-                self.shown_at = time.monotonic()
+            # A skip is no opinion, so it could never settle the conflict: the walk goes on to the next one (this one
+            # comes back after the others), and nothing is saved.
+            following = next_open_conflict(self.ctx.ws, bench.id, self.ctx.annotator, after=item.id)
+            if following is not None and following != item.id:
+                self._show_conflict(following)
             self.saved.setText("Skipped for now: nothing saved, the conflict stays in the queue")
             return
         if verdict == "wrong_answer":
@@ -820,7 +829,7 @@ class ConflictsPage(_ItemPage):
         self.settled.append(item.id)
         self.ctx.model.refresh_item(item.id)
         self.ctx.reviewsChanged.emit(item.id)
-        self.refresh()
+        self.refresh(after=item.id)
         self.saved.setText(
             f"✓ Saved: {VERDICT_LABELS[verdict]}"
             + (f" → {corrected}" if verdict == "wrong_answer" else "")
@@ -996,6 +1005,6 @@ class QueuesView(QWidget):
         return (
             len(qc.queue(ws, benchmark_id=bench.id)),
             sets.get(name, 0),
-            len(reviews.conflicts(ws, bench.id)),
+            reviews.conflict_count(ws, bench.id),
             self.open_answers.total(),
         )

@@ -57,6 +57,17 @@ def test_status_labels_and_filters(ws):
     assert only == {a.id, c.id, e.id} and exclude is None
 
 
+def _open(ws, bench_id, settler):
+    """The settler's open conflicts as the queue walks them: next after next, by index."""
+    found, after = [], None
+    while (item := browse.next_open_conflict(ws, bench_id, settler, after=after)) is not None and item not in found:
+        found.append(item)
+        after = item
+    assert browse.open_conflict_count(ws, bench_id, settler) == len(found)
+    assert all(browse.is_open_conflict(ws, bench_id, settler, i) for i in found)
+    return found
+
+
 def test_open_conflicts_leave_the_settlers_queue_once_settled(ws):
     bench = catalog.benchmark_by_name(ws, "demo")
     a, b = catalog.list_items(ws, bench.id)[:2]
@@ -64,12 +75,37 @@ def test_open_conflicts_leave_the_settlers_queue_once_settled(ws):
     reviews.add_review(ws, a.id, "bob", "ambiguous")
     reviews.add_review(ws, b.id, "ann", "ok")
     reviews.add_review(ws, b.id, "bob", "bad_image")
-    assert [i for i, _ in browse.open_conflicts(ws, bench.id, "eve")] == [a.id, b.id]
+    assert _open(ws, bench.id, "eve") == [a.id, b.id]
     reviews.add_review(ws, a.id, "eve", "ambiguous", note="settles")
-    assert [i for i, _ in browse.open_conflicts(ws, bench.id, "eve")] == [b.id]
+    assert _open(ws, bench.id, "eve") == [b.id] and not browse.is_open_conflict(ws, bench.id, "eve", a.id)
+    assert browse.next_open_conflict(ws, bench.id, "eve", after=b.id) == b.id  # past the last: from the first
     # A verdict newer than the settler's puts the item back in their queue.
     reviews.add_review(ws, a.id, "ann", "text_answerable")
-    assert [i for i, _ in browse.open_conflicts(ws, bench.id, "eve")] == [a.id, b.id]
+    assert _open(ws, bench.id, "eve") == [a.id, b.id]
+
+
+def test_the_open_conflict_rule_in_sql_is_the_rule_over_the_standing_verdicts(ws):
+    """Settled for a settler: their standing opinion (not a skip) is newer than every other standing opinion."""
+    import random
+
+    rng = random.Random(11)
+    bench = catalog.benchmark_by_name(ws, "demo")
+    items = [i.id for i in catalog.list_items(ws, bench.id)[:6]]
+    people = ("ann", "bob", "eve")
+    for _ in range(120):
+        item, who = rng.choice(items), rng.choice(people)
+        if rng.random() < 0.2:
+            reviews.undo_last(ws, who, item_id=item)
+        else:
+            reviews.add_review(ws, item, who, rng.choice(["ok", "ambiguous", "skip", "bad_image"]))
+        for settler in people:
+            expected = []
+            for item_id, standing in sorted(reviews.conflicts(ws, bench.id).items()):
+                mine = [r for r in standing if r.annotator == settler]
+                others = [r for r in standing if r.annotator != settler]
+                if not (mine and (mine[0].created_at, mine[0].id) > max((r.created_at, r.id) for r in others)):
+                    expected.append(item_id)
+            assert _open(ws, bench.id, settler) == expected
 
 
 def test_qc_marks_follow_decisions(ws, tmp_path):
