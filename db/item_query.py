@@ -18,8 +18,9 @@ from db.workspace import Workspace
 
 RUN_RESULTS = ("right", "wrong", "pending", "unscored", "none")
 """Per item and run: every needed pass right / a pass wrong / passes missing / no answer key / not run. The rule
-is evaluator/scoring/choices.py's run_result; the SQL below computes the same for paging and QC (db/ cannot import
-evaluator/), and tests/db/test_run_result_sql.py checks the two agree on generated runs."""
+is evaluator/scoring/choices.py's run_result; triggers keep the same, per (run, item) with a stored pass, in
+run_item_results (migration 0020: db/ cannot import evaluator/), which paging, filters and QC read, and
+tests/db/test_run_result_sql.py checks the two agree on generated runs."""
 
 # Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, kana, Chinese; and Hangul, whose words
 # carry their particles): unicode61 makes one token of a whole run of them, so they are searched as substrings.
@@ -214,45 +215,44 @@ def _where(ws: Workspace, benchmark_id: int, f: ItemFilter) -> tuple[str, list[o
     if f.without_verdict_by is not None:
         sql.append("NOT EXISTS (SELECT 1 FROM review_standing s WHERE s.item_id = i.id AND s.annotator = ?)")
         params.append(f.without_verdict_by)
-    if f.run_result is not None:
-        sql.append(f"{_run_result_sql(ws, f.run_id)} = ?")
-        params.append(f.run_result)
+    if f.run_result == "none":
+        sql.append("NOT EXISTS (SELECT 1 FROM run_item_results k WHERE k.run_id = ? AND k.item_id = i.id)")
+        params.append(_run_id(f))
+    # Any other result: the listing is driven by the kept results (_from), which hold it per (run, item).
     return " AND ".join(sql), params
 
 
-def _result_case(need: str) -> str:
-    """The run result over the passes `p` of one item of one run, needing `need` right passes (see RUN_RESULTS)."""
+def _run_id(f: ItemFilter) -> int:
+    return -1 if f.run_id is None else int(f.run_id)
+
+
+def _from(f: ItemFilter) -> tuple[str, str, list[object]]:
+    """(FROM clause, the (position, id) keyset columns, parameters). A run-result filter reads the run's kept results
+    of that result in file order by their index (migration 0020): rare and common results list equally fast."""
+    if f.run_result is None or f.run_result == "none":
+        return "items i", "i.position, i.id", []
     return (
-        f"CASE WHEN count(*) = 0 THEN 'none' WHEN sum(p.correct = 0) > 0 THEN 'wrong' "
-        f"WHEN sum(p.correct IS NULL) > 0 THEN 'unscored' WHEN sum(p.correct = 1) >= {need} THEN 'right' "
-        f"ELSE 'pending' END"
+        "run_item_results k JOIN items i ON i.id = k.item_id AND k.run_id = ? AND k.result = ?",
+        "k.position, k.item_id",
+        [_run_id(f), f.run_result],
     )
 
 
-def _need(strategy: str) -> str:
-    """Passes needed right (evaluator/scoring/choices.py passes_needed): every rotation under CircularEval, else one."""
-    return "json_array_length(i.options)" if strategy == "circular" else "1"
-
-
-def _run_result_sql(ws: Workspace, run_id: int | None) -> str:
+def _run_result_sql(run_id: int | None) -> str:
     if run_id is None:
         return "'none'"
-    run = runs.get_run(ws, run_id)
-    need = _need(run.strategy if run is not None else "")
-    return f"(SELECT {_result_case(need)} FROM predictions p WHERE p.run_id = {int(run_id)} AND p.item_id = i.id)"
+    return (
+        f"coalesce((SELECT r.result FROM run_item_results r WHERE r.run_id = {int(run_id)} AND r.item_id = i.id), "
+        "'none')"
+    )
 
 
 def run_results(ws: Workspace, run_ids: list[int]) -> dict[int, dict[int, str]]:
     """item id -> {run id: one of RUN_RESULTS} for every item a run has a stored pass of (the run's own scoring)."""
     found: dict[int, dict[int, str]] = {}
     for run_id in run_ids:
-        run = runs.get_run(ws, run_id)
-        if run is None:
-            continue
         rows = ws.conn.execute(
-            f"SELECT p.item_id, {_result_case(_need(run.strategy))} FROM predictions p "
-            f"JOIN items i ON i.id = p.item_id WHERE p.run_id = ? GROUP BY p.item_id ORDER BY p.item_id",
-            (run_id,),
+            "SELECT item_id, result FROM run_item_results WHERE run_id = ? ORDER BY item_id", (run_id,)
         )
         for item_id, result in rows:
             found.setdefault(item_id, {})[run_id] = result
@@ -267,11 +267,24 @@ def count_items(ws: Workspace, benchmark_id: int, f: ItemFilter = ItemFilter()) 
         return count_items(ws, benchmark_id, rest) - count_items(
             ws, benchmark_id, replace(rest, only_ids=f.exclude_ids)
         )
-    if f == ItemFilter(run_id=f.run_id, text=f.text) and not f.text[:MAX_SEARCH_CHARS].strip():
+    no_text = not f.text[:MAX_SEARCH_CHARS].strip()
+    if f == ItemFilter(run_id=f.run_id, text=f.text) and no_text:
         row = ws.conn.execute("SELECT items FROM benchmark_counts WHERE benchmark_id = ?", (benchmark_id,)).fetchone()
         return int(row[0]) if row else 0  # kept by triggers (migration 0015): a million items are not counted
+    if f == ItemFilter(run_id=f.run_id, text=f.text, run_result=f.run_result) and no_text:
+        # A run's items are its benchmark's: the kept results alone, an index range (migration 0020); the items it
+        # never asked are the others.
+        (run_rows,) = ws.conn.execute(
+            "SELECT count(*) FROM run_item_results WHERE run_id = ?1 AND (result = ?2 OR ?2 = 'none') "
+            "AND (SELECT benchmark_id FROM runs WHERE id = ?1) = ?3",
+            (_run_id(f), f.run_result, benchmark_id),
+        ).fetchone()
+        if f.run_result != "none":
+            return int(run_rows)
+        return count_items(ws, benchmark_id, ItemFilter()) - int(run_rows)
     where, params = _where(ws, benchmark_id, f)
-    return int(ws.conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0])
+    source, _, source_params = _from(f)
+    return int(ws.conn.execute(f"SELECT count(*) FROM {source} WHERE {where}", source_params + params).fetchone()[0])
 
 
 def item_page(
@@ -284,15 +297,16 @@ def item_page(
 ) -> list[ItemRow]:
     """Up to `limit` rows in file order, starting after (position, id) `after` — keyset paging stays fast at depth."""
     where, params = _where(ws, benchmark_id, f)
+    source, key, source_params = _from(f)
     if after is not None:
-        where += " AND (i.position, i.id) > (?, ?)"
+        where += f" AND ({key}) > (?, ?)"
         params += list(after)
     sql = (
         f"SELECT i.id, i.position, i.source_index, i.category, i.l2_category, i.split, i.answer, "
-        f"json_array_length(i.options), i.image_sha256, i.question, {_run_result_sql(ws, f.run_id)} "
-        f"FROM items i WHERE {where} ORDER BY i.position, i.id LIMIT ?"
+        f"json_array_length(i.options), i.image_sha256, i.question, {_run_result_sql(f.run_id)} "
+        f"FROM {source} WHERE {where} ORDER BY {key} LIMIT ?"
     )
-    return [ItemRow(*r) for r in ws.conn.execute(sql, params + [limit])]
+    return [ItemRow(*r) for r in ws.conn.execute(sql, source_params + params + [limit])]
 
 
 def facet_values(ws: Workspace, benchmark_id: int) -> dict[str, list[str]]:

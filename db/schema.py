@@ -992,3 +992,72 @@ def _m0019(db: Database) -> None:
     # counts its items from the index in file order. The expression is the one the filters compare.
     for column in FACETS:
         db.execute(f"CREATE INDEX items_{column} ON items (benchmark_id, coalesce({column}, ''), position)")
+
+
+# The run result of one item in one run (db/item_query.py RUN_RESULTS; evaluator/scoring/choices.py run_result is the
+# rule, tests/db/test_run_result_sql.py holds the two together): from its stored passes `p`, the run `r` (CircularEval
+# needs every rotation right) and the item `i`. Written out here because a released migration never changes.
+_RUN_RESULT = (
+    "CASE WHEN sum(p.correct = 0) > 0 THEN 'wrong' WHEN sum(p.correct IS NULL) > 0 THEN 'unscored' "
+    "WHEN sum(p.correct = 1) >= (CASE WHEN r.strategy = 'circular' THEN json_array_length(i.options) ELSE 1 END) "
+    "THEN 'right' ELSE 'pending' END"
+)
+_RUN_RESULT_ROWS = (
+    "INSERT INTO run_item_results (run_id, item_id, position, result) "
+    f"SELECT p.run_id, p.item_id, i.position, {_RUN_RESULT} FROM predictions p JOIN items i ON i.id = p.item_id "
+    "JOIN runs r ON r.id = p.run_id"
+)
+
+
+def _rerun_result(run: str, item: str) -> str:
+    """Statements (for a trigger) that derive the kept result of (run, item) afresh from its passes."""
+    return (
+        f"DELETE FROM run_item_results WHERE run_id = {run} AND item_id = {item};\n"
+        f"{_RUN_RESULT_ROWS} WHERE p.run_id = {run} AND p.item_id = {item} GROUP BY p.run_id, p.item_id;"
+    )
+
+
+@migrations(name="0020_run_results")
+def _m0020(db: Database) -> None:
+    # Browse's run-result filter at a million items (issue 27, docs/adr/0044): the result of every (run, item) with a
+    # stored pass is kept beside it by triggers, in the transaction of the write, with the item's position, so a
+    # filter counts an index range and lists in file order from the index whatever the result's frequency.
+    # Everything here is derived (rebuild_run_results).
+    _script(
+        db,
+        f"""
+        CREATE TABLE run_item_results (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            result TEXT NOT NULL CHECK (result IN ('right', 'wrong', 'pending', 'unscored')),
+            PRIMARY KEY (run_id, item_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX run_item_results_listing ON run_item_results (run_id, result, position, item_id);
+        CREATE TRIGGER predictions_result_ai AFTER INSERT ON predictions BEGIN
+            {_rerun_result("NEW.run_id", "NEW.item_id")}
+        END;
+        CREATE TRIGGER predictions_result_au AFTER UPDATE ON predictions BEGIN
+            {_rerun_result("OLD.run_id", "OLD.item_id")}
+            {_rerun_result("NEW.run_id", "NEW.item_id")}
+        END;
+        CREATE TRIGGER predictions_result_ad AFTER DELETE ON predictions BEGIN
+            {_rerun_result("OLD.run_id", "OLD.item_id")}
+        END;
+        CREATE TRIGGER items_result_au AFTER UPDATE OF position, options ON items BEGIN
+            DELETE FROM run_item_results WHERE item_id = NEW.id;
+            {_RUN_RESULT_ROWS} WHERE p.item_id = NEW.id GROUP BY p.run_id, p.item_id;
+        END;
+        CREATE TRIGGER runs_result_au AFTER UPDATE OF strategy ON runs BEGIN
+            DELETE FROM run_item_results WHERE run_id = NEW.id;
+            {_RUN_RESULT_ROWS} WHERE p.run_id = NEW.id GROUP BY p.run_id, p.item_id;
+        END;
+        """,
+    )
+    rebuild_run_results(db)
+
+
+def rebuild_run_results(db: Database) -> None:
+    """Derive run_item_results afresh from the stored passes (migration 0020; repair)."""
+    db.execute("DELETE FROM run_item_results")
+    db.execute(f"{_RUN_RESULT_ROWS} GROUP BY p.run_id, p.item_id")

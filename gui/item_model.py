@@ -74,7 +74,8 @@ class ItemTableModel(QAbstractTableModel):
             only, exclude = browse.combine(*pairs)
             self._query = replace(self.filter, only_ids=only, exclude_ids=exclude)
             self.total = item_query.count_items(self.ws, self._benchmark_id, self._query)
-            self._fetch(max(PAGE, at_least))
+            if self.total:  # nothing matches: no page to look for (a rare filter would walk the benchmark)
+                self._fetch(max(PAGE, at_least))
         self.endResetModel()
 
     def _read_status(self, *, qc: bool = True) -> None:

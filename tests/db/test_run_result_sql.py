@@ -182,3 +182,64 @@ def test_the_search_treats_every_cjk_letter_as_spaceless():
 
 def _ranges(chars: str) -> list[tuple[int, int]]:
     return [(ord(chars[i]), ord(chars[i + 2])) for i in range(0, len(chars), 3)]
+
+
+def _kept(ws, run_id):
+    return sorted(ws.conn.execute("SELECT item_id, position, result FROM run_item_results WHERE run_id = ?", (run_id,)))
+
+
+def _rule(ws, bench_id, run_id, strategy):
+    by_item: dict[int, dict] = {i.id: {} for i in catalog.list_items(ws, bench_id)}
+    for p in runs.predictions_of(ws, run_id):
+        by_item[p.item_id][p.pass_] = p
+    items = {i.id: i for i in catalog.list_items(ws, bench_id)}
+    return {
+        i: choices.item_result(strategy, len(items[i].options), choices.marks_of(passes))
+        for i, passes in by_item.items()
+    }
+
+
+def test_the_kept_results_follow_every_write_to_passes_items_and_runs(ws):
+    """run_item_results (migration 0020) is derived: after passes are added, rescored, deleted, an item's options
+    change or the run's strategy, it holds what the rule says — and a rebuild from scratch holds the same."""
+    from db import schema
+
+    items = [(3, True, ["right", "right", "wrong"]), (2, True, ["right", "absent"]), (4, False, ["right"] * 4)]
+    items += [(2, True, ["right", "right"]), (3, True, ["absent"] * 3)]
+    bench_id, run_id = _store(ws, "circular", items)
+    ids = [i.id for i in catalog.list_items(ws, bench_id)]
+
+    def check(strategy):
+        expected = _rule(ws, bench_id, run_id, strategy)
+        rows = item_query.item_page(ws, bench_id, ItemFilter(run_id=run_id), limit=100)
+        assert {r.id: r.run_result for r in rows} == expected
+        for result in RUN_RESULTS:
+            f = ItemFilter(run_id=run_id, run_result=result)
+            wanted = [i for i in ids if expected[i] == result]
+            assert [r.id for r in item_query.item_page(ws, bench_id, f)] == wanted
+            assert item_query.count_items(ws, bench_id, f) == len(wanted)
+        kept = _kept(ws, run_id)
+        with ws.db.atomic():
+            schema.rebuild_run_results(ws.db)
+        assert _kept(ws, run_id) == kept
+
+    check("circular")
+    with ws.db.atomic():  # a rescoring: the first item's wrong pass is right after all
+        ws.conn.execute("UPDATE predictions SET correct = 1 WHERE run_id = ? AND item_id = ?", (run_id, ids[0]))
+    check("circular")
+    with ws.db.atomic():  # a pass taken away: right → pending
+        ws.conn.execute("DELETE FROM predictions WHERE run_id = ? AND item_id = ? AND pass = 1", (run_id, ids[3]))
+    check("circular")
+    with ws.db.atomic():  # fewer options: two right rotations are enough now
+        ws.conn.execute('UPDATE items SET options = \'["a", "b"]\' WHERE id = ?', (ids[0],))
+    check("circular")
+    with ws.db.atomic():
+        ws.conn.execute("UPDATE runs SET strategy = 'vanilla' WHERE id = ?", (run_id,))
+    check("vanilla")
+    with ws.db.atomic():  # an item removed: its results go with it
+        ws.conn.execute("DELETE FROM items WHERE id = ?", (ids[1],))
+    ids.remove(ids[1])
+    check("vanilla")
+    with ws.db.atomic():  # the run deleted: its passes go (cascade), and their results with them
+        ws.conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+    assert _kept(ws, run_id) == []
