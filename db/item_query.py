@@ -129,16 +129,20 @@ def _has_words(words: str, *texts: object) -> int:
     return int(all(any(t.startswith(w) for t in found) for w in words.split("\n")))
 
 
-# The last answer: (connection, benchmark, PRAGMA data_version, total_changes) and the ids of the benchmark's items
-# whose texts refold. Typing a search asks again at every letter; any write (by this connection or another one)
-# makes the next search ask the items afresh.
+# The last answer: (connection, benchmark, its item count and texts version) and the ids of the benchmark's items
+# whose texts refold. Typing a search asks again at every letter; a change to the benchmark's texts (an item added,
+# edited or removed, by any connection: migration 0019 keeps the version) makes the next search ask the items
+# afresh — a verdict does not (at a million items, asking costs a second).
 _REFOLDING: list[object] = [None, None]
 
 
 def _refolding_items(ws: Workspace, benchmark_id: int) -> str:
     """The ids (a JSON array) of the benchmark's items that the index cannot find by folded words."""
     conn = ws.conn
-    key = (conn, benchmark_id, conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+    version = conn.execute(
+        "SELECT items, texts_version FROM benchmark_counts WHERE benchmark_id = ?", (benchmark_id,)
+    ).fetchone()
+    key = (conn, benchmark_id, version)
     if _REFOLDING[0] != key:  # the connection itself is held, so its id cannot be reused by another one
         ids = [
             r[0]

@@ -992,6 +992,20 @@ def _m0019(db: Database) -> None:
     # counts its items from the index in file order. The expression is the one the filters compare.
     for column in FACETS:
         db.execute(f"CREATE INDEX items_{column} ON items (benchmark_id, coalesce({column}, ''), position)")
+    # The search asks which items' texts the index cannot fold (a Python rule, db/item_query.py) once per version of
+    # a benchmark's texts, not after every write: an edit or a removal bumps the version, an insertion the item count.
+    _script(
+        db,
+        """
+        ALTER TABLE benchmark_counts ADD COLUMN texts_version INTEGER NOT NULL DEFAULT 0;
+        CREATE TRIGGER items_texts_au AFTER UPDATE OF question, hint, options ON items BEGIN
+            UPDATE benchmark_counts SET texts_version = texts_version + 1 WHERE benchmark_id = NEW.benchmark_id;
+        END;
+        CREATE TRIGGER items_texts_ad AFTER DELETE ON items BEGIN
+            UPDATE benchmark_counts SET texts_version = texts_version + 1 WHERE benchmark_id = OLD.benchmark_id;
+        END;
+        """,
+    )
 
 
 # The run result of one item in one run (db/item_query.py RUN_RESULTS; evaluator/scoring/choices.py run_result is the

@@ -115,3 +115,38 @@ def test_migration_0019_indexes_a_workspace_of_the_schema_before(tmp_path):
         assert {f"items_{c}" for c in schema.FACETS} <= names
         bid = _fill(ws, "b", 50, 5)
         assert item_query.facet_values(ws, bid)["split"]
+
+
+def test_a_verdict_does_not_make_the_search_read_every_item_again_but_an_edit_does(tmp_path):
+    from annotation import reviews
+
+    with open_workspace(tmp_path / "ws.sqlite") as ws:
+        bid = _fill(ws, "b", 50, 6)
+        item = ws.conn.execute("SELECT id FROM items WHERE benchmark_id = ? LIMIT 1", (bid,)).fetchone()[0]
+
+        def scans_for_refolding(write) -> bool:
+            write()
+            statements: list[str] = []
+            ws.conn.set_trace_callback(statements.append)
+            try:
+                found = item_query.count_items(ws, bid, ItemFilter(text="q1"))
+            finally:
+                ws.conn.set_trace_callback(None)
+            assert found >= 1
+            return any("vlmdesk_search_refolds" in s for s in statements)
+
+        assert scans_for_refolding(lambda: None)  # the first search asks the items
+        assert not scans_for_refolding(lambda: reviews.add_review(ws, item, "ann", "ok"))
+
+        def edit() -> None:
+            with ws.db.atomic():
+                ws.conn.execute("UPDATE items SET question = 'Ｆｕｌｌ width Q1?' WHERE id = ?", (item,))
+
+        assert scans_for_refolding(edit)
+        assert item in {r.id for r in item_query.item_page(ws, bid, ItemFilter(text="full"))}  # found folded
+
+        def remove() -> None:
+            with ws.db.atomic():
+                ws.conn.execute("DELETE FROM items WHERE id = ?", (item,))
+
+        assert scans_for_refolding(remove)
