@@ -197,15 +197,17 @@ class QCPage(_ItemPage):
             self.candidate is not None and (not needs_answer or self.answer.currentData() is not None)
         )
 
-    def remaining(self) -> list:
-        """THE list of flags left for this reviewer: the page's count and the queue list's count both come from it."""
+    def queue(self) -> list:
+        """The benchmark's QC queue, read once per action (the page's and the list's counts come from it)."""
         bench = self.ctx.benchmark
-        if bench is None:
-            return []
+        return qc.queue(self.ctx.ws, benchmark_id=bench.id) if bench is not None else []
+
+    def remaining(self, queue: list | None = None) -> list:
+        """THE list of flags left for this reviewer: the page's count and the queue list's count both come from it."""
         me = self.ctx.annotator
         return [
             c
-            for c in qc.queue(self.ctx.ws, benchmark_id=bench.id)
+            for c in (self.queue() if queue is None else queue)
             if c.status in ("pending", "disputed") and not any(v.annotator == me for v in c.resolution.votes)
         ]
 
@@ -231,7 +233,8 @@ class QCPage(_ItemPage):
 
     def refresh(self, prefer: tuple[int, str] | None = None) -> None:
         """Show the first flag left for me (or `prefer`, a flag whose decision was just withdrawn)."""
-        left = self.remaining()
+        queue = self.queue()
+        left = self.remaining(queue)
         self.left.setText(f"{len(left)} left for you")
         self.candidate = next((c for c in left if (c.item_id, c.stage) == prefer), left[0] if left else None)
         for w in (self.confirm, self.reject):
@@ -240,7 +243,7 @@ class QCPage(_ItemPage):
         bench = self.ctx.benchmark
         if bench is None:  # an empty workspace: "every flag has your decision" would mislead
             self.empty.show_state(*NO_BENCHMARK)
-        elif self.candidate is None and not qc.queue(self.ctx.ws, benchmark_id=bench.id):
+        elif self.candidate is None and not queue:
             self.empty.show_state(
                 "No quality-control flags yet",
                 f"Flags on {bench.name} come from two stages: language models answering without the image "
@@ -981,21 +984,22 @@ class QueuesView(QWidget):
     def update_counts(self) -> None:
         has = self.guidelines.current() is not None
         self.guidelines_button.setText("Guidelines" + (" ✓" if has else ""))
+        qc_queue = self.qc.queue()
         counts = (
-            len(self.qc.remaining()),
+            len(self.qc.remaining(qc_queue)),
             self.adjudication.remaining(),
             self.conflicts.remaining(),
             self.open_answers.remaining(),
         )
         for row, ((_, title, _), n) in enumerate(zip(self.pages, counts)):
             self.list.item(row).setText(f"{title}\n{n} left")
-        for (name, _, _), left, total in zip(self.pages, counts, self._totals()):
+        for (name, _, _), left, total in zip(self.pages, counts, self._totals(len(qc_queue))):
             bar = self.bars[name]
             bar.setRange(0, max(total, 1))
             bar.setValue(max(0, total - left))
             bar.setToolTip(f"{total - left} of {total} done by you, {left} left")
 
-    def _totals(self) -> tuple[int, int, int, int]:
+    def _totals(self, flags: int) -> tuple[int, int, int, int]:
         """Everything each queue holds (for the progress bars): flags, the set's responses, conflicts, answers."""
         bench, ws = self.ctx.benchmark, self.ctx.ws
         if bench is None:
@@ -1003,7 +1007,7 @@ class QueuesView(QWidget):
         name = self.adjudication.set_combo.currentData()
         sets = {s.name: s.items for s in alignment.list_sets(ws)}
         return (
-            len(qc.queue(ws, benchmark_id=bench.id)),
+            flags,
             sets.get(name, 0),
             reviews.conflict_count(ws, bench.id),
             self.open_answers.total(),

@@ -16,7 +16,7 @@ COPIES = {
     "POPE parser list": (re.compile(r"\{\s*\"official\":\s*parse_official"), {"evaluator/scoring/pope.py"}),
     "passes needed in SQL": (
         re.compile(r"json_array_length\(i\.options\)\s*(?:ELSE|END|\)|=)|sum\(p\.correct = 1\)"),
-        {"db/item_query.py"},
+        {"db/schema.py"},  # migration 0020's triggers keep the run result per (run, item)
     ),
     "rotation": (re.compile(r"\(\s*i\s*\+\s*(?:k|shift)\s*\)\s*%\s*n"), set()),
     "passes needed": (re.compile(r"len\([\w.]*options\) if [\w.]*strategy == \"circular\""), set()),
