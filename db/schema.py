@@ -1069,6 +1069,34 @@ def _m0020(db: Database) -> None:
         """,
     )
     rebuild_run_results(db)
+    # The arena's queue offers every item's first pair, then every item's second pair…: a pair's rank among its
+    # item's pairs (by position) is kept beside it, so the next pair left for a voter is an index walk from the pair
+    # just voted on, never a read of the whole queue (annotation/arena.py next_left).
+    _script(
+        db,
+        f"""
+        ALTER TABLE arena_pairs ADD COLUMN item_rank INTEGER NOT NULL DEFAULT 0;
+        {_RERANK} WHERE 1 = 1;
+        CREATE INDEX arena_pairs_queue ON arena_pairs (benchmark_id, item_rank, position);
+        ALTER TABLE benchmark_counts ADD COLUMN arena_pairs INTEGER NOT NULL DEFAULT 0;
+        UPDATE benchmark_counts SET arena_pairs =
+            (SELECT count(*) FROM arena_pairs p WHERE p.benchmark_id = benchmark_counts.benchmark_id);
+        CREATE TRIGGER arena_pairs_rank_ai AFTER INSERT ON arena_pairs BEGIN
+            {_RERANK} WHERE item_id = NEW.item_id;
+            UPDATE benchmark_counts SET arena_pairs = arena_pairs + 1 WHERE benchmark_id = NEW.benchmark_id;
+        END;
+        CREATE TRIGGER arena_pairs_rank_ad AFTER DELETE ON arena_pairs BEGIN
+            {_RERANK} WHERE item_id = OLD.item_id;
+            UPDATE benchmark_counts SET arena_pairs = arena_pairs - 1 WHERE benchmark_id = OLD.benchmark_id;
+        END;
+        """,
+    )
+
+
+_RERANK = (
+    "UPDATE arena_pairs SET item_rank = (SELECT count(*) FROM arena_pairs o WHERE o.item_id = arena_pairs.item_id "
+    "AND o.position < arena_pairs.position)"
+)
 
 
 def rebuild_run_results(db: Database) -> None:

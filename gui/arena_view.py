@@ -183,14 +183,12 @@ class VotePanel(QWidget):
             )
             return
         who = self.ctx.annotator
-        left = arena.left_for(self.ctx.ws, bench.id, who)
         done = arena.progress(self.ctx.ws, bench.id, who)
         self.progress.setText(
             f"{bench.name} · {done['pairs']} pairs · {done['voted']} voted by you · {done['left']} left for you"
         )
         if pair_id is None:
-            after = self.pair.item_id if self.pair is not None else None
-            pair = arena.next_pair(left, after_item=after, later=self.skipped)
+            pair = arena.next_left(self.ctx.ws, bench.id, who, after=self.pair, later=self.skipped)
         else:
             pair = arena.get_pair(self.ctx.ws, pair_id)
         if pair is None:
@@ -287,7 +285,7 @@ class VotePanel(QWidget):
         who = self.ctx.annotator
         if not arena.models_revealed(self.ctx.ws, pair, who):
             return "the models are named once you have voted on every pair of this question."
-        siblings = [p for p in arena.pairs(self.ctx.ws, pair.benchmark_id) if p.item_id == pair.item_id]
+        siblings = arena.item_pairs(self.ctx.ws, pair.item_id)
         named = [(arena.shown(self.ctx.ws, p), p.id == pair.id) for p in [pair, *(p for p in siblings if p != pair)]]
         parts = [
             f"{'' if this else 'in its other pair, '}left was {s.left_model}, right was {s.right_model}"
@@ -435,13 +433,8 @@ class ArenaView(QWidget):
         elif self.vote.pair is None or self.vote.pair.benchmark_id != getattr(self.ctx.benchmark, "id", None):
             self.vote.reload()
         else:
-            self.vote.reload(self.vote.pair.id if self.vote.pair.id in self._left() else None)
-
-    def _left(self) -> set[int]:
-        bench = self.ctx.benchmark
-        if bench is None:
-            return set()
-        return {p.id for p in arena.left_for(self.ctx.ws, bench.id, self.ctx.annotator)}
+            pair = self.vote.pair
+            self.vote.reload(pair.id if arena.is_left(self.ctx.ws, pair.id, self.ctx.annotator) else None)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)

@@ -416,3 +416,79 @@ def test_arena_runs_are_every_run_on_an_open_benchmark_whatever_its_strategy(ope
         ws.conn.commit()
         assert 3 in {r.id for r in arena.arena_runs(ws, 1)} and arena.arena_runs(ws, 99) == []
     assert cli(capsys, open_ws, "arena", "pairs", "--bench", "o", "--runs", "1", "3")[0] == 0
+
+
+def test_the_next_pair_by_index_is_the_next_pair_of_the_whole_queue(open_ws, capsys):
+    """arena.next_left (an index walk from the pair just shown, migration 0020's item rank) offers what next_pair
+    picks of left_for (the whole queue read) to a voter going through the queue — skips, undos and another voter's
+    votes included — and reads no more than a few index entries per pair."""
+    import random
+
+    args = ("arena", "pairs", "--bench", "o", "--runs", "1", "2", "3", "--per-item", "2", "--seed", "3")
+    assert cli(capsys, open_ws, *args)[0] == 0
+    with open_workspace(open_ws) as ws:
+        ranks = {r[0]: r[1] for r in ws.conn.execute("SELECT id, item_rank FROM arena_pairs")}
+        assert sorted(Counter(ranks.values()).items()) == [(0, 6), (1, 6)]
+        rng = random.Random(4)
+        shown, skipped, offered = None, [], []
+        while True:
+            expected = arena.next_pair(
+                arena.left_for(ws, 1, "ana"), after_item=shown.item_id if shown else None, later=skipped
+            )
+            statements: list[str] = []
+            ws.conn.set_trace_callback(statements.append)
+            found = arena.next_left(ws, 1, "ana", after=shown, later=skipped)
+            ws.conn.set_trace_callback(None)
+            assert found == expected
+            assert not any("SCAN p" in r[-1] for s in statements for r in ws.conn.execute("EXPLAIN QUERY PLAN " + s))
+            if found is None:
+                break
+            offered.append(found.id)
+            shown = found
+            if rng.random() < 0.25 and found.id not in skipped:
+                skipped.append(found.id)
+                continue
+            arena.add_vote(ws, found.id, "ana", "left")
+            if found.id in skipped:
+                skipped.remove(found.id)
+            arena.add_vote(ws, found.id, "bo", "right")  # another voter's votes leave ana's queue as it is
+        assert set(offered) == set(ranks) and arena.progress(ws, 1, "ana") == {"pairs": 12, "voted": 12, "left": 0}
+        arena.undo_last(ws, "ana")
+        assert arena.progress(ws, 1, "ana")["left"] == 1 and arena.next_left(ws, 1, "ana") is not None
+
+
+def test_migration_0020_ranks_the_pairs_of_an_existing_queue(open_ws, capsys, tmp_path):
+    args = ("arena", "pairs", "--bench", "o", "--runs", "1", "2", "3", "--per-item", "3", "--seed", "1")
+    assert cli(capsys, open_ws, *args)[0] == 0
+    old = tmp_path / "old.sqlite"
+    shutil.copy(open_ws, old)
+    db = Database(str(old))
+    for statement in (
+        "DROP INDEX arena_pairs_queue",
+        "DROP TRIGGER arena_pairs_rank_ai",
+        "DROP TRIGGER arena_pairs_rank_ad",
+    ):
+        db.execute(statement)
+    db.execute("ALTER TABLE arena_pairs DROP COLUMN item_rank")
+    db.execute("ALTER TABLE benchmark_counts DROP COLUMN arena_pairs")
+    db.execute("DROP TABLE run_item_results")
+    for name in (
+        "predictions_result_ai",
+        "predictions_result_au",
+        "predictions_result_ad",
+        "items_result_au",
+        "runs_result_au",
+    ):
+        db.execute(f"DROP TRIGGER {name}")
+    db.execute("DELETE FROM _sqlite_migrations WHERE name = '0020_run_results'")
+    db.execute(f"PRAGMA user_version = {schema.migration_names().index('0020_run_results')}")
+    db.conn.commit()
+    db.close()
+    with open_workspace(old) as ws:
+        ranks = {}
+        for pair in arena.pairs(ws, 1):
+            ranks[pair.id] = sum(1 for p in arena.item_pairs(ws, pair.item_id) if p.position < pair.position)
+        assert dict(ws.conn.execute("SELECT id, item_rank FROM arena_pairs")) == ranks
+        assert sorted(set(ranks.values())) == [0, 1, 2]
+        assert arena.progress(ws, 1, "ana") == {"pairs": 18, "voted": 0, "left": 18}  # the kept count, filled
+        assert ws.conn.execute("SELECT count(*) FROM run_item_results").fetchone()[0] == 3 * 6  # three runs' items
