@@ -380,10 +380,15 @@ def models_revealed(ws: Workspace, pair: Pair, annotator: str) -> bool:
     return item_pairs <= voted
 
 
+def pair_count(ws: Workspace, benchmark_id: int) -> int:
+    """The pairs in a benchmark's queue: kept by triggers (migration 0020), a million pairs are not counted."""
+    row = ws.conn.execute("SELECT arena_pairs FROM benchmark_counts WHERE benchmark_id = ?", (benchmark_id,)).fetchone()
+    return int(row[0]) if row else 0
+
+
 def progress(ws: Workspace, benchmark_id: int, annotator: str) -> dict[str, int]:
     """Pairs in the queue, voted by this annotator, left for them (nobody else's votes: the blind rule)."""
-    row = ws.conn.execute("SELECT arena_pairs FROM benchmark_counts WHERE benchmark_id = ?", (benchmark_id,)).fetchone()
-    total = row[0] if row else 0  # kept by triggers (migration 0020): a million pairs are not counted
+    total = pair_count(ws, benchmark_id)
     # The pairs with a live vote of this annotator (a standing one exists exactly when a live one does), counted in SQL.
     mine = ws.conn.execute(
         # CROSS JOIN: from the votes (few), never by walking the benchmark's million pairs.

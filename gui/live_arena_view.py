@@ -222,7 +222,7 @@ class LivePanel(QWidget):
     def _next_seed(self) -> int:
         """The n-th live battle's matchmaking seed is n: the draw is reproducible from the workspace."""
         bench = live_arena.live_benchmark(self.ctx.ws)
-        return len(arena.pairs(self.ctx.ws, bench.id)) if bench is not None else 0
+        return arena.pair_count(self.ctx.ws, bench.id) if bench is not None else 0
 
     def _job(self, side: str, question: str) -> CommandProcess:
         assert self.image_path is not None

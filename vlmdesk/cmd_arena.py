@@ -168,7 +168,7 @@ def cmd_pairs(args) -> int:
     with open_from_args(args, create=False) as ws:
         bench = bench_or_fail(ws, args.bench)
         drawn = arena.draw_pairs(ws, bench, args.runs, per_item=args.per_item, seed=args.seed)
-        total = len(arena.pairs(ws, bench.id))
+        total = arena.pair_count(ws, bench.id)
     if args.json:
         print(
             json.dumps(
