@@ -28,7 +28,7 @@ from sqlite_utils import Database
 
 from db import schema
 from db.errors import EnvironmentFault, UserError
-from db.platform_io import FileKey, posix_locks_held
+from db.platform_io import FileKey, posix_locks_on
 
 ENV_VAR = "VLMDESK_WORKSPACE"
 BUSY_TIMEOUT_MS = 10_000
@@ -162,7 +162,7 @@ class Workspace:
         if self.read_only:
             return
         wal, shm = _file_key(Path(f"{self.path}-wal")), _file_key(Path(f"{self.path}-shm"))
-        locked = posix_locks_held()
+        locked = self._locks_held_on(shm)
         visible = locked is not None and self._file_key in locked and shm in locked
         self._hold = Hold(wal=wal, shm=shm, locks_visible=visible)
         self._locks_read_at, self._locks_held = time.monotonic(), True
@@ -179,12 +179,18 @@ class Workspace:
             return f"its {suffix} file was deleted or replaced by another process"
         now = time.monotonic()
         if hold.locks_visible and now - self._locks_read_at >= locks_read_within:
-            locked = posix_locks_held()
+            locked = self._locks_held_on(hold.shm)
             self._locks_read_at = now
             self._locks_held = locked is None or (self._file_key in locked and hold.shm in locked)
         if not self._locks_held:
             return "this process lost its locks on the file (something opened and closed it outside SQLite)"
         return None
+
+    def _locks_held_on(self, shm: FileKey | None) -> set[FileKey] | None:
+        """Which of the file and its -shm this process holds POSIX locks on (None: cannot be known)."""
+        name = os.path.basename(os.path.realpath(self.path))  # as /proc names the file SQLite opened
+        files = {key: file for key, file in ((self._file_key, name), (shm, f"{name}-shm")) if key is not None}
+        return posix_locks_on(files)
 
     def _replaced_companion(self) -> str | None:
         """The suffix ("-wal", "-shm") of the companion this connection uses when it is not the one on disk any more."""

@@ -316,3 +316,21 @@ def test_no_module_but_platform_io_calls_what_one_system_has():
         "signal.SIGTERM",
         "/proc/self/stat",
     ]
+
+
+def test_the_locks_on_the_workspace_files_are_read_from_their_descriptors_as_from_proc_locks(tmp_path):
+    """posix_locks_on (fdinfo of the workspace's own descriptors: cheap) says what /proc/locks says of those files."""
+    if not platform_io.LINUX:
+        pytest.skip("Linux only: elsewhere both are unknown (None)")
+    path = tmp_path / "w.sqlite"
+    with open_workspace(path) as ws:
+        ensure_demo(ws)
+        key = (path.stat().st_dev, path.stat().st_ino)
+        shm = Path(f"{path}-shm").stat()
+        files = {key: path.name, (shm.st_dev, shm.st_ino): f"{path.name}-shm"}
+        everything = platform_io.posix_locks_held()
+        assert everything is not None
+        assert platform_io.posix_locks_on(files) == everything & set(files) == set(files)
+        _drop_locks(path)  # a raw open and close of the file: this process's locks on it are gone
+        assert key not in platform_io.posix_locks_on(files)
+        assert platform_io.posix_locks_on({(0, 0): "none.sqlite"}) == set()
