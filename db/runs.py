@@ -214,7 +214,7 @@ class TokenUsage:
 
 
 _RUN_SELECT = """
-SELECT r.*, b.name AS benchmark, (SELECT count(*) FROM predictions p WHERE p.run_id = r.id) AS predictions
+SELECT r.*, b.name AS benchmark, coalesce((SELECT c.passes FROM run_counts c WHERE c.run_id = r.id), 0) AS predictions
 FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id
 """
 

@@ -1048,8 +1048,16 @@ def _m0020(db: Database) -> None:
             PRIMARY KEY (run_id, item_id)
         ) WITHOUT ROWID;
         CREATE INDEX run_item_results_listing ON run_item_results (run_id, result, position, item_id);
+        -- A run's stored passes, which every listing of runs shows (and the window reads each second a run writes).
+        CREATE TABLE run_counts (
+            run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+            passes INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT INTO run_counts (run_id, passes) SELECT run_id, count(*) FROM predictions GROUP BY run_id;
         CREATE TRIGGER predictions_result_ai AFTER INSERT ON predictions BEGIN
             {_rerun_result("NEW.run_id", "NEW.item_id")}
+            INSERT INTO run_counts (run_id, passes) VALUES (NEW.run_id, 1)
+                ON CONFLICT (run_id) DO UPDATE SET passes = passes + 1;
         END;
         CREATE TRIGGER predictions_result_au AFTER UPDATE ON predictions BEGIN
             {_rerun_result("OLD.run_id", "OLD.item_id")}
@@ -1057,6 +1065,7 @@ def _m0020(db: Database) -> None:
         END;
         CREATE TRIGGER predictions_result_ad AFTER DELETE ON predictions BEGIN
             {_rerun_result("OLD.run_id", "OLD.item_id")}
+            UPDATE run_counts SET passes = passes - 1 WHERE run_id = OLD.run_id;
         END;
         CREATE TRIGGER items_result_au AFTER UPDATE OF position, options ON items BEGIN
             DELETE FROM run_item_results WHERE item_id = NEW.id;

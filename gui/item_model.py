@@ -200,6 +200,23 @@ class ItemTableModel(QAbstractTableModel):
             self.refresh_item(item_id)
         return True
 
+    def refresh_results(self, item_ids) -> bool:
+        """After passes of the listed run written elsewhere on these items: their rows' run result only (and the
+        blind rule asked for them). False (nothing done) when the listing itself depends on run results."""
+        if self.benchmark is None or not item_ids:
+            return True
+        if self.filter.run_result:
+            return False
+        for item_id in item_ids:
+            self.sight = blind.resight(self.ws, self.sight, item_id)
+        query = replace(self._query, only_ids=frozenset(item_ids))
+        for fresh in item_query.item_page(self.ws, self._benchmark_id, query, limit=len(item_ids)):
+            row = self._row_of.get(fresh.id)
+            if row is not None:
+                self.rows[row] = fresh
+                self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
+        return True
+
     def refresh_qc(self) -> None:
         if self.benchmark is None:
             return

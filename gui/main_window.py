@@ -185,6 +185,7 @@ class MainWindow(QMainWindow):
         self._marks: dict[str, tuple[int, ...]] | None = None  # db.workspace.change_marks at the last check
         self._changed: set[str] | None = None  # tables another process added to since the last check; None: any
         self._reviews_since = 0
+        self._passes_since = 0
         self._poll = QTimer(self)
         self._poll.setInterval(1000)
         self._poll.timeout.connect(self._check_for_changes)
@@ -394,6 +395,7 @@ class MainWindow(QMainWindow):
                 # What another process added: the refresh reloads only that (None: everything).
                 self._changed = {t for t, mark in self._marks.items() if old.get(t) != mark}
                 self._reviews_since = old["reviews"][0]
+                self._passes_since = old["predictions"][0]
             self.ctx.workspaceChanged.emit()
 
     def _keep_hold(self) -> None:
@@ -451,14 +453,21 @@ class MainWindow(QMainWindow):
             return
         changed, self._changed = self._changed, None
         stale_model = True
-        if changed is not None and changed <= {"reviews", "runs"}:
-            # Only verdicts (and run heartbeats): the items they are about are read again, not the listing.
+        if changed is not None and changed <= {"reviews", "runs", "predictions"}:
+            # Only verdicts, run heartbeats and passes (a run writing elsewhere): the items they are about are read
+            # again, not the listing.
             rows = self.ws.conn.execute(  # the new end of the log, by its primary key
                 "SELECT item_id FROM reviews WHERE id > ? ORDER BY id LIMIT ?", (self._reviews_since, _FEW + 1)
             ).fetchall()
             fresh = list(dict.fromkeys(r[0] for r in rows))
-            if len(rows) <= _FEW and ctx.model.refresh_items(fresh):
-                stale_model = False
+            stale_model = len(rows) > _FEW or not ctx.model.refresh_items(fresh)
+            if not stale_model and "predictions" in changed and ctx.model.filter.run_id is not None:
+                passes = self.ws.conn.execute(  # the new passes of the listed run, by rowid past the last mark
+                    "SELECT item_id FROM predictions WHERE rowid > ? AND run_id = ? LIMIT ?",
+                    (self._passes_since, ctx.model.filter.run_id, _FEW + 1),
+                ).fetchall()
+                answered = list(dict.fromkeys(r[0] for r in passes))
+                stale_model = len(passes) > _FEW or not ctx.model.refresh_results(answered)
         self._reload_tabs(stale_model=stale_model)
 
     def _sight_changed(self, _new_annotator: bool) -> None:

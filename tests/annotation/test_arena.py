@@ -472,6 +472,7 @@ def test_migration_0020_ranks_the_pairs_of_an_existing_queue(open_ws, capsys, tm
     db.execute("ALTER TABLE arena_pairs DROP COLUMN item_rank")
     db.execute("ALTER TABLE benchmark_counts DROP COLUMN arena_pairs")
     db.execute("DROP TABLE run_item_results")
+    db.execute("DROP TABLE run_counts")
     for name in (
         "predictions_result_ai",
         "predictions_result_au",

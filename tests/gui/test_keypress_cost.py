@@ -194,3 +194,56 @@ def test_a_verdict_does_not_recount_the_queues_while_they_are_hidden(make_window
     window.show_view("queues")
     assert counted  # shown: counted once it is in sight
     window.close()
+
+
+def test_a_run_writing_elsewhere_refreshes_the_rows_it_answered_not_the_listing(make_window, tmp_path):
+    from db import runs
+    from db.item_query import ItemFilter
+
+    path = tmp_path / "run.sqlite"
+    build(path, 2_000, 0)
+
+    def passes(ws, run_id, items):
+        runs.add_predictions(
+            ws,
+            [runs.Prediction(run_id, i, 0, (0, 1, 2), "p", "A", "A", "A", "rules", None, True, 1.0) for i in items],
+        )
+
+    with open_workspace(path) as other:
+        bench = catalog.benchmark_by_name(other, "big")
+        run_id = runs.create_run(
+            other,
+            benchmark_id=bench.id,
+            model_spec="baseline:first",
+            strategy="vanilla",
+            prompt_template="{}",
+            extractor="rules",
+            config={},
+            config_key="k",
+            versions={},
+            git_revision=None,
+            seed=0,
+        )
+        ids = [r[0] for r in other.conn.execute("SELECT id FROM items ORDER BY position")]
+        passes(other, run_id, ids[:10])
+    window = make_window(path)
+    model = window.ctx.model
+    model.set_filter(ItemFilter(run_id=run_id))
+    assert [r.run_result for r in model.rows[8:12]] == ["right", "right", "none", "none"]
+    window._check_for_changes()  # the marks as they are now
+    resets = []
+    model.modelReset.connect(lambda: resets.append(1))
+    with open_workspace(path) as other:
+        passes(other, run_id, ids[10:15])
+    conn = window.ctx.ws.conn
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        window._check_for_changes()
+    finally:
+        conn.set_trace_callback(None)
+    assert [r.run_result for r in model.rows[8:17]] == ["right"] * 7 + ["none"] * 2  # the new passes show …
+    assert resets == []  # … without reloading the listing
+    assert full_scans(conn, statements) == []
+    assert next(r for r in runs.list_runs(window.ctx.ws) if r.id == run_id).predictions == 15  # the kept count
+    window.close()
