@@ -531,45 +531,16 @@ def _candidates(
         for row in ws.conn.execute(standing.standing_sql(QC_DECISIONS, _COLUMNS, among), part):
             d = Decision(*row)
             votes[(d.item_id, d.stage)].append(d)
-        for (
-            flag_id,
-            item_id,
-            bid,
-            bname,
-            index,
-            position,
-            fstage,
-            category,
-            question,
-            answer,
-            active,
-            run_ids,
-            correct,
-            flagged_at,
-            updated_at,
-        ) in flags:
+        for flag_id, item_id, bid, name, index, position, fstage, category, question, answer, *rest in flags:
+            active, run_ids, correct, flagged_at, updated_at = rest
             resolution = resolve(votes[(item_id, fstage)])
             if status is not None and resolution.status != status:
                 continue
             if disagreements_only and not resolution.disagreement:
                 continue
             yield Candidate(
-                flag_id,
-                item_id,
-                bid,
-                bname,
-                index,
-                position,
-                fstage,
-                category,
-                question,
-                answer,
-                bool(active),
-                tuple(json.loads(run_ids)),
-                tuple(json.loads(correct)),
-                flagged_at,
-                updated_at,
-                resolution,
+                *(flag_id, item_id, bid, name, index, position, fstage, category, question, answer, bool(active)),
+                *(tuple(json.loads(run_ids)), tuple(json.loads(correct)), flagged_at, updated_at, resolution),
                 tuple(decisions[(item_id, fstage)]),
             )
 
