@@ -150,3 +150,38 @@ def test_a_verdict_does_not_make_the_search_read_every_item_again_but_an_edit_do
                 ws.conn.execute("DELETE FROM items WHERE id = ?", (item,))
 
         assert scans_for_refolding(remove)
+
+
+def _steps_to_add(ws, bid: int, start: int, n: int) -> int:
+    steps = [0]
+
+    def step() -> int:
+        steps[0] += 1
+        return 0
+
+    ws.conn.set_progress_handler(step, 100)
+    try:
+        with ws.db.atomic():
+            catalog.insert_items(
+                ws,
+                [
+                    (bid, k, k, f"Q{k}?", None, json.dumps(["a", "b"]), "A", "c", "l", "s", "en", None, 0, "{}")
+                    for k in range(start, start + n)
+                ],
+            )
+    finally:
+        ws.conn.set_progress_handler(None, 0)
+    return steps[0]
+
+
+def test_adding_items_costs_the_same_whatever_the_benchmark_already_holds(tmp_path):
+    """The kept counts ask whether another item shows an item's image by the image's index, never by walking the
+    benchmark (with the facet indexes the planner would: an import became quadratic). Counted in SQLite steps."""
+    with open_workspace(tmp_path / "ws.sqlite") as ws:
+        bid = _fill(ws, "b", 0, 7)
+        small = _steps_to_add(ws, bid, 0, 500)  # into 0 items
+        _steps_to_add(ws, bid, 500, 5_000)
+        large = _steps_to_add(ws, bid, 5_500, 500)  # the same 500, into 5,500 items
+        assert large <= 1.5 * small, (small, large)
+        plan = " ".join(r[-1] for r in ws.conn.execute("EXPLAIN QUERY PLAN DELETE FROM items WHERE id = 1"))
+        assert "SCAN run_item_results" not in plan and "SCAN arena_pairs" not in plan, plan
