@@ -25,12 +25,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 CATEGORIES = ("ocr", "scene", "attribute", "spatial", "celebrity", "count")
-# The run result as the app computed it before migration 0020: an aggregate over each listed item's passes.
-OLD_RESULT = (
-    "(SELECT CASE WHEN count(*) = 0 THEN 'none' WHEN sum(p.correct = 0) > 0 THEN 'wrong' "
-    "WHEN sum(p.correct IS NULL) > 0 THEN 'unscored' WHEN sum(p.correct = 1) >= 1 THEN 'right' ELSE 'pending' END "
-    "FROM predictions p WHERE p.run_id = ? AND p.item_id = i.id)"
-)
+
+
+def old_result() -> str:
+    """The run result as the app computed it before migration 0020: the rule (its SQL home, migration 0020) as an
+    aggregate over each listed item's passes, asked per item."""
+    from db.schema import RUN_RESULT_SQL
+
+    return (
+        f"(SELECT CASE WHEN count(*) = 0 THEN 'none' ELSE {RUN_RESULT_SQL} END FROM predictions p "
+        "JOIN runs r ON r.id = p.run_id WHERE p.run_id = ? AND p.item_id = i.id)"
+    )
 
 
 def build(path: Path, n: int) -> float:
@@ -113,7 +118,7 @@ def measure(path: Path) -> dict[str, tuple[float, float]]:
                 timed(lambda f=f: item_query.count_items(ws, bid, f)),
                 timed(
                     lambda result=result: ws.conn.execute(
-                        f"SELECT count(*) FROM items i WHERE i.benchmark_id = ? AND {OLD_RESULT} = ?",
+                        f"SELECT count(*) FROM items i WHERE i.benchmark_id = ? AND {old_result()} = ?",
                         (bid, run_id, result),
                     ).fetchone()
                 ),
@@ -122,7 +127,7 @@ def measure(path: Path) -> dict[str, tuple[float, float]]:
                 timed(lambda f=f: item_query.item_page(ws, bid, f)),
                 timed(
                     lambda result=result: ws.conn.execute(
-                        f"SELECT i.id FROM items i WHERE i.benchmark_id = ? AND {OLD_RESULT} = ? "
+                        f"SELECT i.id FROM items i WHERE i.benchmark_id = ? AND {old_result()} = ? "
                         "ORDER BY i.position, i.id LIMIT 200",
                         (bid, run_id, result),
                     ).fetchall()

@@ -1034,14 +1034,14 @@ def _m0019(db: Database) -> None:
 # The run result of one item in one run (db/item_query.py RUN_RESULTS; evaluator/scoring/choices.py run_result is the
 # rule, tests/db/test_run_result_sql.py holds the two together): from its stored passes `p`, the run `r` (CircularEval
 # needs every rotation right) and the item `i`. Written out here because a released migration never changes.
-_RUN_RESULT = (
+RUN_RESULT_SQL = (
     "CASE WHEN sum(p.correct = 0) > 0 THEN 'wrong' WHEN sum(p.correct IS NULL) > 0 THEN 'unscored' "
     "WHEN sum(p.correct = 1) >= (CASE WHEN r.strategy = 'circular' THEN json_array_length(i.options) ELSE 1 END) "
     "THEN 'right' ELSE 'pending' END"
 )
 _RUN_RESULT_ROWS = (
     "INSERT INTO run_item_results (run_id, item_id, position, result) "
-    f"SELECT p.run_id, p.item_id, i.position, {_RUN_RESULT} FROM predictions p JOIN items i ON i.id = p.item_id "
+    f"SELECT p.run_id, p.item_id, i.position, {RUN_RESULT_SQL} FROM predictions p JOIN items i ON i.id = p.item_id "
     "JOIN runs r ON r.id = p.run_id"
 )
 
