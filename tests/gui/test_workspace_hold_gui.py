@@ -256,11 +256,14 @@ def test_locks_dropped_by_a_library_are_regained_before_anyone_deletes_the_wal(q
     window = make_window(demo_ws, advance=False)
     if not window.ws._hold.locks_visible:
         pytest.skip("this system does not show POSIX locks in /proc/locks")
-    wal = os.stat(f"{demo_ws}-wal").st_ino
     _drop_locks(demo_ws)
     qtbot.waitUntil(lambda: bool(window.ws.reconnections), timeout=2000)  # the window's poll noticed
     assert window.ws.hold_lost() is None
     assert window.ws._hold.locks_visible, "the reconnected workspace must hold its locks before anyone else closes it"
+    # The -wal the app holds now. (Closing the connection that had lost its locks may itself have found it was the
+    # last user and checkpointed and deleted the old -wal: safe, nobody else had the file open. Whether it did
+    # depends on whether an image read was in flight, so the test reads the -wal after the reconnection.)
+    wal = os.stat(f"{demo_ws}-wal").st_ino
     _other_opens_closes_then_writes(demo_ws, "theirs-after")
     assert os.stat(f"{demo_ws}-wal").st_ino == wal  # the app held it: nobody took themselves for the last user
     qtbot.waitUntil(lambda: _app_sees(window, "theirs-after"), timeout=2000)
