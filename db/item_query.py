@@ -278,12 +278,13 @@ def count_items(ws: Workspace, benchmark_id: int, f: ItemFilter = ItemFilter()) 
     if f == ItemFilter(run_id=f.run_id, text=f.text, run_result=f.run_result) and no_text:
         # A run's items are its benchmark's: the kept results alone, an index range (migration 0020); the items it
         # never asked are the others.
+        of_result = " AND result = ?" if f.run_result != "none" else ""  # an index range of (run, result)
         (run_rows,) = ws.conn.execute(
-            "SELECT count(*) FROM run_item_results WHERE run_id = ?1 AND (result = ?2 OR ?2 = 'none') "
-            "AND (SELECT benchmark_id FROM runs WHERE id = ?1) = ?3",
-            (_run_id(f), f.run_result, benchmark_id),
+            f"SELECT count(*) FROM run_item_results WHERE run_id = ?{of_result} "
+            "AND (SELECT benchmark_id FROM runs WHERE id = run_item_results.run_id) = ?",
+            (_run_id(f), *([f.run_result] if of_result else []), benchmark_id),
         ).fetchone()
-        if f.run_result != "none":
+        if of_result:
             return int(run_rows)
         return count_items(ws, benchmark_id, ItemFilter()) - int(run_rows)
     where, params = _where(ws, benchmark_id, f)
