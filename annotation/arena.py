@@ -354,7 +354,7 @@ def next_left(
 
 def is_left(ws: Workspace, pair_id: int, annotator: str) -> bool:
     """No standing vote of this annotator on the pair."""
-    return not any(v.pair_id == pair_id for v in standing_votes(ws, pair_id=pair_id, annotator=annotator))
+    return not standing_votes(ws, pair_id=pair_id, annotator=annotator)
 
 
 def item_pairs(ws: Workspace, item_id: int) -> list[Pair]:

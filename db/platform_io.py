@@ -126,13 +126,16 @@ def posix_locks_on(files: dict[FileKey, str]) -> set[FileKey] | None:
                 text = f.read(MAX_FDINFO_BYTES)
         except OSError:
             continue  # closed meanwhile
-        for line in text.splitlines():
-            parts = line.split()
-            # "lock:	1: POSIX  ADVISORY  READ 5128 fe:00:2146361 1073741826 1073742335"
-            if len(parts) >= 6 and parts[0] == b"lock:" and parts[2] == b"POSIX" and parts[5] == me:
-                held.add(key)
-                break
+        # "lock:	1: POSIX  ADVISORY  READ 5128 fe:00:2146361 1073741826 1073742335": /proc/locks' lines, prefixed
+        if any(_own_posix_lock(line.split()[1:], me) for line in text.splitlines() if line.startswith(b"lock:")):
+            held.add(key)
     return held
+
+
+def _own_posix_lock(fields: list[bytes], me: bytes) -> bytes | None:
+    """The "MAJOR:MINOR:INODE" field of a line of the kernel's lock listing (split) when it is a POSIX lock held by
+    process `me`; None otherwise ("1: -> POSIX …" is a waiter, and too short a line is no lock)."""
+    return fields[5] if len(fields) >= 6 and fields[1] == b"POSIX" and fields[4] == me else None
 
 
 def posix_locks_held() -> set[FileKey] | None:
@@ -152,12 +155,11 @@ def posix_locks_held() -> set[FileKey] | None:
     me = str(os.getpid()).encode()
     held: set[FileKey] = set()
     for line in text.splitlines():
-        parts = line.split()
-        # "1: POSIX  ADVISORY  READ 5128 fd:01:2146817 1073741826 1073742335"; "1: -> POSIX …" is a waiter
-        if len(parts) < 6 or parts[1] != b"POSIX" or parts[4] != me:
+        # "1: POSIX  ADVISORY  READ 5128 fd:01:2146817 1073741826 1073742335"
+        if (file := _own_posix_lock(line.split(), me)) is None:
             continue
         try:
-            major, minor, inode = parts[5].split(b":")
+            major, minor, inode = file.split(b":")
             held.add((os.makedev(int(major, 16), int(minor, 16)), int(inode)))
         except ValueError:
             continue

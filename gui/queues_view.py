@@ -611,7 +611,6 @@ class ConflictsPage(_ItemPage):
 
     def __init__(self, ctx, parent=None):
         super().__init__(ctx, "Conflicts", parent)
-        self.standing: list[reviews.Review] = []  # the shown item's standing opinions (no skips), in time order
         self.settled: list[int] = []  # items settled on this page, newest last: Ctrl+Z withdraws
         self.armed_wrong = False
         self.shown_at = time.monotonic()
@@ -726,7 +725,6 @@ class ConflictsPage(_ItemPage):
         self.hint_label.hide()
         self.note.clear()
         if item_id is None:
-            self.standing = []
             self.verdicts.setText("No conflicting verdicts to settle.")
             self.show_item(None)
             self._fill_answers()
@@ -744,10 +742,11 @@ class ConflictsPage(_ItemPage):
         item_id = self.item.id if self.item is not None else None
         if item_id is None:
             return
-        self.standing = [r for r in reviews.standing_reviews(self.ctx.ws, item_id=item_id) if r.verdict != "skip"]
+        # The item's standing opinions (no skips), in time order.
+        standing = [r for r in reviews.standing_reviews(self.ctx.ws, item_id=item_id) if r.verdict != "skip"]
         if not self.reveals(item_id):
             # Blind: others' verdicts, corrections and notes only once my own verdict on the item stands.
-            others = len({r.annotator for r in self.standing if r.annotator != self.ctx.annotator})
+            others = len({r.annotator for r in standing if r.annotator != self.ctx.annotator})
             self.verdicts.setText(
                 f"<b>{others} annotators disagree</b> — give your verdict first; theirs show once yours is saved."
             )
@@ -757,7 +756,7 @@ class ConflictsPage(_ItemPage):
             f"<td style='padding-right:16px'>{html.escape(VERDICT_LABELS[r.verdict])}"
             f"{' → ' + html.escape(r.corrected_answer) if r.corrected_answer else ''}</td>"
             f"<td style='color:{MUTED}'>{html.escape(r.note or '')}</td></tr>"
-            for r in self.standing
+            for r in standing
         )
         set_rich_text(self.verdicts, f"<b>Standing verdicts</b><table style='margin-top:4px'>{rows}</table>")
 
