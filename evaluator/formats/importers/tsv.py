@@ -145,15 +145,12 @@ def _table(path: Path, raw: BinaryIO, limits: ReadLimits) -> Iterator[Any]:
         yield first_line, dict(zip(header, cells))
 
 
-def _parse(
-    row: dict[str, Any],
-    line: int,
-    path: Path,
-    option_cols: list[str],
-    base_dir: Path,
-    extra: list[str],
-    limits: ReadLimits,
-) -> SourceRow:
+def _row_head(
+    row: dict[str, Any], line: int, path: Path, *, missing_question: str | None = None
+) -> tuple[Callable[[str, str], InputError], int | str, str]:
+    """What every layout's row starts with: its error maker (file, line, field), every cell's text checked, its index
+    and its question (`missing_question` where the layout may have no question column) read and checked."""
+
     def err(field: str, what: str) -> InputError:
         return InputError(path, line, field, what)
 
@@ -163,9 +160,22 @@ def _parse(
         index = normalise_index(row["index"])
     except ValueError as exc:
         raise err("index", f"not a valid index: {row['index'][:60]!r} ({exc})") from None
-    question = row["question"].strip()
+    question = missing_question if missing_question is not None and "question" not in row else row["question"].strip()
     if not question:
         raise err("question", "empty")
+    return err, index, question
+
+
+def _parse(
+    row: dict[str, Any],
+    line: int,
+    path: Path,
+    option_cols: list[str],
+    base_dir: Path,
+    extra: list[str],
+    limits: ReadLimits,
+) -> SourceRow:
+    err, index, question = _row_head(row, line, path)
 
     options: list[str] = []
     for letter in option_cols:
@@ -319,18 +329,7 @@ def read_pope_tsv(
 def _parse_pope_row(
     row: dict[str, Any], line: int, path: Path, base_dir: Path, extra: list[str], limits: ReadLimits
 ) -> tuple[SourceRow, list[str]]:
-    def err(field: str, what: str) -> InputError:
-        return InputError(path, line, field, what)
-
-    for column, value in row.items():
-        check_texts(value, column, err)
-    try:
-        index = normalise_index(row["index"])
-    except ValueError as exc:
-        raise err("index", f"not a valid index: {row['index'][:60]!r} ({exc})") from None
-    question = row["question"].strip()
-    if not question:
-        raise err("question", "empty")
+    err, index, question = _row_head(row, line, path)
     answer = None if blank(row["answer"]) else row["answer"].strip().lower()
     if answer is not None and answer not in ("yes", "no"):
         open_hint = "if this is an open VQA file: --format vqa-tsv"
@@ -405,18 +404,7 @@ def read_vqa_tsv(
 def _parse_open(
     row: dict[str, Any], line: int, path: Path, base_dir: Path, extra: list[str], limits: ReadLimits
 ) -> SourceRow:
-    def err(field: str, what: str) -> InputError:
-        return InputError(path, line, field, what)
-
-    for column, value in row.items():
-        check_texts(value, column, err)
-    try:
-        index = normalise_index(row["index"])
-    except ValueError as exc:
-        raise err("index", f"not a valid index: {row['index'][:60]!r} ({exc})") from None
-    question = row["question"].strip() if "question" in row else CAPTION_PROMPT
-    if not question:
-        raise err("question", "empty")
+    err, index, question = _row_head(row, line, path, missing_question=CAPTION_PROMPT)
     meta: dict[str, Any] = {k: row[k] for k in extra if not blank(row[k])}
     if not blank(row.get("answer")):
         references = python_list_answers(row["answer"], "answer", err)
