@@ -430,43 +430,21 @@ def group_items(
             continue
         passes = by_item.get(item.id, {})
         scored = item.answer is not None
+        vanilla = circular = official = strict = None
         if run.strategy == "pope":
             p = passes.get(0)
-            official = strict = None
             if p is not None and scored:
                 official = pope_reading(p, "official") == item.answer
                 strict = pope_reading(p, "strict") == item.answer
-            out.append(
-                ItemResult(
-                    item.id,
-                    item.index,
-                    item.question,
-                    item.category,
-                    item.l2_category,
-                    item.split,
-                    item.answer,
-                    len(passes),
-                    None,
-                    None,
-                    official,
-                    strict,
-                )
-            )
-            continue
-        marks = marks_of(passes)
-        circular = item_result("circular", len(item.options), marks) == "right"
+        elif scored:
+            marks = marks_of(passes)
+            vanilla = vanilla_result(marks) == "right"
+            if run.strategy == "circular":
+                circular = item_result("circular", len(item.options), marks) == "right"
         out.append(
             ItemResult(
-                item.id,
-                item.index,
-                item.question,
-                item.category,
-                item.l2_category,
-                item.split,
-                item.answer,
-                len(passes),
-                vanilla_result(marks) == "right" if scored else None,
-                circular if scored and run.strategy == "circular" else None,
+                *(item.id, item.index, item.question, item.category, item.l2_category, item.split, item.answer),
+                *(len(passes), vanilla, circular, official, strict),
             )
         )
     return out
