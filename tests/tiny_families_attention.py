@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.tiny_models import _SEED, _save, _tokenizer
+from tests.tiny_models import _SEED, TINY_CONTEXT, _save, _tokenizer
 
 # Gemma 3's sliding layers see this many tokens back; the tiny prompts are several times longer, so they slide.
 GEMMA3_SLIDING_WINDOW = 8
@@ -75,7 +75,7 @@ def build_tiny_gemma3(dir) -> Path:
         num_key_value_heads=2,
         head_dim=16,
         query_pre_attn_scalar=16,
-        max_position_embeddings=512,
+        max_position_embeddings=TINY_CONTEXT,
         sliding_window=GEMMA3_SLIDING_WINDOW,
         layer_types=["sliding_attention", "full_attention", "sliding_attention"],
         bos_token_id=tok.bos_token_id,
@@ -135,7 +135,7 @@ def build_tiny_mllama(dir) -> Path:
         num_attention_heads=4,
         num_key_value_heads=2,
         cross_attention_layers=[1],
-        max_position_embeddings=512,
+        max_position_embeddings=TINY_CONTEXT,
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
@@ -180,7 +180,7 @@ def build_tiny_paligemma(dir) -> Path:
         num_key_value_heads=2,
         head_dim=16,
         query_pre_attn_scalar=16,
-        max_position_embeddings=512,
+        max_position_embeddings=TINY_CONTEXT,
         sliding_window=512,
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,

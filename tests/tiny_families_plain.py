@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.tiny_models import _SEED, _llama_config, _save, _tokenizer
+from tests.tiny_models import _SEED, TINY_CONTEXT, _llama_config, _save, _tokenizer
 
 # LLaVA-NeXT (llava-v1.6-mistral): "[INST] <image>\n… [/INST]"; BOS comes from the tokenizer.
 _LLAVA_NEXT_TEMPLATE = (
@@ -78,7 +78,7 @@ def _qwen2_config(tok):
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=512,
+        max_position_embeddings=TINY_CONTEXT,
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
         tie_word_embeddings=False,
@@ -96,7 +96,7 @@ def _mistral_config(tok):
         num_attention_heads=4,
         num_key_value_heads=2,
         head_dim=16,
-        max_position_embeddings=512,
+        max_position_embeddings=TINY_CONTEXT,
         sliding_window=None,
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.tiny_models import _SEED, _save, _tokenizer
+from tests.tiny_models import _SEED, TINY_CONTEXT, _save, _tokenizer
 
 _SPECIAL = {"eos": "<|im_end|>", "pad": "<|endoftext|>"}  # Qwen tokenizers have no BOS
 _EXTRA = ["<|im_start|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
@@ -87,7 +87,7 @@ def _text_config(tok, **kw) -> dict[str, Any]:
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=512,
+        max_position_embeddings=TINY_CONTEXT,
         # Weights 5× the default scale, so that attention depends on positions: at 0.02 a token one position off
         # moves a logit by 1e-3, at 0.1 by several units (and greedy tokens change).
         initializer_range=0.1,

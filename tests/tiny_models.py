@@ -20,6 +20,10 @@ _CORPUS = [
 ]
 _VOCAB_SIZE = 400
 _SEED = 0
+# Every tiny model takes prompts this long: real chat templates (an LLM extractor's or judge's) run to 700 tokens
+# of this tokenizer, and `transformers serve` (5.25 on) refuses a prompt longer than the model's context. The size
+# of the rotary embedding's table costs no weights, so the models stay as small.
+TINY_CONTEXT = 4096
 
 # Chat templates render {"type": "image"} parts as the family's image placeholder; string content also works,
 # which is what text-only chat models expect.
@@ -84,7 +88,7 @@ def _llama_config(tok, **kw):
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=512,
+        max_position_embeddings=TINY_CONTEXT,
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
