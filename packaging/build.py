@@ -47,7 +47,8 @@ def ensure_venv(venv_dir: Path) -> Path:
     """The build venv, made or brought up to date (a stamp of the requirements: unchanged ones install nothing)."""
     reqs = requirements()
     stamp = venv_dir / "vlmdesk-requirements.sha256"
-    digest = hashlib.sha256("\n".join(reqs).encode()).hexdigest()
+    lock = ROOT / "requirements" / "lock.txt"  # the tested releases, as every install command takes them
+    digest = hashlib.sha256("\n".join(reqs).encode() + lock.read_bytes()).hexdigest()
     python = venv_python(venv_dir)
     if python.exists() and stamp.exists() and stamp.read_text().strip() == digest:
         return python
@@ -55,7 +56,9 @@ def ensure_venv(venv_dir: Path) -> Path:
         print(f"making the build venv {venv_dir}", flush=True)
         venv.create(venv_dir, with_pip=True)
     print("installing: " + " ".join(reqs), flush=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", str(lock), *reqs], check=True
+    )
     stamp.write_text(digest + "\n")
     return python
 
