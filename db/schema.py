@@ -1136,3 +1136,255 @@ def rebuild_run_results(db: Database) -> None:
     """Derive run_item_results afresh from the stored passes (migration 0020; repair)."""
     db.execute("DELETE FROM run_item_results")
     db.execute(f"{_RUN_RESULT_ROWS} GROUP BY p.run_id, p.item_id")
+
+
+# --- migration 0021: a run's summary figures kept as passes are stored (issue 34) ------------------------------
+
+NO_GROUP = "(none)"
+"""The group of an item without a value (or an empty one) at a level: evaluator/analysis/report.py NONE."""
+
+
+def _group(column: str) -> str:
+    return f"CASE WHEN coalesce({column}, '') = '' THEN '{NO_GROUP}' ELSE {column} END"
+
+
+def pope_official_sql(response: str) -> str:
+    """SQL reading a response as POPE's official script does (evaluator/scoring/pope.py parse_official is the rule;
+    tests/db/test_kept_figures.py holds the two together): the first sentence, commas dropped, and "no" when one of
+    the words between single spaces is exactly No, no or not."""
+    dot = f"instr({response}, '.')"
+    first = f"CASE WHEN {dot} > 0 THEN substr({response}, 1, {dot} - 1) ELSE {response} END"
+    words = f"(' ' || replace({first}, ',', '') || ' ')"
+    no = " OR ".join(f"instr({words}, ' {word} ')" for word in ("No", "no", "not"))
+    return f"CASE WHEN {no} THEN 'no' ELSE 'yes' END"
+
+
+# The original option a pass's reading chose (evaluator/scoring/choices.py original_option): None for undecided, Z, or
+# a letter the pass did not show.
+_ORIGINAL_OPTION = (
+    "CASE WHEN q.choice IS NULL OR q.choice = 'Z' OR length(q.choice) != 1 THEN NULL "
+    "WHEN unicode(q.choice) - 65 BETWEEN 0 AND json_array_length(q.option_order) - 1 "
+    "THEN json_extract(q.option_order, '$[' || (unicode(q.choice) - 65) || ']') END"
+)
+_ITEM_PASSES = "FROM predictions q WHERE q.run_id = rr.run_id AND q.item_id = rr.item_id"
+_KEYED = "i.answer IS NOT NULL"
+_CIRCULAR = f"{_KEYED} AND r.strategy = 'circular'"
+_POPE = f"{_KEYED} AND r.strategy = 'pope' AND p.pass IS NOT NULL"
+# What one (run, item) adds to its run's figures, derived from its kept result `rr`, its pass 0 `p`, the item `i` and
+# the run `r` (evaluator/analysis/report.py reads the sums; the figures of items of another benchmark, which no report
+# counts, and of open runs, whose metrics are not sums, are not kept).
+_ITEM_FIGURES = {
+    "l2": _group("i.l2_category"),
+    "category": _group("i.category"),
+    "split": _group("i.split"),
+    "vanilla": f"{_KEYED} AND r.strategy != 'pope' AND p.correct IS 1",
+    "circular": f"{_CIRCULAR} AND rr.result = 'right'",
+    "unasked": f"{_CIRCULAR} AND rr.result = 'pending'",
+    "undecided_vanilla": "p.pass IS NOT NULL AND p.choice IS NULL",
+    # Every circular run keeps them; the report shows consistency for --full-passes runs only.
+    "complete": f"{_CIRCULAR} AND (SELECT count(*) {_ITEM_PASSES}) = json_array_length(i.options)",
+    "consistent": f"{_CIRCULAR} AND (SELECT count(*) = json_array_length(i.options) AND count(o) = count(*) AND "
+    f"count(DISTINCT o) = 1 FROM (SELECT {_ORIGINAL_OPTION} AS o {_ITEM_PASSES}))",
+    "pope_label": f"CASE WHEN {_POPE} THEN i.answer END",
+    "official": f"CASE WHEN {_POPE} THEN CASE WHEN p.stage = 'likelihood' THEN coalesce(p.choice, 'unknown') "
+    f"ELSE {pope_official_sql('p.response')} END END",
+    "strict": f"CASE WHEN {_POPE} THEN CASE WHEN p.choice IN ('yes', 'no') THEN p.choice ELSE 'unknown' END END",
+}
+_ITEM_FIGURE_ROWS = (
+    f"INSERT INTO run_item_figures (run_id, item_id, {', '.join(_ITEM_FIGURES)}) "
+    f"SELECT rr.run_id, rr.item_id, {', '.join(_ITEM_FIGURES.values())} FROM run_item_results rr "
+    "JOIN runs r ON r.id = rr.run_id JOIN items i ON i.id = rr.item_id "
+    "LEFT JOIN predictions p ON p.run_id = rr.run_id AND p.item_id = rr.item_id AND p.pass = 0 "
+    "WHERE i.benchmark_id = r.benchmark_id AND r.strategy != 'open'"
+)
+# The run's sums over its items' figures (f: a row of run_item_figures). POPE: label and reading per parser.
+_RUN_SUMS = {
+    "vanilla": "{f}.vanilla",
+    "circular": "{f}.circular",
+    "unasked": "{f}.unasked",
+    "undecided_vanilla": "{f}.undecided_vanilla",
+    "complete": "{f}.complete",
+    "consistent": "{f}.consistent",
+    "pope_answered": "{f}.pope_label IS NOT NULL",
+    "pope_labelled_yes": "{f}.pope_label IS 'yes'",
+    **{
+        f"{parser}_{name}": f"{{f}}.pope_label IS '{label}' AND {{f}}.{parser} IS '{reading}'"
+        for parser in ("official", "strict")
+        for name, label, reading in (("tp", "yes", "yes"), ("fp", "no", "yes"), ("tn", "no", "no"), ("fn", "yes", "no"))
+    },
+    **{
+        f"{parser}_unknown": f"{{f}}.pope_label IS NOT NULL AND {{f}}.{parser} IS 'unknown'"
+        for parser in ("official", "strict")
+    },
+}
+_GROUP_SUMS = ("vanilla", "circular", "unasked")
+_LEVELS = {"l2": "l2_category", "category": "category", "split": "split"}
+
+
+def _token_ok(column: str) -> str:
+    return f"(typeof({column}) = 'integer' AND {column} BETWEEN 0 AND 1099511627776)"
+
+
+# What one pass adds to its run's figures whatever its item (n: a row of predictions): the passes read as undecided
+# and the tokens its server said (db/runs.py token_usage; a count outside 0..2^40 is not counted).
+_PASS_SUMS = {
+    "undecided": "{n}.choice IS NULL",
+    "token_passes": f"{_token_ok('{n}.prompt_tokens')} OR {_token_ok('{n}.completion_tokens')}",
+    "prompt_passes": _token_ok("{n}.prompt_tokens"),
+    "prompt_tokens": f"CASE WHEN {_token_ok('{n}.prompt_tokens')} THEN {{n}}.prompt_tokens ELSE 0 END",
+    "completion_passes": _token_ok("{n}.completion_tokens"),
+    "completion_tokens": f"CASE WHEN {_token_ok('{n}.completion_tokens')} THEN {{n}}.completion_tokens ELSE 0 END",
+}
+
+
+def _add(sums: dict[str, str], sign: str, **row: str) -> str:
+    return ", ".join(f"{name} = {name} {sign} ({expr.format(**row)})" for name, expr in sums.items())
+
+
+def _regroup(where: str) -> str:
+    """Statements (for a trigger) that derive afresh the kept figures of the kept results `where` selects (rr)."""
+    return (
+        "DELETE FROM run_item_figures WHERE (run_id, item_id) IN "
+        f"(SELECT rr.run_id, rr.item_id FROM run_item_results rr WHERE {where});\n"
+        f"{_ITEM_FIGURE_ROWS} AND {where};"
+    )
+
+
+def _group_counts(row: str, sign: str) -> str:
+    """Statements adding (+) or taking (-) a keyed item's groups to its benchmark's counts."""
+    if sign == "+":
+        values = ", ".join(
+            f"({row}.benchmark_id, '{level}', {_group(f'{row}.{column}')}, 1)" for level, column in _LEVELS.items()
+        )
+        return (
+            f"INSERT INTO benchmark_groups (benchmark_id, level, name, answered) SELECT * FROM (VALUES {values}) "
+            f"WHERE {row}.answer IS NOT NULL "
+            "ON CONFLICT (benchmark_id, level, name) DO UPDATE SET answered = answered + 1;"
+        )
+    return "\n".join(
+        f"UPDATE benchmark_groups SET answered = answered - 1 WHERE {row}.answer IS NOT NULL AND "
+        f"benchmark_id = {row}.benchmark_id AND level = '{level}' AND name = {_group(f'{row}.{column}')};"
+        for level, column in _LEVELS.items()
+    )
+
+
+@migrations(name="0021_run_figures")
+def _m0021(db: Database) -> None:
+    # A run's report and the runs list at a million passes (issue 34): the figures of a run's own scoring are sums over
+    # its items and passes, kept beside them by triggers in the transaction of the write, so a report reads a few rows
+    # whatever the run's size. run_item_figures holds what each (run, item) adds, derived whenever its kept result is
+    # (it lives and dies with the run_item_results row) and when the item's key or groups change; run_figures and
+    # run_group_figures are the sums over those rows, and benchmark_groups counts each group's keyed items (the
+    # questions a group's fractions divide by, asked or not). Everything here is derived (rebuild_run_figures).
+    texts = ("l2", "category", "split", "pope_label", "official", "strict")
+    item_columns = ", ".join(f"{name} {'TEXT' if name in texts else 'INTEGER NOT NULL'}" for name in _ITEM_FIGURES)
+    run_columns = ", ".join(f"{name} INTEGER NOT NULL DEFAULT 0" for name in (*_RUN_SUMS, *_PASS_SUMS))
+    groups = "\n".join(
+        f"INSERT INTO run_group_figures (run_id, level, name, {', '.join(_GROUP_SUMS)}) "
+        f"SELECT NEW.run_id, '{level}', NEW.{level}, {', '.join(f'NEW.{s}' for s in _GROUP_SUMS)} "
+        f"WHERE {' + '.join(f'NEW.{s}' for s in _GROUP_SUMS)} > 0 ON CONFLICT (run_id, level, name) DO UPDATE SET "
+        f"{', '.join(f'{s} = {s} + excluded.{s}' for s in _GROUP_SUMS)};"
+        for level in _LEVELS
+    )
+    ungroups = "\n".join(
+        f"UPDATE run_group_figures SET {', '.join(f'{s} = {s} - OLD.{s}' for s in _GROUP_SUMS)} "
+        f"WHERE {' + '.join(f'OLD.{s}' for s in _GROUP_SUMS)} > 0 AND run_id = OLD.run_id AND level = '{level}' "
+        f"AND name = OLD.{level};"
+        for level in _LEVELS
+    )
+    _script(
+        db,
+        f"""
+        CREATE TABLE run_item_figures (
+            run_id INTEGER NOT NULL,
+            item_id INTEGER NOT NULL,
+            {item_columns},
+            PRIMARY KEY (run_id, item_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE run_figures (
+            run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+            {run_columns}
+        );
+        CREATE TABLE run_group_figures (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            level TEXT NOT NULL,
+            name TEXT NOT NULL,
+            {", ".join(f"{s} INTEGER NOT NULL DEFAULT 0" for s in _GROUP_SUMS)},
+            PRIMARY KEY (run_id, level, name)
+        ) WITHOUT ROWID;
+        CREATE TABLE benchmark_groups (
+            benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
+            level TEXT NOT NULL,
+            name TEXT NOT NULL,
+            answered INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (benchmark_id, level, name)
+        ) WITHOUT ROWID;
+        CREATE TRIGGER runs_figures_ai AFTER INSERT ON runs BEGIN
+            INSERT INTO run_figures (run_id) VALUES (NEW.id);
+        END;
+        CREATE TRIGGER runs_figures_au AFTER UPDATE OF benchmark_id ON runs BEGIN
+            {_regroup("rr.run_id = NEW.id")}
+        END;
+        CREATE TRIGGER run_item_results_figures_ai AFTER INSERT ON run_item_results BEGIN
+            {_ITEM_FIGURE_ROWS} AND rr.run_id = NEW.run_id AND rr.item_id = NEW.item_id;
+        END;
+        CREATE TRIGGER run_item_results_figures_ad AFTER DELETE ON run_item_results BEGIN
+            DELETE FROM run_item_figures WHERE run_id = OLD.run_id AND item_id = OLD.item_id;
+        END;
+        CREATE TRIGGER run_item_figures_ai AFTER INSERT ON run_item_figures BEGIN
+            UPDATE run_figures SET {_add(_RUN_SUMS, "+", f="NEW")} WHERE run_id = NEW.run_id;
+            {groups}
+        END;
+        CREATE TRIGGER run_item_figures_ad AFTER DELETE ON run_item_figures BEGIN
+            UPDATE run_figures SET {_add(_RUN_SUMS, "-", f="OLD")} WHERE run_id = OLD.run_id;
+            {ungroups}
+        END;
+        CREATE TRIGGER predictions_figures_ai AFTER INSERT ON predictions BEGIN
+            UPDATE run_figures SET {_add(_PASS_SUMS, "+", n="NEW")} WHERE run_id = NEW.run_id;
+        END;
+        CREATE TRIGGER predictions_figures_ad AFTER DELETE ON predictions BEGIN
+            UPDATE run_figures SET {_add(_PASS_SUMS, "-", n="OLD")} WHERE run_id = OLD.run_id;
+        END;
+        CREATE TRIGGER predictions_figures_au AFTER UPDATE OF run_id, choice, prompt_tokens, completion_tokens
+                ON predictions BEGIN
+            UPDATE run_figures SET {_add(_PASS_SUMS, "-", n="OLD")} WHERE run_id = OLD.run_id;
+            UPDATE run_figures SET {_add(_PASS_SUMS, "+", n="NEW")} WHERE run_id = NEW.run_id;
+        END;
+        CREATE TRIGGER items_groups_ai AFTER INSERT ON items WHEN NEW.answer IS NOT NULL BEGIN
+            {_group_counts("NEW", "+")}
+        END;
+        CREATE TRIGGER items_groups_ad AFTER DELETE ON items WHEN OLD.answer IS NOT NULL BEGIN
+            {_group_counts("OLD", "-")}
+        END;
+        CREATE TRIGGER items_groups_au AFTER UPDATE OF answer, category, l2_category, split ON items BEGIN
+            {_group_counts("OLD", "-")}
+            {_group_counts("NEW", "+")}
+            {_regroup("rr.item_id = NEW.id")}
+        END;
+        """,
+    )
+    rebuild_run_figures(db)
+
+
+def rebuild_run_figures(db: Database) -> None:
+    """Derive the kept figures afresh from the runs, items and passes (migration 0021; repair). run_item_results must
+    be right (rebuild_run_results first)."""
+    sums = ", ".join(f"sum({expr.format(n='p')}) AS {name}" for name, expr in _PASS_SUMS.items())
+    _script(
+        db,
+        f"""
+        DELETE FROM run_item_figures;
+        DELETE FROM run_group_figures;
+        DELETE FROM run_figures;
+        DELETE FROM benchmark_groups;
+        INSERT INTO run_figures (run_id, {", ".join(_PASS_SUMS)})
+            SELECT r.id, {", ".join(f"coalesce(s.{name}, 0)" for name in _PASS_SUMS)} FROM runs r
+            LEFT JOIN (SELECT p.run_id, {sums} FROM predictions p GROUP BY p.run_id) s ON s.run_id = r.id;
+        {_ITEM_FIGURE_ROWS};
+        """,
+    )
+    for level, column in _LEVELS.items():
+        db.execute(
+            f"INSERT INTO benchmark_groups (benchmark_id, level, name, answered) SELECT benchmark_id, '{level}', "
+            f"{_group(column)} AS name, count(*) FROM items WHERE answer IS NOT NULL GROUP BY benchmark_id, name"
+        )
