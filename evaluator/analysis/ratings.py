@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-import numpy as np
-from threadpoolctl import threadpool_limits
+# numpy is imported by the functions that compute: the arena's commands and views import this module for its names.
+if TYPE_CHECKING:
+    import numpy as np
 
 Winner = Literal["model_a", "model_b", "tie", "tie (bothbad)"]
 WINNERS: tuple[Winner, ...] = get_args(Winner)
@@ -50,6 +51,8 @@ def models_of(battles: Sequence[Battle]) -> list[str]:
 def _schedule(battles: Sequence[Battle], models: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Unique (a, b, 2·outcome) rows and how often each occurs. One integer key per battle, so a million battles
     sort in a blink (np.unique over rows of three columns took seconds)."""
+    import numpy as np
+
     index = {m: i for i, m in enumerate(models)}
     n = len(models)
     keys = np.fromiter(
@@ -65,6 +68,7 @@ def _schedule(battles: Sequence[Battle], models: list[str]) -> tuple[np.ndarray,
 def _fit(unique: np.ndarray, weights: np.ndarray, n_models: int) -> np.ndarray:
     """Bradley–Terry strengths r (in units of log10 odds) maximising the weighted likelihood, from 0."""
     # Imported here: scipy.optimize costs ~0.7 s, and the app imports this module while building its window.
+    import numpy as np
     from scipy.optimize import minimize
     from scipy.special import expit, log_expit
 
@@ -94,6 +98,8 @@ def _fit(unique: np.ndarray, weights: np.ndarray, n_models: int) -> np.ndarray:
 def _one_thread() -> Any:
     """Fits of a few models gain nothing from BLAS threads, which only fight over the cores: a bootstrap ran 30
     times slower with them on a busy machine (scipy's L-BFGS-B calls BLAS every iteration)."""
+    from threadpoolctl import threadpool_limits
+
     return threadpool_limits(limits=1, user_api="blas")
 
 
@@ -114,6 +120,8 @@ def bootstrap(battles: Sequence[Battle], rounds: int = DEFAULT_ROUNDS, seed: int
     models = models_of(battles)
     if not models:
         return {}
+    import numpy as np
+
     unique, counts = _schedule(battles, models)
     rng = np.random.default_rng(seed)
     n = len(battles)
@@ -225,6 +233,8 @@ def win_rates(
     """The pairwise win-rate matrix: [i][j] = the share of i's non-tied battles against j that i won (None when
     they never met without a tie), as Chatbot Arena draws it."""
     order = list(models) if models is not None else models_of(battles)
+    import numpy as np
+
     index = {m: i for i, m in enumerate(order)}
     wins = np.zeros((len(order), len(order)))
     for b in battles:

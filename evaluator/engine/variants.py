@@ -23,7 +23,6 @@ from db.catalog import Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Query
-from evaluator.engine.corruptions import EXTRA_CORRUPTIONS, IMAGE_CORRUPTIONS, SEVERITIES, corrupt_image_bytes
 from evaluator.engine.prompts import PromptTemplate
 from evaluator.scoring.choices import (
     CHEF_ANSWER_QUERY,
@@ -130,6 +129,9 @@ def parse_corruption(spec: str) -> ImageCorruption | TextCorruption:
     parts = spec.split(":")
     where = f"corruption {spec[:60]!r}"
     if parts[0] == "image":
+        # Imported here, as below: numpy and Pillow are for runs that corrupt images, not every command's start.
+        from evaluator.engine.corruptions import EXTRA_CORRUPTIONS, IMAGE_CORRUPTIONS, SEVERITIES
+
         names = {**IMAGE_CORRUPTIONS, **EXTRA_CORRUPTIONS}
         if len(parts) != 3 or parts[1] not in names:
             raise InvalidInput(f"{where}: use image:NAME:SEVERITY with NAME one of {', '.join(names)}")
@@ -523,6 +525,8 @@ class Variants:
         prompt = self._render(item, question, shown, labels)
         images = self._image(item)
         if images and self.image_steps:
+            from evaluator.engine.corruptions import corrupt_image_bytes
+
             images = (corrupt_image_bytes(images[0], self.image_steps, _seed(self.seed, "image", item.index, k)),)
         if self.shots.k:
             prompt, images = self._with_shots(item, prompt, images)

@@ -16,16 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from PIL import Image, UnidentifiedImageError
-
 from db.errors import InvalidInput, UserError
 from db.platform_io import open_no_wait
 from db.workspace import in_use
 
 # MMBench and VLMEvalKit put circular copies of question i at index i + k * CIRCULAR_STRIDE.
 CIRCULAR_STRIDE = 1_000_000
-# Above this many pixels an image is treated as a decompression bomb (PIL's own warning threshold).
-MAX_PIXELS = Image.MAX_IMAGE_PIXELS or 89_478_485
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 # Limits on what an import reads (every read of a file is bounded). The image cap is `--max-image-mb`.
@@ -378,11 +374,15 @@ def check_image(data: bytes) -> tuple[str, int, int]:
 
     Raises ValueError with a short reason.
     """
+    from PIL import Image, UnidentifiedImageError  # here: commands that read no image never load Pillow
+
+    # Above this many pixels an image is treated as a decompression bomb (PIL's own warning threshold).
+    max_pixels = Image.MAX_IMAGE_PIXELS or 89_478_485
     try:
         with Image.open(io.BytesIO(data)) as img:
             width, height = img.size
-            if width * height > MAX_PIXELS:
-                raise Image.DecompressionBombError(f"{width}x{height} pixels is over the limit of {MAX_PIXELS}")
+            if width * height > max_pixels:
+                raise Image.DecompressionBombError(f"{width}x{height} pixels is over the limit of {max_pixels}")
             fmt = img.format
             img.load()
     except Image.DecompressionBombError as exc:
