@@ -606,20 +606,62 @@ def predictions_of(ws: Workspace, run_id: int) -> list[Prediction]:
 
 
 def token_usage(ws: Workspace, run_id: int) -> TokenUsage:
-    """The tokens a run's stored passes cost as its server said (summed in SQL): passes with a count, and the sums
-    (None when no pass has that count). A value outside what the door lets in (a file written by other tools)
-    is not counted."""
-    prompt, completion = (f"CASE WHEN {_token_ok(c)} THEN {c} END" for c in ("prompt_tokens", "completion_tokens"))
-    passes, prompt_sum, completion_sum = ws.conn.execute(
-        f"SELECT count(coalesce({prompt}, {completion})), sum({prompt}), sum({completion}) "
-        "FROM predictions WHERE run_id = ?",
+    """The tokens a run's stored passes cost as its server said, as kept beside them (migration 0021): passes with a
+    count, and the sums (None when no pass has that count). A value outside what the door lets in (a file written
+    by other tools) is not counted."""
+    row = ws.conn.execute(
+        "SELECT token_passes, prompt_passes, prompt_tokens, completion_passes, completion_tokens FROM run_figures "
+        "WHERE run_id = ?",
         (run_id,),
     ).fetchone()
-    return TokenUsage(passes, prompt_sum, completion_sum)
+    if row is None:
+        return TokenUsage(0, None, None)
+    passes, prompt_passes, prompt, completion_passes, completion = row
+    return TokenUsage(passes, prompt if prompt_passes else None, completion if completion_passes else None)
 
 
-def _token_ok(column: str) -> str:
-    return f"typeof({column}) = 'integer' AND {column} BETWEEN 0 AND {TOKENS_MAX}"
+@dataclass(frozen=True)
+class GroupFigures:
+    """One group (an L2 ability, a leaf category or a split) of a run's kept figures: its keyed items in the run's
+    benchmark, asked or not, and those right under VanillaEval, right under CircularEval, and right so far with
+    passes never asked (circular runs)."""
+
+    questions: int
+    vanilla: int
+    circular: int
+    unasked: int
+
+
+@dataclass(frozen=True)
+class KeptFigures:
+    """A run's figures under its own scoring as the workspace keeps them while passes are stored (migration 0021):
+    `questions` the items it asks, `sums` run_figures' sums over its items and passes by column name, `groups`
+    level (l2, category, split) -> group name -> its figures, for every group holding a keyed item."""
+
+    questions: int
+    sums: dict[str, int]
+    groups: dict[str, dict[str, GroupFigures]]
+
+
+def kept_figures(ws: Workspace, run: Run) -> KeptFigures | None:
+    """The run's kept figures, read in a few rows whatever its size; None where they are not kept: an open run (its
+    metrics are means over answers, not sums) or a run whose limit leaves items of its benchmark out (the kept sums
+    are over the whole benchmark)."""
+    row = ws.conn.execute("SELECT items FROM benchmark_counts WHERE benchmark_id = ?", (run.benchmark_id,)).fetchone()
+    items = row[0] if row else 0
+    if run.strategy == "open" or (run.limit is not None and run.limit < items):
+        return None
+    cur = ws.conn.execute("SELECT * FROM run_figures WHERE run_id = ?", (run.id,))
+    sums = dict(zip((d[0] for d in cur.description), cur.fetchone() or (), strict=False))
+    groups: dict[str, dict[str, GroupFigures]] = {"l2": {}, "category": {}, "split": {}}
+    for level, name, questions, vanilla, circular, unasked in ws.conn.execute(
+        "SELECT g.level, g.name, g.answered, coalesce(f.vanilla, 0), coalesce(f.circular, 0), coalesce(f.unasked, 0) "
+        "FROM benchmark_groups g LEFT JOIN run_group_figures f ON f.run_id = ? AND f.level = g.level "
+        "AND f.name = g.name WHERE g.benchmark_id = ? AND g.answered > 0",
+        (run.id, run.benchmark_id),
+    ):
+        groups[level][name] = GroupFigures(questions, vanilla, circular, unasked)
+    return KeptFigures(items, sums, groups)
 
 
 def _tokens_read(value: object) -> int | None:

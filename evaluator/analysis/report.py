@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from db import catalog, extractions, runs
 from db.errors import InvalidInput, NotFound
+from db.schema import NO_GROUP
 from db.workspace import Workspace
 from evaluator.scoring.choices import (
     POPE_PARSERS,
@@ -22,13 +23,13 @@ from evaluator.scoring.choices import (
     pope_reading,
     vanilla_result,
 )
-from evaluator.scoring.pope import PopeMetrics, pope_metrics
+from evaluator.scoring.pope import PopeMetrics, confusion_metrics, pope_metrics
 from evaluator.types import PopeParser, RunStatus, Strategy
 
 if TYPE_CHECKING:
     from evaluator.analysis.pope_report import PopeMeanEntry
 
-NONE = "(none)"
+NONE = NO_GROUP  # the group of items without a value: the kept figures name it so (migration 0021)
 
 
 def _fraction(hits: int, total: int) -> float | None:
@@ -197,21 +198,43 @@ class RunReport:
 
 def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> RunReport | None:
     """The report of one scoring of a run (default: its own). None when there is no such run; NotFound when
-    the run has no scoring of that name."""
+    the run has no scoring of that name. A run's own figures are read as the workspace keeps them (migration 0021),
+    a few rows whatever the run's size; a re-scoring's, an open run's and a limited run's are counted from its
+    passes."""
+    return _report(ws, run_id, scoring, kept=True)
+
+
+def _report(ws: Workspace, run_id: int, scoring: str | None, *, kept: bool) -> RunReport | None:
+    """run_report; `kept` False counts the run's own figures from its passes too (the reference the kept ones are
+    held to, and the bench's baseline)."""
     run = runs.get_run(ws, run_id)
     if run is None:
         return None
     bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
-    items = runs.items_of(ws, run)
     stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
-    name, source, summary, by_item = _scored_passes(ws, run, stored, scoring)
+    name, source, summary = _scoring(run, stored, scoring)
     figures: McqFigures | PopeFigures | OpenFigures
-    if run.strategy == "pope":
-        figures = _pope(items, by_item, bench.meta.get("setting"))
-    elif run.strategy == "open":
-        figures = _open(ws, run, items)
+    found = runs.kept_figures(ws, run) if kept and source == RUN_SCORING else None
+    if found is not None:
+        questions, model_calls, undecided = found.questions, run.predictions, found.sums["undecided"]
+        if run.strategy == "pope":
+            figures = _kept_pope(found, bench.meta.get("setting"))
+        else:
+            figures = _kept_mcq(found, run.strategy, full_passes=run.config.get("full_passes") is True)
     else:
-        figures = _mcq(items, by_item, run.strategy, full_passes=run.config.get("full_passes") is True)
+        items = runs.items_of(ws, run)
+        by_item = _scored_passes(ws, run, stored[name] if source == "rescore" else None)
+        questions, model_calls = len(items), sum(len(v) for v in by_item.values())
+        # An open run reads no choice: none of its answers is undecided.
+        undecided = (
+            0 if run.strategy == "open" else sum(1 for v in by_item.values() for p in v.values() if p.choice is None)
+        )
+        if run.strategy == "pope":
+            figures = _pope(items, by_item, bench.meta.get("setting"))
+        elif run.strategy == "open":
+            figures = _open(ws, run, items)
+        else:
+            figures = _mcq(items, by_item, run.strategy, full_passes=run.config.get("full_passes") is True)
     return RunReport(
         run.id,
         bench.name,
@@ -219,14 +242,13 @@ def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> RunRep
         run.strategy,
         run.status,
         run.extractor,
-        len(items),
+        questions,
         name,
         source,
         summary,
         (RUN_SCORING, *stored),
-        sum(len(v) for v in by_item.values()),
-        # An open run reads no choice: none of its answers is undecided.
-        0 if run.strategy == "open" else sum(1 for v in by_item.values() for p in v.values() if p.choice is None),
+        model_calls,
+        undecided,
         run.created_at,
         run.finished_at,
         run.config,
@@ -251,32 +273,71 @@ ByItem = dict[int, dict[int, runs.Prediction]]
 """item id -> pass -> the stored prediction (as a scoring reads it)."""
 
 
-def _scored_passes(
-    ws: Workspace, run: runs.Run, stored: dict[str, Any], scoring: str | None
-) -> tuple[str, ScoringSource, dict[str, Any], ByItem]:
-    """(scoring name, source, summary, item id -> pass -> prediction as that scoring reads it)."""
-    predictions = runs.predictions_of(ws, run.id)
-    source: ScoringSource
-    summary: dict[str, Any]
+def _scoring(run: runs.Run, stored: dict[str, Any], scoring: str | None) -> tuple[str, ScoringSource, dict[str, Any]]:
+    """(scoring name, source, summary) of the scoring a report asks for; NotFound for an unknown name."""
     if scoring in (None, RUN_SCORING) or (scoring == run.extractor and scoring not in stored):
-        name, source, summary = run.extractor, RUN_SCORING, {}
-    elif scoring in stored:
-        name, source, summary = scoring, "rescore", stored[scoring].summary
-        scored = {(p.item_id, p.pass_): p for p in extractions.scored_passes(ws, stored[scoring].id)}
+        return run.extractor, RUN_SCORING, {}
+    if scoring in stored:
+        return scoring, "rescore", stored[scoring].summary
+    known = ", ".join([RUN_SCORING, *stored]) or RUN_SCORING
+    raise NotFound(
+        f"run {run.id} has no scoring {scoring!r} (known: {known}; vlmdesk rescore {run.id} --extractor {scoring})"
+    )
+
+
+def _scored_passes(ws: Workspace, run: runs.Run, rescoring: extractions.Scoring | None) -> ByItem:
+    """item id -> pass -> prediction as a scoring reads it: the run's own (`rescoring` None), or a re-scoring's."""
+    predictions = runs.predictions_of(ws, run.id)
+    if rescoring is not None:
+        scored = {(p.item_id, p.pass_): p for p in extractions.scored_passes(ws, rescoring.id)}
         predictions = [
             dataclasses.replace(p, choice=s.choice, stage=s.stage, reason=s.reason, correct=s.correct)
             for p in predictions
             if (s := scored.get((p.item_id, p.pass_))) is not None
         ]
-    else:
-        known = ", ".join([RUN_SCORING, *stored]) or RUN_SCORING
-        raise NotFound(
-            f"run {run.id} has no scoring {scoring!r} (known: {known}; vlmdesk rescore {run.id} --extractor {scoring})"
-        )
     by_item: ByItem = defaultdict(dict)
     for p in predictions:
         by_item[p.item_id][p.pass_] = p
-    return name, source, summary, by_item
+    return by_item
+
+
+def _kept_mcq(kept: runs.KeptFigures, strategy: str, *, full_passes: bool) -> McqFigures:
+    """_mcq's figures from the kept sums (the same fractions of the same counts)."""
+    is_circular = strategy == "circular"
+
+    def scores(questions: int, vanilla: int, circular: int) -> Scores:
+        return Scores(questions, _fraction(vanilla, questions), _fraction(circular, questions) if is_circular else None)
+
+    sums = kept.sums
+    scored = sum(g.questions for g in kept.groups["split"].values())  # every keyed item is in one split group
+    by = {
+        level: {name: scores(g.questions, g.vanilla, g.circular) for name, g in sorted(kept.groups[level].items())}
+        for level in ("l2", "category", "split")
+    }
+    return McqFigures(
+        scored,
+        kept.questions - scored,
+        scores(scored, sums["vanilla"], sums["circular"]),
+        by["l2"],
+        by["category"],
+        by["split"],
+        consistency=_fraction(sums["consistent"], sums["complete"]) if is_circular and full_passes else None,
+        circular_unasked_items=sums["unasked"] if is_circular else None,
+        circular_upper=_fraction(sums["circular"] + sums["unasked"], scored) if is_circular else None,
+        undecided_vanilla=sums["undecided_vanilla"],
+    )
+
+
+def _kept_pope(kept: runs.KeptFigures, setting: str | None) -> PopeFigures:
+    """_pope's figures from the kept confusion counts."""
+    sums = kept.sums
+    metrics = {
+        parser: confusion_metrics(
+            *(sums[f"{parser}_{count}"] for count in ("tp", "fp", "tn", "fn", "unknown")), sums["pope_labelled_yes"]
+        )
+        for parser in POPE_PARSERS
+    }
+    return PopeFigures(setting, sums["pope_answered"], metrics)
 
 
 def _mcq(items: list[catalog.Item], by_item: ByItem, strategy: str, *, full_passes: bool) -> McqFigures:
@@ -414,7 +475,8 @@ def group_items(
         raise NotFound(f"no run {run_id}")
     items = runs.items_of(ws, run)
     stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
-    _, _, _, by_item = _scored_passes(ws, run, stored, scoring)
+    name, source, _ = _scoring(run, stored, scoring)
+    by_item = _scored_passes(ws, run, stored[name] if source == "rescore" else None)
     column = GROUP_LEVELS[level]
     if column is not None:
         known = sorted({getattr(item, column) or NONE for item in items})

@@ -185,7 +185,12 @@ def pope_metrics(labels: Sequence[str], answers: Sequence[str]) -> PopeMetrics:
             tp, fp = (tp + 1, fp) if label == "yes" else (tp, fp + 1)
         else:
             tn, fn = (tn + 1, fn) if label == "no" else (tn, fn + 1)
-    questions = len(labels)
+    return confusion_metrics(tp, fp, tn, fn, unknown, labelled_yes)
+
+
+def confusion_metrics(tp: int, fp: int, tn: int, fn: int, unknown: int, labelled_yes: int) -> PopeMetrics:
+    """POPE's figures from its confusion counts (pope_metrics counts them; a run's report reads them kept)."""
+    questions = tp + fp + tn + fn + unknown
     precision = _ratio(tp, tp + fp)
     recall = _ratio(tp, labelled_yes)
     f1 = None
