@@ -7,9 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from db.errors import InvalidInput
-from evaluator.backends import BackendError
-from evaluator.scoring.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
+from evaluator.scoring.llm_extraction import EXTRACTOR_HELP
 from vlmdesk.args import annotator, count, positive_int, record_id, record_ids, seed
 
 if TYPE_CHECKING:
@@ -262,6 +260,8 @@ def cmd_import_open(args) -> int:
 
 def cmd_sample(args) -> int:
     from annotation.alignment import build_set
+    from evaluator.backends import BackendError
+    from evaluator.scoring.llm_extraction import load_extractor, parse_extractor_spec
     from vlmdesk.cli import open_from_args
 
     for spec in args.extractor:
@@ -296,6 +296,7 @@ def cmd_sample(args) -> int:
 def cmd_label(args) -> int:
     """The loop: show an item, read a label, commit it, and only then show what the extractors said."""
     from annotation.alignment import add_label, next_for, reveal
+    from db.errors import InvalidInput
     from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:

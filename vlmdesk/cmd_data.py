@@ -5,15 +5,11 @@ from __future__ import annotations
 import json
 import sys
 
-from db import catalog
-from db.platform_io import cancel_interrupts
-from evaluator.analysis.groups import GROUPS, benchmark_groups, tag_benchmark
-from evaluator.formats.importers import import_benchmark
-from evaluator.formats.importers.common import DEFAULT_MAX_IMAGE_MB, ReadLimits, index_for_lookup
-from evaluator.formats.outfiles import write_file
+from evaluator.analysis.groups import GROUPS
+from evaluator.formats.importers.common import DEFAULT_MAX_IMAGE_MB
 from evaluator.formats.registry import format_names
 from vlmdesk.args import int_in, positive_int
-from vlmdesk.cli import add_command, output_file, write_json_array
+from vlmdesk.cli import add_command
 from vlmdesk.cmd_fetch import add_download_options
 
 MAX_IMAGE_MB_CEILING = 4096
@@ -156,6 +152,7 @@ def register(add) -> None:
 
 
 def bench_or_fail(ws, name: str):
+    from db import catalog
     from vlmdesk.cli import UsageError
 
     bench = catalog.benchmark_by_name(ws, name)
@@ -166,6 +163,8 @@ def bench_or_fail(ws, name: str):
 
 
 def item_or_fail(ws, bench, index_text: str):
+    from db import catalog
+    from evaluator.formats.importers.common import index_for_lookup
     from vlmdesk.cli import UsageError
 
     index = index_for_lookup(index_text)
@@ -182,6 +181,9 @@ def _emit(event: dict) -> None:
 def cmd_import(args) -> int:
     from pathlib import Path
 
+    from db.platform_io import cancel_interrupts
+    from evaluator.formats.importers import import_benchmark
+    from evaluator.formats.importers.common import ReadLimits
     from vlmdesk.cli import open_from_args
 
     if not Path(args.path).exists():
@@ -238,7 +240,10 @@ def _say(args, report, source: str) -> None:
 def _import_by_name(args, entry) -> int:
     """`vlmdesk import NAME`: the catalog's file fetched (or found in the cache), then imported as its entry says:
     benchmark NAME (or --name); POPE by name: one benchmark per setting (NAME_random…), or --setting's only."""
+    from db.platform_io import cancel_interrupts
+    from evaluator.formats.importers import import_benchmark
     from evaluator.formats.importers.catalog import POPE_SETTINGS
+    from evaluator.formats.importers.common import ReadLimits
     from vlmdesk.cli import UsageError, open_from_args
     from vlmdesk.cmd_fetch import Progress, fetch_entry
 
@@ -298,6 +303,7 @@ def _import_by_name(args, entry) -> int:
 
 
 def cmd_demo(args) -> int:
+    from db.platform_io import cancel_interrupts
     from vlmdesk.cli import open_from_args
     from vlmdesk.demo import import_demo
 
@@ -314,6 +320,8 @@ def cmd_demo(args) -> int:
 
 
 def cmd_benchmarks(args) -> int:
+    from db import catalog
+    from evaluator.analysis.groups import benchmark_groups
     from vlmdesk.cli import open_from_args
 
     if getattr(args, "benchmarks_command", None) == "tag":
@@ -358,6 +366,7 @@ def cmd_benchmarks(args) -> int:
 
 
 def cmd_tag(args) -> int:
+    from evaluator.analysis.groups import tag_benchmark
     from vlmdesk.cli import UsageError, open_from_args
 
     if args.clear == bool(args.group):
@@ -372,7 +381,8 @@ def cmd_tag(args) -> int:
 
 
 def cmd_items(args) -> int:
-    from vlmdesk.cli import open_from_args
+    from db import catalog
+    from vlmdesk.cli import open_from_args, write_json_array
 
     # Streamed: each item is written as it is read, so a million-item listing starts at once in constant memory.
     with open_from_args(args) as ws:
@@ -390,7 +400,9 @@ def cmd_items(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from vlmdesk.cli import UsageError, open_from_args
+    from db import catalog
+    from evaluator.formats.outfiles import write_file
+    from vlmdesk.cli import UsageError, open_from_args, output_file
 
     with open_from_args(args) as ws:
         bench = bench_or_fail(ws, args.bench)

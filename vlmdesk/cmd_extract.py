@@ -6,8 +6,7 @@ import json
 import re
 import sys
 
-from evaluator.backends import BackendError
-from evaluator.scoring.llm_extraction import EXTRACTOR_HELP, load_extractor, parse_extractor_spec
+from evaluator.scoring.llm_extraction import EXTRACTOR_HELP
 from vlmdesk.args import record_id
 
 _LETTER = re.compile(r"^[A-Y]$")
@@ -94,6 +93,8 @@ def read_inputs(path: str) -> list[tuple[object, str, dict[str, str], str]]:
 
 
 def cmd_extract(args) -> int:
+    from evaluator.backends import BackendError
+    from evaluator.scoring.llm_extraction import load_extractor, parse_extractor_spec
     from vlmdesk.cli import open_from_args
 
     kind, _ = parse_extractor_spec(args.extractor)
@@ -114,6 +115,8 @@ def cmd_extract(args) -> int:
 
 
 def cmd_rescore(args) -> int:
+    from evaluator.backends import BackendError
+    from evaluator.scoring.llm_extraction import load_extractor, parse_extractor_spec
     from evaluator.scoring.rescoring import rescore
     from vlmdesk.cli import open_from_args
 

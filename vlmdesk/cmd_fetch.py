@@ -5,18 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from evaluator.formats.importers.catalog import CATALOG_ENV, CatalogEntry, catalog, dumps, entry_or_fail
-from evaluator.formats.importers.fetch import (
-    CACHE_ENV,
-    DEFAULT_IDLE_S,
-    DEFAULT_TIMEOUT_S,
-    MIRROR_ENV,
-    FetchResult,
-    cache_dir,
-    fetch,
-)
+from evaluator.formats.importers.catalog import CATALOG_ENV
+from evaluator.formats.importers.fetch import CACHE_ENV, DEFAULT_IDLE_S, DEFAULT_TIMEOUT_S, MIRROR_ENV
 from vlmdesk.args import float_in
+
+if TYPE_CHECKING:
+    from evaluator.formats.importers.catalog import CatalogEntry
+    from evaluator.formats.importers.fetch import FetchResult
 
 
 def register(add) -> None:
@@ -84,6 +81,9 @@ def _size(n: int | None) -> str:
 
 
 def print_list(as_json: bool) -> None:
+    from evaluator.formats.importers.catalog import catalog, dumps
+    from evaluator.formats.importers.fetch import cache_dir
+
     entries = catalog()
     if as_json:
         print(dumps(entries))
@@ -131,6 +131,8 @@ class Progress:
 
 
 def fetch_entry(entry: CatalogEntry, args, progress: Progress, to: Path | None = None) -> FetchResult:
+    from evaluator.formats.importers.fetch import fetch
+
     try:
         return fetch(
             entry,
@@ -145,6 +147,7 @@ def fetch_entry(entry: CatalogEntry, args, progress: Progress, to: Path | None =
 
 
 def cmd_fetch(args) -> int:
+    from evaluator.formats.importers.catalog import entry_or_fail
     from vlmdesk.cli import UsageError
 
     if args.list:

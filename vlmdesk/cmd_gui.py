@@ -7,10 +7,8 @@ import re
 import sys
 from pathlib import Path
 
-from db import catalog
-from db.workspace import default_workspace_path
 from gui.prefs import SCALE_RANGE
-from gui.screenshot import TABS, VIEWS, ScreenshotError, Shot
+from gui.screenshot import TABS, VIEWS
 from vlmdesk.args import float_in, record_id
 
 
@@ -95,6 +93,8 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def cmd_gui(args) -> int:
+    from db.workspace import default_workspace_path
+    from gui.screenshot import ScreenshotError, Shot
     from vlmdesk.cli import UsageError
 
     path = Path(getattr(args, "workspace", None) or default_workspace_path())
@@ -145,6 +145,7 @@ def cmd_gui(args) -> int:
 
 
 def start_gui(path: Path, *, first_start: bool, read_only: bool = False) -> int:
+    from db import catalog
     from vlmdesk.cli import UsageError
 
     if read_only:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sys
 
-from db.platform_io import cancel_interrupts
 from vlmdesk.args import positive_int, record_id
 
 
@@ -46,6 +45,7 @@ def register(add) -> None:
 
 
 def cmd_judge(args) -> int:
+    from db.platform_io import cancel_interrupts
     from evaluator.backends import BackendError
     from evaluator.engine.launch import resolve_model
     from evaluator.scoring.open_judge import DEFAULT_RUBRIC, judge_open_run, read_rubric

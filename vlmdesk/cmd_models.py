@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from evaluator.backends import REGISTRY, BackendError
+from evaluator.backends import REGISTRY
 
 
 def register(add) -> None:
@@ -125,6 +125,7 @@ def cmd_remove(args) -> int:
 
 
 def cmd_test(args) -> int:
+    from evaluator.backends import BackendError
     from evaluator.engine.launch import resolve_model
     from evaluator.engine.model_check import check_model
     from vlmdesk.cli import open_from_args

@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from evaluator.formats.importers.importer import slug
-from evaluator.formats.pope_build import build_pope_set
-from evaluator.scoring.pope import SETTINGS, write_pope_jsonl
+from evaluator.scoring.pope import SETTINGS
 from evaluator.types import POPE_PARSERS
 from vlmdesk.args import positive_int, seed
 
@@ -137,6 +135,9 @@ def cmd_score(args) -> int:
 
 def cmd_build(args) -> int:
     from evaluator.formats.importers import import_benchmark
+    from evaluator.formats.importers.importer import slug
+    from evaluator.formats.pope_build import build_pope_set
+    from evaluator.scoring.pope import write_pope_jsonl
     from vlmdesk.cli import UsageError, open_from_args, output_file
 
     out = output_file(args.out)

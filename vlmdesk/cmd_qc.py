@@ -9,19 +9,9 @@ import os
 import sys
 
 from annotation import qc
-from annotation.curation import changes_path, export_curated
-from db.platform_io import cancel_interrupts
-from evaluator.backends import BackendError
-from evaluator.backends.secrets import redact
-from evaluator.engine.launch import prepare_run, resolve_model, run_or_resume
-from evaluator.engine.prompts import default_template
-from evaluator.engine.runner import RunSettings
-from evaluator.formats.exporters import ExportError
 from evaluator.formats.registry import format_names
 from vlmdesk.args import annotator, positive_int, record_id, seed
-from vlmdesk.cli import model_specs_help, write_json_array
-from vlmdesk.cmd_data import bench_or_fail, item_or_fail
-from vlmdesk.cmd_run import human_progress
+from vlmdesk.cli import model_specs_help
 
 ANNOTATOR_ENV = "VLMDESK_ANNOTATOR"
 
@@ -266,7 +256,15 @@ def _items(ws, bench_id):
 def cmd_text_only(args) -> int:
     from tqdm import tqdm
 
+    from db.platform_io import cancel_interrupts
+    from evaluator.backends import BackendError
+    from evaluator.backends.secrets import redact
+    from evaluator.engine.launch import prepare_run, resolve_model, run_or_resume
+    from evaluator.engine.prompts import default_template
+    from evaluator.engine.runner import RunSettings
     from vlmdesk.cli import UsageError, open_from_args
+    from vlmdesk.cmd_data import bench_or_fail
+    from vlmdesk.cmd_run import human_progress
 
     with open_from_args(args) as ws:
         # Every model (a saved model's name or a spec) is checked before the first one runs.
@@ -314,6 +312,7 @@ def cmd_text_only(args) -> int:
 
 def cmd_consensus(args) -> int:
     from vlmdesk.cli import open_from_args
+    from vlmdesk.cmd_data import bench_or_fail
 
     with open_from_args(args) as ws:
         bench = bench_or_fail(ws, args.bench)
@@ -326,7 +325,8 @@ def cmd_consensus(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from vlmdesk.cli import open_from_args
+    from vlmdesk.cli import open_from_args, write_json_array
+    from vlmdesk.cmd_data import bench_or_fail
 
     # Streamed: each candidate is written as it is read, in constant memory (a million flags list at once).
     with open_from_args(args) as ws:
@@ -366,6 +366,7 @@ def _print_candidate(c: qc.Candidate) -> None:
 
 def cmd_decide(args) -> int:
     from vlmdesk.cli import UsageError, open_from_args
+    from vlmdesk.cmd_data import bench_or_fail, item_or_fail
 
     with open_from_args(args) as ws:
         bench = bench_or_fail(ws, args.bench)
@@ -415,7 +416,10 @@ def cmd_decide(args) -> int:
 
 
 def cmd_export(args) -> int:
+    from annotation.curation import changes_path, export_curated
+    from evaluator.formats.exporters import ExportError
     from vlmdesk.cli import UsageError, open_from_args, output_file
+    from vlmdesk.cmd_data import bench_or_fail
 
     with open_from_args(args) as ws:
         bench = bench_or_fail(ws, args.bench)
@@ -452,6 +456,7 @@ def cmd_export(args) -> int:
 
 def cmd_summary(args) -> int:
     from vlmdesk.cli import open_from_args
+    from vlmdesk.cmd_data import bench_or_fail
 
     with open_from_args(args) as ws:
         bench_id = bench_or_fail(ws, args.bench).id if args.bench else None

@@ -9,8 +9,6 @@ import sys
 import traceback
 from pathlib import Path
 
-from evaluator.backends.secrets import redact
-
 LOG_DIR_ENV = "VLMDESK_LOG_DIR"
 LOG_NAME = "vlmdesk.log"
 # The log is kept to about this size: when it grows past it, it becomes vlmdesk.log.1 (one older copy is kept).
@@ -36,6 +34,8 @@ def one_line(text: str, limit: int = _MESSAGE_CHARS) -> str:
 
 def log_internal_error(exc: BaseException, *, command: str | None = None) -> Path:
     """Append exc's traceback to the log file and return its path; raises OSError when the log cannot be written."""
+    from evaluator.backends.secrets import redact
+
     folder = log_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOG_NAME
@@ -57,6 +57,8 @@ def log_internal_error(exc: BaseException, *, command: str | None = None) -> Pat
 
 def internal_error_line(exc: BaseException, *, command: str | None = None) -> str:
     """The one line `vlmdesk` prints for a bug, after logging its traceback."""
+    from evaluator.backends.secrets import redact
+
     what = one_line(redact(f"{type(exc).__name__}: {exc}"))
     try:
         where = f"traceback in {log_internal_error(exc, command=command)}"

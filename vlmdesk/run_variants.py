@@ -4,23 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluator.engine.variants import (
-    CHEF_SETTINGS,
-    MAX_SHOTS,
-    SHOT_SELECTIONS,
-    TEXT_CORRUPTIONS,
-    LabelMap,
-    parse_corruption,
-)
+from evaluator.engine.variants import CHEF_SETTINGS, MAX_SHOTS, SHOT_SELECTIONS, TEXT_CORRUPTIONS
 from vlmdesk.args import checked, int_in
 
 
 def _label_map(text: str) -> str:
+    from evaluator.engine.variants import LabelMap
+
     LabelMap.parse(text)
     return text
 
 
 def _corruption(text: str) -> str:
+    from evaluator.engine.variants import parse_corruption
+
     parse_corruption(text)
     return text
 

@@ -30,10 +30,7 @@ from db import catalog, models, runs
 from db.catalog import Benchmark
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
-from evaluator.analysis import metrics
-from evaluator.analysis.desiderata import is_plain
 from evaluator.formats import registry as formats
-from evaluator.scoring import open_metrics
 
 GROUPS: dict[str, str] = {
     "perception": "Visual perception",
@@ -52,6 +49,8 @@ DEFAULT_OPEN_FIGURE = "word_match"
 
 def open_figure_problem(name: str) -> str | None:
     """Why `name` cannot be an open benchmark's figure (an open metric scored as a fraction), or None."""
+    from evaluator.scoring import open_metrics
+
     entry = open_metrics.REGISTRY.get(name)
     fractions = [e.name for e in open_metrics.REGISTRY.entries() if e.scale == "fraction"]
     if entry is None or entry.scale != "fraction":
@@ -173,6 +172,8 @@ RULE = (
 
 def _counted(run: runs.Run, bench: Benchmark, mcq_figure: McqFigure) -> str | None:
     """Why the run is not counted, or None when it is."""
+    from evaluator.analysis.desiderata import is_plain
+
     if run.status != "finished":
         return f"run {run.id} is {run.status}"
     if run.problems:
@@ -190,6 +191,9 @@ def _counted(run: runs.Run, bench: Benchmark, mcq_figure: McqFigure) -> str | No
 
 def _value(ws: Workspace, run_id: int, metric: str, kind: str) -> float | None:
     """A run's headline figure: a registered metric (multiple choice, POPE), or an open metric's run value."""
+    from evaluator.analysis import metrics
+    from evaluator.scoring import open_metrics
+
     if kind != "open":
         return metrics.compute(ws, metric, run_id)
     scores = open_metrics.item_scores(ws, run_id, [metric]).get(metric, {})

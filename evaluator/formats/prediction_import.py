@@ -35,14 +35,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from db import catalog, runs
 from db.catalog import Benchmark, Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.engine.prompts import default_template
-from evaluator.engine.runner import OPEN_ANSWER, RunSettings, git_revision, versions
 from evaluator.formats.importers.common import (
     CIRCULAR_STRIDE,
     InputError,
@@ -55,7 +54,6 @@ from evaluator.formats.importers.common import (
     open_regular,
     sha256_stream,
 )
-from evaluator.formats.importers.importer import model_name_problem
 from evaluator.formats.outfiles import csv_cell_read
 from evaluator.scoring.choices import (
     LETTERS,
@@ -67,7 +65,9 @@ from evaluator.scoring.choices import (
     shown_options,
 )
 from evaluator.scoring.extraction import Extraction
-from evaluator.scoring.llm_extraction import load_extractor, parse_extractor_spec
+
+if TYPE_CHECKING:
+    from evaluator.engine.runner import RunSettings
 
 PREDICTION_FORMATS = ("vlmevalkit", "lmms-eval")
 MAX_PREDICTION_FILE_BYTES = 4 * 2**30  # prediction files carry no images (VLMEvalKit drops the column)
@@ -155,6 +155,9 @@ def import_predictions(
 ) -> PredictionImport:
     """Store the predictions in `path` as a finished run of `model` on `bench`. InputError on the first bad row
     (unless skip_bad: bad rows are counted and left out) with the workspace unchanged."""
+    from evaluator.engine.runner import RunSettings
+    from evaluator.scoring.llm_extraction import parse_extractor_spec
+
     path = Path(path)
     model = _check_model(path, model)
     if fmt is not None and fmt not in PREDICTION_FORMATS:
@@ -195,6 +198,8 @@ def import_predictions(
 
 
 def _check_model(path: Path, model: str) -> str:
+    from evaluator.formats.importers.importer import model_name_problem
+
     model = (model or "").strip()
     problem = model_name_problem(model)
     if problem is not None:
@@ -565,6 +570,9 @@ def _prefix_limit(ws: Workspace, bench: Benchmark, item_ids: set[int]) -> int | 
 
 
 def _predictions(ws: Workspace, matched: list[_Matched], extractor_spec: str, kind: str) -> list[runs.Prediction]:
+    from evaluator.engine.runner import OPEN_ANSWER
+    from evaluator.scoring.llm_extraction import load_extractor
+
     if kind == "open":  # as a run of its own stores an open answer: nothing extracted, nothing scored
         read = [OPEN_ANSWER] * len(matched)
     elif kind == "yesno":
@@ -604,6 +612,8 @@ def _store(
     preds: list[runs.Prediction],
 ) -> int:
     """The run and its passes, then finished; removed again if anything fails on the way."""
+    from evaluator.engine.runner import git_revision, versions
+
     settings.check()
     owner = runs.Owner.here()
     run = runs.create_or_claim(
