@@ -5,31 +5,22 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from db import models, runs
-from db.platform_io import cancel_interrupts
 from db.runs import ROUNDS_MAX
-from evaluator.analysis.pope_report import attach_pope_means, format_pope_means
-from evaluator.analysis.report import OpenFigures, RunReport, describe_tokens, run_report
-from evaluator.backends import BackendError
-from evaluator.backends.base import ServersDown
-from evaluator.backends.hf import without_prefix_sharing
-from evaluator.backends.openai_backend import with_servers
-from evaluator.backends.secrets import redact
-from evaluator.engine.launch import Launch, prepare_resume, prepare_run, resolve_model, run_or_resume
-from evaluator.engine.progress import DoneEvent, Progress, StartEvent, WaitEvent
-from evaluator.engine.prompt_presets import choose_prompt, describe_prompt, preset_words
-from evaluator.engine.runner import RunSettings, default_max_new_tokens
 from evaluator.engine.variants import COT_MAX_NEW_TOKENS
-from evaluator.engine.variants import describe as describe_variants
-from evaluator.formats.prediction_import import IMPORTED_MARK, origin_of
 from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS, LIKELIHOOD_SCORES
 from evaluator.scoring.llm_extraction import extractor_help
 from evaluator.types import MCQ_STRATEGIES
 from vlmdesk.args import model_spec, positive_int, record_id, rounds, seed
-from vlmdesk.cli import model_specs_help, output_file
-from vlmdesk.cmd_data import bench_or_fail
-from vlmdesk.run_variants import add_variant_arguments, variant_settings
+from vlmdesk.cli import model_specs_help
+from vlmdesk.run_variants import add_variant_arguments
+
+if TYPE_CHECKING:
+    from db import runs
+    from evaluator.analysis.report import OpenFigures, RunReport
+    from evaluator.engine.launch import Launch
+    from evaluator.engine.progress import Progress, WaitEvent
 
 
 def register(add) -> None:
@@ -227,6 +218,7 @@ def _emit_event(event: Progress | WaitEvent) -> None:
 
 def human_progress(bar, run_id: int) -> Callable[[Progress | WaitEvent], None]:
     """The terminal's progress: the bar after each batch; a line above it for each retry wait, saying what for."""
+    from evaluator.engine.progress import WaitEvent
 
     def show(event: Progress | WaitEvent) -> None:
         if isinstance(event, WaitEvent):
@@ -239,7 +231,14 @@ def human_progress(bar, run_id: int) -> Callable[[Progress | WaitEvent], None]:
 
 
 def cmd_run(args) -> int:
+    from evaluator.backends import BackendError
+    from evaluator.backends.hf import without_prefix_sharing
+    from evaluator.engine.launch import prepare_resume, prepare_run, resolve_model
+    from evaluator.engine.prompt_presets import choose_prompt
+    from evaluator.engine.runner import RunSettings, default_max_new_tokens
     from vlmdesk.cli import UsageError, open_from_args
+    from vlmdesk.cmd_data import bench_or_fail
+    from vlmdesk.run_variants import variant_settings
 
     with open_from_args(args) as ws:
         if args.resume is not None:
@@ -296,6 +295,8 @@ def cmd_run(args) -> int:
 
 def served_by(spec: str, servers: str) -> str:
     """The openai spec served by the replicas a --servers file names (UsageError for a bad file or spec)."""
+    from evaluator.backends import BackendError
+    from evaluator.backends.openai_backend import with_servers
     from vlmdesk.cli import UsageError
 
     try:
@@ -307,6 +308,7 @@ def served_by(spec: str, servers: str) -> str:
 def multi_turn_settings(args, ws) -> dict:
     """RunSettings' multi-turn fields from --multi-turn (a spec or a saved model's name) and --rounds (left at their
     defaults when not given)."""
+    from db import models
     from vlmdesk.cli import UsageError
 
     if args.rounds is not None and args.multi_turn is None:
@@ -318,6 +320,13 @@ def multi_turn_settings(args, ws) -> dict:
 def _execute(ws, launch: Launch, args) -> int:
     from tqdm import tqdm
 
+    from db import runs
+    from db.platform_io import cancel_interrupts
+    from evaluator.backends import BackendError
+    from evaluator.backends.base import ServersDown
+    from evaluator.backends.secrets import redact
+    from evaluator.engine.launch import run_or_resume
+    from evaluator.engine.progress import DoneEvent, StartEvent
     from vlmdesk.cli import UsageError
 
     run = launch.run
@@ -388,6 +397,10 @@ def _finish(args, run_id: int) -> int:
 
 
 def cmd_runs(args) -> int:
+    from db import runs
+    from evaluator.engine.prompt_presets import describe_prompt
+    from evaluator.engine.variants import describe as describe_variants
+    from evaluator.formats.prediction_import import origin_of
     from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:
@@ -461,6 +474,10 @@ def cmd_runs(args) -> int:
 def run_kind(run: runs.Run) -> str:
     """The strategy column: the strategy, the run's variants, its prompt preset and whether it was imported, in the
     app's words (gui/runs_list.py): "vanilla · natural:0 labels · vlmevalkit:llava prompt · ⇩ imported"."""
+    from evaluator.engine.prompt_presets import preset_words
+    from evaluator.engine.variants import describe as describe_variants
+    from evaluator.formats.prediction_import import IMPORTED_MARK, origin_of
+
     parts = [run.strategy, describe_variants(run.config), preset_words(run.config)]
     parts += [IMPORTED_MARK] if origin_of(run) is not None else []
     return " · ".join(filter(None, parts))
@@ -470,7 +487,9 @@ _SCORE_FIELDS = ("vanilla", "circular", "pope_accuracy", "pope_f1", "open_metric
 
 
 def cmd_report(args) -> int:
-    from vlmdesk.cli import UsageError, open_from_args
+    from evaluator.analysis.pope_report import attach_pope_means, format_pope_means
+    from evaluator.analysis.report import run_report
+    from vlmdesk.cli import UsageError, open_from_args, output_file
 
     if args.groups:
         return cmd_report_groups(args)
@@ -518,7 +537,7 @@ def cmd_report(args) -> int:
 
 def cmd_report_groups(args) -> int:
     from evaluator.analysis.groups import format_groups, groups_report
-    from vlmdesk.cli import UsageError, open_from_args
+    from vlmdesk.cli import UsageError, open_from_args, output_file
 
     if args.run_ids or args.scoring:
         raise UsageError("--groups reads every model's runs itself: leave out RUN_ID and --scoring")
@@ -585,6 +604,8 @@ def _format_open(o: OpenFigures) -> list[str]:
 
 
 def format_report(r: RunReport) -> str:
+    from evaluator.analysis.report import describe_tokens
+
     preset = r.config.get("prompt_preset")
     lines = [
         f"run {r.run_id}  {r.benchmark}  {r.model}  {r.strategy}  [{r.status}]"
