@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 from db.errors import EnvironmentFault, UserError
-from db.workspace import database_error, default_workspace_path
+from db.workspace import database_error, default_workspace_path, open_workspace
 from vlmdesk.args import Parser, positive_int  # noqa: F401 (positive_int moved to vlmdesk/args.py)
 from vlmdesk.errors import internal_error_line
 
@@ -152,8 +152,6 @@ def creates_workspace(args) -> bool:
 
 def open_from_args(args, *, create: bool | None = None):
     """The command's workspace, opened (`create`: default, whether the command is one that may create it)."""
-    from db.workspace import open_workspace
-
     create = creates_workspace(args) if create is None else create
     return open_workspace(workspace_path(args), create=create, read_only=getattr(args, "read_only", False))
 
