@@ -1167,12 +1167,14 @@ _ORIGINAL_OPTION = (
     "THEN json_extract(q.option_order, '$[' || (unicode(q.choice) - 65) || ']') END"
 )
 _ITEM_PASSES = "FROM predictions q WHERE q.run_id = rr.run_id AND q.item_id = rr.item_id"
-_KEYED = "i.answer IS NOT NULL"
+# A report counts the items of the run's benchmark, and an open run's figures are not sums (means over answers).
+_COUNTED = "i.benchmark_id = r.benchmark_id AND r.strategy != 'open'"
+_KEYED = f"{_COUNTED} AND i.answer IS NOT NULL"
 _CIRCULAR = f"{_KEYED} AND r.strategy = 'circular'"
+_COMPLETE = f"(SELECT count(*) {_ITEM_PASSES}) = json_array_length(i.options)"
 _POPE = f"{_KEYED} AND r.strategy = 'pope' AND p.pass IS NOT NULL"
 # What one (run, item) adds to its run's figures, derived from its kept result `rr`, its pass 0 `p`, the item `i` and
-# the run `r` (evaluator/analysis/report.py reads the sums; the figures of items of another benchmark, which no report
-# counts, and of open runs, whose metrics are not sums, are not kept).
+# the run `r` (evaluator/analysis/report.py reads the sums).
 _ITEM_FIGURES = {
     "l2": _group("i.l2_category"),
     "category": _group("i.category"),
@@ -1180,31 +1182,39 @@ _ITEM_FIGURES = {
     "vanilla": f"{_KEYED} AND r.strategy != 'pope' AND p.correct IS 1",
     "circular": f"{_CIRCULAR} AND rr.result = 'right'",
     "unasked": f"{_CIRCULAR} AND rr.result = 'pending'",
-    "undecided_vanilla": "p.pass IS NOT NULL AND p.choice IS NULL",
+    "undecided_vanilla": f"{_COUNTED} AND p.pass IS NOT NULL AND p.choice IS NULL",
     # Every circular run keeps them; the report shows consistency for --full-passes runs only.
-    "complete": f"{_CIRCULAR} AND (SELECT count(*) {_ITEM_PASSES}) = json_array_length(i.options)",
-    "consistent": f"{_CIRCULAR} AND (SELECT count(*) = json_array_length(i.options) AND count(o) = count(*) AND "
-    f"count(DISTINCT o) = 1 FROM (SELECT {_ORIGINAL_OPTION} AS o {_ITEM_PASSES}))",
+    "complete": f"{_CIRCULAR} AND {_COMPLETE}",
+    "consistent": f"{_CIRCULAR} AND CASE WHEN {_COMPLETE} THEN (SELECT count(o) = count(*) AND count(DISTINCT o) = 1 "
+    f"FROM (SELECT {_ORIGINAL_OPTION} AS o {_ITEM_PASSES})) ELSE 0 END",
     "pope_label": f"CASE WHEN {_POPE} THEN i.answer END",
     "official": f"CASE WHEN {_POPE} THEN CASE WHEN p.stage = 'likelihood' THEN coalesce(p.choice, 'unknown') "
     f"ELSE {pope_official_sql('p.response')} END END",
     "strict": f"CASE WHEN {_POPE} THEN CASE WHEN p.choice IN ('yes', 'no') THEN p.choice ELSE 'unknown' END END",
 }
-_ITEM_FIGURE_ROWS = (
-    f"INSERT INTO run_item_figures (run_id, item_id, {', '.join(_ITEM_FIGURES)}) "
-    f"SELECT rr.run_id, rr.item_id, {', '.join(_ITEM_FIGURES.values())} FROM run_item_results rr "
-    "JOIN runs r ON r.id = rr.run_id JOIN items i ON i.id = rr.item_id "
-    "LEFT JOIN predictions p ON p.run_id = rr.run_id AND p.item_id = rr.item_id AND p.pass = 0 "
-    "WHERE i.benchmark_id = r.benchmark_id AND r.strategy != 'open'"
-)
-# The run's sums over its items' figures (f: a row of run_item_figures). POPE: label and reading per parser.
-_RUN_SUMS = {
-    "vanilla": "{f}.vanilla",
-    "circular": "{f}.circular",
-    "unasked": "{f}.unasked",
-    "undecided_vanilla": "{f}.undecided_vanilla",
-    "complete": "{f}.complete",
-    "consistent": "{f}.consistent",
+
+
+def _item_figure_rows(where: str) -> str:
+    """A statement deriving the figures of the kept results `where` selects (rr), as new rows or over their rows; a row
+    whose figures did not change is left alone (most passes change nothing: its sums' triggers do not run)."""
+    columns = ", ".join(_ITEM_FIGURES)
+    return (
+        f"INSERT INTO run_item_figures (run_id, item_id, {columns}) "
+        f"SELECT rr.run_id, rr.item_id, {', '.join(_ITEM_FIGURES.values())} FROM run_item_results rr "
+        "JOIN runs r ON r.id = rr.run_id JOIN items i ON i.id = rr.item_id "
+        "LEFT JOIN predictions p ON p.run_id = rr.run_id AND p.item_id = rr.item_id AND p.pass = 0 "
+        f"WHERE {where} ON CONFLICT (run_id, item_id) DO UPDATE SET "
+        f"{', '.join(f'{c} = excluded.{c}' for c in _ITEM_FIGURES)} "
+        f"WHERE ({columns}) IS NOT ({', '.join(f'excluded.{c}' for c in _ITEM_FIGURES)});"
+    )
+
+
+# The run's sums over its items' figures (f: a row of run_item_figures): choices, and POPE's label and reading per
+# parser; each kept apart so a row adding nothing to one part does not write it.
+_MCQ_SUMS = {
+    name: f"{{f}}.{name}" for name in ("vanilla", "circular", "unasked", "undecided_vanilla", "complete", "consistent")
+}
+_POPE_SUMS = {
     "pope_answered": "{f}.pope_label IS NOT NULL",
     "pope_labelled_yes": "{f}.pope_label IS 'yes'",
     **{
@@ -1235,19 +1245,42 @@ _PASS_SUMS = {
     "completion_passes": _token_ok("{n}.completion_tokens"),
     "completion_tokens": f"CASE WHEN {_token_ok('{n}.completion_tokens')} THEN {{n}}.completion_tokens ELSE 0 END",
 }
+_PASS_SAYS = "{n}.choice IS NULL OR {n}.prompt_tokens IS NOT NULL OR {n}.completion_tokens IS NOT NULL"
 
 
-def _add(sums: dict[str, str], sign: str, **row: str) -> str:
-    return ", ".join(f"{name} = {name} {sign} ({expr.format(**row)})" for name, expr in sums.items())
-
-
-def _regroup(where: str) -> str:
-    """Statements (for a trigger) that derive afresh the kept figures of the kept results `where` selects (rr)."""
+def _sums(sums: dict[str, str], key: str, old: str | None, new: str | None) -> str:
+    """A statement taking row `old`'s part from its run's sums and adding row `new`'s (either may be None); it writes
+    nothing when neither row adds anything to these sums."""
+    terms = {
+        name: "".join(f" {sign} ({expr.format(f=row, n=row)})" for sign, row in (("-", old), ("+", new)) if row)
+        for name, expr in sums.items()
+    }
+    rows = [row for row in (old, new) if row]
+    anything = " OR ".join(f"({expr.format(f=row, n=row)})" for row in rows for expr in sums.values())
     return (
-        "DELETE FROM run_item_figures WHERE (run_id, item_id) IN "
-        f"(SELECT rr.run_id, rr.item_id FROM run_item_results rr WHERE {where});\n"
-        f"{_ITEM_FIGURE_ROWS} AND {where};"
+        f"UPDATE run_figures SET {', '.join(f'{name} = {name}{term}' for name, term in terms.items())} "
+        f"WHERE run_id = {rows[0]}.{key} AND ({anything});"
     )
+
+
+def _group_sums(old: str | None, new: str | None) -> str:
+    """Statements taking row `old`'s part from its groups' sums and adding row `new`'s."""
+    statements = []
+    for level in _LEVELS:
+        if old:
+            statements.append(
+                f"UPDATE run_group_figures SET {', '.join(f'{s} = {s} - {old}.{s}' for s in _GROUP_SUMS)} "
+                f"WHERE {' + '.join(f'{old}.{s}' for s in _GROUP_SUMS)} > 0 AND run_id = {old}.run_id "
+                f"AND level = '{level}' AND name = {old}.{level};"
+            )
+        if new:
+            statements.append(
+                f"INSERT INTO run_group_figures (run_id, level, name, {', '.join(_GROUP_SUMS)}) "
+                f"SELECT {new}.run_id, '{level}', {new}.{level}, {', '.join(f'{new}.{s}' for s in _GROUP_SUMS)} "
+                f"WHERE {' + '.join(f'{new}.{s}' for s in _GROUP_SUMS)} > 0 ON CONFLICT (run_id, level, name) "
+                f"DO UPDATE SET {', '.join(f'{s} = {s} + excluded.{s}' for s in _GROUP_SUMS)};"
+            )
+    return "\n".join(statements)
 
 
 def _group_counts(row: str, sign: str) -> str:
@@ -1273,24 +1306,18 @@ def _m0021(db: Database) -> None:
     # A run's report and the runs list at a million passes (issue 34): the figures of a run's own scoring are sums over
     # its items and passes, kept beside them by triggers in the transaction of the write, so a report reads a few rows
     # whatever the run's size. run_item_figures holds what each (run, item) adds, derived whenever its kept result is
-    # (it lives and dies with the run_item_results row) and when the item's key or groups change; run_figures and
-    # run_group_figures are the sums over those rows, and benchmark_groups counts each group's keyed items (the
-    # questions a group's fractions divide by, asked or not). Everything here is derived (rebuild_run_figures).
+    # (it lives as long as the run_item_results row) and when the item's key or groups change; run_figures and
+    # run_group_figures are the sums over those rows and over the passes, and benchmark_groups counts each group's
+    # keyed items (the questions a group's fractions divide by, asked or not). Everything here is derived
+    # (rebuild_run_figures).
     texts = ("l2", "category", "split", "pope_label", "official", "strict")
     item_columns = ", ".join(f"{name} {'TEXT' if name in texts else 'INTEGER NOT NULL'}" for name in _ITEM_FIGURES)
-    run_columns = ", ".join(f"{name} INTEGER NOT NULL DEFAULT 0" for name in (*_RUN_SUMS, *_PASS_SUMS))
-    groups = "\n".join(
-        f"INSERT INTO run_group_figures (run_id, level, name, {', '.join(_GROUP_SUMS)}) "
-        f"SELECT NEW.run_id, '{level}', NEW.{level}, {', '.join(f'NEW.{s}' for s in _GROUP_SUMS)} "
-        f"WHERE {' + '.join(f'NEW.{s}' for s in _GROUP_SUMS)} > 0 ON CONFLICT (run_id, level, name) DO UPDATE SET "
-        f"{', '.join(f'{s} = {s} + excluded.{s}' for s in _GROUP_SUMS)};"
-        for level in _LEVELS
-    )
-    ungroups = "\n".join(
-        f"UPDATE run_group_figures SET {', '.join(f'{s} = {s} - OLD.{s}' for s in _GROUP_SUMS)} "
-        f"WHERE {' + '.join(f'OLD.{s}' for s in _GROUP_SUMS)} > 0 AND run_id = OLD.run_id AND level = '{level}' "
-        f"AND name = OLD.{level};"
-        for level in _LEVELS
+    run_columns = ", ".join(f"{name} INTEGER NOT NULL DEFAULT 0" for name in (*_MCQ_SUMS, *_POPE_SUMS, *_PASS_SUMS))
+    # A kept result is deleted and derived again on every write to its passes: its figures go only with the pair's
+    # last pass (or the item, or the run), never in between, so a pass that changes nothing writes nothing.
+    gone = (
+        "NOT EXISTS (SELECT 1 FROM predictions p JOIN items i ON i.id = p.item_id JOIN runs r ON r.id = p.run_id "
+        "WHERE p.run_id = OLD.run_id AND p.item_id = OLD.item_id)"
     )
     _script(
         db,
@@ -1323,32 +1350,39 @@ def _m0021(db: Database) -> None:
             INSERT INTO run_figures (run_id) VALUES (NEW.id);
         END;
         CREATE TRIGGER runs_figures_au AFTER UPDATE OF benchmark_id ON runs BEGIN
-            {_regroup("rr.run_id = NEW.id")}
+            {_item_figure_rows("rr.run_id = NEW.id")}
         END;
         CREATE TRIGGER run_item_results_figures_ai AFTER INSERT ON run_item_results BEGIN
-            {_ITEM_FIGURE_ROWS} AND rr.run_id = NEW.run_id AND rr.item_id = NEW.item_id;
+            {_item_figure_rows("rr.run_id = NEW.run_id AND rr.item_id = NEW.item_id")}
         END;
         CREATE TRIGGER run_item_results_figures_ad AFTER DELETE ON run_item_results BEGIN
-            DELETE FROM run_item_figures WHERE run_id = OLD.run_id AND item_id = OLD.item_id;
+            DELETE FROM run_item_figures WHERE run_id = OLD.run_id AND item_id = OLD.item_id AND {gone};
         END;
         CREATE TRIGGER run_item_figures_ai AFTER INSERT ON run_item_figures BEGIN
-            UPDATE run_figures SET {_add(_RUN_SUMS, "+", f="NEW")} WHERE run_id = NEW.run_id;
-            {groups}
+            {_sums(_MCQ_SUMS, "run_id", None, "NEW")}
+            {_sums(_POPE_SUMS, "run_id", None, "NEW")}
+            {_group_sums(None, "NEW")}
+        END;
+        CREATE TRIGGER run_item_figures_au AFTER UPDATE ON run_item_figures BEGIN
+            {_sums(_MCQ_SUMS, "run_id", "OLD", "NEW")}
+            {_sums(_POPE_SUMS, "run_id", "OLD", "NEW")}
+            {_group_sums("OLD", "NEW")}
         END;
         CREATE TRIGGER run_item_figures_ad AFTER DELETE ON run_item_figures BEGIN
-            UPDATE run_figures SET {_add(_RUN_SUMS, "-", f="OLD")} WHERE run_id = OLD.run_id;
-            {ungroups}
+            {_sums(_MCQ_SUMS, "run_id", "OLD", None)}
+            {_sums(_POPE_SUMS, "run_id", "OLD", None)}
+            {_group_sums("OLD", None)}
         END;
-        CREATE TRIGGER predictions_figures_ai AFTER INSERT ON predictions BEGIN
-            UPDATE run_figures SET {_add(_PASS_SUMS, "+", n="NEW")} WHERE run_id = NEW.run_id;
+        CREATE TRIGGER predictions_figures_ai AFTER INSERT ON predictions WHEN {_PASS_SAYS.format(n="NEW")} BEGIN
+            {_sums(_PASS_SUMS, "run_id", None, "NEW")}
         END;
-        CREATE TRIGGER predictions_figures_ad AFTER DELETE ON predictions BEGIN
-            UPDATE run_figures SET {_add(_PASS_SUMS, "-", n="OLD")} WHERE run_id = OLD.run_id;
+        CREATE TRIGGER predictions_figures_ad AFTER DELETE ON predictions WHEN {_PASS_SAYS.format(n="OLD")} BEGIN
+            {_sums(_PASS_SUMS, "run_id", "OLD", None)}
         END;
         CREATE TRIGGER predictions_figures_au AFTER UPDATE OF run_id, choice, prompt_tokens, completion_tokens
                 ON predictions BEGIN
-            UPDATE run_figures SET {_add(_PASS_SUMS, "-", n="OLD")} WHERE run_id = OLD.run_id;
-            UPDATE run_figures SET {_add(_PASS_SUMS, "+", n="NEW")} WHERE run_id = NEW.run_id;
+            {_sums(_PASS_SUMS, "run_id", "OLD", None)}
+            {_sums(_PASS_SUMS, "run_id", None, "NEW")}
         END;
         CREATE TRIGGER items_groups_ai AFTER INSERT ON items WHEN NEW.answer IS NOT NULL BEGIN
             {_group_counts("NEW", "+")}
@@ -1359,7 +1393,7 @@ def _m0021(db: Database) -> None:
         CREATE TRIGGER items_groups_au AFTER UPDATE OF answer, category, l2_category, split ON items BEGIN
             {_group_counts("OLD", "-")}
             {_group_counts("NEW", "+")}
-            {_regroup("rr.item_id = NEW.id")}
+            {_item_figure_rows("rr.item_id = NEW.id")}
         END;
         """,
     )
@@ -1380,7 +1414,7 @@ def rebuild_run_figures(db: Database) -> None:
         INSERT INTO run_figures (run_id, {", ".join(_PASS_SUMS)})
             SELECT r.id, {", ".join(f"coalesce(s.{name}, 0)" for name in _PASS_SUMS)} FROM runs r
             LEFT JOIN (SELECT p.run_id, {sums} FROM predictions p GROUP BY p.run_id) s ON s.run_id = r.id;
-        {_ITEM_FIGURE_ROWS};
+        {_item_figure_rows("1 = 1")}
         """,
     )
     for level, column in _LEVELS.items():

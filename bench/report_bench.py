@@ -1,0 +1,198 @@
+"""A run's report and its runs-list line at a million passes (issue 34): read from the figures the workspace keeps as
+passes are stored (migration 0021) against counted from every item and pass as before, in one run on one workspace;
+`vlmdesk report N` as a command both ways; and what keeping the figures costs a stored pass. Prints figures and
+ratios; asserts nothing.
+
+The workspace: one benchmark of text items (4 options, 6 categories, 4 L2 abilities, 2 splits) and one finished
+CircularEval run over every item whose passes are stored through the ordinary INSERT (so every trigger runs): three
+items in four right on all 4 rotations, the fourth wrong at pass 0 — 3.25 passes per item.
+
+    .venv/bin/python bench/report_bench.py                      # 1M passes (~308k items); builds in a few minutes
+    .venv/bin/python bench/report_bench.py --passes 100000 --keep-dir /tmp/report-bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CATEGORIES = ("ocr", "scene", "attribute", "spatial", "celebrity", "count")
+# The 0021 triggers a stored pass runs (the write-cost comparison drops them in a scratch workspace).
+PASS_TRIGGERS = (
+    "predictions_figures_ai",
+    "run_item_results_figures_ai",
+    "run_item_results_figures_ad",
+    "run_item_figures_ai",
+    "run_item_figures_ad",
+)
+
+
+def _passes_of(k: int) -> list[tuple[int, int]]:
+    """(pass, correct) of item k: wrong at pass 0 one item in four, else right on all four rotations."""
+    return [(0, 0)] if k % 4 == 0 else [(p, 1) for p in range(4)]
+
+
+def build(path: Path, n_items: int) -> tuple[int, float]:
+    """The workspace with its run: (run id, seconds to store the passes)."""
+    from db import catalog, open_workspace
+
+    with open_workspace(path) as ws:
+        with ws.db.atomic():
+            bid = catalog.insert_benchmark(
+                ws, name="report", kind="mcq", format="jsonl", source="generated", source_sha256="report", meta={}
+            )
+            catalog.insert_items(
+                ws,
+                [
+                    (bid, k, k, f"Question {k}?", None, json.dumps(["a", "b", "c", "d"]), "ABCD"[k % 4])
+                    + (CATEGORIES[k % 6], f"l2-{k % 4}", f"split-{k % 2}", "en", None, 0, "{}")
+                    for k in range(n_items)
+                ],
+            )
+            catalog.finish_benchmark(ws, bid, rows_read=n_items, rows_folded=0, rows_skipped=0)
+            run_id = ws.conn.execute(
+                "INSERT INTO runs (benchmark_id, model_spec, strategy, prompt_template, extractor, config_key, "
+                "status, created_at, updated_at, finished_at) VALUES (?, 'baseline:first', 'circular', '{}', 'rules', "
+                "'k', 'finished', '2026-01-01T00:00:00', '2026-01-01T00:10:00', '2026-01-01T00:10:00')",
+                (bid,),
+            ).lastrowid
+        ids = [r[0] for r in ws.conn.execute("SELECT id FROM items WHERE benchmark_id = ? ORDER BY position", (bid,))]
+        return run_id, store_passes(ws, run_id, ids)
+
+
+def store_passes(ws, run_id: int, ids: list[int]) -> float:
+    """Seconds to store the run's passes, 10k items per transaction (as the engine commits batches)."""
+    t = time.perf_counter()
+    for start in range(0, len(ids), 10_000):
+        with ws.db.atomic():
+            ws.conn.executemany(
+                "INSERT INTO predictions (run_id, item_id, pass, option_order, prompt, response, answer, choice, "
+                "stage, correct, latency_ms, created_at, prompt_tokens, completion_tokens) "
+                "VALUES (?, ?, ?, ?, 'p', 'A', 'A', ?, 'rules', ?, 1.0, 'now', 120, 3)",
+                (
+                    (run_id, i, k, json.dumps([(j + k) % 4 for j in range(4)]), "A" if correct else "B", correct)
+                    for n, i in enumerate(ids[start : start + 10_000], start)
+                    for k, correct in _passes_of(n)
+                ),
+            )
+    return time.perf_counter() - t
+
+
+def timed(fn: Callable[[], object], repeat: int) -> float:
+    """Median seconds of `repeat` calls after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def command(path: Path, run_id: int, *, kept: bool) -> float:
+    """Wall seconds of `vlmdesk report RUN` in a fresh process (imports included); the counted way swaps run_report
+    for the reference that counts from the passes."""
+    swap = (
+        ""
+        if kept
+        else "import evaluator.analysis.report as r; "
+        "r.run_report = lambda ws, i, scoring=None: r._report(ws, i, scoring, kept=False); "
+    )
+    code = f"import sys; {swap}from vlmdesk.cli import main; sys.exit(main(sys.argv[1:]))"
+    argv = [sys.executable, "-c", code, "report", str(run_id), "--workspace", str(path)]
+    t = time.perf_counter()
+    subprocess.run(argv, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def write_cost(folder: Path, n_items: int) -> tuple[float, float, int]:
+    """Seconds to store the passes of n_items items with the 0021 triggers and without them: (with, without, passes)."""
+    from db import open_workspace
+
+    seconds = []
+    for keep in (True, False):
+        path = folder / f"write-{keep}.sqlite"
+        path.unlink(missing_ok=True)
+        run_id, _ = build(path, 0)
+        with open_workspace(path) as ws:
+            if not keep:
+                for trigger in (*PASS_TRIGGERS, "predictions_figures_ad", "predictions_figures_au"):
+                    ws.conn.execute(f"DROP TRIGGER {trigger}")
+            with ws.db.atomic():
+                ws.conn.executemany(
+                    "INSERT INTO items (benchmark_id, position, source_index, question, options, answer, category) "
+                    "VALUES (1, ?, ?, 'q', '[\"a\", \"b\", \"c\", \"d\"]', 'A', 'c')",
+                    ((k, k) for k in range(n_items)),
+                )
+            ids = [r[0] for r in ws.conn.execute("SELECT id FROM items ORDER BY position")]
+            seconds.append(store_passes(ws, run_id, ids))
+        path.unlink()
+    return seconds[0], seconds[1], sum(len(_passes_of(k)) for k in range(n_items))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--passes", type=int, default=1_000_000, help="passes of the run (default 1,000,000)")
+    parser.add_argument("--keep-dir", metavar="DIR", help="build (or reuse) the workspace in DIR")
+    parser.add_argument("--repeat", type=int, default=5, help="timed calls of each kept read (median)")
+    args = parser.parse_args()
+    from db import open_workspace
+    from evaluator.analysis import report
+
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    n_items = round(args.passes / 3.25)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(args.keep_dir) if args.keep_dir else Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"report-{n_items}.sqlite"
+        if not path.exists():
+            t = time.perf_counter()
+            run_id, stored = build(path, n_items)
+            print(
+                f"workspace: {n_items:,} items, built in {time.perf_counter() - t:.1f} s ({stored:.1f} s storing passes)"
+            )
+        with open_workspace(path) as ws:
+            run_id = ws.conn.execute("SELECT max(id) FROM runs").fetchone()[0]
+            passes = runs_passes(ws, run_id)
+            print(f"run {run_id}: {passes:,} passes over {n_items:,} items", flush=True)
+            kept = report.run_report(ws, run_id)
+            counted = report._report(ws, run_id, None, kept=False)
+            assert kept is not None and counted is not None
+            print(f"kept report == counted report: {kept.to_json() == counted.to_json()}")
+            rows = [
+                ("run_report", timed(lambda: report.run_report(ws, run_id), args.repeat)),
+                ("run_report counted", timed(lambda: report._report(ws, run_id, None, kept=False), 1)),
+                ("run_summary (runs list line)", timed(lambda: report.run_summary(ws, run_id), args.repeat)),
+            ]
+        rows.append(("vlmdesk report (process)", statistics.median(command(path, run_id, kept=True) for _ in range(3))))
+        rows.append(("vlmdesk report counted (process)", command(path, run_id, kept=False)))
+        for name, seconds in rows:
+            print(f"  {name:<34} {seconds * 1000:10.1f} ms", flush=True)
+        print(f"  run_report: counted / kept {rows[1][1] / rows[0][1]:,.0f}x")
+        print(f"  vlmdesk report: counted / kept {rows[4][1] / rows[3][1]:,.1f}x")
+        with_triggers, without, stored = write_cost(folder, 30_000)
+        print(
+            f"storing {stored:,} passes: {with_triggers:.2f} s with the kept figures, {without:.2f} s without "
+            f"(+{(with_triggers - without) / stored * 1e6:.1f} µs a pass, {with_triggers / without:.2f}x)"
+        )
+    return 0
+
+
+def runs_passes(ws, run_id: int) -> int:
+    return ws.conn.execute("SELECT passes FROM run_counts WHERE run_id = ?", (run_id,)).fetchone()[0]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
