@@ -2,6 +2,11 @@
 verdict to the new item fully shown (image painted), and Browse's filter "not reviewed by me", each workspace holding
 10,000 standing verdicts of three annotators (the window's annotator among them). Prints figures; asserts nothing.
 
+With runs (issue 34, `--runs`): the window's first paint on workspaces holding R finished CircularEval runs of P passes
+each (every item of a P/4-item benchmark asked in its 4 rotations), beside the demo's (one baseline run) in the same
+process, with ratios; then the Runs tab: shown ("computing…") and its figures drawn. Run workspaces are built by
+INSERT … SELECT over a recursive CTE, one transaction per run (10 × 1M passes: minutes), and reused from --keep-dir.
+
 The first window of the process is opened once before measuring (imports are not the benchmark's size), and a
 workspace of an older schema is migrated before its window opens. Run it from an old checkout (copy this file there)
 for old and new side by side; an older checkout cannot open a workspace this one migrated, so give it its own
@@ -13,6 +18,8 @@ stripe, stored directly in a fresh workspace (the importer is not what is measur
     .venv/bin/python bench/gui_bench.py                                  # 10k, 100k, 1M
     .venv/bin/python bench/gui_bench.py --sizes 10000,100000 --steps 100 --keep-dir /tmp/gui-bench
     .venv/bin/python bench/gui_bench.py --sizes 1000 --image-size 1920x1440   # where prefetching pays
+    .venv/bin/python bench/gui_bench.py --sizes '' --runs 3x100000,10x1000000 --keep-dir /tmp/gui-bench
+    .venv/bin/python bench/gui_bench.py --sizes '' --runs 3x10000                # a quick look
 """
 
 from __future__ import annotations
@@ -207,6 +214,164 @@ def next_unreviewed_times(app, window, steps: int) -> list[float]:
     return times
 
 
+def build_demo(path: Path) -> None:
+    from db import open_workspace
+    from vlmdesk.cli import main as cli_main
+    from vlmdesk.demo import ensure_demo
+
+    with open_workspace(path) as ws:
+        ensure_demo(ws)
+    cli_main(["--workspace", str(path), "run", "--bench", "demo", "--model", "baseline:first"])
+
+
+def build_runs_workspace(path: Path, count: int, passes: int) -> float:
+    """`count` finished CircularEval runs of `passes` passes each over one benchmark of passes / 4 items (four
+    options, every item asked in its four rotations, one pass in five wrong), the items showing the demo photos."""
+    from PIL import Image
+
+    from db import catalog, open_workspace
+    from tests.factories import CATEGORIES
+    from vlmdesk.demo import demo_dir
+
+    t = time.perf_counter()
+    items = max(1, passes // 4)
+    with open_workspace(path) as ws:
+        shas = []
+        with ws.db.atomic():
+            for photo in sorted((demo_dir() / "images").iterdir()):
+                data = photo.read_bytes()
+                sha = hashlib.sha256(data).hexdigest()
+                with Image.open(photo) as img:
+                    catalog.put_image(ws, sha256=sha, data=data, mime="image/jpeg", width=img.width, height=img.height)
+                shas.append(sha)
+            bid = catalog.insert_benchmark(
+                ws, name="runs-bench", kind="mcq", format="jsonl", source="generated", source_sha256="runs", meta={}
+            )
+            ws.conn.execute(
+                "WITH RECURSIVE n(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM n WHERE k + 1 < :items) "
+                "INSERT INTO items (benchmark_id, position, source_index, question, hint, options, answer, category, "
+                "l2_category, split, language, image_sha256, circular_copies, meta) "
+                "SELECT :bid, k, k, 'Question ' || k || ': what does the picture show?', NULL, "
+                '\'["a cat", "a dog", "a tree", "a car"]\', char(65 + k % 4), '
+                "json_extract(:cats, '$[' || (k % :ncats) || '][0]'), json_extract(:cats, '$[' || (k % :ncats) || '][1]'), "
+                "'dev', 'en', json_extract(:shas, '$[' || (k % :nshas) || ']'), 0, '{}' FROM n",
+                {
+                    "items": items,
+                    "bid": bid,
+                    "cats": json.dumps(CATEGORIES),
+                    "ncats": len(CATEGORIES),
+                    "shas": json.dumps(shas),
+                    "nshas": len(shas),
+                },
+            )
+            catalog.finish_benchmark(ws, bid, rows_read=items, rows_folded=0, rows_skipped=0)
+        for r in range(count):
+            with ws.db.atomic():
+                run_id = ws.conn.execute(
+                    "INSERT INTO runs (benchmark_id, model_spec, strategy, prompt_template, extractor, config_key, "
+                    "status, created_at, updated_at, finished_at) VALUES (?, ?, 'circular', '{}', 'rules', ?, "
+                    "'finished', '2026-01-01T00:00:00+00:00', '2026-01-01T01:00:00+00:00', "
+                    "'2026-01-01T01:00:00+00:00')",
+                    (bid, f"baseline:bench-{r}", f"bench-{r}"),
+                ).lastrowid
+                # Pass k shows the options rotated by k: the key's displayed letter is (key - k) mod 4.
+                ws.conn.execute(
+                    "WITH RECURSIVE k(pass) AS (SELECT 0 UNION ALL SELECT pass + 1 FROM k WHERE pass < 3) "
+                    "INSERT INTO predictions (run_id, item_id, pass, option_order, prompt, response, answer, choice, "
+                    "stage, correct, created_at) "
+                    "SELECT :run, i.id, k.pass, json_array(k.pass, (k.pass + 1) % 4, (k.pass + 2) % 4, "
+                    "(k.pass + 3) % 4), 'p', 'r', char(65 + (unicode(i.answer) - 65 - k.pass + 4) % 4), "
+                    "char(65 + (unicode(i.answer) - 65 - k.pass + 4 + ((i.id * 7 + k.pass + :run) % 5 = 0)) % 4), "
+                    "'rules', (i.id * 7 + k.pass + :run) % 5 != 0, '2026-01-01T00:30:00+00:00' "
+                    "FROM items i, k WHERE i.benchmark_id = :bid ORDER BY i.id, k.pass",
+                    {"run": run_id, "bid": bid},
+                )
+    return time.perf_counter() - t
+
+
+class _Painted:
+    """Notes when a widget is first painted (an event filter): the window's first paint, a tab's."""
+
+    def __init__(self, widget):
+        from PySide6.QtCore import QEvent, QObject
+
+        class Filter(QObject):
+            def eventFilter(inner, watched, event):  # noqa: N805 — Qt's signature
+                if event.type() == QEvent.Type.Paint and self.at is None:
+                    self.at = time.perf_counter()
+                return False
+
+        self.at: float | None = None
+        self.filter = Filter(widget)
+        widget.installEventFilter(self.filter)
+
+
+def runs_figures(app, path: Path, config: Path, timeout: float) -> dict[str, float]:
+    """First paint of the window, then the Runs tab: painted (its figures computing), figures drawn (ms)."""
+    from gui.main_window import MainWindow
+    from gui.prefs import Preferences, PreferencesFile
+    from gui.runs_list import COMPUTING
+
+    prefs = PreferencesFile(config / "preferences.json")
+    prefs.save(Preferences(annotator="bench"))
+    t0 = time.perf_counter()
+    window = MainWindow(path, prefs_file=prefs, settings_path=config / "window.ini")
+    window.resize(1280, 800)
+    painted = _Painted(window.tabs)
+    window.show()
+    _wait(app, lambda: painted.at is not None, timeout)
+    out = {"first paint": (painted.at - t0) * 1000}
+    view = window.view("runs")
+    shown = _Painted(view.runs.table.viewport())
+    t1 = time.perf_counter()
+    window.show_view("runs")
+    _wait(app, lambda: shown.at is not None, timeout)
+    out["Runs tab painted"] = (shown.at - t1) * 1000
+    computing = any(COMPUTING in row for row in view.runs.model.rows)
+    try:
+        _wait(app, lambda: not view.runs.computing, timeout)
+        view.runs.table.viewport().repaint()
+        out["Runs figures drawn"] = (time.perf_counter() - t1) * 1000
+    except TimeoutError:
+        out["Runs figures drawn"] = float("inf")
+    out["computing… shown"] = float(computing)
+    window.close()
+    window.deleteLater()
+    app.processEvents()
+    return out
+
+
+def measure_runs(app, folder: Path, config: Path, args) -> None:
+    specs = [s for s in args.runs.split(",") if s]
+    shapes = [("demo", 0, 0)] + [(s, *(int(v) for v in s.split("x"))) for s in specs]
+    paths = {}
+    for name, count, passes in shapes:
+        path = paths[name] = folder / (f"runs-{name}.sqlite" if count else "demo.sqlite")
+        if not path.exists():
+            t = time.perf_counter()
+            if count:
+                build_runs_workspace(path, count, passes)
+            else:
+                build_demo(path)
+            print(f"workspace {name}: {path.stat().st_size / 1e6:.0f} MB, built in {time.perf_counter() - t:.1f} s")
+    warm, _ = open_window(app, paths["demo"], config / "warm")  # the process's imports: not the runs' size
+    warm.close()
+    warm.deleteLater()
+    app.processEvents()
+    results: dict[str, dict[str, float]] = {}
+    for name, _, _ in shapes:
+        tries = [runs_figures(app, paths[name], config / f"{name}-{k}", args.figures_timeout) for k in range(3)]
+        results[name] = {key: statistics.median(t[key] for t in tries) for key in tries[0]}
+        print(f"  {name:<14} " + "   ".join(f"{k} {v:,.0f}" for k, v in results[name].items()), flush=True)
+    keys = ("first paint", "Runs tab painted", "Runs figures drawn")
+    print(f"\n{'runs × passes':<16}" + "".join(f"{k + ' (ms)':>24}" for k in keys) + f"{'first paint / demo':>22}")
+    for name, _, _ in shapes:
+        cells = "".join(f"{results[name][k]:>24,.0f}" for k in keys)
+        ratio = results[name]["first paint"] / results["demo"]["first paint"]
+        print(f"{name:<16}{cells}{ratio:>21.2f}x")
+    print("target: first paint within 1.5x the demo's at every size (median of 3 windows each, after imports)")
+
+
 def measure(app, path: Path, config: Path, args) -> dict[str, tuple[float, float]]:
     from db import open_workspace
 
@@ -249,6 +414,12 @@ def main() -> int:
     parser.add_argument("--think", type=float, default=0.05, help="seconds between two keypresses (default 0.05)")
     parser.add_argument("--keep-dir", metavar="DIR", help="build (or reuse) the workspaces in DIR")
     parser.add_argument("--image-size", default="160x120", help="WIDTHxHEIGHT of the generated JPEGs")
+    parser.add_argument(
+        "--runs",
+        default="3x100000,10x1000000",
+        help="workspaces with runs, RUNSxPASSES comma-separated, measured beside the demo ('' for none)",
+    )
+    parser.add_argument("--figures-timeout", type=float, default=600, help="seconds to wait for the Runs figures")
     args = parser.parse_args()
 
     from PySide6 import __version__ as pyside_version
@@ -259,12 +430,16 @@ def main() -> int:
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"PySide6 {pyside_version}"
     )
-    sizes = [int(v) for v in args.sizes.split(",")]
+    sizes = [int(v) for v in args.sizes.split(",") if v]
     results: dict[int, dict[str, tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep_dir) if args.keep_dir else Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         app = application()
+        if args.runs:
+            measure_runs(app, folder, Path(tmp) / "config-runs", args)
+        if not sizes:
+            return 0
         warmed = False
         for n in sizes:
             path = folder / f"bench-{n}-{args.image_size}.sqlite"

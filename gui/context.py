@@ -8,6 +8,7 @@ from PySide6.QtCore import QObject, Signal
 
 from annotation import blind
 from db import item_query
+from gui.background import Background
 from gui.images import ImageLoader
 from gui.item_model import ItemTableModel
 from gui.prefs import Preferences, PreferencesFile
@@ -32,6 +33,10 @@ class Context(QObject):
         self.prefs = prefs
         self.loader = ImageLoader(str(ws.path), capacity=max(4, 2 * prefs.prefetch + 4), parent=self)
         self.model = ItemTableModel(ws, self)
+        self.background = Background(ws.path, ws.read_only, self)  # reads that cost more than a frame
+        self.background.error.connect(self.error)
+        # Bumped when something besides the runs' own rows changed (a judge's verdicts, F5): kept figures go.
+        self.figures_epoch = 0
         self._sync_model()
         self.benchmark = None
         self.runs: dict = {}
@@ -87,3 +92,4 @@ class Context(QObject):
 
     def close(self) -> None:
         self.loader.shutdown()
+        self.background.stop()

@@ -27,6 +27,7 @@ from evaluator.formats.prediction_export import PredictionExport, default_file_n
 from evaluator.scoring import open_metrics
 from gui import file_dialogs
 from gui.appearance import MUTED, RIGHT, WRONG
+from gui.background import when_shown
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.desiderata_view import DesiderataView
 from gui.empty_states import ADD_MODEL, START_RUN, EmptyState
@@ -73,6 +74,7 @@ class DashboardView(QWidget):
         self.target: dict | None = None
         self.runs = RunsList(ctx, multi=True, compact=True)
         self.runs.selectionChanged.connect(self.redraw)
+        self.runs.listed.connect(self._listed)
         export_csv = QPushButton("Export CSV…")
         export_csv.clicked.connect(lambda: export_table(self, self.runs.model, "runs.csv"))
         self.export_preds = QPushButton("Export predictions…")
@@ -169,6 +171,9 @@ class DashboardView(QWidget):
     def refresh(self) -> None:
         self.runs.reload()
         self.groups.refresh()
+
+    def _listed(self) -> None:
+        """The runs were listed (when the list came into sight, or again): the empty state, the first run chosen."""
         if self.runs.model.payloads:
             self.empty.hide()
         else:
@@ -192,6 +197,8 @@ class DashboardView(QWidget):
     # -- charts
     def redraw(self) -> None:
         if self.cover.hidden:  # blind mode: nothing to draw; drawn when it is turned off
+            return
+        if not when_shown(self, self.redraw):
             return
         ids = self.runs.selected_run_ids()
         if self.target is not None and int(self.target["run"]) not in ids:
@@ -368,13 +375,13 @@ class DashboardView(QWidget):
         ids = self.runs.selected_run_ids()
         if len(ids) != 1:
             return
-        s = self.runs.summary(ids[0])
-        if s is None:  # removed since it was listed
+        run = self.runs.run(ids[0])
+        if run is None:
             return
         path = file_dialogs.save_file(
             self,
             "Export predictions (VLMEvalKit format)",
-            default_file_name(s.model, s.benchmark),
+            default_file_name(run.model_spec, run.benchmark),
             "TSV (*.tsv);;CSV (*.csv);;Excel (*.xlsx);;lmms-eval samples (*.jsonl)",
         )
         if not path:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 from db.errors import InvalidInput
 from evaluator.analysis import plots
 from evaluator.analysis.desiderata import DesiderataReport, desiderata_report, format_report, run_reliability
+from gui.background import when_shown
 from gui.charts import ChartView, lay_out_chart_page, message_figure
 from gui.fitting import compact_combo
 from gui.runs_list import RunsList
@@ -87,6 +88,8 @@ class DesiderataView(QWidget):
         if self.ctx.prefs.blind:  # the Results cover hides this page; nothing is computed behind it
             self.report = None
             self.text.clear()
+            return
+        if not when_shown(self, self.redraw):
             return
         ids = self.runs.selected_run_ids()
         if not ids:

@@ -39,6 +39,7 @@ from evaluator.analysis.groups import (
     tag_benchmark,
 )
 from evaluator.scoring import open_metrics
+from gui.background import when_shown
 from gui.charts import ChartView, lay_out_chart_page, message_figure
 from gui.fitting import compact_combo
 
@@ -144,6 +145,8 @@ class GroupsView(QWidget):
         if self.ctx.prefs.blind:  # the Results cover hides this page; nothing is computed behind it
             self.report = None
             self.text.clear()
+            return
+        if not when_shown(self, self.refresh):
             return
         chosen = set(self.selected_models())
         self.report = groups_report(

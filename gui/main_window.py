@@ -404,6 +404,7 @@ class MainWindow(QMainWindow):
         regained it itself (db.workspace.WorkspaceDatabase): that is told here too."""
         if (reason := self.ws.hold_lost()) is not None:
             self.ctx.loader.pool.waitForDone(2000)  # image reads share SQLite's locks: none may hold the old ones
+            self.ctx.background.stop()  # so do figures being computed: the reload after reconnecting computes them
             try:
                 self.ws.reconnect(reason)
             except (UserError, EnvironmentFault, sqlite3.DatabaseError) as exc:
@@ -452,6 +453,8 @@ class MainWindow(QMainWindow):
             self.select_benchmark(benches[0].name)
             return
         changed, self._changed = self._changed, None
+        if changed is None or not changed <= {"reviews", "runs", "predictions"}:
+            ctx.figures_epoch += 1  # a judge's verdicts, F5…: the runs' figures are computed anew, not kept by run
         stale_model = True
         if changed is not None and changed <= {"reviews", "runs", "predictions"}:
             # Only verdicts, run heartbeats and passes (a run writing elsewhere): the items they are about are read

@@ -13,12 +13,14 @@ from evaluator.engine.prompt_presets import preset_words
 from evaluator.engine.variants import describe as describe_variants
 from evaluator.formats.prediction_import import IMPORTED_ARROW, IMPORTED_MARK, origin_of
 from gui.appearance import ACCENT, MUTED, PENDING, RIGHT, TEXT, WRONG
+from gui.background import when_shown
 from gui.tables import RowsModel, table_view
 
 COLUMNS = ("Run", "Status", "Model", "Benchmark", "Strategy", "Vanilla", "Circular", "POPE F1", "Duration")
 COMPACT = ("Run", "Status", "Model", "Benchmark", "Score %")
 SCORE_COLUMNS = {"Vanilla", "Circular", "POPE F1", "Score %"}
 PARTIAL_MARK = "(partial)"
+COMPUTING = "computing…"
 TEXT_ONLY_MARK = "[text-only]"
 STATUS_COLOURS = {"finished": RIGHT, "running": ACCENT, "interrupted": PENDING, "failed": WRONG}
 
@@ -62,15 +64,29 @@ def score(s: RunSummary) -> str:
     return " · ".join(parts)
 
 
+def _figures(ws, run_ids: list[int]):
+    """Each run's figures and token usage (what costs a pass of its rows), newest run first: the worker's part."""
+    for run_id in run_ids:
+        yield run_id, run_summary(ws, run_id), runs.token_usage(ws, run_id)
+
+
 class RunsList(QWidget):
+    """The runs at once (one read of the runs table); their figures drawn as a worker computes them
+    (gui/background.py), "computing…" until then. A list out of sight lists and computes nothing until shown."""
+
     selectionChanged = Signal()
     activated = Signal(int)  # run id (double click)
+    listed = Signal()  # the runs were listed again (their figures may still be computing)
 
     def __init__(self, ctx, *, multi: bool = False, compact: bool = False, parent=None):
         super().__init__(parent)
         self.ctx = ctx
         self.compact = compact
+        self.runs: dict[int, runs.Run] = {}  # listed, newest first
         self.summaries: dict[int, RunSummary] = {}
+        # Figures kept across reloads while the run's row is unchanged (a run writing elsewhere redraws only itself).
+        self._known: dict[int, tuple[tuple, RunSummary | None, str | None]] = {}
+        self._epoch = ctx.figures_epoch
         self.model = RowsModel(COMPACT if compact else COLUMNS, self)
         self.model.align_right = {0} if compact else {0, 5, 6, 7, 8}
         self.table = table_view(self.model, stretch=2)
@@ -104,70 +120,107 @@ class RunsList(QWidget):
                 self.table.setColumnHidden(n, hide)
         self.notice.setVisible(hide)
 
+    @property
+    def computing(self) -> bool:
+        return self.ctx.background.busy(self)
+
     def reload(self) -> None:
+        if not when_shown(self, self.reload):
+            self.ctx.background.cancel(self)
+            return
         keep = self.selected_run_ids()
-        self.summaries = {}
-        variants = {}
-        origins = {}
-        stored = {}
-        tokens = {}
-        for r in runs.list_runs(self.ctx.ws):
-            variants[r.id] = " · ".join(filter(None, (describe_variants(r.config), preset_words(r.config))))
-            s = run_summary(self.ctx.ws, r.id)
-            if s is not None:
-                self.summaries[r.id] = s
-                stored[r.id] = r
-            if (origin := origin_of(r)) is not None:
-                origins[r.id] = origin
-            if (usage := runs.token_usage(self.ctx.ws, r.id)).passes:  # what its server said the passes cost
-                tokens[r.id] = describe_tokens(usage)
-        ordered = sorted(self.summaries.values(), key=lambda s: -s.run_id)  # newest first
-        rows: list[tuple[object, ...]] = []
-        colours, tips = {}, {}
-        for i, s in enumerate(ordered):
-            run = stored[s.run_id]
-            model = s.model + (f" {TEXT_ONLY_MARK}" if run.config.get("text_only") is True else "")
-            if s.run_id in origins:  # the narrow list elides the model's end: the arrow goes first there
-                model = f"{IMPORTED_ARROW} {model}" if self.compact else f"{model} {IMPORTED_MARK}"
-            # Figures of an unfinished run cover the items asked so far: they say so, and are greyed.
-            partial = s.status != "finished"
-
-            def mark(text: str, partial: bool = partial) -> str:
-                return f"{text} {PARTIAL_MARK}" if text and partial else text
-
-            if self.compact:
-                rows.append((s.run_id, s.status, model, s.benchmark, mark(score(s))))
+        if self._epoch != self.ctx.figures_epoch:  # something besides the runs' own rows changed: compute anew
+            self._epoch, self._known = self.ctx.figures_epoch, {}
+        self.runs = {r.id: r for r in reversed(runs.list_runs(self.ctx.ws))}
+        self.summaries, due = {}, []
+        for r in self.runs.values():
+            known = self._known.get(r.id)
+            if known is not None and known[0] == _state(r):
+                if known[1] is not None:
+                    self.summaries[r.id] = known[1]
             else:
-                rows.append(
-                    (
-                        s.run_id,
-                        s.status,
-                        model,
-                        s.benchmark,
-                        " · ".join(filter(None, (s.strategy, variants.get(s.run_id)))),
-                        mark(pct(s.vanilla)),
-                        mark(pct(s.circular)),
-                        mark(pct(s.pope_f1)),
-                        duration(s.duration_s),
-                    )
-                )
-            colours[(i, 1)] = STATUS_COLOURS.get(s.status, TEXT)
-            if s.error:
-                tips[(i, 1)] = s.error
-            tips[(i, 2)] = (
-                s.model
-                + ("\ntext-only: the model never saw the images" if TEXT_ONLY_MARK in model else "")
-                + (f"\n{imported_from(origins[s.run_id])}" if s.run_id in origins else "")
-                + (f"\n{tokens[s.run_id]}" if s.run_id in tokens else "")
-            )
-            if variants.get(s.run_id) and not self.compact:
-                tips[(i, 4)] = f"Run variants: {variants[s.run_id]}"
-            for n, title in enumerate(self.model.columns):
-                if partial and title in SCORE_COLUMNS:
-                    colours[(i, n)] = MUTED
-                    tips[(i, n)] = f"partial: the run is {s.status}; figures over the {s.passes:,} passes stored so far"
-        self.model.set_rows(rows, [s.run_id for s in ordered], colours=colours, tooltips=tips)
+                due.append(r.id)
+        self._known = {i: k for i, k in self._known.items() if i in self.runs}
+        rows, colours, tips = [], {}, {}
+        for i, r in enumerate(self.runs.values()):
+            cells, cell_colours, cell_tips = self._row(r, r.id in due)
+            rows.append(cells)
+            colours.update({(i, n): c for n, c in cell_colours.items()})
+            tips.update({(i, n): t for n, t in cell_tips.items()})
+        self.model.set_rows(rows, list(self.runs), colours=colours, tooltips=tips)
         self.select(keep)
+        self.listed.emit()
+        if due:
+            self.ctx.background.start(self, lambda ws: _figures(ws, due), self._computed)
+        else:
+            self.ctx.background.cancel(self)
+
+    def _computed(self, part) -> None:
+        run_id, summary, usage = part
+        run = self.runs.get(run_id)
+        if run is None:
+            return
+        self._known[run_id] = (_state(run), summary, describe_tokens(usage) if usage.passes else None)
+        if summary is not None:
+            self.summaries[run_id] = summary
+        else:
+            self.summaries.pop(run_id, None)
+        row = self.model.payloads.index(run_id)
+        cells, colours, tips = self._row(run, False)
+        self.model.set_row(row, cells, colours=colours, tooltips=tips)
+
+    def _row(self, r: runs.Run, computing: bool) -> tuple[tuple[object, ...], dict[int, str], dict[int, str]]:
+        """One run's cells, with their colours and tooltips by column: its figures as last computed, "computing…"
+        where none is known yet."""
+        known = self._known.get(r.id)
+        s = known[1] if known is not None else None
+        tokens = known[2] if known is not None else None
+        pending = computing and known is None
+        variants = " · ".join(filter(None, (describe_variants(r.config), preset_words(r.config))))
+        origin = origin_of(r)
+        model = r.model_spec + (f" {TEXT_ONLY_MARK}" if r.config.get("text_only") is True else "")
+        if origin is not None:  # the narrow list elides the model's end: the arrow goes first there
+            model = f"{IMPORTED_ARROW} {model}" if self.compact else f"{model} {IMPORTED_MARK}"
+        # Figures of an unfinished run cover the items asked so far: they say so, and are greyed.
+        partial = r.status != "finished"
+
+        def mark(text: str) -> str:
+            return COMPUTING if pending else f"{text} {PARTIAL_MARK}" if text and partial else text
+
+        if self.compact:
+            cells: tuple[object, ...] = (r.id, r.status, model, r.benchmark, mark(score(s) if s else ""))
+        else:
+            cells = (
+                r.id,
+                r.status,
+                model,
+                r.benchmark,
+                " · ".join(filter(None, (r.strategy, variants))),
+                mark(pct(s.vanilla) if s else ""),
+                mark(pct(s.circular) if s else ""),
+                mark(pct(s.pope_f1) if s else ""),
+                COMPUTING if pending else duration(s.duration_s) if s else "",
+            )
+        colours = {1: STATUS_COLOURS.get(r.status, TEXT)}
+        tips = {}
+        if r.error:
+            tips[1] = r.error
+        tips[2] = (
+            r.model_spec
+            + ("\ntext-only: the model never saw the images" if TEXT_ONLY_MARK in model else "")
+            + (f"\n{imported_from(origin)}" if origin is not None else "")
+            + (f"\n{tokens}" if tokens else "")
+        )
+        if variants and not self.compact:
+            tips[4] = f"Run variants: {variants}"
+        for n, title in enumerate(self.model.columns):
+            if pending and (title in SCORE_COLUMNS or title == "Duration"):
+                colours[n] = MUTED
+                tips[n] = "computing the run's figures (they show here when ready)"
+            elif partial and title in SCORE_COLUMNS:
+                colours[n] = MUTED
+                tips[n] = f"partial: the run is {r.status}; figures over the {r.predictions:,} passes stored so far"
+        return cells, colours, tips
 
     def selected_run_ids(self) -> list[int]:
         rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
@@ -186,3 +239,12 @@ class RunsList(QWidget):
 
     def summary(self, run_id: int) -> RunSummary | None:
         return self.summaries.get(run_id)
+
+    def run(self, run_id: int) -> runs.Run | None:
+        """A listed run (status, model, benchmark: known at once, unlike its figures)."""
+        return self.runs.get(run_id)
+
+
+def _state(run: runs.Run) -> tuple:
+    """What a run's row says of its passes: while it is the same, the figures computed from them are too."""
+    return (run.status, run.predictions, run.updated_at, run.finished_at)

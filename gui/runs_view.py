@@ -419,6 +419,7 @@ class RunsView(QWidget):
         self.ctx = ctx
         self.queue = RunQueue(str(ctx.ws.path), self)
         self._started: set[int] = set()  # queue numbers whose start event has been seen
+        self._announced: set[int] = set()  # run ids of jobs whose run was listed and announced (runsChanged)
         self.form = LaunchForm(ctx)
         self.form.setFixedWidth(400)
         self.form.submitted.connect(self.queue.submit)
@@ -523,7 +524,8 @@ class RunsView(QWidget):
         if fresh_start:
             self._started.add(job.number)
         # The run row now exists, or a resumed run is running again (its row said "interrupted"): list it anew.
-        if job.run_id is not None and (job.run_id not in self.runs.summaries or fresh_start):
+        if job.run_id is not None and (job.run_id not in self._announced or fresh_start):
+            self._announced.add(job.run_id)
             self.runs.reload()
             self.ctx.runsChanged.emit()
         for row in range(self.jobs.count()):
@@ -577,13 +579,9 @@ class RunsView(QWidget):
     # -- runs
     def _run_selected(self) -> None:
         ids = self.runs.selected_run_ids()
-        summary = self.runs.summary(ids[0]) if len(ids) == 1 else None
+        run = self.runs.run(ids[0]) if len(ids) == 1 else None
         self.resume.setEnabled(
-            bool(
-                summary
-                and summary.status in ("interrupted", "failed", "running")
-                and not self._queued_or_running(summary.run_id)
-            )
+            bool(run and run.status in ("interrupted", "failed", "running") and not self._queued_or_running(run.id))
         )
         self.results.setEnabled(bool(ids))
 
@@ -602,9 +600,9 @@ class RunsView(QWidget):
 
     def _resume(self) -> None:
         ids = self.runs.selected_run_ids()
-        s = self.runs.summary(ids[0]) if ids else None
-        if ids and s is not None:
-            self.queue.resume(ids[0], f"resume {s.model} on {s.benchmark}")
+        run = self.runs.run(ids[0]) if ids else None
+        if ids and run is not None:
+            self.queue.resume(ids[0], f"resume {run.model_spec} on {run.benchmark}")
             self._run_selected()
 
     def _benchmark_changed(self) -> None:

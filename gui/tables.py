@@ -34,6 +34,15 @@ class RowsModel(QAbstractTableModel):
         self.colours, self.tooltips = dict(colours or {}), dict(tooltips or {})
         self.endResetModel()
 
+    def set_row(self, row: int, values: tuple, *, colours=None, tooltips=None) -> None:
+        """One row's cells again, and its colours and tooltips by column (a figure computed after the listing)."""
+        self.rows[row] = tuple("" if v is None else str(v) for v in values)
+        for store, new in ((self.colours, colours or {}), (self.tooltips, tooltips or {})):
+            for key in [k for k in store if k[0] == row]:
+                del store[key]
+            store.update({(row, c): v for c, v in new.items()})
+        self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.columns) - 1))
+
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
 

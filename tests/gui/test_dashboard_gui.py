@@ -38,6 +38,7 @@ def _key(**target):
 def test_ability_and_drop_charts_are_the_reports_figures(qtbot, three_runs, make_window):
     window = make_window(three_runs)
     dash = window.view("results")
+    window.show_view("results")  # a tab out of sight computes nothing
     dash.show_runs([1, 2, 3], chart="l2")
     with open_workspace(three_runs) as ws:
         reports = {i: run_report(ws, i) for i in (1, 2, 3)}
@@ -72,6 +73,7 @@ def test_ability_and_drop_charts_are_the_reports_figures(qtbot, three_runs, make
 def test_pope_chart_and_mixed_selection(qtbot, three_runs, make_window):
     window = make_window(three_runs)
     dash = window.view("results")
+    window.show_view("results")
     dash.show_runs([4])
     assert dash.kind.currentData() == "pope"
     with open_workspace(three_runs) as ws:
@@ -125,6 +127,7 @@ def test_clicking_a_bar_lists_its_items_and_an_item_opens_in_review(qtbot, three
 def test_exports_chart_table_and_predictions(qtbot, three_runs, make_window, tmp_path):
     window = make_window(three_runs)
     dash = window.view("results")
+    window.show_view("results")
     dash.show_runs([2], chart="l2")
     assert dash.chart.export(tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
     assert b"<svg" in dash.chart.export(tmp_path / "c.svg").read_bytes()[:400]

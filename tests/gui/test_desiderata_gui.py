@@ -61,6 +61,8 @@ def test_blind_mode_computes_and_shows_nothing(qtbot, variant_runs, make_window)
     window = make_window(variant_runs)
     dash = window.view("results")
     view = dash.desiderata
+    window.show_view("results")
+    dash.pages.setCurrentWidget(view)
     view.show_runs([1, 3])
     assert view.text.toPlainText()
     window.blind_action.setChecked(True)

@@ -88,6 +88,7 @@ def test_open_bars_are_the_reports_metrics_and_a_click_lists_the_items(qtbot, op
 def test_open_and_multiple_choice_runs_do_not_share_a_chart(qtbot, open_ws, make_window):
     window = make_window(open_ws)
     dash = window.view("results")
+    window.show_view("results")
     dash.show_runs([1, 2])
     assert dash.chart.bars() == [] and "cannot share a chart" in dash.chart.figure.texts[0].get_text()
     with open_workspace(open_ws) as ws:

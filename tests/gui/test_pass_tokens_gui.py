@@ -23,7 +23,8 @@ def test_runs_lists_show_tokens_only_for_runs_with_usage(demo_ws, make_window):
     window = make_window(demo_ws)
     for name in ("runs", "results"):
         view = window.view(name)
-        view.runs.reload()
+        window.show_view(name)  # listed when shown; the tokens come with the figures, off the GUI thread
+        qtbot.waitUntil(lambda view=view: not view.runs.computing, timeout=5000)
         model = view.runs.model
         column = model.columns.index("Model")
         tip = model.data(model.index(model.payloads.index(run_id), column), 3)  # Qt.ToolTipRole

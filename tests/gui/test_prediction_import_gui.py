@@ -30,7 +30,7 @@ def test_predictions_are_imported_from_the_app_and_marked(qtbot, tmp_path, demo_
 
     for name in ("runs", "results"):
         view = window.view(name)
-        view.runs.reload()
+        window.show_view(name)  # listed when shown
         model = view.runs.model
         row = model.payloads.index(2)
         column = model.columns.index("Model")

@@ -43,8 +43,10 @@ def test_a_run_finished_in_a_terminal_shows_in_runs_browse_and_results(qtbot, de
     # Browse was hidden: it shows the new run in its run filter when shown, with the same item selected.
     window.show_view("browse")
     assert browse.run.findData(new) >= 0 and browse.item.id == chosen
-    window.show_view("results")
-    assert new in window.view("results").runs.summaries
+    window.show_view("results")  # hidden, it computed nothing; shown, it lists and computes the figures
+    results = window.view("results").runs
+    qtbot.waitUntil(lambda: not results.computing, timeout=5000)
+    assert new in results.summaries
 
 
 def test_verdicts_written_by_another_connection_show_in_review_and_queues(qtbot, demo_ws, make_window):

@@ -45,7 +45,8 @@ def test_a_baseline_run_from_the_form_reports_progress_and_results(qtbot, demo_w
     with open_workspace(demo_ws) as ws:
         report = run_report(ws, job.run_id)
     assert report.status == "finished"
-    # The runs list shows it with its figures, and the Results tab draws it.
+    # The runs list shows it with its figures (computed off the GUI thread), and the Results tab draws it.
+    qtbot.waitUntil(lambda: not view.runs.computing, timeout=WAIT)
     row = view.runs.model.payloads.index(job.run_id)
     assert view.runs.model.rows[row][1] == "finished"
     assert view.runs.model.rows[row][6] == f"{100 * report.mcq.overall.circular:.1f} %"

@@ -59,6 +59,7 @@ def test_a_cancelled_job_shows_in_the_messages_pane_without_an_eta(qtbot, demo_w
     assert "[cancelled]" in view.log.toPlainText()
     assert "ETA" not in view.card.stats.text()
     # The interrupted run's figures are marked partial in the runs list.
+    qtbot.waitUntil(lambda: not view.runs.computing, timeout=WAIT)
     row = view.runs.model.payloads.index(job.run_id)
     assert view.runs.model.rows[row][1] == "interrupted"
     assert any(str(cell).endswith(PARTIAL_MARK) for cell in view.runs.model.rows[row][5:8])
@@ -69,6 +70,7 @@ def test_text_only_runs_are_marked_and_the_item_list_follows_the_run(qtbot, demo
     assert cli_main([*cli, "demo", "--model", "baseline:random", "--text-only"]) == 0
     window = make_window(demo_ws)
     view = window.view("runs")
+    window.show_view("runs")  # listed when shown
     models = dict(zip(view.runs.model.payloads, (row[2] for row in view.runs.model.rows)))
     assert models[2].endswith(TEXT_ONLY_MARK) and not models[1].endswith(TEXT_ONLY_MARK)
 
