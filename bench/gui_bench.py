@@ -253,7 +253,8 @@ def build_runs_workspace(path: Path, count: int, passes: int) -> float:
                 "l2_category, split, language, image_sha256, circular_copies, meta) "
                 "SELECT :bid, k, k, 'Question ' || k || ': what does the picture show?', NULL, "
                 '\'["a cat", "a dog", "a tree", "a car"]\', char(65 + k % 4), '
-                "json_extract(:cats, '$[' || (k % :ncats) || '][0]'), json_extract(:cats, '$[' || (k % :ncats) || '][1]'), "
+                "json_extract(:cats, '$[' || (k % :ncats) || '][0]'), "
+                "json_extract(:cats, '$[' || (k % :ncats) || '][1]'), "
                 "'dev', 'en', json_extract(:shas, '$[' || (k % :nshas) || ']'), 0, '{}' FROM n",
                 {
                     "items": items,

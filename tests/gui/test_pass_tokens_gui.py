@@ -8,7 +8,7 @@ from evaluator.analysis.report import describe_tokens
 from tests.db.test_pass_tokens import new_run_like_first
 
 
-def test_runs_lists_show_tokens_only_for_runs_with_usage(demo_ws, make_window):
+def test_runs_lists_show_tokens_only_for_runs_with_usage(qtbot, demo_ws, make_window):
     with open_workspace(demo_ws) as ws:
         run_id = new_run_like_first(ws, "with-usage")
         passes = [
