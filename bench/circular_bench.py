@@ -62,6 +62,9 @@ class ScanningEngine(Engine):
     """The bookkeeping before issue 14, kept as the reference: after every batch the passes left, the items decided
     and the passes stored are recounted over every item, and alive() rereads an item's stored passes."""
 
+    def _record(self, p):
+        self.done[p.item_id][p.pass_] = p
+
     def alive(self, item, k):
         passes = self.done[item.id]
         return (
@@ -78,6 +81,8 @@ class ScanningEngine(Engine):
         return n_passes(item, self.run.strategy) - len(self.done[item.id]) if self._still_alive(item) else 0
 
     def execute(self):
+        self.items = runs.items_of(self.ws, self.run)  # every item and every pass held, as then
+        self.done = {item.id: {} for item in self.items}
         started = time.monotonic()
         waves = max((n_passes(i, self.run.strategy) for i in self.items), default=0)
         for k in range(waves):

@@ -341,9 +341,7 @@ def _execute(ws, launch: Launch, args) -> int:
     def on_start(engine):
         if args.json_progress:
             _emit(
-                StartEvent(
-                    run.id, launch.resumed, run.benchmark_id, len(engine.items), sum(map(len, engine.done.values()))
-                ).to_json()
+                StartEvent(run.id, launch.resumed, run.benchmark_id, engine.items_total, engine.passes_stored).to_json()
             )
 
     # Cancel (QProcess.terminate, kill -TERM) and Ctrl-C end the run between two SQLite statements, whatever its

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from db import catalog, models, runs
+from db import models, run_items, runs
 from db.catalog import Benchmark
 from db.errors import InvalidInput, UserError
 from db.workspace import BUSY_TIMEOUT_MS, Workspace
@@ -33,7 +33,6 @@ from evaluator.engine.runner import (
     Engine,
     RunSettings,
     config_key,
-    frequent_answer,
     likelihood_refusal,
     new_run,
     settings_of,
@@ -198,7 +197,7 @@ def open_backend(
     return load_backend(
         model_spec,
         seed=seed,
-        frequent_answer=frequent_answer(catalog.list_items(ws, benchmark_id)),
+        frequent_answer=run_items.frequent_answer(ws, benchmark_id),
         batch_size=batch_size,
     )
 

@@ -16,13 +16,13 @@ import json
 import platform
 import subprocess
 import time
-from collections import Counter, deque
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from db import runs
+from db import run_items, runs
 from db.catalog import Benchmark, Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
@@ -219,13 +219,25 @@ def git_revision() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def frequent_answer(items: list[Item]) -> str | None:
-    counts = Counter(i.answer for i in items if i.answer)
-    return min(counts, key=lambda a: (-counts[a], a)) if counts else None
-
-
 def n_passes(item: Item, strategy: str) -> int:
     return passes_needed(strategy, len(item.options))
+
+
+def prompt_length(item: Item) -> int:
+    """What a wave sorts its items by, so that similar prompt lengths batch together (less padding)."""
+    return len(item.question) + sum(map(len, item.options)) + len(item.hint or "")
+
+
+@dataclass
+class Slot:
+    """An item being asked (its page of items is read): the passes it needs, its stored passes (pass -> right),
+    whether it is still alive, and the first pass not stored."""
+
+    item: Item
+    needed: int
+    marks: dict[int, bool | None] = field(default_factory=dict)
+    alive: bool = True
+    asked: int = 0
 
 
 @dataclass(frozen=True)
@@ -263,21 +275,20 @@ class Engine:
         self.template = PromptTemplate.from_json(run.prompt_template)
         self.variants = Variants(ws, self.settings, self.template, self.kind_of(run), run.benchmark_id, run.seed)
         self.on_progress = on_progress or (lambda p: None)
-        self.items = runs.items_of(ws, run)
         self.kind = {"pope": "yesno", "open": "open"}.get(run.strategy, "mcq")
-        self.done: dict[int, dict[int, runs.Prediction]] = {i.id: {} for i in self.items}
-        # Counters kept as passes are stored (_record), so bookkeeping costs O(1) per pass, not a scan of every
-        # item after every batch: passes stored, items decided, passes left (an upper bound: early stop shortens it).
-        self._needed = {i.id: n_passes(i, self.run.strategy) for i in self.items}
-        self._alive = dict.fromkeys(self._needed, True)
-        self._asked = dict.fromkeys(self._needed, 0)  # passes 0..n-1 all stored: the next pass to ask is n
-        self.passes_stored = 0
-        self.passes_left = sum(self._needed.values())
-        self.decided = sum(1 for n in self._needed.values() if n == 0)
-        for p in runs.predictions_of(ws, run.id):
-            if p.item_id in self.done:
-                self._record(p)
-        self._length = {i.id: len(i.question) + sum(map(len, i.options)) + len(i.hint or "") for i in self.items}
+        # The run is read a page of items at a time (docs/adr/0016): only the items being asked have a Slot, so a
+        # run's memory does not grow with its size. Its counters are kept as passes are stored (_record), O(1) per
+        # pass: items, passes stored, items decided, passes left (an upper bound: early stop shortens it); they
+        # start from one streamed tally of the stored passes, by the rule `_mark` applies to each new one.
+        self.asking: dict[int, Slot] = {}
+        self.items_total = self.passes_stored = self.decided = self.passes_left = 0
+        for options, stored, wrong in run_items.run_tally(ws, run.id, run.benchmark_id, limit=run.limit):
+            alive = still_alive((False,) if wrong else (), full_passes=self.settings.full_passes)
+            left = passes_needed(run.strategy, options) - stored if alive else 0
+            self.items_total += 1
+            self.passes_stored += stored
+            self.passes_left += left
+            self.decided += left == 0
         self.calls = 0
         if self.settings.likelihood and self.kind == "open":
             raise InvalidInput("an open question has no candidates to score; drop --likelihood")
@@ -293,9 +304,10 @@ class Engine:
 
     # -- scheduling ---------------------------------------------------------------------------------------------
     def alive(self, item: Item, k: int) -> bool:
-        """Whether pass k of the item is to be asked now: it is not stored, every earlier pass is (passes 0..k-1 are
-        stored and k is not), and the item is still alive."""
-        return k < self._needed[item.id] and self._asked[item.id] == k and self._alive[item.id]
+        """Whether pass k of an item being asked is to be asked now: it is not stored, every earlier pass is (passes
+        0..k-1 are stored and k is not), and the item is still alive."""
+        slot = self.asking[item.id]
+        return k < slot.needed and slot.asked == k and slot.alive
 
     def remaining_upper_bound(self) -> int:
         return self.passes_left
@@ -303,32 +315,40 @@ class Engine:
     def items_decided(self) -> int:
         return self.decided
 
-    def remaining_for(self, item: Item) -> int:
-        """Passes of the item still to ask (0 once a wrong pass ended it)."""
-        return self._needed[item.id] - len(self.done[item.id]) if self._alive[item.id] else 0
+    def _pages(self) -> Iterator[list[Slot]]:
+        """The run's items in file order, a chunk at a time (the backend's `chunk_items`, else enough for CHUNK_CALLS
+        calls of a chunk's first wave, so the short call that ends each wave costs little), with their stored passes.
+        A page's Slots are in `asking` from when it is read until the caller drops them."""
+        size = call_size(self.backend, self.batch_size)
+        chunk = chunk_items(self.backend) or max(CHUNK_ITEMS, CHUNK_CALLS * size)
+        for items in run_items.item_pages(self.ws, self.run.benchmark_id, limit=self.run.limit, page=chunk):
+            slots = [Slot(item, n_passes(item, self.run.strategy)) for item in items]
+            self.asking.update((slot.item.id, slot) for slot in slots)
+            for item_id, k, correct in run_items.stored_marks(self.ws, self.run.id, [i.id for i in items]):
+                self._mark(self.asking[item_id], k, correct)
+            yield slots
+
+    def _mark(self, slot: Slot, k: int, correct: bool | None) -> None:
+        slot.marks[k] = correct
+        slot.alive = slot.alive and still_alive((correct,), full_passes=self.settings.full_passes)
+        while slot.asked in slot.marks:
+            slot.asked += 1
 
     def _record(self, p: runs.Prediction) -> None:
-        """Take one stored pass into the state and the counters, in O(1) (amortised)."""
-        item_id, passes = p.item_id, self.done[p.item_id]
-        before = self._remaining(item_id)
-        fresh = p.pass_ not in passes
-        passes[p.pass_] = p
-        self.passes_stored += fresh
-        self._alive[item_id] = self._alive[item_id] and still_alive((p.correct,), full_passes=self.settings.full_passes)
-        while self._asked[item_id] in passes:
-            self._asked[item_id] += 1
-        after = self._remaining(item_id)
+        """Take one newly stored pass into its item's Slot and the counters, in O(1) (amortised)."""
+        slot = self.asking[p.item_id]
+        before = _remaining(slot)
+        self.passes_stored += p.pass_ not in slot.marks
+        self._mark(slot, p.pass_, p.correct)
+        after = _remaining(slot)
         self.passes_left += after - before
         self.decided += (after == 0) - (before == 0)
 
-    def _remaining(self, item_id: int) -> int:
-        return self._needed[item_id] - len(self.done[item_id]) if self._alive[item_id] else 0
-
     def execute(self) -> None:
         """Every pass still to ask. A backend with a stream (a server) is kept full: `_stream`. Else in waves
-        within each chunk of items (the backend's `chunk_items`; one chunk by default): every wave of items[0:C]
-        before items[C:2C], so a prefix cache keeps an item's prompt while the item is alive; each call hands the
-        backend `call_size(batch_size)` queries. No schedule changes any answer (docs/adr/0016, 0032).
+        within each chunk of items (`_pages`): every wave of items[0:C] before items[C:2C], so a prefix cache keeps
+        an item's prompt while the item is alive and only a chunk is held; each call hands the backend
+        `call_size(batch_size)` queries. No schedule changes any answer (docs/adr/0016, 0032).
         A request waiting to be retried (its model's, an LLM extractor's, a multi-turn asker's) is a WaitEvent."""
         with telling_waits_to(self._waiting):
             stream = None
@@ -347,18 +367,16 @@ class Engine:
 
     def _execute(self) -> None:
         started = time.monotonic()
-        chunk = chunk_items(self.backend) or max(len(self.items), 1)
         size = call_size(self.backend, self.batch_size)
-        for first in range(0, len(self.items), chunk):
-            part = self.items[first : first + chunk]
-            waves = max((self._needed[i.id] for i in part), default=0)
-            for k in range(waves):
-                todo = [item for item in part if self.alive(item, k)]
+        for slots in self._pages():
+            for k in range(max((slot.needed for slot in slots), default=0)):
+                todo = [slot.item for slot in slots if self.alive(slot.item, k)]
                 # Similar prompt lengths batch together (less padding); order does not change any answer.
-                todo.sort(key=lambda item: self._length[item.id])
+                todo.sort(key=prompt_length)
                 for start in range(0, len(todo), size):
                     self._ask(todo[start : start + size], k)
                     self._progress(k, started)
+            self.asking.clear()  # the chunk is done with
 
     def _progress(self, wave: int, started: float) -> None:
         """After each stored batch; `wave` is the lowest pass in flight when streaming."""
@@ -370,7 +388,7 @@ class Engine:
                 wave,
                 self.passes_stored,
                 self.decided,
-                len(self.items),
+                self.items_total,
                 self.calls,
                 round(rate, 3),
                 round(self.passes_left / rate, 1) if rate > 0 else None,
@@ -387,7 +405,7 @@ class Engine:
         loses at most the passes in flight or not yet committed, and a resume asks exactly those again."""
         started = last_commit = time.monotonic()
         following: deque[tuple[Item, int]] = deque()  # passes made due by a right answer
-        fresh = iter(self.items)
+        fresh = (slot for slots in self._pages() for slot in slots)
         flight: dict[int, Posed] = {}
         keys = itertools.count()
         pending: list[runs.Prediction] = []
@@ -395,9 +413,10 @@ class Engine:
         def due() -> tuple[Item, int] | None:
             if following:
                 return following.popleft()
-            for item in fresh:
-                if self.alive(item, self._asked[item.id]):
-                    return item, self._asked[item.id]
+            for slot in fresh:
+                if self.alive(slot.item, slot.asked):
+                    return slot.item, slot.asked
+                del self.asking[slot.item.id]  # nothing due: its page was read, it is done with
             return None
 
         try:
@@ -424,6 +443,8 @@ class Engine:
                         self._record(p)
                         if self.alive(posed.item, posed.k + 1):
                             following.append((posed.item, posed.k + 1))
+                        else:  # nothing of it in flight or due: done with
+                            del self.asking[posed.item.id]
                     pending += preds
                 if pending and time.monotonic() - last_commit >= COMMIT_EVERY_S:
                     runs.add_predictions(self.ws, pending, owner=self.owner)
@@ -589,11 +610,19 @@ class Engine:
         )
 
 
+CHUNK_ITEMS = 4096  # the fewest items read at once when the backend declares no chunk (CHUNK_CALLS may ask more)
+CHUNK_CALLS = 64
+
 COMMIT_EVERY_S = 0.25  # streamed passes are committed at most this long after their answer: a few transactions a second
 
 OPEN_ANSWER = Extraction(None, "none", "open question: the answer is not extracted")
 """What an open run stores as a pass's reading: nothing chosen, nothing scored (correct is NULL: no answer key)."""
 OPEN_MAX_NEW_TOKENS = 256  # a free answer needs room; the command line and the launcher default to it for open runs
+
+
+def _remaining(slot: Slot) -> int:
+    """Passes of an item still to ask (0 once a wrong pass ended it)."""
+    return slot.needed - len(slot.marks) if slot.alive else 0
 
 
 def default_max_new_tokens(kind: str) -> int:

@@ -70,8 +70,8 @@ class Streamed(Scripted):
     an item only once pass k's answer came back (and was right, unless every pass is asked), never while another
     pass of the item is in flight."""
 
-    def __init__(self, salt, capacity, seed, stop_after, engine_of, full, events=None):
-        super().__init__(salt)
+    def __init__(self, salt, capacity, seed, stop_after, engine_of, full, events=None, chunk=None):
+        super().__init__(salt, chunk=chunk)  # a chunk: the items are read that many at a time
         self.capacity, self.rng, self.stop_after = capacity, Random(seed), stop_after
         self.engine_of, self.full = engine_of, full
         self.events: list[tuple[str, str]] = [] if events is None else events  # shared by the engines of one run
@@ -90,10 +90,9 @@ class Streamed(Scripted):
         engine: Engine = self.engine_of()
         item, k = engine_pass_of(engine, prompt)
         assert engine.alive(item, k), (item.id, k)  # due: not stored, every earlier pass stored, the item alive
-        if k > 0:
-            before = engine.done[item.id][k - 1]
-            assert ("answer", before.prompt) in self.events  # its answer came back before this send
-            assert self.full or before.correct is not False
+        if k > 0:  # pass k - 1's answer came back before this send (and was right, unless every pass is asked)
+            assert ("answer", engine._pose(item, k - 1).query.prompt) in self.events
+            assert self.full or engine.asking[item.id].marks[k - 1] is not False
         in_flight = {p for kind, p in self.events[self.began :] if kind == "send"} - {
             p for kind, p in self.events if kind == "answer"
         }
@@ -102,8 +101,9 @@ class Streamed(Scripted):
 
 
 def engine_pass_of(engine: Engine, prompt: str):
-    """The (item, k) whose query has this prompt (prompts name their item and show its rotation)."""
-    for item in engine.items:
+    """The (item, k) whose query has this prompt (prompts name their item and show its rotation), among the items
+    being asked: a pass is sent, or in flight, only while its item is."""
+    for item in (slot.item for slot in engine.asking.values()):
         for k in range(len(item.options)):
             if engine._pose(item, k).query.prompt == prompt:
                 return item, k
@@ -118,9 +118,10 @@ def engine_pass_of(engine: Engine, prompt: str):
     capacity=st.integers(1, 6),
     seed=st.integers(0, 10**6),
     stops=st.lists(st.integers(0, 12), max_size=3),
+    chunk=st.one_of(st.none(), st.integers(1, 5)),
 )
 def test_the_stream_keeps_the_rules_and_stores_what_the_wave_engine_stores(
-    sched_ws, salt, full, strategy, capacity, seed, stops
+    sched_ws, salt, full, strategy, capacity, seed, stops, chunk
 ):
     run_settings = RunSettings(strategy=strategy, full_passes=full, seed=salt)
     with open_workspace(sched_ws) as ws:
@@ -129,7 +130,7 @@ def test_the_stream_keeps_the_rules_and_stores_what_the_wave_engine_stores(
 
         run, now, events, sent = None, [], [], 0  # now[-1]: the engine running
         for stop_after in [*stops, None]:  # interrupted after a few answers, resumed by a fresh engine each time
-            backend = Streamed(salt, capacity, seed + len(now), stop_after, lambda: now[-1], full, events)
+            backend = Streamed(salt, capacity, seed + len(now), stop_after, lambda: now[-1], full, events, chunk)
             engine = _engine(ws, backend, run_settings, 3, run=run)
             now.append(engine)
             run = engine.run
@@ -141,6 +142,7 @@ def test_the_stream_keeps_the_rules_and_stores_what_the_wave_engine_stores(
             break
         sent = sum(kind == "send" for kind, _ in events)
         assert engine.remaining_upper_bound() == 0 and counters(engine) == recount(engine)
+        assert not engine.asking  # every item was let go once nothing of it was due or in flight
         # Early termination asks exactly the passes the wave engine asks: the same stored passes, the same scores.
         assert stored(ws, engine.run.id) == stored(ws, waves.run.id)
         # Every answer that came back before an interruption was stored: only the requests in flight are asked again.

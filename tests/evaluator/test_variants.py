@@ -235,9 +235,9 @@ def test_shots_never_leak_the_item_its_copy_or_its_image(ws_path, selection):
     with open_workspace(ws_path) as ws:
         backend = Scripted(lambda q: "A")
         eng = engine(ws, RunSettings(shots=3, shot_selection=selection, strategy="vanilla"), backend)
-        items = {i.id: i for i in eng.items}
-        by_index = {i.index: i for i in eng.items}
-        picked = {i.id: eng.variants.shots.pick(i) for i in eng.items}
+        items = {i.id: i for i in catalog.list_items(ws, eng.run.benchmark_id)}
+        by_index = {i.index: i for i in items.values()}
+        picked = {i.id: eng.variants.shots.pick(i) for i in items.values()}
         eng.execute()
     for item_id, examples in picked.items():
         item = items[item_id]
@@ -261,15 +261,16 @@ def test_shot_answer_lines_carry_the_examples_key_and_similar_ranks_by_question(
     with open_workspace(ws_path) as ws:
         backend = Scripted(lambda q: "A")
         eng = engine(ws, RunSettings(shots=1, shot_selection="similar", strategy="vanilla"), backend)
-        by_index = {i.index: i for i in eng.items}
+        by_index = {i.index: i for i in catalog.list_items(ws, eng.run.benchmark_id)}
         example = eng.variants.shots.pick(by_index[5])[0]
         query = eng.variants.query(by_index[5], 0, (0, 1, 2, 3))
     assert f"Answer: {example.answer}" in query.prompt
     assert example.question in query.prompt
     with open_workspace(ws_path) as ws:
         eng = engine(ws, RunSettings(shots=1, shot_selection="random", seed=3, strategy="vanilla"), Scripted(str))
-        random_one = [eng.variants.shots.pick(i)[0].id for i in eng.items]
-        assert random_one == [eng.variants.shots.pick(i)[0].id for i in eng.items]  # seeded
+        items = catalog.list_items(ws, eng.run.benchmark_id)
+        random_one = [eng.variants.shots.pick(i)[0].id for i in items]
+        assert random_one == [eng.variants.shots.pick(i)[0].id for i in items]  # seeded
 
 
 # ------------------------------------------------------------------------------------------ chain of thought
@@ -319,7 +320,7 @@ def test_image_size_kept_by_the_engine_and_changes_per_pass(ws_path):
     with open_workspace(ws_path) as ws:
         backend = Scripted(lambda q: "A")
         eng = engine(ws, RunSettings(corrupt=("image:gaussian_noise:3",), full_passes=True), backend)
-        item = eng.items[0]
+        item = catalog.list_items(ws, eng.run.benchmark_id)[0]
         original = catalog.image_bytes(ws, item.image_sha256)[0]
         q0, q0b, q1 = (eng.variants.query(item, k, (0, 1, 2)) for k in (0, 0, 1))
     size = Image.open(io.BytesIO(original)).size
