@@ -294,12 +294,14 @@ def take(workspace: Path, out: Path, shot: Shot, *, visible_text: Path | None = 
 
 
 def settle(app, window) -> None:
-    """Let decoding workers finish and their images reach the views before the picture is taken."""
+    """Let decoding workers and figures being computed (gui/background.py) finish and reach the views before the
+    picture is taken."""
     from PySide6.QtCore import QCoreApplication, QEvent
 
     for _ in range(5):
         app.processEvents()
         window.ctx.loader.pool.waitForDone(5000)
+        window.ctx.background.pool.waitForDone(60_000)
         app.processEvents()
         # Widgets replaced with deleteLater() go only when the event loop runs; there is none here.
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
