@@ -23,7 +23,7 @@ from typing import Any
 from annotation import standing
 from annotation.names import BadName, annotator_name, record_note
 from annotation.standing import QC_DECISIONS
-from db import catalog, item_query, runs
+from db import catalog, runs
 from db.catalog import now_iso
 from db.errors import UserError
 from db.workspace import Workspace, inserted_id
@@ -186,6 +186,8 @@ def circular_correctness(ws: Workspace, run_ids: list[int]) -> dict[int, dict[in
     Correct means the run result is right (evaluator/scoring/choices.py run_result): every CircularEval pass right, or
     the one pass of a yes/no item.
     """
+    from db import item_query
+
     found: dict[int, dict[int, bool]] = defaultdict(dict)
     for item_id, by_run in item_query.run_results(ws, run_ids).items():
         for run_id, result in by_run.items():

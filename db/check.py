@@ -389,4 +389,4 @@ def _open_plain(path: Path, *, writable: bool) -> Workspace:
         conn.execute("PRAGMA foreign_keys = ON")
     else:
         conn = read_only_connection(path, allow_immutable=True)
-    return Workspace(path, Database(conn), read_only=not writable)
+    return Workspace(path, Database(conn, execute_plugins=False), read_only=not writable)

@@ -93,7 +93,9 @@ class HoldLost(EnvironmentFault):
 
 
 class WorkspaceDatabase(Database):
-    """sqlite-utils' Database whose outermost `atomic()` checks the workspace's hold before it begins (regaining
+    """sqlite-utils' Database (opened here with execute_plugins=False: no installed sqlite-utils plugin acts on a
+    workspace's connection, and looking for plugins reads every installed package's metadata, ~35 ms of each
+    command's start) whose outermost `atomic()` checks the workspace's hold before it begins (regaining
     it first, so nothing is written into an orphaned -wal) and again before it commits (refusing the write when it
     was lost meanwhile). Every write transaction of vlmdesk goes through here, or calls the same two checks
     (db/runs.py's BEGIN IMMEDIATE)."""
@@ -297,7 +299,7 @@ def _broken_schema(message: str) -> str | None:
 @functools.cache
 def _schema_object_names() -> frozenset[str]:
     """Every table, view, index and trigger the migrations create (read from a workspace made in memory)."""
-    db = Database(memory=True)
+    db = Database(memory=True, execute_plugins=False)
     schema.migrations.apply(db)
     names = frozenset(r[0] for r in db.execute("SELECT name FROM sqlite_master"))
     db.close()
@@ -632,7 +634,7 @@ def _open_read_only(
         marked = conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
         if damage := _judge_schema(path, conn, marked=marked).damage:
             raise damaged(path, damage)
-        ws = Workspace(path, Database(conn), read_only=True)
+        ws = Workspace(path, Database(conn, execute_plugins=False), read_only=True)
         if probe_first:
             probe(ws)
     except BaseException as exc:
@@ -652,7 +654,7 @@ def _open_read_write(path: Path, ident: FileIdentity | None, *, upgrade: bool, p
     conn = None
     try:
         conn = connect_read_write(path)
-        ws = Workspace(path, WorkspaceDatabase(conn))
+        ws = Workspace(path, WorkspaceDatabase(conn, execute_plugins=False))
         _check_and_migrate(ws, upgrade=upgrade, probe_first=probe_first)
         ws.take_hold()
     except BaseException as exc:
