@@ -350,10 +350,14 @@ def measure_runs(app, folder: Path, config: Path, args) -> None:
         path = paths[name] = folder / (f"runs-{name}.sqlite" if count else "demo.sqlite")
         if not path.exists():
             t = time.perf_counter()
+            part = path.with_name(path.name + ".part")  # a build cut short is never reused as a whole one
+            for stale in part.parent.glob(part.name + "*"):
+                stale.unlink()
             if count:
-                build_runs_workspace(path, count, passes)
+                build_runs_workspace(part, count, passes)
             else:
-                build_demo(path)
+                build_demo(part)
+            part.rename(path)
             print(f"workspace {name}: {path.stat().st_size / 1e6:.0f} MB, built in {time.perf_counter() - t:.1f} s")
     warm, _ = open_window(app, paths["demo"], config / "warm")  # the process's imports: not the runs' size
     warm.close()
