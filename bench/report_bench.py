@@ -47,6 +47,7 @@ def _passes_of(k: int) -> list[tuple[int, int]]:
 def build(path: Path, n_items: int) -> tuple[int, float]:
     """The workspace with its run: (run id, seconds to store the passes)."""
     from db import catalog, open_workspace
+    from db.workspace import inserted_id
 
     with open_workspace(path) as ws:
         with ws.db.atomic():
@@ -62,12 +63,14 @@ def build(path: Path, n_items: int) -> tuple[int, float]:
                 ],
             )
             catalog.finish_benchmark(ws, bid, rows_read=n_items, rows_folded=0, rows_skipped=0)
-            run_id = ws.conn.execute(
-                "INSERT INTO runs (benchmark_id, model_spec, strategy, prompt_template, extractor, config_key, "
-                "status, created_at, updated_at, finished_at) VALUES (?, 'baseline:first', 'circular', '{}', 'rules', "
-                "'k', 'finished', '2026-01-01T00:00:00', '2026-01-01T00:10:00', '2026-01-01T00:10:00')",
-                (bid,),
-            ).lastrowid
+            run_id = inserted_id(
+                ws.conn.execute(
+                    "INSERT INTO runs (benchmark_id, model_spec, strategy, prompt_template, extractor, config_key, "
+                    "status, created_at, updated_at, finished_at) VALUES (?, 'baseline:first', 'circular', '{}', "
+                    "'rules', 'k', 'finished', '2026-01-01T00:00:00', '2026-01-01T00:10:00', '2026-01-01T00:10:00')",
+                    (bid,),
+                )
+            )
         ids = [r[0] for r in ws.conn.execute("SELECT id FROM items WHERE benchmark_id = ? ORDER BY position", (bid,))]
         return run_id, store_passes(ws, run_id, ids)
 
@@ -161,7 +164,8 @@ def main() -> int:
             t = time.perf_counter()
             run_id, stored = build(path, n_items)
             print(
-                f"workspace: {n_items:,} items, built in {time.perf_counter() - t:.1f} s ({stored:.1f} s storing passes)"
+                f"workspace: {n_items:,} items, built in {time.perf_counter() - t:.1f} s "
+                f"({stored:.1f} s storing passes)"
             )
         with open_workspace(path) as ws:
             run_id = ws.conn.execute("SELECT max(id) FROM runs").fetchone()[0]

@@ -333,7 +333,12 @@ def _kept_pope(kept: runs.KeptFigures, setting: str | None) -> PopeFigures:
     sums = kept.sums
     metrics = {
         parser: confusion_metrics(
-            *(sums[f"{parser}_{count}"] for count in ("tp", "fp", "tn", "fn", "unknown")), sums["pope_labelled_yes"]
+            tp=sums[f"{parser}_tp"],
+            fp=sums[f"{parser}_fp"],
+            tn=sums[f"{parser}_tn"],
+            fn=sums[f"{parser}_fn"],
+            unknown=sums[f"{parser}_unknown"],
+            labelled_yes=sums["pope_labelled_yes"],
         )
         for parser in POPE_PARSERS
     }
