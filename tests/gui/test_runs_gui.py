@@ -116,6 +116,7 @@ def test_cancel_then_resume_gives_the_scores_of_an_uninterrupted_run(qtbot, demo
 def test_crashing_runs_show_their_error_and_the_queue_goes_on(qtbot, demo_ws, make_window, tmp_path):
     window = make_window(demo_ws)
     view = window.view("runs")
+    window.show_view("runs")  # its runs list is listed when shown: the killed run is resumed from it below
     queue = view.queue
     # A model that cannot load: the process exits with an error, the window shows it.
     view.form.set_choice(bench="demo", model=f"hf:{tmp_path / 'no-such-model'}")
