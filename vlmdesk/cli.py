@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
 import json
 import os
 import sqlite3
 import sys
 import textwrap
+from collections.abc import Callable
+from typing import cast
 
 from db.errors import EnvironmentFault, UserError
 from db.workspace import database_error, default_workspace_path, open_workspace
@@ -59,31 +63,99 @@ def _workspace_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# Each module has register(add): it adds its subcommands through `add(name, help=, description=, examples=)`.
-COMMAND_MODULES = (
-    "cmd_data",
-    "cmd_fetch",
-    "cmd_import_predictions",
-    "cmd_run",
-    "cmd_pope",
-    "cmd_qc",
-    "cmd_extract",
-    "cmd_align",
-    "cmd_models",
-    "cmd_results",
-    "cmd_desiderata",
-    "cmd_judge",
-    "cmd_gui",
-    "cmd_reviews",
-    "cmd_check",
-    "cmd_team",
-    "cmd_arena",
-)
+# Every command, in the order `vlmdesk --help` lists them: "module:function" adding its arguments, and its help line.
+# A command's module is imported, and its parser filled in, only when the command line names it (build_parser): a
+# command loads no other command's modules, nor the libraries their help texts read (issue 34).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "import": (
+        "cmd_data:register_import",
+        "import a benchmark file (VLMEvalKit/MMBench TSV, VQA/caption TSV, POPE, JSONL, parquet)",
+    ),
+    "demo": ("cmd_data:register_demo", "import the bundled demo benchmarks (demo, demo-pope)"),
+    "benchmarks": (
+        "cmd_data:register_benchmarks",
+        "list the benchmarks in the workspace; tag one with its capability groups",
+    ),
+    "items": ("cmd_data:register_items", "list the items (questions) of a benchmark"),
+    "show": ("cmd_data:register_show", "show one item, optionally writing its image"),
+    "fetch": (
+        "cmd_fetch:register_fetch",
+        "download a benchmark by name (MMBench, SEED-Bench, MMStar, POPE, TextVQA, DocVQA, COCO…) into the cache",
+    ),
+    "import-predictions": (
+        "cmd_import_predictions:register_import_predictions",
+        "store predictions made elsewhere (VLMEvalKit .xlsx/.tsv/.csv, lmms-eval samples .jsonl) as a run",
+    ),
+    "run": ("cmd_run:register_run", "evaluate a model on a benchmark (CircularEval, VanillaEval, POPE)"),
+    "runs": ("cmd_run:register_runs", "list the runs in the workspace"),
+    "report": ("cmd_run:register_report", "scores of a run: overall, per ability, per category, per split"),
+    "pope": ("cmd_pope:register_pope", "POPE: score answer files, build question sets"),
+    "qc": ("cmd_qc:register_qc", "quality control: flag text-answerable and possibly flawed items, decide, export"),
+    "extract": ("cmd_extract:register_extract", "read which option free-text answers chose (rules, an LLM, or both)"),
+    "rescore": (
+        "cmd_extract:register_rescore",
+        "score a run's stored answers again with another extractor or with human labels",
+    ),
+    "align": ("cmd_align:register_align", "measure how well extractors agree with people (blind labelling, κ, α)"),
+    "models": (
+        "cmd_models:register_models",
+        "saved models: add, list, remove, test (load it and answer one item); the verified families",
+    ),
+    "export-predictions": (
+        "cmd_results:register_export_predictions",
+        "write a run's predictions as a VLMEvalKit prediction file (XLSX/TSV/CSV) or lmms-eval samples (JSONL)",
+    ),
+    "run-items": (
+        "cmd_results:register_run_items",
+        "the items behind a report figure: one ability, category or split of a run",
+    ),
+    "desiderata": (
+        "cmd_desiderata:register_desiderata",
+        "ChEF's desiderata of the models of some runs: calibration, instruction following, robustness, "
+        "in-context learning, language, hallucination",
+    ),
+    "judge": (
+        "cmd_judge:register_judge",
+        "an LLM judge's verdicts (right / partly / wrong, with a reason) on an open run's answers",
+    ),
+    "gui": ("cmd_gui:register_gui", "open the desktop app (or save a screenshot of a view)"),
+    "reviews": (
+        "cmd_reviews:register_reviews",
+        "item verdicts between annotators' copies of a workspace (export, import)",
+    ),
+    "check": (
+        "cmd_check:register_check",
+        "check the workspace file (integrity, search index, orphan images…) and repair it",
+    ),
+    "guidelines": (
+        "cmd_team:register_guidelines",
+        "a benchmark's annotation guidelines (versioned Markdown: show, set)",
+    ),
+    "annotators": (
+        "cmd_team:register_annotators",
+        "per-annotator statistics of a benchmark: verdicts, items per hour, agreement (κ, α)",
+    ),
+    "arena": ("cmd_arena:register_arena", "blind pairwise votes on open answers, and Bradley–Terry ratings from them"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    import importlib
+class _Commands(argparse._SubParsersAction):
+    """The COMMAND positional: fills in the parser of the command named before parsing the rest with it."""
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.unfilled: dict[str, Callable[[], None]] = {}
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        fill = self.unfilled.pop(values[0], None)
+        if fill is not None:
+            fill()
+        super().__call__(parser, namespace, values, option_string)
+
+
+def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
+    """The parser of the whole command line; `lazy` (the `vlmdesk` command itself): each command's parser holds its
+    help line only until the command line names it."""
     parser = Parser(
         prog="vlmdesk",
         formatter_class=_formatter,
@@ -99,10 +171,19 @@ def build_parser() -> argparse.ArgumentParser:
             default workspace: {default_workspace_path()}"""),
     )
     _workspace_option(parser)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMAND_MODULES:
-        importlib.import_module(f"vlmdesk.{module}").register(lambda name, **kw: add_command(sub, name, **kw))
+    sub = cast(_Commands, parser.add_subparsers(dest="command", metavar="COMMAND", action=_Commands))
+    for name, (register, help) in COMMANDS.items():
+        fill = functools.partial(_fill, _add_parser(sub, name, help), help, register)
+        if lazy:
+            sub.unfilled[name] = fill
+        else:
+            fill()
     return parser
+
+
+def _fill(parser: argparse.ArgumentParser, help: str, register: str) -> None:
+    module, _, function = register.partition(":")
+    getattr(importlib.import_module(f"vlmdesk.{module}"), function)(functools.partial(_describe, parser, help))
 
 
 def model_specs_help() -> str:
@@ -115,20 +196,25 @@ def model_specs_help() -> str:
 
 
 def add_command(sub, name: str, *, help: str, examples: str, description: str | None = None, handler=None):
-    """Add command or subcommand `name` to `sub` (an add_subparsers action): its help line, its description
-    (default: the help as a sentence), its examples (one per line) and the workspace options every command takes."""
+    """Add subcommand `name` to `sub` (an add_subparsers action): its help line, its description (default: the help
+    as a sentence), its examples (one per line) and the workspace options every command takes."""
+    return _describe(_add_parser(sub, name, help), help, examples=examples, description=description, handler=handler)
+
+
+def _add_parser(sub, name: str, help: str) -> argparse.ArgumentParser:
+    # argparse %-formats a help line ("95 % intervals"), not a description
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help.replace("%", "%%"), formatter_class=_formatter)
+    return parser
+
+
+def _describe(parser, help: str, *, examples: str, description: str | None = None, handler=None):
     lines = textwrap.dedent(examples).strip("\n")
-    p = sub.add_parser(
-        name,
-        help=help.replace("%", "%%"),  # argparse %-formats a help line ("95 % intervals"), not a description
-        description=description if description is not None else help[:1].upper() + help[1:] + ".",
-        formatter_class=_formatter,
-        epilog=("examples:\n" if "\n" in lines else "example:\n") + textwrap.indent(lines, "  "),
-    )
-    _workspace_option(p)
+    parser.description = description if description is not None else help[:1].upper() + help[1:] + "."
+    parser.epilog = ("examples:\n" if "\n" in lines else "example:\n") + textwrap.indent(lines, "  ")
+    _workspace_option(parser)
     if handler is not None:
-        p.set_defaults(handler=handler)
-    return p
+        parser.set_defaults(handler=handler)
+    return parser
 
 
 def workspace_path(args):
@@ -183,8 +269,7 @@ def _exit_interrupted() -> None:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser(lazy=True).parse_args(argv)
     try:
         if args.command is None:
             from vlmdesk.app import start

@@ -15,12 +15,10 @@ if TYPE_CHECKING:
     from annotation.open_alignment import OpenAlignmentReport
 
 
-def register(add) -> None:
+def register_align(add) -> None:
     from vlmdesk.cli import add_command
 
     p = add(
-        "align",
-        help="measure how well extractors agree with people (blind labelling, κ, α)",
         description="The extractor–human alignment study. `sample` builds an adjudication set from runs; `label` "
         "is a blind terminal labelling loop; `adjudicate` lists annotator disagreements and records "
         "final labels; `report` gives alignment rates (Wilson 95 %), Cohen's κ, confusion matrices "

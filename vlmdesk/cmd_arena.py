@@ -18,13 +18,11 @@ per_item = int_in(1, 1000, "a number of pairs per item (1..1000)")
 rounds = int_in(MIN_ROUNDS, MAX_ROUNDS, f"a number of bootstrap rounds ({MIN_ROUNDS}..{MAX_ROUNDS})")
 
 
-def register(add) -> None:
+def register_arena(add) -> None:
     from vlmdesk.cli import add_command
     from vlmdesk.cmd_reviews import add_export_output, add_import_arguments
 
     p = add(
-        "arena",
-        help="blind pairwise votes on open answers, and Bradley–Terry ratings from them",
         description="The arena compares runs on an open benchmark (questions without options): `pairs` draws, for "
         "each item, pairs of two runs' answers with a random side each (the queue lives in the workspace); "
         "annotators vote in the app's Arena tab (left, right, tie, both bad); `ask` holds a live battle (two "

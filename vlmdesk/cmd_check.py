@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 
 
-def register(add) -> None:
+def register_check(add) -> None:
     p = add(
-        "check",
-        help="check the workspace file (integrity, search index, orphan images…) and repair it",
         description="Check the workspace: SQLite integrity, references between tables, the search index, "
         "images no item uses and the schema version. Without --repair nothing is written. "
         "With --repair, rebuild what can be rebuilt (search index, schema upgrade, orphan images "

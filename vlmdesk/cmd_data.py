@@ -5,20 +5,18 @@ from __future__ import annotations
 import json
 import sys
 
-from evaluator.analysis.groups import GROUPS
-from evaluator.formats.importers.common import DEFAULT_MAX_IMAGE_MB
-from evaluator.formats.registry import format_names
 from vlmdesk.args import int_in, positive_int
 from vlmdesk.cli import add_command
-from vlmdesk.cmd_fetch import add_download_options
 
 MAX_IMAGE_MB_CEILING = 4096
 
 
-def register(add) -> None:
+def register_import(add) -> None:
+    from evaluator.formats.importers.common import DEFAULT_MAX_IMAGE_MB
+    from evaluator.formats.registry import format_names
+    from vlmdesk.cmd_fetch import add_download_options
+
     p = add(
-        "import",
-        help="import a benchmark file (VLMEvalKit/MMBench TSV, VQA/caption TSV, POPE, JSONL, parquet)",
         description="Import a benchmark into the workspace: all of it, or nothing (also when interrupted). Images "
         "are stored once, by SHA-256. MMBench's circular copies (index + k*1,000,000) are checked "
         "and folded into their question. Re-importing the same file does nothing. Image files must "
@@ -72,9 +70,9 @@ def register(add) -> None:
     add_download_options(p)
     p.set_defaults(handler=cmd_import)
 
+
+def register_demo(add) -> None:
     p = add(
-        "demo",
-        help="import the bundled demo benchmarks (demo, demo-pope)",
         description="Import the demo: 30 MMBench-style questions ('demo') and 48 POPE questions ('demo-pope') "
         "over 12 photographs that ship with vlmdesk. The app does this on its first start; this "
         "command is for other workspaces and for the command line. Running it twice does nothing.",
@@ -84,9 +82,11 @@ def register(add) -> None:
     )
     p.set_defaults(handler=cmd_demo)
 
+
+def register_benchmarks(add) -> None:
+    from evaluator.analysis.groups import GROUPS
+
     p = add(
-        "benchmarks",
-        help="list the benchmarks in the workspace; tag one with its capability groups",
         description="List benchmarks: name, kind (mcq or yesno), distinct questions, rows read, images, and their "
         "capability groups (LVLM-eHub's six; `benchmarks tag` sets them, `report --groups` uses them).",
         examples="""
@@ -122,9 +122,9 @@ def register(add) -> None:
     q.add_argument("--clear", action="store_true", help="remove every group (the benchmark is in none)")
     q.add_argument("--json", action="store_true", help="print the benchmark's name and groups as JSON")
 
+
+def register_items(add) -> None:
     p = add(
-        "items",
-        help="list the items (questions) of a benchmark",
         description="List a benchmark's items in file order. --json gives index, question, hint, options, "
         "answer, category, l2_category, split, language, image_sha256 for each.",
         examples="""
@@ -136,9 +136,9 @@ def register(add) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON array")
     p.set_defaults(handler=cmd_items)
 
+
+def register_show(add) -> None:
     p = add(
-        "show",
-        help="show one item, optionally writing its image",
         description="Print one item of a benchmark in full.",
         examples="""
                 vlmdesk show demo 3

@@ -10,11 +10,8 @@ from vlmdesk.args import int_in, positive_int
 FIGURES = ("radar", "reliability", "robustness")
 
 
-def register(add) -> None:
+def register_desiderata(add) -> None:
     p = add(
-        "desiderata",
-        help="ChEF's desiderata of the models of some runs: calibration, instruction following, robustness, "
-        "in-context learning, language, hallucination",
         description="Three forms. `desiderata RUN…`: one report over the given runs — per model, each "
         "dimension's figure (calibration: ECE of likelihood runs — those with ChEF's score, --likelihood-score "
         "chef, where given — naming the confidence it used; instruction following: MR and accuracy over "

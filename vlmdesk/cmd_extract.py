@@ -12,10 +12,8 @@ from vlmdesk.args import record_id
 _LETTER = re.compile(r"^[A-Y]$")
 
 
-def register(add) -> None:
+def register_extract(add) -> None:
     p = add(
-        "extract",
-        help="read which option free-text answers chose (rules, an LLM, or both)",
         description="Read JSONL answers and print, per line, the option each one chose. Input lines: "
         '{"id": …, "question": "…", "options": {"A": "…", "B": "…"}, "response": "…"}. Output '
         'lines (stdout): {"id": …, "choice": "B" | "Z" | null, "stage": "rules" | "llm" | "none", '
@@ -32,9 +30,9 @@ def register(add) -> None:
     p.add_argument("--extractor", default="rules", metavar="SPEC", help=f"{EXTRACTOR_HELP} (default rules)")
     p.set_defaults(handler=cmd_extract)
 
+
+def register_rescore(add) -> None:
     p = add(
-        "rescore",
-        help="score a run's stored answers again with another extractor or with human labels",
         description="Read every stored pass of a multiple-choice run again — the evaluated model is not called — "
         "and store the result as a scoring of the run named by the extractor spec (re-scoring with "
         "the same name replaces it). `human` uses the final human labels of the alignment study "

@@ -16,10 +16,8 @@ if TYPE_CHECKING:
     from evaluator.formats.importers.fetch import FetchResult
 
 
-def register(add) -> None:
+def register_fetch(add) -> None:
     p = add(
-        "fetch",
-        help="download a benchmark by name (MMBench, SEED-Bench, MMStar, POPE, TextVQA, DocVQA, COCO…) into the cache",
         description="Download a benchmark the catalog names, as VLMEvalKit (TSV + its MD5) or lmms-lab (parquet on "
         "the Hugging Face hub, each shard checked against the hub's SHA-256) publish it. Resumable: an interrupted "
         "download continues where it stopped (HTTP range) unless the file changed on the server. The file is checked "

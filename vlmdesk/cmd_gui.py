@@ -12,10 +12,8 @@ from gui.screenshot import TABS, VIEWS
 from vlmdesk.args import float_in, record_id
 
 
-def register(add) -> None:
+def register_gui(add) -> None:
     p = add(
-        "gui",
-        help="open the desktop app (or save a screenshot of a view)",
         description="Open the desktop app on a workspace. With --screenshot, render the window offscreen with "
         "the workspace's content, save it as PNG and exit (for documentation and checks); "
         "--visible-text also lists every text visible in the window, one per line (the check hook "

@@ -8,10 +8,8 @@ import sys
 from evaluator.formats.prediction_import import PREDICTION_FORMATS
 
 
-def register(add) -> None:
+def register_import_predictions(add) -> None:
     p = add(
-        "import-predictions",
-        help="store predictions made elsewhere (VLMEvalKit .xlsx/.tsv/.csv, lmms-eval samples .jsonl) as a run",
         description="Read a VLMEvalKit prediction file ({model}_{dataset}.xlsx, .tsv or .csv: the benchmark's rows "
         "and circular copies plus `prediction`) or lmms-eval's --log_samples JSON Lines (MMBench, POPE, open tasks) "
         "and store it as a finished run of BENCH: each row is matched to its item by index and to its CircularEval "

@@ -9,10 +9,8 @@ import sys
 from vlmdesk.args import positive_int, record_id
 
 
-def register(add) -> None:
+def register_judge(add) -> None:
     p = add(
-        "judge",
-        help="an LLM judge's verdicts (right / partly / wrong, with a reason) on an open run's answers",
         description="Ask a judge model about every answer of an open run whose item has reference answers: the "
         "rubric (the default one, or --rubric FILE), then the question, the reference answers and the model's "
         "answer. Its reply must end with `[Verdict] right|partly|wrong`; one it cannot be held to is asked again "

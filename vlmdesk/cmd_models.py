@@ -8,12 +8,10 @@ import sys
 from evaluator.backends import REGISTRY
 
 
-def register(add) -> None:
+def register_models(add) -> None:
     from vlmdesk.cli import add_command, model_specs_help
 
     p = add(
-        "models",
-        help="saved models: add, list, remove, test (load it and answer one item); the verified families",
         description="Models kept in the workspace under a short name, for the app's launcher and for "
         "`vlmdesk run --model NAME`. An openai: spec names the environment variable holding its "
         "key (key_env=NAME); keys themselves are refused, never stored.\n\n" + model_specs_help(),

@@ -10,10 +10,8 @@ from evaluator.types import POPE_PARSERS
 from vlmdesk.args import positive_int, seed
 
 
-def register(add) -> None:
+def register_pope(add) -> None:
     p = add(
-        "pope",
-        help="POPE: score answer files, build question sets",
         description="POPE (Polling-based Object Probing Evaluation) without a run: score answer files that "
         "exist already, or build new question sets from object annotations. Runs of a model on "
         "an imported POPE set go through `vlmdesk run` and `vlmdesk report`.",

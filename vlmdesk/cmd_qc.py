@@ -16,10 +16,8 @@ from vlmdesk.cli import model_specs_help
 ANNOTATOR_ENV = "VLMDESK_ANNOTATOR"
 
 
-def register(add) -> None:
+def register_qc(add) -> None:
     p = add(
-        "qc",
-        help="quality control: flag text-answerable and possibly flawed items, decide, export",
         description="Quality control in two stages, then human decisions. text-only: models answer without the "
         "image under CircularEval; an item more than half of them get right is a 'text-answerable' "
         "candidate. consensus: over VLM runs you choose, an item no run gets right is a 'possibly "

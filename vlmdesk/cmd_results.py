@@ -7,10 +7,8 @@ import json
 from vlmdesk.args import record_id
 
 
-def register(add) -> None:
+def register_export_predictions(add) -> None:
     p = add(
-        "export-predictions",
-        help="write a run's predictions as a VLMEvalKit prediction file (XLSX/TSV/CSV) or lmms-eval samples (JSONL)",
         description="VLMEvalKit's {model}_{dataset} prediction layout: the benchmark's columns (no image) plus "
         "`prediction`, the raw model output. CircularEval runs give the original rows and the "
         "expanded copies (index + k·1,000,000) with the options rotated as the model saw them in "
@@ -39,9 +37,9 @@ def register(add) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_export_predictions)
 
+
+def register_run_items(add) -> None:
     p = add(
-        "run-items",
-        help="the items behind a report figure: one ability, category or split of a run",
         description="Each item of the group with whether the report counted it right under VanillaEval and "
         "CircularEval (POPE: under the official and the strict parser; an open run: each open metric's score, "
         "by leaf category). What the app lists when a bar is clicked.",

@@ -12,12 +12,10 @@ import sys
 from vlmdesk.args import annotator
 
 
-def register(add) -> None:
+def register_reviews(add) -> None:
     from vlmdesk.cli import add_command
 
     p = add(
-        "reviews",
-        help="item verdicts between annotators' copies of a workspace (export, import)",
         description="Annotators often work on their own copy of a workspace. `export` writes every verdict and "
         "undo as JSON Lines (id, benchmark, index, annotator, verdict, answer, note, seconds, at, "
         "withdraws); `import` merges such a file: records already present (same id) are skipped, so "

@@ -7,14 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from db.runs import ROUNDS_MAX
-from evaluator.engine.variants import COT_MAX_NEW_TOKENS
-from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS, LIKELIHOOD_SCORES
-from evaluator.scoring.llm_extraction import extractor_help
-from evaluator.types import MCQ_STRATEGIES
 from vlmdesk.args import model_spec, positive_int, record_id, rounds, seed
-from vlmdesk.cli import model_specs_help
-from vlmdesk.run_variants import add_variant_arguments
 
 if TYPE_CHECKING:
     from db import runs
@@ -23,10 +16,17 @@ if TYPE_CHECKING:
     from evaluator.engine.progress import Progress, WaitEvent
 
 
-def register(add) -> None:
+def register_run(add) -> None:
+    # run's help texts read the backend and extractor registries: imported here, not for `runs` and `report`
+    from db.runs import ROUNDS_MAX
+    from evaluator.engine.variants import COT_MAX_NEW_TOKENS
+    from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS, LIKELIHOOD_SCORES
+    from evaluator.scoring.llm_extraction import extractor_help
+    from evaluator.types import MCQ_STRATEGIES
+    from vlmdesk.cli import model_specs_help
+    from vlmdesk.run_variants import add_variant_arguments
+
     p = add(
-        "run",
-        help="evaluate a model on a benchmark (CircularEval, VanillaEval, POPE)",
         description="Run a model on a benchmark. Multiple choice: CircularEval by default (pass k rotates the "
         "options by k; an item counts only if every pass is right; pass 0 is VanillaEval, reported "
         "from the same run; a wrong pass ends the item). Yes/no (POPE) benchmarks take one pass. "
@@ -138,9 +138,9 @@ def register(add) -> None:
     p.add_argument("--json", action="store_true", help='print {"run_id": …} at the end')
     p.set_defaults(handler=cmd_run)
 
+
+def register_runs(add) -> None:
     p = add(
-        "runs",
-        help="list the runs in the workspace",
         description="List runs: id, benchmark, model, strategy, status, passes stored.",
         examples="""
                 vlmdesk runs
@@ -154,9 +154,9 @@ def register(add) -> None:
     )
     p.set_defaults(handler=cmd_runs)
 
+
+def register_report(add) -> None:
     p = add(
-        "report",
-        help="scores of a run: overall, per ability, per category, per split",
         description="Scores computed from the stored passes: VanillaEval and CircularEval side by side, per L2 "
         "ability, leaf category and split; undecided answers; model calls. POPE runs give accuracy, "
         "precision, recall, F1 and yes-ratio under the official and the strict parser. Open runs give each "
@@ -236,6 +236,8 @@ def cmd_run(args) -> int:
     from evaluator.engine.launch import prepare_resume, prepare_run, resolve_model
     from evaluator.engine.prompt_presets import choose_prompt
     from evaluator.engine.runner import RunSettings, default_max_new_tokens
+    from evaluator.engine.variants import COT_MAX_NEW_TOKENS
+    from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS
     from vlmdesk.cli import UsageError, open_from_args
     from vlmdesk.cmd_data import bench_or_fail
     from vlmdesk.run_variants import variant_settings

@@ -9,12 +9,10 @@ import sys
 from vlmdesk.args import annotator, int_in
 
 
-def register(add) -> None:
+def register_guidelines(add) -> None:
     from vlmdesk.cli import add_command
 
     p = add(
-        "guidelines",
-        help="a benchmark's annotation guidelines (versioned Markdown: show, set)",
         description="Guidelines tell annotators how to judge a benchmark's items. They are Markdown kept in the "
         "workspace per benchmark; `set` stores a new version (the same text again adds nothing), and every "
         "verdict records the version it was given under.",
@@ -47,9 +45,10 @@ def register(add) -> None:
     q.add_argument("file", metavar="FILE", help="a UTF-8 Markdown file (at most 200,000 characters)")
     q.add_argument("--author", type=annotator, default=None, help="who wrote it (default: the login name)")
 
+
+def register_annotators(add) -> None:
+
     p = add(
-        "annotators",
-        help="per-annotator statistics of a benchmark: verdicts, items per hour, agreement (κ, α)",
         description="For each annotator of the benchmark, from the standing verdicts: verdicts by kind, items "
         "judged, items per hour (from the time stored with each verdict), Cohen's κ with each other annotator "
         "over the items both judged (skips left out) and its mean, and the conflicts they are part of; for the "
