@@ -63,6 +63,7 @@ class ScanningEngine(Engine):
     and the passes stored are recounted over every item, and alive() rereads an item's stored passes."""
 
     def _record(self, p):
+        self.passes_stored += p.pass_ not in self.done[p.item_id]
         self.done[p.item_id][p.pass_] = p
 
     def alive(self, item, k):
