@@ -9,9 +9,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QVBoxLayou
 from annotation.blind import HIDDEN_TEXT
 from db import runs
 from evaluator.analysis.report import RunSummary, describe_tokens, run_summary
-from evaluator.engine.prompt_presets import preset_words
-from evaluator.engine.variants import describe as describe_variants
-from evaluator.formats.prediction_import import IMPORTED_ARROW, IMPORTED_MARK, origin_of
+from evaluator.engine.run_words import IMPORTED_ARROW, IMPORTED_MARK, describe_variants, origin_of, preset_words
 from gui.appearance import ACCENT, MUTED, PENDING, RIGHT, TEXT, WRONG
 from gui.background import when_shown
 from gui.tables import RowsModel, table_view

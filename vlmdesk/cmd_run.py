@@ -398,9 +398,7 @@ def _finish(args, run_id: int) -> int:
 
 def cmd_runs(args) -> int:
     from db import runs
-    from evaluator.engine.prompt_presets import describe_prompt
-    from evaluator.engine.variants import describe as describe_variants
-    from evaluator.formats.prediction_import import origin_of
+    from evaluator.engine.run_words import describe_variants, origin_of
     from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:
@@ -411,6 +409,8 @@ def cmd_runs(args) -> int:
 
             scores = {r.id: run_summary(ws, r.id) for r in all_runs}
     if args.json:
+        from evaluator.engine.prompt_presets import describe_prompt  # the default templates: --json only
+
         print(
             json.dumps(
                 [
@@ -474,9 +474,7 @@ def cmd_runs(args) -> int:
 def run_kind(run: runs.Run) -> str:
     """The strategy column: the strategy, the run's variants, its prompt preset and whether it was imported, in the
     app's words (gui/runs_list.py): "vanilla · natural:0 labels · vlmevalkit:llava prompt · ⇩ imported"."""
-    from evaluator.engine.prompt_presets import preset_words
-    from evaluator.engine.variants import describe as describe_variants
-    from evaluator.formats.prediction_import import IMPORTED_MARK, origin_of
+    from evaluator.engine.run_words import IMPORTED_MARK, describe_variants, origin_of, preset_words
 
     parts = [run.strategy, describe_variants(run.config), preset_words(run.config)]
     parts += [IMPORTED_MARK] if origin_of(run) is not None else []

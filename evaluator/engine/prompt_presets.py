@@ -18,10 +18,8 @@ asks API models with — for openai: servers, baselines and unknown families.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from db.errors import InvalidInput
 from db.runs import Run
@@ -222,7 +220,7 @@ def model_type_of(model_spec: str) -> str | None:
 def describe_prompt(run: Run) -> str:
     """A run's prompt in a word for lists and reports: its preset's name, `vlmdesk` for vlmdesk's templates,
     `template file` for any other stored template, `imported` for a run made elsewhere (its prompts are not ours)."""
-    from evaluator.formats.prediction_import import origin_of
+    from evaluator.engine.run_words import origin_of
 
     preset = run.config.get("prompt_preset")
     if isinstance(preset, str):
@@ -231,10 +229,3 @@ def describe_prompt(run: Run) -> str:
         return "imported"
     kind = {"pope": "yesno", "open": "open"}.get(run.strategy, "mcq")
     return VLMDESK if run.prompt_template == default_template(kind).to_json() else "template file"
-
-
-def preset_words(config: Mapping[str, Any]) -> str:
-    """A run's prompt preset in the words of the runs lists ("vlmevalkit:llava prompt"), or "" for vlmdesk's
-    templates and template files."""
-    preset = config.get("prompt_preset")
-    return f"{preset} prompt" if isinstance(preset, str) else ""

@@ -666,24 +666,3 @@ class Variants:
 def pass_of_order(order: Sequence[int]) -> int:
     """The rotation k of a pass's option order (rotation(n, k)[0] == k)."""
     return order[0] if order else 0
-
-
-def describe(config: Mapping[str, Any]) -> str:
-    """A run's variants in a few words for lists ("natural:0 labels · image:fog:3 · 2-shot similar · CoT"), or ""."""
-    parts = []
-    if config.get("label_map"):
-        parts.append(f"{config['label_map']} labels")
-    corrupt = config.get("corrupt") or ()
-    if isinstance(corrupt, (list, tuple)):
-        parts += [str(c) for c in corrupt]
-    if config.get("corrupt_options"):
-        parts.append("options corrupted")
-    if config.get("shots"):
-        parts.append(f"{config['shots']}-shot {config.get('shot_selection', 'random')}")
-    if config.get("cot"):
-        parts.append("CoT")
-    if config.get("multi_turn"):
-        parts.append(f"multi-turn {config.get('rounds', 4)} rounds")
-    if config.get("likelihood") and config.get("likelihood_score") == "chef":
-        parts.append("ChEF score (CoT)")
-    return " · ".join(parts)

@@ -125,17 +125,6 @@ class PredictionImport:
         }
 
 
-IMPORTED_ARROW = "⇩"
-IMPORTED_MARK = f"{IMPORTED_ARROW} imported"
-"""How lists mark a run whose predictions were made elsewhere (the app's runs list, `vlmdesk runs`)."""
-
-
-def origin_of(run: runs.Run) -> dict[str, Any] | None:
-    """Where an imported run came from ({format, file, sha256, rows}); None for a run vlmdesk executed."""
-    origin = run.config.get("origin")
-    return origin if isinstance(origin, dict) else None
-
-
 def detect_format(path: Path) -> str:
     found = _EXTENSIONS.get(path.suffix.lower())
     if found is None:
