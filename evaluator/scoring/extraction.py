@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from evaluator.scoring.choices import CJK_SCRIPTS, NONE_OF_THEM, has_cjk
@@ -31,6 +32,33 @@ from evaluator.scoring.language import language_of  # noqa: F401  (re-exported: 
 
 REFUSAL = NONE_OF_THEM
 """The choice recorded when a response refuses or says that none of the options fits."""
+
+
+class _Pattern:
+    """A regular expression compiled at its first use: this module's take ~17 ms to compile, which every command
+    importing it paid, its --help included (issue 34)."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._source = (pattern, flags)
+
+    @functools.cached_property
+    def _compiled(self) -> re.Pattern[str]:
+        return re.compile(*self._source)
+
+    def search(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self._compiled.search(text, pos, endpos)
+
+    def match(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self._compiled.match(text, pos, endpos)
+
+    def fullmatch(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self._compiled.fullmatch(text, pos, endpos)
+
+    def finditer(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:
+        return self._compiled.finditer(text, pos, endpos)
+
+    def sub(self, repl: str | Callable[[re.Match[str]], str], text: str, count: int = 0) -> str:
+        return self._compiled.sub(repl, text, count)
 
 
 @dataclass(frozen=True)
@@ -43,10 +71,10 @@ class Extraction:
 # --- Normalisation ----------------------------------------------------------------------------------------
 
 # \boxed{B} and <answer>B</answer> are answer statements: rewrite them as "Answer: B" on a line of its own.
-_BOXED = re.compile(r"\\boxed\s*\{([^{}]*)\}|<answer>([^<]*)</answer>", re.I)
-_LATEX_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
+_BOXED = _Pattern(r"\\boxed\s*\{([^{}]*)\}|<answer>([^<]*)</answer>", re.I)
+_LATEX_TEXT = _Pattern(r"\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
 # Markdown emphasis, code fences, maths delimiters and heading marks carry no meaning for the choice.
-_MARKUP = re.compile(r"\*\*|__|[*`$]|^[ \t]*#+[ \t]*", re.M)
+_MARKUP = _Pattern(r"\*\*|__|[*`$]|^[ \t]*#+[ \t]*", re.M)
 
 
 def _normalise_text(text: str) -> str:
@@ -65,7 +93,7 @@ def _normalise(response: str) -> str:
 # --- Options ----------------------------------------------------------------------------------------------
 
 _EDGE_PUNCT = " \t\r\n.,;:!?\"'()[]{}<>。、“”‘’「」『』《》〈〉【】〔〕"  # after NFKC: no full-width ASCII
-_LEADING_ARTICLE = re.compile(r"^(?:an?|the)\s+(?=\S)", re.I)
+_LEADING_ARTICLE = _Pattern(r"^(?:an?|the)\s+(?=\S)", re.I)
 _LATIN = "0-9A-Za-z\u00c0-\u024f"
 
 
@@ -75,9 +103,9 @@ def _bare(text: str) -> str:
     return _LEADING_ARTICLE.sub("", text).casefold()
 
 
-_LATIN_CHAR = re.compile(rf"[{_LATIN}]")
-_DIGIT_SEP = re.compile(r"\d[.,]")
-_SEP_DIGIT = re.compile(r"[.,]\d")
+_LATIN_CHAR = _Pattern(rf"[{_LATIN}]")
+_DIGIT_SEP = _Pattern(r"\d[.,]")
+_SEP_DIGIT = _Pattern(r"[.,]\d")
 
 
 @dataclass(frozen=True)
@@ -179,10 +207,10 @@ class _Mention:
 _SPACELESS = CJK_SCRIPTS
 _AFTER_LETTER_WORDS = "选项是为和或与及跟正对错不最符吧呢啊呀吗嘛了也都还更比才就即"
 _NOT_GLUED = rf"(?!(?![{_AFTER_LETTER_WORDS}])[{_SPACELESS}])"
-_GLUED = re.compile(rf"[{_SPACELESS}]")
+_GLUED = _Pattern(rf"[{_SPACELESS}]")
 
 # A stand-alone capital letter, optionally bracketed: not part of a word, "X-ray", "I'm", "U.S.", "B.5" or "B型".
-_LETTER = re.compile(
+_LETTER = _Pattern(
     r"(?<![0-9A-Za-z'’_\-])(?<![A-Za-z]\.)(?P<open>[(\[]?)(?P<letter>[A-Z])(?P<close>[)\]]?)"
     r"(?![0-9A-Za-z'’_\-])(?!\.[0-9A-Za-z])" + _NOT_GLUED
 )
@@ -191,11 +219,11 @@ _VERBS_AFTER_LETTER = frozenset(
     "is was are were seems appears would should could can might must will and or nor but matches fits "
     "describes correctly because since looks has shows contains depicts then also".split()
 )
-_NAMED_AS_OPTION = re.compile(r"(?:option|choice|answer|letter|选项|选)\s*:?\s*$", re.I)
-_NEXT_WORD = re.compile(r"[ \t]+([a-z][a-z'’]*)")
+_NAMED_AS_OPTION = _Pattern(r"(?:option|choice|answer|letter|选项|选)\s*:?\s*$", re.I)
+_NEXT_WORD = _Pattern(r"[ \t]+([a-z][a-z'’]*)")
 
 # "not A", "rather than a cat", "不是猫": the mention that follows is ruled out.
-_NEGATION_BEFORE = re.compile(
+_NEGATION_BEFORE = _Pattern(
     r"(?:\bnot|n['’]t|\bno|\bneither|\bnor|\brather\s+than|\binstead\s+of|\bexcept|\bexcluding|\bother\s+than"
     r"|\bunlikely|\bdoubt|\banything\s+but|不是|并非|而非|没有|排除)"
     # a few plain words may stand between ("I would not choose A", "I don't think it's A", "can't be A");
@@ -205,7 +233,7 @@ _NEGATION_BEFORE = re.compile(
     re.I,
 )
 # "A is wrong", "A and C are incorrect", "A选项错误": ruled out by what follows (also the letters joined to it).
-_NEGATION_AFTER = re.compile(
+_NEGATION_AFTER = _Pattern(
     r"[)\]》」』】〉”’\"']?(?:\s*(?:,|and|or|&|和|、|与)\s*(?:option\s+)?[(\[]?(?-i:[A-Z])[)\]]?)*\s*(?:选项|option)?\s*"
     r"(?:is|are|was|were|would\s+be|seems|appears)?\s*"
     r"(?:not\b|n['’]t|wrong|incorrect|false|unlikely|impossible|ruled\s+out|eliminated|excluded|an?\s+mistake"
@@ -271,7 +299,7 @@ def _mask(text: str, mentions: list[_Mention]) -> str:
 
 
 # A response that is one letter and nothing else names that letter, whatever its case: "b", "(b)", "c.".
-_LONE_LETTER = re.compile(r"[(\[]?(?P<letter>[A-Za-z])[)\]]?[.:;,!]?")
+_LONE_LETTER = _Pattern(r"[(\[]?(?P<letter>[A-Za-z])[)\]]?[.:;,!]?")
 
 
 def _end_of(match: re.Match[str] | None) -> int:
@@ -287,7 +315,7 @@ def _unique(letters: Iterable[str]) -> list[str]:
 # --- Answer statements ------------------------------------------------------------------------------------
 
 # Strong cues: what follows them is the answer ("the answer is …", "Answer: …", "I'd go with …", "答案是…").
-_ANSWER_CUE = re.compile(
+_ANSWER_CUE = _Pattern(
     r"""
       \banswer(?:\s+to\s+(?:the|this)\s+question)?\s*
           (?:[:=]|(?:is|would\s+be|should\s+be|will\s+be|must\s+be|seems\s+to\s+be)\b)
@@ -300,7 +328,7 @@ _ANSWER_CUE = re.compile(
     re.I | re.X,
 )
 # Conclusions that end a clause with a letter: "…, so B.", "therefore (C)", "所以选B".
-_CONCLUSION = re.compile(
+_CONCLUSION = _Pattern(
     r"""
     (?:\b(?:so|therefore|thus|hence|consequently)\b|所以|因此)
     [\s,:，]*
@@ -312,7 +340,7 @@ _CONCLUSION = re.compile(
 )
 # Self-corrections that end a clause with a letter form: "Actually, C.", "Wait, no: it is (b).", "Correction: (b)".
 # Only a letter form: "Actually, the cat in option A is asleep" is no answer.
-_CORRECTION = re.compile(
+_CORRECTION = _Pattern(
     r"""
     \b(?:actually|correction|wait)\b[\s,:;.!]*(?:no\b[\s,:;.!]*)?
     (?:(?:it|this|that)\s*(?:is|['’]s|must\s+be)\s+|(?:the\s+)?(?:answer\s+is|option|choice)\s+)?
@@ -322,7 +350,7 @@ _CORRECTION = re.compile(
     re.I | re.X,
 )
 # Verdicts that follow the letter: "B is the correct answer", "B is correct", "B选项正确".
-_VERDICT = re.compile(
+_VERDICT = _Pattern(
     r"""
     (?<![0-9A-Za-z'’_\-])[(\[]?(?-i:(?P<letter>[A-Z]))[)\]]?
     (?:\s*(?:is|would\s+be|seems\s+to\s+be)\s+(?:the\s+)?
@@ -331,39 +359,39 @@ _VERDICT = re.compile(
     """,
     re.I | re.X,
 )
-_HYPOTHETICAL = re.compile(
+_HYPOTHETICAL = _Pattern(
     r"(?:\b(?:if|whether|suppose|supposing|assuming|unless)\s+(?:option\s+)?|如果|假如|假设)$", re.I
 )
 # A first line that starts with a letter form: "B", "B.", "(B) dog", "(b) dog", "b. dog" — the answer, unless the
 # lines are a list. A bare letter followed by a word ("A dog? No, a cat.", "a cat") is not a letter form.
-_LEADING_LINE = re.compile(r"[ \t]*(?:[(\[][A-Za-z][)\]]|[A-Z](?:[.:),]|(?=[ \t]*$))|[a-z][.:)](?![0-9A-Za-z]))")
+_LEADING_LINE = _Pattern(r"[ \t]*(?:[(\[][A-Za-z][)\]]|[A-Z](?:[.:),]|(?=[ \t]*$))|[a-z][.:)](?![0-9A-Za-z]))")
 
 # What may stand between a cue and the answer: "the answer is probably option (B)".
-_FILLER = re.compile(
+_FILLER = _Pattern(
     r"(?:[\s:=\-–—,，]|(?:is|be|that|the|option|choice|letter|answer|probably|likely|most|clearly|obviously"
     r"|definitely|certainly|surely|maybe|perhaps|possibly|either|just|simply|indeed|actually|then)\b"
     r"|选项|是|为|应该|应|就)*",
     re.I,
 )
-_NEGATION_START = re.compile(r"(?:not\b|n['’]t|不是|并非)", re.I)
+_NEGATION_START = _Pattern(r"(?:not\b|n['’]t|不是|并非)", re.I)
 # The answer after a cue ends at the sentence end or where a justification starts.
-_CLAUSE_END = re.compile(
+_CLAUSE_END = _Pattern(
     r"[!?。！？\n;；]|\.(?=\s+(?-i:[A-Z(])|\s*$)"
     r"|,?\s*\b(?:because|since|but|while|whereas|although|though|given)\b|因为|由于|但是",
     re.I,
 )
-_LEADING_LETTER = re.compile(
+_LEADING_LETTER = _Pattern(
     r"(?P<open>[(\[]?)(?P<letter>[A-Za-z])(?P<close>[)\]]?)(?![0-9A-Za-z'’_\-])(?!\.[0-9A-Za-z])" + _NOT_GLUED
 )
 # More letters joined to the answer: "B or C", "B, D", "B/C", "B和C".
-_JOINED_LETTER = re.compile(
+_JOINED_LETTER = _Pattern(
     r"\s*(?:,|/|&|\bor\b|\band\b|或者|或|和|与|、|以及)\s*"
     r"(?:(?:and|or|maybe|perhaps|possibly|probably|even|also|just|option)\s+)*[(\[]?"
     r"(?P<letter>[A-Za-z])(?![0-9A-Za-z'’_\-])" + _NOT_GLUED,
     re.I,
 )
 _ANSWER_REACH = 200  # characters after a cue in which its answer must stand (keeps long responses linear)
-_AFTER_LETTER = re.compile(r"[\s.:)\]\-–—,，]*(?:(?:an?|the)\s+)?", re.I)
+_AFTER_LETTER = _Pattern(r"[\s.:)\]\-–—,，]*(?:(?:an?|the)\s+)?", re.I)
 
 
 def _decided(letter: str, reason: str) -> Extraction:
@@ -493,7 +521,7 @@ def _answer_statement(text: str, choices: _Choices) -> Extraction | None:
 
 # --- Refusals ---------------------------------------------------------------------------------------------
 
-_REFUSAL = re.compile(
+_REFUSAL = _Pattern(
     r"""
       \b(?:cannot|can\s*not|can['’]t|could\s+not|couldn['’]t|unable\s+to|not\s+able\s+to|impossible\s+to
          |not\s+possible\s+to|no\s+way\s+to)
@@ -516,7 +544,7 @@ _REFUSAL = re.compile(
 # A lower-case letter in a letter form in running text: "(b)", "b." or "b)" ending a sentence, "b -" at a line's
 # start. Not read as an answer (lower-case letters are words there), but a human would hesitate when it names
 # another option than the rest of the response ("A? No. b.").
-_LOWER_FORM = re.compile(
+_LOWER_FORM = _Pattern(
     r"(?<![^\s(\[])(?:[(\[](?P<bracketed>[a-z])[)\]]|(?P<letter>[a-z])(?=[.)][ \t]*(?:$|\n))|"
     r"(?<=^)(?P<dashed>[a-z])(?=[ \t]*[-–—][ \t]))",
     re.M,
