@@ -23,6 +23,7 @@ from typing import Any, Literal, get_args
 from annotation import agreement, standing
 from annotation.names import annotator_name, record_note
 from annotation.standing import ADJUDICATIONS, LABELS
+from annotation.standing import UNCLEAR as UNCLEAR  # a label's "cannot tell", as the app's queues name it
 from db.catalog import now_iso
 from db.errors import InvalidInput, NotFound, UserError
 from db.workspace import Workspace, inserted_id
@@ -30,7 +31,6 @@ from evaluator.scoring.extraction import REFUSAL, Extraction
 from evaluator.scoring.llm_extraction import ExtractionInput, Extractor, RulesExtractor, response_key
 from evaluator.scoring.rescoring import UNLABELLED, stored_passes
 
-UNCLEAR = "unclear"
 UNDECIDED = "undecided"  # how an extractor's "no choice" appears in confusion matrices
 Why = Literal["undecided", "disagree", "sample"]
 """Why a response is in an adjudication set: the rules were undecided, extractors disagreed, or it was sampled."""

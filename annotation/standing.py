@@ -28,6 +28,8 @@ class Kind:
 REVIEWS = Kind("reviews", "verdict", "annotator", ("item_id",))
 LABELS = Kind("labels", "choice", "annotator", ("item_id",))
 ADJUDICATIONS = Kind("adjudications", "choice", "adjudicator", ("item_id",))
+UNCLEAR: Final = "unclear"
+"""The choice of a label or an adjudication that cannot tell which option the response means."""
 QC_DECISIONS = Kind("qc_decisions", "decision", "annotator", ("item_id", "stage"))
 ARENA_VOTES = Kind("arena_votes", "vote", "annotator", ("pair_id",))
 OPEN_VERDICTS = Kind("open_verdicts", "verdict", "annotator", ("run_id", "item_id", "role"))

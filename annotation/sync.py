@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import IO, Any, Literal, NoReturn, overload
 
 from annotation import arena, open_verdicts, qc, reviews
-from annotation.alignment import UNCLEAR
 from annotation.names import MAX_NOTE_CHARS, BadName, annotator_name
 from annotation.standing import (
     ADJUDICATIONS,
@@ -41,6 +40,7 @@ from annotation.standing import (
     OPEN_VERDICTS,
     QC_DECISIONS,
     REVIEWS,
+    UNCLEAR,
     WITHDRAWAL,
     Kind,
 )
