@@ -23,7 +23,9 @@ def register_fetch(add) -> None:
         "download continues where it stopped (HTTP range) unless the file changed on the server. The file is checked "
         "before it takes its name; a second fetch finds it in the cache and downloads nothing. "
         f"Cache: ${CACHE_ENV}, else the user cache directory. Mirror: --mirror or ${MIRROR_ENV} replaces the host "
-        f"of every URL (hub files also honour $HF_ENDPOINT). More entries: ${CATALOG_ENV} (a JSON list). "
+        f"of every URL (hub files also honour $HF_ENDPOINT); its user:password is never printed. $HF_TOKEN (gated "
+        "hub repositories) is sent to https://huggingface.co only, never to a mirror or $HF_ENDPOINT. "
+        f"More entries: ${CATALOG_ENV} (a JSON list). "
         "`vlmdesk import NAME` fetches and imports.",
         examples="""
                 vlmdesk fetch --list

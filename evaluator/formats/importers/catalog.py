@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from db.errors import InvalidInput, NotFound
-from evaluator.formats.importers.common import json_loads
+from evaluator.formats.importers.common import Refused, json_loads, open_regular
 
 CATALOG_ENV = "VLMDESK_CATALOG"
 VLMEVALKIT_COMMIT = "e8e78f05f3080fe28154f2130321f17951c3be94"
@@ -264,9 +264,11 @@ def _extra_entries() -> tuple[CatalogEntry, ...]:
         return ()
     path = Path(path_text).expanduser()
     where = f"{path} (${CATALOG_ENV})"
-    try:
-        with open(path, "rb") as f:
+    try:  # the bounded door: a FIFO or a device there is refused, never opened to wait on
+        with open_regular(path, MAX_CATALOG_BYTES, "size a catalog may have") as f:
             raw = f.read(MAX_CATALOG_BYTES + 1)
+    except Refused as exc:
+        raise InvalidInput(f"{exc} (${CATALOG_ENV})") from None
     except OSError as exc:
         raise InvalidInput(f"{where}: cannot read ({exc.strerror or exc})") from None
     if len(raw) > MAX_CATALOG_BYTES:
