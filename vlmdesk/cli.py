@@ -64,8 +64,9 @@ def _workspace_option(parser: argparse.ArgumentParser) -> None:
 
 
 # Every command, in the order `vlmdesk --help` lists them: "module:function" adding its arguments, and its help line.
-# A command's module is imported, and its parser filled in, only when the command line names it (build_parser): a
-# command loads no other command's modules, nor the libraries their help texts read (issue 34).
+# The function is given add(description=, examples=), which describes the command's parser (add_command's rules) and
+# returns it. A command's module is imported, and its parser filled in, only when the command line names it
+# (build_parser): a command loads no other command's modules, nor the libraries their help texts read (issue 34).
 COMMANDS: dict[str, tuple[str, str]] = {
     "import": (
         "cmd_data:register_import",

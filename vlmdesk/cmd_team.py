@@ -47,7 +47,6 @@ def register_guidelines(add) -> None:
 
 
 def register_annotators(add) -> None:
-
     p = add(
         description="For each annotator of the benchmark, from the standing verdicts: verdicts by kind, items "
         "judged, items per hour (from the time stored with each verdict), Cohen's κ with each other annotator "
