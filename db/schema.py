@@ -1422,3 +1422,75 @@ def rebuild_run_figures(db: Database) -> None:
             f"INSERT INTO benchmark_groups (benchmark_id, level, name, answered) SELECT benchmark_id, '{level}', "
             f"{_group(column)} AS name, count(*) FROM items WHERE answer IS NOT NULL GROUP BY benchmark_id, name"
         )
+
+
+def _stand(row: str) -> str:
+    """Statements (for a trigger) that set the standing verdict of {row}'s (item, annotator) to the latest of its live
+    records: one seek to the end of the pair's range in review_live."""
+    pair = f"item_id = {row}.item_id AND annotator = {row}.annotator"
+    return f"""
+            DELETE FROM review_standing WHERE {pair};
+            INSERT INTO review_standing (item_id, annotator, benchmark_id, review_id, verdict, corrected_answer,
+                    created_at)
+                SELECT t.item_id, t.annotator, i.benchmark_id, t.id, t.verdict, t.corrected_answer, t.created_at
+                FROM (SELECT review_id FROM review_live WHERE {pair} ORDER BY created_at DESC, review_id DESC LIMIT 1) l
+                JOIN reviews t ON t.id = l.review_id JOIN items i ON i.id = t.item_id;"""
+
+
+_LATEST_LIVE = (
+    "(SELECT l.review_id FROM review_live l WHERE l.item_id = {row}.item_id AND l.annotator = {row}.annotator "
+    "ORDER BY l.created_at DESC, l.review_id DESC LIMIT 1)"
+)
+
+
+@migrations(name="0022_review_live")
+def _m0022(db: Database) -> None:
+    # Merges stay linear (issue 40): 0015 re-derived a pair's standing verdict on every review written by reading
+    # every review of its item (reviews_item is (item_id, id)) and sorting the pair's, so a merge of N verdicts on an
+    # item holding M cost N·M. Now the live records (verdicts no withdrawal names: annotation/standing.py `live`) are
+    # kept by (item, annotator, time), and what stands is the last of its pair's: a verdict joins (unless an undo
+    # merged earlier names it), an undo takes its target out, and the standing verdict is set again only when the
+    # pair's last live record changed. Each is a few seeks, whatever the item, the pair or their withdrawals hold.
+    # Derived like review_standing: filled here from the log by the same rule.
+    _script(
+        db,
+        f"""
+        CREATE TABLE review_live (
+            item_id INTEGER NOT NULL,
+            annotator TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            review_id INTEGER NOT NULL,
+            PRIMARY KEY (item_id, annotator, created_at, review_id)
+        ) WITHOUT ROWID;
+        INSERT INTO review_live (item_id, annotator, created_at, review_id)
+            SELECT t.item_id, t.annotator, t.created_at, t.id FROM reviews t
+            WHERE t.verdict != 'undo' AND NOT EXISTS (SELECT 1 FROM reviews w WHERE w.withdraws = t.uuid);
+        DROP TRIGGER reviews_standing_ai;
+        DROP TRIGGER reviews_standing_ad;
+        CREATE TRIGGER reviews_live_ai AFTER INSERT ON reviews BEGIN
+            INSERT INTO review_live (item_id, annotator, created_at, review_id)
+                SELECT NEW.item_id, NEW.annotator, NEW.created_at, NEW.id
+                WHERE NEW.verdict != 'undo' AND NOT EXISTS (SELECT 1 FROM reviews w WHERE w.withdraws = NEW.uuid);
+            -- "=" seeks the whole key; "IN" would be planned on item_id alone (a walk of the item's records).
+            DELETE FROM review_live WHERE (item_id, annotator, created_at, review_id) =
+                (SELECT item_id, annotator, created_at, id FROM reviews WHERE uuid = NEW.withdraws);
+        END;
+        -- A deleted row (its item deleted, or a repair) leaves; a deleted undo gives its target back, unless another
+        -- withdrawal names it too.
+        CREATE TRIGGER reviews_live_ad AFTER DELETE ON reviews BEGIN
+            DELETE FROM review_live WHERE item_id = OLD.item_id AND annotator = OLD.annotator
+                AND created_at = OLD.created_at AND review_id = OLD.id;
+            INSERT OR IGNORE INTO review_live (item_id, annotator, created_at, review_id)
+                SELECT t.item_id, t.annotator, t.created_at, t.id FROM reviews t
+                WHERE t.uuid = OLD.withdraws AND t.verdict != 'undo'
+                    AND NOT EXISTS (SELECT 1 FROM reviews w WHERE w.withdraws = t.uuid);
+        END;
+        CREATE TRIGGER review_live_ai AFTER INSERT ON review_live
+            WHEN NEW.review_id = {_LATEST_LIVE.format(row="NEW")} BEGIN{_stand("NEW")}
+        END;
+        CREATE TRIGGER review_live_ad AFTER DELETE ON review_live
+            WHEN EXISTS (SELECT 1 FROM review_standing s WHERE s.item_id = OLD.item_id AND s.annotator = OLD.annotator
+                AND s.review_id = OLD.review_id) BEGIN{_stand("OLD")}
+        END;
+        """,
+    )
