@@ -138,6 +138,9 @@ CORPUS = [
         Err(0, "--name", "5000 characters; at most 100"),
     ),
     ("jsonl_clean_odd_but_valid.jsonl", (*JSONL, "--name", "   "), Err(0, "--name", "empty")),
+    # a compression bomb (tests/parquet_bombs.py): 62 KB of zstd holding 30 answers of 60 MB, refused from its pages'
+    # sizes before a row group is decoded
+    ("parquet_answers_zstd_bomb.parquet", (), Err(1, "answers", "unpacks to 600.0 MB for 10 rows; at most 1 MB a row")),
     # odd but valid: these import
     ("jsonl_clean_odd_but_valid.jsonl", JSONL, Ok(4)),
     ("pope_clean_array.json", POPE, Ok(3)),

@@ -6,10 +6,12 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from PIL import Image
 
 from db import catalog, open_workspace
 from evaluator.formats.exporters import export_benchmark
+from tests.parquet_bombs import text_bomb
 from vlmdesk.cli import main
 
 STRIDE = 1_000_000
@@ -254,3 +256,86 @@ def test_a_value_repeated_through_a_dictionary_is_bounded_as_it_is_decoded(tmp_p
     # The same file with the value within bounds (a short text repeated) imports.
     fine = _repeated_through_a_dictionary(tmp_path / "fine.parquet", "hint", rows=50, size=1000)
     assert main(["--workspace", str(tmp_path / "ok.sqlite"), "import", str(fine)]) == 0
+
+
+# ------------------------------------------------------------------------------------------- text bounds (issue 40)
+
+
+@pytest.mark.parametrize(
+    "layout, column", [("vqa", "answers"), ("vqa", "question"), ("mcq", "hint"), ("pope", "question")]
+)
+def test_a_compression_bomb_of_text_is_refused_from_its_pages_sizes_before_decoding(tmp_path, layout, column):
+    """Issue 40 §4: 62 KB of zstd held 30 answers of 60 MB (no dictionary, under the row-group guard) and imported at
+    5.3 GB. The same shape, smaller: each row group's text pages are checked against what its rows may hold (1 MB of
+    text a row) from the metadata, before anything is decompressed; under a 3 GB address-space cap."""
+    from tests.test_errors import one_line_error, vlmdesk
+
+    path = text_bomb(tmp_path / "bomb.parquet", layout=layout, column=column, rows=20, size=8 * 2**20, row_group=10)
+    assert path.stat().st_size < 100_000
+    ws = tmp_path / "ws.sqlite"
+    proc = vlmdesk("--workspace", str(ws), "import", str(path), code=_CAPPED, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert one_line_error(proc) == (
+        f"error: {path}:1: {column}: row group 0: column {column!r} unpacks to 80.0 MB for 10 rows; at most 1 MB a row "
+        "(a compression bomb?)"
+    )
+    with open_workspace(ws) as opened:
+        assert catalog.list_benchmarks(opened) == []
+
+
+def test_one_long_text_is_refused_at_its_row_before_it_becomes_python_text(tmp_path, capsys):
+    """A text over 1 MB in a row group whose other rows are short passes the pages' check; its length is read from the
+    Arrow array (nested ones too: a list's element, an image's path) and the import stops at its row."""
+    long = "y" * (2**20 + 1)
+    rows = mmbench_rows(4)
+    cases = [
+        ("question", {"question": long}, None),
+        ("image", {"image": {"bytes": _png(1), "path": long}}, None),
+        ("options", {"options": ["a", long]}, pa.schema([("index", pa.int64()), ("question", pa.string()),
+                                                          ("options", pa.list_(pa.string())), ("answer", pa.string()),
+                                                          ("image", IMAGE)])),
+    ]  # fmt: skip
+    for field, change, schema in cases:
+        changed = [dict(r) for r in rows]
+        if schema is not None:
+            changed = [{"index": r["index"], "question": r["question"], "options": [r["A"], r["B"]], "answer": "A",
+                        "image": r["image"]} for r in changed]  # fmt: skip
+        changed[2] = {**changed[2], **change}
+        path = tmp_path / f"{field}.parquet"
+        write(path, changed, row_group_size=64, schema=schema or pa.Table.from_pylist(rows).schema)
+        code, _, err = _cli(capsys, tmp_path / "w.sqlite", "import", path)
+        assert code == 2, err
+        assert err.strip() == f"error: {path}:3: {field}: a text of 1,048,577 bytes; at most 1,048,576", err
+    code, out, _ = _cli(capsys, tmp_path / "w.sqlite", "benchmarks", "--json")
+    assert json.loads(out) == []
+    # A text of exactly the bound imports.
+    fine = [dict(r) for r in rows]
+    fine[2]["comment"] = "y" * 2**20
+    write(tmp_path / "fine.parquet", fine, row_group_size=64)
+    assert main(["--workspace", str(tmp_path / "ok.sqlite"), "import", str(tmp_path / "fine.parquet")]) == 0
+
+
+def test_open_answers_are_texts_within_the_tsv_bound(tmp_path, capsys):
+    """One rule, one home (common.reference_answers) for every layout: a number among the answers is refused (a TSV
+    refuses `[1, 2]`; the parquet path stored '1'), and an answer cell holds at most 64 KB of references."""
+    image = {"bytes": _png(1), "path": None}
+    cases = [
+        ("answers", pa.list_(pa.int64()), [7, 8], "answers: element 1 is a int; a reference answer is a text"),
+        ("answer", pa.int64(), 14, "answer: an open question's answer is a reference text or a list of them"),
+        ("answers", pa.list_(pa.string()), ["z" * 40_000] * 2,
+         "answers: reference answers of 80,000 characters; at most 65,536"),
+        ("answer", pa.string(), "z" * 70_000, "answer: reference answers of 70,000 characters; at most 65,536"),
+    ]  # fmt: skip
+    for n, (field, kind, value, says) in enumerate(cases):
+        schema = pa.schema([("question_id", pa.int64()), ("question", pa.string()), ("image", IMAGE), (field, kind)])
+        path = tmp_path / f"answers{n}.parquet"
+        write(path, [{"question_id": 1, "question": "q?", "image": image, field: value}], schema=schema)
+        code, _, err = _cli(capsys, tmp_path / "w.sqlite", "import", path, "--format", "vqa-parquet")
+        assert code == 2 and err.strip() == f"error: {path}:1: {says}", err
+    tsv = tmp_path / "long.tsv"
+    tsv.write_text(f"index\tquestion\tanswer\timage_path\n1\tq?\t{'z' * 70_000}\ta.png\n")
+    (tmp_path / "a.png").write_bytes(_png(2))
+    code, _, err = _cli(capsys, tmp_path / "w.sqlite", "import", tsv, "--format", "vqa-tsv")
+    assert (
+        code == 2 and err.strip() == f"error: {tsv}:2: answer: reference answers of 70,000 characters; at most 65,536"
+    )

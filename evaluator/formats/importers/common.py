@@ -269,23 +269,27 @@ def check_texts(value: object, field: str, err: Callable[[str, str], Exception])
 
 
 MAX_REFERENCES = 100  # reference answers of one open item (VQAv2 keeps ten; COCO five captions)
+# An open item's answer cell, every layout's: ten VQA answers or five COCO captions take a few hundred characters; a
+# hundred long references fit in this.
+MAX_ANSWER_CHARS = 64 * 2**10
 
 
 def reference_answers(value: object, field: str, err: Callable[[str, str], Exception]) -> list[str]:
     """An open item's reference answers: one text or a list of texts, each stripped, blanks dropped, order and repeats
-    kept (a repeat is a vote in VQAv2's accuracy). Stored as the item's meta `references`."""
+    kept (a repeat is a vote in VQAv2's accuracy). Stored as the item's meta `references`. A number is no text: a
+    list holding one is refused (a TSV's list literal, a parquet's list column), never stored as its digits."""
     texts = [value] if isinstance(value, str) else value
-    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+    if not isinstance(texts, list):
         raise err(field, "an open question's answer is a reference text or a list of them")
+    for n, text in enumerate(texts, start=1):
+        if not isinstance(text, str):
+            raise err(field, f"element {n} is a {type(text).__name__}; a reference answer is a text")
     if len(texts) > MAX_REFERENCES:
         raise err(field, f"{len(texts)} reference answers; at most {MAX_REFERENCES}")
+    if (size := sum(map(len, texts))) > MAX_ANSWER_CHARS:
+        raise err(field, f"reference answers of {size:,} characters; at most {MAX_ANSWER_CHARS:,}")
     check_texts(texts, field, err)
     return [t.strip() for t in texts if not blank(t)]
-
-
-# A VLMEvalKit answer cell holding a list ("['a', 'b']"): ten VQA answers or five COCO captions take a few hundred
-# characters; a hundred long references fit in this.
-MAX_ANSWER_LIST_CHARS = 64 * 2**10
 
 
 def python_list_answers(cell: str, field: str, err: Callable[[str, str], Exception]) -> list[str]:
@@ -295,8 +299,8 @@ def python_list_answers(cell: str, field: str, err: Callable[[str, str], Excepti
     text = cell.strip()
     if not (text.startswith("[") and text.endswith("]")):
         return reference_answers(text, field, err)
-    if len(text) > MAX_ANSWER_LIST_CHARS:
-        raise err(field, f"a list of {len(text):,} characters; at most {MAX_ANSWER_LIST_CHARS:,}")
+    if len(text) > MAX_ANSWER_CHARS:  # before it is parsed
+        raise err(field, f"a list of {len(text):,} characters; at most {MAX_ANSWER_CHARS:,}")
     shape = "a Python list of quoted texts such as ['a', 'b']"
     try:
         node = ast.parse(text, mode="eval").body

@@ -244,9 +244,10 @@ def _schema(path: Path, raw: BinaryIO) -> Any:
 # ------------------------------------------------------------------------------------------------ reading
 
 
-def _batches(path: Path, raw: BinaryIO) -> Iterator[tuple[Path, int, dict[str, Any]]]:
+def _batches(path: Path, raw: BinaryIO, limits: ReadLimits) -> Iterator[tuple[Path, int, dict[str, Any]]]:
     """(shard, row number in it, row as a dict) for every row, a record batch at a time; `raw` is moved along so the
-    importer's progress (raw.tell()) follows the reading."""
+    importer's progress (raw.tell()) follows the reading. Text is bounded twice: a row group's text pages by what its
+    rows may hold before the group is decoded, each value's length before it becomes Python text."""
     require_pyarrow(path)
     import pyarrow.parquet as pq
 
@@ -257,6 +258,7 @@ def _batches(path: Path, raw: BinaryIO) -> Iterator[tuple[Path, int, dict[str, A
         try:
             metadata = pq.ParquetFile(f).metadata
             groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
+            per_row = _per_row_caps(metadata.schema, limits)
             leaves = sorted(
                 {groups[0].column(c).path_in_schema for c in range(groups[0].num_columns)} if groups else ()
             )
@@ -274,6 +276,17 @@ def _batches(path: Path, raw: BinaryIO) -> Iterator[tuple[Path, int, dict[str, A
                 what = f"row group {g} unpacks to {group.total_byte_size / 2**20:,.0f} MB"
                 limit = f"at most {MAX_ROW_GROUP_BYTES // 2**20} MB (write it with smaller row groups)"
                 raise InputError(shard.path, first, "row_group", f"{what}; {limit}")
+            for c, cap in per_row.items():  # the pages' own sizes, before anything is decompressed
+                chunk = group.column(c)
+                if chunk.total_uncompressed_size > group.num_rows * cap + _PAGE_SLACK_BYTES:
+                    name = chunk.path_in_schema.split(".")[0]
+                    raise InputError(
+                        shard.path,
+                        first,
+                        name,
+                        f"row group {g}: column {name!r} unpacks to {chunk.total_uncompressed_size / 2**20:,.1f} MB "
+                        f"for {group.num_rows} rows; at most {cap / 2**20:g} MB a row (a compression bomb?)",
+                    )
             first += group.num_rows
         row = 0
         for g, group in enumerate(groups):
@@ -300,6 +313,11 @@ def _batches(path: Path, raw: BinaryIO) -> Iterator[tuple[Path, int, dict[str, A
                             f"row group {g}: column {name!r} decodes to more than {cap / 2**20:,.0f} MB (its pages "
                             f"hold {_stored(group, name) / 2**20:,.1f} MB: a value repeated through a dictionary?)",
                         )
+                    at, length = _longest(column, binary=name != IMAGE_COLUMN)
+                    if length > MAX_TEXT_BYTES:
+                        raise InputError(
+                            shard.path, row + 1 + at, name, f"a text of {length:,} bytes; at most {MAX_TEXT_BYTES:,}"
+                        )
                 for record in batch.to_pylist():
                     row += 1
                     yield shard.path, row, record
@@ -311,6 +329,65 @@ def _batches(path: Path, raw: BinaryIO) -> Iterator[tuple[Path, int, dict[str, A
 # cap. A dictionary page lets one stored value stand for every row (an 8 MB text x 500 rows from 8 MB of pages).
 DECODED_PER_STORED = 16
 DECODED_FLOOR_BYTES = 64 * 2**20
+
+
+# One text of a row (a question, a hint, an answer, a meta column's value; an image's path). A TSV cell of text costs
+# its size on disk; a parquet page compresses a repeated text a thousandfold (a 62 KB file held 30 answers of 60 MB).
+MAX_TEXT_BYTES = 2**20
+IMAGE_COLUMN = "image"  # its bytes are bounded by --max-image-mb instead
+_PAGE_SLACK_BYTES = 2**16  # a column chunk's page headers, levels and dictionary page beside its values
+
+
+def _per_row_caps(schema: Any, limits: ReadLimits) -> dict[int, int]:
+    """What one row may hold in each text or bytes leaf column (by the leaf's number): an image's bytes the image
+    limit, any other value MAX_TEXT_BYTES (and 4 bytes of length). Numbers are bounded by the row count."""
+    caps = {}
+    for c in range(len(schema)):
+        leaf = schema.column(c)
+        if leaf.physical_type not in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"):
+            continue
+        image = leaf.path.split(".")[0] == IMAGE_COLUMN and leaf.logical_type.type != "STRING"
+        caps[c] = (limits.max_image_bytes if image else MAX_TEXT_BYTES) + 4
+    return caps
+
+
+def _longest(array: Any, *, binary: bool) -> tuple[int, int]:
+    """(row, length) of the longest text value in an Arrow array, bytes values too when `binary`, nested ones
+    included (a dictionary's values at its indices); (0, 0) when there is none. Nothing becomes a Python value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = array.type
+    if len(array) == 0:
+        return 0, 0
+    if pa.types.is_dictionary(kind):  # only text and bytes leaves are read as dictionaries (read_dictionary)
+        wanted = _is_text(kind.value_type) or (binary and _is_bytes(kind.value_type))
+        return _argmax(pc.binary_length(array.dictionary).take(array.indices)) if wanted else (0, 0)
+    if pa.types.is_struct(kind):
+        found = [_longest(child, binary=binary) for child in array.flatten()]
+        return max(found, key=lambda one: one[1], default=(0, 0))
+    if pa.types.is_map(kind):  # a list of {key, value} records
+        array = pa.ListArray.from_arrays(array.offsets, array.values)
+        kind = array.type
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        at, length = _longest(array.flatten(), binary=binary)
+        return (int(pc.list_parent_indices(array)[at].as_py()) if length else 0), length
+    if _is_text(kind) or (binary and _is_bytes(kind)):
+        return _argmax(pc.binary_length(array))
+    return 0, 0
+
+
+def _argmax(lengths: Any) -> tuple[int, int]:
+    import pyarrow.compute as pc
+
+    longest = pc.max(lengths).as_py()
+    return (int(pc.index(lengths, longest).as_py()), int(longest)) if longest else (0, 0)
+
+
+def _is_text(kind: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
 
 
 def _stored(group: Any, name: str) -> int:
@@ -410,7 +487,7 @@ def read_parquet(
 ) -> Iterator[SourceRow | InputError]:
     """MMBench or generic multiple-choice rows."""
     images = _SharedImages()
-    for shard, line, record in _batches(path, raw):
+    for shard, line, record in _batches(path, raw, limits):
         try:
             yield images.shared(_mcq_row(shard, line, record, limits))
         except InputError as exc:
@@ -506,7 +583,7 @@ def read_pope_parquet(
 ) -> Iterator[SourceRow | InputError]:
     """lmms-lab's POPE rows: one setting (category) per file, since a benchmark's POPE metrics are per setting."""
     setting, images = None, _SharedImages()
-    for shard, line, record in _batches(path, raw):
+    for shard, line, record in _batches(path, raw, limits):
         category = _text(record.get("category"))
         if setting is None:
             setting = category
@@ -561,7 +638,7 @@ def read_vqa_parquet(
     """lmms-lab's VQA and caption rows as open questions with their reference answers. Other columns that hold one
     value are kept in the item's meta; lists and records there (TextVQA's OCR tokens) are left out."""
     images = _SharedImages()
-    for position, (shard, line, record) in enumerate(_batches(path, raw)):
+    for position, (shard, line, record) in enumerate(_batches(path, raw, limits)):
         try:
             yield images.shared(_open_row(shard, line, record, position, limits))
         except InputError as exc:
@@ -594,7 +671,8 @@ def _open_row(shard: Path, line: int, record: dict[str, Any], position: int, lim
         if k not in _OPEN_KNOWN and not isinstance(v, (dict, list, bytes, bytearray)) and _text(v) is not None
     }
     field = "answers" if record.get("answers") is not None else "answer"
-    references = reference_answers(_answer_texts(record.get(field), field, err), field, err)
+    value = record.get(field)
+    references = [] if value is None else reference_answers(_answer_texts(value), field, err)
     if references:
         meta["references"] = references
     return SourceRow(
@@ -611,22 +689,12 @@ def _open_row(shard: Path, line: int, record: dict[str, Any], position: int, lim
     )
 
 
-def _answer_texts(value: object, field: str, err: Any) -> list[str]:
-    """An answer cell as texts: one text or number, or a list of texts, or VQAv2's records {answer, …}."""
-    if value is None:
-        return []
+def _answer_texts(value: object) -> object:
+    """An answer cell as reference_answers reads it: one text or a list of them, VQAv2's records {answer, …} taken
+    at their answer; anything else is left for reference_answers to refuse."""
     if not isinstance(value, list):
-        value = [value]
-    texts = []
-    for n, one in enumerate(value, start=1):
-        if isinstance(one, dict) and "answer" in one:  # VQAv2: {answer, answer_confidence, answer_id}
-            one = one["answer"]
-        if isinstance(one, (int, float)) and not isinstance(one, bool):
-            one = _text(one) or ""
-        if not isinstance(one, str):
-            raise err(field, f"element {n} is a {type(one).__name__}; texts (or {{answer: text}} records) are expected")
-        texts.append(one)
-    return texts
+        return value
+    return [one["answer"] if isinstance(one, dict) and "answer" in one else one for one in value]
 
 
 # ------------------------------------------------------------------------------------------------ writing
