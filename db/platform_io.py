@@ -90,6 +90,28 @@ def exclusive_lock(path: Path) -> Iterator[bool]:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
+def description_lock(fd: int, start: int, length: int, *, shared: bool = True) -> bool:
+    """Lock bytes [start, start + length) of the file open on `fd` (shared, or released with `shared=False`) with a
+    lock that belongs to the open file description: Linux's OFD locks. Unlike a POSIX record lock, closing another
+    descriptor of the file in this process does not drop it; like one, it conflicts with POSIX locks of every
+    process, this one's too. False where the system has none (not Linux, a kernel before 3.15) or another holds a
+    write lock there: nothing is then held."""
+    if not LINUX:
+        return False
+    import fcntl
+    import struct
+
+    command = getattr(fcntl, "F_OFD_SETLK", None)
+    if command is None:
+        return False
+    kind = fcntl.F_RDLCK if shared else fcntl.F_UNLCK
+    try:  # struct flock: l_type, l_whence, l_start, l_len, l_pid (0: OFD locks name no process)
+        fcntl.fcntl(fd, command, struct.pack("hhqqi4x", kind, os.SEEK_SET, start, length, 0))
+    except OSError:
+        return False
+    return True
+
+
 MAX_PROC_LOCKS_BYTES = 4 * 2**20
 PROC_LOCKS = Path("/proc/locks")
 
@@ -104,14 +126,32 @@ def posix_locks_on(files: dict[FileKey, str]) -> set[FileKey] | None:
     the locks of that file only: /proc/locks lists every lock of the system, and on some kernels costs 7–16 ms to
     generate, on every write of a verdict (issue 27). A descriptor is matched by its link's name first (a readlink
     touches no file system), then by the file's key."""
+    locks = _own_locks_on(files)
+    if locks is None:
+        found = posix_locks_held()
+        return None if found is None else found & set(files)
+    return {key for key, held in locks.items() if held}
+
+
+def posix_write_lock_at(key: FileKey, name: str, offset: int) -> bool | None:
+    """Whether this process holds a POSIX write lock on byte `offset` of the file (`key`, its `name`); None where
+    that cannot be known. Read as posix_locks_on."""
+    locks = _own_locks_on({key: name})
+    if locks is None:
+        return None
+    return any(kind == b"WRITE" and start <= offset <= end for kind, start, end in locks.get(key, ()))
+
+
+def _own_locks_on(files: dict[FileKey, str]) -> dict[FileKey, list[tuple[bytes, int, int]]] | None:
+    """This process's POSIX locks on `files` (kind, first byte, last byte), from /proc/self/fdinfo; None where
+    /proc/self/fd cannot be read (not Linux)."""
     if not LINUX:
         return None
-    held: set[FileKey] = set()
     try:
         entries = list(os.scandir(PROC_SELF / "fd"))
     except OSError:
-        found = posix_locks_held()
-        return None if found is None else found & set(files)
+        return None
+    locks: dict[FileKey, list[tuple[bytes, int, int]]] = {}
     me = str(os.getpid()).encode()
     names = set(files.values())
     for entry in entries:
@@ -120,16 +160,21 @@ def posix_locks_on(files: dict[FileKey, str]) -> set[FileKey] | None:
                 continue
             st = os.stat(entry.path)
             key = (st.st_dev, st.st_ino)
-            if key not in files or key in held:
+            if key not in files or key in locks:
                 continue
             with open(PROC_SELF / "fdinfo" / entry.name, "rb") as f:
                 text = f.read(MAX_FDINFO_BYTES)
         except OSError:
             continue  # closed meanwhile
-        # "lock:	1: POSIX  ADVISORY  READ 5128 fe:00:2146361 1073741826 1073742335": /proc/locks' lines, prefixed
-        if any(_own_posix_lock(line.split()[1:], me) for line in text.splitlines() if line.startswith(b"lock:")):
-            held.add(key)
-    return held
+        # "lock:	1: POSIX  ADVISORY  WRITE 5128 fe:00:2146361 120 120": /proc/locks' lines, prefixed; every
+        # descriptor of the file lists the same locks
+        locks[key] = []
+        for line in text.splitlines():
+            fields = line.split()[1:]
+            if line.startswith(b"lock:") and _own_posix_lock(fields, me) and len(fields) >= 8:
+                end = 2**63 - 1 if fields[7] == b"EOF" else int(fields[7])
+                locks[key].append((fields[3], int(fields[6]), end))
+    return locks
 
 
 def _own_posix_lock(fields: list[bytes], me: bytes) -> bytes | None:

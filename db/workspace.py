@@ -28,7 +28,7 @@ from sqlite_utils import Database
 
 from db import schema
 from db.errors import EnvironmentFault, UserError
-from db.platform_io import FileKey, posix_locks_on
+from db.platform_io import FileKey, description_lock, posix_locks_on, posix_write_lock_at
 
 ENV_VAR = "VLMDESK_WORKSPACE"
 BUSY_TIMEOUT_MS = 10_000
@@ -92,6 +92,70 @@ class HoldLost(EnvironmentFault):
     """A write was refused: this process lost its hold on the workspace file between checking it and committing."""
 
 
+# SQLite's locks whose loss lets another process damage the file (os_unix.c, wal.c): a shared lock on the database
+# file's SHARED range, held by every connection for its life (a connection that closes takes an exclusive one there to
+# learn it is the last user, then checkpoints and deletes the -wal), and a shared lock on the -shm's "dead man switch"
+# byte (one that opens finding no lock there takes itself for the first user and truncates the -shm under every
+# mapping). The -shm's write lock is taken afresh by each write transaction.
+SHARED_FIRST, SHARED_SIZE = 2**30 + 2, 510
+SHM_WRITE_LOCK, SHM_DMS = 120, 128
+
+
+class _Guard:
+    """The same two locks, held by this process on descriptors of its own as open-file-description locks, which a
+    stray close cannot drop (docs/adr/0046-guard-locks-that-a-stray-close-cannot-drop.md); one per file, shared by
+    the read-write workspaces of this process open on it. Its descriptors are closed only after SQLite's connections
+    to the file: closing one earlier would drop SQLite's POSIX locks like any other close."""
+
+    def __init__(self, path: Path, key: FileKey) -> None:
+        self.path, self.key = path, key
+        self.users = 0
+        self.held: dict[str, int] = {}  # "" (the file) and "-shm": the descriptor holding each lock
+        self.shm: FileKey | None = None
+        self.opened: list[int] = []  # every descriptor opened, for `close`
+
+    def cover(self, shm: FileKey | None) -> bool:
+        """Hold the file's lock, and the -shm's when `shm` is the one SQLite maps; True when both are held."""
+        if "" not in self.held:
+            self._lock("", self.key, SHARED_FIRST, SHARED_SIZE)
+        if shm is not None and shm != self.shm:
+            self._unlock("-shm")
+            if self._lock("-shm", shm, SHM_DMS, 1):
+                self.shm = shm
+        return "" in self.held and shm is not None and self.shm == shm
+
+    def _lock(self, suffix: str, key: FileKey, start: int, length: int) -> bool:
+        try:
+            fd = os.open(f"{self.path}{suffix}", os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return False
+        self.opened.append(fd)
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != key or not description_lock(fd, start, length):
+            return False
+        self.held[suffix] = fd
+        return True
+
+    def _unlock(self, suffix: str) -> None:
+        if (fd := self.held.pop(suffix, None)) is not None:
+            description_lock(fd, 0, 0, shared=False)  # the whole file, this description's locks only
+
+    def release(self) -> None:
+        """Give up the locks, so that SQLite's last close may checkpoint and delete the -wal as usual."""
+        for suffix in list(self.held):
+            self._unlock(suffix)
+        self.shm = None
+
+    def close(self) -> None:
+        """Close the descriptors: once this process has no connection to the file left."""
+        self.release()
+        while self.opened:
+            os.close(self.opened.pop())
+
+
+_guards: dict[FileKey, _Guard] = {}  # under _open_files_lock
+
+
 class WorkspaceDatabase(Database):
     """sqlite-utils' Database (opened here with execute_plugins=False: no installed sqlite-utils plugin acts on a
     workspace's connection, and looking for plugins reads every installed package's metadata, ~35 ms of each
@@ -126,6 +190,7 @@ class Hold:
     wal: FileKey | None
     shm: FileKey | None
     locks_visible: bool
+    guarded: bool  # this process's guard holds the locks a stray close would drop (_Guard)
 
 
 class Workspace:
@@ -144,6 +209,8 @@ class Workspace:
         self.reconnections: list[str] = []  # why the hold was regained, oldest first (the app tells the user)
         self._hold: Hold | None = None
         self._locks_read_at, self._locks_held = 0.0, True  # the last read of /proc/locks, and what it said
+        self._guard: _Guard | None = None
+        self._changes_at_begin = 0  # the connection's total_changes when the write transaction began
         self._file_key = _file_key(path)
         if self._file_key is not None:
             with _open_files_lock:
@@ -164,21 +231,35 @@ class Workspace:
         if self.read_only:
             return
         wal, shm = _file_key(Path(f"{self.path}-wal")), _file_key(Path(f"{self.path}-shm"))
+        guarded = self._cover(shm)
         locked = self._locks_held_on(shm)
         visible = locked is not None and self._file_key in locked and shm in locked
-        self._hold = Hold(wal=wal, shm=shm, locks_visible=visible)
+        self._hold = Hold(wal=wal, shm=shm, locks_visible=visible, guarded=guarded)
         self._locks_read_at, self._locks_held = time.monotonic(), True
 
+    def _cover(self, shm: FileKey | None) -> bool:
+        """Take this process's guard of the file (shared with its other workspaces open on it) over `shm`."""
+        if self._file_key is None:
+            return False
+        with _open_files_lock:
+            if self._guard is None:
+                self._guard = _guards.setdefault(self._file_key, _Guard(self.path, self._file_key))
+                self._guard.users += 1
+            return self._guard.cover(shm)
+
     def hold_lost(self, *, locks_read_within: float = 0.0) -> str | None:
-        """Why this process no longer holds the workspace (its -wal or -shm is not the one on disk; its locks are
-        gone), in words; None while it does, and for read-only workspaces, which hold nothing. The locks are not
-        read again when they were read less than `locks_read_within` seconds ago (writes: /proc/locks costs ~0.3 ms
-        to generate; the -wal/-shm comparison, which catches the damage itself, is made on every call)."""
+        """Why this process no longer holds the workspace (its -wal or -shm is not the one on disk; unguarded, its
+        locks are gone), in words; None while it does, and for read-only workspaces, which hold nothing. Guarded,
+        a stray close drops nothing that matters between transactions. The locks are not read again when they were
+        read less than `locks_read_within` seconds ago (writes: /proc/locks costs ~0.3 ms to generate; the
+        -wal/-shm comparison, which catches the damage itself, is made on every call)."""
         hold = self._hold
         if hold is None:
             return None
         if (suffix := self._replaced_companion()) is not None:
             return f"its {suffix} file was deleted or replaced by another process"
+        if hold.guarded:
+            return None
         now = time.monotonic()
         if hold.locks_visible and now - self._locks_read_at >= locks_read_within:
             locked = self._locks_held_on(hold.shm)
@@ -222,15 +303,35 @@ class Workspace:
         """Before a write transaction begins: reconnect when the hold was lost."""
         if (reason := self.hold_lost(locks_read_within=LOCKS_READ_EVERY_S)) is not None:
             self.reconnect(reason)
+        self._changes_at_begin = self.conn.total_changes
 
     def confirm_hold(self) -> None:
-        """Just before COMMIT: raise HoldLost when the hold was lost since the transaction began (the caller rolls
-        back; the next write reconnects)."""
-        if (reason := self.hold_lost(locks_read_within=LOCKS_READ_EVERY_S)) is not None:
+        """Just before COMMIT: raise HoldLost when the hold was lost since the transaction began, or, guarded, when
+        the transaction wrote but this process no longer holds the -shm's write lock (another writer may be
+        appending to the -wal where this commit would go). The caller rolls back."""
+        reason = self.hold_lost(locks_read_within=LOCKS_READ_EVERY_S)
+        hold = self._hold
+        if reason is None and hold is not None and hold.guarded and hold.shm is not None and hold.locks_visible:
+            shm_name = os.path.basename(os.path.realpath(self.path)) + "-shm"
+            wrote = self.conn.total_changes != self._changes_at_begin
+            if wrote and posix_write_lock_at(hold.shm, shm_name, SHM_WRITE_LOCK) is False:
+                reason = "this process lost its write lock on the file (something opened and closed it outside SQLite)"
+        if reason is not None:
             raise HoldLost(f"{self.path}: {reason}; this change was not saved (give it again)")
 
     def close(self) -> None:
+        guard, self._guard, last = self._guard, None, False
+        if guard is not None:
+            with _open_files_lock:
+                guard.users -= 1
+                if last := guard.users == 0:
+                    del _guards[guard.key]
+                    guard.release()
+        if self._replaced_companion() is not None:
+            no_checkpoint_on_close(self.db.conn)
         self.db.close()
+        if last and guard is not None:
+            guard.close()
         key, self._file_key = self._file_key, None
         if key is not None:
             with _open_files_lock:

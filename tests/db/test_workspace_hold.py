@@ -44,11 +44,38 @@ def ws(tmp_path):
     ws.close()
 
 
+@pytest.fixture
+def unguarded(tmp_path, monkeypatch):
+    """A workspace whose locks have no guard (a system without OFD locks, ADR 0046): only the checks stand."""
+    monkeypatch.setattr("db.workspace.description_lock", lambda *args, **kwargs: False)
+    path = tmp_path / "w.sqlite"
+    with open_workspace(path) as made:
+        ensure_demo(made)
+    ws = open_workspace(path)
+    assert not ws._hold.guarded
+    yield ws
+    ws.close()
+
+
+def test_a_raw_close_drops_nothing_the_guard_holds_and_another_process_leaves_the_wal(ws):
+    """ADR 0046: the guard's locks belong to descriptors of their own; a stray close drops SQLite's alone."""
+    if not ws._hold.guarded:
+        pytest.skip("this system has no open-file-description locks")
+    wal = os.stat(f"{ws.path}-wal").st_ino
+    _drop_locks(ws.path)
+    _other_adds_review(ws.path, "theirs-1")  # closes believing nobody else holds the file, were it not for the guard
+    assert os.stat(f"{ws.path}-wal").st_ino == wal and ws.hold_lost() is None
+    reviews.add_review(ws, _item(ws), "ann", "ok", note="mine-1")
+    assert not ws.reconnections
+    assert notes_seen_elsewhere(ws.path) == ["theirs-1", "mine-1"]
+
+
 def _item(ws) -> int:
     return ws.conn.execute("SELECT min(id) FROM items").fetchone()[0]
 
 
-def test_a_raw_close_of_the_file_is_noticed_and_the_next_write_takes_the_locks_again(ws):
+def test_unguarded_a_raw_close_of_the_file_is_noticed_and_the_next_write_takes_the_locks_again(unguarded):
+    ws = unguarded
     assert ws.hold_lost() is None
     if not ws._hold.locks_visible:
         pytest.skip("this system does not show POSIX locks in /proc/locks")
@@ -65,7 +92,8 @@ def test_a_raw_close_of_the_file_is_noticed_and_the_next_write_takes_the_locks_a
     assert notes_seen_elsewhere(ws.path) == ["mine-1", "theirs-1"]
 
 
-def test_the_wal_replaced_under_the_app_the_next_verdict_is_not_lost(ws):
+def test_unguarded_the_wal_replaced_under_the_app_the_next_verdict_is_not_lost(unguarded):
+    ws = unguarded
     _drop_locks(ws.path)
     _other_adds_review(ws.path, "theirs-1")  # it closed last, as it believed: checkpointed and deleted the -wal
     assert "deleted or replaced" in ws.hold_lost()
@@ -93,8 +121,9 @@ def test_a_hold_lost_during_a_write_refuses_it_and_the_next_write_is_stored(ws):
     assert notes_seen_elsewhere(ws.path) == ["theirs-1", "mine-1"]
 
 
-def test_a_run_transaction_checks_the_hold_too(ws):
+def test_a_run_transaction_checks_the_hold_too(unguarded):
     """db/runs.py takes its own BEGIN IMMEDIATE: it regains the hold the same way."""
+    ws = unguarded
     from db import runs
 
     _drop_locks(ws.path)
@@ -121,9 +150,10 @@ def test_a_run_transaction_checks_the_hold_too(ws):
     assert seen.strip() == "1"
 
 
-def test_regaining_the_hold_never_deletes_a_wal_it_does_not_own(ws):
+def test_regaining_the_hold_never_deletes_a_wal_it_does_not_own(unguarded):
     """Closing a connection whose -wal was deleted must not checkpoint or delete: here the -wal on disk is one a
     crashed process left, holding a committed write that only it has."""
+    ws = unguarded
     _drop_locks(ws.path)
     _other_adds_review(ws.path, "theirs-1")  # our -wal is gone now
     run_python(  # a process that commits and dies without closing: its -wal keeps the commit
