@@ -23,6 +23,7 @@ from db.errors import EnvironmentFault, UserError
 from db.workspace import Workspace, database_error, read_only_connection
 
 Work = Callable[[Workspace], Iterator[Any]]
+COMPUTING = "computing…"  # what a view shows, in the place of a figure, until the worker has computed it
 
 
 class _Signals(QObject):

@@ -28,6 +28,7 @@ from db.errors import UserError
 from evaluator.analysis.plots import bar_target, save_figure
 from gui import file_dialogs
 from gui.appearance import MUTED, tone
+from gui.background import COMPUTING
 
 HIGHLIGHT = {"light": "#202124", "dark": "#e8eaed"}  # the clicked bar's outline, against the figure's background
 
@@ -122,6 +123,13 @@ class ChartView(QWidget):
         self.title.setText(title)
         self.hint.setVisible(clickable)
         self.export_button.setEnabled(bool(figure.axes))
+
+    def show_computing(self, title: str | None = None) -> None:
+        """The figure is being computed (gui/background.py): "computing…" in the canvas's place, at its size, and
+        the bar above left as it is (a title given, or the one shown), so that nothing moves when the figure comes."""
+        hint = self.hint.isVisibleTo(self)
+        self.set_figure(message_figure(COMPUTING), self.title.text() if title is None else title, clickable=False)
+        self.hint.setVisible(hint)
 
     def highlight(self, target: dict | None) -> None:
         """Outline the bar standing for `target` (the one clicked), so the list below says which bar it is."""

@@ -54,6 +54,16 @@ OPEN_COLUMNS = ("Index", "Score", "Answer", "Reference", "Refs", "Category", "Qu
 OPEN_TEXT = 32  # characters of an answer or a reference shown in a cell
 
 
+def _reports(ws, run_ids: list[int]):
+    """The worker's part: the runs' reports (one that reads every pass — a re-scoring, an open run — costs more than
+    a frame), a run removed since it was chosen left out."""
+    yield [r for r in (run_report(ws, i) for i in run_ids) if r is not None]
+
+
+def _title(chart: str, run_ids: list[int]) -> str:
+    return f"{CHARTS[chart][0]} · run{'s' if len(run_ids) > 1 else ''} {', '.join(map(str, run_ids))}"
+
+
 def _short(text: str) -> str:
     return text if len(text) <= OPEN_TEXT else text[: OPEN_TEXT - 1] + "…"
 
@@ -71,6 +81,7 @@ class DashboardView(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.reports: list[RunReport] = []
+        self._reports_key: tuple | None = None  # what the reports in hand were computed for (RunsList.figures_key)
         self.target: dict | None = None
         self.runs = RunsList(ctx, multi=True, compact=True)
         self.runs.selectionChanged.connect(self.redraw)
@@ -96,7 +107,7 @@ class DashboardView(QWidget):
         self.kind = compact_combo(QComboBox())
         for name, (title, _) in CHARTS.items():
             self.kind.addItem(title, name)
-        self.kind.currentIndexChanged.connect(self.redraw)
+        self.kind.currentIndexChanged.connect(self.redraw)  # the reports in hand, drawn as another chart
         self.chart = ChartView()
         self.chart.barClicked.connect(self.show_items_of)
         self.chart.describe = self._describe_bar
@@ -158,7 +169,9 @@ class DashboardView(QWidget):
     def _blind_changed(self) -> None:
         was = self.cover.hidden
         self.cover.set_hidden(self.ctx.prefs.blind)
-        if was and not self.cover.hidden:
+        if self.cover.hidden:
+            self.ctx.background.cancel(self)  # nothing is computed behind the cover
+        elif was:
             self.redraw()
             self.desiderata.redraw()
 
@@ -195,16 +208,46 @@ class DashboardView(QWidget):
         self.runs.select(run_ids)  # redraws
 
     # -- charts
+    @property
+    def computing(self) -> bool:
+        """The chosen runs' reports are being computed off the GUI thread (the chart says "computing…")."""
+        return self.ctx.background.busy(self)
+
     def redraw(self) -> None:
+        """Draw the chosen runs' chart: from the reports in hand while the runs' rows are unchanged (another chart,
+        a theme), else computed by the worker, "computing…" in the chart's place until they come."""
         if self.cover.hidden:  # blind mode: nothing to draw; drawn when it is turned off
             return
         if not when_shown(self, self.redraw):
             return
-        ids = self.runs.selected_run_ids()
+        ids = sorted(self.runs.selected_run_ids())
         if self.target is not None and int(self.target["run"]) not in ids:
             self.clear_items()  # the items of a bar of a run no longer shown would pass for the new run's
-        self.reports = [r for r in (run_report(self.ctx.ws, i) for i in sorted(ids)) if r is not None]
         self.export_preds.setEnabled(len(ids) == 1)
+        key = self.runs.figures_key(ids)
+        if not ids or key == self._reports_key:
+            self.ctx.background.cancel(self)  # a reply for an earlier choice would draw over this one
+            if not ids:
+                self.reports, self._reports_key = [], None
+            self._draw()
+            return
+        if self.computing or self._reports_key is None or self._reports_key[1] != tuple(ids):
+            # Other runs: the chart shown is not theirs. The same runs computed again keep their chart meanwhile.
+            self.chart.show_computing(_title(self.kind.currentData(), ids))
+        self.ctx.background.start(
+            self, lambda ws: _reports(ws, ids), lambda reports: self._computed(key, reports), lambda: self._done(key)
+        )
+
+    def _computed(self, key: tuple, reports: list[RunReport]) -> None:
+        self.reports, self._reports_key = reports, key
+        self._draw()
+
+    def _done(self, key: tuple) -> None:
+        if self._reports_key != key:  # a read failed (the message bar says why): not "computing…" forever
+            self.reports, self._reports_key = [], None
+            self.chart.set_figure(message_figure("The runs' reports could not be read"), clickable=False)
+
+    def _draw(self) -> None:
         if not self.reports:
             self.chart.set_figure(message_figure("Choose one or more runs on the left"), clickable=False)
             return
@@ -245,8 +288,7 @@ class DashboardView(QWidget):
         except InvalidInput as exc:  # e.g. the drop chart of runs without CircularEval
             self.chart.set_figure(message_figure(str(exc)), clickable=False)
             return
-        names = ", ".join(str(r.run_id) for r in self.reports)
-        self.chart.set_figure(fig, f"{CHARTS[chart][0]} · run{'s' if len(self.reports) > 1 else ''} {names}")
+        self.chart.set_figure(fig, _title(chart, [r.run_id for r in self.reports]))
 
     def _describe_bar(self, target: dict) -> str:
         report = next((r for r in self.reports if str(r.run_id) == target.get("run")), None)

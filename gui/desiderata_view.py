@@ -3,7 +3,9 @@
 would
 start the runs still missing, and its figures (radar, reliability diagram, robustness per corruption and severity).
 
-It sits inside the Results tab, whose blind cover hides it in blind mode; it computes nothing while blind."""
+It sits inside the Results tab, whose blind cover hides it in blind mode; it computes nothing while blind. The report
+reads the runs' passes (its cost grows with the runs): a worker computes it (gui/background.py), "computing…" in the
+figure's and the text's place until it comes."""
 
 from __future__ import annotations
 
@@ -19,10 +21,13 @@ from PySide6.QtWidgets import (
 from db.errors import InvalidInput
 from evaluator.analysis import plots
 from evaluator.analysis.desiderata import DesiderataReport, desiderata_report, format_report, run_reliability
-from gui.background import when_shown
+from evaluator.analysis.desiderata_metrics import Calibration
+from gui.background import COMPUTING, when_shown
 from gui.charts import ChartView, lay_out_chart_page, message_figure
 from gui.fitting import compact_combo
 from gui.runs_list import RunsList
+
+CHOOSE = "Choose runs on the left"
 
 FIGURES = {  # name -> title
     "radar": "Radar of the six desiderata",
@@ -31,11 +36,21 @@ FIGURES = {  # name -> title
 }
 
 
+def _report(ws, run_ids: list[int], binning, figure: str):
+    """The worker's part: the report, and the reliability of its first likelihood run when that figure is chosen."""
+    report = desiderata_report(ws, run_ids, binning=binning)
+    used = [r for m in report.models for r in m.dimensions["calibration"].runs]
+    found = run_reliability(ws, used[0], binning=binning) if figure == "reliability" and used else None
+    yield report, (used[0], found) if found is not None else None
+
+
 class DesiderataView(QWidget):
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
         self.ctx = ctx
         self.report: DesiderataReport | None = None
+        self._reliability: tuple[int, Calibration] | None = None  # (run, its calibration) for the reliability figure
+        self._key: tuple | None = None  # what the report in hand was computed for
         self.runs = RunsList(ctx, multi=True, compact=True)
         self.runs.selectionChanged.connect(self.redraw)
 
@@ -52,7 +67,7 @@ class DesiderataView(QWidget):
         self.text.setReadOnly(True)
         self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.text.setPlaceholderText("Choose runs on the left")
+        self.text.setPlaceholderText(CHOOSE)
         top = QHBoxLayout()
         label = QLabel("Figure")
         label.setObjectName("filterLabel")
@@ -84,22 +99,58 @@ class DesiderataView(QWidget):
             self.figure.blockSignals(False)
         self.runs.select(run_ids)  # redraws
 
+    @property
+    def computing(self) -> bool:
+        """The report is being computed off the GUI thread (the figure and the text say "computing…")."""
+        return self.ctx.background.busy(self)
+
     def redraw(self) -> None:
+        """Draw the chosen runs' report: the one in hand while the runs' rows and the choices are unchanged (another
+        theme), else computed by the worker, "computing…" in its place until it comes."""
         if self.ctx.prefs.blind:  # the Results cover hides this page; nothing is computed behind it
-            self.report = None
+            self.ctx.background.cancel(self)
+            self.report, self._key = None, None
             self.text.clear()
             return
         if not when_shown(self, self.redraw):
             return
-        ids = self.runs.selected_run_ids()
+        ids = sorted(self.runs.selected_run_ids())
         if not ids:
-            self.report = None
+            self.ctx.background.cancel(self)
+            self.report, self._key = None, None
+            self.text.setPlaceholderText(CHOOSE)
             self.text.clear()
-            self.chart.set_figure(message_figure("Choose runs on the left"), clickable=False)
+            self.chart.set_figure(message_figure(CHOOSE), clickable=False)
             return
-        binning = self.binning.currentData()
-        self.report = desiderata_report(self.ctx.ws, sorted(ids), binning=binning)
-        self.text.setPlainText(format_report(self.report))
+        binning, figure = self.binning.currentData(), self.figure.currentData()
+        key = (self.runs.figures_key(ids), binning, figure == "reliability")  # radar and robustness share one
+        if key == self._key:
+            self.ctx.background.cancel(self)  # a reply for an earlier choice would draw over this one
+            self._draw()
+            return
+        self.report, self._key = None, None
+        self.text.setPlaceholderText(COMPUTING)
+        self.text.clear()
+        self.chart.show_computing()
+        self.ctx.background.start(
+            self,
+            lambda ws: _report(ws, ids, binning, figure),
+            lambda part: self._computed(key, *part),
+            lambda: self._done(key),
+        )
+
+    def _computed(self, key: tuple, report: DesiderataReport, reliability: tuple[int, Calibration] | None) -> None:
+        self.report, self._reliability, self._key = report, reliability, key
+        self.text.setPlainText(format_report(report))
+        self._draw()
+
+    def _done(self, key: tuple) -> None:
+        if self._key != key:  # a read failed (the message bar says why): not "computing…" forever
+            self.text.setPlaceholderText(CHOOSE)
+            self.chart.set_figure(message_figure("The runs' desiderata could not be read"), clickable=False)
+
+    def _draw(self) -> None:
+        assert self.report is not None  # drawn once computed
         name = self.figure.currentData()
         try:
             if name == "radar":
@@ -107,11 +158,10 @@ class DesiderataView(QWidget):
             elif name == "robustness":
                 fig = plots.robustness_figure(self.report)
             else:
-                used = [r for m in self.report.models for r in m.dimensions["calibration"].runs]
-                found = run_reliability(self.ctx.ws, used[0], binning=binning) if used else None
-                if found is None:
+                if self._reliability is None:
                     raise InvalidInput("No likelihood run with stored option scores among these runs")
-                fig = plots.reliability_figure(found, title=f"run {used[0]}")
+                run_id, found = self._reliability
+                fig = plots.reliability_figure(found, title=f"run {run_id}")
         except InvalidInput as exc:
             self.chart.set_figure(message_figure(str(exc)), clickable=False)
             return

@@ -2,7 +2,9 @@
 dock's context menu or File › Capability groups of the benchmark…) and the Groups page of Results — each model's
 figure per group as a radar and as text (evaluator.analysis.groups — `vlmdesk report --groups`).
 
-The page sits inside the Results tab, whose blind cover hides it in blind mode; it computes nothing while blind."""
+The page sits inside the Results tab, whose blind cover hides it in blind mode; it computes nothing while blind. The
+report reads every counted run (an open run's answers, each of them): a worker computes it (gui/background.py),
+"computing…" in the radar's place until it comes."""
 
 from __future__ import annotations
 
@@ -42,6 +44,11 @@ from evaluator.scoring import open_metrics
 from gui.background import when_shown
 from gui.charts import ChartView, lay_out_chart_page, message_figure
 from gui.fitting import compact_combo
+
+
+def _report(ws, mcq_figure, pope_figure, open_figure: str):
+    """The worker's part: every model's figure per group."""
+    yield groups_report(ws, mcq_figure=mcq_figure, pope_figure=pope_figure, open_figure=open_figure)
 
 
 class GroupsDialog(QDialog):
@@ -103,6 +110,7 @@ class GroupsView(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.report: GroupsReport | None = None
+        self._answered = False  # the latest report asked of the worker came
         self.models = QListWidget()
         self.models.setObjectName("groupModels")
         self.models.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
@@ -140,21 +148,30 @@ class GroupsView(QWidget):
         ctx.prefsChanged.connect(self.refresh)  # blind mode, the theme; Results' refresh calls it for runs and tags
         self.refresh()
 
+    @property
+    def computing(self) -> bool:
+        """The report is being computed off the GUI thread (the radar says "computing…")."""
+        return self.ctx.background.busy(self)
+
     def refresh(self) -> None:
-        """Read the report again (runs, tags or the chosen figures changed), keeping the models chosen."""
+        """Read the report again (runs, tags or the chosen figures changed), keeping the models chosen: in the worker;
+        the radar of the figures asked before stays until the new report comes, other figures say "computing…"."""
         if self.ctx.prefs.blind:  # the Results cover hides this page; nothing is computed behind it
+            self.ctx.background.cancel(self)
             self.report = None
             self.text.clear()
             return
         if not when_shown(self, self.refresh):
             return
+        asked = (self.mcq.currentData(), self.pope.currentData(), self.open.currentData())
+        if self.report is None or (self.report.mcq_figure, self.report.pope_figure, self.report.open_figure) != asked:
+            self.chart.show_computing()
+        self._answered = False
+        self.ctx.background.start(self, lambda ws: _report(ws, *asked), self._computed, self._done)
+
+    def _computed(self, report: GroupsReport) -> None:
+        self.report, self._answered = report, True
         chosen = set(self.selected_models())
-        self.report = groups_report(
-            self.ctx.ws,
-            mcq_figure=self.mcq.currentData(),
-            pope_figure=self.pope.currentData(),
-            open_figure=self.open.currentData(),
-        )
         self.models.blockSignals(True)
         self.models.clear()
         for m in self.report.models:
@@ -166,6 +183,10 @@ class GroupsView(QWidget):
             self.models.item(0).setSelected(True)
         self.models.blockSignals(False)
         self.redraw()
+
+    def _done(self) -> None:
+        if not self._answered:  # a read failed (the message bar says why): not "computing…" forever
+            self.chart.set_figure(message_figure("The capability groups could not be read"), clickable=False)
 
     def selected_models(self) -> list[str]:
         return [item.text() for item in self.models.selectedItems()]

@@ -3,24 +3,31 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, Signal
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, Signal
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QStyle, QVBoxLayout, QWidget
 
 from annotation.blind import HIDDEN_TEXT
 from db import runs
 from evaluator.analysis.report import RunSummary, describe_tokens, run_summary
 from evaluator.engine.run_words import IMPORTED_ARROW, IMPORTED_MARK, describe_variants, origin_of, preset_words
 from gui.appearance import ACCENT, MUTED, PENDING, RIGHT, TEXT, WRONG
-from gui.background import when_shown
+from gui.background import COMPUTING, when_shown
 from gui.tables import RowsModel, table_view
 
 COLUMNS = ("Run", "Status", "Model", "Benchmark", "Strategy", "Vanilla", "Circular", "POPE F1", "Duration")
 COMPACT = ("Run", "Status", "Model", "Benchmark", "Score %")
 SCORE_COLUMNS = {"Vanilla", "Circular", "POPE F1", "Score %"}
 PARTIAL_MARK = "(partial)"
-COMPUTING = "computing…"
 TEXT_ONLY_MARK = "[text-only]"
 STATUS_COLOURS = {"finished": RIGHT, "running": ACCENT, "interrupted": PENDING, "failed": WRONG}
+# The widest figure each column can show, by kind of run (digits stand for the font's widest digit).
+WIDEST = {
+    "Vanilla": {"mcq": "100.0 %"},
+    "Circular": {"mcq": "100.0 %"},
+    "POPE F1": {"pope": "100.0 %"},
+    "Score %": {"mcq": "C 100.0 · V 100.0", "pope": "F1 100.0", "open": "word 100.0 · ANLS 100.0"},
+    "Duration": {"mcq": "99 h 59 min", "pope": "99 h 59 min", "open": "99 h 59 min"},
+}
 
 
 def imported_from(origin: dict) -> str:
@@ -100,6 +107,7 @@ class RunsList(QWidget):
         else:
             header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self.selectionChanged.emit())
+        self.table.installEventFilter(self)  # a larger text: the figure columns are fitted again
         self.table.doubleClicked.connect(lambda idx: self.activated.emit(self.model.payloads[idx.row()]))
         self.notice = QLabel(f"Scores {HIDDEN_TEXT}")
         self.notice.setObjectName("muted")
@@ -122,6 +130,32 @@ class RunsList(QWidget):
     def computing(self) -> bool:
         return self.ctx.background.busy(self)
 
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.table and event.type() == QEvent.Type.FontChange:
+            self._fit_figures()
+        return False
+
+    def _fit_figures(self) -> None:
+        """Give the figure columns the width of the widest text they can hold for the listed runs — "computing…"
+        or a figure — so that nothing moves when a figure replaces "computing…" (sized to their contents, they did).
+        Decided when the runs are listed, from what is known then: their kinds and whether they finished."""
+        metrics = self.table.fontMetrics()
+        digit = max("0123456789", key=metrics.horizontalAdvance)
+        margin = 2 * (self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self.table) + 1)
+        header = self.table.horizontalHeader()
+        for n, title in enumerate(self.model.columns):
+            if title not in WIDEST:
+                continue
+            texts = [COMPUTING]
+            for r in self.runs.values():
+                kind = r.strategy if r.strategy in ("pope", "open") else "mcq"
+                if (widest := WIDEST[title].get(kind)) is not None:
+                    marked = title in SCORE_COLUMNS and r.status != "finished"
+                    texts.append(f"{widest} {PARTIAL_MARK}" if marked else widest)
+            width = max(metrics.horizontalAdvance("".join(digit if c.isdigit() else c for c in t)) for t in texts)
+            header.setSectionResizeMode(n, QHeaderView.ResizeMode.Fixed)
+            header.resizeSection(n, max(width + margin, header.sectionSizeHint(n)))
+
     def reload(self) -> None:
         if not when_shown(self, self.reload):
             self.ctx.background.cancel(self)
@@ -133,7 +167,7 @@ class RunsList(QWidget):
         self.summaries, due = {}, []
         for r in self.runs.values():
             known = self._known.get(r.id)
-            if known is not None and known[0] == _state(r):
+            if known is not None and known[0] == figures_state(r):
                 if known[1] is not None:
                     self.summaries[r.id] = known[1]
             else:
@@ -146,6 +180,7 @@ class RunsList(QWidget):
             colours.update({(i, n): c for n, c in cell_colours.items()})
             tips.update({(i, n): t for n, t in cell_tips.items()})
         self.model.set_rows(rows, list(self.runs), colours=colours, tooltips=tips)
+        self._fit_figures()
         self.select(keep)
         self.listed.emit()
         if due:
@@ -158,7 +193,7 @@ class RunsList(QWidget):
         run = self.runs.get(run_id)
         if run is None:
             return
-        self._known[run_id] = (_state(run), summary, describe_tokens(usage) if usage.passes else None)
+        self._known[run_id] = (figures_state(run), summary, describe_tokens(usage) if usage.passes else None)
         if summary is not None:
             self.summaries[run_id] = summary
         else:
@@ -242,7 +277,12 @@ class RunsList(QWidget):
         """A listed run (status, model, benchmark: known at once, unlike its figures)."""
         return self.runs.get(run_id)
 
+    def figures_key(self, run_ids: list[int]) -> tuple:
+        """What the listing says of these runs' passes: while it is the same, figures computed from them are too."""
+        states = (figures_state(r) if (r := self.runs.get(i)) is not None else None for i in run_ids)
+        return (self.ctx.figures_epoch, tuple(run_ids), *states)
 
-def _state(run: runs.Run) -> tuple:
+
+def figures_state(run: runs.Run) -> tuple:
     """What a run's row says of its passes: while it is the same, the figures computed from them are too."""
     return (run.status, run.predictions, run.updated_at, run.finished_at)

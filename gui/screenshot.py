@@ -118,6 +118,8 @@ def _prepare_launcher(window, shot: Shot) -> None:
 
 
 def _prepare_results(window, shot: Shot) -> None:
+    from PySide6.QtWidgets import QApplication
+
     from evaluator.analysis.plots import bar_target
 
     dash = window.view("results")
@@ -126,6 +128,7 @@ def _prepare_results(window, shot: Shot) -> None:
     if not run_ids:
         raise ScreenshotError("--view results: the benchmark has no runs (vlmdesk run …)")
     dash.show_runs(run_ids, chart=shot.chart)
+    settle(QApplication.instance(), window)  # the reports are computed off the GUI thread: the bars come then
     # The items behind a bar, as after a click: the first ability's CircularEval bar of the first run (an open run:
     # its first category's bar).
     bars = [bar_target(b) for b in dash.chart.bars()]
@@ -151,10 +154,13 @@ def _prepare_desiderata(window, shot: Shot) -> None:
 
 
 def _prepare_groups(window, shot: Shot) -> None:
+    from PySide6.QtWidgets import QApplication
+
     dash = window.view("results")
     window.show_view("results")
     dash.pages.setCurrentWidget(dash.groups)
     dash.groups.refresh()
+    settle(QApplication.instance(), window)  # the report is computed off the GUI thread: its models come then
     models = [dash.groups.models.item(r).text() for r in range(dash.groups.models.count())]
     dash.groups.show_models(models)  # every model overlaid
 

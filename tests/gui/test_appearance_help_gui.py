@@ -21,6 +21,7 @@ def test_dark_mode_and_text_size_are_applied_and_remembered(qtbot, demo_ws, make
         assert app.palette().color(QPalette.ColorRole.Window).lightness() < 60
         assert "#202124" in app.styleSheet() and window.theme_actions["dark"].isChecked()
         window.show_results([1])
+        qtbot.waitUntil(lambda: not window.view("results").computing, timeout=10_000)  # reports come from the worker
         figure = window.view("results").chart.figure
         assert to_hex(figure.get_facecolor()) == "#202124"  # the chart was drawn again, dark
         assert to_hex(figure.axes[0].title.get_color()) == "#e8eaed"
@@ -70,6 +71,7 @@ def test_the_clicked_bar_is_outlined_visibly_in_dark_mode(qtbot, demo_ws, make_w
         window.set_appearance(theme="dark", font_scale=1.0)
         window.show_results([1])
         results = window.view("results")
+        qtbot.waitUntil(lambda: not results.computing, timeout=10_000)
         results.show_items_of({"run": "1", "level": "all", "strategy": "circular"})
         outlined = [b for b in results.chart.bars() if b.get_linewidth() > 0]
         background = to_hex(results.chart.figure.get_facecolor())

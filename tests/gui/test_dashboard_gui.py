@@ -40,6 +40,7 @@ def test_ability_and_drop_charts_are_the_reports_figures(qtbot, three_runs, make
     dash = window.view("results")
     window.show_view("results")  # a tab out of sight computes nothing
     dash.show_runs([1, 2, 3], chart="l2")
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)  # the reports come from the worker
     with open_workspace(three_runs) as ws:
         reports = {i: run_report(ws, i) for i in (1, 2, 3)}
     heights = _heights(dash.chart)
@@ -55,12 +56,14 @@ def test_ability_and_drop_charts_are_the_reports_figures(qtbot, three_runs, make
     assert heights == pytest.approx(expected)
     assert any(h > 0 for h in heights.values())
     dash.show_runs([1, 2], chart="category")
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
     heights = _heights(dash.chart)
     for name, scores in reports[2].mcq.by_category.items():
         assert heights[_key(run=2, level="category", group=name, strategy="circular")] == pytest.approx(
             100 * scores.circular
         )
     dash.show_runs([1, 2, 3], chart="drop")  # the vanilla run has no CircularEval figure: left out
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
     assert _heights(dash.chart) == pytest.approx(
         {
             _key(run=r, level="all", strategy=s): 100 * getattr(reports[r].mcq.overall, s)
@@ -75,6 +78,7 @@ def test_pope_chart_and_mixed_selection(qtbot, three_runs, make_window):
     dash = window.view("results")
     window.show_view("results")
     dash.show_runs([4])
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
     assert dash.kind.currentData() == "pope"
     with open_workspace(three_runs) as ws:
         report = run_report(ws, 4)
@@ -86,6 +90,7 @@ def test_pope_chart_and_mixed_selection(qtbot, three_runs, make_window):
         }
     )
     dash.show_runs([2, 4])
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
     assert dash.chart.bars() == [] and "cannot share a chart" in dash.chart.figure.texts[0].get_text()
 
 
@@ -94,6 +99,7 @@ def test_clicking_a_bar_lists_its_items_and_an_item_opens_in_review(qtbot, three
     dash = window.view("results")
     window.show_view("results")
     dash.show_runs([2], chart="l2")
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
     chart = dash.chart
     chart.canvas.draw()
     bar = next(
@@ -129,6 +135,7 @@ def test_exports_chart_table_and_predictions(qtbot, three_runs, make_window, tmp
     dash = window.view("results")
     window.show_view("results")
     dash.show_runs([2], chart="l2")
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
     assert dash.chart.export(tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
     assert b"<svg" in dash.chart.export(tmp_path / "c.svg").read_bytes()[:400]
     dash.show_items_of({"run": "2", "level": "all", "strategy": "circular"})

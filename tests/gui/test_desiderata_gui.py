@@ -42,6 +42,7 @@ def test_desiderata_page_shows_the_report_and_its_figures(qtbot, variant_runs, m
     dash.pages.setCurrentWidget(dash.desiderata)
     view = dash.desiderata
     view.show_runs([1, 3], figure="robustness")
+    qtbot.waitUntil(lambda: not view.computing, timeout=10_000)  # the report comes from the worker
     with open_workspace(variant_runs) as ws:
         expected = desiderata_report(ws, [1, 3])
     assert view.text.toPlainText() == format_report(expected)
@@ -49,10 +50,12 @@ def test_desiderata_page_shows_the_report_and_its_figures(qtbot, variant_runs, m
     heights = [p.get_height() for p in view.chart.figure.axes[0].patches if p.get_width() > 0]
     assert heights == [pytest.approx(rrm)]
     view.show_runs([2], figure="reliability")
+    qtbot.waitUntil(lambda: not view.computing, timeout=10_000)
     with open_workspace(variant_runs) as ws:
         cal = desiderata_report(ws, [2]).models[0].dimensions["calibration"]
     assert f"ECE {cal.value:.4f}" in view.chart.figure.axes[0].get_title()
     view.show_runs([1, 2, 3], figure="radar")
+    qtbot.waitUntil(lambda: not view.computing, timeout=10_000)
     assert view.chart.figure.axes[0].name == "polar"
     assert "vlmdesk run --bench demo --model baseline:first --label-map natural:0" in view.text.toPlainText()
 
@@ -64,12 +67,14 @@ def test_blind_mode_computes_and_shows_nothing(qtbot, variant_runs, make_window)
     window.show_view("results")
     dash.pages.setCurrentWidget(view)
     view.show_runs([1, 3])
+    qtbot.waitUntil(lambda: not view.computing, timeout=10_000)
     assert view.text.toPlainText()
     window.blind_action.setChecked(True)
     assert dash.cover.hidden and view.report is None and view.text.toPlainText() == ""
     view.show_runs([1, 2, 3])
-    assert view.report is None and view.text.toPlainText() == ""
+    assert not view.computing and view.report is None and view.text.toPlainText() == ""  # nothing asked of the worker
     window.blind_action.setChecked(False)
+    qtbot.waitUntil(lambda: not view.computing, timeout=10_000)
     assert view.report is not None and format_report(view.report) == view.text.toPlainText()
 
 

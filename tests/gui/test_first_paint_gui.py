@@ -2,6 +2,7 @@
 shown runs list says "computing…" until a worker has computed its figures, which then replace it; results of a
 reload that came later are never overwritten by an earlier one's."""
 
+import dataclasses
 import sqlite3
 import threading
 
@@ -12,6 +13,7 @@ from evaluator.analysis import report
 from gui import runs_list
 from gui.runs_list import COMPUTING, pct, score
 from tests.gui.test_dashboard_gui import three_runs  # noqa: F401 (fixture)
+from vlmdesk.cli import main as cli_main
 
 
 def _runs_workspace(path, items: int, runs: int = 3, passes_per_item: int = 4):
@@ -166,3 +168,216 @@ def test_figures_of_a_reload_are_not_overwritten_by_an_earlier_one(qtbot, demo_w
     qtbot.waitUntil(lambda: window.ctx.background.pool.activeThreadCount() == 0, timeout=10_000)
     QApplication.processEvents()  # its queued results, if it sent any
     assert view.model.rows[0][view.model.columns.index("Circular")] == circular != "99.9 %"
+
+
+def _canvas_place(chart):
+    """Where the chart's canvas is in the window, once the layout has placed it."""
+    QApplication.processEvents()
+    canvas = chart.canvas
+    return canvas.mapTo(canvas.window(), canvas.rect().topLeft()), canvas.size()
+
+
+def _gated(monkeypatch, module, name, gate: threading.Event, calls: list):
+    """`module.name` waits at `gate` (the worker's thread) before computing; each call's arguments noted."""
+    real = getattr(module, name)
+
+    def held(ws, *args, **kwargs):
+        calls.append(args)
+        gate.wait(30)
+        return real(ws, *args, **kwargs)
+
+    monkeypatch.setattr(module, name, held)
+
+
+def test_the_results_chart_says_computing_in_its_place_then_draws_the_reports(
+    qtbot,
+    three_runs,  # noqa: F811
+    make_window,
+    monkeypatch,
+):
+    import gui.dashboard_view as dashboard_view
+    from evaluator.analysis.plots import bar_target
+
+    gate, calls = threading.Event(), []
+    _gated(monkeypatch, dashboard_view, "run_report", gate, calls)
+    window = make_window(three_runs)
+    dash = window.view("results")
+    window.show_view("results")
+    dash.show_runs([1, 2], chart="l2")
+    assert dash.computing and dash.reports == []
+    assert [t.get_text() for t in dash.chart.figure.texts] == [COMPUTING] and dash.chart.bars() == []
+    assert dash.chart.title.text() == "Per L2 ability · runs 1, 2"  # the title it will have: the bar keeps its height
+    waiting = _canvas_place(dash.chart)
+    gate.set()
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
+    with open_workspace(three_runs) as ws:
+        expected = {i: report.run_report(ws, i) for i in (1, 2)}
+    assert dash.reports == [expected[1], expected[2]]
+    heights = {tuple(sorted(bar_target(p).items())): p.get_height() for p in dash.chart.bars()}
+    for run_id, r in expected.items():
+        for strategy in ("vanilla", "circular"):
+            key = tuple(sorted({"run": str(run_id), "level": "all", "strategy": strategy}.items()))
+            assert heights[key] == 100 * (getattr(r.mcq.overall, strategy) or 0)
+    assert _canvas_place(dash.chart) == waiting  # the chart came where "computing…" was, at its size
+    # Another chart of the same runs is drawn from the reports in hand: nothing computed again.
+    asked = len(calls)
+    dash.kind.setCurrentIndex(dash.kind.findData("drop"))
+    assert not dash.computing and len(calls) == asked and dash.chart.bars()
+
+
+def test_a_slow_report_of_runs_no_longer_chosen_is_not_drawn(qtbot, three_runs, make_window, monkeypatch):  # noqa: F811
+    import gui.dashboard_view as dashboard_view
+
+    real = dashboard_view.run_report
+    slow, started = threading.Event(), threading.Event()
+
+    def run_report(ws, run_id):
+        if run_id == 2:  # slow, and what it would draw is run 3's report
+            started.set()
+            slow.wait(30)
+            return real(ws, 3)
+        return real(ws, run_id)
+
+    monkeypatch.setattr(dashboard_view, "run_report", run_report)
+    window = make_window(three_runs)
+    dash = window.view("results")
+    window.show_view("results")
+    dash.show_runs([2])
+    qtbot.waitUntil(started.is_set, timeout=5000)
+    dash.show_runs([1])
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
+    assert [r.run_id for r in dash.reports] == [1]
+    slow.set()  # the first task ends now: what it computed is stale
+    qtbot.waitUntil(lambda: window.ctx.background.pool.activeThreadCount() == 0, timeout=10_000)
+    QApplication.processEvents()  # its queued results, if it sent any
+    assert [r.run_id for r in dash.reports] == [1] and dash.chart.title.text() == "Per L2 ability · run 1"
+
+
+def test_blind_results_ask_the_worker_for_nothing(qtbot, three_runs, make_window, monkeypatch):  # noqa: F811
+    import gui.dashboard_view as dashboard_view
+
+    gate, calls = threading.Event(), []
+    gate.set()
+    _gated(monkeypatch, dashboard_view, "run_report", gate, calls)
+    window = make_window(three_runs, blind=True)
+    dash = window.view("results")
+    window.show_results([1, 2])
+    assert dash.cover.hidden and not dash.computing and calls == []
+    window.blind_action.setChecked(False)  # the cover goes: now the chart is computed
+    assert dash.computing
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
+    assert [r.run_id for r in dash.reports] == dash.runs.selected_run_ids() and dash.chart.bars()
+
+
+def test_the_desiderata_page_says_computing_then_shows_the_report(qtbot, three_runs, make_window, monkeypatch):  # noqa: F811
+    import gui.desiderata_view as desiderata_view
+    from evaluator.analysis.desiderata import desiderata_report, format_report
+
+    gate, calls = threading.Event(), []
+    _gated(monkeypatch, desiderata_view, "desiderata_report", gate, calls)
+    window = make_window(three_runs)
+    dash = window.view("results")
+    window.show_view("results")
+    dash.pages.setCurrentWidget(dash.desiderata)
+    view = dash.desiderata
+    view.show_runs([1, 2, 4], figure="radar")
+    assert view.computing and view.report is None
+    assert [t.get_text() for t in view.chart.figure.texts] == [COMPUTING]
+    assert view.text.toPlainText() == "" and view.text.placeholderText() == COMPUTING
+    waiting = _canvas_place(view.chart)
+    gate.set()
+    qtbot.waitUntil(lambda: not view.computing, timeout=10_000)
+    with open_workspace(three_runs) as ws:
+        expected = desiderata_report(ws, [1, 2, 4])
+    assert view.report == expected and view.text.toPlainText() == format_report(expected)
+    assert view.chart.figure.axes[0].name == "polar" and _canvas_place(view.chart) == waiting
+    # The robustness figure of the same report is drawn from the one in hand.
+    asked = len(calls)
+    view.figure.setCurrentIndex(view.figure.findData("robustness"))
+    assert not view.computing and len(calls) == asked
+
+
+def test_a_slow_desiderata_report_of_runs_no_longer_chosen_is_not_shown(qtbot, three_runs, make_window, monkeypatch):  # noqa: F811
+    import gui.desiderata_view as desiderata_view
+    from evaluator.analysis.desiderata import format_report
+
+    real = desiderata_view.desiderata_report
+    slow, started = threading.Event(), threading.Event()
+
+    def desiderata_report(ws, run_ids, **kwargs):
+        if list(run_ids) == [2]:  # slow, and what it would show is run 4's report
+            started.set()
+            slow.wait(30)
+            return real(ws, [4], **kwargs)
+        return real(ws, run_ids, **kwargs)
+
+    monkeypatch.setattr(desiderata_view, "desiderata_report", desiderata_report)
+    window = make_window(three_runs)
+    dash = window.view("results")
+    window.show_view("results")
+    dash.pages.setCurrentWidget(dash.desiderata)
+    view = dash.desiderata
+    view.show_runs([2])
+    qtbot.waitUntil(started.is_set, timeout=5000)
+    view.show_runs([1])
+    qtbot.waitUntil(lambda: not view.computing, timeout=10_000)
+    shown = view.text.toPlainText()
+    assert view.report is not None and view.report.run_ids == (1,) and shown == format_report(view.report)
+    slow.set()
+    qtbot.waitUntil(lambda: window.ctx.background.pool.activeThreadCount() == 0, timeout=10_000)
+    QApplication.processEvents()
+    assert view.report.run_ids == (1,) and view.text.toPlainText() == shown
+
+
+def test_the_groups_page_says_computing_then_draws_the_radar(qtbot, three_runs, make_window, monkeypatch):  # noqa: F811
+    import gui.groups_view as groups_view
+    from evaluator.analysis.groups import format_groups, groups_report
+
+    assert cli_main(["--workspace", str(three_runs), "benchmarks", "tag", "demo", "--group", "perception"]) == 0
+    gate, calls = threading.Event(), []
+    _gated(monkeypatch, groups_view, "groups_report", gate, calls)
+    window = make_window(three_runs)
+    dash = window.view("results")
+    window.show_view("results")
+    dash.pages.setCurrentWidget(dash.groups)
+    page = dash.groups
+    assert page.computing and [t.get_text() for t in page.chart.figure.texts] == [COMPUTING]
+    gate.set()
+    qtbot.waitUntil(lambda: not page.computing, timeout=10_000)
+    with open_workspace(three_runs) as ws:
+        expected = groups_report(ws)
+    assert page.report == expected and page.chart.figure.axes[0].name == "polar"
+    assert page.selected_models() == [expected.models[0].model]  # the first model, chosen when none was
+    assert page.text.toPlainText() == format_groups(dataclasses.replace(expected, models=expected.models[:1]))
+
+
+def test_the_figure_columns_keep_their_width_when_the_figures_come(qtbot, three_runs, make_window, monkeypatch):  # noqa: F811
+    from PySide6.QtWidgets import QStyle
+
+    held = _Held(monkeypatch)
+    with sqlite3.connect(three_runs) as conn:  # an unfinished run: its figures are marked "(partial)"
+        conn.execute("UPDATE runs SET status = 'interrupted' WHERE id = 2")
+    window = make_window(three_runs)
+    window.resize(1024, 700)
+    lists = [window.view("runs").runs, window.view("results").runs]
+    widths = []
+    for name, view in zip(("runs", "results"), lists):
+        window.show_view(name)
+        assert view.computing
+        header = view.table.horizontalHeader()
+        columns = [n for n, t in enumerate(view.model.columns) if t in runs_list.WIDEST]
+        assert all(view.model.rows[0][n] == COMPUTING for n in columns)
+        widths.append([header.sectionSize(n) for n in columns])
+    held.gate.set()
+    for view, before in zip(lists, widths):
+        qtbot.waitUntil(lambda view=view: not view.computing, timeout=10_000)
+        header = view.table.horizontalHeader()
+        columns = [n for n, t in enumerate(view.model.columns) if t in runs_list.WIDEST]
+        assert [header.sectionSize(n) for n in columns] == before  # nothing moved
+        metrics = view.table.fontMetrics()
+        margin = 2 * (view.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view.table) + 1)
+        for row in view.model.rows:
+            assert COMPUTING not in row
+            for n in columns:  # each figure fits its column whole
+                assert metrics.horizontalAdvance(row[n]) + margin <= header.sectionSize(n), (row[n], n)
+        assert any(runs_list.PARTIAL_MARK in row[columns[0]] for row in view.model.rows)

@@ -49,6 +49,7 @@ def test_tag_from_the_context_menu_then_the_groups_radar(qtbot, ws_with_pope, ma
     window.show_view("results")
     dash.pages.setCurrentWidget(dash.groups)
     page = dash.groups
+    qtbot.waitUntil(lambda: not page.computing, timeout=10_000)  # the report comes from the worker
     assert [page.models.item(r).text() for r in range(page.models.count())] == ["baseline:first"]
     assert page.text.toPlainText() == format_groups(expected)
     (ax,) = page.chart.figure.axes
@@ -68,6 +69,7 @@ def test_tag_from_the_context_menu_then_the_groups_radar(qtbot, ws_with_pope, ma
     for box in dialog.boxes.values():
         box.setChecked(False)
     dialog.accept()
+    qtbot.waitUntil(lambda: not page.computing, timeout=10_000)
     assert page.report is not None and page.report.models[0].figure("perception").value is None
 
 

@@ -44,6 +44,7 @@ def test_open_bars_are_the_reports_metrics_and_a_click_lists_the_items(qtbot, op
     dash = window.view("results")
     window.show_view("results")
     dash.show_runs([2])
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)  # the reports come from the worker
     assert dash.kind.currentData() == "open"
     with open_workspace(open_ws) as ws:
         report = run_report(ws, 2)
@@ -90,6 +91,7 @@ def test_open_and_multiple_choice_runs_do_not_share_a_chart(qtbot, open_ws, make
     dash = window.view("results")
     window.show_view("results")
     dash.show_runs([1, 2])
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
     assert dash.chart.bars() == [] and "cannot share a chart" in dash.chart.figure.texts[0].get_text()
     with open_workspace(open_ws) as ws:
         summary = run_summary(ws, 2)
@@ -106,6 +108,7 @@ def test_the_open_chart_and_its_items_keep_their_contrast(qtbot, open_ws, make_w
         window.resize(1024, 700)
         window.show_results([2])
         dash = window.view("results")
+        qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
         dash.show_items_of({"run": "2", "level": "category", "group": "counting", "metric": "word_match"})
         qtbot.wait(10)
         assert dash.kind.currentData() == "open" and dash.chart.bars()

@@ -76,6 +76,7 @@ def test_text_only_runs_are_marked_and_the_item_list_follows_the_run(qtbot, demo
 
     results = window.view("results")
     window.show_results([1, 2])
+    qtbot.waitUntil(lambda: not results.computing, timeout=WAIT)  # the reports come from the worker
     bars = results.chart.bars()
     assert bars and all(bar.get_height() >= 0 for bar in bars)
     # Every bar carries its value (text artists next to the bars), and the clicked one is outlined.

@@ -20,6 +20,7 @@ def test_a_garbage_stored_config_does_not_stop_the_runs_and_results_views(qtbot,
     assert view.runs.model.rows[row][1] == "finished"
     window.show_results([1])
     dash = window.view("results")
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)  # the report comes from the worker
     assert [r.run_id for r in dash.reports] == [1] and dash.reports[0].problems
 
 

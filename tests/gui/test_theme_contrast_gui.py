@@ -158,11 +158,13 @@ def _states(window, qtbot):
     app.processEvents()
     yield "review: the answer key"
     window.show_results([1])
+    results = window.view("results")
+    qtbot.waitUntil(lambda: not results.computing, timeout=10_000)  # the chart, not "computing…"
     app.processEvents()
     yield "results: run 1's chart"
-    results = window.view("results")
     results.pages.setCurrentWidget(results.desiderata)
     results.desiderata.show_runs([1])
+    qtbot.waitUntil(lambda: not results.desiderata.computing, timeout=10_000)
     app.processEvents()
     yield "results: desiderata"
     results.pages.setCurrentIndex(0)
