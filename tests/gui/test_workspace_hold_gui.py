@@ -227,7 +227,8 @@ def _drop_locks(path: Path) -> None:
         os.close(os.open(f"{path}{suffix}", os.O_RDONLY))
 
 
-def test_the_wal_replaced_under_the_app_the_next_verdict_is_not_lost(qtbot, demo_ws, make_window):
+def test_the_wal_replaced_under_the_app_the_next_verdict_is_not_lost(qtbot, demo_ws, make_window, monkeypatch):
+    monkeypatch.setattr("db.workspace.description_lock", lambda *args, **kwargs: False)  # unguarded (ADR 0046)
     window = make_window(demo_ws, advance=False)
     window.show_view("review")
     review = window.view("review")
@@ -252,7 +253,10 @@ def test_the_wal_replaced_under_the_app_the_next_verdict_is_not_lost(qtbot, demo
     assert_workspace_shared_cleanly(qtbot, window)
 
 
-def test_locks_dropped_by_a_library_are_regained_before_anyone_deletes_the_wal(qtbot, demo_ws, make_window):
+def test_locks_dropped_by_a_library_are_regained_before_anyone_deletes_the_wal(
+    qtbot, demo_ws, make_window, monkeypatch
+):
+    monkeypatch.setattr("db.workspace.description_lock", lambda *args, **kwargs: False)  # unguarded (ADR 0046)
     window = make_window(demo_ws, advance=False)
     if not window.ws._hold.locks_visible:
         pytest.skip("this system does not show POSIX locks in /proc/locks")
@@ -267,6 +271,19 @@ def test_locks_dropped_by_a_library_are_regained_before_anyone_deletes_the_wal(q
     _other_opens_closes_then_writes(demo_ws, "theirs-after")
     assert os.stat(f"{demo_ws}-wal").st_ino == wal  # the app held it: nobody took themselves for the last user
     qtbot.waitUntil(lambda: _app_sees(window, "theirs-after"), timeout=2000)
+
+
+def test_guarded_locks_dropped_by_a_library_need_no_reconnection_and_the_wal_stays(qtbot, demo_ws, make_window):
+    """ADR 0046: the guard's locks survive the library's close; another process closing leaves the app's -wal."""
+    window = make_window(demo_ws, advance=False)
+    if not window.ws._hold.guarded:
+        pytest.skip("this system has no open-file-description locks")
+    wal = os.stat(f"{demo_ws}-wal").st_ino
+    _drop_locks(demo_ws)
+    _other_opens_closes_then_writes(demo_ws, "theirs-guarded")
+    assert os.stat(f"{demo_ws}-wal").st_ino == wal and window.ws.hold_lost() is None
+    qtbot.waitUntil(lambda: _app_sees(window, "theirs-guarded"), timeout=2000)
+    assert not window.ws.reconnections
 
 
 def test_after_another_process_wrote_every_tab_keeps_the_window_active(qtbot, demo_ws, make_window):
