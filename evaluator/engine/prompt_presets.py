@@ -17,7 +17,6 @@ asks API models with — for openai: servers, baselines and unknown families.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,14 +182,19 @@ def choose_prompt(choice: str | None, kind: str, model_spec: str) -> ChosenPromp
     return ChosenPrompt(None, load_template(choice, kind))
 
 
+MAX_CONFIG_BYTES = 2**20  # a model's config.json holds a few KB
+
+
 def model_type_of(model_spec: str) -> str | None:
     """The transformers model_type of an hf: spec's model, from its config.json (a local directory, or the hub
     cache — fetched like `from_pretrained` would when not there), never loading weights; None for other backends.
-    InvalidInput when the config cannot be read."""
+    The file is read through the importers' bounded door (a regular file of at most MAX_CONFIG_BYTES, JSON of bounded
+    depth). InvalidInput when the config cannot be read."""
     if not model_spec.startswith("hf:"):
         return None
     from evaluator.backends.base import BackendError
     from evaluator.backends.hf import hf_options, require_hf
+    from evaluator.formats.importers.common import Refused, json_loads, read_regular
 
     try:
         model, _ = hf_options(model_spec.removeprefix("hf:"))
@@ -206,8 +210,9 @@ def model_type_of(model_spec: str) -> str | None:
             from huggingface_hub import hf_hub_download
 
             config = Path(hf_hub_download(model, "config.json"))
-        with open(config, encoding="utf-8") as f:
-            loaded = json.load(f)
+        loaded = json_loads(read_regular(config, MAX_CONFIG_BYTES, "limit for a config.json").decode("utf-8"))
+    except Refused as exc:  # a FIFO, a device, a link to one, a file of gigabytes: said as it is
+        raise InvalidInput(f"--prompt {VLMEVALKIT}: cannot read the model type of {model[:100]!r}: {exc}") from None
     except Exception as exc:  # OSError, the hub's errors (offline, not found), bad JSON
         raise InvalidInput(
             f"--prompt {VLMEVALKIT}: cannot read the model type of {model[:100]!r} (config.json: "

@@ -296,3 +296,40 @@ def test_the_chinese_instruction_follows_vlmevalkits_test_not_the_items_language
     assert llava.render(question="Which?", hint="", options=("a", "b"), language="en") == (
         "Which?\nA. a\nB. b" + english
     )
+
+
+@pytest.mark.parametrize("kind", ["a FIFO", "a link to /dev/zero", "a sparse file of 1 GB", "nested 100,000 deep"])
+def test_a_hostile_config_json_is_one_line_through_the_bounded_door(tmp_path, kind):
+    """Issue 40 §6: `--prompt vlmevalkit` read an hf: folder's config.json with a plain open(): a FIFO hung, a link to
+    /dev/zero reached 7.5 GB, a sparse 1 GB file 2.1 GB. It goes through the importers' door (a regular file of at
+    most 1 MB, JSON of bounded depth): one line, exit 2, no run stored. The real CLI, in a child process."""
+    import os
+
+    from tests.test_errors import one_line_error, vlmdesk
+
+    model = tmp_path / "model"
+    model.mkdir()
+    config = model / "config.json"
+    says = {
+        "a FIFO": "config.json is a FIFO (named pipe), not a regular file",
+        "a link to /dev/zero": "config.json is a character device, not a regular file",
+        "a sparse file of 1 GB": "config.json is 1024 MB, over the limit for a config.json of 1.0 MB",
+        "nested 100,000 deep": "(config.json: JsonTooDeep)",
+    }[kind]
+    if kind == "a FIFO":
+        os.mkfifo(config)
+    elif kind == "a link to /dev/zero":
+        config.symlink_to("/dev/zero")
+    elif kind == "a sparse file of 1 GB":
+        with open(config, "wb") as f:
+            f.truncate(2**30)
+    else:
+        config.write_text("[" * 100_000 + "]" * 100_000)
+    ws = tmp_path / "ws.sqlite"
+    assert vlmdesk("--workspace", str(ws), "demo").returncode == 0
+    proc = vlmdesk("--workspace", str(ws), "run", "--bench", "demo", "--model", f"hf:{model}", "--prompt", "vlmevalkit")
+    assert proc.returncode == 2, proc.stderr
+    line = one_line_error(proc)
+    assert line.startswith(f"error: --prompt vlmevalkit: cannot read the model type of {str(model)!r}") and says in line
+    with open_workspace(ws) as w:
+        assert runs.list_runs(w) == []

@@ -189,6 +189,16 @@ def open_regular(path: Path, max_bytes: int, what: str = "limit") -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
+def read_regular(path: Path, max_bytes: int, what: str = "limit") -> bytes:
+    """The whole of a regular file of at most max_bytes (open_regular's checks; a file that grows past the bound after
+    the check is refused too); raises Refused or OSError."""
+    with open_regular(path, max_bytes, what) as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise Refused(f"{path} grew past the {what} of {_mb(max_bytes)} while it was read")
+    return data
+
+
 def inside(path: Path, root: Path) -> bool:
     """Whether path, with every symlink and '..' resolved, lies in the folder root (resolved the same way)."""
     real, real_root = os.path.realpath(path), os.path.realpath(root)
