@@ -4,8 +4,10 @@ An entry is plain data (Qt-free): its name, the spec syntax it reads, a line of 
 shows, and the functions that validate and build it. A registry collects its entries from module attributes
 (e.g. ``BACKENDS = (BackendEntry(…),)``): from its built-in modules, and from every module named in the
 environment variable ``VLMDESK_PLUGINS`` (comma-separated importable module names) — so a backend, an extractor
-or a metric is added by writing one module, without editing vlmdesk. Nothing is imported before a registry is
-first asked, and what an entry needs to build (torch, an HTTP client) is imported only when it is built.
+or a metric is added by writing one module, without editing vlmdesk. Importing a plugin runs its code, in every
+command that asks a registry (``--help`` and read-only commands included): the README says so to users. Nothing is
+imported before a registry is first asked, and what an entry needs to build (torch, an HTTP client) is imported only
+when it is built.
 See docs/architecture.md, "Registries".
 """
 
@@ -14,8 +16,10 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -76,10 +80,14 @@ def plugin_names() -> tuple[str, ...]:
 
 
 def _import_plugin(name: str) -> ModuleType:
+    """The module, imported (its code runs); PluginError naming it and what failed, whatever its code raised."""
     try:
         return importlib.import_module(name)
-    except ImportError as exc:  # ModuleNotFoundError, or an import inside the plugin failing
-        raise PluginError(f"{PLUGINS_ENV}: cannot import {name!r}: {exc}") from None
+    except Exception as exc:  # a missing module or dependency, a syntax error, anything the plugin's code raises
+        where = traceback.extract_tb(exc.__traceback__)[-1:] if not isinstance(exc, ImportError) else []
+        at = f" (at {Path(where[0].filename).name}:{where[0].lineno})" if where else ""
+        what = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]  # one line, however long the message
+        raise PluginError(f"{PLUGINS_ENV}: cannot import {name!r}: {what}{at}") from None
 
 
 class Registry(Generic[E]):
@@ -107,13 +115,22 @@ class Registry(Generic[E]):
         if self._entries is not None and plugins == self._plugins:
             return self._entries
         entries: dict[str, E] = {}
-        modules = [importlib.import_module(n) for n in self._modules()]
-        modules += [_import_plugin(n) for n in plugins]
-        for module in modules:
-            for entry in getattr(module, self.attribute, ()):
+        builtins = [importlib.import_module(n) for n in self._modules()]
+        # A plugin's entries are of the class the built-in ones are (e.g. BackendEntry): anything else would fail
+        # later, deep inside a command, instead of here with the plugin's name.
+        kinds = tuple({type(e) for module in builtins for e in getattr(module, self.attribute, ())})
+        for module in [*builtins, *(_import_plugin(n) for n in plugins)]:
+            declared = getattr(module, self.attribute, ())
+            where = f"{PLUGINS_ENV}: {module.__name__}.{self.attribute}"
+            if not isinstance(declared, (tuple, list)):
+                raise PluginError(f"{where} is of type {type(declared).__name__}, not a tuple of {self.kind} entries")
+            for n, entry in enumerate(declared, start=1):
+                if kinds and not isinstance(entry, kinds):
+                    expected = " or ".join(sorted(k.__name__ for k in kinds))
+                    raise PluginError(f"{where}: entry {n} is of type {type(entry).__name__}, not {expected}")
                 name = getattr(entry, "name", None)
                 if not isinstance(name, str) or not name:
-                    raise PluginError(f"{module.__name__}.{self.attribute}: an entry without a name")
+                    raise PluginError(f"{where}: entry {n} has no name")
                 if name in entries:
                     raise PluginError(f"{module.__name__}: {self.kind} {name!r} is registered twice")
                 entries[name] = entry

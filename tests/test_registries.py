@@ -154,6 +154,37 @@ def test_a_plugin_that_cannot_be_imported_or_clashes_is_one_error_line(ws_path, 
         REGISTRY.names()
 
 
+BROKEN_PLUGINS = {
+    "raises": ('def setup():\n    raise RuntimeError("no licence\\nfound")\n\n\nsetup()\n',
+               "cannot import 'raises': RuntimeError: no licence found (at raises.py:2)"),
+    "not_a_tuple": ("BACKENDS = 5\n", "not_a_tuple.BACKENDS is of type int, not a tuple of backend entries"),
+    "wrong_class": ("BACKENDS = ({'name': 'mine'},)\n",
+                    "wrong_class.BACKENDS: entry 1 is of type dict, not BackendEntry"),
+    "no_name": ("from evaluator.backends.baseline import BACKENDS as B\nimport dataclasses\n"
+                "BACKENDS = (dataclasses.replace(B[0], name=''),)\n", "no_name.BACKENDS: entry 1 has no name"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(BROKEN_PLUGINS))
+def test_a_plugin_that_raises_or_declares_a_malformed_entry_is_one_line_naming_it(tmp_path, name):
+    """Issue 40 §10: a plugin raising on import, or a malformed entry, printed a whole traceback. Now one line naming
+    the plugin and what failed, exit 2, for the command that asks the registry; --help leaves the plugin out."""
+    source, says = BROKEN_PLUGINS[name]
+    write_plugin(tmp_path / "mine", name, source)
+    env = {
+        **os.environ,
+        PLUGINS_ENV: name,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path / "mine"), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    ws = tmp_path / "ws.sqlite"
+    assert vlmdesk("--workspace", ws, "demo", env={k: v for k, v in env.items() if k != PLUGINS_ENV}).returncode == 0
+    proc = vlmdesk("--workspace", ws, "run", "--bench", "demo", "--model", "baseline:first", env=env)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr == f"error: {PLUGINS_ENV}: {says}\n"
+    helped = vlmdesk("run", "--help", env=env)
+    assert helped.returncode == 0 and "baseline:random" in helped.stdout and helped.stderr == ""
+
+
 def test_help_texts_list_the_registered_backends_and_extractors(capsys):
     for command in (["run"], ["qc", "text-only"], ["models"]):
         with pytest.raises(SystemExit):
