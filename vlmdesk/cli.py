@@ -169,7 +169,10 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
               vlmdesk --workspace my.sqlite items demo   use another workspace file
               vlmdesk --read-only report 1               read without any chance of writing
 
-            default workspace: {default_workspace_path()}"""),
+            default workspace: {default_workspace_path()}
+
+            VLMDESK_PLUGINS (module names, comma-separated) runs code: every command that asks for backends, formats
+            or metrics imports those modules, --help and read-only commands included. Name only modules you trust."""),
     )
     _workspace_option(parser)
     sub = cast(_Commands, parser.add_subparsers(dest="command", metavar="COMMAND", action=_Commands))
