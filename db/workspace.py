@@ -210,6 +210,7 @@ class Workspace:
         self._hold: Hold | None = None
         self._locks_read_at, self._locks_held = 0.0, True  # the last read of /proc/locks, and what it said
         self._guard: _Guard | None = None
+        self._closed = False
         self._changes_at_begin = 0  # the connection's total_changes when the write transaction began
         self._file_key = _file_key(path)
         if self._file_key is not None:
@@ -320,6 +321,9 @@ class Workspace:
             raise HoldLost(f"{self.path}: {reason}; this change was not saved (give it again)")
 
     def close(self) -> None:
+        if self._closed:  # closed already (a `with` after an explicit close): its -wal may be gone, nothing to do
+            return
+        self._closed = True
         guard, self._guard, last = self._guard, None, False
         if guard is not None:
             with _open_files_lock:
