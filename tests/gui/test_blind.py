@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 
 from annotation import alignment, qc, reviews
 from annotation.blind import HIDDEN_TEXT as HIDDEN
 from db import catalog, open_workspace, runs
 from evaluator.analysis.report import run_summary
 from gui.runs_list import pct
-from gui.screenshot import VIEWS, Shot, visible_texts
+from gui.screenshot import VIEWS, Shot, settle, visible_texts
 from vlmdesk.cli import main as cli_main
 
 pytestmark = pytest.mark.base  # also run in the base install (.ci/base-install)
@@ -152,6 +153,7 @@ def test_blind_mode_hides_every_marker_in_every_view(qtbot, seeded, make_window,
     markers = _markers(scores)
     window = make_window(path)
     VIEWS[shot.view](window, shot)
+    settle(QApplication.instance(), window)  # figures computed off the GUI thread (gui/background.py) are drawn
     if case == "models":  # a model test answers a demo item: its response, choice and key
         models = window.view("models")
         assert models.add_model("always-A", "baseline:first")
@@ -162,6 +164,7 @@ def test_blind_mode_hides_every_marker_in_every_view(qtbot, seeded, make_window,
 
     window.blind_action.setChecked(True)  # what the B key and View › Blind mode do
     VIEWS[shot.view](window, shot)
+    settle(QApplication.instance(), window)
     texts = visible_texts(window)
     allowed = {ADJ_RESPONSE} if case == "queue-adjudication" else set()  # the response to label is the task
     leaks = {name for name, test in markers.items() if name not in allowed and test(texts)}

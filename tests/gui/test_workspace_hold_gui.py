@@ -197,9 +197,10 @@ def test_every_file_dialog_beside_the_workspace_keeps_it_shared(qtbot, demo_ws, 
         )
     window = make_window(demo_ws, advance=False)
     qtbot.wait(100)
-    if name == "results: export predictions":  # enabled once one run is chosen
+    if name.startswith("results: export"):  # enabled once one run is chosen, and its chart drawn (from the worker)
+        results = window.view("results")
         window.show_view("results")
-        qtbot.waitUntil(lambda: window.view("results").export_preds.isEnabled(), timeout=3000)
+        qtbot.waitUntil(lambda: results.export_preds.isEnabled() and not results.computing, timeout=10_000)
     for suffix in ("-wal", "-shm"):
         assert os.path.exists(f"{demo_ws}{suffix}")
     seen = DialogAnswerer(demo_ws.parent).run(trigger(window))
