@@ -690,10 +690,11 @@ def _matches(path: Path, checksum: str, cap: int) -> bool:
         fd = open_no_wait(path)
     except OSError:
         return False
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
+        os.close(fd)
+        return False
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
-            return False
         digest = _hasher(checksum)
         _hash_into(f, digest)
     return bool(digest.hexdigest() == checksum.split(":", 1)[1])
