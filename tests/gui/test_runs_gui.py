@@ -52,6 +52,7 @@ def test_a_baseline_run_from_the_form_reports_progress_and_results(qtbot, demo_w
     assert view.runs.model.rows[row][6] == f"{100 * report.mcq.overall.circular:.1f} %"
     window.show_results([job.run_id])
     dash = window.view("results")
+    qtbot.waitUntil(lambda: not dash.computing, timeout=WAIT)  # its report comes from the worker
     assert [r.run_id for r in dash.reports] == [job.run_id] and dash.chart.bars()
     # Browse offers the new run in its run filter without reopening the workspace.
     run_filter = window.view("browse").run
