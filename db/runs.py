@@ -610,7 +610,7 @@ def token_usage(ws: Workspace, run_id: int) -> TokenUsage:
     count, and the sums (None when no pass has that count). A value outside what the door lets in (a file written
     by other tools) is not counted."""
     row = ws.conn.execute(
-        "SELECT token_passes, prompt_passes, prompt_tokens, completion_passes, completion_tokens FROM run_figures "
+        "SELECT token_passes, prompt_passes, prompt_tokens, completion_passes, completion_tokens FROM run_counts "
         "WHERE run_id = ?",
         (run_id,),
     ).fetchone()
@@ -635,12 +635,16 @@ class GroupFigures:
 @dataclass(frozen=True)
 class KeptFigures:
     """A run's figures under its own scoring as the workspace keeps them while passes are stored (migration 0021):
-    `questions` the items it asks, `sums` run_figures' sums over its items and passes by column name, `groups`
+    `questions` the items it asks, `sums` its sums over its items and passes by column name, `groups`
     level (l2, category, split) -> group name -> its figures, for every group holding a keyed item."""
 
     questions: int
     sums: dict[str, int]
     groups: dict[str, dict[str, GroupFigures]]
+
+
+# What run_group_figures sums per combination of a run's groups (migration 0021); a run's are the sums of its few.
+_COMBINATION_SUMS = ("vanilla", "circular", "unasked", "undecided_vanilla", "complete", "consistent")
 
 
 def kept_figures(ws: Workspace, run: Run) -> KeptFigures | None:
@@ -651,16 +655,27 @@ def kept_figures(ws: Workspace, run: Run) -> KeptFigures | None:
     items = row[0] if row else 0
     if run.strategy == "open" or (run.limit is not None and run.limit < items):
         return None
-    cur = ws.conn.execute("SELECT * FROM run_figures WHERE run_id = ?", (run.id,))
-    sums = dict(zip((d[0] for d in cur.description), cur.fetchone() or (), strict=False))
+    sums: dict[str, int] = {}
+    for table in ("run_figures", "run_counts"):  # POPE's sums; what the passes say (none stored yet: zeros)
+        cur = ws.conn.execute(f"SELECT * FROM {table} WHERE run_id = ?", (run.id,))
+        names = [d[0] for d in cur.description]
+        sums.update(zip(names, cur.fetchone() or (0,) * len(names), strict=True))
+    totals = ws.conn.execute(
+        f"SELECT {', '.join(f'coalesce(sum({s}), 0)' for s in _COMBINATION_SUMS)} FROM run_group_figures "
+        "WHERE run_id = ?",
+        (run.id,),
+    ).fetchone()
+    sums.update(zip(_COMBINATION_SUMS, totals, strict=True))
     groups: dict[str, dict[str, GroupFigures]] = {"l2": {}, "category": {}, "split": {}}
-    for level, name, questions, vanilla, circular, unasked in ws.conn.execute(
-        "SELECT g.level, g.name, g.answered, coalesce(f.vanilla, 0), coalesce(f.circular, 0), coalesce(f.unasked, 0) "
-        "FROM benchmark_groups g LEFT JOIN run_group_figures f ON f.run_id = ? AND f.level = g.level "
-        "AND f.name = g.name WHERE g.benchmark_id = ? AND g.answered > 0",
-        (run.id, run.benchmark_id),
-    ):
-        groups[level][name] = GroupFigures(questions, vanilla, circular, unasked)
+    for level in groups:
+        for name, questions, vanilla, circular, unasked in ws.conn.execute(
+            "SELECT g.name, g.answered, coalesce(f.vanilla, 0), coalesce(f.circular, 0), coalesce(f.unasked, 0) "
+            f"FROM benchmark_groups g LEFT JOIN (SELECT {level} AS name, sum(vanilla) AS vanilla, sum(circular) AS "
+            f"circular, sum(unasked) AS unasked FROM run_group_figures WHERE run_id = ? GROUP BY {level}) f "
+            "ON f.name = g.name WHERE g.benchmark_id = ? AND g.level = ? AND g.answered > 0",
+            (run.id, run.benchmark_id, level),
+        ):
+            groups[level][name] = GroupFigures(questions, vanilla, circular, unasked)
     return KeptFigures(items, sums, groups)
 
 

@@ -1159,128 +1159,264 @@ def pope_official_sql(response: str) -> str:
     return f"CASE WHEN {no} THEN 'no' ELSE 'yes' END"
 
 
-# The original option a pass's reading chose (evaluator/scoring/choices.py original_option): None for undecided, Z, or
-# a letter the pass did not show.
-_ORIGINAL_OPTION = (
-    "CASE WHEN q.choice IS NULL OR q.choice = 'Z' OR length(q.choice) != 1 THEN NULL "
-    "WHEN unicode(q.choice) - 65 BETWEEN 0 AND json_array_length(q.option_order) - 1 "
-    "THEN json_extract(q.option_order, '$[' || (unicode(q.choice) - 65) || ']') END"
-)
-_ITEM_PASSES = "FROM predictions q WHERE q.run_id = rr.run_id AND q.item_id = rr.item_id"
-# A report counts the items of the run's benchmark, and an open run's figures are not sums (means over answers).
-_COUNTED = "i.benchmark_id = r.benchmark_id AND r.strategy != 'open'"
-_KEYED = f"{_COUNTED} AND i.answer IS NOT NULL"
-_CIRCULAR = f"{_KEYED} AND r.strategy = 'circular'"
-_COMPLETE = f"(SELECT count(*) {_ITEM_PASSES}) = json_array_length(i.options)"
-_POPE = f"{_KEYED} AND r.strategy = 'pope' AND p.pass IS NOT NULL"
-# What one (run, item) adds to its run's figures, derived from its kept result `rr`, its pass 0 `p`, the item `i` and
-# the run `r` (evaluator/analysis/report.py reads the sums).
-_ITEM_FIGURES = {
-    "l2": _group("i.l2_category"),
-    "category": _group("i.category"),
-    "split": _group("i.split"),
-    "vanilla": f"{_KEYED} AND r.strategy != 'pope' AND p.correct IS 1",
-    "circular": f"{_CIRCULAR} AND rr.result = 'right'",
-    "unasked": f"{_CIRCULAR} AND rr.result = 'pending'",
-    "undecided_vanilla": f"{_COUNTED} AND p.pass IS NOT NULL AND p.choice IS NULL",
-    # Every circular run keeps them; the report shows consistency for --full-passes runs only.
-    "complete": f"{_CIRCULAR} AND {_COMPLETE}",
-    "consistent": f"{_CIRCULAR} AND CASE WHEN {_COMPLETE} THEN (SELECT count(o) = count(*) AND count(DISTINCT o) = 1 "
-    f"FROM (SELECT {_ORIGINAL_OPTION} AS o {_ITEM_PASSES})) ELSE 0 END",
-    "pope_label": f"CASE WHEN {_POPE} THEN i.answer END",
-    "official": f"CASE WHEN {_POPE} THEN CASE WHEN p.stage = 'likelihood' THEN coalesce(p.choice, 'unknown') "
-    f"ELSE {pope_official_sql('p.response')} END END",
-    "strict": f"CASE WHEN {_POPE} THEN CASE WHEN p.choice IN ('yes', 'no') THEN p.choice ELSE 'unknown' END END",
-}
-
-
-def _item_figure_rows(where: str) -> str:
-    """A statement deriving the figures of the kept results `where` selects (rr), as new rows or over their rows; a row
-    whose figures did not change is left alone (most passes change nothing: its sums' triggers do not run)."""
-    columns = ", ".join(_ITEM_FIGURES)
+def _original_option(p: str) -> str:
+    """The original option pass `p`'s reading chose (evaluator/scoring/choices.py original_option): NULL for undecided,
+    Z, or a letter the pass did not show."""
     return (
-        f"INSERT INTO run_item_figures (run_id, item_id, {columns}) "
-        f"SELECT rr.run_id, rr.item_id, {', '.join(_ITEM_FIGURES.values())} FROM run_item_results rr "
-        "JOIN runs r ON r.id = rr.run_id JOIN items i ON i.id = rr.item_id "
-        "LEFT JOIN predictions p ON p.run_id = rr.run_id AND p.item_id = rr.item_id AND p.pass = 0 "
-        f"WHERE {where} ON CONFLICT (run_id, item_id) DO UPDATE SET "
-        f"{', '.join(f'{c} = excluded.{c}' for c in _ITEM_FIGURES)} "
-        f"WHERE ({columns}) IS NOT ({', '.join(f'excluded.{c}' for c in _ITEM_FIGURES)});"
+        f"CASE WHEN {p}.choice IS NULL OR {p}.choice = 'Z' OR length({p}.choice) != 1 THEN NULL "
+        f"WHEN unicode({p}.choice) - 65 BETWEEN 0 AND json_array_length({p}.option_order) - 1 "
+        f"THEN json_extract({p}.option_order, '$[' || (unicode({p}.choice) - 65) || ']') END"
     )
 
 
-# The run's sums over its items' figures (f: a row of run_item_figures): choices, and POPE's label and reading per
-# parser; each kept apart so a row adding nothing to one part does not write it.
-_MCQ_SUMS = {
-    name: f"{{f}}.{name}" for name in ("vanilla", "circular", "unasked", "undecided_vanilla", "complete", "consistent")
+# A report counts the items of the run's benchmark, and an open run's figures are not sums (means over answers).
+_COUNTED = "i.benchmark_id = r.benchmark_id AND r.strategy != 'open'"
+_KEYED = f"{_COUNTED} AND i.answer IS NOT NULL"
+# What a (run, item) takes from its run `r` and item `i`: the right passes its result needs, and the passes at which a
+# CircularEval item is complete (NULL where the run's figures do not count it circularly).
+_NEEDED = "CASE WHEN r.strategy = 'circular' THEN json_array_length(i.options) ELSE 1 END"
+_ROTATIONS = (
+    "CASE WHEN r.strategy = 'circular' AND i.answer IS NOT NULL AND i.benchmark_id = r.benchmark_id "
+    "THEN json_array_length(i.options) END"
+)
+_LEVELS = {"l2": "l2_category", "category": "category", "split": "split"}
+
+
+def _flag(condition: str) -> str:
+    """1 where `condition` holds, else 0. As a value, SQLite evaluates every operand of AND and OR; as a CASE's
+    condition it stops at the first that decides (most of the work of a stored pass is these)."""
+    return f"CASE WHEN {condition} THEN 1 ELSE 0 END"
+
+
+def _pass0_figures(p: str, asked: str) -> dict[str, str]:
+    """What the pair's pass 0 `p` adds (`asked`: whether there is one): VanillaEval and POPE read pass 0 only."""
+    pope = f"r.strategy = 'pope' AND {asked} AND {_KEYED}"
+    return {
+        "vanilla": _flag(f"{asked} AND {p}.correct IS 1 AND r.strategy != 'pope' AND {_KEYED}"),
+        "undecided_vanilla": _flag(f"{asked} AND {p}.choice IS NULL AND {_COUNTED}"),
+        "pope_label": f"CASE WHEN {pope} THEN i.answer END",
+        "official": f"CASE WHEN {pope} THEN CASE WHEN {p}.stage = 'likelihood' THEN coalesce({p}.choice, 'unknown') "
+        f"ELSE {pope_official_sql(f'{p}.response')} END END",
+        "strict": f"CASE WHEN {pope} THEN CASE WHEN {p}.choice IN ('yes', 'no') THEN {p}.choice ELSE 'unknown' END END",
+    }
+
+
+# run_item_figures, per (run, item) with a stored pass: its run result (run_item_results follows it), what it takes
+# from its run and item, its groups, what its pass 0 adds, and whether a CircularEval item was asked every rotation
+# (complete) and chose one original option in all (consistent). Its right and wrong CircularEval answers are its
+# result where rotations is set.
+_PAIR_COLUMNS = {
+    "result": "TEXT NOT NULL",
+    "needed": "INTEGER NOT NULL",
+    "rotations": "INTEGER",
+    **{level: "TEXT NOT NULL" for level in _LEVELS},
+    **{name: "INTEGER NOT NULL" for name in ("vanilla", "undecided_vanilla")},
+    **{name: "TEXT" for name in ("pope_label", "official", "strict")},
+    **{name: "INTEGER NOT NULL" for name in ("complete", "consistent")},
+}
+
+
+def _agreed(option: str) -> str:
+    """Whether every pass chose one original option (`option` of each; a pair has a pass)."""
+    return f"count({option}) = count(*) AND min({option}) = max({option})"
+
+
+def _recounted(where: str) -> str:
+    """A query of the run_item_figures rows of the pairs whose passes `p` `where` selects, counted from all their
+    passes (the pair's run `r`, item `i` and pass 0 `p0`)."""
+    original = _original_option("p")
+    complete = "count(*) IS rotations"
+    values = {
+        "result": RUN_RESULT_SQL,
+        "needed": _NEEDED,
+        "rotations": _ROTATIONS,
+        **{level: _group(f"i.{column}") for level, column in _LEVELS.items()},
+        **_pass0_figures("p0", "p0.pass IS NOT NULL"),
+        "complete": _flag(complete.replace("rotations", f"({_ROTATIONS})")),
+        "consistent": _flag(f"{complete.replace('rotations', f'({_ROTATIONS})')} AND {_agreed(original)}"),
+    }
+    return (
+        f"SELECT p.run_id, p.item_id, {', '.join(f'{v} AS {c}' for c, v in values.items())} "
+        "FROM predictions p JOIN items i ON i.id = p.item_id JOIN runs r ON r.id = p.run_id "
+        "LEFT JOIN predictions p0 ON p0.run_id = p.run_id AND p0.item_id = p.item_id AND p0.pass = 0 "
+        f"WHERE {where} GROUP BY p.run_id, p.item_id"
+    )
+
+
+def _refigure(where: str) -> str:
+    """A statement deriving afresh the figure rows of the pairs whose passes `where` selects; a row whose figures did
+    not change is left alone."""
+    columns = ", ".join(_PAIR_COLUMNS)
+    return (
+        f"INSERT INTO run_item_figures (run_id, item_id, {columns}) {_recounted(where)} "
+        f"ON CONFLICT (run_id, item_id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _PAIR_COLUMNS)} "
+        f"WHERE ({columns}) IS NOT ({', '.join(f'excluded.{c}' for c in _PAIR_COLUMNS)});"
+    )
+
+
+def _refigure_pair(run: str, item: str, when: str = "1") -> str:
+    """Statements (for a trigger) deriving the pair (run, item) afresh, `when` that holds: its row goes with its last
+    pass (or with its item or run)."""
+    passes = f"p.run_id = {run} AND p.item_id = {item}"
+    return (
+        f"DELETE FROM run_item_figures WHERE {when} AND run_id = {run} AND item_id = {item} AND NOT EXISTS (SELECT 1 "
+        f"FROM predictions p JOIN items i ON i.id = p.item_id JOIN runs r ON r.id = p.run_id WHERE {passes});\n"
+        f"{_refigure(f'{when} AND {passes}')}"
+    )
+
+
+# A stored pass is what a run writes a million times, so it costs a few index seeks and writes nothing else when it
+# changes no figure (most passes of a CircularEval item). The pair's first pass makes its row from the pass, the
+# item and the run. A later pass can change only the result (a wrong or unscored pass; the last right rotation), and
+# complete and consistent when its passes reach the rotations (or pass them): those are counted on the pair's passes
+# (the primary key's range), and the row is written only when they change. A pass 0 after others (VanillaEval and
+# POPE read it) is rare and derives its pair afresh. Each says what _recounted says of the pair's passes.
+def _result_after(result: str, rights: str, needed: str, passes: str = "1") -> str:
+    """The run result once pass NEW joins passes whose result is `result` (NEW's among them: `passes`, those right
+    `rights`): RUN_RESULT_SQL one pass at a time — a wrong pass decides, then an unscored one, a right result stays
+    right, and right passes are counted only when there are enough passes."""
+    return (
+        f"CASE WHEN {result} = 'wrong' OR NEW.correct IS 0 THEN 'wrong' "
+        f"WHEN {result} = 'unscored' OR NEW.correct IS NULL THEN 'unscored' "
+        f"WHEN {result} = 'right' OR ({passes} >= {needed} AND {rights} >= {needed}) THEN 'right' ELSE 'pending' END"
+    )
+
+
+_PAIR_ROW = "SELECT 1 FROM run_item_figures f WHERE f.run_id = NEW.run_id AND f.item_id = NEW.item_id"
+_FIRST_PASS = (
+    f"INSERT INTO run_item_figures (run_id, item_id, {', '.join(_PAIR_COLUMNS)}) SELECT NEW.run_id, NEW.item_id, "
+    + ", ".join(
+        (
+            _result_after("''", "(NEW.correct IS 1)", _NEEDED),
+            _NEEDED,
+            _ROTATIONS,
+            *(_group(f"i.{column}") for column in _LEVELS.values()),
+            *_pass0_figures("NEW", "NEW.pass = 0").values(),
+            _flag(f"({_ROTATIONS}) IS 1"),
+            _flag(f"({_ROTATIONS}) IS 1 AND ({_original_option('NEW')}) IS NOT NULL"),
+        )
+    )
+    + " FROM items i, runs r WHERE i.id = NEW.item_id AND r.id = NEW.run_id "
+    f"ON CONFLICT DO UPDATE SET ({', '.join(_PAIR_COLUMNS)}) = (SELECT {', '.join(_PAIR_COLUMNS)} FROM "
+    f"({_recounted('p.run_id = NEW.run_id AND p.item_id = NEW.item_id')}));"
+)
+# Every pass chose NEW's original option (NEW is one of them).
+_SAME_OPTION = (
+    f"({_original_option('NEW')}) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM predictions q WHERE q.run_id = NEW.run_id "
+    f"AND q.item_id = NEW.item_id AND q.pass != NEW.pass "
+    f"AND ({_original_option('q')}) IS NOT ({_original_option('NEW')}))"
+)
+_LATER_RESULT = _result_after(
+    "result",
+    "(SELECT count(*) FROM predictions q WHERE q.run_id = NEW.run_id AND q.item_id = NEW.item_id AND q.correct = 1)",
+    "needed",
+    "c.passes",
+)
+_LATER_PASS = (
+    f"UPDATE run_item_figures SET result = {_LATER_RESULT}, complete = {_flag('c.passes IS rotations')}, "
+    f"consistent = {_flag(f'c.passes IS rotations AND {_SAME_OPTION}')} FROM (SELECT count(*) AS passes "
+    "FROM predictions q WHERE q.run_id = NEW.run_id AND q.item_id = NEW.item_id) c "
+    "WHERE run_id = NEW.run_id AND item_id = NEW.item_id "
+    f"AND ((rotations IS NOT NULL AND c.passes - rotations IN (0, 1)) OR result IS NOT {_LATER_RESULT});"
+)
+
+
+# What a figure row f adds to its run's sums, kept per combination of its groups (run_group_figures: a report sums a
+# run's few combinations, and a pass whose figures change writes one row), and to its run's POPE tables (run_figures).
+_GROUP_SUMS = {
+    "vanilla": "{f}.vanilla",
+    "circular": _flag("{f}.rotations IS NOT NULL AND {f}.result = 'right'"),
+    "unasked": _flag("{f}.rotations IS NOT NULL AND {f}.result = 'pending'"),
+    "undecided_vanilla": "{f}.undecided_vanilla",
+    "complete": "{f}.complete",
+    "consistent": "{f}.consistent",
 }
 _POPE_SUMS = {
     "pope_answered": "{f}.pope_label IS NOT NULL",
     "pope_labelled_yes": "{f}.pope_label IS 'yes'",
     **{
-        f"{parser}_{name}": f"{{f}}.pope_label IS '{label}' AND {{f}}.{parser} IS '{reading}'"
+        f"{parser}_{name}": _flag(f"{{f}}.pope_label IS '{label}' AND {{f}}.{parser} IS '{reading}'")
         for parser in ("official", "strict")
         for name, label, reading in (("tp", "yes", "yes"), ("fp", "no", "yes"), ("tn", "no", "no"), ("fn", "yes", "no"))
     },
     **{
-        f"{parser}_unknown": f"{{f}}.pope_label IS NOT NULL AND {{f}}.{parser} IS 'unknown'"
+        f"{parser}_unknown": _flag(f"{{f}}.pope_label IS NOT NULL AND {{f}}.{parser} IS 'unknown'")
         for parser in ("official", "strict")
     },
 }
-_GROUP_SUMS = ("vanilla", "circular", "unasked")
-_LEVELS = {"l2": "l2_category", "category": "category", "split": "split"}
 
 
-def _token_ok(column: str) -> str:
-    return f"(typeof({column}) = 'integer' AND {column} BETWEEN 0 AND 1099511627776)"
+def _combination(row: str) -> str:
+    return " AND ".join(f"{level} = {row}.{level}" for level in ("run_id", *_LEVELS))
 
 
-# What one pass adds to its run's figures whatever its item (n: a row of predictions): the passes read as undecided
-# and the tokens its server said (db/runs.py token_usage; a count outside 0..2^40 is not counted).
-_PASS_SUMS = {
-    "undecided": "{n}.choice IS NULL",
-    "token_passes": f"{_token_ok('{n}.prompt_tokens')} OR {_token_ok('{n}.completion_tokens')}",
-    "prompt_passes": _token_ok("{n}.prompt_tokens"),
-    "prompt_tokens": f"CASE WHEN {_token_ok('{n}.prompt_tokens')} THEN {{n}}.prompt_tokens ELSE 0 END",
-    "completion_passes": _token_ok("{n}.completion_tokens"),
-    "completion_tokens": f"CASE WHEN {_token_ok('{n}.completion_tokens')} THEN {{n}}.completion_tokens ELSE 0 END",
-}
-_PASS_SAYS = "{n}.choice IS NULL OR {n}.prompt_tokens IS NOT NULL OR {n}.completion_tokens IS NOT NULL"
+# Whether figure row f adds anything to its group sums (consistent is never without complete).
+_ADDS = (
+    "({f}.vanilla OR {f}.undecided_vanilla OR {f}.complete "
+    "OR ({f}.rotations IS NOT NULL AND {f}.result IN ('right', 'pending')))"
+)
 
 
-def _sums(sums: dict[str, str], key: str, old: str | None, new: str | None) -> str:
-    """A statement taking row `old`'s part from its run's sums and adding row `new`'s (either may be None); it writes
-    nothing when neither row adds anything to these sums."""
-    terms = {
-        name: "".join(f" {sign} ({expr.format(f=row, n=row)})" for sign, row in (("-", old), ("+", new)) if row)
-        for name, expr in sums.items()
-    }
-    rows = [row for row in (old, new) if row]
-    anything = " OR ".join(f"({expr.format(f=row, n=row)})" for row in rows for expr in sums.values())
+def _group_sums(row: str, sign: str) -> str:
+    """A statement adding (+) or taking (-) figure row `row`'s part of its group combination's sums."""
+    parts = [expr.format(f=row) for expr in _GROUP_SUMS.values()]
+    if sign == "+":
+        return _group_upsert(row, parts, _ADDS.format(f=row))
+    terms = ", ".join(f"{name} = {name} - {part}" for name, part in zip(_GROUP_SUMS, parts, strict=True))
+    return f"UPDATE run_group_figures SET {terms} WHERE {_ADDS.format(f=row)} AND {_combination(row)};"
+
+
+def _group_upsert(row: str, parts: list[str], when: str) -> str:
     return (
-        f"UPDATE run_figures SET {', '.join(f'{name} = {name}{term}' for name, term in terms.items())} "
-        f"WHERE run_id = {rows[0]}.{key} AND ({anything});"
+        f"INSERT INTO run_group_figures (run_id, {', '.join(_LEVELS)}, {', '.join(_GROUP_SUMS)}) "
+        f"SELECT {row}.run_id, {', '.join(f'{row}.{level}' for level in _LEVELS)}, {', '.join(parts)} WHERE {when} "
+        f"ON CONFLICT DO UPDATE SET {', '.join(f'{name} = {name} + excluded.{name}' for name in _GROUP_SUMS)};"
     )
 
 
-def _group_sums(old: str | None, new: str | None) -> str:
-    """Statements taking row `old`'s part from its groups' sums and adding row `new`'s."""
-    statements = []
-    for level in _LEVELS:
-        if old:
-            statements.append(
-                f"UPDATE run_group_figures SET {', '.join(f'{s} = {s} - {old}.{s}' for s in _GROUP_SUMS)} "
-                f"WHERE {' + '.join(f'{old}.{s}' for s in _GROUP_SUMS)} > 0 AND run_id = {old}.run_id "
-                f"AND level = '{level}' AND name = {old}.{level};"
-            )
-        if new:
-            statements.append(
-                f"INSERT INTO run_group_figures (run_id, level, name, {', '.join(_GROUP_SUMS)}) "
-                f"SELECT {new}.run_id, '{level}', {new}.{level}, {', '.join(f'{new}.{s}' for s in _GROUP_SUMS)} "
-                f"WHERE {' + '.join(f'{new}.{s}' for s in _GROUP_SUMS)} > 0 ON CONFLICT (run_id, level, name) "
-                f"DO UPDATE SET {', '.join(f'{s} = {s} + excluded.{s}' for s in _GROUP_SUMS)};"
-            )
-    return "\n".join(statements)
+_GROUPS_STAY = (
+    f"({', '.join(f'OLD.{level}' for level in _LEVELS)}) IS ({', '.join(f'NEW.{level}' for level in _LEVELS)})"
+)
+
+
+def _group_sums_changed() -> str:
+    """Statements adding what a figure row adds to its group combination's sums less what it added, when its groups
+    stay (run_item_figures_groups_au moves it otherwise): where it added something its combination has a row."""
+    parts = [f"{expr.format(f='NEW')} - {expr.format(f='OLD')}" for expr in _GROUP_SUMS.values()]
+    terms = ", ".join(f"{name} = {name} + {part}" for name, part in zip(_GROUP_SUMS, parts, strict=True))
+    added, adds = _ADDS.format(f="OLD"), _ADDS.format(f="NEW")
+    return (
+        f"UPDATE run_group_figures SET {terms} WHERE {_GROUPS_STAY} AND {added} AND {_combination('NEW')};\n"
+        f"{_group_upsert('NEW', parts, f'{_GROUPS_STAY} AND NOT {added} AND {adds}')}"
+    )
+
+
+def _pope_sums(old: str | None, new: str | None) -> str:
+    """A statement taking row `old`'s part of its run's POPE sums and adding row `new`'s."""
+    terms = ", ".join(
+        f"{name} = {name}" + "".join(f" {sign} ({expr.format(f=row)})" for sign, row in (("-", old), ("+", new)) if row)
+        for name, expr in _POPE_SUMS.items()
+    )
+    return f"UPDATE run_figures SET {terms} WHERE run_id = {new or old}.run_id;"
+
+
+# What one pass says whatever its item (n: a row of predictions), kept beside its run's count of passes in run_counts
+# (one write a pass): read as undecided, and the tokens its server said (db/runs.py token_usage). A stored count is
+# an integer in 0..2^40 or NULL (migration 0016's CHECK), so NULL is the only count not counted.
+_PASS_SUMS = {
+    "undecided": "{n}.choice IS NULL",
+    "token_passes": _flag("{n}.prompt_tokens IS NOT NULL OR {n}.completion_tokens IS NOT NULL"),
+    "prompt_passes": "{n}.prompt_tokens IS NOT NULL",
+    "prompt_tokens": "coalesce({n}.prompt_tokens, 0)",
+    "completion_passes": "{n}.completion_tokens IS NOT NULL",
+    "completion_tokens": "coalesce({n}.completion_tokens, 0)",
+}
+
+
+def _pass_sums(row: str, sign: str, passes: str = "") -> str:
+    """A statement adding (+) or taking (-) pass `row`'s part of its run's pass sums (and `passes` to its count)."""
+    terms = ", ".join(f"{name} = {name} {sign} ({expr.format(n=row)})" for name, expr in _PASS_SUMS.items())
+    return f"UPDATE run_counts SET {passes}{terms} WHERE run_id = {row}.run_id;"
 
 
 def _group_counts(row: str, sign: str) -> str:
@@ -1305,40 +1441,43 @@ def _group_counts(row: str, sign: str) -> str:
 def _m0021(db: Database) -> None:
     # A run's report and the runs list at a million passes (issue 34): the figures of a run's own scoring are sums over
     # its items and passes, kept beside them by triggers in the transaction of the write, so a report reads a few rows
-    # whatever the run's size. run_item_figures holds what each (run, item) adds, derived whenever its kept result is
-    # (it lives as long as the run_item_results row) and when the item's key or groups change; run_figures and
-    # run_group_figures are the sums over those rows and over the passes, and benchmark_groups counts each group's
-    # keyed items (the questions a group's fractions divide by, asked or not). Everything here is derived
-    # (rebuild_run_figures).
-    texts = ("l2", "category", "split", "pope_label", "official", "strict")
-    item_columns = ", ".join(f"{name} {'TEXT' if name in texts else 'INTEGER NOT NULL'}" for name in _ITEM_FIGURES)
-    run_columns = ", ".join(f"{name} INTEGER NOT NULL DEFAULT 0" for name in (*_MCQ_SUMS, *_POPE_SUMS, *_PASS_SUMS))
-    # A kept result is deleted and derived again on every write to its passes: its figures go only with the pair's
-    # last pass (or the item, or the run), never in between, so a pass that changes nothing writes nothing.
-    gone = (
-        "NOT EXISTS (SELECT 1 FROM predictions p JOIN items i ON i.id = p.item_id JOIN runs r ON r.id = p.run_id "
-        "WHERE p.run_id = OLD.run_id AND p.item_id = OLD.item_id)"
+    # whatever the run's size. run_item_figures holds each (run, item)'s figures; run_group_figures (per combination
+    # of groups) and run_figures (POPE) are their sums, run_counts (migration 0020's count of passes) also sums what
+    # each pass says, and benchmark_groups counts each group's keyed items (the questions a group's fractions divide
+    # by, asked or not). Everything here is derived (rebuild_run_figures).
+    #
+    # Migration 0020's triggers deleted a pair's run_item_results row and derived it again from all its passes on
+    # every stored pass; they are replaced here so that run_item_results follows run_item_figures, and a stored pass
+    # writes its pair's rows only when a figure changes (twice per CircularEval item: its first pass, its last).
+    pair_columns = ", ".join(f"{name} {kind}" for name, kind in _PAIR_COLUMNS.items())
+    pass_columns = "\n".join(
+        f"ALTER TABLE run_counts ADD COLUMN {name} INTEGER NOT NULL DEFAULT 0;" for name in _PASS_SUMS
     )
     _script(
         db,
         f"""
+        DROP TRIGGER predictions_result_ai;
+        DROP TRIGGER predictions_result_au;
+        DROP TRIGGER predictions_result_ad;
+        DROP TRIGGER items_result_au;
+        DROP TRIGGER runs_result_au;
+        {pass_columns}
         CREATE TABLE run_item_figures (
             run_id INTEGER NOT NULL,
             item_id INTEGER NOT NULL,
-            {item_columns},
+            {pair_columns},
             PRIMARY KEY (run_id, item_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE run_group_figures (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            {", ".join(f"{level} TEXT NOT NULL" for level in _LEVELS)},
+            {", ".join(f"{name} INTEGER NOT NULL DEFAULT 0" for name in _GROUP_SUMS)},
+            PRIMARY KEY (run_id, {", ".join(_LEVELS)})
         ) WITHOUT ROWID;
         CREATE TABLE run_figures (
             run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
-            {run_columns}
+            {", ".join(f"{name} INTEGER NOT NULL DEFAULT 0" for name in _POPE_SUMS)}
         );
-        CREATE TABLE run_group_figures (
-            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-            level TEXT NOT NULL,
-            name TEXT NOT NULL,
-            {", ".join(f"{s} INTEGER NOT NULL DEFAULT 0" for s in _GROUP_SUMS)},
-            PRIMARY KEY (run_id, level, name)
-        ) WITHOUT ROWID;
         CREATE TABLE benchmark_groups (
             benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
             level TEXT NOT NULL,
@@ -1346,43 +1485,69 @@ def _m0021(db: Database) -> None:
             answered INTEGER NOT NULL DEFAULT 0,
             PRIMARY KEY (benchmark_id, level, name)
         ) WITHOUT ROWID;
+        -- Every run has its row of counts from its start (0020 made it with the first pass), so a pass updates it.
         CREATE TRIGGER runs_figures_ai AFTER INSERT ON runs BEGIN
             INSERT INTO run_figures (run_id) VALUES (NEW.id);
+            INSERT INTO run_counts (run_id) VALUES (NEW.id);
         END;
-        CREATE TRIGGER runs_figures_au AFTER UPDATE OF benchmark_id ON runs BEGIN
-            {_item_figure_rows("rr.run_id = NEW.id")}
+        CREATE TRIGGER runs_result_au AFTER UPDATE OF strategy, benchmark_id ON runs BEGIN
+            {_refigure("p.run_id = NEW.id")}
         END;
-        CREATE TRIGGER run_item_results_figures_ai AFTER INSERT ON run_item_results BEGIN
-            {_item_figure_rows("rr.run_id = NEW.run_id AND rr.item_id = NEW.item_id")}
+        CREATE TRIGGER predictions_result_ai AFTER INSERT ON predictions BEGIN
+            {_pass_sums("NEW", "+", "passes = passes + 1, ")}
         END;
-        CREATE TRIGGER run_item_results_figures_ad AFTER DELETE ON run_item_results BEGIN
-            DELETE FROM run_item_figures WHERE run_id = OLD.run_id AND item_id = OLD.item_id AND {gone};
+        CREATE TRIGGER predictions_first_ai AFTER INSERT ON predictions WHEN NEW.pass = 0 OR NOT EXISTS ({_PAIR_ROW})
+                BEGIN
+            {_FIRST_PASS}
+        END;
+        CREATE TRIGGER predictions_later_ai AFTER INSERT ON predictions WHEN NEW.pass != 0
+                BEGIN
+            {_LATER_PASS}
+        END;
+        CREATE TRIGGER predictions_result_au AFTER UPDATE ON predictions BEGIN
+            {_refigure_pair("OLD.run_id", "OLD.item_id", "(OLD.run_id, OLD.item_id) IS NOT (NEW.run_id, NEW.item_id)")}
+            {_refigure_pair("NEW.run_id", "NEW.item_id")}
+            {_pass_sums("OLD", "-")}
+            {_pass_sums("NEW", "+")}
+        END;
+        CREATE TRIGGER predictions_result_ad AFTER DELETE ON predictions BEGIN
+            {_refigure_pair("OLD.run_id", "OLD.item_id")}
+            {_pass_sums("OLD", "-", "passes = passes - 1, ")}
+        END;
+        CREATE TRIGGER items_result_au AFTER UPDATE OF position, options ON items BEGIN
+            UPDATE run_item_results SET position = NEW.position WHERE item_id = NEW.id AND position IS NOT NEW.position;
+            {_refigure("p.item_id = NEW.id")}
         END;
         CREATE TRIGGER run_item_figures_ai AFTER INSERT ON run_item_figures BEGIN
-            {_sums(_MCQ_SUMS, "run_id", None, "NEW")}
-            {_sums(_POPE_SUMS, "run_id", None, "NEW")}
-            {_group_sums(None, "NEW")}
+            INSERT INTO run_item_results (run_id, item_id, position, result)
+                SELECT NEW.run_id, NEW.item_id, i.position, NEW.result FROM items i WHERE i.id = NEW.item_id;
+            {_group_sums("NEW", "+")}
         END;
+        CREATE TRIGGER run_item_figures_pope_ai AFTER INSERT ON run_item_figures WHEN NEW.pope_label IS NOT NULL BEGIN
+            {_pope_sums(None, "NEW")}
+        END;
+        -- Both writers of a figure row write it only when it changed; the rare changes of its groups and POPE readings
+        -- have their own triggers, which a stored pass (it sets neither) never considers.
         CREATE TRIGGER run_item_figures_au AFTER UPDATE ON run_item_figures BEGIN
-            {_sums(_MCQ_SUMS, "run_id", "OLD", "NEW")}
-            {_sums(_POPE_SUMS, "run_id", "OLD", "NEW")}
-            {_group_sums("OLD", "NEW")}
+            UPDATE run_item_results SET result = NEW.result
+                WHERE OLD.result IS NOT NEW.result AND run_id = NEW.run_id AND item_id = NEW.item_id;
+            {_group_sums_changed()}
+        END;
+        CREATE TRIGGER run_item_figures_groups_au AFTER UPDATE OF {", ".join(_LEVELS)} ON run_item_figures
+                WHEN NOT {_GROUPS_STAY} BEGIN
+            {_group_sums("OLD", "-")}
+            {_group_sums("NEW", "+")}
+        END;
+        CREATE TRIGGER run_item_figures_pope_au AFTER UPDATE OF pope_label, official, strict ON run_item_figures
+                WHEN (OLD.pope_label, OLD.official, OLD.strict) IS NOT (NEW.pope_label, NEW.official, NEW.strict) BEGIN
+            {_pope_sums("OLD", "NEW")}
         END;
         CREATE TRIGGER run_item_figures_ad AFTER DELETE ON run_item_figures BEGIN
-            {_sums(_MCQ_SUMS, "run_id", "OLD", None)}
-            {_sums(_POPE_SUMS, "run_id", "OLD", None)}
-            {_group_sums("OLD", None)}
+            DELETE FROM run_item_results WHERE run_id = OLD.run_id AND item_id = OLD.item_id;
+            {_group_sums("OLD", "-")}
         END;
-        CREATE TRIGGER predictions_figures_ai AFTER INSERT ON predictions WHEN {_PASS_SAYS.format(n="NEW")} BEGIN
-            {_sums(_PASS_SUMS, "run_id", None, "NEW")}
-        END;
-        CREATE TRIGGER predictions_figures_ad AFTER DELETE ON predictions WHEN {_PASS_SAYS.format(n="OLD")} BEGIN
-            {_sums(_PASS_SUMS, "run_id", "OLD", None)}
-        END;
-        CREATE TRIGGER predictions_figures_au AFTER UPDATE OF run_id, choice, prompt_tokens, completion_tokens
-                ON predictions BEGIN
-            {_sums(_PASS_SUMS, "run_id", "OLD", None)}
-            {_sums(_PASS_SUMS, "run_id", None, "NEW")}
+        CREATE TRIGGER run_item_figures_pope_ad AFTER DELETE ON run_item_figures WHEN OLD.pope_label IS NOT NULL BEGIN
+            {_pope_sums("OLD", None)}
         END;
         CREATE TRIGGER items_groups_ai AFTER INSERT ON items WHEN NEW.answer IS NOT NULL BEGIN
             {_group_counts("NEW", "+")}
@@ -1393,7 +1558,7 @@ def _m0021(db: Database) -> None:
         CREATE TRIGGER items_groups_au AFTER UPDATE OF answer, category, l2_category, split ON items BEGIN
             {_group_counts("OLD", "-")}
             {_group_counts("NEW", "+")}
-            {_item_figure_rows("rr.item_id = NEW.id")}
+            {_refigure("p.item_id = NEW.id")}
         END;
         """,
     )
@@ -1401,20 +1566,24 @@ def _m0021(db: Database) -> None:
 
 
 def rebuild_run_figures(db: Database) -> None:
-    """Derive the kept figures afresh from the runs, items and passes (migration 0021; repair). run_item_results must
-    be right (rebuild_run_results first)."""
+    """Derive the kept figures, run_item_results and run_counts afresh from the runs, items and passes (migration
+    0021; repair)."""
     sums = ", ".join(f"sum({expr.format(n='p')}) AS {name}" for name, expr in _PASS_SUMS.items())
     _script(
         db,
         f"""
-        DELETE FROM run_item_figures;
         DELETE FROM run_group_figures;
         DELETE FROM run_figures;
+        DELETE FROM run_item_figures;
+        DELETE FROM run_item_results;
+        DELETE FROM run_counts;
         DELETE FROM benchmark_groups;
-        INSERT INTO run_figures (run_id, {", ".join(_PASS_SUMS)})
-            SELECT r.id, {", ".join(f"coalesce(s.{name}, 0)" for name in _PASS_SUMS)} FROM runs r
-            LEFT JOIN (SELECT p.run_id, {sums} FROM predictions p GROUP BY p.run_id) s ON s.run_id = r.id;
-        {_item_figure_rows("1 = 1")}
+        INSERT INTO run_figures (run_id) SELECT id FROM runs;
+        INSERT INTO run_counts (run_id, passes, {", ".join(_PASS_SUMS)})
+            SELECT r.id, {", ".join(f"coalesce(s.{name}, 0)" for name in ("passes", *_PASS_SUMS))} FROM runs r
+            LEFT JOIN (SELECT p.run_id, count(*) AS passes, {sums} FROM predictions p GROUP BY p.run_id) s
+            ON s.run_id = r.id;
+        {_refigure("1")}
         """,
     )
     for level, column in _LEVELS.items():
