@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
 from evaluator.scoring.llm_extraction import EXTRACTOR_HELP
 from vlmdesk.args import record_id
@@ -51,19 +52,20 @@ def register_rescore(add) -> None:
     p.set_defaults(handler=cmd_rescore)
 
 
+# A line is one question, its options and one response (a stored response is at most 64 K characters); the file is
+# held in memory whole.
+MAX_INPUT_LINE_BYTES = 2**20
+MAX_INPUT_BYTES = 256 * 2**20
+
+
 def read_inputs(path: str) -> list[tuple[object, str, dict[str, str], str]]:
     """(id, question, options, response) per line; InputError at the first bad line (blank lines are skipped)."""
     from evaluator.formats.importers import InputError
-    from evaluator.formats.importers.common import json_loads
+    from evaluator.formats.importers.common import decoded_lines, json_loads, open_input
 
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError as exc:
-        raise InputError(path, 0, "file", f"cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(path, 0, "file", "not UTF-8 text") from None
     out: list[tuple[object, str, dict[str, str], str]] = []
+    with open_input(path, MAX_INPUT_BYTES, "limit for an extract input", "file") as raw:
+        lines = list(decoded_lines(raw, Path(path), max_line=MAX_INPUT_LINE_BYTES))
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -26,7 +26,7 @@ from db.catalog import Benchmark, Item
 from db.errors import UserError
 from db.workspace import Workspace
 from evaluator.formats import registry as formats
-from evaluator.formats.importers.common import CIRCULAR_STRIDE
+from evaluator.formats.importers.common import CIRCULAR_STRIDE, MAX_SOURCE_BYTES, open_regular
 from evaluator.formats.outfiles import AtomicOutput
 from evaluator.formats.registry import export_formats
 from evaluator.registry import resolve
@@ -120,13 +120,21 @@ def _extra(item: Item) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ TSV
+MAX_HEADER_BYTES = 2**16  # a TSV header names a few dozen columns
+
+
 def _source_header(bench: Benchmark) -> list[str] | None:
     if bench.format != "mmbench-tsv":
         return None
+    # The source may have changed since its import (a FIFO, a link to /dev/zero, one endless line): its header is read
+    # through the bounded door, and whatever cannot be read leaves the header to the items.
     try:
-        with open(bench.source, encoding="utf-8-sig", newline="") as f:
-            return [h.strip() for h in next(csv.reader(f, delimiter="\t"))]
-    except (OSError, StopIteration, csv.Error, UnicodeDecodeError):
+        with open_regular(Path(bench.source), MAX_SOURCE_BYTES, "limit for a benchmark file") as f:
+            first = f.readline(MAX_HEADER_BYTES + 1)
+        if len(first) > MAX_HEADER_BYTES:
+            return None
+        return [h.strip() for h in next(csv.reader([first.decode("utf-8-sig")], delimiter="\t"))]
+    except (OSError, ValueError, StopIteration, csv.Error):  # Refused and UnicodeDecodeError are ValueErrors
         return None
 
 

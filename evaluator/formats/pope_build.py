@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from db.errors import InvalidInput
-from evaluator.scoring.pope import build_pope, load_coco_instances, load_object_jsonl
+from evaluator.formats.importers.common import open_input
+from evaluator.scoring.pope import MAX_COCO_BYTES, build_pope, load_coco_instances, load_object_jsonl
 
 ANNOTATION_FORMATS = ("coco", "objects-jsonl")
 # A JSONL record is one short line; a COCO file is one huge object (often on one line): read only this much.
@@ -34,7 +35,7 @@ class BuiltSet:
 
 def annotation_format(path: str | os.PathLike[str]) -> str:
     """ "objects-jsonl" when the first line is a complete {"image": …, "objects": …} record, else "coco"."""
-    with open(path, "rb") as file:
+    with open_input(path, MAX_COCO_BYTES, "limit for an annotation file") as file:
         head = file.read(_HEAD_BYTES)
     first = head.lstrip().split(b"\n", 1)
     if len(first) == 2 or len(head) < _HEAD_BYTES:  # the first line is complete
@@ -50,9 +51,7 @@ def annotation_format(path: str | os.PathLike[str]) -> str:
 def load_annotations(path: str | os.PathLike[str]) -> tuple[str, dict[str, list[str]]]:
     """(format, image -> objects present). InvalidInput names the file (and line) of bad input."""
     path = Path(path)
-    if not path.is_file():
-        raise InvalidInput(f"{path}: no such file")
-    fmt = annotation_format(path)
+    fmt = annotation_format(path)  # refuses what is not a regular file, or too big, before anything is read
     try:
         return fmt, (load_object_jsonl(path) if fmt == "objects-jsonl" else load_coco_instances(path))
     except UnicodeDecodeError as exc:

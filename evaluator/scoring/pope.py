@@ -13,12 +13,19 @@ import os
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from db.errors import InvalidInput
+from evaluator.formats.importers.common import (
+    MAX_JSON_ARRAY_BYTES,
+    decoded_lines,
+    json_loads,
+    open_input,
+    read_input_text,
+)
 from evaluator.formats.outfiles import AtomicOutput
 from evaluator.types import POPE_SETTINGS, PopeParser
 
@@ -234,14 +241,29 @@ class PopeAnswer:
     line: int
 
 
-def _json_lines(path: Path) -> Iterable[tuple[int, object]]:
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
+# Bounds of the files read here, each well above real ones: the official question files are 0.4 MB, a POPE record or
+# answer line under 1 KB (a stored response at most 64 K characters), COCO's instances_train2017.json 448 MB.
+MAX_POPE_FILE_BYTES = MAX_JSON_ARRAY_BYTES  # a question, answer or objects file; a JSON array one is read whole
+MAX_POPE_LINE_BYTES = 2**20
+MAX_COCO_BYTES = 2**30
+
+
+def _json(text: str, path: Path, where: str) -> object:
+    """json_loads (bounded depth, no key given twice) with its errors naming the file and where in it."""
+    try:
+        return json_loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidInput(f"{path}, {where or f'line {error.lineno}'}: not valid JSON ({error.msg})") from None
+    except ValueError as error:  # too deep, a key given twice, a number of over 4,300 digits
+        raise InvalidInput(f"{path}, {where or 'the file'}: {error}") from None
+
+
+def _json_lines(path: Path, raw: BinaryIO | None = None) -> Iterator[tuple[int, object]]:
+    """(line number, value) of each non-blank line of a JSON Lines file, read through the bounded door."""
+    with raw or open_input(path, MAX_POPE_FILE_BYTES, "limit for a POPE file") as f:
+        for number, line in enumerate(decoded_lines(f, path, max_line=MAX_POPE_LINE_BYTES), start=1):
             if line.strip():
-                try:
-                    yield number, json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise InvalidInput(f"{path}, line {number}: not valid JSON ({error.msg})") from None
+                yield number, _json(line, path, f"line {number}")
 
 
 def read_pope_questions(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -251,16 +273,17 @@ def read_pope_questions(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     case). Other fields (e.g. "object") are kept. Question ids must be unique.
     """
     path = Path(path)
-    with open(path, encoding="utf-8") as file:
-        head = file.read(4096).lstrip()
-    if head.startswith("["):
-        try:
-            items = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise InvalidInput(f"{path}, line {error.lineno}: not valid JSON ({error.msg})") from None
+    raw = open_input(path, MAX_POPE_FILE_BYTES, "limit for a POPE file")
+    head = raw.read(4096).lstrip()
+    raw.seek(0)
+    if head.startswith((b"[", b"\xef\xbb\xbf[")):
+        raw.close()
+        items = _json(read_input_text(path, MAX_POPE_FILE_BYTES, "limit for a POPE file"), path, "")
+        if not isinstance(items, list):
+            raise InvalidInput(f"{path}: expected a JSON array of questions")
         located = [(f"item {index}", item) for index, item in enumerate(items, start=1)]
     else:
-        located = [(f"line {number}", item) for number, item in _json_lines(path)]
+        located = [(f"line {number}", item) for number, item in _json_lines(path, raw)]
     questions: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
     for where, item in located:
@@ -383,10 +406,7 @@ def load_coco_instances(path: str | os.PathLike[str]) -> dict[str, list[str]]:
     Images without annotations are kept (with no objects) so the caller sees the whole split.
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise InvalidInput(f"{path}, line {error.lineno}: not valid JSON ({error.msg})") from None
+    data = _json(read_input_text(path, MAX_COCO_BYTES, "limit for a COCO instances file"), path, "")
     files = {
         _field(i, "id", f"{path}: images[{n}]"): _field(i, "file_name", f"{path}: images[{n}]")
         for n, i in enumerate(_field(data, "images", str(path)))

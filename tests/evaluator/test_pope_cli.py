@@ -239,7 +239,7 @@ def test_score_command_line_errors(tmp_path, capsys):
     code, _, err = cli(capsys, "pope", "score", "--questions", q, "--questions", q, "--answers", q)
     assert code == 2 and "2 --questions but 1 --answers" in err
     code, _, err = cli(capsys, "pope", "score", "--questions", q, "--answers", tmp_path / "missing.jsonl")
-    assert code == 2 and err == f"error: {tmp_path / 'missing.jsonl'}: No such file or directory\n"
+    assert code == 2 and err == f"error: {tmp_path / 'missing.jsonl'}: path: no such file\n"
     code, _, err = cli(capsys, "pope", "score", "--questions", q, "--answers", q, "--questions", q, "--answers", q)
     assert code == 2 and "given twice" in err
 

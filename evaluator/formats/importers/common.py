@@ -199,6 +199,35 @@ def read_regular(path: Path, max_bytes: int, what: str = "limit") -> bytes:
     return data
 
 
+def open_input(path: str | os.PathLike[str], max_bytes: int, what: str = "limit", field: str = "path") -> BinaryIO:
+    """open_regular for a file a command was given, every refusal one InputError line (`FILE: field: why`)."""
+    path = Path(path)
+    try:
+        return open_regular(path, max_bytes, what)
+    except FileNotFoundError:
+        raise InputError(path, 0, field, "no such file") from None
+    except Refused as exc:
+        raise InputError(path, 0, field, str(exc).removeprefix(f"{path} ")) from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL character in the path
+        raise InputError(path, 0, field, f"cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+
+
+def read_input_text(path: str | os.PathLike[str], max_bytes: int, what: str = "limit", field: str = "path") -> str:
+    """The whole of a UTF-8 file a command was given (open_input's checks, a BOM dropped; a file growing past the
+    bound while it is read is refused too); InputError otherwise."""
+    path = Path(path)
+    with open_input(path, max_bytes, what, field) as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputError(path, 0, field, f"grew past the {what} of {_mb(max_bytes)} while it was read")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            path, 0, "encoding", f"not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+
+
 def inside(path: Path, root: Path) -> bool:
     """Whether path, with every symlink and '..' resolved, lies in the folder root (resolved the same way)."""
     real, real_root = os.path.realpath(path), os.path.realpath(root)
