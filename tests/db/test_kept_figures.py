@@ -296,6 +296,15 @@ def test_the_migration_derives_the_figures_of_an_older_workspace(tmp_path):
             assert runs.kept_figures(ws, runs.get_run(ws, run_id)) is not None
             assert report.run_report(ws, run_id).to_json() == expected[run_id]
             assert_kept(ws, run_id)
+            # The migrated figures are kept on: a pass taken away and stored again.
+            first = "SELECT rowid, * FROM predictions WHERE run_id = ? ORDER BY item_id, pass LIMIT 1"
+            row = ws.conn.execute(first, (run_id,)).fetchone()
+            with ws.db.atomic():
+                ws.conn.execute("DELETE FROM predictions WHERE rowid = ?", (row[0],))
+            assert_kept(ws, run_id)
+            with ws.db.atomic():
+                ws.conn.execute(f"INSERT INTO predictions VALUES ({', '.join('?' for _ in row[1:])})", row[1:])
+            assert report.run_report(ws, run_id).to_json() == expected[run_id]
 
 
 def _bulk_run(ws, n_items: int) -> int:
