@@ -2,7 +2,8 @@
 
 The fault server (http.server in a thread on 127.0.0.1) answers each request with the next step of its script
 (the last step repeats) and records every request it received, so request and retry counts are exact. A step may
-misbehave: wait before answering (`delay`), or send its headers and then drip the body a byte at a time (`drip`).
+misbehave: wait before answering (`delay`), send its headers and then drip the body a byte at a time (`drip`), or
+send a body without end (`endless`).
 `transformers_serve` starts `transformers serve <model dir> --device cpu` on a free port and stops it afterwards.
 """
 
@@ -38,6 +39,7 @@ class Step:
     headers: dict = field(default_factory=dict)
     delay: float = 0.0
     drip: float = 0.0
+    endless: bool = False  # the body: `body`'s bytes, then spaces 64 KB at a time until the client goes away
 
 
 def ok(text: str = "B") -> Step:
@@ -105,10 +107,15 @@ class FaultServer:
                     payload, ctype = (step.body or "").encode(), "text/plain"
                 self.send_response(step.status)
                 self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Content-Length", str(2**40 if step.endless else len(payload)))
                 for key, value in step.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
+                if step.endless:
+                    self.wfile.write(payload)
+                    while not server.closed.is_set():
+                        self.wfile.write(b" " * 2**16)
+                    return
                 if not step.drip:
                     self.wfile.write(payload)
                     return

@@ -4,8 +4,8 @@ run's model, an LLM extractor, a multi-turn asker and a language judge all are.
 What comes in through the door — answers, error messages, retry notices — is redacted of the keys the backend's
 spec may read (secrets.redact): a server that echoes its API key inside a normal answer cannot get it into a
 prediction, a turn, an extraction, a judgement, an exported file or a log line, whatever path the text takes
-afterwards (docs/adr/0024). Retry notices go to whoever listens in this context (`telling_waits_to`), else to the
-log.
+afterwards (docs/adr/0024). An answer is also bounded there (MAX_ANSWER_CHARS, docs/adr/0048). Retry notices go
+to whoever listens in this context (`telling_waits_to`), else to the log.
 """
 
 from __future__ import annotations
@@ -18,6 +18,18 @@ from typing import Any
 
 from evaluator.backends.base import Answer, Backend, BackendError, Query, RetryWait, Stream, log_wait, open_stream
 from evaluator.backends.secrets import redact
+
+# The longest answer vlmdesk keeps (docs/adr/0048): 64 K characters, some 16,000 tokens, far above what any run asks
+# for (max_new_tokens 32, 256 for open items, 512 with --cot). A longer one is cut there and ends with CUT_MARK, so a
+# 10 MB answer of a broken or hostile server never reaches a pass, a turn, a judgement or the live arena whole.
+MAX_ANSWER_CHARS = 64 * 2**10
+CUT_MARK = f" [… cut by vlmdesk: the answer was longer than {MAX_ANSWER_CHARS:,} characters]"
+
+
+def bounded(text: str) -> str:
+    """text, or its first MAX_ANSWER_CHARS characters and CUT_MARK."""
+    return text if len(text) <= MAX_ANSWER_CHARS else text[:MAX_ANSWER_CHARS] + CUT_MARK
+
 
 # Who hears of retry waits in this context (a run's engine); a context variable, so nested or parallel runs in one
 # process never hear each other's.
@@ -35,8 +47,8 @@ def telling_waits_to(listener: Callable[[RetryWait], None]) -> Iterator[None]:
 
 
 class Door:
-    """A backend as the rest of vlmdesk sees it: the same answers, redacted. Anything else the backend has (score,
-    call_size, chunk_items, its own attributes) is the backend's."""
+    """A backend as the rest of vlmdesk sees it: the same answers, redacted and bounded. Anything else the backend
+    has (score, call_size, chunk_items, its own attributes) is the backend's."""
 
     def __init__(self, backend: Backend):
         self.backend = backend
@@ -48,35 +60,42 @@ class Door:
         """`text` without any key this backend's spec may read (or any key-shaped string)."""
         return redact(text, self.backend.spec)
 
+    def answer(self, text: str) -> str:
+        """An answer as vlmdesk keeps it: redacted, then bounded."""
+        return bounded(self.clean(text))
+
     def generate(self, queries: Sequence[Query], max_new_tokens: int) -> list[str]:
         try:
             texts = self.backend.generate(queries, max_new_tokens)
         except BackendError as exc:  # what the server said about a failure (its error body) is said on
             exc.args = (self.clean(str(exc)),)
             raise
-        return [self.clean(t) if isinstance(t, str) else t for t in texts]
+        return [self.answer(t) if isinstance(t, str) else t for t in texts]
 
     def open_stream(self, max_new_tokens: int) -> Stream | None:
         """The backend's stream, its answers and failures redacted like generate()'s; None when it has none."""
         stream = open_stream(self.backend, max_new_tokens)
-        return None if stream is None else _CleanStream(stream, self.clean)
+        return None if stream is None else _CleanStream(stream, self.clean, self.answer)
 
     def stream_text(self, query: Query, max_new_tokens: int) -> Iterator[str]:
         """The backend's answer as it grows (its `stream_text`), redacted: each text so far is cut at its last
-        blank, so a key (never holding a blank) shows whole and redacted or not at all; the whole text last."""
+        blank, so a key (never holding a blank) shows whole and redacted or not at all; the whole text last, bounded
+        (reading stops once it is past the bound)."""
         method = getattr(self.backend, "stream_text", None)
         if not callable(method):
             raise BackendError(f"{self.spec}: this backend does not stream")
         text = ""
         try:
             for text in method(query, max_new_tokens):
+                if len(text) > MAX_ANSWER_CHARS:
+                    break  # closes the backend's stream: nothing more of it is kept
                 cut = max(text.rfind(c) for c in " \t\n")
                 if cut > 0:
                     yield self.clean(text[:cut])
         except BackendError as exc:
             exc.args = (self.clean(str(exc)),)
             raise
-        yield self.clean(text)
+        yield self.answer(text)
 
     def describe(self) -> dict[str, Any]:
         return self.backend.describe()
@@ -92,10 +111,10 @@ class Door:
 
 
 class _CleanStream:
-    """A stream seen through the door: answers and error messages redacted (Door.clean)."""
+    """A stream seen through the door: answers redacted and bounded (Door.answer), error messages redacted."""
 
-    def __init__(self, stream: Stream, clean: Callable[[str], str]):
-        self.stream, self.clean, self.capacity = stream, clean, stream.capacity
+    def __init__(self, stream: Stream, clean: Callable[[str], str], answer: Callable[[str], str]):
+        self.stream, self.clean, self.answer, self.capacity = stream, clean, answer, stream.capacity
 
     def send(self, key: int, query: Query) -> None:
         self.stream.send(key, query)
@@ -109,7 +128,7 @@ class _CleanStream:
         except BackendError as exc:
             exc.args = (self.clean(str(exc)),)
             raise
-        return [dataclasses.replace(a, text=self.clean(a.text)) for a in got]
+        return [dataclasses.replace(a, text=self.answer(a.text)) for a in got]
 
     def close(self) -> None:
         self.stream.close()

@@ -64,7 +64,7 @@ MAX_REPLICAS = 64  # base URLs of one spec
 MAX_SERVERS_FILE = 64 * 1024  # bytes of a servers file
 MAX_KEEPALIVE = 1024  # idle connections kept per replica (at most the concurrency are ever busy)
 MAX_TOKENS = 2**40  # a usage count above this is not believed
-MAX_STREAM_BYTES = 16 * 2**20  # a streamed answer's events, in all (an answer of 256 tokens is a few kB)
+MAX_STREAM_BYTES = 16 * 2**20  # a response body, streamed events in all (an answer of 256 tokens is a few kB)
 _DEFAULTS = {
     "key_env": DEFAULT_KEY_ENV,
     "concurrency": 8,
@@ -659,7 +659,7 @@ class OpenAIStream:
         while (job := jobs.get()) is not None:
             attempt_id, client, body = job
             try:
-                outcome: Any = client.post("chat/completions", content=body)
+                outcome: Any = _post_bounded(client, body)
             except BaseException as exc:  # handed to the caller's thread
                 outcome = exc
             inbox.put((attempt_id, outcome))
@@ -690,6 +690,8 @@ class OpenAIStream:
                     f"{detail}{self._key_hint(status)}"
                 ) from None
             self._failed(attempt, f"HTTP {status}: {detail}", _retry_after_seconds(outcome.headers))
+        elif isinstance(outcome, _TooBig):
+            self._failed(attempt, str(outcome), None)
         elif isinstance(outcome, httpx2.TimeoutException):
             self._failed(attempt, self._timeout_error(), None)
         elif isinstance(outcome, httpx2.RequestError):
@@ -768,6 +770,25 @@ class OpenAIStream:
 
 class _Malformed(Exception):
     """A 2xx answer that is not a chat completion with text."""
+
+
+class _TooBig(Exception):
+    """A response body over MAX_STREAM_BYTES: a failed attempt, its body never read whole."""
+
+
+def _post_bounded(client: Any, body: bytes) -> Any:
+    """POST a chat completion and read its response's body, at most MAX_STREAM_BYTES of it (a server answering 1 GB
+    is cut off there); the response as httpx2 would give it, or _TooBig."""
+    with client.stream("POST", "chat/completions", content=body) as response:
+        chunks, read = [], 0
+        for chunk in response.iter_bytes():  # decoded: the bound holds for a compressed body too
+            read += len(chunk)
+            if read > MAX_STREAM_BYTES:
+                raise _TooBig(f"an answer of over {MAX_STREAM_BYTES // 2**20} MB")
+            chunks.append(chunk)
+    # The body is decoded already: a response built of it must not decode it again.
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-encoding"]
+    return type(response)(response.status_code, headers=headers, content=b"".join(chunks), request=response.request)
 
 
 def _completion_of(text: str) -> tuple[str, Usage | None]:
