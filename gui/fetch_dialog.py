@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from evaluator.formats.importers.catalog import POPE_SETTINGS, CatalogEntry
-from evaluator.formats.importers.fetch import target_path
+from evaluator.formats.importers.fetch import hide_userinfo, target_path
 
 COLUMNS = ("Name", "Layout", "Size", "Cached", "Benchmark")
 W = TypeVar("W", bound=QWidget)
@@ -51,6 +51,7 @@ class FetchDialog(QDialog):
     """The catalog as a table; `arguments()` is the `vlmdesk import` command line for the chosen row."""
 
     def __init__(self, entries: tuple[CatalogEntry, ...], mirror: str = "", parent: QWidget | None = None):
+        """`mirror`: $VLMDESK_MIRROR, which the command it starts inherits."""
         super().__init__(parent)
         self.setWindowTitle("Import a benchmark by name")
         self.setObjectName("fetchDialog")
@@ -81,7 +82,12 @@ class FetchDialog(QDialog):
         for s in POPE_SETTINGS:
             self.setting.addItem(s, s)
         self.bench_name = _named(QLineEdit(), "fetchName")
-        self.mirror = _named(QLineEdit(mirror, placeholderText="none (e.g. https://hf-mirror.com)"), "fetchMirror")
+        # $VLMDESK_MIRROR as the field shows it: its user and password hidden (fetch's own rule). The command reads
+        # the real value from the environment it inherits, so it never appears in the app, nor on a command line.
+        self._mirror_shown = hide_userinfo(mirror)
+        self.mirror = _named(
+            QLineEdit(self._mirror_shown, placeholderText="none (e.g. https://hf-mirror.com)"), "fetchMirror"
+        )
         form = QFormLayout()
         form.addRow("Benchmark &name:", self.bench_name)
         form.addRow("POPE &setting:", self.setting)
@@ -176,6 +182,7 @@ class FetchDialog(QDialog):
             args += ["--name", self.bench_name.text().strip()]
         if entry.settings and self.setting.currentData():
             args += ["--setting", self.setting.currentData()]
-        if self.mirror.text().strip():
-            args += ["--mirror", self.mirror.text().strip()]
+        mirror = self.mirror.text().strip()
+        if mirror and mirror != self._mirror_shown:  # unchanged: the environment's, which the command reads itself
+            args += ["--mirror", mirror]
         return args

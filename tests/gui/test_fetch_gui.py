@@ -85,3 +85,25 @@ def test_the_filter_moves_the_choice_to_what_it_shows_and_arrows_walk_it(qtbot, 
     dialog.filter.setText("no such benchmark")
     ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
     assert dialog.current() is None and not ok.isEnabled() and dialog.details.text() == ""
+
+
+def test_the_mirror_field_hides_the_password_of_vlmdesk_mirror(qtbot, monkeypatch):
+    """Issue 40: the dialog showed $VLMDESK_MIRROR with its password, editable. It shows the URL with the user and
+    password hidden (fetch's hide_userinfo); left as shown, the command gets no --mirror and reads the real value
+    from the environment it inherits, so no command line or text of the app holds the password."""
+    from PySide6.QtWidgets import QLineEdit
+
+    from gui.fetch_dialog import FetchDialog
+
+    mirror = "https://ana:s3cret-pass@mirror.example/hf"
+    monkeypatch.setenv("VLMDESK_MIRROR", mirror)
+    dialog = FetchDialog(catalog(), os.environ["VLMDESK_MIRROR"])
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.select("POPE")
+    assert dialog.mirror.text() == "https://***@mirror.example/hf"
+    texts = [w.text() for w in dialog.findChildren(QLineEdit) + dialog.findChildren(QLabel)]
+    assert not any("s3cret" in t or "ana:" in t for t in texts)
+    assert dialog.arguments() == ["import", "POPE", "--json-progress"]
+    dialog.mirror.setText("https://hf-mirror.com")  # a mirror typed in is the command's --mirror
+    assert dialog.arguments()[-2:] == ["--mirror", "https://hf-mirror.com"]
