@@ -712,14 +712,6 @@ def _hash_into(f: BinaryIO, digest: Any, limit: int | None = None) -> None:
             left -= len(chunk)
 
 
-def checksum_of(path: Path, algorithm: str = "md5") -> str:
-    """`algorithm:HEX` of a file (for a catalog entry of one's own)."""
-    digest = _hasher(f"{algorithm}:")
-    with open(path, "rb") as f:
-        _hash_into(f, digest)
-    return f"{algorithm}:{digest.hexdigest()}"
-
-
 def _total(response: Any, offset: int) -> int | None:
     """The whole file's size: Content-Range's total (206), else offset + Content-Length."""
     content_range = response.headers.get("content-range", "")
