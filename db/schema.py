@@ -1203,8 +1203,8 @@ def _pass0_figures(p: str, asked: str) -> dict[str, str]:
 
 # run_item_figures, per (run, item) with a stored pass: its run result (run_item_results follows it), what it takes
 # from its run and item, its groups, what its pass 0 adds, and whether a CircularEval item was asked every rotation
-# (complete) and chose one original option in all (consistent). Its right and wrong CircularEval answers are its
-# result where rotations is set.
+# (complete) and chose one original option in all (consistent). Where rotations is set, its result says whether it
+# is right under CircularEval or still pending.
 _PAIR_COLUMNS = {
     "result": "TEXT NOT NULL",
     "needed": "INTEGER NOT NULL",
@@ -1225,15 +1225,15 @@ def _recounted(where: str) -> str:
     """A query of the run_item_figures rows of the pairs whose passes `p` `where` selects, counted from all their
     passes (the pair's run `r`, item `i` and pass 0 `p0`)."""
     original = _original_option("p")
-    complete = "count(*) IS rotations"
+    complete = f"count(*) IS ({_ROTATIONS})"
     values = {
         "result": RUN_RESULT_SQL,
         "needed": _NEEDED,
         "rotations": _ROTATIONS,
         **{level: _group(f"i.{column}") for level, column in _LEVELS.items()},
         **_pass0_figures("p0", "p0.pass IS NOT NULL"),
-        "complete": _flag(complete.replace("rotations", f"({_ROTATIONS})")),
-        "consistent": _flag(f"{complete.replace('rotations', f'({_ROTATIONS})')} AND {_agreed(original)}"),
+        "complete": _flag(complete),
+        "consistent": _flag(f"{complete} AND {_agreed(original)}"),
     }
     return (
         f"SELECT p.run_id, p.item_id, {', '.join(f'{v} AS {c}' for c, v in values.items())} "
@@ -1270,7 +1270,8 @@ def _refigure_pair(run: str, item: str, when: str = "1") -> str:
 # item and the run. A later pass can change only the result (a wrong or unscored pass; the last right rotation), and
 # complete and consistent when its passes reach the rotations (or pass them): those are counted on the pair's passes
 # (the primary key's range), and the row is written only when they change. A pass 0 after others (VanillaEval and
-# POPE read it) is rare and derives its pair afresh. Each says what _recounted says of the pair's passes.
+# POPE read it) is rare and derives its pair afresh (_FIRST_PASS's conflict). Each says what _recounted says of the
+# pair's passes; _LATER_PASS may see a pass twice (its result is the same).
 def _result_after(result: str, rights: str, needed: str, passes: str = "1") -> str:
     """The run result once pass NEW joins passes whose result is `result` (NEW's among them: `passes`, those right
     `rights`): RUN_RESULT_SQL one pass at a time — a wrong pass decides, then an unscored one, a right result stays
@@ -1496,6 +1497,8 @@ def _m0021(db: Database) -> None:
         CREATE TRIGGER predictions_result_ai AFTER INSERT ON predictions BEGIN
             {_pass_sums("NEW", "+", "passes = passes + 1, ")}
         END;
+        -- A pair's first pass, or a pass 0 (a row already there is derived afresh); any other pass. Both give the
+        -- same figures in either order; SQLite runs the one created last first, so a first pass skips the other.
         CREATE TRIGGER predictions_first_ai AFTER INSERT ON predictions WHEN NEW.pass = 0 OR NOT EXISTS ({_PAIR_ROW})
                 BEGIN
             {_FIRST_PASS}
