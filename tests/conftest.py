@@ -114,6 +114,8 @@ SLOW = (
     "tests/annotation/test_alignment.py::test_align_commands",
     "tests/backends/test_hf.py::test_bad_path_is_a_readable_backend_error",  # imports transformers: 3 s
     "tests/db/test_hold_stress.py",  # whole runs disturbed: ~10 s a trial
+    # Walks every object of the process at each model call (gc.get_objects): 9-15 s each in a whole-suite process.
+    "tests/evaluator/test_run_memory.py::test_the_engine_holds_a_chunk_of_items_and_no_stored_pass_at_any_run_size",
 )
 
 
