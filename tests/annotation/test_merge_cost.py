@@ -23,6 +23,7 @@ from tests.annotation.test_arena import MODELS, cli, write_open
 from tests.annotation.test_qc import make_run, write_bench
 from tests.db.test_counts import kept, recount
 from tests.factories import png_bytes
+from tests.sqlite_steps import counting_steps
 
 pytestmark = pytest.mark.base
 
@@ -135,19 +136,10 @@ def _write(path: Path, records: list[dict]) -> Path:
 
 
 def _merge_steps(ws, path: Path, kind: str) -> int:
-    steps = [0]
-
-    def step() -> int:
-        steps[0] += 1
-        return 0
-
-    ws.conn.set_progress_handler(step, 100)
-    try:
+    with counting_steps(ws.conn) as steps:
         report = sync.import_records(ws, path, kind)
-    finally:
-        ws.conn.set_progress_handler(None, 0)
     assert report.skipped_count == 0 and sum(report.added.values()) == N - N // 10, report
-    return steps[0]
+    return steps.count
 
 
 @pytest.mark.parametrize("kind", sync.KINDS)

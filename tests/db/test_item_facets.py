@@ -13,6 +13,7 @@ from sqlite_utils import Database
 
 from db import catalog, item_query, open_workspace, schema
 from db.item_query import ItemFilter
+from tests.sqlite_steps import counting_steps
 
 VALUES = (None, "", "ocr", "OCR", "scene", "zebra", "é-accent", "ocr ")
 
@@ -153,25 +154,15 @@ def test_a_verdict_does_not_make_the_search_read_every_item_again_but_an_edit_do
 
 
 def _steps_to_add(ws, bid: int, start: int, n: int) -> int:
-    steps = [0]
-
-    def step() -> int:
-        steps[0] += 1
-        return 0
-
-    ws.conn.set_progress_handler(step, 100)
-    try:
-        with ws.db.atomic():
-            catalog.insert_items(
-                ws,
-                [
-                    (bid, k, k, f"Q{k}?", None, json.dumps(["a", "b"]), "A", "c", "l", "s", "en", None, 0, "{}")
-                    for k in range(start, start + n)
-                ],
-            )
-    finally:
-        ws.conn.set_progress_handler(None, 0)
-    return steps[0]
+    with counting_steps(ws.conn) as steps, ws.db.atomic():
+        catalog.insert_items(
+            ws,
+            [
+                (bid, k, k, f"Q{k}?", None, json.dumps(["a", "b"]), "A", "c", "l", "s", "en", None, 0, "{}")
+                for k in range(start, start + n)
+            ],
+        )
+    return steps.count
 
 
 def test_adding_items_costs_the_same_whatever_the_benchmark_already_holds(tmp_path):

@@ -17,6 +17,7 @@ from sqlite_utils import Database
 from db import catalog, open_workspace, runs, schema
 from evaluator.analysis import report
 from evaluator.scoring import choices, pope
+from tests.sqlite_steps import counting_steps
 
 _names = itertools.count()
 
@@ -318,18 +319,9 @@ def _bulk_run(ws, n_items: int) -> int:
 
 
 def _steps(ws, read, run_id: int) -> int:
-    steps = [0]
-
-    def step() -> int:
-        steps[0] += 1
-        return 0
-
-    ws.conn.set_progress_handler(step, 10)
-    try:
+    with counting_steps(ws.conn, every=10) as steps:
         read(ws, run_id)
-    finally:
-        ws.conn.set_progress_handler(None, 0)
-    return steps[0]
+    return steps.count
 
 
 def test_a_report_and_a_runs_list_line_cost_the_same_at_any_size(tmp_path):
@@ -383,24 +375,14 @@ def _store_steps(conn: sqlite3.Connection, run_id: int, ids: list[int]) -> float
         for n, item in enumerate(ids)
         if k == 0 or n % 4
     ]
-    steps = [0]
-
-    def step() -> int:
-        steps[0] += 1
-        return 0
-
-    conn.set_progress_handler(step, 1)
-    try:
-        with conn:
-            conn.executemany(
-                "INSERT INTO predictions (run_id, item_id, pass, option_order, prompt, response, answer, choice, "
-                "stage, correct, created_at, prompt_tokens, completion_tokens) "
-                "VALUES (?, ?, ?, ?, 'p', 'A', 'A', ?, 'rules', ?, 'now', 120, 3)",
-                rows,
-            )
-    finally:
-        conn.set_progress_handler(None, 0)
-    return steps[0] / len(rows)
+    with counting_steps(conn, every=1) as steps, conn:
+        conn.executemany(
+            "INSERT INTO predictions (run_id, item_id, pass, option_order, prompt, response, answer, choice, "
+            "stage, correct, created_at, prompt_tokens, completion_tokens) "
+            "VALUES (?, ?, ?, ?, 'p', 'A', 'A', ?, 'rules', ?, 'now', 120, 3)",
+            rows,
+        )
+    return steps.count / len(rows)
 
 
 def test_storing_a_pass_costs_what_it_cost_before_the_kept_figures_at_any_size(tmp_path):

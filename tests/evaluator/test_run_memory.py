@@ -18,6 +18,7 @@ from evaluator.backends.baseline import BaselineBackend
 from evaluator.engine import runner
 from evaluator.engine.prompts import default_template
 from evaluator.engine.runner import Engine, RunSettings, new_run
+from tests.sqlite_steps import counting_steps
 
 
 class Stop(Exception):
@@ -108,19 +109,9 @@ def test_the_engine_holds_a_chunk_of_items_and_no_stored_pass_at_any_run_size(tm
 
 def page_steps(ws, fn) -> int:
     """SQLite virtual-machine steps of reading what fn reads (counted by the progress handler, one call a step)."""
-    steps = 0
-
-    def step() -> int:
-        nonlocal steps
-        steps += 1
-        return 0
-
-    ws.conn.set_progress_handler(step, 1)
-    try:
+    with counting_steps(ws.conn, every=1) as steps:
         fn()
-    finally:
-        ws.conn.set_progress_handler(None, 1)
-    return steps
+    return steps.count
 
 
 def test_a_page_of_items_and_its_stored_passes_cost_the_page_not_the_pages_before_it(tmp_path):
