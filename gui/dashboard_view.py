@@ -4,6 +4,7 @@ each opening in Review."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from annotation import blind
 from db.errors import InvalidInput
 from evaluator.analysis import plots
 from evaluator.analysis.report import NONE, RunReport, group_items, open_group_items, run_report
@@ -27,7 +29,7 @@ from evaluator.formats.prediction_export import PredictionExport, default_file_n
 from evaluator.scoring import open_metrics
 from gui import file_dialogs
 from gui.appearance import MUTED, RIGHT, WRONG
-from gui.background import when_shown
+from gui.background import COMPUTING, when_shown
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.desiderata_view import DesiderataView
 from gui.empty_states import ADD_MODEL, START_RUN, EmptyState
@@ -47,6 +49,7 @@ CHARTS = {  # name -> (title, kinds it draws)
 ITEM_COLUMNS = ("Index", "Result", "Vanilla", "Circular", "L2", "Category", "Question")
 MARK = {True: "✓", False: "✗", None: "–"}
 CLICK_HINT = "Click a bar to list the items behind it; double-click an item to review it"
+REVIEW_HINT = " — double-click an item to review it"
 STRATEGY_TITLE = {"vanilla": "VanillaEval", "circular": "CircularEval"}
 # An open run's items: the clicked metric's score (every metric's in its tooltip), the answer and the first reference
 # shortened (whole in their tooltips); the question stretches in the same column as the multiple-choice list's.
@@ -72,6 +75,153 @@ def _score_text(value: float, metric: str, entries: dict) -> str:
     """A fraction as %, CIDEr (its own scale) with two decimals."""
     entry = entries.get(metric)
     return f"{value:.2f}" if entry is not None and entry.scale != "fraction" else f"{100 * value:.0f} %"
+
+
+POPE_COLUMNS = ("Index", "Result", "Official", "Strict", "L2", "Category", "Question")
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """The items behind a bar, as the table shows them (computed in the worker)."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple]
+    payloads: list[int]
+    colours: dict
+    tips: dict
+    title: str
+
+
+def _open_bar(target: dict) -> bool:
+    return target.get("level", "all") in ("all", "category") and bool(target.get("metric"))
+
+
+def _item_columns(target: dict) -> tuple[str, ...]:
+    return OPEN_COLUMNS if _open_bar(target) else POPE_COLUMNS if target.get("level") == "pope" else ITEM_COLUMNS
+
+
+def _items_head(target: dict) -> str:
+    """The items title's first part, known before they are read: "Run 2 · counting · word_match"."""
+    level, group = target.get("level", "all"), target.get("group")
+    if _open_bar(target):
+        what, how = ("all items" if group is None else group if group != NONE else "(none)"), target["metric"]
+    else:
+        key = target.get("parser") or target.get("strategy") or "vanilla"
+        what = "all items" if level in ("all", "pope") else (group if group != NONE else "(none)")
+        how = STRATEGY_TITLE.get(key, f"{key} parser")
+    return f"Run {int(target['run'])} · {what} · {how}"
+
+
+def _items_listing(ws, target: dict, annotator: str, blind_on: bool, reveal_after_verdict: bool):
+    """The worker's part: the items behind `target`, a run's verdict hidden where this annotator's blind label is
+    awaited (the blind rule, annotation/blind.py); the bar's count above still includes them."""
+    run_id, group = int(target["run"]), target.get("group")
+    if _open_bar(target):
+        found_open = open_group_items(ws, run_id, group=group)
+        sight = blind.sight(
+            ws,
+            annotator,
+            blind=blind_on,
+            reveal_after_verdict=reveal_after_verdict,
+            item_ids=[r.item_id for r in found_open],
+        )
+        yield _open_listing(target, found_open, sight)
+        return
+    level = target.get("level", "all")
+    found = group_items(ws, run_id, level="all" if level == "pope" else level, group=group)
+    sight = blind.sight(
+        ws, annotator, blind=blind_on, reveal_after_verdict=reveal_after_verdict, item_ids=[r.item_id for r in found]
+    )
+    key = target.get("parser") or target.get("strategy") or "vanilla"
+    rows, colours = [], {}
+    for n, r in enumerate(found):
+        verdict = getattr(r, key)
+        if not sight.shows_run_result(run_id, r.item_id):
+            rows.append(
+                (
+                    r.index,
+                    ADJUDICATION_HIDDEN,
+                    "",
+                    "",
+                    plots.SHORT_L2.get(r.l2_category or "", ""),
+                    r.category or "",
+                    " ".join(r.question.split()),
+                )
+            )
+            colours[(n, 1)] = MUTED
+            continue
+        rows.append(
+            (
+                r.index,
+                {True: "✓ right", False: "✗ wrong", None: "– unscored"}[verdict],
+                MARK[r.vanilla] if r.official is None else MARK[r.official],
+                MARK[r.circular] if r.official is None else MARK[r.strict],
+                plots.SHORT_L2.get(r.l2_category or "", r.l2_category or ""),
+                r.category or "",
+                " ".join(r.question.split()),
+            )
+        )
+        colours[(n, 1)] = {True: RIGHT, False: WRONG}.get(verdict, MUTED)
+    tips = {(n, 4): r.l2_category for n, r in enumerate(found) if r.l2_category}
+    right = sum(1 for r in found if getattr(r, key))
+    yield _Listing(
+        _item_columns(target),
+        rows,
+        [r.item_id for r in found],
+        colours,
+        tips,
+        f"{_items_head(target)}: {right} of {len(found)} right{REVIEW_HINT}",
+    )
+
+
+def _open_listing(target: dict, found: list, sight) -> _Listing:
+    """The answered items of an open run's bar, with the clicked metric's score first (as `vlmdesk run-items`)."""
+    run_id, metric = int(target["run"]), target["metric"]
+    entries = {e.name: e for e in open_metrics.REGISTRY.entries()}
+    rows, colours, tips = [], {}, {}
+    for n, r in enumerate(found):
+        question = " ".join(r.question.split())
+        reference = r.references[0] if r.references else ""
+        shown = sight.shows_run_result(run_id, r.item_id)
+        score = r.scores.get(metric)
+        every = "\n".join(f"{m}: {_score_text(v, m, entries)}" for m, v in r.scores.items())
+        rows.append(
+            (
+                r.index,
+                (_score_text(score, metric, entries) if score is not None else "– left out")
+                if shown
+                else ADJUDICATION_HIDDEN,
+                _short(" ".join(r.response.split())),
+                _short(" ".join(reference.split())),
+                len(r.references),
+                r.category or "",
+                question,
+            )
+        )
+        fraction = entries[metric].scale == "fraction" if metric in entries else True
+        colours[(n, 1)] = (
+            MUTED
+            if not shown or score is None or not fraction
+            else RIGHT
+            if score >= 1
+            else WRONG
+            if score <= 0
+            else MUTED
+        )
+        if shown:
+            tips[(n, 1)] = every
+        tips[(n, 2)] = r.response[:2000]
+        tips[(n, 3)] = "\n".join(f"• {ref[:500]}" for ref in r.references[:20])
+    scored = [r.scores[metric] for r in found if metric in r.scores]
+    mean = _score_text(sum(scored) / len(scored), metric, entries) if scored else "–"
+    return _Listing(
+        OPEN_COLUMNS,
+        rows,
+        [r.item_id for r in found],
+        colours,
+        tips,
+        f"{_items_head(target)}: mean {mean} over {len(scored)} of {len(found)} answers{REVIEW_HINT}",
+    )
 
 
 class DashboardView(QWidget):
@@ -116,9 +266,9 @@ class DashboardView(QWidget):
         self.items_title.setWordWrap(True)  # a long title must not widen the pane
         self.items = RowsModel(ITEM_COLUMNS, self)
         self.items_table = table_view(self.items, stretch=6)
-        self.items_table.doubleClicked.connect(lambda idx: self.openInReview.emit(self.items.payloads[idx.row()]))
-        items_csv = QPushButton("Export CSV…")
-        items_csv.clicked.connect(lambda: export_table(self, self.items, "items.csv"))
+        self.items_table.doubleClicked.connect(self._open_item)
+        self.items_csv = QPushButton("Export CSV…")
+        self.items_csv.clicked.connect(lambda: export_table(self, self.items, "items.csv"))
         chart_box = QWidget()
         cl = QVBoxLayout(chart_box)
         cl.setContentsMargins(0, 0, 0, 0)
@@ -135,7 +285,7 @@ class DashboardView(QWidget):
         il.setContentsMargins(0, 0, 0, 0)
         head = QHBoxLayout()
         head.addWidget(self.items_title, 1)
-        head.addWidget(items_csv)
+        head.addWidget(self.items_csv)
         il.addLayout(head)
         il.addWidget(self.items_table, 1)
         right = QSplitter(Qt.Orientation.Vertical)
@@ -171,15 +321,16 @@ class DashboardView(QWidget):
         self.cover.set_hidden(self.ctx.prefs.blind)
         if self.cover.hidden:
             self.ctx.background.cancel(self)  # nothing is computed behind the cover
+            self.ctx.background.cancel(self.items_table)
         elif was:
             self.redraw()
             self.desiderata.redraw()
+            self._ask_items()  # labels given behind the cover may show verdicts the listing hid (or it was cut short)
 
     def _sight_changed(self, _new_annotator: bool) -> None:
         # The items behind a bar hide the run results awaiting this annotator's blind label: ask again for whoever
         # signs now (another name may not have labelled what the previous one had).
-        if self.target is not None and not self.cover.hidden:
-            self.show_items_of(self.target)
+        self._ask_items()
 
     def refresh(self) -> None:
         self.runs.reload()
@@ -290,6 +441,10 @@ class DashboardView(QWidget):
             return
         self.chart.set_figure(fig, _title(chart, [r.run_id for r in self.reports]))
 
+    def _open_item(self, index) -> None:
+        if (item_id := self.items.payloads[index.row()]) is not None:  # not the "computing…" row
+            self.openInReview.emit(item_id)
+
     def _describe_bar(self, target: dict) -> str:
         report = next((r for r in self.reports if str(r.run_id) == target.get("run")), None)
         parts = [f"run {target.get('run')}" + (f" · {report.model}" if report else "")]
@@ -297,7 +452,13 @@ class DashboardView(QWidget):
         return " · ".join(parts)
 
     # -- items behind a bar
+    @property
+    def items_computing(self) -> bool:
+        """The items behind the clicked bar are being listed off the GUI thread (the table says "computing…")."""
+        return self.ctx.background.busy(self.items_table)
+
     def clear_items(self) -> None:
+        self.ctx.background.cancel(self.items_table)  # a listing of the bar no longer shown would come after this
         self.target = None
         self.items.columns = ITEM_COLUMNS
         self.items.set_rows([], [])
@@ -306,106 +467,37 @@ class DashboardView(QWidget):
     def show_items_of(self, target: dict) -> None:
         self.target = target
         self.chart.highlight(target)
-        run_id = int(target["run"])
-        level = target.get("level", "all")
-        group = target.get("group")
-        if level in ("all", "category") and target.get("metric"):
-            self._show_open_items(run_id, group, target["metric"])
+        self._ask_items()
+
+    def _ask_items(self) -> None:
+        """List the clicked bar's items in the worker (every pass of the run is read: seconds at a million), one
+        "computing…" row in the table's place until they come; the table keeps its size."""
+        target = self.target
+        if target is None or self.cover.hidden or not when_shown(self, self._ask_items):
             return
-        found = group_items(self.ctx.ws, run_id, level="all" if level == "pope" else level, group=group)
-        key = target.get("parser") or target.get("strategy") or "vanilla"
-        # A run's verdict on an item whose response awaits this annotator's blind label is not shown (the blind
-        # rule, annotation/blind.py); the bar's count above still includes it.
-        sight = self.ctx.sight(item_ids=[r.item_id for r in found])
-        rows, colours = [], {}
-        for n, r in enumerate(found):
-            verdict = getattr(r, key)
-            if not sight.shows_run_result(run_id, r.item_id):
-                rows.append(
-                    (
-                        r.index,
-                        ADJUDICATION_HIDDEN,
-                        "",
-                        "",
-                        plots.SHORT_L2.get(r.l2_category or "", ""),
-                        r.category or "",
-                        " ".join(r.question.split()),
-                    )
-                )
-                colours[(n, 1)] = MUTED
-                continue
-            rows.append(
-                (
-                    r.index,
-                    {True: "✓ right", False: "✗ wrong", None: "– unscored"}[verdict],
-                    MARK[r.vanilla] if r.official is None else MARK[r.official],
-                    MARK[r.circular] if r.official is None else MARK[r.strict],
-                    plots.SHORT_L2.get(r.l2_category or "", r.l2_category or ""),
-                    r.category or "",
-                    " ".join(r.question.split()),
-                )
-            )
-            colours[(n, 1)] = {True: RIGHT, False: WRONG}.get(verdict, MUTED)
-        tips = {(n, 4): r.l2_category for n, r in enumerate(found) if r.l2_category}
-        self.items.columns = (
-            ITEM_COLUMNS if level != "pope" else ("Index", "Result", "Official", "Strict", "L2", "Category", "Question")
-        )
-        self.items.set_rows(rows, [r.item_id for r in found], colours=colours, tooltips=tips)
-        right = sum(1 for r in found if getattr(r, key))
-        what = "all items" if level in ("all", "pope") else (group if group != NONE else "(none)")
-        how = STRATEGY_TITLE.get(key, f"{key} parser")
-        self.items_title.setText(
-            f"Run {run_id} · {what} · {how}: {right} of {len(found)} right — double-click an item to review it"
+        # Who signs now and what they may see, taken here: the worker reads the blind rule for them.
+        seen = (self.ctx.annotator, self.ctx.prefs.blind, self.ctx.prefs.reveal_after_verdict)
+        columns = _item_columns(target)
+        self.items.columns = columns
+        self.items.set_rows([("", COMPUTING) + ("",) * (len(columns) - 2)], [None])
+        # Worded as the listing's title will be, so that it keeps its lines and the table below does not move.
+        self.items_title.setText(f"{_items_head(target)}: {COMPUTING}{REVIEW_HINT}")
+        self.items_csv.setEnabled(False)
+        self.ctx.background.start(
+            self.items_table, lambda ws: _items_listing(ws, target, *seen), self._listed_items, self._items_done
         )
 
-    def _show_open_items(self, run_id: int, group: str | None, metric: str) -> None:
-        """The answered items of an open run's bar, with the clicked metric's score first (as `vlmdesk run-items`)."""
-        found = open_group_items(self.ctx.ws, run_id, group=group)
-        sight = self.ctx.sight(item_ids=[r.item_id for r in found])
-        entries = {e.name: e for e in open_metrics.REGISTRY.entries()}
-        rows, colours, tips = [], {}, {}
-        for n, r in enumerate(found):
-            question = " ".join(r.question.split())
-            reference = r.references[0] if r.references else ""
-            shown = sight.shows_run_result(run_id, r.item_id)
-            score = r.scores.get(metric)
-            every = "\n".join(f"{m}: {_score_text(v, m, entries)}" for m, v in r.scores.items())
-            rows.append(
-                (
-                    r.index,
-                    (_score_text(score, metric, entries) if score is not None else "– left out")
-                    if shown
-                    else ADJUDICATION_HIDDEN,
-                    _short(" ".join(r.response.split())),
-                    _short(" ".join(reference.split())),
-                    len(r.references),
-                    r.category or "",
-                    question,
-                )
-            )
-            fraction = entries[metric].scale == "fraction" if metric in entries else True
-            colours[(n, 1)] = (
-                MUTED
-                if not shown or score is None or not fraction
-                else RIGHT
-                if score >= 1
-                else WRONG
-                if score <= 0
-                else MUTED
-            )
-            if shown:
-                tips[(n, 1)] = every
-            tips[(n, 2)] = r.response[:2000]
-            tips[(n, 3)] = "\n".join(f"• {ref[:500]}" for ref in r.references[:20])
-        self.items.columns = OPEN_COLUMNS
-        self.items.set_rows(rows, [r.item_id for r in found], colours=colours, tooltips=tips)
-        scored = [r.scores[metric] for r in found if metric in r.scores]
-        mean = _score_text(sum(scored) / len(scored), metric, entries) if scored else "–"
-        what = "all items" if group is None else (group if group != NONE else "(none)")
-        self.items_title.setText(
-            f"Run {run_id} · {what} · {metric}: mean {mean} over {len(scored)} of {len(found)} answers "
-            "— double-click an item to review it"
-        )
+    def _listed_items(self, listing: _Listing) -> None:
+        self.items.columns = listing.columns
+        self.items.set_rows(listing.rows, listing.payloads, colours=listing.colours, tooltips=listing.tips)
+        self.items_title.setText(listing.title)
+        self.items_csv.setEnabled(True)
+
+    def _items_done(self) -> None:
+        if not self.items_csv.isEnabled():  # a read failed (the message bar says why): not "computing…" forever
+            self.items.set_rows([], [])
+            self.items_title.setText("The items behind the bar could not be read")
+            self.items_csv.setEnabled(True)
 
     # -- export
     def export_predictions(self, path: str | Path) -> PredictionExport:

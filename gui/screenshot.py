@@ -138,7 +138,7 @@ def _prepare_results(window, shot: Shot) -> None:
         or next(iter(bars), None)
     )
     if target:
-        dash.show_items_of(target)
+        dash.show_items_of(target)  # listed in the worker: the settle that follows waits for the rows
 
 
 def _prepare_desiderata(window, shot: Shot) -> None:

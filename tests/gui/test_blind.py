@@ -256,13 +256,16 @@ def test_blind_adjudication_hides_the_queued_response_with_blind_off_until_my_la
     results = window.view("results")
     window.show_view("results")
     results.show_items_of({"run": 2, "level": "all", "strategy": "vanilla"})
+    qtbot.waitUntil(lambda: not results.items_computing, timeout=10_000)
     row = results.items.payloads.index(second.id)
     assert results.items.rows[row][1] == "hidden until your label (blind adjudication)"
     with open_workspace(path) as ws:
         alignment.add_label(ws, alignment.next_for(ws, "study", "ann").item_id, "ann", "B")
     VIEWS["review"](window, Shot("review", item="2", tab="predictions"))
     assert ADJ_RESPONSE in " ".join(visible_texts(window))
+    window.show_view("results")  # a tab out of sight lists nothing
     results.show_items_of({"run": 2, "level": "all", "strategy": "vanilla"})
+    qtbot.waitUntil(lambda: not results.items_computing, timeout=10_000)
     assert results.items.rows[row][1] == "✗ wrong"
 
 

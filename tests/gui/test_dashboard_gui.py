@@ -110,6 +110,7 @@ def test_clicking_a_bar_lists_its_items_and_an_item_opens_in_review(qtbot, three
     x, y = bar.axes.transData.transform((bar.get_x() + bar.get_width() / 2, bar.get_height() / 2))
     ratio = chart.canvas.device_pixel_ratio
     qtbot.mouseClick(chart.canvas, Qt.LeftButton, pos=QPoint(int(x / ratio), int(chart.canvas.height() - y / ratio)))
+    qtbot.waitUntil(lambda: not dash.items_computing, timeout=10_000)  # listed in the worker
     with open_workspace(three_runs) as ws:
         expected = group_items(ws, 2, level="l2", group="coarse_perception")
     assert dash.items.payloads == [r.item_id for r in expected] and len(expected) > 1
@@ -139,6 +140,7 @@ def test_exports_chart_table_and_predictions(qtbot, three_runs, make_window, tmp
     assert dash.chart.export(tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
     assert b"<svg" in dash.chart.export(tmp_path / "c.svg").read_bytes()[:400]
     dash.show_items_of({"run": "2", "level": "all", "strategy": "circular"})
+    qtbot.waitUntil(lambda: not dash.items_computing, timeout=10_000)
     assert write_csv(dash.items, tmp_path / "items.csv") == 30
     rows = list(csv.reader(open(tmp_path / "items.csv", encoding="utf-8")))
     assert rows[0][:2] == ["Index", "Result"] and len(rows) == 31

@@ -381,3 +381,60 @@ def test_the_figure_columns_keep_their_width_when_the_figures_come(qtbot, three_
             for n in columns:  # each figure fits its column whole
                 assert metrics.horizontalAdvance(row[n]) + margin <= header.sectionSize(n), (row[n], n)
         assert any(runs_list.PARTIAL_MARK in row[columns[0]] for row in view.model.rows)
+
+
+def test_the_items_behind_a_bar_say_computing_in_the_tables_place_then_come(
+    qtbot, three_runs, make_window, monkeypatch
+):  # noqa: F811
+    import gui.dashboard_view as dashboard_view
+
+    gate, calls = threading.Event(), []
+    _gated(monkeypatch, dashboard_view, "group_items", gate, calls)
+    window = make_window(three_runs)
+    dash = window.view("results")
+    window.show_view("results")
+    dash.show_runs([2], chart="l2")
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
+    dash.show_items_of({"run": "2", "level": "l2", "group": "coarse_perception", "strategy": "vanilla"})
+    QApplication.processEvents()  # the title's new text laid out
+    place = dash.items_table.geometry()
+    assert dash.items_computing and dash.items.payloads == [None]
+    assert dash.items.rows[0][1] == COMPUTING and f": {COMPUTING} — " in dash.items_title.text()
+    gate.set()
+    qtbot.waitUntil(lambda: not dash.items_computing, timeout=10_000)
+    with open_workspace(three_runs) as ws:
+        expected = report.group_items(ws, 2, level="l2", group="coarse_perception")
+    assert dash.items.payloads == [r.item_id for r in expected] and len(expected) > 1
+    assert [row[1] for row in dash.items.rows] == [("✓ right" if r.vanilla else "✗ wrong") for r in expected]
+    assert dash.items_table.geometry() == place  # the rows came where "computing…" was, at its size
+
+
+def test_a_slow_listing_of_an_earlier_bar_is_not_shown(qtbot, three_runs, make_window, monkeypatch):  # noqa: F811
+    import gui.dashboard_view as dashboard_view
+
+    real = dashboard_view.group_items
+    slow, started = threading.Event(), threading.Event()
+
+    def group_items(ws, run_id, *, level, group):
+        if group == "coarse_perception":  # the first bar clicked, slow
+            started.set()
+            slow.wait(30)
+        return real(ws, run_id, level=level, group=group)
+
+    monkeypatch.setattr(dashboard_view, "group_items", group_items)
+    window = make_window(three_runs)
+    dash = window.view("results")
+    window.show_view("results")
+    dash.show_runs([2], chart="l2")
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
+    dash.show_items_of({"run": "2", "level": "l2", "group": "coarse_perception", "strategy": "vanilla"})
+    qtbot.waitUntil(started.is_set, timeout=5000)
+    dash.show_items_of({"run": "2", "level": "all", "strategy": "circular"})  # a second click before the reply
+    qtbot.waitUntil(lambda: not dash.items_computing, timeout=10_000)
+    with open_workspace(three_runs) as ws:
+        every = real(ws, 2, level="all", group=None)
+    assert dash.items.payloads == [r.item_id for r in every]
+    slow.set()  # the first listing ends now: it is stale
+    qtbot.waitUntil(lambda: window.ctx.background.pool.activeThreadCount() == 0, timeout=10_000)
+    QApplication.processEvents()  # its queued reply, if it sent one
+    assert dash.items.payloads == [r.item_id for r in every] and "all items · CircularEval" in dash.items_title.text()

@@ -69,11 +69,13 @@ def test_open_bars_are_the_reports_metrics_and_a_click_lists_the_items(qtbot, op
     x, y = bar.axes.transData.transform((bar.get_width() / 2, bar.get_y() + bar.get_height() / 2))
     ratio = chart.canvas.device_pixel_ratio
     qtbot.mouseClick(chart.canvas, Qt.LeftButton, pos=QPoint(int(x / ratio), int(chart.canvas.height() - y / ratio)))
+    qtbot.waitUntil(lambda: not dash.items_computing, timeout=10_000)  # listed in the worker
     assert dash.items.payloads == [r.item_id for r in expected] and len(expected) == 1
     assert [row[1] for row in dash.items.rows] == ["100 %"]
     assert "counting · word_match: mean 100 % over 1 of 1 answers" in dash.items_title.text()
     # Overall's CIDEr bar: every answered item, the score on CIDEr's own scale.
     dash.show_items_of({"run": "2", "level": "all", "metric": "cider"})
+    qtbot.waitUntil(lambda: not dash.items_computing, timeout=10_000)
     with open_workspace(open_ws) as ws:
         every = open_group_items(ws, 2)
     assert len(dash.items.rows) == 8 == len(every)
@@ -110,7 +112,7 @@ def test_the_open_chart_and_its_items_keep_their_contrast(qtbot, open_ws, make_w
         dash = window.view("results")
         qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
         dash.show_items_of({"run": "2", "level": "category", "group": "counting", "metric": "word_match"})
-        qtbot.wait(10)
+        qtbot.waitUntil(lambda: not dash.items_computing, timeout=10_000)
         assert dash.kind.currentData() == "open" and dash.chart.bars()
         assert low_contrast(window) == []
     finally:

@@ -84,6 +84,7 @@ def test_text_only_runs_are_marked_and_the_item_list_follows_the_run(qtbot, demo
     assert len(texts) == len(bars)
     target = {k: str(v) for k, v in {"run": 1, "level": "all", "strategy": "circular"}.items()}
     results.show_items_of(target)
+    qtbot.waitUntil(lambda: not results.items_computing, timeout=WAIT)
     assert results.items.rows and results.items_title.text().startswith("Run 1")
     outlined = [b for b in results.chart.bars() if b.get_linewidth() > 0]
     assert len(outlined) == 1 and outlined[0].get_gid().endswith("strategy=circular")
