@@ -172,16 +172,21 @@ def hub_token_headers(endpoint: str) -> dict[str, str]:
 # ------------------------------------------------------------------------------------------------ the cache's files
 
 
+def _cache_stat(path: Path) -> os.stat_result | None:
+    """What is at a cache path, the link itself when it is one (lstat); None when nothing is there."""
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CacheRefused(f"{path}: {exc.strerror or exc}") from None
+
+
 def _refuse_odd(path: Path) -> None:
     """Refuse (before anything is downloaded) a cache path that is there but not a regular file: a link (a shared
     cache lets anyone plant one to a workspace), a folder, a FIFO, a device. A missing path is fine."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise CacheRefused(f"{path}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(st.st_mode):
+    st = _cache_stat(path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
         what = (
             "a symbolic link"
             if stat.S_ISLNK(st.st_mode)
@@ -359,12 +364,7 @@ def _fetch_hub(
     entry: CatalogEntry, folder: Path, mirror: str | None, deadline: Deadline, idle_s: float, emit: Emit
 ) -> FetchResult:
     hand = f"put the split's .parquet shards in {folder} by hand and import that folder (vlmdesk import {folder})"
-    try:
-        st = os.lstat(folder)
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise CacheRefused(f"{folder}: {exc.strerror or exc}") from None
+    st = _cache_stat(folder)
     if st is not None and not stat.S_ISDIR(st.st_mode):  # a link too: stale shards are removed from this folder
         raise CacheRefused(f"{folder}: is not a folder of shards (a link or a file); fetch writes nothing there "
                            "(remove it, or fetch --to another folder)")  # fmt: skip
