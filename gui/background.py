@@ -55,7 +55,9 @@ class Task(QRunnable):
                     return
                 # A workspace nobody can write may be read immutable, as the app's own connection reads it.
                 self._conn = read_only_connection(self.path, allow_immutable=self.read_only)
-            ws = Workspace(self.path, Database(self._conn), read_only=True)
+            # No sqlite-utils plugin scan, as every workspace connection opens (db/workspace.py): it read every
+            # installed package's metadata on each task, and no plugin may act on a workspace's connection.
+            ws = Workspace(self.path, Database(self._conn, execute_plugins=False), read_only=True)
             try:
                 for part in self.work(ws):
                     if self.cancelled:
