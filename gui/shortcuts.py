@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from annotation.item_kinds import VERDICTS_BY_KIND, ItemKind
 from evaluator.scoring.choices import LETTERS
 
 
@@ -19,6 +20,7 @@ VERDICT_KEYS = (
     ("ok", "O", "OK — the item is fine"),
     ("wrong_answer", "W", "Wrong answer key — with an option picked; else W, then the right option"),
     ("ambiguous", "U", "Ambiguous / unclear question or options"),
+    ("incomplete", "R", "References incomplete — an answer a person would accept is missing (open items)"),
     ("text_answerable", "T", "Answerable from the text alone"),
     ("bad_image", "I", "Bad image (unreadable, wrong, missing)"),
     ("skip", "S", "Skip — no opinion"),
@@ -28,11 +30,32 @@ VERDICT_BUTTONS = {
     "ok": "OK",
     "wrong_answer": "Wrong key",
     "ambiguous": "Ambiguous",
+    "incomplete": "Refs incomplete",
     "text_answerable": "Text-answerable",
     "bad_image": "Bad image",
     "skip": "Skip",
 }
 """Short button captions of the verdicts (Review, Conflicts)."""
+
+
+_OPEN_TEXTS = {
+    "wrong_answer": "Wrong reference — then type the right answer",
+    "ambiguous": "Ambiguous / unclear question",
+}
+
+
+def verdict_keys(kind: ItemKind) -> tuple[tuple[str, str, str], ...]:
+    """(verdict, key, text) of the verdicts that fit an item of this kind (annotation/item_kinds.py), in VERDICT_KEYS'
+    order; an open item's wrong key is a wrong reference, corrected by typing the answer, not by an option."""
+    fit = VERDICTS_BY_KIND[kind]
+    return tuple(
+        (v, k, _OPEN_TEXTS.get(v, text) if kind == "open" else text) for v, k, text in VERDICT_KEYS if v in fit
+    )
+
+
+def verdict_button(verdict: str, kind: ItemKind) -> str:
+    """A verdict's short caption on a button for an item of this kind."""
+    return "Wrong ref" if kind == "open" and verdict == "wrong_answer" else VERDICT_BUTTONS[verdict]
 
 
 def review_shortcuts() -> tuple[Shortcut, ...]:
