@@ -3,14 +3,7 @@
 import argparse
 
 from vlmdesk.cli import build_parser
-
-
-def _parsers(parser, path=()):
-    yield path, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from _parsers(sub, (*path, name))
+from vlmdesk.cli_reference import walk as _parsers
 
 
 def test_every_argument_has_help_and_every_command_an_example():

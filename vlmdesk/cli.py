@@ -72,7 +72,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cmd_data:register_import",
         "import a benchmark file (VLMEvalKit/MMBench TSV, VQA/caption TSV, POPE, JSONL, parquet)",
     ),
-    "demo": ("cmd_data:register_demo", "import the bundled demo benchmarks (demo, demo-pope)"),
+    "demo": ("cmd_data:register_demo", "import the bundled demo benchmarks (demo, demo-pope, demo-open)"),
     "benchmarks": (
         "cmd_data:register_benchmarks",
         "list the benchmarks in the workspace; tag one with its capability groups",

@@ -23,8 +23,8 @@ def register_align(add) -> None:
         "is a blind terminal labelling loop; `adjudicate` lists annotator disagreements and records "
         "final labels; `report` gives alignment rates (Wilson 95 %), Cohen's κ, confusion matrices "
         "and inter-annotator agreement. See docs/extraction-and-alignment.md. For open answers: people "
-        "judge them right / partly / wrong (the app's Verdicts tab, or `open-verdict`), and `open` "
-        "reports how far each open metric agrees with them.",
+        "judge them right / partly / wrong (the app's Queues › Open answers page, or `open-verdict`), and "
+        "`open` reports how far each open metric agrees with them.",
         examples="""
                 vlmdesk align sample --run 3 --run 4 --extractor 'rules+llm:openai:gpt-4o-mini' --size 50 --seed 1 --name s1
                 vlmdesk align label --set s1 --annotator ana
