@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Final, Literal, get_args
 
 from db.errors import InvalidInput
+from evaluator.formats.importers.common import text_problem
 from evaluator.scoring.choices import LETTERS, YES_NO
 
 ItemKind = Literal["mcq", "yesno", "open"]
@@ -24,6 +25,8 @@ KINDS: tuple[ItemKind, ...] = get_args(ItemKind)
 
 WRONG: Final = "wrong_answer"
 INCOMPLETE: Final = "incomplete"
+MAX_ANSWER_CHARS: Final = 1000
+"""The longest corrected answer (an open item's is free text): what a merge file's `answer` may hold (sync.py)."""
 
 _COMMON = ("ambiguous", "text_answerable", "bad_image", "skip")
 VERDICTS_BY_KIND: dict[ItemKind, tuple[str, ...]] = {
@@ -69,31 +72,37 @@ def corrected_answer(kind: ItemKind, verdict: str, corrected: str | None, *, n_o
 
     mcq: a letter among the item's options (any case in, upper case stored); yesno: yes or no (lower case stored);
     open: the right answer as text (a wrong reference needs one; an incomplete verdict may name the missing answer).
-    Only those two verdicts carry a corrected answer."""
+    Only those two verdicts carry a corrected answer. Migration 0023's trigger holds every other writer to the same
+    rule (tests/annotation/test_item_kinds.py holds the two together)."""
     if not fits(kind, verdict):
         offered = ", ".join(VERDICTS_BY_KIND[kind])
         raise InvalidInput(f"verdict {verdict!r} does not fit a {_KIND_WORDS[kind]} item (one of {offered})")
     text = (corrected or "").strip()
+    given = repr(corrected) if corrected else "none"
     if verdict not in (WRONG, INCOMPLETE):
         if text:
-            raise InvalidInput(f"a {verdict!r} verdict takes no corrected answer (only {WRONG} and {INCOMPLETE} do)")
+            raise InvalidInput(f"the verdict {verdict!r} takes no corrected answer (only {WRONG} and {INCOMPLETE} do)")
         return None
     if kind == "mcq":
-        letters = LETTERS[:n_options]
+        letters = tuple(LETTERS[:n_options])  # a tuple: "" and "AB" are in the string "ABCD"
         if text.upper() not in letters:
             raise InvalidInput(
                 f"a wrong-key verdict on a multiple-choice item needs the right option's letter (one of "
-                f"{', '.join(letters) or 'none: the item has no options'}), not {corrected!r}"
+                f"{', '.join(letters) or 'none: the item has no options'}), got {given[:60]}"
             )
         return text.upper()
     if kind == "yesno":
         if text.lower() not in YES_NO:
             raise InvalidInput(
-                f"a wrong-key verdict on a yes/no item needs the right answer: yes or no, not {corrected!r}"
+                f"a wrong-key verdict on a yes/no item needs the right answer, yes or no, got {given[:60]}"
             )
         return text.lower()
     if verdict == WRONG and not text:
         raise InvalidInput("a wrong-reference verdict on an open item needs the right answer as text")
+    if len(text) > MAX_ANSWER_CHARS:
+        raise InvalidInput(f"a corrected answer of {len(text)} characters; at most {MAX_ANSWER_CHARS}")
+    if problem := text_problem(text):
+        raise InvalidInput(f"the corrected answer contains {problem}")
     return text or None
 
 
