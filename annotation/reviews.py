@@ -2,7 +2,8 @@
 
 Each verdict is committed the moment it is given, with a uuid. Undo appends an `undo` row naming the uuid of the
 verdict it withdraws (the annotator's latest standing one), so the log keeps everything that was ever said and who
-said it when. A correction is simply a newer verdict. What stands: annotation/standing.py.
+said it when. A correction is simply a newer verdict. What stands: annotation/standing.py. Which verdicts fit an
+item, and what corrected answer each takes: annotation/item_kinds.py, checked here before anything is written.
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
-from annotation import standing
+from annotation import item_kinds, standing
 from annotation.names import annotator_name, record_note
 from db.catalog import now_iso
-from db.errors import InvalidInput
+from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace, inserted_id
 
-Verdict = Literal["ok", "wrong_answer", "ambiguous", "text_answerable", "bad_image", "skip"]
-"""An annotator's judgement of an item (an undo row stores `undo` instead, naming what it withdraws)."""
+Verdict = Literal["ok", "wrong_answer", "incomplete", "ambiguous", "text_answerable", "bad_image", "skip"]
+"""An annotator's judgement of an item (an undo row stores `undo` instead, naming what it withdraws); which fit an
+item of each kind: item_kinds.VERDICTS_BY_KIND."""
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 UNDO: Final = standing.WITHDRAWAL
 _COLUMNS = "id, item_id, annotator, verdict, corrected_answer, note, seconds, created_at, uuid, withdraws"
@@ -50,11 +52,25 @@ def add_review(
     note: str | None = None,
     seconds: float | None = None,
 ) -> Review:
+    """Append a verdict on the item, refused in one line (InvalidInput) unless it fits the item's kind; the corrected
+    answer is stored as item_kinds.corrected_answer normalises it."""
     if verdict not in VERDICTS:
         raise InvalidInput(f"unknown verdict {verdict!r} (one of {', '.join(VERDICTS)})")
-    if verdict == "wrong_answer" and not corrected_answer:
-        raise InvalidInput("a wrong-answer verdict needs the corrected answer")
-    return _append(ws, item_id, annotator_name(annotator), verdict, corrected_answer, record_note(note), seconds, None)
+    kind, n_options = item_kind(ws, item_id)
+    corrected = item_kinds.corrected_answer(kind, verdict, corrected_answer, n_options=n_options)
+    return _append(ws, item_id, annotator_name(annotator), verdict, corrected, record_note(note), seconds, None)
+
+
+def item_kind(ws: Workspace, item_id: int) -> tuple[item_kinds.ItemKind, int]:
+    """(kind, number of options) of an item: two primary-key reads."""
+    row = ws.conn.execute(
+        "SELECT b.kind, json_array_length(i.options) FROM items i JOIN benchmarks b ON b.id = i.benchmark_id "
+        "WHERE i.id = ?",
+        (item_id,),
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no item with id {item_id} in this workspace")
+    return item_kinds.kind_of(row[0]), row[1]
 
 
 def undo_last(
@@ -72,7 +88,8 @@ def undo_last(
     if row is None:
         return None
     last = Review(*row)
-    _append(ws, last.item_id, last.annotator, UNDO, None, f"withdraws review {last.id}", None, last.uuid)
+    # No note: `withdraws` names the target (a row id in a note, as before, meant nothing to people or other copies).
+    _append(ws, last.item_id, last.annotator, UNDO, None, None, None, last.uuid)
     return last
 
 
@@ -167,8 +184,9 @@ def conflict_count(ws: Workspace, benchmark_id: int) -> int:
 
 
 def progress(ws: Workspace, benchmark_id: int, annotator: str | None = None) -> dict[str, Any]:
-    """Reviewed / total items, for everyone and for one annotator: counts kept by triggers (migration 0015), read by
-    primary key, so a keypress never counts the benchmark."""
+    """Judged / total items, for everyone and for one annotator: `reviewed` counts the items with a standing verdict
+    other than a skip, `mine` those where the annotator's standing verdict is not a skip (a skip is no verdict).
+    Counts kept by triggers (migrations 0015, 0023), read by primary key, so a keypress never counts the benchmark."""
     row = ws.conn.execute(
         "SELECT items, reviewed FROM benchmark_counts WHERE benchmark_id = ?", (benchmark_id,)
     ).fetchone()

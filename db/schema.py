@@ -1666,3 +1666,68 @@ def _m0022(db: Database) -> None:
         END;
         """,
     )
+
+
+# The verdicts that fit an item of each kind (annotation/item_kinds.py VERDICTS_BY_KIND), written out: a released
+# migration never changes. tests/annotation/test_item_kinds.py holds the trigger to item_kinds.corrected_answer.
+_VERDICT_DOOR = """
+        CREATE TRIGGER reviews_fit_the_item BEFORE INSERT ON reviews WHEN NEW.verdict != 'undo' BEGIN
+            SELECT RAISE(ABORT, 'reviews: unknown verdict (ok, wrong_answer, incomplete, ambiguous, text_answerable, bad_image, skip or undo)')
+                WHERE NEW.verdict NOT IN
+                    ('ok', 'wrong_answer', 'incomplete', 'ambiguous', 'text_answerable', 'bad_image', 'skip');
+            SELECT RAISE(ABORT, 'reviews: an incomplete verdict fits only an open item')
+                FROM items i JOIN benchmarks b ON b.id = i.benchmark_id
+                WHERE NEW.verdict = 'incomplete' AND i.id = NEW.item_id AND b.kind != 'open';
+            SELECT RAISE(ABORT, 'reviews: a wrong_answer on a yes/no item needs corrected_answer yes or no')
+                FROM items i JOIN benchmarks b ON b.id = i.benchmark_id
+                WHERE NEW.verdict = 'wrong_answer' AND i.id = NEW.item_id AND b.kind = 'yesno'
+                    AND coalesce(NEW.corrected_answer IN ('yes', 'no'), 0) = 0;
+            SELECT RAISE(ABORT, 'reviews: a wrong_answer on a multiple-choice item needs the letter of one of its options')
+                FROM items i JOIN benchmarks b ON b.id = i.benchmark_id
+                WHERE NEW.verdict = 'wrong_answer' AND i.id = NEW.item_id AND b.kind = 'mcq'
+                    AND coalesce(length(NEW.corrected_answer) = 1 AND NEW.corrected_answer GLOB '[A-Z]'
+                        AND unicode(NEW.corrected_answer) - 64 <= json_array_length(i.options), 0) = 0;
+            SELECT RAISE(ABORT, 'reviews: a wrong_answer on an open item needs the right answer as corrected_answer')
+                FROM items i JOIN benchmarks b ON b.id = i.benchmark_id
+                WHERE NEW.verdict = 'wrong_answer' AND i.id = NEW.item_id AND b.kind = 'open'
+                    AND trim(coalesce(NEW.corrected_answer, ''), ' ' || char(9, 10, 11, 12, 13)) = '';
+        END;"""  # noqa: E501 (a message is one line)
+
+
+@migrations(name="0023_verdicts_that_fit")
+def _m0023(db: Database) -> None:
+    # Issue 35: an open item could be given "wrong key → yes". A verdict must fit its item's kind at the door, for
+    # every writer (the app, a merge, an older vlmdesk, another tool): the trigger refuses a verdict unknown or
+    # foreign to the item's kind, and a wrong key whose corrected answer the kind does not admit. Undo rows always
+    # pass (they withdraw; what they name is checked by the foreign key). Rows stored before are kept as they are:
+    # the log is evidence, never rewritten.
+    # A skip is no verdict: the kept progress counts (benchmark_counts.reviewed, annotator_counts.reviewed; read
+    # only by annotation/reviews.py progress) now count items with a standing verdict other than a skip. Each
+    # trigger still reads only the item's own standing rows (a primary-key range); the counts are derived afresh.
+    _script(
+        db,
+        f"""{_VERDICT_DOOR}
+        DROP TRIGGER review_standing_ai;
+        DROP TRIGGER review_standing_ad;
+        CREATE TRIGGER review_standing_ai AFTER INSERT ON review_standing BEGIN
+            INSERT INTO annotator_counts (benchmark_id, annotator, reviewed)
+                VALUES (NEW.benchmark_id, NEW.annotator, NEW.verdict != 'skip')
+                ON CONFLICT (benchmark_id, annotator) DO UPDATE SET reviewed = reviewed + excluded.reviewed;
+            UPDATE benchmark_counts SET reviewed = reviewed + 1 WHERE benchmark_id = NEW.benchmark_id
+                AND NEW.verdict != 'skip' AND NOT EXISTS (SELECT 1 FROM review_standing s
+                    WHERE s.item_id = NEW.item_id AND s.annotator != NEW.annotator AND s.verdict != 'skip');{_reconflict("NEW")}
+        END;
+        CREATE TRIGGER review_standing_ad AFTER DELETE ON review_standing BEGIN
+            UPDATE annotator_counts SET reviewed = reviewed - 1
+                WHERE benchmark_id = OLD.benchmark_id AND annotator = OLD.annotator AND OLD.verdict != 'skip';
+            UPDATE benchmark_counts SET reviewed = reviewed - 1 WHERE benchmark_id = OLD.benchmark_id
+                AND OLD.verdict != 'skip' AND NOT EXISTS (SELECT 1 FROM review_standing s
+                    WHERE s.item_id = OLD.item_id AND s.verdict != 'skip');{_reconflict("OLD")}
+        END;
+        UPDATE annotator_counts SET reviewed = (SELECT count(*) FROM review_standing s
+            WHERE s.benchmark_id = annotator_counts.benchmark_id AND s.annotator = annotator_counts.annotator
+                AND s.verdict != 'skip');
+        UPDATE benchmark_counts SET reviewed = (SELECT count(DISTINCT s.item_id) FROM review_standing s
+            WHERE s.benchmark_id = benchmark_counts.benchmark_id AND s.verdict != 'skip');
+        """,  # noqa: E501 (the statements read as written)
+    )

@@ -1,14 +1,17 @@
-"""Progress counts and standing verdicts kept by triggers (migration 0015) never drift from a full recount: after
-random verdicts, corrections, undos, imports, sync imports and deletions of items and benchmarks, in any order."""
+"""Progress counts and standing verdicts kept by triggers (migrations 0015, 0022, 0023) never drift from a full
+recount: after random verdicts, corrections, undos, imports, sync imports and deletions of items and benchmarks, in
+any order. A skip is no verdict: the counts of judged items leave out a standing skip (migration 0023)."""
 
 from __future__ import annotations
 
 import random
 import shutil
+import sqlite3
 
+import pytest
 from sqlite_utils import Database
 
-from annotation import browse, reviews, standing, sync
+from annotation import browse, item_kinds, reviews, standing, sync
 from db import catalog, open_workspace, schema
 from evaluator.formats.importers import import_benchmark
 from vlmdesk.demo import demo_dir
@@ -18,12 +21,16 @@ ANNOTATORS = ("ann", "bob", "cy")
 
 def recount(ws) -> tuple[set, dict, dict]:
     """The standing verdicts by annotation/standing.py's rule over the whole log, and the counts they make."""
-    rule = {
-        (item_id, who, rid)
-        for rid, item_id, who in ws.conn.execute(
-            standing.standing_sql(standing.REVIEWS, "id, item_id, annotator", "t.item_id IN (SELECT id FROM items)")
+    verdicts = {
+        (item_id, who, rid): verdict
+        for rid, item_id, who, verdict in ws.conn.execute(
+            standing.standing_sql(
+                standing.REVIEWS, "id, item_id, annotator, verdict", "t.item_id IN (SELECT id FROM items)"
+            )
         )
     }
+    rule = set(verdicts)
+    judged = [key for key, verdict in verdicts.items() if verdict != "skip"]
     per_bench = {
         bid: (n, images, reviewed)
         for bid, n, images, reviewed in ws.conn.execute(
@@ -31,12 +38,12 @@ def recount(ws) -> tuple[set, dict, dict]:
             "(SELECT count(DISTINCT image_sha256) FROM items i WHERE i.benchmark_id = b.id), "
             "(SELECT count(DISTINCT r.item_id) FROM reviews r JOIN items i ON i.id = r.item_id "
             "WHERE i.benchmark_id = b.id AND r.id IN (SELECT value FROM json_each(?))) FROM benchmarks b",
-            (_json([rid for *_, rid in rule]),),
+            (_json([rid for *_, rid in judged]),),
         )
     }
     bench_of = dict(ws.conn.execute("SELECT id, benchmark_id FROM items"))
     mine: dict = {}
-    for item_id, who, _ in rule:
+    for item_id, who, _ in judged:
         mine[(bench_of[item_id], who)] = mine.get((bench_of[item_id], who), 0) + 1
     return rule, per_bench, mine
 
@@ -111,13 +118,13 @@ def test_counts_equal_a_full_recount_after_random_operations(tmp_path):
             op = rnd.random()
             who = rnd.choice(ANNOTATORS)
             if op < 0.45 and items:
-                verdict = rnd.choice(reviews.VERDICTS)
+                verdict = rnd.choice(item_kinds.VERDICTS_BY_KIND["mcq"])
                 reviews.add_review(
                     ws,
                     rnd.choice(items),
                     who,
                     verdict,
-                    corrected_answer=rnd.choice("BC") if verdict == "wrong_answer" else None,
+                    corrected_answer=rnd.choice("AB") if verdict == "wrong_answer" else None,
                 )
             elif op < 0.65:
                 reviews.undo_last(ws, who, benchmark_id=rnd.choice(benches) if benches and rnd.random() < 0.5 else None)
@@ -161,7 +168,9 @@ def test_the_migration_derives_the_counts_of_an_older_workspace(tmp_path):
     for trigger in ("items_count_ai", "items_count_ad", "items_stay", "reviews_standing_ai", "reviews_standing_ad"):
         db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
     db.execute("DROP INDEX adjudication_items_question")
-    db.execute("DELETE FROM _sqlite_migrations WHERE name = '0015_counts'")
+    # 0023 replaced 0015's triggers on review_standing (gone with the table): it runs again after 0015.
+    db.execute("DROP TRIGGER reviews_fit_the_item")
+    db.execute("DELETE FROM _sqlite_migrations WHERE name IN ('0015_counts', '0023_verdicts_that_fit')")
     db.execute(f"PRAGMA user_version = {schema.migration_names().index('0015_counts')}")
     db.conn.commit()
     db.close()
@@ -170,3 +179,65 @@ def test_the_migration_derives_the_counts_of_an_older_workspace(tmp_path):
         assert set(reviews.conflicts(ws, bid)) == {items[0]}  # ann's ok against bob's ambiguous
 
         assert reviews.progress(ws, bid, "ann") == {"total": len(items), "reviewed": 1, "mine": 1}
+
+
+def test_migration_0023_keeps_the_stored_log_and_counts_judged_items_only(tmp_path):
+    """A workspace of the previous vlmdesk: verdicts that do not fit their item ("wrong key → C" on a yes/no item, a
+    wrong key without its letter) and skips. The upgrade rewrites none of them (the log is evidence), counts items
+    only skipped as not judged, and refuses such rows from then on."""
+    path = tmp_path / "old.sqlite"
+    db = Database(str(path))
+    schema.migrations.apply(db, stop_before="0023_verdicts_that_fit")
+    db.execute(f"PRAGMA user_version = {len(schema.migrations.applied(db))}")
+    for bid, kind in ((1, "mcq"), (2, "yesno"), (3, "open")):
+        db.execute(
+            "INSERT INTO benchmarks (id, name, kind, format, source, source_sha256, rows_read, imported_at) "
+            "VALUES (?, ?, ?, 'jsonl', 'x', ?, 2, '2026-01-01')",
+            (bid, kind, kind, kind),
+        )
+        for n in (1, 2):
+            db.execute(
+                "INSERT INTO items (id, benchmark_id, position, source_index, question, options) VALUES (?, ?, ?, ?, "
+                "'Q?', ?)",
+                (10 * bid + n, bid, n, n, '["x", "y"]' if kind == "mcq" else "[]"),
+            )
+    log = [  # item, annotator, verdict, corrected answer
+        (11, "ann", "wrong_answer", None),
+        (12, "ann", "skip", None),
+        (21, "ann", "wrong_answer", "C"),
+        (21, "bob", "skip", None),
+        (22, "bob", "skip", None),
+        (31, "ann", "ok", None),
+        (31, "bob", "skip", None),
+    ]
+    db.conn.executemany(
+        "INSERT INTO reviews (item_id, annotator, verdict, corrected_answer, created_at) VALUES (?, ?, ?, ?, ?)",
+        [(*row, f"2026-01-01T00:00:0{n}.000+00:00") for n, row in enumerate(log)],
+    )
+    db.conn.commit()
+    stored = db.execute("SELECT * FROM reviews ORDER BY id").fetchall()
+    assert db.execute("SELECT reviewed FROM benchmark_counts ORDER BY benchmark_id").fetchall() == [(2,), (2,), (1,)]
+    db.close()
+    with open_workspace(path) as ws:
+        assert ws.schema_version() == schema.latest_version()
+        assert ws.conn.execute("SELECT * FROM reviews ORDER BY id").fetchall() == stored  # nothing rewritten
+        assert kept(ws) == recount(ws)
+        assert [reviews.progress(ws, b, "ann") for b in (1, 2, 3)] == [
+            {"total": 2, "reviewed": 1, "mine": 1},
+            {"total": 2, "reviewed": 1, "mine": 1},  # 21 by ann's (old) wrong key; 22 only skipped
+            {"total": 2, "reviewed": 1, "mine": 1},
+        ]
+        assert reviews.progress(ws, 2, "bob")["mine"] == 0
+        # The old misfits still stand (a person withdraws or corrects them), and nothing new that misfits gets in.
+        assert {(r.item_id, r.verdict) for r in reviews.standing_reviews(ws, annotator="ann")} >= {(21, "wrong_answer")}
+        for item, verdict, answer in ((21, "wrong_answer", "C"), (11, "incomplete", None), (11, "wrong_answer", None)):
+            with pytest.raises(sqlite3.IntegrityError, match="^reviews: "):
+                ws.conn.execute(
+                    "INSERT INTO reviews (item_id, annotator, verdict, corrected_answer, created_at) "
+                    "VALUES (?, 'ann', ?, ?, 'x')",
+                    (item, verdict, answer),
+                )
+        withdrawn = reviews.undo_last(ws, "ann", item_id=21)
+        assert withdrawn is not None and withdrawn.corrected_answer == "C"
+        assert reviews.progress(ws, 2, "ann") == {"total": 2, "reviewed": 0, "mine": 0}
+        assert kept(ws) == recount(ws)

@@ -242,15 +242,15 @@ def test_reviews_are_append_only(tmp_path):
     with open_workspace(tmp_path / "ws.sqlite") as ws:
         item_id = _add_item(ws)
         with ws.db.atomic():
-            for verdict in ("ok", "wrong-answer"):
+            for verdict in ("ok", "ambiguous"):
                 ws.conn.execute(
                     "INSERT INTO reviews (item_id, annotator, verdict, created_at) VALUES (?, 'a', ?, ?)",
                     (item_id, verdict, catalog.now_iso()),
                 )
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-            ws.conn.execute("UPDATE reviews SET verdict = 'ok' WHERE verdict = 'wrong-answer'")
+            ws.conn.execute("UPDATE reviews SET verdict = 'ok' WHERE verdict = 'ambiguous'")
         ws.conn.rollback()
-        assert [r[0] for r in ws.conn.execute("SELECT verdict FROM reviews ORDER BY id")] == ["ok", "wrong-answer"]
+        assert [r[0] for r in ws.conn.execute("SELECT verdict FROM reviews ORDER BY id")] == ["ok", "ambiguous"]
 
 
 def _two_tsvs_sharing_images(tmp_path):
