@@ -17,6 +17,13 @@ depth, no duplicate keys) and checked whole before anything is written, in one t
 `FILE:LINE: field: what` (evaluator's InputError), or, with skip_bad, skipped and counted (the first MAX_LISTED
 listed) — and so is an undo whose target was skipped. Names of people follow annotation/names.py, the rule every
 local record follows, so what one copy exports another imports; benchmark and set names are only looked up.
+
+A verdict that does not fit its item's kind (annotation/item_kinds.py: "wrong key → yes" on an open item, as an older
+vlmdesk stored) is not a bad line: the other copy keeps it in its log for good, so refusing the file would stop
+every merge from that copy. It is left out and listed like a skipped line (`unfit` counts them), with skip_bad or
+without, and so is an undo that withdraws it; the rest merges. One already stored here (before migration 0023) is
+simply present. Migration 0023's trigger would refuse such a row anyway: it is checked first, so it never aborts the
+merge half-way (nothing is written before the whole file is checked).
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, Literal, NoReturn, overload
 
-from annotation import arena, open_verdicts, qc, reviews
+from annotation import arena, item_kinds, open_verdicts, qc, reviews
 from annotation.names import MAX_NOTE_CHARS, BadName, annotator_name
 from annotation.standing import (
     ADJUDICATIONS,
@@ -45,6 +52,7 @@ from annotation.standing import (
     Kind,
 )
 from db import catalog, runs
+from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.formats.importers import InputError
 from evaluator.formats.importers.common import (
@@ -87,6 +95,7 @@ class ImportReport:
     present: int  # records whose id was already there (same content)
     skipped: tuple[InputError, ...]  # the first MAX_LISTED skipped lines
     skipped_count: int = 0  # every skipped line
+    unfit: int = 0  # of those, verdicts that do not fit their item's kind (and undos of them): always left out
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -94,6 +103,7 @@ class ImportReport:
             "by_table": self.added,
             "present": self.present,
             "skipped_count": self.skipped_count,
+            "unfit_count": self.unfit,
             "skipped": [{"line": e.line, "field": e.field, "error": e.what} for e in self.skipped],
         }
 
@@ -108,6 +118,7 @@ class _Row:
     values: dict[str, Any]  # column -> value
     scope: tuple[object, ...]  # (table, *scope columns, who): an undo must share it with its target
     withdraws: str | None = None
+    unfit: tuple[str, str] | None = None  # (field, why) of a verdict that does not fit its item's kind
 
     @property
     def uuid(self) -> str:
@@ -238,6 +249,7 @@ class _Lookups:
     def __init__(self, ws: Workspace):
         self.ws = ws
         self._benches: dict[str, dict[int | str, catalog.Item] | None] = {}
+        self.kinds: dict[int, item_kinds.ItemKind] = {}  # benchmark id -> its items' kind
         self._sets: dict[str, dict[str, tuple[int, tuple[str, ...]]] | None] = {}
         self._flags: dict[int, list[str]] = {}
 
@@ -251,6 +263,8 @@ class _Lookups:
         if name not in self._benches:
             bench = catalog.benchmark_by_name(self.ws, name)
             self._benches[name] = None if bench is None else {i.index: i for i in catalog.list_items(self.ws, bench.id)}
+            if bench is not None:
+                self.kinds[bench.id] = item_kinds.kind_of(bench.kind)
         items = self._benches[name]
         if items is None:
             raise _Bad("benchmark", f"no benchmark named {name!r} in this workspace")
@@ -313,15 +327,20 @@ def _review(rec: dict[str, Any], look: _Lookups) -> _Row:
     verdict = _text(rec, "verdict")
     if verdict not in (*reviews.VERDICTS, reviews.UNDO):
         raise _Bad("verdict", f"unknown verdict {verdict!r} (one of {', '.join(reviews.VERDICTS)}, undo)")
-    answer = _text(rec, "answer", nullable=True)
-    if verdict == "wrong_answer":
-        if answer not in _answers(item):
-            raise _Bad("answer", f"a wrong_answer verdict needs the corrected key, one of {', '.join(_answers(item))}")
-    elif answer is not None:
-        raise _Bad("answer", "only a wrong_answer verdict has a corrected key")
+    answer = _text(rec, "answer", nullable=True, limit=item_kinds.MAX_ANSWER_CHARS)
+    unfit = None
+    if verdict == reviews.UNDO:
+        if answer is not None:
+            raise _Bad("answer", "an undo has no corrected answer")
+    else:
+        kind = look.kinds[item.benchmark_id]
+        try:
+            answer = item_kinds.corrected_answer(kind, verdict, answer, n_options=len(item.options))
+        except InvalidInput as exc:
+            unfit = ("verdict" if not item_kinds.fits(kind, verdict) else "answer", f"{exc}: not merged")
     withdraws = _withdraws(rec, undo=verdict == reviews.UNDO)
     note, seconds, at = _text(rec, "note", nullable=True, limit=MAX_NOTE), _seconds(rec), _time(rec)
-    record = {**rec, "annotator": annotator, "at": at}
+    record = {**rec, "annotator": annotator, "at": at} | ({} if unfit else {"answer": answer})
     return _Row(
         0,
         REVIEWS,
@@ -339,6 +358,7 @@ def _review(rec: dict[str, Any], look: _Lookups) -> _Row:
         },
         ("reviews", item.id, annotator),
         withdraws,
+        unfit,
     )
 
 
@@ -561,7 +581,7 @@ def _review_records(ws: Workspace, where: str, params: Sequence[object]) -> Iter
             "index": index,
             "annotator": annotator,
             "verdict": verdict,
-            "answer": answer if verdict == "wrong_answer" else None,
+            "answer": answer if verdict in (item_kinds.WRONG, item_kinds.INCOMPLETE) else None,
             "note": note,
             "seconds": seconds,
             "at": at,
@@ -768,12 +788,14 @@ class _Bads:
     (by line: withdrawals are checked after the whole file)."""
 
     def __init__(self, path: Path, skip_bad: bool):
-        self.path, self.skip_bad, self.count = path, skip_bad, 0
+        self.path, self.skip_bad, self.count, self.unfit = path, skip_bad, 0, 0
         self.listed: list[tuple[int, str, str]] = []
 
-    def add(self, line: int, field: str, what: str) -> None:
+    def add(self, line: int, field: str, what: str, *, fatal: bool = True) -> None:
+        """A bad line; `fatal=False`: one left out with skip_bad or without (a verdict that does not fit)."""
         self.count += 1
-        if not self.skip_bad:
+        self.unfit += not fatal
+        if fatal and not self.skip_bad:
             raise InputError(self.path, line, field, what)
         if len(self.listed) < MAX_LISTED or line < self.listed[-1][0]:
             self.listed.append((line, field, what))
@@ -794,6 +816,7 @@ def import_records(ws: Workspace, path: str | os.PathLike[str], kind: str, *, sk
     bad = _Bads(path, skip_bad)
     fresh: list[_Row] = []
     by_uuid: dict[str, _Row] = {}
+    unfit: dict[str, int] = {}  # uuid -> line of each record left out as not fitting its item
     present = 0
     for number, obj in read_lines(path):
         if isinstance(obj, tuple):
@@ -810,10 +833,13 @@ def import_records(ws: Workspace, path: str | os.PathLike[str], kind: str, *, sk
             bad.add(row.line, *known)
         elif known:
             present += 1
+        elif row.unfit is not None:
+            bad.add(row.line, *row.unfit, fatal=False)
+            unfit[row.uuid] = row.line
         else:
             by_uuid[row.uuid] = row
             fresh.append(row)
-    fresh = _check_withdrawals(ws, fresh, bad)
+    fresh = _check_withdrawals(ws, fresh, bad, unfit)
     added = {k.table: 0 for k in _TABLES[kind]}
     with ws.db.atomic():
         for row in sorted(fresh, key=lambda r: (r.values["created_at"], r.line)):
@@ -823,7 +849,7 @@ def import_records(ws: Workspace, path: str | os.PathLike[str], kind: str, *, sk
                 list(row.values.values()),
             )
             added[row.kind.table] += 1
-    return ImportReport(added, present, bad.first(), bad.count)
+    return ImportReport(added, present, bad.first(), bad.count, bad.unfit)
 
 
 def _known(ws: Workspace, row: _Row, by_uuid: dict[str, _Row]) -> bool | tuple[str, str]:
@@ -878,14 +904,17 @@ def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict[str, Any] | None
     return next(iter(found), None)
 
 
-def _check_withdrawals(ws: Workspace, fresh: list[_Row], bad: _Bads) -> list[_Row]:
+def _check_withdrawals(ws: Workspace, fresh: list[_Row], bad: _Bads, unfit: dict[str, int]) -> list[_Row]:
     """An undo must name a record (not an undo) of the same item, stage and person — already in the workspace, or
-    a good line of this file."""
+    a good line of this file. One that names a record left out as not fitting its item is left out with it."""
     records = {row.uuid: row for row in fresh if not row.is_withdrawal}
     kept = []
     for row in fresh:
         if row.withdraws is None:
             kept.append(row)
+            continue
+        if row.withdraws in unfit:
+            bad.add(row.line, "withdraws", f"withdraws line {unfit[row.withdraws]}, not merged either", fatal=False)
             continue
         k = row.kind
         target = records.get(row.withdraws)

@@ -113,6 +113,7 @@ def test_verdicts_merge_both_ways_into_identical_standing_verdicts_and_twice_add
         "by_table": {"reviews": 4},
         "present": 2,
         "skipped_count": 0,
+        "unfit_count": 0,
         "skipped": [],
     }
     done = vlmdesk(a, "reviews", "import", str(out_b), "--json")
@@ -188,9 +189,7 @@ BAD_REVIEWS = [
     ({**GOOD, "index": "1"}, "index", "no item with index '1'"),  # an integer index stays an integer
     ({**GOOD, "index": True}, "index", "expected an integer or text index"),
     ({**GOOD, "verdict": "great"}, "verdict", "unknown verdict 'great'"),
-    ({**GOOD, "verdict": "wrong_answer"}, "answer", "needs the corrected key"),
-    ({**GOOD, "verdict": "wrong_answer", "answer": "Q"}, "answer", "needs the corrected key"),
-    ({**GOOD, "answer": "B"}, "answer", "only a wrong_answer verdict"),
+    # A verdict that does not fit its item is no bad line: tests/annotation/test_item_kinds.py.
     ({**GOOD, "seconds": "3"}, "seconds", "expected a number"),
     ({**GOOD, "seconds": -1}, "seconds", "not within"),
     ({**GOOD, "note": 5}, "note", "expected text"),
@@ -269,8 +268,8 @@ def test_skip_bad_imports_the_good_lines_and_lists_the_bad_ones(two_copies, tmp_
     done = vlmdesk(a, "reviews", "import", path, "--skip-bad")
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines() == [
-        f"skipped: {path}:2: verdict: unknown verdict 'meh' (one of ok, wrong_answer, ambiguous, text_answerable, "
-        "bad_image, skip, undo)",
+        f"skipped: {path}:2: verdict: unknown verdict 'meh' (one of ok, wrong_answer, incomplete, ambiguous, "
+        "text_answerable, bad_image, skip, undo)",
         f"skipped: {path}:4: index: benchmark 'demo' has no item with index 12345",
         f"skipped: {path}:5: withdraws: names no record known here (bf1d2c3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f); import "
         "the file that holds it first, or with it",
