@@ -1,12 +1,14 @@
 """Annotator statistics per benchmark: what each person judged, how fast, and how well they agree with the others.
 
 Everything is read from the standing verdicts (annotation/standing.py: a withdrawn or corrected verdict no longer
-counts). A verdict's category for agreement is the verdict, with the corrected key for wrong-key verdicts
-("wrong_answer→C"); skips are not an opinion and are left out of agreement, as from conflicts.
+counts). A verdict's category for agreement is the verdict, with the corrected answer where it names one
+("wrong_answer→C", "incomplete→a tabby"); a skip is no verdict: it is left out of agreement, as from conflicts, and an
+item is judged (by someone, by an annotator) only by a standing verdict other than a skip.
 
 - Cohen's κ of an annotator against each other annotator over the items both judged, and the mean of those pairs;
 - Krippendorff's α (nominal) over every annotator of the benchmark;
-- items per hour: standing verdicts over the time spent on them (the seconds stored with each verdict);
+- items per hour: judged items over the time spent on every standing record (the seconds stored with each; a skip's
+  time was spent too, judging nothing);
 - disagreements to discuss: the benchmark's conflicts (annotation.reviews.conflicts) the annotator is part of.
 Both statistics come from annotation/agreement.py (scikit-learn and the krippendorff package).
 """
@@ -27,8 +29,8 @@ SKIP = "skip"
 class AnnotatorStats:
     annotator: str
     verdicts: dict[str, int]  # standing verdicts by kind (skips included)
-    items: int  # items with a standing verdict (skips included)
-    seconds: float  # time spent on those verdicts, where stored
+    items: int  # items judged: a standing verdict other than a skip
+    seconds: float  # time spent on the standing records (skips included), where stored
     items_per_hour: float | None
     kappa: dict[str, float | None] = field(default_factory=dict)  # other annotator → κ over shared items
     shared: dict[str, int] = field(default_factory=dict)  # other annotator → items both judged (skips left out)
@@ -53,7 +55,7 @@ class AnnotatorStats:
 class BenchmarkAgreement:
     benchmark_id: int
     total_items: int
-    reviewed_items: int
+    reviewed_items: int  # items judged by someone: a standing verdict other than a skip
     alpha: float | None  # Krippendorff's α over every annotator (None: undefined — fewer than 2 raters, …)
     conflicts: int
     annotators: tuple[AnnotatorStats, ...]
@@ -69,7 +71,7 @@ class BenchmarkAgreement:
 
 
 def category(review: reviews.Review) -> str:
-    """What a verdict says, for agreement: the verdict, and for a wrong key the key it names."""
+    """What a verdict says, for agreement: the verdict, and the answer it names (a wrong key's, a missing reference)."""
     return f"{review.verdict}→{review.corrected_answer}" if review.corrected_answer else review.verdict
 
 
@@ -88,8 +90,9 @@ def benchmark_stats(ws: Workspace, benchmark_id: int) -> BenchmarkAgreement:
     out = []
     for person in people:
         rs = mine[person]
+        judged = [r for r in rs if r.verdict != SKIP]
         seconds = sum(r.seconds for r in rs if r.seconds)
-        timed = sum(1 for r in rs if r.seconds)
+        timed = sum(1 for r in judged if r.seconds)
         kappa, shared = {}, {}
         for other in people:
             if other == person:
@@ -102,7 +105,7 @@ def benchmark_stats(ws: Workspace, benchmark_id: int) -> BenchmarkAgreement:
             AnnotatorStats(
                 person,
                 dict(Counter(r.verdict for r in rs)),
-                len(rs),
+                len(judged),
                 seconds,
                 3600 * timed / seconds if seconds > 0 else None,
                 kappa,
@@ -114,7 +117,7 @@ def benchmark_stats(ws: Workspace, benchmark_id: int) -> BenchmarkAgreement:
     return BenchmarkAgreement(
         benchmark_id,
         total,
-        len({r.item_id for r in standing}),
+        len(opinions),
         agreement.krippendorff_alpha(list(opinions.values())),
         len(conflicts),
         tuple(out),

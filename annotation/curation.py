@@ -2,7 +2,8 @@
 
 Per item, every QC flag (active or withdrawn: a human judgement outlives the runs that prompted it) resolves on its
 own (annotation.qc.resolve). Optionally the item's standing reviews (annotation.reviews) resolve the same way:
-ok keeps, wrong_answer corrects, ambiguous / text_answerable / bad_image remove, skip does not vote. Then:
+ok and incomplete keep (references missing an answer leave the key as it is), wrong_answer corrects, ambiguous /
+text_answerable / bad_image remove, skip does not vote. Then:
 removal by any source wins; otherwise corrections apply when every source that corrects names the same answer;
 different corrections are a conflict and nothing is applied. Disputed (tied) flags apply nothing.
 """
@@ -25,6 +26,7 @@ from evaluator.scoring.choices import canonical_answer
 
 REVIEW_OUTCOME: dict[str, tuple[str, str | None]] = {
     "ok": ("keep", None),
+    "incomplete": ("keep", None),
     "ambiguous": ("remove", None),
     "text_answerable": ("remove", None),
     "bad_image": ("remove", None),

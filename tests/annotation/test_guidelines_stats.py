@@ -80,8 +80,9 @@ def test_annotator_statistics_from_standing_verdicts(ws):
     by = {a.annotator: a for a in stats.annotators}
     assert sorted(by) == ["ann", "bob", "cy"]
     ann, bob = by["ann"], by["bob"]
-    assert ann.verdicts == {"ok": 4, "wrong_answer": 1, "skip": 1} and ann.items == 6
-    assert ann.items_per_hour == pytest.approx(3600 * 6 / 180) and bob.items_per_hour == pytest.approx(60)
+    # A skip is no verdict: ann judged 5 items, in 180 s of work (the skip's 30 s included).
+    assert ann.verdicts == {"ok": 4, "wrong_answer": 1, "skip": 1} and ann.items == 5
+    assert ann.items_per_hour == pytest.approx(3600 * 5 / 180) and bob.items_per_hour == pytest.approx(60)
     assert by["cy"].items_per_hour is None  # no time stored
     assert ann.shared["bob"] == 5 and ann.shared["cy"] == 1
     # κ over (ok, ok, ok, ok, wrong→A) vs (ok, ok, ok, ambiguous, wrong→A), through scikit-learn:
@@ -91,7 +92,7 @@ def test_annotator_statistics_from_standing_verdicts(ws):
     assert ann.kappa["bob"] == pytest.approx(expected) and bob.kappa["ann"] == pytest.approx(expected)
     assert ann.kappa["cy"] is None  # one shared item, one category: undefined, not NaN
     assert ann.disagreements == bob.disagreements == 1 and by["cy"].disagreements == 0
-    assert stats.conflicts == 1 and stats.reviewed_items == 6 and stats.total_items == 30
+    assert stats.conflicts == 1 and stats.reviewed_items == 5 and stats.total_items == 30  # items[6]: a skip alone
     assert stats.alpha is not None and -1 <= stats.alpha <= 1
     assert stats.to_json()["annotators"][0]["annotator"] == "ann"
 
