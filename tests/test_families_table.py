@@ -1,6 +1,6 @@
-"""The families table has one source (evaluator/backends/families.py): the README shows it verbatim, `vlmdesk models
-families`
-prints it, and every row has a tiny model builder behind it (tests/tiny_families.py) that the per-family tests use."""
+"""The families table has one source (evaluator/backends/families.py): the user guide's Models page
+(docs/guide/models.md) shows it verbatim, `vlmdesk models families` prints it, and every row has a tiny model builder
+behind it (tests/tiny_families.py) that the per-family tests use."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 from evaluator.backends.families import FAMILIES, markdown_table
 from vlmdesk.cli import main
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+MODELS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "models.md"
 
 
-def test_the_readme_holds_the_table_written_from_the_families_data():
-    text = README.read_text(encoding="utf-8")
+def test_the_models_page_holds_the_table_written_from_the_families_data():
+    text = MODELS_PAGE.read_text(encoding="utf-8")
     start, end = "<!-- families:start -->\n", "\n<!-- families:end -->"
     assert text[text.index(start) + len(start) : text.index(end)] == markdown_table()
     assert markdown_table().count("\n") == len(FAMILIES) + 1
