@@ -61,7 +61,7 @@ def register_reviews(add) -> None:
         """
                vlmdesk reviews add --bench demo --item 3 --verdict ok --annotator ana
                vlmdesk reviews add --bench demo-pope --item 12 --verdict wrong_answer --answer no --annotator ana
-               vlmdesk reviews add --bench demo-open --item 1 --verdict incomplete --answer 'a tabby cat' --annotator ana
+               vlmdesk reviews add --bench demo-open --item 1 --verdict incomplete --answer tabby --annotator ana
                vlmdesk reviews add --bench demo --item 3 --verdict undo --annotator ana""",
         description="Record a verdict on an item, as the app's Review does; one that does not fit the item's "
         "kind is refused in one line (exit 2), nothing written. The verdicts of each kind:\n"
