@@ -2,9 +2,10 @@
 
 Per item, every QC flag (active or withdrawn: a human judgement outlives the runs that prompted it) resolves on its
 own (annotation.qc.resolve). Optionally the item's standing reviews (annotation.reviews) resolve the same way:
-ok and incomplete keep (references missing an answer leave the key as it is), wrong_answer corrects, ambiguous /
-text_answerable / bad_image remove, skip does not vote. Then:
-removal by any source wins; otherwise corrections apply when every source that corrects names the same answer;
+ok keeps, wrong_answer corrects (an open item's corrected reference becomes its only one), ambiguous /
+text_answerable / bad_image remove, skip does not vote; incomplete keeps the key, and on an open item the answer it
+names is added to the references (several annotators' missing answers add up: they do not contradict each other).
+Then: removal by any source wins; otherwise corrections apply when every source that corrects names the same answer;
 different corrections are a conflict and nothing is applied. Disputed (tied) flags apply nothing.
 """
 
@@ -16,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from annotation import qc, reviews
+from annotation import item_kinds, qc, reviews
 from db import catalog
 from db.catalog import Benchmark, now_iso
 from db.workspace import Workspace
@@ -38,7 +39,7 @@ class Change:
     """One line of the change log."""
 
     index: int | str
-    action: str  # removed | answer_corrected | not_applied
+    action: str  # removed | answer_corrected | references_added | not_applied
     old_answer: str | None
     new_answer: str | None
     sources: tuple[str, ...]  # "qc:text-only", "qc:consensus", "reviews"
@@ -47,24 +48,26 @@ class Change:
     notes: tuple[str, ...]
     decided_at: str | None
     why_not_applied: str | None = None
+    added_references: tuple[str, ...] = ()  # open items: answers the references missed (incomplete verdicts)
 
     def to_json(self) -> dict[str, Any]:
         return {
             k: list(v) if isinstance(v, tuple) else v
             for k, v in asdict(self).items()
-            if not (k == "why_not_applied" and v is None)
+            if not (k == "why_not_applied" and v is None) and not (k == "added_references" and not v)
         }
 
 
 @dataclass(frozen=True)
 class _Verdict:
     source: str
-    action: str  # remove | correct
+    action: str  # remove | correct | add (an open item's missing reference)
     answer: str | None
     reason: str
     annotators: tuple[str, ...]
     notes: tuple[str, ...]
     decided_at: str
+    added: tuple[str, ...] = ()  # action "add": the answers an open item's references missed
 
 
 def curation_plan(ws: Workspace, benchmark_id: int, *, with_reviews: bool = False) -> dict[int, Change]:
@@ -87,8 +90,8 @@ def curation_plan(ws: Workspace, benchmark_id: int, *, with_reviews: bool = Fals
             )
         )
     if with_reviews:
-        for item_id, verdict in _review_verdicts(ws, benchmark_id, items).items():
-            verdicts.setdefault(item_id, []).append(verdict)
+        for item_id, found_here in _review_verdicts(ws, benchmark_id, items).items():
+            verdicts.setdefault(item_id, []).extend(found_here)
     plan = {}
     for item_id, found in verdicts.items():
         plan[item_id] = _combine(items[item_id], found)
@@ -96,57 +99,89 @@ def curation_plan(ws: Workspace, benchmark_id: int, *, with_reviews: bool = Fals
     return dict(sorted(plan.items(), key=lambda kv: order[kv[0]]))
 
 
-def _review_verdicts(ws: Workspace, benchmark_id: int, items: dict[int, catalog.Item]) -> dict[int, _Verdict]:
+def _review_verdicts(ws: Workspace, benchmark_id: int, items: dict[int, catalog.Item]) -> dict[int, list[_Verdict]]:
     by_item: dict[int, list[reviews.Review]] = {}
     for r in reviews.standing_reviews(ws, benchmark_id=benchmark_id):
         if r.verdict != "skip":
             by_item.setdefault(r.item_id, []).append(r)
-    found = {}
+    row = ws.conn.execute("SELECT kind FROM benchmarks WHERE id = ?", (benchmark_id,)).fetchone()
+    kind = item_kinds.kind_of(row[0]) if row else "mcq"
+    found: dict[int, list[_Verdict]] = {}
     for item_id, standing in by_item.items():
+        added = [r for r in standing if kind == "open" and r.verdict == "incomplete" and r.corrected_answer]
+        if added:  # answers the references missed: each annotator's adds up, none outvotes another
+            found.setdefault(item_id, []).append(
+                _Verdict(
+                    "reviews",
+                    "add",
+                    None,
+                    "incomplete",
+                    tuple(dict.fromkeys(r.annotator for r in added)),
+                    tuple(r.note for r in added if r.note),
+                    max(r.created_at for r in added),
+                    tuple(dict.fromkeys(r.corrected_answer for r in added if r.corrected_answer)),
+                )
+            )
         outcome = {
-            r.id: REVIEW_OUTCOME.get(r.verdict, ("correct", _norm(items[item_id], r.corrected_answer)))
+            r.id: REVIEW_OUTCOME.get(r.verdict, ("correct", _norm(items[item_id], r.corrected_answer, kind)))
             for r in standing
         }
         ranked = Counter(outcome.values()).most_common()
         if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
             continue  # tied reviewers: nothing applies
         (action, answer), _ = ranked[0]
-        if action == "keep" or (action == "correct" and answer in (None, items[item_id].answer)):
+        if action == "keep" or (action == "correct" and _unchanged(items[item_id], answer, kind)):
             continue
         winners = [r for r in standing if outcome[r.id] == (action, answer)]
-        found[item_id] = _Verdict(
-            "reviews",
-            action,
-            answer,
-            Counter(r.verdict for r in winners).most_common(1)[0][0],
-            tuple(r.annotator for r in winners),
-            tuple(r.note for r in winners if r.note),
-            max(r.created_at for r in winners),
+        found.setdefault(item_id, []).append(
+            _Verdict(
+                "reviews",
+                action,
+                answer,
+                Counter(r.verdict for r in winners).most_common(1)[0][0],
+                tuple(r.annotator for r in winners),
+                tuple(r.note for r in winners if r.note),
+                max(r.created_at for r in winners),
+            )
         )
     return found
 
 
-def _norm(item: catalog.Item, answer: str | None) -> str | None:
-    """A reviewer's corrected answer in the item's own terms, or None when it names no option."""
+def _norm(item: catalog.Item, answer: str | None, kind: item_kinds.ItemKind) -> str | None:
+    """A reviewer's corrected answer in the item's own terms, or None when it names no option (an open item's is
+    its text, as add_review stored it)."""
+    if kind == "open":
+        return answer.strip() or None if answer else None
     return canonical_answer(len(item.options), answer)
+
+
+def _unchanged(item: catalog.Item, answer: str | None, kind: item_kinds.ItemKind) -> bool:
+    return answer is None or (item.references == (answer,) if kind == "open" else answer == item.answer)
 
 
 def _combine(item: catalog.Item, found: list[_Verdict]) -> Change:
     removing = [v for v in found if v.action == "remove"]
-    chosen = removing or found
     answers = {v.answer for v in found if v.action == "correct" and v.answer is not None}
-    action = "removed" if removing else "answer_corrected" if len(answers) == 1 else "not_applied"
+    added = tuple(dict.fromkeys(a for v in found if v.action == "add" for a in v.added))
+    if removing:
+        action = "removed"
+    elif len(answers) > 1:
+        action = "not_applied"
+    else:
+        action = "answer_corrected" if answers else "references_added"
+    chosen = removing or found
     return Change(
         index=item.index,
         action=action,
         old_answer=item.answer,
         new_answer=next(iter(answers)) if action == "answer_corrected" else None,
-        sources=tuple(v.source for v in chosen),
+        sources=tuple(dict.fromkeys(v.source for v in chosen)),
         reasons=tuple(dict.fromkeys(v.reason for v in chosen)),
         annotators=tuple(dict.fromkeys(a for v in chosen for a in v.annotators)),
         notes=tuple(n for v in chosen for n in v.notes),
         decided_at=max(v.decided_at for v in chosen),
         why_not_applied=(f"conflicting corrections: {', '.join(sorted(answers))}" if action == "not_applied" else None),
+        added_references=added if action in ("answer_corrected", "references_added") else (),
     )
 
 
@@ -170,6 +205,7 @@ def export_curated(
         answers={
             i: c.new_answer for i, c in plan.items() if c.action == "answer_corrected" and c.new_answer is not None
         },
+        added_references={i: c.added_references for i, c in plan.items() if c.added_references},
     )
     log = changes_path(out)
     exported_at = now_iso()

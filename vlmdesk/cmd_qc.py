@@ -151,8 +151,9 @@ def register_qc(add) -> None:
     s.add_argument(
         "--with-reviews",
         action="store_true",
-        help="also apply standing item reviews (vlmdesk reviews): wrong_answer corrects, ambiguous / "
-        "text_answerable / bad_image remove",
+        help="also apply standing item reviews (vlmdesk reviews): wrong_answer corrects (an open item's corrected "
+        "reference becomes its only one), incomplete adds the answer it names to an open item's references, "
+        "ambiguous / text_answerable / bad_image remove",
     )
     s.add_argument("--json", action="store_true", help="print the export report as JSON")
     s.set_defaults(handler=cmd_export)
@@ -426,7 +427,8 @@ def cmd_export(args) -> int:
             report, changes = export_curated(ws, bench, out, fmt=args.fmt, with_reviews=args.with_reviews)
         except ExportError as exc:
             raise UsageError(str(exc)) from None
-    counts = {a: sum(1 for c in changes if c.action == a) for a in ("removed", "answer_corrected", "not_applied")}
+    actions = ("removed", "answer_corrected", "references_added", "not_applied")
+    counts = {a: sum(1 for c in changes if c.action == a) for a in actions}
     if args.json:
         print(
             json.dumps(
@@ -447,7 +449,8 @@ def cmd_export(args) -> int:
     print(
         f"wrote {report.path} ({report.format}): {report.questions} questions in {report.rows} rows; "
         f"{counts['removed']} removed, {counts['answer_corrected']} answers corrected, "
-        f"{counts['not_applied']} not applied; change log {changes_path(out)}"
+        + (f"{counts['references_added']} with references added, " if counts["references_added"] else "")
+        + f"{counts['not_applied']} not applied; change log {changes_path(out)}"
     )
     return 0
 

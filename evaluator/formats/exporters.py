@@ -76,14 +76,23 @@ def export_benchmark(
     fmt: str | None = None,
     exclude: frozenset[int] = frozenset(),
     answers: dict[int, str] | None = None,
+    added_references: dict[int, tuple[str, ...]] | None = None,
 ) -> ExportReport:
-    """Write `bench` without the items in `exclude` and with answers[item_id] replacing their answer keys."""
+    """Write `bench` without the items in `exclude` and with answers[item_id] replacing their answer keys (an open
+    item's references: the corrected one becomes the only one), added_references[item_id] appended to an open item's
+    references (the answers its references missed)."""
     fmt = fmt or bench.format
     allowed = export_formats(bench.kind)
     if fmt not in allowed:
         raise ExportError(f"a {bench.kind} benchmark can be exported as {', '.join(allowed)}, not {fmt}")
-    answers = answers or {}
-    items = [_with_answer(i, answers.get(i.id)) for i in catalog.list_items(ws, bench.id) if i.id not in exclude]
+    answers, added = answers or {}, added_references or {}
+    items = [
+        _with_references(i, answers.get(i.id), added.get(i.id, ()))
+        if bench.kind == "open"
+        else _with_answer(i, answers.get(i.id))
+        for i in catalog.list_items(ws, bench.id)
+        if i.id not in exclude
+    ]
     path = Path(path)
     write = formats.REGISTRY[fmt].write  # the format registry names each format's writer
     assert write is not None  # export_formats lists only formats with one
@@ -94,6 +103,15 @@ def export_benchmark(
 
 def _with_answer(item: Item, answer: str | None) -> Item:
     return item if answer is None else replace(item, answer=answer)
+
+
+def _with_references(item: Item, answer: str | None, added: tuple[str, ...]) -> Item:
+    if answer is None and not added:
+        return item
+    base = (answer,) if answer is not None else item.references
+    references = base + tuple(a for a in dict.fromkeys(added) if a not in base)  # repeats in base are VQA's votes
+    meta = {k: v for k, v in item.meta.items() if k != "reference"}  # the one-reference form of older imports
+    return replace(item, meta={**meta, "references": list(references)})
 
 
 def _atomic_text(path: Path) -> tuple[IO[Any], AtomicOutput]:
