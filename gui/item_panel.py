@@ -1,12 +1,15 @@
-"""What an annotator reads about one item: header, hint, question, options (answer key highlighted unless blind),
-every run's passes for the item, and the review history."""
+"""What an annotator reads about one item, by its kind (annotation/item_kinds.py): header, hint, question, then a
+multiple-choice item's option cards, a yes/no item's Yes and No cards (the key highlighted) or an open item's
+reference answers — its key, hidden alike in blind mode; every run's passes for the item (an open run's with the
+item's scores), and the review history."""
 
 from __future__ import annotations
 
 import html
 import re
+from collections import Counter
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QFrame,
@@ -22,7 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from annotation.browse import VERDICT_LABELS
+from annotation.item_kinds import ItemKind, kind_of, verdict_label
+from evaluator.scoring import open_item
 from evaluator.scoring.choices import LETTERS, YES_NO, item_result, original_option
 from gui.appearance import (
     ACCENT,
@@ -117,6 +121,52 @@ class OptionRow(QFrame):
         set_style(self, _row_style(key, picked))
 
 
+SHORT_REFERENCE = 30  # characters: VQA's answers are a word or two, grouped on one line
+REFERENCES_HIDDEN = "Reference answers hidden (blind mode)"
+NO_REFERENCE = "No reference answer"
+LIVE_NO_REFERENCE = "No reference answer (live arena: people vote on pairs of answers in the Arena tab)"
+
+
+def reference_text(references: tuple[str, ...]) -> tuple[str, str]:
+    """(title, text) of an open item's reference answers: one as it is; repeats grouped with their counts, most
+    first (VQA's ten: "2 ×7 · two ×3"), on one line when they are short; several distinct ones a list (five
+    captions), in the file's order."""
+    if len(references) == 1:
+        return "Reference answer", references[0]
+    counts = Counter(references)  # first occurrence order: ties keep the file's order
+    groups = sorted(counts.items(), key=lambda group: -group[1])
+    title = f"{len(references)} reference answers" + (
+        f" · {len(counts)} distinct" if len(counts) < len(references) else ""
+    )
+    shown = [text + (f" ×{n}" if n > 1 else "") for text, n in groups]
+    if len(counts) < len(references) and all(len(text) <= SHORT_REFERENCE for text in counts):
+        return title, " · ".join(shown)
+    return title, "\n".join(f"• {text}" for text in shown)
+
+
+class ReferencesCard(QFrame):
+    """An open item's reference answers, where a multiple-choice item's options are, coloured as an answer key."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("optionRow")  # the option cards' frame and the key's colours (_row_style)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 8)
+        layout.setSpacing(4)
+        self.title = QLabel()
+        self.title.setObjectName("optionTag")
+        self.title.setWordWrap(True)  # a narrow Browse pane wraps it rather than scroll sideways
+        self.text = _text_label("references")
+        layout.addWidget(self.title)
+        layout.addWidget(self.text)
+        set_style(self, _row_style(key=True, picked=False))
+
+    def set_references(self, references: tuple[str, ...]) -> None:
+        title, text = reference_text(references)
+        self.title.setText(f"{title} · the answer key")
+        self.text.setText(breakable(text))
+
+
 class _ScrollBox(QScrollArea):
     """A column of widgets scrolling up and down inside the item panel, never sideways, on the panel's background."""
 
@@ -143,21 +193,42 @@ class _ScrollBox(QScrollArea):
 
 class OptionsArea(_ScrollBox):
     """The option rows, scrolling inside the panel when there are many (11, 25): never taller than its rows, at
-    least two rows tall, and at most about ten rows in its size hint, so the key note under it stays in sight."""
+    least two rows tall, and at most about ten rows in its size hint, so the key note under it stays in sight.
+    Flat (ItemPanel.fit_in): as tall as its rows, scrolling with the panel instead of inside it."""
 
     MIN_HEIGHT, HINT_HEIGHT = 84, 420
 
     def __init__(self, parent=None):
         super().__init__(4, parent)
+        self.flat = False
         self.setMinimumHeight(self.MIN_HEIGHT)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+        self.box.addStretch(1)  # a box taller than its rows (its least height) leaves the room below them
+
+    def add(self, widget: QWidget) -> None:
+        self.box.insertWidget(self.box.count() - 1, widget)  # above the stretch
+
+    def set_flat(self, flat: bool) -> None:
+        self.flat = flat
+        self.setVerticalScrollBarPolicy(
+            Qt.ScrollBarPolicy.ScrollBarAlwaysOff if flat else Qt.ScrollBarPolicy.ScrollBarAsNeeded
+        )
+        self.verticalScrollBar().setValue(0)
+        self.fit()
 
     def fit(self) -> None:
         inner = self.widget()
         if inner is not None:
             inner.adjustSize()
-        self.setMaximumHeight(max(self.MIN_HEIGHT, self._content_height()))
+        self._fit_height()
         self.updateGeometry()
+        if self.flat:  # new texts wrap once laid out, after this: measured again then, the rows' height exactly
+            QTimer.singleShot(0, self._fit_height)
+
+    def _fit_height(self) -> None:
+        tall = max(self.MIN_HEIGHT, self._content_height())
+        self.setMaximumHeight(tall)
+        self.setMinimumHeight(tall if self.flat else self.MIN_HEIGHT)
 
     def sizeHint(self) -> QSize:
         return QSize(super().sizeHint().width(), min(self._content_height(), self.HINT_HEIGHT))
@@ -165,7 +236,7 @@ class OptionsArea(_ScrollBox):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         if event.oldSize().width() != event.size().width():  # rows re-wrap: the content height changes
-            self.setMaximumHeight(max(self.MIN_HEIGHT, self._content_height()))
+            self._fit_height()
 
 
 class _SqueezableLayout(QVBoxLayout):
@@ -179,7 +250,7 @@ class _SqueezableLayout(QVBoxLayout):
 
 class _TextArea(_ScrollBox):
     """The question and the hint, scrolling inside the panel when they are long (a question of many lines at
-    1024×700 was cut off with no way to read its end): as tall as the text, at most a third of the panel. The question
+    1024×700 was cut off with no way to read its end): as tall as the text, at most a part of the panel. The question
     comes first: a long hint above it put the question itself below the fold of this box."""
 
     def __init__(self, widgets: tuple[QWidget, ...], parent=None):
@@ -192,8 +263,16 @@ class _TextArea(_ScrollBox):
         self.setFixedHeight(max(24, min(self._content_height() + 2, cap)))
 
 
+def guess_kind(item) -> ItemKind:
+    """An item's kind from the item alone, for a caller that does not pass its benchmark's: options make it
+    multiple-choice, a yes or no key yes/no, anything else open."""
+    if item.options:
+        return "mcq"
+    return "yesno" if (item.answer or "").lower() in YES_NO else "open"
+
+
 class ItemPanel(QWidget):
-    """Header, hint, question and options of one item."""
+    """Header, hint, question, and the options, Yes/No cards or reference answers of one item, by its kind."""
 
     def __init__(self, *, show_key_hints: bool = False, parent=None):
         super().__init__(parent)
@@ -217,6 +296,8 @@ class ItemPanel(QWidget):
         self.hint_toggle.toggled.connect(self._show_hint)
         self.options_area = OptionsArea(self)
         self.options_box = self.options_area.box
+        self.references = ReferencesCard(self.options_area.widget())  # an open item's, in the options' place
+        self.options_area.add(self.references)
         self.key_note = QLabel()
         self.key_note.setObjectName("keyNote")
         self.key_note.setWordWrap(True)
@@ -230,9 +311,39 @@ class ItemPanel(QWidget):
         self._pool: list[OptionRow] = []  # rows are reused from item to item: creating widgets is slow
         self._yes_no: list[OptionRow] = []  # the Yes and No cards of yes/no items, made once
         self.item = None
+        self.kind: ItemKind = "mcq"
+        self.live_arena = False
         self.blind = False
         self.picked: str | None = None
         self.reveal = False
+        self._room: QWidget | None = None  # the viewport of the scroll area the panel is in (fit_in)
+
+    def fit_in(self, scroll: QScrollArea) -> None:
+        """The panel is `scroll`'s widget. Its options scroll inside it while the viewport holds the question, two
+        rows and the key note; a shorter one (large text, a dragged splitter, two-line messages under it) would
+        scroll the panel too, a scroll box inside a scrolling one hiding options from both: the options then lie
+        flat and the one outer scroll reaches every one."""
+        self._room = scroll.viewport()
+        self._room.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self._room and event.type() == QEvent.Type.Resize:
+            self._fit_room()
+        return False
+
+    def _fit_room(self) -> None:
+        if self._room is None:
+            return
+        self._fit_text()
+        area = self.options_area
+        if not area.isVisibleTo(self):
+            flat = False
+        else:
+            # The panel's least height with its options scrolling inside it (two rows tall), flat or not now.
+            need = self.minimumSizeHint().height() - (area.minimumHeight() - area.MIN_HEIGHT)
+            flat = need > self._room.height()
+        if flat != area.flat:
+            area.set_flat(flat)
 
     def _show_hint(self, shown: bool) -> None:
         has_hint = self.item is not None and bool(self.item.hint)
@@ -240,16 +351,34 @@ class ItemPanel(QWidget):
         self.hint_toggle.setText("Hint" if shown else "Hint (folded: click to read it)")
         self.hint.setVisible(has_hint and shown)
         self._fit_text()
+        self._fit_room()
 
     def _fit_text(self) -> None:
-        self.text_area.fit(max(80, self.height() // 3))
+        # Two fifths of the room in view (of the panel where it is not in a scroll area), not of the panel: a panel
+        # taller than its room would grow the text box with it, and scroll itself around the options' box.
+        if self._room is not None:
+            self.text_area.fit(max(80, self._room.height() * 2 // 5))
+        else:
+            self.text_area.fit(max(80, self.height() // 3))
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit_text()
 
-    def show_item(self, item, *, bench_name: str = "", blind: bool = False, reveal: bool = False) -> None:
+    def show_item(
+        self,
+        item,
+        *,
+        bench_name: str = "",
+        blind: bool = False,
+        reveal: bool = False,
+        kind: str | None = None,
+        live_arena: bool = False,
+    ) -> None:
+        """`kind`: the benchmark's (annotation/item_kinds.py; guessed from the item when not given); `live_arena`:
+        the item is a live-arena question, which has no references by design."""
         self.item, self.blind, self.reveal, self.picked = item, blind, reveal, None
+        self.live_arena = live_arena
         if item is None:
             self.header.setText("No item")
             for w in (self.hint, self.hint_toggle, self.question, self.key_note):
@@ -269,19 +398,24 @@ class ItemPanel(QWidget):
         self.question.setText(breakable(item.question))
         self.question.show()
         self._fit_text()
-        self._set_options(item.options, yes_no=not item.options)
+        self.kind = kind_of(kind) if kind is not None else guess_kind(item)
+        self._set_options(item.options if self.kind == "mcq" else (), yes_no=self.kind == "yesno")
         self._refresh()
+        self._fit_room()
 
     def set_blind(self, blind: bool, reveal: bool = False) -> None:
         self.blind, self.reveal = blind, reveal
         self._refresh()
+        self._fit_room()
 
     def set_picked(self, letter: str | None) -> None:
         self.picked = letter
         self._refresh()
 
     def key_visible(self) -> bool:
-        return any(r.is_key for r in self.rows) or (self.key_note.isVisible() and "hidden" not in self.key_note.text())
+        """Does the panel show the item's key (a green card, the references, or that it has none)?"""
+        shown = self.key_note.isVisible() and "hidden" not in self.key_note.text()
+        return any(r.is_key for r in self.rows) or not self.references.isHidden() or shown
 
     def _set_options(self, options, *, yes_no: bool = False) -> None:
         """The option cards; a yes/no item (no options) gets a Yes and a No card, so its key shows as an option's
@@ -292,10 +426,11 @@ class ItemPanel(QWidget):
                     answer, answer.capitalize(), f"W {n + 1}" if self.show_key_hints else "", self.options_area.widget()
                 )
                 row.badge.setText(answer[0].upper())
-                self.options_box.addWidget(row)
+                self.options_area.add(row)
                 self._yes_no.append(row)
         for row in self._yes_no:
             row.setVisible(yes_no)
+        self.references.hide()  # _refresh shows an open item's, as the blind rule lets it
         if yes_no:
             for row in self._pool:
                 row.hide()
@@ -305,7 +440,7 @@ class ItemPanel(QWidget):
             return
         while len(self._pool) < len(options):
             row = OptionRow(LETTERS[len(self._pool)], "", "", self.options_area.widget())
-            self.options_box.addWidget(row)
+            self.options_area.add(row)
             self._pool.append(row)
         for i, row in enumerate(self._pool):
             if i < len(options):
@@ -322,6 +457,9 @@ class ItemPanel(QWidget):
         if item is None:
             return
         hidden = self.blind and not self.reveal
+        if self.kind == "open":
+            self._refresh_references(item.references, hidden)
+            return
         for row in self.rows:
             row.set_state(key=not hidden and row.letter == item.answer, picked=row.letter == self.picked)
         if hidden:
@@ -332,18 +470,42 @@ class ItemPanel(QWidget):
             self.key_note.setText("")
         self.key_note.setVisible(bool(self.key_note.text()))
 
+    def _refresh_references(self, references: tuple[str, ...], hidden: bool) -> None:
+        """An open item's references are its key: hidden in blind mode until the annotator's verdict stands, as a
+        multiple-choice key is. A live-arena question has none by design, which tells nothing: said even then."""
+        shown = bool(references) and not hidden
+        if self.live_arena and not references:
+            note = LIVE_NO_REFERENCE
+        else:
+            note = REFERENCES_HIDDEN if hidden else "" if references else NO_REFERENCE
+        if shown:
+            self.references.set_references(references)
+        self.references.setVisible(shown)
+        self.options_area.setVisible(shown)
+        self.options_area.fit()
+        self.key_note.setText(note)
+        self.key_note.setVisible(bool(note))
+
 
 def _order_letters(order, n_options: int) -> str:
     # option_order[k] is the original index of the option shown in position k: show it as original letters.
     return " ".join(LETTERS[i] for i in order) if order else "—"
 
 
+def score_colour(value: float | None) -> str:
+    """An open score's colour: right at 1, wrong at 0, muted between (as the Results tab's item list)."""
+    return MUTED if value is None else RIGHT if value >= 1 else WRONG if value <= 0 else MUTED
+
+
 class PredictionsView(QTreeWidget):
-    """Every run's passes for one item: a run per top-level row, a pass per child."""
+    """Every run's passes for one item: a run per top-level row, a pass per child. A multiple-choice or yes/no run's
+    pass shows its option order, choice and correctness; an open run's its answer and the item's scores."""
+
+    HEADERS = ["Pass", "Order", "Response", "Choice", "✓"]
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setHeaderLabels(["Pass", "Order", "Response", "Choice", "✓"])
+        self.setHeaderLabels(self.HEADERS)
         self.setRootIsDecorated(True)
         self.setUniformRowHeights(True)
         self.setAlternatingRowColors(True)
@@ -355,15 +517,23 @@ class PredictionsView(QTreeWidget):
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(4, QHeaderView.ResizeMode.ResizeToContents)
 
-    def show_predictions(self, item, runs_passes, *, sight=None) -> None:
+    def show_predictions(self, item, runs_passes, *, sight=None, kind: str | None = None) -> None:
         """Every run's passes of the item, less what the blind rule (annotation/blind.py `Sight`) hides: nothing
         before the annotator's verdict in blind mode; a response awaiting their blind label, and its reading and
-        run result, always."""
+        run result (an open answer's scores), always. `kind`: the item's (its benchmark's)."""
         self.clear()
+        is_open = kind == "open" or any(run.strategy == "open" for run, _ in runs_passes)
+        # An open answer has no option order, choice or correctness: its scores in the choice's column.
+        self.headerItem().setText(3, "Score" if is_open else self.HEADERS[3])
+        self.setColumnHidden(1, is_open)
+        self.setColumnHidden(4, is_open)
         if item is None or (sight is not None and not sight.reveals(item.id)):
             return
         for run, passes in runs_passes:
             shows = [sight is None or sight.shows_pass(run.id, item.id, p.pass_) for p in passes]
+            if run.strategy == "open":
+                self._show_open(item, run, passes, shows, sight)
+                continue
             result = item_result(run.strategy, len(item.options), {p.pass_: p.correct for p in passes})
             result_shown = sight is None or sight.shows_run_result(run.id, item.id)
             mark = f"   {RESULT_MARKS[result]} {result}" if result_shown else ""
@@ -403,6 +573,52 @@ class PredictionsView(QTreeWidget):
             self.addTopLevelItem(empty)
             empty.setFirstColumnSpanned(True)
 
+    def _show_open(self, item, run, passes, shows, sight) -> None:
+        """An open run's passes: each answer with its primary score, and every per-item metric's score on the line
+        under it (evaluator/scoring/open_item.py); the run's row carries pass 0's primary score, the one its figures
+        count, when the blind rule shows the run's result."""
+        references = item.references
+        top = QTreeWidgetItem([f"run {run.id} · {run.model_spec} · {run.strategy}", "", "", "", ""])
+        font = top.font(0)
+        font.setBold(True)
+        top.setFont(0, font)
+        expand = []
+        for p, shown in zip(passes, shows):
+            if not shown:
+                child = QTreeWidgetItem([f"pass {p.pass_}", "", ADJUDICATION_HIDDEN, "", ""])
+                set_foreground(child, 2, MUTED)
+                top.addChild(child)
+                continue
+            scores = open_item.item_scores(p.response, references)
+            first = open_item.primary(scores, references)
+            score = open_item.score_text(first, scores[first]) if first else "answered"
+            child = QTreeWidgetItem([f"pass {p.pass_}", "", " ".join(p.response.split()), score, ""])
+            child.setToolTip(2, p.response)
+            set_foreground(child, 3, score_colour(scores[first] if first else None))
+            if scores:
+                every = f"Scores: {open_item.scores_text(scores, references)}   ({open_item.RUN_ONLY_NOTE})"
+            elif references:
+                every = "No per-item metric applies to this item (" + open_item.RUN_ONLY_NOTE + ")"
+            else:
+                every = "No reference answer: no metric scores this answer (people judge it: Arena, open verdicts)"
+            child.setToolTip(3, every)
+            line = QTreeWidgetItem([every, "", "", "", ""])
+            set_foreground(line, 0, MUTED)
+            child.addChild(line)
+            expand.append((child, line))
+            _add_turns(child, p.turns)
+            top.addChild(child)
+            if p.pass_ == 0 and (sight is None or sight.shows_run_result(run.id, item.id)):
+                top.setText(0, f"{top.text(0)}   {score}")
+                if first:
+                    set_foreground(top, 0, score_colour(scores[first]))
+        self.addTopLevelItem(top)
+        top.setFirstColumnSpanned(True)
+        top.setExpanded(True)
+        for child, line in expand:
+            line.setFirstColumnSpanned(True)
+            child.setExpanded(True)
+
 
 def _add_turns(pass_row: QTreeWidgetItem, turns) -> None:
     """A multi-turn pass's dialogue under its row, one turn per line (expand the pass to read it): the asking LLM's
@@ -429,8 +645,9 @@ class HistoryView(QTreeWidget):
             header.setSectionResizeMode(i, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
 
-    def show_history(self, history, *, hidden_others: bool = False) -> None:
-        """The review log, newest first; `hidden_others`: other annotators' rows were left out (blind mode)."""
+    def show_history(self, history, *, hidden_others: bool = False, kind: ItemKind | None = None) -> None:
+        """The review log, newest first; `hidden_others`: other annotators' rows were left out (blind mode);
+        `kind`: the item's, which words the verdicts (an open item's wrong key is a wrong reference)."""
         self.clear()
         if hidden_others:
             note = QTreeWidgetItem(["Other annotators' verdicts are hidden until yours (blind mode)", "", "", ""])
@@ -439,13 +656,13 @@ class HistoryView(QTreeWidget):
             note.setFirstColumnSpanned(True)
         by_uuid = {r.uuid: r for r in history if r.uuid}
         for r in reversed(history):
-            verdict = "undo" if r.verdict == "undo" else VERDICT_LABELS.get(r.verdict, r.verdict)
+            verdict = "undo" if r.verdict == "undo" else verdict_label(r.verdict, kind)
             if r.corrected_answer:
                 verdict += f" → {r.corrected_answer}"
             text = r.note or ""
             target = by_uuid.get(r.withdraws or "")
             if r.verdict == "undo" and target is not None:  # what was undone, not the stored "withdraws review 10"
-                what = VERDICT_LABELS.get(target.verdict, target.verdict)
+                what = verdict_label(target.verdict, kind)
                 text = f"withdraws {what} of {target.created_at[:19].replace('T', ' ')}"
             row = QTreeWidgetItem([r.created_at[:19].replace("T", " "), r.annotator, verdict, text])
             whole = f"{r.annotator}: {verdict}" + (f" — {text}" if text else "")
@@ -463,6 +680,11 @@ class HistoryView(QTreeWidget):
             self.addTopLevelItem(empty)
 
 
+def item_kind(bench, item) -> ItemKind:
+    """The item's kind: its benchmark's (the item's own benchmark is the one shown)."""
+    return kind_of(bench.kind) if bench is not None and bench.id == item.benchmark_id else guess_kind(item)
+
+
 def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsView, history: HistoryView, tabs=None):
     """One item in a panel, its predictions and its review history, as the blind rule lets the session's annotator
     see them (Browse and Review both show items through here). Returns the Sight used."""
@@ -476,13 +698,22 @@ def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsVi
         return None
     sight = ctx.sight(item_ids=[item.id])
     revealed = sight.reveals(item.id)
-    panel.show_item(item, bench_name=ctx.benchmark.name if ctx.benchmark else "", blind=sight.blind, reveal=revealed)
+    bench = ctx.benchmark
+    kind = item_kind(bench, item)
+    panel.show_item(
+        item,
+        bench_name=bench.name if bench else "",
+        blind=sight.blind,
+        reveal=revealed,
+        kind=kind,
+        live_arena=bool(bench and bench.meta.get("live_arena")),
+    )
     predictions.show_predictions(
-        item, item_query.item_predictions(ctx.ws, item.id, ctx.runs) if revealed else [], sight=sight
+        item, item_query.item_predictions(ctx.ws, item.id, ctx.runs) if revealed else [], sight=sight, kind=kind
     )
     log = reviews.history(ctx.ws, item.id)
     shown = sight.visible_history(item.id, log)
-    history.show_history(shown, hidden_others=not revealed)  # said whether or not others judged it
+    history.show_history(shown, hidden_others=not revealed, kind=kind)  # said whether or not others judged it
     if tabs is not None and (i := tabs.indexOf(predictions)) >= 0:
         tabs.setTabText(i, "Predictions" if revealed else PREDICTIONS_HIDDEN)
         tabs.setTabToolTip(i, "" if revealed else "Blind mode: the runs' answers show once your verdict stands")
