@@ -10,18 +10,14 @@ from dataclasses import dataclass
 
 from annotation import qc, reviews
 from annotation.blind import Sight
+from annotation.item_kinds import ALL_VERDICTS, ItemKind, verdict_label
 from db.workspace import Workspace
 
-VERDICT_LABELS = {
-    "ok": "ok",
-    "wrong_answer": "wrong key",
-    "ambiguous": "ambiguous",
-    "text_answerable": "text-answerable",
-    "bad_image": "bad image",
-    "skip": "skipped",
-}
+VERDICT_LABELS = {v: verdict_label(v) for v in ALL_VERDICTS}
+"""How each verdict reads where the item's kind is not at hand (annotation/item_kinds.py words them)."""
 REVIEW_FILTERS = ("unreviewed", "reviewed", "mine", "not_mine", "conflict", *reviews.VERDICTS)
-"""Values of the review-status filter: by anyone / by me / disagreement / one standing verdict."""
+"""Values of the review-status filter: by anyone / by me / disagreement / one standing verdict (every verdict the
+log takes, "incomplete" with them once reviews.VERDICTS holds it)."""
 
 
 @dataclass(frozen=True)
@@ -38,13 +34,17 @@ class ReviewStatus:
 
     @property
     def label(self) -> str:
+        return self.text()
+
+    def text(self, kind: ItemKind | None = None) -> str:
+        """The status in a few words, the verdict worded for an item of this kind ("wrong reference → 2")."""
         if not self.verdicts:
             return ""
         if self.conflict:
             return "conflict"
         opinions = [(v, c) for _, v, c in self.verdicts if v != "skip"] or [(v, c) for _, v, c in self.verdicts]
         verdict, corrected = opinions[0]
-        text = VERDICT_LABELS.get(verdict, verdict) + (f" → {corrected}" if corrected else "")
+        text = verdict_label(verdict, kind) + (f" → {corrected}" if corrected else "")
         # ×n counts the annotators who said it: "ok ×2" for one ok and one skip would claim an agreement.
         return text + (f" ×{len(opinions)}" if len(opinions) > 1 else "")
 
