@@ -355,3 +355,26 @@ def item_predictions(
     known = runs_by_id or {}
     found = [(known.get(run_id) or runs.get_run(ws, run_id), passes) for run_id, passes in by_run.items()]
     return [(run, passes) for run, passes in found if run is not None]  # a run deleted since: nothing to show
+
+
+def run_strategy(ws: Workspace, run_id: int) -> str | None:
+    """The run's strategy ("open" for an open run), None for no such run: one primary-key read."""
+    row = ws.conn.execute("SELECT strategy FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def open_answers(ws: Workspace, run_id: int, item_ids: list[int]) -> dict[int, tuple[str, tuple[str, ...]]]:
+    """item id -> (the run's answer, pass 0, the item's reference answers) for those of `item_ids` the run answered:
+    a primary-key seek of the pass and of the item per id, whatever the run's size (Browse asks it per page)."""
+    columns = ", ".join(f"i.{c}" for c in catalog.ITEM_COLUMNS.split(", "))
+    rows = ws.conn.execute(
+        # CROSS JOIN keeps the ids outermost: left to itself the planner walks every pass of the run instead.
+        f"SELECT p.response, {columns} FROM json_each(?) j CROSS JOIN predictions p "
+        "ON p.run_id = ? AND p.item_id = j.value AND p.pass = 0 CROSS JOIN items i ON i.id = p.item_id",
+        (json.dumps(sorted(set(item_ids))), run_id),
+    )
+    found = {}
+    for response, *item_row in rows:
+        item = catalog.item_from_row(tuple(item_row))
+        found[item.id] = (response, item.references)
+    return found

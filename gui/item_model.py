@@ -1,5 +1,6 @@
 """The browse table: a lazy model over SQLite. Rows arrive a page at a time (fetchMore, keyset paging); a row is a
-few short columns, never image bytes, so tens of thousands of items scroll freely."""
+few short columns, never image bytes, so tens of thousands of items scroll freely. The Run column of an open run holds
+each item's primary score (evaluator/scoring/open_item.py), scored as its page arrives."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush
 
 from annotation import blind, browse
+from annotation.item_kinds import ItemKind, kind_of
 from db import item_query
 from db.item_query import ItemFilter, ItemRow
 from evaluator.analysis.plots import SHORT_L2
+from evaluator.scoring import open_item
 from gui.appearance import MUTED, PENDING, RIGHT, WRONG, colour
-from gui.item_panel import RESULT_MARKS
+from gui.item_panel import RESULT_MARKS, score_colour
 
 COLUMNS = ("Index", "Category", "L2", "Split", "Review", "QC", "Run", "Question")
 PAGE = 200
@@ -38,6 +41,12 @@ class ItemTableModel(QAbstractTableModel):
         self.qc: dict[int, browse.QCMark] = {}  # as the annotator may see them; _qc_marks: all
         self._qc_marks: dict[int, browse.QCMark] = {}
         self._row_of: dict[int, int] = {}
+        self.open_run = False  # the listed run is open: its Run column holds scores (open_scores), not a result
+        self.open_scores: dict[int, tuple[str, float | None]] = {}  # item id -> (text, primary score), paged in
+
+    @property
+    def kind(self) -> ItemKind | None:
+        return kind_of(self.benchmark.kind) if self.benchmark is not None else None
 
     # -- queries
     def set_benchmark(self, benchmark, *, run_id: int | None = None) -> None:
@@ -59,6 +68,9 @@ class ItemTableModel(QAbstractTableModel):
         """Query again; `at_least` rows are paged in at once (a refresh keeps what was scrolled to)."""
         self.beginResetModel()
         self.rows, self._row_of, self.total = [], {}, 0
+        self.open_scores = {}
+        run_id = self.filter.run_id
+        self.open_run = run_id is not None and item_query.run_strategy(self.ws, run_id) == "open"
         if self.benchmark is not None:
             self._read_status()
             pairs = []
@@ -98,7 +110,21 @@ class ItemTableModel(QAbstractTableModel):
         for row in page:
             self._row_of[row.id] = len(self.rows)
             self.rows.append(row)
+        self._score_open(page)
         return page
+
+    def _score_open(self, page: list[ItemRow]) -> None:
+        """An open run's primary score of each answered item of a page as it arrives (the page's passes only, never
+        the run's): "VQA 67 %", or "answered" where no metric applies (no references: a live-arena question)."""
+        if not self.open_run or self.filter.run_id is None:
+            return
+        answered = item_query.open_answers(self.ws, self.filter.run_id, [r.id for r in page if r.run_result != "none"])
+        for item_id, (response, references) in answered.items():
+            scores = open_item.item_scores(response, references)
+            first = open_item.primary(scores, references)
+            self.open_scores[item_id] = (
+                (open_item.score_text(first, scores[first]), scores[first]) if first else ("answered", None)
+            )
 
     def canFetchMore(self, parent=QModelIndex()) -> bool:
         return not parent.isValid() and self.benchmark is not None and len(self.rows) < self.total
@@ -210,7 +236,9 @@ class ItemTableModel(QAbstractTableModel):
         for item_id in item_ids:
             self.sight = blind.resight(self.ws, self.sight, item_id)
         query = replace(self._query, only_ids=frozenset(item_ids))
-        for fresh in item_query.item_page(self.ws, self._benchmark_id, query, limit=len(item_ids)):
+        fresh_rows = item_query.item_page(self.ws, self._benchmark_id, query, limit=len(item_ids))
+        self._score_open([r for r in fresh_rows if r.id in self._row_of])
+        for fresh in fresh_rows:
             row = self._row_of.get(fresh.id)
             if row is not None:
                 self.rows[row] = fresh
@@ -246,13 +274,15 @@ class ItemTableModel(QAbstractTableModel):
             return (row.category, row.l2_category, row.split)[col - 1] or ""
         if col == 4:
             status = self.status.get(row.id)
-            return status.label if status else ""
+            return status.text(self.kind) if status else ""
         if col == 5:
             mark = self.qc.get(row.id)
             return mark.short_label if mark else ""
         if col == 6:
             if row.run_result == "none" or not self.sight.shows_run_result(self.filter.run_id, row.id):
                 return ""
+            if self.open_run:
+                return self.open_scores.get(row.id, ("answered", None))[0]
             return f"{RESULT_MARKS[row.run_result]} {row.run_result}"
         return " ".join(row.question.split())
 
@@ -264,11 +294,10 @@ class ItemTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return self.display_text(row, col)
         elif role == Qt.ItemDataRole.ForegroundRole:
-            if (
-                col == 6
-                and row.run_result in _RESULT_COLOURS
-                and self.sight.shows_run_result(self.filter.run_id, row.id)
-            ):
+            shows_result = col == 6 and self.sight.shows_run_result(self.filter.run_id, row.id)
+            if shows_result and self.open_run and row.id in self.open_scores:
+                return QBrush(colour(score_colour(self.open_scores[row.id][1])))
+            if shows_result and row.run_result in _RESULT_COLOURS:
                 return QBrush(colour(_RESULT_COLOURS[row.run_result]))  # read when painted: follows a theme switch
             if col == 4 and (status := self.status.get(row.id)) and status.conflict:
                 return QBrush(colour(WRONG))
@@ -279,7 +308,7 @@ class ItemTableModel(QAbstractTableModel):
         elif role == Qt.ItemDataRole.ToolTipRole and col == 5 and (mark := self.qc.get(row.id)):
             return mark.label
         elif role == Qt.ItemDataRole.ToolTipRole and col == 4 and (status := self.status.get(row.id)):
-            return status.label  # the column may be narrowed (elided) to leave room for the question
+            return status.text(self.kind)  # the column may be narrowed (elided) to leave room for the question
         elif role == Qt.ItemDataRole.UserRole:
             return row.id
         elif role == Qt.ItemDataRole.TextAlignmentRole and col == 0:
