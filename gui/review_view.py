@@ -1,4 +1,9 @@
-"""Verify items one by one, keyboard first. Each verdict is committed to SQLite the moment it is given."""
+"""Verify items one by one, keyboard first. Each verdict is committed to SQLite the moment it is given.
+
+The verdicts offered follow the item's kind (annotation/item_kinds.py, gui/shortcuts.py's verdict_keys): a
+multiple-choice or yes/no item's wrong key names the right option (1–9 / Shift+letter, or 1 yes 2 no); an open item
+has no options, its wrong reference is corrected by typing the right answer (W, type, Enter), and R says its
+references miss an answer (R, optionally the missing answer, Enter)."""
 
 from __future__ import annotations
 
@@ -19,7 +24,9 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSplitter,
+    QStackedWidget,
     QTabWidget,
     QTextEdit,
     QVBoxLayout,
@@ -27,8 +34,8 @@ from PySide6.QtWidgets import (
 )
 
 from annotation import reviews
-from annotation.browse import VERDICT_LABELS
 from annotation.correction import names_the_key, wrong_key_problem
+from annotation.item_kinds import INCOMPLETE, WRONG, ItemKind, fits, kind_words, verdict_label
 from db import item_query
 from db.catalog import Item
 from db.errors import InvalidInput
@@ -38,7 +45,7 @@ from gui.guidelines_view import GuidelinesPanel
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
-from gui.shortcuts import VERDICT_BUTTONS, VERDICT_KEYS, review_shortcuts
+from gui.shortcuts import VERDICT_KEYS, review_shortcuts, verdict_button, verdict_keys
 
 
 def typing_in(widget) -> bool:
@@ -56,6 +63,30 @@ class NoteEdit(QLineEdit):
             self.done.emit()
             return
         super().keyPressEvent(event)
+
+
+class AnswerEdit(QLineEdit):
+    """The right answer of an open item's wrong reference, or the answer its references miss: Enter saves the
+    verdict, Esc cancels it (the review keys are off while it has the focus)."""
+
+    submitted = Signal()
+    cancelled = Signal()
+
+    def keyPressEvent(self, event) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.submitted.emit()
+            return
+        if event.key() == Qt.Key.Key_Escape:
+            self.cancelled.emit()
+            return
+        super().keyPressEvent(event)
+
+
+_ASKS = {
+    WRONG: "Wrong reference: type the right answer, Enter saves, Esc cancels",
+    INCOMPLETE: "References incomplete: type the missing answer (optional), Enter saves, Esc cancels",
+}
+"""What the answer field asks for, by the verdict it completes (open items)."""
 
 
 class ReviewView(QWidget):
@@ -124,6 +155,7 @@ class ReviewView(QWidget):
             Qt.ScrollBarPolicy.ScrollBarAlwaysOff
         )  # the item wraps to the column, never sideways
         scroll.setWidget(self.panel)
+        self.panel.fit_in(scroll)  # options scroll inside the panel, or with it: never both
         self.panel_scroll = scroll
         self.tabs = QTabWidget()
         self.predictions = PredictionsView()
@@ -151,15 +183,24 @@ class ReviewView(QWidget):
         verdicts = QGridLayout()
         verdicts.setSpacing(6)
         self.verdict_buttons: dict[str, QPushButton] = {}
-        for n, (verdict, key, text) in enumerate(VERDICT_KEYS):
-            b = QPushButton(f"{VERDICT_BUTTONS[verdict]}   {key}")
+        self.kind: ItemKind = "mcq"
+        self.verdicts_why = "No benchmark chosen"  # why the buttons are off ("" while an item is shown)
+        # Every verdict has its place, those of every kind first: a kind's own (R, open items) is hidden keeping its
+        # size, so moving between kinds moves no button under the pointer.
+        common = [v for v, _, _ in VERDICT_KEYS if all(fits(k, v) for k in ("mcq", "yesno", "open"))]
+        placed = common + [v for v, _, _ in VERDICT_KEYS if v not in common]
+        for n, verdict in enumerate(placed):
+            b = QPushButton()
             b.setObjectName("verdict_ok" if verdict == "ok" else "verdict")
-            b.setToolTip(f"{text}  [{key}]")
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             b.setMinimumWidth(0)
+            policy = b.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)
+            b.setSizePolicy(policy)
             b.clicked.connect(lambda _=False, v=verdict: self.verdict(v))
             verdicts.addWidget(b, n // 3, n % 3)
             self.verdict_buttons[verdict] = b
+        self._show_buttons()
         vb.addLayout(verdicts)
         self.hint_label = QLabel()
         self.hint_label.setObjectName("armed")
@@ -174,7 +215,17 @@ class ReviewView(QWidget):
         self.note = NoteEdit()
         self.note.setPlaceholderText("Note for the next verdict (E to write, Enter/Esc to leave)")
         self.note.done.connect(self.setFocus)
-        vb.addWidget(self.note)
+        # An open item's typed answer takes the note's place while it is asked for: nothing below it moves.
+        self.answer = AnswerEdit()
+        self.answer.setObjectName("answerEdit")
+        self.answer.submitted.connect(self._answer_submitted)
+        self.answer.cancelled.connect(self._answer_cancelled)
+        self.asking: str | None = None  # the verdict the answer field completes (open items), else None
+        self.note_slot = QStackedWidget()
+        self.note_slot.addWidget(self.note)
+        self.note_slot.addWidget(self.answer)
+        self.note_slot.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        vb.addWidget(self.note_slot)
 
         status = QHBoxLayout()
         self.saved = QLabel()
@@ -314,6 +365,7 @@ class ReviewView(QWidget):
 
     def show_row(self, row: int | None) -> None:
         model = self.ctx.model
+        self._close_answer()  # an answer typed for the item left is not saved on the next one
         if row is None or not model.ensure_row(row):
             self.row, self.item = None, None
             self.panel.show_item(None)
@@ -340,11 +392,33 @@ class ReviewView(QWidget):
 
     def _enable_verdicts(self, on: bool) -> None:
         """No item, nothing to judge: the buttons say so instead of doing nothing."""
-        why = "" if on else ("No item matches the Browse filters" if self.ctx.benchmark else "No benchmark chosen")
-        for button in self.verdict_buttons.values():
-            button.setEnabled(on)
-            tip = button.toolTip().split("\n(disabled:")[0]
-            button.setToolTip(tip + (f"\n(disabled: {why})" if why else ""))
+        self.verdicts_why = (
+            "" if on else ("No item matches the Browse filters" if self.ctx.benchmark else "No benchmark chosen")
+        )
+        self._show_buttons()
+
+    def _show_buttons(self) -> None:
+        """The verdict buttons of the item's kind (gui/shortcuts.py verdict_keys), captioned for it, enabled while an
+        item is shown; the others hidden in their place."""
+        offered = {v: (key, text) for v, key, text in verdict_keys(self.kind)}
+        why = self.verdicts_why
+        for verdict, button in self.verdict_buttons.items():
+            button.setVisible(verdict in offered)
+            button.setEnabled(not why)
+            if verdict not in offered:
+                continue
+            key, text = offered[verdict]
+            button.setText(f"{verdict_button(verdict, self.kind)}   {key}")
+            button.setToolTip(f"{text}  [{key}]" + (f"\n(disabled: {why})" if why else ""))
+
+    def offered_buttons(self) -> list[QPushButton]:
+        """The verdict buttons of the item's kind, in their order (the others are hidden in their place)."""
+        return [self.verdict_buttons[v] for v, _, _ in verdict_keys(self.kind)]
+
+    def _set_kind(self, kind: ItemKind) -> None:
+        if kind != self.kind:
+            self.kind = kind
+            self._show_buttons()
 
     def show_item_id(self, item_id: int) -> None:
         row = self.ctx.model.row_of(item_id)
@@ -357,12 +431,16 @@ class ReviewView(QWidget):
         sight = show_item_details(
             ctx, item, panel=self.panel, predictions=self.predictions, history=self.history, tabs=self.tabs
         )
+        if item is not None:
+            self._set_kind(self.panel.kind)
         self._show_contradiction(mine, sight is not None and item is not None and sight.reveals(item.id))
         self._update_progress()
         self.change.setVisible(mine is not None)
         if mine is not None and not self.saved.property("fresh"):
             verdict, corrected = mine
-            self.saved.setText(f"Your verdict: {VERDICT_LABELS[verdict]}" + (f" → {corrected}" if corrected else ""))
+            self.saved.setText(
+                f"Your verdict: {verdict_label(verdict, self.kind)}" + (f" → {corrected}" if corrected else "")
+            )
         elif not self.saved.property("fresh"):
             self.saved.setText("")
         self.saved.setProperty("fresh", False)
@@ -372,8 +450,8 @@ class ReviewView(QWidget):
         the correction (a newer verdict, appended: the log keeps both)."""
         verdict, corrected = mine or (None, None)
         item = self.item
-        if item is None or verdict != "wrong_answer" or not key_shown or not names_the_key(item.answer, corrected):
-            self.contradiction.hide()
+        if item is None or verdict != WRONG or not key_shown or not names_the_key(item.answer, corrected):
+            self.contradiction.hide()  # an open item has no key to name: its references are several answers
             return
         self.contradiction.setText(
             f"Your “wrong key → {corrected}” names the key itself: O says the key is right "
@@ -444,7 +522,10 @@ class ReviewView(QWidget):
     def pick(self, n: int) -> None:
         if self.item is None:
             return
-        if self.armed_wrong and not self.item.options and n < 2:  # a yes/no item: 1 = yes, 2 = no
+        if self.kind == "open":
+            self._ignored("An open item has no options to pick: W types the right answer, R a missing one")
+            return
+        if self.armed_wrong and self.kind == "yesno" and n < 2:  # a yes/no item: 1 = yes, 2 = no
             self.verdict("wrong_answer", corrected=YES_NO[n])
             return
         if n >= len(self.item.options):
@@ -467,17 +548,30 @@ class ReviewView(QWidget):
         item = self.item
         if item is None:
             return
+        self._close_answer()  # a button clicked while the answer field was open: that verdict instead
+        if not fits(self.kind, verdict):
+            self._ignored(
+                f"“{verdict_label(verdict, self.kind)}” is a verdict on open items; this one is {kind_words(self.kind)}"
+            )
+            return
+        if self.kind == "open":
+            if verdict in _ASKS and corrected is None:
+                self._ask_answer(verdict)
+                return
+            self._commit(verdict, corrected)
+            return
         key_shown = self.ctx.sight(item_ids=[item.id]).reveals(item.id)
         if verdict == "wrong_answer" and corrected is None:
             corrected = self.panel.picked
             if corrected is None:
-                if not item.options and key_shown:  # yes/no items: the other answer (never while the key is hidden)
+                yes_no = self.kind == "yesno"
+                if yes_no and key_shown:  # yes/no items: the other answer (never while the key is hidden)
                     corrected = {"yes": "no", "no": "yes"}.get((item.answer or "").lower())
                 if corrected is None:
                     self.armed_wrong = True
                     self.hint_label.setText(
                         "Wrong key: press the right answer (1 yes, 2 no)"
-                        if not item.options
+                        if yes_no
                         else "Wrong key: press the right option (1–9 or Shift+letter)"
                     )
                     self.hint_label.show()
@@ -488,13 +582,54 @@ class ReviewView(QWidget):
             self._ignored(f"Not saved: {problem}")
             self.ctx.error.emit(f"Not saved: {problem}.", "")
             return
+        self._commit(verdict, corrected if verdict == WRONG else None)
+
+    # -- an open item's typed answer
+    def _ask_answer(self, verdict: str) -> None:
+        """W or R on an open item: the answer field takes the note's place, with the focus (keys off while typing)."""
+        self.asking = verdict
+        self.answer.clear()
+        self.answer.setPlaceholderText(_ASKS[verdict])
+        self.answer.setToolTip(_ASKS[verdict])
+        self.note_slot.setCurrentWidget(self.answer)
+        self.answer.setFocus()
+
+    def _close_answer(self) -> None:
+        if self.asking is None:
+            return
+        had_focus = self.answer.hasFocus()
+        self.asking = None
+        self.answer.clear()
+        self.note_slot.setCurrentWidget(self.note)
+        if had_focus:
+            self.setFocus()  # the keys again, not the note that took the field's place
+
+    def _answer_submitted(self) -> None:
+        verdict, text = self.asking, self.answer.text().strip()
+        if verdict is None:
+            return
+        if verdict == WRONG and not text:
+            self._ignored("Type the right answer first (Esc cancels the wrong reference)")
+            return
+        self._close_answer()
+        self._commit(cast(reviews.Verdict, verdict), text or None)
+
+    def _answer_cancelled(self) -> None:
+        self._close_answer()
+        self._ignored("Nothing saved: the answer was cancelled")
+
+    def _commit(self, verdict: reviews.Verdict, corrected: str | None) -> None:
+        """Append the verdict (with its corrected or missing answer, where it takes one) and move on."""
+        item = self.item
+        if item is None:
+            return
         try:
             review = reviews.add_review(
                 self.ctx.ws,
                 item.id,
                 self.ctx.annotator,
                 verdict,
-                corrected_answer=corrected if verdict == "wrong_answer" else None,
+                corrected_answer=corrected,
                 note=self.note.text().strip() or None,
                 seconds=round(time.monotonic() - self.shown_at, 2),
             )
@@ -505,7 +640,7 @@ class ReviewView(QWidget):
         self.armed_wrong = False
         self.hint_label.hide()
         self.ctx.model.refresh_item(item.id)
-        label = VERDICT_LABELS[verdict] + (f" → {corrected}" if review.corrected_answer else "")
+        label = verdict_label(verdict, self.kind) + (f" → {corrected}" if review.corrected_answer else "")
         self.saved.setText(f"✓ Saved #{item.index}: {label}  ({review.created_at[11:19]} UTC)")
         self.saved.setProperty("fresh", True)
         self.verdictSaved.emit(review)
@@ -529,7 +664,7 @@ class ReviewView(QWidget):
             return
         self.ctx.model.refresh_item(withdrawn.item_id)
         self.ctx.reviewsChanged.emit(withdrawn.item_id)
-        self.saved.setText(f"↶ Withdrawn: {VERDICT_LABELS[withdrawn.verdict]} — give your verdict again")
+        self.saved.setText(f"↶ Withdrawn: {verdict_label(withdrawn.verdict, self.kind)} — give your verdict again")
         self.saved.setProperty("fresh", True)
         self.shown_at = time.monotonic()
         self._show_text()
@@ -566,7 +701,7 @@ class ReviewView(QWidget):
         row = self.ctx.model.row_of(withdrawn.item_id)
         index = item_query.item_by_id(self.ctx.ws, withdrawn.item_id)
         where = f" on #{index.index}" if index is not None else ""
-        self.saved.setText(f"↶ Withdrawn: your {VERDICT_LABELS[withdrawn.verdict]}{where}")
+        self.saved.setText(f"↶ Withdrawn: your {verdict_label(withdrawn.verdict, self.kind)}{where}")
         self.saved.setProperty("fresh", True)
         if row is not None:
             self.show_row(row)

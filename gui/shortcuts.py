@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from annotation.item_kinds import VERDICTS_BY_KIND, ItemKind
+from annotation.item_kinds import KINDS, VERDICTS_BY_KIND, ItemKind, kind_words
 from evaluator.scoring.choices import LETTERS
 
 
@@ -78,10 +78,27 @@ def review_shortcuts() -> tuple[Shortcut, ...]:
     return tuple(table)
 
 
+_HOW_BY_KIND: dict[ItemKind, str] = {
+    "mcq": "W then the right option (1–9 / Shift+letter), or pick it first",
+    "yesno": "W then 1 yes / 2 no (once the key shows, W alone says the other answer)",
+    "open": "no options (1–9 do nothing); W types the right answer, R the missing one (optional); Enter saves",
+}
+
+
+def kind_rows() -> list[tuple[str, str, str]]:
+    """(group, keys, text): the verdict keys that fit each kind of item (annotation/item_kinds.py), and how its wrong
+    key is corrected."""
+    return [
+        ("Verdicts by kind", " ".join(k for _, k, _ in verdict_keys(kind)), f"{kind_words(kind)}: {_HOW_BY_KIND[kind]}")
+        for kind in KINDS
+    ]
+
+
 def help_rows() -> list[tuple[str, str, str]]:
     """(group, keys, text) for the overlay, each group once (in order of first appearance); the 26 option picks are
     shown as one line."""
     rows = [(s.group, " / ".join(s.keys), s.text) for s in review_shortcuts() if not s.action.startswith("pick:")]
     rows.insert(len(VERDICT_KEYS), ("Options", "1–9 / Shift+A–Z", "Pick an option (the right answer for W)"))
+    rows[len(VERDICT_KEYS) + 1 : len(VERDICT_KEYS) + 1] = kind_rows()
     groups = list(dict.fromkeys(g for g, _, _ in rows))
     return sorted(rows, key=lambda row: groups.index(row[0]))  # stable: a group's rows keep their order

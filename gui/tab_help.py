@@ -25,7 +25,7 @@ TAB_HELP: dict[str, list[tuple[str, str, str]]] = {
         ("Extractor adjudication", "1–9", "The option the response chose"),
         ("Extractor adjudication", "Z / ?", "None of the options / unclear"),
         ("Extractor adjudication", "Enter", "Next response after the reveal"),
-        ("Conflicts", "O W U T I S", "Settle with your own verdict (as in Review)"),
+        ("Conflicts", "O W U T I S · R", "Settle with your own verdict (as in Review; R on open items)"),
         ("Every queue", "Ctrl+Z", "Take back my last decision, label or settlement here"),
         ("Every queue", "Guidelines", "Show the benchmark's guidelines beside the queue"),
     ],

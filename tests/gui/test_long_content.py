@@ -77,7 +77,7 @@ def test_long_words_wrap_and_many_options_scroll_inside_the_panel(qtbot, long_ws
         outer = panel.parentWidget().parentWidget()
         assert outer.horizontalScrollBar().maximum() == 0
         assert _fully_visible(panel.question)
-        for button in review.verdict_buttons.values():
+        for button in review.offered_buttons():
             assert _fully_visible(button), (index, button.text())
         if n_options > 10:
             # The rows scroll inside the panel; the panel itself is not pushed taller than its pane.
@@ -117,4 +117,4 @@ def test_a_question_of_many_lines_scrolls_inside_its_box_at_1024x700(qtbot, tmp_
     qtbot.wait(20)
     assert panel.question.visibleRegion().boundingRect().bottom() >= panel.question.height() - 2  # ...its end in view
     assert all(_fully_visible(r) for r in panel.rows)  # and the options stay in sight under it
-    assert all(_fully_visible(b) for b in review.verdict_buttons.values())
+    assert all(_fully_visible(b) for b in review.offered_buttons())

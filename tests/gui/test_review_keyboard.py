@@ -196,7 +196,7 @@ def test_verdict_bar_and_options_stay_in_view_at_small_window_sizes(qtbot, tmp_p
         window.resize(*size)
         qtbot.wait(50)
         frame = QRect(0, 0, *size)
-        for button in [*review.verdict_buttons.values(), review.note]:
+        for button in [*review.offered_buttons(), review.note]:
             top_left = button.mapTo(window, button.rect().topLeft())
             assert frame.contains(QRect(top_left, button.size())) and not button.visibleRegion().isEmpty(), size
         # Eleven options scroll inside their panel: the last one (the key) can be brought into view.
