@@ -5,9 +5,9 @@ shows, and the functions that validate and build it. A registry collects its ent
 (e.g. ``BACKENDS = (BackendEntry(…),)``): from its built-in modules, and from every module named in the
 environment variable ``VLMDESK_PLUGINS`` (comma-separated importable module names) — so a backend, an extractor
 or a metric is added by writing one module, without editing vlmdesk. Importing a plugin runs its code, in every
-command that asks a registry (``--help`` and read-only commands included): the README says so to users. Nothing is
-imported before a registry is first asked, and what an entry needs to build (torch, an HTTP client) is imported only
-when it is built.
+command that asks a registry (``--help`` and read-only commands included): docs/guide/safety.md says so to users.
+Nothing is imported before a registry is first asked, and what an entry needs to build (torch, an HTTP client) is
+imported only when it is built.
 See docs/architecture.md, "Registries".
 """
 

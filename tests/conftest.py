@@ -84,7 +84,7 @@ def serve():
         server.close()
 
 
-# ---- markers, applied from what a test does (declared in pyproject.toml; see README, Development) -------------
+# ---- markers, applied from what a test does (declared in pyproject.toml; see docs/guide/development.md) -------------
 #
 # gui: under tests/gui/, or uses qtbot / qapp. model: uses a tiny model (also slow). server: a local HTTP server
 # (the scripted fault server, the fetch tests' file server, tests/server_process.py, or a real `transformers

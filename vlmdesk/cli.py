@@ -122,7 +122,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gui": ("cmd_gui:register_gui", "open the desktop app (or save a screenshot of a view)"),
     "reviews": (
         "cmd_reviews:register_reviews",
-        "item verdicts between annotators' copies of a workspace (export, import)",
+        "item verdicts: give one (add), move them between annotators' copies of a workspace (export, import)",
     ),
     "check": (
         "cmd_check:register_check",

@@ -73,9 +73,9 @@ def register_import(add) -> None:
 
 def register_demo(add) -> None:
     p = add(
-        description="Import the demo: 30 MMBench-style questions ('demo') and 48 POPE questions ('demo-pope') "
-        "over 12 photographs that ship with vlmdesk. The app does this on its first start; this "
-        "command is for other workspaces and for the command line. Running it twice does nothing.",
+        description="Import the demo: 30 MMBench-style questions ('demo'), 48 POPE questions ('demo-pope') and "
+        "8 open questions ('demo-open') over 12 photographs that ship with vlmdesk. The app does this on its first "
+        "start; this command is for other workspaces and for the command line. Running it twice does nothing.",
         examples="""
                 vlmdesk demo
                 vlmdesk --workspace /tmp/try.sqlite demo && vlmdesk --workspace /tmp/try.sqlite run --bench demo --model baseline:random""",  # noqa: E501 (an example is one shell line, shown as written)
@@ -87,8 +87,8 @@ def register_benchmarks(add) -> None:
     from evaluator.analysis.groups import GROUPS
 
     p = add(
-        description="List benchmarks: name, kind (mcq or yesno), distinct questions, rows read, images, and their "
-        "capability groups (LVLM-eHub's six; `benchmarks tag` sets them, `report --groups` uses them).",
+        description="List benchmarks: name, kind (mcq, yesno or open), distinct questions, rows read, images, and "
+        "their capability groups (LVLM-eHub's six; `benchmarks tag` sets them, `report --groups` uses them).",
         examples="""
                 vlmdesk benchmarks
                 vlmdesk benchmarks --json

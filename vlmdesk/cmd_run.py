@@ -130,7 +130,7 @@ def register_run(add) -> None:
         help="an openai: model served by several replicas: one base URL per line, each optionally followed by its "
         "concurrency (http://node1:8000/v1 32); requests go to the replica with the fewest in flight, a failing "
         "one is set aside and retried later. Replicas do not name the run: with --resume, the run continues on "
-        "these servers (README: Scaling past one GPU)",
+        "these servers (docs/guide/servers.md, Scaling past one GPU)",
     )
     p.add_argument("--resume", type=record_id, metavar="RUN_ID", help="continue this run with its stored settings")
     p.add_argument("--new", action="store_true", help="start a new run even if one with these settings exists")

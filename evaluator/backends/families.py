@@ -3,9 +3,9 @@
 Every row is backed by tests/backends/test_families.py, which builds a tiny random-weight model of that exact
 architecture class (tests/tiny_families.py) and runs it through `vlmdesk run`: batched left-padded generation,
 likelihood with single- and multi-token candidates, POPE, and prefix sharing — proven to give the token ids of plain
-``generate`` where it is on, off with its reason where sharing a KV cache is not exact for the family. The README's
-table and `vlmdesk models families` are written from this table. A model type not listed runs through the generic
-path and says once that it is unverified.
+``generate`` where it is on, off with its reason where sharing a KV cache is not exact for the family. The table of
+docs/guide/models.md and `vlmdesk models families` are written from this table. A model type not listed runs through
+the generic path and says once that it is unverified.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def unverified_note(model_type: str) -> str:
 
 
 def markdown_table() -> str:
-    """The README's table (tests/test_families_table.py checks the README holds exactly this)."""
+    """The table of docs/guide/models.md (tests/test_families_table.py checks the page holds exactly this)."""
     lines = [
         "| Family | model_type | Generation | Likelihood | POPE | Prefix sharing | Try first |",
         "|---|---|---|---|---|---|---|",

@@ -178,7 +178,8 @@ def import_benchmark(
     (KeyboardInterrupt, e.g. from SIGTERM) leaves it unchanged too. `groups`: capability groups stored with a new
     benchmark (evaluator/analysis/groups.py; the catalog's for an import by name).
 
-    on_event receives {"event": "start" | "progress" | "done", ...} dicts as the import goes (see README).
+    on_event receives {"event": "start" | "progress" | "done", ...} dicts as the import goes
+    (docs/guide/benchmarks.md, "Long imports and progress").
     """
     path = Path(path)
     images_dir = Path(images_dir) if images_dir else None
