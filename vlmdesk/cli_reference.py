@@ -20,6 +20,10 @@ from vlmdesk.cli import build_parser
 WIDTH = 100
 """Columns of the rendered help (argparse otherwise takes $COLUMNS or the terminal's)."""
 
+PYTHON = (3, 11)
+"""The Python whose argparse writes the file: the layout moves between versions (3.13 writes `-o, --out FILE` where
+3.11 writes `-o FILE, --out FILE`), so the file is written, and held to the parsers, by this one."""
+
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "reference" / "cli.md"
 COMMAND = "python -m vlmdesk.cli_reference"
 _DEFAULT_WORKSPACE = "USER_DATA_DIR/workspace.sqlite"
@@ -106,6 +110,11 @@ def render() -> str:
 
 
 def main() -> int:
+    if sys.version_info[:2] != PYTHON:
+        print(
+            f"{COMMAND}: run it with Python {'.'.join(map(str, PYTHON))} (argparse's layout differs)", file=sys.stderr
+        )
+        return 2
     OUTPUT.parent.mkdir(parents=True, exist_ok=True)
     OUTPUT.write_text(render(), encoding="utf-8")
     print(f"wrote {OUTPUT}", file=sys.stderr)
