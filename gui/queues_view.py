@@ -10,19 +10,22 @@ import html
 import time
 from typing import cast
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QProgressBar,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
@@ -31,20 +34,21 @@ from PySide6.QtWidgets import (
 
 from annotation import alignment, qc, reviews
 from annotation.blind import HIDDEN_TEXT
-from annotation.browse import VERDICT_LABELS, is_open_conflict, next_open_conflict, open_conflict_count
+from annotation.browse import is_open_conflict, next_open_conflict, open_conflict_count
 from annotation.correction import wrong_key_problem
-from db import item_query
+from annotation.item_kinds import INCOMPLETE, KINDS, ItemKind, fits, kind_of, kind_words, verdict_label
+from db import catalog, item_query
 from db.catalog import Item
 from db.errors import InvalidInput, UserError
-from evaluator.scoring.choices import LETTERS, answer_keys, canonical_answer
+from evaluator.scoring.choices import LETTERS, YES_NO, answer_keys, canonical_answer
 from gui.appearance import MUTED, RIGHT, WRONG, set_rich_text
 from gui.empty_states import BUILD_SET, CONSENSUS, NO_BENCHMARK, TEXT_ONLY, EmptyState
-from gui.fitting import FlowLayout, compact_combo, flow_item
+from gui.fitting import FlowLayout, compact_combo
 from gui.guidelines_view import GuidelinesPanel
 from gui.image_view import ImageView
 from gui.item_panel import ItemPanel
-from gui.review_view import NoteEdit
-from gui.shortcuts import VERDICT_BUTTONS, VERDICT_KEYS, review_shortcuts
+from gui.review_view import NoteEdit, typing_in
+from gui.shortcuts import VERDICT_KEYS, review_shortcuts, verdict_button, verdict_keys
 
 
 def _title(text: str) -> QLabel:
@@ -64,22 +68,38 @@ def _shortcut(page: QWidget, key: str, slot) -> QShortcut:
     return sc
 
 
-def _scroll(widget: QWidget) -> QScrollArea:
-    area = QScrollArea()
-    area.setWidgetResizable(True)
-    area.setFrameShape(QFrame.Shape.NoFrame)
-    area.setWidget(widget)
-    return area
+class _DecisionScroll(QScrollArea):
+    """The decision side of an item page: scrolls up and down, never sideways, and is never narrower than its
+    content's minimum (the splitter gives the image what is left). Sideways scrolling hid the right half of the
+    verdict buttons and the queue's count at 1024×700 with larger text."""
+
+    def __init__(self, widget: QWidget):
+        super().__init__()
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidget(widget)
+
+    def minimumSizeHint(self) -> QSize:
+        inner = self.widget()
+        hint = super().minimumSizeHint()
+        if inner is None:
+            return hint
+        bar = self.verticalScrollBar().sizeHint().width()
+        return QSize(inner.minimumSizeHint().width() + bar + 2 * self.frameWidth(), hint.height())
 
 
 class _ItemPage(QWidget):
-    """An item (image left, text right) above a page-specific action area."""
+    """An item (image left, text right) above a page-specific action area. `scrolls`: the right side scrolls as a
+    whole; else the item panel takes the height the action area leaves (its options scroll inside it), so the
+    actions are always in sight."""
 
-    def __init__(self, ctx, title: str, parent=None):
+    def __init__(self, ctx, title: str, parent=None, *, scrolls: bool = True):
         super().__init__(parent)
         self.ctx = ctx
         self.item: Item | None = None
         self.image = ImageView()
+        self.image.setMinimumWidth(160)  # the decision side first: at 1024 px the image takes what is left
         self.panel = ItemPanel()
         self.title = _title(title)
         self.left = QLabel()
@@ -94,18 +114,19 @@ class _ItemPage(QWidget):
         head.addStretch(1)
         head.addWidget(self.left)
         self.right_layout.addLayout(head)
-        self.right_layout.addWidget(self.panel)
+        self.right_layout.addWidget(self.panel, 0 if scrolls else 1)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.image)
-        split.addWidget(_scroll(right))
+        split.addWidget(_DecisionScroll(right) if scrolls else right)
         # The decision side first: at 1024×700 its buttons and fields must fit; the image scales to what is left.
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
         split.setSizes([400, 600])
         split.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(split)
+        self.page_layout = QVBoxLayout(self)
+        self.page_layout.setContentsMargins(0, 0, 0, 0)
+        self.page_layout.setSpacing(0)
+        self.page_layout.addWidget(split, 1)
         ctx.loader.loaded.connect(self._on_image)
 
     def reveals(self, item_id: int) -> bool:
@@ -374,14 +395,22 @@ class AdjudicationPage(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(24, 16, 24, 16)
         layout.setSpacing(10)
-        head = FlowLayout(spacing=12)  # wraps at a large text size rather than widening the window
+        # The title and the count on one row, as on the other queues' pages, the set below: in one flow the title
+        # stood alone on its line, free space beside it, the set and the count wrapped under it.
+        head = QHBoxLayout()
         head.addWidget(_title("Extractor adjudication"))
+        head.addStretch(1)
         self.left = QLabel()
         self.left.setObjectName("muted")
+        head.addWidget(self.left)
+        layout.addLayout(head)
+        chooser = QHBoxLayout()
+        chooser.addWidget(QLabel("Set"))
         self.set_combo = compact_combo(QComboBox(), 16)
         self.set_combo.currentIndexChanged.connect(lambda _: self.refresh())
-        head.addWidget(flow_item(QLabel("Set"), self.set_combo, self.left))
-        layout.addLayout(head)
+        chooser.addWidget(self.set_combo, 1)
+        chooser.addStretch(1)
+        layout.addLayout(chooser)
         explain = QLabel(
             "Read the model's response and say which option it chooses, by its literal content. "
             "The extractors' readings appear only after your label is saved."
@@ -389,24 +418,31 @@ class AdjudicationPage(QWidget):
         explain.setObjectName("muted")
         explain.setWordWrap(True)
         layout.addWidget(explain)
+        # What a set with work shows (the response and its labels), or, once nothing is left for me, what to do next:
+        # one stacked area, so the page keeps its layout and shows no empty response box.
+        self.area = QStackedWidget()
+        task = QWidget()
+        tl = QVBoxLayout(task)
+        tl.setContentsMargins(0, 0, 0, 0)
+        tl.setSpacing(10)
         self.question = QLabel()
         self.question.setObjectName("question")
         self.question.setWordWrap(True)
-        layout.addWidget(self.question)
+        tl.addWidget(self.question)
         self.options = QLabel()
         self.options.setWordWrap(True)
         self.options.setObjectName("optionsText")
-        layout.addWidget(self.options)
+        tl.addWidget(self.options)
         resp_title = QLabel("Response")
         resp_title.setObjectName("sectionTitle")
-        layout.addWidget(resp_title)
+        tl.addWidget(resp_title)
         self.response = QLabel()
         self.response.setObjectName("response")
         self.response.setWordWrap(True)
         self.response.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        layout.addWidget(self.response)
+        tl.addWidget(self.response)
         self.buttons_box = FlowLayout()  # up to 25 options and two more: rows that wrap
-        layout.addLayout(self.buttons_box)
+        tl.addLayout(self.buttons_box)
         self.label_buttons: list[QPushButton] = []
         self.revealed = QFrame()
         self.revealed.setObjectName("revealBox")
@@ -427,8 +463,28 @@ class AdjudicationPage(QWidget):
         reveal_buttons.addStretch(1)
         rl.addLayout(reveal_buttons)
         self.revealed.hide()
-        layout.addWidget(self.revealed)
-        layout.addStretch(1)
+        tl.addWidget(self.revealed)
+        tl.addStretch(1)
+        # A long question or response scrolls, under the set chooser: it made the page taller than the window.
+        self.task_scroll = QScrollArea()
+        self.task_scroll.setWidgetResizable(True)
+        self.task_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.task_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.task_scroll.setWidget(task)
+        self.area.addWidget(self.task_scroll)
+        done = QWidget()
+        self.done_layout = QVBoxLayout(done)
+        self.done_layout.setContentsMargins(0, 0, 0, 0)
+        self.done_layout.setSpacing(10)
+        self.done_text = QLabel()
+        self.done_text.setWordWrap(True)
+        self.done_text.setTextFormat(Qt.TextFormat.RichText)
+        self.done_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)  # the command
+        self.done_layout.addWidget(self.done_text)
+        self.done_buttons: list[QPushButton] = []
+        self.done_layout.addStretch(1)
+        self.area.addWidget(done)
+        layout.addWidget(self.area, 1)
         self.labelled_here: list[int] = []  # adjudication items labelled on this page, newest last: Ctrl+Z
         for key, action in (
             ("Return", self._next_if_revealed),
@@ -500,16 +556,15 @@ class AdjudicationPage(QWidget):
         else:
             self.empty.hide()
         if self.task is None:
-            self.left.setText("0 left" if name else "")
-            self.question.setText(
-                "Nothing left to label here."
-                if name
-                else "No adjudication set yet (Workspace › Build an adjudication set…)."
-            )
+            self.left.setText("0 left for you" if name else "")
+            self.question.setText("")
             self.options.setText("")
             self.response.setText("")
+            if name:
+                self._show_next_steps(name)
             self.changed.emit()
             return
+        self.area.setCurrentIndex(0)
         t = self.task
         self.left.setText(f"{self.remaining()} left for you")
         self.question.setText(t.question)
@@ -528,6 +583,52 @@ class AdjudicationPage(QWidget):
         self.shown_at = time.monotonic()
         self.setFocus()
         self.changed.emit()
+
+    def _show_next_steps(self, name: str) -> None:
+        """Nothing of `name` is left for me: say so, and where there is work (another set), or how to make more."""
+        ws, me = self.ctx.ws, self.ctx.annotator
+        for button in self.done_buttons:
+            self.done_layout.removeWidget(button)
+            button.deleteLater()
+        self.done_buttons = []
+        waiting = [
+            (s.name, n)
+            for s in alignment.list_sets(ws)
+            if s.name != name and (n := alignment.remaining_for(ws, s.name, me))
+        ]
+        lines = [f"<b>Every response in set {html.escape(name)} has your label.</b>"]
+        actions: list[tuple[str, object]] = []
+        if waiting:
+            lines.append(
+                "Responses wait for you in "
+                + ", ".join(f"set {html.escape(other)} ({n} left)" for other, n in waiting)
+                + "."
+            )
+            actions += [(f"Label set {other}", lambda _=False, o=other: self.choose_set(o)) for other, _ in waiting[:3]]
+        else:
+            lines.append(
+                "To label more, build another set from finished runs: Workspace › Build an adjudication set…, or "
+                "<code>vlmdesk align sample --run RUN --size 50 --name NAME</code>."
+            )
+            actions.append(("Build an adjudication set…", lambda: self.ctx.actionRequested.emit(BUILD_SET[1])))
+        lines.append(
+            "The Alignment tab measures each extractor against the labels; Ctrl+Z withdraws your last label here."
+        )
+        actions.append(("See the alignment figures", lambda: self.ctx.actionRequested.emit("tab:alignment")))
+        set_rich_text(self.done_text, "<br><br>".join(lines))
+        for n, (text, slot) in enumerate(actions):
+            button = QPushButton(text)
+            if n == 0:
+                button.setObjectName("primary")
+            button.clicked.connect(slot)
+            self.done_layout.insertWidget(1 + n, button, 0, Qt.AlignmentFlag.AlignLeft)
+            self.done_buttons.append(button)
+        self.area.setCurrentIndex(1)
+
+    def choose_set(self, name: str) -> None:
+        index = self.set_combo.findData(name)
+        if index >= 0:
+            self.set_combo.setCurrentIndex(index)  # refreshes (currentIndexChanged)
 
     def _label_index(self, n: int) -> None:
         if self.task is not None and n < len(self.task.options):
@@ -549,23 +650,35 @@ class AdjudicationPage(QWidget):
         except UserError as exc:  # a label that is not one, an item gone
             self.ctx.error.emit(str(exc), "")
             return
+        # An unclear label is compared with no reading: the alignment figures leave such items out
+        # (alignment.alignment_report), so a ✓ or ✗ here would count what the report does not.
+        compared = choice != alignment.UNCLEAR
         rows = []
         for name, ext in outputs.items():
-            said = ext.choice or "undecided"
-            agree = "✓ agrees" if ext.choice == choice else "✗ differs"
-            colour = RIGHT if ext.choice == choice else WRONG
+            said = ext.choice or alignment.UNDECIDED
+            agree = ""
+            if compared:
+                same = ext.choice == choice
+                agree = (
+                    f"<td style='color:{RIGHT if same else WRONG}; padding-right:16px'>"
+                    f"{'✓ agrees' if same else '✗ differs'}</td>"
+                )
             rows.append(
                 f"<tr><td style='padding-right:16px'><b>{html.escape(name)}</b></td>"
-                f"<td style='padding-right:16px'>{html.escape(said)}</td>"
-                f"<td style='color:{colour}; padding-right:16px'>{agree}</td>"
+                f"<td style='padding-right:16px'>{html.escape(said)}</td>{agree}"
                 f"<td style='color:{MUTED}'>{html.escape(ext.reason or '')}</td></tr>"
             )
+        said_label = (
+            f"<b>{html.escape(choice)}</b>" if compared else "<b>unclear</b> — left out of the alignment figures"
+        )
         set_rich_text(
             self.reveal_text,
-            f"✓ Saved your label <b>{html.escape(choice)}</b>. The extractors read:"
+            f"✓ Saved your label {said_label}. The extractors read:"
             f"<table style='margin-top:6px'>{''.join(rows)}</table>",
         )
         self.revealed.show()
+        # The readings and Next in sight (the label buttons above are disabled: nothing to hit by mistake).
+        QTimer.singleShot(0, lambda: self.task_scroll.ensureWidgetVisible(self.revealed))
         for b in self.label_buttons:
             b.setEnabled(False)
         self.labelled_here.append(t.item_id)
@@ -603,84 +716,235 @@ class AdjudicationPage(QWidget):
         self.ctx.info.emit("Label withdrawn: label this response again.")
 
 
+class AnswerEdit(QLineEdit):
+    """An open item's right answer, typed after W: Enter saves it, Esc cancels (the page's keys are off meanwhile)."""
+
+    submitted = Signal()
+    cancelled = Signal()
+
+    def keyPressEvent(self, event) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.submitted.emit()
+            return
+        if event.key() == Qt.Key.Key_Escape:
+            self.cancelled.emit()
+            return
+        super().keyPressEvent(event)
+
+
+class _OneLine(QLabel):
+    """A one-line message that never widens or heightens the page: elided to its width, whole in its tooltip."""
+
+    def __init__(self):
+        super().__init__()
+        self._whole = ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+
+    def setText(self, text: str) -> None:
+        self._whole = text
+        self.setToolTip(text)
+        self._elide()
+
+    def text(self) -> str:
+        return self._whole
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        width = max(0, self.contentsRect().width())
+        super().setText(self.fontMetrics().elidedText(self._whole, Qt.TextElideMode.ElideRight, width))
+
+
+_TYPE_ANSWER = "Type the right answer: Enter saves, Esc cancels"
+
+
+def _slots() -> list[str]:
+    """The verdict buttons' places in the grid: the verdicts every kind has first, then the others. A button keeps its
+    place whatever the item's kind; one that does not fit leaves its place empty, so nothing moves."""
+    return sorted((v for v, _, _ in VERDICT_KEYS), key=lambda v: not all(fits(k, v) for k in KINDS))
+
+
 class ConflictsPage(_ItemPage):
-    """Settle a disagreement by giving my own verdict, as in Review: the same keys (gui/shortcuts.py), no answer
-    picked until I pick one, "wrong key" only with another option than the key, a note, Ctrl+Z."""
+    """Settle a disagreement by giving my own verdict, as in Review: the keys of the item's kind (gui/shortcuts.py),
+    no answer picked until I pick one (an open item's right answer is typed), a note, Ctrl+Z. Once mine is saved the
+    item stays, the others' verdicts in sight, until Next conflict."""
 
     changed = Signal()
 
     def __init__(self, ctx, parent=None):
-        super().__init__(ctx, "Conflicts", parent)
+        super().__init__(ctx, "Conflicts", parent, scrolls=False)
         self.settled: list[int] = []  # items settled on this page, newest last: Ctrl+Z withdraws
+        self.saved_item: int | None = None  # settled just now: it stays, theirs revealed, until Next conflict
         self.armed_wrong = False
+        self.kind: ItemKind = "mcq"
         self.shown_at = time.monotonic()
+        self.empty = EmptyState(self, ctx, "conflicts")
+        # Under the item, the page's whole width: deciding (the others' verdicts as blind mode allows, the verdict
+        # buttons, the answer and the note), then saved (mine and theirs, Next, Change). One stacked area, as tall
+        # either way, whatever the item's kind: nothing moves under the pointer.
+        self.steps = QStackedWidget()
+        self.steps.setContentsMargins(16, 4, 16, 10)
+        self.page_layout.addWidget(self.steps)
+        decide = QWidget()
+        dl = QVBoxLayout(decide)
+        dl.setContentsMargins(0, 0, 0, 0)
+        dl.setSpacing(6)
         self.verdicts = QLabel()
         self.verdicts.setWordWrap(True)
         self.verdicts.setTextFormat(Qt.TextFormat.RichText)
-        self.right_layout.addWidget(self.verdicts)
-        # One short line (the whole of it in the tooltip), and the answer picker and the note on one row below the
-        # buttons: at 1024×700 the note was below the fold.
-        explain = QLabel("Settle with your own verdict (Review's keys); for a wrong key pick the right option first.")
-        explain.setToolTip(
-            "Settle by giving your verdict (the keys of Review); it is added to the log next to the "
-            "others. For a wrong key, pick the right option first (1–9 or Shift+letter)."
+        self.verdicts.setToolTip(
+            "Settle by giving your verdict (Review's keys); it is added to the log next to the others'."
         )
-        explain.setObjectName("muted")
-        explain.setWordWrap(True)
-        self.right_layout.addWidget(explain)
+        dl.addWidget(self.verdicts)
         grid = QGridLayout()
+        grid.setSpacing(6)
         self.buttons: dict[str, QPushButton] = {}
-        for n, (verdict, key, text) in enumerate(VERDICT_KEYS):
-            b = QPushButton(f"{VERDICT_BUTTONS[verdict]}   {key}")
-            b.setToolTip(f"{text}  [{key}]")
+        for n, verdict in enumerate(_slots()):
+            b = QPushButton()
+            b.setObjectName("verdict_ok" if verdict == "ok" else "verdict")
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            policy = b.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)
+            b.setSizePolicy(policy)
             b.clicked.connect(lambda _=False, v=verdict: self.settle(v))
-            grid.addWidget(b, n // 2, n % 2)  # two columns: the page fits beside the image at 1024×700
+            grid.addWidget(b, n // 3, n % 3)  # three columns, as Review's verdict bar
             self.buttons[verdict] = b
-        self.right_layout.addLayout(grid)
+        dl.addLayout(grid)
         row = QHBoxLayout()
-        right = QLabel("Right answer")
-        right.setToolTip("For a wrong-key verdict: the option that is right")
-        row.addWidget(right)
+        self.answer_title = QLabel("Right answer")
+        row.addWidget(self.answer_title)
+        # The right answer: an option (or yes / no) picked from a list, or, on an open item, typed.
+        self.answer_stack = QStackedWidget()
         self.corrected = QComboBox()
         self.corrected.currentIndexChanged.connect(self._combo_picked)
-        row.addWidget(self.corrected)
+        self.answer_text = AnswerEdit()
+        self.answer_text.setPlaceholderText("W, type it, Enter")
+        self.answer_text.submitted.connect(self._submit_typed)
+        self.answer_text.cancelled.connect(self._cancel_typed)
+        self.answer_stack.addWidget(self.corrected)
+        self.answer_stack.addWidget(self.answer_text)
+        row.addWidget(self.answer_stack, 1)
         self.note = NoteEdit()
-        self.note.setPlaceholderText("Note (E to write, Enter/Esc to leave)")
+        self.note.setPlaceholderText("Note (E)")
+        self.note.setToolTip("A note with your verdict: E to write, Enter or Esc to leave")
         self.note.done.connect(self.setFocus)
         row.addWidget(self.note, 1)
-        self.right_layout.addLayout(row)
-        self.hint_label = QLabel()
+        dl.addLayout(row)
+        # One line for what the page has to say (W waiting for the answer, a skip, a withdrawal): always there, so
+        # a message never pushes the buttons.
+        self.hint_label = _OneLine()
         self.hint_label.setObjectName("armed")
-        self.hint_label.hide()
-        self.right_layout.addWidget(self.hint_label)
-        saved_row = QHBoxLayout()
-        self.saved = QLabel()
+        self.saved = _OneLine()
         self.saved.setObjectName("saved")
-        self.saved.setWordWrap(True)
+        status = QStackedWidget()
+        status.addWidget(self.saved)
+        status.addWidget(self.hint_label)
+        self.status = status
+        dl.addWidget(status)
+        self.steps.addWidget(decide)
+        done = QWidget()
+        sl = QVBoxLayout(done)
+        sl.setContentsMargins(0, 0, 0, 0)
+        sl.setSpacing(6)
+        self.saved_line = QLabel()
+        self.saved_line.setObjectName("saved")
+        self.saved_line.setWordWrap(True)
+        sl.addWidget(self.saved_line)
+        self.theirs = QLabel()
+        self.theirs.setWordWrap(True)
+        self.theirs.setTextFormat(Qt.TextFormat.RichText)
+        self.theirs.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        theirs_area = QScrollArea()  # many annotators scroll inside the area the deciding step had
+        theirs_area.setWidgetResizable(True)
+        theirs_area.setFrameShape(QFrame.Shape.NoFrame)
+        theirs_area.setWidget(self.theirs)
+        theirs_area.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Ignored)
+        sl.addWidget(theirs_area, 1)
+        buttons = QHBoxLayout()
+        self.next_button = QPushButton("Next conflict →  ⏎")
+        self.next_button.setObjectName("primary")
+        self.next_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.next_button.clicked.connect(self.next_conflict)
         self.change = QPushButton("Change my answer  Ctrl+Z")
-        self.change.setToolTip("Withdraw your last settlement here (the log keeps it) and settle that item again")
+        self.change.setToolTip("Withdraw your verdict on this item (the log keeps it) and settle it again")
+        self.change.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.change.clicked.connect(self.undo)
-        self.change.hide()
-        saved_row.addWidget(self.saved, 1)
-        saved_row.addWidget(self.change)
-        self.right_layout.addLayout(saved_row)
-        self.right_layout.addStretch(1)
+        buttons.addWidget(self.next_button)
+        buttons.addWidget(self.change)
+        buttons.addStretch(1)
+        sl.addLayout(buttons)
+        self.steps.addWidget(done)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         for s in review_shortcuts():
-            if s.action.startswith(("verdict:", "pick:")) or s.action in ("undo", "note"):
+            if s.action.startswith(("verdict:", "pick:")) or s.action in ("undo", "note", "next"):
                 for key in s.keys:
                     _shortcut(self, key, lambda a=s.action: self.on_action(a))
+        # Enter: the next conflict once mine is saved. A window shortcut, it reaches a focused line edit first (a
+        # line edit claims printable keys, not Enter): there it saves the typed answer or leaves the note.
+        _shortcut(self, "Return", self._enter)
+        self._show_kind("mcq")
+
+    # -- the item's kind
+
+    def _show_kind(self, kind: ItemKind) -> None:
+        """The verdict buttons, the answer field and the hints of this kind of item (annotation/item_kinds.py)."""
+        self.kind = kind
+        offered = {v: (key, text) for v, key, text in verdict_keys(kind)}
+        for verdict, b in self.buttons.items():
+            fit = verdict in offered
+            if fit:
+                key, text = offered[verdict]
+                b.setText(f"{verdict_button(verdict, kind)}   {key}")
+                b.setToolTip(f"{text}  [{key}]")
+            b.setVisible(fit)
+        self.answer_stack.setCurrentWidget(self.answer_text if kind == "open" else self.corrected)
+        self.answer_title.setToolTip(
+            "For a wrong reference: W, then type the right answer (Enter saves it, Esc cancels)"
+            if kind == "open"
+            else "For a wrong key: pick the right answer first (1–9 or Shift+letter, or the list), or W and then it"
+        )
+
+    def _item_kind(self) -> ItemKind:
+        bench = self.ctx.benchmark
+        return kind_of(bench.kind) if bench is not None else "mcq"
+
+    # -- keys
 
     def on_action(self, action: str) -> None:
-        if action.startswith("verdict:"):
-            self.settle(cast(reviews.Verdict, action.split(":", 1)[1]))  # gui/shortcuts.py names verdicts only
+        if typing_in(QApplication.focusWidget()):
+            return  # a line edit claims printable keys; anything else it leaves is not the page's while typing
+        if action == "undo":
+            self.undo()
+        elif action == "next":
+            self.next_conflict()
+        elif self.saved_item is not None:
+            self.ctx.info.emit("Your verdict is saved: Enter goes to the next conflict, Ctrl+Z changes it.")
+        elif action.startswith("verdict:"):
+            verdict = action.split(":", 1)[1]
+            if self.item is not None and not fits(self.kind, verdict):
+                self.ctx.info.emit(
+                    f"{verdict_label(verdict)}: not a verdict for a {kind_words(self.kind)} item "
+                    f"({', '.join(verdict_label(v, self.kind) for v, _, _ in verdict_keys(self.kind))})"
+                )
+                return
+            self.settle(verdict)
         elif action.startswith("pick:"):
             self.pick(int(action.split(":", 1)[1]))
         elif action == "note":
             self.note.setFocus()
-        elif action == "undo":
-            self.undo()
+
+    def _enter(self) -> None:
+        focus = QApplication.focusWidget()
+        if focus is self.answer_text:
+            self._submit_typed()
+        elif focus is self.note:
+            self.setFocus()
+        elif self.saved_item is not None:
+            self.next_conflict()
+
+    # -- the queue
 
     def remaining(self) -> int:
         """THE count of conflicts left for this annotator (annotation.browse.open_conflict_count): page and list
@@ -689,22 +953,38 @@ class ConflictsPage(_ItemPage):
         return open_conflict_count(self.ctx.ws, bench.id, self.ctx.annotator) if bench else 0
 
     def reload(self) -> None:
-        """After another process wrote: keep the item being settled (and its pick and note) if still open."""
+        """After another process wrote: keep the item being settled (its pick, typed answer and note) while it is
+        open, or the item just settled (theirs as they stand now) while my verdict on it stands."""
         bench = self.ctx.benchmark
         current = self.item.id if self.item is not None else None
-        if bench is None or current is None or not is_open_conflict(self.ctx.ws, bench.id, self.ctx.annotator, current):
+        if bench is None or current is None:
             self.refresh()
             return
+        still_open = is_open_conflict(self.ctx.ws, bench.id, self.ctx.annotator, current)
+        if self.saved_item == current and not still_open:
+            self.left.setText(f"{self.remaining()} left for you")
+            self._show_saved()
+            return
+        if not still_open:
+            self.refresh()
+            return
+        self.saved_item = None
+        self.steps.setCurrentIndex(0)
         self.left.setText(f"{self.remaining()} left for you")
         self.show_item(current)  # the key in the panel follows the blind rule now, not when it was first drawn
         self._combo_picked()
         self._show_verdicts()
 
     def forget_annotator(self) -> None:
-        """Another name signs now: the previous annotator's undo stack, saved line and unsaved note go."""
+        """Another name signs now: the previous annotator's undo stack, saved lines, typed answer and note go."""
         self.settled.clear()
+        self.saved_item = None
         self.saved.setText("")
+        self.saved_line.setText("")
+        self.theirs.setText("")
         self.note.clear()
+        self.answer_text.clear()
+        self.steps.setCurrentIndex(0)
         self.item = None
 
     def refresh(self, prefer: int | None = None, *, after: int | None = None) -> None:
@@ -717,20 +997,48 @@ class ConflictsPage(_ItemPage):
                 item_id = prefer
             else:
                 item_id = next_open_conflict(ws, bench.id, me, after=after)
-        self.left.setText(f"{self.remaining()} left for you")
+        left = self.remaining()
+        self.left.setText(f"{left} left for you")
+        self._show_kind(self._item_kind())
+        self.saved_item = None
+        self.steps.setCurrentIndex(0)
+        self.theirs.setText("")  # the previous item's verdicts: gone, not merely out of sight
+        self._disarm()
+        self.note.clear()
         for b in self.buttons.values():
             b.setEnabled(item_id is not None)
-        self.change.setVisible(bool(self.settled))
-        self.armed_wrong = False
-        self.hint_label.hide()
-        self.note.clear()
         if item_id is None:
-            self.verdicts.setText("No conflicting verdicts to settle.")
+            self.saved.setText("")
+            self.verdicts.setText("")
             self.show_item(None)
             self._fill_answers()
+            self._show_empty(bench)
             return
+        self.empty.hide()
         self._show_conflict(item_id)
         self.setFocus()
+
+    def _show_empty(self, bench) -> None:
+        """No conflict waits for me: say why, and where there is work (another benchmark's conflicts) or how to make
+        some (verdicts in Review: a conflict is two annotators' verdicts that differ)."""
+        if bench is None:
+            self.empty.show_state(*NO_BENCHMARK)
+            return
+        ws, me = self.ctx.ws, self.ctx.annotator
+        elsewhere = [
+            f"{b.name} ({n})"
+            for b in catalog.list_benchmarks(ws)
+            if b.id != bench.id and (n := open_conflict_count(ws, b.id, me))
+        ]
+        where = (
+            f"Conflicts wait for you in {', '.join(elsewhere)}: choose it in the Benchmarks list. " if elsewhere else ""
+        )
+        self.empty.show_state(
+            "No conflict left for you",
+            f"Every item of {bench.name} on which annotators' verdicts differ has your verdict. {where}"
+            "A conflict appears here when two annotators judge an item differently in Review.",
+            (("Review items", "tab:review"), ("See the annotators' agreement", "tab:annotators")),
+        )
 
     def _show_conflict(self, item_id: int) -> None:
         self.show_item(item_id)
@@ -738,12 +1046,27 @@ class ConflictsPage(_ItemPage):
         self._fill_answers()
         self.shown_at = time.monotonic()
 
+    def _standing(self, item_id: int) -> list[reviews.Review]:
+        """The item's standing opinions (no skips), in time order."""
+        return [r for r in reviews.standing_reviews(self.ctx.ws, item_id=item_id) if r.verdict != "skip"]
+
+    def _table(self, standing: list[reviews.Review]) -> str:
+        me = self.ctx.annotator
+        rows = "".join(
+            f"<tr><td style='padding-right:16px'><b>{html.escape(r.annotator)}</b>"
+            f"{' (you)' if r.annotator == me else ''}</td>"
+            f"<td style='padding-right:16px'>{html.escape(verdict_label(r.verdict, self.kind))}"
+            f"{' → ' + html.escape(r.corrected_answer) if r.corrected_answer else ''}</td>"
+            f"<td style='color:{MUTED}'>{html.escape(r.note or '')}</td></tr>"
+            for r in standing
+        )
+        return f"<table style='margin-top:4px'>{rows}</table>"
+
     def _show_verdicts(self) -> None:
         item_id = self.item.id if self.item is not None else None
         if item_id is None:
             return
-        # The item's standing opinions (no skips), in time order.
-        standing = [r for r in reviews.standing_reviews(self.ctx.ws, item_id=item_id) if r.verdict != "skip"]
+        standing = self._standing(item_id)
         if not self.reveals(item_id):
             # Blind: others' verdicts, corrections and notes only once my own verdict on the item stands.
             others = len({r.annotator for r in standing if r.annotator != self.ctx.annotator})
@@ -751,47 +1074,78 @@ class ConflictsPage(_ItemPage):
                 f"<b>{others} annotators disagree</b> — give your verdict first; theirs show once yours is saved."
             )
             return
-        rows = "".join(
-            f"<tr><td style='padding-right:16px'><b>{html.escape(r.annotator)}</b></td>"
-            f"<td style='padding-right:16px'>{html.escape(VERDICT_LABELS[r.verdict])}"
-            f"{' → ' + html.escape(r.corrected_answer) if r.corrected_answer else ''}</td>"
-            f"<td style='color:{MUTED}'>{html.escape(r.note or '')}</td></tr>"
-            for r in standing
-        )
-        set_rich_text(self.verdicts, f"<b>Standing verdicts</b><table style='margin-top:4px'>{rows}</table>")
+        set_rich_text(self.verdicts, f"<b>Standing verdicts</b>{self._table(standing)}")
+
+    def _show_saved(self) -> None:
+        """Mine saved on the item on screen: the key and the others' verdicts as the blind rule now allows."""
+        item = self.item
+        if item is None:
+            return
+        self.show_item(item.id)
+        if self.reveals(item.id):
+            set_rich_text(self.theirs, f"<b>Everyone's verdicts now</b>{self._table(self._standing(item.id))}")
+        else:  # blind mode with View › Reveal after my verdict off
+            self.theirs.setText("The others' verdicts stay hidden: View › Reveal after my verdict is off.")
+        self.steps.setCurrentIndex(1)
 
     def _fill_answers(self) -> None:
-        """Nothing picked until the user picks: every item starts at "choose…", never the previous item's pick."""
+        """Nothing picked until the user picks: every item starts at "choose…" (an empty field), never the previous
+        item's pick."""
         self.corrected.blockSignals(True)
         self.corrected.clear()
         self.corrected.addItem("choose…", None)
         item = self.item
-        if item is not None:
-            for letter in answer_keys(len(item.options)):
-                self.corrected.addItem(letter, letter)
+        if item is not None and self.kind != "open":
+            answers = answer_keys(len(item.options)) if self.kind == "mcq" else YES_NO
+            for answer in answers:
+                self.corrected.addItem(answer, answer)
         self.corrected.setCurrentIndex(0)
         self.corrected.blockSignals(False)
+        self.answer_text.clear()
         self.panel.set_picked(None)
 
     def _combo_picked(self) -> None:
-        letter = self.corrected.currentData()
-        if self.item is not None and self.item.options:
-            self.panel.set_picked(letter)
+        if self.item is not None and self.kind != "open":
+            self.panel.set_picked(self.corrected.currentData())
+
+    def _disarm(self) -> None:
+        self.armed_wrong = False
+        self.status.setCurrentWidget(self.saved)
+
+    def _arm(self, text: str) -> None:
+        self.armed_wrong = True
+        self.hint_label.setText(text)
+        self.status.setCurrentWidget(self.hint_label)
 
     def pick(self, n: int) -> None:
+        """An option (1–9, Shift+letter), or yes / no (1, 2); an open item has none to pick."""
         item = self.item
-        if item is None or n >= len(item.options):
+        if item is None or self.kind == "open":
             return
-        letter = LETTERS[n]
+        answers = [LETTERS[i] for i in range(len(item.options))] if self.kind == "mcq" else list(YES_NO)
+        if n >= len(answers):
+            return
+        answer = answers[n]
         if self.armed_wrong:
-            self.settle("wrong_answer", corrected=letter)
+            self.settle("wrong_answer", corrected=answer)
             return
-        chosen = None if self.corrected.currentData() == letter else letter
+        chosen = None if self.corrected.currentData() == answer else answer
         self.corrected.setCurrentIndex(max(0, self.corrected.findData(chosen)) if chosen else 0)
 
-    def settle(self, verdict: reviews.Verdict, corrected: str | None = None) -> None:
+    def _submit_typed(self) -> None:
+        if self.answer_text.text().strip():
+            self.settle("wrong_answer")
+        else:
+            self._arm(_TYPE_ANSWER)
+
+    def _cancel_typed(self) -> None:
+        self.answer_text.clear()
+        self._disarm()
+        self.setFocus()
+
+    def settle(self, verdict: str, corrected: str | None = None) -> None:
         bench = self.ctx.benchmark
-        if self.item is None or bench is None:
+        if self.item is None or bench is None or self.saved_item is not None:
             return
         item = self.item
         if verdict == "skip":
@@ -799,29 +1153,43 @@ class ConflictsPage(_ItemPage):
             # comes back after the others), and nothing is saved.
             following = next_open_conflict(self.ctx.ws, bench.id, self.ctx.annotator, after=item.id)
             if following is not None and following != item.id:
+                self._disarm()
+                self.note.clear()
                 self._show_conflict(following)
             self.saved.setText("Skipped for now: nothing saved, the conflict stays in the queue")
             return
         if verdict == "wrong_answer":
-            corrected = corrected or self.corrected.currentData()
-            if corrected is None:
-                self.armed_wrong = True
-                self.hint_label.setText("Wrong key: pick the right option (1–9 or Shift+letter, or the list)")
-                self.hint_label.show()
-                return
+            if self.kind == "open":
+                corrected = corrected or self.answer_text.text().strip() or None
+                if corrected is None:  # W: the right answer is typed next
+                    self._arm(_TYPE_ANSWER)
+                    self.answer_text.setFocus()
+                    return
+            else:
+                corrected = corrected or self.corrected.currentData()
+                if corrected is None:
+                    self._arm(
+                        "Wrong key: pick the right option (1–9 or Shift+letter, or the list)"
+                        if self.kind == "mcq"
+                        else "Wrong key: pick the right answer (1 yes, 2 no, or the list)"
+                    )
+                    return
             if problem := wrong_key_problem(item.answer, corrected, key_shown=self.reveals(item.id)):
-                self.armed_wrong = False
-                self.hint_label.hide()
+                self._disarm()
                 self.ctx.error.emit(f"Not saved: {problem}.", "")
                 return
+        elif verdict == INCOMPLETE:
+            corrected = self.answer_text.text().strip() or None  # the missing answer, when one was typed
+        else:
+            corrected = None
         text = self.note.text().strip()
         try:
             reviews.add_review(
                 self.ctx.ws,
                 item.id,
                 self.ctx.annotator,
-                verdict,
-                corrected_answer=corrected if verdict == "wrong_answer" else None,
+                cast(reviews.Verdict, verdict),  # gui/shortcuts.py names verdicts only
+                corrected_answer=corrected,
                 note="settles conflict" + (f": {text}" if text else ""),
                 seconds=round(time.monotonic() - self.shown_at, 2),
             )
@@ -829,15 +1197,28 @@ class ConflictsPage(_ItemPage):
             self.ctx.error.emit(str(exc), "")
             return
         self.settled.append(item.id)
+        self.saved_item = item.id
+        self._disarm()
+        self.note.clear()
+        self.answer_text.clear()
         self.ctx.model.refresh_item(item.id)
         self.ctx.reviewsChanged.emit(item.id)
-        self.refresh(after=item.id)
-        self.saved.setText(
-            f"✓ Saved: {VERDICT_LABELS[verdict]}"
-            + (f" → {corrected}" if verdict == "wrong_answer" else "")
-            + f" on #{item.index}"
+        self.left.setText(f"{self.remaining()} left for you")
+        self.saved.setText("")
+        self.saved_line.setText(
+            f"✓ Saved on #{item.index}: {verdict_label(verdict, self.kind)}" + (f" → {corrected}" if corrected else "")
         )
+        self._show_saved()
+        self.setFocus()
         self.changed.emit()
+
+    def next_conflict(self) -> None:
+        """From the item just settled to the next open conflict (Enter, → or J, the button)."""
+        if self.saved_item is None:
+            self.ctx.info.emit("Give your verdict first, or S to skip this conflict.")
+            return
+        self.saved_line.setText("")
+        self.refresh(after=self.saved_item)
 
     def undo(self) -> None:
         """Withdraw my last settlement on this page (an undo row; the log keeps both) and show that item again."""
@@ -848,12 +1229,12 @@ class ConflictsPage(_ItemPage):
                 break
         else:
             self.ctx.info.emit("Nothing to undo: no settlement of yours from this page stands.")
-            self.change.hide()
             return
         self.ctx.model.refresh_item(item_id)
         self.ctx.reviewsChanged.emit(item_id)
         self.refresh(prefer=item_id)
-        self.saved.setText(f"↶ Withdrawn: {VERDICT_LABELS[withdrawn.verdict]} — settle it again")
+        what, when = verdict_label(withdrawn.verdict, self.kind), withdrawn.created_at[:19].replace("T", " ")
+        self.saved.setText(f"↶ Withdrawn: your {what} of {when} — settle it again")  # as the history says it
         self.changed.emit()
 
 
@@ -893,11 +1274,10 @@ class QueuesView(QWidget):
         sl = QVBoxLayout(side)
         sl.setContentsMargins(0, 0, 0, 6)
         sl.addWidget(self.list, 1)
-        for name, title, _ in self.pages:
+        for name, _, _ in self.pages:
             bar = QProgressBar()
             bar.setObjectName(f"progress_{name}")
             bar.setMaximumHeight(16)
-            bar.setFormat(f"{title.split()[0]} %v / %m")
             sl.addWidget(bar)
             self.bars[name] = bar
         self.guidelines = GuidelinesPanel(ctx)
@@ -992,11 +1372,14 @@ class QueuesView(QWidget):
         )
         for row, ((_, title, _), n) in enumerate(zip(self.pages, counts)):
             self.list.item(row).setText(f"{title}\n{n} left")
-        for (name, _, _), left, total in zip(self.pages, counts, self._totals(len(qc_queue))):
+        for (name, title, _), left, total in zip(self.pages, counts, self._totals(len(qc_queue))):
             bar = self.bars[name]
+            word = title.split()[0]
+            # A range of 0 would make the bar a busy indicator: an empty queue gets 0 of 1, and says "empty".
             bar.setRange(0, max(total, 1))
             bar.setValue(max(0, total - left))
-            bar.setToolTip(f"{total - left} of {total} done by you, {left} left")
+            bar.setFormat(f"{word} %v / %m" if total else f"{word}: empty")
+            bar.setToolTip(f"{total - left} of {total} done by you, {left} left" if total else "Nothing in this queue")
 
     def _totals(self, flags: int) -> tuple[int, int, int, int]:
         """Everything each queue holds (for the progress bars): flags, the set's responses, conflicts, answers."""

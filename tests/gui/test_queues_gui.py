@@ -121,3 +121,60 @@ def test_queues_refresh_before_the_first_annotator_name_is_given(qtbot, tmp_path
     window.ctx.update_prefs(annotator="ann")
     queues.refresh()
     assert queues.adjudication.task is not None
+
+
+def test_an_unclear_label_is_revealed_as_left_out_of_the_alignment_figures(qtbot, demo_ws, make_window):
+    adj_set = _set_from_run(demo_ws)
+    window = make_window(demo_ws)
+    window.show_view("queues")
+    queues = window.view("queues")
+    queues.select("adjudication")
+    page = queues.adjudication
+    task = page.task
+    qtbot.keyClicks(window, "?")  # unclear
+    with open_workspace(demo_ws) as ws:
+        assert alignment.standing_labels(ws, adj_set.name) == {task.item_id: {"ann": alignment.UNCLEAR}}
+        report = alignment.alignment_report(ws, adj_set.name)
+    # The report leaves the item out of every extractor's figures: the reveal neither agrees nor differs.
+    assert report.final.unclear == 1 and all(e.overall.n == 0 for e in report.extractors.values())
+    shown = page.reveal_text.text()
+    assert page.revealed.isVisible() and "unclear</b> — left out of the alignment figures" in shown
+    assert "rules" in shown and "agrees" not in shown and "differs" not in shown and shown.count("✓") == 1
+    qtbot.keyClick(window, Qt.Key_Return)
+    first = next(iter(page.task.options))
+    qtbot.keyClick(window, Qt.Key_1)  # a letter is compared: ✓ or ✗ per extractor, as the report counts it
+    assert "agrees" in page.reveal_text.text() or "differs" in page.reveal_text.text()
+    assert f"label <b>{first}</b>." in page.reveal_text.text()
+
+
+def test_a_finished_set_says_what_to_do_next_instead_of_an_empty_response(qtbot, demo_ws, make_window):
+    adj_set = _set_from_run(demo_ws)
+    window = make_window(demo_ws)
+    window.show_view("queues")
+    queues = window.view("queues")
+    queues.select("adjudication")
+    page = queues.adjudication
+    for _ in range(adj_set.items):
+        qtbot.keyClick(window, Qt.Key_1)
+        qtbot.keyClick(window, Qt.Key_Return)
+    assert page.task is None and page.left.text() == "0 left for you"
+    # No empty question, options and response box: the next steps in their place.
+    assert not page.response.isVisibleTo(page) and not page.question.isVisibleTo(page)
+    text = page.done_text.text()
+    assert f"Every response in set {adj_set.name} has your label" in text
+    assert "vlmdesk align sample --run RUN --size 50 --name NAME" in text  # the real command's flags
+    assert [b.text() for b in page.done_buttons] == ["Build an adjudication set…", "See the alignment figures"]
+    assert queues.bars["adjudication"].text() == f"Extractor {adj_set.items} / {adj_set.items}"
+    qtbot.mouseClick(page.done_buttons[1], Qt.LeftButton)
+    assert window.tabs.currentWidget() is window.view("alignment")
+    # Another set with work: the next step is to label it, one click away.
+    other = _set_from_run(demo_ws, name="second-set")
+    window.show_view("queues")
+    queues.refresh()
+    queues.select("adjudication")
+    assert page.set_combo.currentData() == adj_set.name and page.task is None
+    assert f"set second-set ({other.items} left)" in page.done_text.text()
+    assert page.done_buttons[0].text() == "Label set second-set"
+    qtbot.mouseClick(page.done_buttons[0], Qt.LeftButton)
+    assert page.set_combo.currentData() == "second-set" and page.task is not None
+    assert page.response.isVisibleTo(page) and page.response.text() == page.task.response
