@@ -1167,6 +1167,9 @@ class ConflictsPage(_ItemPage):
                     return
             else:
                 corrected = corrected or self.corrected.currentData()
+                if corrected is None and self.kind == "yesno" and self.reveals(item.id):
+                    # As in Review: with the key in sight, a yes/no item's wrong key is the other answer.
+                    corrected = {"yes": "no", "no": "yes"}.get((item.answer or "").lower())
                 if corrected is None:
                     self._arm(
                         "Wrong key: pick the right option (1–9 or Shift+letter, or the list)"

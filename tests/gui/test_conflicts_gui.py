@@ -188,18 +188,25 @@ def test_an_open_item_offers_its_kind_s_verdicts_and_takes_the_right_answer_type
 
 
 def test_a_yes_no_item_takes_yes_or_no(qtbot, demo_ws, make_window):
-    (item,) = _seed_conflicts(demo_ws, n=1, bench="demo-pope")
-    window = make_window(demo_ws)
+    first, second = _seed_conflicts(demo_ws, n=2, bench="demo-pope")
+    window = make_window(demo_ws, blind=True)
     queues, page = _open(window)
     window.select_benchmark("demo-pope")
-    assert page.item.id == item.id and _offered(page) == set(COMMON)
+    assert page.item.id == first.id and _offered(page) == set(COMMON)
     assert [page.corrected.itemData(i) for i in range(page.corrected.count())] == [None, "yes", "no"]
     qtbot.keyClick(window, Qt.Key_R)  # not a verdict for a yes/no item: refused, nothing saved
-    assert _log(demo_ws, item.id) == [] and page.item.id == item.id
+    assert _log(demo_ws, first.id) == [] and page.item.id == first.id
+    qtbot.keyClick(window, Qt.Key_W)  # blind: the key is hidden, so W waits for the answer (1 yes, 2 no)
+    assert _log(demo_ws, first.id) == [] and page.hint_label.isVisibleTo(page)
+    qtbot.keyClick(window, Qt.Key_2)
+    assert _log(demo_ws, first.id) == [("wrong_answer", "no", "settles conflict")]
+    qtbot.keyClick(window, Qt.Key_Return)
+    window.ctx.update_prefs(blind=False)  # the key in sight: W alone says the other answer, as in Review
+    queues.refresh()
+    assert page.item.id == second.id
     qtbot.keyClick(window, Qt.Key_W)
-    other = "no" if item.answer == "yes" else "yes"
-    qtbot.keyClick(window, Qt.Key_1 if other == "yes" else Qt.Key_2)
-    assert _log(demo_ws, item.id) == [("wrong_answer", other, "settles conflict")]
+    other = "no" if second.answer == "yes" else "yes"
+    assert _log(demo_ws, second.id) == [("wrong_answer", other, "settles conflict")]
 
 
 def test_an_empty_queue_says_what_to_do_next(qtbot, demo_ws, make_window):
