@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import cast
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 
 from annotation import reviews
 from annotation.correction import names_the_key, wrong_key_problem
-from annotation.item_kinds import INCOMPLETE, WRONG, ItemKind, fits, kind_words, verdict_label
+from annotation.item_kinds import INCOMPLETE, KINDS, WRONG, ItemKind, fits, kind_words, verdict_label
 from db import item_query
 from db.catalog import Item
 from db.errors import InvalidInput
@@ -80,6 +80,26 @@ class AnswerEdit(QLineEdit):
             self.cancelled.emit()
             return
         super().keyPressEvent(event)
+
+
+class VerdictButton(QPushButton):
+    """A verdict's button, as wide as its widest caption over the kinds of items ("Wrong key", "Wrong ref"): the
+    verdict bar keeps its width, and the splitter beside it its place, from item to item."""
+
+    def __init__(self, captions: set[str], parent=None):
+        super().__init__(parent)
+        self.captions = captions
+
+    def _wider(self, hint: QSize) -> QSize:
+        metrics = self.fontMetrics()
+        widest = max(metrics.horizontalAdvance(c) for c in self.captions)
+        return QSize(hint.width() + max(0, widest - metrics.horizontalAdvance(self.text())), hint.height())
+
+    def sizeHint(self) -> QSize:
+        return self._wider(super().sizeHint())
+
+    def minimumSizeHint(self) -> QSize:
+        return self.sizeHint()  # as QPushButton's own: a caption is never cut
 
 
 _ASKS = {
@@ -187,10 +207,11 @@ class ReviewView(QWidget):
         self.verdicts_why = "No benchmark chosen"  # why the buttons are off ("" while an item is shown)
         # Every verdict has its place, those of every kind first: a kind's own (R, open items) is hidden keeping its
         # size, so moving between kinds moves no button under the pointer.
-        common = [v for v, _, _ in VERDICT_KEYS if all(fits(k, v) for k in ("mcq", "yesno", "open"))]
+        common = [v for v, _, _ in VERDICT_KEYS if all(fits(k, v) for k in KINDS)]
         placed = common + [v for v, _, _ in VERDICT_KEYS if v not in common]
         for n, verdict in enumerate(placed):
-            b = QPushButton()
+            keys = {k for v, k, _ in VERDICT_KEYS if v == verdict}
+            b = VerdictButton({f"{verdict_button(verdict, kind)}   {k}" for kind in KINDS for k in keys})
             b.setObjectName("verdict_ok" if verdict == "ok" else "verdict")
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             b.setMinimumWidth(0)
@@ -405,7 +426,8 @@ class ReviewView(QWidget):
         for verdict, button in self.verdict_buttons.items():
             button.setVisible(verdict in offered)
             button.setEnabled(not why)
-            if verdict not in offered:
+            if verdict not in offered:  # hidden in its place: as wide as when shown
+                button.setText(max(button.captions, key=len))
                 continue
             key, text = offered[verdict]
             button.setText(f"{verdict_button(verdict, self.kind)}   {key}")
