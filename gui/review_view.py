@@ -202,7 +202,7 @@ class ReviewView(QWidget):
         vb.setSpacing(6)
         verdicts = QGridLayout()
         verdicts.setSpacing(6)
-        self.verdict_buttons: dict[str, QPushButton] = {}
+        self.verdict_buttons: dict[str, VerdictButton] = {}
         self.kind: ItemKind = "mcq"
         self.verdicts_why = "No benchmark chosen"  # why the buttons are off ("" while an item is shown)
         # Every verdict has its place, those of every kind first: a kind's own (R, open items) is hidden keeping its
@@ -433,7 +433,7 @@ class ReviewView(QWidget):
             button.setText(f"{verdict_button(verdict, self.kind)}   {key}")
             button.setToolTip(f"{text}  [{key}]" + (f"\n(disabled: {why})" if why else ""))
 
-    def offered_buttons(self) -> list[QPushButton]:
+    def offered_buttons(self) -> list[VerdictButton]:
         """The verdict buttons of the item's kind, in their order (the others are hidden in their place)."""
         return [self.verdict_buttons[v] for v, _, _ in verdict_keys(self.kind)]
 
