@@ -3,6 +3,7 @@ nothing of Qt; this widget only shows them, tells which bar was clicked, and sav
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +15,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLayout,
-    QMessageBox,
     QPushButton,
     QSizePolicy,
     QSplitter,
@@ -25,10 +25,11 @@ from PySide6.QtWidgets import (
 
 from annotation.blind import HIDDEN_TEXT
 from db.errors import UserError
-from evaluator.analysis.plots import bar_target, save_figure
+from evaluator.analysis.plots import bar_target, fit_legends, save_figure
 from gui import file_dialogs
 from gui.appearance import MUTED, tone
 from gui.background import COMPUTING
+from gui.fitting import ElidedLabel
 
 HIGHLIGHT = {"light": "#202124", "dark": "#e8eaed"}  # the clicked bar's outline, against the figure's background
 
@@ -52,9 +53,8 @@ def lay_out_chart_page(
     left = QWidget()
     ll = QVBoxLayout(left)
     ll.setContentsMargins(0, 0, 0, 0)
-    heading = QLabel(title)
+    heading = ElidedLabel(title)  # one line over the list, whole in its tooltip (wrapped, it took three)
     heading.setObjectName("sectionTitle")
-    heading.setWordWrap(True)
     ll.addWidget(heading)
     ll.addWidget(listing, 1)
     chart_box = QWidget()
@@ -85,18 +85,19 @@ class ChartView(QWidget):
         self.figure: Figure | None = None
         self.canvas: FigureCanvasQTAgg | None = None
         self.describe: Callable[[dict], str] | None = None  # a bar's tooltip text, from what it stands for
-        self.title = QLabel()
+        # One line that takes the bar's free room, elided (whole in its tooltip): wrapped, it stood in three
+        # lines of a few words beside free space, and the canvas under it moved with every title.
+        self.title = ElidedLabel()
         self.title.setObjectName("sectionTitle")
-        self.title.setWordWrap(True)
         self.hint = QLabel("Click a bar for its items")
         self.hint.setObjectName("muted")
         self.export_button = QPushButton("Export chart…")
         self.export_button.setToolTip("Save this chart as PNG or SVG")
         self.export_button.clicked.connect(self._export_dialog)
-        bar = QHBoxLayout()
+        self._clickable = True
+        self._bar = bar = QHBoxLayout()
         bar.setContentsMargins(0, 0, 0, 0)
-        bar.addWidget(self.title)
-        bar.addStretch(1)
+        bar.addWidget(self.title, 1)
         bar.addWidget(self.hint)
         bar.addWidget(self.export_button)
         self._layout = QVBoxLayout(self)
@@ -118,18 +119,33 @@ class ChartView(QWidget):
         self.canvas.setMinimumHeight(220)
         self.canvas.mpl_connect("button_press_event", self._pressed)
         self.canvas.mpl_connect("motion_notify_event", self._hovered)
+        # The canvas gives the figure its own size: its legends laid out again to stay inside it.
+        self.canvas.mpl_connect("resize_event", lambda _event: fit_legends(figure))
         self.canvas.setCursor(Qt.CursorShape.PointingHandCursor if clickable else Qt.CursorShape.ArrowCursor)
         self._layout.addWidget(self.canvas, 1)
         self.title.setText(title)
-        self.hint.setVisible(clickable)
+        self._clickable = clickable
+        self._fit_bar()
         self.export_button.setEnabled(bool(figure.axes))
 
     def show_computing(self, title: str | None = None) -> None:
         """The figure is being computed (gui/background.py): "computing…" in the canvas's place, at its size, and
         the bar above left as it is (a title given, or the one shown), so that nothing moves when the figure comes."""
-        hint = self.hint.isVisibleTo(self)
+        clickable = self._clickable
         self.set_figure(message_figure(COMPUTING), self.title.text() if title is None else title, clickable=False)
-        self.hint.setVisible(hint)
+        self._clickable = clickable
+        self._fit_bar()
+
+    def _fit_bar(self) -> None:
+        """The click hint beside the title only while both fit whole: the title (what the chart shows) goes first."""
+        spacing = max(self._bar.spacing(), 0)
+        room = self.width() - self.export_button.sizeHint().width() - 2 * spacing
+        need = self.title.sizeHint().width() + spacing + self.hint.sizeHint().width()
+        self.hint.setVisible(self._clickable and need <= room)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 — Qt's name
+        super().resizeEvent(event)
+        self._fit_bar()
 
     def highlight(self, target: dict | None) -> None:
         """Outline the bar standing for `target` (the one clicked), so the list below says which bar it is."""
@@ -171,14 +187,27 @@ class ChartView(QWidget):
     def _export_dialog(self) -> None:
         path = file_dialogs.save_file(self, "Export chart", "chart.png", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
         if path:
-            try:
-                self.export(path)
-            except (
-                UserError,
-                OSError,
-                ValueError,
-            ) as exc:  # a refused path (evaluator/formats/outfiles.py), a full disk
-                QMessageBox.warning(self, "Export chart", str(exc))
+            self.export_to(path)
+
+    def export_to(self, path: str | Path) -> Path | None:
+        """Save the chart and say where in the window's message bar, or why not in one line (a refused path —
+        evaluator/formats/outfiles.py —, a folder that is not there, a full disk): it saved without a word before."""
+        try:
+            saved = self.export(path)
+        except (UserError, OSError, ValueError) as exc:
+            # UserError names the path (outfiles, save_figure); an OSError says only what failed.
+            reason = f"{path}: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self._say(f"Chart not exported: {reason}".replace("\n", " "), "error")
+            return None
+        self._say(f"Chart saved to {saved.resolve()}", "info")
+        return saved
+
+    def _say(self, text: str, kind: str) -> None:
+        bar = getattr(self.window(), "message_bar", None)  # the main window's (gui/errors.py); a bare chart: stderr
+        if bar is not None:
+            bar.show_message(text, kind)
+        else:
+            print(text, file=sys.stderr)
 
 
 class BlindCover(QStackedWidget):

@@ -54,11 +54,11 @@ class DesiderataView(QWidget):
         self.runs = RunsList(ctx, multi=True, compact=True)
         self.runs.selectionChanged.connect(self.redraw)
 
-        self.figure = compact_combo(QComboBox(), 16)
+        self.figure = compact_combo(QComboBox(), 12)  # narrow: the runs list beside keeps its models readable
         for name, text in FIGURES.items():
             self.figure.addItem(text, name)
         self.figure.currentIndexChanged.connect(self.redraw)
-        self.binning = compact_combo(QComboBox(), 14)
+        self.binning = compact_combo(QComboBox(), 10)
         self.binning.addItem("ECE: equal-count bins (ChEF)", "equal-count")
         self.binning.addItem("ECE: equal-width bins", "equal-width")
         self.binning.currentIndexChanged.connect(self.redraw)
@@ -83,7 +83,7 @@ class DesiderataView(QWidget):
             top,
             self.chart,
             self.text,
-            left_width=420,
+            left_width=470,
         )
         ctx.runsChanged.connect(self.refresh)
         ctx.prefsChanged.connect(self.redraw)

@@ -1,11 +1,12 @@
 """What lets the window fit 1024×700 at a larger text size: a layout whose rows wrap (FlowLayout: a bar of
 filters whose minimum width is its widest item, not the sum of them) and combo boxes whose minimum width is a few
-characters, not their longest entry (compact_combo)."""
+characters, not their longest entry (compact_combo); a title that elides rather than wraps (ElidedLabel)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt
-from PySide6.QtWidgets import QComboBox, QLayout, QLayoutItem, QSizePolicy, QWidget
+from PySide6.QtCore import QEvent, QMargins, QPoint, QRect, QSize, Qt
+from PySide6.QtGui import QPainter
+from PySide6.QtWidgets import QComboBox, QLabel, QLayout, QLayoutItem, QSizePolicy, QWidget
 
 
 class FlowLayout(QLayout):
@@ -121,3 +122,66 @@ def compact_combo(combo: QComboBox, chars: int = 12) -> QComboBox:
     combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
     combo.setMinimumContentsLength(chars)
     return combo
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that takes the room its row has and elides what does not fit ("…", the whole text in its
+    tooltip), instead of wrapping onto lines of a few words beside free space or widening the window. It asks for its
+    whole text's width; it may shrink to a few characters."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None, *, mode=Qt.TextElideMode.ElideRight):
+        super().__init__(text, parent)
+        self._mode = mode
+        self.setWordWrap(False)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self._tip()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 — Qt's name
+        metrics = self.fontMetrics()
+        margins = self.contentsMargins()
+        return QSize(metrics.horizontalAdvance("x" * 6) + margins.left() + margins.right(), self.sizeHint().height())
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        metrics = self.fontMetrics()
+        margins = self.contentsMargins()
+        return QSize(
+            metrics.horizontalAdvance(self.text()) + margins.left() + margins.right() + 2,
+            metrics.height() + margins.top() + margins.bottom(),
+        )
+
+    def elided(self) -> bool:
+        """Whether the text shown is shortened (its tooltip then says it whole)."""
+        return self.fontMetrics().horizontalAdvance(self.text()) > self.contentsRect().width()
+
+    def shown_text(self) -> str:
+        return self.fontMetrics().elidedText(self.text(), self._mode, self.contentsRect().width())
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        painter = QPainter(self)
+        self.style().drawItemText(
+            painter,
+            self.contentsRect(),
+            int(self.alignment()),
+            self.palette(),
+            self.isEnabled(),
+            self.shown_text(),
+            self.foregroundRole(),
+        )
+
+    def setText(self, text: str) -> None:  # noqa: N802
+        super().setText(text)
+        self.updateGeometry()
+        self._tip()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._tip()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:  # a larger text: another width, maybe elided now
+            self.updateGeometry()
+            self._tip()
+
+    def _tip(self) -> None:
+        self.setToolTip(self.text() if self.elided() else "")

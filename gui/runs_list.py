@@ -3,11 +3,21 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, Signal
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QStyle, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from annotation.blind import HIDDEN_TEXT
 from db import runs
+from evaluator.analysis.labels import fit_model, model_variants
 from evaluator.analysis.report import RunSummary, describe_tokens, run_summary
 from evaluator.engine.run_words import IMPORTED_ARROW, IMPORTED_MARK, describe_variants, origin_of, preset_words
 from gui.appearance import ACCENT, MUTED, PENDING, RIGHT, TEXT, WRONG
@@ -15,7 +25,9 @@ from gui.background import COMPUTING, when_shown
 from gui.tables import RowsModel, table_view
 
 COLUMNS = ("Run", "Status", "Model", "Benchmark", "Strategy", "Vanilla", "Circular", "POPE F1", "Duration")
-COMPACT = ("Run", "Status", "Model", "Benchmark", "Score %")
+# The narrow lists of Results: the run's identity first (its model kept readable), its score last.
+COMPACT = ("Run", "Model", "Benchmark", "Status", "Score %")
+MODEL_CHARS = 18  # the Model column is never narrower than this many characters (or its longest model, if shorter)
 SCORE_COLUMNS = {"Vanilla", "Circular", "POPE F1", "Score %"}
 PARTIAL_MARK = "(partial)"
 TEXT_ONLY_MARK = "[text-only]"
@@ -69,6 +81,41 @@ def score(s: RunSummary) -> str:
     return " · ".join(parts)
 
 
+def _marks(text: str) -> tuple[str, str, str]:
+    """A Model cell as (mark before, the model, marks after): the marks stay whole when the model is shortened."""
+    before = f"{IMPORTED_ARROW} " if text.startswith(f"{IMPORTED_ARROW} ") else ""
+    text, after = text[len(before) :], ""
+    for mark in (f" {IMPORTED_MARK}", f" {TEXT_ONLY_MARK}"):  # the order _row appends them in, reversed
+        if text.endswith(mark):
+            text, after = text[: -len(mark)], mark + after
+    return before, text, after
+
+
+class ModelCell(QStyledItemDelegate):
+    """Draws a Model cell as the longest form of its spec that fits the column (evaluator/analysis/labels.py: the
+    server's address and options go before the model's name; what is still too long is elided in the middle), never
+    "b…" or the end of a URL. The cell keeps the whole spec (its tooltip, the CSV export)."""
+
+    def initStyleOption(self, option: QStyleOptionViewItem, index) -> None:  # noqa: N802 — Qt's name
+        super().initStyleOption(option, index)
+        widget = option.widget  # set for the view's delegates
+        style = widget.style() if widget is not None else None
+        margin = 2 * (style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, widget) + 1) if style else 6
+        room = option.rect.width() - margin
+        metrics = option.fontMetrics
+        before, model, after = _marks(option.text)
+        room -= metrics.horizontalAdvance(before + after)
+        option.text = (
+            before
+            + fit_model(
+                model,
+                lambda form: metrics.horizontalAdvance(form) <= room,
+                elide=lambda form: metrics.elidedText(form, Qt.TextElideMode.ElideMiddle, max(room, 0)),
+            )
+            + after
+        )
+
+
 def _figures(ws, run_ids: list[int]):
     """Each run's figures and token usage (what costs a pass of its rows), newest run first: the worker's part."""
     for run_id in run_ids:
@@ -94,20 +141,24 @@ class RunsList(QWidget):
         self._epoch = ctx.figures_epoch
         self.model = RowsModel(COMPACT if compact else COLUMNS, self)
         self.model.align_right = {0} if compact else {0, 5, 6, 7, 8}
-        self.table = table_view(self.model, stretch=2)
+        self.model_column = self.model.columns.index("Model")
+        self.table = table_view(self.model)  # the Model column takes the free width (_fit_model_column)
         self.table.setSelectionMode(
             QAbstractItemView.SelectionMode.ExtendedSelection
             if multi
             else QAbstractItemView.SelectionMode.SingleSelection
         )
         header = self.table.horizontalHeader()
-        if compact:  # a narrow pane: the model is elided (tooltip) so that the scores stay in view
-            header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-            header.setStretchLastSection(False)
-        else:
-            header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        # The Model column takes what the others leave, but never less than a readable model (a narrow pane then
+        # scrolls sideways): stretched, it was squeezed to "b…" beside the figure columns. Its cells are drawn as
+        # the longest form of the spec that fits (ModelCell), the whole spec in the tooltip.
+        header.setSectionResizeMode(self.model_column, QHeaderView.ResizeMode.Fixed)
+        header.setStretchLastSection(False)
+        header.sectionResized.connect(self._section_resized)
+        self.table.setItemDelegateForColumn(self.model_column, ModelCell(self.table))
         self.table.selectionModel().selectionChanged.connect(lambda *_: self.selectionChanged.emit())
         self.table.installEventFilter(self)  # a larger text: the figure columns are fitted again
+        self.table.viewport().installEventFilter(self)  # a wider or narrower pane: the Model column follows
         self.table.doubleClicked.connect(lambda idx: self.activated.emit(self.model.payloads[idx.row()]))
         self.notice = QLabel(f"Scores {HIDDEN_TEXT}")
         self.notice.setObjectName("muted")
@@ -133,7 +184,40 @@ class RunsList(QWidget):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.table and event.type() == QEvent.Type.FontChange:
             self._fit_figures()
+            self._fit_model_column()
+        elif watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_model_column()
         return False
+
+    def model_floor(self) -> int:
+        """The Model column's least width: the longest listed model whole, up to MODEL_CHARS characters."""
+        metrics = self.table.fontMetrics()
+        cap = metrics.averageCharWidth() * MODEL_CHARS
+        shortest = (model_variants(_marks(row[self.model_column])[1])[-1] for row in self.model.rows)
+        widest = max((metrics.horizontalAdvance(text) for text in shortest), default=0)
+        margin = 2 * (self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self.table) + 1)
+        return max(min(widest, cap), metrics.horizontalAdvance(self.model.columns[self.model_column])) + 2 * margin
+
+    def shown_model(self, row: int) -> str:
+        """The Model cell of a row as it is drawn at the column's present width (ModelCell's choice)."""
+        index = self.model.index(row, self.model_column)
+        option = QStyleOptionViewItem()
+        self.table.initViewItemOption(option)
+        option.rect = self.table.visualRect(index)
+        delegate = self.table.itemDelegateForColumn(self.model_column)
+        assert isinstance(delegate, ModelCell)  # set in __init__
+        delegate.initStyleOption(option, index)
+        return option.text
+
+    def _section_resized(self, section: int, _old: int, _new: int) -> None:
+        if section != self.model_column:  # another column grew or shrank: the Model column takes up the rest
+            self._fit_model_column()
+
+    def _fit_model_column(self) -> None:
+        header = self.table.horizontalHeader()
+        shown = [n for n in range(header.count()) if n != self.model_column and not header.isSectionHidden(n)]
+        others = sum(header.sectionSize(n) for n in shown)
+        header.resizeSection(self.model_column, max(self.model_floor(), self.table.viewport().width() - others))
 
     def _fit_figures(self) -> None:
         """Give the figure columns the width of the widest text they can hold for the listed runs — "computing…"
@@ -181,6 +265,7 @@ class RunsList(QWidget):
             tips.update({(i, n): t for n, t in cell_tips.items()})
         self.model.set_rows(rows, list(self.runs), colours=colours, tooltips=tips)
         self._fit_figures()
+        self._fit_model_column()
         self.select(keep)
         self.listed.emit()
         if due:
@@ -220,32 +305,32 @@ class RunsList(QWidget):
         def mark(text: str) -> str:
             return COMPUTING if pending else f"{text} {PARTIAL_MARK}" if text and partial else text
 
-        if self.compact:
-            cells: tuple[object, ...] = (r.id, r.status, model, r.benchmark, mark(score(s) if s else ""))
-        else:
-            cells = (
-                r.id,
-                r.status,
-                model,
-                r.benchmark,
-                " · ".join(filter(None, (r.strategy, variants))),
-                mark(pct(s.vanilla) if s else ""),
-                mark(pct(s.circular) if s else ""),
-                mark(pct(s.pope_f1) if s else ""),
-                COMPUTING if pending else duration(s.duration_s) if s else "",
-            )
-        colours = {1: STATUS_COLOURS.get(r.status, TEXT)}
+        values: dict[str, object] = {
+            "Run": r.id,
+            "Status": r.status,
+            "Model": model,
+            "Benchmark": r.benchmark,
+            "Strategy": " · ".join(filter(None, (r.strategy, variants))),
+            "Vanilla": mark(pct(s.vanilla) if s else ""),
+            "Circular": mark(pct(s.circular) if s else ""),
+            "POPE F1": mark(pct(s.pope_f1) if s else ""),
+            "Duration": COMPUTING if pending else duration(s.duration_s) if s else "",
+            "Score %": mark(score(s) if s else ""),
+        }
+        at = {title: n for n, title in enumerate(self.model.columns)}
+        cells = tuple(values[title] for title in self.model.columns)
+        colours = {at["Status"]: STATUS_COLOURS.get(r.status, TEXT)}
         tips = {}
         if r.error:
-            tips[1] = r.error
-        tips[2] = (
+            tips[at["Status"]] = r.error
+        tips[at["Model"]] = (
             r.model_spec
             + ("\ntext-only: the model never saw the images" if TEXT_ONLY_MARK in model else "")
             + (f"\n{imported_from(origin)}" if origin is not None else "")
             + (f"\n{tokens}" if tokens else "")
         )
-        if variants and not self.compact:
-            tips[4] = f"Run variants: {variants}"
+        if variants and "Strategy" in at:
+            tips[at["Strategy"]] = f"Run variants: {variants}"
         for n, title in enumerate(self.model.columns):
             if pending and (title in SCORE_COLUMNS or title == "Duration"):
                 colours[n] = MUTED

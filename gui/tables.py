@@ -50,8 +50,9 @@ class RowsModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self.columns)
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.columns[section]
+        shown = role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole)
+        if orientation == Qt.Orientation.Horizontal and shown:
+            return self.columns[section]  # the tooltip: the whole title of a header elided in a narrow column
         return None
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
@@ -82,12 +83,21 @@ def table_view(model, *, stretch: int | None = None) -> QTableView:
     view.setWordWrap(False)
     view.setTextElideMode(Qt.TextElideMode.ElideRight)
     view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    header = view.horizontalHeader()
+    header = one_line_header(view)
     header.setHighlightSections(False)
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     if stretch is not None:
         header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
     return view
+
+
+def one_line_header(view: QTableView) -> QHeaderView:
+    """A table's column titles on one line each: elided ("…") when their column is narrower, never wrapped onto a
+    second line (a style may wrap them: the alignment is set here without Qt.TextWordWrap)."""
+    header = view.horizontalHeader()
+    header.setTextElideMode(Qt.TextElideMode.ElideRight)
+    header.setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
+    return header
 
 
 def write_csv(model, path: str | Path) -> int:

@@ -15,6 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from db.errors import InvalidInput
+from evaluator.analysis.labels import elide_middle, short_model
 from evaluator.formats.outfiles import AtomicOutput
 from evaluator.types import PopeParser
 
@@ -48,8 +49,7 @@ def bar_target(artist: Artist) -> dict[str, Any] | None:
 
 
 def run_label(report: RunReport) -> str:
-    model = report.model
-    return f"run {report.run_id} · {model if len(model) <= 28 else '…' + model[-27:]}"
+    return f"run {report.run_id} · {short_model(report.model, 36)}"
 
 
 def _groups(report: RunReport, level: str) -> dict[str, Scores]:
@@ -105,11 +105,12 @@ def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
     title = reports[0].benchmark if len({r.benchmark for r in reports}) == 1 else "runs"
     ax.set_title(f"{title}: VanillaEval (light) vs CircularEval (solid)")
     # Below the axes: inside, the legend would hide bars.
-    ax.legend(
+    _legend(
+        ax,
         fontsize=8,
         loc="upper center",
         bbox_to_anchor=(0.5, -0.12 if level == "by_l2" else -0.35),
-        ncol=2,
+        ncols=2,
         frameon=False,
     )
     ax.grid(axis="y", alpha=0.3)
@@ -196,8 +197,50 @@ def open_figure(reports: list[RunReport]) -> Figure:
     handles = [h for a in (first, target) if a is not None for h in a.get_legend_handles_labels()[0]]
     labels = [lab for a in (first, target) if a is not None for lab in a.get_legend_handles_labels()[1]]
     # Above the bars, in the title's place (the chart's own title line names the runs).
-    fig.legend(handles, labels, fontsize=8, loc="outside upper center", ncol=3, frameon=False)
+    _legend(fig, handles, labels, fontsize=8, loc="outside upper center", ncols=3, frameon=False)
     return fig
+
+
+_LEGEND_ARGS = "_vlmdesk_legend"  # how a legend of these figures was asked for (owner, handles, labels, options)
+_ROOM = 0.96  # the share of the figure's width a legend may take (its frame and the figure's margins)
+
+
+def _legend(owner: Any, handles: list[Any] | None = None, labels: list[str] | None = None, **options: Any) -> Any:
+    """A legend that fit_legends may lay out again narrower: it keeps what it was asked for."""
+    if handles is None or labels is None:
+        handles, labels = owner.get_legend_handles_labels()
+    legend = owner.legend(handles, labels, **options)
+    setattr(legend, _LEGEND_ARGS, (owner, handles, labels, options))
+    return legend
+
+
+def fit_legends(fig: Figure) -> None:
+    """Keep each legend inside the figure at its present size (a window's pane, narrower than the figure was drawn
+    for): fewer columns first, then each label's first line elided in the middle — its run and what follows the
+    model stay readable. Laid out anew from what was asked each time, so a wider figure gets the whole labels back."""
+    legends = [legend for legend in (*fig.legends, *(ax.get_legend() for ax in fig.axes)) if legend is not None]
+    legends = [legend for legend in legends if hasattr(legend, _LEGEND_ARGS)]
+    if not legends:
+        return
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # an Agg canvas (FigureCanvasAgg, QtAgg)
+    room = _ROOM * fig.bbox.width
+    for legend in legends:
+        owner, handles, labels, options = getattr(legend, _LEGEND_ARGS)
+        widest = max((len(label.split("\n", 1)[0]) for label in labels), default=0)
+        tries = [(n, widest) for n in range(int(options.get("ncols", 1)), 0, -1)]
+        tries += [(1, limit) for limit in range(widest - 4, 11, -4)]
+        for ncols, limit in tries:
+            if isinstance(owner, Figure):  # a figure's legends add up (an axes has one: a new one replaces it)
+                legend.remove()
+            legend = owner.legend(handles, [_shorten(label, limit) for label in labels], **{**options, "ncols": ncols})
+            setattr(legend, _LEGEND_ARGS, (owner, handles, labels, options))
+            if legend.get_window_extent(renderer).width <= room:
+                break
+
+
+def _shorten(label: str, limit: int) -> str:
+    first, newline, rest = label.partition("\n")
+    return elide_middle(first, limit) + newline + rest
 
 
 def _bar_values(ax: Any, bars: Any, heights: list[float], *, crowded: bool) -> None:
@@ -245,7 +288,7 @@ def pope_figure(reports: list[RunReport]) -> Figure:
     ax.set_ylabel("%")
     ax.set_title("POPE per setting (solid: official parser, light: strict)")
     ax.set_ylim(0, 118 if len(series) > 2 else 108)  # room for the upright values
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, frameon=False)
+    _legend(ax, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncols=2, frameon=False)
     ax.grid(axis="y", alpha=0.3)
     return fig
 
@@ -383,7 +426,7 @@ def leaderboard_figure(board: Leaderboard) -> Figure:
         label="Bradley–Terry (95 % bootstrap interval)",
     )
     ax.scatter([m.elo for m in models], y, marker="x", color=COLORS[1], label="online Elo", zorder=3)
-    ax.set_yticks(y, [f"#{m.rank}  {_short_model(m.model)}  ({m.votes})" for m in models], fontsize=8)
+    ax.set_yticks(y, [f"#{m.rank}  {short_model(m.model, 40)}  ({m.votes})" for m in models], fontsize=8)
     ax.axvline(1000, color="grey", linewidth=0.8, alpha=0.5)
     ax.set_xlabel("rating")
     ax.set_title(f"Arena leaderboard — {board.battles} votes, {board.rounds} bootstrap rounds", fontsize=10)
@@ -406,7 +449,7 @@ def win_rate_figure(models: list[str], matrix: list[list[float | None]]) -> Figu
         for j in range(n):
             if not np.isnan(values[i, j]):
                 ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=8)
-    labels = [_short_model(m) for m in models]
+    labels = [short_model(m, 40) for m in models]
     ax.set_xticks(range(n), labels, rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(n), labels, fontsize=8)
     ax.set_xlabel("model B")
@@ -416,14 +459,11 @@ def win_rate_figure(models: list[str], matrix: list[list[float | None]]) -> Figu
     return fig
 
 
-def _short_model(spec: str, limit: int = 40) -> str:
-    return spec if len(spec) <= limit else "…" + spec[-(limit - 1) :]
-
-
 def save_figure(fig: Figure, path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise InvalidInput(f"{path}: plot files end in .png, .svg or .pdf")
+    fit_legends(fig)
     with AtomicOutput(path, binary=True) as f:  # evaluator/formats/outfiles.py's rule
         fig.savefig(f, dpi=150, format=path.suffix.lower()[1:])
     return path
@@ -463,7 +503,9 @@ def reliability_figure(calibration: Any, title: str = "") -> Figure:
     ax.set_ylabel("accuracy")
     ax.set_title(f"{title + ': ' if title else ''}ECE {ece_text} ({calibration.binning}, n = {calibration.n})")
     # Beside the axes: inside, it would hide bins.
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="counts above the bars", title_fontsize=7)
+    _legend(
+        ax, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="counts above the bars", title_fontsize=7
+    )
     ax.grid(alpha=0.3)
     return fig
 
@@ -483,9 +525,13 @@ def _radar(
         shown = [max(0.0, v) if v is not None else 0.0 for v in values]
         top = max(top, *shown)
         gaps = [a.lower() for a, v in zip(names, values) if v is None]
-        name = name if len(name) <= 40 else "…" + name[-39:]
-        # Wrapped: on one line six missing dimensions ran past a 1024-pixel-wide window's figure.
-        label = name + ("\n" + textwrap.fill(f"(n/a: {', '.join(gaps)})", 60) if gaps else "")
+        name = short_model(name, 40)
+        # Wrapped: on one line six missing dimensions ran past a 1024-pixel-wide window's figure. Several models:
+        # only how many (the report beside names them), else their lists took the figure from the radar.
+        if gaps and len(series) > 2:
+            label = f"{name} (n/a: {len(gaps)} of {len(names)})"
+        else:
+            label = name + ("\n" + textwrap.fill(f"(n/a: {', '.join(gaps)})", 60) if gaps else "")
         color = COLORS[m_i % len(COLORS)]
         ax.plot([*angles, angles[0]], [*shown, shown[0]], color=color, linewidth=1.6, marker="o", ms=3, label=label)
         ax.fill([*angles, angles[0]], [*shown, shown[0]], color=color, alpha=0.12)
@@ -496,7 +542,7 @@ def _radar(
     ax.set_title(title, fontsize=10)
     if series:  # no series: an empty legend warns on stderr
         # Below the axis names (two lines each), not over the bottom ones.
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
+        _legend(ax, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
     return fig
 
 
@@ -571,7 +617,7 @@ def robustness_figure(report: Any) -> Figure:
             )
             ax.annotate(severity, (x, 0), ha="center", va="top", fontsize=7, xytext=(0, -2), textcoords="offset points")
     for m_i, model in enumerate(models):
-        ax.bar([0], [0], 0, color=COLORS[m_i % len(COLORS)], label=model if len(model) <= 40 else "…" + model[-39:])
+        ax.bar([0], [0], 0, color=COLORS[m_i % len(COLORS)], label=short_model(model, 40))
     ax.axhline(100, color="#80868b", linewidth=1, linestyle="--")
     # A combined corruption's parts one per line, so long names never run into their neighbours.
     labels = [c.replace(" + ", "\n+ ") for c in corruptions]
@@ -582,6 +628,6 @@ def robustness_figure(report: Any) -> Figure:
     ax.set_ylabel("RRM (100 = no loss, 0 = chance)")
     ax.set_title("Robustness: RRM per corruption and severity")
     ax.set_xlabel("corruption (its severity under each bar)", fontsize=8)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the plot, never over a bar
+    _legend(ax, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the plot, never over a bar
     ax.grid(axis="y", alpha=0.3)
     return fig

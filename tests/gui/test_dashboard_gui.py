@@ -5,6 +5,7 @@ import csv
 
 import pytest
 from PySide6.QtCore import QPoint, Qt
+from PySide6.QtWidgets import QApplication
 
 from annotation import alignment
 from db import open_workspace
@@ -198,3 +199,118 @@ def test_table_csv_export_neutralises_formula_cells(qtbot, tmp_path):
     assert write_csv(model, tmp_path / "t.csv") == 3
     rows = list(csv.reader(open(tmp_path / "t.csv", encoding="utf-8", newline="")))
     assert rows == [["'=Model", "Note"], ["'=cmd|' /C calc'!A0", "'-0.5"], ["'@SUM(A1)", "plain"], ["a\rb", "'+1"]]
+
+
+SERVER_MODEL = "Qwen/Qwen2.5-VL-72B-Instruct-AWQ"
+
+
+@pytest.fixture
+def many_baselines(demo_ws, serve, monkeypatch):
+    """demo_ws's run 1 (baseline:first) and four more baseline runs on demo (2-5), and a server model's run (6)
+    whose spec ends in a long URL and a key variable: what the walk found cut to "b…" and "…key_env=…"."""
+    for args in (
+        ["--model", "baseline:random"],
+        ["--model", "baseline:random", "--strategy", "vanilla"],
+        ["--model", "baseline:random?seed=3"],
+        ["--model", "baseline:frequent"],
+    ):
+        assert cli_main(["--workspace", str(demo_ws), "run", "--bench", "demo", *args]) == 0
+    server = serve()
+    monkeypatch.setenv("VLMDESK_TEST_KEY", "not-a-secret")
+    spec = f"openai:{SERVER_MODEL}@{server.url}?key_env=VLMDESK_TEST_KEY"
+    assert cli_main(["--workspace", str(demo_ws), "run", "--bench", "demo", "--model", spec, "--limit", "4"]) == 0
+    return demo_ws
+
+
+def _at_1024(window, scale=1.25):
+    from PySide6.QtWidgets import QApplication
+
+    window.set_appearance(theme="dark", font_scale=scale)
+    window.resize(1024, 700)
+    for _ in range(3):
+        QApplication.processEvents()
+
+
+def test_the_runs_lists_keep_each_model_readable_at_1024(qtbot, many_baselines, make_window):
+    """Results › Charts and Runs at 1024×700, text ×1.25: the Model column is at least MODEL_CHARS characters (the
+    figure columns beside it squeezed it to "b…"), a baseline's spec shows whole, and a server model keeps its
+    name — never the end of its URL."""
+    from gui.runs_list import MODEL_CHARS
+
+    window = make_window(many_baselines)
+    try:
+        _at_1024(window)
+        for name in ("results", "runs"):
+            window.show_view(name)
+            view = window.view(name).runs
+            qtbot.waitUntil(lambda view=view: not view.computing, timeout=10_000)
+            header, metrics = view.table.horizontalHeader(), view.table.fontMetrics()
+            width = header.sectionSize(view.model_column)
+            assert width >= metrics.averageCharWidth() * MODEL_CHARS, (name, width)
+            shown = {run_id: view.shown_model(row) for row, run_id in enumerate(view.model.payloads)}
+            assert shown[2] == shown[3] == "baseline:random" and shown[5] == "baseline:frequent", shown
+            assert shown[4].startswith("baseli") and shown[4].endswith("?seed=3"), shown  # elided in the middle
+            assert shown[6].startswith("Qwen2") and "key_env" not in shown[6] and "127.0.0.1" not in shown[6], shown
+            row = view.model.payloads.index(6)
+            assert view.model.data(view.model.index(row, view.model_column)).startswith("openai:Qwen/")  # kept whole
+    finally:
+        window.set_appearance(theme="light", font_scale=1.0)
+
+
+def test_a_chart_legend_stays_inside_and_names_the_server_model(qtbot, many_baselines, make_window):
+    """The legend of the ability chart, at the canvas's width in a 1024×700 window: inside the figure, each label
+    starting with its run and naming the model (it was cut from the left: "….0.1:42745/v1?key_env=…")."""
+    window = make_window(many_baselines)
+    try:
+        _at_1024(window)
+        window.show_view("results")
+        dash = window.view("results")
+        dash.show_runs([2, 3, 6], chart="l2")
+        qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
+        figure = dash.chart.figure
+        dash.chart.canvas.draw()
+        legend = figure.axes[0].get_legend()
+        box = legend.get_window_extent()
+        assert 0 <= box.x0 and box.x1 <= figure.bbox.width, (box, figure.bbox.width)
+        labels = [t.get_text() for t in legend.get_texts()]
+        server = [label for label in labels if label.startswith("run 6 · ")]
+        assert len(server) == 2 and all("Qwen2" in label and "key_env" not in label for label in server), labels
+        assert any(label.startswith("run 2 · baseline:random") for label in labels), labels
+        # A wider canvas gets the labels back whole (the legend is laid out again from what was asked).
+        window.resize(1600, 900)
+        QApplication.processEvents()
+        dash.chart.canvas.draw()
+        labels = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
+        assert "run 6 · openai:Qwen2.5-VL-72B-Instruct-AWQ — circular" in labels, labels
+    finally:
+        window.set_appearance(theme="light", font_scale=1.0)
+
+
+def test_export_chart_says_where_it_saved_and_refuses_a_bad_path_in_one_line(
+    qtbot, three_runs, make_window, tmp_path, monkeypatch
+):
+    from gui import file_dialogs
+
+    window = make_window(three_runs)
+    said = []
+    monkeypatch.setattr(
+        window.message_bar, "show_message", lambda text, kind="error", details=None: said.append((text, kind))
+    )
+    dash = window.view("results")
+    window.show_view("results")
+    dash.show_runs([2], chart="l2")
+    qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
+    chosen = []
+    monkeypatch.setattr(file_dialogs, "save_file", lambda *a, **k: chosen.pop(0))
+    target = tmp_path / "charts" / "l2.svg"
+    target.parent.mkdir()
+    for path in (target, tmp_path / "chart-without-suffix", tmp_path / "missing" / "l2.png"):
+        chosen.append(str(path))
+        qtbot.mouseClick(dash.chart.export_button, Qt.MouseButton.LeftButton)
+    assert b"<svg" in target.read_bytes()[:400]
+    assert said[0] == (f"Chart saved to {target.resolve()}", "info")
+    for (text, kind), bad in zip(said[1:], ("chart-without-suffix", "missing")):
+        assert kind == "error" and text.startswith("Chart not exported: ") and bad in text and "\n" not in text
+    assert "png, .svg or .pdf" in said[1][0] and "no such directory" in said[2][0]
+    assert len(said) == 3 and [p.name for p in target.parent.iterdir()] == ["l2.svg"]
+    assert not (tmp_path / "chart-without-suffix").exists() and not (tmp_path / "missing").exists()

@@ -10,6 +10,7 @@ import pytest
 from db import catalog, open_workspace
 from evaluator.analysis.desiderata import desiderata_report, format_report
 from tests.evaluator.desiderata_runs import stored_run
+from tests.gui.test_dashboard_gui import many_baselines  # noqa: F401 (fixture)
 from vlmdesk.cli import main as cli_main
 
 
@@ -111,3 +112,31 @@ def test_a_radar_of_open_runs_only_draws_without_a_warning(demo_ws):
         warnings.simplefilter("error")  # "No artists with labels found to put in legend" reached stderr
         figure = radar_figure(desiderata_report(ws, [2]))
     assert figure.axes[0].get_legend() is None
+
+
+def test_the_runs_list_keeps_the_model_readable_at_1024(qtbot, many_baselines, make_window):  # noqa: F811
+    """Desiderata's Model column was squeezed to 1-2 characters ("…", "b…") at 1024×700 with a larger text: it is
+    at least MODEL_CHARS characters wide, in sight beside the run's number, and draws a baseline whole."""
+    from PySide6.QtWidgets import QApplication
+
+    from gui.runs_list import MODEL_CHARS
+
+    window = make_window(many_baselines)
+    try:
+        window.set_appearance(theme="dark", font_scale=1.25)
+        window.resize(1024, 700)
+        window.show_view("results")
+        dash = window.view("results")
+        dash.pages.setCurrentWidget(dash.desiderata)
+        QApplication.processEvents()
+        view = dash.desiderata.runs
+        qtbot.waitUntil(lambda: not view.computing and bool(view.model.payloads), timeout=10_000)
+        header, metrics = view.table.horizontalHeader(), view.table.fontMetrics()
+        assert header.sectionSize(view.model_column) >= metrics.averageCharWidth() * MODEL_CHARS
+        # In sight: the column starts within the list's width and shows at least MODEL_CHARS characters of it.
+        start = header.sectionViewportPosition(view.model_column)
+        assert view.table.viewport().width() - start >= metrics.averageCharWidth() * MODEL_CHARS
+        shown = {run_id: view.shown_model(row) for row, run_id in enumerate(view.model.payloads)}
+        assert shown[2] == "baseline:random" and shown[6].startswith("Qwen2"), shown
+    finally:
+        window.set_appearance(theme="light", font_scale=1.0)
