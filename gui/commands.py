@@ -81,6 +81,7 @@ COMMANDS: dict[str, str] = {
     "models test": "tab:models",
     "models families": "tab:models",
     "gui": "none:it opens the app itself (and renders its screenshots)",
+    "reviews add": "tab:review",  # a verdict key on the item shown (Ctrl+Z undoes)
     "reviews export": "menu:Export reviews…",
     "reviews import": "menu:Import reviews…",
     "check": "menu:Check and repair the workspace…",
@@ -104,7 +105,8 @@ COMMANDS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Field:
-    """One field of a command's dialog: `kind` text | int | choice | choices (several) | open | save | folder | flag."""
+    """One field of a command's dialog: `kind` text | int | choice | choices (several) | model (a saved model's name
+    offered, any spec typed) | open | save | folder | flag."""
 
     name: str
     label: str
@@ -114,6 +116,16 @@ class Field:
     tip: str = ""
     minimum: int = 1
     maximum: int = 1_000_000_000
+    # `choices` offered only while the field named `follows` has the value of each choice's group (parallel to
+    # `choices`): the runs of the benchmark chosen above them, say.
+    follows: str = ""
+    groups: tuple[object, ...] = ()
+
+    def offered(self, value: object) -> tuple[tuple[str, object], ...]:
+        """The choices offered while the followed field has `value` (all of them without `follows`)."""
+        if not self.follows:
+            return self.choices
+        return tuple(c for c, group in zip(self.choices, self.groups) if group == value)
 
 
 class CommandDialog(QDialog):
@@ -136,13 +148,49 @@ class CommandDialog(QDialog):
             widget.setToolTip(f.tip)
             self.widgets[f.name] = widget
             form.addRow(f.label, widget)
+        for f in fields:
+            followed = self.widgets.get(f.follows)
+            if isinstance(followed, QComboBox):  # the choices follow it: offered now, and again when it changes
+                followed.currentIndexChanged.connect(lambda _=0, f=f, c=followed: self._follow(f, c.currentData()))
+                self._follow(f, followed.currentData())
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
         self.setMinimumWidth(460)
 
+    def _follow(self, f: Field, value: object) -> None:
+        """Offer only the choices of `f` that go with `value`: the others hidden and unticked (never sent)."""
+        box = self.widgets[f.name]
+        assert isinstance(box, QListWidget)  # `follows` is for a list of choices
+        offered = {v for _, v in f.offered(value)}
+        for i in range(box.count()):
+            item = box.item(i)
+            shown = item.data(Qt.ItemDataRole.UserRole) in offered
+            item.setHidden(not shown)
+            if not shown:
+                item.setCheckState(Qt.CheckState.Unchecked)
+
+    def offered(self, name: str) -> list[object]:
+        """The values a field of choices offers now (its items not hidden)."""
+        box = self.widgets[name]
+        assert isinstance(box, QListWidget)
+        return [box.item(i).data(Qt.ItemDataRole.UserRole) for i in range(box.count()) if not box.item(i).isHidden()]
+
     def _widget(self, f: Field) -> QWidget:
+        if f.kind == "model":
+            # The saved models by name (choices: name, spec; the spec in the tooltip), and any spec typed.
+            model = QComboBox()
+            model.setEditable(True)
+            model.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+            for shown, value in f.choices:
+                model.addItem(shown, value)
+                model.setItemData(model.count() - 1, str(value), Qt.ItemDataRole.ToolTipRole)
+            model.setCurrentText(str(f.default or ""))
+            line = model.lineEdit()
+            assert line is not None  # an editable combo box has one
+            line.setPlaceholderText("a saved model, or a spec: openai:…@…, hf:…")
+            return model
         if f.kind == "int":
             spin = QSpinBox(minimum=f.minimum, maximum=min(f.maximum, 2**31 - 1))
             spin.setValue(int(f.default) if f.default is not None else f.minimum)  # type: ignore[call-overload]
@@ -204,13 +252,15 @@ class CommandDialog(QDialog):
                 out[f.name] = w.value()
             elif isinstance(w, QCheckBox):
                 out[f.name] = w.isChecked()
+            elif isinstance(w, QComboBox) and w.isEditable():
+                out[f.name] = w.currentText().strip()  # a saved model's name (the command reads it) or a spec
             elif isinstance(w, QComboBox):
                 out[f.name] = w.currentData()
             elif isinstance(w, QListWidget):
-                out[f.name] = [
+                out[f.name] = [  # ticked and offered (a choice that does not go with the field it follows is not)
                     w.item(i).data(Qt.ItemDataRole.UserRole)
                     for i in range(w.count())
-                    if w.item(i).checkState() == Qt.CheckState.Checked
+                    if w.item(i).checkState() == Qt.CheckState.Checked and not w.item(i).isHidden()
                 ]
             elif isinstance(w, QLineEdit):
                 out[f.name] = w.text().strip()
@@ -318,9 +368,9 @@ class WorkspaceCommands(QObject):
         current = self.window.ctx.benchmark.name if self.window.ctx and self.window.ctx.benchmark else None
         return Field("bench", "Benchmark", "choice", tuple((b.name, b.name) for b in benches), current)
 
-    def _runs_field(self, name: str, label: str, *, bench: str | None = None, only=None) -> Field:
-        found = [r for r in runs.list_runs(self.window.ws) if (bench is None or r.benchmark == bench)]
-        found = [r for r in found if only is None or only(r)]
+    def _runs_field(self, name: str, label: str, *, only=None, follows: str = "") -> Field:
+        """The runs to tick; with `follows` (a benchmark field's name), only those of the benchmark chosen there."""
+        found = [r for r in runs.list_runs(self.window.ws) if only is None or only(r)]
         text_only = " [text-only]"
         return Field(
             name,
@@ -334,7 +384,14 @@ class WorkspaceCommands(QObject):
                 )
                 for r in found
             ),
+            follows=follows,
+            groups=tuple(r.benchmark for r in found) if follows else (),
         )
+
+    def _model_field(self, name: str, label: str, tip: str) -> Field:
+        """A model to name: the saved models offered by name (db/models.py), any spec typed."""
+        saved = models.list_models(self.window.ws)
+        return Field(name, label, "model", tuple((m.name, m.spec) for m in saved), tip=tip)
 
     def _check_ready(self) -> bool:
         if not catalog.list_benchmarks(self.window.ws):
@@ -374,7 +431,6 @@ class WorkspaceCommands(QObject):
     def qc_consensus_dialog(self) -> None:
         if not self._check_ready():
             return
-        bench = self.window.ctx.benchmark.name if self.window.ctx.benchmark else None
         v = self._ask(
             "qc consensus",
             "Consensus QC stage",
@@ -383,8 +439,8 @@ class WorkspaceCommands(QObject):
                 self._runs_field(
                     "runs",
                     "VLM runs",
-                    bench=bench,
                     only=lambda r: r.status == "finished" and not r.config.get("text_only"),
+                    follows="bench",
                 ),
             ],
             intro="Finished CircularEval runs that saw the images: every item none of them answers right is "
@@ -461,7 +517,8 @@ class WorkspaceCommands(QObject):
             "Draw arena pairs",
             [
                 bench,
-                self._runs_field("runs", "Runs (one per model)", only=lambda r: r.id in eligible),
+                # Only the chosen benchmark's runs: pairs are drawn between answers to the same items.
+                self._runs_field("runs", "Runs (one per model)", only=lambda r: r.id in eligible, follows="bench"),
                 Field("per_item", "Pairs per item", "int", default=1, maximum=1000),
                 Field("seed", "Seed", "int", default=0, minimum=0, maximum=2**31 - 1),
             ],
@@ -484,7 +541,7 @@ class WorkspaceCommands(QObject):
                 Field(
                     "run", "Run", "choice", tuple((f"run {r.id} · {r.model_spec} · {r.benchmark}", r.id) for r in found)
                 ),
-                Field("judge", "Judge model", tip="a saved model's name, or openai:…@…, hf:… (a text model)"),
+                self._model_field("judge", "Judge model", "a saved model's name, or openai:…@…, hf:… (a text model)"),
             ],
             intro="The judge scores each answer's fluency and coherence 0-10 with a stated rubric; an answer it "
             "cannot judge after retries counts as missing. Best on a chain-of-thought (--cot) run.",
@@ -506,7 +563,7 @@ class WorkspaceCommands(QObject):
                 Field(
                     "run", "Run", "choice", tuple((f"run {r.id} · {r.model_spec} · {r.benchmark}", r.id) for r in found)
                 ),
-                Field("judge", "Judge model", tip="a saved model's name, or openai:…@…, hf:… (a text model)"),
+                self._model_field("judge", "Judge model", "a saved model's name, or openai:…@…, hf:… (a text model)"),
                 Field(
                     "rubric",
                     "Rubric file",

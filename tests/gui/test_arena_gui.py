@@ -1,10 +1,13 @@
 """The Arena tab, blind: no model name before my vote, nobody else's votes, keys, undo, correction, the note."""
 
+from pathlib import Path
+
 import pytest
 from PySide6.QtCore import Qt
 
+import assets
 from annotation import arena
-from db import open_workspace
+from db import open_workspace, runs
 from gui.arena_view import HIDDEN_MODEL
 from gui.screenshot import VIEWS, Shot, visible_texts
 from vlmdesk.cli import main as cli_main
@@ -251,3 +254,35 @@ def test_draw_arena_pairs_lists_imported_runs_as_the_command_accepts_them(qtbot,
     window.menu_action("Draw arena pairs…").trigger()
     offered = [value for _, value in asked["arena pairs"]["runs"].choices]
     assert str(imported) in offered and {"1", "2", "3"} <= set(offered)
+
+
+def test_draw_arena_pairs_offers_only_the_chosen_benchmarks_runs(qtbot, arena_ws, make_window):
+    """Found walking the app: with Benchmark = demo-open the dialog offered live-arena's runs too (pairs are drawn
+    between answers to the same items, so the command refuses them)."""
+    from gui.commands import CommandDialog
+
+    image = Path(assets.__file__).parent / "demo" / "images" / "motorcycle.jpg"
+    ask = ["--workspace", str(arena_ws), "arena", "ask", "--image", str(image), "--question", "What is it?"]
+    assert cli_main([*ask, "--models", *MODELS]) == 0  # the live-arena benchmark, with a run per model (3, 4)
+    with open_workspace(arena_ws) as ws:
+        by_bench = {r.id: r.benchmark for r in runs.list_runs(ws)}
+    assert sorted(b for b in by_bench.values()) == ["demo-open", "demo-open", "live-arena", "live-arena"]
+    window = make_window(arena_ws)
+    window.select_benchmark("demo-open")
+    asked = {}
+    window.commands.answer = lambda name, fields: asked.setdefault(name, fields) and None
+    window.menu_action("Draw arena pairs…").trigger()
+    dialog = CommandDialog("Draw arena pairs", asked["arena pairs"], window)  # the dialog the menu shows
+    qtbot.addWidget(dialog)
+    bench = dialog.widgets["bench"]
+    runs_box = dialog.widgets["runs"]
+    assert bench.currentData() == "demo-open"
+    for name in ("demo-open", "live-arena"):
+        bench.setCurrentIndex(bench.findData(name))
+        offered = {int(v) for v in dialog.offered("runs")}
+        assert offered and {by_bench[r] for r in offered} == {name}, (name, offered)
+        for i in range(runs_box.count()):  # tick every item: only the offered ones are sent
+            runs_box.item(i).setCheckState(Qt.CheckState.Checked)
+        assert {int(v) for v in dialog.values()["runs"]} == offered
+    bench.setCurrentIndex(bench.findData("demo-open"))  # a tick on a run no longer offered does not go with it
+    assert {by_bench[int(v)] for v in dialog.values()["runs"]} <= {"demo-open"}

@@ -60,7 +60,7 @@ def test_qc_stages_and_curated_export_from_the_workspace_menu(qtbot, demo_ws, ma
             return {"bench": "demo", "models": ["baseline:first", "baseline:random"], "extra": "", "limit": 0}
         if name == "qc consensus":
             runs_field = next(f for f in fields if f.name == "runs")
-            return {"bench": "demo", "runs": [value for _, value in runs_field.choices]}
+            return {"bench": "demo", "runs": list(dict(runs_field.offered("demo")).values())}
         return {"bench": "demo", "out": str(tmp_path / "curated.jsonl"), "with_reviews": False}
 
     commands.answer = answer
