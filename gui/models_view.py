@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -30,8 +30,9 @@ from evaluator.backends import REGISTRY as BACKENDS
 from evaluator.backends.families import FAMILIES
 from evaluator.engine.model_check import validate_spec
 from gui import file_dialogs
-from gui.fitting import compact_combo
+from gui.fitting import ElidedLabel, compact_combo
 from gui.processes import CommandProcess
+from gui.runs_list import ModelCell
 from gui.tables import RowsModel, table_view
 
 FieldWidget = QComboBox | QCheckBox | QLineEdit
@@ -39,7 +40,11 @@ FieldWidget = QComboBox | QCheckBox | QLineEdit
 
 
 class AddModelForm(QGroupBox):
-    """Builds a spec from the fields each registered backend declares (or takes one typed as is)."""
+    """Builds a spec from the fields each registered backend declares (or takes one typed as is). Enter in any of
+    its fields saves (`submitted`). Its size never changes while it is used: every backend's page has the room of
+    the tallest, and the spec line below them is always there, one line, so "Save model" stays under the mouse."""
+
+    submitted = Signal()
 
     def __init__(self, parent=None):
         super().__init__("Add a model", parent)
@@ -59,35 +64,59 @@ class AddModelForm(QGroupBox):
         self.spec_text.textChanged.connect(self._update_preview)
         self.stack.addWidget(self.spec_text)
         self.kind.currentIndexChanged.connect(self.stack.setCurrentIndex)
-        self.preview = QLabel()
+        # One line, always there (elided, whole in its tooltip) and asking no width: wrapped, it grew a line while
+        # typing and widened the form, moving the button under the mouse.
+        self.preview = ElidedLabel(mode=Qt.TextElideMode.ElideMiddle)
         self.preview.setObjectName("muted")
-        self.preview.setWordWrap(True)
+        self.preview.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.add = QPushButton("Save model")
         self.add.setObjectName("primary")
+        self.add.setToolTip("Save the model (Enter in any field)")
         form = QFormLayout(self)
         form.addRow("Name", self.name)
-        form.addRow("Kind", self.kind)
+        # "Backend", not "Kind": the baseline backend's own field is its kind (random, first, frequent).
+        form.addRow("Backend", self.kind)
         form.addRow(self.stack)
         form.addRow(self.preview)
         form.addRow(self.add)
         self.kind.currentIndexChanged.connect(self._update_preview)
-        self.kind.currentIndexChanged.connect(self._fit_page)
-        self._fit_page()
         self._update_preview()
+        self._fit_width()
 
-    def _fit_page(self) -> None:
-        # As tall as the shown backend's fields, not the tallest backend's: the families table below gets the room.
-        for i in range(self.stack.count()):
-            policy = QSizePolicy.Policy.Preferred if i == self.stack.currentIndex() else QSizePolicy.Policy.Ignored
-            page = self.stack.widget(i)
-            if page is not None:
-                page.setSizePolicy(policy, policy)
-        self.stack.adjustSize()
+    CHARS = 40  # the form's width in average characters of its font (the saved models beside get the rest)
+
+    def _fit_width(self) -> None:
+        """One size whatever backend is chosen and whatever is typed; a larger text widens it with the letters. The
+        pages' height is the tallest page's at that width (a stacked layout asks the shown page only)."""
+        width = self.fontMetrics().averageCharWidth() * self.CHARS
+        self.setFixedWidth(width)
+        layout = self.layout()
+        assert layout is not None  # set in __init__
+        frame, inner = self.contentsMargins(), layout.contentsMargins()
+        room = width - frame.left() - frame.right() - inner.left() - inner.right()
+        pages = [page for i in range(self.stack.count()) if (page := self.stack.widget(i)) is not None]
+        self.stack.setFixedHeight(
+            max(p.heightForWidth(room) if p.hasHeightForWidth() else p.sizeHint().height() for p in pages)
+        )
+
+    def changeEvent(self, event) -> None:  # noqa: N802 — Qt's name
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._fit_width()
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 — Qt's name
+        """Enter in a field (a line edit, a closed list, a box) saves; an open list takes its own Enter first."""
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.submitted.emit()
+            return
+        super().keyPressEvent(event)
 
     def _page(self, entry) -> QWidget:
         page = QWidget()
         layout = QFormLayout(page)
         layout.setContentsMargins(0, 0, 0, 0)
+        # A long label ("Model directory or hub id") goes above its field rather than widen the form.
+        layout.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         widgets: dict[str, FieldWidget] = {}
         for field in entry.fields:
             w: FieldWidget
@@ -133,12 +162,16 @@ class AddModelForm(QGroupBox):
             else:
                 w.setText(str(value))
 
-    def spec(self) -> str:
+    def missing(self) -> str | None:
+        """The label of the first required field left empty (the spec cannot be built), or None."""
         kind = self.kind.currentData()
         if kind == "spec":
-            return self.spec_text.text().strip()
-        entry, widgets = self.entries[kind], self.inputs[kind]
-        values = {
+            return None if self.spec_text.text().strip() else "Spec"
+        values = self._values(kind)
+        return next((f.label for f in self.entries[kind].fields if f.required and not values.get(f.name)), None)
+
+    def _values(self, kind: str) -> dict[str, str | bool]:
+        return {
             name: (
                 w.currentText()
                 if isinstance(w, QComboBox)
@@ -146,15 +179,20 @@ class AddModelForm(QGroupBox):
                 if isinstance(w, QCheckBox)
                 else w.text().strip()
             )
-            for name, w in widgets.items()
+            for name, w in self.inputs[kind].items()
         }
-        if any(f.required and not values.get(f.name) for f in entry.fields):
+
+    def spec(self) -> str:
+        kind = self.kind.currentData()
+        if kind == "spec":
+            return self.spec_text.text().strip()
+        if self.missing() is not None:
             return ""
-        return entry.compose(values)
+        return self.entries[kind].compose(self._values(kind))
 
     def _update_preview(self) -> None:
-        spec = self.spec()
-        self.preview.setText(f"spec: {spec}" if spec else "")
+        spec, missing = self.spec(), self.missing()
+        self.preview.setText(f"spec: {spec}" if spec else f"spec: fill in {missing}" if missing else "spec:")
 
     def _browse(self, target: QLineEdit) -> None:
         path = file_dialogs.folder(self, "Model folder")
@@ -170,6 +208,7 @@ class ModelsView(QWidget):
         self.tested: dict | None = None  # the last successful test's result (shown again when blind mode changes)
         self.model = RowsModel(("Name", "Spec", "Added"), self)
         self.table = table_view(self.model, stretch=1)
+        self.table.setItemDelegateForColumn(1, ModelCell(self.table))  # a long spec keeps its model's name in sight
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._selected())
         self.test_button = QPushButton("Test")
         self.test_button.setToolTip(
@@ -184,8 +223,8 @@ class ModelsView(QWidget):
         self.output.setObjectName("log")
         self.output.setPlaceholderText("Test results and messages")
         self.form = AddModelForm()
-        self.form.setMaximumWidth(440)
         self.form.add.clicked.connect(self._add_from_form)
+        self.form.submitted.connect(self._add_from_form)
         left = QVBoxLayout()
         head = QHBoxLayout()
         t = QLabel("Saved models")
@@ -221,7 +260,7 @@ class ModelsView(QWidget):
         self.families_table.setToolTip("Enter or double-click: fill the form with the family's first checkpoint")
         self.families_table.activated.connect(lambda index: self.try_family(self.families.payloads[index.row()]))
         rows = self.families_table.verticalHeader().defaultSectionSize()
-        self.families_table.setMinimumHeight(7 * rows + self.families_table.horizontalHeader().sizeHint().height())
+        self.families_table.setMinimumHeight(6 * rows + self.families_table.horizontalHeader().sizeHint().height())
         families.addWidget(self.families_table)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 10)
@@ -268,6 +307,14 @@ class ModelsView(QWidget):
         self.form.name.setFocus()
 
     def _add_from_form(self) -> None:
+        """Save what the form says, or say in one line why not (nothing is stored then)."""
+        if not self.form.name.text().strip():
+            self.ctx.error.emit("Model not saved: give it a name (e.g. llava-7b)", "")
+            self.form.name.setFocus()
+            return
+        if (missing := self.form.missing()) is not None:
+            self.ctx.error.emit(f"Model not saved: fill in {missing}", "")
+            return
         if self.add_model(self.form.name.text(), self.form.spec()):
             self.form.name.clear()
 

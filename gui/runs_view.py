@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -34,6 +34,7 @@ from evaluator.engine.runner import OPEN_MAX_NEW_TOKENS, RunSettings, default_ma
 from evaluator.engine.variants import COT_MAX_NEW_TOKENS
 from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS
 from gui import file_dialogs
+from gui.fitting import ElidedLabel, compact_combo
 from gui.run_queue import RunJob, RunQueue, RunRequest, run_args
 from gui.runs_list import RunsList
 from gui.tables import export_table
@@ -82,14 +83,14 @@ class LaunchForm(QGroupBox):
     def __init__(self, ctx, parent=None):
         super().__init__("New run", parent)
         self.ctx = ctx
-        self.bench = QComboBox()
-        self.model = QComboBox()
+        self.bench = compact_combo(QComboBox())
+        self.model = compact_combo(QComboBox())
         self.model.setEditable(True)
         editor = self.model.lineEdit()
         assert editor is not None  # an editable combo box has one
         editor.setPlaceholderText("a saved model or a spec: hf:…, openai:…, baseline:…")
-        self.strategy = QComboBox()
-        self.extractor = QComboBox()
+        self.strategy = compact_combo(QComboBox())
+        self.extractor = compact_combo(QComboBox())
         self.extractor.setEditable(True)
         self.batch = QSpinBox(minimum=1, maximum=1024, value=8)
         self.max_tokens = QSpinBox(minimum=1, maximum=8192, value=32)
@@ -97,7 +98,7 @@ class LaunchForm(QGroupBox):
         self.limit.setSpecialValueText("all items")
         self.text_only = QCheckBox("Text only (withhold the image)")
         self.variant = VariantGroup()
-        self.multi_turn = QComboBox()  # the asking LLM of multi-turn reasoning; empty: off
+        self.multi_turn = compact_combo(QComboBox())  # the asking LLM of multi-turn reasoning; empty: off
         self.multi_turn.setEditable(True)
         self.multi_turn.setToolTip(
             "Multi-turn reasoning (LVLM-eHub): this LLM asks the model sub-questions about the image, then answers. "
@@ -108,7 +109,7 @@ class LaunchForm(QGroupBox):
         asker_editor.setPlaceholderText("off — or an LLM that asks sub-questions: openai:…, hf:…")
         self.rounds = QSpinBox(minimum=1, maximum=ROUNDS_MAX, value=4)
         self.rounds.setToolTip("Multi-turn: at most this many rounds of sub-questions; the last forces an answer")
-        self.prompt = QComboBox()
+        self.prompt = compact_combo(QComboBox())
         for label, value in PROMPTS:
             self.prompt.addItem(label, value)
         self.prompt.addItem("Template file…", PROMPT_FILE)
@@ -132,7 +133,9 @@ class LaunchForm(QGroupBox):
         self.start = QPushButton("Start run")
         self.start.setObjectName("primary")
         self.start.clicked.connect(self._submit)
-        form = QFormLayout(self)
+        fields = QWidget()
+        form = QFormLayout(fields)
+        form.setContentsMargins(0, 0, 0, 0)
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow("Benchmark", self.bench)
         form.addRow("Model", self.model)
@@ -143,16 +146,28 @@ class LaunchForm(QGroupBox):
         form.addRow("Max new tokens", self.max_tokens)
         form.addRow("Limit", self.limit)
         form.addRow("Seed", self.seed)
-        form.addRow("", self.text_only)
+        form.addRow(self.text_only)  # across both columns: beside the labels, its words widened the form
         form.addRow(self.variant)
         form.addRow("Multi-turn asker", self.multi_turn)
         form.addRow("Rounds", self.rounds)
-        form.addRow("", self.again)
+        form.addRow(self.again)
         cmd_label = QLabel("Command")
         cmd_label.setObjectName("muted")
         form.addRow(cmd_label)
         form.addRow(self.command)
-        form.addRow(self.start)
+        # The fields scroll; the action stays under them, in sight at any text size: at 1024x700 the form ended
+        # at "Variant" and "Start run" was below the fold even at 1280x800.
+        self.fields_scroll = QScrollArea()
+        self.fields_scroll.setWidget(fields)
+        self.fields_scroll.setWidgetResizable(True)
+        self.fields_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.fields_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.fields_scroll.setMinimumHeight(60)
+        outer = QVBoxLayout(self)
+        outer.addWidget(self.fields_scroll, 1)
+        outer.addWidget(self.start)
+        self.variant.toggled.connect(lambda _: self._fit_width())
+        self._fit_width()
         self.bench.currentIndexChanged.connect(self._bench_changed)
         for combo in (self.model, self.extractor, self.multi_turn):
             combo.currentTextChanged.connect(self._update_command)
@@ -168,6 +183,24 @@ class LaunchForm(QGroupBox):
         self.variant.cot.toggled.connect(self._cot_tokens)
         self.strategy.currentIndexChanged.connect(self._strategy_tokens)
         self.reload()
+
+    WIDTH = 400  # the form's width at the normal text size; a larger text widens it to what its fields need
+
+    def _fit_width(self) -> None:
+        """As wide as its fields need (never clipped on the right), at least WIDTH: its scroll area shows them whole."""
+        fields = self.fields_scroll.widget()
+        assert fields is not None  # set in __init__
+        layout = self.layout()
+        assert layout is not None  # set in __init__
+        frame, inner = self.contentsMargins(), layout.contentsMargins()
+        extra = frame.left() + frame.right() + inner.left() + inner.right()
+        extra += self.fields_scroll.verticalScrollBar().sizeHint().width()
+        self.setFixedWidth(max(self.WIDTH, fields.minimumSizeHint().width()) + extra)
+
+    def changeEvent(self, event) -> None:  # noqa: N802 — Qt's name
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._fit_width()
 
     def reload(self) -> None:
         bench_name = self.bench.currentData()
@@ -355,9 +388,10 @@ class JobCard(QFrame):
         super().__init__(parent)
         self.setObjectName("jobCard")
         self.job: RunJob | None = None
-        self.title = QLabel("No run in progress")
+        # One line beside Cancel, the middle elided (whole in its tooltip): wrapped, its height changed with each
+        # job and moved the bar and the queue below it.
+        self.title = ElidedLabel("No run in progress", mode=Qt.TextElideMode.ElideMiddle)
         self.title.setObjectName("pageTitle")
-        self.title.setWordWrap(True)
         self.bar = QProgressBar()
         self.bar.setTextVisible(True)
         self.stats = QLabel("Start a run with the form; runs queue one after another.")
@@ -421,7 +455,6 @@ class RunsView(QWidget):
         self._started: set[int] = set()  # queue numbers whose start event has been seen
         self._announced: set[int] = set()  # run ids of jobs whose run was listed and announced (runsChanged)
         self.form = LaunchForm(ctx)
-        self.form.setFixedWidth(400)
         self.form.submitted.connect(self.queue.submit)
         self.card = JobCard()
         self.card.cancel.clicked.connect(self._cancel_shown)
@@ -471,16 +504,9 @@ class RunsView(QWidget):
         tl = QHBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
         tl.setSpacing(12)
-        # The form scrolls rather than set the window's minimum height: with the variant and multi-turn rows it is
-        # taller than the Runs tab has room for at 1024x700.
-        form_scroll = QScrollArea()
-        form_scroll.setWidget(self.form)
-        form_scroll.setWidgetResizable(True)
-        form_scroll.setFrameShape(QFrame.Shape.NoFrame)
-        form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        form_scroll.setFixedWidth(self.form.width() + form_scroll.verticalScrollBar().sizeHint().width())
-        form_scroll.setMinimumHeight(200)
-        tl.addWidget(form_scroll, 0)
+        # The form's fields scroll inside it rather than set the window's minimum height: with the variant and
+        # multi-turn rows they are taller than the Runs tab has room for at 1024x700.
+        tl.addWidget(self.form, 0)
         tl.addWidget(queue_box, 1)
 
         runs_box = QWidget()

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 
 from evaluator.engine.corruptions import IMAGE_CORRUPTIONS
 from evaluator.engine.variants import LABEL_MAPS, MAX_SHOTS, SHOT_SELECTIONS, TEXT_CORRUPTIONS
+from gui.fitting import compact_combo
 
 
 def _label_specs() -> list[str]:
@@ -28,22 +29,26 @@ class VariantGroup(QGroupBox):
     changed = Signal()
 
     def __init__(self, parent=None):
-        super().__init__("Variant (label map, corruption, shots, CoT)", parent)
+        # A short title: a group box is never narrower than its title, and the launch form's width is fixed.
+        super().__init__("Variant (labels, noise, shots, CoT)", parent)
         self.setCheckable(True)
         self.setChecked(False)
-        self.setToolTip("ChEF's desiderata as run settings: each is part of the run's identity (docs/adr/0017)")
-        self.label_map = QComboBox()
+        self.setToolTip(
+            "ChEF's desiderata as run settings — label map, corruption, k shots, chain of thought: each is part of "
+            "the run's identity (docs/adr/0017)"
+        )
+        self.label_map = compact_combo(QComboBox())
         self.label_map.addItem("none", None)
         for spec in _label_specs():
             self.label_map.addItem(spec, spec)
         self.label_map.setToolTip('Relabel the options: "If the answer is "(A)", you need to output "1"."')
-        self.image = QComboBox()
+        self.image = compact_combo(QComboBox())
         self.image.addItem("none", None)
         for name in IMAGE_CORRUPTIONS:
             self.image.addItem(name.replace("_", " "), name)
         self.severity = QSpinBox(minimum=1, maximum=5, value=3)
         self.severity.setPrefix("severity ")
-        self.text = QComboBox()
+        self.text = compact_combo(QComboBox())
         self.text.addItem("none", None)
         for name in TEXT_CORRUPTIONS:
             self.text.addItem(name.replace("_", " "), name)
@@ -51,7 +56,7 @@ class VariantGroup(QGroupBox):
         self.options_too.setToolTip("Corrupt the option texts as well (order and answer key unchanged)")
         self.shots = QSpinBox(minimum=0, maximum=MAX_SHOTS, value=0)
         self.shots.setSuffix("-shot")
-        self.selection = QComboBox()
+        self.selection = compact_combo(QComboBox())
         self.selection.addItems(SHOT_SELECTIONS)
         self.cot = QCheckBox("CoT")
         self.cot.setToolTip('Chain of thought: "think step by step, then give the final answer as Answer: X"')

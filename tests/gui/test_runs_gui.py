@@ -237,3 +237,36 @@ def test_the_launcher_offers_chefs_calibration_score_with_its_thought_length(qtb
     assert form.max_tokens.value() == CHEF_COT_MAX_NEW_TOKENS  # ChEF's chain of thought is 256 tokens
     form.set_choice(strategy="VanillaEval")
     assert form.max_tokens.value() == 32 and "--likelihood" not in form.command.toPlainText()
+
+
+@pytest.mark.parametrize("scale", [1.25, 1.75])
+def test_start_run_is_in_sight_at_1024x700_whatever_the_text_size(qtbot, demo_ws, make_window, scale):
+    """The launcher's "Start run" was below the fold even at 1280×800 (the form ended at "Variant" at 1024×700): the
+    fields scroll and the action row stays under them, whole and clickable, and no field is cut on the right."""
+    from PySide6.QtCore import QPoint, QRect
+    from PySide6.QtWidgets import QApplication
+
+    window = make_window(demo_ws)
+    try:
+        window.set_appearance(theme="dark", font_scale=scale)
+        window.resize(1024, 700)
+        window.show_view("runs")
+        view = window.view("runs")
+        view.form.variant.setChecked(True)  # the tallest form: the variant rows open
+        for _ in range(3):
+            QApplication.processEvents()
+        start = view.form.start
+        assert start.isVisible() and start.visibleRegion().boundingRect() == start.rect()  # not clipped at all
+        place = QRect(start.mapTo(window, QPoint(0, 0)), start.size())
+        assert window.rect().contains(place), (place, window.rect())
+        fields = view.form.fields_scroll
+        assert fields.verticalScrollBar().maximum() > 0  # the fields do scroll (else the test proves nothing)
+        assert fields.widget().width() >= fields.widget().minimumSizeHint().width()  # nothing cut on the right
+        assert fields.widget().width() <= fields.viewport().width()
+        view.form.set_choice(bench="demo", model="baseline:first", limit=2)
+        qtbot.mouseClick(start, Qt.LeftButton)
+        job = view.queue.jobs[-1]
+        qtbot.waitUntil(lambda: job.state != RunJob.RUNNING and job.state != RunJob.QUEUED, timeout=WAIT)
+        assert job.state == RunJob.FINISHED, job.stderr
+    finally:
+        window.set_appearance(theme="light", font_scale=1.0)
