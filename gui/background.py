@@ -104,6 +104,10 @@ class Background(QObject):
     def busy(self, owner: object) -> bool:
         return owner in self._latest
 
+    def idle(self) -> bool:
+        """Nothing is being computed for anyone (a page drawn in full: what tests wait for before measuring it)."""
+        return not self._latest
+
     def cancel(self, owner: object) -> None:
         entry = self._latest.pop(owner, None)
         if entry is not None:

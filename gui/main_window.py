@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QTabWidget,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -190,17 +189,11 @@ class MainWindow(QMainWindow):
         self._poll.setInterval(1000)
         self._poll.timeout.connect(self._check_for_changes)
 
-        central = QWidget()
-        layout = QVBoxLayout(central)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
-        self.message_bar = MessageBar()
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.tabs.currentChanged.connect(self._tab_changed)
-        layout.addWidget(self.message_bar)
-        layout.addWidget(self.tabs, 1)
-        self.setCentralWidget(central)
+        self.setCentralWidget(self.tabs)
+        self.message_bar = MessageBar(self, anchor=self.tabs)  # floats over the tabs: a message moves nothing
 
         self.annotator_label = QLabel()
         self.workspace_label = QLabel()
@@ -1021,6 +1014,13 @@ class MainWindow(QMainWindow):
             self.resizeDocks([self.docks["benchmarks"]], [210], Qt.Orientation.Horizontal)
         if isinstance(state, QByteArray):
             self.restoreState(state)
+
+    def keyPressEvent(self, event) -> None:
+        # Esc that no page used (a note field, the help, a dialog take theirs first) dismisses the message.
+        if event.key() == Qt.Key.Key_Escape and self.message_bar.isVisible():
+            self.message_bar.hide()
+        else:
+            super().keyPressEvent(event)
 
     def closeEvent(self, event) -> None:
         self._shutdown_views()
