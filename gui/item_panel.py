@@ -316,23 +316,44 @@ class ItemPanel(QWidget):
         self.blind = False
         self.picked: str | None = None
         self.reveal = False
-        self._room: QWidget | None = None  # the viewport of the scroll area the panel is in (fit_in)
+        self._scroll: QScrollArea | None = None  # the scroll area the panel is in (fit_in)
 
     def fit_in(self, scroll: QScrollArea) -> None:
-        """The panel is `scroll`'s widget. Its options scroll inside it while the viewport holds the question, two
-        rows and the key note; a shorter one (large text, a dragged splitter, two-line messages under it) would
-        scroll the panel too, a scroll box inside a scrolling one hiding options from both: the options then lie
-        flat and the one outer scroll reaches every one."""
-        self._room = scroll.viewport()
-        self._room.installEventFilter(self)
+        """The panel is in `scroll` (found when first shown if not said). Its options scroll inside it while the
+        viewport holds the question, two rows and the key note; a shorter one (large text, a dragged splitter,
+        two-line messages under it) would scroll the panel too, a scroll box inside a scrolling one hiding options
+        from both: the options then lie flat and the one outer scroll reaches every one."""
+        self._scroll = scroll
+        scroll.viewport().installEventFilter(self)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._scroll is None:
+            parent = self.parentWidget()
+            while parent is not None and not isinstance(parent, QScrollArea):
+                parent = parent.parentWidget()
+            if parent is not None:
+                self.fit_in(parent)
+                self._fit_room()
+
+    def _room(self) -> int | None:
+        """The height the scroll area's viewport has for the panel (less what is around it there), None outside one."""
+        if self._scroll is None:
+            return None
+        around = 0
+        content = self._scroll.widget()
+        if content is not None and content is not self:
+            around = content.minimumSizeHint().height() - self.minimumSizeHint().height()
+        return self._scroll.viewport().height() - max(0, around)
 
     def eventFilter(self, watched, event) -> bool:
-        if watched is self._room and event.type() == QEvent.Type.Resize:
+        if self._scroll is not None and watched is self._scroll.viewport() and event.type() == QEvent.Type.Resize:
             self._fit_room()
         return False
 
     def _fit_room(self) -> None:
-        if self._room is None:
+        room = self._room()
+        if room is None:
             return
         self._fit_text()
         area = self.options_area
@@ -341,7 +362,7 @@ class ItemPanel(QWidget):
         else:
             # The panel's least height with its options scrolling inside it (two rows tall), flat or not now.
             need = self.minimumSizeHint().height() - (area.minimumHeight() - area.MIN_HEIGHT)
-            flat = need > self._room.height()
+            flat = need > room
         if flat != area.flat:
             area.set_flat(flat)
 
@@ -356,8 +377,9 @@ class ItemPanel(QWidget):
     def _fit_text(self) -> None:
         # Two fifths of the room in view (of the panel where it is not in a scroll area), not of the panel: a panel
         # taller than its room would grow the text box with it, and scroll itself around the options' box.
-        if self._room is not None:
-            self.text_area.fit(max(80, self._room.height() * 2 // 5))
+        room = self._room()
+        if room is not None:
+            self.text_area.fit(max(80, room * 2 // 5))
         else:
             self.text_area.fit(max(80, self.height() // 3))
 

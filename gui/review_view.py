@@ -204,6 +204,7 @@ class ReviewView(QWidget):
         verdicts.setSpacing(6)
         self.verdict_buttons: dict[str, VerdictButton] = {}
         self.kind: ItemKind = "mcq"
+        self.has_references = True  # an open item without references has no reference to call wrong
         self.verdicts_why = "No benchmark chosen"  # why the buttons are off ("" while an item is shown)
         # Every verdict has its place, those of every kind first: a kind's own (R, open items) is hidden keeping its
         # size, so moving between kinds moves no button under the pointer.
@@ -421,7 +422,7 @@ class ReviewView(QWidget):
     def _show_buttons(self) -> None:
         """The verdict buttons of the item's kind (gui/shortcuts.py verdict_keys), captioned for it, enabled while an
         item is shown; the others hidden in their place."""
-        offered = {v: (key, text) for v, key, text in verdict_keys(self.kind)}
+        offered = {v: (key, text) for v, key, text in self._offered()}
         why = self.verdicts_why
         for verdict, button in self.verdict_buttons.items():
             button.setVisible(verdict in offered)
@@ -435,11 +436,17 @@ class ReviewView(QWidget):
 
     def offered_buttons(self) -> list[VerdictButton]:
         """The verdict buttons of the item's kind, in their order (the others are hidden in their place)."""
-        return [self.verdict_buttons[v] for v, _, _ in verdict_keys(self.kind)]
+        return [self.verdict_buttons[v] for v, _, _ in self._offered()]
 
-    def _set_kind(self, kind: ItemKind) -> None:
-        if kind != self.kind:
-            self.kind = kind
+    def _offered(self) -> tuple[tuple[str, str, str], ...]:
+        """(verdict, key, text) offered on the item: its kind's (verdict_keys), less a wrong reference where the
+        item has none (a live-arena question: R gives the answer it lacks)."""
+        keys = verdict_keys(self.kind)
+        return keys if self.has_references else tuple(k for k in keys if k[0] != WRONG)
+
+    def _set_kind(self, kind: ItemKind, has_references: bool) -> None:
+        if (kind, has_references) != (self.kind, self.has_references):
+            self.kind, self.has_references = kind, has_references
             self._show_buttons()
 
     def show_item_id(self, item_id: int) -> None:
@@ -454,7 +461,7 @@ class ReviewView(QWidget):
             ctx, item, panel=self.panel, predictions=self.predictions, history=self.history, tabs=self.tabs
         )
         if item is not None:
-            self._set_kind(self.panel.kind)
+            self._set_kind(self.panel.kind, self.panel.kind != "open" or bool(item.references))
         self._show_contradiction(mine, sight is not None and item is not None and sight.reveals(item.id))
         self._update_progress()
         self.change.setVisible(mine is not None)
@@ -577,6 +584,9 @@ class ReviewView(QWidget):
             )
             return
         if self.kind == "open":
+            if verdict == WRONG and not self.has_references:
+                self._ignored("This item has no reference answer to be wrong: R gives the answer it lacks")
+                return
             if verdict in _ASKS and corrected is None:
                 self._ask_answer(verdict)
                 return

@@ -123,7 +123,8 @@ def test_each_kind_shows_what_verifies_it_in_review_and_browse(qtbot, kinds_ws, 
             if view is review:
                 buttons = {b.text() for b in review.offered_buttons()}
                 wrong = "Wrong ref   W" if kind == "open" else "Wrong key   W"
-                assert wrong in buttons and ("Refs incomplete   R" in buttons) == (kind == "open")
+                assert (wrong in buttons) != live  # a question without references has none to call wrong
+                assert ("Refs incomplete   R" in buttons) == (kind == "open")
                 assert ("Refs incomplete   R" in texts) == (kind == "open")
                 # Moving between kinds moves no button: every one keeps its place, shown or not.
                 geometry.setdefault("bar", review.verdict_bar.geometry())
@@ -206,6 +207,8 @@ def test_the_keys_of_each_kind_store_the_verdicts_that_fit_it(qtbot, kinds_ws, m
     assert _standing(kinds_ws)[captions] == ("incomplete", None)
     _show(window, "live-arena", "1")
     review.setFocus()
+    key(Qt.Key_W)  # no reference to call wrong: said, nothing asked, nothing stored
+    assert live not in _standing(kinds_ws) and "no reference answer" in ignored[-1] and not review.answer.isVisible()
     key(Qt.Key_U)
     assert _standing(kinds_ws)[live] == ("ambiguous", None)
     key(Qt.Key_S)
