@@ -487,6 +487,23 @@ class BrowseView(QWidget):
         else:
             self.image.set_image(None, placeholder="This item has no image")
 
+    def refresh_item(self) -> None:
+        """The selected item's text, predictions and history read again (another process wrote about it), its
+        selection, image and the panel's scroll position as they were."""
+        if self.item is None:
+            return
+        item = item_query.item_by_id(self.ctx.ws, self.item.id)
+        if item is None:  # deleted elsewhere
+            self._show(None)
+            return
+        self.item = item
+        bar = self.panel_scroll.verticalScrollBar()
+        value = bar.value()
+        show_item_details(
+            self.ctx, item, panel=self.panel, predictions=self.predictions, history=self.history, tabs=self.tabs
+        )
+        bar.setValue(value)
+
     def _on_image(self, sha: str, image) -> None:
         if self.item is not None and self.item.image_sha256 == sha and self.image.image_key != sha:
             self.image.set_image(image, key=sha, placeholder="The image could not be decoded")

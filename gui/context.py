@@ -23,6 +23,7 @@ class Context(QObject):
     info = Signal(str)
     runsChanged = Signal()  # a run was started, finished or stopped from the app
     workspaceChanged = Signal()  # another process or connection wrote to the workspace, or View › Refresh
+    benchmarksChanged = Signal()  # this window added a benchmark or items (Arena › Live): the dock shows them at once
     filterChanged = Signal(str)  # Browse's filters changed: what they are, in words ("" for none), for Review
     actionRequested = Signal(str)  # a view asks the window for an action: a menu title, or "tab:NAME"
 

@@ -318,6 +318,7 @@ class LivePanel(QWidget):
         self.setFocus()  # out of the question box, so 1-4 vote at once
         self.shown_at = time.monotonic()
         self.battleStored.emit(battle)
+        self.ctx.benchmarksChanged.emit()  # the live benchmark (made by the first battle) and its new item
 
     def show_last(self) -> bool:
         """Show the workspace's latest live battle (models named only after this annotator's vote); False when

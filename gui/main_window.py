@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import getpass
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -61,9 +62,16 @@ SYNC_COMMANDS = {  # kind: (menu title, export command, import command)
 
 def _keeping_scroll(view, reload) -> None:
     """Run `reload` (which resets the view's model) and put the view's scroll bars back where they were."""
-    bars = (view.verticalScrollBar(), view.horizontalScrollBar())
+    with _scroll_kept(view):
+        reload()
+
+
+@contextmanager
+def _scroll_kept(*views) -> Iterator[None]:
+    """The views' scroll bars put back where they were after the block (which reloads them)."""
+    bars = [bar for view in views for bar in (view.verticalScrollBar(), view.horizontalScrollBar())]
     values = [b.value() for b in bars]
-    reload()
+    yield
     for bar, value in zip(bars, values):
         bar.setValue(value)
 
@@ -310,6 +318,7 @@ class MainWindow(QMainWindow):
         self.ctx.info.connect(lambda text: self.message_bar.show_message(text, "info"))
         self.ctx.prefsChanged.connect(self._prefs_changed)
         self.ctx.workspaceChanged.connect(self._workspace_changed)
+        self.ctx.benchmarksChanged.connect(self.refresh)  # written by this window: data_version does not move
         self.ctx.sightChanged.connect(self._sight_changed)
         self.ctx.actionRequested.connect(self.trigger)
         self.views = {}
@@ -449,6 +458,7 @@ class MainWindow(QMainWindow):
         if changed is None or not changed <= {"reviews", "runs", "predictions"}:
             ctx.figures_epoch += 1  # a judge's verdicts, F5…: the runs' figures are computed anew, not kept by run
         stale_model = True
+        touched: set[int] | None = None  # the items written about, for the item Browse shows (None: any)
         if changed is not None and changed <= {"reviews", "runs", "predictions"}:
             # Only verdicts, run heartbeats and passes (a run writing elsewhere): the items they are about are read
             # again, not the listing.
@@ -456,6 +466,11 @@ class MainWindow(QMainWindow):
                 "SELECT item_id FROM reviews WHERE id > ? ORDER BY id LIMIT ?", (self._reviews_since, _FEW + 1)
             ).fetchall()
             fresh = list(dict.fromkeys(r[0] for r in rows))
+            if len(rows) <= _FEW and "runs" not in changed:  # a run added or deleted: any item's passes
+                touched = set(fresh)
+                shown = self.views["browse"].item
+                if shown is not None and "predictions" in changed and self._new_passes(shown.id):
+                    touched.add(shown.id)
             stale_model = len(rows) > _FEW or not ctx.model.refresh_items(fresh)
             if not stale_model and "predictions" in changed and ctx.model.filter.run_id is not None:
                 passes = self.ws.conn.execute(  # the new passes of the listed run, by rowid past the last mark
@@ -464,7 +479,17 @@ class MainWindow(QMainWindow):
                 ).fetchall()
                 answered = list(dict.fromkeys(r[0] for r in passes))
                 stale_model = len(passes) > _FEW or not ctx.model.refresh_results(answered)
-        self._reload_tabs(stale_model=stale_model)
+        self._reload_tabs(stale_model=stale_model, touched=touched)
+
+    def _new_passes(self, item_id: int) -> bool:
+        """Whether another process stored passes for the item since the last check (by its index: the cost of the
+        item's own passes, whatever the workspace holds)."""
+        return (
+            self.ws.conn.execute(
+                "SELECT 1 FROM predictions WHERE item_id = ? AND rowid > ? LIMIT 1", (item_id, self._passes_since)
+            ).fetchone()
+            is not None
+        )
 
     def _sight_changed(self, _new_annotator: bool) -> None:
         """Blind mode, the reveal preference or the annotator changed: every tab shows what it keeps again under the
@@ -473,22 +498,28 @@ class MainWindow(QMainWindow):
         Browse listing was reloaded already (Context.update_prefs)."""
         self._reload_tabs(stale_model=False)
 
-    def _reload_tabs(self, *, stale_model: bool) -> None:
+    def _reload_tabs(self, *, stale_model: bool, touched: set[int] | None = None) -> None:
         """The visible tab now, every other one when it is shown next."""
         self._stale = set(self.views) | ({"model"} if stale_model else set())
         current = self.tabs.currentWidget()
         for name, view in self.views.items():
             if view is current:
-                self._refresh_view(name)
+                self._refresh_view(name, touched)
 
-    def _refresh_view(self, name: str) -> None:
+    def _refresh_view(self, name: str, touched: set[int] | None = None) -> None:
+        """Reload the view `name`; `touched`: the items another process wrote about since the last check (None: any),
+        for the item shown in Browse."""
         self._stale.discard(name)
         view = self.views[name]
-        if name in ("browse", "review") and "model" in self._stale:
-            self._stale.discard("model")
-            self._reload_items()
-        if name == "review":
-            view.refresh_item()
+        if name in ("browse", "review"):
+            # The item shown, read again where its predictions and history were scrolled to; Review keeps its pick
+            # and the note being typed (ReviewView.refresh_item), Browse its selection.
+            with _scroll_kept(view.predictions, view.history):
+                if "model" in self._stale:
+                    self._stale.discard("model")
+                    self._reload_items()
+                if name == "review" or touched is None or (view.item is not None and view.item.id in touched):
+                    view.refresh_item()
         elif name == "queues":
             view.reload()
         elif name == "runs":
