@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QV
 from annotation import annotator_stats
 from gui.charts import BlindCover
 from gui.empty_states import NO_BENCHMARK, EmptyState
+from gui.fitting import ElidedLabel
 from gui.tables import RowsModel, export_table, table_view
 
 VERDICT_COLUMNS = (
@@ -32,15 +33,18 @@ class AnnotatorsView(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.stats: annotator_stats.BenchmarkAgreement | None = None
-        self.summary = QLabel()
+        # One line beside the buttons, elided (whole in its tooltip), the figure first: wrapped, it took two lines.
+        self.summary = ElidedLabel()
         self.summary.setObjectName("sectionTitle")
-        self.summary.setWordWrap(True)
         self.progress = QProgressBar()
         self.progress.setObjectName("reviewProgress")
         self.progress.setFormat("%v of %m items judged by someone")
         self.model = RowsModel(COLUMNS, self)
         self.model.align_right = set(range(1, len(COLUMNS)))
-        self.table = table_view(self.model, stretch=0)
+        # Every column as wide as its title and figures (the table scrolls sideways when narrower): the names'
+        # column stretched was squeezed under "Annotator" beside eleven figure columns.
+        self.table = table_view(self.model)
+        self.table.horizontalHeader().setStretchLastSection(True)
         note = QLabel(
             "From the standing verdicts (a withdrawn or corrected verdict no longer counts). κ: Cohen's kappa with "
             "each other annotator over the items both judged, skips left out (the cell's tooltip lists the pairs); "
@@ -93,8 +97,8 @@ class AnnotatorsView(QWidget):
             return
         self.stats = s = annotator_stats.benchmark_stats(self.ctx.ws, bench.id)
         self.summary.setText(
-            f"{bench.name}: {len(s.annotators)} annotator(s) · {s.conflicts} conflict(s) to discuss · "
-            f"Krippendorff's α {_num(s.alpha)}"
+            f"{bench.name}: Krippendorff's α {_num(s.alpha)} · {len(s.annotators)} annotator(s) · "
+            f"{s.conflicts} conflict(s) to discuss"
         )
         self.progress.setRange(0, max(1, s.total_items))
         self.progress.setValue(s.reviewed_items)

@@ -37,6 +37,7 @@ from gui.charts import BlindCover, ChartView, message_figure
 from gui.empty_states import DEMO, DRAW_PAIRS, START_RUN, EmptyState
 from gui.image_view import ImageView
 from gui.review_view import NoteEdit, typing_in
+from gui.tables import one_line_header
 
 VOTE_KEYS = (
     ("left", "1", "1  Left is better"),
@@ -328,7 +329,7 @@ class LeaderboardPanel(QWidget):
         self.table.setHorizontalHeaderLabels(self.COLUMNS)
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        one_line_header(self.table).setStretchLastSection(True)
         self.chart = ChartView()
         content = QSplitter(Qt.Orientation.Vertical)
         content.addWidget(self.table)

@@ -114,18 +114,20 @@ class GroupsView(QWidget):
         self.models = QListWidget()
         self.models.setObjectName("groupModels")
         self.models.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.models.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a long spec keeps its start and its end
         self.models.itemSelectionChanged.connect(self.redraw)
-        self.mcq = compact_combo(QComboBox(), 16)
+        # Narrow choices: the models' list beside them keeps its width at 1024x700 with a larger text.
+        self.mcq = compact_combo(QComboBox(), 12)
         self.mcq.setToolTip("A multiple-choice benchmark's figure (vlmdesk report --groups --mcq-figure)")
         self.mcq.addItem("MCQ: CircularEval", "circular")
         self.mcq.addItem("MCQ: VanillaEval", "vanilla")
         self.mcq.currentIndexChanged.connect(self.refresh)
-        self.pope = compact_combo(QComboBox(), 14)
+        self.pope = compact_combo(QComboBox(), 10)
         self.pope.setToolTip("A POPE benchmark's figure, official parser (vlmdesk report --groups --pope-figure)")
         self.pope.addItem("POPE: F1", "f1")
         self.pope.addItem("POPE: accuracy", "accuracy")
         self.pope.currentIndexChanged.connect(self.refresh)
-        self.open = compact_combo(QComboBox(), 14)
+        self.open = compact_combo(QComboBox(), 10)
         self.open.setToolTip("An open benchmark's figure, an open metric (vlmdesk report --groups --open-figure)")
         for entry in open_metrics.REGISTRY.entries():
             if open_figure_problem(entry.name) is None:
@@ -143,7 +145,7 @@ class GroupsView(QWidget):
         top.addWidget(self.open)
         top.addStretch(1)
         lay_out_chart_page(
-            self, "Models (Ctrl+click to overlay)", self.models, top, self.chart, self.text, left_width=300
+            self, "Models (Ctrl+click to overlay)", self.models, top, self.chart, self.text, left_width=360
         )
         ctx.prefsChanged.connect(self.refresh)  # blind mode, the theme; Results' refresh calls it for runs and tags
         self.refresh()

@@ -184,7 +184,7 @@ class LaunchForm(QGroupBox):
         self.strategy.currentIndexChanged.connect(self._strategy_tokens)
         self.reload()
 
-    WIDTH = 400  # the form's width at the normal text size; a larger text widens it to what its fields need
+    WIDTH = 414  # the form's width at the normal text size; a larger text widens it to what its fields need
 
     def _fit_width(self) -> None:
         """As wide as its fields need (never clipped on the right), at least WIDTH: its scroll area shows them whole."""
@@ -195,7 +195,7 @@ class LaunchForm(QGroupBox):
         frame, inner = self.contentsMargins(), layout.contentsMargins()
         extra = frame.left() + frame.right() + inner.left() + inner.right()
         extra += self.fields_scroll.verticalScrollBar().sizeHint().width()
-        self.setFixedWidth(max(self.WIDTH, fields.minimumSizeHint().width()) + extra)
+        self.setFixedWidth(max(self.WIDTH, fields.minimumSizeHint().width() + extra))
 
     def changeEvent(self, event) -> None:  # noqa: N802 — Qt's name
         super().changeEvent(event)
@@ -388,9 +388,9 @@ class JobCard(QFrame):
         super().__init__(parent)
         self.setObjectName("jobCard")
         self.job: RunJob | None = None
-        # One line beside Cancel, the middle elided (whole in its tooltip): wrapped, its height changed with each
-        # job and moved the bar and the queue below it.
-        self.title = ElidedLabel("No run in progress", mode=Qt.TextElideMode.ElideMiddle)
+        # One line beside Cancel, elided (whole in its tooltip; the queue below names the job too): wrapped, its
+        # height changed with each job and moved the bar and the queue below it.
+        self.title = ElidedLabel("No run in progress")
         self.title.setObjectName("pageTitle")
         self.bar = QProgressBar()
         self.bar.setTextVisible(True)
@@ -469,7 +469,7 @@ class RunsView(QWidget):
         self.log.setReadOnly(True)
         self.log.setObjectName("log")
         self.log.setPlaceholderText("The selected run's messages (stderr): errors, tracebacks, out-of-memory…")
-        self.log_title = QLabel("Messages")
+        self.log_title = ElidedLabel("Messages")  # "Messages · Queue #12" never widens the window
         self.log_title.setObjectName("sectionTitle")
 
         self.runs = RunsList(ctx)

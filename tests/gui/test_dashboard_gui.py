@@ -314,3 +314,48 @@ def test_export_chart_says_where_it_saved_and_refuses_a_bad_path_in_one_line(
     assert "png, .svg or .pdf" in said[1][0] and "no such directory" in said[2][0]
     assert len(said) == 3 and [p.name for p in target.parent.iterdir()] == ["l2.svg"]
     assert not (tmp_path / "chart-without-suffix").exists() and not (tmp_path / "missing").exists()
+
+
+def test_headers_stay_on_one_line_whole_beside_free_space_elided_with_a_tooltip_otherwise(
+    qtbot, many_baselines, make_window
+):
+    """The researcher's tables and titles at 1280×800 with the largest text, then at 1024×700 ×1.25: no column title
+    wraps (no word-wrap alignment, elided when its column is narrower); a column beside free space shows its title
+    whole; every title has a tooltip with its whole text; the pane titles are one line, elided with a tooltip."""
+    from PySide6.QtWidgets import QTableView
+
+    from gui.fitting import ElidedLabel
+
+    window = make_window(many_baselines)
+    try:
+        for size, scale in (((1280, 800), 1.75), ((1024, 700), 1.25)):
+            window.set_appearance(theme="dark", font_scale=scale)
+            window.resize(*size)
+            seen = 0
+            for name in ("results", "runs", "models", "alignment", "annotators"):
+                window.show_view(name)
+                view = window.view(name)
+                if name == "results":
+                    qtbot.waitUntil(lambda view=view: not view.runs.computing, timeout=10_000)
+                QApplication.processEvents()
+                for table in view.findChildren(QTableView):
+                    if not table.isVisible() or table.model() is None:
+                        continue
+                    seen += 1
+                    header, model = table.horizontalHeader(), table.model()
+                    assert not header.defaultAlignment().value & Qt.TextFlag.TextWordWrap.value
+                    assert header.textElideMode() == Qt.TextElideMode.ElideRight
+                    shown = [c for c in range(model.columnCount()) if not header.isSectionHidden(c)]
+                    free = table.viewport().width() - sum(header.sectionSize(c) for c in shown)
+                    for c in shown:
+                        title = model.headerData(c, Qt.Orientation.Horizontal)
+                        assert model.headerData(c, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole) == title
+                        if free >= 0:  # room to spare: every title whole
+                            assert header.sectionSize(c) >= header.fontMetrics().horizontalAdvance(title), (name, title)
+                for label in view.findChildren(ElidedLabel):
+                    if label.isVisible() and label.text():
+                        assert label.height() <= 2 * label.fontMetrics().height(), (name, label.text())  # one line
+                        assert label.toolTip() == (label.text() if label.elided() else ""), (name, label.text())
+            assert seen >= 6, seen
+    finally:
+        window.set_appearance(theme="light", font_scale=1.0)
