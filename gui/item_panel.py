@@ -348,7 +348,10 @@ class ItemPanel(QWidget):
 
     def eventFilter(self, watched, event) -> bool:
         if self._scroll is not None and watched is self._scroll.viewport() and event.type() == QEvent.Type.Resize:
-            self._fit_room()
+            # The room is a height: a width change (the outer scroll bar shown or gone) refitting the panel would
+            # show or hide that bar again, without end.
+            if event.size().height() != event.oldSize().height():
+                self._fit_room()
         return False
 
     def _fit_room(self) -> None:

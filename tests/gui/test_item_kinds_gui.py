@@ -17,7 +17,7 @@ from evaluator.formats.importers import import_benchmark
 from evaluator.formats.importers.common import index_for_lookup
 from evaluator.registry import PLUGINS_ENV
 from gui.item_panel import LIVE_NO_REFERENCE, REFERENCES_HIDDEN
-from gui.screenshot import VIEWS, Shot, visible_texts
+from gui.screenshot import VIEWS, Shot, take, visible_texts
 from vlmdesk.cli import main as cli_main
 from vlmdesk.demo import demo_dir
 
@@ -270,3 +270,13 @@ def test_blind_browse_hides_an_open_runs_scores_until_my_verdict(qtbot, kinds_ws
     qtbot.keyClick(window, Qt.Key_O)
     window.show_view("browse")
     assert model.display_text(row, 6) == "VQA 100 %"
+
+
+def test_browse_pictures_of_every_kind_settle_at_1024x700(qtbot, kinds_ws, tmp_path):
+    """Found rendering Browse on five captions at 1024×700 (`vlmdesk gui --screenshot`): refitting the panel as the
+    outer scroll bar came and went brought the bar back and forth without end, then a crash. Each picture is taken,
+    and says what it shows."""
+    for bench, index, _, key_texts, _ in ITEMS:
+        shot = Shot("browse", bench=bench, item=index, size=(1024, 700))
+        texts = take(kinds_ws, tmp_path / f"{bench}-{index}.png", shot)
+        assert all(t in texts for t in key_texts), (bench, index)
