@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QShortcut
+from PySide6.QtCore import QByteArray, QEvent, QMargins, QObject, QSettings, QSize, Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
@@ -49,6 +49,7 @@ from gui.prefs import Preferences, PreferencesFile, config_dir
 from gui.queues_view import QueuesView
 from gui.review_view import ReviewView
 from gui.runs_view import RunsView
+from gui.screen_fit import FRAME_GUESS, dock_width, fit_geometry
 
 GROUPS_ACTION = "Capability &groups of the benchmark…"  # File menu and the Benchmarks list's context menu
 SYNC_COMMANDS = {  # kind: (menu title, export command, import command)
@@ -127,6 +128,11 @@ class BenchmarksDock(QListWidget):
         if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
             self._fit_width()
 
+    def preferred_width(self) -> int:
+        """What the entries need to show whole ("demo-pope" over "48 items · yes/no"), at least the minimum."""
+        content = self.sizeHintForColumn(0) + 2 * self.frameWidth() + self.verticalScrollBar().sizeHint().width()
+        return max(self.minimumWidth(), content)
+
     def reload(self, benchmarks=None) -> None:
         current = self.currentItem().data(Qt.ItemDataRole.UserRole) if self.currentItem() else None
         self.blockSignals(True)
@@ -175,6 +181,7 @@ class MainWindow(QMainWindow):
         self, workspace: str | Path, *, prefs_file: PreferencesFile | None = None, settings_path: Path | None = None
     ):
         super().__init__()
+        self._fitted: QSize | None = None  # the size fitted to the screen, until the window manager framed it
         self.setWindowTitle("vlmdesk")
         self.prefs_file = prefs_file or PreferencesFile()
         self.prefs: Preferences = self.prefs_file.load()
@@ -1034,17 +1041,57 @@ class MainWindow(QMainWindow):
         elif hasattr(widget, "on_shown"):  # views whose content others change (labels → alignment)
             widget.on_shown()
 
-    # -- layout memory (QSettings: geometry and docks only)
+    # -- layout memory (QSettings: geometry and docks only), fitted to the screen the window opens on
     def _restore_layout(self) -> None:
         geometry = self.settings.value("geometry")
         state = self.settings.value("state")
-        if isinstance(geometry, QByteArray):
-            self.restoreGeometry(geometry)
-        else:
+        share = self.settings.value("benchmarks_share")
+        if not (isinstance(geometry, QByteArray) and self.restoreGeometry(geometry)):  # False: saved on another screen
             self.resize(1280, 800)
-            self.resizeDocks([self.docks["benchmarks"]], [210], Qt.Orientation.Horizontal)
         if isinstance(state, QByteArray):
             self.restoreState(state)
+        self._fit_to_screen(FRAME_GUESS)
+        # Shown, the window learns its real frame (a window manager's title bar): fitted again then, unless code
+        # (a test, a screenshot) sized it on purpose meanwhile.
+        self._fitted = self.size()
+        dock = self.docks["benchmarks"]
+        try:
+            saved_share = float(share) if share is not None else None
+        except (TypeError, ValueError):  # a hand-edited window.ini
+            saved_share = None
+        if isinstance(state, QByteArray) and saved_share is None:
+            return  # a layout saved before shares were: as it was
+        if not dock.isHidden() and dock.widget() is not None:
+            width = dock_width(saved_share, self.width(), 210, dock.widget().preferred_width())
+            self.resizeDocks([dock], [width], Qt.Orientation.Horizontal)
+
+    def _fit_to_screen(self, frame: QMargins) -> None:
+        """Shrink and move the window (not maximized or full screen) to lie within the available area of the screen
+        it is on: a session on a bigger screen left it 1280×800 on a 1024×700 one, its status bar off-screen."""
+        if self.windowState() & (Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen):
+            return
+        screen = QGuiApplication.screenAt(self.geometry().center()) or self.screen()
+        fitted = fit_geometry(self.geometry(), screen.availableGeometry(), frame, self.minimumSizeHint())
+        if fitted != self.geometry():
+            self.setGeometry(fitted)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._fitted is not None and (handle := self.windowHandle()) is not None:
+            handle.installEventFilter(self)  # its frame is known when the window manager has mapped it (Expose)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        handle = self.windowHandle()
+        if watched is handle and event.type() in (QEvent.Type.Expose, QEvent.Type.Move, QEvent.Type.Resize):
+            frame = handle.frameMargins()
+            if self._fitted is None or self.size() != self._fitted:  # done, or sized on purpose since
+                self._fitted = None
+                handle.removeEventFilter(self)
+            elif not frame.isNull():  # framed: fit the frame too
+                self._fitted = None
+                handle.removeEventFilter(self)
+                self._fit_to_screen(frame)
+        return super().eventFilter(watched, event)
 
     def keyPressEvent(self, event) -> None:
         # Esc that no page used (a note field, the help, a dialog take theirs first) dismisses the message.
@@ -1057,6 +1104,9 @@ class MainWindow(QMainWindow):
         self._shutdown_views()
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("state", self.saveState())
+        dock = self.docks["benchmarks"]
+        if not dock.isHidden() and self.width() > 0:  # its share of the window, for a window of another size
+            self.settings.setValue("benchmarks_share", round(dock.width() / self.width(), 4))
         self.settings.sync()
         self._close_workspace()
         super().closeEvent(event)
