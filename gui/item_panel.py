@@ -427,6 +427,8 @@ class ItemPanel(QWidget):
         self._set_options(item.options if self.kind == "mcq" else (), yes_no=self.kind == "yesno")
         self._refresh()
         self._fit_room()
+        if self._scroll is not None:  # and again once the new texts are laid out (their wrapped heights)
+            QTimer.singleShot(0, self._fit_room)
 
     def set_blind(self, blind: bool, reveal: bool = False) -> None:
         self.blind, self.reveal = blind, reveal
