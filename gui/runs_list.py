@@ -25,8 +25,10 @@ from gui.background import COMPUTING, when_shown
 from gui.tables import RowsModel, table_view
 
 COLUMNS = ("Run", "Status", "Model", "Benchmark", "Strategy", "Vanilla", "Circular", "POPE F1", "Duration")
-# The narrow lists of Results: the run's identity first (its model kept readable), its score last.
-COMPACT = ("Run", "Model", "Benchmark", "Status", "Score %")
+# The narrow lists of Results: the run's identity first (its model kept readable), its score last; the status is
+# a mark beside the run's number (STATUS_MARKS, the word in its tooltip): a column of "finished" pushed the score out.
+COMPACT = ("Run", "Model", "Benchmark", "Score %")
+STATUS_MARKS = {"finished": "", "running": "▶", "interrupted": "■", "failed": "✗"}
 MODEL_CHARS = 18  # the Model column is never narrower than this many characters (or its longest model, if shorter)
 SCORE_COLUMNS = {"Vanilla", "Circular", "POPE F1", "Score %"}
 PARTIAL_MARK = "(partial)"
@@ -305,8 +307,9 @@ class RunsList(QWidget):
         def mark(text: str) -> str:
             return COMPUTING if pending else f"{text} {PARTIAL_MARK}" if text and partial else text
 
+        status_mark = STATUS_MARKS.get(r.status, "?")
         values: dict[str, object] = {
-            "Run": r.id,
+            "Run": f"{r.id} {status_mark}" if "Status" not in self.model.columns and status_mark else r.id,
             "Status": r.status,
             "Model": model,
             "Benchmark": r.benchmark,
@@ -319,10 +322,13 @@ class RunsList(QWidget):
         }
         at = {title: n for n, title in enumerate(self.model.columns)}
         cells = tuple(values[title] for title in self.model.columns)
-        colours = {at["Status"]: STATUS_COLOURS.get(r.status, TEXT)}
+        status = at.get("Status", at["Run"])  # the compact lists mark the status beside the run's number
+        colours = {status: STATUS_COLOURS.get(r.status, TEXT)} if status != at["Run"] or status_mark else {}
         tips = {}
-        if r.error:
-            tips[at["Status"]] = r.error
+        if status == at["Run"]:
+            tips[status] = f"run {r.id}: {r.status}" + (f"\n{r.error}" if r.error else "")
+        elif r.error:
+            tips[status] = r.error
         tips[at["Model"]] = (
             r.model_spec
             + ("\ntext-only: the model never saw the images" if TEXT_ONLY_MARK in model else "")

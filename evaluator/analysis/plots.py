@@ -103,7 +103,8 @@ def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 115 if len(reports) > 1 else 105)  # room for upright values
     title = reports[0].benchmark if len({r.benchmark for r in reports}) == 1 else "runs"
-    ax.set_title(f"{title}: VanillaEval (light) vs CircularEval (solid)")
+    # 10 pt as the other charts' titles: at the default size it ran past a 1024-pixel window's canvas.
+    ax.set_title(f"{title}: VanillaEval (light) vs CircularEval (solid)", fontsize=10)
     # Below the axes: inside, the legend would hide bars.
     _legend(
         ax,
@@ -286,7 +287,7 @@ def pope_figure(reports: list[RunReport]) -> Figure:
         _bar_values(ax, bars, values, crowded=len(series) > 2)
     ax.set_xticks(range(len(metrics)), metrics)
     ax.set_ylabel("%")
-    ax.set_title("POPE per setting (solid: official parser, light: strict)")
+    ax.set_title("POPE per setting (solid: official parser, light: strict)", fontsize=10)
     ax.set_ylim(0, 118 if len(series) > 2 else 108)  # room for the upright values
     _legend(ax, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncols=2, frameon=False)
     ax.grid(axis="y", alpha=0.3)
@@ -336,7 +337,7 @@ def drop_figure(reports: list[RunReport]) -> Figure:
     ax.set_xticks(range(len(circular)), [run_label(r).replace(" · ", "\n") for r in circular], fontsize=8)
     ax.set_ylim(0, 112)
     ax.set_ylabel("overall accuracy (%)")
-    ax.set_title("VanillaEval vs CircularEval (light: vanilla, solid: circular)")
+    ax.set_title("VanillaEval vs CircularEval (light: vanilla, solid: circular)", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     return fig
 
@@ -501,7 +502,9 @@ def reliability_figure(calibration: Any, title: str = "") -> Figure:
     ax.set_ylim(0, 1.08)
     ax.set_xlabel("confidence (mean of the bin)")
     ax.set_ylabel("accuracy")
-    ax.set_title(f"{title + ': ' if title else ''}ECE {ece_text} ({calibration.binning}, n = {calibration.n})")
+    ax.set_title(
+        f"{title + ': ' if title else ''}ECE {ece_text} ({calibration.binning}, n = {calibration.n})", fontsize=10
+    )
     # Beside the axes: inside, it would hide bins.
     _legend(
         ax, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="counts above the bars", title_fontsize=7
@@ -626,7 +629,7 @@ def robustness_figure(report: Any) -> Figure:
     ax.set_ylim(min(0.0, min(values) * 1.1), max(100.0, max(values)) * 1.12)  # room for the values over the bars
     ax.tick_params(axis="x", pad=14)  # room for the severities under the bars
     ax.set_ylabel("RRM (100 = no loss, 0 = chance)")
-    ax.set_title("Robustness: RRM per corruption and severity")
+    ax.set_title("Robustness: RRM per corruption and severity", fontsize=10)
     ax.set_xlabel("corruption (its severity under each bar)", fontsize=8)
     _legend(ax, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the plot, never over a bar
     ax.grid(axis="y", alpha=0.3)

@@ -235,8 +235,12 @@ def test_the_runs_lists_keep_each_model_readable_at_1024(qtbot, many_baselines, 
     """Results › Charts and Runs at 1024×700, text ×1.25: the Model column is at least MODEL_CHARS characters (the
     figure columns beside it squeezed it to "b…"), a baseline's spec shows whole, and a server model keeps its
     name — never the end of its URL."""
+    import sqlite3
+
     from gui.runs_list import MODEL_CHARS
 
+    with sqlite3.connect(many_baselines) as conn:  # an unfinished run: the narrow list marks it by its number
+        conn.execute("UPDATE runs SET status = 'interrupted' WHERE id = 5")
     window = make_window(many_baselines)
     try:
         _at_1024(window)
@@ -253,6 +257,12 @@ def test_the_runs_lists_keep_each_model_readable_at_1024(qtbot, many_baselines, 
             assert shown[6].startswith("Qwen2") and "key_env" not in shown[6] and "127.0.0.1" not in shown[6], shown
             row = view.model.payloads.index(6)
             assert view.model.data(view.model.index(row, view.model_column)).startswith("openai:Qwen/")  # kept whole
+            row = view.model.payloads.index(5)
+            if name == "results":  # no Status column: the score keeps its room, the status marks the number
+                assert "Status" not in view.model.columns and view.model.rows[row][0] == "5 ■"
+                assert view.model.data(view.model.index(row, 0), Qt.ItemDataRole.ToolTipRole) == "run 5: interrupted"
+            else:
+                assert view.model.rows[row][view.model.columns.index("Status")] == "interrupted"
     finally:
         window.set_appearance(theme="light", font_scale=1.0)
 
