@@ -636,7 +636,8 @@ class PredictionsView(QTreeWidget):
             _add_turns(child, p.turns)
             top.addChild(child)
             if p.pass_ == 0 and (sight is None or sight.shows_run_result(run.id, item.id)):
-                top.setText(0, f"{top.text(0)}   {score}")
+                # First after the run's number: a long model spec elides the end of the row, never the score.
+                top.setText(0, f"run {run.id} · {score} · {run.model_spec} · {run.strategy}")
                 if first:
                     set_foreground(top, 0, score_colour(scores[first]))
         self.addTopLevelItem(top)
