@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from annotation import arena
 from db import catalog, models, runs
+from evaluator.analysis.labels import short_model
 from gui import file_dialogs
 from gui.processes import CommandProcess
 
@@ -128,6 +129,13 @@ class Field:
         return tuple(c for c, group in zip(self.choices, self.groups) if group == value)
 
 
+def _run_label(run: runs.Run, *, bench: bool = True, status: bool = False) -> str:
+    """A run as the dialogs list it: its number and its model shortened by the runs lists' rule (the model's name
+    kept, evaluator/analysis/labels.py), then what else tells it apart."""
+    parts = [f"run {run.id}", short_model(run.model_spec, 40) + (" [text-only]" if run.config.get("text_only") else "")]
+    return " · ".join(parts + ([run.benchmark] if bench else []) + ([run.status] if status else []))
+
+
 class CommandDialog(QDialog):
     """A form of fields; `values()` gives what was entered (a list for `choices`, a bool for `flag`)."""
 
@@ -157,7 +165,7 @@ class CommandDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
-        self.setMinimumWidth(460)
+        self.setMinimumWidth(max(460, 64 * self.fontMetrics().averageCharWidth()))  # wider with a larger text
 
     def _follow(self, f: Field, value: object) -> None:
         """Offer only the choices of `f` that go with `value`: the others hidden and unticked (never sent)."""
@@ -209,8 +217,12 @@ class CommandDialog(QDialog):
         if f.kind == "choices":
             box = QListWidget()
             box.setMaximumHeight(140)
+            # Each choice on one line, elided in the middle (whole in its tooltip) rather than scrolled sideways.
+            box.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            box.setTextElideMode(Qt.TextElideMode.ElideMiddle)
             for shown, value in f.choices:
                 item = QListWidgetItem(shown)
+                item.setToolTip(shown)
                 item.setData(Qt.ItemDataRole.UserRole, value)
                 item.setCheckState(
                     Qt.CheckState.Checked
@@ -371,19 +383,11 @@ class WorkspaceCommands(QObject):
     def _runs_field(self, name: str, label: str, *, only=None, follows: str = "") -> Field:
         """The runs to tick; with `follows` (a benchmark field's name), only those of the benchmark chosen there."""
         found = [r for r in runs.list_runs(self.window.ws) if only is None or only(r)]
-        text_only = " [text-only]"
         return Field(
             name,
             label,
             "choices",
-            tuple(
-                (
-                    f"run {r.id} · {r.model_spec}{text_only if r.config.get('text_only') else ''} · {r.benchmark} "
-                    f"· {r.status}",
-                    str(r.id),
-                )
-                for r in found
-            ),
+            tuple((_run_label(r, bench=not follows, status=True), str(r.id)) for r in found),
             follows=follows,
             groups=tuple(r.benchmark for r in found) if follows else (),
         )
@@ -495,9 +499,7 @@ class WorkspaceCommands(QObject):
             "rescore",
             "Re-score a run",
             [
-                Field(
-                    "run", "Run", "choice", tuple((f"run {r.id} · {r.model_spec} · {r.benchmark}", r.id) for r in found)
-                ),
+                Field("run", "Run", "choice", tuple((_run_label(r), r.id) for r in found)),
                 Field("extractor", "Extractor", default="human", tip="rules | rules+llm:SPEC | llm:SPEC | human"),
             ],
         )
@@ -538,9 +540,7 @@ class WorkspaceCommands(QObject):
             "desiderata language",
             "Judge the language of a run",
             [
-                Field(
-                    "run", "Run", "choice", tuple((f"run {r.id} · {r.model_spec} · {r.benchmark}", r.id) for r in found)
-                ),
+                Field("run", "Run", "choice", tuple((_run_label(r), r.id) for r in found)),
                 self._model_field("judge", "Judge model", "a saved model's name, or openai:…@…, hf:… (a text model)"),
             ],
             intro="The judge scores each answer's fluency and coherence 0-10 with a stated rubric; an answer it "
@@ -560,9 +560,7 @@ class WorkspaceCommands(QObject):
             "judge",
             "Judge open answers",
             [
-                Field(
-                    "run", "Run", "choice", tuple((f"run {r.id} · {r.model_spec} · {r.benchmark}", r.id) for r in found)
-                ),
+                Field("run", "Run", "choice", tuple((_run_label(r), r.id) for r in found)),
                 self._model_field("judge", "Judge model", "a saved model's name, or openai:…@…, hf:… (a text model)"),
                 Field(
                     "rubric",
