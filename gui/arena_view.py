@@ -357,6 +357,7 @@ class LeaderboardPanel(QWidget):
         if not battles:
             self.summary.setText("No votes yet: vote in the Vote tab, or import votes (vlmdesk arena import-votes).")
             self.table.setRowCount(0)
+            self.table.resizeColumnsToContents()  # the titles whole (a default width cut "95 % interval")
             self.chart.set_figure(message_figure("No arena votes yet"), clickable=False)
             return
         board = leaderboard(battles, LEADERBOARD_ROUNDS, 0)
