@@ -259,8 +259,13 @@ class _TextArea(_ScrollBox):
             self.box.addWidget(widget)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
 
-    def fit(self, cap: int) -> None:
-        self.setFixedHeight(max(24, min(self._content_height() + 2, cap)))
+    def fit(self, cap: int | None) -> None:
+        """As tall as the text, at most `cap` (None: the whole text, where the panel scrolls as one)."""
+        self.setFixedHeight(self.height_for(cap))
+
+    def height_for(self, cap: int | None) -> int:
+        whole = self._content_height() + 2
+        return max(24, whole if cap is None else min(whole, cap))
 
 
 def guess_kind(item) -> ItemKind:
@@ -358,16 +363,22 @@ class ItemPanel(QWidget):
         room = self._room()
         if room is None:
             return
-        self._fit_text()
         area = self.options_area
         if not area.isVisibleTo(self):
             flat = False
         else:
-            # The panel's least height with its options scrolling inside it (two rows tall), flat or not now.
-            need = self.minimumSizeHint().height() - (area.minimumHeight() - area.MIN_HEIGHT)
+            # The panel's least height with its text and its options scrolling inside it (the text at its cap, the
+            # options two rows tall), flat or not now.
+            text = self.text_area
+            need = (
+                self.minimumSizeHint().height()
+                - (area.minimumHeight() - area.MIN_HEIGHT)
+                - (text.height() - text.height_for(self._text_cap()))
+            )
             flat = need > room
         if flat != area.flat:
             area.set_flat(flat)
+        self._fit_text()
 
     def _show_hint(self, shown: bool) -> None:
         has_hint = self.item is not None and bool(self.item.hint)
@@ -378,13 +389,14 @@ class ItemPanel(QWidget):
         self._fit_room()
 
     def _fit_text(self) -> None:
+        # A flat panel scrolls as one: its text whole, no scroll box of its own.
+        self.text_area.fit(None if self.options_area.flat else self._text_cap())
+
+    def _text_cap(self) -> int:
         # Two fifths of the room in view (of the panel where it is not in a scroll area), not of the panel: a panel
         # taller than its room would grow the text box with it, and scroll itself around the options' box.
         room = self._room()
-        if room is not None:
-            self.text_area.fit(max(80, room * 2 // 5))
-        else:
-            self.text_area.fit(max(80, self.height() // 3))
+        return max(80, room * 2 // 5 if room is not None else self.height() // 3)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
