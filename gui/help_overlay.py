@@ -1,11 +1,12 @@
-"""The keyboard help shown over the review view (F1 or ?)."""
+"""The keyboard help shown over the review view (F1 or ?), and over any tab (gui/tab_help.py). A card taller than
+the view (large text at 1024×700) scrolls inside itself: the wheel, ↑ ↓ and Page Up / Down move it."""
 
 from __future__ import annotations
 
 import html
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout
 
 from gui.appearance import MUTED, set_rich_text
 from gui.shortcuts import help_rows
@@ -35,7 +36,13 @@ class HelpOverlay(QFrame):
             f"<h3>{html.escape(title)}</h3><table>" + "".join(rows) + "</table>"
             f"<p style='color:{MUTED}'>Keys are off while you type in a text field. Esc or F1 closes.</p>",
         )
-        layout.addWidget(card)
+        box = QScrollArea()  # opaque, the card's size at most the view's: the dimming around it stays
+        box.setWidget(card)
+        box.setWidgetResizable(True)
+        box.setFrameShape(QFrame.Shape.NoFrame)
+        box.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        layout.addWidget(box)
+        self.box = box
         self.card = card
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.hide()
@@ -57,11 +64,27 @@ class HelpOverlay(QFrame):
             self.show()
             self.setFocus()
 
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_box()
+
+    def _fit_box(self) -> None:
+        hint = self.card.sizeHint()
+        room = self.contentsRect().adjusted(12, 12, -12, -12)
+        tall = hint.height() > room.height()
+        bar = self.box.verticalScrollBar().sizeHint().width() if tall else 0
+        self.box.setFixedSize(min(hint.width() + bar, room.width()), min(hint.height(), room.height()))
+
     def mousePressEvent(self, event) -> None:
         self.hide()
 
     def keyPressEvent(self, event) -> None:
+        bar = self.box.verticalScrollBar()
+        steps = {Qt.Key.Key_Down: bar.singleStep(), Qt.Key.Key_Up: -bar.singleStep()}
+        steps |= {Qt.Key.Key_PageDown: bar.pageStep(), Qt.Key.Key_PageUp: -bar.pageStep()}
         if event.key() in (Qt.Key.Key_Escape, Qt.Key.Key_F1, Qt.Key.Key_Question):
             self.hide()
+        elif event.key() in steps:
+            bar.setValue(bar.value() + steps[event.key()])
         else:
             super().keyPressEvent(event)

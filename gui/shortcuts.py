@@ -18,9 +18,9 @@ class Shortcut:
 
 VERDICT_KEYS = (
     ("ok", "O", "OK — the item is fine"),
-    ("wrong_answer", "W", "Wrong answer key — with an option picked; else W, then the right option"),
+    ("wrong_answer", "W", "Wrong answer key — then the right answer (below, by kind)"),
     ("ambiguous", "U", "Ambiguous / unclear question or options"),
-    ("incomplete", "R", "References incomplete — an answer a person would accept is missing (open items)"),
+    ("incomplete", "R", "References incomplete — a right answer is missing (open items)"),
     ("text_answerable", "T", "Answerable from the text alone"),
     ("bad_image", "I", "Bad image (unreadable, wrong, missing)"),
     ("skip", "S", "Skip — no opinion"),
@@ -79,9 +79,9 @@ def review_shortcuts() -> tuple[Shortcut, ...]:
 
 
 _HOW_BY_KIND: dict[ItemKind, str] = {
-    "mcq": "W then the right option (1–9 / Shift+letter), or pick it first",
-    "yesno": "W then 1 yes / 2 no (once the key shows, W alone says the other answer)",
-    "open": "no options (1–9 do nothing); W types the right answer, R the missing one (optional); Enter saves",
+    "mcq": "W, then the right option (1–9 / Shift+letter)",
+    "yesno": "W, then 1 yes / 2 no (the key shown: W alone)",
+    "open": "W or R, type the answer, Enter (Esc cancels)",
 }
 
 
@@ -98,7 +98,7 @@ def help_rows() -> list[tuple[str, str, str]]:
     """(group, keys, text) for the overlay, each group once (in order of first appearance); the 26 option picks are
     shown as one line."""
     rows = [(s.group, " / ".join(s.keys), s.text) for s in review_shortcuts() if not s.action.startswith("pick:")]
-    rows.insert(len(VERDICT_KEYS), ("Options", "1–9 / Shift+A–Z", "Pick an option (the right answer for W)"))
+    rows.insert(len(VERDICT_KEYS), ("Options", "1–9 / Shift+A–Z", "Pick an option (none on open items)"))
     rows[len(VERDICT_KEYS) + 1 : len(VERDICT_KEYS) + 1] = kind_rows()
     groups = list(dict.fromkeys(g for g, _, _ in rows))
     return sorted(rows, key=lambda row: groups.index(row[0]))  # stable: a group's rows keep their order

@@ -280,3 +280,28 @@ def test_browse_pictures_of_every_kind_settle_at_1024x700(qtbot, kinds_ws, tmp_p
         shot = Shot("browse", bench=bench, item=index, size=(1024, 700))
         texts = take(kinds_ws, tmp_path / f"{bench}-{index}.png", shot)
         assert all(t in texts for t in key_texts), (bench, index)
+
+
+def test_the_help_says_which_verdicts_fit_each_kind_and_scrolls_at_large_text(qtbot, kinds_ws, make_window):
+    window = make_window(kinds_ws)
+    try:
+        window.set_appearance(font_scale=1.25)
+        window.resize(1024, 700)
+        window.show_view("review")
+        review = window.view("review")
+        review.setFocus()
+        qtbot.keyClick(window, Qt.Key_F1)
+        help_ = review.help
+        text = help_.card.text()
+        assert "References incomplete" in text and "O W U R T I S" in text
+        assert all(f"{kind}:" in text for kind in ("multiple-choice", "yes/no", "open"))
+        # Taller than the view at 1024×700 with larger text: the card stays inside it and scrolls, by keys too.
+        assert help_.rect().contains(help_.box.geometry())
+        bar = help_.box.verticalScrollBar()
+        assert bar.maximum() > 0 and bar.value() == 0
+        qtbot.keyClick(help_, Qt.Key_PageDown)
+        assert bar.value() > 0 and help_.isVisible()
+        qtbot.keyClick(help_, Qt.Key_Escape)
+        assert not help_.isVisible()
+    finally:
+        window.set_appearance(font_scale=1.0)
