@@ -19,8 +19,9 @@ RUN_ONLY_NOTE = "CIDEr and a judge's scores are the run's: see Results"
 
 
 def item_metrics() -> tuple[OpenMetricEntry, ...]:
-    """The open metrics that score each item on its own (a `per_item` entry; a name to import is never one)."""
-    return tuple(e for e in REGISTRY.entries() if getattr(e.score, "__code__", None) is _PER_ITEM_CODE)
+    """The open metrics that score each item on its own (a `per_item` entry; a name to import is never one). A
+    broken plugin leaves out only itself (help_entries): a panel shown never fails on it."""
+    return tuple(e for e in REGISTRY.help_entries() if getattr(e.score, "__code__", None) is _PER_ITEM_CODE)
 
 
 def item_scores(response: str, references: Sequence[str]) -> dict[str, float]:
@@ -51,7 +52,7 @@ def primary(scores: dict[str, float], references: Sequence[str]) -> str | None:
 
 def score_text(metric: str, value: float) -> str:
     """ "VQA 67 %": the metric's short title and the score (a fraction as %, another scale with two decimals)."""
-    entry = REGISTRY.get(metric)
+    entry = next((e for e in item_metrics() if e.name == metric), None)
     title = entry.title if entry is not None else metric
     if entry is not None and entry.scale != "fraction":
         return f"{title} {value:.2f}"
