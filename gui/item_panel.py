@@ -401,6 +401,14 @@ class ItemPanel(QWidget):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit_text()
+        if event.oldSize().width() != event.size().width():
+            self._fit_note()
+
+    def _fit_note(self) -> None:
+        # The panel's layout reads no height-for-width (_SqueezableLayout): a note wrapping to more lines than its
+        # size hint's (a narrow Browse pane) would lose its last ones.
+        note = self.key_note
+        note.setMinimumHeight(note.heightForWidth(self.width()) if note.text() and self.width() > 0 else 0)
 
     def show_item(
         self,
@@ -508,6 +516,7 @@ class ItemPanel(QWidget):
         else:  # the key card is green
             self.key_note.setText("")
         self.key_note.setVisible(bool(self.key_note.text()))
+        self._fit_note()
 
     def _refresh_references(self, references: tuple[str, ...], hidden: bool) -> None:
         """An open item's references are its key: hidden in blind mode until the annotator's verdict stands, as a
@@ -524,6 +533,7 @@ class ItemPanel(QWidget):
         self.options_area.fit()
         self.key_note.setText(note)
         self.key_note.setVisible(bool(note))
+        self._fit_note()
 
 
 def _order_letters(order, n_options: int) -> str:
