@@ -35,7 +35,16 @@ from PySide6.QtWidgets import (
 
 from annotation import reviews
 from annotation.correction import names_the_key, wrong_key_problem
-from annotation.item_kinds import INCOMPLETE, KINDS, WRONG, ItemKind, fits, kind_words, verdict_label
+from annotation.item_kinds import (
+    INCOMPLETE,
+    KINDS,
+    MAX_ANSWER_CHARS,
+    WRONG,
+    ItemKind,
+    fits,
+    kind_words,
+    verdict_label,
+)
 from db import item_query
 from db.catalog import Item
 from db.errors import InvalidInput
@@ -240,6 +249,7 @@ class ReviewView(QWidget):
         # An open item's typed answer takes the note's place while it is asked for: nothing below it moves.
         self.answer = AnswerEdit()
         self.answer.setObjectName("answerEdit")
+        self.answer.setMaxLength(MAX_ANSWER_CHARS)  # what the log takes (item_kinds.corrected_answer)
         self.answer.submitted.connect(self._answer_submitted)
         self.answer.cancelled.connect(self._answer_cancelled)
         self.asking: str | None = None  # the verdict the answer field completes (open items), else None
