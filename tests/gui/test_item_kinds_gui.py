@@ -235,6 +235,14 @@ def test_the_keys_of_each_kind_store_the_verdicts_that_fit_it(qtbot, kinds_ws, m
         "wrong_answer",
         "ok",
     ]
+    # Browse words them for the kind, and its review filter finds the incomplete ones.
+    window.select_benchmark("open-mix")
+    window.show_view("browse")
+    browse, model = window.view("browse"), window.ctx.model
+    assert model.display_text(model.rows[model.row_of(one)], 4) == "wrong reference → filming OS"
+    browse.select_combo(browse.review, "incomplete")
+    assert browse.review.currentText() == "Verdict: references incomplete"
+    assert sorted(r.id for r in model.rows) == sorted([vqa, captions])
 
 
 def test_an_open_runs_predictions_and_browse_column_show_scores(qtbot, kinds_ws, make_window):
