@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QProgressBar,
@@ -47,7 +46,7 @@ from gui.fitting import FlowLayout, compact_combo
 from gui.guidelines_view import GuidelinesPanel
 from gui.image_view import ImageView
 from gui.item_panel import ItemPanel
-from gui.review_view import NoteEdit, typing_in
+from gui.review_view import AnswerEdit, NoteEdit, typing_in
 from gui.shortcuts import VERDICT_KEYS, review_shortcuts, verdict_button, verdict_keys
 
 
@@ -714,22 +713,6 @@ class AdjudicationPage(QWidget):
         else:
             self.refresh()  # labels go in set order, so the withdrawn response is the first one left
         self.ctx.info.emit("Label withdrawn: label this response again.")
-
-
-class AnswerEdit(QLineEdit):
-    """An open item's right answer, typed after W: Enter saves it, Esc cancels (the page's keys are off meanwhile)."""
-
-    submitted = Signal()
-    cancelled = Signal()
-
-    def keyPressEvent(self, event) -> None:
-        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-            self.submitted.emit()
-            return
-        if event.key() == Qt.Key.Key_Escape:
-            self.cancelled.emit()
-            return
-        super().keyPressEvent(event)
 
 
 class _OneLine(QLabel):
