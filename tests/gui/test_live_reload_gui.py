@@ -4,32 +4,13 @@ check costs the same at any size. A benchmark made in the window (Arena › Live
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 from annotation import reviews
 from annotation.live_arena import LIVE_BENCH
 from db import catalog, open_workspace, runs
 from tests.gui.test_keypress_cost import build
+from tests.gui.test_refresh_gui import _vlmdesk
 from tests.sqlite_steps import counting_steps
 from vlmdesk.cli import main as cli_main
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _vlmdesk(path, *args):
-    """The command line in a process of its own, writing to the same workspace file as the window."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "vlmdesk", "--workspace", str(path), *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def _runs_shown(tree) -> list[str]:
