@@ -45,7 +45,7 @@ from gui.empty_states import BUILD_SET, CONSENSUS, NO_BENCHMARK, TEXT_ONLY, Empt
 from gui.fitting import FlowLayout, compact_combo
 from gui.guidelines_view import GuidelinesPanel
 from gui.image_view import ImageView
-from gui.item_panel import ItemPanel
+from gui.item_panel import ItemPanel, item_kind
 from gui.review_view import AnswerEdit, NoteEdit, typing_in
 from gui.shortcuts import VERDICT_KEYS, review_shortcuts, verdict_button, verdict_keys
 
@@ -134,9 +134,16 @@ class _ItemPage(QWidget):
 
     def show_item(self, item_id: int | None) -> None:
         self.item = item_query.item_by_id(self.ctx.ws, item_id) if item_id is not None else None
-        bench = self.ctx.benchmark.name if self.ctx.benchmark else ""
+        bench = self.ctx.benchmark
         reveal = self.item is not None and self.reveals(self.item.id)
-        self.panel.show_item(self.item, bench_name=bench, blind=self.ctx.prefs.blind, reveal=reveal)
+        self.panel.show_item(
+            self.item,
+            bench_name=bench.name if bench else "",
+            blind=self.ctx.prefs.blind,
+            reveal=reveal,
+            kind=item_kind(bench, self.item) if self.item is not None else None,
+            live_arena=bool(bench and bench.meta.get("live_arena")),
+        )
         sha = self.item.image_sha256 if self.item else None
         image = self.ctx.loader.cached(sha) if sha else None
         if image is not None:
