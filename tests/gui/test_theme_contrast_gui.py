@@ -25,6 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gui.item_panel import OptionRow
+
 TEXT_RATIO = 4.5  # WCAG 2.1 AA, normal text
 _INLINE = re.compile(r"color:\s*(#[0-9a-fA-F]{6})")
 
@@ -203,7 +205,7 @@ def test_the_key_option_after_a_live_switch_to_dark(qtbot, demo_ws, make_window)
         review = window.view("review")
         review.show_row(0)
         QApplication.instance().processEvents()
-        rows = [r for r in review.panel.findChildren(QWidget, "optionRow") if r.is_key]
+        rows = [r for r in review.panel.findChildren(OptionRow) if r.is_key]  # not the (hidden) references card
         assert len(rows) == 1
         window.set_appearance(theme="dark")
         QApplication.instance().processEvents()
