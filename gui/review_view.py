@@ -231,8 +231,8 @@ class ReviewView(QWidget):
             b.clicked.connect(lambda _=False, v=verdict: self.verdict(v))
             verdicts.addWidget(b, n // 3, n % 3)
             self.verdict_buttons[verdict] = b
-        self._show_buttons()
         vb.addLayout(verdicts)
+        self._show_buttons()  # once they have a parent: a parentless widget made visible is a window of its own
         self.hint_label = QLabel()
         self.hint_label.setObjectName("armed")
         self.hint_label.setWordWrap(True)

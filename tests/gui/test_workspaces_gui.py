@@ -6,6 +6,7 @@ import shutil
 import sqlite3
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 
 from annotation import reviews
 from db import open_workspace
@@ -35,6 +36,10 @@ def test_new_open_and_recent_switch_workspaces_cleanly(qtbot, tmp_path, demo_ws,
     _action(window, "New workspace").trigger()
     qtbot.wait(1200)  # a poll tick and the deferred deletions of the old views
     assert window.ws.path == fresh and not window.message_bar.isVisible()
+    # No widget of the rebuilt views flashed up as a window of its own (a parentless button made visible did, and
+    # took the activation with it: the window's keys went nowhere).
+    assert [w for w in QApplication.topLevelWidgets() if w.isVisible() and w.isWindow()] == [window]
+    assert QApplication.activeWindow() is window
     assert window.docks["benchmarks"].widget().count() == 0 and window.ctx.benchmark is None
     try:
         old_conn.execute("SELECT 1")
