@@ -42,7 +42,7 @@ from db.errors import InvalidInput, UserError
 from evaluator.scoring.choices import LETTERS, YES_NO, answer_keys, canonical_answer
 from gui.appearance import MUTED, RIGHT, WRONG, set_rich_text
 from gui.empty_states import BUILD_SET, CONSENSUS, NO_BENCHMARK, TEXT_ONLY, EmptyState
-from gui.fitting import FlowLayout, compact_combo
+from gui.fitting import ElidedLabel, FlowLayout, compact_combo
 from gui.guidelines_view import GuidelinesPanel
 from gui.image_view import ImageView
 from gui.item_panel import ItemPanel, item_kind
@@ -722,29 +722,11 @@ class AdjudicationPage(QWidget):
         self.ctx.info.emit("Label withdrawn: label this response again.")
 
 
-class _OneLine(QLabel):
+def _one_line() -> ElidedLabel:
     """A one-line message that never widens or heightens the page: elided to its width, whole in its tooltip."""
-
-    def __init__(self):
-        super().__init__()
-        self._whole = ""
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-
-    def setText(self, text: str) -> None:
-        self._whole = text
-        self.setToolTip(text)
-        self._elide()
-
-    def text(self) -> str:
-        return self._whole
-
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def _elide(self) -> None:
-        width = max(0, self.contentsRect().width())
-        super().setText(self.fontMetrics().elidedText(self._whole, Qt.TextElideMode.ElideRight, width))
+    label = ElidedLabel()
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+    return label
 
 
 _TYPE_ANSWER = "Type the right answer: Enter saves, Esc cancels"
@@ -824,9 +806,9 @@ class ConflictsPage(_ItemPage):
         dl.addLayout(row)
         # One line for what the page has to say (W waiting for the answer, a skip, a withdrawal): always there, so
         # a message never pushes the buttons.
-        self.hint_label = _OneLine()
+        self.hint_label = _one_line()
         self.hint_label.setObjectName("armed")
-        self.saved = _OneLine()
+        self.saved = _one_line()
         self.saved.setObjectName("saved")
         status = QStackedWidget()
         status.addWidget(self.saved)

@@ -50,6 +50,7 @@ from db.catalog import Item
 from db.errors import InvalidInput
 from evaluator.scoring.choices import LETTERS, YES_NO
 from gui.empty_states import NO_BENCHMARK, EmptyState
+from gui.fitting import ElidedLabel
 from gui.guidelines_view import GuidelinesPanel
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
@@ -260,9 +261,11 @@ class ReviewView(QWidget):
         vb.addWidget(self.note_slot)
 
         status = QHBoxLayout()
-        self.saved = QLabel()
+        # One line, elided (whole in its tooltip): a message that wrapped onto a second line moved the verdict buttons
+        # above it under the pointer.
+        self.saved = ElidedLabel()
+        self.saved.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.saved.setObjectName("saved")
-        self.saved.setWordWrap(True)
         self.change = QPushButton("Change my verdict")
         self.change.setObjectName("link")  # "flat" is the dark image bar's style: unreadable on white
         self.change.setToolTip("Withdraw your verdict on this item (kept in the log) and give another one")

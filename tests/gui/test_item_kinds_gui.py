@@ -313,3 +313,26 @@ def test_the_help_says_which_verdicts_fit_each_kind_and_scrolls_at_large_text(qt
         assert not help_.isVisible()
     finally:
         window.set_appearance(font_scale=1.0)
+
+
+def test_a_long_saved_message_moves_no_verdict_button(qtbot, kinds_ws, make_window):
+    # The walk at 1024x700, text x1.25: "✓ Saved #1: wrong reference → …" wrapped onto a second line and lifted the
+    # verdict buttons above it by a line, under the pointer, as the next item showed.
+    window = make_window(kinds_ws, blind=True, font_scale=1.25)
+    window.resize(1024, 700)
+    review = window.view("review")
+    _show(window, "open-mix", "1")
+    review.setFocus()
+    qtbot.wait(50)
+
+    def places():
+        return {v: b.mapTo(window, b.rect().topLeft()) for v, b in review.verdict_buttons.items()}
+
+    before = places()
+    qtbot.keyClick(window, Qt.Key_W)
+    qtbot.keyClicks(review.answer, "filming with a camera on a tripod in a park on a sunny afternoon, far from town")
+    qtbot.keyClick(review.answer, Qt.Key_Return)
+    qtbot.wait(50)
+    assert "wrong reference → filming" in review.saved.text()
+    assert review.saved.height() < 2 * review.saved.fontMetrics().height()  # one line, whole in its tooltip
+    assert places() == before
