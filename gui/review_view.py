@@ -271,6 +271,9 @@ class ReviewView(QWidget):
         self.change.setToolTip("Withdraw your verdict on this item (kept in the log) and give another one")
         self.change.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.change.clicked.connect(self.change_verdict)
+        keep = self.change.sizePolicy()
+        keep.setRetainSizeWhenHidden(True)  # the row as tall with it as without: the buttons above never move
+        self.change.setSizePolicy(keep)
         self.change.hide()
         status.addWidget(self.saved, 1)
         status.addWidget(self.change)

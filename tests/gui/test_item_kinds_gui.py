@@ -336,3 +336,7 @@ def test_a_long_saved_message_moves_no_verdict_button(qtbot, kinds_ws, make_wind
     assert "wrong reference → filming" in review.saved.text()
     assert review.saved.height() < 2 * review.saved.fontMetrics().height()  # one line, whole in its tooltip
     assert places() == before
+    qtbot.keyClick(window, Qt.Key_Left)  # back to it: "Your verdict: …" and its Change my verdict link
+    qtbot.wait(50)
+    assert review.change.isVisible() and "Your verdict: wrong reference" in review.saved.text()
+    assert places() == before
