@@ -6,6 +6,15 @@ from annotation import alignment, qc, reviews
 from db import catalog, item_query, open_workspace
 
 
+def _adjudication(path, make_window):
+    """A window on the workspace at Queues › Extractor adjudication: (window, queues view, adjudication page)."""
+    window = make_window(path)
+    window.show_view("queues")
+    queues = window.view("queues")
+    queues.select("adjudication")
+    return window, queues, queues.adjudication
+
+
 def _set_from_run(path, name="first-set"):
     with open_workspace(path) as ws:
         bench = catalog.benchmark_by_name(ws, "demo")
@@ -21,11 +30,7 @@ def _visible_texts(widget):
 
 def test_blind_adjudication_reveals_extractor_outputs_only_after_the_label(qtbot, demo_ws, make_window):
     adj_set = _set_from_run(demo_ws)
-    window = make_window(demo_ws)
-    window.show_view("queues")
-    queues = window.view("queues")
-    queues.select("adjudication")
-    page = queues.adjudication
+    window, queues, page = _adjudication(demo_ws, make_window)
     assert page.set_combo.currentData() == adj_set.name
     task = page.task
     assert task is not None and page.response.text() == task.response
@@ -125,11 +130,7 @@ def test_queues_refresh_before_the_first_annotator_name_is_given(qtbot, tmp_path
 
 def test_an_unclear_label_is_revealed_as_left_out_of_the_alignment_figures(qtbot, demo_ws, make_window):
     adj_set = _set_from_run(demo_ws)
-    window = make_window(demo_ws)
-    window.show_view("queues")
-    queues = window.view("queues")
-    queues.select("adjudication")
-    page = queues.adjudication
+    window, queues, page = _adjudication(demo_ws, make_window)
     task = page.task
     qtbot.keyClicks(window, "?")  # unclear
     with open_workspace(demo_ws) as ws:
@@ -149,11 +150,7 @@ def test_an_unclear_label_is_revealed_as_left_out_of_the_alignment_figures(qtbot
 
 def test_a_finished_set_says_what_to_do_next_instead_of_an_empty_response(qtbot, demo_ws, make_window):
     adj_set = _set_from_run(demo_ws)
-    window = make_window(demo_ws)
-    window.show_view("queues")
-    queues = window.view("queues")
-    queues.select("adjudication")
-    page = queues.adjudication
+    window, queues, page = _adjudication(demo_ws, make_window)
     for _ in range(adj_set.items):
         qtbot.keyClick(window, Qt.Key_1)
         qtbot.keyClick(window, Qt.Key_Return)
