@@ -57,6 +57,8 @@ from gui.image_view import ImageView
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
 from gui.shortcuts import VERDICT_KEYS, review_shortcuts, verdict_button, verdict_keys
 
+_OF = "\u00a0/\u00a0"  # "16 / 30" never breaks in the middle when the progress line wraps at 1024 px
+
 
 def typing_in(widget) -> bool:
     """True when keyboard focus is in a text field: the review keys must then type, not act."""
@@ -280,7 +282,7 @@ class ReviewView(QWidget):
         vb.addLayout(status)
         self.progress = QLabel()
         self.progress.setObjectName("muted")
-        self.progress.setWordWrap(True)  # "Reviewed 4 / 30 · mine 0" on two lines rather than a wider window
+        self.progress.setWordWrap(True)  # "Reviewed 4 / 30 · mine 0" on two lines rather than a wider window (_OF)
 
         nav = QHBoxLayout()
         for text, tip, slot in (
@@ -763,9 +765,9 @@ class ReviewView(QWidget):
             return
         p = reviews.progress(self.ctx.ws, bench.id, self.ctx.annotator)
         if self.ctx.prefs.blind:  # everyone's count would tell, verdict by verdict, who else judged the item
-            self.progress.setText(f"Mine {p['mine']} / {p['total']}")
+            self.progress.setText(f"Mine {p['mine']}{_OF}{p['total']}")
         else:
-            self.progress.setText(f"Reviewed {p['reviewed']} / {p['total']}  ·  mine {p['mine']}")
+            self.progress.setText(f"Reviewed {p['reviewed']}{_OF}{p['total']}  ·  mine {p['mine']}")
 
     def _apply_prefs(self) -> None:
         if self.item is not None:

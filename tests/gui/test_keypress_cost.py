@@ -134,7 +134,7 @@ def test_a_refresh_after_another_process_wrote_a_verdict_reads_that_item_only(ma
     assert model.status[item_id].by("dee") == ("ambiguous", None)  # shown ...
     assert resets == []  # ... without reloading the listing
     assert full_scans(conn, statements) == []
-    assert review.progress.text().startswith("Reviewed 1001 / 10000")  # the progress line follows
+    assert review.progress.text().startswith("Reviewed 1001\u00a0/\u00a010000")  # the progress line follows
     window.close()
 
 

@@ -88,7 +88,9 @@ def test_filter_then_review_ten_items_with_the_keyboard_and_undo_one(qtbot, demo
     # Eleven verdicts and one undo row in the append-only log.
     with sqlite3.connect(demo_ws) as conn:
         assert conn.execute("SELECT count(*) FROM reviews WHERE annotator = 'ann'").fetchone()[0] == 12
-    assert "Reviewed 9 / 30" in review.progress.text()  # ten standing verdicts; the skip judges nothing (0023)
+    assert (
+        "Reviewed 9\u00a0/\u00a030" in review.progress.text()
+    )  # ten standing verdicts; the skip judges nothing (0023)
     # From the start, N jumps over the reviewed items to dev[10]; the table shows the verdicts.
     review.show_row(0)
     _key(qtbot, window, Qt.Key_N)
