@@ -126,6 +126,7 @@ class _ItemPage(QWidget):
         self.page_layout.setContentsMargins(0, 0, 0, 0)
         self.page_layout.setSpacing(0)
         self.page_layout.addWidget(split, 1)
+        self.split = split
         ctx.loader.loaded.connect(self._on_image)
 
     def reveals(self, item_id: int) -> bool:
@@ -166,6 +167,31 @@ class QCPage(_ItemPage):
         self.candidate: qc.Candidate | None = None
         self.decided: list[tuple[int, str]] = []  # (item id, stage) decided on this page, newest last: Ctrl+Z
         self.empty = EmptyState(self, ctx, "qc")
+        # The flag being decided, or, once every flag of the benchmark has my decision, what to do next: one stacked
+        # area in the item's place, so the page keeps its layout and shows no empty item. (No flag computed at all is
+        # the EmptyState above: a different thing to say.)
+        self.area = QStackedWidget()
+        self.page_layout.removeWidget(self.split)
+        self.area.addWidget(self.split)
+        done = QWidget()
+        self.done_layout = QVBoxLayout(done)
+        self.done_layout.setContentsMargins(24, 16, 24, 16)
+        self.done_layout.setSpacing(10)
+        done_head = QHBoxLayout()
+        done_head.addWidget(_title("Quality control"))
+        done_head.addStretch(1)
+        self.done_left = QLabel("0 left for you")
+        self.done_left.setObjectName("muted")
+        done_head.addWidget(self.done_left)
+        self.done_layout.addLayout(done_head)
+        self.done_text = QLabel()
+        self.done_text.setWordWrap(True)
+        self.done_text.setTextFormat(Qt.TextFormat.RichText)
+        self.done_layout.addWidget(self.done_text)
+        self.done_buttons: list[QPushButton] = []
+        self.done_layout.addStretch(1)
+        self.area.addWidget(done)
+        self.page_layout.insertWidget(0, self.area, 1)
         self.flag = QLabel()
         self.flag.setObjectName("flagNote")
         self.flag.setWordWrap(True)
@@ -281,17 +307,65 @@ class QCPage(_ItemPage):
         else:
             self.empty.hide()
         if self.candidate is None:
-            self.flag.setText(
-                "No quality-control candidate is waiting for you: every flag of this benchmark has your decision."
-            )
+            self.flag.setText("")
             self.show_item(None)
+            if bench is not None and queue:
+                self._show_next_steps(bench.name)
             return
+        self.area.setCurrentIndex(0)
         c = self.candidate
         self._show_candidate(keep_pick=False)
         default = "text_answerable" if c.stage == "text-only" else "wrong_answer"
         self.reason.setCurrentIndex(self.reason.findData(default))
         self._update_confirm()
         self.setFocus()
+
+    def flags_elsewhere(self) -> list[tuple[str, int]]:
+        """(benchmark, flags left for me) of every other benchmark that has some: each benchmark's queue read by the
+        flags' benchmark index and counted by `remaining`, the one rule of what is left for me (qc.resolve decides
+        pending and disputed), so the count here is the count that benchmark's page will show."""
+        ws, bench = self.ctx.ws, self.ctx.benchmark
+        return [
+            (b.name, n)
+            for b in catalog.list_benchmarks(ws)
+            if (bench is None or b.id != bench.id) and (n := len(self.remaining(qc.queue(ws, benchmark_id=b.id))))
+        ]
+
+    def _show_next_steps(self, name: str) -> None:
+        """Flags were computed and every one left has my decision: say so, where flags wait for me (another
+        benchmark), and how to get more (run a stage). Blind: counts of my own work only, no key, no one's decision."""
+        for button in self.done_buttons:
+            self.done_layout.removeWidget(button)
+            button.deleteLater()
+        self.done_buttons = []
+        lines = [f"<b>Every quality-control flag on {html.escape(name)} has your decision.</b>"]
+        if self.saved.text():
+            lines.append(html.escape(self.saved.text()) + " — Ctrl+Z withdraws it and shows that flag again.")
+        waiting = self.flags_elsewhere()
+        if waiting:
+            lines.append(
+                "Flags wait for you on "
+                + ", ".join(f"{html.escape(other)} ({n} left)" for other, n in waiting)
+                + ": choose it in the Benchmarks list."
+            )
+        lines.append(
+            "More flags come from running a stage again, after new runs: the text-only stage (language models "
+            "answering without the image) or the consensus stage (VLM runs none of which gets an item right)."
+        )
+        set_rich_text(self.done_text, "<br><br>".join(lines))
+        actions: list[tuple[str, object]] = [
+            (text, lambda _=False, w=what: self.ctx.actionRequested.emit(w)) for text, what in (TEXT_ONLY, CONSENSUS)
+        ]
+        if self.decided:
+            actions.append((self.change.text(), self.undo))
+        for n, (text, slot) in enumerate(actions):
+            button = QPushButton(text)
+            if n == 0:
+                button.setObjectName("primary")
+            button.clicked.connect(slot)
+            self.done_layout.insertWidget(2 + n, button, 0, Qt.AlignmentFlag.AlignLeft)
+            self.done_buttons.append(button)
+        self.area.setCurrentIndex(1)
 
     def _show_candidate(self, *, keep_pick: bool) -> None:
         """Everything of the flag shown that the blind rule decides — the item (its key), why it was flagged, the
@@ -597,11 +671,10 @@ class AdjudicationPage(QWidget):
             self.done_layout.removeWidget(button)
             button.deleteLater()
         self.done_buttons = []
-        waiting = [
-            (s.name, n)
-            for s in alignment.list_sets(ws)
-            if s.name != name and (n := alignment.remaining_for(ws, s.name, me))
-        ]
+        # The other sets by the names the chooser holds (reload_sets read them): list_sets would count every set's
+        # items again, this one's (however many I labelled) among them.
+        others = [self.set_combo.itemData(i) for i in range(self.set_combo.count())]
+        waiting = [(o, n) for o in others if o != name and (n := alignment.remaining_for(ws, o, me))]
         lines = [f"<b>Every response in set {html.escape(name)} has your label.</b>"]
         actions: list[tuple[str, object]] = []
         if waiting:

@@ -175,3 +175,53 @@ def test_a_finished_set_says_what_to_do_next_instead_of_an_empty_response(qtbot,
     qtbot.mouseClick(page.done_buttons[0], Qt.LeftButton)
     assert page.set_combo.currentData() == "second-set" and page.task is not None
     assert page.response.isVisibleTo(page) and page.response.text() == page.task.response
+
+
+def test_qc_with_every_flag_decided_shows_next_steps_in_the_item_s_place(qtbot, demo_ws, make_window):
+    """Every flag of demo has ann's decision (the last one given on the page): no empty item, but where flags wait
+    (demo-pope), the stages that make more, and the way back to the last decision; blind, nothing of a key or of
+    anyone else's decision on it."""
+    from gui.empty_states import CONSENSUS, TEXT_ONLY
+    from tests.annotation.test_qc_export import consensus_over_first
+
+    with open_workspace(demo_ws) as ws:
+        bench = catalog.benchmark_by_name(ws, "demo")
+        run_id = item_query.runs_of_benchmark(ws, bench.id)[0].id
+        flagged = qc.compute_stage(ws, bench.id, "consensus", [run_id]).candidates
+        consensus_over_first(ws, "demo-pope")
+        pope = catalog.benchmark_by_name(ws, "demo-pope")
+        pope_left = len(qc.queue(ws, benchmark_id=pope.id, status="pending"))
+        queue = qc.queue(ws, benchmark_id=bench.id)
+        for c in queue[1:]:
+            qc.decide(ws, c.item_id, c.stage, "ann", "reject")
+        qc.decide(ws, queue[1].item_id, queue[1].stage, "bob", "confirm", reason="ambiguous", note="bob-note")
+        last = queue[0]
+    assert flagged and pope_left
+    window = make_window(demo_ws, blind=True)
+    window.show_view("queues")
+    queues = window.view("queues")
+    queues.select("qc")
+    page = queues.qc
+    assert page.area.currentIndex() == 0 and page.candidate.item_id == last.item_id
+    asked: list[str] = []
+    window.ctx.actionRequested.disconnect(window.trigger)  # a stage's dialog is not what is tested
+    window.ctx.actionRequested.connect(asked.append)
+    qtbot.mouseClick(page.reject, Qt.LeftButton)
+    # The next steps where the item was: no empty question, options or image, and not the "no flags yet" state.
+    assert page.candidate is None and page.area.currentIndex() == 1 and not page.empty.isVisible()
+    assert not page.panel.isVisibleTo(page) and not page.image.isVisibleTo(page)
+    text = page.done_text.text()
+    assert "Every quality-control flag on demo has your decision" in text
+    assert f"Flags wait for you on demo-pope ({pope_left} left)" in text
+    assert page.done_left.text() == "0 left for you" and "0 left" in queues.list.item(0).text()
+    assert [b.text() for b in page.done_buttons] == [TEXT_ONLY[0], CONSENSUS[0], "Change my decision  Ctrl+Z"]
+    assert all(b.isVisibleTo(page) for b in page.done_buttons)
+    shown = text + _visible_texts(page)
+    assert "bob" not in shown and "confirm" not in shown and "ambiguous" not in shown
+    assert not any(f"answer {a}" in shown.lower() for a in "ABCD")
+    qtbot.mouseClick(page.done_buttons[1], Qt.LeftButton)
+    assert asked == [CONSENSUS[1]]
+    # Change my decision: the flag is back in the item's place, to decide again.
+    qtbot.mouseClick(page.done_buttons[2], Qt.LeftButton)
+    assert page.area.currentIndex() == 0 and page.candidate.item_id == last.item_id
+    assert page.panel.isVisibleTo(page) and "1 left" in page.left.text()
