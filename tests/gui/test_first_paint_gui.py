@@ -189,6 +189,25 @@ def _gated(monkeypatch, module, name, gate: threading.Event, calls: list):
     monkeypatch.setattr(module, name, held)
 
 
+def _slow_first(monkeypatch, module, name, asks, instead) -> tuple[threading.Event, threading.Event]:
+    """`module.name` answers an ask that `asks(*args)` matches with `instead(real, ws, *args, **kwargs)` (a stale
+    answer): the first such ask in the worker's thread, once `started`, waits for `slow`; the later ones do not, so that
+    another task asking the same (a refresh, a busy machine's timing) cannot hold the pool's other worker too."""
+    real = getattr(module, name)
+    slow, started = threading.Event(), threading.Event()
+
+    def stand_in(ws, *args, **kwargs):
+        if not asks(*args):
+            return real(ws, *args, **kwargs)
+        if not started.is_set():
+            started.set()
+            slow.wait(30)
+        return instead(real, ws, *args, **kwargs)
+
+    monkeypatch.setattr(module, name, stand_in)
+    return slow, started
+
+
 def test_the_results_chart_says_computing_in_its_place_then_draws_the_reports(
     qtbot,
     three_runs,  # noqa: F811
@@ -228,24 +247,19 @@ def test_the_results_chart_says_computing_in_its_place_then_draws_the_reports(
 def test_a_slow_report_of_runs_no_longer_chosen_is_not_drawn(qtbot, three_runs, make_window, monkeypatch):  # noqa: F811
     import gui.dashboard_view as dashboard_view
 
-    real = dashboard_view.run_report
-    slow, started, armed = threading.Event(), threading.Event(), threading.Event()
-
-    def run_report(ws, run_id):
-        if run_id == 2 and armed.is_set():  # what it would draw is run 3's report; the first ask is slow
-            if not started.is_set():
-                started.set()
-                slow.wait(30)
-            return real(ws, 3)
-        return real(ws, run_id)
-
-    monkeypatch.setattr(dashboard_view, "run_report", run_report)
+    armed = threading.Event()
+    slow, started = _slow_first(  # run 2's report, once armed, is run 3's: what it would draw must never show
+        monkeypatch,
+        dashboard_view,
+        "run_report",
+        lambda run_id: run_id == 2 and armed.is_set(),
+        lambda real, ws, run_id: real(ws, 3),
+    )
     window = make_window(three_runs)
     dash = window.view("results")
     window.show_view("results")
-    # The view's first charts (the latest runs, run 2 among them) are drawn before the slow report is armed, and only
-    # the first ask is slow: a busy machine let another task (those first charts, a refresh of the runs shown) reach
-    # run 2 too, and with both workers held, run 1's report waited 30 s.
+    # The view's first charts (the latest runs, run 2 among them) are drawn before the slow report is armed: on a busy
+    # machine that first task reached run 2 too, and with both workers held, run 1's report waited 30 s.
     qtbot.waitUntil(lambda: not dash.computing, timeout=10_000)
     armed.set()
     dash.show_runs([2])
@@ -307,17 +321,13 @@ def test_a_slow_desiderata_report_of_runs_no_longer_chosen_is_not_shown(qtbot, t
     import gui.desiderata_view as desiderata_view
     from evaluator.analysis.desiderata import format_report
 
-    real = desiderata_view.desiderata_report
-    slow, started = threading.Event(), threading.Event()
-
-    def desiderata_report(ws, run_ids, **kwargs):
-        if list(run_ids) == [2]:  # slow, and what it would show is run 4's report
-            started.set()
-            slow.wait(30)
-            return real(ws, [4], **kwargs)
-        return real(ws, run_ids, **kwargs)
-
-    monkeypatch.setattr(desiderata_view, "desiderata_report", desiderata_report)
+    slow, started = _slow_first(  # run 2's report is run 4's: what it would show must never show
+        monkeypatch,
+        desiderata_view,
+        "desiderata_report",
+        lambda run_ids: list(run_ids) == [2],
+        lambda real, ws, run_ids, **kwargs: real(ws, [4], **kwargs),
+    )
     window = make_window(three_runs)
     dash = window.view("results")
     window.show_view("results")
