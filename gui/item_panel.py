@@ -268,14 +268,6 @@ class _TextArea(_ScrollBox):
         return max(24, whole if cap is None else min(whole, cap))
 
 
-def guess_kind(item) -> ItemKind:
-    """An item's kind from the item alone, for a caller that does not pass its benchmark's: options make it
-    multiple-choice, a yes or no key yes/no, anything else open."""
-    if item.options:
-        return "mcq"
-    return "yesno" if (item.answer or "").lower() in YES_NO else "open"
-
-
 class ItemPanel(QWidget):
     """Header, hint, question, and the options, Yes/No cards or reference answers of one item, by its kind."""
 
@@ -420,8 +412,8 @@ class ItemPanel(QWidget):
         kind: str | None = None,
         live_arena: bool = False,
     ) -> None:
-        """`kind`: the benchmark's (annotation/item_kinds.py; guessed from the item when not given); `live_arena`:
-        the item is a live-arena question, which has no references by design."""
+        """`kind`: the benchmark's (annotation/item_kinds.py, `item_kind`), required with an item; `live_arena`: the
+        item is a live-arena question, which has no references by design."""
         self.item, self.blind, self.reveal, self.picked = item, blind, reveal, None
         self.live_arena = live_arena
         if item is None:
@@ -443,7 +435,9 @@ class ItemPanel(QWidget):
         self.question.setText(breakable(item.question))
         self.question.show()
         self._fit_text()
-        self.kind = kind_of(kind) if kind is not None else guess_kind(item)
+        if kind is None:
+            raise ValueError("an item is shown with its benchmark's kind (item_kind)")
+        self.kind = kind_of(kind)
         self._set_options(item.options if self.kind == "mcq" else (), yes_no=self.kind == "yesno")
         self._refresh()
         self._fit_room()
@@ -730,9 +724,13 @@ class HistoryView(QTreeWidget):
             self.addTopLevelItem(empty)
 
 
-def item_kind(bench, item) -> ItemKind:
-    """The item's kind: its benchmark's (the item's own benchmark is the one shown)."""
-    return kind_of(bench.kind) if bench is not None and bench.id == item.benchmark_id else guess_kind(item)
+def item_kind(ws, bench, item) -> ItemKind:
+    """The item's kind: its benchmark's, the one shown when it is the item's, else read (reviews.item_kind)."""
+    from annotation import reviews
+
+    if bench is not None and bench.id == item.benchmark_id:
+        return kind_of(bench.kind)
+    return reviews.item_kind(ws, item.id)[0]
 
 
 def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsView, history: HistoryView, tabs=None):
@@ -749,7 +747,7 @@ def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsVi
     sight = ctx.sight(item_ids=[item.id])
     revealed = sight.reveals(item.id)
     bench = ctx.benchmark
-    kind = item_kind(bench, item)
+    kind = item_kind(ctx.ws, bench, item)
     panel.show_item(
         item,
         bench_name=bench.name if bench else "",

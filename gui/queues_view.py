@@ -142,7 +142,7 @@ class _ItemPage(QWidget):
             bench_name=bench.name if bench else "",
             blind=self.ctx.prefs.blind,
             reveal=reveal,
-            kind=item_kind(bench, self.item) if self.item is not None else None,
+            kind=item_kind(self.ctx.ws, bench, self.item) if self.item is not None else None,
             live_arena=bool(bench and bench.meta.get("live_arena")),
         )
         sha = self.item.image_sha256 if self.item else None
