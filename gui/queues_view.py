@@ -35,7 +35,7 @@ from annotation import alignment, qc, reviews
 from annotation.blind import HIDDEN_TEXT
 from annotation.browse import is_open_conflict, next_open_conflict, open_conflict_count
 from annotation.correction import wrong_key_problem
-from annotation.item_kinds import INCOMPLETE, KINDS, ItemKind, fits, kind_of, kind_words, verdict_label
+from annotation.item_kinds import INCOMPLETE, ItemKind, fits, kind_of, kind_words, verdict_label
 from db import catalog, item_query
 from db.catalog import Item
 from db.errors import InvalidInput, UserError
@@ -47,7 +47,7 @@ from gui.guidelines_view import GuidelinesPanel
 from gui.image_view import ImageView
 from gui.item_panel import ItemPanel, item_kind
 from gui.review_view import AnswerEdit, NoteEdit, typing_in
-from gui.shortcuts import VERDICT_KEYS, review_shortcuts, verdict_button, verdict_keys
+from gui.shortcuts import review_shortcuts, verdict_button, verdict_keys, verdict_places
 
 
 def _title(text: str) -> QLabel:
@@ -805,12 +805,6 @@ def _one_line() -> ElidedLabel:
 _TYPE_ANSWER = "Type the right answer: Enter saves, Esc cancels"
 
 
-def _slots() -> list[str]:
-    """The verdict buttons' places in the grid: the verdicts every kind has first, then the others. A button keeps its
-    place whatever the item's kind; one that does not fit leaves its place empty, so nothing moves."""
-    return sorted((v for v, _, _ in VERDICT_KEYS), key=lambda v: not all(fits(k, v) for k in KINDS))
-
-
 class ConflictsPage(_ItemPage):
     """Settle a disagreement by giving my own verdict, as in Review: the keys of the item's kind (gui/shortcuts.py),
     no answer picked until I pick one (an open item's right answer is typed), a note, Ctrl+Z. Once mine is saved the
@@ -846,7 +840,7 @@ class ConflictsPage(_ItemPage):
         grid = QGridLayout()
         grid.setSpacing(6)
         self.buttons: dict[str, QPushButton] = {}
-        for n, verdict in enumerate(_slots()):
+        for n, verdict in enumerate(verdict_places()):
             b = QPushButton()
             b.setObjectName("verdict_ok" if verdict == "ok" else "verdict")
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)

@@ -55,7 +55,7 @@ from gui.guidelines_view import GuidelinesPanel
 from gui.help_overlay import HelpOverlay
 from gui.image_view import ImageView
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
-from gui.shortcuts import VERDICT_KEYS, review_shortcuts, verdict_button, verdict_keys
+from gui.shortcuts import VERDICT_KEYS, review_shortcuts, verdict_button, verdict_keys, verdict_places
 
 _OF = "\u00a0/\u00a0"  # "16 / 30" never breaks in the middle when the progress line wraps at 1024 px
 
@@ -220,9 +220,7 @@ class ReviewView(QWidget):
         self.verdicts_why = "No benchmark chosen"  # why the buttons are off ("" while an item is shown)
         # Every verdict has its place, those of every kind first: a kind's own (R, open items) is hidden keeping its
         # size, so moving between kinds moves no button under the pointer.
-        common = [v for v, _, _ in VERDICT_KEYS if all(fits(k, v) for k in KINDS)]
-        placed = common + [v for v, _, _ in VERDICT_KEYS if v not in common]
-        for n, verdict in enumerate(placed):
+        for n, verdict in enumerate(verdict_places()):
             keys = {k for v, k, _ in VERDICT_KEYS if v == verdict}
             b = VerdictButton({f"{verdict_button(verdict, kind)}   {k}" for kind in KINDS for k in keys})
             b.setObjectName("verdict_ok" if verdict == "ok" else "verdict")

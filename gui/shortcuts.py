@@ -53,6 +53,13 @@ def verdict_keys(kind: ItemKind) -> tuple[tuple[str, str, str], ...]:
     )
 
 
+def verdict_places() -> list[str]:
+    """The verdict buttons' places in a grid (Review, Conflicts): the verdicts every kind has first, then the others,
+    in VERDICT_KEYS' order. A button keeps its place whatever the item's kind; one that does not fit leaves its place
+    empty, so nothing moves under the pointer."""
+    return sorted((v for v, _, _ in VERDICT_KEYS), key=lambda v: not all(v in VERDICTS_BY_KIND[k] for k in KINDS))
+
+
 def verdict_button(verdict: str, kind: ItemKind) -> str:
     """A verdict's short caption on a button for an item of this kind."""
     return "Wrong ref" if kind == "open" and verdict == "wrong_answer" else VERDICT_BUTTONS[verdict]
