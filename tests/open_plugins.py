@@ -61,3 +61,16 @@ OPEN_METRICS = (
         needs_references=False,
     ),
 )
+
+
+def run_parrot(path, bench: str, answers: dict[str, str], folder, monkeypatch) -> None:
+    """An open run of the parrot on `bench` of the workspace at `path` (its answers written to `folder`), through
+    `vlmdesk run`; the plugins are named for that run only, so an app opened after it shows the built-in metrics."""
+    from evaluator.registry import PLUGINS_ENV
+    from vlmdesk.cli import main
+
+    file = folder / "answers.json"
+    file.write_text(json.dumps(answers))
+    monkeypatch.setenv(PLUGINS_ENV, "tests.open_plugins")
+    assert main(["--workspace", str(path), "run", "--bench", bench, "--model", f"parrot:{file}"]) == 0
+    monkeypatch.delenv(PLUGINS_ENV)

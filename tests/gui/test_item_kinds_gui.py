@@ -15,10 +15,9 @@ from db import catalog, open_workspace
 from evaluator.engine.live import LiveAnswer
 from evaluator.formats.importers import import_benchmark
 from evaluator.formats.importers.common import index_for_lookup
-from evaluator.registry import PLUGINS_ENV
 from gui.item_panel import LIVE_NO_REFERENCE, REFERENCES_HIDDEN
 from gui.screenshot import VIEWS, Shot, take, visible_texts
-from vlmdesk.cli import main as cli_main
+from tests.open_plugins import run_parrot
 from vlmdesk.demo import demo_dir
 
 VQA = ["2"] * 7 + ["two"] * 3
@@ -62,11 +61,7 @@ def kinds_ws(demo_ws, tmp_path, monkeypatch):
             LiveAnswer("baseline:first", "Kyoto.", 10.0, {}, False),
             LiveAnswer("baseline:random", "Beijing.", 12.0, {}, False),
         )
-    answers = tmp_path / "answers.json"
-    answers.write_text(json.dumps(ANSWERS))
-    monkeypatch.setenv(PLUGINS_ENV, "tests.open_plugins")
-    assert cli_main(["--workspace", str(demo_ws), "run", "--bench", "open-mix", "--model", f"parrot:{answers}"]) == 0
-    monkeypatch.delenv(PLUGINS_ENV)  # the app shows the built-in metrics only
+    run_parrot(demo_ws, "open-mix", ANSWERS, tmp_path, monkeypatch)
     return demo_ws
 
 

@@ -3,17 +3,14 @@ answered items with that metric's score (evaluator.analysis.report.open_group_it
 opens
 in Review, and an open run never shares a chart with a multiple-choice one."""
 
-import json
-
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from db import open_workspace
 from evaluator.analysis.plots import bar_target
 from evaluator.analysis.report import open_group_items, run_report, run_summary
-from evaluator.registry import PLUGINS_ENV
 from gui.runs_list import score
-from vlmdesk.cli import main as cli_main
+from tests.open_plugins import run_parrot
 
 ANSWERS = {
     "Describe the cat's face": "A close-up of a tabby cat with green eyes and a pink nose; a blurred background.",
@@ -27,11 +24,7 @@ ANSWERS = {
 @pytest.fixture
 def open_ws(demo_ws, tmp_path, monkeypatch):
     """demo_ws (run 1: baseline:first on demo) with run 2: the test parrot's answers on demo-open."""
-    answers = tmp_path / "answers.json"
-    answers.write_text(json.dumps(ANSWERS))
-    monkeypatch.setenv(PLUGINS_ENV, "tests.open_plugins")
-    assert cli_main(["--workspace", str(demo_ws), "run", "--bench", "demo-open", "--model", f"parrot:{answers}"]) == 0
-    monkeypatch.delenv(PLUGINS_ENV)  # the app shows the built-in metrics only
+    run_parrot(demo_ws, "demo-open", ANSWERS, tmp_path, monkeypatch)
     return demo_ws
 
 
