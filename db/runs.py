@@ -168,6 +168,17 @@ class Prediction:
     # The tokens a server said this pass cost (its `usage`), when it said so; None otherwise (local models, old runs).
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # A thinking model's pass (issue 36, migration 0024): the thought apart from the answer (`response` is the answer
+    # only: everything that scores or shows a pass blind reads it), why generation stopped ("length": the token budget
+    # ended it) and the reasoning tokens the server said it spent. None when not split, not said, or stored before.
+    thought: str | None = None
+    finish_reason: str | None = None
+    reasoning_tokens: int | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """The token budget ended the pass (inside the thought when its stage is "truncated": no answer at all)."""
+        return self.finish_reason == "length"
 
     def row(self, created_at: str) -> tuple[object, ...]:
         return (
@@ -188,6 +199,9 @@ class Prediction:
             turns_json(self.turns),
             self.prompt_tokens,
             self.completion_tokens,
+            self.thought,
+            self.finish_reason,
+            self.reasoning_tokens,
         )
 
     def token_problems(self) -> list[str]:
@@ -195,7 +209,11 @@ class Prediction:
         return [
             f"run {self.run_id} item {self.item_id} pass {self.pass_}: {name} {str(value)[:40]!r} is not a whole "
             f"number of tokens in 0..{TOKENS_MAX}"
-            for name, value in (("prompt_tokens", self.prompt_tokens), ("completion_tokens", self.completion_tokens))
+            for name, value in (
+                ("prompt_tokens", self.prompt_tokens),
+                ("completion_tokens", self.completion_tokens),
+                ("reasoning_tokens", self.reasoning_tokens),
+            )
             if value is not None and not valid_int(value, 0, TOKENS_MAX)
         ]
 
@@ -208,9 +226,29 @@ class TokenUsage:
     passes: int
     prompt: int | None
     completion: int | None
+    reasoning: int | None = None  # of the completion tokens, those spent thinking (when a server said so)
 
     def to_json(self) -> dict[str, int | None]:
-        return {"passes": self.passes, "prompt": self.prompt, "completion": self.completion}
+        out = {"passes": self.passes, "prompt": self.prompt, "completion": self.completion}
+        return out if self.reasoning is None else {**out, "reasoning": self.reasoning}
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """A run's passes the token budget ended (finish_reason "length"), of its stored passes, and how many of them were
+    cut inside the thought (no answer at all: their stage is "truncated")."""
+
+    truncated: int
+    in_thought: int
+    passes: int
+
+    def line(self) -> str:
+        """ "truncated: 37 of 4,329 (12 inside the thought)"."""
+        inside = f" ({self.in_thought:,} inside the thought)" if self.in_thought else ""
+        return f"truncated: {self.truncated:,} of {self.passes:,}{inside}"
+
+    def to_json(self) -> dict[str, int]:
+        return {"truncated": self.truncated, "in_thought": self.in_thought, "passes": self.passes}
 
 
 _RUN_SELECT = """
@@ -578,8 +616,8 @@ def add_predictions(ws: Workspace, predictions: list[Prediction], owner: Owner |
                 raise RunLost(f"run {predictions[0].run_id} was taken over by another process")
         ws.conn.executemany(
             "INSERT INTO predictions (run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, "
-            "reason, correct, latency_ms, created_at, scores, turns, prompt_tokens, completion_tokens) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "reason, correct, latency_ms, created_at, scores, turns, prompt_tokens, completion_tokens, thought, "
+            "finish_reason, reasoning_tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [p.row(now) for p in predictions],
         )
         if predictions and owner is None:
@@ -593,7 +631,7 @@ def items_of(ws: Workspace, run: Run) -> list[catalog.Item]:
 
 PREDICTION_COLUMNS = (
     "run_id, item_id, pass, option_order, prompt, response, answer, choice, stage, reason, correct, latency_ms, "
-    "scores, turns, prompt_tokens, completion_tokens"
+    "scores, turns, prompt_tokens, completion_tokens, thought, finish_reason, reasoning_tokens"
 )
 """Every column prediction_from_row reads, in its order: what a reader of whole passes selects."""
 
@@ -610,14 +648,27 @@ def token_usage(ws: Workspace, run_id: int) -> TokenUsage:
     count, and the sums (None when no pass has that count). A value outside what the door lets in (a file written
     by other tools) is not counted."""
     row = ws.conn.execute(
-        "SELECT token_passes, prompt_passes, prompt_tokens, completion_passes, completion_tokens FROM run_counts "
-        "WHERE run_id = ?",
+        "SELECT token_passes, prompt_passes, prompt_tokens, completion_passes, completion_tokens, reasoning_passes, "
+        "reasoning_tokens FROM run_counts WHERE run_id = ?",
         (run_id,),
     ).fetchone()
     if row is None:
         return TokenUsage(0, None, None)
-    passes, prompt_passes, prompt, completion_passes, completion = row
-    return TokenUsage(passes, prompt if prompt_passes else None, completion if completion_passes else None)
+    passes, prompt_passes, prompt, completion_passes, completion, reasoning_passes, reasoning = row
+    return TokenUsage(
+        passes,
+        prompt if prompt_passes else None,
+        completion if completion_passes else None,
+        reasoning if reasoning_passes else None,
+    )
+
+
+def truncation(ws: Workspace, run_id: int) -> Truncation:
+    """The run's truncated passes, as kept beside them (migration 0024): a few columns of one row."""
+    row = ws.conn.execute(
+        "SELECT truncated, truncated_thought, passes FROM run_counts WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    return Truncation(*row) if row is not None else Truncation(0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -686,7 +737,8 @@ def _tokens_read(value: object) -> int | None:
 
 def prediction_from_row(r: tuple[Any, ...]) -> Prediction:
     """A Prediction from the predictions columns in PREDICTION_COLUMNS' order: run_id … latency_ms, then optionally
-    scores and turns (both or neither), then optionally prompt_tokens and completion_tokens (both or neither)."""
+    scores and turns (both or neither), then optionally prompt_tokens and completion_tokens (both or neither), then
+    optionally thought, finish_reason and reasoning_tokens (all three or none)."""
     return Prediction(
         r[0],
         r[1],
@@ -704,6 +756,9 @@ def prediction_from_row(r: tuple[Any, ...]) -> Prediction:
         turns_from_json(r[13]) if len(r) > 13 else None,
         _tokens_read(r[14]) if len(r) > 14 else None,
         _tokens_read(r[15]) if len(r) > 15 else None,
+        r[16] if len(r) > 16 and isinstance(r[16], str) else None,
+        r[17] if len(r) > 17 and isinstance(r[17], str) else None,
+        _tokens_read(r[18]) if len(r) > 18 else None,
     )
 
 

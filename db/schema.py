@@ -1594,6 +1594,8 @@ def rebuild_run_figures(db: Database) -> None:
             f"INSERT INTO benchmark_groups (benchmark_id, level, name, answered) SELECT benchmark_id, '{level}', "
             f"{_group(column)} AS name, count(*) FROM items WHERE answer IS NOT NULL GROUP BY benchmark_id, name"
         )
+    if any(row[1] == "finish_reason" for row in db.execute("PRAGMA table_info(predictions)").fetchall()):
+        rebuild_thought_counts(db)  # run_counts' rows were made afresh (a repair after migration 0024)
 
 
 def _stand(row: str) -> str:
@@ -1730,4 +1732,63 @@ def _m0023(db: Database) -> None:
         UPDATE benchmark_counts SET reviewed = (SELECT count(DISTINCT s.item_id) FROM review_standing s
             WHERE s.benchmark_id = benchmark_counts.benchmark_id AND s.verdict != 'skip');
         """,  # noqa: E501 (the statements read as written)
+    )
+
+
+# What a run's passes say about thinking and cut-off answers (migration 0024), kept in run_counts beside the token
+# sums: passes the token budget ended (finish_reason 'length'), those of them cut inside the thought (stage
+# 'truncated': no answer at all), and the reasoning tokens servers said the passes spent.
+_THOUGHT_SUMS = {
+    "truncated": "{n}.finish_reason IS 'length'",
+    "truncated_thought": "{n}.stage IS 'truncated'",
+    "reasoning_passes": "{n}.reasoning_tokens IS NOT NULL",
+    "reasoning_tokens": "coalesce({n}.reasoning_tokens, 0)",
+}
+
+
+def _thought_sums(row: str, sign: str) -> str:
+    terms = ", ".join(f"{name} = {name} {sign} ({expr.format(n=row)})" for name, expr in _THOUGHT_SUMS.items())
+    return f"UPDATE run_counts SET {terms} WHERE run_id = {row}.run_id;"
+
+
+def rebuild_thought_counts(db: Database) -> None:
+    """Derive run_counts' thought sums afresh from the passes (migration 0024; repair, after rebuild_run_figures)."""
+    for name, expr in _THOUGHT_SUMS.items():
+        db.execute(
+            f"UPDATE run_counts SET {name} = coalesce((SELECT sum({expr.format(n='p')}) FROM predictions p "
+            "WHERE p.run_id = run_counts.run_id), 0)"
+        )
+
+
+@migrations(name="0024_thoughts")
+def _m0024(db: Database) -> None:
+    # Issue 36: thinking models. A pass stores its thought apart from its answer (extractors, judges, metrics and blind
+    # views read `response`, the answer only), why generation stopped (`finish_reason`: 'length' when the token budget
+    # ended it) and the reasoning tokens a server said it spent. Passes stored before have NULLs: nothing was split.
+    # The sums a report shows are kept in run_counts by triggers of their own (the figures' triggers are untouched).
+    columns = "\n".join(
+        f"ALTER TABLE run_counts ADD COLUMN {name} INTEGER NOT NULL DEFAULT 0;" for name in _THOUGHT_SUMS
+    )
+    _script(
+        db,
+        f"""
+        ALTER TABLE predictions ADD COLUMN thought TEXT;
+        ALTER TABLE predictions ADD COLUMN finish_reason TEXT
+            CHECK (finish_reason IS NULL OR (typeof(finish_reason) = 'text' AND length(finish_reason) <= 40));
+        ALTER TABLE predictions ADD COLUMN reasoning_tokens INTEGER CHECK ({_token_count("reasoning_tokens")});
+        {columns}
+        CREATE TRIGGER predictions_thought_ai AFTER INSERT ON predictions
+                WHEN NEW.finish_reason IS 'length' OR NEW.reasoning_tokens IS NOT NULL BEGIN
+            {_thought_sums("NEW", "+")}
+        END;
+        CREATE TRIGGER predictions_thought_au AFTER UPDATE OF run_id, stage, finish_reason, reasoning_tokens
+                ON predictions BEGIN
+            {_thought_sums("OLD", "-")}
+            {_thought_sums("NEW", "+")}
+        END;
+        CREATE TRIGGER predictions_thought_ad AFTER DELETE ON predictions
+                WHEN OLD.finish_reason IS 'length' OR OLD.reasoning_tokens IS NOT NULL BEGIN
+            {_thought_sums("OLD", "-")}
+        END;
+        """,
     )

@@ -43,8 +43,9 @@ class Backend(Protocol):
 
     spec: str
 
-    def generate(self, queries: Sequence[Query], max_new_tokens: int) -> list[str]:
-        """Greedy answers, one text per query, in order."""
+    def generate(self, queries: Sequence[Query], max_new_tokens: int) -> Sequence[str | Generation]:
+        """Answers, one per query, in order: texts, or Generations where the backend knows more (its thought, why it
+        stopped, its tokens)."""
         ...
 
     def describe(self) -> dict[str, Any]:
@@ -85,21 +86,50 @@ def _spec_of(backend: object) -> str:
 
 @dataclass(frozen=True)
 class Usage:
-    """What a server says one answer cost, in tokens (None: not said). Checked at the door: whole numbers ≥ 0."""
+    """What a server says one answer cost, in tokens (None: not said). Checked at the door: whole numbers ≥ 0.
+    ``reasoning_tokens`` are the part of the completion's tokens spent thinking (usage.completion_tokens_details)."""
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What a model said for one query, as a backend gives it: the text, the thought when the backend got it apart
+    (a server's ``reasoning_content``; None otherwise — a thought inline in the text is split by the engine,
+    evaluator/engine/reasoning.py), why generation stopped (``finish_reason``: "stop", "length" when the token
+    budget ended it, None when not said) and what it cost. A backend's ``generate`` may give plain strings."""
+
+    text: str
+    thought: str | None = None
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+
+def as_generation(value: str | Generation) -> Generation:
+    """A backend's answer as a Generation (a plain string is a text and nothing else said)."""
+    return value if isinstance(value, Generation) else Generation(value)
 
 
 @dataclass(frozen=True)
 class Answer:
     """One answer of a stream: the key it was sent with, its text, the wall time from send to answer (retries
-    included) and the tokens it cost when the server said so."""
+    included), the tokens it cost when the server said so, and the thought and finish reason as a Generation."""
 
     key: int
     text: str
     latency_ms: float
     usage: Usage | None = None
+    thought: str | None = None
+    finish_reason: str | None = None
+
+    @classmethod
+    def of(cls, key: int, said: Generation, latency_ms: float) -> Answer:
+        return cls(key, said.text, latency_ms, said.usage, said.thought, said.finish_reason)
+
+    def generation(self) -> Generation:
+        return Generation(self.text, self.thought, self.finish_reason, self.usage)
 
 
 class Stream(Protocol):
