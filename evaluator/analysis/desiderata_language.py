@@ -19,6 +19,7 @@ from db import catalog, judgements, runs
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query
+from evaluator.backends.base import texts_of
 from evaluator.scoring.choices import shown_options
 
 ATTEMPTS = 3
@@ -181,7 +182,7 @@ def _ask(
         if not open_:
             break
         queries = [Query(prompt=judge_prompt(*passes[i], reminder=attempt > 0)) for i in open_]
-        texts = backend.generate(queries, max_new_tokens)
+        texts = texts_of(backend.generate(queries, max_new_tokens))
         if len(texts) != len(queries):
             raise BackendError(f"{backend.spec}: {len(texts)} replies to {len(queries)} prompts")
         calls += len(queries)

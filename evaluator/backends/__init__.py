@@ -7,9 +7,19 @@ named in VLMDESK_PLUGINS. Adding a backend is adding such a module (docs/archite
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TypeGuard
 
-from evaluator.backends.base import Backend, BackendEntry, BackendError, BuildContext, Query, ScoringBackend
+from evaluator.backends.base import (
+    Backend,
+    BackendEntry,
+    BackendError,
+    BuildContext,
+    Chat,
+    Generation,
+    Query,
+    ScoringBackend,
+)
 from evaluator.registry import Registry
 
 REGISTRY: Registry[BackendEntry] = Registry("backend", "BACKENDS", package="evaluator.backends")
@@ -60,7 +70,12 @@ def run_identity(spec: str) -> str:
 
 
 def load_backend(
-    spec: str, *, seed: int = 0, frequent_answer: str | None = None, batch_size: int | None = None
+    spec: str,
+    *,
+    seed: int = 0,
+    frequent_answer: str | None = None,
+    batch_size: int | None = None,
+    log_dir: Path | None = None,
 ) -> Backend:
     """Build the backend a model spec names. `frequent_answer` feeds `baseline:frequent`; `batch_size` is the
     run's, which a local model uses unless its spec sets its own. The backend comes behind the door (door.py):
@@ -68,7 +83,8 @@ def load_backend(
     from evaluator.backends.door import Door
 
     entry, rest = _entry(spec)
-    return Door(entry.make(rest, BuildContext(seed=seed, frequent_answer=frequent_answer, batch_size=batch_size)))
+    context = BuildContext(seed=seed, frequent_answer=frequent_answer, batch_size=batch_size, log_dir=log_dir)
+    return Door(entry.make(rest, context))
 
 
 def can_score(backend: Backend) -> TypeGuard[ScoringBackend]:
@@ -87,6 +103,8 @@ __all__ = [
     "BackendEntry",
     "BackendError",
     "BuildContext",
+    "Chat",
+    "Generation",
     "Query",
     "REGISTRY",
     "ScoringBackend",

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from PIL import Image
+from pathlib import Path
 from urllib.parse import urlencode
 
 from db.errors import EnvironmentFault
@@ -17,8 +18,28 @@ from evaluator.registry import Field, resolve
 
 
 @dataclass(frozen=True)
+class Chat:
+    """How a run's chat is set up, the same for each of its queries (issue 36): a system prompt sent before the
+    question, keyword arguments for the model's chat template (a JSON object's text, e.g. '{"enable_thinking":
+    true}'; a server gets them as ``chat_template_kwargs``, a local model's template as keywords) and the most
+    tokens the thought may take where the backend can bound it apart (None: only the run's max_new_tokens)."""
+
+    system: str | None = None
+    template_kwargs: str | None = None
+    thinking_budget: int | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        """The chat template's keyword arguments ({} when none)."""
+        import json
+
+        value = json.loads(self.template_kwargs) if self.template_kwargs else {}
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
 class Query:
-    """One prompt to a model: the text, the images (encoded bytes, e.g. JPEG/PNG), and the option letters offered.
+    """One prompt to a model: the text, the images (encoded bytes, e.g. JPEG/PNG), the option letters offered, and
+    the run's chat setup.
 
     ``images`` is empty when the run is text-only. ``letters`` lets reference baselines answer without a model.
     """
@@ -26,6 +47,7 @@ class Query:
     prompt: str
     images: tuple[bytes, ...] = ()
     letters: tuple[str, ...] = ()
+    chat: Chat = Chat()
 
     def pil_images(self) -> list[Image.Image]:
         from PIL import Image
@@ -105,6 +127,11 @@ class Generation:
     thought: str | None = None
     finish_reason: str | None = None
     usage: Usage | None = None
+
+
+def texts_of(answers: Sequence[str | Generation]) -> list[str]:
+    """The texts of a backend's answers (a backend loaded through the door has split any thought off already)."""
+    return [a if isinstance(a, str) else a.text for a in answers]
 
 
 def as_generation(value: str | Generation) -> Generation:
@@ -219,11 +246,14 @@ class ServersDown(BackendError):
 @dataclass(frozen=True)
 class BuildContext:
     """What a run knows that a backend may use: the run's seed, the benchmark's most frequent answer (for
-    `baseline:frequent`) and the run's batch size (a local model's default)."""
+    `baseline:frequent`), the run's batch size (a local model's default) and where a started server's log goes."""
 
     seed: int = 0
     frequent_answer: str | None = None
     batch_size: int | None = None
+    # Where a backend that starts a server (vllm:, sglang:) keeps its log: the workspace's folder of server logs;
+    # None outside a workspace (a temporary folder is used).
+    log_dir: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,19 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from evaluator.backends.base import Answer, Backend, BackendError, Query, RetryWait, Stream, log_wait, open_stream
+from evaluator.backends import reasoning
+from evaluator.backends.base import (
+    Answer,
+    Backend,
+    BackendError,
+    Generation,
+    Query,
+    RetryWait,
+    Stream,
+    as_generation,
+    log_wait,
+    open_stream,
+)
 from evaluator.backends.secrets import redact
 
 # The longest answer vlmdesk keeps (docs/adr/0048): 64 K characters, some 16,000 tokens, far above what any run asks
@@ -26,9 +38,13 @@ MAX_ANSWER_CHARS = 64 * 2**10
 CUT_MARK = f" [… cut by vlmdesk: the answer was longer than {MAX_ANSWER_CHARS:,} characters]"
 
 
-def bounded(text: str) -> str:
-    """text, or its first MAX_ANSWER_CHARS characters and CUT_MARK."""
-    return text if len(text) <= MAX_ANSWER_CHARS else text[:MAX_ANSWER_CHARS] + CUT_MARK
+# A thought is kept to four times that (a 32k-token budget of thinking is some 130,000 characters).
+MAX_THOUGHT_CHARS = 4 * MAX_ANSWER_CHARS
+
+
+def bounded(text: str, bound: int = MAX_ANSWER_CHARS) -> str:
+    """text, or its first `bound` characters and CUT_MARK."""
+    return text if len(text) <= bound else text[:bound] + CUT_MARK
 
 
 # Who hears of retry waits in this context (a run's engine); a context variable, so nested or parallel runs in one
@@ -64,18 +80,33 @@ class Door:
         """An answer as vlmdesk keeps it: redacted, then bounded."""
         return bounded(self.clean(text))
 
-    def generate(self, queries: Sequence[Query], max_new_tokens: int) -> list[str]:
+    def said(self, said: Generation, rule: str = reasoning.AUTO) -> Generation:
+        """A generation as vlmdesk keeps it: its thought split off by the run's reasoning rule (before any bound,
+        so a long thought cannot push the answer out), then each part redacted and bounded."""
+        said = reasoning.split(dataclasses.replace(said, text=self.clean(said.text)), rule)
+        thought = None if said.thought is None else bounded(self.clean(said.thought), MAX_THOUGHT_CHARS)
+        return dataclasses.replace(said, text=bounded(said.text), thought=thought)
+
+    def generations(
+        self, queries: Sequence[Query], max_new_tokens: int, rule: str = reasoning.AUTO
+    ) -> list[Generation]:
+        """The backend's answers, each split by `rule`, redacted and bounded (`said`)."""
         try:
-            texts = self.backend.generate(queries, max_new_tokens)
+            answers = self.backend.generate(queries, max_new_tokens)
         except BackendError as exc:  # what the server said about a failure (its error body) is said on
             exc.args = (self.clean(str(exc)),)
             raise
-        return [self.answer(t) if isinstance(t, str) else t for t in texts]
+        return [self.said(as_generation(a), rule) for a in answers]
 
-    def open_stream(self, max_new_tokens: int) -> Stream | None:
-        """The backend's stream, its answers and failures redacted like generate()'s; None when it has none."""
+    def generate(self, queries: Sequence[Query], max_new_tokens: int) -> list[str]:
+        """The answers' texts, a thought split off by the default rule: what an extractor, a judge or an asking LLM
+        reads (a thinking judge's thought is never its verdict)."""
+        return [said.text for said in self.generations(queries, max_new_tokens)]
+
+    def open_stream(self, max_new_tokens: int, rule: str = reasoning.AUTO) -> Stream | None:
+        """The backend's stream, its answers split, redacted and bounded like generations()'; None when it has none."""
         stream = open_stream(self.backend, max_new_tokens)
-        return None if stream is None else _CleanStream(stream, self.clean, self.answer)
+        return None if stream is None else _CleanStream(stream, self.clean, lambda s: self.said(s, rule))
 
     def stream_text(self, query: Query, max_new_tokens: int) -> Iterator[str]:
         """The backend's answer as it grows (its `stream_text`), redacted: each text so far is cut at its last
@@ -111,10 +142,10 @@ class Door:
 
 
 class _CleanStream:
-    """A stream seen through the door: answers redacted and bounded (Door.answer), error messages redacted."""
+    """A stream seen through the door: answers split, redacted and bounded (Door.said), error messages redacted."""
 
-    def __init__(self, stream: Stream, clean: Callable[[str], str], answer: Callable[[str], str]):
-        self.stream, self.clean, self.answer, self.capacity = stream, clean, answer, stream.capacity
+    def __init__(self, stream: Stream, clean: Callable[[str], str], said: Callable[[Generation], Generation]):
+        self.stream, self.clean, self.said, self.capacity = stream, clean, said, stream.capacity
 
     def send(self, key: int, query: Query) -> None:
         self.stream.send(key, query)
@@ -128,7 +159,7 @@ class _CleanStream:
         except BackendError as exc:
             exc.args = (self.clean(str(exc)),)
             raise
-        return [dataclasses.replace(a, text=self.answer(a.text)) for a in got]
+        return [Answer.of(a.key, self.said(a.generation()), a.latency_ms) for a in got]
 
     def close(self) -> None:
         self.stream.close()

@@ -343,31 +343,10 @@ class OpenAIBackend:
         at = ",".join(u for u in self.base_urls if u)
         self.spec = f"openai:{model}" + (f"@{at}" if at else "") + (f"?{query}" if query else "")
 
-        import httpx2
+        from .openai_stream import make_clients
 
-        self._httpx = httpx2
         self._key_is_set = bool(os.environ.get(key_env))
-        self._clients = tuple(self._client_for(url) for url in self.base_urls)
-
-    def _client_for(self, url: str | None) -> Any:
-        """One HTTP client per replica. The chat-completions POST is sent with httpx2 (the HTTP library the openai
-        SDK is built on) rather than through the SDK: the SDK's request and response models cost ~3 ms of CPU a
-        request here against ~1 ms, and at hundreds of requests a second the client's CPU, not the servers, would
-        bound the run (docs/adr/0032). Its timeout is per read; our deadline is wall time (OpenAIStream)."""
-        httpx2 = self._httpx
-        return httpx2.Client(
-            base_url=(url or OFFICIAL_SERVER) + "/",
-            headers={
-                "Authorization": f"Bearer {os.environ.get(self.key_env) or DUMMY_KEY}",
-                "Content-Type": "application/json",
-                "Accept": "application/json",
-                "User-Agent": "vlmdesk",
-            },
-            timeout=httpx2.Timeout(self.timeout),
-            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=MAX_KEEPALIVE),
-            follow_redirects=False,
-            trust_env=True,
-        )
+        self._httpx, self._clients = make_clients(self)
 
     # Scheduling (docs/adr/0032): the engine streams through open_stream(); call_size and chunk_items are what the
     # wave engine reads when it cannot stream (a multi-turn run): one call holds at least `concurrency` queries, and
@@ -432,53 +411,11 @@ class OpenAIBackend:
         return [texts[i] for i in range(len(bodies))]
 
     def stream_text(self, query: Query, max_new_tokens: int) -> Iterator[str]:
-        """One chat completion asked with ``"stream": true`` (server-sent events): the text so far each time it
-        grows — the live arena shows it as it comes (evaluator/engine/live.py). One attempt on the first replica within
-        the
-        wall-clock timeout and no retries: the person who asked sees a failure and asks again. A server that answers
-        a plain completion instead of events gives its text once. Reads are bounded (MAX_STREAM_BYTES)."""
-        body = {**self._request_body(query, max_new_tokens), "stream": True}
-        httpx2, url = self._httpx, self.server
-        deadline = time.monotonic() + self.timeout
-        text, read, events = "", 0, False
-        plain: list[str] = []
-        try:
-            with self._clients[0].stream("POST", "chat/completions", content=json.dumps(body).encode()) as response:
-                if not 200 <= response.status_code < 300:
-                    response.read()
-                    raise BackendError(
-                        f"openai: {url} answered HTTP {response.status_code} for model {self.model!r}: "
-                        f"{_server_message(response)}"
-                    )
-                for line in response.iter_lines():
-                    read += len(line) + 1
-                    if read > MAX_STREAM_BYTES or time.monotonic() > deadline:
-                        why = "over 16 MB" if read > MAX_STREAM_BYTES else f"not done within {self.timeout:g} s"
-                        raise BackendError(f"openai: {url}: the streamed answer was {why}")
-                    if not line.startswith("data:"):
-                        if plain or (not events and line.strip()):
-                            plain.append(line)  # not events: a plain completion, read whole below
-                        continue  # else a blank between events, or an event's other field (event:, id:, :comment)
-                    events = True
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        break
-                    piece = _delta_of(data)
-                    if piece:
-                        text += piece
-                        yield text
-        except httpx2.TimeoutException:
-            raise BackendError(f"openai: {url}: no answer within {self.timeout:g} s (timeout)") from None
-        except httpx2.RequestError as exc:
-            raise BackendError(f"openai: {url}: connection error: {_one_line(str(exc))[:200]}") from None
-        if plain and any(line.strip() for line in plain):
-            try:
-                text = _completion_of("\n".join(plain)).text
-            except _Malformed as exc:
-                raise BackendError(f"openai: {url}: malformed response: {exc}") from None
-            yield text
-        elif not text:
-            yield ""
+        """One chat completion asked with ``"stream": true``: the text so far each time it grows (the live arena;
+        openai_stream.stream_text)."""
+        from .openai_stream import stream_text
+
+        return stream_text(self, query, max_new_tokens)
 
     def _tell(self, wait: RetryWait) -> None:
         if self.on_wait is None:

@@ -7,18 +7,23 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import queue
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .base import Answer, BackendError, Query, RetryWait, ServersDown
 from .openai_backend import (
     _POLL_S,
+    DUMMY_KEY,
+    MAX_KEEPALIVE,
     MAX_STREAM_BYTES,
     OFFICIAL_SERVER,
     _completion_of,
+    _delta_of,
     _Malformed,
     _one_line,
     _retry_after_seconds,
@@ -299,3 +304,85 @@ def _post_bounded(client: Any, body: bytes) -> Any:
     # The body is decoded already: a response built of it must not decode it again.
     headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-encoding"]
     return type(response)(response.status_code, headers=headers, content=b"".join(chunks), request=response.request)
+
+
+# ---- the transport ---------------------------------------------------------------------------------------------
+
+
+def make_clients(backend: OpenAIBackend) -> tuple[Any, tuple[Any, ...]]:
+    """The HTTP library and one client per replica of a backend."""
+    import httpx2
+
+    backend._httpx = httpx2
+    return httpx2, tuple(client_for(backend, url) for url in backend.base_urls)
+
+
+def client_for(backend: OpenAIBackend, url: str | None) -> Any:
+    """One HTTP client per replica. The chat-completions POST is sent with httpx2 (the HTTP library the openai
+    SDK is built on) rather than through the SDK: the SDK's request and response models cost ~3 ms of CPU a
+    request here against ~1 ms, and at hundreds of requests a second the client's CPU, not the servers, would
+    bound the run (docs/adr/0032). Its timeout is per read; our deadline is wall time (OpenAIStream)."""
+    httpx2 = backend._httpx
+    return httpx2.Client(
+        base_url=(url or OFFICIAL_SERVER) + "/",
+        headers={
+            "Authorization": f"Bearer {os.environ.get(backend.key_env) or DUMMY_KEY}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": "vlmdesk",
+        },
+        timeout=httpx2.Timeout(backend.timeout),
+        limits=httpx2.Limits(max_connections=None, max_keepalive_connections=MAX_KEEPALIVE),
+        follow_redirects=False,
+        trust_env=True,
+    )
+
+
+def stream_text(backend: OpenAIBackend, query: Query, max_new_tokens: int) -> Iterator[str]:
+    """One chat completion asked with ``"stream": true`` (server-sent events): the text so far each time it
+    grows — the live arena shows it as it comes (evaluator/engine/live.py). One attempt on the first replica within
+    the
+    wall-clock timeout and no retries: the person who asked sees a failure and asks again. A server that answers
+    a plain completion instead of events gives its text once. Reads are bounded (MAX_STREAM_BYTES)."""
+    body = {**backend._request_body(query, max_new_tokens), "stream": True}
+    httpx2, url = backend._httpx, backend.server
+    deadline = time.monotonic() + backend.timeout
+    text, read, events = "", 0, False
+    plain: list[str] = []
+    try:
+        with backend._clients[0].stream("POST", "chat/completions", content=json.dumps(body).encode()) as response:
+            if not 200 <= response.status_code < 300:
+                response.read()
+                raise BackendError(
+                    f"openai: {url} answered HTTP {response.status_code} for model {backend.model!r}: "
+                    f"{_server_message(response)}"
+                )
+            for line in response.iter_lines():
+                read += len(line) + 1
+                if read > MAX_STREAM_BYTES or time.monotonic() > deadline:
+                    why = "over 16 MB" if read > MAX_STREAM_BYTES else f"not done within {backend.timeout:g} s"
+                    raise BackendError(f"openai: {url}: the streamed answer was {why}")
+                if not line.startswith("data:"):
+                    if plain or (not events and line.strip()):
+                        plain.append(line)  # not events: a plain completion, read whole below
+                    continue  # else a blank between events, or an event's other field (event:, id:, :comment)
+                events = True
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                piece = _delta_of(data)
+                if piece:
+                    text += piece
+                    yield text
+    except httpx2.TimeoutException:
+        raise BackendError(f"openai: {url}: no answer within {backend.timeout:g} s (timeout)") from None
+    except httpx2.RequestError as exc:
+        raise BackendError(f"openai: {url}: connection error: {_one_line(str(exc))[:200]}") from None
+    if plain and any(line.strip() for line in plain):
+        try:
+            text = _completion_of("\n".join(plain)).text
+        except _Malformed as exc:
+            raise BackendError(f"openai: {url}: malformed response: {exc}") from None
+        yield text
+    elif not text:
+        yield ""

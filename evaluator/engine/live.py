@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluator.backends import load_backend
-from evaluator.backends.base import Query
+from evaluator.backends.base import Query, texts_of
 from evaluator.engine.prompts import default_template
 from evaluator.engine.runner import OPEN_MAX_NEW_TOKENS
 
@@ -76,6 +76,6 @@ def ask(
             assert on_text is not None
             on_text(text)
     else:
-        text = backend.generate([query], max_new_tokens)[0]
+        text = texts_of(backend.generate([query], max_new_tokens))[0]
     latency = round((time.perf_counter() - t0) * 1000, 3)
     return LiveAnswer(spec, text, latency, backend.describe(), streamed)

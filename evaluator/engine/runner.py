@@ -27,7 +27,7 @@ from db.catalog import Benchmark, Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, can_score, check_spec, run_identity
-from evaluator.backends.base import Query, RetryWait, Stream, Usage, call_size, chunk_items, open_stream
+from evaluator.backends.base import Query, RetryWait, Stream, Usage, call_size, chunk_items, open_stream, texts_of
 from evaluator.backends.door import telling_waits_to
 from evaluator.engine import variants
 from evaluator.engine.multiturn import MultiTurn, Question, load_multi_turn
@@ -82,6 +82,14 @@ class RunSettings:
     # The prompt preset the run asks with (evaluator/engine/prompt_presets.py), e.g. "vlmevalkit:qwen2_vl"; None for
     # vlmdesk's own templates and template files (their runs keep the identity they always had).
     prompt_preset: str | None = None
+    # Thinking models (issue 36, docs/adr/0051): how a pass's thought is split from its answer
+    # (evaluator/backends/reasoning.py: "auto", "off" or "OPEN,CLOSE"); a system prompt sent before each question;
+    # keyword arguments for the model's chat template (a JSON object's text, keys sorted, e.g. '{"enable_thinking":
+    # true}'); the most tokens the thought may take where the backend can bound it apart (None: only max_new_tokens).
+    reasoning: str = "auto"
+    system: str | None = None
+    chat_template_kwargs: str | None = None
+    thinking_budget: int | None = None
 
     def identity(self) -> dict[str, Any]:
         """The settings as stored and hashed into the run's config key. A setting added after the first release is
@@ -509,7 +517,7 @@ class Engine:
             responses = [d.response for d in dialogues]
             turns = [d.turns for d in dialogues]
         else:
-            responses = self.backend.generate(queries, self.settings.max_new_tokens)
+            responses = texts_of(self.backend.generate(queries, self.settings.max_new_tokens))
         latency = round((time.perf_counter() - t0) * 1000 / len(batch), 3)
         self.calls += len(batch)
         preds = self._predictions(asked, responses, scores, turns, [latency] * len(batch), [None] * len(batch))

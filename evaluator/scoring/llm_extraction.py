@@ -27,6 +27,7 @@ from db import extractions as store
 from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Backend, BackendError, Query, load_backend
+from evaluator.backends.base import texts_of
 from evaluator.backends.secrets import check_no_secret
 from evaluator.registry import Field, Registry
 from evaluator.scoring.extraction import REFUSAL, Extraction, extract_by_rules
@@ -174,7 +175,7 @@ class LLMExtractor:
                         letters=(*sorted(options), REFUSAL),
                     )
                 )
-            texts = self.backend.generate(queries, self.max_new_tokens)
+            texts = texts_of(self.backend.generate(queries, self.max_new_tokens))
             if len(texts) != len(queries):
                 raise BackendError(f"{self.backend.spec}: {len(texts)} replies to {len(queries)} prompts")
             still = []

@@ -28,6 +28,7 @@ from db import open_judgements as store
 from db.errors import InvalidInput, NotFound
 from db.workspace import ReadOnlyWorkspace, Workspace
 from evaluator.backends import Backend, BackendError, Query, run_identity
+from evaluator.backends.base import texts_of
 
 if TYPE_CHECKING:
     from evaluator.scoring.open_metrics import OpenAnswer
@@ -361,7 +362,7 @@ def _ask(
             Query(prompt=judge_prompt(rubric, answers[i][0], answers[i][1].response, reminder=attempt > 0))
             for i in open_
         ]
-        texts = backend.generate(queries, max_new_tokens)
+        texts = texts_of(backend.generate(queries, max_new_tokens))
         if len(texts) != len(queries):
             raise BackendError(f"{backend.spec}: {len(texts)} replies to {len(queries)} prompts")
         calls += len(queries)
