@@ -297,9 +297,14 @@ def config_problems(config: dict[str, Any]) -> list[str]:
     for key in ("full_passes", "text_only", "likelihood"):
         if key in config and not isinstance(config[key], bool):
             found.append(f"config.{key}: {str(config[key])[:40]!r} is not true/false")
-    for key in ("strategy", "extractor", "likelihood_score", "prompt_preset"):
+    for key in ("strategy", "extractor", "likelihood_score", "prompt_preset", "reasoning"):
         if key in config and not isinstance(config[key], str):
             found.append(f"config.{key}: {str(config[key])[:40]!r} is not text")
+    for key in ("system", "chat_template_kwargs"):  # issue 36's; None when not set
+        if config.get(key) is not None and not isinstance(config[key], str):
+            found.append(f"config.{key}: {str(config[key])[:40]!r} is not text")
+    if config.get("thinking_budget") is not None and not valid_int(config["thinking_budget"], 1, COUNT_MAX):
+        found.append(f"config.thinking_budget: {str(config['thinking_budget'])[:40]!r} is not a count")
     found += _multi_turn_problems(config)
     return found
 

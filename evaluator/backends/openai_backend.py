@@ -71,7 +71,10 @@ _DEFAULTS = {
     "temperature": 0.0,
     "backoff": 1.0,
 }
-_SPEC_FORM = "openai:<model>[@<base url>][?key_env=NAME&concurrency=8&timeout=60&retries=4&temperature=0&backoff=1]"
+_SPEC_FORM = (
+    "openai:<model>[@<base url>][?key_env=NAME&concurrency=8&timeout=60&retries=4&temperature=0&backoff=1"
+    "&top_p=…&top_k=…&repetition_penalty=…&seed=…&min_pixels=…&max_pixels=…&max_tiles=…]"
+)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Spec options, bounded at the door (a huge concurrency would start that many threads).
 _RANGES = {
@@ -80,8 +83,23 @@ _RANGES = {
     "timeout": (0.001, 86_400.0),
     "temperature": (0.0, 2.0),
     "backoff": (0.0, 3_600.0),
+    # Generation and processor settings (issue 36): sent only when set, so a spec without them asks as it always
+    # did and keeps its identity. top_k and repetition_penalty are vLLM's and SGLang's; the pixel bounds and the tile
+    # count reach the server's image processor (vLLM's per-request mm_processor_kwargs).
+    "top_p": (1e-9, 1.0),
+    "top_k": (1, 1_000_000),
+    "repetition_penalty": (1e-9, 10.0),
+    "seed": (0, 2**63 - 1),
+    "min_pixels": (1, 2**31),
+    "max_pixels": (1, 2**31),
+    "max_tiles": (1, 1024),
 }
-_WHOLE = {"concurrency", "retries"}
+_WHOLE = {"concurrency", "retries", "top_k", "seed", "min_pixels", "max_pixels", "max_tiles"}
+SAMPLING = ("top_p", "top_k", "repetition_penalty", "seed")  # the request's own fields
+PROCESSOR = {"min_pixels": "min_pixels", "max_pixels": "max_pixels", "max_tiles": "max_dynamic_patch"}  # → vLLM's
+_NOT_OPENAI = ("top_k", "repetition_penalty", *PROCESSOR)  # OpenAI's own API refuses them: refused at the door
+# OpenAI's reasoning models (o1, o3, o4-mini, gpt-5…) take max_completion_tokens and no temperature or top_p.
+_OPENAI_REASONING = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 
 
 def parse_openai_spec(rest: str) -> OpenAIBackend:
@@ -117,12 +135,14 @@ def parse_openai_spec(rest: str) -> OpenAIBackend:
         elif key == "concurrency":
             values = tuple(_option_number(key, v) for v in value.split(",")[: MAX_REPLICAS + 1])
             kwargs[key] = values[0] if len(values) == 1 else values
+        elif key in SAMPLING or key in PROCESSOR:
+            kwargs.setdefault("settings", {})[key] = _option_number(key, value)
         elif key in _RANGES:
             kwargs[key] = _option_number(key, value)
         else:
             raise BackendError(
-                f"openai spec: unknown option {key!r} (known: key_env, concurrency, timeout, retries, temperature, "
-                "backoff)"
+                f"openai spec: unknown option {key[:40]!r} (known: key_env, concurrency, timeout, retries, "
+                f"temperature, backoff, {', '.join((*SAMPLING, *PROCESSOR))})"
             )
     return OpenAIBackend(model, base_urls, **kwargs)
 
@@ -221,6 +241,7 @@ def with_servers(spec: str, path: str) -> str:
         retries=backend.retries,
         temperature=backend.temperature,
         backoff=backend.backoff,
+        settings=backend.settings,
     ).spec
 
 
@@ -281,6 +302,7 @@ class OpenAIBackend:
         retries: int = 4,
         temperature: float = 0.0,
         backoff: float = 1.0,
+        settings: Mapping[str, float] | None = None,
         max_backoff: float = 30.0,
         max_retry_after: float = MAX_WAIT_S,
         max_total_wait: float = MAX_TOTAL_WAIT_S,
@@ -315,6 +337,14 @@ class OpenAIBackend:
             raise BackendError(f"openai: retries must be 0 or more, got {retries}")
         if backoff < 0 or max_backoff < 0 or max_retry_after < 0 or max_total_wait < 0:
             raise BackendError("openai: backoff delays must not be negative")
+        settings = dict(settings or {})
+        official = all(_is_official(u) for u in urls)
+        if unknown := sorted(set(settings) - set(SAMPLING) - set(PROCESSOR)):
+            raise BackendError(f"openai: unknown setting {unknown[0][:40]!r}")
+        if official and (refused := [k for k in _NOT_OPENAI if k in settings]):
+            raise BackendError(f"openai: {refused[0]} is not a setting of OpenAI's own API (vLLM's and SGLang's)")
+        if settings.get("min_pixels", 0) > settings.get("max_pixels", math.inf):
+            raise BackendError("openai: min_pixels must not be above max_pixels")
         self.model = model
         self.base_urls: tuple[str | None, ...] = tuple(u.rstrip("/") if u else None for u in urls)
         self.base_url = self.base_urls[0]
@@ -328,6 +358,10 @@ class OpenAIBackend:
         self.max_backoff = float(max_backoff)
         self.max_retry_after = float(max_retry_after)
         self.max_total_wait = float(max_total_wait)
+        self.settings = settings
+        self.official = official  # OpenAI's own API: max_completion_tokens, no server-only fields
+        self.reasoning_model = official and bool(_OPENAI_REASONING.match(model))
+        self.takes_thinking_budget = not official  # vLLM's thinking_token_budget; OpenAI's API has no such field
         # Told of every wait before a retry, from the thread that called generate(); None: logged (base.log_wait).
         self.on_wait: Callable[[RetryWait], None] | None = None
 
@@ -339,7 +373,9 @@ class OpenAIBackend:
             "temperature": self.temperature,
             "backoff": self.backoff,
         }
-        query = urlencode({k: _fmt(v) for k, v in options.items() if v != _DEFAULTS[k]}, safe=",")
+        options = {k: v for k, v in options.items() if v != _DEFAULTS[k]}
+        options.update((k, settings[k]) for k in (*SAMPLING, *PROCESSOR) if k in settings)
+        query = urlencode({k: _fmt(v) for k, v in options.items()}, safe=",")
         at = ",".join(u for u in self.base_urls if u)
         self.spec = f"openai:{model}" + (f"@{at}" if at else "") + (f"?{query}" if query else "")
 
@@ -379,6 +415,7 @@ class OpenAIBackend:
             "timeout": self.timeout,
             "retries": self.retries,
             "temperature": self.temperature,
+            **self.settings,
             "httpx2": getattr(self._httpx, "__version__", None),
         }
         if len(self.base_urls) > 1:
@@ -387,8 +424,9 @@ class OpenAIBackend:
 
     # ---- generation -------------------------------------------------------------------------------------
 
-    def generate(self, queries: Sequence[Query], max_new_tokens: int) -> list[str]:
-        """One chat completion per query, through a stream kept `concurrency` requests full; texts in input order.
+    def generate(self, queries: Sequence[Query], max_new_tokens: int) -> list[Generation]:
+        """One chat completion per query, through a stream kept `concurrency` requests full; in input order, each
+        with the server's thought, finish reason and usage when it gave them.
 
         Every query's body is built before anything is sent (a bad image fails the call at once). The first query
         that fails for good stops the call: queries not yet sent are not sent, and the requests in flight are
@@ -398,17 +436,17 @@ class OpenAIBackend:
             return []
         bodies = [self._request_body(q, max_new_tokens) for q in queries]
         stream = self.open_stream(max_new_tokens)
-        texts: dict[int, str] = {}
+        said: dict[int, Generation] = {}
         todo = iter(range(len(bodies)))
         try:
-            while len(texts) < len(bodies):
+            while len(said) < len(bodies):
                 while stream.load() < stream.capacity and (index := next(todo, None)) is not None:
                     stream.send_body(index, bodies[index])
                 for answer in stream.answers(_POLL_S):
-                    texts[answer.key] = answer.text
+                    said[answer.key] = answer.generation()
         finally:
             stream.close()
-        return [texts[i] for i in range(len(bodies))]
+        return [said[i] for i in range(len(bodies))]
 
     def stream_text(self, query: Query, max_new_tokens: int) -> Iterator[str]:
         """One chat completion asked with ``"stream": true``: the text so far each time it grows (the live arena;
@@ -432,12 +470,25 @@ class OpenAIBackend:
             content: list[dict[str, Any]] | str = parts
         else:
             content = query.prompt  # plain string: what text-only chat servers accept everywhere
-        return {
-            "model": self.model,
-            "messages": [{"role": "user", "content": content}],
-            "max_tokens": int(max_new_tokens),
-            "temperature": self.temperature,
-        }
+        chat = query.chat
+        messages = [{"role": "system", "content": chat.system}] if chat.system else []
+        body: dict[str, Any] = {"model": self.model, "messages": [*messages, {"role": "user", "content": content}]}
+        # What each server accepts (issue 36): OpenAI's own API takes max_completion_tokens (max_tokens is deprecated
+        # there and refused by its reasoning models, which also refuse temperature and top_p); every other server
+        # takes max_tokens, which is what vLLM, SGLang and transformers serve have always read.
+        body["max_completion_tokens" if self.official else "max_tokens"] = int(max_new_tokens)
+        if not self.reasoning_model:
+            body["temperature"] = self.temperature
+        body.update(
+            (k, v) for k, v in self.settings.items() if k in SAMPLING and not (self.reasoning_model and k == "top_p")
+        )
+        if processor := {PROCESSOR[k]: v for k, v in self.settings.items() if k in PROCESSOR}:
+            body["mm_processor_kwargs"] = processor
+        if chat.template_kwargs:
+            body["chat_template_kwargs"] = chat.kwargs()
+        if chat.thinking_budget is not None:
+            body["thinking_token_budget"] = chat.thinking_budget  # vLLM's per-request cap on the thought
+        return body
 
     def _wait_for(self, seconds: float) -> float:
         """The seconds a retry really waits once `seconds` was decided and told (tests record and skip them)."""
@@ -468,11 +519,21 @@ def _completion_of(text: str) -> Generation:
     if not isinstance(choices, list) or not choices:
         extra = f" (error: {_one_line(str(data['error']))[:200]})" if data.get("error") else ""
         raise _Malformed(f"no choices{extra}")
-    message = choices[0].get("message") if isinstance(choices[0], dict) else None
+    choice = choices[0] if isinstance(choices[0], dict) else {}
+    message = choice.get("message")
     content = message.get("content") if isinstance(message, dict) else None
+    # A thinking model's thought, where the server parsed it apart (vLLM and SGLang with a reasoning parser):
+    # `reasoning_content`, or `reasoning` as newer vLLM releases and other servers name it.
+    thought = None
+    if isinstance(message, dict):
+        thought = next((v for k in ("reasoning_content", "reasoning") if isinstance(v := message.get(k), str)), None)
+    finish = choice.get("finish_reason")
+    finish = finish if isinstance(finish, str) and 0 < len(finish) <= 40 else None
+    if content is None and (thought is not None or finish == "length"):
+        content = ""  # the budget ended the answer inside the thought, or before a word of it
     if not isinstance(content, str):
         raise _Malformed("choice has no message content" if content is None else "message content is not text")
-    return Generation(content, usage=_usage_of(data.get("usage")))
+    return Generation(content, thought, finish, _usage_of(data.get("usage")))
 
 
 def _delta_of(data: str) -> str:
@@ -495,9 +556,11 @@ def _usage_of(value: object) -> Usage | None:
     """The tokens a server says an answer cost, checked at the door: whole numbers 0..2^40, else not said."""
     if not isinstance(value, dict):
         return None
-    counts = [value.get(k) for k in ("prompt_tokens", "completion_tokens")]
+    details = value.get("completion_tokens_details")
+    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    counts = [value.get("prompt_tokens"), value.get("completion_tokens"), reasoning]
     kept = [c if isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= MAX_TOKENS else None for c in counts]
-    return None if kept == [None, None] else Usage(*kept)
+    return None if kept == [None, None, None] else Usage(*kept)
 
 
 def _validate(rest: str) -> None:
@@ -557,6 +620,11 @@ def _server_message(response: _Response) -> str:
     if message is None:
         message = text or response.reason_phrase or "(empty body)"
     return _one_line(message)[:300]
+
+
+def _is_official(url: str | None) -> bool:
+    """OpenAI's own API: no base URL, or one on api.openai.com."""
+    return url is None or (urlsplit(url).hostname or "").lower() == "api.openai.com"
 
 
 def _looks_like_host(text: str) -> bool:

@@ -26,9 +26,9 @@ from db import run_items, runs
 from db.catalog import Benchmark, Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
-from evaluator.backends import Backend, BackendError, can_score, check_spec, run_identity
-from evaluator.backends.base import Query, RetryWait, Stream, Usage, call_size, chunk_items, open_stream, texts_of
-from evaluator.backends.door import telling_waits_to
+from evaluator.backends import Backend, BackendError, can_score, check_spec, reasoning, run_identity
+from evaluator.backends.base import Chat, Generation, Query, RetryWait, Stream, call_size, chunk_items
+from evaluator.backends.door import Door, telling_waits_to
 from evaluator.engine import variants
 from evaluator.engine.multiturn import MultiTurn, Question, load_multi_turn
 from evaluator.engine.progress import Progress, WaitEvent
@@ -117,6 +117,7 @@ class RunSettings:
         problems += variants.problems(self)
         problems += multi_turn_problems(self)
         problems += prompt_preset_problems(self.prompt_preset)
+        problems += chat_problems(self)
         if problems:
             raise InvalidInput("; ".join(problems))
 
@@ -133,6 +134,50 @@ def multi_turn_problems(settings: RunSettings) -> list[str]:
     if settings.likelihood:
         problems.append("multi_turn: the asking LLM answers in words; not with likelihood")
     return problems
+
+
+MAX_NEW_TOKENS = 32_768  # a thinking model's budget (VLMEvalKit's SPLIT_THINK default): the most a new run asks
+MAX_SYSTEM_CHARS = 64 * 2**10
+
+
+def chat_problems(settings: RunSettings) -> list[str]:
+    """What is wrong with a run's thinking and chat settings (issue 36)."""
+    problems = []
+    if (wrong := reasoning.check_rule(settings.reasoning)) is not None:
+        problems.append(wrong)
+    if settings.system is not None and not (
+        isinstance(settings.system, str) and 0 < len(settings.system) <= MAX_SYSTEM_CHARS
+    ):
+        problems.append(f"system: a system prompt is 1..{MAX_SYSTEM_CHARS:,} characters of text")
+    if settings.chat_template_kwargs is not None:
+        try:
+            canonical = canonical_template_kwargs(settings.chat_template_kwargs)
+        except ValueError as exc:
+            problems.append(f"chat_template_kwargs: {exc}")
+        else:
+            if canonical != settings.chat_template_kwargs:
+                problems.append("chat_template_kwargs: not in canonical form (canonical_template_kwargs)")
+    budget = settings.thinking_budget
+    if budget is not None and not (isinstance(budget, int) and 1 <= budget < settings.max_new_tokens):
+        problems.append(
+            f"thinking_budget: {str(budget)[:20]} must be at least 1 and below max_new_tokens "
+            f"({settings.max_new_tokens}): the answer needs room after the thought"
+        )
+    return problems
+
+
+def canonical_template_kwargs(text: str) -> str:
+    """Chat template keyword arguments as a run stores them: a JSON object of at most 4 KiB, keys sorted, compact —
+    the same arguments are the same run whatever spacing or order they were typed in. ValueError for anything else."""
+    if len(text) > 4096:
+        raise ValueError("at most 4 KiB of JSON")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise ValueError(f"not JSON: {text[:60]!r}") from None
+    if not isinstance(value, dict) or not value:
+        raise ValueError('a JSON object of keyword arguments, e.g. {"enable_thinking": true}')
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def prompt_preset_problems(preset: object) -> list[str]:
@@ -273,7 +318,10 @@ class Engine:
         owner: runs.Owner | None = None,
         multi_turn: MultiTurn | None = None,
     ):
-        self.ws, self.run, self.backend, self.batch_size = ws, run, backend, max(1, batch_size)
+        # Every answer enters through the door (redacted, bounded, its thought split by the run's rule): a backend
+        # loaded by load_backend is behind it already; one handed in bare (a test, a bench) is put behind it here.
+        door = backend if isinstance(backend, Door) else Door(backend)
+        self.ws, self.run, self.backend, self.batch_size = ws, run, door, max(1, batch_size)
         self.owner = owner  # when set, each batch is stored only while this owner holds the run
         self.settings = settings_of(run)
         # Generated multiple-choice responses are read by the run's extractor (rules, llm:SPEC or rules+llm:SPEC);
@@ -304,6 +352,13 @@ class Engine:
             raise InvalidInput("ChEF's calibration score asks multiple-choice questions; drop --likelihood-score chef")
         if (refused := likelihood_refusal(backend, self.settings)) is not None:
             raise BackendError(refused)
+        if self.settings.thinking_budget is not None and not getattr(door, "takes_thinking_budget", False):
+            raise BackendError(
+                f"{door.spec[:200]}: this backend cannot bound the thought apart; drop --thinking-budget "
+                "(--max-new-tokens bounds thought and answer together)"
+            )
+        s = self.settings
+        self.chat = Chat(s.system, s.chat_template_kwargs, s.thinking_budget)
         self.multi_turn = multi_turn or (load_multi_turn_for(run, self.settings) if self.settings.multi_turn else None)
 
     @staticmethod
@@ -361,7 +416,7 @@ class Engine:
         with telling_waits_to(self._waiting):
             stream = None
             if not self.settings.likelihood and self.multi_turn is None:  # both ask in calls of their own
-                stream = open_stream(self.backend, self.settings.max_new_tokens)
+                stream = self.backend.open_stream(self.settings.max_new_tokens, self.settings.reasoning)
             if stream is None:
                 self._execute()
                 return
@@ -440,12 +495,7 @@ class Engine:
                     asked = [flight.pop(a.key) for a in got]
                     self.calls += len(got)
                     preds = self._predictions(
-                        asked,
-                        [a.text for a in got],
-                        None,
-                        [None] * len(got),
-                        [a.latency_ms for a in got],
-                        [a.usage for a in got],
+                        asked, [a.generation() for a in got], None, [None] * len(got), [a.latency_ms for a in got]
                     )
                     for posed, p in zip(asked, preds):
                         self._record(p)
@@ -473,12 +523,14 @@ class Engine:
     def _pose(self, item: Item, k: int) -> Posed:
         """Pass k of an item as it is asked: its option order and its query (variants applied)."""
         order = rotation(len(item.options), k) if self.kind == "mcq" else ()
-        return Posed(item, k, order, self.variants.query(item, k, order))
+        return Posed(item, k, order, replace(self.variants.query(item, k, order), chat=self.chat))
 
     def _ask(self, batch: list[Item], k: int) -> None:
         asked = [self._pose(item, k) for item in batch]
         queries = [p.query for p in asked]
         t0 = time.perf_counter()
+        said: list[Generation] | None = None
+        responses: list[str] = []
         turns: list[tuple[runs.Turn, ...] | None] = [None] * len(batch)
         scores: list[list[float]] | None = None
         if self.settings.likelihood_score == "chef":  # likelihood mode with ChEF's score
@@ -517,10 +569,12 @@ class Engine:
             responses = [d.response for d in dialogues]
             turns = [d.turns for d in dialogues]
         else:
-            responses = texts_of(self.backend.generate(queries, self.settings.max_new_tokens))
+            said = self.backend.generations(queries, self.settings.max_new_tokens, self.settings.reasoning)
         latency = round((time.perf_counter() - t0) * 1000 / len(batch), 3)
         self.calls += len(batch)
-        preds = self._predictions(asked, responses, scores, turns, [latency] * len(batch), [None] * len(batch))
+        if said is None:
+            said = [Generation(r) for r in responses]
+        preds = self._predictions(asked, said, scores, turns, [latency] * len(batch))
         runs.add_predictions(self.ws, preds, owner=self.owner)
         for p in preds:
             self._record(p)
@@ -543,26 +597,30 @@ class Engine:
     def _predictions(
         self,
         asked: list[Posed],
-        responses: list[str],
+        said: list[Generation],
         scores: list[list[float]] | None,
         turns: list[tuple[runs.Turn, ...] | None],
         latencies: list[float],
-        usages: list[Usage | None],
     ) -> list[runs.Prediction]:
-        """The stored passes of asked passes' answers, each read and scored (its pass k may differ from another's)."""
+        """The stored passes of asked passes' answers (split from their thoughts already), each read and scored (its
+        pass k may differ from another's). A pass the token budget ended inside its thought has no answer to read:
+        its outcome is "truncated" (nothing chosen; wrong where the item has a key), counted apart in reports."""
         items, orders = [p.item for p in asked], [p.order for p in asked]
+        responses = [s.text for s in said]
         read = self._read_texts(items, orders, responses) if self.kind == "mcq" and scores is None else None
         preds = []
         for n, (posed, response) in enumerate(zip(asked, responses)):
             answer = displayed_answer(posed.item.answer, posed.order)
             extraction = (
-                read[n]
+                TRUNCATED
+                if reasoning.cut_in_thought(said[n])
+                else read[n]
                 if read is not None
                 else self._extract(
                     posed.item, posed.order, response, scores[n] if scores else None, posed.query.letters
                 )
             )
-            usage = usages[n]
+            usage = said[n].usage
             preds.append(
                 runs.Prediction(
                     self.run.id,
@@ -581,6 +639,9 @@ class Engine:
                     turns=turns[n],
                     prompt_tokens=usage.prompt_tokens if usage else None,
                     completion_tokens=usage.completion_tokens if usage else None,
+                    thought=said[n].thought,
+                    finish_reason=said[n].finish_reason,
+                    reasoning_tokens=usage.reasoning_tokens if usage else None,
                 )
             )
         return preds
@@ -624,6 +685,10 @@ CHUNK_CALLS = 64
 COMMIT_EVERY_S = 0.25  # streamed passes are committed at most this long after their answer: a few transactions a second
 
 OPEN_ANSWER = Extraction(None, "none", "open question: the answer is not extracted")
+TRUNCATED = Extraction(
+    None, "truncated", "cut off by the token budget inside the thought: no answer (finish_reason length)"
+)
+"""A pass the token budget ended inside its thought (issue 36): nothing to read, never retried, counted apart."""
 """What an open run stores as a pass's reading: nothing chosen, nothing scored (correct is NULL: no answer key)."""
 OPEN_MAX_NEW_TOKENS = 256  # a free answer needs room; the command line and the launcher default to it for open runs
 
