@@ -398,11 +398,14 @@ def _finish(args, run_id: int) -> int:
 
 def cmd_runs(args) -> int:
     from db import runs
+    from evaluator.analysis.report import answer_settings, describe_truncation
     from evaluator.engine.run_words import describe_variants, origin_of
     from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:
         all_runs = runs.list_runs(ws)
+        # A few columns of one kept row a run (migration 0024), whatever its passes.
+        cuts = {r.id: cut for r in all_runs if (cut := runs.truncation(ws, r.id)).truncated}
         scores = {}
         if args.scores:
             from evaluator.analysis.report import run_summary
@@ -427,6 +430,8 @@ def cmd_runs(args) -> int:
                         "created_at": r.created_at,
                         "finished_at": r.finished_at,
                         "config": r.config,
+                        "settings": answer_settings(r.config, r.model_spec).to_json(),
+                        "truncation": cuts[r.id].to_json() if r.id in cuts else None,
                         "error": r.error,
                         "problems": list(r.problems),
                         "owner": {
@@ -466,6 +471,10 @@ def cmd_runs(args) -> int:
             f"{r.predictions:>7}" + extra
         )
     for r in all_runs:
+        if (settings := answer_settings(r.config, r.model_spec)).notable:
+            print(f"run {r.id}: {settings.line(compact=True)}")
+        if r.id in cuts:
+            print(f"run {r.id}: {describe_truncation(cuts[r.id])}")
         if r.problems:
             print(f"run {r.id}: unreadable stored value(s): {'; '.join(r.problems)}")
     return 0
@@ -486,7 +495,7 @@ _SCORE_FIELDS = ("vanilla", "circular", "pope_accuracy", "pope_f1", "open_metric
 
 def cmd_report(args) -> int:
     from evaluator.analysis.pope_report import attach_pope_means, format_pope_means
-    from evaluator.analysis.report import run_report
+    from evaluator.analysis.report import run_report, thinking_lines
     from vlmdesk.cli import UsageError, open_from_args, output_file
 
     if args.groups:
@@ -525,7 +534,11 @@ def cmd_report(args) -> int:
         print(json.dumps(found[0] if len(found) == 1 else found, ensure_ascii=False))
         return 0
     for report in reports:
-        print(format_report(report))
+        # The settings and truncation lines go under the report's counts (and its tokens line): format_report's
+        # first two lines, or three.
+        text = format_report(report).split("\n")
+        at = 2 + (report.tokens is not None)
+        print("\n".join([*text[:at], *thinking_lines(report), *text[at:]]))
     if pope_means:
         print(format_pope_means(pope_means))
     if args.plot:

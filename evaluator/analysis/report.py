@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Final, Literal
+from urllib.parse import parse_qsl
 
 from db import catalog, extractions, runs
 from db.errors import InvalidInput, NotFound
@@ -169,6 +170,11 @@ class RunReport:
     # The tokens the run's server said its stored passes cost (None when no pass says): the run's own passes,
     # whatever the scoring. In the JSON right after model_calls, null when None.
     tokens: runs.TokenUsage | None = None
+    # Passes the token budget cut off (issue 36), None when none was: in the JSON after tokens, only when there.
+    truncation: runs.Truncation | None = None
+    # The settings that decide the run's answers beyond its strategy (thinking, system prompt, the spec's sampling
+    # and processor options): in the JSON after config, only when one differs from vlmdesk's default.
+    settings: AnswerSettings | None = None
 
     @property
     def mcq(self) -> McqFigures | None:
@@ -185,10 +191,14 @@ class RunReport:
     def to_json(self) -> dict[str, Any]:
         head: dict[str, Any] = {}
         for f in dataclasses.fields(self):
-            if f.name not in ("figures", "pope_mean", "tokens"):
+            if f.name not in ("figures", "pope_mean", "tokens", "truncation", "settings"):
                 head[f.name] = getattr(self, f.name)
             if f.name == "model_calls":
                 head["tokens"] = self.tokens and self.tokens.to_json()
+                if self.truncation is not None:
+                    head["truncation"] = self.truncation.to_json()
+            if f.name == "config" and self.settings is not None and self.settings.notable:
+                head["settings"] = self.settings.to_json()
         head.update(scorings=list(self.scorings), problems=list(self.problems))
         out = {**head, **self.figures.to_json()}
         if self.pope is not None:
@@ -255,18 +265,130 @@ def _report(ws: Workspace, run_id: int, scoring: str | None, *, kept: bool) -> R
         tuple(run.problems),
         figures,
         tokens=usage if (usage := runs.token_usage(ws, run.id)).passes else None,
+        truncation=cut if (cut := runs.truncation(ws, run.id)).truncated else None,
+        settings=answer_settings(run.config, run.model_spec),
     )
 
 
 def describe_tokens(usage: runs.TokenUsage) -> str:
-    """`tokens 1,200 prompt + 340 completion over 12 passes` (a count no pass gave reads `-`): the report's line,
-    also the app's."""
+    """`tokens 1,200 prompt + 340 completion (120 of them reasoning) over 12 passes` (a count no pass gave reads
+    `-`; the reasoning part only where a server said it): the report's line, also the app's."""
 
     def count(n: int | None) -> str:
         return "-" if n is None else f"{n:,}"
 
     passes = f"{usage.passes:,} pass" + ("" if usage.passes == 1 else "es")
-    return f"tokens {count(usage.prompt)} prompt + {count(usage.completion)} completion over {passes}"
+    thinking = f" ({usage.reasoning:,} of them reasoning)" if usage.reasoning is not None else ""
+    return f"tokens {count(usage.prompt)} prompt + {count(usage.completion)} completion{thinking} over {passes}"
+
+
+def thinking_lines(report: RunReport) -> list[str]:
+    """What a report's text says of a run's answer settings and cut-off passes (issue 36), under its counts: the
+    settings line when one is not vlmdesk's default, the truncation line when a pass was cut off."""
+    lines = [f"settings: {report.settings.line()}"] if report.settings is not None and report.settings.notable else []
+    return lines + ([describe_truncation(report.truncation)] if report.truncation is not None else [])
+
+
+def describe_truncation(cut: runs.Truncation) -> str:
+    """The truncation line with what it means for the figures beside it: "truncated: 37 of 4,329 (12 inside the
+    thought) — cut off by the token budget, never retried: 12 gave no answer (counted wrong), 25 are read as usual"."""
+    after = cut.truncated - cut.in_thought
+    parts = [f"{cut.in_thought:,} gave no answer (counted wrong)"] if cut.in_thought else []
+    parts += [f"{after:,} cut after the thought are read as usual"] if after else []
+    return f"{cut.line()} — cut off by the token budget, never retried: " + ", ".join(parts)
+
+
+# The model spec's options that decide answers (issue 36), shown with a run's settings: sampling, the image
+# processor's bounds, a started server's layout and length. A backend's transport options (concurrency, retries,
+# batch size, device) are not among them. The backends check the values; this list only picks what to show.
+SPEC_SETTINGS: Final = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "repetition_penalty",
+    "seed",
+    "min_pixels",
+    "max_pixels",
+    "max_tiles",
+    "max_model_len",
+    "tp",
+    "dp",
+)
+SYSTEM_SHOWN: Final = 48  # characters of a system prompt a one-line description shows (the whole in --json)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswerSettings:
+    """A run's settings that decide its answers beyond the strategy and the prompt (issue 36), as its stored config
+    and its model spec say: the token budget, how a thought is split from the answer ("auto", "off" or
+    "OPEN,CLOSE"), the system prompt, the chat template's keyword arguments (JSON text), the thought's own budget,
+    and the spec's sampling and processor options (SPEC_SETTINGS, as written in the spec)."""
+
+    max_new_tokens: int | None
+    reasoning: str = "auto"
+    system: str | None = None
+    chat_template_kwargs: str | None = None
+    thinking_budget: int | None = None
+    spec_options: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def notable(self) -> bool:
+        """Whether any differs from what every run had before issue 36 (then the report and `runs` say them)."""
+        return bool(
+            self.reasoning != "auto"
+            or self.system is not None
+            or self.chat_template_kwargs is not None
+            or self.thinking_budget is not None
+            or self.spec_options
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "spec_options": dict(self.spec_options)}
+
+    def parts(self, *, compact: bool = False) -> list[str]:
+        """Each setting in words, e.g. ['max new tokens 32,768', 'thinking budget 8,192', 'reasoning <t>,</t>',
+        'chat template {"enable_thinking": true}', 'system "You are…" (212 chars)', 'temperature 0.6'];
+        `compact` leaves out what is at its default (the runs list)."""
+        out = [] if self.max_new_tokens is None else [f"max new tokens {self.max_new_tokens:,}"]
+        if self.thinking_budget is not None:
+            out.append(f"thinking budget {self.thinking_budget:,}")
+        if self.reasoning != "auto" or not compact:
+            out.append(f"reasoning {self.reasoning}")
+        if self.chat_template_kwargs is not None:
+            out.append(f"chat template {self.chat_template_kwargs}")
+        if self.system is not None:
+            flat = " ".join(self.system.split())
+            shown = flat if len(flat) <= SYSTEM_SHOWN else flat[: SYSTEM_SHOWN - 1] + "…"
+            out.append(f'system "{shown}"' + ("" if shown == self.system else f" ({len(self.system):,} chars)"))
+        out += [f"{name} {value}" for name, value in self.spec_options.items()]
+        return out
+
+    def line(self, *, compact: bool = False) -> str:
+        return " · ".join(self.parts(compact=compact))
+
+
+def answer_settings(config: dict[str, Any], spec: str) -> AnswerSettings:
+    """A run's AnswerSettings from its stored config (RunSettings.identity: a setting at its default is absent) and
+    its model spec's `?name=value` options. A stored value of the wrong type (a file written by other tools) reads
+    as absent; the spec's options are read as written, in SPEC_SETTINGS' order."""
+    query = spec.partition("?")[2]
+    options = dict(parse_qsl(query[:4096], keep_blank_values=True)) if query else {}
+    return AnswerSettings(
+        _count(config.get("max_new_tokens")),
+        _text(config.get("reasoning")) or "auto",
+        _text(config.get("system")),
+        _text(config.get("chat_template_kwargs")),
+        _count(config.get("thinking_budget")),
+        {name: options[name][:80] for name in SPEC_SETTINGS if name in options},
+    )
 
 
 ByItem = dict[int, dict[int, runs.Prediction]]
