@@ -8,7 +8,8 @@ shown is original option (i + k) mod N), so pass k *is* that row: its prediction
 options and answer are the rotated ones the model saw. Passes never asked (a wrong pass ends a CircularEval item)
 get an empty prediction — VLMEvalKit counts the item wrong, as vlmdesk does. Vanilla runs give the original rows
 only. POPE runs give index, question, answer, category (the setting) and prediction. Multi-turn runs add a
-`turns` column: each pass's dialogue as JSON (evaluator/engine/multiturn.py).
+`turns` column: each pass's dialogue as JSON (evaluator/engine/multiturn.py). A thinking model's run (a pass with a
+thought, a finish reason or reasoning tokens, issue 36) adds THINKING_COLUMNS: the prediction stays the answer.
 
 Files are written to a temporary name and renamed, so an interrupted export leaves nothing half-written.
 """
@@ -31,6 +32,10 @@ from evaluator.formats.outfiles import AtomicOutput, csv_cell
 from evaluator.scoring.choices import displayed_answer, letters, rotation
 
 PREDICTION_FIELDS = ("response", "choice")
+THINKING_COLUMNS = ("thought", "finish_reason", "truncated", "reasoning_tokens")
+"""Each pass's thought apart from its answer, why generation stopped, whether the token budget cut it off (1; empty
+for a pass never asked) and the reasoning tokens its server said it spent; lmms-eval samples carry them beside
+`resps` (truncated as true/false)."""
 SEPARATORS = {".tsv": "\t", ".csv": ","}
 LAYOUTS = ("vlmevalkit", "lmms-eval")
 """VLMEvalKit's prediction file (.tsv/.csv), or lmms-eval's `--log_samples` JSON Lines (.jsonl): one sample per
@@ -82,11 +87,22 @@ def export_predictions(
             return ""
         return p.response if prediction == "response" else (p.choice or "")
 
+    thinking = any(p.thought is not None or p.finish_reason is not None or p.reasoning_tokens is not None
+                   for p in done.values())  # fmt: skip
+
+    def thought_cells(p: runs.Prediction | None) -> list[Any]:
+        if not thinking:
+            return []
+        if p is None:
+            return [None] * len(THINKING_COLUMNS)
+        return [p.thought, p.finish_reason, int(p.truncated), p.reasoning_tokens]
+
     if run.strategy == "pope":
         bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
         columns = ["index", "question", "answer", "category", "prediction"]
         rows = [
             [item.index, item.question, item.answer, bench.meta.get("setting") or "", said(done.get((item.id, 0)))]
+            + thought_cells(done.get((item.id, 0)))
             for item in items
         ]
         predicted = sum((item.id, 0) in done for item in items)
@@ -95,6 +111,7 @@ def export_predictions(
         rows = [
             [item.index, item.question, item.hint, _references_cell(item.references), item.category, item.split]
             + [said(done.get((item.id, 0)))]
+            + thought_cells(done.get((item.id, 0)))
             for item in items
         ]
         predicted = sum((item.id, 0) in done for item in items)
@@ -135,8 +152,10 @@ def export_predictions(
                         item.split,
                         said(done.get((item.id, k))),
                         *([_turns(done.get((item.id, k)))] if dialogues else []),
+                        *thought_cells(done.get((item.id, k))),
                     ]
                 )
+    columns += list(THINKING_COLUMNS) if thinking else []
     if sep is None and layout == "vlmevalkit":
         _write_xlsx(path, columns, rows)
         return PredictionExport(path, run_id, len(rows), predicted)
@@ -206,9 +225,16 @@ def _write_samples(handle: IO[str], columns: list[str], rows: list[list[Any]], *
     """lmms-eval's sample shape; a pass never asked has an empty response, as in the VLMEvalKit layout."""
     said_at = columns.index("prediction")  # a multi-turn run's turns column comes after it
     for doc_id, row in enumerate(rows):
-        doc = {("question_id" if pope and c == "index" else c): v for c, v in zip(columns, row) if c != "prediction"}
+        doc = {
+            ("question_id" if pope and c == "index" else c): v
+            for c, v in zip(columns, row)
+            if c != "prediction" and c not in THINKING_COLUMNS
+        }
         said = row[said_at]
         sample = {"doc_id": doc_id, "doc": doc, "target": doc["answer"], "resps": [[said]], "filtered_resps": [said]}
+        for c, v in zip(columns, row):  # a thinking model's pass: beside its response, not in the document
+            if c in THINKING_COLUMNS:
+                sample[c] = bool(v) if c == "truncated" and v is not None else v
         handle.write(json.dumps(sample, ensure_ascii=False) + "\n")
 
 
