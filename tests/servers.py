@@ -160,7 +160,8 @@ def first_then(n: int, first, then):
 
 
 def text_of(body: dict) -> str:
-    content = body["messages"][0]["content"]
+    """The question a chat request asks: its last message's text (a system message may come first)."""
+    content = body["messages"][-1]["content"]
     return content if isinstance(content, str) else content[-1]["text"]
 
 
