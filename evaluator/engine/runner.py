@@ -49,7 +49,7 @@ from evaluator.scoring.choices import (
     shown_options,
     still_alive,
 )
-from evaluator.scoring.extraction import Extraction
+from evaluator.scoring.extraction import TRUNCATED, Extraction
 from evaluator.scoring.llm_extraction import Extractor, load_extractor
 from evaluator.types import MCQ_STRATEGIES, McqStrategy, Strategy
 
@@ -685,10 +685,6 @@ CHUNK_CALLS = 64
 COMMIT_EVERY_S = 0.25  # streamed passes are committed at most this long after their answer: a few transactions a second
 
 OPEN_ANSWER = Extraction(None, "none", "open question: the answer is not extracted")
-TRUNCATED = Extraction(
-    None, "truncated", "cut off by the token budget inside the thought: no answer (finish_reason length)"
-)
-"""A pass the token budget ended inside its thought (issue 36): nothing to read, never retried, counted apart."""
 """What an open run stores as a pass's reading: nothing chosen, nothing scored (correct is NULL: no answer key)."""
 OPEN_MAX_NEW_TOKENS = 256  # a free answer needs room; the command line and the launcher default to it for open runs
 

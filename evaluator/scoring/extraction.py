@@ -68,6 +68,13 @@ class Extraction:
     reason: str  # short human-readable reason
 
 
+TRUNCATED = Extraction(
+    None, "truncated", "cut off by the token budget inside the thought: no answer (finish_reason length)"
+)
+"""A pass the token budget ended inside its thought (issue 36): nothing to read — the engine stores it so, never
+retried, and every re-scoring keeps it so; reports count it apart."""
+
+
 # --- Normalisation ----------------------------------------------------------------------------------------
 
 # \boxed{B} and <answer>B</answer> are answer statements: rewrite them as "Answer: B" on a line of its own.

@@ -9,14 +9,13 @@ counts it as wrong while saying how many items that affects (``circular_unasked_
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from db import catalog, extractions, runs
 from db.errors import UserError
 from db.workspace import Workspace
 from evaluator.scoring.choices import pass_correct, shown_options
-from evaluator.scoring.extraction import Extraction
+from evaluator.scoring.extraction import TRUNCATED, Extraction
 from evaluator.scoring.llm_extraction import ExtractionInput, Extractor
 
 UNLABELLED = "unlabelled"
@@ -73,7 +72,11 @@ def rescore(
         # A scoring covers the passes stored when it was made; passes a resume adds later would count as wrong.
         raise RescoreError(f"run {run_id} is {run.status}: finish it first (vlmdesk run --resume {run_id})")
     passes = stored_passes(ws, run_id)
-    read: Sequence[Extraction] = extractor.extract_many([p.input for p in passes])
+    # A pass the token budget ended inside its thought has no answer to read (issue 36): it stays truncated under
+    # every scoring, and no extractor is asked about it.
+    answered = [sp for sp in passes if sp.prediction.stage != TRUNCATED.stage]
+    readings = iter(extractor.extract_many([p.input for p in answered]))
+    read: list[Extraction] = [TRUNCATED if sp.prediction.stage == TRUNCATED.stage else next(readings) for sp in passes]
     scored, changed, kept = [], 0, 0
     for sp, e in zip(passes, read):
         p = sp.prediction

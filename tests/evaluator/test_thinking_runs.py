@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from db import open_workspace, runs
+from db import extractions, open_workspace, runs
 from tests.factories import mmbench_rows, write_tsv
 from tests.server_process import completion
 from tests.servers import Step
@@ -114,6 +114,15 @@ def test_thinking_answers_are_read_apart_from_their_thoughts_and_truncated_passe
     assert truncation.line() == "truncated: 1 of 4 (1 inside the thought)"
     assert usage.reasoning == 64 + 12
     assert asked == {0: 1, 1: 1, 2: 1, 3: 1}  # nothing retried: a truncated pass is an answer, not a failure
+
+    # A re-scoring reads the answers again, never the thoughts; the pass cut inside its thought stays truncated.
+    code, out, err = cli(capsys, "--workspace", ws_path, "rescore", run_id, "--extractor", "rules", "--json")
+    assert code == 0, err
+    with open_workspace(ws_path) as ws:
+        (scoring,) = extractions.scorings_of(ws, run_id)
+        rescored = {p.item_id: p for p in extractions.scored_passes(ws, scoring.id)}
+    assert rescored[a.item_id].stage == "truncated" and rescored[a.item_id].correct is False
+    assert all(rescored[got[n].item_id].correct for n in order[1:])
 
     # The same run asked again finds it finished: nothing is asked twice.
     code, _, err = cli(
