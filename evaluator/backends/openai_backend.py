@@ -1,7 +1,13 @@
 """OpenAI-compatible chat-completions servers:
 ``openai:<model>[@<base url>[,<base url>…]][?key_env=…&concurrency=…&timeout=…&retries=…]``.
 
-One chat completion per query. The engine streams (docs/adr/0032): `open_stream()` keeps `concurrency` requests in
+One chat completion per query, with the run's system prompt and chat template arguments (base.Chat), the generation
+settings the spec sets (temperature, top_p, top_k, repetition_penalty, seed) and its image processor's (min_pixels,
+max_pixels, max_tiles: vLLM's per-request mm_processor_kwargs); what each server accepts is sent (OpenAI's own API:
+max_completion_tokens, and no temperature for its reasoning models). A thinking model's thought comes back apart
+(``reasoning_content`` / ``reasoning``) or inline; the door splits it (reasoning.py).
+
+The engine streams (docs/adr/0032): `open_stream()` keeps `concurrency` requests in
 flight per replica, each answer taken as it comes; `generate()` is a call over the same stream. Several base URLs
 are replicas of one model: a request goes to the replica with the fewest in flight for its concurrency; a replica
 that fails (connection refused, 5xx, 429, a timeout, a malformed body) is set aside for the back-off and its requests
@@ -252,7 +258,8 @@ BACKENDS = (
         syntax="openai:<model>@<base url>[,<base url>…][?key_env=OPENAI_API_KEY&concurrency=8&timeout=60]",
         help="any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, LM Studio, OpenAI), or several "
         "replicas of one model (comma-separated base URLs, concurrency per replica); the key is read from the "
-        "variable key_env names, never stored",
+        "variable key_env names, never stored; generation settings temperature, top_p, top_k, repetition_penalty, "
+        "seed and image settings min_pixels, max_pixels, max_tiles are sent when set and name the run",
         build=lambda rest, context: parse_openai_spec(rest),
         validate=lambda rest: _validate(rest),
         identity=lambda rest: identity_spec(rest),
@@ -276,6 +283,16 @@ BACKENDS = (
                 "Timeout (s)",
                 placeholder="60",
                 help="the most one request may take in all, wall time (a server that drips its answer times out)",
+            ),
+            Field("temperature", "Temperature", placeholder="0", help="0: greedy (the default); above 0 samples"),
+            Field("top_p", "Top-p", placeholder="1", help="nucleus sampling (with a temperature above 0)"),
+            Field("seed", "Seed", "int", placeholder="none", help="the server's sampling seed, sent when set"),
+            Field(
+                "max_pixels",
+                "Max pixels",
+                "int",
+                placeholder="the server's",
+                help="the image processor's bound (Qwen-VL family: e.g. 1003520 = 1280×28×28); part of the run",
             ),
         ),
         examples=(
