@@ -18,6 +18,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from db import models, run_items, runs
 from db.catalog import Benchmark
@@ -105,8 +106,13 @@ def prepare_run(
         # Found or created and claimed in one transaction: the same command started twice at once runs once.
         run = start_run(ws, bench, spec, settings, template, backend, batch_size=batch_size, reuse=not new)
     except runs.RunBusy as exc:
+        close_backend(backend)
         raise LaunchRefused(str(exc)) from None
+    except BaseException:
+        close_backend(backend)
+        raise
     if run.status == "finished":  # finished by another process since we looked
+        close_backend(backend)
         return Launch(run, None, batch_size, resumed=True, fresh=False)
     return Launch(
         run, backend, batch_size, resumed=found is not None or run.predictions > 0, fresh=run.predictions == 0
@@ -146,7 +152,8 @@ def run_or_resume(
     on_progress: Callable[[Progress | WaitEvent], None] | None = None,
     on_start: Callable[[Engine], None] | None = None,
 ) -> Engine | None:
-    """Execute a prepared launch (see execute_run); None when the run was finished already."""
+    """Execute a prepared launch (see execute_run); None when the run was finished already. The backend is closed
+    afterwards, however the run ends (a server vlmdesk started for it is stopped: managed.py)."""
     if launch.backend is None:
         return None
     try:
@@ -161,6 +168,21 @@ def run_or_resume(
         )
     except runs.RunBusy as exc:  # another process claimed it meanwhile: left alone
         raise LaunchRefused(str(exc)) from None
+    finally:
+        close_backend(launch.backend)
+
+
+def close_backend(backend: Backend | None) -> None:
+    """Stop what a backend started (a server of vllm: or sglang:), through its ``close()`` where it has one; a
+    backend without one holds nothing to stop."""
+    method = getattr(backend, "close", None)
+    if callable(method):
+        method()
+
+
+def server_logs(ws: Workspace) -> Path:
+    """Where the servers vlmdesk starts for this workspace's runs keep their logs: ``<name>.servers/`` beside it."""
+    return ws.path.with_name(ws.path.stem + ".servers")
 
 
 def _check_free(run: runs.Run) -> None:
@@ -178,6 +200,7 @@ def _open(
     except BackendError as exc:
         raise LaunchRefused(redact(str(exc), spec, settings.extractor, settings.multi_turn)) from None
     if (refused := likelihood_refusal(backend, settings)) is not None:
+        close_backend(backend)
         raise LaunchRefused(refused)
     return backend
 
@@ -193,12 +216,14 @@ def open_backend(
     ws: Workspace, benchmark_id: int, model_spec: str, *, seed: int, batch_size: int | None = None
 ) -> Backend:
     """The backend a spec names; `baseline:frequent` learns the benchmark's most frequent answer, a local model
-    batches by the run's batch size unless its spec sets one. Raises BackendError."""
+    batches by the run's batch size unless its spec sets one, a server vlmdesk starts logs beside the workspace
+    (server_logs). Raises BackendError; the caller closes it (close_backend)."""
     return load_backend(
         model_spec,
         seed=seed,
         frequent_answer=run_items.frequent_answer(ws, benchmark_id),
         batch_size=batch_size,
+        log_dir=server_logs(ws),
     )
 
 
