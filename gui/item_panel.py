@@ -34,6 +34,7 @@ from gui.appearance import (
     KEY_BADGE,
     KEY_BORDER,
     MUTED,
+    PENDING,
     RIGHT,
     WRONG,
     set_foreground,
@@ -559,6 +560,7 @@ class PredictionsView(QTreeWidget):
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(4, QHeaderView.ResizeMode.ResizeToContents)
+        self.itemExpanded.connect(self._unfolded)
 
     def show_predictions(self, item, runs_passes, *, sight=None, kind: str | None = None) -> None:
         """Every run's passes of the item, less what the blind rule (annotation/blind.py `Sight`) hides: nothing
@@ -600,16 +602,21 @@ class PredictionsView(QTreeWidget):
                 index = original_option(p.choice, p.option_order)
                 original = None if index is None else LETTERS[index]
                 choice = (p.choice or "undecided") + (f" (= {original})" if original and original != p.choice else "")
+                if p.stage == TRUNCATED:  # no answer at all: not a wrong answer, though it counts as one
+                    response, choice, correct = CUT_IN_THOUGHT, "no answer", CUT_MARK
                 child = QTreeWidgetItem([f"pass {p.pass_}", order, response, choice, correct])
                 child.setToolTip(2, p.response)
                 child.setToolTip(3, f"{p.stage}: {p.reason or ''}")
                 if p.correct is not None:
                     set_foreground(child, 4, RIGHT if p.correct else WRONG)
+                _mark_cut(child, p)
                 _add_turns(child, p.turns)
+                _add_thought(child, p)
                 top.addChild(child)
             self.addTopLevelItem(top)
             top.setFirstColumnSpanned(True)
             top.setExpanded(True)
+            _unfold_passes(top)
         if not runs_passes:
             empty = QTreeWidgetItem(["No run has answered this item yet", "", "", "", ""])
             set_foreground(empty, 0, MUTED)
@@ -635,9 +642,11 @@ class PredictionsView(QTreeWidget):
             scores = open_item.item_scores(p.response, references)
             first = open_item.primary(scores, references)
             score = open_item.score_text(first, scores[first]) if first else "answered"
-            child = QTreeWidgetItem([f"pass {p.pass_}", "", " ".join(p.response.split()), score, ""])
+            answer = CUT_IN_THOUGHT if p.stage == TRUNCATED else " ".join(p.response.split())
+            child = QTreeWidgetItem([f"pass {p.pass_}", "", answer, score, ""])
             child.setToolTip(2, p.response)
             set_foreground(child, 3, score_colour(scores[first] if first else None))
+            _mark_cut(child, p)
             if scores:
                 every = f"Scores: {open_item.scores_text(scores, references)}   ({open_item.RUN_ONLY_NOTE})"
             elif references:
@@ -650,6 +659,7 @@ class PredictionsView(QTreeWidget):
             child.addChild(line)
             expand.append((child, line))
             _add_turns(child, p.turns)
+            _add_thought(child, p)
             top.addChild(child)
             if p.pass_ == 0 and (sight is None or sight.shows_run_result(run.id, item.id)):
                 # First after the run's number: a long model spec elides the end of the row, never the score.
@@ -662,6 +672,127 @@ class PredictionsView(QTreeWidget):
         for child, line in expand:
             line.setFirstColumnSpanned(True)
             child.setExpanded(True)
+        _unfold_passes(top)
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 — Qt's name
+        """Space or Enter folds and unfolds the current row (a thought, a dialogue): in Review, Right and Left are
+        the window's keys for the next and previous item, and + and - zoom the image."""
+        row = self.currentItem()
+        if (
+            row is not None
+            and (row.childCount() or row.data(0, THOUGHT_ROLE) is not None)
+            and event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        ):
+            row.setExpanded(not row.isExpanded())
+            return
+        super().keyPressEvent(event)
+
+    def _unfolded(self, row: QTreeWidgetItem) -> None:
+        """A thought row opened: its lines written now, to the tree's width (a folded thought costs one row)."""
+        if row.data(0, THOUGHT_ROLE) is not None:
+            self._write_thought(row)
+
+    def _write_thought(self, row: QTreeWidgetItem) -> None:
+        # A line sits four steps in (the run's row is decorated too) and keeps a margin each side.
+        width = self.viewport().width() - self.indentation() * 4 - 2 * self.fontMetrics().averageCharWidth()
+        lines = wrap_to(row.data(0, THOUGHT_ROLE), lambda text: self.fontMetrics().horizontalAdvance(text), width)
+        if [line.text(0) for line in _children(row)] == lines:
+            return
+        row.takeChildren()
+        for text in lines:
+            line = QTreeWidgetItem([text, "", "", "", ""])
+            row.addChild(line)
+            line.setFirstColumnSpanned(True)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 — Qt's name
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():  # the open thoughts' lines follow the width
+            for row in self.thought_rows():
+                if row.isExpanded():
+                    self._write_thought(row)
+
+    def thought_rows(self) -> list[QTreeWidgetItem]:
+        """The "Thought (N words)" rows of the passes shown (tests, keyboard checks)."""
+        found = []
+        for i in range(self.topLevelItemCount()):
+            top = self.topLevelItem(i)
+            for j in range(top.childCount()):
+                found += [r for r in _children(top.child(j)) if r.data(0, THOUGHT_ROLE) is not None]
+        return found
+
+
+# A thinking model's pass (issue 36): its thought folded under it, shown exactly when its response is (the same
+# branch of the blind rule); a pass the token budget cut off says so rather than pass for a plain wrong answer.
+TRUNCATED = "truncated"  # the stage of a pass cut inside its thought (db/runs.py): no answer at all
+CUT_MARK = "✂"
+CUT_IN_THOUGHT = "(cut off in the thought)"
+CUT_TIPS = {
+    True: "Cut off by the token budget inside the thought: the model gave no answer. Counted wrong; never retried.",
+    False: "Cut off by the token budget after the thought: the answer was read as usual.",
+}
+THOUGHT_ROLE = Qt.ItemDataRole.UserRole + 7  # a thought row's data: the whole thought
+
+
+def _children(row: QTreeWidgetItem) -> list[QTreeWidgetItem]:
+    return [row.child(i) for i in range(row.childCount())]
+
+
+def _mark_cut(row: QTreeWidgetItem, p) -> None:
+    """A pass the token budget ended: marked in its Pass column, why in the tooltip, in the pending colour."""
+    if not p.truncated:
+        return
+    inside = p.stage == TRUNCATED
+    row.setText(0, f"{row.text(0)} {CUT_MARK}")  # short: the Pass column is as wide as its longest label
+    for column in (0, 4) if inside else (0,):
+        row.setToolTip(column, CUT_TIPS[inside])
+    if not inside:  # the answer read as usual: said where the reading is
+        row.setToolTip(3, f"{row.toolTip(3)}\n{CUT_TIPS[False]}")
+        set_foreground(row, column, PENDING)
+    if inside:
+        set_foreground(row, 2, MUTED)
+
+
+def _add_thought(pass_row: QTreeWidgetItem, p) -> None:
+    """The pass's thought under its row, folded: a "Thought (1,234 words)" row whose lines are written to the tree's
+    width when it is opened (click its arrow, or Space / Enter on it, PredictionsView.keyPressEvent); the start of
+    the thought in its tooltip."""
+    if not p.thought:
+        return
+    words = len(p.thought.split())
+    row = QTreeWidgetItem([f"Thought ({words:,} word{'' if words == 1 else 's'})", "", "", "", ""])
+    row.setData(0, THOUGHT_ROLE, p.thought)
+    row.setChildIndicatorPolicy(QTreeWidgetItem.ChildIndicatorPolicy.ShowIndicator)
+    row.setToolTip(0, p.thought[:2000] + ("…" if len(p.thought) > 2000 else ""))
+    set_foreground(row, 0, MUTED)
+    pass_row.addChild(row)
+
+
+def wrap_to(text: str, advance, width: int) -> list[str]:
+    """`text` in lines no wider than `width` by `advance` (a font's horizontalAdvance), words kept whole (a word
+    wider than the line has a line of its own), its own line breaks kept."""
+    lines = []
+    for paragraph in text.splitlines() or [""]:
+        line = ""
+        for word in paragraph.split():
+            longer = f"{line} {word}" if line else word
+            if line and advance(longer) > width:
+                lines.append(line)
+                line = word
+            else:
+                line = longer
+        lines.append(line)
+    return lines
+
+
+def _unfold_passes(top: QTreeWidgetItem) -> None:
+    """A pass with a thought is shown open, its thought row folded: the thought is one step (a click or Right) away.
+    Spanning is set once the rows are in the tree (Qt ignores it before)."""
+    for pass_row in _children(top):
+        thoughts = [r for r in _children(pass_row) if r.data(0, THOUGHT_ROLE) is not None]
+        for row in thoughts:
+            row.setFirstColumnSpanned(True)
+        if thoughts:
+            pass_row.setExpanded(True)
 
 
 def _add_turns(pass_row: QTreeWidgetItem, turns) -> None:
