@@ -88,7 +88,7 @@ OPTIONS: dict[str, Option] = {
         "word", True, "Reasoning parser", "the server splits a thinking model's thought apart (e.g. qwen3)"
     ),
     "gpu_memory_utilization": Option(
-        "float", False, "GPU memory fraction", "of each GPU's memory the server may take (0.05–1)", 0.05, 1.0
+        "float", False, "GPU memory", "of each GPU's memory the server may take (0.05–1)", 0.05, 1.0
     ),
     "dtype": Option(
         "choice",
@@ -99,14 +99,14 @@ OPTIONS: dict[str, Option] = {
         default="auto",
     ),
     "quantization": Option("word", True, "Quantization", "the server's quantization method (e.g. fp8, awq)"),
-    "max_images": Option("int", False, "Images per prompt", "the most images one prompt may carry", 0, 256),
+    "max_images": Option("int", False, "Images/prompt", "the most images one prompt may carry", 0, 256),
     "trust_remote_code": Option("flag", False, "Trust remote code", "run the model repository's own code"),
     "served_model_name": Option("word", False, "Served name", "the name requests use (default: the model)"),
     "extra_args": Option(
-        "args", True, "Extra arguments", "more of the server's own command-line arguments, as a shell would split them"
+        "args", True, "Extra args", "more of the server's own command-line arguments, as a shell would split them"
     ),
     "startup_timeout": Option(
-        "float", False, "Startup deadline (s)", "the longest the server may take to answer", 1, 7 * 86_400
+        "float", False, "Startup (s)", "the longest the server may take to answer", 1, 7 * 86_400
     ),
     "bin": Option("path", False, "Program", "the server's program (default: found on PATH)"),
 }
@@ -343,7 +343,7 @@ def python_version_of(package: str) -> Callable[[str], list[str]]:
 _SERVED = ("tp", "dp", "max_model_len", "reasoning_parser", "gpu_memory_utilization", "dtype", "quantization")
 VLLM = Recipe(
     name="vllm",
-    title="vLLM server (started by vlmdesk)",
+    title="Start vLLM",
     install="pip install vllm",
     command=_vllm_command,
     version=lambda program: [program, "--version"],
@@ -356,7 +356,7 @@ VLLM = Recipe(
 )
 SGLANG = Recipe(
     name="sglang",
-    title="SGLang server (started by vlmdesk)",
+    title="Start SGLang",
     install='pip install "sglang[all]"',
     command=_sglang_command,
     version=python_version_of("sglang"),
@@ -368,13 +368,15 @@ SGLANG = Recipe(
 
 def entry(recipe: Recipe) -> BackendEntry:
     """The registry entry of a recipe: the same reading, starting and stopping for every kind of server."""
-    fields = [Field("", "Model", "path", required=True, placeholder="Qwen/Qwen2.5-VL-7B-Instruct (hub name or folder)")]
-    for key in (*recipe.options, "startup_timeout", "extra_args", "served_model_name"):
+    # A hub name mostly (a folder is typed): a text field keeps the width a long name needs. The form offers what a
+    # benchmark run usually sets; quantization and served_model_name are typed into the spec.
+    fields = [Field("", "Model", required=True, placeholder="Qwen/Qwen2.5-VL-7B-Instruct or a folder")]
+    for key in (*(o for o in recipe.options if o != "quantization"), "startup_timeout", "extra_args"):
         option = OPTIONS[key]
         kind = {"int": "int", "flag": "flag", "choice": "choice"}.get(option.kind, "text")
         choices = ("", *option.choices) if option.kind == "choice" else ()
         fields.append(Field(key, option.label, kind, option.help, choices))  # type: ignore[arg-type]
-    fields.append(Field("concurrency", "Concurrent requests", "int", "kept in flight (default 64)", placeholder="64"))
+    fields.append(Field("concurrency", "Concurrency", "int", "requests kept in flight (default 64)", placeholder="64"))
     return BackendEntry(
         name=recipe.name,
         title=recipe.title,
