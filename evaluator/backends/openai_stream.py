@@ -1,16 +1,21 @@
 """How the openai backend keeps requests in flight over its replicas (base.Stream; docs/adr/0032): the scheduling
 — which replica, each attempt's wall-clock deadline, retries and back-off, setting a failing replica aside — and the
-transport that sends each attempt. The request bodies and what a response means are openai_backend's."""
+transport that sends each attempt: the openai SDK, one `AsyncOpenAI` client per replica, every client of the process
+on one event loop in a daemon thread (docs/adr/0052). The request bodies and what a response means are
+openai_backend's."""
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
+import functools
 import itertools
 import json
 import os
 import queue
 import threading
 import time
+import weakref
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -33,6 +38,8 @@ from .openai_backend import (
 
 if TYPE_CHECKING:
     from .openai_backend import OpenAIBackend
+
+MAX_ERROR_BYTES = 64 * 1024  # of a 4xx/5xx body (its message is a line; the SDK would read it whole)
 
 
 @dataclass
@@ -78,23 +85,24 @@ class OpenAIStream:
     caller's thread, in `answers()`: which replica a request goes to (the one with the fewest in flight for its
     concurrency, among those not set aside), each attempt's deadline (wall time: a server dripping bytes times out),
     retries with jittered exponential back-off or the server's Retry-After (capped), and setting a failing replica
-    aside. Attempts are sent by a pool of daemon threads that only put their outcomes in a queue (as many threads as
-    attempts in flight, kept between attempts: a thread per attempt cost more CPU than the request); an attempt past
-    its deadline is abandoned — its late outcome dropped, its thread replaced while it hangs."""
+    aside. Attempts are tasks on the transport's event loop (docs/adr/0052) that only put their outcomes in a queue;
+    an attempt past its deadline, or still in flight at close(), is cancelled there and its late outcome dropped —
+    nobody waits for it."""
 
     def __init__(self, backend: OpenAIBackend, max_new_tokens: int):
         self.backend, self.max_new_tokens = backend, max_new_tokens
+        clients = backend._clients
         self.replicas = [
-            _Replica(url or OFFICIAL_SERVER, client, capacity)
-            for url, client, capacity in zip(backend.base_urls, backend._clients, backend.concurrencies)
+            _Replica(url or OFFICIAL_SERVER, clients[i], capacity)
+            for i, (url, capacity) in enumerate(zip(backend.base_urls, backend.concurrencies))
         ]
         self.capacity = backend.concurrency
         self._ready: list[_Request] = []  # waiting for a replica (or for their retry time): oldest first
         self._flight: dict[int, _Attempt] = {}
         self._inbox: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
-        self._jobs: queue.SimpleQueue[tuple[int, Any, bytes] | None] = queue.SimpleQueue()
-        self._workers = 0  # threads of the pool
-        self._abandoned: set[int] = set()  # attempts given up on whose threads have not come back
+        self._loop = _event_loop()
+        self._tasks: dict[int, asyncio.Task[None]] = {}  # the loop thread's alone: attempts it runs
+        self._to_start: list[tuple[int, Any, bytes]] = []  # started in this turn of _dispatch: handed over at once
         self._ids = itertools.count()
         self._closed = False
 
@@ -131,14 +139,15 @@ class OpenAIStream:
                 return out
 
     def close(self) -> None:
+        """Abandon everything: requests not sent are not sent, those in flight are cancelled on the loop (their
+        outcomes, if any come, go to a queue nobody reads). Never waits."""
         self._closed = True
         self._ready.clear()
-        self._flight.clear()  # outcomes still to come go to a queue nobody reads
-        with contextlib.suppress(queue.Empty):
-            while True:
-                self._jobs.get_nowait()  # never sent
-        for _ in range(self._workers):
-            self._jobs.put(None)
+        self._to_start.clear()
+        dropped = list(self._flight)
+        self._flight.clear()
+        if dropped:
+            self._call_soon(self._cancel, dropped)
 
     # -- inside ---------------------------------------------------------------------------------------------
     def _retry_times(self, now: float) -> list[float]:
@@ -164,36 +173,46 @@ class OpenAIStream:
             replica = min(open_, key=lambda p: (p.in_flight / p.capacity, -p.room(now)))
             self._start(request, replica, now)
         self._ready = waiting
+        if self._to_start:  # one wake-up of the loop for all of them
+            self._call_soon(self._spawn, self._to_start)
+            self._to_start = []
 
     def _start(self, request: _Request, replica: _Replica, now: float) -> None:
         request.attempts += 1
         replica.in_flight += 1
         attempt_id = next(self._ids)
         self._flight[attempt_id] = _Attempt(request, replica, now + self.backend.timeout)
-        if self._workers - len(self._abandoned) < len(self._flight):  # every attempt in flight has a thread
-            self._workers += 1
-            threading.Thread(target=self._work, name="openai-request", daemon=True).start()
-        self._jobs.put((attempt_id, replica.client, request.body))
+        self._to_start.append((attempt_id, replica.client, request.body))
 
-    def _work(self) -> None:
-        """A thread of the pool: POST each job's body, hand the response (or what went wrong) to the caller."""
-        jobs, inbox = self._jobs, self._inbox
-        while (job := jobs.get()) is not None:
-            attempt_id, client, body = job
-            try:
-                outcome: Any = _post_bounded(client, body)
-            except BaseException as exc:  # handed to the caller's thread
-                outcome = exc
-            inbox.put((attempt_id, outcome))
+    def _call_soon(self, fn: Any, arg: Any) -> None:
+        try:
+            self._loop.call_soon_threadsafe(fn, arg)
+        except RuntimeError:  # the loop is gone (interpreter shutting down): nothing to run or cancel
+            pass
+
+    # Run in the loop's thread.
+    def _spawn(self, jobs: list[tuple[int, Any, bytes]]) -> None:
+        for attempt_id, client, body in jobs:
+            task = self._loop.create_task(_attempt(client, body, self._inbox, attempt_id))
+            self._tasks[attempt_id] = task
+            task.add_done_callback(functools.partial(self._forget, attempt_id))
+
+    def _forget(self, attempt_id: int, _task: object) -> None:
+        self._tasks.pop(attempt_id, None)
+
+    def _cancel(self, attempt_ids: list[int]) -> None:
+        for attempt_id in attempt_ids:
+            task = self._tasks.pop(attempt_id, None)
+            if task is not None:
+                task.cancel()
 
     def _take(self, attempt_id: int, outcome: Any, out: list[Answer]) -> None:
         attempt = self._flight.pop(attempt_id, None)
         if attempt is None:
-            self._abandoned.discard(attempt_id)  # its thread is back in the pool
             return  # abandoned at its deadline, or the stream was closed
         attempt.replica.in_flight -= 1
         httpx2 = self.backend._httpx
-        if isinstance(outcome, httpx2.Response):
+        if isinstance(outcome, _Reply):
             status = outcome.status_code
             if 200 <= status < 300:
                 try:
@@ -214,22 +233,25 @@ class OpenAIStream:
             self._failed(attempt, f"HTTP {status}: {detail}", _retry_after_seconds(outcome.headers))
         elif isinstance(outcome, _TooBig):
             self._failed(attempt, str(outcome), None)
-        elif isinstance(outcome, httpx2.TimeoutException):
+        elif _is_timeout(outcome, httpx2):
             self._failed(attempt, self._timeout_error(), None)
-        elif isinstance(outcome, httpx2.RequestError):
-            self._failed(attempt, f"connection error: {_one_line(str(outcome) or type(outcome).__name__)}", None)
+        elif _is_connection_error(outcome, httpx2):
+            self._failed(attempt, f"connection error: {_connection_detail(outcome)}", None)
         elif isinstance(outcome, Exception):
             raise BackendError(
                 f"openai: {attempt.replica.url}: {type(outcome).__name__}: {_one_line(str(outcome))[:300]}"
             ) from None
         else:
-            raise outcome  # KeyboardInterrupt or SystemExit in a request thread
+            raise outcome  # KeyboardInterrupt or SystemExit on the loop
 
     def _expire(self, now: float) -> None:
-        """Abandon every attempt past its deadline (its thread is left behind; a late answer is dropped)."""
-        for attempt_id in [i for i, a in self._flight.items() if a.deadline <= now]:
+        """Abandon every attempt past its deadline: cancelled on the loop (its connection closed), a late answer
+        dropped."""
+        late = [i for i, a in self._flight.items() if a.deadline <= now]
+        if late:
+            self._call_soon(self._cancel, late)
+        for attempt_id in late:
             attempt = self._flight.pop(attempt_id)
-            self._abandoned.add(attempt_id)
             attempt.replica.in_flight -= 1
             self._failed(attempt, self._timeout_error(), None)
 
@@ -287,81 +309,317 @@ class OpenAIStream:
         )
 
 
+# ---- the transport ---------------------------------------------------------------------------------------------
+
+
 class _TooBig(Exception):
     """A response body over MAX_STREAM_BYTES: a failed attempt, its body never read whole."""
 
 
-def _post_bounded(client: Any, body: bytes) -> Any:
-    """POST a chat completion and read its response's body, at most MAX_STREAM_BYTES of it (a server answering 1 GB
-    is cut off there); the response as httpx2 would give it, or _TooBig."""
-    with client.stream("POST", "chat/completions", content=body) as response:
+@dataclass(frozen=True)
+class _Reply:
+    """A response read whole within its bound, as the caller's thread reads it (openai_backend._Response)."""
+
+    status_code: int
+    content: bytes
+    headers: Any  # httpx2.Headers
+    reason_phrase: str
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+
+_LOOP: tuple[int, asyncio.AbstractEventLoop] | None = None
+_LOOP_LOCK = threading.Lock()
+
+
+def _event_loop() -> asyncio.AbstractEventLoop:
+    """The event loop every openai client of this process runs on, in a daemon thread started when first needed
+    (nobody ever waits for it: Cancel and SIGTERM are the caller's thread's, docs/adr/0024)."""
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None or _LOOP[0] != os.getpid():  # a forked child has the object, not the thread
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="openai-loop", daemon=True).start()
+            _LOOP = (os.getpid(), loop)
+        return _LOOP[1]
+
+
+async def _attempt(client: Any, body: bytes, inbox: queue.SimpleQueue[tuple[int, Any]], attempt_id: int) -> None:
+    """One attempt, a task on the loop: its outcome (a _Reply, or what went wrong) handed to the caller's thread.
+    A cancelled attempt (its deadline passed, or its stream closed) hands nothing."""
+    try:
+        outcome: Any = await _post_bounded(client, body)
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # handed to the caller's thread
+        outcome = exc
+    inbox.put((attempt_id, outcome))
+
+
+async def _post_bounded(client: Any, body: bytes) -> _Reply:
+    """POST a chat completion through the SDK and read its response's body, at most MAX_STREAM_BYTES of it (a
+    server answering 1 GB is cut off there: _TooBig). The SDK's low-level `post` with `cast_to=httpx2.Response`:
+    our body bytes sent as they are, the response never turned into the SDK's models (their CPU, ADR 0032)."""
+    import httpx2
+    import openai
+
+    try:
+        response = await client.post(
+            "chat/completions", cast_to=httpx2.Response, content=body, stream=True, options=_request_options()
+        )
+    except openai.APIStatusError as exc:  # 4xx/5xx: its body read within MAX_ERROR_BYTES (_bound_error_body)
+        r = exc.response
+        return _Reply(r.status_code, r.content, r.headers, r.reason_phrase)
+    try:
         chunks, read = [], 0
-        for chunk in response.iter_bytes():  # decoded: the bound holds for a compressed body too
+        async for chunk in response.aiter_bytes():  # decoded: the bound holds for a compressed body too
             read += len(chunk)
             if read > MAX_STREAM_BYTES:
                 raise _TooBig(f"an answer of over {MAX_STREAM_BYTES // 2**20} MB")
             chunks.append(chunk)
-    # The body is decoded already: a response built of it must not decode it again.
-    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-encoding"]
-    return type(response)(response.status_code, headers=headers, content=b"".join(chunks), request=response.request)
+    finally:
+        await response.aclose()
+    return _Reply(response.status_code, b"".join(chunks), response.headers, response.reason_phrase)
 
 
-# ---- the transport ---------------------------------------------------------------------------------------------
+async def _bound_error_body(response: Any) -> None:
+    """httpx2's response hook: a 4xx/5xx's body, which the SDK reads whole before raising, is read here instead —
+    at most MAX_ERROR_BYTES, decoded within the same bound — and handed on as those bytes."""
+    if response.status_code < 400:
+        return
+    import httpx2
+
+    raw, size = [], 0
+    try:
+        async for chunk in response.stream:  # raw bytes, as they came
+            raw.append(chunk)
+            size += len(chunk)
+            if size > MAX_ERROR_BYTES:
+                break
+    finally:
+        await response.stream.aclose()
+    data = b"".join(raw)[:MAX_ERROR_BYTES]
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        try:
+            data = zlib.decompressobj(zlib.MAX_WBITS | 32).decompress(data, MAX_ERROR_BYTES)
+        except zlib.error:
+            data = b""
+    elif encoding not in ("", "identity"):
+        data = b""  # not decoded here (br, zstd): the status says enough
+    if "content-encoding" in response.headers:
+        del response.headers["content-encoding"]
+    response.stream = httpx2.ByteStream(data)
 
 
-def make_clients(backend: OpenAIBackend) -> tuple[Any, tuple[Any, ...]]:
-    """The HTTP library and one client per replica of a backend."""
+_SDK_HEADERS = (  # the SDK's platform report: nothing a server needs, and CPU per request
+    "X-Stainless-Lang",
+    "X-Stainless-Package-Version",
+    "X-Stainless-OS",
+    "X-Stainless-Arch",
+    "X-Stainless-Runtime",
+    "X-Stainless-Runtime-Version",
+    "X-Stainless-Async",
+)
+_OPTIONS: dict[str, Any] | None = None
+
+
+def _request_options() -> dict[str, Any]:
+    """What every request tells the SDK: only the bearer key is sent (not an admin key the SDK would read from
+    $OPENAI_ADMIN_KEY and send to whatever server the spec names), without the SDK's per-request telemetry."""
+    global _OPTIONS
+    if _OPTIONS is None:
+        from openai import Omit
+
+        omit = {"x-stainless-retry-count": Omit(), "x-stainless-read-timeout": Omit()}
+        _OPTIONS = {"headers": omit, "security": {"bearer_auth": True}, "max_retries": 0}
+    return _OPTIONS
+
+
+class _Clients:
+    """A backend's clients, one per replica, made when first used (importing the SDK costs 0.4 s: a backend built
+    only to check a spec never pays it). The key is read from the environment when the backend is built."""
+
+    def __init__(self, backend: OpenAIBackend):
+        self._backend = backend
+        self._key = os.environ.get(backend.key_env) or DUMMY_KEY
+        self._made: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._backend.base_urls)
+
+    def __getitem__(self, index: int) -> Any:
+        client = self._made.get(index)
+        if client is None:
+            client = self._made[index] = client_for(self._backend, self._backend.base_urls[index], self._key)
+            finalizer = weakref.finalize(self, _close_later, client)
+            finalizer.atexit = False  # at exit the loop's thread is frozen: the process closes the sockets
+        return client
+
+    def __repr__(self) -> str:  # never the key
+        return f"<openai clients of {len(self)} replicas>"
+
+
+def _close_later(client: Any) -> None:
+    """Closes a client no backend uses any more, on the loop, without waiting."""
+    loop = _event_loop()
+    try:
+        loop.call_soon_threadsafe(lambda: loop.create_task(client.close()))
+    except RuntimeError:
+        pass
+
+
+def make_clients(backend: OpenAIBackend) -> tuple[Any, Any]:
+    """The HTTP library (httpx2, whose errors and version the backend reads) and the backend's clients, one per
+    replica (made when first used)."""
     import httpx2
 
     backend._httpx = httpx2
-    return httpx2, tuple(client_for(backend, url) for url in backend.base_urls)
+    return httpx2, _Clients(backend)
 
 
-def client_for(backend: OpenAIBackend, url: str | None) -> Any:
-    """One HTTP client per replica. The chat-completions POST is sent with httpx2 (the HTTP library the openai
-    SDK is built on) rather than through the SDK: the SDK's request and response models cost ~3 ms of CPU a
-    request here against ~1 ms, and at hundreds of requests a second the client's CPU, not the servers, would
-    bound the run (docs/adr/0032). Its timeout is per read; our deadline is wall time (OpenAIStream)."""
-    httpx2 = backend._httpx
-    return httpx2.Client(
-        base_url=(url or OFFICIAL_SERVER) + "/",
-        headers={
-            "Authorization": f"Bearer {os.environ.get(backend.key_env) or DUMMY_KEY}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": "vlmdesk",
-        },
+def client_for(backend: OpenAIBackend, url: str | None, key: str | None = None) -> Any:
+    """One `AsyncOpenAI` client per replica, used only on the transport's event loop. Its own retries are off
+    (`max_retries=0`): retries are ours, so they are told through `on_wait`, capped, and move to another replica
+    (OpenAIStream). Its timeout is per read; our deadline is wall time (OpenAIStream). Its httpx2 client bounds an
+    error body (_bound_error_body) and keeps up to MAX_KEEPALIVE connections."""
+    import httpx2
+    import openai
+
+    http = httpx2.AsyncClient(
         timeout=httpx2.Timeout(backend.timeout),
         limits=httpx2.Limits(max_connections=None, max_keepalive_connections=MAX_KEEPALIVE),
         follow_redirects=False,
         trust_env=True,
+        event_hooks={"response": [_bound_error_body]},
     )
+    headers: dict[str, Any] = {"User-Agent": "vlmdesk", **{h: openai.Omit() for h in _SDK_HEADERS}}
+    return openai.AsyncOpenAI(
+        api_key=key if key is not None else os.environ.get(backend.key_env) or DUMMY_KEY,
+        base_url=url or OFFICIAL_SERVER,
+        max_retries=0,
+        timeout=httpx2.Timeout(backend.timeout),
+        http_client=http,
+        default_headers=headers,
+    )
+
+
+def sdk_version() -> str | None:
+    """The installed openai SDK's version (for describe()), without importing it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("openai")
+    except PackageNotFoundError:
+        return None
+
+
+def _is_timeout(exc: object, httpx2: Any) -> bool:
+    import openai
+
+    return isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException))
+
+
+def _is_connection_error(exc: object, httpx2: Any) -> bool:
+    import openai
+
+    return isinstance(exc, (openai.APIConnectionError, httpx2.RequestError, httpx2.StreamError))
+
+
+def _connection_detail(exc: BaseException) -> str:
+    """What went wrong on the wire, on one line: the SDK's "Connection error." says less than its cause."""
+    cause = exc.__cause__ if exc.__cause__ is not None else exc
+    return _one_line(str(cause) or type(cause).__name__)[:300]
+
+
+_END = object()
+
+
+async def _stream_chunks(client: Any, body: bytes, out: queue.SimpleQueue[Any]) -> None:
+    """The live arena's request on the loop: each chunk of the body as it comes, then _END; or a _Reply (an error
+    status), _TooBig or what went wrong. At most MAX_STREAM_BYTES are read, however slowly they are taken."""
+    import httpx2
+    import openai
+
+    try:
+        try:
+            response = await client.post(
+                "chat/completions", cast_to=httpx2.Response, content=body, stream=True, options=_request_options()
+            )
+        except openai.APIStatusError as exc:
+            r = exc.response
+            out.put(_Reply(r.status_code, r.content, r.headers, r.reason_phrase))
+            return
+        try:
+            if not 200 <= response.status_code < 300:  # a redirect (not followed)
+                out.put(_Reply(response.status_code, b"", response.headers, response.reason_phrase))
+                return
+            read = 0
+            async for chunk in response.aiter_bytes():
+                read += len(chunk)
+                if read > MAX_STREAM_BYTES:
+                    out.put(_TooBig())
+                    return
+                out.put(chunk)
+        finally:
+            await response.aclose()
+        out.put(_END)
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        out.put(exc)
 
 
 def stream_text(backend: OpenAIBackend, query: Query, max_new_tokens: int) -> Iterator[str]:
     """One chat completion asked with ``"stream": true`` (server-sent events): the text so far each time it
     grows — the live arena shows it as it comes (evaluator/engine/live.py). One attempt on the first replica within
-    the
-    wall-clock timeout and no retries: the person who asked sees a failure and asks again. A server that answers
-    a plain completion instead of events gives its text once. Reads are bounded (MAX_STREAM_BYTES)."""
+    the wall-clock timeout and no retries: the person who asked sees a failure and asks again. A server that answers
+    a plain completion instead of events gives its text once. Reads are bounded (MAX_STREAM_BYTES). The request is
+    a task on the transport's loop; this generator only waits on its queue (at most _POLL_S at a time, so a signal
+    is handled), and closing it cancels the request."""
     body = {**backend._request_body(query, max_new_tokens), "stream": True}
     httpx2, url = backend._httpx, backend.server
     deadline = time.monotonic() + backend.timeout
-    text, read, events = "", 0, False
+    chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    future = asyncio.run_coroutine_threadsafe(
+        _stream_chunks(backend._clients[0], json.dumps(body).encode(), chunks), _event_loop()
+    )
+    text, events, pending = "", False, b""
     plain: list[str] = []
     try:
-        with backend._clients[0].stream("POST", "chat/completions", content=json.dumps(body).encode()) as response:
-            if not 200 <= response.status_code < 300:
-                response.read()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BackendError(f"openai: {url}: the streamed answer was not done within {backend.timeout:g} s")
+            try:
+                item = chunks.get(timeout=min(left, _POLL_S))
+            except queue.Empty:
+                continue
+            if item is _END:
+                lines, pending = [pending], b""
+            elif isinstance(item, bytes):
+                pending += item
+                *lines, pending = pending.split(b"\n")
+            elif isinstance(item, _Reply):
                 raise BackendError(
-                    f"openai: {url} answered HTTP {response.status_code} for model {backend.model!r}: "
-                    f"{_server_message(response)}"
+                    f"openai: {url} answered HTTP {item.status_code} for model {backend.model!r}: "
+                    f"{_server_message(item)}"
                 )
-            for line in response.iter_lines():
-                read += len(line) + 1
-                if read > MAX_STREAM_BYTES or time.monotonic() > deadline:
-                    why = "over 16 MB" if read > MAX_STREAM_BYTES else f"not done within {backend.timeout:g} s"
-                    raise BackendError(f"openai: {url}: the streamed answer was {why}")
+            elif isinstance(item, _TooBig):
+                raise BackendError(f"openai: {url}: the streamed answer was over {MAX_STREAM_BYTES // 2**20} MB")
+            elif _is_timeout(item, httpx2):
+                raise BackendError(f"openai: {url}: no answer within {backend.timeout:g} s (timeout)")
+            elif _is_connection_error(item, httpx2):
+                raise BackendError(f"openai: {url}: connection error: {_connection_detail(item)[:200]}")
+            elif isinstance(item, Exception):
+                raise BackendError(f"openai: {url}: {type(item).__name__}: {_one_line(str(item))[:300]}")
+            else:
+                raise item
+            done = False
+            for raw in lines:
+                line = raw.decode("utf-8", "replace").removesuffix("\r")
                 if not line.startswith("data:"):
                     if plain or (not events and line.strip()):
                         plain.append(line)  # not events: a plain completion, read whole below
@@ -369,15 +627,16 @@ def stream_text(backend: OpenAIBackend, query: Query, max_new_tokens: int) -> It
                 events = True
                 data = line[5:].strip()
                 if data == "[DONE]":
+                    done = True
                     break
                 piece = _delta_of(data)
                 if piece:
                     text += piece
                     yield text
-    except httpx2.TimeoutException:
-        raise BackendError(f"openai: {url}: no answer within {backend.timeout:g} s (timeout)") from None
-    except httpx2.RequestError as exc:
-        raise BackendError(f"openai: {url}: connection error: {_one_line(str(exc))[:200]}") from None
+            if done or item is _END:
+                break
+    finally:
+        future.cancel()  # the request ends with the answer, a failure, or whoever stopped reading
     if plain and any(line.strip() for line in plain):
         try:
             text = _completion_of("\n".join(plain)).text
