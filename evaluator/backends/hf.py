@@ -1,4 +1,4 @@
-"""Local Hugging Face transformers models: ``hf:<local path or hub id>[?dtype=…&device=…&batch_size=…]``.
+"""Local Hugging Face transformers models: ``hf:<local path or hub id>[?dtype=…&device=…&batch_size=…&temperature=…]``.
 
 Vision-language models load through AutoProcessor + AutoModelForImageTextToText; a plain text LM falls back to
 AutoTokenizer + AutoModelForCausalLM so text-only quality-control runs can use it. torch and transformers are
@@ -9,17 +9,25 @@ their options (image, hint, question), so each prompt is split there into a *pre
 KV cache in a bounded LRU, and a *suffix*, prefilled per pass on top of a copy of that cache. A call's sub-batches
 are prepared (image decoding, processor, tokenising) on a worker thread while the previous one runs. A query whose
 candidates are single tokens is scored from one row, read at its last position.
+
+Settings published figures depend on (issue 36, docs/adr/0054-hf-generation-and-processor-settings.md): generation
+(``temperature``, ``top_p``, ``top_k``, ``repetition_penalty``, ``seed``) and the image processor's (``min_pixels``,
+``max_pixels``, ``max_tiles``) are spec options, so part of the run's identity; the run's chat (a system prompt,
+chat template keyword arguments, a thinking budget) reaches every prompt; an answer is a Generation: the raw text with
+any thought tags kept (the door splits), why it stopped, and its tokens.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import inspect
 import logging
+import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +36,10 @@ from urllib.parse import parse_qsl, urlencode
 
 from db.errors import MissingExtra
 from evaluator.backends.families import TEXT_SHARE_TYPES, family_of, unverified_note
+from evaluator.backends.reasoning import DEFAULT_TAGS
 from evaluator.registry import Field
 
-from .base import BackendEntry, BackendError, Query
+from .base import BackendEntry, BackendError, Generation, Query, Usage
 
 if TYPE_CHECKING:
     import torch
@@ -66,11 +75,92 @@ def require_hf(what: str) -> None:
             raise MissingExtra(f"{what} needs the hf extra (no module {exc.name or name}): {INSTALL_HF}") from None
 
 
-def parse_hf_spec(rest: str, *, default_batch_size: int | None = None) -> HFBackend:
+# Generation and image-processor settings of a spec (issue 36): the names the openai: backend takes too, with the
+# same bounds. Unset, a setting is the checkpoint's (its generation_config.json, its preprocessor_config.json), as
+# transformers and vLLM read them; greedy decoding stays the default.
+GENERATION_OPTIONS = ("temperature", "top_p", "top_k", "repetition_penalty", "seed")
+PROCESSOR_OPTIONS = ("min_pixels", "max_pixels", "max_tiles")
+_RANGES: dict[str, tuple[float, float]] = {
+    "temperature": (0.0, 2.0),
+    "top_p": (1e-9, 1.0),
+    "top_k": (1, 1_000_000),
+    "repetition_penalty": (1e-9, 10.0),
+    "seed": (0, 2**63 - 1),
+    "min_pixels": (1, 2**31),
+    "max_pixels": (1, 2**31),
+    "max_tiles": (1, 1024),
+}
+_WHOLE = frozenset({"top_k", "seed", "min_pixels", "max_pixels", "max_tiles"})
+_SAMPLING_ONLY = ("top_p", "top_k", "seed")  # no effect on greedy decoding: refused without temperature > 0
+# What each processor setting is called by the image processors that take it (transformers 5): the Qwen-VL family's
+# pixel bounds are its size's shortest_edge / longest_edge (min_pixels / max_pixels before 5.0); InternVL's tile count
+# is GotOcr2ImageProcessor's max_patches (its crops, a thumbnail added when there are several).
+_PROCESSOR_NAMES = {"min_pixels": "min_pixels", "max_pixels": "max_pixels", "max_tiles": "max_patches"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The generation and processor settings a spec sets (None: the checkpoint's own)."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    repetition_penalty: float | None = None
+    seed: int | None = None
+    min_pixels: int | None = None
+    max_pixels: int | None = None
+    max_tiles: int | None = None
+
+    @property
+    def sampling(self) -> bool:
+        return bool(self.temperature)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The settings as spec options, in one order and one spelling (temperature=0, greedy as by default, left
+        out): what the backend's spec and the run's identity hold."""
+        out = []
+        for name in (*GENERATION_OPTIONS, *PROCESSOR_OPTIONS):
+            value = getattr(self, name)
+            if value is None or (name == "temperature" and value == 0):
+                continue
+            out.append((name, str(int(value)) if name in _WHOLE else repr(float(value))))
+        return out
+
+    def problems(self) -> list[str]:
+        """What is wrong with the settings together (each alone is checked when read)."""
+        found = []
+        if not self.sampling:
+            found += [
+                f"{name} applies only when sampling (temperature > 0); greedy decoding ignores it"
+                for name in _SAMPLING_ONLY
+                if getattr(self, name) is not None
+            ]
+        if self.min_pixels is not None and self.max_pixels is not None and self.min_pixels > self.max_pixels:
+            found.append(f"min_pixels {self.min_pixels} is above max_pixels {self.max_pixels}")
+        return found
+
+
+def _setting(key: str, value: str) -> float | int:
+    """One setting's value, read and bounded; BackendError in one line naming it and its range."""
+    low, high = _RANGES[key]
+    span = f"{low:g}..{high:g}" if key not in _WHOLE else f"{int(low)}..{int(high)}"
+    kind = "a whole number" if key in _WHOLE else "a number"
+    text = value.strip()
+    try:
+        number: float | int = int(text) if key in _WHOLE else float(text)
+    except ValueError:
+        number = math.nan
+    if len(text) > 40 or not (isinstance(number, int) or math.isfinite(number)) or not low <= number <= high:
+        raise BackendError(f"hf spec: {key} must be {kind} in {span}, got {value[:40]!r}")
+    return number
+
+
+def parse_hf_spec(rest: str, *, default_batch_size: int | None = None, seed: int = 0) -> HFBackend:
     """Build a backend from the part of a spec after ``hf:``:
-    ``path_or_id[?dtype=…&device=…&batch_size=…&trust_remote_code=1&share_prefix=0&overlap=0]``."""
+    ``path_or_id[?dtype=…&device=…&batch_size=…&trust_remote_code=1&share_prefix=0&overlap=0&temperature=…]``.
+    ``seed``: the run's, which sampling uses unless the spec sets its own."""
     model, kwargs = hf_options(rest, default_batch_size=default_batch_size)
-    return HFBackend(model, **kwargs)
+    return HFBackend(model, **kwargs, run_seed=seed)
 
 
 def hf_options(rest: str, *, default_batch_size: int | None = None) -> tuple[str, dict[str, Any]]:
@@ -80,6 +170,7 @@ def hf_options(rest: str, *, default_batch_size: int | None = None) -> tuple[str
         raise BackendError("hf spec needs a model path or hub id: hf:<path or id>[?dtype=…&device=…&batch_size=…]")
     # The run's --batch-size applies unless the spec pins its own; none at all is chosen by the device.
     kwargs: dict[str, Any] = {"max_batch_size": default_batch_size} if default_batch_size else {}
+    settings: dict[str, float | int] = {}
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ValueError:
@@ -102,13 +193,36 @@ def hf_options(rest: str, *, default_batch_size: int | None = None) -> tuple[str
             if value.lower() not in _TRUE | _FALSE:
                 raise BackendError(f"hf spec: {key} must be 1 or 0, got {value[:40]!r}")
             kwargs[key] = value.lower() in _TRUE
+        elif key in _RANGES:
+            if key in settings:
+                raise BackendError(f"hf spec: {key} is given twice")
+            settings[key] = _setting(key, value)
         else:
-            raise BackendError(
-                f"hf spec: unknown option {key[:40]!r} (known: dtype, device, batch_size, {', '.join(_SWITCHES)})"
-            )
+            known = ", ".join(("dtype", "device", "batch_size", *_SWITCHES, *GENERATION_OPTIONS, *PROCESSOR_OPTIONS))
+            raise BackendError(f"hf spec: unknown option {key[:40]!r} (known: {known})")
     if kwargs.get("dtype") not in (None, *_DTYPES):
         raise BackendError(f"hf: unknown dtype {kwargs['dtype']!r} (one of {', '.join(_DTYPES)})")
+    if settings:
+        chosen = Settings(**settings)  # type: ignore[arg-type]
+        if problems := chosen.problems():
+            raise BackendError(f"hf spec: {problems[0]}")
+        kwargs["settings"] = chosen
     return model, kwargs
+
+
+def hf_identity(rest: str) -> str:
+    """What of an hf: spec names its run (runner.config_key): the spec as written, its generation and processor
+    settings in one order and spelling (temperature=0.70 and temperature=0.7 are one run; temperature=0 is greedy,
+    the default). A spec without them is its own identity, as before they existed."""
+    model, _, query = rest.partition("?")
+    raw = [part for part in query.split("&") if part] if query else []
+    if not any(part.partition("=")[0] in _RANGES for part in raw):
+        return rest
+    _, kwargs = hf_options(rest)
+    kept = [part for part in raw if part.partition("=")[0] not in _RANGES]
+    settings: Settings = kwargs.get("settings", Settings())
+    tail = "&".join([*kept, *(f"{k}={v}" for k, v in settings.pairs())])
+    return model + (f"?{tail}" if tail else "")
 
 
 def without_prefix_sharing(spec: str) -> str:
@@ -126,19 +240,34 @@ BACKENDS = (
         name="hf",
         title="Local or hub model",
         syntax="hf:<local path or hub id>[?dtype=bfloat16&device=cuda&batch_size=8&trust_remote_code=1"
-        "&share_prefix=0&overlap=0]",
-        help="a local Hugging Face transformers model (image-text-to-text, or a text LM), batched greedy generation "
-        f"and likelihood scoring; rotations share their prefix's KV cache; needs the hf extra ({INSTALL_HF})",
-        build=lambda rest, context: parse_hf_spec(rest, default_batch_size=context.batch_size),
+        "&share_prefix=0&overlap=0&temperature=0&top_p=…&top_k=…&repetition_penalty=…&seed=…"
+        "&min_pixels=…&max_pixels=…&max_tiles=…]",
+        help="a local Hugging Face transformers model (image-text-to-text, or a text LM), batched generation (greedy "
+        "unless temperature > 0) and likelihood scoring; rotations share their prefix's KV cache; needs the hf extra "
+        f"({INSTALL_HF})",
+        build=lambda rest, context: parse_hf_spec(rest, default_batch_size=context.batch_size, seed=context.seed),
         validate=lambda rest: hf_options(rest) and None,
+        identity=hf_identity,
         fields=(
             Field("", "Model directory or hub id", "path", required=True, placeholder="llava-hf/llava-1.5-7b-hf"),
             Field("dtype", "dtype", "choice", choices=("", *_DTYPES), help="default: bfloat16 on CUDA, else float32"),
             Field("device", "Device", placeholder="cuda, cpu, auto"),
             Field("batch_size", "Batch size", "int", help="default: the run's --batch-size, else auto on CUDA"),
             Field("trust_remote_code", "Trust remote code", "flag", help="run the model repository's own code"),
+            Field("temperature", "Temperature", placeholder="0", help="0 (default): greedy; above 0: sampling"),
+            Field("top_p", "top_p", placeholder="checkpoint's", help="sampling only"),
+            Field("top_k", "top_k", "int", help="sampling only; default: the checkpoint's"),
+            Field("repetition_penalty", "Repetition penalty", placeholder="checkpoint's"),
+            Field("seed", "Seed", "int", help="sampling only; default: the run's --seed"),
+            Field("min_pixels", "min_pixels", "int", help="Qwen-VL image processors: fewest pixels of an image"),
+            Field("max_pixels", "max_pixels", "int", help="Qwen-VL image processors: most pixels of an image"),
+            Field("max_tiles", "Tiles", "int", help="InternVL: most tiles of an image (its processor's max_patches)"),
         ),
-        examples=("hf:llava-hf/llava-1.5-7b-hf", "hf:./my-vlm?dtype=bfloat16&batch_size=16"),
+        examples=(
+            "hf:llava-hf/llava-1.5-7b-hf",
+            "hf:./my-vlm?dtype=bfloat16&batch_size=16",
+            "hf:Qwen/Qwen2-VL-2B-Instruct?min_pixels=1003520&max_pixels=12845056",
+        ),
     ),
 )
 
@@ -160,6 +289,7 @@ class _Row:
     index: int
     key: tuple[Any, ...] | None = None
     suffix: list[int] = field(default_factory=list)
+    prompt_tokens: int = 0  # the row's prompt, images' tokens included (set when it runs)
 
 
 @dataclass
@@ -174,7 +304,8 @@ class _Prepared:
 
 
 class HFBackend:
-    """Greedy generation and candidate log-likelihoods with a local transformers model."""
+    """Generation (greedy unless the spec's temperature is above 0) and candidate log-likelihoods with a local
+    transformers model."""
 
     def __init__(
         self,
@@ -186,6 +317,8 @@ class HFBackend:
         max_batch_size: int | None = None,
         share_prefix: bool = True,
         overlap: bool = True,
+        settings: Settings | None = None,
+        run_seed: int = 0,
     ):
         require_hf(f"hf:{model[:200]}")
         import torch
@@ -204,7 +337,10 @@ class HFBackend:
             "share_prefix": None if share_prefix else 0,
             "overlap": None if overlap else 0,
         }
-        query = urlencode({k: v for k, v in options.items() if v is not None})
+        settings = settings or Settings()
+        if problems := settings.problems():
+            raise BackendError(f"hf: {problems[0]}")
+        query = urlencode([*((k, v) for k, v in options.items() if v is not None), *settings.pairs()])
         self.spec = f"hf:{model}" + (f"?{query}" if query else "")
         # A hub id is "name" or "org/name"; anything else that does not exist is a mistyped local path, which
         # deserves a plain message instead of a hub lookup error.
@@ -246,7 +382,7 @@ class HFBackend:
             raise BackendError(f"hf: cannot load model {model!r}: {type(e).__name__}: {e}") from e
         self.model_name = model
         self.trust_remote_code = trust_remote_code
-        self._setup(loaded, processor, device, max_batch_size, share_prefix, overlap)
+        self._setup(loaded, processor, device, max_batch_size, share_prefix, overlap, settings, run_seed)
 
     @classmethod
     def from_loaded(
@@ -258,19 +394,32 @@ class HFBackend:
         max_batch_size: int | None = None,
         share_prefix: bool = True,
         overlap: bool = True,
+        settings: Settings | None = None,
+        run_seed: int = 0,
     ) -> HFBackend:
         """A backend over a model already in memory (bench/gpu_bench.py builds random-weight 7B models on the GPU
         without writing them to disk); everything after loading is the same code as a spec's."""
         self = cls.__new__(cls)
-        self.spec = f"hf:{name}"
+        settings = settings or Settings()
+        if problems := settings.problems():
+            raise BackendError(f"hf: {problems[0]}")
+        self.spec = f"hf:{name}" + (f"?{urlencode(settings.pairs())}" if settings.pairs() else "")
         self.model_name = name
         self.trust_remote_code = False
         self.is_vlm = _is_image_text_to_text(model.config)
-        self._setup(model, processor, str(model.device), max_batch_size, share_prefix, overlap)
+        self._setup(model, processor, str(model.device), max_batch_size, share_prefix, overlap, settings, run_seed)
         return self
 
     def _setup(
-        self, model: Any, processor: Any, device: str, max_batch_size: int | None, share_prefix: bool, overlap: bool
+        self,
+        model: Any,
+        processor: Any,
+        device: str,
+        max_batch_size: int | None,
+        share_prefix: bool,
+        overlap: bool,
+        settings: Settings,
+        run_seed: int,
     ) -> None:
         self.model = model
         self.model.eval()
@@ -337,6 +486,64 @@ class HFBackend:
         text = self.model.config.get_text_config(decoder=True)
         kinds = getattr(text, "layer_types", None) or ["sliding_attention"]
         self._sliding_window = getattr(text, "sliding_window", None) if "sliding_attention" in kinds else None
+        self.settings = settings
+        # Sampling without a seed of the spec's draws from the run's (--seed), which names the run already.
+        self.seed = settings.seed if settings.seed is not None else run_seed
+        self._image_kwargs = self._processor_settings(settings)
+        # Thought tags as single tokens: kept when decoding, and what a thinking budget closes a thought with.
+        self._tag_ids = tuple(self._single_token(tag) for tag in DEFAULT_TAGS)
+        self.takes_thinking_budget = None not in self._tag_ids  # read by the engine (runner) before --thinking-budget
+        specials = set(self.tokenizer.all_special_ids)
+        specials |= {i for i, t in getattr(self.tokenizer, "added_tokens_decoder", {}).items() if t.special}
+        self._dropped_ids = specials - {i for i in self._tag_ids if i is not None}
+        eos = self.model.generation_config.eos_token_id
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        self._eos_ids = set(eos) or {self.tokenizer.eos_token_id}
+        self._budget_of: list[int | None] | None = None  # each query's thinking budget, during generate()
+
+    def _single_token(self, text: str) -> int | None:
+        """The id of ``text`` where the tokenizer has it as one token (an added token, e.g. Qwen3's "</think>")."""
+        ids = self.tokenizer.convert_tokens_to_ids([text])
+        unk = self.tokenizer.unk_token_id
+        return ids[0] if ids and isinstance(ids[0], int) and ids[0] != unk else None
+
+    def _processor_settings(self, settings: Settings) -> dict[str, Any]:
+        """The image processor's call keywords for the spec's processor settings; BackendError naming a setting this
+        model's processor cannot take (one it would silently ignore would make another run look like this one)."""
+        asked = {name: getattr(settings, name) for name in PROCESSOR_OPTIONS if getattr(settings, name) is not None}
+        if not asked:
+            return {}
+        image_processor = getattr(self.processor, "image_processor", None) if self.is_vlm else None
+        valid = getattr(image_processor, "valid_kwargs", None)
+        takes = set(getattr(valid, "__annotations__", {}))
+        what = type(image_processor).__name__ if image_processor is not None else "no image processor"
+        for name in asked:
+            if _PROCESSOR_NAMES[name] not in takes:
+                family = "the Qwen-VL family's" if name != "max_tiles" else "InternVL's (max_patches)"
+                raise BackendError(
+                    f"hf: {name} is {family} image processor setting; {self.model_name[:100]} has {what}, which "
+                    "does not take it"
+                )
+        out: dict[str, Any] = {}
+        if "max_tiles" in asked:
+            if not getattr(image_processor, "crop_to_patches", False):
+                raise BackendError(f"hf: max_tiles: {what} of {self.model_name[:100]} does not cut images into tiles")
+            out["max_patches"] = asked["max_tiles"]
+        if "min_pixels" in asked or "max_pixels" in asked:
+            size = getattr(image_processor, "size", None)
+            own = {
+                k: size.get(k) if isinstance(size, dict) else getattr(size, k, None)
+                for k in ("shortest_edge", "longest_edge")
+            }
+            low = asked.get("min_pixels", own["shortest_edge"])
+            high = asked.get("max_pixels", own["longest_edge"])
+            if not isinstance(low, int) or not isinstance(high, int) or low > high:
+                raise BackendError(
+                    f"hf: the image's pixel bounds would be {low}..{high} (the processor's own: "
+                    f"{own['shortest_edge']}..{own['longest_edge']}): min_pixels must not exceed max_pixels"
+                )
+            out["size"] = {"shortest_edge": low, "longest_edge": high}
+        return out
 
     def describe(self) -> dict[str, Any]:
         import torch
@@ -356,10 +563,31 @@ class HFBackend:
             "overlap": self.overlap,
             "chunk_items": self.chunk_items,
             "trust_remote_code": self.trust_remote_code,
+            "generation": self._generation_described(),
+            "processor": {name: getattr(self.settings, name) for name in PROCESSOR_OPTIONS}
+            | {"call": self._image_kwargs},
+            "thinking_budget": "takes it (closes the thought with </think>)"
+            if self.takes_thinking_budget
+            else "no: the tokenizer has no single </think> token",
             "notes": list(self.notes),
             "transformers": transformers.__version__,
             "torch": torch.__version__,
         }
+
+    def _generation_described(self) -> dict[str, Any]:
+        """The decoding a run's answers came from: the spec's settings, else the checkpoint's generation_config
+        (a checkpoint's repetition_penalty applies to greedy decoding too)."""
+        config = self.model.generation_config
+        described: dict[str, Any] = {"do_sample": self.settings.sampling}
+        for name in ("temperature", "top_p", "top_k", "repetition_penalty"):
+            if not self.settings.sampling and name != "repetition_penalty":
+                continue
+            value = getattr(self.settings, name)
+            described[name] = value if value is not None else getattr(config, name, None)
+        if self.settings.sampling:
+            described["seed"] = self.seed
+            described["seed_from"] = "spec" if self.settings.seed is not None else "the run's --seed"
+        return described
 
     def call_size(self, batch_size: int) -> int:
         """Queries the engine hands to one call (contract): several sub-batches, so the next one is prepared on a
@@ -373,17 +601,45 @@ class HFBackend:
 
     # ---- generation -------------------------------------------------------------------------------------
 
-    def generate(self, queries: Sequence[Query], max_new_tokens: int) -> list[str]:
-        results: list[str] = [""] * len(queries)
+    def generate(self, queries: Sequence[Query], max_new_tokens: int) -> list[Generation]:
+        """One Generation per query: the text of the model's turn with any thought tags kept (the door splits it;
+        a ``<think>`` the chat template opened in the prompt is put back in front, so a thought the budget cut
+        off is still a thought), finish_reason "length" where max_new_tokens ended it before EOS, else "stop", and
+        its tokens (prompt: images' included; completion: EOS included; reasoning: through ``</think>``)."""
+        budgets = [q.chat.thinking_budget for q in queries]
+        if any(b is not None for b in budgets) and not self.takes_thinking_budget:
+            raise BackendError(f"{self.spec[:200]}: the tokenizer has no single </think> token: no thinking budget")
+        opened = [self._render(q).rstrip().endswith(DEFAULT_TAGS[0]) for q in queries]
+        results: list[Generation] = [Generation("")] * len(queries)
 
         def work(rows: list[_Row], new_ids: list[list[int]], _logits: Any) -> None:
-            with self._lock:
-                texts = self.tokenizer.batch_decode(new_ids, skip_special_tokens=True)
-            for row, text in zip(rows, texts):
-                results[row.index] = text.strip()
+            for row, ids in zip(rows, new_ids):
+                results[row.index] = self._generation(ids, row.prompt_tokens, opened[row.index])
 
-        self._drive(queries, [1] * len(queries), max_new_tokens, False, work)
+        self._budget_of = budgets
+        try:
+            self._drive(queries, [1] * len(queries), max_new_tokens, False, work)
+        finally:
+            self._budget_of = None
         return results
+
+    def _generation(self, ids: list[int], prompt_tokens: int, opened: bool) -> Generation:
+        """A row's new token ids as a Generation: cut at its first EOS (finished rows are padded after it)."""
+        end = next((i for i, t in enumerate(ids) if t in self._eos_ids), None)
+        kept = ids if end is None else ids[:end]
+        completion = len(ids) if end is None else end + 1
+        with self._lock:  # special tokens dropped as skip_special_tokens would, thought tags kept
+            text = self.tokenizer.decode([t for t in kept if t not in self._dropped_ids]).strip()
+        opening, closing = self._tag_ids
+        reasoning = None
+        if closing is not None and closing in kept:
+            reasoning = len(kept) - kept[::-1].index(closing)
+        elif opened or (kept and kept[0] == opening):
+            reasoning = completion
+        if opened:
+            text = f"{DEFAULT_TAGS[0]}\n{text}"
+        usage = Usage(prompt_tokens, completion, reasoning)
+        return Generation(text, finish_reason="stop" if end is not None else "length", usage=usage)
 
     # ---- likelihood scoring -----------------------------------------------------------------------------
 
@@ -556,11 +812,16 @@ class HFBackend:
                 shared = [r for r in prepared.rows if r.key is not None]
                 plain = [r for r in prepared.rows if r.key is None]
                 if shared:
+                    for row in shared:
+                        assert row.key is not None
+                        row.prompt_tokens = len(self._prefixes[row.key].ids) + len(row.suffix)
                     ids, first = self._continue(shared, max_new_tokens, logits)
                     work(shared, ids, first)
                 if plain:
                     assert prepared.plain_enc is not None
-                    ids, first = self._plain(prepared.plain_enc, max_new_tokens, logits)
+                    for row, n in zip(plain, prepared.plain_enc["attention_mask"].sum(-1).tolist()):
+                        row.prompt_tokens = int(n)
+                    ids, first = self._plain(prepared.plain_enc, max_new_tokens, logits, plain)
                     work(plain, ids, first)
         except torch.cuda.OutOfMemoryError:
             if len(prepared.rows) < 2:
@@ -707,12 +968,13 @@ class HFBackend:
             # M-RoPE: generate() continues a cache at the mask's positions plus the model's stored rope_deltas, left
             # by whatever ran last; each row's must be its own prefix's.
             holder.rope_deltas = torch.tensor([[e.rope_delta] for e in entries], device=device)
-        out = self.model.generate(
-            input_ids=ids.to(device),
-            attention_mask=mask.to(device),
-            cache=DynamicCache(ddp_cache_data=layers),
-            **self._generation_kwargs(max_new_tokens, logits),
-        )
+        with self._seeded():
+            out = self.model.generate(
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                cache=DynamicCache(ddp_cache_data=layers),
+                **self._generation_kwargs(max_new_tokens, logits, rows),
+            )
         return out.sequences[:, lc + ls :].tolist(), out.logits[0] if logits else None
 
     def _window_groups(self, rows: list[_Row], max_new_tokens: int) -> list[list[int]] | None:
@@ -767,22 +1029,53 @@ class HFBackend:
         extra["position_ids"] = self.model._prepare_position_ids_for_generation(enc["input_ids"], enc)
         return holder.rope_deltas.reshape(-1).tolist()
 
-    def _plain(self, enc: dict[str, Any], max_new_tokens: int, logits: bool) -> tuple[list[list[int]], Any]:
+    def _plain(
+        self, enc: dict[str, Any], max_new_tokens: int, logits: bool, rows: list[_Row] | None = None
+    ) -> tuple[list[list[int]], Any]:
         enc = self._to_device(enc)
         self.stats["plain_rows"] += enc["input_ids"].shape[0]
-        out = self.model.generate(**enc, **self._generation_kwargs(max_new_tokens, logits))
+        with self._seeded():
+            out = self.model.generate(**enc, **self._generation_kwargs(max_new_tokens, logits, rows))
         # Left padding: every row's prompt ends at the same column, so the new tokens start there.
         return out.sequences[:, enc["input_ids"].shape[1] :].tolist(), out.logits[0] if logits else None
 
-    def _generation_kwargs(self, max_new_tokens: int, logits: bool) -> dict[str, Any]:
-        # Greedy; each row stops at EOS (finished rows are padded), the call when every row has stopped.
-        return {
+    def _generation_kwargs(self, max_new_tokens: int, logits: bool, rows: list[_Row] | None = None) -> dict[str, Any]:
+        # Greedy unless the spec samples; each row stops at EOS (finished rows are padded), the call when every row
+        # has stopped. A setting the spec leaves unset is the checkpoint's generation_config's.
+        settings = self.settings
+        kwargs: dict[str, Any] = {
             "max_new_tokens": max_new_tokens,
-            "do_sample": False,
+            "do_sample": settings.sampling,
             "pad_token_id": self.tokenizer.pad_token_id,
             "return_dict_in_generate": True,
             "output_logits": logits,
         }
+        if settings.sampling:
+            kwargs["temperature"] = settings.temperature
+            kwargs |= {k: getattr(settings, k) for k in ("top_p", "top_k") if getattr(settings, k) is not None}
+        if settings.repetition_penalty is not None:
+            kwargs["repetition_penalty"] = settings.repetition_penalty
+        budgets = [self._budget_of[r.index] for r in rows] if self._budget_of is not None and rows else []
+        if any(b is not None for b in budgets):
+            opening, closing = self._tag_ids
+            assert opening is not None and closing is not None  # generate() refused a budget without them
+            kwargs["logits_processor"] = _thought_budget(budgets, opening, closing)
+        return kwargs
+
+    @contextlib.contextmanager
+    def _seeded(self) -> Iterator[None]:
+        """Sampling: every generate() call starts from the seed, in a forked random state (the process's own is left
+        as it was). A row's draws then depend on its sub-batch (docs/adr/0054): the same spec, batch size and items
+        give the same answers; another batch size draws others from the same distribution."""
+        if not self.settings.sampling:
+            yield
+            return
+        import torch
+
+        devices = list(range(torch.cuda.device_count())) if self.model.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(self.seed)
+            yield
 
     # ---- shared plumbing --------------------------------------------------------------------------------
 
@@ -806,23 +1099,44 @@ class HFBackend:
         return batches
 
     def _render(self, query: Query) -> str:
-        """The prompt text after the chat template, ending with the generation prompt."""
+        """The prompt text after the chat template, ending with the generation prompt: the run's system prompt as a
+        system message, its chat template keyword arguments (e.g. enable_thinking) passed to the template."""
+        chat = query.chat
+        template_kwargs = _template_kwargs(chat.template_kwargs)
+        conversation: list[dict[str, Any]] = []
         if not self.is_vlm:
             if query.images:
                 raise BackendError(f"hf: {self.model_name} is a text-only model and cannot take images")
             if self.tokenizer.chat_template is None:  # a base LM: the prompt as is
+                self._refuse_chat(chat.system, template_kwargs)
                 return query.prompt
-            conversation: list[dict[str, Any]] = [{"role": "user", "content": query.prompt}]
+            if chat.system is not None:
+                conversation.append({"role": "system", "content": chat.system})
+            conversation.append({"role": "user", "content": query.prompt})
         else:
             if getattr(self.processor, "chat_template", None) is None and self.tokenizer.chat_template is None:
                 if self._model_type in UNTEMPLATED_PREFIX:
+                    self._refuse_chat(chat.system, template_kwargs)
                     return self._untemplated(query)
                 raise BackendError(f"hf: {self.model_name} has no chat template; cannot place its images")
+            if chat.system is not None:  # processors' templates take a message's content as parts
+                conversation.append({"role": "system", "content": [{"type": "text", "text": chat.system}]})
             content = [{"type": "image"} for _ in query.images] + [{"type": "text", "text": query.prompt}]
-            conversation = [{"role": "user", "content": content}]
+            conversation.append({"role": "user", "content": content})
         with self._lock:
-            prompt: str = self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+            prompt: str = self.processor.apply_chat_template(
+                conversation, add_generation_prompt=True, tokenize=False, **template_kwargs
+            )
         return prompt
+
+    def _refuse_chat(self, system: str | None, template_kwargs: dict[str, Any]) -> None:
+        """A model without a chat template has no place for a system prompt or template keywords: said, not dropped."""
+        if system is not None:
+            raise BackendError(
+                f"hf: {self.model_name[:100]} has no chat template: a system prompt has no place; drop it"
+            )
+        if template_kwargs:
+            raise BackendError(f"hf: {self.model_name[:100]} has no chat template to pass {sorted(template_kwargs)} to")
 
     def _untemplated(self, query: Query) -> str:
         """The prompt of a family without a chat template exactly as its processor lays it out (PaliGemma: each
@@ -846,6 +1160,7 @@ class HFBackend:
             return self._process_untemplated(texts, queries, kwargs)
         if any(q.images for q in queries):
             kwargs["images"] = [[self._fit_image(im) for im in q.pil_images()] for q in queries]
+            kwargs |= self._image_kwargs  # the spec's pixel bounds / tile count
         with self._lock:
             return dict(self.processor(text=texts, **kwargs))
 
@@ -938,6 +1253,78 @@ class HFBackend:
                 new[r, width - len(row) :] = row
             out[key] = new
         return out
+
+
+# apply_chat_template's own parameters: a run's template keywords must not set how vlmdesk renders (tokenize, the
+# generation prompt) or swap the template itself.
+_RESERVED_TEMPLATE_KWARGS = frozenset(
+    (
+        "conversation",
+        "tokenize",
+        "add_generation_prompt",
+        "continue_final_message",
+        "return_dict",
+        "return_tensors",
+        "chat_template",
+        "padding",
+        "truncation",
+        "max_length",
+        "tools",
+        "documents",
+        "return_assistant_tokens_mask",
+        "processor_kwargs",
+        "tokenizer_kwargs",
+        "messages",
+    )
+)
+
+
+def _template_kwargs(text: str | None) -> dict[str, Any]:
+    """A run's chat template keyword arguments (a JSON object's text) as keywords; BackendError for one that would
+    change how vlmdesk renders."""
+    if not text:
+        return {}
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise BackendError(f"hf: chat template kwargs are not a JSON object: {text[:60]!r}") from None
+    if not isinstance(value, dict):
+        raise BackendError(f"hf: chat template kwargs must be a JSON object, got {text[:60]!r}")
+    if reserved := sorted(_RESERVED_TEMPLATE_KWARGS & value.keys()):
+        raise BackendError(f"hf: chat template kwargs may not set {', '.join(reserved)} (vlmdesk renders with them)")
+    return value
+
+
+def _thought_budget(budgets: list[int | None], opening: int, closing: int) -> Any:
+    """A logits processor bounding each row's thought: once a row has generated ``budgets[r]`` tokens inside a
+    thought (after its last ``<think>``, which the prompt may have opened, and no ``</think>`` since), its next token
+    is ``</think>``, and the model goes on to answer within max_new_tokens — what vLLM's thinking_token_budget does
+    on a server. Rows without a budget (None) are left alone."""
+    import torch
+    from transformers import LogitsProcessor, LogitsProcessorList
+
+    class ThoughtBudget(LogitsProcessor):
+        def __init__(self) -> None:
+            self.prompt_width: int | None = None
+
+        def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+            width = input_ids.shape[1]
+            if self.prompt_width is None:  # the first step sees the (padded) prompts alone
+                self.prompt_width = width
+            at = torch.arange(width, device=input_ids.device)
+            last_open = torch.where(input_ids == opening, at, -1).max(-1).values
+            last_close = torch.where(input_ids == closing, at, -1).max(-1).values
+            thought_from = torch.clamp(last_open + 1, min=self.prompt_width)  # generated tokens only
+            limit = torch.tensor([2**62 if b is None else b for b in budgets], device=input_ids.device)
+            over = (last_open > last_close) & (width - thought_from >= limit)
+            if bool(over.any()):
+                scores[over] = -math.inf
+                scores[over, closing] = 0.0
+            return scores
+
+    return LogitsProcessorList([ThoughtBudget()])
 
 
 def _is_image_text_to_text(config: transformers.PretrainedConfig) -> bool:

@@ -6,8 +6,10 @@ the model class that serves the model's family, so a run can be compared with VL
 The VLMEvalKit texts below were written from the facts of VLMEvalKit's code at commit VLMEVALKIT_COMMIT
 (docs/adr/0030-prompt-presets.md has the table of families, classes and files); tests/data/vlmevalkit_prompts.json
 holds prompts that VLMEvalKit's own code built for real-looking rows, and tests/evaluator/test_prompt_presets.py
-checks that a run stores exactly those. Only the text part of VLMEvalKit's message is reproduced: the chat
-template, system prompts and the image's place are the model's processor's (docs/reproducing.md says where
+checks that a run stores exactly those. Beside the text, a preset carries the setup VLMEvalKit's class and config
+entry give the family (SETUPS, `preset_setup`): its system prompt and the image processor's pixel bounds or tile
+count (and a repetition penalty VLMEvalKit sets explicitly), added to the run's model spec and --system where the
+user set none. The chat template and the image's place stay the model's processor's (docs/reproducing.md says where
 VLMEvalKit differs there).
 
 `--prompt vlmevalkit` resolves to `vlmevalkit:<model_type>` for an hf: model of a family below (its config.json's
@@ -17,8 +19,10 @@ asks API models with — for openai: servers, baselines and unknown families.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode
 
 from db.errors import InvalidInput
 from db.runs import Run
@@ -125,6 +129,103 @@ VLMEVALKIT_PRESETS: dict[str, Preset] = {
 # Model types outside the families table whose checkpoints VLMEvalKit serves with one of the classes above: the
 # original InternVL repositories (trust_remote_code) and Idefics2.
 _ALIASES = {"internvl_chat": "internvl", "idefics2": "idefics3"}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What VLMEvalKit sets up for a family beside the prompt's text: a system prompt and spec options (the image
+    processor's pixel bounds / tile count, and generation settings it passes explicitly), with where each comes from.
+    ``by_benchmark``: options that replace ``options`` for the benchmarks whose VLMEvalKit name matches."""
+
+    source: str
+    system: str | None = None
+    options: tuple[tuple[str, int | float], ...] = ()
+    by_benchmark: tuple[tuple[str, tuple[tuple[str, int | float], ...]], ...] = field(default=())
+
+    def options_for(self, benchmark: str | None) -> dict[str, int | float]:
+        chosen = dict(self.options)
+        for pattern, options in self.by_benchmark:
+            if benchmark is not None and re.search(pattern, benchmark):
+                chosen |= dict(options)
+                break
+        return chosen
+
+
+# Read from VLMEvalKit at VLMEVALKIT_COMMIT. Qwen2-VL / Qwen2.5-VL: vlmeval/config.py gives every Qwen2VLChat entry
+# (Qwen2-VL-2B-Instruct, Qwen2.5-VL-3B-Instruct, …) min_pixels=1280*28*28 and max_pixels=16384*28*28;
+# Qwen2VLChat._prepare_content (vlmeval/vlm/qwen2_vl/model.py) uses min_pixels=10*10*28*28 for OCRBench (max_pixels
+# kept); its generate_kwargs pass repetition_penalty=1.0 (top_p=0.001, top_k=1, temperature=0.01: greedy in effect),
+# where the checkpoints' generation_config.json may set another; system_prompt None (the template's default system
+# message). The pixel bounds go to qwen_vl_utils' smart_resize, the same rule (factor 28) the processor applies.
+_QWEN_PIXELS = (("min_pixels", 1280 * 28 * 28), ("max_pixels", 16384 * 28 * 28), ("repetition_penalty", 1.0))
+_QWEN2_SETUP = Setup(
+    "vlmeval/config.py Qwen2VLChat entries; Qwen2VLChat (vlmeval/vlm/qwen2_vl/model.py)",
+    options=_QWEN_PIXELS,
+    by_benchmark=((r"^OCRBench$", (("min_pixels", 10 * 10 * 28 * 28),)),),
+)
+# InternVLChat.set_max_num (vlmeval/vlm/internvl/internvl_chat.py): max_num tiles per image by dataset name (listinstr:
+# a substring), 6 otherwise (MMBench, POPE, …); system_prompt None with cot_prompt_version v1 (the checkpoint's own).
+# (Beside max_num, total_max_num 64 // images caps an item of more than ten images.)
+_INTERNVL_SETUP = Setup(
+    "InternVLChat.set_max_num (vlmeval/vlm/internvl/internvl_chat.py)",
+    options=(("max_tiles", 6),),
+    by_benchmark=(
+        (r"ChartQA_TEST|MMMU_DEV_VAL|MMMU_TEST|MME-RealWorld|VCR_EN|VCR_ZH|OCRVQA|BMMR", (("max_tiles", 12),)),
+        (r"DocVQA_VAL|DocVQA_TEST|DUDE|MMLongBench_DOC|SLIDEVQA", (("max_tiles", 18),)),
+        (r"InfoVQA_VAL|InfoVQA_TEST|OCRBench|HRBench4K|HRBench8K", (("max_tiles", 24),)),
+    ),
+)
+SETUPS: dict[str, Setup] = {
+    # LLaVA.__init__ (vlmeval/vlm/llava/llava.py): the vicuna system prompt, written before "USER: ". Its trailing
+    # space is left off: llava-hf's chat template writes a space after a system message's text itself.
+    "llava": Setup(
+        "LLaVA.system_prompt (vlmeval/vlm/llava/llava.py)",
+        system="A chat between a curious human and an artificial intelligence assistant. The assistant gives "
+        "helpful, detailed, and polite answers to the human's questions.",
+    ),
+    "qwen2_vl": _QWEN2_SETUP,
+    "qwen2_5_vl": _QWEN2_SETUP,
+    # Qwen3-VL's entries in config.py set no pixel bounds (the processor's own) and sample (temperature 0.7, top_p
+    # 0.8, top_k 20, presence_penalty 1.5, through vLLM): not carried, docs/reproducing.md says why; repetition_penalty
+    # 1.0 is. Qwen3VLChat uses min_pixels=10*10*32*32 for OCRBench.
+    "qwen3_vl": Setup(
+        "vlmeval/config.py Qwen3-VL entries; Qwen3VLChat (vlmeval/vlm/qwen3_vl/model.py)",
+        options=(("repetition_penalty", 1.0),),
+        by_benchmark=((r"^OCRBench$", (("min_pixels", 10 * 10 * 32 * 32),)),),
+    ),
+    # Gemma3.__init__ (vlmeval/vlm/gemma.py): system_prompt 'You are a helpful assistant. ' (trailing space kept: it
+    # goes through the same chat template there).
+    "gemma3": Setup("Gemma3.system_prompt (vlmeval/vlm/gemma.py)", system="You are a helpful assistant. "),
+    "internvl": _INTERNVL_SETUP,
+}
+
+
+def preset_setup(preset: str | None, spec: str, *, benchmark: str | None = None) -> tuple[str, str | None]:
+    """(the model spec with the preset's options added where the spec sets none, the preset's system prompt or
+    None): what `vlmdesk run --prompt vlmevalkit…` and the app's run launcher ask with, so that a run is VLMEvalKit's
+    setup and not only its text. ``benchmark``: the benchmark's VLMEvalKit name (e.g. OCRBench), for the settings
+    VLMEvalKit chooses by dataset. Options go to hf: specs and openai: specs naming a server (OpenAI's own API takes
+    none of them); a --system of the user's wins over the system prompt returned (the caller's choice)."""
+    if preset is None or not preset.startswith(f"{VLMEVALKIT}:"):
+        return spec, None
+    vlmevalkit_preset(preset)  # InvalidInput for a name that is not a preset
+    setup = SETUPS.get(preset.removeprefix(f"{VLMEVALKIT}:"))
+    if setup is None:
+        return spec, None
+    return _with_options(spec, setup.options_for(benchmark)), setup.system
+
+
+def _with_options(spec: str, options: dict[str, int | float]) -> str:
+    scheme, _, rest = spec.partition(":")
+    head, _, query = rest.partition("?")
+    server = scheme == "openai" and re.search(r"@https?://", head) is not None
+    if not options or not (scheme == "hf" or server):
+        return spec
+    present = {key for key, _ in parse_qsl(query, keep_blank_values=True)}
+    added = [(k, str(v)) for k, v in options.items() if k not in present]
+    if not added:
+        return spec
+    return f"{spec}{'&' if query else '?'}{urlencode(added)}"
 
 
 def preset_names() -> tuple[str, ...]:
