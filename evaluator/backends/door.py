@@ -76,10 +76,6 @@ class Door:
         """`text` without any key this backend's spec may read (or any key-shaped string)."""
         return redact(text, self.backend.spec)
 
-    def answer(self, text: str) -> str:
-        """An answer as vlmdesk keeps it: redacted, then bounded."""
-        return bounded(self.clean(text))
-
     def said(self, said: Generation, rule: str = reasoning.AUTO) -> Generation:
         """A generation as vlmdesk keeps it: its thought split off by the run's reasoning rule (before any bound,
         so a long thought cannot push the answer out), then each part redacted and bounded."""
@@ -110,23 +106,23 @@ class Door:
 
     def stream_text(self, query: Query, max_new_tokens: int) -> Iterator[str]:
         """The backend's answer as it grows (its `stream_text`), redacted: each text so far is cut at its last
-        blank, so a key (never holding a blank) shows whole and redacted or not at all; the whole text last, bounded
-        (reading stops once it is past the bound)."""
+        blank, so a key (never holding a blank) shows whole and redacted or not at all; the whole answer last, its
+        thought split off by the default rule and bounded (reading stops once it is past the thought's bound)."""
         method = getattr(self.backend, "stream_text", None)
         if not callable(method):
             raise BackendError(f"{self.spec}: this backend does not stream")
         text = ""
         try:
             for text in method(query, max_new_tokens):
-                if len(text) > MAX_ANSWER_CHARS:
+                if len(text) > MAX_ANSWER_CHARS + MAX_THOUGHT_CHARS:
                     break  # closes the backend's stream: nothing more of it is kept
                 cut = max(text.rfind(c) for c in " \t\n")
-                if cut > 0:
+                if 0 < cut <= MAX_ANSWER_CHARS:  # what is shown stays within an answer's bound
                     yield self.clean(text[:cut])
         except BackendError as exc:
             exc.args = (self.clean(str(exc)),)
             raise
-        yield self.answer(text)
+        yield self.said(Generation(text)).text  # the whole answer last: a thinking model's thought split off
 
     def describe(self) -> dict[str, Any]:
         return self.backend.describe()
