@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from vlmdesk.args import model_spec, positive_int, record_id, rounds, seed
+from vlmdesk.args import int_in, model_spec, positive_int, record_id, rounds, seed
 
 if TYPE_CHECKING:
     from db import runs
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 def register_run(add) -> None:
     # run's help texts read the backend and extractor registries: imported here, not for `runs` and `report`
     from db.runs import ROUNDS_MAX
+    from evaluator.engine.runner import MAX_NEW_TOKENS
     from evaluator.engine.variants import COT_MAX_NEW_TOKENS
     from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS, LIKELIHOOD_SCORES
     from evaluator.scoring.llm_extraction import extractor_help
@@ -65,10 +66,40 @@ def register_run(add) -> None:
     )
     p.add_argument(
         "--max-new-tokens",
-        type=positive_int,
+        type=int_in(1, MAX_NEW_TOKENS, "a number of tokens"),
         default=None,
-        help=f"generation length (default 32; {COT_MAX_NEW_TOKENS} with --cot; {CHEF_COT_MAX_NEW_TOKENS} for "
-        "--likelihood-score chef's chain of thought; 256 on open benchmarks, whose free answers the arena compares)",
+        help=f"generation length, thought and answer together (default 32; {COT_MAX_NEW_TOKENS} with --cot; "
+        f"{CHEF_COT_MAX_NEW_TOKENS} for --likelihood-score chef's chain of thought; 256 on open benchmarks, whose free "
+        f"answers the arena compares; at most {MAX_NEW_TOKENS:,}: a thinking model wants thousands, e.g. 16384). A "
+        "pass the budget cuts off is counted truncated in the report, never retried",
+    )
+    thinking = p.add_argument_group("thinking models and the chat (docs/guide/thinking-models.md)")
+    thinking.add_argument(
+        "--reasoning",
+        default="auto",
+        metavar="auto|off|OPEN,CLOSE",
+        help="how a pass's thought is told from its answer: auto (default) takes the thought a server gives apart "
+        "(reasoning_content) and splits <think>…</think> or text before a lone </think>; off keeps the text whole; "
+        "OPEN,CLOSE splits another tag pair. Only the answer is read, scored and shown blind; the thought is kept",
+    )
+    thinking.add_argument(
+        "--system",
+        metavar="TEXT|FILE",
+        help="a system prompt sent before every question: the text, or a file holding it (at most 64 KiB); a "
+        "--prompt vlmevalkit preset brings its family's own unless this is given",
+    )
+    thinking.add_argument(
+        "--chat-template-kwargs",
+        metavar="JSON",
+        help="keyword arguments for the model's chat template, e.g. '{\"enable_thinking\": true}' (sent to a server "
+        "as chat_template_kwargs, given to a local model's template)",
+    )
+    thinking.add_argument(
+        "--thinking-budget",
+        type=int_in(1, MAX_NEW_TOKENS, "a number of tokens"),
+        metavar="N",
+        help="the most tokens the thought may take, below --max-new-tokens (servers that bound it apart: vLLM's "
+        "thinking_token_budget; refused by backends that cannot)",
     )
     p.add_argument("--text-only", action="store_true", help="withhold the image (quality control, baselines)")
     p.add_argument(
@@ -234,7 +265,7 @@ def cmd_run(args) -> int:
     from evaluator.backends import BackendError
     from evaluator.backends.hf import without_prefix_sharing
     from evaluator.engine.launch import prepare_resume, prepare_run, resolve_model
-    from evaluator.engine.prompt_presets import choose_prompt
+    from evaluator.engine.prompt_presets import choose_prompt, preset_setup
     from evaluator.engine.runner import RunSettings, default_max_new_tokens
     from evaluator.engine.variants import COT_MAX_NEW_TOKENS
     from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS
@@ -263,6 +294,8 @@ def cmd_run(args) -> int:
             chosen = choose_prompt(args.prompt or args.prompt_template, bench.kind, spec)
             if chosen.note:
                 print(f"note: {chosen.note}", file=sys.stderr)
+            # A VLMEvalKit preset is the family's whole setup: its image settings on the spec, its system prompt.
+            spec, preset_system = preset_setup(chosen.preset, spec, benchmark=bench.name)
             settings = RunSettings(
                 strategy=args.strategy,
                 full_passes=args.full_passes,
@@ -283,6 +316,7 @@ def cmd_run(args) -> int:
                 **variant_settings(args, bench),
                 **multi_turn_settings(args, ws),
                 prompt_preset=chosen.preset,
+                **chat_settings(args, preset_system),
             )
             launch = prepare_run(ws, bench, spec, settings, chosen.template, batch_size=args.batch_size, new=args.new)
         if launch.finished:
@@ -305,6 +339,59 @@ def served_by(spec: str, servers: str) -> str:
         return with_servers(spec, servers)
     except BackendError as exc:
         raise UsageError(str(exc)) from None
+
+
+def chat_settings(args, preset_system: str | None = None) -> dict:
+    """RunSettings' thinking and chat fields from --reasoning, --system (else a prompt preset's system prompt),
+    --chat-template-kwargs, --thinking-budget (UsageError naming the flag for a bad value; nothing is stored before
+    they are all read)."""
+    from evaluator.backends.reasoning import check_rule
+    from evaluator.engine.runner import canonical_template_kwargs
+    from vlmdesk.cli import UsageError
+
+    if (wrong := check_rule(args.reasoning)) is not None:
+        raise UsageError(f"--{wrong}")
+    found: dict = {"reasoning": args.reasoning}
+    if args.system is not None:
+        found["system"] = system_prompt(args.system)
+    elif preset_system is not None:
+        found["system"] = preset_system
+    if args.chat_template_kwargs is not None:
+        try:
+            found["chat_template_kwargs"] = canonical_template_kwargs(args.chat_template_kwargs)
+        except ValueError as exc:
+            raise UsageError(f"--chat-template-kwargs: {exc}") from None
+    if args.thinking_budget is not None:
+        found["thinking_budget"] = args.thinking_budget
+    return found
+
+
+def system_prompt(value: str) -> str:
+    """--system's text: the file it names when it names a regular file (read through the bounded door), else the
+    text itself. UsageError for an empty prompt, a file over 64 KiB or one that is not UTF-8."""
+    from pathlib import Path
+
+    from evaluator.engine.runner import MAX_SYSTEM_CHARS
+    from evaluator.formats.importers.common import Refused, open_regular
+    from vlmdesk.cli import UsageError
+
+    path = Path(value)
+    if len(value) < 4096 and "\n" not in value and path.is_file():
+        try:
+            with open_regular(path, 2**62, "limit") as f:
+                data = f.read(MAX_SYSTEM_CHARS * 4 + 1)
+        except (Refused, OSError) as exc:
+            raise UsageError(f"--system {value}: cannot read the file: {exc}") from None
+        try:
+            value = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError(f"--system {value}: the file is not UTF-8 text") from None
+    value = value.strip()
+    if not value:
+        raise UsageError("--system: the system prompt is empty")
+    if len(value) > MAX_SYSTEM_CHARS:
+        raise UsageError(f"--system: at most {MAX_SYSTEM_CHARS:,} characters")
+    return value
 
 
 def multi_turn_settings(args, ws) -> dict:
