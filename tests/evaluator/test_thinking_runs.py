@@ -264,3 +264,30 @@ def test_openai_reasoning_models_get_what_openai_accepts():
     with pytest.raises(BackendError, match="min_pixels must not be above max_pixels"):
         parse_openai_spec("m@http://h:1/v1?min_pixels=10&max_pixels=5")
     assert not parse_openai_spec("gpt-4o").takes_thinking_budget
+
+
+def test_a_vlmevalkit_preset_brings_its_family_setup_unless_the_user_set_it(serve, bench, capsys):
+    from evaluator.engine.prompt_presets import SETUPS
+
+    ws_path, _ = bench
+    server = serve(respond=lambda text: "A")
+    base = ["--workspace", ws_path, "run", "--bench", "four", "--strategy", "vanilla", "--limit", "1", "--json"]
+    qwen = SETUPS["qwen2_vl"]
+    code, _, err = cli(capsys, *base, "--model", f"openai:m@{server.url}", "--prompt", "vlmevalkit:qwen2_vl")
+    assert code == 0, err
+    body = server.requests[-1]["body"]
+    assert body["mm_processor_kwargs"] == {
+        k: v for k, v in qwen.options_for(None).items() if k in ("min_pixels", "max_pixels")
+    }
+    assert (body["messages"][0]["role"] == "system") == (qwen.system is not None)
+    code, _, err = cli(
+        capsys, *base, "--model", f"openai:m@{server.url}?max_pixels=1000", "--prompt", "vlmevalkit:gemma3",
+        "--system", "Mine.",
+    )  # fmt: skip
+    assert code == 0, err
+    body = server.requests[-1]["body"]
+    assert body["messages"][0] == {"role": "system", "content": "Mine."}  # the user's --system wins
+    assert body["mm_processor_kwargs"] == {"max_pixels": 1000}
+    code, _, err = cli(capsys, *base, "--model", f"openai:m@{server.url}", "--prompt", "vlmevalkit:gemma3")
+    assert code == 0, err
+    assert server.requests[-1]["body"]["messages"][0] == {"role": "system", "content": SETUPS["gemma3"].system}
