@@ -714,10 +714,10 @@ class PredictionsView(QTreeWidget):
     def thought_rows(self) -> list[QTreeWidgetItem]:
         """The "Thought (N words)" rows of the passes shown (tests, keyboard checks)."""
         found = []
-        for i in range(self.topLevelItemCount()):
-            top = self.topLevelItem(i)
-            for j in range(top.childCount()):
-                found += [r for r in _children(top.child(j)) if r.data(0, THOUGHT_ROLE) is not None]
+        tops = (self.topLevelItem(i) for i in range(self.topLevelItemCount()))
+        for top in (t for t in tops if t is not None):
+            for pass_row in _children(top):
+                found += [r for r in _children(pass_row) if r.data(0, THOUGHT_ROLE) is not None]
         return found
 
 
@@ -734,7 +734,7 @@ THOUGHT_ROLE = Qt.ItemDataRole.UserRole + 7  # a thought row's data: the whole t
 
 
 def _children(row: QTreeWidgetItem) -> list[QTreeWidgetItem]:
-    return [row.child(i) for i in range(row.childCount())]
+    return [child for i in range(row.childCount()) if (child := row.child(i)) is not None]
 
 
 def _mark_cut(row: QTreeWidgetItem, p) -> None:

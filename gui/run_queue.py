@@ -36,6 +36,10 @@ def run_args(
     seed: int = 0,
     prompt: str = "vlmdesk",
     new: bool = False,
+    system: str | None = None,
+    reasoning: str = "auto",
+    chat_template_kwargs: str | None = None,
+    thinking_budget: int | None = None,
 ) -> tuple[str, ...]:
     """The command line of the launch form's choices (the form's only translation: widget values → options)."""
     args = [
@@ -67,6 +71,16 @@ def run_args(
         args += ["--seed", str(seed)]
     if prompt != "vlmdesk":  # vlmdesk's templates are the default: left out likewise
         args += ["--prompt", prompt]
+    # Thinking models and the chat (RunSettings.reasoning, system, chat_template_kwargs, thinking_budget): each only
+    # when set, so a plain run's command stays the short one.
+    if reasoning != "auto":
+        args += ["--reasoning", reasoning]
+    if system:
+        args += ["--system", system]
+    if chat_template_kwargs:
+        args += ["--chat-template-kwargs", chat_template_kwargs]
+    if thinking_budget:
+        args += ["--thinking-budget", str(thinking_budget)]
     if new:
         args.append("--new")
     return tuple(args)

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 from annotation.blind import HIDDEN_TEXT
 from db import runs
 from evaluator.analysis.labels import fit_model, model_variants
-from evaluator.analysis.report import RunSummary, describe_tokens, run_summary
+from evaluator.analysis.report import RunSummary, describe_tokens, describe_truncation, run_summary
 from evaluator.engine.run_words import IMPORTED_ARROW, IMPORTED_MARK, describe_variants, origin_of, preset_words
 from gui.appearance import ACCENT, MUTED, PENDING, RIGHT, TEXT, WRONG
 from gui.background import COMPUTING, when_shown
@@ -119,9 +119,10 @@ class ModelCell(QStyledItemDelegate):
 
 
 def _figures(ws, run_ids: list[int]):
-    """Each run's figures and token usage (what costs a pass of its rows), newest run first: the worker's part."""
+    """Each run's figures, token usage and cut-off passes (kept counts: a row each), newest run first: the worker's
+    part."""
     for run_id in run_ids:
-        yield run_id, run_summary(ws, run_id), runs.token_usage(ws, run_id)
+        yield run_id, run_summary(ws, run_id), runs.token_usage(ws, run_id), runs.truncation(ws, run_id)
 
 
 class RunsList(QWidget):
@@ -276,11 +277,14 @@ class RunsList(QWidget):
             self.ctx.background.cancel(self)
 
     def _computed(self, part) -> None:
-        run_id, summary, usage = part
+        run_id, summary, usage, cut = part
         run = self.runs.get(run_id)
         if run is None:
             return
-        self._known[run_id] = (figures_state(run), summary, describe_tokens(usage) if usage.passes else None)
+        # The model's tooltip: what its passes cost and how many the token budget cut off (no score: blind-safe).
+        lines = [describe_tokens(usage)] if usage.passes else []
+        lines += [describe_truncation(cut)] if cut.truncated else []
+        self._known[run_id] = (figures_state(run), summary, "\n".join(lines) or None)
         if summary is not None:
             self.summaries[run_id] = summary
         else:

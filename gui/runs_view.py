@@ -4,6 +4,7 @@ widgets into that command line, shown under it."""
 
 from __future__ import annotations
 
+import json
 import shlex
 
 from PySide6.QtCore import QEvent, Qt, Signal
@@ -15,6 +16,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QPlainTextEdit,
@@ -30,7 +32,8 @@ from PySide6.QtWidgets import (
 from db import catalog, models
 from db.runs import ROUNDS_MAX
 from evaluator.backends import REGISTRY as BACKENDS
-from evaluator.engine.runner import OPEN_MAX_NEW_TOKENS, RunSettings, default_max_new_tokens
+from evaluator.backends.reasoning import AUTO, DEFAULT_TAGS, OFF, check_rule
+from evaluator.engine.runner import MAX_NEW_TOKENS, OPEN_MAX_NEW_TOKENS, RunSettings, default_max_new_tokens
 from evaluator.engine.variants import COT_MAX_NEW_TOKENS
 from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS
 from gui import file_dialogs
@@ -66,6 +69,30 @@ PROMPTS = (
 )
 PROMPT_FILE = "file"  # the data of the "Template file…" entry, which opens a file dialog
 STATE_MARKS = {"queued": "○", "running": "▶", "finished": "✓", "cancelled": "■", "failed": "✗"}
+# The launcher's reasoning choices (label, --reasoning); custom tags are typed as "OPEN,CLOSE".
+REASONING = (
+    ("auto: the server's thought, or <think>…</think>", AUTO),
+    ("off: the whole output is the answer", OFF),
+    (f"tags {DEFAULT_TAGS[0]},{DEFAULT_TAGS[1]} (edit for others)", ",".join(DEFAULT_TAGS)),
+)
+
+
+def chat_kwargs_problem(text: str) -> str | None:
+    """What is wrong with the launcher's chat template kwargs (empty: none), or None."""
+    if not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"chat template kwargs: not JSON ({exc.msg}, column {exc.colno})"
+    return None if isinstance(value, dict) else 'chat template kwargs: a JSON object, e.g. {"enable_thinking": true}'
+
+
+def reasoning_value(combo: QComboBox) -> str:
+    """The reasoning rule the combo says: a listed choice's value, or the tags typed in it."""
+    text = combo.currentText().strip()
+    at = combo.findText(text)
+    return combo.itemData(at) if at >= 0 else text
 
 
 def eta(seconds) -> str:
@@ -88,12 +115,47 @@ class LaunchForm(QGroupBox):
         self.model.setEditable(True)
         editor = self.model.lineEdit()
         assert editor is not None  # an editable combo box has one
-        editor.setPlaceholderText("a saved model or a spec: hf:…, openai:…, baseline:…")
+        # Every registered scheme (hf:, openai:, vllm:, sglang:, baseline:…): a started server is a spec like any.
+        schemes = ", ".join(f"{entry.name}:…" for entry in BACKENDS.help_entries())
+        editor.setPlaceholderText(f"a saved model or a spec: {schemes}")
+        self.model.setToolTip("A saved model, or a spec of any backend: " + "; ".join(
+            entry.syntax for entry in BACKENDS.help_entries()
+        ))  # fmt: skip
         self.strategy = compact_combo(QComboBox())
         self.extractor = compact_combo(QComboBox())
         self.extractor.setEditable(True)
         self.batch = QSpinBox(minimum=1, maximum=1024, value=8)
-        self.max_tokens = QSpinBox(minimum=1, maximum=8192, value=32)
+        self.max_tokens = QSpinBox(minimum=1, maximum=MAX_NEW_TOKENS, value=32)
+        self.max_tokens.setToolTip(
+            f"--max-new-tokens: thought and answer together (at most {MAX_NEW_TOKENS:,}; a thinking model wants "
+            "thousands). A pass the budget cuts off is counted truncated, never retried."
+        )
+        # Thinking models and the chat (docs/guide/runs.md): each part of the run's identity when set.
+        self.system = QPlainTextEdit()
+        self.system.setPlaceholderText("none — a system prompt sent before every question")
+        self.system.setFixedHeight(self.system.fontMetrics().lineSpacing() * 3 + 12)
+        self.system.setTabChangesFocus(True)
+        self.system.setToolTip("--system: sent before every question; part of the run's identity")
+        self.reasoning = compact_combo(QComboBox())
+        self.reasoning.setEditable(True)
+        for label, value in REASONING:
+            self.reasoning.addItem(label, value)
+        self.reasoning.setToolTip(
+            "--reasoning: how a pass's thought is told from its answer. auto takes a server's reasoning_content "
+            "and splits <think>…</think> (or a lone </think>); off keeps the whole output as the answer; or type "
+            "your model's tags as OPEN,CLOSE"
+        )
+        self.chat_kwargs = QLineEdit()
+        self.chat_kwargs.setPlaceholderText('none — e.g. {"enable_thinking": true}')
+        self.chat_kwargs.setToolTip("--chat-template-kwargs: a JSON object for the model's chat template")
+        self.thinking_budget = QSpinBox(minimum=0, maximum=MAX_NEW_TOKENS, value=0)
+        self.thinking_budget.setSpecialValueText("none")
+        self.thinking_budget.setToolTip(
+            "--thinking-budget: the most tokens the thought may take, below Max new tokens (servers that bound "
+            "it apart, e.g. vLLM's thinking_token_budget)"
+        )
+        self.problem = ElidedLabel("")  # what keeps the form from starting, one line (never lifts the fields)
+        self.problem.setObjectName("muted")
         self.limit = QSpinBox(minimum=0, maximum=10_000_000, value=0)
         self.limit.setSpecialValueText("all items")
         self.text_only = QCheckBox("Text only (withhold the image)")
@@ -144,6 +206,10 @@ class LaunchForm(QGroupBox):
         form.addRow("Prompt", self.prompt)
         form.addRow("Batch size", self.batch)
         form.addRow("Max new tokens", self.max_tokens)
+        form.addRow("Thinking budget", self.thinking_budget)
+        form.addRow("Reasoning", self.reasoning)
+        form.addRow("Chat template", self.chat_kwargs)
+        form.addRow("System prompt", self.system)
         form.addRow("Limit", self.limit)
         form.addRow("Seed", self.seed)
         form.addRow(self.text_only)  # across both columns: beside the labels, its words widened the form
@@ -165,6 +231,7 @@ class LaunchForm(QGroupBox):
         self.fields_scroll.setMinimumHeight(60)
         outer = QVBoxLayout(self)
         outer.addWidget(self.fields_scroll, 1)
+        outer.addWidget(self.problem)
         outer.addWidget(self.start)
         self.variant.toggled.connect(lambda _: self._fit_width())
         self._fit_width()
@@ -175,8 +242,11 @@ class LaunchForm(QGroupBox):
             combo.currentIndexChanged.connect(self._update_command)
         self.prompt.activated.connect(self._prompt_activated)
         self.prompt.currentIndexChanged.connect(self._prompt_changed)
-        for spin in (self.batch, self.max_tokens, self.limit, self.rounds, self.seed):
+        for spin in (self.batch, self.max_tokens, self.limit, self.rounds, self.seed, self.thinking_budget):
             spin.valueChanged.connect(self._update_command)
+        self.reasoning.currentTextChanged.connect(self._update_command)
+        self.chat_kwargs.textChanged.connect(self._update_command)
+        self.system.textChanged.connect(self._update_command)
         for box in (self.text_only, self.again):
             box.toggled.connect(self._update_command)
         self.variant.changed.connect(self._update_command)
@@ -300,7 +370,11 @@ class LaunchForm(QGroupBox):
         self, *, bench: str | None = None, model: str | None = None, strategy: str | None = None, **values
     ) -> None:
         """Fill the form (tests, presets): strategy by its label; values: batch, max_tokens, limit, seed, text_only,
-        again, extractor, multi_turn, rounds, prompt (vlmdesk, vlmevalkit or a template file's path)."""
+        again, extractor, multi_turn, rounds, prompt (vlmdesk, vlmevalkit or a template file's path), thinking_budget,
+        reasoning (a rule: auto, off or OPEN,CLOSE), chat_kwargs (JSON text), system (text)."""
+        if (rule := values.pop("reasoning", None)) is not None:
+            at = self.reasoning.findData(rule)
+            self.reasoning.setCurrentIndex(at) if at >= 0 else self.reasoning.setCurrentText(rule)
         if (prompt := values.pop("prompt", None)) is not None:
             found = self.prompt.findData(prompt)
             if found >= 0:
@@ -319,13 +393,23 @@ class LaunchForm(QGroupBox):
                 widget.setValue(value)
             elif isinstance(widget, QCheckBox):
                 widget.setChecked(value)
+            elif isinstance(widget, (QLineEdit, QPlainTextEdit)):
+                widget.setPlainText(value) if isinstance(widget, QPlainTextEdit) else widget.setText(value)
             else:
                 widget.setCurrentText(value)
         self._update_command()
 
+    def problems(self) -> list[str]:
+        """What in the thinking settings cannot be run, in words (the form says the first and does not start)."""
+        found = [check_rule(reasoning_value(self.reasoning)), chat_kwargs_problem(self.chat_kwargs.text())]
+        budget = self.thinking_budget.value()
+        if budget and budget >= self.max_tokens.value():
+            found.append(f"thinking budget {budget:,} must be below max new tokens ({self.max_tokens.value():,})")
+        return [p for p in found if p]
+
     def request(self) -> RunRequest | None:
         bench, spec = self.bench.currentData(), self.model_spec()
-        if not bench or not spec:
+        if not bench or not spec or self.problems():
             return None
         strategy, likelihood = self.strategy.currentData() or ("circular", False)
         asker = self.multi_turn.currentText().strip() if self.multi_turn.isEnabled() and not likelihood else ""
@@ -345,6 +429,12 @@ class LaunchForm(QGroupBox):
             seed=self.seed.value(),
             prompt=self.prompt_choice(),
             new=self.again.isChecked(),
+            system=self.system.toPlainText().strip() or None,
+            reasoning=reasoning_value(self.reasoning),
+            chat_template_kwargs=(
+                json.dumps(json.loads(kwargs), sort_keys=True) if (kwargs := self.chat_kwargs.text().strip()) else None
+            ),
+            thinking_budget=self.thinking_budget.value() or None,
         ) + tuple(self.variant.args())
         return RunRequest(args, f"{spec} on {bench}")
 
@@ -365,14 +455,18 @@ class LaunchForm(QGroupBox):
 
     def _update_command(self) -> None:
         req = self.request()
+        problems = self.problems()
         self.command.setPlainText(shlex.join(["vlmdesk", *req.args]) if req else "")
+        self.problem.setText(problems[0] if problems else "")
         self.start.setEnabled(req is not None)
         self.start.setToolTip(
             ""
             if req is not None
+            else problems[0]
+            if problems
             else "Import a benchmark first (File › Import benchmark…, or the demo)"
             if not self.bench.count()
-            else "Choose a model: a saved one or a spec (hf:…, openai:…, baseline:…)"
+            else "Choose a model: a saved one or a spec (hf:…, openai:…, vllm:…, baseline:…)"
         )
 
     def _submit(self) -> None:

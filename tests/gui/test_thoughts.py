@@ -133,3 +133,61 @@ def test_a_pass_without_a_thought_has_no_thought_row(qtbot, tmp_path, make_windo
         baseline.child(i).childCount() == 0 and CUT_MARK not in baseline.child(i).text(0)
         for i in range(baseline.childCount())
     )
+
+
+def test_the_launcher_offers_the_thinking_settings(qtbot, tmp_path, make_window):
+    from evaluator.backends import REGISTRY
+    from evaluator.engine.runner import MAX_NEW_TOKENS
+
+    path, _ = thinking_workspace(tmp_path)
+    window = make_window(path)
+    window.show_view("runs")
+    form = window.view("runs").form
+    assert form.max_tokens.maximum() == MAX_NEW_TOKENS == 32768
+    editor = form.model.lineEdit()
+    assert all(f"{entry.name}:" in editor.placeholderText() for entry in REGISTRY.help_entries())
+    form.set_choice(
+        bench="b",
+        model="openai:qwen3-vl@http://127.0.0.1:9/v1",
+        max_tokens=16384,
+        thinking_budget=8192,
+        reasoning="<t>,</t>",
+        chat_kwargs='{"enable_thinking": true, "a": 1}',
+        system="Answer with a letter.",
+    )
+    args = form.request().args
+    pairs = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("--")}
+    assert pairs["--max-new-tokens"] == "16384" and pairs["--thinking-budget"] == "8192"
+    assert pairs["--reasoning"] == "<t>,</t>" and pairs["--system"] == "Answer with a letter."
+    assert pairs["--chat-template-kwargs"] == '{"a": 1, "enable_thinking": true}'  # one text for one setting
+    assert form.start.isEnabled() and "--thinking-budget 8192" in form.command.toPlainText()
+    window.grab().save(str(tmp_path / "launcher.png"), "PNG")
+
+    # What cannot run is said, and nothing starts.
+    for name, value, words in (
+        ("chat_kwargs", "[1, 2]", "a JSON object"),
+        ("chat_kwargs", "{oops", "not JSON"),
+        ("thinking_budget", 16384, "must be below max new tokens"),
+    ):
+        form.set_choice(**{name: value})
+        assert not form.start.isEnabled() and words in form.problem.text() and words in form.start.toolTip()
+        form.set_choice(chat_kwargs="", thinking_budget=0)
+        assert form.start.isEnabled() and form.problem.text() == ""
+    # Defaults leave the command as it was: none of the thinking flags.
+    form.set_choice(reasoning="auto", system="")
+    assert not any(a in form.request().args for a in ("--reasoning", "--system", "--chat-template-kwargs"))
+
+
+def test_results_runs_list_says_the_cut_off_passes_and_reasoning_tokens(qtbot, tmp_path, make_window):
+    from evaluator.analysis.report import describe_tokens, describe_truncation
+
+    path, run_id = thinking_workspace(tmp_path)
+    with open_workspace(path) as ws:
+        expected = [describe_tokens(runs.token_usage(ws, run_id)), describe_truncation(runs.truncation(ws, run_id))]
+    window = make_window(path)
+    window.show_view("results")
+    listing = window.view("results").runs
+    qtbot.waitUntil(lambda: not listing.computing and run_id in listing.summaries)
+    row = listing.model.payloads.index(run_id)
+    tip = listing.model.data(listing.model.index(row, listing.model_column), Qt.ItemDataRole.ToolTipRole)
+    assert all(line in tip.splitlines() for line in expected) and "reasoning" in expected[0]
