@@ -69,11 +69,12 @@ PROMPTS = (
 )
 PROMPT_FILE = "file"  # the data of the "Template file…" entry, which opens a file dialog
 STATE_MARKS = {"queued": "○", "running": "▶", "finished": "✓", "cancelled": "■", "failed": "✗"}
-# The launcher's reasoning choices (label, --reasoning); custom tags are typed as "OPEN,CLOSE".
+# The launcher's reasoning choices (--reasoning, shown as it is: the field is editable, custom tags are typed as
+# "OPEN,CLOSE") and what each does, in its tooltip.
 REASONING = (
-    ("auto: the server's thought, or <think>…</think>", AUTO),
-    ("off: the whole output is the answer", OFF),
-    (f"tags {DEFAULT_TAGS[0]},{DEFAULT_TAGS[1]} (edit for others)", ",".join(DEFAULT_TAGS)),
+    (AUTO, "the thought a server gives apart, else split from <think>…</think> (or a lone </think>)"),
+    (OFF, "the whole output is the answer"),
+    (",".join(DEFAULT_TAGS), "these tags only: edit them for your model's"),
 )
 
 
@@ -138,8 +139,9 @@ class LaunchForm(QGroupBox):
         self.system.setToolTip("--system: sent before every question; part of the run's identity")
         self.reasoning = compact_combo(QComboBox())
         self.reasoning.setEditable(True)
-        for label, value in REASONING:
-            self.reasoning.addItem(label, value)
+        for value, words in REASONING:
+            self.reasoning.addItem(value, value)
+            self.reasoning.setItemData(self.reasoning.count() - 1, words, Qt.ItemDataRole.ToolTipRole)
         self.reasoning.setToolTip(
             "--reasoning: how a pass's thought is told from its answer. auto takes a server's reasoning_content "
             "and splits <think>…</think> (or a lone </think>); off keeps the whole output as the answer; or type "
