@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from annotation.item_kinds import ItemKind, kind_of, verdict_label
 from evaluator.scoring import open_item
 from evaluator.scoring.choices import LETTERS, YES_NO, item_result, original_option
+from evaluator.scoring.extraction import TRUNCATED  # the stage of a pass cut inside its thought: no answer
 from gui.appearance import (
     ACCENT,
     KEY_BACKGROUND,
@@ -723,7 +724,6 @@ class PredictionsView(QTreeWidget):
 
 # A thinking model's pass (issue 36): its thought folded under it, shown exactly when its response is (the same
 # branch of the blind rule); a pass the token budget cut off says so rather than pass for a plain wrong answer.
-TRUNCATED = "truncated"  # the stage of a pass cut inside its thought (db/runs.py): no answer at all
 CUT_MARK = "✂"
 CUT_IN_THOUGHT = "(cut off in the thought)"
 CUT_TIPS = {
