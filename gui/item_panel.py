@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from annotation.item_kinds import ItemKind, kind_of, verdict_label
 from evaluator.scoring import open_item
 from evaluator.scoring.choices import LETTERS, YES_NO, item_result, original_option
-from evaluator.scoring.extraction import TRUNCATED  # the stage of a pass cut inside its thought: no answer
+from evaluator.scoring.extraction import TRUNCATED as CUT_INSIDE  # its stage: a pass cut inside its thought
 from gui.appearance import (
     ACCENT,
     KEY_BACKGROUND,
@@ -603,7 +603,7 @@ class PredictionsView(QTreeWidget):
                 index = original_option(p.choice, p.option_order)
                 original = None if index is None else LETTERS[index]
                 choice = (p.choice or "undecided") + (f" (= {original})" if original and original != p.choice else "")
-                if p.stage == TRUNCATED:  # no answer at all: not a wrong answer, though it counts as one
+                if p.stage == CUT_INSIDE.stage:  # no answer at all: not a wrong answer, though it counts as one
                     response, choice, correct = CUT_IN_THOUGHT, "no answer", CUT_MARK
                 child = QTreeWidgetItem([f"pass {p.pass_}", order, response, choice, correct])
                 child.setToolTip(2, p.response)
@@ -643,7 +643,7 @@ class PredictionsView(QTreeWidget):
             scores = open_item.item_scores(p.response, references)
             first = open_item.primary(scores, references)
             score = open_item.score_text(first, scores[first]) if first else "answered"
-            answer = CUT_IN_THOUGHT if p.stage == TRUNCATED else " ".join(p.response.split())
+            answer = CUT_IN_THOUGHT if p.stage == CUT_INSIDE.stage else " ".join(p.response.split())
             child = QTreeWidgetItem([f"pass {p.pass_}", "", answer, score, ""])
             child.setToolTip(2, p.response)
             set_foreground(child, 3, score_colour(scores[first] if first else None))
@@ -741,7 +741,7 @@ def _mark_cut(row: QTreeWidgetItem, p) -> None:
     """A pass the token budget ended: marked in its Pass column, why in the tooltip, in the pending colour."""
     if not p.truncated:
         return
-    inside = p.stage == TRUNCATED
+    inside = p.stage == CUT_INSIDE.stage
     row.setText(0, f"{row.text(0)} {CUT_MARK}")  # short: the Pass column is as wide as its longest label
     for column in (0, 4) if inside else (0,):
         row.setToolTip(column, CUT_TIPS[inside])
