@@ -582,7 +582,7 @@ _SCORE_FIELDS = ("vanilla", "circular", "pope_accuracy", "pope_f1", "open_metric
 
 def cmd_report(args) -> int:
     from evaluator.analysis.pope_report import attach_pope_means, format_pope_means
-    from evaluator.analysis.report import run_report, thinking_lines
+    from evaluator.analysis.report import run_report
     from vlmdesk.cli import UsageError, open_from_args, output_file
 
     if args.groups:
@@ -621,11 +621,7 @@ def cmd_report(args) -> int:
         print(json.dumps(found[0] if len(found) == 1 else found, ensure_ascii=False))
         return 0
     for report in reports:
-        # The settings and truncation lines go under the report's counts (and its tokens line): format_report's
-        # first two lines, or three.
-        text = format_report(report).split("\n")
-        at = 2 + (report.tokens is not None)
-        print("\n".join([*text[:at], *thinking_lines(report), *text[at:]]))
+        print(format_report(report))
     if pope_means:
         print(format_pope_means(pope_means))
     if args.plot:
@@ -702,7 +698,7 @@ def _format_open(o: OpenFigures) -> list[str]:
 
 
 def format_report(r: RunReport) -> str:
-    from evaluator.analysis.report import describe_tokens
+    from evaluator.analysis.report import describe_tokens, thinking_lines
 
     preset = r.config.get("prompt_preset")
     lines = [
@@ -712,6 +708,7 @@ def format_report(r: RunReport) -> str:
     ]
     if r.tokens is not None:  # only a run whose server said what its passes cost
         lines.append(describe_tokens(r.tokens))
+    lines += thinking_lines(r)  # the settings that decide answers, and the truncated passes, when there are any
     if r.open is not None:
         lines[1] = f"questions {r.questions}   answers {r.open.answered}"
         lines += _format_open(r.open)
