@@ -147,7 +147,7 @@ def test_a_missing_server_program_is_one_line_saying_what_to_install(tmp_path, m
 def bench_ws(tmp_path):
     path = tmp_path / "ws.sqlite"
     with open_workspace(path) as ws:
-        import_benchmark(ws, write_jsonl_bench(tmp_path / "b.jsonl", 24), fmt="jsonl", name="b")
+        import_benchmark(ws, write_jsonl_bench(tmp_path / "b.jsonl", 16), fmt="jsonl", name="b")
     return path
 
 
@@ -172,7 +172,7 @@ def test_start_run_stop_then_killed_mid_run_is_interrupted_and_resumed(tserve, t
     spec = f"tserve:{tiny_llava_dir}?concurrency=1"
     with open_workspace(bench_ws) as ws:
         # 1. started, fed, stopped: a real run through the engine's stream
-        launch = _launch(ws, spec + "&temperature=0")
+        launch = _launch(ws, f"tserve:{tiny_llava_dir}?concurrency=4&temperature=0")
         server = launch.backend.backend.server
         assert pid_alive(server.pid)
         engine = run_or_resume(ws, launch)
