@@ -241,6 +241,7 @@ class Truncation:
     truncated: int
     in_thought: int
     passes: int
+    wrong: int = 0  # of the truncated passes, those scored wrong (every one cut inside the thought, on a keyed item)
 
     def line(self) -> str:
         """ "truncated: 37 of 4,329 (12 inside the thought)"."""
@@ -248,7 +249,7 @@ class Truncation:
         return f"truncated: {self.truncated:,} of {self.passes:,}{inside}"
 
     def to_json(self) -> dict[str, int]:
-        return {"truncated": self.truncated, "in_thought": self.in_thought, "passes": self.passes}
+        return {"truncated": self.truncated, "in_thought": self.in_thought, "wrong": self.wrong, "passes": self.passes}
 
 
 _RUN_SELECT = """
@@ -671,7 +672,7 @@ def token_usage(ws: Workspace, run_id: int) -> TokenUsage:
 def truncation(ws: Workspace, run_id: int) -> Truncation:
     """The run's truncated passes, as kept beside them (migration 0024): a few columns of one row."""
     row = ws.conn.execute(
-        "SELECT truncated, truncated_thought, passes FROM run_counts WHERE run_id = ?", (run_id,)
+        "SELECT truncated, truncated_thought, passes, truncated_wrong FROM run_counts WHERE run_id = ?", (run_id,)
     ).fetchone()
     return Truncation(*row) if row is not None else Truncation(0, 0, 0)
 

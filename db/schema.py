@@ -1737,10 +1737,11 @@ def _m0023(db: Database) -> None:
 
 # What a run's passes say about thinking and cut-off answers (migration 0024), kept in run_counts beside the token
 # sums: passes the token budget ended (finish_reason 'length'), those of them cut inside the thought (stage
-# 'truncated': no answer at all), and the reasoning tokens servers said the passes spent.
+# 'truncated': no answer at all) and those scored wrong, and the reasoning tokens servers said the passes spent.
 _THOUGHT_SUMS = {
     "truncated": "{n}.finish_reason IS 'length'",
     "truncated_thought": "{n}.stage IS 'truncated'",
+    "truncated_wrong": "{n}.finish_reason IS 'length' AND {n}.correct IS 0",
     "reasoning_passes": "{n}.reasoning_tokens IS NOT NULL",
     "reasoning_tokens": "coalesce({n}.reasoning_tokens, 0)",
 }
@@ -1781,7 +1782,7 @@ def _m0024(db: Database) -> None:
                 WHEN NEW.finish_reason IS 'length' OR NEW.reasoning_tokens IS NOT NULL BEGIN
             {_thought_sums("NEW", "+")}
         END;
-        CREATE TRIGGER predictions_thought_au AFTER UPDATE OF run_id, stage, finish_reason, reasoning_tokens
+        CREATE TRIGGER predictions_thought_au AFTER UPDATE OF run_id, stage, correct, finish_reason, reasoning_tokens
                 ON predictions BEGIN
             {_thought_sums("OLD", "-")}
             {_thought_sums("NEW", "+")}

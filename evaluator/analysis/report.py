@@ -295,7 +295,8 @@ def describe_truncation(cut: runs.Truncation) -> str:
     after = cut.truncated - cut.in_thought
     parts = [f"{cut.in_thought:,} gave no answer (counted wrong)"] if cut.in_thought else []
     parts += [f"{after:,} cut after the thought are read as usual"] if after else []
-    return f"{cut.line()} — cut off by the token budget, never retried: " + ", ".join(parts)
+    wrong = f"; {cut.wrong:,} of the {cut.truncated:,} are counted wrong" if cut.wrong else ""
+    return f"{cut.line()} — cut off by the token budget, never retried: " + ", ".join(parts) + wrong
 
 
 # The model spec's options that decide answers (issue 36), shown with a run's settings: sampling, the image

@@ -19,15 +19,19 @@ def _cli(capsys, *args) -> str:
     return capsys.readouterr().out
 
 
-def _expected_cuts(ws, run_id: int) -> tuple[int, int]:
+def _expected_cuts(ws, run_id: int) -> tuple[int, int, int]:
     passes = runs.predictions_of(ws, run_id)
-    return sum(p.truncated for p in passes), sum(p.stage == "truncated" for p in passes)
+    return (
+        sum(p.truncated for p in passes),
+        sum(p.stage == "truncated" for p in passes),
+        sum(p.truncated and p.correct is False for p in passes),
+    )
 
 
 def test_report_text_and_json_say_the_cut_off_passes_tokens_and_settings(tmp_path, capsys):
     path, run_id = thinking_workspace(tmp_path)
     with open_workspace(path) as ws:
-        truncated, in_thought = _expected_cuts(ws, run_id)
+        truncated, in_thought, wrong = _expected_cuts(ws, run_id)
         passes = runs.predictions_of(ws, run_id)
     assert truncated > in_thought > 0  # both kinds are there
     text = _cli(capsys, "--workspace", path, "report", run_id)
@@ -36,6 +40,7 @@ def test_report_text_and_json_say_the_cut_off_passes_tokens_and_settings(tmp_pat
     assert cut.startswith(f"truncated: {truncated} of {len(passes)} ({in_thought} inside the thought)")
     assert f"{in_thought} gave no answer (counted wrong)" in cut
     assert f"{truncated - in_thought} cut after the thought are read as usual" in cut
+    assert f"{wrong} of the {truncated} are counted wrong" in cut
     reasoning = sum(p.reasoning_tokens or 0 for p in passes)
     completion = sum(p.completion_tokens or 0 for p in passes)
     assert f"+ {completion:,} completion ({reasoning:,} of them reasoning) over {len(passes)} passes" in text
@@ -51,7 +56,12 @@ def test_report_text_and_json_say_the_cut_off_passes_tokens_and_settings(tmp_pat
     assert lines.index(cut) < next(i for i, line in enumerate(lines) if line.startswith("Overall"))
 
     printed = json.loads(_cli(capsys, "--workspace", path, "report", run_id, "--json"))
-    assert printed["truncation"] == {"truncated": truncated, "in_thought": in_thought, "passes": len(passes)}
+    assert printed["truncation"] == {
+        "truncated": truncated,
+        "in_thought": in_thought,
+        "wrong": wrong,
+        "passes": len(passes),
+    }
     assert printed["tokens"]["reasoning"] == reasoning
     assert printed["settings"]["system"] == SETTINGS["system"]  # whole in JSON
     assert printed["settings"]["thinking_budget"] == 8192
@@ -71,7 +81,7 @@ def test_a_run_without_thoughts_reads_as_before(tmp_path, capsys):
 def test_runs_lists_the_settings_and_cut_off_passes_compactly(tmp_path, capsys):
     path, run_id = thinking_workspace(tmp_path)
     with open_workspace(path) as ws:
-        truncated, in_thought = _expected_cuts(ws, run_id)
+        truncated, in_thought, wrong = _expected_cuts(ws, run_id)
         cut = runs.truncation(ws, run_id)
     text = _cli(capsys, "--workspace", path, "runs")
     mine = [line for line in text.splitlines() if line.startswith(f"run {run_id}: ")]
@@ -79,7 +89,12 @@ def test_runs_lists_the_settings_and_cut_off_passes_compactly(tmp_path, capsys):
     assert f"run {run_id}: {describe_truncation(cut)}" in mine
     assert not any(line.startswith("run 1: ") for line in text.splitlines())
     listed = {r["run_id"]: r for r in json.loads(_cli(capsys, "--workspace", path, "runs", "--json"))}
-    assert listed[run_id]["truncation"] == {"truncated": truncated, "in_thought": in_thought, "passes": cut.passes}
+    assert listed[run_id]["truncation"] == {
+        "truncated": truncated,
+        "in_thought": in_thought,
+        "wrong": wrong,
+        "passes": cut.passes,
+    }
     assert listed[run_id]["settings"]["chat_template_kwargs"] == SETTINGS["chat_template_kwargs"]
     assert listed[1]["truncation"] is None and listed[1]["settings"]["spec_options"] == {}
 

@@ -50,6 +50,7 @@ def fresh(ws, run_id: int) -> tuple:
     """The sums as the passes say them now."""
     return ws.conn.execute(
         "SELECT count(*) FILTER (WHERE finish_reason = 'length'), count(*) FILTER (WHERE stage = 'truncated'), "
+        "count(*) FILTER (WHERE finish_reason = 'length' AND correct = 0), "
         "count(reasoning_tokens), coalesce(sum(reasoning_tokens), 0) FROM predictions WHERE run_id = ?",
         (run_id,),
     ).fetchone()
@@ -60,7 +61,7 @@ def kept(ws, run_id: int) -> tuple:
     row = ws.conn.execute(
         "SELECT reasoning_passes, reasoning_tokens FROM run_counts WHERE run_id = ?", (run_id,)
     ).fetchone()
-    return (t.truncated, t.in_thought, row[0], row[1])
+    return (t.truncated, t.in_thought, t.wrong, row[0], row[1])
 
 
 def test_thoughts_round_trip_and_the_kept_sums_never_drift(tmp_path):
@@ -83,6 +84,7 @@ def test_thoughts_round_trip_and_the_kept_sums_never_drift(tmp_path):
         ws.conn.execute("UPDATE predictions SET finish_reason = 'length' WHERE run_id = ? AND pass = 0", (run_id,))
         ws.conn.execute("UPDATE predictions SET reasoning_tokens = 5 WHERE run_id = ? AND item_id % 2 = 0", (run_id,))
         ws.conn.execute("UPDATE predictions SET stage = 'rules' WHERE run_id = ? AND item_id % 3 = 0", (run_id,))
+        ws.conn.execute("UPDATE predictions SET correct = 1 - correct WHERE run_id = ? AND item_id % 3 = 1", (run_id,))
         assert kept(ws, run_id) == fresh(ws, run_id)
         ws.conn.commit()
         other = new_run_like_first(ws, "other")
