@@ -257,7 +257,9 @@ def test_the_tile_count_reaches_internvls_processor(tiny_family_dirs):
 
 def test_system_prompt_and_template_kwargs_reach_the_chat_template(thinking):
     plain = Query(QUESTION, (SQUARE,))
-    chatty = Query(QUESTION, (SQUARE,), chat=Chat(system="Answer briefly.", template_kwargs='{"enable_thinking": false}'))
+    chatty = Query(
+        QUESTION, (SQUARE,), chat=Chat(system="Answer briefly.", template_kwargs='{"enable_thinking": false}')
+    )
     text = thinking._render(chatty)
     assert text.startswith("<|im_start|>system\nAnswer briefly.<|im_end|>\n<|im_start|>user\n")
     assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
