@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from evaluator.backends.base import BackendError, Query
+from evaluator.backends.base import BackendError, Query, texts_of
 from evaluator.backends.openai_backend import OpenAIBackend
 from tests.server_process import ServerProcess, words_of
 
@@ -19,7 +19,7 @@ def test_answers_the_openai_client_and_counts_it_then_a_kill_ends_it():
         assert server.url.startswith("http://127.0.0.1:") and server.url.endswith("/v1")
         backend = OpenAIBackend("m", server.url, retries=0, timeout=10)
         t0 = time.monotonic()
-        assert backend.generate([Query("q one"), Query("q two")], 2) == ["B", "B"]
+        assert texts_of(backend.generate([Query("q one"), Query("q two")], 2)) == ["B", "B"]
         assert time.monotonic() - t0 >= 0.05
 
         stats = server.stats()

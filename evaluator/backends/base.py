@@ -222,6 +222,14 @@ def _seconds(value: float) -> str:
     return f"{value:.0f}" if value >= 10 or value == int(value) else f"{value:.1f}"
 
 
+def close_backend(backend: object) -> None:
+    """Stop what a backend started (a server of vllm: or sglang:), through its ``close()`` where it has one; a
+    backend without one holds nothing to stop. Whoever loads a backend closes it when done with it."""
+    method = getattr(backend, "close", None)
+    if callable(method):
+        method()
+
+
 def log_wait(wait: RetryWait) -> None:
     """Where a wait goes when nobody listens: a warning on the log (stderr)."""
     logging.getLogger("evaluator.backends").warning("%s: query %d: %s", wait.server, wait.query, wait.line())

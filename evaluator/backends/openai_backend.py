@@ -7,22 +7,22 @@ max_pixels, max_tiles: vLLM's per-request mm_processor_kwargs); what each server
 max_completion_tokens, and no temperature for its reasoning models). A thinking model's thought comes back apart
 (``reasoning_content`` / ``reasoning``) or inline; the door splits it (reasoning.py).
 
-The engine streams (docs/adr/0032): `open_stream()` keeps `concurrency` requests in
-flight per replica, each answer taken as it comes; `generate()` is a call over the same stream. Several base URLs
-are replicas of one model: a request goes to the replica with the fewest in flight for its concurrency; a replica
-that fails (connection refused, 5xx, 429, a timeout, a malformed body) is set aside for the back-off and its requests
-go to the others; after it, one probe request must answer before it gets its full share again. ``timeout`` is a
-wall-clock deadline for each attempt (not the gap between two bytes). Requests are plain POSTs through httpx2 (the
-openai SDK's own HTTP library; the SDK's models cost three times the CPU), and retries are ours, so they are told
-(``on_wait``) and testable: jittered exponential back-off,
-or the server's ``Retry-After`` (capped at MAX_WAIT_S; the waits of one request at MAX_TOTAL_WAIT_S in all). Any
-other 4xx fails at once with a one-line message naming the server, the status and what the server said; a request
-out of retries while no replica answers is ServersDown (the run stops as interrupted, resumable).
+The engine streams (docs/adr/0032): `open_stream()` keeps `concurrency` requests in flight per replica, each answer
+taken as it comes; `generate()` is a call over the same stream. Several base URLs are replicas of one model: a
+request goes to the replica with the fewest in flight for its concurrency; a replica that fails (connection refused,
+5xx, 429, a timeout, a malformed body) is set aside for the back-off and its requests go to the others; after it,
+one probe request must answer before it gets its full share again. ``timeout`` is a wall-clock deadline for each
+attempt (not the gap between two bytes). Requests go through the openai SDK (one AsyncOpenAI client per replica on
+one event loop, its low-level POST with our JSON and our parsing: docs/adr/0052; openai_stream.py), with the SDK's
+own retries off: retries are ours, so they are told (``on_wait``) and testable: jittered exponential back-off, or
+the server's ``Retry-After`` (capped at MAX_WAIT_S; the waits of one request at MAX_TOTAL_WAIT_S in all). Any other
+4xx fails at once with a one-line message naming the server, the status and what the server said; a request out of
+retries while no replica answers is ServersDown (the run stops as interrupted, resumable).
 
 The API key is read from the environment variable the spec names (``key_env``, default ``OPENAI_API_KEY``); the
 key itself never enters the spec or ``describe()``, and whatever a server says back (answers, error bodies) is
 redacted at the door every backend is loaded through (backends/door.py). Local servers need no key: an unset
-variable sends the dummy key ``EMPTY``. ``httpx2`` is imported lazily, so importing this module stays cheap.
+variable sends the dummy key ``EMPTY``. The SDK is imported lazily, so importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -422,6 +422,8 @@ class OpenAIBackend:
         return self.base_url or OFFICIAL_SERVER
 
     def describe(self) -> dict[str, Any]:
+        from .openai_stream import sdk_version
+
         info = {
             "backend": "openai",
             "model": self.model,
@@ -433,6 +435,7 @@ class OpenAIBackend:
             "retries": self.retries,
             "temperature": self.temperature,
             **self.settings,
+            "openai": sdk_version(),
             "httpx2": getattr(self._httpx, "__version__", None),
         }
         if len(self.base_urls) > 1:

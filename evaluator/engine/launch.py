@@ -25,7 +25,7 @@ from db.catalog import Benchmark
 from db.errors import InvalidInput, UserError
 from db.workspace import BUSY_TIMEOUT_MS, Workspace
 from evaluator.backends import Backend, BackendError, check_spec, load_backend
-from evaluator.backends.base import ServersDown
+from evaluator.backends.base import ServersDown, close_backend
 from evaluator.backends.openai_backend import with_servers
 from evaluator.backends.secrets import redact
 from evaluator.engine.progress import Progress, WaitEvent
@@ -170,14 +170,6 @@ def run_or_resume(
         raise LaunchRefused(str(exc)) from None
     finally:
         close_backend(launch.backend)
-
-
-def close_backend(backend: Backend | None) -> None:
-    """Stop what a backend started (a server of vllm: or sglang:), through its ``close()`` where it has one; a
-    backend without one holds nothing to stop."""
-    method = getattr(backend, "close", None)
-    if callable(method):
-        method()
 
 
 def server_logs(ws: Workspace) -> Path:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluator.backends import load_backend
-from evaluator.backends.base import Query, texts_of
+from evaluator.backends.base import Query, close_backend, texts_of
 from evaluator.engine.prompts import default_template
 from evaluator.engine.runner import OPEN_MAX_NEW_TOKENS
 
@@ -70,12 +70,15 @@ def ask(
     if on_loaded is not None:
         on_loaded(streamed)
     t0 = time.perf_counter()
-    if streamed:
-        text = ""
-        for text in backend.stream_text(query, max_new_tokens):  # type: ignore[attr-defined]  # checked: streams()
-            assert on_text is not None
-            on_text(text)
-    else:
-        text = texts_of(backend.generate([query], max_new_tokens))[0]
+    try:
+        if streamed:
+            text = ""
+            for text in backend.stream_text(query, max_new_tokens):  # type: ignore[attr-defined]  # streams()
+                assert on_text is not None
+                on_text(text)
+        else:
+            text = texts_of(backend.generate([query], max_new_tokens))[0]
+    finally:
+        close_backend(backend)  # a server it started (vllm:, sglang:) is stopped with the answer
     latency = round((time.perf_counter() - t0) * 1000, 3)
     return LiveAnswer(spec, text, latency, backend.describe(), streamed)

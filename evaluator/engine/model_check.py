@@ -14,7 +14,7 @@ from db import catalog
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
 from evaluator.backends import BackendError, Query
-from evaluator.backends.base import texts_of
+from evaluator.backends.base import close_backend, texts_of
 from evaluator.engine.launch import open_backend
 from evaluator.engine.prompts import default_template
 from evaluator.scoring.choices import YESNO_CANDIDATES, letters, pass_correct, read_yes_no
@@ -76,7 +76,11 @@ def check_model(
     image = catalog.image_bytes(ws, item.image_sha256) if item.image_sha256 else None
     candidates = tuple(letters(len(item.options))) if bench.kind == "mcq" else YESNO_CANDIDATES
     started = time.perf_counter()
-    response = texts_of(backend.generate([Query(prompt, (image[0],) if image else (), candidates)], max_new_tokens))[0]
+    try:
+        said = backend.generate([Query(prompt, (image[0],) if image else (), candidates)], max_new_tokens)
+    finally:
+        close_backend(backend)  # a server it started (vllm:, sglang:) is stopped: one item is all it was asked
+    response = texts_of(said)[0]
     answer_s = time.perf_counter() - started
     if bench.kind == "mcq":
         choice = extract_by_rules(response, dict(zip(candidates, item.options))).choice

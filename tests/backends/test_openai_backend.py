@@ -16,7 +16,7 @@ import socket
 import pytest
 from PIL import Image
 
-from evaluator.backends.base import Backend, BackendError, Query
+from evaluator.backends.base import Backend, BackendError, Query, texts_of
 from evaluator.backends.openai_backend import OpenAIBackend, image_mime, parse_openai_spec
 from tests.servers import Step, completion, ok, text_of, transformers_serve
 
@@ -54,7 +54,9 @@ def test_request_carries_model_tokens_temperature_image_text_and_key(serve, monk
     b = parse_openai_spec(f"my-vlm@{server.url}?key_env=VLMDESK_TEST_KEY&retries=2&backoff=0.001")
     png = png_bytes()
     with caplog.at_level(logging.DEBUG):
-        assert b.generate([Query("Which option? A. cat B. dog", (png,), ("A", "B"))], max_new_tokens=7) == ["A"]
+        assert texts_of(b.generate([Query("Which option? A. cat B. dog", (png,), ("A", "B"))], max_new_tokens=7)) == [
+            "A"
+        ]
 
     assert server.count == 2
     req = server.requests[-1]
@@ -87,7 +89,7 @@ def test_jpeg_mime_several_images_and_text_only_query(serve):
     server = serve([ok("yes")])
     b = backend(server.url)
     png, jpg = png_bytes(), jpeg_bytes()
-    assert b.generate([Query("Same picture?", (jpg, png)), Query("Is the sky blue?")], 3) == ["yes", "yes"]
+    assert texts_of(b.generate([Query("Same picture?", (jpg, png)), Query("Is the sky blue?")], 3)) == ["yes", "yes"]
     bodies = sorted(
         (r["body"] for r in server.requests), key=lambda body: isinstance(body["messages"][0]["content"], str)
     )
@@ -141,7 +143,7 @@ def test_unknown_image_format_fails_before_any_request(serve):
 def test_429_with_retry_after_zero_is_retried_at_once(serve):
     server = serve([Step(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"}), ok("C")])
     b = backend(server.url, backoff=5.0)  # a large backoff that Retry-After must override
-    assert b.generate([Query("q")], 2) == ["C"]
+    assert texts_of(b.generate([Query("q")], 2)) == ["C"]
     assert server.count == 2
     assert b.delays == [0.0]
 
@@ -149,14 +151,14 @@ def test_429_with_retry_after_zero_is_retried_at_once(serve):
 def test_retry_after_is_capped(serve):
     server = serve([Step(429, {"error": {"message": "slow down"}}, {"Retry-After": "3600"}), ok("C")])
     b = backend(server.url, max_retry_after=2.0)
-    assert b.generate([Query("q")], 2) == ["C"]
+    assert texts_of(b.generate([Query("q")], 2)) == ["C"]
     assert b.delays == [2.0]
 
 
 def test_500_twice_then_ok_with_exponential_backoff(serve):
     server = serve([Step(500, {"error": {"message": "boom"}}), Step(500, "Internal Server Error"), ok("D")])
     b = backend(server.url)
-    assert b.generate([Query("q")], 2) == ["D"]
+    assert texts_of(b.generate([Query("q")], 2)) == ["D"]
     assert server.count == 3
     first, second = b.delays
     assert 0.01 <= first <= 0.0125 and 0.02 <= second <= 0.025  # base·2^k plus up to 25 % jitter
@@ -165,7 +167,7 @@ def test_500_twice_then_ok_with_exponential_backoff(serve):
 def test_response_slower_than_timeout_is_retried(serve):
     server = serve([Step(200, completion("late"), delay=1.5), ok("E")])
     b = backend(server.url, timeout=0.3)
-    assert b.generate([Query("q")], 2) == ["E"]
+    assert texts_of(b.generate([Query("q")], 2)) == ["E"]
     assert server.count == 2
 
 
@@ -181,7 +183,7 @@ def test_response_slower_than_timeout_is_retried(serve):
 )
 def test_malformed_body_is_retried(serve, bad):
     server = serve([bad, ok("F")])
-    assert backend(server.url).generate([Query("q")], 2) == ["F"]
+    assert texts_of(backend(server.url).generate([Query("q")], 2)) == ["F"]
     assert server.count == 2
 
 
@@ -248,7 +250,7 @@ def test_concurrency_is_bounded_and_outputs_keep_input_order(serve):
     b = backend(server.url, concurrency=2)
     prompts = [f"question {i}" for i in range(6)]
     queries = [Query(p, (png_bytes(),)) if i % 2 else Query(p) for i, p in enumerate(prompts)]
-    assert b.generate(queries, 4) == [f"echo: {p}" for p in prompts]
+    assert texts_of(b.generate(queries, 4)) == [f"echo: {p}" for p in prompts]
     assert server.count == 6
     assert server.max_in_flight == 2
 
@@ -262,7 +264,7 @@ def test_one_failing_query_fails_the_batch_without_hanging(serve):
 
 def test_empty_batch_sends_nothing(serve):
     server = serve()
-    assert backend(server.url).generate([], 5) == []
+    assert texts_of(backend(server.url).generate([], 5)) == []
     assert server.count == 0
 
 
@@ -336,7 +338,9 @@ def test_transformers_serve_answers_image_and_text_queries(transformers_server):
     ]  # text-only
     answers = b.generate(queries, max_new_tokens=6)
     assert len(answers) == 3
-    assert all(isinstance(a, str) and a for a in answers), answers
+    assert all(isinstance(a.text, str) and a.text for a in answers), answers
+    # transformers serve says why each answer stopped: 6 tokens of a random model's text end at the budget
+    assert all(a.finish_reason in ("length", "stop") for a in answers), answers
 
 
 def test_transformers_serve_rejects_another_model_name_without_retrying(transformers_server):

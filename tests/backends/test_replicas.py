@@ -16,7 +16,7 @@ import pytest
 
 from db import open_workspace, runs
 from evaluator.backends import load_backend
-from evaluator.backends.base import BackendError, Query, ServersDown
+from evaluator.backends.base import BackendError, Query, ServersDown, texts_of
 from evaluator.backends.openai_backend import identity_spec, parse_openai_spec, servers_file, with_servers
 from evaluator.formats.importers import import_benchmark
 from tests.evaluator.test_runner import write_jsonl_bench
@@ -98,7 +98,7 @@ def test_requests_go_to_the_replica_with_the_fewest_in_flight(serve):
     slow = serve(respond=lambda text: Step(200, completion(letter_for(text)), delay=0.4))
     backend = parse_openai_spec(f"m@{fast.url},{slow.url}?concurrency=2")
     queries = [Query(f"question {i}") for i in range(20)]
-    assert backend.generate(queries, 2) == [letter_for(q.prompt) for q in queries]
+    assert texts_of(backend.generate(queries, 2)) == [letter_for(q.prompt) for q in queries]
     assert slow.max_in_flight <= 2 and fast.max_in_flight <= 2
     assert fast.count > slow.count  # the slow replica keeps its requests longer, so it is sent fewer
 
@@ -108,7 +108,7 @@ def test_a_dripping_replica_times_out_in_wall_time_and_its_request_goes_to_anoth
     good = serve(respond=letter_for)
     backend = parse_openai_spec(f"m@{drip.url},{good.url}?concurrency=1&timeout=3&backoff=30")
     started = time.monotonic()
-    assert backend.generate([Query("q0"), Query("q1")], 2) == [letter_for("q0"), letter_for("q1")]
+    assert texts_of(backend.generate([Query("q0"), Query("q1")], 2)) == [letter_for("q0"), letter_for("q1")]
     took = time.monotonic() - started
     assert 3.0 <= took < 5.0  # one request waited its 3 s deadline, then went to the good replica at once
     assert drip.count == 1 and good.count == 2
@@ -122,7 +122,7 @@ def test_retry_after_sets_a_replica_aside_for_that_long(serve):
     backend.on_wait = told.append
     queries = [Query(f"q{i}") for i in range(6)]
     started = time.monotonic()
-    assert backend.generate(queries, 2) == [letter_for(q.prompt) for q in queries]
+    assert texts_of(backend.generate(queries, 2)) == [letter_for(q.prompt) for q in queries]
     assert time.monotonic() - started < 10  # nobody waited the 30 s: the other replica answered meanwhile
     assert limited.count == 1 and good.count == 6
     assert [(w.server, w.retry_after_s, w.wait_s) for w in told] == [(limited.url, 30.0, 0.0)]
