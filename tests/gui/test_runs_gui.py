@@ -161,7 +161,14 @@ def test_models_panel_saves_specs_without_secrets_and_tests_them_in_a_process(qt
     form = view.form
     form.name.setText("local-server")
     # One page per registered backend, built from the fields its entry declares.
-    assert [form.kind.itemData(i) for i in range(form.kind.count())] == ["baseline", "hf", "vllm", "sglang", "openai", "spec"]
+    assert [form.kind.itemData(i) for i in range(form.kind.count())] == [
+        "baseline",
+        "hf",
+        "vllm",
+        "sglang",
+        "openai",
+        "spec",
+    ]
     form.set_values("openai", {"": "qwen", "@": "http://127.0.0.1:9/v1", "key_env": "MY_KEY"})
     assert form.spec() == "openai:qwen@http://127.0.0.1:9/v1?key_env=MY_KEY"
     form.add.click()
