@@ -321,3 +321,79 @@ def ask_to_stop(pid: int, *, own_group: bool = True) -> bool:
     except OSError:
         return False
     return True
+
+
+# -- servers vlmdesk starts (evaluator/backends/managed.py) ---------------------------------------------------------
+
+
+def dies_with_this_thread() -> Callable[[], None] | None:
+    """A preexec function asking Linux to SIGTERM a child when the thread that forks it dies (vlmdesk SIGKILLed);
+    None elsewhere, and from any thread but the main one (the signal follows the forking thread, not the process)."""
+    import threading
+
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: the child only calls it
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def signal_group(pgid: int, *, kill: bool = False) -> None:
+    """Ask the process group a child leads (started with start_new_session) to stop — SIGTERM, or SIGKILL with
+    `kill` — where it is gone or not ours, nothing. Windows has no process groups to signal: the leader is ended."""
+    if not 0 < pgid < _PID_MAX:
+        return
+    try:
+        if WINDOWS:
+            os.kill(pgid, signal.SIGTERM)  # TerminateProcess
+        else:
+            os.killpg(pgid, signal.SIGKILL if kill else signal.SIGTERM)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of the group `pgid` leads is still there (Windows: the leader)."""
+    if not 0 < pgid < _PID_MAX:
+        return False
+    if WINDOWS:
+        return pid_alive(pgid)
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _terminate_interrupts(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # unwinds to whatever stops the servers; atexit stops what is left
+
+
+def interrupt_on_terminate() -> bool:
+    """From the main thread, while SIGTERM has its default action (which ends Python without running atexit): make it
+    a KeyboardInterrupt, so a SIGTERMed vlmdesk stops the servers it started. True when installed here."""
+    import threading
+
+    if WINDOWS or threading.current_thread() is not threading.main_thread():
+        return False
+    if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        return False
+    signal.signal(signal.SIGTERM, _terminate_interrupts)
+    return True
+
+
+def restore_terminate() -> None:
+    """SIGTERM's default action again, where interrupt_on_terminate's handler is still the one in place."""
+    import threading
+
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) is _terminate_interrupts
+    ):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -27,7 +27,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+from db import platform_io
 from evaluator.registry import Field
 
 from .base import Answer, BackendEntry, BackendError, BuildContext, Generation, Query, ServersDown, Stream
@@ -401,20 +401,6 @@ BACKENDS = (entry(VLLM), entry(SGLANG))
 # ---- the process ----------------------------------------------------------------------------------------------------
 
 
-def _pdeathsig() -> Callable[[], None] | None:
-    """A preexec function asking Linux to SIGTERM the child when this thread dies (vlmdesk SIGKILLed); None
-    elsewhere. Only from the main thread: the signal follows the thread that forked, not the process."""
-    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: the child only calls it
-    except (OSError, AttributeError):
-        return None
-    return lambda: prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 class ServerLog:
     """The server's output, copied by a thread from its pipe into a log file (O_EXCL: never through a link, never
     over a file already there), rotated at MAX_LOG_BYTES (one older copy, ``.1``), its tail kept in memory."""
@@ -549,18 +535,13 @@ def _stop_all() -> None:
         server.stop()
 
 
-def _sigterm(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # unwinds to whatever closes the backend; atexit stops what is left
-
-
 def _guard_exit() -> None:
     """Stop every live server at exit, and make a SIGTERM to this process (while it has the default action, which
     would end Python without atexit) a KeyboardInterrupt, as the cancel signals are inside a run (db.platform_io)."""
     if not _HOOKED["atexit"]:
         atexit.register(_stop_all)
         _HOOKED["atexit"] = True
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _sigterm)
+    if platform_io.interrupt_on_terminate():
         _OUR_SIGTERM["installed"] = True
 
 
@@ -568,12 +549,8 @@ def _unguard() -> None:
     with _LIVE_LOCK:
         if _LIVE:
             return
-    if (
-        _OUR_SIGTERM.pop("installed", False)
-        and threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGTERM) is _sigterm
-    ):
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if _OUR_SIGTERM.pop("installed", False):
+        platform_io.restore_terminate()
 
 
 class ManagedServer:
@@ -596,7 +573,7 @@ class ManagedServer:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,  # its own process group: stopped whole, and Ctrl-C reaches vlmdesk only
-                preexec_fn=_pdeathsig(),
+                preexec_fn=platform_io.dies_with_this_thread(),
             )
         except OSError as exc:
             log.close()
@@ -660,39 +637,22 @@ class ManagedServer:
                 return
             self._stopped = True
         try:
-            _signal_group(self.pid, signal.SIGTERM)
+            platform_io.signal_group(self.pid)
             try:
                 self.proc.wait(timeout=STOP_GRACE_S)
             except subprocess.TimeoutExpired:
                 pass
             end = time.monotonic() + (STOP_GRACE_S if self.proc.returncode is not None else 0)
-            while _group_alive(self.pid) and time.monotonic() < end:  # its workers, after the leader
+            while platform_io.group_alive(self.pid) and time.monotonic() < end:  # its workers, after the leader
                 time.sleep(0.1)
-            if _group_alive(self.pid) or self.proc.returncode is None:
-                _signal_group(self.pid, signal.SIGKILL)
+            if platform_io.group_alive(self.pid) or self.proc.returncode is None:
+                platform_io.signal_group(self.pid, kill=True)
                 self.proc.wait()
         finally:
             self.log.close()
             with _LIVE_LOCK:
                 _LIVE.discard(self)
             _unguard()
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _program(recipe: Recipe, spec: ServerSpec) -> str:
