@@ -186,4 +186,6 @@ def test_paligemma_is_prompted_as_its_checkpoints_are(tiny_family_dirs):
     # A text-only question needs no processor (which wants an image): BOS, the prompt, "\n".
     alone = Query("Is there a cat? Please answer yes or no.", (), ("Yes", "No"))
     assert backend._render(alone) == f"<bos>answer en {alone.prompt}\n"
-    assert isinstance(backend.generate([alone], 3)[0], str) and len(backend.score([alone], [["Yes", "No"]])[0]) == 2
+    assert (
+        isinstance(backend.generate([alone], 3)[0].text, str) and len(backend.score([alone], [["Yes", "No"]])[0]) == 2
+    )

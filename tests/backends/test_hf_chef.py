@@ -10,7 +10,7 @@ import torch
 
 from db import catalog, open_workspace, runs
 from evaluator.analysis.desiderata import desiderata_report
-from evaluator.backends.base import Query
+from evaluator.backends.base import Query, texts_of
 from evaluator.backends.hf import HFBackend
 from evaluator.scoring.choices import CHEF_ANSWER_LEAD, CHEF_ANSWER_QUERY, CHEF_COT_PROMPT, chef_candidates
 from tests.chef_reference import compute_ece, ppl_confidence, ppl_score
@@ -85,7 +85,7 @@ def test_a_chef_run_stores_chefs_scores_confidences_and_ece(tiny_llava_dir, demo
         thought = lead.removesuffix(f"\n{CHEF_ANSWER_LEAD}")
         # CoT first: the thought is what the model generates for ChEF's chain-of-thought query.
         cot_prompt = p.prompt.removesuffix(CHEF_ANSWER_QUERY) + CHEF_COT_PROMPT
-        assert backend.generate([Query(cot_prompt, (images[p.item_id],))], THOUGHT) == [thought]
+        assert texts_of(backend.generate([Query(cot_prompt, (images[p.item_id],))], THOUGHT)) == [thought]
         assert thought.strip(), "the random model thought nothing; the lead would prove little"
         expected = chef_reference_scores(backend.model, backend.processor, p.prompt, images[p.item_id], lead, keys)
         assert list(p.scores) == pytest.approx(expected, abs=1e-4)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluator.backends.base import Query
+from evaluator.backends.base import Query, texts_of
 from evaluator.backends.families import FAMILIES
 from evaluator.backends.hf import HFBackend, parse_hf_spec
 from evaluator.engine.prompts import default_template
@@ -76,7 +76,7 @@ def test_shared_prefixes_generate_exactly_the_tokens_of_plain_generate(vlm, batc
         before = dict(vlm.stats)
         shared = [token_ids(vlm, call, 8) for call in calls]
         after = dict(vlm.stats)
-        texts = [vlm.generate(call, 8) for call in calls]
+        texts = [texts_of(vlm.generate(call, 8)) for call in calls]
     finally:
         vlm.max_batch_size, vlm.share_prefix, vlm.overlap = 8, True, True
     assert shared == plain
