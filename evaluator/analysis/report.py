@@ -16,6 +16,7 @@ from db import catalog, extractions, runs
 from db.errors import InvalidInput, NotFound
 from db.schema import NO_GROUP
 from db.workspace import Workspace
+from evaluator.backends.settings import GENERATION, PROCESSOR
 from evaluator.scoring.choices import (
     POPE_PARSERS,
     item_result,
@@ -302,19 +303,7 @@ def describe_truncation(cut: runs.Truncation) -> str:
 # The model spec's options that decide answers (issue 36), shown with a run's settings: sampling, the image
 # processor's bounds, a started server's layout and length. A backend's transport options (concurrency, retries,
 # batch size, device) are not among them. The backends check the values; this list only picks what to show.
-SPEC_SETTINGS: Final = (
-    "temperature",
-    "top_p",
-    "top_k",
-    "repetition_penalty",
-    "seed",
-    "min_pixels",
-    "max_pixels",
-    "max_tiles",
-    "max_model_len",
-    "tp",
-    "dp",
-)
+SPEC_SETTINGS: Final = (*GENERATION, *PROCESSOR, "max_model_len", "tp", "dp")
 SYSTEM_SHOWN: Final = 48  # characters of a system prompt a one-line description shows (the whole in --json)
 
 

@@ -40,6 +40,10 @@ from evaluator.backends.reasoning import DEFAULT_TAGS
 from evaluator.registry import Field
 
 from .base import BackendEntry, BackendError, Generation, Query, Usage
+from .settings import GENERATION as GENERATION_OPTIONS
+from .settings import PROCESSOR as PROCESSOR_OPTIONS
+from .settings import RANGES as _RANGES
+from .settings import WHOLE as _WHOLE
 
 if TYPE_CHECKING:
     import torch
@@ -78,19 +82,6 @@ def require_hf(what: str) -> None:
 # Generation and image-processor settings of a spec (issue 36): the names the openai: backend takes too, with the
 # same bounds. Unset, a setting is the checkpoint's (its generation_config.json, its preprocessor_config.json), as
 # transformers and vLLM read them; greedy decoding stays the default.
-GENERATION_OPTIONS = ("temperature", "top_p", "top_k", "repetition_penalty", "seed")
-PROCESSOR_OPTIONS = ("min_pixels", "max_pixels", "max_tiles")
-_RANGES: dict[str, tuple[float, float]] = {
-    "temperature": (0.0, 2.0),
-    "top_p": (1e-9, 1.0),
-    "top_k": (1, 1_000_000),
-    "repetition_penalty": (1e-9, 10.0),
-    "seed": (0, 2**63 - 1),
-    "min_pixels": (1, 2**31),
-    "max_pixels": (1, 2**31),
-    "max_tiles": (1, 1024),
-}
-_WHOLE = frozenset({"top_k", "seed", "min_pixels", "max_pixels", "max_tiles"})
 _SAMPLING_ONLY = ("top_p", "top_k", "seed")  # no effect on greedy decoding: refused without temperature > 0
 # What each processor setting is called by the image processors that take it (transformers 5): the Qwen-VL family's
 # pixel bounds are its size's shortest_edge / longest_edge (min_pixels / max_pixels before 5.0); InternVL's tile count

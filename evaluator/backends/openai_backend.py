@@ -42,6 +42,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from evaluator.registry import Field
 
 from .base import BackendEntry, BackendError, Generation, Query, RetryWait, Usage, log_wait
+from .settings import GENERATION
+from .settings import RANGES as SETTING_RANGES
+from .settings import WHOLE as WHOLE_SETTINGS
 
 if TYPE_CHECKING:
     from .openai_stream import OpenAIStream
@@ -89,19 +92,13 @@ _RANGES = {
     "timeout": (0.001, 86_400.0),
     "temperature": (0.0, 2.0),
     "backoff": (0.0, 3_600.0),
-    # Generation and processor settings (issue 36): sent only when set, so a spec without them asks as it always
-    # did and keeps its identity. top_k and repetition_penalty are vLLM's and SGLang's; the pixel bounds and the tile
-    # count reach the server's image processor (vLLM's per-request mm_processor_kwargs).
-    "top_p": (1e-9, 1.0),
-    "top_k": (1, 1_000_000),
-    "repetition_penalty": (1e-9, 10.0),
-    "seed": (0, 2**63 - 1),
-    "min_pixels": (1, 2**31),
-    "max_pixels": (1, 2**31),
-    "max_tiles": (1, 1024),
+    # Generation and processor settings (issue 36; settings.py): sent only when set, so a spec without them asks as it
+    # always did and keeps its identity. top_k and repetition_penalty are vLLM's and SGLang's; the pixel bounds and the
+    # tile count reach the server's image processor (vLLM's per-request mm_processor_kwargs).
+    **SETTING_RANGES,
 }
-_WHOLE = {"concurrency", "retries", "top_k", "seed", "min_pixels", "max_pixels", "max_tiles"}
-SAMPLING = ("top_p", "top_k", "repetition_penalty", "seed")  # the request's own fields
+_WHOLE = {"concurrency", "retries", *WHOLE_SETTINGS}
+SAMPLING = tuple(k for k in GENERATION if k != "temperature")  # the request's own fields
 PROCESSOR = {"min_pixels": "min_pixels", "max_pixels": "max_pixels", "max_tiles": "max_dynamic_patch"}  # → vLLM's
 _NOT_OPENAI = ("top_k", "repetition_penalty", *PROCESSOR)  # OpenAI's own API refuses them: refused at the door
 # OpenAI's reasoning models (o1, o3, o4-mini, gpt-5…) take max_completion_tokens and no temperature or top_p.
