@@ -16,7 +16,6 @@ from db import catalog, extractions, runs
 from db.errors import InvalidInput, NotFound
 from db.schema import NO_GROUP
 from db.workspace import Workspace
-from evaluator.backends.settings import GENERATION, PROCESSOR
 from evaluator.scoring.choices import (
     POPE_PARSERS,
     item_result,
@@ -26,6 +25,7 @@ from evaluator.scoring.choices import (
     vanilla_result,
 )
 from evaluator.scoring.pope import PopeMetrics, confusion_metrics, pope_metrics
+from evaluator.spec_settings import GENERATION, PROCESSOR
 from evaluator.types import PopeParser, RunStatus, Strategy
 
 if TYPE_CHECKING:

@@ -38,12 +38,12 @@ from db.errors import MissingExtra
 from evaluator.backends.families import TEXT_SHARE_TYPES, family_of, unverified_note
 from evaluator.backends.reasoning import DEFAULT_TAGS
 from evaluator.registry import Field
+from evaluator.spec_settings import GENERATION as GENERATION_OPTIONS
+from evaluator.spec_settings import PROCESSOR as PROCESSOR_OPTIONS
+from evaluator.spec_settings import RANGES as _RANGES
+from evaluator.spec_settings import WHOLE as _WHOLE
 
 from .base import BackendEntry, BackendError, Generation, Query, Usage
-from .settings import GENERATION as GENERATION_OPTIONS
-from .settings import PROCESSOR as PROCESSOR_OPTIONS
-from .settings import RANGES as _RANGES
-from .settings import WHOLE as _WHOLE
 
 if TYPE_CHECKING:
     import torch

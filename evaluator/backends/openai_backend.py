@@ -40,11 +40,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from evaluator.registry import Field
+from evaluator.spec_settings import GENERATION
+from evaluator.spec_settings import RANGES as SETTING_RANGES
+from evaluator.spec_settings import WHOLE as WHOLE_SETTINGS
 
 from .base import BackendEntry, BackendError, Generation, Query, RetryWait, Usage, log_wait
-from .settings import GENERATION
-from .settings import RANGES as SETTING_RANGES
-from .settings import WHOLE as WHOLE_SETTINGS
 
 if TYPE_CHECKING:
     from .openai_stream import OpenAIStream
@@ -92,9 +92,9 @@ _RANGES = {
     "timeout": (0.001, 86_400.0),
     "temperature": (0.0, 2.0),
     "backoff": (0.0, 3_600.0),
-    # Generation and processor settings (issue 36; settings.py): sent only when set, so a spec without them asks as it
-    # always did and keeps its identity. top_k and repetition_penalty are vLLM's and SGLang's; the pixel bounds and the
-    # tile count reach the server's image processor (vLLM's per-request mm_processor_kwargs).
+    # Generation and processor settings (issue 36; evaluator/spec_settings.py): sent only when set, so a spec without
+    # them asks as it always did and keeps its identity. top_k and repetition_penalty are vLLM's and SGLang's; the
+    # pixel bounds and the tile count reach the server's image processor (vLLM's per-request mm_processor_kwargs).
     **SETTING_RANGES,
 }
 _WHOLE = {"concurrency", "retries", *WHOLE_SETTINGS}
