@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QSizePolicy,
     QStackedWidget,
     QVBoxLayout,
@@ -64,6 +65,7 @@ class AddModelForm(QGroupBox):
         self.spec_text.textChanged.connect(self._update_preview)
         self.stack.addWidget(self.spec_text)
         self.kind.currentIndexChanged.connect(self.stack.setCurrentIndex)
+        self.kind.currentIndexChanged.connect(lambda _: self._fit_page())
         # One line, always there (elided, whole in its tooltip) and asking no width: wrapped, it grew a line while
         # typing and widened the form, moving the button under the mouse.
         self.preview = ElidedLabel(mode=Qt.TextElideMode.ElideMiddle)
@@ -76,7 +78,14 @@ class AddModelForm(QGroupBox):
         form.addRow("Name", self.name)
         # "Backend", not "Kind": the baseline backend's own field is its kind (random, first, frequent).
         form.addRow("Backend", self.kind)
-        form.addRow(self.stack)
+        # The pages scroll inside the form beyond MAX_ROWS fields (a backend with a dozen settings, hf: or vllm:), so
+        # the form and "Save model" below it fit a 1024×700 window at any text size.
+        self.pages = QScrollArea()
+        self.pages.setWidget(self.stack)
+        self.pages.setWidgetResizable(True)
+        self.pages.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.pages.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        form.addRow(self.pages)
         form.addRow(self.preview)
         form.addRow(self.add)
         self.kind.currentIndexChanged.connect(self._update_preview)
@@ -84,6 +93,7 @@ class AddModelForm(QGroupBox):
         self._fit_width()
 
     CHARS = 40  # the form's width in average characters of its font (the saved models beside get the rest)
+    MAX_ROWS = 6  # fields shown at once; a page with more scrolls
 
     def _fit_width(self) -> None:
         """One size whatever backend is chosen and whatever is typed; a larger text widens it with the letters. The
@@ -95,9 +105,18 @@ class AddModelForm(QGroupBox):
         frame, inner = self.contentsMargins(), layout.contentsMargins()
         room = width - frame.left() - frame.right() - inner.left() - inner.right()
         pages = [page for i in range(self.stack.count()) if (page := self.stack.widget(i)) is not None]
-        self.stack.setFixedHeight(
-            max(p.heightForWidth(room) if p.hasHeightForWidth() else p.sizeHint().height() for p in pages)
-        )
+        scrollbar = self.pages.verticalScrollBar()
+        inside = room - (scrollbar.sizeHint().width() if scrollbar is not None else 0)  # room beside a scroll bar
+        self._heights = [p.heightForWidth(inside) if p.hasHeightForWidth() else p.sizeHint().height() for p in pages]
+        row = QLineEdit().sizeHint().height() + max(layout.spacing(), 4)
+        self.pages.setFixedHeight(min(max(self._heights), row * self.MAX_ROWS))
+        self._fit_page()
+
+    def _fit_page(self) -> None:
+        """The shown page as tall as its own fields (the scroll area around it keeps the form's size)."""
+        heights = getattr(self, "_heights", None)  # None while the form is being built
+        if heights is not None:
+            self.stack.setFixedHeight(heights[self.stack.currentIndex()])
 
     def changeEvent(self, event) -> None:  # noqa: N802 — Qt's name
         super().changeEvent(event)
