@@ -292,12 +292,19 @@ def thinking_lines(report: RunReport) -> list[str]:
 
 def describe_truncation(cut: runs.Truncation) -> str:
     """The truncation line with what it means for the figures beside it: "truncated: 37 of 4,329 (12 inside the
-    thought) — cut off by the token budget, never retried: 12 gave no answer (counted wrong), 25 are read as usual"."""
+    thought) — cut off by the token budget, never retried: 12 gave no answer (counted wrong), 25 cut after the
+    thought are read as usual (9 of them wrong)". A pass cut inside its thought is wrong where its item has a key (an
+    open item has none: it only gave no answer)."""
     after = cut.truncated - cut.in_thought
-    parts = [f"{cut.in_thought:,} gave no answer (counted wrong)"] if cut.in_thought else []
-    parts += [f"{after:,} cut after the thought are read as usual"] if after else []
-    wrong = f"; {cut.wrong:,} of the {cut.truncated:,} are counted wrong" if cut.wrong else ""
-    return f"{cut.line()} — cut off by the token budget, never retried: " + ", ".join(parts) + wrong
+    keyed = cut.in_thought > 0 and cut.wrong >= cut.in_thought
+    parts = [f"{cut.in_thought:,} gave no answer" + (" (counted wrong)" if keyed else "")] if cut.in_thought else []
+    if after:
+        wrong_after = cut.wrong - (cut.in_thought if keyed else 0)
+        parts.append(
+            f"{after:,} cut after the thought are read as usual"
+            + (f" ({wrong_after:,} of them wrong)" if wrong_after else "")
+        )
+    return f"{cut.line()} — cut off by the token budget, never retried: " + ", ".join(parts)
 
 
 # The model spec's options that decide answers (issue 36), shown with a run's settings: sampling, the image

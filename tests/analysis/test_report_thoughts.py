@@ -40,7 +40,7 @@ def test_report_text_and_json_say_the_cut_off_passes_tokens_and_settings(tmp_pat
     assert cut.startswith(f"truncated: {truncated} of {len(passes)} ({in_thought} inside the thought)")
     assert f"{in_thought} gave no answer (counted wrong)" in cut
     assert f"{truncated - in_thought} cut after the thought are read as usual" in cut
-    assert f"{wrong} of the {truncated} are counted wrong" in cut
+    assert f"read as usual ({wrong - in_thought} of them wrong)" in cut  # every one cut inside the thought is wrong
     reasoning = sum(p.reasoning_tokens or 0 for p in passes)
     completion = sum(p.completion_tokens or 0 for p in passes)
     assert f"+ {completion:,} completion ({reasoning:,} of them reasoning) over {len(passes)} passes" in text
@@ -133,3 +133,14 @@ def test_what_the_report_adds_costs_the_same_at_any_size(tmp_path):
             assert report is not None and report.truncation is not None and report.settings is not None
             counts.append((whole.count - kept.count, listed.count))
     assert counts[0] == counts[1]
+
+
+def test_the_truncation_line_says_wrong_only_where_items_have_a_key():
+    from evaluator.analysis.report import describe_truncation
+
+    keyed = describe_truncation(runs.Truncation(5, 3, 40, wrong=4))
+    assert keyed.endswith(
+        "3 gave no answer (counted wrong), 2 cut after the thought are read as usual (1 of them wrong)"
+    )
+    open_run = describe_truncation(runs.Truncation(3, 2, 40, wrong=0))  # open items: no key, nothing counted wrong
+    assert open_run.endswith("2 gave no answer, 1 cut after the thought are read as usual")
