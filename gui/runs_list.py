@@ -140,7 +140,8 @@ class RunsList(QWidget):
         self.runs: dict[int, runs.Run] = {}  # listed, newest first
         self.summaries: dict[int, RunSummary] = {}
         # Figures kept across reloads while the run's row is unchanged (a run writing elsewhere redraws only itself).
-        self._known: dict[int, tuple[tuple, RunSummary | None, str | None]] = {}
+        # run id -> (the figures' state, its summary, the model's tooltip lines, its passes the token budget cut off)
+        self._known: dict[int, tuple[tuple, RunSummary | None, str | None, int]] = {}
         self._epoch = ctx.figures_epoch
         self.model = RowsModel(COMPACT if compact else COLUMNS, self)
         self.model.align_right = {0} if compact else {0, 5, 6, 7, 8}
@@ -284,7 +285,7 @@ class RunsList(QWidget):
         # The model's tooltip: what its passes cost and how many the token budget cut off (no score: blind-safe).
         lines = [describe_tokens(usage)] if usage.passes else []
         lines += [describe_truncation(cut)] if cut.truncated else []
-        self._known[run_id] = (figures_state(run), summary, "\n".join(lines) or None)
+        self._known[run_id] = (figures_state(run), summary, "\n".join(lines) or None, cut.truncated)
         if summary is not None:
             self.summaries[run_id] = summary
         else:
@@ -299,6 +300,7 @@ class RunsList(QWidget):
         known = self._known.get(r.id)
         s = known[1] if known is not None else None
         tokens = known[2] if known is not None else None
+        truncated = known[3] if known is not None else 0
         pending = computing and known is None
         variants = " · ".join(filter(None, (describe_variants(r.config), preset_words(r.config))))
         origin = origin_of(r)
@@ -314,7 +316,8 @@ class RunsList(QWidget):
         status_mark = STATUS_MARKS.get(r.status, "?")
         values: dict[str, object] = {
             "Run": f"{r.id} {status_mark}" if "Status" not in self.model.columns and status_mark else r.id,
-            "Status": r.status,
+            # Cut-off passes said where the status is (no score: blind-safe), the line in the Status tooltip.
+            "Status": r.status + (f" · ✂ {truncated:,}" if truncated else ""),
             "Model": model,
             "Benchmark": r.benchmark,
             "Strategy": " · ".join(filter(None, (r.strategy, variants))),
@@ -331,8 +334,9 @@ class RunsList(QWidget):
         tips = {}
         if status == at["Run"]:
             tips[status] = f"run {r.id}: {r.status}" + (f"\n{r.error}" if r.error else "")
-        elif r.error:
-            tips[status] = r.error
+        elif r.error or truncated:
+            cut = f"{truncated:,} passes cut off by the token budget (vlmdesk report {r.id})" if truncated else ""
+            tips[status] = "\n".join(filter(None, (r.error, cut)))
         tips[at["Model"]] = (
             r.model_spec
             + ("\ntext-only: the model never saw the images" if TEXT_ONLY_MARK in model else "")

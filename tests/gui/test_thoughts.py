@@ -191,3 +191,20 @@ def test_results_runs_list_says_the_cut_off_passes_and_reasoning_tokens(qtbot, t
     row = listing.model.payloads.index(run_id)
     tip = listing.model.data(listing.model.index(row, listing.model_column), Qt.ItemDataRole.ToolTipRole)
     assert all(line in tip.splitlines() for line in expected) and "reasoning" in expected[0]
+
+
+def test_the_runs_list_shows_the_cut_off_passes_where_the_status_is(qtbot, tmp_path, make_window):
+    path, run_id = thinking_workspace(tmp_path)
+    with open_workspace(path) as ws:
+        cut = runs.truncation(ws, run_id).truncated
+    window = make_window(path)
+    window.show_view("runs")
+    listing = window.view("runs").runs
+    qtbot.waitUntil(lambda: not listing.computing and run_id in listing.summaries)
+    row = listing.model.payloads.index(run_id)
+    status = listing.model.columns.index("Status")
+    cell = listing.model.index(row, status)
+    assert listing.model.data(cell) == f"finished · ✂ {cut}" and cut > 0
+    assert f"{cut} passes cut off by the token budget" in listing.model.data(cell, Qt.ItemDataRole.ToolTipRole)
+    first = listing.model.payloads.index(1)  # the plain run beside it: its status alone
+    assert listing.model.data(listing.model.index(first, status)) == "finished"
