@@ -50,6 +50,14 @@ class Item:
     image_sha256: str | None
     circular_copies: int
     meta: dict[str, Any]
+    # An item of several images (issue 37, migration 0025): the first is `image_sha256`, as every item's was; the
+    # others, in order, are rows of item_images. Readers that show or ask an item fill them (with_images).
+    more_images: tuple[str, ...] = ()
+
+    @property
+    def images(self) -> tuple[str, ...]:
+        """Every image of the item, in order (the sha256 of each; () for a text-only item)."""
+        return ((self.image_sha256,) if self.image_sha256 else ()) + self.more_images
 
     @property
     def references(self) -> tuple[str, ...]:

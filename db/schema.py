@@ -1793,3 +1793,22 @@ def _m0024(db: Database) -> None:
         END;
         """,
     )
+
+
+@migrations(name="0025_item_images")
+def _m0025(db: Database) -> None:
+    # Issue 37: an item may hold several images (MMMU, MathVista, HallusionBench…). The first stays where every item's
+    # image is (items.image_sha256), so older workspaces and files read unchanged; the others are rows here, in order
+    # (ord 1, 2, …), each an image stored once by content hash like any other.
+    _script(
+        db,
+        """
+        CREATE TABLE item_images (
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            ord INTEGER NOT NULL CHECK (typeof(ord) = 'integer' AND ord >= 1),
+            sha256 TEXT NOT NULL REFERENCES images(sha256),
+            PRIMARY KEY (item_id, ord)
+        ) WITHOUT ROWID;
+        CREATE INDEX item_images_image ON item_images (sha256);
+        """,
+    )
