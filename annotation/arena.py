@@ -213,7 +213,8 @@ def shown(ws: Workspace, pair: Pair) -> Shown:
     }
     # A pass removed since the draw (vlmdesk check names such pairs) shows as missing, never as an empty answer.
     left, right = (answers.get(i, (MISSING_ANSWER, models.get(i, "?"))) for i in (pair.left_run_id, pair.right_run_id))
-    return Shown(pair, catalog.item_from_row(row), left[0], right[0], left[1], right[1])
+    item = catalog.with_images(ws, [catalog.item_from_row(row)])[0]
+    return Shown(pair, item, left[0], right[0], left[1], right[1])
 
 
 # ------------------------------------------------------------------------------------------------------ votes

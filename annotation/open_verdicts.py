@@ -170,7 +170,7 @@ def _task(ws: Workspace, unit: Unit, done: int, total: int) -> Task:
     answer = _answer(ws, unit)
     if row is None or answer is None:
         raise NotFound(f"run {unit[0]} has no answer to item {unit[1]}")
-    return Task(unit[0], catalog.item_from_row(row), answer, done, total)
+    return Task(unit[0], catalog.with_images(ws, [catalog.item_from_row(row)])[0], answer, done, total)
 
 
 # ------------------------------------------------------------------------------------------------ the records

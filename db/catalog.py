@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -82,6 +82,8 @@ class Item:
             "language": self.language,
             "image_sha256": self.image_sha256,
             "circular_copies": self.circular_copies,
+            # Every image in order, only for an item of several (a single-image item's JSON reads as it always did).
+            **({"images": list(self.images)} if self.more_images else {}),
         }
 
 
@@ -193,7 +195,32 @@ def item_by_index(ws: Workspace, benchmark_id: int, index: int | str) -> Item | 
     row = ws.conn.execute(
         f"SELECT {ITEM_COLUMNS} FROM items WHERE benchmark_id = ? AND source_index = ?", (benchmark_id, index)
     ).fetchone()
-    return item_from_row(row) if row else None
+    return with_images(ws, [item_from_row(row)])[0] if row else None
+
+
+def with_images(ws: Workspace, items: list[Item]) -> list[Item]:
+    """The items with `more_images` filled (an item's second image on, in order: item_images), in ONE query for the
+    page however many items it holds: one primary-key seek per item (CROSS JOIN keeps the ids outside)."""
+    if not items:
+        return items
+    more: dict[int, list[str]] = {}
+    for item_id, sha in ws.conn.execute(
+        "SELECT m.item_id, m.sha256 FROM json_each(?) AS i CROSS JOIN item_images m ON m.item_id = i.value "
+        "ORDER BY m.item_id, m.ord",
+        (f"[{','.join(str(i.id) for i in items)}]",),
+    ):
+        more.setdefault(item_id, []).append(sha)
+    if not more:
+        return items
+    return [replace(i, more_images=tuple(more[i.id])) if i.id in more else i for i in items]
+
+
+def insert_more_images(ws: Workspace, item_id: int, shas: list[str] | tuple[str, ...]) -> None:
+    """Store an item's second image on (ord 1, 2, …); its first is items.image_sha256."""
+    ws.conn.executemany(
+        "INSERT INTO item_images (item_id, ord, sha256) VALUES (?, ?, ?)",
+        [(item_id, n, sha) for n, sha in enumerate(shas, start=1)],
+    )
 
 
 def add_circular_copy(ws: Workspace, item_id: int, copy_index: int | str, shift: int) -> None:
@@ -213,12 +240,19 @@ def list_items(ws: Workspace, benchmark_id: int, *, limit: int | None = None) ->
     return list(iter_items(ws, benchmark_id, limit=limit))
 
 
+# Items read (and their images filled) this many at a time: one item_images query per page, never one per item.
+ITEM_PAGE = 512
+
+
 def iter_items(ws: Workspace, benchmark_id: int, *, limit: int | None = None) -> Iterator[Item]:
-    """The benchmark's items in file order, one at a time (a listing of a million items never holds them all)."""
+    """The benchmark's items in file order, every image filled, a page at a time (a listing of a million items never
+    holds them all)."""
     sql = f"SELECT {ITEM_COLUMNS} FROM items WHERE benchmark_id = ? ORDER BY position"
     params: list[object] = [benchmark_id]
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
-    for r in ws.conn.execute(sql, params):
-        yield item_from_row(r)
+    cursor = ws.conn.execute(sql, params)
+    while rows := cursor.fetchmany(ITEM_PAGE):
+        # A second cursor on the same connection while the first is open: SQLite reads both consistently.
+        yield from with_images(ws, [item_from_row(r) for r in rows])

@@ -174,18 +174,48 @@ def _unlink_broken_virtual_table(ws: Workspace, name: str) -> None:
 
 
 _ORPHANS = "FROM images WHERE NOT EXISTS (SELECT 1 FROM items WHERE items.image_sha256 = images.sha256)"
+# An item's second image on is a row of item_images (migration 0025): an image used only there is no orphan.
+_MORE_USED = " AND NOT EXISTS (SELECT 1 FROM item_images m WHERE m.sha256 = images.sha256)"
+
+
+def _orphans(ws: Workspace) -> str:
+    """Images no item uses; item_images is asked where the file has it (an older schema is checked as it is)."""
+    has_more = ws.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'item_images'").fetchone()
+    return _ORPHANS + (_MORE_USED if has_more else "")
 
 
 def _orphan_images(ws: Workspace) -> list[str]:
-    count, size = ws.conn.execute(f"SELECT count(*), coalesce(sum(bytes), 0) {_ORPHANS}").fetchone()
+    count, size = ws.conn.execute(f"SELECT count(*), coalesce(sum(bytes), 0) {_orphans(ws)}").fetchone()
     return [f"{count:,} image(s) ({size / 1e6:.1f} MB) used by no item"] if count else []
 
 
 def _delete_orphan_images(ws: Workspace) -> str:
     with ws.db.atomic():
-        count, size = ws.conn.execute(f"SELECT count(*), coalesce(sum(bytes), 0) {_ORPHANS}").fetchone()
-        ws.conn.execute(f"DELETE {_ORPHANS}")
+        orphans = _orphans(ws)
+        count, size = ws.conn.execute(f"SELECT count(*), coalesce(sum(bytes), 0) {orphans}").fetchone()
+        ws.conn.execute(f"DELETE {orphans}")
     return f"deleted {count:,} image(s) used by no item ({size / 1e6:.1f} MB)"
+
+
+def _item_images(ws: Workspace) -> list[str]:
+    """An item's more images run ord 1, 2, … without a gap, after a first image (items.image_sha256); that each is a
+    stored image is the foreign-key check's. No repair: which image is missing only the source file says."""
+    bad = (
+        "SELECT m.item_id, count(*) AS n, max(m.ord) AS top, i.image_sha256 IS NULL AS no_first FROM item_images m "
+        "JOIN items i ON i.id = m.item_id GROUP BY m.item_id HAVING top != n OR no_first"
+    )
+    (total,) = ws.conn.execute(f"SELECT count(*) FROM ({bad})").fetchone()
+    rows = ws.conn.execute(f"{bad} LIMIT {MAX_PROBLEMS}").fetchall()
+    return _bounded(
+        [
+            f"item {item_id}: its more images are rows {n} of ord up to {top}"
+            + (" and it has no first image" if no_first else "")
+            if top != n
+            else f"item {item_id}: {n} more image(s) but no first image"
+            for item_id, n, top, no_first in rows
+        ],
+        total,
+    )
 
 
 def _dead_runs(ws: Workspace) -> list[str]:
@@ -284,6 +314,7 @@ CHECKS: tuple[Check, ...] = (
     Check("foreign_keys", "references between tables", _foreign_keys),
     Check("search_index", "search index", _search_index, _rebuild_search_index, current_schema=True),
     Check("orphan_images", "images used by no item", _orphan_images, _delete_orphan_images),
+    Check("item_images", "items' images after the first", _item_images, current_schema=True),
     Check("dead_runs", "runs whose process is gone", _dead_runs, _mark_dead_runs_interrupted, current_schema=True),
     Check("option_scores", "option scores of likelihood passes", _option_scores, current_schema=True),
     Check("pass_turns", "turns of multi-turn passes", _pass_turns, current_schema=True),

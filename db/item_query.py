@@ -332,7 +332,7 @@ def facet_values(ws: Workspace, benchmark_id: int) -> dict[str, list[str]]:
 
 def item_by_id(ws: Workspace, item_id: int) -> catalog.Item | None:
     row = ws.conn.execute(f"SELECT {catalog.ITEM_COLUMNS} FROM items WHERE id = ?", (item_id,)).fetchone()
-    return catalog.item_from_row(row) if row else None
+    return catalog.with_images(ws, [catalog.item_from_row(row)])[0] if row else None
 
 
 def runs_of_benchmark(ws: Workspace, benchmark_id: int) -> list[runs.Run]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from db.catalog import ITEM_COLUMNS, Item, item_from_row
+from db.catalog import ITEM_COLUMNS, Item, item_from_row, with_images
 from db.workspace import Workspace
 
 _PAGE = f"SELECT {ITEM_COLUMNS} FROM items WHERE benchmark_id = ? {{after}}ORDER BY position, id LIMIT ?"
@@ -21,7 +21,8 @@ def item_pages(ws: Workspace, benchmark_id: int, *, limit: int | None, page: int
     while left is None or left > 0:
         size = page if left is None else min(page, left)
         params = (benchmark_id, size) if key is None else (benchmark_id, *key, size)
-        items = [item_from_row(r) for r in ws.conn.execute(_FIRST_PAGE if key is None else _NEXT_PAGE, params)]
+        rows = ws.conn.execute(_FIRST_PAGE if key is None else _NEXT_PAGE, params)
+        items = with_images(ws, [item_from_row(r) for r in rows])  # every image of the page in one more query
         if items:
             yield items
         if len(items) < size:

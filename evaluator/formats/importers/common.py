@@ -29,7 +29,10 @@ DEFAULT_MAX_IMAGE_MB = 64
 MAX_SOURCE_BYTES = 32 * 2**30  # a benchmark file is a regular file of at most this size
 MAX_JSON_ARRAY_BYTES = 128 * 2**20  # a file that is one JSON array is held in memory whole: JSON Lines has no cap
 MAX_JSON_DEPTH = 64  # nesting of arrays/objects; Python's json recurses, so 100,000 levels would overflow the stack
-TEXT_SLACK_BYTES = 16 * 2**20  # what a line may hold besides one base64 image
+TEXT_SLACK_BYTES = 16 * 2**20  # what a line may hold besides an item's base64 images
+# An item's images (issue 37): at most this many (MMMU's items hold up to 7, MMIU's a few dozen), of at most
+# ReadLimits.max_item_bytes together.
+MAX_ITEM_IMAGES = 64
 
 
 def location(file: str | Path, line: int) -> str:
@@ -72,6 +75,19 @@ class SourceRow:
     l2_category: str | None = None
     split: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    more_images: tuple[ImageRef, ...] = ()  # the item's second image on, in order (never with a "row" image)
+
+
+def several_images(
+    refs: list[ImageRef], field: str, err: Callable[[str, str], Exception], limits: ReadLimits
+) -> tuple[ImageRef | None, tuple[ImageRef, ...]]:
+    """(first, the rest) of an item's images, in order, within the limits on their number and inline bytes."""
+    if len(refs) > limits.max_item_images:
+        raise err(field, f"{len(refs)} images; at most {limits.max_item_images} an item")
+    inline = sum(len(r.value) for r in refs if isinstance(r.value, bytes))
+    if inline > limits.max_item_bytes:
+        raise err(field, f"images of {_mb(inline)} together; at most {_mb(limits.max_item_bytes)} an item")
+    return (refs[0] if refs else None), tuple(refs[1:])
 
 
 @dataclass(frozen=True)
@@ -81,11 +97,17 @@ class ReadLimits:
 
     max_image_bytes: int = DEFAULT_MAX_IMAGE_MB * 2**20
     allow_outside: bool = False
+    max_item_images: int = MAX_ITEM_IMAGES
+
+    @property
+    def max_item_bytes(self) -> int:
+        """What an item's images may hold together: twice one image's cap, at least the default cap."""
+        return max(2 * self.max_image_bytes, DEFAULT_MAX_IMAGE_MB * 2**20)
 
     @property
     def max_line_bytes(self) -> int:
-        """A physical line (or TSV cell) holds at most one base64 image plus some text."""
-        return self.max_image_bytes * 4 // 3 + TEXT_SLACK_BYTES
+        """A physical line (or TSV cell) holds at most an item's base64 images plus some text."""
+        return self.max_item_bytes * 4 // 3 + TEXT_SLACK_BYTES
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -340,6 +362,13 @@ def python_list_answers(cell: str, field: str, err: Callable[[str, str], Excepti
         return reference_answers(text, field, err)
     if len(text) > MAX_ANSWER_CHARS:  # before it is parsed
         raise err(field, f"a list of {len(text):,} characters; at most {MAX_ANSWER_CHARS:,}")
+    return reference_answers(python_text_list(text, field, err), field, err)
+
+
+def python_text_list(text: str, field: str, err: Callable[[str, str], Exception]) -> list[str]:
+    """The texts of a Python list literal of quoted texts (VLMEvalKit writes lists in TSV cells with str(list) and
+    reads them with eval: vlmeval/smp/misc.py toliststr). Parsed, never evaluated: ast.parse of a cell the caller
+    bounded, then only a flat list of quoted texts is taken."""
     shape = "a Python list of quoted texts such as ['a', 'b']"
     try:
         node = ast.parse(text, mode="eval").body
@@ -352,7 +381,7 @@ def python_list_answers(cell: str, field: str, err: Callable[[str, str], Excepti
             raise err(field, f"element {n} is a nested {type(element).__name__.lower()}; {shape} is expected")
         if not (isinstance(element, ast.Constant) and isinstance(element.value, str)):
             raise err(field, f"element {n} is not a quoted text ({ast.unparse(element)[:40]!r}); {shape} is expected")
-    return reference_answers([e.value for e in node.elts if isinstance(e, ast.Constant)], field, err)
+    return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
 
 
 _JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')

@@ -15,7 +15,7 @@ import re
 import sqlite3
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -25,6 +25,7 @@ from evaluator.formats import registry as formats
 from evaluator.formats.importers.common import (
     CIRCULAR_STRIDE,
     MAX_SOURCE_BYTES,
+    ImageRef,
     InputError,
     ReadLimits,
     Refused,
@@ -288,19 +289,20 @@ class _Loader:
         self.root, self.limits, self.raw, self.size, self.emit = root, limits, raw, size, emit
         self.fold_copies = formats.REGISTRY[fmt].fold_copies
         self.first_line: dict[int | str, int] = {}  # index -> line of its first appearance
-        self.row_image: dict[
-            int | str, str | None
-        ] = {}  # index -> sha256 of the row's image (the target of image references)
+        # index -> the sha256 of each of the row's images, in order (the target of image references: VLMEvalKit copies
+        # the whole cell, a list of several included)
+        self.row_image: dict[int | str, tuple[str, ...]] = {}
         self.dropped: set[int | str] = (
             set()
         )  # indexes of skipped rows: references to them and their copies are skipped too
         self.shas: set[str] = set()  # every image the benchmark's rows use (checked, stored or found stored)
         self.stored: set[str] = set()  # images this import added to the workspace: removed again if it fails
         self.pending: list[tuple[object, ...]] = []
+        self.pending_more: list[tuple[int, int, str]] = []  # (position, ord, sha256): an item's second image on
         self.pending_images: list[tuple[str, bytes, str, int, int]] = []  # sha, data, mime, width, height
         self.pending_bytes = 0
         self.deferred: list[SourceRow] = []  # rows whose image refers to a row not seen yet
-        self.copies: list[tuple[SourceRow, str | None]] = []  # possible circular copies, checked at the end
+        self.copies: list[tuple[SourceRow, tuple[str, ...]]] = []  # possible circular copies, checked at the end
         self.position = 0
 
     @property
@@ -314,6 +316,11 @@ class _Loader:
         try:
             self.conn.execute(
                 f"CREATE TABLE {_STAGE}.items (id INTEGER PRIMARY KEY, {_ITEM_FIELDS}, UNIQUE (source_index))"
+            )
+            # An item's images after the first, by the item's position (unique here and in the published benchmark).
+            self.conn.execute(
+                f"CREATE TABLE {_STAGE}.item_images (position INTEGER, ord INTEGER, sha256 TEXT, "
+                "PRIMARY KEY (position, ord)) WITHOUT ROWID"
             )
             self.conn.commit()
             self._load(rows, bar)
@@ -364,7 +371,11 @@ class _Loader:
         for row, sha in self.copies:
             self._guard(row, functools.partial(self._fold_or_insert, sha=sha))
         self._flush()
-        self.report.images = self.conn.execute(f"SELECT count(DISTINCT image_sha256) FROM {_STAGE}.items").fetchone()[0]
+        # Every distinct image of the benchmark, the second image on of items included.
+        self.report.images = self.conn.execute(
+            f"SELECT count(*) FROM (SELECT image_sha256 FROM {_STAGE}.items WHERE image_sha256 IS NOT NULL "
+            f"UNION SELECT sha256 FROM {_STAGE}.item_images)"
+        ).fetchone()[0]
 
     def _guard(self, row: SourceRow, step: Callable[[SourceRow], None]) -> None:
         try:
@@ -379,18 +390,22 @@ class _Loader:
         self.report.skipped.append(exc)
 
     def _place(self, row: SourceRow) -> None:
-        sha = self._image_sha(row)
-        self.row_image[row.index] = sha
+        shas = self._image_shas(row)
+        self.row_image[row.index] = shas
         if self.fold_copies and isinstance(row.index, int) and row.index >= CIRCULAR_STRIDE:
-            self.copies.append((row, sha))
+            self.copies.append((row, shas))
         else:
-            self._queue(row, sha)
+            self._queue(row, shas)
 
-    def _image_sha(self, row: SourceRow) -> str | None:
-        ref = row.image
-        if ref is None:
-            return None
+    def _image_shas(self, row: SourceRow) -> tuple[str, ...]:
+        """The sha256 of each of the row's images, in order; each new one checked and queued to be stored once."""
+        if row.image is None:
+            return ()
+        if row.image.kind == "row":
+            return self._image_sha(row, row.image)
+        return tuple(sha for ref in (row.image, *row.more_images) for sha in self._image_sha(row, ref))
 
+    def _image_sha(self, row: SourceRow, ref: ImageRef) -> tuple[str, ...]:
         def err(what: str) -> InputError:
             return InputError(self.path, row.line, "image", what)
 
@@ -412,7 +427,7 @@ class _Loader:
         else:
             assert isinstance(ref.value, bytes)  # the readers make a bytes reference of the decoded bytes
             data = ref.value
-        return self._check(data, err)
+        return (self._check(data, err),)
 
     def _check(self, data: bytes, err: Callable[[str], InputError]) -> str:
         """Hash and (when the workspace does not hold it yet) decode the image; it is written with the next batch."""
@@ -428,8 +443,10 @@ class _Loader:
         self.shas.add(sha)
         return sha
 
-    def _queue(self, row: SourceRow, sha: str | None) -> None:
+    def _queue(self, row: SourceRow, shas: tuple[str, ...]) -> None:
         self.position += 1
+        sha = shas[0] if shas else None
+        self.pending_more.extend((self.position, n, more) for n, more in enumerate(shas[1:], start=1))
         self.pending.append(
             (
                 self.position,
@@ -482,10 +499,11 @@ class _Loader:
             self.conn.executemany(
                 f"INSERT INTO {_STAGE}.items ({_ITEM_FIELDS}) VALUES ({', '.join('?' * 13)})", self.pending
             )
+            self.conn.executemany(f"INSERT INTO {_STAGE}.item_images VALUES (?, ?, ?)", self.pending_more)
             self.conn.commit()
-            self.pending = []
+            self.pending, self.pending_more = [], []
 
-    def _fold_or_insert(self, row: SourceRow, sha: str | None) -> None:
+    def _fold_or_insert(self, row: SourceRow, sha: tuple[str, ...]) -> None:
         base_index = row.index % CIRCULAR_STRIDE
         if base_index in self.dropped:
             raise InputError(self.path, row.line, "index", f"circular copy of row {base_index}, which was skipped")
@@ -514,7 +532,10 @@ class _Loader:
         ).fetchone()
         if row is None:
             return None
-        return catalog.item_from_row(row)
+        more = self.conn.execute(
+            f"SELECT sha256 FROM {_STAGE}.item_images WHERE position = ? ORDER BY ord", (row[2],)
+        ).fetchall()
+        return replace(catalog.item_from_row(row), more_images=tuple(m[0] for m in more))
 
     def _open_kind(self, benchmark: dict[str, Any]) -> dict[str, Any]:
         """A multiple-choice file whose questions have no options is an open benchmark (the generic JSONL without
@@ -555,6 +576,13 @@ class _Loader:
                 f"SELECT ?, {_ITEM_FIELDS} FROM {_STAGE}.items ORDER BY position",
                 (bench_id,),
             )
+            # In the same transaction: an item appears with every image or not at all.
+            self.conn.execute(
+                "INSERT INTO main.item_images (item_id, ord, sha256) SELECT i.id, s.ord, s.sha256 "
+                f"FROM {_STAGE}.item_images s CROSS JOIN main.items i "
+                "ON i.benchmark_id = ? AND i.position = s.position",
+                (bench_id,),
+            )
             catalog.finish_benchmark(
                 self.ws,
                 bench_id,
@@ -583,7 +611,8 @@ class _Loader:
             chunk = shas[i : i + 500]
             deleted += self.conn.execute(
                 f"DELETE FROM main.images WHERE sha256 IN ({', '.join('?' * len(chunk))}) "
-                "AND NOT EXISTS (SELECT 1 FROM main.items WHERE items.image_sha256 = images.sha256)",
+                "AND NOT EXISTS (SELECT 1 FROM main.items WHERE items.image_sha256 = images.sha256) "
+                "AND NOT EXISTS (SELECT 1 FROM main.item_images m WHERE m.sha256 = images.sha256)",
                 chunk,
             ).rowcount
         return deleted
@@ -606,7 +635,7 @@ class _NotACopy(Exception):
         self.field, self.what = field, what
 
 
-def copy_shift(original: catalog.Item, copy: SourceRow, copy_sha: str | None) -> int:
+def copy_shift(original: catalog.Item, copy: SourceRow, copy_shas: tuple[str, ...]) -> int:
     """The rotation k (the copy shows original option (i + k) mod N as option i, 0 < k < N) that makes `copy` a
     circular copy of `original`; raises _NotACopy(field, reason) when it is none.
 
@@ -621,7 +650,7 @@ def copy_shift(original: catalog.Item, copy: SourceRow, copy_sha: str | None) ->
         raise _NotACopy("A", f"has {len(copy.options)} options, the original {n}")
     if (copy.answer is None) != (original.answer is None):
         raise _NotACopy("answer", "one has an answer and the other not")
-    if copy_sha != original.image_sha256:
+    if copy_shas != original.images:
         raise _NotACopy("image", "a different image than the original's")
     rotations = [k for k in range(n) if tuple(original.options[j] for j in rotation(n, k)) == copy.options]
     if not rotations:

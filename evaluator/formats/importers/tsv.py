@@ -2,7 +2,11 @@
 
 Header: `index question hint A B C D ... answer category image source l2-category comment split`; columns vary per
 benchmark, so any subset with index, question, two or more option letters and an image (or image_path) is accepted.
-`image` holds base64, or (<= 64 characters) the index of another row whose image it shares.
+`image` holds base64, or (<= 64 characters) the index of another row whose image it shares, or an item's several
+images as a Python list of base64 texts (`['iVBOR…', '/9j/…']`, VLMEvalKit's MMMU layout: vlmeval/dataset/
+image_base.py ImageBaseDataset.__init__ and dump_image, vlmeval/smp/misc.py toliststr, read at VLMEvalKit commit
+050726559997d4642f3ae483391be97d49868f8c); `image_path` likewise a path or a list of them. The question's
+`<image 1>`… placeholders are kept as text: they say where each image goes.
 
 Without option columns a TSV is VLMEvalKit's yes/no layout (POPE, read by read_pope_tsv) or its VQA / caption
 layout (TextVQA_VAL, DocVQA_VAL, InfoVQA_VAL, ChartQA_TEST, OCRVQA_TEST, COCO_VAL; read by read_vqa_tsv): open
@@ -30,6 +34,8 @@ from evaluator.formats.importers.common import (
     index_or_none,
     normalise_index,
     python_list_answers,
+    python_text_list,
+    several_images,
 )
 from evaluator.scoring.choices import LETTERS, NONE_OF_THEM
 
@@ -196,7 +202,7 @@ def _parse(
                 "answer", f"{row['answer'].strip()!r} is not one of the options {', '.join(LETTERS[: len(options)])}"
             )
 
-    image = _image_ref(row, base_dir, err, limits)
+    image, more = _images(row, base_dir, err, limits)
 
     def get(*names: str) -> str | None:
         return next((row[n].strip() for n in names if n in row and not blank(row[n])), None)
@@ -212,8 +218,59 @@ def _parse(
         category=get("category"),
         l2_category=get("l2-category", "l2_category"),
         split=get("split"),
-        meta={k: row[k] for k in extra if not blank(row[k])},
+        meta={k: row[k] for k in extra if not blank(row[k])} | _image_names(row),
+        more_images=more,
     )
+
+
+def _image_names(row: dict[str, Any]) -> dict[str, str]:
+    """Beside inline images, `image_path` only names the files VLMEvalKit dumps them to (MMMU's list of names): kept
+    as it was, so that an export writes the file's cells again."""
+    if "image" in row and not blank(row["image"]) and not blank(row.get("image_path")):
+        return {"image_path": row["image_path"]}
+    return {}
+
+
+def _images(
+    row: dict[str, Any], base_dir: Path, err: Callable[[str, str], InputError], limits: ReadLimits
+) -> tuple[ImageRef, tuple[ImageRef, ...]]:
+    """(first image, the rest): a list cell (`image` of base64 texts, or `image_path` of paths) is an item of
+    several images, in the list's order; a one-element list is one image (VLMEvalKit's `x[0] if len(x) == 1`)."""
+    for column in ("image", "image_path"):
+        cell = row.get(column, "")
+        if blank(cell) or not (cell.strip().startswith("[") and cell.strip().endswith("]")):
+            if column == "image" and not blank(cell):
+                break  # one image inline (or a row reference)
+            continue
+        texts = python_text_list(cell.strip(), column, err)
+        if not texts:
+            raise err(column, "an empty list of images")
+        if len(texts) > limits.max_item_images:  # before anything is decoded
+            raise err(column, f"{len(texts)} images; at most {limits.max_item_images} an item")
+        refs = [_one_image(text, column, n, base_dir, err, limits) for n, text in enumerate(texts, start=1)]
+        first, more = several_images(refs, column, err, limits)
+        assert first is not None
+        return first, more
+    return _image_ref(row, base_dir, err, limits), ()
+
+
+def _one_image(
+    text: str, column: str, n: int, base_dir: Path, err: Callable[[str, str], InputError], limits: ReadLimits
+) -> ImageRef:
+    """Element n of a list cell: base64 (or a data URL) in `image`, a path in `image_path`."""
+    text = text.strip()
+    if blank(text):
+        raise err(column, f"element {n} is empty")
+    if column == "image_path":
+        p = Path(text)
+        return ImageRef("path", p if p.is_absolute() else base_dir / p)
+    try:
+        payload = data_url_payload(text)
+        return ImageRef("bytes", decode_base64_image(text if payload is None else payload, limits))
+    except binascii.Error as exc:
+        raise err(column, f"element {n}: undecodable base64 ({exc})") from None
+    except ValueError as exc:
+        raise err(column, f"element {n}: {exc}") from None
 
 
 def _image_ref(
@@ -326,6 +383,16 @@ def read_pope_tsv(
         )
 
 
+def _pope_image(
+    row: dict[str, Any], base_dir: Path, err: Callable[[str, str], InputError], limits: ReadLimits
+) -> ImageRef:
+    """POPE asks about objects in one image: a list of several is refused."""
+    first, more = _images(row, base_dir, err, limits)
+    if more:
+        raise err("image" if not blank(row.get("image")) else "image_path", f"{1 + len(more)} images; POPE's hold one")
+    return first
+
+
 def _parse_pope_row(
     row: dict[str, Any], line: int, path: Path, base_dir: Path, extra: list[str], limits: ReadLimits
 ) -> tuple[SourceRow, list[str]]:
@@ -350,7 +417,7 @@ def _parse_pope_row(
             question=question,
             options=(),
             answer=answer,
-            image=_image_ref(row, base_dir, err, limits),
+            image=_pope_image(row, base_dir, err, limits),
             split=None if blank(row.get("split", "")) else row["split"].strip(),
             meta=meta,
         ),
@@ -414,18 +481,20 @@ def _parse_open(
     def get(*names: str) -> str | None:
         return next((row[n].strip() for n in names if n in row and not blank(row[n])), None)
 
+    image, more = _images(row, base_dir, err, limits)
     return SourceRow(
         line=line,
         index=index,
         question=question,
         options=(),
         answer=None,
-        image=_image_ref(row, base_dir, err, limits),
+        image=image,
         hint=get("hint"),
         category=get("category"),
         l2_category=get("l2-category", "l2_category"),
         split=get("split"),
-        meta=meta,
+        meta=meta | _image_names(row),
+        more_images=more,
     )
 
 
