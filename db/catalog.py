@@ -181,6 +181,12 @@ def image_bytes(ws: Workspace, sha256: str) -> tuple[bytes, str] | None:
     return (row[0], row[1]) if row else None
 
 
+def image_info(ws: Workspace, sha256: str) -> tuple[str, int] | None:
+    """(mime, size in bytes) of a stored image, its bytes left unread."""
+    row = ws.conn.execute("SELECT mime, bytes FROM images WHERE sha256 = ?", (sha256,)).fetchone()
+    return (row[0], row[1]) if row else None
+
+
 def insert_items(ws: Workspace, rows: list[tuple[object, ...]]) -> None:
     """rows: (benchmark_id, position, source_index, question, hint, options_json, answer, category, l2_category,
     split, language, image_sha256, circular_copies, meta_json)."""

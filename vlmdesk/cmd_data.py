@@ -408,6 +408,8 @@ def cmd_show(args) -> int:
         bench = bench_or_fail(ws, args.bench)
         item = item_or_fail(ws, bench, args.index)
         image = catalog.image_bytes(ws, item.image_sha256) if item.image_sha256 else None
+        # Every image's type and size, for the listing (the first one's bytes are what --image-out writes).
+        shown = [(sha, catalog.image_info(ws, sha)) for sha in item.images[1:]] if not args.json else []
     if args.image_out:
         if image is None:
             raise UsageError(f"item {item.index!r} has no image")
@@ -430,8 +432,12 @@ def cmd_show(args) -> int:
     if not item.options:
         print(f"answer: {item.answer}")
     if image:
+        label = "image" if not shown else f"image 1 of {len(item.images)}"
         print(
-            f"image: {item.image_sha256[:12]}… ({image[1]}, {len(image[0])} bytes)"
+            f"{label}: {item.image_sha256[:12]}… ({image[1]}, {len(image[0])} bytes)"
             + (f" written to {args.image_out}" if args.image_out else "")
         )
+    for n, (sha, found) in enumerate(shown, start=2):
+        what = f"{found[0]}, {found[1]} bytes" if found else "missing: vlmdesk check"
+        print(f"image {n} of {len(item.images)}: {sha[:12]}… ({what})")
     return 0

@@ -5,9 +5,11 @@
   later row with the same image holds that row's index (VLMEvalKit resolves one level of reference, never a chain).
   Questions folded from CircularEval copies are expanded again: the copy at index + k*1,000,000 shows the options
   rotated by k (option i is original option (i + k) mod N) and the answer letter rotated with them, all copies
-  after all originals, in k order.
+  after all originals, in k order. An item of several images writes them as VLMEvalKit's MMMU TSV does: one cell
+  holding a Python list of base64 texts (`str(list)`), read back by its toliststr.
 - `pope`: POPE's JSON Lines: question_id, image (the file name), text, label, plus any other key the source had.
-- `jsonl`: vlmdesk's JSONL; images are written once each into a folder next to the file, referenced by path.
+- `jsonl`: vlmdesk's JSONL; images are written once each into a folder next to the file, referenced by path (an
+  item of several: `images`, a list of paths in order).
 
 Files are written to a temporary name and renamed, so an interrupted export leaves nothing half-written.
 """
@@ -174,7 +176,8 @@ def tsv_columns(bench: Benchmark, items: list[Item]) -> list[str]:
             wanted.append(name)
     wanted += list(dict.fromkeys(k for i in items for k in _extra(i)))
     if header:
-        columns = ["image" if h == "image_path" else h for h in header]
+        # image_path beside image only names the files VLMEvalKit dumps images to (kept from the source's cells).
+        columns = ["image" if h == "image_path" and "image" not in header else h for h in header]
         columns = list(dict.fromkeys(columns))
     else:
         columns = [h for h in VLMEVALKIT_ORDER if h in wanted or (h == "l2-category" and l2_name in wanted)]
@@ -203,9 +206,33 @@ def _copies(item: Item) -> list[tuple[int, int | str, tuple[str, ...], str | Non
     return rows
 
 
+def _image_cell(ws: Workspace, images: tuple[str, ...]) -> str:
+    """An item's images as a VLMEvalKit TSV cell: base64, or for several a Python list of them (str(list), which
+    VLMEvalKit's toliststr evals back)."""
+    inline = [base64.b64encode(_image(ws, sha)[0]).decode("ascii") for sha in images]
+    return inline[0] if len(inline) == 1 else str(inline)
+
+
+def _image_or_reference(
+    ws: Workspace, item: Item, index: int | str, first_row_of: dict[tuple[str, ...], int | str]
+) -> str | int | None:
+    """The image cell of a row: the images inline on the first row that shows them (all of them, in order), that
+    row's index on every later one (VLMEvalKit copies the whole cell of the row a short cell names)."""
+    if not item.images:
+        return None
+    if item.images in first_row_of:
+        return first_row_of[item.images]
+    first_row_of[item.images] = index
+    return _image_cell(ws, item.images)
+
+
+def _distinct(first_row_of: dict[tuple[str, ...], int | str]) -> int:
+    return len({sha for images in first_row_of for sha in images})
+
+
 def _write_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -> tuple[int, int]:
     columns = tsv_columns(bench, items)
-    first_row_of: dict[str, int | str] = {}  # image sha -> index of the row that holds its base64
+    first_row_of: dict[tuple[str, ...], int | str] = {}  # images -> index of the row that holds their base64
 
     def row(item: Item, index: int | str, options: tuple[str, ...], answer: str | None) -> list[str]:
         values = {
@@ -220,11 +247,7 @@ def _write_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -
             **_extra(item),
             **dict(zip(LETTERS, options)),
         }
-        if item.image_sha256 in first_row_of:
-            values["image"] = first_row_of[item.image_sha256]
-        elif item.image_sha256:
-            first_row_of[item.image_sha256] = index
-            values["image"] = base64.b64encode(_image(ws, item.image_sha256)[0]).decode("ascii")
+        values["image"] = _image_or_reference(ws, item, index, first_row_of)
         return ["" if values.get(c) is None else str(values[c]) for c in columns]
 
     handle, tmp = _atomic_text(path)
@@ -249,7 +272,7 @@ def _write_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Path) -
         ok = True
     finally:
         _finish(handle, tmp, path, ok)
-    return rows, len(first_row_of)
+    return rows, _distinct(first_row_of)
 
 
 # ------------------------------------------------------------------------------------------------ VQA TSV
@@ -269,7 +292,7 @@ def _write_vqa_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Pat
             wanted.append(name)
     extras = list(dict.fromkeys(k for i in items for k in _extra(i) if k not in ("references", "reference")))
     columns = wanted + [c for c in extras if c not in wanted]
-    first_row_of: dict[str, int | str] = {}
+    first_row_of: dict[tuple[str, ...], int | str] = {}
     handle, tmp = _atomic_text(path)
     ok = False
     try:
@@ -287,16 +310,12 @@ def _write_vqa_tsv(ws: Workspace, bench: Benchmark, items: list[Item], path: Pat
                 "l2-category": item.l2_category,
                 "split": item.split,
             }
-            if item.image_sha256 in first_row_of:
-                values["image"] = first_row_of[item.image_sha256]
-            elif item.image_sha256:
-                first_row_of[item.image_sha256] = item.index
-                values["image"] = base64.b64encode(_image(ws, item.image_sha256)[0]).decode("ascii")
+            values["image"] = _image_or_reference(ws, item, item.index, first_row_of)
             out.writerow(["" if values.get(c) is None else str(values[c]) for c in columns])
         ok = True
     finally:
         _finish(handle, tmp, path, ok)
-    return len(items), len(first_row_of)
+    return len(items), _distinct(first_row_of)
 
 
 # ------------------------------------------------------------------------------------------------ POPE
@@ -329,14 +348,16 @@ def _write_jsonl(ws: Workspace, bench: Benchmark, items: list[Item], path: Path)
     folder = images_dir_for(path)
     written: dict[str, str] = {}
     for item in items:
-        if item.image_sha256 and item.image_sha256 not in written:
-            data, mime = _image(ws, item.image_sha256)
-            name = item.image_sha256 + _MIME_EXT.get(mime, ".bin")
+        for sha in item.images:
+            if sha in written:
+                continue
+            data, mime = _image(ws, sha)
+            name = sha + _MIME_EXT.get(mime, ".bin")
             folder.mkdir(parents=True, exist_ok=True)
             target = folder / name
             if not target.exists():
                 target.write_bytes(data)
-            written[item.image_sha256] = f"{folder.name}/{name}"
+            written[sha] = f"{folder.name}/{name}"
     handle, tmp = _atomic_text(path)
     ok = False
     try:
@@ -346,7 +367,8 @@ def _write_jsonl(ws: Workspace, bench: Benchmark, items: list[Item], path: Path)
                 "question": item.question,
                 "options": list(item.options),
                 "answer": item.answer,
-                "image": written.get(item.image_sha256) if item.image_sha256 else None,
+                "image": written[item.image_sha256] if item.image_sha256 and not item.more_images else None,
+                "images": [written[sha] for sha in item.images] if item.more_images else None,
                 "hint": item.hint,
                 "category": item.category,
                 "l2_category": item.l2_category,

@@ -5,6 +5,7 @@ Generic JSONL, one object per line:
    "hint": "", "category": "...", "l2_category": "...", "split": "dev"}
 `options` is a list of texts (or an object letter -> text); `answer` a letter or a 0-based index (optional);
 `image` a path relative to the file (or to --images), a data URL or base64; `index` defaults to the line number.
+An item of several images gives `images` instead: a list of them, in order, each what `image` may be.
 A file whose lines have no `options` is an open benchmark (kind `open`): `answer`, when given, is a reference answer
 text or a list of them (VQAv2's ten), kept in the item's meta as `references` (no answer key: open runs are scored
 against them by the open metrics, never by extraction). The first question
@@ -41,6 +42,7 @@ from evaluator.formats.importers.common import (
     no_duplicate_keys,
     normalise_index,
     reference_answers,
+    several_images,
 )
 from evaluator.scoring.choices import LETTERS, MAX_OPTIONS, YES_NO
 
@@ -190,6 +192,30 @@ def _inline_or_path(
     return ImageRef("path", p if p.is_absolute() else base_dir / p)
 
 
+def _item_images(
+    obj: dict[str, Any], base_dir: Path, err: Callable[[str, str], InputError], limits: ReadLimits
+) -> tuple[ImageRef, tuple[ImageRef, ...]]:
+    """`image` (one), or `images`: a list of several, in order, each what `image` may be (a path, a data URL or
+    base64)."""
+    if "images" not in obj:
+        return _inline_or_path(obj.get("image"), base_dir, err, limits), ()
+    if obj.get("image") is not None:
+        raise err("images", "given with image; an item's images are one list (or image alone)")
+    listed = obj["images"]
+    if not isinstance(listed, list) or not listed:
+        raise err("images", f"a list of one or more images is expected, got {_short(listed)}")
+    if len(listed) > limits.max_item_images:  # before anything is decoded
+        raise err("images", f"{len(listed)} images; at most {limits.max_item_images} an item")
+
+    def element(n: int) -> Callable[[str, str], InputError]:
+        return lambda field, what: err("images", f"element {n}: {what}")
+
+    refs = [_inline_or_path(value, base_dir, element(n), limits) for n, value in enumerate(listed, start=1)]
+    first, more = several_images(refs, "images", err, limits)
+    assert first is not None
+    return first, more
+
+
 def _check_record(obj: object, err: Callable[[str, str], InputError]) -> None:
     """Every text of a record (keys, values, nested values) must be storable: no NUL, no lone surrogate."""
     if not isinstance(obj, dict):
@@ -223,6 +249,9 @@ def read_jsonl(
         except InputError as exc:
             exc.index = index_or_none(obj.get("index", record_no)) if isinstance(obj, dict) else None
             yield exc
+
+
+_KNOWN = {"index", "question", "options", "answer", "image", "images", "hint", "category", "l2_category", "split"}
 
 
 def _parse_mcq(obj: Any, line: int, record_no: int, path: Path, base_dir: Path, limits: ReadLimits) -> SourceRow:
@@ -272,19 +301,20 @@ def _parse_mcq(obj: Any, line: int, record_no: int, path: Path, base_dir: Path, 
         value = obj.get(name)
         return None if blank(value) else str(value).strip()
 
-    known = {"index", "question", "options", "answer", "image", "hint", "category", "l2_category", "split"}
+    image, more = _item_images(obj, base_dir, err, limits)
     return SourceRow(
         line=line,
         index=index,
         question=question.strip(),
         options=tuple(options),
         answer=answer,
-        image=_inline_or_path(obj.get("image"), base_dir, err, limits),
+        image=image,
+        more_images=more,
         hint=text("hint"),
         category=text("category"),
         l2_category=text("l2_category"),
         split=text("split"),
-        meta={k: v for k, v in obj.items() if k not in known},
+        meta={k: v for k, v in obj.items() if k not in _KNOWN},
     )
 
 
@@ -298,8 +328,7 @@ def _open_row(
     err: Callable[[str, str], InputError],
 ) -> SourceRow:
     """A question without options: an open item, with optional reference answers (meta `references`)."""
-    known = {"index", "question", "options", "answer", "image", "hint", "category", "l2_category", "split"}
-    meta = {k: v for k, v in obj.items() if k not in known}
+    meta = {k: v for k, v in obj.items() if k not in _KNOWN}
     if obj.get("answer") is not None:
         references = reference_answers(obj["answer"], "answer", err)
         if references:
@@ -309,13 +338,15 @@ def _open_row(
         value = obj.get(name)
         return None if blank(value) else str(value).strip()
 
+    image, more = _item_images(obj, base_dir, err, limits)
     return SourceRow(
         line=line,
         index=index,
         question=question.strip(),
         options=(),
         answer=None,
-        image=_inline_or_path(obj.get("image"), base_dir, err, limits),
+        image=image,
+        more_images=more,
         hint=text("hint"),
         category=text("category"),
         l2_category=text("l2_category"),

@@ -45,6 +45,7 @@ from evaluator.formats.importers.common import (
     normalise_index,
     open_regular,
     reference_answers,
+    several_images,
     sha256_bytes,
 )
 from evaluator.scoring.choices import LETTERS, MAX_OPTIONS, YES_NO
@@ -55,7 +56,7 @@ MAX_ROW_GROUP_BYTES = 2**30  # Hugging Face writes image datasets in row groups 
 BATCH_ROWS = 64  # rows decoded at once: 64 MMBench rows with their images are a few MB
 MAGIC = b"PAR1"
 # The TSV importer's known columns (one home), with the parquet layouts' own: an options list and POPE's id.
-_KNOWN = (tsv.KNOWN - {"image_path"}) | {"options", "question_id"}
+_KNOWN = (tsv.KNOWN - {"image_path"}) | {"options", "question_id", "images"}
 
 
 # ------------------------------------------------------------------------------------------------ shards
@@ -313,7 +314,7 @@ def _batches(path: Path, raw: BinaryIO, limits: ReadLimits) -> Iterator[tuple[Pa
                             f"row group {g}: column {name!r} decodes to more than {cap / 2**20:,.0f} MB (its pages "
                             f"hold {_stored(group, name) / 2**20:,.1f} MB: a value repeated through a dictionary?)",
                         )
-                    at, length = _longest(column, binary=name != IMAGE_COLUMN)
+                    at, length = _longest(column, binary=name not in IMAGE_COLUMNS)
                     if length > MAX_TEXT_BYTES:
                         raise InputError(
                             shard.path, row + 1 + at, name, f"a text of {length:,} bytes; at most {MAX_TEXT_BYTES:,}"
@@ -334,7 +335,9 @@ DECODED_FLOOR_BYTES = 64 * 2**20
 # One text of a row (a question, a hint, an answer, a meta column's value; an image's path). A TSV cell of text costs
 # its size on disk; a parquet page compresses a repeated text a thousandfold (a 62 KB file held 30 answers of 60 MB).
 MAX_TEXT_BYTES = 2**20
-IMAGE_COLUMN = "image"  # its bytes are bounded by --max-image-mb instead
+# Their bytes are bounded by --max-image-mb instead; a list of an item's images (HF datasets' Sequence(Image): a list
+# of {bytes, path} structs) by ReadLimits.max_item_bytes together.
+IMAGE_COLUMNS = ("image", "images")
 _PAGE_SLACK_BYTES = 2**16  # a column chunk's page headers, levels and dictionary page beside its values
 
 
@@ -346,8 +349,11 @@ def _per_row_caps(schema: Any, limits: ReadLimits) -> dict[int, int]:
         leaf = schema.column(c)
         if leaf.physical_type not in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"):
             continue
-        image = leaf.path.split(".")[0] == IMAGE_COLUMN and leaf.logical_type.type != "STRING"
-        caps[c] = (limits.max_image_bytes if image else MAX_TEXT_BYTES) + 4
+        parts = leaf.path.split(".")
+        image = parts[0] in IMAGE_COLUMNS and leaf.logical_type.type != "STRING"
+        several = "list" in parts[1:-1] or "element" in parts[1:-1]
+        one_image = limits.max_item_bytes + 4 * limits.max_item_images if several else limits.max_image_bytes
+        caps[c] = (one_image if image else MAX_TEXT_BYTES) + 4
     return caps
 
 
@@ -459,6 +465,26 @@ def _image(value: object, limits: ReadLimits, err: Any) -> ImageRef | None:
     return ImageRef("bytes", bytes(data))
 
 
+def _images(record: dict[str, Any], limits: ReadLimits, err: Any) -> tuple[ImageRef | None, tuple[ImageRef, ...]]:
+    """(first, the rest) of a row's images: `images`, or an `image` that is a list, holds several in order."""
+    column = "images" if record.get("images") is not None else "image"
+    value = record.get(column)
+    if not isinstance(value, list):
+        if column == "images":
+            raise err("images", f"expected a list of images, got {type(value).__name__}")
+        return _image(value, limits, err), ()
+    if len(value) > limits.max_item_images:
+        raise err(column, f"{len(value)} images; at most {limits.max_item_images} an item")
+
+    def element(n: int) -> Any:
+        return lambda field, what: err(column, f"element {n}: {what}")
+
+    refs = [_image(v, limits, element(n)) for n, v in enumerate(value, start=1)]
+    if any(r is None for r in refs):
+        raise err(column, f"element {next(n for n, r in enumerate(refs, start=1) if r is None)} holds no image")
+    return several_images([r for r in refs if r is not None], column, err, limits)
+
+
 class _SharedImages:
     """Parquet repeats an image's bytes in every row that shows it (MMBench's circular copies, POPE's six questions
     per image); a repeat becomes a reference to the first row that had them (the TSV's convention), so the importer
@@ -471,7 +497,7 @@ class _SharedImages:
     def shared(self, row: SourceRow) -> SourceRow:
         fresh = row.index not in self.seen  # a repeated index is the importer's error; never a reference target
         self.seen.add(row.index)
-        if row.image is None or row.image.kind != "bytes":
+        if row.image is None or row.image.kind != "bytes" or row.more_images:  # several: each stored once by hash
             return row
         assert isinstance(row.image.value, bytes)
         sha = sha256_bytes(row.image.value)
@@ -500,7 +526,7 @@ def _mcq_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits)
     def err(field: str, what: str) -> InputError:
         return InputError(shard, line, field, what)
 
-    check_texts({k: v for k, v in record.items() if k != "image"}, "row", err)
+    check_texts({k: v for k, v in record.items() if k not in IMAGE_COLUMNS}, "row", err)
     listed = record.get("options")
     _check_scalars(record, (*_TEXT_FIELDS, *([] if isinstance(listed, list) else LETTERS[:MAX_OPTIONS])), err)
     if isinstance(listed, list):
@@ -530,13 +556,15 @@ def _mcq_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits)
     answer = _answer(record.get("answer"), len(options), err)
     extra = {k: v for k, v in record.items() if k not in _KNOWN and k not in option_cols and k != "L2-category"}
     meta = {k: _text(v) for k, v in extra.items() if _text(v) is not None}
+    first, more = _images(record, limits, err)
     return SourceRow(
         line=line,
         index=index,
         question=question,
         options=tuple(options),
         answer=answer,
-        image=_image(record.get("image"), limits, err),
+        image=first,
+        more_images=more,
         hint=_text(record.get("hint")),
         category=_text(record.get("category")),
         l2_category=_text(record.get("L2-category", record.get("l2-category", record.get("l2_category")))),
@@ -605,7 +633,7 @@ def _pope_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits
     def err(field: str, what: str) -> InputError:
         return InputError(shard, line, field, what)
 
-    check_texts({k: v for k, v in record.items() if k != "image"}, "row", err)
+    check_texts({k: v for k, v in record.items() if k not in IMAGE_COLUMNS}, "row", err)
     _check_scalars(record, ("question", "answer", "category"), err)
     index = _index(record, "question_id", line, err)
     question = _text(record.get("question"))
@@ -629,7 +657,7 @@ def _pope_row(shard: Path, line: int, record: dict[str, Any], limits: ReadLimits
 
 # Where an open row names its item; a row naming none is its place in the split (lmms-eval's doc_id).
 _OPEN_INDEX = ("index", "question_id", "questionId")
-_OPEN_KNOWN = {*_OPEN_INDEX, "question", "answers", "answer", "image", "hint", "category", "split"}
+_OPEN_KNOWN = {*_OPEN_INDEX, "question", "answers", "answer", *IMAGE_COLUMNS, "hint", "category", "split"}
 
 
 def read_vqa_parquet(
@@ -658,7 +686,7 @@ def _open_row(shard: Path, line: int, record: dict[str, Any], position: int, lim
     def err(field: str, what: str) -> InputError:
         return InputError(shard, line, field, what)
 
-    check_texts({k: v for k, v in record.items() if k != "image"}, "row", err)
+    check_texts({k: v for k, v in record.items() if k not in IMAGE_COLUMNS}, "row", err)
     _check_scalars(record, ("question", "hint", "category", "split"), err)
     key = next((k for k in _OPEN_INDEX if record.get(k) is not None), None)
     index = position if key is None else _index(record, key, line, err)
@@ -675,13 +703,15 @@ def _open_row(shard: Path, line: int, record: dict[str, Any], position: int, lim
     references = [] if value is None else reference_answers(_answer_texts(value), field, err)
     if references:
         meta["references"] = references
+    first, more = _images(record, limits, err)
     return SourceRow(
         line=line,
         index=index,
         question=question,
         options=(),
         answer=None,
-        image=_image(record.get("image"), limits, err),
+        image=first,
+        more_images=more,
         hint=_text(record.get("hint")),
         category=_text(record.get("category")),
         split=_text(record.get("split")),
