@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtGui import QFont, QFontMetrics, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QComboBox,
     QFrame,
     QHeaderView,
@@ -28,9 +29,11 @@ from db import item_query
 from db.item_query import RUN_RESULTS, ItemFilter
 from gui.empty_states import NO_BENCHMARK, EmptyState
 from gui.fitting import FlowLayout, flow_item
-from gui.image_view import ImageView
+from gui.image_view import ItemImages
 from gui.item_model import COLUMNS
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
+from gui.review_view import typing_in
+from gui.shortcuts import IMAGE_MOVES
 
 ANY = "All"
 CATEGORY_WIDTH = 135
@@ -158,7 +161,8 @@ class BrowseView(QWidget):
         self.table.selectionModel().currentRowChanged.connect(self._on_current)
         self.table.doubleClicked.connect(lambda idx: self._open(idx.row()))
 
-        self.image = ImageView()
+        self.images = ItemImages(ctx.loader)  # the item's images: the one shown large, a strip for several
+        self.image = self.images.view
         self.panel = ItemPanel()
         self.panel_scroll = panel_scroll = QScrollArea()
         panel_scroll.setWidgetResizable(True)
@@ -189,7 +193,7 @@ class BrowseView(QWidget):
         self.tabs.addTab(self.history, "Review history")
 
         detail = QSplitter(Qt.Orientation.Vertical)
-        detail.addWidget(self.image)
+        detail.addWidget(self.images)
         detail.addWidget(panel_box)
         detail.addWidget(self.tabs)
         detail.setSizes([210, 400, 150])
@@ -213,7 +217,14 @@ class BrowseView(QWidget):
         self.empty.show_state(*NO_BENCHMARK)  # until a benchmark is chosen (the window chooses one when it can)
         ctx.model.modelReset.connect(self._after_reset)
         ctx.model.rowsInserted.connect(lambda *_: self._update_count())
-        ctx.loader.loaded.connect(self._on_image)
+        self._image_keys: list[QShortcut] = []
+        for move in IMAGE_MOVES:  # ] / [ (Alt+→ / Alt+←): the item's images, as in Review
+            for key in move.keys:
+                sc = QShortcut(QKeySequence(key), self)
+                sc.setContext(Qt.ShortcutContext.WindowShortcut)
+                sc.setEnabled(False)  # while Browse is the tab shown (showEvent): Review has the same keys
+                sc.activated.connect(lambda forward=move.action == "next_image": self.move_image(forward))
+                self._image_keys.append(sc)
         ctx.reviewsChanged.connect(self._on_reviews)
         ctx.runsChanged.connect(self._on_runs)
         ctx.prefsChanged.connect(lambda: self.item and self._show(self.item.id))
@@ -467,6 +478,7 @@ class BrowseView(QWidget):
 
     def _show(self, item_id: int | None) -> None:
         ctx = self.ctx
+        again = self.item is not None and self.item.id == item_id  # a verdict, the preferences: the same item
         self.item = item_query.item_by_id(ctx.ws, item_id) if item_id is not None else None
         show_item_details(
             ctx, self.item, panel=self.panel, predictions=self.predictions, history=self.history, tabs=self.tabs
@@ -474,18 +486,27 @@ class BrowseView(QWidget):
         self.open_button.setEnabled(self.item is not None)
         self.open_button.setToolTip("" if self.item is not None else "Choose an item in the table first")
         if self.item is None:
-            self.image.set_image(None, placeholder="No item selected")
+            self.images.show_images((), empty="No item selected")
             return
-        item = self.item
-        sha = item.image_sha256
-        image = ctx.loader.cached(sha) if sha else None
-        if image is not None:
-            self.image.set_image(image, key=sha)
-        elif sha:
-            self.image.set_image(None, placeholder="Loading image…")
-            ctx.loader.request(sha)
-        else:
-            self.image.set_image(None, placeholder="This item has no image")
+        self.images.show_images(self.item.images, keep=again)  # shown again: the image looked at stays
+
+    def move_image(self, forward: bool) -> None:
+        """The item's next (previous) image: ] / [ or Alt+→ / Alt+←, off while a text field (the search) is typed in."""
+        if not typing_in(QApplication.focusWidget()):
+            if forward:
+                self.images.next_image()
+            else:
+                self.images.previous_image()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        for sc in self._image_keys:
+            sc.setEnabled(True)
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        for sc in self._image_keys:
+            sc.setEnabled(False)
 
     def refresh_item(self) -> None:
         """The selected item's text, predictions and history read again (another process wrote about it), its
@@ -502,11 +523,8 @@ class BrowseView(QWidget):
         show_item_details(
             self.ctx, item, panel=self.panel, predictions=self.predictions, history=self.history, tabs=self.tabs
         )
+        self.images.show_images(item.images, keep=True)
         bar.setValue(value)
-
-    def _on_image(self, sha: str, image) -> None:
-        if self.item is not None and self.item.image_sha256 == sha and self.image.image_key != sha:
-            self.image.set_image(image, key=sha, placeholder="The image could not be decoded")
 
     def _on_reviews(self, item_id: int) -> None:
         if self.item is not None and self.item.id == item_id:

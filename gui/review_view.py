@@ -53,7 +53,7 @@ from gui.empty_states import NO_BENCHMARK, EmptyState
 from gui.fitting import ElidedLabel
 from gui.guidelines_view import GuidelinesPanel
 from gui.help_overlay import HelpOverlay
-from gui.image_view import ImageView
+from gui.image_view import ItemImages
 from gui.item_panel import HistoryView, ItemPanel, PredictionsView, show_item_details
 from gui.shortcuts import VERDICT_KEYS, review_shortcuts, verdict_button, verdict_keys, verdict_places
 
@@ -139,7 +139,9 @@ class ReviewView(QWidget):
         self.holding = False  # True while the window reloads the listing in place (keep the item shown)
         self.shortcuts: dict[str, list[QShortcut]] = {}
 
-        self.image = ImageView()
+        self.images = ItemImages(ctx.loader)  # the item's images: the one shown large, a strip for several
+        self.images.painted.connect(self._painted)
+        self.image = self.images.view
         self.image.zoomChanged.connect(self._show_zoom)
         image_box = QWidget()
         il = QVBoxLayout(image_box)
@@ -170,7 +172,7 @@ class ReviewView(QWidget):
         bar.addWidget(fit)
         bar.addWidget(actual)
         il.addWidget(bar_widget)
-        il.addWidget(self.image, 1)
+        il.addWidget(self.images, 1)
 
         side = QWidget()
         side.setObjectName("reviewSide")
@@ -313,7 +315,6 @@ class ReviewView(QWidget):
         self.help = HelpOverlay(self)
 
         self._make_shortcuts()
-        ctx.loader.loaded.connect(self._on_image)
         ctx.benchmarkChanged.connect(self._on_benchmark)
         ctx.filterChanged.connect(lambda text: self.filter_label.setText(f"· filter: {text}" if text else ""))
         self.empty = EmptyState(self, ctx, "review")
@@ -377,6 +378,8 @@ class ReviewView(QWidget):
             self.image.zoom_by(1.25)
         elif action == "zoom_out":
             self.image.zoom_by(0.8)
+        elif action in ("next_image", "previous_image"):
+            self.move_image(action == "next_image")
         elif action == "blind":
             self.ctx.update_prefs(blind=not self.ctx.prefs.blind)
         elif action == "help":
@@ -407,7 +410,7 @@ class ReviewView(QWidget):
         if row is None or not model.ensure_row(row):
             self.row, self.item = None, None
             self.panel.show_item(None)
-            self.image.set_image(None, placeholder="No items match the filters" if model.benchmark else "No benchmark")
+            self.images.show_images((), empty="No items match the filters" if model.benchmark else "No benchmark")
             self.predictions.show_predictions(None, [])
             self.history.show_history([])
             self.position_label.setText("")
@@ -508,32 +511,21 @@ class ReviewView(QWidget):
         status = self.ctx.model.status.get(self.item.id) if self.item else None
         return status.by(self.ctx.annotator) if status else None
 
-    def _show_image(self) -> None:
-        sha = self.item.image_sha256 if self.item else None
-        if not sha:
-            self.image.set_image(None, placeholder="This item has no image")
-            return
-        loader = self.ctx.loader
-        image = loader.cached(sha)
-        if image is None and not self.prefetch_enabled:
-            image = loader.load_now(sha)
-        if image is not None:
-            self._paint(sha, image)
-        else:
-            self.image.set_image(None, placeholder="Loading image…")
-            loader.request(sha)
+    def _show_image(self, keep: bool = False) -> None:
+        self.images.load_now = not self.prefetch_enabled
+        self.images.show_images(self.item.images if self.item else (), keep=keep)
 
-    def _on_image(self, sha: str, image) -> None:
-        if self.item is not None and self.item.image_sha256 == sha and self.image.image_key != sha:
-            self._paint(sha, image)
+    def move_image(self, forward: bool) -> None:
+        """The item's next (previous) image: ] / [ or Alt+→ / Alt+←."""
+        images = self.images
+        if len(images.shas) < 2:
+            self._ignored("This item has one image" if images.shas else "This item has no image")
+        elif not (images.next_image() if forward else images.previous_image()):
+            self._ignored(f"This is the item's {'last' if forward else 'first'} image ({len(images.shas)} in all)")
 
-    def _paint(self, sha: str, image) -> None:
-        if image.isNull():
-            self.image.set_image(None, placeholder="The image could not be decoded")
-        else:
-            self.image.set_image(image, key=sha)
-            if self.ctx.prefs.zoom == "100":
-                self.image.actual_size()
+    def _painted(self, sha: str) -> None:
+        if self.ctx.prefs.zoom == "100" and self.image.has_image():
+            self.image.actual_size()
         self.imageShown.emit(sha)
 
     def _prefetch(self) -> None:
@@ -733,6 +725,7 @@ class ReviewView(QWidget):
         self.item = item
         self.row = self.ctx.model.row_of(item.id) if self.ctx.model.row_of(item.id) is not None else self.row
         self.saved.setProperty("fresh", True)  # keep what the saved line says
+        self._show_image(keep=True)  # the image looked at stays (its images may have changed: read again)
         self._show_text()
         if picked is not None and any(r.letter == picked for r in self.panel.rows):
             self.panel.set_picked(picked)

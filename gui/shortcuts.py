@@ -65,6 +65,21 @@ def verdict_button(verdict: str, kind: ItemKind) -> str:
     return "Wrong ref" if kind == "open" and verdict == "wrong_answer" else VERDICT_BUTTONS[verdict]
 
 
+IMAGE_MOVES = (
+    Shortcut("next_image", ("]", "Alt+Right"), "Image: the item's next image (items of several)", "Image"),
+    Shortcut("previous_image", ("[", "Alt+Left"), "Image: the item's previous image", "Image"),
+)
+"""Moving between an item's images, in Review and in Browse (the strip under the image: a click does it too). Keys
+that clash with none of Review's, Browse's (↑ ↓ move its rows) or the window's; off while a text field has the focus.
+[ and ] are typed with AltGr on some keyboards: Alt+← / Alt+→ work on every one."""
+
+
+def image_keys_text() -> str:
+    """How to move between an item's images, for a tooltip: "] / Alt+Right next · [ / Alt+Left previous"."""
+    nxt, prev = IMAGE_MOVES
+    return f"{' / '.join(nxt.keys)} next · {' / '.join(prev.keys)} previous"
+
+
 def review_shortcuts() -> tuple[Shortcut, ...]:
     table = [Shortcut(f"verdict:{v}", (k,), text, "Verdicts") for v, k, text in VERDICT_KEYS]
     for n in range(26):
@@ -79,6 +94,7 @@ def review_shortcuts() -> tuple[Shortcut, ...]:
         Shortcut("fit", ("F",), "Image: fit / actual pixels", "Image"),
         Shortcut("zoom_in", ("+", "="), "Image: zoom in", "Image"),
         Shortcut("zoom_out", ("-",), "Image: zoom out", "Image"),
+        *IMAGE_MOVES,
         Shortcut("blind", ("B",), "Blind mode: hide / show the answer key", "View"),
         Shortcut("help", ("F1", "?"), "This help", "View"),
     ]
