@@ -1,0 +1,48 @@
+"""MathVista's and MMVet's official figures as metrics of the registry (evaluator/analysis/metrics.py): read from
+what `score_mathvista` / `score_mmvet` stored under the judge that scored the run last; nothing is asked here. None
+until the run was scored and every item has its extraction or grade."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from db.workspace import Workspace
+from evaluator.analysis.metrics import MetricEntry, Needs
+from evaluator.scoring import official_mathvista, official_mmvet
+
+
+def _mathvista(key: str) -> Callable[[Workspace, int, str | None], float | None]:
+    def compute(ws: Workspace, run_id: int, scoring: str | None) -> float | None:
+        score = official_mathvista.stored_score(ws, run_id)
+        value: float | None = None if score is None else getattr(score, key)
+        return value
+
+    return compute
+
+
+def _mmvet(ws: Workspace, run_id: int, scoring: str | None) -> float | None:
+    score = official_mmvet.stored_score(ws, run_id)
+    return None if score is None else score.total
+
+
+METRICS = (
+    MetricEntry(
+        "mathvista",
+        "MathVista accuracy ×100 as VLMEvalKit scores it: its rule, then the judge's extraction (stored when scored)",
+        Needs(strategies=("open",)),
+        _mathvista("accuracy"),
+    ),
+    MetricEntry(
+        "mathvista_typed",
+        "MathVista accuracy ×100 under the MathVista reference's typed comparison (a float to the item's precision, "
+        "lists) on the same extractions",
+        Needs(strategies=("open",)),
+        _mathvista("typed_accuracy"),
+    ),
+    MetricEntry(
+        "mmvet",
+        "MMVet total score ×100 as VLMEvalKit grades it (0.0–1.0 per answer by the grader model, stored when graded)",
+        Needs(strategies=("open",)),
+        _mmvet,
+    ),
+)
