@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -36,18 +37,71 @@ class Chat:
         return value if isinstance(value, dict) else {}
 
 
+# Where a prompt places an image (issue 37): "<image 1>", "<image 2>"… (1-based), as MMMU's questions write them.
+IMAGE_PLACEHOLDER = re.compile(r"<image ([1-9][0-9]{0,2})>")
+# The most images one query sends: an item's images (the importers keep at most MAX_ITEM_IMAGES, the same 64, in
+# evaluator/formats/importers/common.py) and a k-shot prompt's examples' images together.
+MAX_QUERY_IMAGES = 64
+
+
+def image_parts(prompt: str, images: int) -> list[str | int]:
+    """A prompt of ``images`` images as a model gets it, in order: texts, and images by their index (0-based).
+
+    The one rule every backend places images by: image N goes where the first ``<image N>`` of the prompt stands, the
+    placeholder's text replaced by the image (VLMEvalKit's MMMUDataset.split_MMMU, vlmeval/dataset/image_mcq.py at
+    e8e78f05: what API models and the classes without a prompt of their own get); images no placeholder names go
+    first, in order (every item without placeholders, as before); a placeholder naming no image, or naming an image
+    placed already, stays text (VLMEvalKit would send that image twice). Without placeholders the result is every
+    image then the prompt, even an empty one; with them, empty texts between images are left out. BackendError for
+    more than MAX_QUERY_IMAGES images."""
+    if images > MAX_QUERY_IMAGES:
+        raise BackendError(f"a query of {images} images: at most {MAX_QUERY_IMAGES} are sent")
+    if images <= 0:
+        return [prompt]
+    cuts: list[tuple[int, int, int]] = []  # (start, end, image index) of each placing placeholder
+    placed: set[int] = set()
+    for m in IMAGE_PLACEHOLDER.finditer(prompt):
+        index = int(m.group(1)) - 1
+        if index < images and index not in placed:
+            placed.add(index)
+            cuts.append((m.start(), m.end(), index))
+    if not cuts:
+        return [*range(images), prompt]
+    out: list[str | int] = [i for i in range(images) if i not in placed]
+    at = 0
+    for start, end, index in cuts:
+        if start > at:
+            out.append(prompt[at:start])
+        out.append(index)
+        at = end
+    if at < len(prompt):
+        out.append(prompt[at:])
+    return out
+
+
+def shift_placeholders(text: str, by: int) -> str:
+    """The text with each ``<image N>`` renumbered ``<image N+by>`` (a k-shot prompt puts its examples' images
+    before the item's)."""
+    return IMAGE_PLACEHOLDER.sub(lambda m: f"<image {int(m.group(1)) + by}>", text) if by else text
+
+
 @dataclass(frozen=True)
 class Query:
     """One prompt to a model: the text, the images (encoded bytes, e.g. JPEG/PNG), the option letters offered, and
     the run's chat setup.
 
-    ``images`` is empty when the run is text-only. ``letters`` lets reference baselines answer without a model.
+    ``images`` is empty when the run is text-only; in the item's order, placed by the prompt's ``<image N>``
+    placeholders (``parts()``, image_parts' rule). ``letters`` lets reference baselines answer without a model.
     """
 
     prompt: str
     images: tuple[bytes, ...] = ()
     letters: tuple[str, ...] = ()
     chat: Chat = Chat()
+
+    def parts(self) -> list[str | int]:
+        """The prompt's texts and images (their index in ``images``) in the order the model gets them."""
+        return image_parts(self.prompt, len(self.images))
 
     def pil_images(self) -> list[Image.Image]:
         from PIL import Image

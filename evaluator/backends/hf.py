@@ -1112,7 +1112,8 @@ class HFBackend:
                 raise BackendError(f"hf: {self.model_name} has no chat template; cannot place its images")
             if chat.system is not None:  # processors' templates take a message's content as parts
                 conversation.append({"role": "system", "content": [{"type": "text", "text": chat.system}]})
-            content = [{"type": "image"} for _ in query.images] + [{"type": "text", "text": query.prompt}]
+            # Images where the prompt's <image N> places them (base.image_parts); _process hands them in that order.
+            content = [{"type": "text", "text": p} if isinstance(p, str) else {"type": "image"} for p in query.parts()]
             conversation.append({"role": "user", "content": content})
         with self._lock:
             prompt: str = self.processor.apply_chat_template(
@@ -1150,7 +1151,7 @@ class HFBackend:
         if self._model_type in UNTEMPLATED_PREFIX and self.is_vlm:
             return self._process_untemplated(texts, queries, kwargs)
         if any(q.images for q in queries):
-            kwargs["images"] = [[self._fit_image(im) for im in q.pil_images()] for q in queries]
+            kwargs["images"] = [[self._fit_image(im) for im in _placed(q)] for q in queries]
             kwargs |= self._image_kwargs  # the spec's pixel bounds / tile count
         with self._lock:
             return dict(self.processor(text=texts, **kwargs))
@@ -1316,6 +1317,13 @@ def _thought_budget(budgets: list[int | None], opening: int, closing: int) -> An
             return scores
 
     return LogitsProcessorList([ThoughtBudget()])
+
+
+def _placed(query: Query) -> list[Any]:
+    """A query's images decoded, in the order its rendered prompt places them (the processor pairs them with the image
+    tokens in that order)."""
+    images = query.pil_images()
+    return [images[p] for p in query.parts() if isinstance(p, int)]
 
 
 def _is_image_text_to_text(config: transformers.PretrainedConfig) -> bool:

@@ -480,11 +480,13 @@ class OpenAIBackend:
 
     def _request_body(self, query: Query, max_new_tokens: int) -> dict[str, Any]:
         if query.images:
-            parts: list[dict[str, Any]] = [
-                {"type": "image_url", "image_url": {"url": image_data_url(data)}} for data in query.images
+            # Texts and images interleaved where the prompt's <image N> places them (base.image_parts).
+            content: list[dict[str, Any]] | str = [
+                {"type": "text", "text": part}
+                if isinstance(part, str)
+                else {"type": "image_url", "image_url": {"url": image_data_url(query.images[part])}}
+                for part in query.parts()
             ]
-            parts.append({"type": "text", "text": query.prompt})
-            content: list[dict[str, Any]] | str = parts
         else:
             content = query.prompt  # plain string: what text-only chat servers accept everywhere
         chat = query.chat

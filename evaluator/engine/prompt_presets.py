@@ -26,6 +26,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from db.errors import InvalidInput
 from db.runs import Run
+from evaluator.backends.base import image_parts
 from evaluator.engine.prompts import PromptTemplate, default_template, load_template
 
 VLMEVALKIT_COMMIT = "e8e78f05f3080fe28154f2130321f17951c3be94"
@@ -129,6 +130,37 @@ VLMEVALKIT_PRESETS: dict[str, Preset] = {
 # Model types outside the families table whose checkpoints VLMEvalKit serves with one of the classes above: the
 # original InternVL repositories (trust_remote_code) and Idefics2.
 _ALIASES = {"internvl_chat": "internvl", "idefics2": "idefics3"}
+
+
+# Where VLMEvalKit's class puts an item's several images (issue 37; read at VLMEVALKIT_COMMIT). The dataset's prompt
+# (MMMUDataset.build_prompt → split_MMMU, vlmeval/dataset/image_mcq.py) puts image N where `<image N>` stands, the
+# placeholder's text replaced: vlmdesk's own rule (base.image_parts), so every family not named here gets it. These
+# classes build their own prompt, every image first and the placeholders left in the text:
+#   qwen2_vl — Qwen2VLPromptMixin._build_mmmu_prompt / _build_mcq_prompt (vlmeval/vlm/qwen2_vl/prompt.py): the images,
+#       then the text;
+#   llava, llava_next — LLaVA.build_prompt / LLaVA_Next.build_prompt (vlmeval/vlm/llava/llava.py): the images, then
+#       the text;
+#   internvl — InternVLChat.build_prompt (text, then the images) through reorganize_prompt
+#       (vlmeval/vlm/internvl/utils.py): with more than one image, "Image-1: <image>\nImage-2: <image>\n…" then the
+#       text; one image first, then the text.
+IMAGES_FIRST = frozenset({"qwen2_vl", "llava", "llava_next"})
+LABELLED_IMAGES_FIRST = frozenset({"internvl"})
+
+
+def place_images(preset: str | None, prompt: str, images: int) -> str:
+    """The prompt of a pass of ``images`` images as the preset's VLMEvalKit class lays it out, in placeholders the
+    backends read (base.image_parts): unchanged for vlmdesk's templates, template files and the families that get the
+    dataset's prompt; for the classes above, `<image 1>…<image n>` (InternVL: labelled) before the text, so the
+    question's own placeholders stay text. Unchanged where the result would be the same (no image placed by the
+    question, and not InternVL's labels), so a run of one-image items asks what it always asked."""
+    family = preset.removeprefix(f"{VLMEVALKIT}:") if preset and preset.startswith(f"{VLMEVALKIT}:") else None
+    if images < 1 or family not in IMAGES_FIRST | LABELLED_IMAGES_FIRST:
+        return prompt
+    if family in LABELLED_IMAGES_FIRST and images > 1:
+        return "".join(f"Image-{n}: <image {n}>\n" for n in range(1, images + 1)) + prompt
+    if image_parts(prompt, images) == [*range(images), prompt]:
+        return prompt  # no placeholder places an image: every image goes first already
+    return "".join(f"<image {n}>" for n in range(1, images + 1)) + prompt
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ from db.catalog import Item
 from db.errors import InvalidInput
 from db.workspace import Workspace
 from evaluator.backends import Query
+from evaluator.backends.base import IMAGE_PLACEHOLDER, MAX_QUERY_IMAGES, shift_placeholders
+from evaluator.engine.prompt_presets import place_images
 from evaluator.engine.prompts import PromptTemplate
 from evaluator.scoring.choices import (
     CHEF_ANSWER_QUERY,
@@ -232,6 +234,21 @@ def _extra_spaces(text: str, rng: Random) -> str:
     return re.sub(r" +", lambda m: " " * rng.randint(1, MAX_SPACES), text)
 
 
+def corrupt_around_images(text: str, steps: Sequence[TextCorruption], rng: Random) -> str:
+    """The text corrupted by each step in turn, its `<image N>` placeholders left as they are (a misspelt or spaced
+    placeholder would no longer place its image); a text without placeholders is corrupted exactly as a whole."""
+    cuts = [(m.start(), m.end()) for m in IMAGE_PLACEHOLDER.finditer(text)]
+    if not cuts:
+        for step in steps:
+            text = corrupt_text(text, step, rng)
+        return text
+    bounds = [0, *(x for cut in cuts for x in cut), len(text)]
+    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:])]  # text, placeholder, text, …, text
+    for step in steps:
+        pieces = [corrupt_text(t, step, rng) if j % 2 == 0 else t for j, t in enumerate(pieces)]
+    return "".join(pieces)
+
+
 def corrupt_text(text: str, corruption: TextCorruption, rng: Random) -> str:
     if corruption.name == "lowercase":
         return text.lower()
@@ -276,7 +293,7 @@ class ShotPicker:
     def allowed(example: Item, item: Item) -> bool:
         if example.id == item.id:
             return False
-        if item.image_sha256 is not None and example.image_sha256 == item.image_sha256:
+        if set(example.images) & set(item.images):
             return False
         return not (example.question == item.question and sorted(example.options) == sorted(item.options))
 
@@ -495,6 +512,8 @@ class Variants:
     def __init__(self, ws: Workspace, settings: Any, template: PromptTemplate, kind: str, benchmark_id: int, seed: int):
         self.ws, self.template, self.kind, self.seed = ws, template, kind, seed
         self.text_only = bool(settings.text_only)
+        # A VLMEvalKit preset's class may put an item's images first (prompt_presets.place_images).
+        self.preset: str | None = getattr(settings, "prompt_preset", None)
         # ChEF's calibration recipe: options shown "(A) text", the scored turn asks ChEF's answer query.
         self.chef = bool(settings.likelihood) and getattr(settings, "likelihood_score", "sum") == "chef"
         self.option_line = CHEF_OPTION_LINE if self.chef else "{letter}. {text}"
@@ -513,10 +532,7 @@ class Variants:
     def question(self, item: Item, k: int) -> str:
         """The question as pass k shows it (corrupted when the run corrupts text)."""
         rng = Random(_seed(self.seed, "text", item.index, k))
-        question = item.question
-        for step in self.text_steps:
-            question = corrupt_text(question, step, rng)
-        return question
+        return corrupt_around_images(item.question, self.text_steps, rng)
 
     def query(self, item: Item, k: int, order: tuple[int, ...]) -> Query:
         question = self.question(item, k)
@@ -527,9 +543,21 @@ class Variants:
         if images and self.image_steps:
             from evaluator.engine.corruptions import corrupt_image_bytes
 
-            images = (corrupt_image_bytes(images[0], self.image_steps, _seed(self.seed, "image", item.index, k)),)
+            # Every image of the item, each with its own seed (the first's as it always was).
+            images = tuple(
+                corrupt_image_bytes(
+                    data, self.image_steps, _seed(self.seed, "image", item.index, k, *([n] if n else []))
+                )
+                for n, data in enumerate(images)
+            )
         if self.shots.k:
             prompt, images = self._with_shots(item, prompt, images)
+            if len(images) > MAX_QUERY_IMAGES:
+                raise InvalidInput(
+                    f"item {str(item.index)[:40]}: {len(images)} images with its examples'; a query sends at most "
+                    f"{MAX_QUERY_IMAGES} (ask with fewer --shots)"
+                )
+        prompt = place_images(self.preset, prompt, len(images))
         candidates = (
             labels
             if labels
@@ -548,9 +576,7 @@ class Variants:
             rng = Random(_seed(self.seed, "options", item.index, k))
             out = []
             for text in shown:
-                for step in self.text_steps:
-                    text = corrupt_text(text, step, rng)
-                out.append(text)
+                out.append(corrupt_around_images(text, self.text_steps, rng))
             shown = tuple(out)
         return shown
 
@@ -574,10 +600,23 @@ class Variants:
         return prompt
 
     def _image(self, item: Item) -> tuple[bytes, ...]:
-        if self.text_only or not item.image_sha256:
+        """Every image of the item, in order (() for a text-only run); InvalidInput, one line, for an item of more
+        than MAX_QUERY_IMAGES, or one whose image is not in the workspace (a missing one would shift the others)."""
+        if self.text_only or not item.images:
             return ()
-        found = catalog.image_bytes(self.ws, item.image_sha256)
-        return (found[0],) if found else ()
+        if len(item.images) > MAX_QUERY_IMAGES:
+            raise InvalidInput(
+                f"item {str(item.index)[:40]}: {len(item.images)} images; a query sends at most {MAX_QUERY_IMAGES}"
+            )
+        out = []
+        for n, sha in enumerate(item.images, start=1):
+            found = catalog.image_bytes(self.ws, sha)
+            if found is None:
+                if len(item.images) == 1:
+                    return ()  # as a one-image item always was: asked without it
+                raise InvalidInput(f"item {str(item.index)[:40]}: image {n} ({sha[:12]}…) is not in the workspace")
+            out.append(found[0])
+        return tuple(out)
 
     def _with_shots(self, item: Item, prompt: str, images: tuple[bytes, ...]) -> tuple[str, tuple[bytes, ...]]:
         lang = item.language if item.language in SHOT_ANSWER else "en"
@@ -596,6 +635,7 @@ class Variants:
                 labels=labels or None,
                 option_line=self.option_line,
             )
+            body = shift_placeholders(body, n - 1)  # its <image N> names the query's images, theirs before it
             key = example.answer or ""
             if labels:
                 key = labels[LETTERS.index(key)]
@@ -603,6 +643,7 @@ class Variants:
             shot_images.extend(ex_images)
         n = len(shot_images) + 1
         header = (SHOT_QUESTION if images else SHOT_QUESTION_TEXT)[lang].format(n=n)
+        prompt = shift_placeholders(prompt, n - 1)
         return "\n\n".join([*parts, f"{header}\n{prompt}"]), (*shot_images, *images)
 
     @staticmethod
