@@ -5,13 +5,20 @@ An entry names a metric, says in a line what it measures, which runs it needs (b
 run has nothing to count). Built-ins are today's report figures; new metrics (calibration, robustness, arena
 ratings…) are added as modules declaring ``METRICS = (MetricEntry(…),)``, built in or named in VLMDESK_PLUGINS
 (docs/architecture.md, "How to add a metric").
+
+A metric that is a benchmark's official figure (the number its leaderboard prints: MMMU's accuracy, OCRBench's
+score…) says so with ``official=Official(benchmarks=…, label=…, shown=…)``: the benchmark names it is the figure of,
+as VLMEvalKit and lmms-eval name them. ``official_metric(benchmark)`` finds it by the benchmark's name or the name of
+the file it was imported from (a catalog file is cached as NAME.tsv, so a benchmark imported under another --name is
+still found); the report shows it first (evaluator/analysis/report.py, docs/guide/leaderboard.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Any, Literal
 
 from db import catalog, runs
 from db.errors import UserError
@@ -33,19 +40,42 @@ class MetricUnavailable(UserError):
 class Needs:
     """What a run must be for a metric to apply; empty means anything goes."""
 
-    kind: Literal["mcq", "yesno"] | None = None
+    kind: Literal["mcq", "yesno", "open"] | None = None
     strategies: tuple[str, ...] = ()
     full_passes: bool = False
 
     def missing(self, run: runs.Run, kind: str) -> str | None:
         """Why `run` (on a benchmark of `kind`) cannot give the metric, or None when it can."""
         if self.kind is not None and kind != self.kind:
-            return f"needs a {'multiple-choice' if self.kind == 'mcq' else 'yes/no'} benchmark"
+            what = {"mcq": "multiple-choice", "yesno": "yes/no", "open": "open"}[self.kind]
+            return f"needs a {what} benchmark"
         if self.strategies and run.strategy not in self.strategies:
             return f"needs a {' or '.join(self.strategies)} run, not {run.strategy}"
         if self.full_passes and not run.config.get("full_passes"):
             return "needs a run with --full-passes"
         return None
+
+
+Details = Callable[[Workspace, int], "tuple[float | None, dict[str, Any]]"]
+"""An official figure's value for one run with what stands behind it (counts, per-split or per-group figures)."""
+
+
+@dataclass(frozen=True)
+class Official:
+    """What makes a metric a benchmark's official figure: the benchmarks it is the figure of (names as VLMEvalKit and
+    lmms-eval give them; case ignored), its label in the report ("accuracy", "score"), how the leaderboard prints it
+    ("percent": a fraction shown ×100 with one decimal; "count": a whole number), and optionally `details` (the value
+    and its breakdown at once; without it the report shows the value alone)."""
+
+    benchmarks: tuple[str, ...]
+    label: str
+    shown: Literal["percent", "count"] = "percent"
+    details: Details | None = None
+
+    def format(self, value: float | None) -> str:
+        if value is None:
+            return "-"
+        return f"{100 * value:.1f}" if self.shown == "percent" else f"{value:.0f}"
 
 
 @dataclass(frozen=True)
@@ -55,12 +85,13 @@ class MetricEntry:
     needs: Needs
     compute: Compute
     higher_is_better: bool = True
+    official: Official | None = None  # set when this metric is some benchmarks' official figure
 
 
 def _report(ws: Workspace, run_id: int, scoring: str | None) -> RunReport:
     from evaluator.analysis.report import run_report
 
-    report = run_report(ws, run_id, scoring=scoring)
+    report = run_report(ws, run_id, scoring=scoring, official=False)  # the figure of one metric, not all of them
     if report is None:
         raise RuntimeError(f"no run {run_id}")  # the caller looked the run up first
     return report
@@ -117,7 +148,20 @@ METRICS = (
         higher_is_better=False,
     ),
 )
-REGISTRY: Registry[MetricEntry] = Registry("metric", "METRICS", builtins=(__name__,))
+# The official figures of the leaderboard's benchmarks live beside (evaluator/analysis/official.py).
+REGISTRY: Registry[MetricEntry] = Registry("metric", "METRICS", builtins=(__name__, "evaluator.analysis.official"))
+
+
+def official_metric(benchmark: str, source_file: object = None) -> MetricEntry | None:
+    """The metric that is the official figure of the benchmark named `benchmark` (or imported from the file named
+    `source_file`, its stem compared: MMMU_DEV_VAL.tsv), or None. The first entry in registry order wins."""
+    names = {benchmark.casefold()}
+    if isinstance(source_file, str) and source_file:
+        names.add(PurePath(source_file).stem.casefold())
+    for entry in REGISTRY.entries():
+        if entry.official is not None and names & {b.casefold() for b in entry.official.benchmarks}:
+            return entry
+    return None
 
 
 def metric_help() -> str:

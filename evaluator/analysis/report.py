@@ -143,6 +143,36 @@ class OpenFigures:
 
 
 @dataclasses.dataclass(frozen=True)
+class OfficialFigure:
+    """The benchmark's official figure, as its leaderboard prints it (docs/guide/leaderboard.md): the metric that is
+    it (evaluator/analysis/metrics.py, `official_metric`), its label, the value (a fraction, or a count), the value as
+    printed ("41.2", "812") and what stands behind it (counts, per split or group; {} when the metric gives none)."""
+
+    benchmark: str
+    metric: str
+    label: str
+    value: float | None
+    shown: str
+    details: dict[str, Any]
+
+    def line(self) -> str:
+        """`MMMU_DEV_VAL accuracy (official) 41.2`, and what it is over when that is not obvious."""
+        extra = []
+        over = self.details.get("figure_over")
+        if isinstance(over, str) and over != "all":
+            extra.append(f"{over} split")
+        for key in ("aAcc", "fAcc", "qAcc"):
+            if isinstance(self.details.get(key), float):
+                extra.append(f"{key} {self.details[key]:.1f}")
+        if isinstance(self.details.get("groups"), dict):
+            extra += [f"{name} {count}" for name, count in self.details["groups"].items()]
+        return f"{self.benchmark} {self.label} (official) {self.shown}" + (f"   [{' · '.join(extra)}]" if extra else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
 class RunReport:
     """The report of one scoring of a run; `to_json()` is `vlmdesk report --json` (keys in this order).
 
@@ -176,6 +206,9 @@ class RunReport:
     # The settings that decide the run's answers beyond its strategy (thinking, system prompt, the spec's sampling
     # and processor options): in the JSON after config, only when one differs from vlmdesk's default.
     settings: AnswerSettings | None = None
+    # The benchmark's official figure (MMMU, OCRBench, HallusionBench…), computed from the run's passes: in the JSON
+    # right after benchmark, only for a benchmark that has one; the text shows it first.
+    official: OfficialFigure | None = None
 
     @property
     def mcq(self) -> McqFigures | None:
@@ -192,8 +225,10 @@ class RunReport:
     def to_json(self) -> dict[str, Any]:
         head: dict[str, Any] = {}
         for f in dataclasses.fields(self):
-            if f.name not in ("figures", "pope_mean", "tokens", "truncation", "settings"):
+            if f.name not in ("figures", "pope_mean", "tokens", "truncation", "settings", "official"):
                 head[f.name] = getattr(self, f.name)
+            if f.name == "benchmark" and self.official is not None:
+                head["official"] = self.official.to_json()
             if f.name == "model_calls":
                 head["tokens"] = self.tokens and self.tokens.to_json()
                 if self.truncation is not None:
@@ -207,15 +242,40 @@ class RunReport:
         return out
 
 
-def run_report(ws: Workspace, run_id: int, scoring: str | None = None) -> RunReport | None:
+def run_report(
+    ws: Workspace, run_id: int, scoring: str | None = None, *, official: bool = True
+) -> RunReport | None:
     """The report of one scoring of a run (default: its own). None when there is no such run; NotFound when
     the run has no scoring of that name. A run's own figures are read as the workspace keeps them (migration 0021),
     a few rows whatever the run's size; a re-scoring's, an open run's and a limited run's are counted from its
-    passes."""
-    return _report(ws, run_id, scoring, kept=True)
+    passes. `official`: with the benchmark's official figure when it has one (counted from the run's passes, so
+    the runs list and the metrics leave it out)."""
+    return _report(ws, run_id, scoring, kept=True, official=official)
 
 
-def _report(ws: Workspace, run_id: int, scoring: str | None, *, kept: bool) -> RunReport | None:
+def official_figure(ws: Workspace, run: runs.Run, bench: catalog.Benchmark) -> OfficialFigure | None:
+    """The official figure of `run` when its benchmark has one (by name or source file) and the metric applies to
+    the run (its Needs: MMMU's to a multiple-choice run, OCRBench's to an open one); None otherwise."""
+    from evaluator.analysis.metrics import official_metric
+
+    entry = official_metric(bench.name, bench.meta.get("source_file"))
+    if entry is None or entry.official is None or entry.needs.missing(run, bench.kind) is not None:
+        return None
+    if entry.official.details is not None:
+        value, details = entry.official.details(ws, run.id)
+    else:
+        value, details = entry.compute(ws, run.id, None), {}
+    return OfficialFigure(bench.name, entry.name, entry.official.label, value, entry.official.format(value), details)
+
+
+def official_lines(report: RunReport) -> list[str]:
+    """What a report's text says first, under its title: the official figure, when the benchmark has one."""
+    return [] if report.official is None else [report.official.line()]
+
+
+def _report(
+    ws: Workspace, run_id: int, scoring: str | None, *, kept: bool, official: bool = False
+) -> RunReport | None:
     """run_report; `kept` False counts the run's own figures from its passes too (the reference the kept ones are
     held to, and the bench's baseline)."""
     run = runs.get_run(ws, run_id)
@@ -268,6 +328,7 @@ def _report(ws: Workspace, run_id: int, scoring: str | None, *, kept: bool) -> R
         tokens=usage if (usage := runs.token_usage(ws, run.id)).passes else None,
         truncation=cut if (cut := runs.truncation(ws, run.id)).truncated else None,
         settings=answer_settings(run.config, run.model_spec),
+        official=official_figure(ws, run, bench) if official else None,
     )
 
 
@@ -707,7 +768,7 @@ class RunSummary:
 def run_summary(ws: Workspace, run_id: int) -> RunSummary | None:
     """One line of the runs list: status, model, benchmark, the overall figures and how long the run has taken
     (first start to finish, or to its latest batch while unfinished; the pauses of a resumed run included)."""
-    report = run_report(ws, run_id)
+    report = run_report(ws, run_id, official=False)  # a line of a list: the kept figures, a few rows
     run = runs.get_run(ws, run_id)
     if report is None or run is None:
         return None

@@ -9,6 +9,11 @@ Each entry names where the file is published, how it is checked and how it is im
   (``ImageVQADataset``: TextVQA, DocVQA, InfoVQA, ChartQA, OCRVQA; open questions, format vqa-tsv) and
   ``vlmeval/dataset/image_caption.py`` (``ImageCaptionDataset``: COCO_VAL) at open-compass/VLMEvalKit commit
   e8e78f05f3080fe28154f2130321f17951c3be94 (2026-08-18). VLMEvalKit publishes no sizes: ``size`` is None ("?").
+  The OpenVLM leaderboard's default set at the same commit: ``MMMUDataset`` (image_mcq.py: MMMU_DEV_VAL, several
+  images an item), ``ImageMCQDataset`` (RealWorldQA; MMStar, AI2D_TEST and MMBench v1.1 were here already),
+  ``OCRBench``, ``MathVista`` and ``MMVet`` (image_vqa.py: open answers, format vqa-tsv) and ``ImageYORNDataset``
+  (image_yorn.py: HallusionBench; its ``category`` is VD/VS, not a POPE setting, so it is imported as open questions
+  whose one reference is Yes or No, and its official figures read the answers: evaluator/analysis/official.py).
 - ``lmms-lab`` — parquet shards of one split on the Hugging Face hub, as lmms-eval loads them (its task name is
   the entry's name; repo, config and split from lmms-eval's task YAML: ``lmms_eval/tasks/mmbench/*.yaml``,
   ``lmms_eval/tasks/pope/pope_{adv,pop,random}.yaml``). The shard names, sizes and SHA-256s are not written here:
@@ -82,6 +87,14 @@ class CatalogEntry:
     groups: tuple[str, ...] = ()  # LVLM-eHub's capability groups (evaluator/analysis/groups.py), stored on import
 
     @property
+    def kind(self) -> str:
+        """The kind of benchmark an import makes (mcq, yesno, open): its format's."""
+        from evaluator.formats import registry as formats
+
+        entry = formats.get(self.format)
+        return entry.kind if entry is not None else "?"
+
+    @property
     def file_name(self) -> str:
         """The name the file has in the cache: NAME and the URL's extension (NAME.tsv, as VLMEvalKit names its copy
         in ~/LMUData, so one can be put there by hand); lmms-lab: the folder NAME of its shards."""
@@ -105,6 +118,7 @@ class CatalogEntry:
             "layout": self.layout,
             "title": self.title,
             "format": self.format,
+            "kind": self.kind,
             "size": self.size,
             "checksum": self.checksum if self.checksum else ("sha256 per shard, from the hub" if self.repo else None),
             "url": self.url,
@@ -145,8 +159,13 @@ def _lmms(name: str, repo: str, config: str, split: str, title: str, fmt: str, l
 
 
 # Capability groups: only where LVLM-eHub (OpenGVLab/Multi-Modality-Arena) files the same benchmark itself —
-# ScienceQA IMG under visual reasoning (knowledge-grounded image description), COCO POPE under object hallucination.
-# MMBench, CCBench, SEED-Bench, AI2D and MMStar are not among its benchmarks and span several groups: left untagged.
+# ScienceQA IMG under visual reasoning (knowledge-grounded image description), COCO POPE under object hallucination,
+# and its VQA datasets under visual reasoning (the LVLM-eHub paper, Xu et al. 2023, files visual question answering —
+# DocVQA, TextVQA, STVQA, OCR-VQA, OKVQA, GQA… — under visual reasoning; DocVQA, OCRVQA, OKVQA and TextVQA are in its
+# LVLM_evaluation/README.md dataset tree at commit bd2999a): TextVQA, DocVQA, OCR-VQA and OK-VQA in either layout. MMBench, CCBench, SEED-Bench, AI2D, MMStar, MMMU, MathVista, OCRBench,
+# HallusionBench, MMVet, RealWorldQA, InfoVQA, ChartQA and COCO captions are not among its benchmarks (its captioning
+# sets are NoCaps, Flickr30K and WHOOPS): left untagged.
+_VQA_GROUP = ("reasoning",)
 BUILTIN: tuple[CatalogEntry, ...] = (
     # MMBench v1.0 (image_mcq.py, "MMBench v1.0")
     _vlmevalkit("MMBench_DEV_EN", f"{_OC}/benchmarks/MMBench/MMBench_DEV_EN.tsv", "b6caf1133a01c6bb705cf753bb527ed8",
@@ -180,20 +199,42 @@ BUILTIN: tuple[CatalogEntry, ...] = (
     _vlmevalkit("POPE", f"{_OC}/VLMEval/POPE.tsv", "c12f5acb142f2ef1f85a26ba2fbe41d5",
                 "POPE on COCO val2014: random, popular, adversarial", _POPE_TERMS, format="pope-tsv",
                 settings=POPE_SETTINGS, groups=("hallucination",)),
+    # The OpenVLM leaderboard's default set (evaluator/analysis/official.py scores MMMU, OCRBench, HallusionBench)
+    _vlmevalkit("MMMU_DEV_VAL", f"{_OC}/VLMEval/MMMU_DEV_VAL.tsv", "585e8ad75e73f75dcad265dfd0417d64",
+                "MMMU dev and validation: college-level questions, several images an item (the leaderboard's "
+                "MMMU_VAL is its validation split)", "MMMU's terms (mmmu-benchmark.github.io)" + _UNVERIFIED),
+    _vlmevalkit("RealWorldQA", f"{_OC}/VLMEval/RealWorldQA.tsv", "4de008f55dc4fd008ca9e15321dc44b7",
+                "RealWorldQA: real-world spatial questions (xAI)", "CC BY-ND 4.0 (xAI, RealWorldQA)" + _UNVERIFIED),
+    _vlmevalkit("MathVista_MINI", f"{_OC}/VLMEval/MathVista_MINI.tsv", "f199b98e178e5a2a20e7048f5dcb0464",
+                "MathVista testmini: mathematical reasoning in visual contexts (free-form and choice answers)",
+                "CC BY-SA 4.0 (MathVista, mathvista.github.io)" + _UNVERIFIED, format="vqa-tsv"),
+    _vlmevalkit("OCRBench", f"{_OC}/VLMEval/OCRBench.tsv", "e953d98a987cc6e26ef717b61260b778",
+                "OCRBench: 1,000 OCR questions in ten categories, scored out of 1000",
+                "OCRBench's terms (github.com/Yuliang-Liu/MultimodalOCR)" + _UNVERIFIED, format="vqa-tsv"),
+    _vlmevalkit("HallusionBench", f"{_OC}/VLMEval/HallusionBench.tsv", "0c23ac0dc9ef46832d7a24504f2a0c7c",
+                "HallusionBench: yes/no questions on original and edited figures (aAcc, fAcc, qAcc)",
+                "HallusionBench's terms (github.com/tianyi-lab/HallusionBench)" + _UNVERIFIED, format="vqa-tsv"),
+    _vlmevalkit("MMVet", f"{_OC}/VLMEval/MMVet.tsv", "748aa6d4aa9d4de798306a63718455e3",
+                "MM-Vet: open questions on integrated capabilities, graded by an LLM",
+                "MM-Vet's terms (github.com/yuweihao/MM-Vet)" + _UNVERIFIED, format="vqa-tsv"),
     # Open questions with reference answers (image_vqa.py, image_caption.py): VQA accuracy, ANLS, CIDEr and the like
     _vlmevalkit("TextVQA_VAL", f"{_OC}/VLMEval/TextVQA_VAL.tsv", "b233b31f551bbf4056f2f955da3a92cd",
-                "TextVQA val: questions about text in photos, ten answers each", _TEXTVQA_TERMS, format="vqa-tsv"),
+                "TextVQA val: questions about text in photos, ten answers each", _TEXTVQA_TERMS, format="vqa-tsv",
+                groups=_VQA_GROUP),
     _vlmevalkit("DocVQA_VAL", f"{_OC}/VLMEval/DocVQA_VAL.tsv", "d5ee77e1926ff10690d469c56b73eabf",
-                "DocVQA val: questions about document pages", _DOCVQA_TERMS, format="vqa-tsv"),
+                "DocVQA val: questions about document pages", _DOCVQA_TERMS, format="vqa-tsv",
+                groups=_VQA_GROUP),
     _vlmevalkit("InfoVQA_VAL", f"{_OC}/VLMEval/InfoVQA_VAL.tsv", "2342e9c225222f0ef4dec545ebb126fe",
                 "InfographicVQA val: questions about infographics", _DOCVQA_TERMS, format="vqa-tsv"),
     _vlmevalkit("ChartQA_TEST", f"{_OC}/VLMEval/ChartQA_TEST.tsv", "c902e0aa9be5582a7aad6dcf52734b42",
                 "ChartQA test: questions about charts (human and augmented splits)",
                 "ChartQA's terms (github.com/vis-nlp/ChartQA)" + _UNVERIFIED, format="vqa-tsv"),
     _vlmevalkit("OCRVQA_TEST", f"{_OC}/VLMEval/OCRVQA_TEST.tsv", "ca46a6d74b403e9d6c0b670f6fc00db9",
-                "OCR-VQA test: questions about book covers", _OCRVQA_TERMS, format="vqa-tsv"),
+                "OCR-VQA test: questions about book covers", _OCRVQA_TERMS, format="vqa-tsv",
+                groups=_VQA_GROUP),
     _vlmevalkit("OCRVQA_TESTCORE", f"{_OC}/VLMEval/OCRVQA_TESTCORE.tsv", "c5239fe77db8bdc1f2ad8e55e0d1fe97",
-                "OCR-VQA test, VLMEvalKit's core subset", _OCRVQA_TERMS, format="vqa-tsv"),
+                "OCR-VQA test, VLMEvalKit's core subset", _OCRVQA_TERMS, format="vqa-tsv",
+                groups=_VQA_GROUP),
     _vlmevalkit("COCO_VAL", f"{_OC}/VLMEval/COCO_VAL.tsv", "72a5079dead060269ac222c5aa5128af",
                 "COCO captions val: five reference captions per image", _COCO_TERMS, format="vqa-tsv"),
     # lmms-lab's parquet layout of the same benchmarks (lmms-eval task names)
@@ -214,9 +255,9 @@ BUILTIN: tuple[CatalogEntry, ...] = (
     _lmms("pope_adv", "lmms-lab/POPE", "Full", "adversarial", "POPE adversarial (lmms-lab parquet)", "pope-parquet",
           _POPE_TERMS, setting="adversarial", same_as="POPE", groups=("hallucination",)),
     _lmms("textvqa_val", "lmms-lab/textvqa", "data", "validation", "TextVQA val (lmms-lab parquet)", "vqa-parquet",
-          _TEXTVQA_TERMS, same_as="TextVQA_VAL"),
+          _TEXTVQA_TERMS, same_as="TextVQA_VAL", groups=_VQA_GROUP),
     _lmms("docvqa_val", "lmms-lab/DocVQA", "DocVQA", "validation", "DocVQA val (lmms-lab parquet)", "vqa-parquet",
-          _DOCVQA_TERMS, same_as="DocVQA_VAL"),
+          _DOCVQA_TERMS, same_as="DocVQA_VAL", groups=_VQA_GROUP),
     _lmms("infovqa_val", "lmms-lab/DocVQA", "InfographicVQA", "validation", "InfographicVQA val (lmms-lab parquet)",
           "vqa-parquet", _DOCVQA_TERMS, same_as="InfoVQA_VAL"),
     _lmms("chartqa", "lmms-lab/ChartQA", "data", "test", "ChartQA test (lmms-lab parquet)", "vqa-parquet",
@@ -226,7 +267,7 @@ BUILTIN: tuple[CatalogEntry, ...] = (
     _lmms("vqav2_val", "lmms-lab/VQAv2", "data", "validation", "VQAv2 val: ten answers per question (lmms-lab parquet)",
           "vqa-parquet", "VQA's terms: annotations CC BY 4.0 (visualqa.org); images from COCO (Flickr licences)"),
     _lmms("ok_vqa_val2014", "lmms-lab/OK-VQA", "data", "val2014", "OK-VQA val2014 (lmms-lab parquet)", "vqa-parquet",
-          "OK-VQA's terms (okvqa.allenai.org); images from COCO (Flickr licences)" + _UNVERIFIED),
+          "OK-VQA's terms (okvqa.allenai.org); images from COCO (Flickr licences)" + _UNVERIFIED, groups=_VQA_GROUP),
 )  # fmt: skip
 
 
@@ -290,7 +331,7 @@ def _extra_entries() -> tuple[CatalogEntry, ...]:
 
 _FIELDS = {
     "name", "layout", "title", "format", "licence", "url", "checksum", "size", "repo", "revision", "config", "split",
-    "setting", "settings", "same_as", "aliases", "groups",
+    "setting", "settings", "same_as", "aliases", "groups", "kind",
 }  # fmt: skip
 
 
@@ -328,6 +369,9 @@ def entry_from_json(obj: object, where: str) -> CatalogEntry:
     fmt = text("format") or ("mmbench-tsv" if layout == "vlmevalkit" else "parquet")
     if formats.get(fmt) is None:
         raise bad("format", f"unknown format {fmt!r} ({', '.join(formats.format_names())})")
+    kind = obj.get("kind")  # said by the format; a file may repeat it (as --list --json writes it), never contradict it
+    if kind is not None and kind != formats.REGISTRY[fmt].kind:
+        raise bad("kind", f"format {fmt} makes {formats.REGISTRY[fmt].kind} benchmarks, not {str(kind)[:20]!r}")
     checksum = text("checksum")
     if checksum is not None:
         checksum = checksum.lower()
