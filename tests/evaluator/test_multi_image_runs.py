@@ -191,3 +191,67 @@ def test_an_item_of_more_images_than_a_query_sends_is_refused_in_one_line(bench,
     line = err.strip().splitlines()[-1]
     assert f"item 2: {MAX_QUERY_IMAGES + 1} images; a query sends at most {MAX_QUERY_IMAGES}" in line
     assert all(len(_parts(r["body"], stored)) < MAX_QUERY_IMAGES for r in server.requests)
+
+
+def test_k_shot_examples_images_come_first_and_the_items_placeholders_name_its_own(tmp_path, server, capsys):
+    """A k-shot prompt of a multi-image item: the example's images first, the item's `<image N>` renumbered past
+    them, so each placeholder still places the item's own image N."""
+    colours = {"red": (220, 20, 20), "green": (20, 200, 20), "blue": (20, 20, 220), "grey": (128, 128, 128)}
+    for name, rgb in colours.items():
+        (tmp_path / f"{name}.png").write_bytes(png_bytes(rgb, (8, 8)))
+    rows = [
+        {"index": 0, "question": "Is <image 2> lighter than <image 1>?", "image": "red.png"},
+        {"index": 1, "question": "Which one is blue?", "image": "blue.png"},
+    ]
+    with open(tmp_path / "k.jsonl", "w") as f:
+        for row in rows:
+            f.write(json.dumps(row | {"options": ["yes", "no"], "answer": "A"}) + "\n")
+    for name in ("green", "grey"):  # their images stored, then given to the items as second images
+        (tmp_path / f"{name}.jsonl").write_text(
+            json.dumps({"index": 0, "question": name, "image": f"{name}.png", "options": ["a", "b"], "answer": "A"})
+        )
+    path = tmp_path / "ws.sqlite"
+    with open_workspace(path) as ws:
+        import_benchmark(ws, tmp_path / "k.jsonl", fmt="jsonl", name="k")
+        for name in ("green", "grey"):
+            import_benchmark(ws, tmp_path / f"{name}.jsonl", fmt="jsonl", name=name)
+        sha = {q: s for q, s in ws.conn.execute("SELECT question, image_sha256 FROM items")}
+        ids = {q: i for q, i in ws.conn.execute("SELECT question, id FROM items")}
+        with ws.conn:
+            ws.conn.execute(
+                "INSERT INTO item_images VALUES (?, 1, ?)", (ids["Is <image 2> lighter than <image 1>?"], sha["green"])
+            )
+            ws.conn.execute("INSERT INTO item_images VALUES (?, 1, ?)", (ids["Which one is blue?"], sha["grey"]))
+        stored = {name: image_bytes(ws, sha[name])[0] for name in ("green", "grey")}
+        stored |= {
+            "red": image_bytes(ws, sha[rows[0]["question"]])[0],
+            "blue": image_bytes(ws, sha[rows[1]["question"]])[0],
+        }
+    code = main(
+        [
+            "--workspace",
+            str(path),
+            "run",
+            "--bench",
+            "k",
+            "--strategy",
+            "vanilla",
+            "--limit",
+            "1",
+            "--shots",
+            "1",
+            "--shot-selection",
+            "fixed",
+            "--model",
+            f"openai:m@{server.url}?retries=0",
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    (request,) = server.requests
+    parts = _parts(request["body"], stored)
+    # The example's blue and grey first (no placeholder names them), then the item's question with green where its
+    # <image 2> (now <image 4>) stands and red where its <image 1> (now <image 3>) stands.
+    assert [p for p in parts if p.startswith("[")] == ["[blue]", "[grey]", "[green]", "[red]"]
+    assert parts[:2] == ["[blue]", "[grey]"] and parts[2].endswith("Question: Is ")
+    assert parts[3:6] == ["[green]", " lighter than ", "[red]"]
+    assert not any("<image" in p for p in parts)
