@@ -10,7 +10,10 @@ others a VanillaEval run; yes/no benchmarks a POPE run.
 
 The raw output is stored as each pass's response and read by vlmdesk's own extractor (rules, or an LLM), so
 re-scoring, adjudication and the alignment study work on the run as on any other. An empty prediction is a pass that
-was never asked (what `export-predictions` writes for a CircularEval pass that early termination skipped).
+of a multiple-choice benchmark was never asked (what `export-predictions` writes for a CircularEval pass that early
+termination skipped). On a yes/no or open benchmark an empty prediction is the model's answer, stored empty and scored
+as the reference scores it (POPE's evaluate.py reads it as "yes"; an open metric scores "" against the references), so
+that the run reproduces the file's figures; the import counts them (`empty_answers`) and says so (`notes`).
 
 Onto an open benchmark (VQA, captions) a file makes an open run, like `vlmdesk run` on it: one pass per item, the
 response stored as it is, nothing extracted. lmms-eval's open tasks (textvqa_val, docvqa_val, vqav2_val, ok_vqa,
@@ -104,7 +107,8 @@ class PredictionImport:
     already_imported: bool = False
     rows_read: int = 0
     passes: int = 0
-    unasked: int = 0  # rows with an empty prediction
+    unasked: int = 0  # rows of a multiple-choice benchmark with an empty prediction: passes never asked
+    empty_answers: int = 0  # rows of a yes/no or open benchmark with an empty prediction: stored, scored as given
     items: int = 0
     copies: bool = False  # a row gave a circular copy's index (question index + k·1,000,000)
     skipped_count: int = 0
@@ -119,10 +123,23 @@ class PredictionImport:
             "rows_read": self.rows_read,
             "passes": self.passes,
             "unasked": self.unasked,
+            "empty_answers": self.empty_answers,
+            "notes": self.notes(),
             "items": self.items,
             "rows_skipped": self.skipped_count,
             "skipped": [str(e) for e in self.skipped[:MAX_SKIPPED_KEPT]],
         }
+
+    def notes(self) -> list[str]:
+        """One line for each thing a reader of the numbers must know (how empty predictions were read)."""
+        if not self.empty_answers:
+            return []
+        how = (
+            'read as "yes", as POPE\'s evaluate.py reads them' if self.strategy == "pope" else "scored as empty answers"
+        )
+        return [
+            f"{self.empty_answers} empty prediction(s) stored as answers and {how}, as the reference tools score them"
+        ]
 
 
 def detect_format(path: Path) -> str:
@@ -482,9 +499,10 @@ def _match(
             if len(report.skipped) < MAX_SKIPPED_KEPT:
                 report.skipped.append(exc)
             continue
-        if row.prediction == "":
+        if row.prediction == "" and bench.kind == "mcq":  # a pass never asked (see the module's doc)
             report.unasked += 1
             continue
+        report.empty_answers += row.prediction == ""
         matched.append(_Matched(item, k, order, row.prediction))
     return matched
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaluator.scoring.open_metrics import REGISTRY, OpenAnswer, OpenMetricEntry, exact_match, per_item
+from evaluator.scoring.open_metrics import REGISTRY, OpenMetricEntry, PerItem
 
-_PER_ITEM_CODE = per_item(exact_match).__code__  # every closure per_item makes runs this code
 CAPTION_WORDS = 4
 """A reference of this many words or more is a sentence: several distinct ones are captions."""
 RUN_ONLY_NOTE = "CIDEr and a judge's scores are the run's: see Results"
@@ -21,19 +20,25 @@ RUN_ONLY_NOTE = "CIDEr and a judge's scores are the run's: see Results"
 def item_metrics() -> tuple[OpenMetricEntry, ...]:
     """The open metrics that score each item on its own (a `per_item` entry; a name to import is never one). A
     broken plugin leaves out only itself (help_entries): a panel shown never fails on it."""
-    return tuple(e for e in REGISTRY.help_entries() if getattr(e.score, "__code__", None) is _PER_ITEM_CODE)
+    return tuple(e for e in REGISTRY.help_entries() if isinstance(e.score, PerItem))
 
 
-def item_scores(response: str, references: Sequence[str]) -> dict[str, float]:
+def item_scores(
+    response: str,
+    references: Sequence[str],
+    benchmark_name: str | None = None,
+    benchmark_meta: dict[str, object] | None = None,
+) -> dict[str, float]:
     """metric name -> this answer's score, for each per-item metric that applies to the item (none without
-    references: a live-arena question is voted on, not scored)."""
-    answer = OpenAnswer(0, response, tuple(references))
+    references: a live-arena question is voted on, not scored). The benchmark's name and meta choose the rule of a
+    metric that has one per benchmark (vqa_accuracy: open_metrics.vqa_rule), as the run's report does; without
+    them, the default rule."""
     out: dict[str, float] = {}
     for entry in item_metrics():
-        assert callable(entry.score)  # item_metrics keeps functions only
-        found = entry.score(None, 0, [answer])  # type: ignore[arg-type]  # a per_item rule reads no workspace
-        if 0 in found:
-            out[entry.name] = found[0]
+        score = entry.score
+        assert isinstance(score, PerItem)  # item_metrics keeps those only
+        if len(references) >= score.min_references:
+            out[entry.name] = score.rule_for(benchmark_name, benchmark_meta)(response, tuple(references))
     return out
 
 

@@ -15,8 +15,10 @@ VQAv2's answer normalisation and accuracy (GT-Vision-Lab/VQA, vqaEval.py), LVLM-
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -138,26 +140,104 @@ def word_match(response: str, references: Sequence[str]) -> float:
     return float(any(re.search(r"\b" + re.escape(normalize_answer(r)) + r"\b", answer) for r in references))
 
 
-def _submitted(text: str) -> str:
-    """An answer as VQA's evaluation server reads a submission: EvalAI's answer processing (lower case, commas and
-    question marks dropped, "'s" split off, then VQAv2's normalisation), as lmms-eval applies it to every answer."""
-    return normalize_answer(text.lower().replace(",", "").replace("?", "").replace("'s", " 's").strip())
+# --- VQA accuracy, one rule a reference tool (the tool whose figures a benchmark's leaderboard prints) -------------
+# Each restated line by line from its source; tests/evaluator/test_open_metric_references.py holds each to its source:
+#   vqaeval    GT-Vision-Lab/VQA PythonEvaluationTools/vqaEvaluation/vqaEval.py (a013f00): the answer as given, the
+#              references normalised (and the answer with them) only when they are not all the same.
+#   evalai     lmms-eval lmms_eval/tasks/{textvqa,ok_vqa}/utils.py (75571cf), i.e. MMF's TextVQAAccuracyEvaluator
+#              (LLaVA's m4c_evaluator.py): EvalAIAnswerProcessor (_task_utils/vqa_eval_metric.py) on the answer and
+#              on every reference, always.
+#   vlmevalkit VLMEvalKit vlmeval/dataset/utils/vqa_eval.py process_line 'vqa_score' (e8e78f0): process_answer on
+#              both, always, with vlmeval/smp/misc.py's process_punctuation (a true lookbehind for periods).
+VQA_RULES = {
+    "vqaeval": "vqaEval.py (GT-Vision-Lab/VQA), the answer as given",
+    "evalai": "lmms-eval textvqa/ok_vqa (MMF's TextVQA evaluator): EvalAI's processing of answer and references",
+    "vlmevalkit": "VLMEvalKit vqa_eval.py process_line (vqa_score)",
+}
+VQA_RULE_DEFAULT = "vqaeval"
+# A benchmark's rule by its catalog name (evaluator/formats/importers/catalog.py), matched exactly: TextVQA_VAL
+# (VLMEvalKit's TSV: the OpenVLM leaderboard's figures) and textvqa_val (lmms-lab's parquet: lmms-eval's figures, as
+# MMF's evaluator and TextVQA's challenge compute them) differ only in case.
+VQA_RULE_OF_BENCHMARK = {
+    "vqav2_val": "vqaeval",
+    "TextVQA_VAL": "vlmevalkit",
+    "textvqa_val": "evalai",
+    "ok_vqa_val2014": "evalai",
+}
+VQA_RULE_META = "vqa_rule"
+"""A benchmark's meta key naming its rule outright (one of VQA_RULES): it wins over the name."""
+
+_EVALAI_COMMA = re.compile(r"(?<=\d)(\,)+(?=\d)")
+_VLMEVALKIT_PERIOD = re.compile(r"(?<!\d)\.(?!\d)")
 
 
-def vqa_accuracy(response: str, references: Sequence[str]) -> float:
-    """VQAv2's accuracy as its evaluation server computes it: the answer read as a submission (`_submitted`), then
-    vqaEval.py: over each leave-one-out subset of the references, min(#matching / 3, 1), averaged; the references
-    normalised only when they are not all the same (and the answer again then), compared whole."""
-    refs = [_clean(r) for r in references]
-    answer = _submitted(response)
-    if len(set(refs)) > 1:
-        refs = [_digits_articles(_punctuation(r)) for r in refs]
-        answer = _digits_articles(_punctuation(answer))
+def vqa_rule(name: str | None, meta: dict[str, object] | None = None) -> str:
+    """The VQA accuracy rule of a benchmark: its meta's `vqa_rule`, else by its name, else by the file it was
+    imported from (a catalog TSV imported under another --name), else vqaEval.py's (VQAv2's official rule)."""
+    meta = meta or {}
+    named = meta.get(VQA_RULE_META)
+    if isinstance(named, str) and named in VQA_RULES:
+        return named
+    if name in VQA_RULE_OF_BENCHMARK:
+        return VQA_RULE_OF_BENCHMARK[name]
+    source = meta.get("source_file")
+    stem = source.rsplit(".", 1)[0] if isinstance(source, str) else None
+    return VQA_RULE_OF_BENCHMARK.get(stem or "", VQA_RULE_DEFAULT)
+
+
+def _punctuation_with(text: str, comma: re.Pattern[str], period: re.Pattern[str]) -> str:
+    out = text
+    spaced = comma.search(text) is not None
+    for p in _PUNCT:
+        out = out.replace(p, "") if (p + " " in text or " " + p in text) or spaced else out.replace(p, " ")
+    return period.sub("", out, count=_PERIOD_COUNT)
+
+
+def evalai_answer(text: str) -> str:
+    """EvalAIAnswerProcessor.__call__: lower case, commas and question marks dropped, "'s" split off, then the
+    punctuation (with EvalAI's comma pattern) and number/article steps."""
+    text = _clean(text.lower().replace(",", "").replace("?", "").replace("'s", " 's").strip())
+    return _digits_articles(_punctuation_with(text, _EVALAI_COMMA, _PERIOD))
+
+
+def vlmevalkit_answer(text: str) -> str:
+    """VLMEvalKit's process_answer."""
+    return _digits_articles(_punctuation_with(_clean(text), _COMMA, _VLMEVALKIT_PERIOD))
+
+
+def _leave_one_out(answer: str, refs: Sequence[str], mean: Callable[[list[float]], float] | None = None) -> float:
+    """The mean over each reference left out of min(#others equal to the answer / 3, 1); `mean` as the tool takes it
+    (lmms-eval's statistics.mean rounds differently from vqaEval.py's sum / len in the last bit)."""
     if not refs:
         return 0.0
     matches = [r == answer for r in refs]
     total = sum(matches)
-    return sum(min(1.0, (total - own) / 3) for own in matches) / len(refs)
+    accs = [min(1.0, (total - own) / 3) for own in matches]
+    return mean(accs) if mean is not None else sum(accs) / len(accs)
+
+
+def _np_mean(values: list[float]) -> float:
+    """numpy's mean, as VLMEvalKit's hit_calculate takes it (its pairwise sum rounds unlike sum / len)."""
+    import numpy as np
+
+    return float(np.mean(values))
+
+
+def vqa_accuracy(response: str, references: Sequence[str], rule: str = VQA_RULE_DEFAULT) -> float:
+    """VQA accuracy by `rule` (VQA_RULES): over each leave-one-out subset of the references, min(#matching / 3, 1),
+    averaged; the answer and references read as that rule's tool reads them (see above)."""
+    if rule == "evalai":
+        return _leave_one_out(evalai_answer(response), [evalai_answer(r) for r in references], statistics.mean)
+    if rule == "vlmevalkit":
+        return _leave_one_out(vlmevalkit_answer(response), [vlmevalkit_answer(r) for r in references], _np_mean)
+    if rule != "vqaeval":
+        raise InvalidInput(f"unknown VQA rule {rule[:40]!r}; one of {', '.join(VQA_RULES)}")
+    refs = [_clean(r) for r in references]
+    answer = _clean(response)
+    if len(set(refs)) > 1:
+        refs = [_digits_articles(_punctuation(r)) for r in refs]
+        answer = _digits_articles(_punctuation(answer))
+    return _leave_one_out(answer, refs)
 
 
 # The least references with which an answer can score 1 (3 others agree in every leave-one-out subset): an item with
@@ -168,27 +248,64 @@ ANLS_THRESHOLD = 0.5
 
 
 def anls(response: str, references: Sequence[str]) -> float:
-    """DocVQA's ANLS for one item: 1 - the smallest normalised Levenshtein distance to a reference (lower case,
-    spaces collapsed), 0 when that similarity is under 0.5."""
+    """DocVQA's ANLS for one item as lmms-eval and VLMEvalKit compute it: 1 - the smallest Levenshtein distance to a
+    reference (both lower case, spaces collapsed) over the longer of the two texts as given, 0 under 0.5."""
     from rapidfuzz.distance import Levenshtein
 
     answer = " ".join(response.strip().lower().split())
     best = 1.0
     for ref in references:
         gt = " ".join(ref.strip().lower().split())
-        length = max(len(gt), len(answer))
+        # The distance between the cleaned texts over the RAW lengths (upper-cased: "ß" counts 2), as lmms-eval
+        # (lmms_eval/api/metrics.py anls, 75571cf) and VLMEvalKit (vqa_eval.py anls_compute, e8e78f0) divide.
+        length = max(len(ref.upper()), len(response.upper()))
         best = min(best, Levenshtein.distance(gt, answer) / length if length else 0.0)
     similarity = 1.0 - best if references else 0.0
     return similarity if similarity >= ANLS_THRESHOLD else 0.0
 
 
-def per_item(rule: Callable[[str, Sequence[str]], float], min_references: int = 1) -> Score:
-    """A Score from a rule over one item's (response, references); items with fewer references are not scored."""
+Rule = Callable[[str, Sequence[str]], float]
 
-    def score(ws: Workspace, run_id: int, answers: Sequence[OpenAnswer]) -> dict[int, float]:
-        return {a.item_id: rule(a.response, a.references) for a in answers if len(a.references) >= min_references}
 
-    return score
+@dataclass(frozen=True)
+class PerItem:
+    """A Score from a rule over one item's (response, references); items with fewer than `min_references` are not
+    scored. `by_benchmark`: the rule also takes the benchmark's VQA rule name (`vqa_rule`), read from the run's
+    benchmark (or given, for one item: evaluator/scoring/open_item.py)."""
+
+    rule: Callable[..., float]
+    min_references: int = 1
+    by_benchmark: bool = False
+
+    def rule_for(self, benchmark_name: str | None, meta: dict[str, object] | None = None) -> Rule:
+        if not self.by_benchmark:
+            return self.rule
+        chosen = vqa_rule(benchmark_name, meta)
+        return lambda response, references: self.rule(response, references, chosen)
+
+    def __call__(self, ws: Workspace, run_id: int, answers: Sequence[OpenAnswer]) -> dict[int, float]:
+        rule = self.rule_for(*_benchmark_of_run(ws, run_id)) if self.by_benchmark else self.rule
+        return {a.item_id: rule(a.response, a.references) for a in answers if len(a.references) >= self.min_references}
+
+
+def per_item(rule: Callable[..., float], min_references: int = 1, *, by_benchmark: bool = False) -> PerItem:
+    """A Score from a rule over one item's (response, references) (see PerItem)."""
+    return PerItem(rule, min_references, by_benchmark)
+
+
+def _benchmark_of_run(ws: Workspace | None, run_id: int) -> tuple[str | None, dict[str, object] | None]:
+    """(name, meta) of run `run_id`'s benchmark; (None, None) without a workspace or run (one item scored alone)."""
+    if ws is None:
+        return None, None
+    rows = list(
+        ws.db.query(
+            "SELECT b.name, b.meta FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id WHERE r.id = ?", [run_id]
+        )
+    )
+    if not rows:
+        return None, None
+    meta = json.loads(rows[0]["meta"] or "{}")
+    return rows[0]["name"], meta if isinstance(meta, dict) else {}
 
 
 # --- CIDEr-D (coco-caption's CiderScorer, restated) --------------------------------------------------------------
@@ -309,8 +426,9 @@ OPEN_METRICS = (
     OpenMetricEntry(
         "vqa_accuracy",
         "VQA",
-        "VQAv2 accuracy: min(#references matching / 3, 1) over the leave-one-out subsets (items with 4+ references)",
-        per_item(vqa_accuracy, VQA_MIN_REFERENCES),
+        "VQA accuracy: min(#references matching / 3, 1) over the leave-one-out subsets (items with 4+ references), "
+        "answers read as the tool whose figures the benchmark publishes reads them (vqa_rule)",
+        per_item(vqa_accuracy, VQA_MIN_REFERENCES, by_benchmark=True),
     ),
     OpenMetricEntry(
         "anls",
