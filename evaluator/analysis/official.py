@@ -153,9 +153,7 @@ METRICS = (
         _value(hallusionbench_details),
         official=Official(("HallusionBench", "hallusion_bench_image"), "overall", "percent", hallusionbench_details),
     ),
-    MetricEntry(
-        "hallusionbench_aacc", "HallusionBench aAcc: questions right", Needs(), _hallusion_part("aAcc")
-    ),
+    MetricEntry("hallusionbench_aacc", "HallusionBench aAcc: questions right", Needs(), _hallusion_part("aAcc")),
     MetricEntry(
         "hallusionbench_facc",
         "HallusionBench fAcc: figures whose every question is right",

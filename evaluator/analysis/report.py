@@ -242,9 +242,7 @@ class RunReport:
         return out
 
 
-def run_report(
-    ws: Workspace, run_id: int, scoring: str | None = None, *, official: bool = True
-) -> RunReport | None:
+def run_report(ws: Workspace, run_id: int, scoring: str | None = None, *, official: bool = True) -> RunReport | None:
     """The report of one scoring of a run (default: its own). None when there is no such run; NotFound when
     the run has no scoring of that name. A run's own figures are read as the workspace keeps them (migration 0021),
     a few rows whatever the run's size; a re-scoring's, an open run's and a limited run's are counted from its
@@ -273,9 +271,7 @@ def official_lines(report: RunReport) -> list[str]:
     return [] if report.official is None else [report.official.line()]
 
 
-def _report(
-    ws: Workspace, run_id: int, scoring: str | None, *, kept: bool, official: bool = False
-) -> RunReport | None:
+def _report(ws: Workspace, run_id: int, scoring: str | None, *, kept: bool, official: bool = False) -> RunReport | None:
     """run_report; `kept` False counts the run's own figures from its passes too (the reference the kept ones are
     held to, and the bench's baseline)."""
     run = runs.get_run(ws, run_id)
