@@ -1,5 +1,5 @@
 """Open metrics equal to the reference tools, case by case and item by item (issue 37, "Open metrics exactly as the
-reference tools compute them"). Each reference is restated here as its file computes it, from the commit named:
+reference tools compute them"). The references are restated in tests/open_references.py, from the commits named:
 
 - vqaEval.py: GT-Vision-Lab/VQA PythonEvaluationTools/vqaEvaluation/vqaEval.py
   @ a013f0043c1e2cdc995922dfe257f7149aa9af06 (restated in tests/vqa_reference.py, `OfficialVQAEval`).
@@ -16,13 +16,10 @@ reference tools compute them"). Each reference is restated here as its file comp
 from __future__ import annotations
 
 import json
-import re
 import shutil
-import statistics
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,136 +27,16 @@ from hypothesis import strategies as st
 from db import catalog, open_workspace
 from evaluator.scoring import open_item, open_metrics
 from evaluator.scoring.open_metrics import anls, vqa_accuracy, vqa_rule
-from tests import vqa_reference as ref
-from tests.evaluator.test_open_metrics import HOSTILE, REFERENCE_SETS
+from tests.open_references import (
+    HOSTILE,
+    REFERENCE_OF,
+    REFERENCE_SETS,
+    lmms_anls,
+    lmms_textvqa,
+    vlmevalkit_anls,
+)
 from vlmdesk.cli import main
 from vlmdesk.demo import demo_dir
-
-# --- the references, restated ------------------------------------------------------------------------------------
-
-EVALAI_PERIOD_STRIP = re.compile(r"(?!<=\d)(\.)(?!\d)")
-EVALAI_COMMA_STRIP = re.compile(r"(?<=\d)(\,)+(?=\d)")
-
-
-class EvalAIAnswerProcessor:
-    """lmms_eval/tasks/_task_utils/vqa_eval_metric.py @ 75571cf (its CONTRACTIONS, NUMBER_MAP, ARTICLES and
-    PUNCTUATIONS are vqaEval.py's, which tests/vqa_reference.py holds)."""
-
-    def word_tokenize(self, word):
-        word = word.lower()
-        word = word.replace(",", "").replace("?", "").replace("'s", " 's")
-        return word.strip()
-
-    def process_punctuation(self, in_text):
-        out_text = in_text
-        for p in ref.PUNCT:
-            if (p + " " in in_text or " " + p in in_text) or (re.search(EVALAI_COMMA_STRIP, in_text) is not None):
-                out_text = out_text.replace(p, "")
-            else:
-                out_text = out_text.replace(p, " ")
-        out_text = EVALAI_PERIOD_STRIP.sub("", out_text, re.UNICODE)  # noqa: B034 (as written there)
-        return out_text
-
-    def __call__(self, item):
-        item = self.word_tokenize(item)
-        item = item.replace("\n", " ").replace("\t", " ").strip()
-        item = self.process_punctuation(item)
-        item = ref.process_digit_article(item)
-        return item
-
-
-def lmms_textvqa(prediction: str, answers: list[str]) -> float:
-    """lmms_eval/tasks/textvqa/utils.py textvqa_process_results @ 75571cf (ok_vqa_process_results is the same)."""
-    eval_ai_processor = EvalAIAnswerProcessor()
-    res_ans = eval_ai_processor(prediction)
-    answers = list(answers)
-    gt_acc = []
-    for i in range(len(answers)):
-        answers[i] = eval_ai_processor(answers[i])
-    for i in range(len(answers)):
-        other = [answers[j] for j in range(len(answers)) if i != j]
-        matching = [item for item in other if item == res_ans]
-        gt_acc.append(min(1, float(len(matching)) / 3))
-    return statistics.mean(gt_acc)
-
-
-def vlmevalkit_process_punctuation(in_text):
-    """vlmeval/smp/misc.py process_punctuation @ e8e78f0."""
-    out_text = in_text
-    comma_strip = re.compile(r"(\d)(,)(\d)")
-    period_strip = re.compile(r"(?<!\d)\.(?!\d)")
-    for p in ref.PUNCT:
-        if (p + " " in in_text or " " + p in in_text) or (re.search(comma_strip, in_text) is not None):
-            out_text = out_text.replace(p, "")
-        else:
-            out_text = out_text.replace(p, " ")
-    return period_strip.sub("", out_text, re.UNICODE)  # noqa: B034 (as written there)
-
-
-def vlmevalkit_process_answer(answer):
-    answer = answer.replace("\n", " ").replace("\t", " ").strip()
-    return ref.process_digit_article(vlmevalkit_process_punctuation(answer))
-
-
-def vlmevalkit_vqa_score(prediction: str, answers: list[str]) -> float:
-    """vqa_eval.py process_line(method='vqa_score') then hit_calculate's np.mean(match) @ e8e78f0."""
-    gt = [vlmevalkit_process_answer(x) for x in answers]
-    pred = vlmevalkit_process_answer(prediction)
-    match = []
-    for current_idx, _ in enumerate(gt):
-        other = [item for idx, item in enumerate(gt) if idx != current_idx]
-        match.append(min(1, float(len([item for item in other if item == pred])) / 3))
-    return float(np.mean(match))
-
-
-def official_vqaeval(answer: str, answers: list[str]) -> float:
-    evaluation = ref.OfficialVQAEval({1: list(answers)}, {1: answer})
-    evaluation.evaluate()
-    return evaluation.evalQA[1]
-
-
-def levenshtein_distance(s1, s2):
-    """lmms_eval/api/metrics.py and vlmeval/dataset/utils/vqa_eval.py (the same function)."""
-    if len(s1) > len(s2):
-        s1, s2 = s2, s1
-    distances = range(len(s1) + 1)
-    for i2, c2 in enumerate(s2):
-        distances_ = [i2 + 1]
-        for i1, c1 in enumerate(s1):
-            if c1 == c2:
-                distances_.append(distances[i1])
-            else:
-                distances_.append(1 + min((distances[i1], distances[i1 + 1], distances_[-1])))
-        distances = distances_
-    return distances[-1]
-
-
-def lmms_anls(references, prediction, thresh_hold=0.5):
-    """lmms_eval/api/metrics.py anls @ 75571cf."""
-    values = []
-    for answer in references:
-        gt_answer = " ".join(answer.strip().lower().split())
-        det_answer = " ".join(prediction.strip().lower().split())
-        dist = levenshtein_distance(gt_answer, det_answer)
-        length = max(len(answer.upper()), len(prediction.upper()))
-        values.append(0.0 if length == 0 else float(dist) / float(length))
-    question_result = 1 - min(values)
-    return 0 if question_result < thresh_hold else question_result
-
-
-def vlmevalkit_anls(references, prediction, anls_threshold=0.5):
-    """vqa_eval.py anls_compute per reference, then hit_calculate's DocVQA branch @ e8e78f0."""
-    match = []
-    for groundtruth in references:
-        gt_answer = " ".join(groundtruth.strip().lower().split())
-        det_answer = " ".join(prediction.strip().lower().split())
-        dist = levenshtein_distance(gt_answer, det_answer)
-        length = max(len(groundtruth.upper()), len(prediction.upper()))
-        match.append(0.0 if length == 0 else float(dist) / float(length))
-    return 0.0 if 1 - min(match) < anls_threshold else 1 - min(match)
-
-
-REFERENCE_OF = {"vqaeval": official_vqaeval, "evalai": lmms_textvqa, "vlmevalkit": vlmevalkit_vqa_score}
 
 # --- the issue's cases -------------------------------------------------------------------------------------------
 
