@@ -293,6 +293,7 @@ class ItemImages(QWidget):
         layout.setSpacing(0)
         layout.addWidget(self.view, 1)
         layout.addWidget(self.strip, 0)
+        self.view_minimum = self.view.minimumHeight()  # the area's, with or without the strip (_fit_minimum)
         self.shas: tuple[str, ...] = ()
         self.current = 0
         self.load_now = False  # decode on the GUI thread (the bench's "no prefetch" way)
@@ -313,6 +314,7 @@ class ItemImages(QWidget):
         several = len(self.shas) > 1
         self.strip.set_images(self.shas if several else ())
         self.strip.setVisible(several)
+        self._fit_minimum()
         if several:
             self.strip.set_current(self.current)
             self._ask_thumbnails()
@@ -323,6 +325,17 @@ class ItemImages(QWidget):
             return
         if not same or self.view.image_key != self.current_sha:
             self._show_current()
+
+    def _fit_minimum(self) -> None:
+        """The strip's height comes off the image's minimum: the area asks its splitter for no more room with the
+        strip than without it (a bigger minimum would push the question below it down)."""
+        strip = self.strip.height() if self.strip.isVisibleTo(self) else 0
+        self.view.setMinimumHeight(max(0, self.view_minimum - strip))
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._fit_minimum()  # the strip's height follows the text size
 
     def go(self, index: int) -> bool:
         """Show the item's image `index` (0-based); False when there is none such."""
