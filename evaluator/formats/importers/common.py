@@ -101,8 +101,9 @@ class ReadLimits:
 
     @property
     def max_item_bytes(self) -> int:
-        """What an item's images may hold together: twice one image's cap, at least the default cap."""
-        return max(2 * self.max_image_bytes, DEFAULT_MAX_IMAGE_MB * 2**20)
+        """What an item's inline images may hold together: one image's cap (a line, a TSV cell, a parquet row holds at
+        most that much image, as before items had several; MMMU's seven images take a few MB)."""
+        return self.max_image_bytes
 
     @property
     def max_line_bytes(self) -> int:
