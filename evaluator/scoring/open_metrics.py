@@ -317,14 +317,34 @@ _PTB_DROPPED = frozenset(("''", "'", "``", "`", ".", "?", "!", ",", ":", "-", "-
 _PTB_DROPPED_TOO = frozenset(('"', "\u2014", "\u2026"))
 _PTB_BRACKETS = {"(": "-lrb-", ")": "-rrb-", "{": "-lcb-", "}": "-rcb-", "[": "-lsb-", "]": "-rsb-"}
 _PTB_UNICODE = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "\u2013": " -- "})
+# Abbreviations whose period PTBTokenizer keeps (stanford-corenlp 3.4.1's PTBLexer: its ABBREV1, ABTITLE and ABBREV4
+# lists, caseless; checked against the jar in tests/evaluator/test_open_metric_references.py), and ABBREV3, kept only
+# before a number (No. 5, fig. 3, pp. 45).
+_PTB_ABBREVIATIONS = (
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|mon|tue|tues|wed|thu|thurs|fri|"
+    "ala|ariz|az|ark|calif|colo|conn|ct|dak|del|fla|ga|ill|ind|kans?|ky|la|mass|md|mich|minn|miss|mo|mont|neb|nev|"
+    "okla|ore|pa|penn|tenn|tex|va|vt|wash|wisc?|wyo|inc|cos?|corp|pp?t[ye]s?|ltd|plc|bancorp|dept|bhd|assn|univ|intl|"
+    "sys|tel|est|ext|sq|jr|sr|bros|blvd|rd|esq|etc|al|seq|mrs?|ms|drs?|profs?|sens?|reps?|attys?|lt|col|gen|messrs|"
+    "govs?|adm|rev|maj|sgt|cpl|pvt|mt|capt|ste?|ave|pres|lieut|hon|brig|co?mdr|pfc|spc|supts?|det|mm|mme|mmes|mlle|"
+    "mlles|vs|alex|wm|jos|cie|cf|treas|invt|elec|natl|m[ft]g|ft"
+)
 _PTB_TOKEN = re.compile(
     r"""(?:https?|ftp)://\S+?(?=[.,;:!?]?(?:\s|$)) # a web address, whole
       | (?<![\w.+-])[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)+  # an e-mail address, whole (tried once per run of signs)
       | (?:[^\W\d_]\.){2,}                # u.s. e.g. a.m.
-      | (?:mr|mrs|ms|dr|st|jr|sr|vs|prof|inc|ltd|co|corp|etc|ave|blvd|rd|mt|ft)\.(?=\s|$)
+      | (?:ph|ed)\.d\.                     # ph.d.
+      | (?:"""
+    + _PTB_ABBREVIATIONS
+    + r""")\.(?=\s|$)
+      | (?:ca|figs?|prop|nos?|art|bldg|pp|op)\.(?=\s+\d)  # No. 5, fig. 3
+      | [^\W\d_]\.(?!\w)                  # initials: j. r. smith, p. 12
+      | \(\d{2,3}\)(?=[ \u00a0]?\d)          # a phone number's area code: (212) 555-1234
+      | \+\+?\d+                           # +44
       | '(?:t(?=(?:is|was)\b)|\d\d\b)       # 'tis -> 't is, the year '99
+      | 'n'|'(?:s|m|d|re|ve|ll|em|n)(?![^\W_])  # a clitic on its own: man 's, rock 'n' roll
+      | \d+/\d+(?:/\d+)?                    # 3/3/98, 1/2
       | \d+(?:[.,:]\d+)+                   # 3.14 1,000 3:30
-      | [^\W_]+(?:[-'&.][^\W_]+)*'?        # words: hyphenated, inner apostrophes and periods (np.zeros)
+      | [^\W_]+(?:[-'&./][^\W_]+)*'?       # words: hyphenated, inner apostrophes, periods, slashes (red/white)
       | \.{2,}|!+|\?+|-{2,}                # runs of punctuation
       | \S                                 # any other sign on its own
     """,
@@ -349,7 +369,9 @@ def ptb_tokenize(text: str) -> str:
             out += _PTB_SPLIT[token]
         elif clitic:
             out += clitic.groups()
-        elif token.endswith("'") and len(token) > 1:
+        elif token[0] == "(" and len(token) > 1:
+            out.append("-lrb-" + token[1:-1] + "-rrb-")  # an area code: one token, its brackets escaped in place
+        elif token.endswith("'") and len(token) > 1 and token != "'n'":
             out.append(token[:-1])  # a closing quote, dropped
         else:
             out.append(_PTB_BRACKETS.get(token, token))
