@@ -28,6 +28,7 @@ from tests.sqlite_steps import counting_steps
 COLORS = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (9, 9, 9), (200, 100, 0)]
 PNGS = [png_bytes(c) for c in COLORS]
 B64 = [base64.b64encode(p).decode("ascii") for p in PNGS]
+NOT_AN_IMAGE = base64.b64encode(b"not an image at all, but long enough" * 3).decode()
 DATA_URL = f"data:image/png;base64,{B64[2]}"
 SHA = [hashlib.sha256(p).hexdigest() for p in PNGS]
 NAMES = "['1_1.png', '1_2.png']"  # image_path beside image: the names VLMEvalKit dumps the images to
@@ -152,7 +153,7 @@ def test_parquet_image_lists_as_hf_datasets_write_them(tmp_path):
         ("[1, 2]", "image: element 1 is not a quoted text"),
         ("['a'] + ['b']", "image: not a Python list"),
         (str([B64[0]] * 65), "image: 65 images; at most 64 an item"),
-        (str([B64[0], base64.b64encode(b"not an image at all, but long enough" * 3).decode()]), "image: not an image"),
+        (str([B64[0], NOT_AN_IMAGE]), "image: element 2: not an image PIL can identify"),
         (str([B64[0], "%%%" * 30]), "image: element 2: undecodable base64"),
         ("[]", "image: an empty list of images"),
     ],

@@ -403,11 +403,12 @@ class _Loader:
             return ()
         if row.image.kind == "row":
             return self._image_sha(row, row.image)
-        return tuple(sha for ref in (row.image, *row.more_images) for sha in self._image_sha(row, ref))
+        refs = (row.image, *row.more_images)
+        return tuple(sha for n, ref in enumerate(refs, start=1) for sha in self._image_sha(row, ref, n, len(refs)))
 
-    def _image_sha(self, row: SourceRow, ref: ImageRef) -> tuple[str, ...]:
+    def _image_sha(self, row: SourceRow, ref: ImageRef, n: int = 1, of: int = 1) -> tuple[str, ...]:
         def err(what: str) -> InputError:
-            return InputError(self.path, row.line, "image", what)
+            return InputError(self.path, row.line, "image", what if of == 1 else f"element {n}: {what}")
 
         if ref.kind == "row":
             assert isinstance(ref.value, (int, str))  # the readers make a row reference of an index
