@@ -97,6 +97,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cmd_extract:register_rescore",
         "score a run's stored answers again with another extractor or with human labels",
     ),
+    "official": (
+        "cmd_official:register_official",
+        "score a run by its benchmark's official LLM-graded rule (MathVista, MMVet) with a judge",
+    ),
     "align": ("cmd_align:register_align", "measure how well extractors agree with people (blind labelling, κ, α)"),
     "models": (
         "cmd_models:register_models",

@@ -698,19 +698,21 @@ def _format_open(o: OpenFigures) -> list[str]:
 
 
 def format_report(r: RunReport) -> str:
-    from evaluator.analysis.report import describe_tokens, thinking_lines
+    from evaluator.analysis.report import describe_tokens, official_lines, thinking_lines
 
     preset = r.config.get("prompt_preset")
     lines = [
         f"run {r.run_id}  {r.benchmark}  {r.model}  {r.strategy}  [{r.status}]"
         + (f"  prompt {preset}" if isinstance(preset, str) else ""),
-        f"questions {r.questions}   model calls {r.model_calls}   undecided answers {r.undecided}",
+        *official_lines(r),  # the benchmark's official figure first, as the leaderboard prints it
+        f"questions {r.questions}   answers {r.open.answered}"
+        if r.open is not None
+        else f"questions {r.questions}   model calls {r.model_calls}   undecided answers {r.undecided}",
     ]
     if r.tokens is not None:  # only a run whose server said what its passes cost
         lines.append(describe_tokens(r.tokens))
     lines += thinking_lines(r)  # the settings that decide answers, and the truncated passes, when there are any
     if r.open is not None:
-        lines[1] = f"questions {r.questions}   answers {r.open.answered}"
         lines += _format_open(r.open)
         return "\n".join(lines)
     if r.problems:

@@ -69,12 +69,14 @@ class Official:
 
     benchmarks: tuple[str, ...]
     label: str
-    shown: Literal["percent", "count"] = "percent"
+    shown: Literal["percent", "count", "points"] = "percent"
     details: Details | None = None
 
     def format(self, value: float | None) -> str:
         if value is None:
             return "-"
+        if self.shown == "points":  # a score already out of 100 (MathVista's, MMVet's as VLMEvalKit prints them)
+            return f"{value:.1f}"
         return f"{100 * value:.1f}" if self.shown == "percent" else f"{value:.0f}"
 
 
@@ -149,7 +151,9 @@ METRICS = (
     ),
 )
 # The official figures of the leaderboard's benchmarks live beside (evaluator/analysis/official.py).
-REGISTRY: Registry[MetricEntry] = Registry("metric", "METRICS", builtins=(__name__, "evaluator.analysis.official"))
+REGISTRY: Registry[MetricEntry] = Registry(
+    "metric", "METRICS", builtins=(__name__, "evaluator.analysis.official", "evaluator.analysis.official_llm_metrics")
+)
 
 
 def official_metric(benchmark: str, source_file: object = None) -> MetricEntry | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from db.workspace import Workspace
-from evaluator.analysis.metrics import MetricEntry, Needs
+from evaluator.analysis.metrics import MetricEntry, Needs, Official
 from evaluator.scoring import official_mathvista, official_mmvet
 
 
@@ -31,6 +31,7 @@ METRICS = (
         "MathVista accuracy ×100 as VLMEvalKit scores it: its rule, then the judge's extraction (stored when scored)",
         Needs(strategies=("open",)),
         _mathvista("accuracy"),
+        official=Official(("MathVista_MINI", "mathvista_testmini"), "accuracy (judge-extracted)", "points"),
     ),
     MetricEntry(
         "mathvista_typed",
@@ -44,5 +45,6 @@ METRICS = (
         "MMVet total score ×100 as VLMEvalKit grades it (0.0–1.0 per answer by the grader model, stored when graded)",
         Needs(strategies=("open",)),
         _mmvet,
+        official=Official(("MMVet", "mmvet"), "score (judge-graded)", "points"),
     ),
 )

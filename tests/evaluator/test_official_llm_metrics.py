@@ -577,3 +577,31 @@ def test_at_temperature_replaces_the_specs_own_setting():
     assert official_llm.at_temperature("openai:m@http://h/v1", 0.5) == "openai:m@http://h/v1?temperature=0.5"
     assert official_llm.at_temperature("openai:m?temperature=0.7&timeout=9", 0.0) == "openai:m?timeout=9"
     assert official_llm.at_temperature("openai:m?temperature=0.7", 2.0) == "openai:m?temperature=2"
+
+
+def test_the_official_command_refuses_a_benchmark_whose_figure_needs_no_judge(tmp_path, capsys):
+    from vlmdesk.cli import main
+
+    path = tmp_path / "w.sqlite"
+    assert main(["--workspace", str(path), "demo"]) == 0
+    assert main(["--workspace", str(path), "run", "--bench", "demo", "--model", "baseline:first", "--limit", "2"]) == 0
+    capsys.readouterr()
+    assert main(["--workspace", str(path), "official", "1", "--judge", "openai:m@http://127.0.0.1:9/v1"]) == 2
+    err = capsys.readouterr().err
+    assert "run 1 is on demo: it has no official figure" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_official_command_scores_with_the_judge_once_and_the_report_shows_it_first(mathvista_run, serve, capsys):
+    from vlmdesk.cli import main
+
+    server = serve(respond=mathvista_judge)
+    with open_workspace(mathvista_run) as ws:
+        run_id = runs.list_runs(ws)[0].id
+    args = ["--workspace", str(mathvista_run), "official", str(run_id), "--judge", _judge(server)]
+    assert main(args) == 0
+    assert capsys.readouterr().out.strip().endswith("(official) 80.0") and len(server.requests) == 4
+    assert main(args) == 0 and len(server.requests) == 4  # stored: nothing asked again
+    capsys.readouterr()
+    assert main(["--workspace", str(mathvista_run), "report", str(run_id)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "official" in lines[1] and "80.0" in lines[1], lines[:3]  # first, under the title
