@@ -891,6 +891,13 @@ def rebuild_counts(db: Database) -> None:
             WHERE standing_rank = 1;
         """,
     )
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'item_images'").fetchone():  # migration 0025 on
+        db.execute(
+            "UPDATE benchmark_counts SET images = (SELECT count(*) FROM (SELECT i.image_sha256 AS sha FROM items i "
+            "WHERE i.benchmark_id = benchmark_counts.benchmark_id AND i.image_sha256 IS NOT NULL UNION "
+            "SELECT x.sha256 FROM item_images x JOIN items i ON i.id = x.item_id "
+            "WHERE i.benchmark_id = benchmark_counts.benchmark_id))"
+        )
 
 
 def _token_count(column: str) -> str:
@@ -1795,6 +1802,13 @@ def _m0024(db: Database) -> None:
     )
 
 
+# Whether an item's later image shows `sha` in benchmark `bench` (beside the one the statement is about: `other`).
+_LATER_SHOWN = (
+    "SELECT 1 FROM item_images x JOIN items o ON o.id = x.item_id WHERE x.sha256 = {sha} "
+    "AND +o.benchmark_id = {bench} AND {other}"
+)
+
+
 @migrations(name="0025_item_images")
 def _m0025(db: Database) -> None:
     # Issue 37: an item may hold several images (MMMU, MathVista, HallusionBench…). The first stays where every item's
@@ -1802,7 +1816,7 @@ def _m0025(db: Database) -> None:
     # (ord 1, 2, …), each an image stored once by content hash like any other.
     _script(
         db,
-        """
+        f"""
         CREATE TABLE item_images (
             item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
             ord INTEGER NOT NULL CHECK (typeof(ord) = 'integer' AND ord >= 1),
@@ -1810,5 +1824,55 @@ def _m0025(db: Database) -> None:
             PRIMARY KEY (item_id, ord)
         ) WITHOUT ROWID;
         CREATE INDEX item_images_image ON item_images (sha256);
+        -- A benchmark's count of images (migration 0015) is of its distinct images, first or later ones: an image
+        -- counts once it is shown by an item of the benchmark either way, and stops when none shows it. An item's
+        -- later images are deleted before the item itself (BEFORE DELETE), while its benchmark can still be read;
+        -- each test stays on the image's own indexes ("+" keeps the planner off the benchmark's facet indexes).
+        DROP TRIGGER items_count_ai;
+        DROP TRIGGER items_count_ad;
+        CREATE TRIGGER items_count_ai AFTER INSERT ON items BEGIN
+            INSERT INTO benchmark_counts (benchmark_id, items, images)
+                VALUES (NEW.benchmark_id, 1, NEW.image_sha256 IS NOT NULL)
+                ON CONFLICT (benchmark_id) DO UPDATE SET items = items + 1, images = images + (
+                    NEW.image_sha256 IS NOT NULL
+                    AND NOT EXISTS (SELECT 1 FROM items o WHERE
+                        o.image_sha256 = NEW.image_sha256 AND +o.benchmark_id = NEW.benchmark_id AND o.id != NEW.id)
+                    AND NOT EXISTS ({
+            _LATER_SHOWN.format(sha="NEW.image_sha256", bench="NEW.benchmark_id", other="1")
+        }));
+        END;
+        CREATE TRIGGER items_images_bd BEFORE DELETE ON items BEGIN
+            DELETE FROM item_images WHERE item_id = OLD.id;
+        END;
+        CREATE TRIGGER items_count_ad AFTER DELETE ON items BEGIN
+            UPDATE benchmark_counts SET items = items - 1, images = images - (
+                    OLD.image_sha256 IS NOT NULL
+                    AND NOT EXISTS (SELECT 1 FROM items o WHERE
+                        o.image_sha256 = OLD.image_sha256 AND +o.benchmark_id = OLD.benchmark_id)
+                    AND NOT EXISTS ({_LATER_SHOWN.format(sha="OLD.image_sha256", bench="OLD.benchmark_id", other="1")}))
+                WHERE benchmark_id = OLD.benchmark_id;
+        END;
+        CREATE TRIGGER item_images_count_ai AFTER INSERT ON item_images BEGIN
+            UPDATE benchmark_counts SET images = images + 1
+                WHERE benchmark_id = (SELECT benchmark_id FROM items WHERE id = NEW.item_id)
+                AND NOT EXISTS (SELECT 1 FROM items o WHERE o.image_sha256 = NEW.sha256
+                    AND +o.benchmark_id = benchmark_counts.benchmark_id)
+                AND NOT EXISTS ({
+            _LATER_SHOWN.format(
+                sha="NEW.sha256",
+                bench="benchmark_counts.benchmark_id",
+                other="(x.item_id, x.ord) != (NEW.item_id, NEW.ord)",
+            )
+        });
+        END;
+        CREATE TRIGGER item_images_count_ad AFTER DELETE ON item_images BEGIN
+            UPDATE benchmark_counts SET images = images - 1
+                WHERE benchmark_id = (SELECT benchmark_id FROM items WHERE id = OLD.item_id)
+                AND NOT EXISTS (SELECT 1 FROM items o WHERE o.image_sha256 = OLD.sha256
+                    AND +o.benchmark_id = benchmark_counts.benchmark_id)
+                AND NOT EXISTS ({
+            _LATER_SHOWN.format(sha="OLD.sha256", bench="benchmark_counts.benchmark_id", other="1")
+        });
+        END;
         """,
     )

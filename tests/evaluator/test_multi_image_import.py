@@ -290,11 +290,6 @@ def test_with_images_is_one_query_per_page(tmp_path):
         assert len(statements) == 1 and all(i.more_images == tuple(SHA[1:4]) for i in filled)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="benchmark_counts.images counts first images only until a migration adds item_images triggers (asked of "
-    "the integrator: docs/adr/0055-items-of-several-images.md)",
-)
 def test_a_benchmarks_image_count_is_every_distinct_image(tmp_path):
     src = tmp_path / "MMMU_DEV_VAL.tsv"
     _write(src, _mmmu_rows())
@@ -313,3 +308,68 @@ def test_an_older_workspace_without_item_images_reads_as_before(tmp_path):
         with pytest.raises(sqlite3.IntegrityError):  # an item's more images are stored images
             with ws.db.atomic():
                 catalog.insert_more_images(ws, catalog.list_items(ws, bench)[0].id, ["f" * 64])
+
+
+def test_the_image_count_never_drifts_as_items_of_several_images_come_and_go(tmp_path):
+    import random
+
+    from db import schema
+
+    rng = random.Random(37)
+
+    def distinct(ws, bench: int) -> int:
+        return ws.conn.execute(
+            "SELECT count(*) FROM (SELECT image_sha256 FROM items WHERE benchmark_id = ? AND image_sha256 IS NOT NULL "
+            "UNION SELECT x.sha256 FROM item_images x JOIN items i ON i.id = x.item_id WHERE i.benchmark_id = ?)",
+            (bench, bench),
+        ).fetchone()[0]
+
+    def kept(ws, bench: int) -> int:
+        return catalog.benchmark_by_name(ws, "b").images
+
+    with open_workspace(tmp_path / "w.sqlite") as ws:
+        with ws.db.atomic():
+            for k, p in enumerate(PNGS):
+                catalog.put_image(ws, sha256=SHA[k], data=p, mime="image/png", width=8, height=8)
+            bench = catalog.insert_benchmark(
+                ws, name="b", kind="mcq", format="jsonl", source="b", source_sha256="b", meta={}
+            )
+        for step in range(40):
+            with ws.db.atomic():
+                if step % 3 == 2:
+                    ids = [r[0] for r in ws.conn.execute("SELECT id FROM items WHERE benchmark_id = ?", (bench,))]
+                    if ids:
+                        ws.conn.execute("DELETE FROM items WHERE id = ?", (rng.choice(ids),))
+                else:
+                    first = rng.choice([None, *SHA])
+                    catalog.insert_items(
+                        ws,
+                        [
+                            (
+                                bench,
+                                1000 + step,
+                                step,
+                                f"q{step}",
+                                None,
+                                '["a", "b"]',
+                                "A",
+                                None,
+                                None,
+                                None,
+                                "en",
+                                first,
+                                0,
+                                "{}",
+                            )
+                        ],
+                    )
+                    (item_id,) = ws.conn.execute("SELECT max(id) FROM items").fetchone()
+                    if first is not None:
+                        catalog.insert_more_images(ws, item_id, rng.sample(SHA, rng.randint(0, len(SHA))))
+            assert kept(ws, bench) == distinct(ws, bench), step
+        expected = distinct(ws, bench)
+        with ws.db.atomic():
+            ws.conn.execute("UPDATE benchmark_counts SET images = 0")
+        with ws.db.atomic():
+            schema.rebuild_counts(ws.db)
+        assert kept(ws, bench) == expected > 0
