@@ -113,6 +113,11 @@ class ImageView(QGraphicsView):
         painter.restore()
 
 
+def thumb_height(metrics) -> int:
+    """A thumbnail's side: two lines of text and a little, so its number stays readable at every text size."""
+    return max(30, round(metrics.height() * 1.9))
+
+
 class ThumbButton(QAbstractButton):
     """One image of the strip: its thumbnail, its number, a frame in the accent when it is the image shown."""
 
@@ -122,16 +127,16 @@ class ThumbButton(QAbstractButton):
         self.setCheckable(True)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the window's keys stay where they were (Review's, Browse's)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.setToolTip(f"Image {number} of {total}  ({image_keys_text()})")
+        self.setToolTip(f"Image {number} of {total} — {image_keys_text()}")
         self.setAccessibleName(f"image {number} of {total}")
         self.thumbnail: QImage | None = None  # None until decoded; null when it could not be
 
     def thumb_height(self) -> int:
-        return max(36, round(self.fontMetrics().height() * 2.4))
+        return thumb_height(self.fontMetrics())
 
     def sizeHint(self) -> QSize:
         h = self.thumb_height()
-        return QSize(round(h * 4 / 3), h)
+        return QSize(h, h)  # square: a strip of ten fits the narrow image column of Browse at 1024 px
 
     def minimumSizeHint(self) -> QSize:
         return self.sizeHint()
@@ -145,20 +150,31 @@ class ThumbButton(QAbstractButton):
         painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)
         r = self.rect()
         painter.fillRect(r, QColor(THUMB_BACKGROUND))
-        inner = r.adjusted(3, 3, -3, -3)
+        inner = r.adjusted(2, 2, -2, -2)
         if self.thumbnail is not None and not self.thumbnail.isNull():
-            scaled = self.thumbnail.size().scaled(inner.size(), Qt.AspectRatioMode.KeepAspectRatio)
+            # Filling the square (its middle): a thumbnail is for telling the images apart, the image is above.
+            scaled = self.thumbnail.size().scaled(inner.size(), Qt.AspectRatioMode.KeepAspectRatioByExpanding)
             target = QRect(QPoint(0, 0), scaled)
             target.moveCenter(inner.center())
+            painter.save()
+            painter.setClipRect(inner)
             painter.drawImage(target, self.thumbnail)
+            painter.restore()
         elif self.thumbnail is not None:
             painter.setPen(QColor(IMAGE_TEXT))
             painter.drawText(inner, Qt.AlignmentFlag.AlignCenter, "?")  # could not be decoded
-        # The number, on a badge in the corner, readable on any picture.
-        metrics = self.fontMetrics()
+        # The number, on a small badge in the corner, readable on any picture.
+        font = self.font()
+        if font.pointSizeF() > 0:
+            font.setPointSizeF(font.pointSizeF() * 0.85)
+        else:
+            font.setPixelSize(max(8, round(font.pixelSize() * 0.85)))
+        font.setBold(True)
+        painter.setFont(font)
+        metrics = painter.fontMetrics()
         text = str(self.number)
-        width, height = metrics.horizontalAdvance(text) + 8, metrics.height()
-        badge = QRect(r.left() + 2, r.bottom() - height - 1, width, height)
+        width, height = metrics.horizontalAdvance(text) + 6, metrics.height()
+        badge = QRect(r.left(), r.bottom() - height + 1, width, height)
         painter.fillRect(badge, QColor(CURRENT_MARK) if self.isChecked() else QColor(IMAGE_BACKGROUND))
         painter.setPen(QColor(IMAGE_BACKGROUND) if self.isChecked() else QColor(IMAGE_BAR_TEXT))
         painter.drawText(badge, Qt.AlignmentFlag.AlignCenter, text)
@@ -199,8 +215,8 @@ class ImageStrip(QWidget):
         self.setObjectName("imageBar")  # the image area's dark bar (gui/style.py)
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         layout = self._layout = QHBoxLayout(self)
-        layout.setContentsMargins(10, 4, 6, 4)
-        layout.setSpacing(8)
+        layout.setContentsMargins(8, 3, 4, 3)
+        layout.setSpacing(6)
         self.label = QLabel()
         self.label.setObjectName("imageBarText")
         layout.addWidget(self.label)
@@ -214,16 +230,17 @@ class ImageStrip(QWidget):
         self.holder = QWidget()
         self.thumbs_layout = QHBoxLayout(self.holder)
         self.thumbs_layout.setContentsMargins(0, 0, 0, 0)
-        self.thumbs_layout.setSpacing(4)
+        self.thumbs_layout.setSpacing(3)
         self.row.setWidget(self.holder)
         layout.addWidget(self.row, 1)
         self.buttons: list[ThumbButton] = []
         self.shas: tuple[str, ...] = ()
         self.current = -1
+        self.count_text = ""  # "image 2 of 5" (the label says "2 of 5" where the strip is narrow)
         self._fix_height()
 
     def thumb_height(self) -> int:
-        return ThumbButton(1, 1).thumb_height() if not self.buttons else self.buttons[0].thumb_height()
+        return thumb_height(self.fontMetrics())
 
     def _fix_height(self) -> None:
         m = self._layout.contentsMargins()
@@ -234,6 +251,7 @@ class ImageStrip(QWidget):
         if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
             self._fix_height()
             self.holder.adjustSize()
+            self._fit_label()
 
     def set_images(self, shas: tuple[str, ...]) -> None:
         if shas == self.shas:
@@ -256,10 +274,30 @@ class ImageStrip(QWidget):
         self.current = index
         for n, b in enumerate(self.buttons):
             b.setChecked(n == index)
-        self.label.setText(f"image {index + 1} of {len(self.shas)}" if self.shas else "")
+        self.count_text = f"image {index + 1} of {len(self.shas)}" if self.shas else ""
+        self.label.setToolTip(self.count_text)
+        self._fit_label()
         if 0 <= index < len(self.buttons):
             # The neighbours too: clicking the last thumbnail in sight brings the next one into sight.
             self.row.ensureWidgetVisible(self.buttons[index], self.buttons[index].width() + 8, 0)
+
+    def _fit_label(self) -> None:
+        """The label says "image 2 of 5" where the strip has room for it and every thumbnail, else "2 of 5" (the
+        whole in its tooltip): the thumbnails first, Browse's image column is some 250 px wide at 1024 px."""
+        if not self.shas:
+            self.label.setText("")
+            return
+        layout = self._layout
+        m = layout.contentsMargins()
+        thumbs = len(self.buttons) * (self.thumb_height() + self.thumbs_layout.spacing())
+        room = self.width() - m.left() - m.right() - layout.spacing() - thumbs
+        full = self.count_text
+        fits = room >= self.label.fontMetrics().horizontalAdvance(full)
+        self.label.setText(full if fits else full.removeprefix("image "))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_label()
 
     def set_thumbnail(self, sha: str, image: QImage) -> None:
         for s, b in zip(self.shas, self.buttons, strict=True):

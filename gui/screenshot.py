@@ -33,6 +33,7 @@ class Shot:
     item: str | None = None
     queue: str | None = None
     tab: str | None = None  # review/browse: "predictions" or "history"
+    image: int = 1  # review/browse: which of the item's images is shown large (1 = the first; issue 37)
     runs: tuple[int, ...] = ()
     chart: str | None = None
     launch: str = "baseline:random"
@@ -50,6 +51,7 @@ def _prepare_browse(window, shot: Shot) -> None:
     window.show_view("browse")
     if shot.item:
         _select_item(window, shot.item)
+    _choose_image(window.view("browse"), shot.image)
     _lower_tab(window.view("browse"), shot.tab)
 
 
@@ -63,7 +65,17 @@ def _prepare_review(window, shot: Shot) -> None:
         # The most telling first picture: an item that some run got wrong, so predictions and the key both show.
         row = model.find_row(0, 1, lambda r: r.run_result == "wrong") if model.filter.run_id else None
         review.show_row(row or 0)
+    _choose_image(review, shot.image)
     _lower_tab(review, shot.tab)
+
+
+def _choose_image(view, number: int) -> None:
+    """The item's image `number` shown large, the strip marking it (an item of several images)."""
+    shown = view.images.shas
+    if number != 1 and not 1 <= number <= len(shown):
+        index = view.item.index if view.item is not None else None
+        raise ScreenshotError(f"image {number}: item {index!r} has {len(shown)} image(s)")
+    view.images.go(number - 1)
 
 
 def _lower_tab(view, tab: str | None) -> None:

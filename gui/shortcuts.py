@@ -75,9 +75,9 @@ that clash with none of Review's, Browse's (↑ ↓ move its rows) or the window
 
 
 def image_keys_text() -> str:
-    """How to move between an item's images, for a tooltip: "] / Alt+Right next · [ / Alt+Left previous"."""
+    """How to move between an item's images, for a tooltip: "next: ] or Alt+Right · previous: [ or Alt+Left"."""
     nxt, prev = IMAGE_MOVES
-    return f"{' / '.join(nxt.keys)} next · {' / '.join(prev.keys)} previous"
+    return f"next: {' or '.join(nxt.keys)} · previous: {' or '.join(prev.keys)}"
 
 
 def review_shortcuts() -> tuple[Shortcut, ...]:
