@@ -70,8 +70,13 @@ def cmd_import_predictions(args) -> int:
     elif done.already_imported:
         print(f"{args.path} is already imported as run {done.run_id}; nothing to do")
     else:
+        # An empty prediction is a pass never asked only in a multiple-choice file (what export-predictions writes for
+        # passes early termination skipped); yes/no and open files keep it as an answer, scored as the reference does.
+        unasked = f"{done.unasked} never asked, " if done.strategy in ("circular", "vanilla") else ""
         print(
             f"imported run {done.run_id} ({done.strategy}): {done.passes} passes of {done.items} items from "
-            f"{done.rows_read} rows ({done.unasked} never asked, {done.skipped_count} skipped)"
+            f"{done.rows_read} rows ({unasked}{done.skipped_count} skipped)"
         )
+        for note in done.notes():
+            print(f"note: {note}")
     return 0

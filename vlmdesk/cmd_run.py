@@ -686,6 +686,10 @@ def _format_open(o: OpenFigures) -> list[str]:
         lines.append(f"  {name[:32]:<32} {group['items']:>5} {values}")
     if "cider" in o.scales.values():
         lines.append("fractions as %; CIDEr on its own scale (IDF over this run's items)")
+    if o.vqa_rule is not None:
+        from evaluator.scoring.open_metrics import VQA_RULES
+
+        lines.append(f"vqa_accuracy by the rule of {VQA_RULES.get(o.vqa_rule, o.vqa_rule)}")
     if o.judge_set is not None:
         j, others = o.judge_set, len(o.judge_set["other_sets"])
         v = j["verdicts"]

@@ -128,10 +128,13 @@ class OpenFigures:
     # The judgement set metric `judge` reads (judge spec, rubric sha256, verdicts) and the run's other sets; None
     # when the run was never judged (evaluator/open_judge.judge_set).
     judge_set: dict[str, Any] | None = None
+    # Which reference's rule vqa_accuracy follows for this benchmark (open_metrics.VQA_RULES), when it is scored.
+    vqa_rule: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "answered": self.answered,
+            **({"vqa_rule": self.vqa_rule} if self.vqa_rule is not None else {}),
             "unanswered": self.unanswered,
             "unreferenced": self.unreferenced,
             "metrics": self.metrics,
@@ -589,6 +592,8 @@ def _pope(items: list[catalog.Item], by_item: ByItem, setting: str | None) -> Po
 def _open(ws: Workspace, run: runs.Run, items: list[catalog.Item]) -> OpenFigures:
     from evaluator.scoring import open_judge, open_metrics
 
+    bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
+
     answers, unanswered = open_metrics.answers_of(ws, run)
     scores = open_metrics.score_answers(ws, run.id, answers)
     category = {item.id: item.category or NONE for item in items}
@@ -613,6 +618,7 @@ def _open(ws: Workspace, run: runs.Run, items: list[catalog.Item]) -> OpenFigure
         {name: open_metrics.REGISTRY[name].scale for name in scores},
         by_category,
         open_judge.judge_set(ws, run.id) if "judge" in scores else None,
+        open_metrics.vqa_rule(bench.name, bench.meta) if "vqa_accuracy" in scores else None,
     )
 
 
