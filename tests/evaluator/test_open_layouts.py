@@ -577,3 +577,19 @@ def test_an_open_benchmark_exports_as_a_vqa_tsv_that_imports_back_the_same(tmp_p
         if name == "tv":
             assert [i.references for i in after][2:] == [("[citation needed]",), ()]
             assert first[0].references == tuple(TEN)
+
+
+@pytest.mark.parametrize(("cell", "kept"), [("[2007, 2008]", "[2007, 2008]"), ("[-1.5, 2]", "[-1.5, 2]")])
+def test_a_list_of_numbers_is_one_answer_as_mathvista_writes_it(tmp_path, capsys, cell, kept):
+    # MathVista_MINI's list answers (answer_type "list"): one answer that is a list, not several references.
+    path = _write(
+        tmp_path / "MathVista_MINI.tsv",
+        ["index", "image", "question", "answer"],
+        [{"index": 0, "image": _b64(1), "question": "Which years?", "answer": cell}],
+    )
+    ws = tmp_path / "w.sqlite"
+    code, out, err = _cli(capsys, ws, "import", path, "--format", "vqa-tsv", "--json")
+    assert code == 0, err
+    with open_workspace(ws) as w:
+        (item,) = catalog.list_items(w, catalog.benchmark_by_name(w, json.loads(out)["name"]).id)
+    assert item.references == (kept,)

@@ -363,7 +363,27 @@ def python_list_answers(cell: str, field: str, err: Callable[[str, str], Excepti
         return reference_answers(text, field, err)
     if len(text) > MAX_ANSWER_CHARS:  # before it is parsed
         raise err(field, f"a list of {len(text):,} characters; at most {MAX_ANSWER_CHARS:,}")
+    if _number_list(text):  # MathVista's list answers ("[2007, 2008]"): one answer that is a list, kept as written
+        return reference_answers(text, field, err)
     return reference_answers(python_text_list(text, field, err), field, err)
+
+
+def _number_list(text: str) -> bool:
+    """Whether a bounded cell is a flat Python list of numbers (parsed, never evaluated)."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    numbers = (
+        isinstance(e, ast.Constant)
+        and isinstance(e.value, int | float)
+        and not isinstance(e.value, bool)
+        or isinstance(e, ast.UnaryOp)
+        and isinstance(e.op, ast.USub)
+        and isinstance(e.operand, ast.Constant)
+        for e in (node.elts if isinstance(node, ast.List) else [])
+    )
+    return isinstance(node, ast.List) and bool(node.elts) and all(numbers)
 
 
 def python_text_list(text: str, field: str, err: Callable[[str, str], Exception]) -> list[str]:
