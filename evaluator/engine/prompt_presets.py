@@ -26,7 +26,6 @@ from urllib.parse import parse_qsl, urlencode
 
 from db.errors import InvalidInput
 from db.runs import Run
-from evaluator.backends.base import image_parts
 from evaluator.engine.prompts import PromptTemplate, default_template, load_template
 
 VLMEVALKIT_COMMIT = "e8e78f05f3080fe28154f2130321f17951c3be94"
@@ -158,6 +157,8 @@ def place_images(preset: str | None, prompt: str, images: int) -> str:
         return prompt
     if family in LABELLED_IMAGES_FIRST and images > 1:
         return "".join(f"Image-{n}: <image {n}>\n" for n in range(1, images + 1)) + prompt
+    from evaluator.backends.base import image_parts  # here: `vlmdesk runs` reads this module and no backend
+
     if image_parts(prompt, images) == [*range(images), prompt]:
         return prompt  # no placeholder places an image: every image goes first already
     return "".join(f"<image {n}>" for n in range(1, images + 1)) + prompt
