@@ -162,7 +162,9 @@ def first_then(n: int, first, then):
 def text_of(body: dict) -> str:
     """The question a chat request asks: its last message's text (a system message may come first)."""
     content = body["messages"][-1]["content"]
-    return content if isinstance(content, str) else content[-1]["text"]
+    if isinstance(content, str):
+        return content
+    return next((part["text"] for part in reversed(content) if part.get("type") == "text"), "")  # images may end it
 
 
 def free_port() -> int:
