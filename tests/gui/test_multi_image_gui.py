@@ -15,7 +15,7 @@ from PySide6.QtCore import QBuffer, QIODevice, QPoint, QRunnable, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QKeySequence, QPainter, QShortcut
 from PySide6.QtWidgets import QApplication, QWidget
 
-from db import catalog, item_query, open_workspace
+from db import catalog, open_workspace
 from evaluator.formats.importers.common import sha256_bytes
 from gui.shortcuts import IMAGE_MOVES, help_rows, review_shortcuts
 
@@ -41,7 +41,8 @@ def png(n: int, width: int = 480, height: int = 320) -> bytes:
 
 def give_images(path, item_id: int, count: int, *, first: int = 1) -> tuple[str, ...]:
     """Make the item one of `count` images: its first replaced by picture `first`, the others rows of item_images,
-    each stored once by content hash as the importers store images (catalog.put_image)."""
+    each stored once by content hash as the importers store images (catalog.put_image, catalog.insert_more_images);
+    the readers (item_query.item_by_id) fill Item.more_images from them."""
     shas = []
     with open_workspace(path) as ws:
         for n in range(first, first + count):
@@ -51,28 +52,9 @@ def give_images(path, item_id: int, count: int, *, first: int = 1) -> tuple[str,
             shas.append(sha)
         ws.conn.execute("UPDATE items SET image_sha256 = ? WHERE id = ?", (shas[0], item_id))
         ws.conn.execute("DELETE FROM item_images WHERE item_id = ?", (item_id,))
-        ws.conn.executemany(
-            "INSERT INTO item_images (item_id, ord, sha256) VALUES (?, ?, ?)",
-            [(item_id, n, sha) for n, sha in enumerate(shas[1:], start=1)],
-        )
+        catalog.insert_more_images(ws, item_id, shas[1:])
         ws.conn.commit()
     return tuple(shas)
-
-
-@pytest.fixture
-def readers_fill(monkeypatch):
-    """db/item_query.item_by_id filling Item.more_images from item_images. Engineer A's readers do (issue 37); until
-    they land, the test fills them the same way (dataclasses.replace), and once they do this changes nothing."""
-    real = item_query.item_by_id
-
-    def item_by_id(ws, item_id):
-        item = real(ws, item_id)
-        if item is None or item.more_images:
-            return item
-        rows = ws.conn.execute("SELECT sha256 FROM item_images WHERE item_id = ? ORDER BY ord", (item_id,)).fetchall()
-        return dataclasses.replace(item, more_images=tuple(r[0] for r in rows)) if rows else item
-
-    monkeypatch.setattr(item_query, "item_by_id", item_by_id)
 
 
 def _dev_ids(path) -> list[int]:
@@ -113,7 +95,7 @@ def _review(qtbot, window, row: int):
     return review
 
 
-def test_review_moves_through_an_items_images_with_the_keys_and_the_strip(qtbot, demo_ws, make_window, readers_fill):
+def test_review_moves_through_an_items_images_with_the_keys_and_the_strip(qtbot, demo_ws, make_window):
     ids = _dev_ids(demo_ws)
     shas = give_images(demo_ws, ids[1], 5)
     window = make_window(demo_ws)
@@ -164,7 +146,7 @@ def test_review_moves_through_an_items_images_with_the_keys_and_the_strip(qtbot,
     assert review.item.id == ids[1] and review.image.image_key == shas[0] and strip.count_text == "image 1 of 5"
 
 
-def test_the_image_keys_are_off_while_typing_and_clash_with_no_other_key(qtbot, demo_ws, make_window, readers_fill):
+def test_the_image_keys_are_off_while_typing_and_clash_with_no_other_key(qtbot, demo_ws, make_window):
     ids = _dev_ids(demo_ws)
     shas = give_images(demo_ws, ids[0], 3)
     window = make_window(demo_ws)
@@ -197,7 +179,7 @@ def test_the_image_keys_are_off_while_typing_and_clash_with_no_other_key(qtbot, 
     assert "next image (items of several)" in review.help.card.text() and "Alt+Right" in review.help.card.text()
 
 
-def test_browse_shows_the_strip_and_its_keys_work_but_not_in_the_search(qtbot, demo_ws, make_window, readers_fill):
+def test_browse_shows_the_strip_and_its_keys_work_but_not_in_the_search(qtbot, demo_ws, make_window):
     ids = _dev_ids(demo_ws)
     shas = give_images(demo_ws, ids[3], 4)
     window = make_window(demo_ws)
@@ -230,7 +212,7 @@ def test_browse_shows_the_strip_and_its_keys_work_but_not_in_the_search(qtbot, d
 
 
 @pytest.mark.parametrize("tab", ["review", "browse"])
-def test_an_item_of_several_images_moves_nothing_beside_the_image(qtbot, demo_ws, make_window, readers_fill, tab):
+def test_an_item_of_several_images_moves_nothing_beside_the_image(qtbot, demo_ws, make_window, tab):
     """The strip takes its room from the image alone: shown and gone (the same item given more images and reloaded,
     or the next item), no widget beside the image area moves or resizes, the area keeps its place and size, and the
     image keeps its top edge."""
@@ -284,7 +266,7 @@ def test_an_item_of_several_images_moves_nothing_beside_the_image(qtbot, demo_ws
 
 
 def test_twenty_images_decode_off_the_gui_thread_the_shown_first_and_an_item_left_drops_its_thumbnails(
-    qtbot, demo_ws, make_window, readers_fill
+    qtbot, demo_ws, make_window
 ):
     ids = _dev_ids(demo_ws)
     shas = give_images(demo_ws, ids[0], 20)
@@ -331,7 +313,7 @@ def test_twenty_images_decode_off_the_gui_thread_the_shown_first_and_an_item_lef
 
 
 @pytest.mark.parametrize("view", ["review", "browse"])
-def test_a_picture_of_an_items_third_image_at_1024_dark_large_text_blind(qtbot, demo_ws, tmp_path, readers_fill, view):
+def test_a_picture_of_an_items_third_image_at_1024_dark_large_text_blind(qtbot, demo_ws, tmp_path, view):
     """`gui/screenshot.py` shows the image asked for (Shot.image): the picture has it large and its thumbnail framed;
     blind mode is as strict as ever (images are not answers: the key stays hidden)."""
     from gui.image_view import CURRENT_MARK
