@@ -159,8 +159,9 @@ glossary's "Run result"; db.item_query.RUN_RESULTS lists the same names for the 
 
 
 def passes_needed(strategy: str, n_options: int) -> int:
-    """Passes an item needs right: every rotation under CircularEval, one pass under VanillaEval and POPE."""
-    return n_options if strategy == "circular" else 1
+    """Passes an item needs right: every rotation under CircularEval, one pass under VanillaEval and POPE. An item
+    with no options (an open question of a multiple-choice benchmark, MMMU's) has nothing to rotate: one pass."""
+    return max(n_options, 1) if strategy == "circular" else 1
 
 
 def pass_correct(choice: str | None, answer: str | None) -> bool | None:

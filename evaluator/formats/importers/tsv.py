@@ -191,11 +191,17 @@ def _parse(
         if len(options) != LETTERS.index(letter):
             raise err(letter, f"option {letter} is filled but option {LETTERS[len(options)]} is empty")
         options.append(value.strip())
-    if len(options) < 2:
+    # A row with no option at all in a multiple-choice file is an open question of it (MMMU's 'open' questions):
+    # no key letter, its answer kept as the item's reference; one option alone is a broken row.
+    open_question = not options and "answer" in row and not blank(row["answer"])
+    if len(options) < 2 and not open_question:
         raise err("A" if not options else "B", f"needs at least two options, found {len(options)}")
 
     answer = None
-    if "answer" in row and not blank(row["answer"]):
+    references: dict[str, Any] = {}
+    if open_question:
+        references = {"references": python_list_answers(row["answer"], "answer", err)}
+    elif "answer" in row and not blank(row["answer"]):
         answer = row["answer"].strip().upper()
         if answer not in LETTERS[: len(options)]:
             raise err(
@@ -218,7 +224,7 @@ def _parse(
         category=get("category"),
         l2_category=get("l2-category", "l2_category"),
         split=get("split"),
-        meta={k: row[k] for k in extra if not blank(row[k])} | _image_names(row),
+        meta={k: row[k] for k in extra if not blank(row[k])} | _image_names(row) | references,
         more_images=more,
     )
 
