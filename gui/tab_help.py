@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from gui.shortcuts import IMAGE_MOVES
+
 WINDOW = [
     ("Window", "Ctrl+1 … Ctrl+9", "Go to a tab"),
     ("Window", "F5", "Refresh from the workspace"),
@@ -16,6 +18,7 @@ TAB_HELP: dict[str, list[tuple[str, str, str]]] = {
         ("Browse", "Type in the search box", "Search questions, hints and options (words as prefixes)"),
         ("Browse", "↑ / ↓", "Move through the items"),
         ("Browse", "Enter / double click", "Open the item in Review"),
+        *(("Browse", " / ".join(s.keys), s.text.removeprefix("Image: ")) for s in IMAGE_MOVES),
         ("Browse", "View ▾ · Save view…", "Saved filters of this workspace"),
         ("Browse", "Clear filters", "Every item again"),
     ],

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gui.prefs import SCALE_RANGE
 from gui.screenshot import TABS, VIEWS
-from vlmdesk.args import float_in, record_id
+from vlmdesk.args import float_in, int_in, record_id
 
 
 def register_gui(add) -> None:
@@ -74,6 +74,13 @@ def register_gui(add) -> None:
         f"{SCALE_RANGE[0]}–{SCALE_RANGE[1]}, default 1.0)",
     )
     p.add_argument(
+        "--image",
+        type=int_in(1, 64, "an image's number"),
+        default=1,
+        metavar="N",
+        help="--screenshot --view review/browse: which of the item's images is shown (1: the first)",
+    )
+    p.add_argument(
         "--visible-text",
         metavar="TXT",
         help="--screenshot: also write every text visible in the window to TXT, one per line",
@@ -121,6 +128,7 @@ def cmd_gui(args) -> int:
         blind=args.blind,
         theme=args.theme,
         font_scale=args.text_scale,
+        image=args.image,
     )
     for option, value in (("--screenshot", args.screenshot), ("--visible-text", args.visible_text)):
         if value and Path(value).is_dir():
