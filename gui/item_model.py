@@ -119,8 +119,11 @@ class ItemTableModel(QAbstractTableModel):
         if not self.open_run or self.filter.run_id is None:
             return
         answered = item_query.open_answers(self.ws, self.filter.run_id, [r.id for r in page if r.run_result != "none"])
+        bench = self.benchmark  # its VQA rule (open_metrics.vqa_rule), as the report scores it
         for item_id, (response, references) in answered.items():
-            scores = open_item.item_scores(response, references)
+            scores = open_item.item_scores(
+                response, references, bench.name if bench else None, bench.meta if bench else None
+            )
             first = open_item.primary(scores, references)
             self.open_scores[item_id] = (
                 (open_item.score_text(first, scores[first]), scores[first]) if first else ("answered", None)

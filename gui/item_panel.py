@@ -563,11 +563,15 @@ class PredictionsView(QTreeWidget):
         header.setSectionResizeMode(4, QHeaderView.ResizeMode.ResizeToContents)
         self.itemExpanded.connect(self._unfolded)
 
-    def show_predictions(self, item, runs_passes, *, sight=None, kind: str | None = None) -> None:
+    def show_predictions(self, item, runs_passes, *, sight=None, kind: str | None = None, benchmark=None) -> None:
         """Every run's passes of the item, less what the blind rule (annotation/blind.py `Sight`) hides: nothing
         before the annotator's verdict in blind mode; a response awaiting their blind label, and its reading and
-        run result (an open answer's scores), always. `kind`: the item's (its benchmark's)."""
+        run result (an open answer's scores), always. `kind`: the item's (its benchmark's); `benchmark`: the shown
+        benchmark, whose rule an open answer's VQA score follows when it is the item's (open_metrics.vqa_rule)."""
         self.clear()
+        self._benchmark = (
+            benchmark if benchmark is not None and item is not None and benchmark.id == item.benchmark_id else None
+        )
         is_open = kind == "open" or any(run.strategy == "open" for run, _ in runs_passes)
         # An open answer has no option order, choice or correctness: its scores in the choice's column.
         self.headerItem().setText(3, "Score" if is_open else self.HEADERS[3])
@@ -640,7 +644,10 @@ class PredictionsView(QTreeWidget):
                 set_foreground(child, 2, MUTED)
                 top.addChild(child)
                 continue
-            scores = open_item.item_scores(p.response, references)
+            bench = getattr(self, "_benchmark", None)
+            scores = open_item.item_scores(
+                p.response, references, bench.name if bench else None, bench.meta if bench else None
+            )
             first = open_item.primary(scores, references)
             score = open_item.score_text(first, scores[first]) if first else "answered"
             answer = CUT_IN_THOUGHT if p.stage == CUT_INSIDE.stage else " ".join(p.response.split())
@@ -888,7 +895,11 @@ def show_item_details(ctx, item, *, panel: ItemPanel, predictions: PredictionsVi
         live_arena=bool(bench and bench.meta.get("live_arena")),
     )
     predictions.show_predictions(
-        item, item_query.item_predictions(ctx.ws, item.id, ctx.runs) if revealed else [], sight=sight, kind=kind
+        item,
+        item_query.item_predictions(ctx.ws, item.id, ctx.runs) if revealed else [],
+        sight=sight,
+        kind=kind,
+        benchmark=bench,
     )
     log = reviews.history(ctx.ws, item.id)
     shown = sight.visible_history(item.id, log)
