@@ -158,13 +158,14 @@ def _lmms(name: str, repo: str, config: str, split: str, title: str, fmt: str, l
     return CatalogEntry(name, "lmms-lab", title, fmt, licence, repo=repo, config=config, split=split, **kw)
 
 
-# Capability groups: only where LVLM-eHub (OpenGVLab/Multi-Modality-Arena) files the same benchmark itself —
-# ScienceQA IMG under visual reasoning (knowledge-grounded image description), COCO POPE under object hallucination,
-# and its VQA datasets under visual reasoning (the LVLM-eHub paper, Xu et al. 2023, files visual question answering —
-# DocVQA, TextVQA, STVQA, OCR-VQA, OKVQA, GQA… — under visual reasoning; DocVQA, OCRVQA, OKVQA and TextVQA are in its
-# LVLM_evaluation/README.md dataset tree at commit bd2999a): TextVQA, DocVQA, OCR-VQA and OK-VQA in either layout. MMBench, CCBench, SEED-Bench, AI2D, MMStar, MMMU, MathVista, OCRBench,
-# HallusionBench, MMVet, RealWorldQA, InfoVQA, ChartQA and COCO captions are not among its benchmarks (its captioning
-# sets are NoCaps, Flickr30K and WHOOPS): left untagged.
+# Capability groups: only where LVLM-eHub (OpenGVLab/Multi-Modality-Arena) files the same benchmark itself — ScienceQA
+# IMG under visual reasoning (knowledge-grounded image description), COCO POPE under object hallucination, and its VQA
+# datasets under visual reasoning (the LVLM-eHub paper, Xu et al. 2023, files visual question answering — DocVQA,
+# TextVQA, STVQA, OCR-VQA, OKVQA, GQA… — under visual reasoning; DocVQA, OCRVQA, OKVQA and TextVQA are in its
+# LVLM_evaluation/README.md dataset tree at commit bd2999a): TextVQA, DocVQA, OCR-VQA and OK-VQA in either layout.
+# MMBench, CCBench, SEED-Bench, AI2D, MMStar, MMMU, MathVista, OCRBench, HallusionBench, MMVet, RealWorldQA, InfoVQA,
+# ChartQA and COCO captions are not among its benchmarks (its captioning sets are NoCaps, Flickr30K and WHOOPS): left
+# untagged.
 _VQA_GROUP = ("reasoning",)
 BUILTIN: tuple[CatalogEntry, ...] = (
     # MMBench v1.0 (image_mcq.py, "MMBench v1.0")
