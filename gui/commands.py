@@ -94,6 +94,7 @@ COMMANDS: dict[str, str] = {
     # Workspace › Judge the language of a run…; `desiderata ece --input` reads a file and writes nothing.
     "desiderata": "tab:results",
     "judge": "menu:Judge open answers…",
+    "official": "menu:Score by the official judge…",
     "arena pairs": "menu:Draw arena pairs…",
     "arena ratings": "tab:arena",  # its Leaderboard page (a file of battles from elsewhere: the command only)
     "arena export-votes": "menu:Export arena votes…",
@@ -329,6 +330,12 @@ class WorkspaceCommands(QObject):
                 "run's answers (ChEF's language performance); judgements are stored, never asked twice",
             ),
             (
+                "Score by the official judge…",
+                self.official_dialog,
+                "vlmdesk official: a run of MathVista or MMVet scored by its benchmark's LLM-graded rule (VLMEvalKit's "
+                "judge extraction, MMVet's grader); what the judge says is stored, never asked twice",
+            ),
+            (
                 "Judge open answers…",
                 self.judge_open_dialog,
                 "vlmdesk judge: a judge model gives each answer of an open run a verdict (right / partly / wrong) "
@@ -548,6 +555,30 @@ class WorkspaceCommands(QObject):
         )
         if v and v["run"] is not None and v["judge"]:
             self.judge_language(int(v["run"]), str(v["judge"]))
+
+    def official_dialog(self) -> None:
+        if not self._check_ready():
+            return
+        found = [r for r in runs.list_runs(self.window.ws) if r.strategy == "open"]
+        if not found:
+            self.window.show_error("No open run in this workspace: run a model on MathVista or MMVet first")
+            return
+        v = self._ask(
+            "official",
+            "Score by the official judge",
+            [
+                Field("run", "Run", "choice", tuple((_run_label(r), r.id) for r in found)),
+                self._model_field("judge", "Judge model", "a saved model's name, or openai:…@…, hf:… (a text model)"),
+            ],
+            intro="MathVista's and MMVet's official figures ask an LLM, as VLMEvalKit does: the judge extracts "
+            "MathVista's answers the rule cannot read, and grades each MMVet answer 0-1. The figure shows first in "
+            "the run's report.",
+        )
+        if v and v["run"] is not None and v["judge"]:
+            self.official(int(v["run"]), str(v["judge"]))
+
+    def official(self, run_id: int, judge: str) -> CommandProcess | None:
+        return self.start(["official", str(run_id), "--judge", judge], f"Scoring run {run_id} by its official judge")
 
     def judge_open_dialog(self) -> None:
         if not self._check_ready():
