@@ -103,13 +103,17 @@ _PUNCT = (";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-",
 _PERIOD_COUNT = int(re.UNICODE)
 
 
-def _punctuation(text: str) -> str:
+def _punctuation_with(text: str, comma: re.Pattern[str], period: re.Pattern[str]) -> str:
     out = text
-    spaced = _COMMA.search(text) is not None
+    spaced = comma.search(text) is not None
     for p in _PUNCT:
         # Decided on the text as given, not as changed so far (as vqaEval.py does).
         out = out.replace(p, "") if (p + " " in text or " " + p in text) or spaced else out.replace(p, " ")
-    return _PERIOD.sub("", out, count=_PERIOD_COUNT)
+    return period.sub("", out, count=_PERIOD_COUNT)
+
+
+def _punctuation(text: str) -> str:
+    return _punctuation_with(text, _COMMA, _PERIOD)
 
 
 def _digits_articles(text: str) -> str:
@@ -183,14 +187,6 @@ def vqa_rule(name: str | None, meta: dict[str, object] | None = None) -> str:
     source = meta.get("source_file")
     stem = source.rsplit(".", 1)[0] if isinstance(source, str) else None
     return VQA_RULE_OF_BENCHMARK.get(stem or "", VQA_RULE_DEFAULT)
-
-
-def _punctuation_with(text: str, comma: re.Pattern[str], period: re.Pattern[str]) -> str:
-    out = text
-    spaced = comma.search(text) is not None
-    for p in _PUNCT:
-        out = out.replace(p, "") if (p + " " in text or " " + p in text) or spaced else out.replace(p, " ")
-    return period.sub("", out, count=_PERIOD_COUNT)
 
 
 def evalai_answer(text: str) -> str:
