@@ -30,11 +30,19 @@ class Chat:
     thinking_budget: int | None = None
 
     def kwargs(self) -> dict[str, Any]:
-        """The chat template's keyword arguments ({} when none)."""
+        """The chat template's keyword arguments ({} when none); BackendError for a text that is not a JSON object
+        (a run checks its own at the door: runner.canonical_template_kwargs)."""
         import json
 
-        value = json.loads(self.template_kwargs) if self.template_kwargs else {}
-        return value if isinstance(value, dict) else {}
+        if not self.template_kwargs:
+            return {}
+        try:
+            value = json.loads(self.template_kwargs)
+        except ValueError:
+            raise BackendError(f"chat template kwargs are not JSON: {self.template_kwargs[:60]!r}") from None
+        if not isinstance(value, dict):
+            raise BackendError(f"chat template kwargs must be a JSON object, got {self.template_kwargs[:60]!r}")
+        return value
 
 
 # Where a prompt places an image (issue 37): "<image 1>", "<image 2>"… (1-based), as MMMU's questions write them.

@@ -43,7 +43,7 @@ from evaluator.spec_settings import PROCESSOR as PROCESSOR_OPTIONS
 from evaluator.spec_settings import RANGES as _RANGES
 from evaluator.spec_settings import WHOLE as _WHOLE
 
-from .base import BackendEntry, BackendError, Generation, Query, Usage
+from .base import BackendEntry, BackendError, Chat, Generation, Query, Usage
 
 if TYPE_CHECKING:
     import torch
@@ -1093,7 +1093,7 @@ class HFBackend:
         """The prompt text after the chat template, ending with the generation prompt: the run's system prompt as a
         system message, its chat template keyword arguments (e.g. enable_thinking) passed to the template."""
         chat = query.chat
-        template_kwargs = _template_kwargs(chat.template_kwargs)
+        template_kwargs = _template_kwargs(chat)
         conversation: list[dict[str, Any]] = []
         if not self.is_vlm:
             if query.images:
@@ -1271,19 +1271,10 @@ _RESERVED_TEMPLATE_KWARGS = frozenset(
 )
 
 
-def _template_kwargs(text: str | None) -> dict[str, Any]:
-    """A run's chat template keyword arguments (a JSON object's text) as keywords; BackendError for one that would
-    change how vlmdesk renders."""
-    if not text:
-        return {}
-    import json
-
-    try:
-        value = json.loads(text)
-    except ValueError:
-        raise BackendError(f"hf: chat template kwargs are not a JSON object: {text[:60]!r}") from None
-    if not isinstance(value, dict):
-        raise BackendError(f"hf: chat template kwargs must be a JSON object, got {text[:60]!r}")
+def _template_kwargs(chat: Chat) -> dict[str, Any]:
+    """A run's chat template keyword arguments as keywords (Chat.kwargs); BackendError for one that would change how
+    vlmdesk renders."""
+    value = chat.kwargs()
     if reserved := sorted(_RESERVED_TEMPLATE_KWARGS & value.keys()):
         raise BackendError(f"hf: chat template kwargs may not set {', '.join(reserved)} (vlmdesk renders with them)")
     return value
