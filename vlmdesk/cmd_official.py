@@ -8,7 +8,10 @@ import json
 from vlmdesk.args import model_spec, record_id
 
 # The official figures that need a judge, by metric name: the function that scores a run with it.
-_JUDGED = {"mathvista": "official_mathvista:score_mathvista", "mmvet": "official_mmvet:score_mmvet"}
+_JUDGED = {
+    "mathvista": "evaluator.scoring.official_mathvista:score_mathvista",
+    "mmvet": "evaluator.scoring.official_mmvet:score_mmvet",
+}
 
 
 def register_official(add) -> None:
@@ -33,10 +36,10 @@ def register_official(add) -> None:
 
 def cmd_official(args) -> int:
     import dataclasses
-    import importlib
 
     from db import catalog, models, runs
     from evaluator.analysis.metrics import official_metric
+    from evaluator.registry import resolve
     from vlmdesk.cli import UsageError, open_from_args
 
     with open_from_args(args) as ws:
@@ -48,9 +51,7 @@ def cmd_official(args) -> int:
         if entry is None or entry.name not in _JUDGED:
             what = f"its official figure ({entry.name}) needs no judge" if entry else "it has no official figure"
             raise UsageError(f"run {run.id} is on {bench.name}: {what}; vlmdesk report {run.id}")
-        module, _, function = _JUDGED[entry.name].partition(":")
-        score = getattr(importlib.import_module(f"evaluator.scoring.{module}"), function)
-        result = score(ws, run.id, models.resolve_spec(ws, args.judge))
+        result = resolve(_JUDGED[entry.name])(ws, run.id, models.resolve_spec(ws, args.judge))
         if args.json:
             print(json.dumps(dataclasses.asdict(result), ensure_ascii=False))
         else:
