@@ -50,6 +50,25 @@ from gui.review_view import AnswerEdit, NoteEdit, typing_in
 from gui.shortcuts import review_shortcuts, verdict_button, verdict_keys, verdict_places
 
 
+def _show_done(page, lines: list[str], actions: list[tuple[str, object]]) -> None:
+    """A page's "nothing left for you" side (its `area`'s second page): `lines` as paragraphs, then one button per
+    action under them (the first the primary), in place of the buttons it showed before."""
+    for button in page.done_buttons:
+        page.done_layout.removeWidget(button)
+        button.deleteLater()
+    page.done_buttons = []
+    set_rich_text(page.done_text, "<br><br>".join(lines))
+    at = page.done_layout.indexOf(page.done_text) + 1
+    for n, (text, slot) in enumerate(actions):
+        button = QPushButton(text)
+        if n == 0:
+            button.setObjectName("primary")
+        button.clicked.connect(slot)
+        page.done_layout.insertWidget(at + n, button, 0, Qt.AlignmentFlag.AlignLeft)
+        page.done_buttons.append(button)
+    page.area.setCurrentIndex(1)
+
+
 def _title(text: str) -> QLabel:
     label = QLabel(text)
     label.setObjectName("pageTitle")
@@ -334,10 +353,6 @@ class QCPage(_ItemPage):
     def _show_next_steps(self, name: str) -> None:
         """Flags were computed and every one left has my decision: say so, where flags wait for me (another
         benchmark), and how to get more (run a stage). Blind: counts of my own work only, no key, no one's decision."""
-        for button in self.done_buttons:
-            self.done_layout.removeWidget(button)
-            button.deleteLater()
-        self.done_buttons = []
         lines = [f"<b>Every quality-control flag on {html.escape(name)} has your decision.</b>"]
         if self.saved.text():
             lines.append(html.escape(self.saved.text()) + " — Ctrl+Z withdraws it and shows that flag again.")
@@ -352,20 +367,12 @@ class QCPage(_ItemPage):
             "More flags come from running a stage again, after new runs: the text-only stage (language models "
             "answering without the image) or the consensus stage (VLM runs none of which gets an item right)."
         )
-        set_rich_text(self.done_text, "<br><br>".join(lines))
         actions: list[tuple[str, object]] = [
             (text, lambda _=False, w=what: self.ctx.actionRequested.emit(w)) for text, what in (TEXT_ONLY, CONSENSUS)
         ]
         if self.decided:
             actions.append((self.change.text(), self.undo))
-        for n, (text, slot) in enumerate(actions):
-            button = QPushButton(text)
-            if n == 0:
-                button.setObjectName("primary")
-            button.clicked.connect(slot)
-            self.done_layout.insertWidget(2 + n, button, 0, Qt.AlignmentFlag.AlignLeft)
-            self.done_buttons.append(button)
-        self.area.setCurrentIndex(1)
+        _show_done(self, lines, actions)
 
     def _show_candidate(self, *, keep_pick: bool) -> None:
         """Everything of the flag shown that the blind rule decides — the item (its key), why it was flagged, the
@@ -667,10 +674,6 @@ class AdjudicationPage(QWidget):
     def _show_next_steps(self, name: str) -> None:
         """Nothing of `name` is left for me: say so, and where there is work (another set), or how to make more."""
         ws, me = self.ctx.ws, self.ctx.annotator
-        for button in self.done_buttons:
-            self.done_layout.removeWidget(button)
-            button.deleteLater()
-        self.done_buttons = []
         # The other sets by the names the chooser holds (reload_sets read them): list_sets would count every set's
         # items again, this one's (however many I labelled) among them.
         others = [self.set_combo.itemData(i) for i in range(self.set_combo.count())]
@@ -694,15 +697,7 @@ class AdjudicationPage(QWidget):
             "The Alignment tab measures each extractor against the labels; Ctrl+Z withdraws your last label here."
         )
         actions.append(("See the alignment figures", lambda: self.ctx.actionRequested.emit("tab:alignment")))
-        set_rich_text(self.done_text, "<br><br>".join(lines))
-        for n, (text, slot) in enumerate(actions):
-            button = QPushButton(text)
-            if n == 0:
-                button.setObjectName("primary")
-            button.clicked.connect(slot)
-            self.done_layout.insertWidget(1 + n, button, 0, Qt.AlignmentFlag.AlignLeft)
-            self.done_buttons.append(button)
-        self.area.setCurrentIndex(1)
+        _show_done(self, lines, actions)
 
     def choose_set(self, name: str) -> None:
         index = self.set_combo.findData(name)
