@@ -368,24 +368,17 @@ def chat_settings(args, preset_system: str | None = None) -> dict:
 
 def system_prompt(value: str) -> str:
     """--system's text: the file it names when it names a regular file (read through the bounded door), else the
-    text itself. UsageError for an empty prompt, a file over 64 KiB or one that is not UTF-8."""
+    text itself. UsageError for an empty or too long prompt; a file that cannot be read, is too big or is not UTF-8
+    is refused in one line by the door (InputError)."""
     from pathlib import Path
 
     from evaluator.engine.runner import MAX_SYSTEM_CHARS
-    from evaluator.formats.importers.common import Refused, open_regular
+    from evaluator.formats.importers.common import read_input_text
     from vlmdesk.cli import UsageError
 
-    path = Path(value)
-    if len(value) < 4096 and "\n" not in value and path.is_file():
-        try:
-            with open_regular(path, 2**62, "limit") as f:
-                data = f.read(MAX_SYSTEM_CHARS * 4 + 1)
-        except (Refused, OSError) as exc:
-            raise UsageError(f"--system {value}: cannot read the file: {exc}") from None
-        try:
-            value = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise UsageError(f"--system {value}: the file is not UTF-8 text") from None
+    if len(value) < 4096 and "\n" not in value and Path(value).is_file():
+        # One line naming the file for one that cannot be read, is over the bound or is not UTF-8 (InputError).
+        value = read_input_text(value, MAX_SYSTEM_CHARS * 4, "limit for a system prompt file", "system")
     value = value.strip()
     if not value:
         raise UsageError("--system: the system prompt is empty")
