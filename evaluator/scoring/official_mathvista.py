@@ -458,18 +458,24 @@ def score_mathvista(
     cannot read, asked only for extractions not stored under this judge."""
     _, pairs = _run_items(ws, run_id)
     grader = official_llm.Grader(ws, STEP, judge, _accept, max_new_tokens=MAX_NEW_TOKENS, backend_for=backend_for)
+    found, prompts = _by_rule(pairs)
+    graded = grader.grade(list(prompts.values()), run_id=run_id)
+    for item_id, g in zip(prompts, graded):
+        found[item_id] = (g.reply if g.reply is not None else "", False)  # all tries failed: res = ''
+    return _score(run_id, grader.identity, pairs, found, grader.calls)
+
+
+def _by_rule(pairs: list[tuple[MathVistaItem, str]]) -> tuple[dict[int, tuple[str, bool]], dict[int, str]]:
+    """(item id -> the extraction the rule made, marked prefetched; item id -> the judge's prompt for the others)."""
     found: dict[int, tuple[str, bool]] = {}
-    asks: list[tuple[int, str]] = []
+    prompts: dict[int, str] = {}
     for mv, prediction in pairs:
         rule = prefetched(mv, prediction)
         if rule is not None:
             found[mv.item_id] = (rule, True)
         else:
-            asks.append((mv.item_id, build_prompt(mv.question, prediction)))
-    graded = grader.grade([p for _, p in asks], run_id=run_id)
-    for (item_id, _), g in zip(asks, graded):
-        found[item_id] = (g.reply if g.reply is not None else "", False)  # all tries failed: res = ''
-    return _score(run_id, grader.identity, pairs, found, grader.calls)
+            prompts[mv.item_id] = build_prompt(mv.question, prediction)
+    return found, prompts
 
 
 def stored_score(ws: Workspace, run_id: int, judge: str | None = None) -> MathVistaScore | None:
@@ -481,14 +487,7 @@ def stored_score(ws: Workspace, run_id: int, judge: str | None = None) -> MathVi
     identity = run_identity(judge) if judge else official_llm.run_judge(ws, STEP, run_id)
     if identity is None:
         return None
-    found: dict[int, tuple[str, bool]] = {}
-    prompts: dict[int, str] = {}
-    for mv, prediction in pairs:
-        rule = prefetched(mv, prediction)
-        if rule is not None:
-            found[mv.item_id] = (rule, True)
-        else:
-            prompts[mv.item_id] = build_prompt(mv.question, prediction)
+    found, prompts = _by_rule(pairs)
     outcomes = official_llm.stored(ws, STEP, identity, list(prompts.values()))
     for item_id, prompt in prompts.items():
         if prompt in outcomes:
