@@ -9,23 +9,11 @@ import pytest
 
 from evaluator.backends.managed import Recipe, ServerSpec, entry, python_version_of
 from evaluator.registry import PLUGINS_ENV
+from tests.servers import OFFLINE_ENV, serve_command
 
 
 def _command(spec: ServerSpec, program: str, port: int) -> list[str]:
-    return [
-        program,
-        "-m",
-        "transformers.cli.transformers",
-        "serve",
-        spec.model,
-        "--device",
-        "cpu",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        *spec.flag("max_model_len", "--max-model-len"),
-    ]
+    return [*serve_command(program, spec.model, port), *spec.flag("max_model_len", "--max-model-len")]
 
 
 TSERVE = Recipe(
@@ -36,13 +24,7 @@ TSERVE = Recipe(
     version=python_version_of("transformers"),
     options=("max_model_len",),
     program=None,  # this Python
-    # No hub, and no PyPI "newer version available" check at CLI start (huggingface_hub's check_cli_update).
-    env={
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "HF_HUB_DISABLE_UPDATE_CHECK": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    },
+    env=OFFLINE_ENV,
 )
 
 BACKENDS = (entry(TSERVE),)

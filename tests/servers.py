@@ -186,6 +186,21 @@ class ServeProcess:
         return self.base_url, self.model
 
 
+# No hub, and no PyPI "newer version available" check at CLI start (huggingface_hub's check_cli_update).
+OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_HUB_DISABLE_UPDATE_CHECK": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+def serve_command(python: str, model: str, port: int) -> list[str]:
+    """`transformers serve <model> --device cpu` on 127.0.0.1:port, run by the Python `python`."""
+    return [python, "-m", "transformers.cli.transformers", "serve", model, "--device", "cpu", "--host", "127.0.0.1",
+            "--port", str(port)]  # fmt: skip
+
+
 @contextlib.contextmanager
 def transformers_serve(model_dir, log_dir: Path, *, startup_s: float = 120):
     """`transformers serve <model dir> --device cpu` on a free port; yields a ServeProcess, stops it at exit.
@@ -195,27 +210,8 @@ def transformers_serve(model_dir, log_dir: Path, *, startup_s: float = 120):
     model = str(model_dir)
     port = free_port()
     log_path = Path(log_dir) / "server.log"
-    # No hub, and no PyPI "newer version available" check at CLI start (huggingface_hub's check_cli_update).
-    env = dict(
-        os.environ,
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        HF_HUB_DISABLE_UPDATE_CHECK="1",
-        TOKENIZERS_PARALLELISM="false",
-    )
-    cmd = [
-        sys.executable,
-        "-m",
-        "transformers.cli.transformers",
-        "serve",
-        model,
-        "--device",
-        "cpu",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
+    env = dict(os.environ, **OFFLINE_ENV)
+    cmd = serve_command(sys.executable, model, port)
     with open(log_path, "wb") as log_file:
         proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=env)
     base_url = f"http://127.0.0.1:{port}/v1"
