@@ -79,9 +79,9 @@ class Door:
     def said(self, said: Generation, rule: str = reasoning.AUTO) -> Generation:
         """A generation as vlmdesk keeps it: its thought split off by the run's reasoning rule (before any bound,
         so a long thought cannot push the answer out), then each part redacted and bounded."""
-        said = reasoning.split(dataclasses.replace(said, text=self.clean(said.text)), rule)
+        said = reasoning.split(said, rule)  # a key never holds a thought's tags: each part is redacted once, after
         thought = None if said.thought is None else bounded(self.clean(said.thought), MAX_THOUGHT_CHARS)
-        return dataclasses.replace(said, text=bounded(said.text), thought=thought)
+        return dataclasses.replace(said, text=bounded(self.clean(said.text)), thought=thought)
 
     def generations(
         self, queries: Sequence[Query], max_new_tokens: int, rule: str = reasoning.AUTO

@@ -113,3 +113,15 @@ def test_the_door_redacts_answers_errors_and_retry_notices(serve, monkeypatch):
     with pytest.raises(BackendError, match=r"HTTP 400 for model .m.: bad key \[redacted\]") as err:
         backend.generate([Query("q")], 2)
     assert MARK not in str(err.value)
+
+
+def test_a_key_in_a_thought_is_redacted_whether_the_server_or_the_text_holds_it(serve, monkeypatch):
+    monkeypatch.setenv("VLMDESK_TEST_KEY", KEY)
+    apart = completion(f"B {KEY}")
+    apart["choices"][0]["message"]["reasoning_content"] = f"my key is {KEY}"
+    server = serve([Step(200, apart), Step(200, completion(f"<think>{KEY} again</think>A"))])
+    backend = load_backend(f"openai:m@{server.url}?key_env=VLMDESK_TEST_KEY&retries=0&concurrency=1")
+    (first,) = backend.generations([Query("q")], 2)
+    (second,) = backend.generations([Query("q")], 2)
+    assert (first.text, first.thought) == (f"B {REDACTED}", f"my key is {REDACTED}")
+    assert (second.text, second.thought) == ("A", f"{REDACTED} again")
