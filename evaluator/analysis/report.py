@@ -302,7 +302,7 @@ def _report(ws: Workspace, run_id: int, scoring: str | None, *, kept: bool, offi
         if run.strategy == "pope":
             figures = _pope(items, by_item, bench.meta.get("setting"))
         elif run.strategy == "open":
-            figures = _open(ws, run, items)
+            figures = _open(ws, run, bench, items)
         else:
             figures = _mcq(items, by_item, run.strategy, full_passes=run.config.get("full_passes") is True)
     return RunReport(
@@ -589,10 +589,8 @@ def _pope(items: list[catalog.Item], by_item: ByItem, setting: str | None) -> Po
     return PopeFigures(setting, len(labels), metrics)
 
 
-def _open(ws: Workspace, run: runs.Run, items: list[catalog.Item]) -> OpenFigures:
+def _open(ws: Workspace, run: runs.Run, bench: catalog.Benchmark, items: list[catalog.Item]) -> OpenFigures:
     from evaluator.scoring import open_judge, open_metrics
-
-    bench = next(b for b in catalog.list_benchmarks(ws) if b.id == run.benchmark_id)
 
     answers, unanswered = open_metrics.answers_of(ws, run)
     scores = open_metrics.score_answers(ws, run.id, answers)
