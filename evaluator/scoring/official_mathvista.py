@@ -42,7 +42,6 @@ STEP = "mathvista-vlmevalkit"
 MAX_NEW_TOKENS = 128  # MathVista.evaluate_heuristic: build_judge(max_tokens=128)
 FAIL_MSG = "Failed to obtain answer via API."
 MAX_CHOICES_CHARS = 20_000
-PREFETCH_LOG = "Prefetch succeed"
 
 
 # ---- vlmeval/utils/matching_util.py -----------------------------------------------------------------------------
