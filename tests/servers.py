@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.backends.managed import free_port  # a port of 127.0.0.1 free now
 from tests.server_process import QuietServer, completion
 
 # ---- the fault server -------------------------------------------------------------------------------------
@@ -165,12 +165,6 @@ def text_of(body: dict) -> str:
     if isinstance(content, str):
         return content
     return next((part["text"] for part in reversed(content) if part.get("type") == "text"), "")  # images may end it
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
