@@ -1,6 +1,7 @@
 """Agreement statistics for the alignment study, from well-kept libraries where one exists.
 
-- Wilson score interval: scipy.stats.binomtest(k, n).proportion_ci(method="wilson") (no continuity correction).
+- Wilson score interval: evaluator/analysis/intervals.py (scipy.stats.binomtest(k, n).proportion_ci, no continuity
+  correction), the one home of the intervals on scores.
 - Cohen's κ and the confusion matrix: scikit-learn (cohen_kappa_score, confusion_matrix).
 - Krippendorff's α (nominal, missing values allowed): the `krippendorff` package.
 Percent agreement is a count, written here. Libraries are imported lazily (scikit-learn takes a second to import).
@@ -16,15 +17,11 @@ from typing import Any
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
-    """The Wilson score interval of a proportion; None when n = 0."""
-    if n == 0:
-        return None
-    if not 0 <= successes <= n:
-        raise ValueError(f"successes must be within 0..{n}, got {successes}")
-    from scipy.stats import binomtest
+    """The Wilson score interval of a proportion; None when n = 0 (evaluator/analysis/intervals.py, its home)."""
+    from evaluator.analysis.intervals import wilson
 
-    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return float(ci.low), float(ci.high)
+    found = wilson(successes, n, confidence)
+    return None if found is None else (found.low, found.high)
 
 
 def percent_agreement(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:

@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vlmdesk.args import int_in, model_spec, positive_int, record_id, rounds, seed
 
 if TYPE_CHECKING:
     from db import runs
+    from db.catalog import Benchmark
     from evaluator.analysis.report import OpenFigures, RunReport
     from evaluator.engine.launch import Launch
     from evaluator.engine.progress import Progress, WaitEvent
+    from evaluator.engine.prompts import PromptTemplate
+    from evaluator.engine.runner import RunSettings
 
 
 def register_run(add) -> None:
@@ -262,63 +266,17 @@ def human_progress(bar, run_id: int) -> Callable[[Progress | WaitEvent], None]:
 
 
 def cmd_run(args) -> int:
-    from evaluator.backends import BackendError
-    from evaluator.backends.hf import without_prefix_sharing
-    from evaluator.engine.launch import prepare_resume, prepare_run, resolve_model
-    from evaluator.engine.prompt_presets import choose_prompt, preset_setup
-    from evaluator.engine.runner import RunSettings, default_max_new_tokens
-    from evaluator.engine.variants import COT_MAX_NEW_TOKENS
-    from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS
-    from vlmdesk.cli import UsageError, open_from_args
-    from vlmdesk.cmd_data import bench_or_fail
-    from vlmdesk.run_variants import variant_settings
+    from evaluator.engine.launch import prepare_resume, prepare_run
+    from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:
         if args.resume is not None:
             launch = prepare_resume(ws, args.resume, batch_size=args.batch_size, servers=args.servers)
         else:
-            if not args.bench or not args.model:
-                raise UsageError("run needs --bench and --model (or --resume RUN_ID)")
-            bench = bench_or_fail(ws, args.bench)
-            if args.prompt and args.prompt_template:
-                raise UsageError("--prompt and --prompt-template name the same thing: give one")
-            # args.model: a saved model's name (vlmdesk models) or a spec
-            spec = resolve_model(ws, args.model)
-            if args.servers:
-                spec = served_by(spec, args.servers)
-            if args.no_share_prefix:
-                try:
-                    spec = without_prefix_sharing(spec)
-                except BackendError as exc:
-                    raise UsageError(str(exc)) from None
-            chosen = choose_prompt(args.prompt or args.prompt_template, bench.kind, spec)
-            if chosen.note:
-                print(f"note: {chosen.note}", file=sys.stderr)
-            # A VLMEvalKit preset is the family's whole setup: its image settings on the spec, its system prompt.
-            spec, preset_system = preset_setup(chosen.preset, spec, benchmark=bench.name)
-            settings = RunSettings(
-                strategy=args.strategy,
-                full_passes=args.full_passes,
-                limit=args.limit,
-                max_new_tokens=args.max_new_tokens
-                or (
-                    COT_MAX_NEW_TOKENS
-                    if args.cot
-                    else CHEF_COT_MAX_NEW_TOKENS
-                    if args.likelihood_score == "chef"
-                    else default_max_new_tokens(bench.kind)
-                ),
-                text_only=args.text_only,
-                likelihood=args.likelihood or args.likelihood_score in ("prefix", "chef"),
-                seed=args.seed,
-                extractor=args.extractor,
-                likelihood_score=args.likelihood_score or "sum",
-                **variant_settings(args, bench),
-                **multi_turn_settings(args, ws),
-                prompt_preset=chosen.preset,
-                **chat_settings(args, preset_system),
+            asked = requested_run(ws, args)
+            launch = prepare_run(
+                ws, asked.bench, asked.spec, asked.settings, asked.template, batch_size=args.batch_size, new=args.new
             )
-            launch = prepare_run(ws, bench, spec, settings, chosen.template, batch_size=args.batch_size, new=args.new)
         if launch.finished:
             run = launch.run
             print(
@@ -327,6 +285,74 @@ def cmd_run(args) -> int:
             )
             return _finish(args, run.id)
         return _execute(ws, launch, args)
+
+
+@dataclass(frozen=True)
+class RequestedRun:
+    """The run a `vlmdesk run` command line names (without --resume): what its identity is made of."""
+
+    bench: Benchmark
+    spec: str
+    settings: RunSettings
+    template: PromptTemplate
+
+
+def requested_run(ws, args, *, notes: bool = True) -> RequestedRun:
+    """The benchmark, model spec, settings and template a `vlmdesk run` command line names, checked (UsageError or a
+    LaunchRefused naming the option at fault; nothing is stored or loaded). `notes`: print the prompt's note."""
+    from evaluator.backends import BackendError
+    from evaluator.backends.hf import without_prefix_sharing
+    from evaluator.engine.launch import resolve_model
+    from evaluator.engine.prompt_presets import choose_prompt, preset_setup
+    from evaluator.engine.runner import RunSettings, default_max_new_tokens
+    from evaluator.engine.variants import COT_MAX_NEW_TOKENS
+    from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS
+    from vlmdesk.cli import UsageError
+    from vlmdesk.cmd_data import bench_or_fail
+    from vlmdesk.run_variants import variant_settings
+
+    if not args.bench or not args.model:
+        raise UsageError("run needs --bench and --model (or --resume RUN_ID)")
+    bench = bench_or_fail(ws, args.bench)
+    if args.prompt and args.prompt_template:
+        raise UsageError("--prompt and --prompt-template name the same thing: give one")
+    # args.model: a saved model's name (vlmdesk models) or a spec
+    spec = resolve_model(ws, args.model)
+    if args.servers:
+        spec = served_by(spec, args.servers)
+    if args.no_share_prefix:
+        try:
+            spec = without_prefix_sharing(spec)
+        except BackendError as exc:
+            raise UsageError(str(exc)) from None
+    chosen = choose_prompt(args.prompt or args.prompt_template, bench.kind, spec)
+    if chosen.note and notes:
+        print(f"note: {chosen.note}", file=sys.stderr)
+    # A VLMEvalKit preset is the family's whole setup: its image settings on the spec, its system prompt.
+    spec, preset_system = preset_setup(chosen.preset, spec, benchmark=bench.name)
+    settings = RunSettings(
+        strategy=args.strategy,
+        full_passes=args.full_passes,
+        limit=args.limit,
+        max_new_tokens=args.max_new_tokens
+        or (
+            COT_MAX_NEW_TOKENS
+            if args.cot
+            else CHEF_COT_MAX_NEW_TOKENS
+            if args.likelihood_score == "chef"
+            else default_max_new_tokens(bench.kind)
+        ),
+        text_only=args.text_only,
+        likelihood=args.likelihood or args.likelihood_score in ("prefix", "chef"),
+        seed=args.seed,
+        extractor=args.extractor,
+        likelihood_score=args.likelihood_score or "sum",
+        **variant_settings(args, bench),
+        **multi_turn_settings(args, ws),
+        prompt_preset=chosen.preset,
+        **chat_settings(args, preset_system),
+    )
+    return RequestedRun(bench, spec, settings, chosen.template)
 
 
 def served_by(spec: str, servers: str) -> str:
