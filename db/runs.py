@@ -16,7 +16,7 @@ import sqlite3
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal, NoReturn
+from typing import Any, Final, Literal, NoReturn
 
 from db import catalog
 from db.catalog import now_iso
@@ -31,6 +31,7 @@ SEED_MAX = 2**32 - 1
 TOKENS_MAX = 2**40  # tokens a server may say one pass cost (migration 0016's CHECK holds the same bound)
 ROUNDS_MAX = 10  # rounds of sub-questions of a multi-turn pass (evaluator/engine/multiturn.py)
 SPEC_MAX = 2000  # characters of a model spec stored in a run's settings
+SAMPLES_MAX = 64  # samples of a sample group (`run --samples K`): sample numbers 0..SAMPLES_MAX-1
 
 HEARTBEAT_S = 5.0
 STALE_AFTER_S = 60.0  # a heartbeat older than this means the owner is gone (stopped, killed, or on a lost host)
@@ -307,6 +308,10 @@ def config_problems(config: dict[str, Any]) -> list[str]:
     if config.get("thinking_budget") is not None and not valid_int(config["thinking_budget"], 1, COUNT_MAX):
         found.append(f"config.thinking_budget: {str(config['thinking_budget'])[:40]!r} is not a count")
     found += _multi_turn_problems(config)
+    if "sample" in config and not valid_int(config["sample"], 0, SAMPLES_MAX - 1):
+        found.append(f"config.sample: {str(config['sample'])[:40]!r} is not a sample number in 0..{SAMPLES_MAX - 1}")
+    if "sample_of" in config and not (isinstance(config["sample_of"], str) and len(config["sample_of"]) == 64):
+        found.append(f"config.sample_of: {str(config['sample_of'])[:40]!r} is not a run's config key")
     return found
 
 
@@ -587,6 +592,60 @@ def get_run(ws: Workspace, run_id: int) -> Run | None:
 def latest_run_with_key(ws: Workspace, config_key: str) -> Run | None:
     rows = list(ws.db.query(_RUN_SELECT + " WHERE r.config_key = ? ORDER BY r.id DESC LIMIT 1", [config_key]))
     return _run(rows[0]) if rows else None
+
+
+# A sample group's runs (issue 38): sample 0 is the latest run with the group's key as its own config key, sample
+# s >= 1 the latest whose config names the key as `sample_of` (migration 0026's index on that expression).
+SAMPLE_OF_SQL: Final = "(CASE WHEN json_valid(config) THEN json_extract(config, '$.sample_of') END)"
+
+
+def group_key(run: Run) -> str:
+    """The key of the sample group a run belongs to: its `sample_of`, else its own config key (a plain run is sample 0
+    of the group its key names)."""
+    key = run.config.get("sample_of")
+    return key if isinstance(key, str) else run.config_key
+
+
+def sample_number_of(config: dict[str, Any]) -> int:
+    """A run's sample number in its group, from its config (0 for a plain run; a stored value out of range reads as
+    0)."""
+    value = config.get("sample")
+    return value if valid_int(value, 0, SAMPLES_MAX - 1) else 0
+
+
+def sample_group(ws: Workspace, key: str) -> dict[int, Run]:
+    """sample number -> the latest run of that sample in the group `key` names: sample 0 by its config key, the others
+    by the index on `sample_of`; O(K) index seeks whatever else is stored."""
+    found = {}
+    if (first := latest_run_with_key(ws, key)) is not None:
+        found[0] = first
+    rows = ws.db.query(_RUN_SELECT + f" WHERE {SAMPLE_OF_SQL.replace('config', 'r.config')} = ? ORDER BY r.id", [key])
+    for row in rows:
+        run = _run(row)
+        if (s := sample_number_of(run.config)) > 0:
+            found[s] = run  # ordered by id: the latest of a sample number wins
+    return dict(sorted(found.items()))
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    """One item of a run as its kept figures hold it (migration 0021): its run result (right, wrong, pending,
+    unscored), VanillaEval right (pass 0 right, keyed), and for POPE the official parser's reading and the label."""
+
+    item_id: int
+    result: str
+    vanilla: bool
+    official: str | None
+    pope_label: str | None
+
+
+def item_outcomes(ws: Workspace, run_id: int) -> list[ItemOutcome]:
+    """Every item of a run with a stored pass, as kept: one row each, read by the table's key (the run's rows only)."""
+    rows = ws.conn.execute(
+        "SELECT item_id, result, vanilla, official, pope_label FROM run_item_figures WHERE run_id = ? ORDER BY item_id",
+        (run_id,),
+    )
+    return [ItemOutcome(i, result, bool(vanilla), official, label) for i, result, vanilla, official, label in rows]
 
 
 def list_runs(ws: Workspace) -> list[Run]:

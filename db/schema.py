@@ -1876,3 +1876,13 @@ def _m0025(db: Database) -> None:
         END;
         """,
     )
+
+
+@migrations(name="0026_sample_groups")
+def _m0026(db: Database) -> None:
+    # Issue 38: `run --samples K` stores K runs, a sample group; sample s >= 1 names its group by `sample_of` in its
+    # config (sample 0's config key; not part of its own identity). A group's runs are found by this index, O(K) seeks
+    # whatever else is stored; partial, so plain runs cost it nothing. A damaged config (a file written by other tools)
+    # must stay storable and readable: the expression reads valid JSON only (db.runs.SAMPLE_OF_SQL is the same text).
+    sample_of = "(CASE WHEN json_valid(config) THEN json_extract(config, '$.sample_of') END)"
+    _script(db, f"CREATE INDEX runs_sample_of ON runs {sample_of} WHERE {sample_of} IS NOT NULL;")

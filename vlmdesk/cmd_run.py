@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def register_run(add) -> None:
     # run's help texts read the backend and extractor registries: imported here, not for `runs` and `report`
-    from db.runs import ROUNDS_MAX
+    from db.runs import ROUNDS_MAX, SAMPLES_MAX
     from evaluator.engine.runner import MAX_NEW_TOKENS
     from evaluator.engine.variants import COT_MAX_NEW_TOKENS
     from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS, LIKELIHOOD_SCORES
@@ -49,6 +49,7 @@ def register_run(add) -> None:
                 vlmdesk run --bench demo --model hf:./my-vlm --multi-turn 'openai:gpt-4o-mini' --rounds 4
                 vlmdesk run --bench MMBench_DEV_EN --model hf:Qwen/Qwen2-VL-2B-Instruct --prompt vlmevalkit
                 vlmdesk run --bench demo --model 'openai:Qwen2-VL@http://localhost:8000/v1' --prompt vlmevalkit:qwen2_vl
+                vlmdesk run --bench demo --model 'openai:m@http://localhost:8000/v1?temperature=0.7' --samples 4
                 vlmdesk run --resume 7""",
     )
     p.add_argument("--bench", help="benchmark name (vlmdesk benchmarks)")
@@ -167,10 +168,22 @@ def register_run(add) -> None:
         "one is set aside and retried later. Replicas do not name the run: with --resume, the run continues on "
         "these servers (docs/guide/servers.md, Scaling past one GPU)",
     )
+    p.add_argument(
+        "--samples",
+        type=int_in(1, SAMPLES_MAX, "a number of samples"),
+        default=1,
+        metavar="K",
+        help=f"K samples per item and question rotation (1..{SAMPLES_MAX}; default 1): K runs, one after another, "
+        "sample s sampling with --seed + s; sample 0 is the plain run. Needs sampling (the spec's temperature > 0, no "
+        "seed= of its own). The report gives mean@K and pass@k (docs/guide/runs.md, K samples per item); rerunning "
+        "asks only what is missing",
+    )
     p.add_argument("--resume", type=record_id, metavar="RUN_ID", help="continue this run with its stored settings")
     p.add_argument("--new", action="store_true", help="start a new run even if one with these settings exists")
     p.add_argument("--json-progress", action="store_true", help="one JSON object per line on stdout, no bar")
-    p.add_argument("--json", action="store_true", help='print {"run_id": …} at the end')
+    p.add_argument(
+        "--json", action="store_true", help='print {"run_id": …} at the end (with --samples: and "run_ids", by sample)'
+    )
     p.set_defaults(handler=cmd_run)
 
 
@@ -270,6 +283,8 @@ def cmd_run(args) -> int:
     from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:
+        if args.samples > 1:
+            return _run_samples(ws, args)
         if args.resume is not None:
             launch = prepare_resume(ws, args.resume, batch_size=args.batch_size, servers=args.servers)
         else:
@@ -285,6 +300,49 @@ def cmd_run(args) -> int:
             )
             return _finish(args, run.id)
         return _execute(ws, launch, args)
+
+
+def _run_samples(ws, args) -> int:
+    """`run --samples K`: samples 0..K-1 of the run the command names, one after another, each found (finished:
+    skipped), continued or started like a plain run; the first that does not finish ends the command with its code
+    (rerunning the command asks only what is missing). Refused in one line, nothing stored, where the K samples would
+    not differ."""
+    from dataclasses import replace
+
+    from evaluator.engine.launch import prepare_run
+    from evaluator.engine.runner import sampling_refusal
+    from vlmdesk.cli import UsageError
+
+    if args.resume is not None:
+        raise UsageError("--resume continues one stored run: leave out --samples (a sample is a run like any)")
+    if args.new:
+        raise UsageError(
+            "--new with --samples: each sample run is found and continued where it stopped; for fresh samples start "
+            "another group with another --seed"
+        )
+    asked = requested_run(ws, args)
+    if (refused := sampling_refusal(asked.spec, asked.settings, args.samples)) is not None:
+        raise UsageError(refused)
+    run_ids = []
+    for s in range(args.samples):
+        settings = replace(asked.settings, sample=s)
+        launch = prepare_run(ws, asked.bench, asked.spec, settings, asked.template, batch_size=args.batch_size)
+        run_ids.append(launch.run.id)
+        if launch.finished:
+            print(f"run {launch.run.id} (sample {s} of {args.samples}) already finished", file=sys.stderr)
+            continue
+        code = _execute(ws, launch, args, quiet=True)
+        if code != 0:
+            print(
+                f"samples: {s} of {args.samples} finished; rerun the same command to ask only what is missing",
+                file=sys.stderr,
+            )
+            return code
+    if args.json:
+        _emit({"run_id": run_ids[0], "run_ids": run_ids})
+    elif not args.json_progress:
+        print(" ".join(map(str, run_ids)))
+    return 0
 
 
 @dataclass(frozen=True)
@@ -425,7 +483,9 @@ def multi_turn_settings(args, ws) -> dict:
     return found | ({"rounds": args.rounds} if args.rounds is not None else {})
 
 
-def _execute(ws, launch: Launch, args) -> int:
+def _execute(ws, launch: Launch, args, *, quiet: bool = False) -> int:
+    """Execute a prepared launch with the command's progress; its exit code. `quiet`: print nothing at the end (the
+    caller prints the run ids: --samples)."""
     from tqdm import tqdm
 
     from db import runs
@@ -491,7 +551,7 @@ def _execute(ws, launch: Launch, args) -> int:
                 bar.close()
     if args.json_progress:
         _emit(DoneEvent(run.id, engine.calls if engine else 0).to_json())
-    return _finish(args, run.id)
+    return 0 if quiet else _finish(args, run.id)
 
 
 def _finish(args, run_id: int) -> int:
@@ -735,6 +795,9 @@ def format_report(r: RunReport) -> str:
     if r.tokens is not None:  # only a run whose server said what its passes cost
         lines.append(describe_tokens(r.tokens))
     lines += thinking_lines(r)  # the settings that decide answers, and the truncated passes, when there are any
+    from evaluator.analysis.samples import sample_lines  # a sampled run: its group's mean@K and pass@k (issue 38)
+
+    lines += sample_lines(r)
     if r.open is not None:
         lines += _format_open(r.open)
         return "\n".join(lines)

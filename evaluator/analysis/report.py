@@ -16,6 +16,7 @@ from db import catalog, extractions, runs
 from db.errors import InvalidInput, NotFound
 from db.schema import NO_GROUP
 from db.workspace import Workspace
+from evaluator.analysis.samples import sample_figures
 from evaluator.scoring.choices import (
     POPE_PARSERS,
     item_result,
@@ -30,6 +31,7 @@ from evaluator.types import PopeParser, RunStatus, Strategy
 
 if TYPE_CHECKING:
     from evaluator.analysis.pope_report import PopeMeanEntry
+    from evaluator.analysis.samples import SampleFigures
 
 NONE = NO_GROUP  # the group of items without a value: the kept figures name it so (migration 0021)
 
@@ -212,6 +214,9 @@ class RunReport:
     # The benchmark's official figure (MMMU, OCRBench, HallusionBench…), computed from the run's passes: in the JSON
     # right after benchmark, only for a benchmark that has one; the text shows it first.
     official: OfficialFigure | None = None
+    # A sampled run's group (`run --samples K`, issue 38): mean@K and pass@k over its K sample runs
+    # (evaluator/analysis/samples.py); None for a run without siblings. In the JSON last, only when set.
+    samples: SampleFigures | None = None
 
     @property
     def mcq(self) -> McqFigures | None:
@@ -228,7 +233,7 @@ class RunReport:
     def to_json(self) -> dict[str, Any]:
         head: dict[str, Any] = {}
         for f in dataclasses.fields(self):
-            if f.name not in ("figures", "pope_mean", "tokens", "truncation", "settings", "official"):
+            if f.name not in ("figures", "pope_mean", "tokens", "truncation", "settings", "official", "samples"):
                 head[f.name] = getattr(self, f.name)
             if f.name == "benchmark" and self.official is not None:
                 head["official"] = self.official.to_json()
@@ -242,6 +247,8 @@ class RunReport:
         out = {**head, **self.figures.to_json()}
         if self.pope is not None:
             out["pope_mean"] = self.pope_mean and self.pope_mean.to_json()
+        if self.samples is not None:
+            out["samples"] = self.samples.to_json()
         return out
 
 
@@ -328,6 +335,8 @@ def _report(ws: Workspace, run_id: int, scoring: str | None, *, kept: bool, offi
         truncation=cut if (cut := runs.truncation(ws, run.id)).truncated else None,
         settings=answer_settings(run.config, run.model_spec),
         official=official_figure(ws, run, bench) if official else None,
+        # Its sample group's figures under the runs' own scoring (a whole report only: not the runs list's line).
+        samples=sample_figures(ws, run) if official and source == RUN_SCORING else None,
     )
 
 
@@ -395,6 +404,7 @@ class AnswerSettings:
     chat_template_kwargs: str | None = None
     thinking_budget: int | None = None
     spec_options: dict[str, str] = dataclasses.field(default_factory=dict)
+    sample: int = 0  # sample s of a sample group (`run --samples K`, issue 38); 0: a plain run (sample 0)
 
     @property
     def notable(self) -> bool:
@@ -405,16 +415,19 @@ class AnswerSettings:
             or self.chat_template_kwargs is not None
             or self.thinking_budget is not None
             or self.spec_options
+            or self.sample
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "spec_options": dict(self.spec_options)}
+        found = {**dataclasses.asdict(self), "spec_options": dict(self.spec_options)}
+        return found if self.sample else {k: v for k, v in found.items() if k != "sample"}
 
     def parts(self, *, compact: bool = False) -> list[str]:
         """Each setting in words, e.g. ['max new tokens 32,768', 'thinking budget 8,192', 'reasoning <t>,</t>',
         'chat template {"enable_thinking": true}', 'system "You are…" (212 chars)', 'temperature 0.6'];
         `compact` leaves out what is at its default (the runs list)."""
-        out = [] if self.max_new_tokens is None else [f"max new tokens {self.max_new_tokens:,}"]
+        out = [f"sample {self.sample}"] if self.sample else []
+        out += [] if self.max_new_tokens is None else [f"max new tokens {self.max_new_tokens:,}"]
         if self.thinking_budget is not None:
             out.append(f"thinking budget {self.thinking_budget:,}")
         if self.reasoning != "auto" or not compact:
@@ -445,6 +458,7 @@ def answer_settings(config: dict[str, Any], spec: str) -> AnswerSettings:
         _text(config.get("chat_template_kwargs")),
         _count(config.get("thinking_budget")),
         {name: options[name][:80] for name in SPEC_SETTINGS if name in options},
+        runs.sample_number_of(config),
     )
 
 

@@ -101,7 +101,8 @@ def prepare_run(
         return Launch(found, None, batch_size, resumed=True, fresh=False)
     if found is not None:
         _check_free(found)  # before loading a model for nothing; execute_run claims it for real
-    backend = _open(ws, bench.id, spec, settings, seed=settings.seed, batch_size=asked)
+    # Sample s of a sample group samples with the run's seed + s (its prompts, shots and corruptions keep run.seed).
+    backend = _open(ws, bench.id, spec, settings, seed=settings.seed + settings.sample, batch_size=asked)
     try:
         # Found or created and claimed in one transaction: the same command started twice at once runs once.
         run = start_run(ws, bench, spec, settings, template, backend, batch_size=batch_size, reuse=not new)
@@ -141,7 +142,7 @@ def prepare_resume(ws: Workspace, run_id: int, *, batch_size: int | None, server
             spec = with_servers(spec, servers)
         except BackendError as exc:
             raise LaunchRefused(str(exc)) from None
-    backend = _open(ws, run.benchmark_id, spec, settings, seed=run.seed, batch_size=batch_size)
+    backend = _open(ws, run.benchmark_id, spec, settings, seed=run.seed + settings.sample, batch_size=batch_size)
     return Launch(run, backend, batch_size, resumed=True, fresh=False)
 
 

@@ -90,6 +90,9 @@ class RunSettings:
     system: str | None = None
     chat_template_kwargs: str | None = None
     thinking_budget: int | None = None
+    # K samples per item (issue 38, docs/adr/0057): sample s of a sample group is the same run asked again with the
+    # backend's sampling seed + s. Sample 0 is the plain run (the default, left out of the identity).
+    sample: int = 0
 
     def identity(self) -> dict[str, Any]:
         """The settings as stored and hashed into the run's config key. A setting added after the first release is
@@ -100,8 +103,11 @@ class RunSettings:
             k: v for k, v in values.items() if k in _FIRST_RELEASE or v != RunSettings.__dataclass_fields__[k].default
         }
 
-    def config(self, batch_size: int) -> dict[str, Any]:
-        return {**self.identity(), "batch_size": batch_size}
+    def config(self, batch_size: int, sample_of: str | None = None) -> dict[str, Any]:
+        """The stored config: the identity, the batch size and, for sample s >= 1, `sample_of` (its group's key: the
+        config key of sample 0, which finds the group's runs; like the batch size, not part of the identity)."""
+        found = {**self.identity(), "batch_size": batch_size}
+        return found | ({"sample_of": sample_of} if sample_of is not None else {})
 
     def check(self) -> None:
         """ValueError naming every setting out of range (before a run is stored with them)."""
@@ -118,8 +124,40 @@ class RunSettings:
         problems += multi_turn_problems(self)
         problems += prompt_preset_problems(self.prompt_preset)
         problems += chat_problems(self)
+        if self.sample and self.likelihood:
+            problems.append("sample: likelihood mode scores the options, it does not sample; no samples with it")
         if problems:
             raise InvalidInput("; ".join(problems))
+
+
+def sampling_refusal(spec: str, settings: RunSettings, samples: int) -> str | None:
+    """Why `--samples K` (K > 1) cannot give K different samples of this run (one line naming what to change), or
+    None. Read from the spec's text and the settings; nothing is loaded."""
+    from urllib.parse import parse_qsl
+
+    if samples <= 1:
+        return None
+    if settings.likelihood:
+        return (
+            f"--samples {samples}: likelihood mode scores the options, it does not sample (the same scores "
+            f"{samples} times); drop --likelihood or --samples"
+        )
+    options = dict(parse_qsl(spec.partition("?")[2][:4096], keep_blank_values=True))
+    try:
+        temperature = float(options.get("temperature", "0"))
+    except ValueError:
+        temperature = 0.0
+    if not temperature > 0:
+        return (
+            f"--samples {samples} needs sampling: add ?temperature=0.7 to the model spec (greedy decoding gives the "
+            f"same answer {samples} times)"
+        )
+    if "seed" in options:
+        return (
+            f"--samples {samples}: the spec's seed={options['seed'][:20]} makes every sample the same; drop seed= "
+            "from the spec (sample s samples with the run's --seed + s)"
+        )
+    return None
 
 
 def multi_turn_problems(settings: RunSettings) -> list[str]:
@@ -722,8 +760,10 @@ def new_run(
 ) -> runs.Run:
     """A new run owned by `owner` (default: this process); with `reuse`, the stored run with these settings
     instead when there is one (claimed, or as is when finished; runs.RunBusy when another process runs it).
-    A run named after a prompt preset stores that preset's template (InvalidInput for another)."""
+    A run named after a prompt preset stores that preset's template (InvalidInput for another). Sample s >= 1 of a
+    sample group stores its group's key, sample 0's config key (`sample_of`)."""
     settings.check()
+    sample_of = config_key(bench, model_spec, replace(settings, sample=0), template) if settings.sample else None
     if settings.prompt_preset is not None:
         if vlmevalkit_preset(settings.prompt_preset).template(bench.kind) != template:
             raise InvalidInput(f"the prompt template is not the one of preset {settings.prompt_preset}")
@@ -736,7 +776,7 @@ def new_run(
         strategy=strategy_for(bench, settings),
         prompt_template=template.to_json(),
         extractor=settings.extractor,
-        config=settings.config(batch_size),
+        config=settings.config(batch_size, sample_of),
         config_key=config_key(bench, model_spec, settings, template),
         versions={**versions(), "backend": backend_info},
         git_revision=git_revision(),
