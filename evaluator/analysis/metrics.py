@@ -15,7 +15,7 @@ still found); the report shows it first (evaluator/analysis/report.py, docs/guid
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from db import catalog, runs
 from db.errors import UserError
 from db.workspace import Workspace
+from evaluator.analysis.intervals import Interval
 from evaluator.registry import Registry
 
 if TYPE_CHECKING:
@@ -56,16 +57,61 @@ class Needs:
         return None
 
 
-Details = Callable[[Workspace, int], "tuple[float | None, dict[str, Any]]"]
-"""An official figure's value for one run with what stands behind it (counts, per-split or per-group figures)."""
+@dataclass(frozen=True)
+class Units:
+    """What an official figure is over, unit by unit, so that it has a 95 % interval (evaluator/analysis/intervals.py):
+    a proportion (`right` of `n` units: Wilson), or one column of numbers per unit-level quantity and the statistic
+    of them (`columns`, `statistic(*columns, axis=-1)` vectorized: a percentile bootstrap resampling whole units,
+    named by `unit`). `scale` takes the statistic's scale to the figure's (100 for points, n for a count).
+    A new official metric gets its interval by returning its Units from its details function."""
+
+    unit: str = "items"
+    right: int | None = None
+    n: int | None = None
+    columns: tuple[Sequence[float], ...] = ()
+    statistic: Callable[..., Any] | None = None
+    scale: float = 1.0
+
+    @classmethod
+    def proportion(cls, right: int, n: int, *, scale: float = 1.0) -> Units:
+        return cls(right=right, n=n, scale=scale)
+
+    @classmethod
+    def mean(cls, values: Sequence[float], *, scale: float = 1.0) -> Units:
+        """A mean of per-item values (graded scores)."""
+        import numpy as np
+
+        return cls(columns=(values,), statistic=np.mean, scale=scale)
+
+    @classmethod
+    def clusters(cls, unit: str, columns: tuple[Sequence[float], ...], statistic: Callable[..., Any]) -> Units:
+        """A figure of sums over clusters (e.g. HallusionBench's question sets): each column one number per cluster,
+        resampled together."""
+        return cls(unit=unit, columns=columns, statistic=statistic)
+
+    def interval(self) -> Interval | None:
+        from evaluator.analysis.intervals import bootstrap, wilson
+
+        if self.right is not None and self.n is not None:
+            found = wilson(self.right, self.n)
+        elif self.statistic is not None:
+            found = bootstrap(self.columns, self.statistic, paired=len(self.columns) > 1, unit=self.unit)
+        else:
+            found = None
+        return found if found is None or self.scale == 1.0 else found.scaled(self.scale)
+
+
+Details = Callable[[Workspace, int], "tuple[float | None, dict[str, Any], Units | None]"]
+"""An official figure's value for one run with what stands behind it (counts, per-split or per-group figures) and
+the units it is over (None: the figure has no interval)."""
 
 
 @dataclass(frozen=True)
 class Official:
     """What makes a metric a benchmark's official figure: the benchmarks it is the figure of (names as VLMEvalKit and
     lmms-eval give them; case ignored), its label in the report ("accuracy", "score"), how the leaderboard prints it
-    ("percent": a fraction shown ×100 with one decimal; "count": a whole number), and optionally `details` (the value
-    and its breakdown at once; without it the report shows the value alone)."""
+    ("percent": a fraction shown ×100 with one decimal; "count": a whole number), and optionally `details` (the value,
+    its breakdown and its Units at once; without it the report shows the value alone, with no interval)."""
 
     benchmarks: tuple[str, ...]
     label: str
@@ -93,7 +139,8 @@ class MetricEntry:
 def _report(ws: Workspace, run_id: int, scoring: str | None) -> RunReport:
     from evaluator.analysis.report import run_report
 
-    report = run_report(ws, run_id, scoring=scoring, official=False)  # the figure of one metric, not all of them
+    # The figure of one metric: neither the official figure nor the intervals.
+    report = run_report(ws, run_id, scoring=scoring, official=False, intervals=False)
     if report is None:
         raise RuntimeError(f"no run {run_id}")  # the caller looked the run up first
     return report

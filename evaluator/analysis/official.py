@@ -14,7 +14,7 @@ from typing import Any
 
 from db import catalog, runs
 from db.workspace import Workspace
-from evaluator.analysis.metrics import MetricEntry, Needs, Official
+from evaluator.analysis.metrics import MetricEntry, Needs, Official, Units
 from evaluator.scoring import official_hallusionbench, official_mmmu, official_ocrbench
 
 VALIDATION = "validation"  # MMMU_DEV_VAL's split the leaderboard's MMMU_VAL is
@@ -32,9 +32,10 @@ def _passes(ws: Workspace, run_id: int) -> tuple[list[catalog.Item], dict[int, r
 # --- MMMU ---------------------------------------------------------------------------------------------------
 
 
-def mmmu_details(ws: Workspace, run_id: int) -> tuple[float | None, dict[str, Any]]:
+def mmmu_details(ws: Workspace, run_id: int) -> tuple[float | None, dict[str, Any], Units | None]:
     """MMMU's accuracy on the validation split when the run has one (MMMU_DEV_VAL: the leaderboard's MMMU_VAL),
-    else over every question; the breakdown per split."""
+    else over every question; the breakdown per split; its units the questions it counts (right or wrong; a
+    question MMMU's parser answers at random counts as the draw came out)."""
     items, first = _passes(ws, run_id)
     questions: list[official_mmmu.MmmuQuestion] = []
     unanswered = 0
@@ -57,14 +58,17 @@ def mmmu_details(ws: Workspace, run_id: int) -> tuple[float | None, dict[str, An
     splits = {s.casefold(): s for s in scores.by_split}
     over = splits.get(VALIDATION)
     value = scores.split_accuracy(over) if over is not None else scores.accuracy
-    return value, {**scores.to_json(), "figure_over": over or "all", "unanswered": unanswered}
+    counted, right = scores.by_split[over] if over is not None else (scores.questions, scores.right)
+    details = {**scores.to_json(), "figure_over": over or "all", "unanswered": unanswered}
+    return value, details, Units.proportion(right, counted)
 
 
 # --- OCRBench ----------------------------------------------------------------------------------------------
 
 
-def ocrbench_details(ws: Workspace, run_id: int) -> tuple[float | None, dict[str, Any]]:
-    """OCRBench's score (right answers; out of 1000 on the whole benchmark) and its five sums."""
+def ocrbench_details(ws: Workspace, run_id: int) -> tuple[float | None, dict[str, Any], Units | None]:
+    """OCRBench's score (right answers; out of 1000 on the whole benchmark) and its five sums; its units the answers
+    counted (those of OCRBench's categories), the interval the Wilson one of right / counted scaled to the count."""
     items, first = _passes(ws, run_id)
     triples = []
     unanswered = 0
@@ -77,8 +81,9 @@ def ocrbench_details(ws: Workspace, run_id: int) -> tuple[float | None, dict[str
             continue
         triples.append((item.category, p.response or "", item.references))
     scores = official_ocrbench.score(triples)
-    value = float(scores.score) if scores.answers > scores.other else None
-    return value, {**scores.to_json(), "unanswered": unanswered}
+    counted = scores.answers - scores.other
+    value = float(scores.score) if counted > 0 else None
+    return value, {**scores.to_json(), "unanswered": unanswered}, Units.proportion(scores.score, counted, scale=counted)
 
 
 # --- HallusionBench ----------------------------------------------------------------------------------------
@@ -92,8 +97,9 @@ def _yes_no_answer(item: catalog.Item) -> str | None:
     return item.references[0] if len(item.references) == 1 else None
 
 
-def hallusionbench_details(ws: Workspace, run_id: int) -> tuple[float | None, dict[str, Any]]:
-    """HallusionBench's figures: the mean of aAcc, fAcc and qAcc (as fractions), and each."""
+def hallusionbench_details(ws: Workspace, run_id: int) -> tuple[float | None, dict[str, Any], Units | None]:
+    """HallusionBench's figures: the mean of aAcc, fAcc and qAcc (as fractions), and each; its units the question
+    sets (l2-category + set_id), in which both the figures and the question groups nest, resampled whole."""
     items, first = _passes(ws, run_id)
     questions = []
     unanswered = other = 0
@@ -111,12 +117,23 @@ def hallusionbench_details(ws: Workspace, run_id: int) -> tuple[float | None, di
         questions.append(
             official_hallusionbench.HallusionQuestion(str(item.index), item.l2_category, answer, p.response or "")
         )
+    sets = list(official_hallusionbench.question_sets(questions).values())
     scores = official_hallusionbench.score(questions)
     overall = scores.overall
+    fields = ("right", "questions", "figures_right", "figures", "groups_right", "groups")
+    columns = tuple([getattr(s, f) for s in sets] for f in fields)
     return (
         None if overall is None else overall / 100,
         {**scores.to_json(), "unanswered": unanswered, "index_without_parts": other},
+        Units.clusters("question sets", columns, hallusion_overall),
     )
+
+
+def hallusion_overall(*columns: Any, axis: int = -1) -> Any:
+    """The mean of aAcc, fAcc and qAcc (a fraction) over question sets, vectorized: each pair of columns (right,
+    of) per set is summed over the sets, then divided — a ratio of sums, as the figures are."""
+    right, n, figures_right, figures, groups_right, groups = (c.sum(axis=axis) for c in columns)
+    return (right / n + figures_right / figures + groups_right / groups) / 3
 
 
 def _value(details: Any) -> Any:

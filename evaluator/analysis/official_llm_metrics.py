@@ -5,9 +5,10 @@ until the run was scored and every item has its extraction or grade."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from db.workspace import Workspace
-from evaluator.analysis.metrics import MetricEntry, Needs, Official
+from evaluator.analysis.metrics import MetricEntry, Needs, Official, Units
 from evaluator.scoring import official_mathvista, official_mmvet
 
 
@@ -25,13 +26,31 @@ def _mmvet(ws: Workspace, run_id: int, scoring: str | None) -> float | None:
     return None if score is None else score.total
 
 
+def mathvista_details(ws: Workspace, run_id: int) -> tuple[float | None, dict[str, Any], Units | None]:
+    """MathVista's accuracy (×100) with its units: the items, each right or wrong (Wilson)."""
+    score = official_mathvista.stored_score(ws, run_id)
+    if score is None or score.accuracy is None:
+        return None, {}, None
+    return score.accuracy, {}, Units.proportion(score.hits, score.items, scale=100)
+
+
+def mmvet_details(ws: Workspace, run_id: int) -> tuple[float | None, dict[str, Any], Units | None]:
+    """MMVet's total (×100) with its units: the items' grades (0.0–1.0), their mean bootstrapped (in item id order)."""
+    score = official_mmvet.stored_score(ws, run_id)
+    if score is None or score.total is None:
+        return None, {}, None
+    return score.total, {}, Units.mean([score.item_scores[i] for i in sorted(score.item_scores)], scale=100)
+
+
 METRICS = (
     MetricEntry(
         "mathvista",
         "MathVista accuracy ×100 as VLMEvalKit scores it: its rule, then the judge's extraction (stored when scored)",
         Needs(strategies=("open",)),
         _mathvista("accuracy"),
-        official=Official(("MathVista_MINI", "mathvista_testmini"), "accuracy (judge-extracted)", "points"),
+        official=Official(
+            ("MathVista_MINI", "mathvista_testmini"), "accuracy (judge-extracted)", "points", mathvista_details
+        ),
     ),
     MetricEntry(
         "mathvista_typed",
@@ -45,6 +64,6 @@ METRICS = (
         "MMVet total score ×100 as VLMEvalKit grades it (0.0–1.0 per answer by the grader model, stored when graded)",
         Needs(strategies=("open",)),
         _mmvet,
-        official=Official(("MMVet", "mmvet"), "score (judge-graded)", "points"),
+        official=Official(("MMVet", "mmvet"), "score (judge-graded)", "points", mmvet_details),
     ),
 )

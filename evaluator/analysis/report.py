@@ -16,6 +16,7 @@ from db import catalog, extractions, runs
 from db.errors import InvalidInput, NotFound
 from db.schema import NO_GROUP
 from db.workspace import Workspace
+from evaluator.analysis.intervals import Interval
 from evaluator.analysis.samples import sample_figures
 from evaluator.scoring.choices import (
     POPE_PARSERS,
@@ -40,6 +41,11 @@ def _fraction(hits: int, total: int) -> float | None:
     return hits / total if total else None
 
 
+def _ci_json(interval: Interval | None) -> dict[str, Any] | None:
+    """An interval as the JSON gives it ({"low", "high", "method"}, on the figure's own scale), null when none."""
+    return None if interval is None else interval.to_json()
+
+
 RUN_SCORING: Final = "run"
 """The name of a run's own scoring (also reachable by the run's extractor spec when no re-scoring has that name)."""
 ScoringSource = Literal["run", "rescore"]
@@ -48,14 +54,37 @@ ScoringSource = Literal["run", "rescore"]
 @dataclasses.dataclass(frozen=True)
 class Scores:
     """VanillaEval and CircularEval accuracy over a group of scored questions (fractions; None over no question,
-    and circular None for a vanilla run)."""
+    and circular None for a vanilla run), each with its 95 % Wilson interval (an item is the unit: a circular item
+    is right or wrong from all its passes; None where the figure is, or the report was asked without intervals)."""
 
     questions: int
     vanilla: float | None
     circular: float | None
+    vanilla_ci: Interval | None = None
+    circular_ci: Interval | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {
+            "questions": self.questions,
+            "vanilla": self.vanilla,
+            "circular": self.circular,
+            "vanilla_ci": _ci_json(self.vanilla_ci),
+            "circular_ci": _ci_json(self.circular_ci),
+        }
+
+
+def scores_of(questions: int, vanilla: int, circular: int | None, *, intervals: bool = True) -> Scores:
+    """Scores from counts (items right under VanillaEval and, for a circular run, CircularEval): the counted and
+    the kept figures both come here, so their fractions and intervals are the same."""
+    from evaluator.analysis.intervals import wilson
+
+    return Scores(
+        questions,
+        _fraction(vanilla, questions),
+        None if circular is None else _fraction(circular, questions),
+        wilson(vanilla, questions) if intervals else None,
+        wilson(circular, questions) if intervals and circular is not None else None,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,18 +125,75 @@ class McqFigures:
 
 
 @dataclasses.dataclass(frozen=True)
+class PopeIntervals:
+    """95 % intervals on POPE's figures under one parser: accuracy, precision and recall Wilson on their counts
+    (over the denominators confusion_metrics divides by), F1 a percentile bootstrap over items."""
+
+    accuracy: Interval | None
+    precision: Interval | None
+    recall: Interval | None
+    f1: Interval | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {f"{f.name}_ci": _ci_json(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+def _pope_f1(codes: Any, axis: int = -1) -> Any:
+    """F1 of resampled POPE cell codes (POPE_CELLS' order), yes the positive class: 2·tp / (2·tp + fp + fn + unknown
+    labelled yes) — the same as 2PR / (P + R) with recall over the questions labelled yes; a resample without
+    any yes, labelled or answered (0/0), counts 0, as scikit-learn's zero_division=0."""
+    import numpy as np
+
+    tp = (codes == 0).sum(axis=axis)
+    fp = (codes == 1).sum(axis=axis)
+    missed = ((codes == 3) | (codes == 4)).sum(axis=axis)
+    denominator = 2 * tp + fp + missed
+    return np.where(denominator > 0, 2 * tp / np.maximum(denominator, 1), 0.0)
+
+
+POPE_CELLS: Final = ("tp", "fp", "tn", "fn", "unknown labelled yes", "unknown labelled no")
+"""An answer's cell, its code the index: the items of a POPE run rebuilt from its confusion counts, in this order,
+are what its F1 is bootstrapped over (the items are exchangeable given their cells, so the counts are enough)."""
+
+
+def pope_intervals(m: PopeMetrics, labelled_yes: int) -> PopeIntervals:
+    """The intervals of one parser's figures from its counts (`labelled_yes`: the questions whose label is yes,
+    recall's denominator); an interval is None where its figure is."""
+    from evaluator.analysis.intervals import bootstrap, wilson
+
+    unknown_yes = labelled_yes - m.tp - m.fn
+    f1 = None
+    if m.f1 is not None:
+        counts = (m.tp, m.fp, m.tn, m.fn, unknown_yes, m.unknown - unknown_yes)
+        codes = [code for code, n in enumerate(counts) for _ in range(n)]
+        f1 = bootstrap((codes,), _pope_f1)
+    return PopeIntervals(
+        wilson(m.tp + m.tn, m.questions),
+        wilson(m.tp, m.tp + m.fp),
+        wilson(m.tp, labelled_yes),
+        f1,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
 class PopeFigures:
-    """The POPE part of a report: every answer read by each parser."""
+    """The POPE part of a report: every answer read by each parser, and each parser's intervals ({} when the report
+    was asked without intervals)."""
 
     setting: str | None
     answered: int
     pope: dict[PopeParser, PopeMetrics]
+    intervals: dict[PopeParser, PopeIntervals] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        empty = PopeIntervals(None, None, None, None)
         return {
             "setting": self.setting,
             "answered": self.answered,
-            "pope": {parser: m.to_json() for parser, m in self.pope.items()},
+            "pope": {
+                parser: {**m.to_json(), **self.intervals.get(parser, empty).to_json()}
+                for parser, m in self.pope.items()
+            },
             "overall": {
                 "accuracy_official": self.pope["official"].accuracy,
                 "accuracy_strict": self.pope["strict"].accuracy,
@@ -132,17 +218,26 @@ class OpenFigures:
     judge_set: dict[str, Any] | None = None
     # Which reference's rule vqa_accuracy follows for this benchmark (open_metrics.VQA_RULES), when it is scored.
     vqa_rule: str | None = None
+    # Each metric's 95 % interval: a percentile bootstrap of the mean over its per-item scores (CIDEr's with the
+    # IDF of the run's items held fixed), overall and per category ({} when asked without intervals).
+    intervals: dict[str, Interval | None] = dataclasses.field(default_factory=dict)
+    category_intervals: dict[str, dict[str, Interval | None]] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        by_category = {
+            name: {**group, "intervals": {m: _ci_json(i) for m, i in self.category_intervals.get(name, {}).items()}}
+            for name, group in self.by_category.items()
+        }
         return {
             "answered": self.answered,
             **({"vqa_rule": self.vqa_rule} if self.vqa_rule is not None else {}),
             "unanswered": self.unanswered,
             "unreferenced": self.unreferenced,
             "metrics": self.metrics,
+            "metric_intervals": {name: _ci_json(self.intervals.get(name)) for name in self.metrics},
             "metric_items": self.scored,
             "metric_scales": self.scales,
-            "by_category": self.by_category,
+            "by_category": by_category,
             "judge_set": self.judge_set,
         }
 
@@ -151,7 +246,9 @@ class OpenFigures:
 class OfficialFigure:
     """The benchmark's official figure, as its leaderboard prints it (docs/guide/leaderboard.md): the metric that is
     it (evaluator/analysis/metrics.py, `official_metric`), its label, the value (a fraction, or a count), the value as
-    printed ("41.2", "812") and what stands behind it (counts, per split or group; {} when the metric gives none)."""
+    printed ("41.2", "812") and what stands behind it (counts, per split or group; {} when the metric gives none);
+    its 95 % interval on the value's scale (None when the metric declares no units, or the value is None) and the
+    interval as printed ("[38.0, 44.5]")."""
 
     benchmark: str
     metric: str
@@ -159,9 +256,11 @@ class OfficialFigure:
     value: float | None
     shown: str
     details: dict[str, Any]
+    interval: Interval | None = None
+    interval_shown: str | None = None
 
     def line(self) -> str:
-        """`MMMU_DEV_VAL accuracy (official) 41.2`, and what it is over when that is not obvious."""
+        """`MMMU_DEV_VAL accuracy (official) 41.2 [38.0, 44.5]`, and what it is over when that is not obvious."""
         extra = []
         over = self.details.get("figure_over")
         if isinstance(over, str) and over != "all":
@@ -171,10 +270,11 @@ class OfficialFigure:
                 extra.append(f"{key} {self.details[key]:.1f}")
         if isinstance(self.details.get("groups"), dict):
             extra += [f"{name} {count}" for name, count in self.details["groups"].items()]
-        return f"{self.benchmark} {self.label} (official) {self.shown}" + (f"   [{' · '.join(extra)}]" if extra else "")
+        shown = self.shown + (f" {self.interval_shown}" if self.interval_shown else "")
+        return f"{self.benchmark} {self.label} (official) {shown}" + (f"   ({' · '.join(extra)})" if extra else "")
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "interval": _ci_json(self.interval)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,13 +352,16 @@ class RunReport:
         return out
 
 
-def run_report(ws: Workspace, run_id: int, scoring: str | None = None, *, official: bool = True) -> RunReport | None:
+def run_report(
+    ws: Workspace, run_id: int, scoring: str | None = None, *, official: bool = True, intervals: bool = True
+) -> RunReport | None:
     """The report of one scoring of a run (default: its own). None when there is no such run; NotFound when
     the run has no scoring of that name. A run's own figures are read as the workspace keeps them (migration 0021),
     a few rows whatever the run's size; a re-scoring's, an open run's and a limited run's are counted from its
     passes. `official`: with the benchmark's official figure when it has one (counted from the run's passes, so
-    the runs list and the metrics leave it out)."""
-    return _report(ws, run_id, scoring, kept=True, official=official)
+    the runs list and the metrics leave it out). `intervals`: with each figure's 95 % interval (Wilson ones from the
+    counts, so the kept path stays a few rows; the runs list and the metrics, which show none, leave them out)."""
+    return _report(ws, run_id, scoring, kept=True, official=official, intervals=intervals)
 
 
 def official_figure(ws: Workspace, run: runs.Run, bench: catalog.Benchmark) -> OfficialFigure | None:
@@ -269,11 +372,18 @@ def official_figure(ws: Workspace, run: runs.Run, bench: catalog.Benchmark) -> O
     entry = official_metric(bench.name, bench.meta.get("source_file"))
     if entry is None or entry.official is None or entry.needs.missing(run, bench.kind) is not None:
         return None
+    units = None
     if entry.official.details is not None:
-        value, details = entry.official.details(ws, run.id)
+        value, details, units = entry.official.details(ws, run.id)
     else:
         value, details = entry.compute(ws, run.id, None), {}
-    return OfficialFigure(bench.name, entry.name, entry.official.label, value, entry.official.format(value), details)
+    interval = units.interval() if units is not None and value is not None else None
+    shown = (
+        None if interval is None else f"[{entry.official.format(interval.low)}, {entry.official.format(interval.high)}]"
+    )
+    return OfficialFigure(
+        bench.name, entry.name, entry.official.label, value, entry.official.format(value), details, interval, shown
+    )
 
 
 def official_lines(report: RunReport) -> list[str]:
@@ -281,7 +391,9 @@ def official_lines(report: RunReport) -> list[str]:
     return [] if report.official is None else [report.official.line()]
 
 
-def _report(ws: Workspace, run_id: int, scoring: str | None, *, kept: bool, official: bool = False) -> RunReport | None:
+def _report(
+    ws: Workspace, run_id: int, scoring: str | None, *, kept: bool, official: bool = False, intervals: bool = True
+) -> RunReport | None:
     """run_report; `kept` False counts the run's own figures from its passes too (the reference the kept ones are
     held to, and the bench's baseline)."""
     run = runs.get_run(ws, run_id)
@@ -295,9 +407,10 @@ def _report(ws: Workspace, run_id: int, scoring: str | None, *, kept: bool, offi
     if found is not None:
         questions, model_calls, undecided = found.questions, run.predictions, found.sums["undecided"]
         if run.strategy == "pope":
-            figures = _kept_pope(found, bench.meta.get("setting"))
+            figures = _kept_pope(found, bench.meta.get("setting"), intervals=intervals)
         else:
-            figures = _kept_mcq(found, run.strategy, full_passes=run.config.get("full_passes") is True)
+            full = run.config.get("full_passes") is True
+            figures = _kept_mcq(found, run.strategy, full_passes=full, intervals=intervals)
     else:
         items = runs.items_of(ws, run)
         by_item = _scored_passes(ws, run, stored[name] if source == "rescore" else None)
@@ -307,11 +420,12 @@ def _report(ws: Workspace, run_id: int, scoring: str | None, *, kept: bool, offi
             0 if run.strategy == "open" else sum(1 for v in by_item.values() for p in v.values() if p.choice is None)
         )
         if run.strategy == "pope":
-            figures = _pope(items, by_item, bench.meta.get("setting"))
+            figures = _pope(items, by_item, bench.meta.get("setting"), intervals=intervals)
         elif run.strategy == "open":
-            figures = _open(ws, run, bench, items)
+            figures = _open(ws, run, bench, items, intervals=intervals)
         else:
-            figures = _mcq(items, by_item, run.strategy, full_passes=run.config.get("full_passes") is True)
+            full = run.config.get("full_passes") is True
+            figures = _mcq(items, by_item, run.strategy, full_passes=full, intervals=intervals)
     return RunReport(
         run.id,
         bench.name,
@@ -494,12 +608,12 @@ def _scored_passes(ws: Workspace, run: runs.Run, rescoring: extractions.Scoring 
     return by_item
 
 
-def _kept_mcq(kept: runs.KeptFigures, strategy: str, *, full_passes: bool) -> McqFigures:
-    """_mcq's figures from the kept sums (the same fractions of the same counts)."""
+def _kept_mcq(kept: runs.KeptFigures, strategy: str, *, full_passes: bool, intervals: bool = True) -> McqFigures:
+    """_mcq's figures from the kept sums (the same fractions and intervals of the same counts)."""
     is_circular = strategy == "circular"
 
     def scores(questions: int, vanilla: int, circular: int) -> Scores:
-        return Scores(questions, _fraction(vanilla, questions), _fraction(circular, questions) if is_circular else None)
+        return scores_of(questions, vanilla, circular if is_circular else None, intervals=intervals)
 
     sums = kept.sums
     scored = sum(g.questions for g in kept.groups["split"].values())  # every keyed item is in one split group
@@ -521,7 +635,7 @@ def _kept_mcq(kept: runs.KeptFigures, strategy: str, *, full_passes: bool) -> Mc
     )
 
 
-def _kept_pope(kept: runs.KeptFigures, setting: str | None) -> PopeFigures:
+def _kept_pope(kept: runs.KeptFigures, setting: str | None, *, intervals: bool = True) -> PopeFigures:
     """_pope's figures from the kept confusion counts."""
     sums = kept.sums
     metrics = {
@@ -535,10 +649,14 @@ def _kept_pope(kept: runs.KeptFigures, setting: str | None) -> PopeFigures:
         )
         for parser in POPE_PARSERS
     }
-    return PopeFigures(setting, sums["pope_answered"], metrics)
+    yes = sums["pope_labelled_yes"]
+    found = {parser: pope_intervals(m, yes) for parser, m in metrics.items()} if intervals else {}
+    return PopeFigures(setting, sums["pope_answered"], metrics, found)
 
 
-def _mcq(items: list[catalog.Item], by_item: ByItem, strategy: str, *, full_passes: bool) -> McqFigures:
+def _mcq(
+    items: list[catalog.Item], by_item: ByItem, strategy: str, *, full_passes: bool, intervals: bool = True
+) -> McqFigures:
     is_circular = strategy == "circular"
     groups: dict[str, dict[str, list[int]]] = {"by_l2": {}, "by_category": {}, "by_split": {}}
     totals = [0, 0, 0]  # scored questions, vanilla right, circular right
@@ -567,7 +685,7 @@ def _mcq(items: list[catalog.Item], by_item: ByItem, strategy: str, *, full_pass
         totals[2] += circular_ok
 
     def scores(g: list[int]) -> Scores:
-        return Scores(g[0], _fraction(g[1], g[0]), _fraction(g[2], g[0]) if is_circular else None)
+        return scores_of(g[0], g[1], g[2] if is_circular else None, intervals=intervals)
 
     by = {key: {name: scores(g) for name, g in sorted(groups[key].items())} for key in groups}
     return McqFigures(
@@ -589,7 +707,7 @@ def _mcq(items: list[catalog.Item], by_item: ByItem, strategy: str, *, full_pass
     )
 
 
-def _pope(items: list[catalog.Item], by_item: ByItem, setting: str | None) -> PopeFigures:
+def _pope(items: list[catalog.Item], by_item: ByItem, setting: str | None, *, intervals: bool = True) -> PopeFigures:
     labels: list[str] = []
     readings: dict[str, list[str]] = {parser: [] for parser in POPE_PARSERS}
     for item in items:
@@ -600,10 +718,14 @@ def _pope(items: list[catalog.Item], by_item: ByItem, setting: str | None) -> Po
         for parser in POPE_PARSERS:
             readings[parser].append(pope_reading(p, parser))
     metrics = {parser: pope_metrics(labels, readings[parser]) for parser in POPE_PARSERS}
-    return PopeFigures(setting, len(labels), metrics)
+    yes = labels.count("yes")
+    found = {parser: pope_intervals(m, yes) for parser, m in metrics.items()} if intervals else {}
+    return PopeFigures(setting, len(labels), metrics, found)
 
 
-def _open(ws: Workspace, run: runs.Run, bench: catalog.Benchmark, items: list[catalog.Item]) -> OpenFigures:
+def _open(
+    ws: Workspace, run: runs.Run, bench: catalog.Benchmark, items: list[catalog.Item], *, intervals: bool = True
+) -> OpenFigures:
     from evaluator.scoring import open_judge, open_metrics
 
     answers, unanswered = open_metrics.answers_of(ws, run)
@@ -617,10 +739,19 @@ def _open(ws: Workspace, run: runs.Run, bench: catalog.Benchmark, items: list[ca
         values = [by_item[i] for i in ids if i in by_item]
         return sum(values) / len(values) if values else None
 
+    def interval(by_item: dict[int, float], ids: list[int]) -> Interval | None:
+        from evaluator.analysis.intervals import bootstrap_mean
+
+        # In item id order: the same interval whatever order the scores came in.
+        return bootstrap_mean([by_item[i] for i in sorted(ids) if i in by_item]) if intervals else None
+
     by_category: dict[str, dict[str, Any]] = {}
+    category_intervals: dict[str, dict[str, Interval | None]] = {}
     for name, ids in sorted(groups.items()):
         figures = {metric: mean(by_item, ids) for metric, by_item in scores.items()}
         by_category[name] = {"items": len(ids), "metrics": {k: v for k, v in figures.items() if v is not None}}
+        if intervals:
+            category_intervals[name] = {m: interval(scores[m], ids) for m in by_category[name]["metrics"]}
     return OpenFigures(
         len(answers),
         unanswered,
@@ -631,6 +762,8 @@ def _open(ws: Workspace, run: runs.Run, bench: catalog.Benchmark, items: list[ca
         by_category,
         open_judge.judge_set(ws, run.id) if "judge" in scores else None,
         open_metrics.vqa_rule(bench.name, bench.meta) if "vqa_accuracy" in scores else None,
+        {name: interval(s, list(s)) for name, s in scores.items()} if intervals else {},
+        category_intervals,
     )
 
 
@@ -782,7 +915,7 @@ class RunSummary:
 def run_summary(ws: Workspace, run_id: int) -> RunSummary | None:
     """One line of the runs list: status, model, benchmark, the overall figures and how long the run has taken
     (first start to finish, or to its latest batch while unfinished; the pauses of a resumed run included)."""
-    report = run_report(ws, run_id, official=False)  # a line of a list: the kept figures, a few rows
+    report = run_report(ws, run_id, official=False, intervals=False)  # a line of a list: the kept figures, a few rows
     run = runs.get_run(ws, run_id)
     if report is None or run is None:
         return None

@@ -96,34 +96,69 @@ def index_parts(index: str) -> tuple[str, str, str] | None:
     return (parts[3], parts[4], parts[5]) if len(parts) >= 6 else None
 
 
-def score(questions: Iterable[HallusionQuestion]) -> HallusionScores:
-    """aAcc, fAcc and qAcc over the questions whose index has VLMEvalKit's parts (the caller counts the others)."""
-    n = right = unknown = 0
-    figures: dict[str, bool] = {}
-    groups: dict[str, bool] = {}
+@dataclass(frozen=True)
+class QuestionSet:
+    """One question set (l2-category + set_id): the unit its figures and questions nest in — every figure
+    (l2 + set + figure_id) and every question group (l2 + set + question_id) lies in one set. Its counts: questions
+    and those right, figures and those whose every question is right, question groups and those right on every
+    figure, answers read as neither yes nor no."""
+
+    questions: int = 0
+    right: int = 0
+    figures: int = 0
+    figures_right: int = 0
+    groups: int = 0
+    groups_right: int = 0
+    unknown: int = 0
+
+
+def question_sets(questions: Iterable[HallusionQuestion]) -> dict[str, QuestionSet]:
+    """Each question set's counts, over the questions whose index has VLMEvalKit's parts (the caller counts the
+    others); `score` sums them."""
+    counts: dict[str, list[int]] = {}
+    figures: dict[str, dict[str, bool]] = {}  # set -> figure_id -> every question right
+    groups: dict[str, dict[str, bool]] = {}  # set -> question_id -> right on every figure
     for q in questions:
         parts = index_parts(q.index)
         if parts is None:
             continue
         reading = yorn_extraction(q.prediction)
-        unknown += reading == "Unknown"
         ok = reading == q.answer
-        n += 1
-        right += ok
         set_id, figure_id, question_id = parts
-        l2 = q.l2_category
-        for key, into in ((f"{l2}_{set_id}_{figure_id}", figures), (f"{l2}_{set_id}_{question_id}", groups)):
-            into[key] = into.get(key, True) and ok
+        key = f"{q.l2_category}_{set_id}"
+        c = counts.setdefault(key, [0, 0, 0])
+        c[0] += 1
+        c[1] += ok
+        c[2] += reading == "Unknown"
+        for sub, into in ((figure_id, figures.setdefault(key, {})), (question_id, groups.setdefault(key, {}))):
+            into[sub] = into.get(sub, True) and ok
+    return {
+        key: QuestionSet(
+            *(n, right),
+            *(len(figures[key]), sum(figures[key].values())),
+            *(len(groups[key]), sum(groups[key].values())),
+            unknown,
+        )
+        for key, (n, right, unknown) in counts.items()
+    }
 
-    def pct(hits: int, total: int) -> float | None:
-        return 100 * hits / total if total else None
+
+def score(questions: Iterable[HallusionQuestion]) -> HallusionScores:
+    """aAcc, fAcc and qAcc over the questions whose index has VLMEvalKit's parts (the caller counts the others)."""
+    sets = question_sets(questions).values()
+
+    def total(field: str) -> int:
+        return sum(getattr(s, field) for s in sets)
+
+    def pct(hits: int, n: int) -> float | None:
+        return 100 * hits / n if n else None
 
     return HallusionScores(
-        n,
-        len(figures),
-        len(groups),
-        unknown,
-        pct(right, n),
-        pct(sum(figures.values()), len(figures)),
-        pct(sum(groups.values()), len(groups)),
+        total("questions"),
+        total("figures"),
+        total("groups"),
+        total("unknown"),
+        pct(total("right"), total("questions")),
+        pct(total("figures_right"), total("figures")),
+        pct(total("groups_right"), total("groups")),
     )

@@ -604,4 +604,4 @@ def test_the_official_command_scores_with_the_judge_once_and_the_report_shows_it
     capsys.readouterr()
     assert main(["--workspace", str(mathvista_run), "report", str(run_id)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "official" in lines[1] and "80.0" in lines[1], lines[:3]  # first, under the title
+    assert "official" in lines[1] and "80.0 [" in lines[1], lines[:3]  # first, under the title, with its interval

@@ -14,6 +14,7 @@ import random
 from pathlib import Path
 
 import pytest
+from scipy.stats import binomtest
 
 from db import open_workspace
 from evaluator.analysis import metrics
@@ -283,7 +284,9 @@ def test_mmmu_run_reports_the_official_accuracy_first(tmp_path, capsys):
     with open_workspace(ws) as w:
         assert metrics.compute(w, "mmmu_accuracy", run_id) == expected
         report = run_report(w, run_id)
-        assert official_lines(report) == [f"mmmu-copy accuracy (official) {100 * expected:.1f}   [validation split]"]
+        ci = binomtest(hits["validation"][1], hits["validation"][0]).proportion_ci(method="wilson")
+        shown = f"{100 * expected:.1f} [{100 * ci.low:.1f}, {100 * ci.high:.1f}]"
+        assert official_lines(report) == [f"mmmu-copy accuracy (official) {shown}   (validation split)"]
         assert run_summary(w, run_id).vanilla is not None  # the runs list: kept figures only, no official one
         assert run_report(w, run_id, official=False).official is None
 

@@ -51,6 +51,7 @@ MCQ = [
 ]
 POPE = ["setting", "answered", "pope", "overall"]
 METRICS = ["questions", "tp", "fp", "tn", "fn", "unknown", "accuracy", "precision", "recall", "f1", "yes_ratio"]
+METRICS += ["accuracy_ci", "precision_ci", "recall_ci", "f1_ci"]  # each figure's 95 % interval (issue 38)
 
 
 def _cli_json(capsys, *args):
@@ -66,7 +67,7 @@ def test_mcq_report_attributes_and_json(tmp_path, capsys):
     _cli_json(capsys, *w, "run", "--bench", "b", "--model", "baseline:random", "--full-passes", "--json")
     printed = _cli_json(capsys, *w, "report", "1", "--json")
     assert list(printed) == HEAD + MCQ
-    assert list(printed["overall"]) == ["questions", "vanilla", "circular"]
+    assert list(printed["overall"]) == ["questions", "vanilla", "circular", "vanilla_ci", "circular_ci"]
     with open_workspace(ws_path) as ws:
         report = run_report(ws, 1)
         summary = run_summary(ws, 1)
@@ -110,5 +111,6 @@ def test_pope_reports_carry_their_mean_and_metrics(tmp_path, capsys):
         report = run_report(ws, 1)
     assert isinstance(report.figures, PopeFigures) and report.mcq is None
     assert isinstance(report.pope.pope["official"], PopeMetrics)
-    assert report.pope.pope["strict"].to_json() == one["pope"]["strict"]
+    strict = {**report.pope.pope["strict"].to_json(), **report.pope.intervals["strict"].to_json()}
+    assert json.loads(json.dumps(strict)) == one["pope"]["strict"]
     assert json.loads(json.dumps(report.to_json())) == one  # its own JSON: pope_mean None when none is attached
