@@ -50,7 +50,8 @@ def register_run(add) -> None:
                 vlmdesk run --bench MMBench_DEV_EN --model hf:Qwen/Qwen2-VL-2B-Instruct --prompt vlmevalkit
                 vlmdesk run --bench demo --model 'openai:Qwen2-VL@http://localhost:8000/v1' --prompt vlmevalkit:qwen2_vl
                 vlmdesk run --bench demo --model 'openai:m@http://localhost:8000/v1?temperature=0.7' --samples 4
-                vlmdesk run --resume 7""",
+                vlmdesk run --resume 7
+                vlmdesk run --plan suite.toml""",
     )
     p.add_argument("--bench", help="benchmark name (vlmdesk benchmarks)")
     p.add_argument("--model", help="model spec (hf:PATH, openai:MODEL@URL, baseline:random) or a saved model's name")
@@ -179,6 +180,13 @@ def register_run(add) -> None:
         "asks only what is missing",
     )
     p.add_argument("--resume", type=record_id, metavar="RUN_ID", help="continue this run with its stored settings")
+    p.add_argument(
+        "--plan",
+        metavar="PLAN",
+        help="run a suite: each model × benchmark of a plan file (.toml or .yaml: models, benchmarks, settings) as an "
+        "ordinary run, in order; all are checked first, finished ones are skipped, interrupted ones continue "
+        "(docs/guide/suites.md)",
+    )
     p.add_argument("--new", action="store_true", help="start a new run even if one with these settings exists")
     p.add_argument("--json-progress", action="store_true", help="one JSON object per line on stdout, no bar")
     p.add_argument(
@@ -209,13 +217,18 @@ def register_report(add) -> None:
         "ability, leaf category and split; undecided answers; model calls. POPE runs give accuracy, "
         "precision, recall, F1 and yes-ratio under the official and the strict parser. Open runs give each "
         "open metric that applies (exact_match, word_match, vqa_accuracy, anls, cider), overall and per leaf "
-        "category; items without reference answers are left out and counted.",
+        "category; items without reference answers are left out and counted. Every figure comes with its 95 % "
+        "interval (text, --json, the chart's error bars): Wilson for accuracies, an item being the unit (a circular "
+        "item's passes are one); a seeded percentile bootstrap over items for POPE's F1 and graded metrics; the "
+        "benchmark's official figure with its own (docs/guide/results.md, Intervals). Two runs: vlmdesk compare.",
         examples="""
                 vlmdesk report 3
                 vlmdesk report 3 --json
                 vlmdesk report 3 4 --plot abilities.png
                 vlmdesk report --groups
-                vlmdesk report --groups --model llava-7b --plot radar.png""",
+                vlmdesk report --groups --model llava-7b --plot radar.png
+                vlmdesk report --plan suite.toml
+                vlmdesk report --plan suite.yaml --csv suite.csv""",
     )
     p.add_argument("run_ids", type=record_id, nargs="*", metavar="RUN_ID", help="one or more runs (vlmdesk runs)")
     p.add_argument(
@@ -250,10 +263,25 @@ def register_report(add) -> None:
         metavar="NAME",
         help="report a stored re-scoring (vlmdesk rescore) instead of the run's own: e.g. rules, rules+llm:SPEC, human",
     )
+    p.add_argument(
+        "--plan",
+        metavar="PLAN",
+        help="instead of runs: the suite table of a plan file (models × benchmarks: each benchmark's official figure, "
+        "else its headline one, with its 95 %% interval, and each model's average as the OpenVLM leaderboard "
+        "averages; docs/guide/suites.md)",
+    )
+    p.add_argument("--csv", metavar="FILE", help="--plan: also write the suite table as CSV (a row per cell)")
     p.add_argument("--json", action="store_true", help="print the report as JSON (a list for several runs)")
     p.add_argument("--plot", metavar="FILE", help="save a chart (.png, .svg or .pdf)")
     p.add_argument("--level", choices=("l2", "category"), default="l2", help="chart bars per L2 ability or leaf")
     p.set_defaults(handler=cmd_report)
+
+
+def _plan_command(name: str, args) -> int:
+    from vlmdesk import cmd_plan
+
+    handler: Callable[[object], int] = getattr(cmd_plan, name)
+    return handler(args)
 
 
 def _emit(obj: dict) -> None:
@@ -282,6 +310,8 @@ def cmd_run(args) -> int:
     from evaluator.engine.launch import prepare_resume, prepare_run
     from vlmdesk.cli import open_from_args
 
+    if args.plan is not None:  # a suite: vlmdesk/cmd_plan.py
+        return _plan_command("cmd_run_plan", args)
     with open_from_args(args) as ws:
         if args.samples > 1:
             return _run_samples(ws, args)
@@ -664,6 +694,10 @@ def cmd_report(args) -> int:
     from evaluator.analysis.report import run_report
     from vlmdesk.cli import UsageError, open_from_args, output_file
 
+    if args.plan is not None:  # a suite table: vlmdesk/cmd_plan.py
+        return _plan_command("cmd_report_plan", args)
+    if args.csv is not None:
+        raise UsageError("--csv writes a suite table: it goes with --plan")
     if args.groups:
         return cmd_report_groups(args)
     if not args.run_ids:
@@ -746,6 +780,26 @@ def _metric_value(value, scale: str) -> str:
     return "   -  " if value is None else f"{value:6.3f}" if scale == "cider" else _pct(value)
 
 
+def _ci(interval, scale: str = "fraction") -> str:
+    """An interval as the text report prints it beside or under its figure: `[71.2, 76.9]` (fractions ×100; CIDEr
+    on its own scale, two decimals), empty where there is none."""
+    if interval is None:
+        return ""
+    return interval.shown(1.0, 2) if scale == "cider" else interval.shown()
+
+
+def _pct_ci(value, interval) -> str:
+    """`74.1% [71.2, 76.9]`: a fraction and its interval in one column."""
+    return _pct(value).strip() + (f" {_ci(interval)}" if interval is not None else "")
+
+
+def interval_note() -> str:
+    """The line under a report's figures that says how its intervals were computed (evaluator/analysis/intervals)."""
+    from evaluator.analysis.intervals import BOOTSTRAP
+
+    return f"95 % intervals: Wilson for accuracies (an item is the unit);\n  {BOOTSTRAP} for F1 and graded metrics"
+
+
 def _format_open(o: OpenFigures) -> list[str]:
     """Open answers by metric (evaluator/open_metrics), overall and per leaf category."""
     lines = []
@@ -758,13 +812,22 @@ def _format_open(o: OpenFigures) -> list[str]:
     lines.append(f"{'':<34} {'n':>5} " + " ".join(f"{n[:12]:>12}" for n in names))
     values = " ".join(f"{_metric_value(o.metrics[n], o.scales[n]):>12}" for n in names)
     lines.append(f"{'Overall':<34} {o.answered:>5} {values}")
+
+    def intervals(found: dict) -> None:  # under a row of figures, each interval under its figure
+        if any(found.get(n) is not None for n in names):
+            lines.append(f"{'':<40} " + " ".join(f"{_ci(found.get(n), o.scales[n]):>12}" for n in names))
+
+    intervals(o.intervals)
     lines.append("-- leaf category")
     for name, group in o.by_category.items():
         got = group["metrics"]
         values = " ".join(f"{_metric_value(got.get(n), o.scales[n]):>12}" for n in names)
         lines.append(f"  {name[:32]:<32} {group['items']:>5} {values}")
+        intervals(o.category_intervals.get(name, {}))
     if "cider" in o.scales.values():
-        lines.append("fractions as %; CIDEr on its own scale (IDF over this run's items)")
+        lines.append("fractions as %; CIDEr on its own scale (IDF over this run's items, held fixed in its interval)")
+    if o.intervals:
+        lines.append(interval_note())
     if o.vqa_rule is not None:
         from evaluator.scoring.open_metrics import VQA_RULES
 
@@ -815,20 +878,31 @@ def format_report(r: RunReport) -> str:
     )
     if r.pope is not None:
         lines.append(f"setting {r.pope.setting or '-'}   answered {r.pope.answered}")
-        lines.append(f"{'parser':<10} {'acc':>7} {'prec':>7} {'recall':>7} {'f1':>7} {'yes':>7} {'unknown':>8}")
+        figures = ("accuracy", "precision", "recall", "f1")
+        lines.append(
+            f"{'parser':<10} " + " ".join(f"{h:>14}" for h in ("acc", "prec", "recall", "f1")) + f" {'yes':>7} "
+            f"{'unknown':>8}"
+        )
         for parser, m in r.pope.pope.items():
-            lines.append(
-                f"{parser:<10} {_pct(m.accuracy):>7} {_pct(m.precision):>7} {_pct(m.recall):>7} "
-                f"{_pct(m.f1):>7} {_pct(m.yes_ratio):>7} {m.unknown:>8}"
-            )
+            values = " ".join(f"{_pct(getattr(m, f)):>14}" for f in figures)
+            lines.append(f"{parser:<10} {values} {_pct(m.yes_ratio):>7} {m.unknown:>8}")
+            if (found := r.pope.intervals.get(parser)) is not None:  # each interval under its figure
+                lines.append(f"{'':<10} " + " ".join(f"{_ci(getattr(found, f)):>14}" for f in figures))
+        if r.pope.intervals:
+            lines.append(interval_note())
         return "\n".join(lines)
     assert mcq is not None  # a run that is not POPE is multiple choice, with its figures
-    lines.append(f"{'':<44} {'n':>5} {'vanilla':>8} {'circular':>9}")
-    lines.append(
-        f"{'Overall':<44} {mcq.overall.questions:>5} {_pct(mcq.overall.vanilla):>8} {_pct(mcq.overall.circular):>9}"
-    )
+
+    def row(name: str, sc) -> str:  # each figure with its interval: `74.1% [71.2, 76.9]`
+        vanilla, circular = _pct_ci(sc.vanilla, sc.vanilla_ci), _pct_ci(sc.circular, sc.circular_ci)
+        return f"{name:<44} {sc.questions:>5} {vanilla:>21} {circular:>21}"
+
+    lines.append(f"{'':<44} {'n':>5} {'vanilla':>21} {'circular':>21}")
+    lines.append(row("Overall", mcq.overall))
     for title, key in (("L2 ability", "by_l2"), ("leaf category", "by_category"), ("split", "by_split")):
         lines.append(f"-- {title}")
         for name, sc in mcq.groups(key).items():
-            lines.append(f"  {name[:42]:<42} {sc.questions:>5} {_pct(sc.vanilla):>8} {_pct(sc.circular):>9}")
+            lines.append(row(f"  {name[:42]}", sc))
+    if mcq.overall.vanilla_ci is not None:
+        lines.append(interval_note())
     return "\n".join(lines)
