@@ -610,7 +610,7 @@ def sample_number_of(config: dict[str, Any]) -> int:
     """A run's sample number in its group, from its config (0 for a plain run; a stored value out of range reads as
     0)."""
     value = config.get("sample")
-    return value if valid_int(value, 0, SAMPLES_MAX - 1) else 0
+    return value if isinstance(value, int) and valid_int(value, 0, SAMPLES_MAX - 1) else 0
 
 
 def sample_group(ws: Workspace, key: str) -> dict[int, Run]:
