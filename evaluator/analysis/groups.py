@@ -170,6 +170,18 @@ RULE = (
 )
 
 
+def headline_metric(
+    kind: str,
+    *,
+    mcq_figure: McqFigure = "circular",
+    pope_figure: PopeFigure = "f1",
+    open_figure: str = DEFAULT_OPEN_FIGURE,
+) -> str:
+    """The metric that is a benchmark's headline figure by its kind (`mcq`, `yesno`, `open`): the module's rule, also
+    the suite table's figure where a benchmark has no official one (evaluator/analysis/suite.py)."""
+    return {"mcq": mcq_figure, "yesno": f"pope_{pope_figure}", "open": open_figure}[kind]
+
+
 def _counted(run: runs.Run, bench: Benchmark, mcq_figure: McqFigure) -> str | None:
     """Why the run is not counted, or None when it is."""
     from evaluator.analysis.desiderata import is_plain
@@ -213,7 +225,10 @@ def groups_report(
         raise InvalidInput(f"figures: mcq {mcq_figure!r} / pope {pope_figure!r} (circular|vanilla, f1|accuracy)")
     if problem := open_figure_problem(open_figure):
         raise InvalidInput(f"--open-figure: {problem}")
-    metric_of = {"mcq": mcq_figure, "yesno": f"pope_{pope_figure}", "open": open_figure}
+    metric_of = {
+        kind: headline_metric(kind, mcq_figure=mcq_figure, pope_figure=pope_figure, open_figure=open_figure)
+        for kind in ("mcq", "yesno", "open")
+    }
     spec = models.resolve_spec(ws, model.strip()) if model is not None else None
     benches = {b.id: b for b in catalog.list_benchmarks(ws)}
     chosen: dict[tuple[str, int], runs.Run] = {}  # (model, benchmark) -> its latest counted run
