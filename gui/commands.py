@@ -50,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "run": "tab:runs",
     "runs": "tab:runs",
     "report": "tab:results",
+    "compare": "tab:results",  # Results › Compare
     "run-items": "tab:results",  # click a bar
     "export-predictions": "tab:results",  # "Export predictions…"
     "rescore": "menu:Re-score a run…",

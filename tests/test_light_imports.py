@@ -48,6 +48,7 @@ LIGHT_COMMANDS = [
     (["--help"], "COMMAND"),
     (["run", "--help"], "--likelihood-score"),
     (["report", "--help"], "--groups"),
+    (["compare", "--help"], "McNemar"),
     (["runs"], "baseline:random"),
     (["runs", "--json"], '"model": "baseline:random"'),
     (["benchmarks"], "demo-pope"),

@@ -90,6 +90,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("cmd_run:register_run", "evaluate a model on a benchmark (CircularEval, VanillaEval, POPE)"),
     "runs": ("cmd_run:register_runs", "list the runs in the workspace"),
     "report": ("cmd_run:register_report", "scores of a run: overall, per ability, per category, per split"),
+    "compare": ("cmd_compare:register_compare", "two runs of one benchmark, item by item: paired differences, McNemar"),
     "pope": ("cmd_pope:register_pope", "POPE: score answer files, build question sets"),
     "qc": ("cmd_qc:register_qc", "quality control: flag text-answerable and possibly flawed items, decide, export"),
     "extract": ("cmd_extract:register_extract", "read which option free-text answers chose (rules, an LLM, or both)"),
