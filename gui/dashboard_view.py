@@ -80,6 +80,37 @@ def _score_text(value: float, metric: str, entries: dict) -> str:
 POPE_COLUMNS = ("Index", "Result", "Official", "Strict", "L2", "Category", "Question")
 
 
+def _bar_figure(report: RunReport, target: dict) -> str | None:
+    """A bar's figure with its 95 % interval, as its tooltip says it: "43.0 % (95 % interval 15.8–75.0, Wilson)";
+    None for a bar the report has no such figure of."""
+    group, metric = target.get("group"), target.get("metric")
+    value = interval = None
+    scale = 100.0
+    if report.pope is not None and target.get("parser") in report.pope.pope and metric:
+        parser = target["parser"]
+        value = getattr(report.pope.pope[parser], metric, None)
+        interval = getattr(report.pope.intervals.get(parser), metric, None)
+    elif report.open is not None and metric:
+        o = report.open
+        value = o.metrics.get(metric) if group is None else o.by_category.get(group, {}).get("metrics", {}).get(metric)
+        interval = (o.intervals if group is None else o.category_intervals.get(group, {})).get(metric)
+        scale = 1.0 if o.scales.get(metric) == "cider" else 100.0
+    elif report.mcq is not None and target.get("strategy") in ("vanilla", "circular"):
+        level = {"l2": "by_l2", "category": "by_category", "split": "by_split"}.get(target.get("level", "all"))
+        scores = report.mcq.overall if level is None else report.mcq.groups(level).get(group or "")
+        if scores is not None:
+            value = getattr(scores, target["strategy"])
+            interval = getattr(scores, f"{target['strategy']}_ci")
+    if not isinstance(value, float | int):
+        return None
+    digits, unit = (2, "") if scale == 1.0 else (1, " %")
+    shown = f"{value * scale:.{digits}f}{unit}"
+    if interval is None:
+        return shown
+    low, high = interval.low * scale, interval.high * scale
+    return f"{shown} (95 % interval {low:.{digits}f}–{high:.{digits}f}, {interval.method})"
+
+
 @dataclass(frozen=True)
 class _Listing:
     """The items behind a bar, as the table shows them (computed in the worker)."""
@@ -449,7 +480,8 @@ class DashboardView(QWidget):
         report = next((r for r in self.reports if str(r.run_id) == target.get("run")), None)
         parts = [f"run {target.get('run')}" + (f" · {report.model}" if report else "")]
         parts += [target[k] for k in ("group", "strategy", "parser", "metric") if target.get(k)]
-        return " · ".join(parts)
+        figure = _bar_figure(report, target) if report is not None else None
+        return " · ".join(parts) + (f"\n{figure}" if figure else "")
 
     # -- items behind a bar
     @property

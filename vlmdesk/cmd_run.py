@@ -809,20 +809,21 @@ def _format_open(o: OpenFigures) -> list[str]:
         lines.append("no open metric applies (no answered item has references); compare runs in the arena")
         return lines
     names = list(o.metrics)
-    lines.append(f"{'':<34} {'n':>5} " + " ".join(f"{n[:12]:>12}" for n in names))
-    values = " ".join(f"{_metric_value(o.metrics[n], o.scales[n]):>12}" for n in names)
-    lines.append(f"{'Overall':<34} {o.answered:>5} {values}")
+    # Columns of 14: an interval ("[100.0, 100.0]") goes under its figure.
+    lines.append(f"{'':<28} {'n':>5} " + " ".join(f"{n[:14]:>14}" for n in names))
+    values = " ".join(f"{_metric_value(o.metrics[n], o.scales[n]):>14}" for n in names)
+    lines.append(f"{'Overall':<28} {o.answered:>5} {values}")
 
     def intervals(found: dict) -> None:  # under a row of figures, each interval under its figure
         if any(found.get(n) is not None for n in names):
-            lines.append(f"{'':<40} " + " ".join(f"{_ci(found.get(n), o.scales[n]):>12}" for n in names))
+            lines.append(f"{'':<34} " + " ".join(f"{_ci(found.get(n), o.scales[n]):>14}" for n in names))
 
     intervals(o.intervals)
     lines.append("-- leaf category")
     for name, group in o.by_category.items():
         got = group["metrics"]
-        values = " ".join(f"{_metric_value(got.get(n), o.scales[n]):>12}" for n in names)
-        lines.append(f"  {name[:32]:<32} {group['items']:>5} {values}")
+        values = " ".join(f"{_metric_value(got.get(n), o.scales[n]):>14}" for n in names)
+        lines.append(f"  {name[:26]:<26} {group['items']:>5} {values}")
         intervals(o.category_intervals.get(name, {}))
     if "cider" in o.scales.values():
         lines.append("fractions as %; CIDEr on its own scale (IDF over this run's items, held fixed in its interval)")

@@ -20,6 +20,7 @@ from evaluator.formats.outfiles import AtomicOutput
 from evaluator.types import PopeParser
 
 if TYPE_CHECKING:
+    from evaluator.analysis.intervals import Interval
     from evaluator.analysis.ratings import Leaderboard
     from evaluator.analysis.report import RunReport, Scores
 
@@ -56,6 +57,24 @@ def _groups(report: RunReport, level: str) -> dict[str, Scores]:
     return report.mcq.groups(level) if report.mcq else {}
 
 
+ERROR_KW: dict[str, Any] = {"elinewidth": 0.9, "capsize": 2, "capthick": 0.9, "ecolor": "#333333"}
+"""How a bar's 95 % interval is drawn: a thin dark whisker with short caps, seen on light and solid bars alike."""
+
+
+def _whiskers(values: list[float], intervals: list[Interval | None], scale: float) -> list[list[float]]:
+    """matplotlib's asymmetric errors ([below…], [above…]) of bars `values` (already ×scale) from their intervals; a
+    bar without an interval gets none (NaN: no whisker and no cap is drawn)."""
+    nan = float("nan")
+    below = [nan if i is None else max(0.0, v - i.low * scale) for v, i in zip(values, intervals)]
+    above = [nan if i is None else max(0.0, i.high * scale - v) for v, i in zip(values, intervals)]
+    return [below, above]
+
+
+def _tops(values: list[float], errors: list[list[float]]) -> list[float]:
+    """Where each bar's value label goes: above its whisker, or above the bar where it has none."""
+    return [v if e != e else v + e for v, e in zip(values, errors[1])]  # e != e: NaN
+
+
 def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
     """Grouped bars per ability: for each run, VanillaEval (light) and CircularEval (solid), plus Overall."""
     order = list(SHORT_L2)
@@ -71,12 +90,16 @@ def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
     for r_i, report in enumerate(reports):
         color = COLORS[r_i % len(COLORS)]
         for s_i, (strategy, alpha) in enumerate((("vanilla", 0.45), ("circular", 1.0))):
-            heights = []
+            heights, intervals = [], []
             for g in groups:
                 scores = report.mcq.overall if g == "Overall" and report.mcq else _groups(report, level).get(g)
                 value = getattr(scores, strategy) if scores is not None else None
                 heights.append(0.0 if value is None else value * 100)
+                intervals.append(
+                    getattr(scores, f"{strategy}_ci") if scores is not None and value is not None else None
+                )
             offset = (2 * r_i + s_i) * width - 0.4 + width / 2
+            errors = _whiskers(heights, intervals, 100)
             bars = ax.bar(
                 [x + offset for x in range(len(groups))],
                 heights,
@@ -84,6 +107,8 @@ def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
                 color=color,
                 alpha=alpha,
                 label=f"{run_label(report)} — {strategy}",
+                yerr=errors,
+                error_kw=ERROR_KW,
             )
             for bar, g in zip(bars, groups):
                 _tag(
@@ -93,15 +118,15 @@ def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
                     group=None if g == "Overall" else g,
                     strategy=strategy,
                 )
-            _bar_values(ax, bars, heights, crowded=len(reports) > 1)
+            _bar_values(ax, bars, heights, crowded=len(reports) > 1, tops=_tops(heights, errors))
     ax.set_xticks(
         range(len(groups)),
         [SHORT_L2.get(g, g) for g in groups],
         rotation=0 if level == "by_l2" else 45,
         ha="center" if level == "by_l2" else "right",
     )
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 115 if len(reports) > 1 else 105)  # room for upright values
+    ax.set_ylabel("accuracy (%), 95 % interval")  # the whiskers: Wilson, an item the unit
+    ax.set_ylim(0, 125 if len(reports) > 1 else 110)  # room for upright values above the whiskers
     title = reports[0].benchmark if len({r.benchmark for r in reports}) == 1 else "runs"
     # 10 pt as the other charts' titles: at the default size it ran past a 1024-pixel window's canvas.
     ax.set_title(f"{title}: VanillaEval (light) vs CircularEval (solid)", fontsize=10)
@@ -148,11 +173,18 @@ def open_figure(reports: list[RunReport]) -> Figure:
         found: float | None = figures.by_category.get(group, {}).get("metrics", {}).get(metric)
         return found
 
+    def interval(report: RunReport, group: str, metric: str) -> Interval | None:
+        figures = report.open
+        assert figures is not None  # kept above
+        found = figures.intervals if group == "Overall" else figures.category_intervals.get(group, {})
+        return found.get(metric)
+
     def draw(axes: Any, metrics: list[str], percent: bool, colour_from: int) -> None:
         series = [(r_i, r, m_i, m) for r_i, r in enumerate(opens) for m_i, m in enumerate(metrics)]
         height = 0.8 / max(1, len(series))
         for s_i, (r_i, report, m_i, metric) in enumerate(series):
             widths = [(value(report, g, metric) or 0.0) * (100 if percent else 1) for g in groups]
+            errors = _whiskers(widths, [interval(report, g, metric) for g in groups], 100 if percent else 1)
             bars = axes.barh(
                 [y + s_i * height - 0.4 + height / 2 for y in range(len(groups))],
                 widths,
@@ -160,8 +192,10 @@ def open_figure(reports: list[RunReport]) -> Figure:
                 color=COLORS[(colour_from + m_i) % len(COLORS)],
                 alpha=1.0 if r_i == 0 else 0.5,
                 label=metric if len(opens) == 1 else f"{run_label(report)} — {metric}",
+                xerr=errors,
+                error_kw={**ERROR_KW, "capsize": 1.5},
             )
-            for bar, g, w in zip(bars, groups, widths):
+            for bar, g, w, end in zip(bars, groups, widths, _tops(widths, errors)):
                 _tag(
                     bar,
                     run=report.run_id,
@@ -171,7 +205,7 @@ def open_figure(reports: list[RunReport]) -> Figure:
                 )
                 axes.annotate(
                     f"{w:.0f}" if percent else f"{w:.2f}",
-                    (w, bar.get_y() + bar.get_height() / 2),
+                    (end, bar.get_y() + bar.get_height() / 2),  # past the whisker
                     ha="left",
                     va="center",
                     fontsize=6.5,
@@ -185,14 +219,19 @@ def open_figure(reports: list[RunReport]) -> Figure:
     first = ax if fractions else None
     if fractions:
         draw(ax, fractions, True, 0)
-        ax.set_xlabel("score (%)")
-        ax.set_xlim(0, 112)
+        ax.set_xlabel("score (%), 95 % interval")
+        ax.set_xlim(0, 118)
     target = cider_ax if cider_ax is not None else (None if fractions else ax)
     if target is not None:
         draw(target, own, False, len(fractions))
-        top = max((value(r, g, m) or 0.0) for r in opens for g in groups for m in own)
+        top = max(
+            max(value(r, g, m) or 0.0, (i.high if (i := interval(r, g, m)) is not None else 0.0))
+            for r in opens
+            for g in groups
+            for m in own
+        )
         target.set_xlim(0, max(1.0, top * 1.3))
-        target.set_xlabel("CIDEr")  # its own scale (0-10)
+        target.set_xlabel("CIDEr" if fractions else "CIDEr, 95 % interval")  # its own scale (0-10)
     ax.set_yticks(range(len(groups)), groups, fontsize=8)
     ax.invert_yaxis()  # Overall on top
     handles = [h for a in (first, target) if a is not None for h in a.get_legend_handles_labels()[0]]
@@ -244,13 +283,13 @@ def _shorten(label: str, limit: int) -> str:
     return elide_middle(first, limit) + newline + rest
 
 
-def _bar_values(ax: Any, bars: Any, heights: list[float], *, crowded: bool) -> None:
-    """Each bar's value above it; upright and smaller where several runs put narrow bars side by side (level text
-    of neighbouring bars ran together, "2020")."""
-    for bar, h in zip(bars, heights):
+def _bar_values(ax: Any, bars: Any, heights: list[float], *, crowded: bool, tops: list[float] | None = None) -> None:
+    """Each bar's value above it (above its whisker, `tops`, when it has one); upright and smaller where several runs
+    put narrow bars side by side (level text of neighbouring bars ran together, "2020")."""
+    for bar, h, top in zip(bars, heights, tops or heights):
         ax.annotate(
             f"{h:.0f}",
-            (bar.get_x() + bar.get_width() / 2, h),
+            (bar.get_x() + bar.get_width() / 2, top),
             ha="center",
             va="bottom",
             fontsize=6.5 if crowded else 7,
@@ -273,6 +312,8 @@ def pope_figure(reports: list[RunReport]) -> Figure:
         pope = report.pope
         assert pope is not None  # the caller passes POPE runs only
         values = [(getattr(pope.pope[parser], m) or 0.0) * 100 for m in metrics]
+        found = pope.intervals.get(parser)  # yes_ratio has none: it is not an estimate of how right the model is
+        errors = _whiskers(values, [getattr(found, m, None) if found is not None else None for m in metrics], 100)
         r_i = s_i // 2
         bars = ax.bar(
             [x + s_i * width - 0.4 + width / 2 for x in range(len(metrics))],
@@ -281,14 +322,16 @@ def pope_figure(reports: list[RunReport]) -> Figure:
             color=COLORS[r_i % len(COLORS)],
             alpha=1.0 if parser == "official" else 0.5,
             label=f"{pope.setting or '-'} · {run_label(report)} — {parser}",
+            yerr=errors,
+            error_kw=ERROR_KW,
         )
         for bar, metric in zip(bars, metrics):
             _tag(bar, run=report.run_id, level="pope", parser=parser, metric=metric)
-        _bar_values(ax, bars, values, crowded=len(series) > 2)
+        _bar_values(ax, bars, values, crowded=len(series) > 2, tops=_tops(values, errors))
     ax.set_xticks(range(len(metrics)), metrics)
-    ax.set_ylabel("%")
+    ax.set_ylabel("%, 95 % interval")
     ax.set_title("POPE per setting (solid: official parser, light: strict)", fontsize=10)
-    ax.set_ylim(0, 118 if len(series) > 2 else 108)  # room for the upright values
+    ax.set_ylim(0, 128 if len(series) > 2 else 114)  # room for the upright values above the whiskers
     _legend(ax, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncols=2, frameon=False)
     ax.grid(axis="y", alpha=0.3)
     return fig
