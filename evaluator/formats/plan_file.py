@@ -215,7 +215,8 @@ def _yaml_lines(node: Any, path: Path_, lines: dict[Path_, int], seen: set[int],
     import yaml
 
     if id(node) in seen:
-        raise InputError(file, node.start_mark.line + 1, _field(path) or "plan", "YAML aliases are not allowed")
+        line = lines.get(path, node.start_mark.line + 1)  # where the alias is used (its key), not its anchor
+        raise InputError(file, line, _field(path) or "plan", "YAML aliases are not allowed")
     seen.add(id(node))
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
