@@ -31,6 +31,7 @@ from gui import file_dialogs
 from gui.appearance import MUTED, RIGHT, WRONG
 from gui.background import COMPUTING, when_shown
 from gui.charts import BlindCover, ChartView, message_figure
+from gui.compare_view import CompareView
 from gui.desiderata_view import DesiderataView
 from gui.empty_states import ADD_MODEL, START_RUN, EmptyState
 from gui.fitting import compact_combo
@@ -336,6 +337,9 @@ class DashboardView(QWidget):
         self.pages.addTab(split, "&Charts")
         self.pages.addTab(self.desiderata, "&Desiderata")
         self.pages.addTab(self.groups, "&Groups")
+        self.compare = CompareView(ctx)  # two runs item by item (gui/compare_view.py), under the same blind cover
+        self.compare.openInReview.connect(self.openInReview)
+        self.pages.addTab(self.compare, "Co&mpare")
         self.cover = BlindCover(self.pages, "Results")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
