@@ -167,8 +167,7 @@ def compare_runs(ws: Workspace, run_a: int, run_b: int, *, scoring: str | None =
         raise InvalidInput(
             f"run {a.id} is on {a.benchmark} and run {b.id} on {b.benchmark}: compare needs two runs of one benchmark"
         )
-    mcq = ("vanilla", "circular")
-    if not (a.strategy == b.strategy or (a.strategy in mcq and b.strategy in mcq)):
+    if comparable_kind(a.strategy) != comparable_kind(b.strategy):
         raise InvalidInput(f"run {a.id} is a {a.strategy} run and run {b.id} a {b.strategy} one: no figure to compare")
     if a.strategy == "open":
         if scoring is not None:
@@ -457,11 +456,13 @@ def format_comparison(c: Comparison, *, flipped: str | None = None) -> str:
         lines.append("95 % intervals of A−B; " + "; ".join(methods))
     head = c.headline
     if head is not None:
-        words = "right in" if head.kind == "right/wrong" else "higher in"
-        lines.append(
-            f"flipped ({head.name}): {len(head.a_better):,} {words} A only, {len(head.b_better):,} {words} B only "
-            "(--json lists them; --flipped to print them)"
+        a_n, b_n = len(head.a_better), len(head.b_better)
+        counts = (
+            f"{a_n:,} right in A only, {b_n:,} right in B only"
+            if head.kind == "right/wrong"
+            else f"{a_n:,} scored higher in A, {b_n:,} in B"
         )
+        lines.append(f"flipped ({head.name}): {counts} (--json lists them; --flipped to print them)")
     if flipped is not None:
         figure = c.figure(flipped)
         if figure is None or figure.name == POPE_F1:
@@ -471,13 +472,17 @@ def format_comparison(c: Comparison, *, flipped: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def comparable_kind(strategy: str) -> str:
+    """Runs of one benchmark share a figure when their strategies have the same kind: multiple choice (VanillaEval
+    and CircularEval runs share VanillaEval), POPE, open."""
+    return "mcq" if strategy in ("vanilla", "circular") else strategy
+
+
 def comparable_runs(candidates: Iterable[runs.Run], run: runs.Run) -> list[runs.Run]:
-    """The runs `run` can be compared with: of its benchmark, another run, a strategy sharing a figure."""
-    mcq = ("vanilla", "circular")
+    """The runs `run` can be compared with: another run of its benchmark whose strategy shares a figure."""
+    kind = comparable_kind(run.strategy)
     return [
         r
         for r in candidates
-        if r.id != run.id
-        and r.benchmark_id == run.benchmark_id
-        and (r.strategy == run.strategy or (r.strategy in mcq and run.strategy in mcq))
+        if r.id != run.id and r.benchmark_id == run.benchmark_id and comparable_kind(r.strategy) == kind
     ]
