@@ -24,6 +24,7 @@ from annotation import blind
 from db.errors import InvalidInput
 from evaluator.analysis import plots
 from evaluator.analysis.report import NONE, RunReport, group_items, open_group_items, run_report
+from evaluator.analysis.samples import sample_lines
 from evaluator.formats.exporters import ExportError
 from evaluator.formats.prediction_export import PredictionExport, default_file_name, export_predictions
 from evaluator.scoring import open_metrics
@@ -312,6 +313,13 @@ class DashboardView(QWidget):
         top.addStretch(1)
         cl.addLayout(top)
         cl.addWidget(self.chart, 1)
+        # A sampled run's group (`run --samples K`): mean@K and pass@k with their intervals, as the report's text.
+        self.samples_note = QLabel("")
+        self.samples_note.setObjectName("muted")
+        self.samples_note.setWordWrap(True)
+        self.samples_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.samples_note.hide()
+        cl.addWidget(self.samples_note)
         items_box = QWidget()
         il = QVBoxLayout(items_box)
         il.setContentsMargins(0, 0, 0, 0)
@@ -434,6 +442,12 @@ class DashboardView(QWidget):
             self.chart.set_figure(message_figure("The runs' reports could not be read"), clickable=False)
 
     def _draw(self) -> None:
+        # Each sampled run's headline (its first figure) in a line; the report's whole sample lines in the tooltip.
+        sampled = [(r.run_id, lines) for r in self.reports if (lines := sample_lines(r))]
+        self.samples_note.setText("\n".join(f"Run {i} · {lines[1].strip() if len(lines) > 1 else lines[0]}"
+                                             for i, lines in sampled))  # fmt: skip
+        self.samples_note.setToolTip("\n\n".join(f"Run {i}\n" + "\n".join(lines) for i, lines in sampled))
+        self.samples_note.setVisible(bool(sampled))
         if not self.reports:
             self.chart.set_figure(message_figure("Choose one or more runs on the left"), clickable=False)
             return

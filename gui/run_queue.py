@@ -40,6 +40,7 @@ def run_args(
     reasoning: str = "auto",
     chat_template_kwargs: str | None = None,
     thinking_budget: int | None = None,
+    samples: int = 1,
 ) -> tuple[str, ...]:
     """The command line of the launch form's choices (the form's only translation: widget values → options)."""
     args = [
@@ -81,6 +82,8 @@ def run_args(
         args += ["--chat-template-kwargs", chat_template_kwargs]
     if thinking_budget:
         args += ["--thinking-budget", str(thinking_budget)]
+    if samples > 1:  # K sample runs, one after another in the one process (its events name each run in turn)
+        args += ["--samples", str(samples)]
     if new:
         args.append("--new")
     return tuple(args)
@@ -98,6 +101,7 @@ class RunJob(QObject):
         self.number, self.request = number, request
         self.state = self.QUEUED
         self.run_id: int | None = None
+        self.run_ids: list[int] = []  # every run its process started, in turn (several for `run --samples K`)
         self.progress: dict = {}
         self.start_event: dict = {}
         self.process: CommandProcess | None = None
@@ -114,7 +118,8 @@ class RunJob(QObject):
         return f"Queue #{self.number}"
 
     def summary(self) -> str:
-        run = f" → run {self.run_id}" if self.run_id else ""
+        shown = self.run_ids if len(self.run_ids) > 1 else [self.run_id] if self.run_id else []
+        run = f" → run{'s' if len(shown) > 1 else ''} {', '.join(map(str, shown))}" if shown else ""
         return f"{self.name}{run} · {self.request.title} — {self.state}" + (f": {self.message}" if self.message else "")
 
 
@@ -192,6 +197,8 @@ class RunQueue(QObject):
         kind = event.get("event")
         if "run_id" in event:
             job.run_id = event["run_id"]
+            if job.run_id not in job.run_ids:
+                job.run_ids.append(job.run_id)
         if kind == "start":
             job.start_event = event
             job.progress = {

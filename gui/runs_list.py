@@ -302,7 +302,8 @@ class RunsList(QWidget):
         tokens = known[2] if known is not None else None
         truncated = known[3] if known is not None else 0
         pending = computing and known is None
-        variants = " · ".join(filter(None, (describe_variants(r.config), preset_words(r.config))))
+        sample = f"sample {n}" if (n := runs.sample_number_of(r.config)) else ""  # of a sample group (run --samples)
+        variants = " · ".join(filter(None, (describe_variants(r.config), preset_words(r.config), sample)))
         origin = origin_of(r)
         model = r.model_spec + (f" {TEXT_ONLY_MARK}" if r.config.get("text_only") is True else "")
         if origin is not None:  # the narrow list elides the model's end: the arrow goes first there

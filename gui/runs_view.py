@@ -30,10 +30,16 @@ from PySide6.QtWidgets import (
 )
 
 from db import catalog, models
-from db.runs import ROUNDS_MAX
+from db.runs import ROUNDS_MAX, SAMPLES_MAX
 from evaluator.backends import REGISTRY as BACKENDS
 from evaluator.backends.reasoning import AUTO, DEFAULT_TAGS, OFF, check_rule
-from evaluator.engine.runner import MAX_NEW_TOKENS, OPEN_MAX_NEW_TOKENS, RunSettings, default_max_new_tokens
+from evaluator.engine.runner import (
+    MAX_NEW_TOKENS,
+    OPEN_MAX_NEW_TOKENS,
+    RunSettings,
+    default_max_new_tokens,
+    sampling_refusal,
+)
 from evaluator.engine.variants import COT_MAX_NEW_TOKENS
 from evaluator.scoring.choices import CHEF_COT_MAX_NEW_TOKENS
 from gui import file_dialogs
@@ -185,6 +191,11 @@ class LaunchForm(QGroupBox):
         self._prompt_index = 0
         self.seed = QSpinBox(minimum=0, maximum=2**31 - 1, value=0)  # the command takes 0..2**32-1; a spin box, int32
         self.seed.setToolTip("--seed: the seed of baseline:random (0, the default, is left out of the command)")
+        self.samples = QSpinBox(minimum=1, maximum=SAMPLES_MAX, value=1)
+        self.samples.setToolTip(
+            "--samples: K samples per item and rotation, K runs one after another (sample s samples with the seed + "
+            "s); the report gives mean@K and pass@k. Needs the spec's temperature > 0 (e.g. ?temperature=0.7)"
+        )
         self.again = QCheckBox("Run again even if finished (--new)")
         self.again.setToolTip(
             "A run with the same settings that finished already is shown, not repeated, unless this is on"
@@ -214,6 +225,7 @@ class LaunchForm(QGroupBox):
         form.addRow("System prompt", self.system)
         form.addRow("Limit", self.limit)
         form.addRow("Seed", self.seed)
+        form.addRow("Samples", self.samples)
         form.addRow(self.text_only)  # across both columns: beside the labels, its words widened the form
         form.addRow(self.variant)
         form.addRow("Multi-turn asker", self.multi_turn)
@@ -246,6 +258,7 @@ class LaunchForm(QGroupBox):
         self.prompt.currentIndexChanged.connect(self._prompt_changed)
         for spin in (self.batch, self.max_tokens, self.limit, self.rounds, self.seed, self.thinking_budget):
             spin.valueChanged.connect(self._update_command)
+        self.samples.valueChanged.connect(self._update_command)
         self.reasoning.currentTextChanged.connect(self._update_command)
         self.chat_kwargs.textChanged.connect(self._update_command)
         self.system.textChanged.connect(self._update_command)
@@ -373,7 +386,7 @@ class LaunchForm(QGroupBox):
     ) -> None:
         """Fill the form (tests, presets): strategy by its label; values: batch, max_tokens, limit, seed, text_only,
         again, extractor, multi_turn, rounds, prompt (vlmdesk, vlmevalkit or a template file's path), thinking_budget,
-        reasoning (a rule: auto, off or OPEN,CLOSE), chat_kwargs (JSON text), system (text)."""
+        reasoning (a rule: auto, off or OPEN,CLOSE), chat_kwargs (JSON text), system (text), samples."""
         if (rule := values.pop("reasoning", None)) is not None:
             at = self.reasoning.findData(rule)
             self.reasoning.setCurrentIndex(at) if at >= 0 else self.reasoning.setCurrentText(rule)
@@ -407,6 +420,11 @@ class LaunchForm(QGroupBox):
         budget = self.thinking_budget.value()
         if budget and budget >= self.max_tokens.value():
             found.append(f"thinking budget {budget:,} must be below max new tokens ({self.max_tokens.value():,})")
+        if (k := self.samples.value()) > 1:  # the command's own refusal, said before it is started
+            likelihood = bool((self.strategy.currentData() or ("circular", False))[1])
+            found.append(sampling_refusal(self.model_spec(), RunSettings(likelihood=likelihood), k))
+            if self.again.isChecked():
+                found.append("--new with --samples: each sample run is found and continued; choose another seed")
         return [p for p in found if p]
 
     def request(self) -> RunRequest | None:
@@ -437,6 +455,7 @@ class LaunchForm(QGroupBox):
                 json.dumps(json.loads(kwargs), sort_keys=True) if (kwargs := self.chat_kwargs.text().strip()) else None
             ),
             thinking_budget=self.thinking_budget.value() or None,
+            samples=self.samples.value(),
         ) + tuple(self.variant.args())
         return RunRequest(args, f"{spec} on {bench}")
 
