@@ -595,6 +595,9 @@ class RunsView(QWidget):
         self.results.clicked.connect(self._open_results)
         export = QPushButton("Export CSV…")
         export.clicked.connect(lambda: export_table(self, self.runs.model, "runs.csv"))
+        self.plan = QPushButton("Suite plan…")
+        self.plan.setToolTip("Open, edit and run a plan of models × benchmarks, and see its suite table")
+        self.plan.clicked.connect(self.open_plan)
         self.runs.selectionChanged.connect(self._run_selected)
         self.runs.activated.connect(lambda run_id: self.openResults.emit([run_id]))
 
@@ -632,7 +635,7 @@ class RunsView(QWidget):
         t.setObjectName("sectionTitle")
         head.addWidget(t)
         head.addStretch(1)
-        for b in (self.resume, self.results, export):
+        for b in (self.plan, self.resume, self.results, export):
             head.addWidget(b)
         rl.addLayout(head)
         rl.addWidget(self.runs, 1)
@@ -753,6 +756,16 @@ class RunsView(QWidget):
             i = self.form.bench.findData(self.ctx.benchmark.name)
             if i >= 0:
                 self.form.bench.setCurrentIndex(i)
+
+    def open_plan(self):
+        """The suite plan dialog (gui/plan_view.py), one per tab, kept while the tab lives."""
+        from gui.plan_view import PlanDialog
+
+        if getattr(self, "plan_dialog", None) is None:
+            self.plan_dialog = PlanDialog(self.ctx, self.queue, self)
+        self.plan_dialog.show()
+        self.plan_dialog.raise_()
+        return self.plan_dialog
 
     def shutdown(self) -> None:
         self.queue.shutdown()
