@@ -199,6 +199,11 @@ BAD_TOML = [
     ),
 ]
 
+BAD_TOML.append(
+    ("samples without sampling", GOOD_TOML.replace("seed = 3", "samples = 4"), 12, "model[2].settings.samples",
+     "--samples 4 needs sampling")
+)  # fmt: skip
+
 BAD_YAML = [
     ("unknown key", GOOD_YAML.replace("seed: 3", "temprature: 3"), 8, "models[2].settings.temprature", "not a vlmdesk"),
     (
@@ -447,3 +452,20 @@ def test_a_plan_of_two_models_on_three_benchmarks_interrupted_and_rerun_asks_onl
             assert float(got["score"]) == pytest.approx(cell["score"]) and int(got["run_id"]) == cell["run_id"]
         [avg] = [r for r in rows if r["model"] == row["model"] and r["benchmark"] == "Average"]
         assert float(avg["score"]) == pytest.approx(row["average"])
+
+
+def test_an_official_figure_goes_on_the_leaderboards_0_to_100_scale():
+    # OpenVLM's gen_table.py: OCRBench's score out of 1000 is divided by 10, a percent figure is ×100, points stay.
+    from types import SimpleNamespace
+
+    from evaluator.analysis.intervals import Interval
+    from evaluator.analysis.report import OfficialFigure
+    from evaluator.analysis.suite import _figure
+
+    def official(metric, value, low, high):
+        return SimpleNamespace(official=OfficialFigure("B", metric, "score", value, "", {}, Interval(low, high, "x")))
+
+    for metric, value, factor in (("ocrbench_score", 812.0, 0.1), ("mmmu_accuracy", 0.412, 100.0)):
+        got_metric, _, is_official, got, interval, got_factor = _figure(official(metric, value, value * 0.9, value))
+        assert (got_metric, is_official, got, got_factor) == (metric, True, value, factor)
+        assert interval.scaled(got_factor).high == pytest.approx(value * factor)
