@@ -95,8 +95,16 @@ def test_the_page_fits_1024x700_with_larger_text_and_its_picture_is_saved(qtbot,
         hint = window.minimumSizeHint()
         assert hint.width() <= 1024 and hint.height() <= 700, hint.toTuple()
         assert window.width() <= 1024
-        # The figures table shows every column whole at this size (no horizontal scroll bar).
+        # The figures table shows every column whole at this size (no horizontal scroll bar), and each table's
+        # column titles are whole where their table has room to spare (as the other Results tables').
         assert not page.figures_table.horizontalScrollBar().isVisible()
+        for table in (page.figures_table, page.a_only.table, page.b_only.table):
+            header, model = table.horizontalHeader(), table.model()
+            free = table.viewport().width() - sum(header.sectionSize(c) for c in range(model.columnCount()))
+            assert free >= 0
+            for c in range(model.columnCount()):
+                title = model.headerData(c, Qt.Orientation.Horizontal)
+                assert header.sectionSize(c) >= header.fontMetrics().horizontalAdvance(title), title
         out = os.path.join(SHOTS or str(tmp_path), "compare_1024x700_x125.png")
         assert window.grab().save(out)
     finally:
