@@ -1886,3 +1886,9 @@ def _m0026(db: Database) -> None:
     # must stay storable and readable: the expression reads valid JSON only (db.runs.SAMPLE_OF_SQL is the same text).
     sample_of = "(CASE WHEN json_valid(config) THEN json_extract(config, '$.sample_of') END)"
     _script(db, f"CREATE INDEX runs_sample_of ON runs {sample_of} WHERE {sample_of} IS NOT NULL;")
+
+
+# Issue 39's migrations go right above their marker, in this order (the markers go when they have landed).
+# <0027 team plans and gold items above>
+# <0028 pair judgements above>
+# <0029 team folder sync above>
