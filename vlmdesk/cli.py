@@ -141,6 +141,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cmd_team:register_annotators",
         "per-annotator statistics of a benchmark: verdicts, items per hour, agreement (κ, α)",
     ),
+    "team": ("cmd_team:register_team", "a team's work: assignment plans with gold items, a shared folder that syncs"),
     "arena": ("cmd_arena:register_arena", "blind pairwise votes on open answers, and Bradley–Terry ratings from them"),
 }
 

@@ -1,5 +1,6 @@
-"""`vlmdesk guidelines …` and `vlmdesk annotators`: a study's annotation guidelines (versioned Markdown per
-benchmark) and its annotators' statistics. The work is annotation/guidelines.py and annotation/annotator_stats.py."""
+"""`vlmdesk guidelines …`, `vlmdesk annotators` and `vlmdesk team …`: a study's annotation guidelines (versioned
+Markdown per benchmark), its annotators' statistics, and how a team shares the work (assignment plans and gold items:
+vlmdesk/cmd_team_plan.py; a shared folder that syncs: vlmdesk/cmd_team_sync.py). The work is annotation/."""
 
 from __future__ import annotations
 
@@ -44,6 +45,26 @@ def register_guidelines(add) -> None:
     q.add_argument("bench", metavar="BENCH", help="benchmark name")
     q.add_argument("file", metavar="FILE", help="a UTF-8 Markdown file (at most 200,000 characters)")
     q.add_argument("--author", type=annotator, default=None, help="who wrote it (default: the login name)")
+
+
+def register_team(add) -> None:
+    from vlmdesk import cmd_team_plan, cmd_team_sync
+    from vlmdesk.cli import add_command
+
+    p = add(
+        description="A team of annotators: who judges which items (an assignment plan, with gold items whose key the "
+        "lead confirmed), and a shared folder through which each workspace's records reach the others.",
+        examples="""
+                vlmdesk team plan --bench demo --annotators ana,ben,cara --overlap 2 --gold 5 --seed 1
+                vlmdesk team sync /mnt/share/study""",
+    )
+    sub = p.add_subparsers(dest="team_command", metavar="ACTION", required=True)
+
+    def action(name, help, handler, examples):
+        return add_command(sub, name, help=help, handler=handler, examples=examples)
+
+    cmd_team_plan.add_actions(action)
+    cmd_team_sync.add_actions(action)
 
 
 def register_annotators(add) -> None:
