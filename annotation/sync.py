@@ -96,6 +96,7 @@ class ImportReport:
     skipped: tuple[InputError, ...]  # the first MAX_LISTED skipped lines
     skipped_count: int = 0  # every skipped line
     unfit: int = 0  # of those, verdicts that do not fit their item's kind (and undos of them): always left out
+    inserted: tuple[tuple[str, str], ...] = ()  # (table, uuid) of each record written
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -758,29 +759,32 @@ def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | tuple[str, st
                     read += len(raw)
                 yield number, ("line", f"longer than {MAX_LINE_BYTES} bytes")
                 continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield number, ("line", f"not UTF-8 ({exc.reason} at byte {exc.start})")
-                continue
-            if not text.strip():
-                continue
-            try:
-                obj = json_loads(text, limit=MAX_DEPTH, decoder=_DECODER)
-            except DuplicateKey as exc:
-                yield number, (exc.key[:60], "given twice in one record")
-                continue
-            except JsonTooDeep:
-                yield number, ("line", f"JSON nested deeper than {MAX_DEPTH}")
-                continue
-            except ValueError as exc:
-                yield number, ("line", f"not JSON ({exc})")
-                continue
-            if not isinstance(obj, dict):
-                yield number, ("line", f"expected a JSON object, got {_json_type(obj)}")
-                continue
-            yield number, obj
+            obj = parse_line(raw)
+            if obj is not None:
+                yield number, obj
     raise InputError(path, 0, "file", f"more than the {MAX_FILE_BYTES} bytes this command reads (it grew)")
+
+
+def parse_line(raw: bytes, depth: int = MAX_DEPTH) -> dict[str, Any] | tuple[str, str] | None:
+    """One line (at most MAX_LINE_BYTES) as a JSON object, or the (field, what) of its error; None for a blank line.
+    annotation/team_sync.py reads journals with it (a record inside its kind: one level deeper)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return "line", f"not UTF-8 ({exc.reason} at byte {exc.start})"
+    if not text.strip():
+        return None
+    try:
+        obj = json_loads(text, limit=depth, decoder=_DECODER)
+    except DuplicateKey as exc:
+        return exc.key[:60], "given twice in one record"
+    except JsonTooDeep:
+        return "line", f"JSON nested deeper than {depth}"
+    except ValueError as exc:
+        return "line", f"not JSON ({exc})"
+    if not isinstance(obj, dict):
+        return "line", f"expected a JSON object, got {_json_type(obj)}"
+    return obj
 
 
 class _Bads:
@@ -812,16 +816,35 @@ def import_records(ws: Workspace, path: str | os.PathLike[str], kind: str, *, sk
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r} ({', '.join(KINDS)})")
     path = Path(path)
+    lines = ((number, kind, obj) for number, obj in read_lines(path))
+    return merge_lines(ws, path, lines, skip_bad=skip_bad, kinds=(kind,))
+
+
+def merge_lines(
+    ws: Workspace,
+    path: Path,
+    lines: Iterable[tuple[int, str, dict[str, Any] | tuple[str, str]]],
+    *,
+    skip_bad: bool = False,
+    waiting: list[int] | None = None,
+    kinds: Iterable[str] = (),
+) -> ImportReport:
+    """import_records for lines already read, each (line number, its kind, the object or its error) — one file's,
+    of one kind or several (a team folder's journal, annotation/team_sync.py). With `waiting`, an undo whose target
+    is not known here yet is not a bad line: its line number goes there, to be tried again later. The report counts
+    the tables of `kinds` and of every kind met."""
     look = _Lookups(ws)
     bad = _Bads(path, skip_bad)
     fresh: list[_Row] = []
     by_uuid: dict[str, _Row] = {}
     unfit: dict[str, int] = {}  # uuid -> line of each record left out as not fitting its item
     present = 0
-    for number, obj in read_lines(path):
+    met = set(kinds)
+    for number, kind, obj in lines:
         if isinstance(obj, tuple):
             bad.add(number, *obj)
             continue
+        met.add(kind)
         try:
             row = _CHECKS[kind](obj, look)
         except _Bad as exc:
@@ -839,8 +862,8 @@ def import_records(ws: Workspace, path: str | os.PathLike[str], kind: str, *, sk
         else:
             by_uuid[row.uuid] = row
             fresh.append(row)
-    fresh = _check_withdrawals(ws, fresh, bad, unfit)
-    added = {k.table: 0 for k in _TABLES[kind]}
+    fresh = _check_withdrawals(ws, fresh, bad, unfit, waiting)
+    added = {k.table: 0 for kind in sorted(met) for k in _TABLES[kind]}
     with ws.db.atomic():
         for row in sorted(fresh, key=lambda r: (r.values["created_at"], r.line)):
             columns = ", ".join(row.values)
@@ -849,7 +872,8 @@ def import_records(ws: Workspace, path: str | os.PathLike[str], kind: str, *, sk
                 list(row.values.values()),
             )
             added[row.kind.table] += 1
-    return ImportReport(added, present, bad.first(), bad.count, bad.unfit)
+    inserted = tuple((row.kind.table, row.uuid) for row in fresh)
+    return ImportReport(added, present, bad.first(), bad.count, bad.unfit, inserted)
 
 
 def _known(ws: Workspace, row: _Row, by_uuid: dict[str, _Row]) -> bool | tuple[str, str]:
@@ -884,6 +908,16 @@ def _known(ws: Workspace, row: _Row, by_uuid: dict[str, _Row]) -> bool | tuple[s
 _HUMAN_KINDS = (REVIEWS, LABELS, ADJUDICATIONS, QC_DECISIONS, ARENA_VOTES, OPEN_VERDICTS)
 
 
+def tables_of(kind: str) -> tuple[Kind, ...]:
+    """The tables a kind's records are stored in (a team folder's journal carries each, annotation/team_sync.py)."""
+    return _TABLES[kind]
+
+
+def stored_record(ws: Workspace, table: Kind, uid: str) -> dict[str, Any] | None:
+    """The record of one stored row, as export_records writes it; None when no row has that uuid."""
+    return _stored_record(ws, table, uid)
+
+
 def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict[str, Any] | None:
     if ws.conn.execute(f"SELECT 1 FROM {kind.table} WHERE uuid = ?", (uid,)).fetchone() is None:
         return None
@@ -904,7 +938,9 @@ def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict[str, Any] | None
     return next(iter(found), None)
 
 
-def _check_withdrawals(ws: Workspace, fresh: list[_Row], bad: _Bads, unfit: dict[str, int]) -> list[_Row]:
+def _check_withdrawals(
+    ws: Workspace, fresh: list[_Row], bad: _Bads, unfit: dict[str, int], waiting: list[int] | None = None
+) -> list[_Row]:
     """An undo must name a record (not an undo) of the same item, stage and person — already in the workspace, or
     a good line of this file. One that names a record left out as not fitting its item is left out with it."""
     records = {row.uuid: row for row in fresh if not row.is_withdrawal}
@@ -924,6 +960,9 @@ def _check_withdrawals(ws: Workspace, fresh: list[_Row], bad: _Bads, unfit: dict
             found = ws.conn.execute(
                 f"SELECT {', '.join(k.scope)}, {k.who}, {k.value} FROM {k.table} WHERE uuid = ?", (row.withdraws,)
             ).fetchone()
+            if found is None and waiting is not None:
+                waiting.append(row.line)
+                continue
             if found is None:
                 bad.add(
                     row.line,
