@@ -1890,5 +1890,33 @@ def _m0026(db: Database) -> None:
 
 # Issue 39's migrations go right above their marker, in this order (the markers go when they have landed).
 # <0027 team plans and gold items above>
+@migrations(name="0028_pair_judgements")
+def _m0028(db: Database) -> None:
+    # Issue 39: a judge model's verdict on an arena pair (annotation/pair_judge.py): one row per (pair, judgement
+    # set, order). A set is a judge's spec identity + the prompt's version + whether it saw the image (`judge_set`,
+    # a digest of the three, kept beside them); `swapped` 1: the pair's right answer was shown first (--both-orders).
+    # verdict NULL = undecided (no readable verdict: never guessed), else mapped back to the pair's sides; raw is the
+    # judge's last reply, redacted at the door and bounded. Asking again asks only the (pair, order)s not stored.
+    _script(
+        db,
+        """
+        CREATE TABLE pair_judgements (
+            pair_id INTEGER NOT NULL REFERENCES arena_pairs (id) ON DELETE CASCADE,
+            judge_set TEXT NOT NULL,
+            judge TEXT NOT NULL,
+            prompt_version TEXT NOT NULL,
+            with_image INTEGER NOT NULL CHECK (with_image IN (0, 1)),
+            swapped INTEGER NOT NULL CHECK (swapped IN (0, 1)),
+            verdict TEXT CHECK (verdict IS NULL OR verdict IN ('left', 'right', 'tie', 'bothbad')),
+            attempts INTEGER NOT NULL CHECK (attempts >= 1),
+            raw TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (judge_set, pair_id, swapped)
+        );
+        CREATE INDEX pair_judgements_pair ON pair_judgements (pair_id);
+        """,
+    )
+
+
 # <0028 pair judgements above>
 # <0029 team folder sync above>

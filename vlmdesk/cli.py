@@ -124,6 +124,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cmd_judge:register_judge",
         "an LLM judge's verdicts (right / partly / wrong, with a reason) on an open run's answers",
     ),
+    "judge-pairs": (
+        "cmd_judge:register_judge_pairs",
+        "a judge model's verdicts on the arena's pairs (which answer is better), for `align pairs`",
+    ),
     "gui": ("cmd_gui:register_gui", "open the desktop app (or save a screenshot of a view)"),
     "reviews": (
         "cmd_reviews:register_reviews",

@@ -13,6 +13,7 @@ from vlmdesk.args import annotator, count, positive_int, record_id, record_ids, 
 if TYPE_CHECKING:
     from annotation.alignment import AlignmentReport
     from annotation.open_alignment import OpenAlignmentReport
+    from annotation.pair_alignment import PairAlignmentReport
 
 
 def register_align(add) -> None:
@@ -24,7 +25,8 @@ def register_align(add) -> None:
         "final labels; `report` gives alignment rates (Wilson 95 %), Cohen's κ, confusion matrices "
         "and inter-annotator agreement. See docs/extraction-and-alignment.md. For open answers: people "
         "judge them right / partly / wrong (the app's Queues › Open answers page, or `open-verdict`), and "
-        "`open` reports how far each open metric agrees with them.",
+        "`open` reports how far each open metric agrees with them; `pairs`, how far a judge's verdicts on the arena's "
+        "pairs (vlmdesk judge-pairs) agree with people's votes.",
         examples="""
                 vlmdesk align sample --run 3 --run 4 --extractor 'rules+llm:openai:gpt-4o-mini' --size 50 --seed 1 --name s1
                 vlmdesk align label --set s1 --annotator ana
@@ -32,7 +34,8 @@ def register_align(add) -> None:
                 vlmdesk align adjudicate --set s1 --item 17 --label B --adjudicator lead
                 vlmdesk align report --set s1 --json
                 vlmdesk align export-labels --set s1 --out s1-ana.jsonl && vlmdesk align import-labels s1-ana.jsonl
-                vlmdesk align open --bench demo-open --runs 4,5 --json""",  # noqa: E501 (an example is one shell line, shown as written)
+                vlmdesk align open --bench demo-open --runs 4,5 --json
+                vlmdesk align pairs --bench demo-open --set 3f2a9c1b0e4d7a65""",  # noqa: E501 (an example is one shell line, shown as written)
     )
     sub = p.add_subparsers(dest="align_command", metavar="ACTION", required=True)
 
@@ -132,6 +135,27 @@ def register_align(add) -> None:
     q.add_argument("--json", action="store_true", help="print the report as JSON")
 
     q = action(
+        "pairs",
+        "a judge's verdicts on arena pairs against people's votes: accuracy, κ, position bias, rank correlation",
+        cmd_pairs,
+        "vlmdesk align pairs --bench demo-open --judge 'openai:gpt-4o' --json",
+    )
+    q.add_argument("--bench", required=True, metavar="NAME", help="an open benchmark with arena pairs and votes")
+    who = q.add_mutually_exclusive_group(required=True)
+    who.add_argument("--judge", metavar="SPEC", help="the judge (as given to judge-pairs; its set under this prompt)")
+    who.add_argument("--set", dest="set_key", metavar="KEY", help="a judgement set's key, as judge-pairs prints it")
+    q.add_argument("--with-image", action="store_true", help="with --judge: the set judged with the image shown")
+    q.add_argument(
+        "--bootstrap",
+        type=count,
+        default=2000,
+        metavar="N",
+        help="resamples of the percentile bootstrap intervals of κ (default 2000)",
+    )
+    q.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap (default 0)")
+    q.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    q = action(
         "open-verdict",
         "record a verdict (right, partly, wrong), an adjudication, or withdraw one, on a run's answer to an item",
         cmd_open_verdict,
@@ -226,6 +250,65 @@ def format_open(r: OpenAlignmentReport) -> str:
             f"{len(open_)} disagreement(s) to adjudicate (--json lists them): vlmdesk align open-verdict --run {run} "
             f"--item {item} --verdict right|partly|wrong --annotator NAME --adjudicate"
         )
+    return "\n".join(lines)
+
+
+def cmd_pairs(args) -> int:
+    from annotation.pair_alignment import pair_alignment
+    from vlmdesk.cli import open_from_args
+    from vlmdesk.cmd_data import bench_or_fail
+
+    with open_from_args(args, create=False) as ws:
+        bench = bench_or_fail(ws, args.bench)
+        key = args.set_key
+        if key is None:
+            from annotation.pair_judge import identity
+            from evaluator.engine.launch import resolve_model
+
+            key = identity(resolve_model(ws, args.judge), args.with_image)[1]
+        report = pair_alignment(ws, bench, key, resamples=args.bootstrap, seed=args.seed)
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        print(format_pairs(report))
+    return 0
+
+
+def format_pairs(r: PairAlignmentReport) -> str:
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    def share(f) -> str:
+        if f is None or f.value is None or f.wilson_95 is None:
+            return "-"
+        low, high = f.wilson_95
+        return f"{100 * f.value:.1f} % [{100 * low:.1f}, {100 * high:.1f}] ({f.k}/{f.n})"
+
+    s = r.judge_set
+    lines = [
+        f"benchmark {r.benchmark}  judge {s.judge}{' (shown the image)' if s.with_image else ''}  set {s.key}  "
+        f"prompt {s.prompt_version}  {'both orders' if r.both_orders else 'one order'}",
+        f"pairs {r.pairs}, voted {r.voted} ({r.votes} votes; {r.human_ties} with tied votes), judged {r.judged} "
+        f"({r.judge_undecided} undecided), compared {r.n}",
+        "people: "
+        + ", ".join(f"{k} {v}" for k, v in r.human_labels.items())
+        + "   judge: "
+        + ", ".join(f"{k} {v}" for k, v in r.judge_labels.items()),
+        f"accuracy (4-way)  {share(r.accuracy)}   Cohen's kappa {fmt(r.kappa)} {_ci(r.kappa_95)}",
+        f"decisive pairs    {share(r.decisive)}   Cohen's kappa {fmt(r.decisive_kappa)} {_ci(r.decisive_kappa_95)}",
+        f"position bias     chose the first shown {share(r.first_choices)}, binomial p vs 0.5 "
+        f"{'-' if r.first_binomial_p is None else f'{r.first_binomial_p:.3g}'}",
+    ]
+    if r.consistency is not None:
+        lines.append(
+            f"                  consistent across orders {share(r.consistency)}; of the inconsistent, chose the "
+            f"first shown both times {share(r.inconsistent_first)}"
+        )
+    lines.append(f"ratings (Bradley-Terry)  Spearman rho {fmt(r.spearman)}  ({r.spearman_note})")
+    lines.append(f"  {'model':<40} {'judge':>8} {'votes':>8}")
+    for m in r.models:
+        lines.append(f"  {m.model[:40]:<40} {fmt(m.judge)[:8]:>8} {fmt(m.votes)[:8]:>8}")
+    lines.append(f"bootstrap: {r.bootstrap} resamples, seed {r.seed}; rule: {r.rule}")
     return "\n".join(lines)
 
 

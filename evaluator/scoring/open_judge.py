@@ -60,6 +60,24 @@ Reply in exactly this format:
 [Reason] one or two sentences
 [Verdict] right, partly or wrong
 """
+# `--with-image`: the judge is shown the item's image(s) with the prompt. What it is told is its rubric: the default
+# one's "You do not see the image" becomes a request to look, and any rubric ends with IMAGE_NOTE — so the rubric's
+# sha256, and with it the judgement set's identity, differs from the same judge's blind set (whose identity stays).
+IMAGE_NOTE = "[The image(s) of the question are shown with this prompt.]"
+_BLIND = "You do not see the image: judge the answer against the reference answers, which are correct."
+_SEEING = "Look at the image: judge the answer against it and against the reference answers, which are correct."
+
+
+def with_image_rubric(rubric: str) -> str:
+    """The rubric a judge shown the image is asked with (see IMAGE_NOTE)."""
+    return f"{rubric.replace(_BLIND, _SEEING).rstrip()}\n\n{IMAGE_NOTE}\n"
+
+
+def sees_image(rubric: str) -> bool:
+    """Was a set judged with the image shown? Its stored rubric says so (with_image_rubric)."""
+    return rubric.rstrip().endswith(IMAGE_NOTE)
+
+
 REMINDER = "\n\nYour reply must end with a line `[Verdict] right`, `[Verdict] partly` or `[Verdict] wrong`."
 
 _WORDS = {
@@ -176,6 +194,20 @@ def read_rubric(path: str | Path) -> str:
     if "\x00" in text:
         raise InvalidInput(f"{path}: rubric: holds a NUL character (not a text file)")
     return text
+
+
+def item_images(ws: Workspace, item: catalog.Item) -> tuple[bytes, ...]:
+    """An item's images in order, for a judge shown them; a lone image missing from the workspace is left out (asked
+    without it, as a run asks), one of several missing is InvalidInput (the others would shift)."""
+    out = []
+    for n, sha in enumerate(item.images, start=1):
+        found = catalog.image_bytes(ws, sha)
+        if found is None:
+            if len(item.images) == 1:
+                return ()
+            raise InvalidInput(f"item {str(item.index)[:40]}: image {n} ({sha[:12]}…) is not in the workspace")
+        out.append(found[0])
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -303,18 +335,23 @@ def judge_open_run(
     attempts: int = ATTEMPTS,
     max_new_tokens: int = MAX_NEW_TOKENS,
     limit: int | None = None,
+    with_image: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> OpenJudgeScore:
     """Ask `judge` (a checked model spec; `backend` when already built) about every answer of the open run not yet
     judged under this judge's identity and `rubric` (the first `limit` of them), storing verdicts chunk by chunk
-    (with the rubric's text), and return the run's score. `on_progress(done, todo)` after each stored chunk. A
-    KeyboardInterrupt (SIGTERM in the command) or a BackendError between chunks keeps every chunk stored before."""
+    (with the rubric's text), and return the run's score. `with_image`: the judge is shown each item's image(s)
+    and asked under with_image_rubric(rubric), another judgement set. `on_progress(done, todo)` after each stored
+    chunk. A KeyboardInterrupt (SIGTERM in the command) or a BackendError between chunks keeps every chunk stored
+    before."""
     if attempts < 1:
         raise InvalidInput("attempts must be at least 1")
     if not rubric.strip():
         raise InvalidInput("the rubric is empty")
     run = _open_run(ws, run_id)
     identity = run_identity(judge)
+    if with_image:
+        rubric = with_image_rubric(rubric)
     sha = store.rubric_sha256(rubric)
     items, passes, _ = _answers(ws, run)
     done = {(j.item_id, j.pass_) for j in store.judgements_of(ws, run_id, identity, sha)}
@@ -331,7 +368,12 @@ def judge_open_run(
             backend = load_backend(judge)
         for start in range(0, len(todo), CHUNK):
             chunk = todo[start : start + CHUNK]
-            found, asked = _ask(backend, rubric, [(items[p.item_id], p) for p in chunk], attempts, max_new_tokens)
+            shown = [(items[p.item_id], p) for p in chunk]
+            # with_images: an item's second image on (list_items reads the first only).
+            images = (
+                [item_images(ws, i) for i in catalog.with_images(ws, [i for i, _ in shown])] if with_image else None
+            )
+            found, asked = _ask(backend, rubric, shown, attempts, max_new_tokens, images)
             calls += asked
             rows = [store.OpenJudgement(p.run_id, p.item_id, p.pass_, identity, sha, *f) for p, f in zip(chunk, found)]
             store.store_judgements(ws, rows, rubric)
@@ -349,6 +391,7 @@ def _ask(
     answers: Sequence[tuple[catalog.Item, runs.Prediction]],
     attempts: int,
     max_new_tokens: int,
+    images: Sequence[tuple[bytes, ...]] | None = None,
 ) -> tuple[list[Found], int]:
     replies = ["" for _ in answers]
     verdicts: dict[int, str] = {}
@@ -359,7 +402,10 @@ def _ask(
         if not open_:
             break
         queries = [
-            Query(prompt=judge_prompt(rubric, answers[i][0], answers[i][1].response, reminder=attempt > 0))
+            Query(
+                prompt=judge_prompt(rubric, answers[i][0], answers[i][1].response, reminder=attempt > 0),
+                images=images[i] if images is not None else (),
+            )
             for i in open_
         ]
         texts = texts_of(backend.generate(queries, max_new_tokens))
