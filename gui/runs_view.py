@@ -246,7 +246,13 @@ class LaunchForm(QGroupBox):
         outer = QVBoxLayout(self)
         outer.addWidget(self.fields_scroll, 1)
         outer.addWidget(self.problem)
-        outer.addWidget(self.start)
+        # A suite is launched beside a single run (the runs list's head has no room for a fourth button at text x1.75).
+        self.plan = QPushButton("Suite plan…")
+        self.plan.setToolTip("Open, edit and run a plan of models × benchmarks, and see its suite table")
+        actions = QHBoxLayout()
+        actions.addWidget(self.start, 1)
+        actions.addWidget(self.plan)
+        outer.addLayout(actions)
         self.variant.toggled.connect(lambda _: self._fit_width())
         self._fit_width()
         self.bench.currentIndexChanged.connect(self._bench_changed)
@@ -595,9 +601,7 @@ class RunsView(QWidget):
         self.results.clicked.connect(self._open_results)
         export = QPushButton("Export CSV…")
         export.clicked.connect(lambda: export_table(self, self.runs.model, "runs.csv"))
-        self.plan = QPushButton("Suite plan…")
-        self.plan.setToolTip("Open, edit and run a plan of models × benchmarks, and see its suite table")
-        self.plan.clicked.connect(self.open_plan)
+        self.form.plan.clicked.connect(self.open_plan)
         self.runs.selectionChanged.connect(self._run_selected)
         self.runs.activated.connect(lambda run_id: self.openResults.emit([run_id]))
 
@@ -635,7 +639,7 @@ class RunsView(QWidget):
         t.setObjectName("sectionTitle")
         head.addWidget(t)
         head.addStretch(1)
-        for b in (self.plan, self.resume, self.results, export):
+        for b in (self.resume, self.results, export):
             head.addWidget(b)
         rl.addLayout(head)
         rl.addWidget(self.runs, 1)
