@@ -34,11 +34,12 @@ import os
 import uuid as _uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from dataclasses import field as field_
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, Literal, NoReturn, overload
 
-from annotation import arena, item_kinds, open_verdicts, qc, reviews
+from annotation import arena, item_kinds, open_verdicts, qc, reviews, team_plans
 from annotation.names import MAX_NOTE_CHARS, BadName, annotator_name
 from annotation.standing import (
     ADJUDICATIONS,
@@ -78,7 +79,7 @@ MAX_LISTED = 100  # skipped lines listed in a report (all are counted)
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # `at` before this is a clock error
 FUTURE_SLACK = timedelta(days=1)  # `at` later than now + this would outrank every later record: refused
 
-KINDS = ("reviews", "labels", "qc", "votes", "open")
+KINDS = ("reviews", "labels", "qc", "votes", "open", "plans")
 
 
 class _Bad(Exception):
@@ -687,6 +688,12 @@ def export_records(
     """The records of one kind, in time order, every undo row included (filters narrow by benchmark or set and by
     annotator; an undo is always by the annotator of what it withdraws, so a filtered file stays whole)."""
     where, params = ["1 = 1"], []
+    if kind == "plans":  # filtered by benchmark, and by who made the plan
+        for clause, value in (("b.name = ?", benchmark), ("p.author = ?", annotator)):
+            if value is not None:
+                where.append(clause)
+                params.append(value)
+        return _plan_records(ws, " AND ".join(where), params)
     if kind == "labels":
         if set_name is not None:
             where.append("set_name = ?")
@@ -795,10 +802,11 @@ class _Bads:
         self.path, self.skip_bad, self.count, self.unfit = path, skip_bad, 0, 0
         self.listed: list[tuple[int, str, str]] = []
 
-    def add(self, line: int, field: str, what: str, *, fatal: bool = True) -> None:
-        """A bad line; `fatal=False`: one left out with skip_bad or without (a verdict that does not fit)."""
+    def add(self, line: int, field: str, what: str, *, fatal: bool = True, unfit: bool = True) -> None:
+        """A bad line; `fatal=False`: one left out with skip_bad or without (a verdict that does not fit; with
+        unfit=False, a plan whose lines are not all in the file yet)."""
         self.count += 1
-        self.unfit += not fatal
+        self.unfit += not fatal and unfit
         if fatal and not self.skip_bad:
             raise InputError(self.path, line, field, what)
         if len(self.listed) < MAX_LISTED or line < self.listed[-1][0]:
@@ -816,6 +824,8 @@ def import_records(ws: Workspace, path: str | os.PathLike[str], kind: str, *, sk
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r} ({', '.join(KINDS)})")
     path = Path(path)
+    if kind == "plans":
+        return _import_plans(ws, path, skip_bad)
     lines = ((number, kind, obj) for number, obj in read_lines(path))
     return merge_lines(ws, path, lines, skip_bad=skip_bad, kinds=(kind,))
 
@@ -978,3 +988,278 @@ def _check_withdrawals(
         else:
             kept.append(row)
     return kept
+
+
+# ------------------------------------------------------------------------------------------- assignment plans
+# A plan travels as several lines, so that no line outgrows MAX_LINE_BYTES: its own ("record": "plan", with how many
+# gold and assignment lines it has), one per gold item, one per assignment. Every line has an id of its own (the plan's
+# uuid, or one derived from it and the line's place: uuid5), so a journal that skips ids it holds keeps every line.
+# A plan is stored whole or not at all: one whose lines are not all in the file (a file synced half-way) is left out,
+# not an error, and merges once the file holds it whole.
+_PLAN_FIELDS = (
+    "id",
+    "record",
+    "benchmark",
+    "annotators",
+    "overlap",
+    "seed",
+    "gold_from",
+    "author",
+    "at",
+    "gold",
+    "assignments",
+)
+_GOLD_FIELDS = ("id", "record", "plan", "benchmark", "index", "answer")
+_ASSIGNMENT_FIELDS = ("id", "record", "plan", "benchmark", "index", "annotator", "position")
+
+
+def _part_id(plan: str, *place: object) -> str:
+    return str(_uuid.uuid5(_uuid.UUID(plan), json.dumps(place, ensure_ascii=False)))
+
+
+def _plan_records(ws: Workspace, where: str, params: Sequence[object]) -> Iterator[dict[str, Any]]:
+    found = list(
+        ws.conn.execute(
+            "SELECT p.id, p.uuid, b.name, p.annotators, p.overlap, p.seed, p.gold_from, p.author, p.created_at FROM "
+            f"team_plans p JOIN benchmarks b ON b.id = p.benchmark_id WHERE {where} ORDER BY p.created_at, p.id",
+            params,
+        )
+    )
+    for plan_id, uid, bench, annotators, overlap, seed, gold_from, author, at in found:
+        names = json.loads(annotators)
+        gold = list(
+            ws.conn.execute(
+                "SELECT i.source_index, g.answer FROM team_plan_gold g JOIN items i ON i.id = g.item_id "
+                "WHERE g.plan_id = ? ORDER BY i.position, i.id",
+                (plan_id,),
+            )
+        )
+        count = ws.conn.execute("SELECT count(*) FROM team_plan_assignments WHERE plan_id = ?", (plan_id,)).fetchone()
+        yield {
+            "id": uid,
+            "record": "plan",
+            "benchmark": bench,
+            "annotators": names,
+            "overlap": overlap,
+            "seed": seed,
+            "gold_from": gold_from,
+            "author": author,
+            "at": at,
+            "gold": len(gold),
+            "assignments": count[0],
+        }
+        for index, answer in gold:
+            yield {
+                "id": _part_id(uid, "gold", index),
+                "record": "gold",
+                "plan": uid,
+                "benchmark": bench,
+                "index": index,
+                "answer": answer,
+            }
+        rank = {name: n for n, name in enumerate(names)}
+        rows = ws.conn.execute(
+            "SELECT a.annotator, a.position, i.source_index FROM team_plan_assignments a JOIN items i ON "
+            "i.id = a.item_id WHERE a.plan_id = ?",
+            (plan_id,),
+        )
+        for who, position, index in sorted(rows, key=lambda r: (rank.get(r[0], len(rank)), r[0], r[1])):
+            yield {
+                "id": _part_id(uid, who, position),
+                "record": "assignment",
+                "plan": uid,
+                "benchmark": bench,
+                "index": index,
+                "annotator": who,
+                "position": position,
+            }
+
+
+def _count_field(rec: dict[str, Any], key: str, low: int, high: int = 2**31 - 1) -> int:
+    value = rec[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Bad(key, f"expected an integer, got {_json_type(value)}")
+    if not low <= value <= high:
+        raise _Bad(key, f"{value} is not within {low}..{high}")
+    return value
+
+
+@dataclass
+class _PlanLines:
+    head: tuple[int, dict[str, Any]] | None = None  # (line, canonical record)
+    parts: dict[str, tuple[int, dict[str, Any], int]] = field_(default_factory=dict)  # id -> (line, record, item)
+    first_line: int = 0
+
+
+def _plan_line(obj: dict[str, Any], look: _Lookups) -> tuple[str, dict[str, Any], int | None]:
+    """(plan uuid, the line in canonical form, the item id of a part)."""
+    kind = obj.get("record")
+    if kind == "plan":
+        rec = _fields(obj, _PLAN_FIELDS, ())
+        uid = _uuid_field(rec, "id")
+        _text(rec, "benchmark")
+        if catalog.benchmark_by_name(look.ws, rec["benchmark"]) is None:
+            raise _Bad("benchmark", f"no benchmark named {rec['benchmark']!r} in this workspace")
+        names = rec["annotators"]
+        if not isinstance(names, list):
+            raise _Bad("annotators", f"expected a list of names, got {_json_type(names)}")
+        try:
+            names = list(team_plans.parse_annotators([n if isinstance(n, str) else 0 for n in names]))  # type: ignore[misc]
+        except (team_plans.PlanError, BadName) as exc:
+            raise _Bad("annotators", str(exc).removeprefix("annotators: ")) from None
+        overlap = _count_field(rec, "overlap", 1, len(names))
+        seed = _count_field(rec, "seed", -(2**63), 2**63 - 1)
+        gold_from = _text(rec, "gold_from")
+        if gold_from not in team_plans.GOLD_FROM:
+            raise _Bad("gold_from", f"{gold_from[:30]!r} is not one of {', '.join(team_plans.GOLD_FROM)}")
+        canonical = {
+            **rec,
+            "annotators": names,
+            "overlap": overlap,
+            "seed": seed,
+            "author": _name(rec, "author"),
+            "at": _time(rec),
+            "gold": _count_field(rec, "gold", 0, MAX_FILE_BYTES),
+            "assignments": _count_field(rec, "assignments", 1, MAX_FILE_BYTES),
+        }
+        return uid, canonical, None
+    if kind not in ("gold", "assignment"):
+        raise _Bad("record", f"{str(kind)[:30]!r} is not plan, gold or assignment")
+    rec = _fields(obj, _GOLD_FIELDS if kind == "gold" else _ASSIGNMENT_FIELDS, ())
+    _uuid_field(rec, "id")
+    plan = _uuid_field(rec, "plan")
+    item = look.item(rec)
+    if kind == "gold":
+        answer = _text(rec, "answer", limit=64)
+        if answer not in _answers(item):
+            raise _Bad("answer", f"{answer[:30]!r} is not a key of this item: one of {', '.join(_answers(item))}")
+        expected = _part_id(plan, "gold", rec["index"])
+        canonical = rec
+    else:
+        canonical = {**rec, "annotator": _name(rec), "position": _count_field(rec, "position", 0, MAX_FILE_BYTES)}
+        expected = _part_id(plan, canonical["annotator"], canonical["position"])
+    if rec["id"] != expected:
+        raise _Bad("id", f"{rec['id']} is not the id of this line of plan {plan} (expected {expected})")
+    return plan, canonical, item.id
+
+
+def _import_plans(ws: Workspace, path: Path, skip_bad: bool) -> ImportReport:
+    """Merge the plans of a file written by export_records(ws, "plans"): each checked whole, then stored whole."""
+    look = _Lookups(ws)
+    bad = _Bads(path, skip_bad)
+    found: dict[str, _PlanLines] = {}
+    for number, obj in read_lines(path):
+        if isinstance(obj, tuple):
+            bad.add(number, *obj)
+            continue
+        try:
+            plan, rec, item_id = _plan_line(obj, look)
+        except _Bad as exc:
+            bad.add(number, exc.field, exc.what)
+            continue
+        lines = found.setdefault(plan, _PlanLines(first_line=number))
+        earlier = lines.head if item_id is None else lines.parts.get(rec["id"], (0, None, 0))[:2]
+        if earlier is not None and earlier[1] is not None:
+            if earlier[1] != rec:
+                differs = next(k for k in rec if earlier[1].get(k) != rec[k])
+                bad.add(number, "id", f"{rec['id']} is on line {earlier[0]} of this file with a different {differs}")
+            continue  # the same line twice: one
+        if item_id is None:
+            lines.head = (number, rec)
+        else:
+            lines.parts[rec["id"]] = (number, rec, item_id)
+    added = {"team_plans": 0, "team_plan_gold": 0, "team_plan_assignments": 0}
+    present = 0
+    whole: list[tuple[dict[str, Any], list[tuple[int, dict[str, Any], int]]]] = []
+    for uid, lines in found.items():
+        if lines.head is None:
+            bad.add(lines.first_line, "plan", f"no plan line for {uid} in this file (export the plan whole)")
+            continue
+        head_line, head = lines.head
+        parts = sorted(lines.parts.values())
+        stored = {r["id"]: r for r in _plan_records(ws, "p.uuid = ?", [uid])}
+        if stored:  # a plan here already: every line of the file must be one of its lines (a part of it, or all)
+            mine = {head["id"]: head, **{p[1]["id"]: p[1] for p in parts}}
+            differs = next((k for k in mine if stored.get(k) != mine[k]), None)
+            if differs is not None:
+                bad.add(head_line, "id", f"plan {uid} is in this workspace with other content (line id {differs})")
+            else:
+                present += len(mine)
+            continue
+        gold = [p for p in parts if p[1]["record"] == "gold"]
+        assigned = [p for p in parts if p[1]["record"] == "assignment"]
+        if (len(gold), len(assigned)) != (head["gold"], head["assignments"]):
+            if len(gold) <= head["gold"] and len(assigned) <= head["assignments"]:
+                bad.add(
+                    head_line,
+                    "plan",
+                    f"{len(gold) + len(assigned)} of its {head['gold'] + head['assignments']} lines are in this file: "
+                    "left out until the file holds it whole",
+                    fatal=False,
+                    unfit=False,
+                )
+            else:
+                bad.add(head_line, "plan", "the file holds more lines of this plan than its counts say")
+            continue
+        problem = _plan_problem(head, parts)
+        if problem is not None:
+            bad.add(head_line, *problem)
+            continue
+        whole.append((head, parts))
+    with ws.db.atomic():
+        for head, parts in sorted(whole, key=lambda w: w[0]["at"]):
+            bench = catalog.benchmark_by_name(ws, head["benchmark"])
+            assert bench is not None  # looked up when its line was checked
+            queues: dict[str, list[team_plans.Slot]] = {name: [] for name in head["annotators"]}
+            gold_items = {item_id: rec["answer"] for _, rec, item_id in parts if rec["record"] == "gold"}
+            for _, rec, item_id in parts:
+                if rec["record"] == "assignment":
+                    queues[rec["annotator"]].append(team_plans.Slot(rec["position"], item_id, item_id in gold_items))
+            team_plans.store(
+                ws,
+                head["id"],
+                bench.id,
+                head["annotators"],
+                head["overlap"],
+                head["seed"],
+                head["gold_from"],
+                head["author"],
+                head["at"],
+                gold_items,
+                queues,
+            )
+            added["team_plans"] += 1
+            added["team_plan_gold"] += len(gold_items)
+            added["team_plan_assignments"] += sum(len(q) for q in queues.values())
+    return ImportReport(added, present, bad.first(), bad.count, bad.unfit)
+
+
+def _plan_problem(head: dict[str, Any], parts: list[tuple[int, dict[str, Any], int]]) -> tuple[str, str] | None:
+    """What makes a plan's lines not a plan (field, what): parts of another benchmark, an assignment to someone the
+    plan does not name, a queue with a gap, an item twice in one queue, a gold item missing from a queue."""
+    names = head["annotators"]
+    positions: dict[str, set[int]] = {name: set() for name in names}
+    items: dict[str, set[int]] = {name: set() for name in names}
+    gold = set()
+    for _, rec, item_id in parts:
+        if rec["benchmark"] != head["benchmark"]:
+            return (
+                "benchmark",
+                f"line of plan {head['id']} names {rec['benchmark'][:60]!r}, the plan {head['benchmark']!r}",
+            )
+        if rec["record"] == "gold":
+            gold.add(item_id)
+            continue
+        who = rec["annotator"]
+        if who not in positions:
+            return "annotator", f"plan {head['id']} assigns an item to {who!r}, whom it does not name"
+        if item_id in items[who]:
+            return "index", f"plan {head['id']} gives item {rec['index']!r} to {who!r} twice"
+        positions[who].add(rec["position"])
+        items[who].add(item_id)
+    for name in names:
+        if positions[name] != set(range(len(positions[name]))):
+            return "position", f"the queue of {name!r} in plan {head['id']} has a gap"
+        if not gold <= items[name]:
+            return "gold", f"a gold item of plan {head['id']} is not in the queue of {name!r}"
+    return None
