@@ -1889,6 +1889,53 @@ def _m0026(db: Database) -> None:
 
 
 # Issue 39's migrations go right above their marker, in this order (the markers go when they have landed).
+@migrations(name="0027_team_plans")
+def _m0027(db: Database) -> None:
+    # Issue 39: an assignment plan says who judges which items of a benchmark (annotation/team_plans.py). A plan is
+    # made whole and never changed; a newer plan for the benchmark supersedes it (the standing plan: the latest by
+    # created_at, then id). Its uuid names it on every copy, so a plan merges like verdicts (annotation/sync.py).
+    # Gold items carry the key the lead confirmed. "My next item" is one seek of team_plan_assignments' primary key
+    # (plan, annotator, position); where an item sits in my queue, one seek of its unique (plan, item, annotator).
+    _script(
+        db,
+        """
+        CREATE TABLE team_plans (
+            id INTEGER PRIMARY KEY,
+            uuid TEXT NOT NULL UNIQUE,
+            benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
+            annotators TEXT NOT NULL CHECK (json_valid(annotators) AND json_type(annotators) = 'array'),
+            overlap INTEGER NOT NULL CHECK (overlap >= 1),
+            seed INTEGER NOT NULL,
+            gold_from TEXT NOT NULL CHECK (gold_from IN ('none', 'qc', 'file')),
+            author TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX team_plans_standing ON team_plans (benchmark_id, created_at, id);
+        CREATE TABLE team_plan_gold (
+            plan_id INTEGER NOT NULL REFERENCES team_plans(id) ON DELETE CASCADE,
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            answer TEXT NOT NULL,
+            PRIMARY KEY (plan_id, item_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE team_plan_assignments (
+            plan_id INTEGER NOT NULL REFERENCES team_plans(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            position INTEGER NOT NULL CHECK (position >= 0),
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            PRIMARY KEY (plan_id, annotator, position),
+            UNIQUE (plan_id, item_id, annotator)
+        ) WITHOUT ROWID;
+        CREATE INDEX team_plan_assignments_item ON team_plan_assignments (item_id);
+        CREATE TRIGGER team_plans_no_update BEFORE UPDATE ON team_plans
+            BEGIN SELECT RAISE(ABORT, 'assignment plans are append-only: a new plan supersedes'); END;
+        CREATE TRIGGER team_plan_gold_no_update BEFORE UPDATE ON team_plan_gold
+            BEGIN SELECT RAISE(ABORT, 'assignment plans are append-only: a new plan supersedes'); END;
+        CREATE TRIGGER team_plan_assignments_no_update BEFORE UPDATE ON team_plan_assignments
+            BEGIN SELECT RAISE(ABORT, 'assignment plans are append-only: a new plan supersedes'); END;
+        """,
+    )
+
+
 # <0027 team plans and gold items above>
 @migrations(name="0028_pair_judgements")
 def _m0028(db: Database) -> None:
