@@ -339,7 +339,7 @@ def _run_samples(ws, args) -> int:
     not differ."""
     from dataclasses import replace
 
-    from evaluator.engine.launch import prepare_run
+    from evaluator.engine.launch import SharedBackend, prepare_run
     from evaluator.engine.runner import sampling_refusal
     from vlmdesk.cli import UsageError
 
@@ -354,20 +354,26 @@ def _run_samples(ws, args) -> int:
     if (refused := sampling_refusal(asked.spec, asked.settings, args.samples)) is not None:
         raise UsageError(refused)
     run_ids = []
-    for s in range(args.samples):
-        settings = replace(asked.settings, sample=s)
-        launch = prepare_run(ws, asked.bench, asked.spec, settings, asked.template, batch_size=args.batch_size)
-        run_ids.append(launch.run.id)
-        if launch.finished:
-            print(f"run {launch.run.id} (sample {s} of {args.samples}) already finished", file=sys.stderr)
-            continue
-        code = _execute(ws, launch, args, quiet=True)
-        if code != 0:
-            print(
-                f"samples: {s} of {args.samples} finished; rerun the same command to ask only what is missing",
-                file=sys.stderr,
+    shared = SharedBackend()  # loaded once for the group: a local model, a server vlmdesk starts
+    try:
+        for s in range(args.samples):
+            settings = replace(asked.settings, sample=s)
+            launch = prepare_run(
+                ws, asked.bench, asked.spec, settings, asked.template, batch_size=args.batch_size, shared=shared
             )
-            return code
+            run_ids.append(launch.run.id)
+            if launch.finished:
+                print(f"run {launch.run.id} (sample {s} of {args.samples}) already finished", file=sys.stderr)
+                continue
+            code = _execute(ws, launch, args, quiet=True)
+            if code != 0:
+                print(
+                    f"samples: {s} of {args.samples} finished; rerun the same command to ask only what is missing",
+                    file=sys.stderr,
+                )
+                return code
+    finally:
+        shared.close()
     if args.json:
         _emit({"run_id": run_ids[0], "run_ids": run_ids})
     elif not args.json_progress:

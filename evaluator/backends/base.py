@@ -284,6 +284,19 @@ def _seconds(value: float) -> str:
     return f"{value:.0f}" if value >= 10 or value == int(value) else f"{value:.1f}"
 
 
+def reseed(backend: Backend, seed: int) -> None:
+    """Give a loaded backend another run's sampling seed (the next sample of a sample group, docs/adr/0057). A backend
+    that samples with the run's seed keeps it as an int `seed` (hf:, baseline:); one that sends none of its own
+    (openai:, whose spec may not fix one for samples) has nothing to change."""
+    found: object = backend
+    for _ in range(4):  # through the wrappers that hold it (the door, a started server's): each keeps `backend`
+        own = getattr(found, "__dict__", {})
+        if isinstance(own.get("seed"), int):
+            found.seed = seed  # type: ignore[attr-defined]
+            return
+        found = own.get("backend")
+
+
 def close_backend(backend: object) -> None:
     """Stop what a backend started (a server of vllm: or sglang:), through its ``close()`` where it has one; a
     backend without one holds nothing to stop. Whoever loads a backend closes it when done with it."""

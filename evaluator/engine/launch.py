@@ -25,7 +25,7 @@ from db.catalog import Benchmark
 from db.errors import InvalidInput, UserError
 from db.workspace import BUSY_TIMEOUT_MS, Workspace
 from evaluator.backends import Backend, BackendError, check_spec, load_backend
-from evaluator.backends.base import ServersDown, close_backend
+from evaluator.backends.base import ServersDown, close_backend, reseed
 from evaluator.backends.openai_backend import with_servers
 from evaluator.backends.secrets import redact
 from evaluator.engine.progress import Progress, WaitEvent
@@ -56,6 +56,7 @@ class Launch:
     batch_size: int
     resumed: bool  # the run existed: its stored passes are kept and not asked again
     fresh: bool  # created by this launch: a failure before anything is asked removes it
+    owns_backend: bool = True  # False: a SharedBackend's, closed by whoever made it, not after the run
 
     @property
     def finished(self) -> bool:
@@ -76,6 +77,19 @@ def resolve_model(ws: Workspace, name_or_spec: str) -> str:
         raise LaunchRefused(redact(str(exc), spec)) from None
 
 
+class SharedBackend:
+    """One backend for the runs of a sample group (`run --samples K`, docs/adr/0057): loaded once — a local model, a
+    server vlmdesk starts (minutes for vLLM) — and given each sample's seed in turn; `close()` when the group ends."""
+
+    def __init__(self) -> None:
+        self.backend: Backend | None = None
+
+    def close(self) -> None:
+        if self.backend is not None:
+            close_backend(self.backend)
+            self.backend = None
+
+
 def prepare_run(
     ws: Workspace,
     bench: Benchmark,
@@ -85,10 +99,12 @@ def prepare_run(
     *,
     batch_size: int | None,
     new: bool = False,
+    shared: SharedBackend | None = None,
 ) -> Launch:
     """The run these settings name: the stored one (continued where it stopped) unless `new`, else a new one
     owned by this process. `model` is a saved model's name or a spec. `batch_size` None: not given — the engine
-    asks DEFAULT_BATCH_SIZE queries at a time and a local model chooses its own (automatic on a GPU)."""
+    asks DEFAULT_BATCH_SIZE queries at a time and a local model chooses its own (automatic on a GPU). `shared`: the
+    backend is the one it holds (opened into it the first time), not closed when the run ends."""
     spec = resolve_model(ws, model)
     asked, batch_size = batch_size, batch_size or DEFAULT_BATCH_SIZE
     try:
@@ -102,21 +118,36 @@ def prepare_run(
     if found is not None:
         _check_free(found)  # before loading a model for nothing; execute_run claims it for real
     # Sample s of a sample group samples with the run's seed + s (its prompts, shots and corruptions keep run.seed).
-    backend = _open(ws, bench.id, spec, settings, seed=settings.seed + settings.sample, batch_size=asked)
+    seed = settings.seed + settings.sample
+    if shared is not None and shared.backend is not None:
+        backend = shared.backend
+        reseed(backend, seed)
+    else:
+        backend = _open(ws, bench.id, spec, settings, seed=seed, batch_size=asked)
+        if shared is not None:
+            shared.backend = backend
+
+    def drop() -> None:
+        if shared is None:
+            close_backend(backend)
+
     try:
         # Found or created and claimed in one transaction: the same command started twice at once runs once.
         run = start_run(ws, bench, spec, settings, template, backend, batch_size=batch_size, reuse=not new)
     except runs.RunBusy as exc:
-        close_backend(backend)
+        drop()
         raise LaunchRefused(str(exc)) from None
     except BaseException:
-        close_backend(backend)
+        drop()
         raise
     if run.status == "finished":  # finished by another process since we looked
-        close_backend(backend)
+        drop()
         return Launch(run, None, batch_size, resumed=True, fresh=False)
     return Launch(
-        run, backend, batch_size, resumed=found is not None or run.predictions > 0, fresh=run.predictions == 0
+        *(run, backend, batch_size),
+        resumed=found is not None or run.predictions > 0,
+        fresh=run.predictions == 0,
+        owns_backend=shared is None,
     )
 
 
@@ -170,7 +201,8 @@ def run_or_resume(
     except runs.RunBusy as exc:  # another process claimed it meanwhile: left alone
         raise LaunchRefused(str(exc)) from None
     finally:
-        close_backend(launch.backend)
+        if launch.owns_backend:
+            close_backend(launch.backend)
 
 
 def server_logs(ws: Workspace) -> Path:

@@ -156,7 +156,7 @@ def test_a_run_of_three_samples_stores_three_runs_and_reports_their_figures(serv
     assert code == 0, err
     got = json.loads(out.strip().splitlines()[-1])
     assert got["run_id"] == got["run_ids"][0] and len(set(got["run_ids"])) == 3
-    assert seeds == [5, 6, 7]  # sample s samples with the run's seed + s
+    assert seeds == [5]  # one backend for the group (a local model, a started server: loaded once), reseeded
     with open_workspace(bench) as ws:
         stored = {r.id: r for r in runs.list_runs(ws)}
         assert set(stored) == set(got["run_ids"]) and all(r.status == "finished" for r in stored.values())
@@ -336,3 +336,15 @@ def test_finding_a_group_costs_the_same_whatever_else_is_stored(bench):
             steps[others] = counted.count
             assert [r.id for r in found.values()] == ids and list(found) == [0, 1, 2, 3] and alone == {}
     assert steps[400] <= 1.1 * steps[10] + 2, steps
+
+
+def test_the_groups_one_backend_takes_each_samples_seed_through_its_wrappers():
+    """A sample group loads its backend once (SharedBackend) and gives sample s the run's seed + s: reseed reaches the
+    backend that samples with it through the door that wraps it."""
+    from evaluator.backends import load_backend
+    from evaluator.backends.base import reseed
+
+    backend = load_backend("baseline:random", seed=5)
+    assert backend.describe()["seed"] == 5
+    reseed(backend, 7)
+    assert backend.describe()["seed"] == 7
