@@ -57,8 +57,12 @@ def _groups(report: RunReport, level: str) -> dict[str, Scores]:
     return report.mcq.groups(level) if report.mcq else {}
 
 
-ERROR_KW: dict[str, Any] = {"elinewidth": 0.9, "capsize": 2, "capthick": 0.9, "ecolor": "#333333"}
-"""How a bar's 95 % interval is drawn: a thin dark whisker with short caps, seen on light and solid bars alike."""
+def error_kw() -> dict[str, Any]:
+    """How a bar's 95 % interval is drawn: a thin whisker with short caps in the theme's text colour (dark on the
+    light charts, light on the app's dark ones: a fixed dark grey all but vanished there)."""
+    import matplotlib
+
+    return {"elinewidth": 0.9, "capsize": 2, "capthick": 0.9, "ecolor": matplotlib.rcParams["text.color"]}
 
 
 def _whiskers(values: list[float], intervals: list[Interval | None], scale: float) -> list[list[float]]:
@@ -108,7 +112,7 @@ def ability_figure(reports: list[RunReport], level: str = "by_l2") -> Figure:
                 alpha=alpha,
                 label=f"{run_label(report)} — {strategy}",
                 yerr=errors,
-                error_kw=ERROR_KW,
+                error_kw=error_kw(),
             )
             for bar, g in zip(bars, groups):
                 _tag(
@@ -193,7 +197,7 @@ def open_figure(reports: list[RunReport]) -> Figure:
                 alpha=1.0 if r_i == 0 else 0.5,
                 label=metric if len(opens) == 1 else f"{run_label(report)} — {metric}",
                 xerr=errors,
-                error_kw={**ERROR_KW, "capsize": 1.5},
+                error_kw={**error_kw(), "capsize": 1.5},
             )
             for bar, g, w, end in zip(bars, groups, widths, _tops(widths, errors)):
                 _tag(
@@ -323,7 +327,7 @@ def pope_figure(reports: list[RunReport]) -> Figure:
             alpha=1.0 if parser == "official" else 0.5,
             label=f"{pope.setting or '-'} · {run_label(report)} — {parser}",
             yerr=errors,
-            error_kw=ERROR_KW,
+            error_kw=error_kw(),
         )
         for bar, metric in zip(bars, metrics):
             _tag(bar, run=report.run_id, level="pope", parser=parser, metric=metric)
