@@ -928,6 +928,16 @@ def stored_record(ws: Workspace, table: Kind, uid: str) -> dict[str, Any] | None
     return _stored_record(ws, table, uid)
 
 
+def stored_plan(ws: Workspace, uid: str) -> list[dict[str, Any]]:
+    """The lines of one stored plan (its own, its gold items', its assignments'), as export_records writes them."""
+    return list(_plan_records(ws, "p.uuid = ?", [uid]))
+
+
+def merge_plans(ws: Workspace, path: Path, lines: list[tuple[int, dict[str, Any] | tuple[str, str]]]) -> ImportReport:
+    """import_records for plan lines already read (skip_bad: a team folder's journal never stops the merge)."""
+    return _import_plans(ws, path, True, lines)
+
+
 def _stored_record(ws: Workspace, kind: Kind, uid: str) -> dict[str, Any] | None:
     if ws.conn.execute(f"SELECT 1 FROM {kind.table} WHERE uuid = ?", (uid,)).fetchone() is None:
         return None
@@ -1143,12 +1153,15 @@ def _plan_line(obj: dict[str, Any], look: _Lookups) -> tuple[str, dict[str, Any]
     return plan, canonical, item.id
 
 
-def _import_plans(ws: Workspace, path: Path, skip_bad: bool) -> ImportReport:
-    """Merge the plans of a file written by export_records(ws, "plans"): each checked whole, then stored whole."""
+def _import_plans(
+    ws: Workspace, path: Path, skip_bad: bool, read: Iterable[tuple[int, dict[str, Any] | tuple[str, str]]] = ()
+) -> ImportReport:
+    """Merge the plans of a file written by export_records(ws, "plans"): each checked whole, then stored whole.
+    `read`: lines read already, (line number, object or its error), instead of the file's (a team folder's journal)."""
     look = _Lookups(ws)
     bad = _Bads(path, skip_bad)
     found: dict[str, _PlanLines] = {}
-    for number, obj in read_lines(path):
+    for number, obj in read or read_lines(path):
         if isinstance(obj, tuple):
             bad.add(number, *obj)
             continue

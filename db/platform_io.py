@@ -8,8 +8,10 @@ POSIX-only one (fcntl) likewise, so every module of vlmdesk imports on every sys
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,16 +27,79 @@ FileKey = tuple[int, int]  # (st_dev, st_ino)
 # ------------------------------------------------------------------------------------------------ files
 
 
-def open_no_wait(path: str | os.PathLike[str]) -> int:
+def open_no_wait(path: str | os.PathLike[str], *, follow: bool = True) -> int:
     """A descriptor opened read-only on `path` that cannot block nor adopt a terminal. POSIX: O_NONBLOCK, so that a
     FIFO swapped in after the caller's stat opens without waiting for a writer; O_NOCTTY. Windows has neither (a named
     pipe is not in the file system, so a stat that found a regular file cannot be raced into one): O_BINARY, without
-    which os.read translates CRLF and stops at Ctrl+Z, and O_NOINHERIT. The caller still fstats what it opened."""
+    which os.read translates CRLF and stops at Ctrl+Z, and O_NOINHERIT. The caller still fstats what it opened.
+    `follow=False`: a symlink at `path` is refused (OSError ELOOP; Windows, without O_NOFOLLOW: an lstat first)."""
     if WINDOWS:
+        if not follow and os.path.islink(path):
+            raise OSError(errno.ELOOP, "a symbolic link", str(path))
         flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOINHERIT", 0)
     else:
         flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+        flags |= 0 if follow else os.O_NOFOLLOW
     return os.open(path, flags)
+
+
+def open_append(path: str | os.PathLike[str], *, create: bool) -> int:
+    """A descriptor that reads and appends to the regular file `path`: created by this call (O_EXCL, FileExistsError
+    if it exists) or, without `create`, one that exists. Never through a symlink (O_NOFOLLOW; Windows: an lstat first)
+    nor onto a FIFO or a device (O_NONBLOCK, then fstat: OSError EINVAL). A new file gets 0666 less the umask."""
+    if WINDOWS:
+        if os.path.islink(path):
+            raise OSError(errno.ELOOP, "a symbolic link", str(path))
+        flags = os.O_RDWR | os.O_APPEND | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOINHERIT", 0)
+    else:
+        flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+        flags |= getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags | (os.O_CREAT | os.O_EXCL if create else 0), 0o666)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd
+
+
+_LOCK_AT = 2**40  # Windows locks a byte range: one far past any journal's end, so readers of its bytes never wait
+
+
+@contextmanager
+def try_lock_fd(fd: int) -> Iterator[bool]:
+    """An exclusive lock on the file open on `fd` while the block runs; yields False at once when another process
+    (or another descriptor) holds it. POSIX: flock; where the file system has no locks (some network shares: ENOLCK,
+    EOPNOTSUPP) it yields True with nothing held. Windows: msvcrt.locking on a byte far past the end."""
+    if WINDOWS:
+        import msvcrt
+
+        os.lseek(fd, _LOCK_AT, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            os.lseek(fd, _LOCK_AT, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+        return
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        yield False
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+            raise
+        yield True
+        return
+    try:
+        yield True
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def current_umask() -> int:

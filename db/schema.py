@@ -1966,4 +1966,53 @@ def _m0028(db: Database) -> None:
 
 
 # <0028 pair judgements above>
+@migrations(name="0029_team_folder")
+def _m0029(db: Database) -> None:
+    # Issue 39: a team folder (annotation/team_sync.py). Per folder: this copy's journal there (named by a uuid made at
+    # the first sync, made anew when the journal is found written by another copy of this workspace), how far it is
+    # written and what it should end with (length and sha256 of its tail: a crash or a stranger's append is noticed),
+    # an append under way (JSON, so a kill -9 between the append and the commit is resolved at the next sync), and
+    # per table the last row id journaled (rows after it are the new ones: one range seek). team_received: rows
+    # imported through a folder, never journaled back to it. team_peers: how far each other journal was read, under
+    # the identity its header line gave. team_waiting: the lines of undos whose target has not come yet.
+    _script(
+        db,
+        """
+        CREATE TABLE team_folders (
+            id INTEGER PRIMARY KEY,
+            folder TEXT NOT NULL UNIQUE,
+            journal TEXT NOT NULL UNIQUE,
+            journal_bytes INTEGER NOT NULL DEFAULT 0 CHECK (journal_bytes >= 0),
+            journal_tail TEXT,
+            appending TEXT CHECK (appending IS NULL OR json_valid(appending)),
+            marks TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(marks)),
+            created_at TEXT NOT NULL,
+            synced_at TEXT
+        );
+        CREATE TABLE team_received (
+            tbl TEXT NOT NULL,
+            row_id INTEGER NOT NULL,
+            folder_id INTEGER NOT NULL REFERENCES team_folders(id) ON DELETE CASCADE,
+            PRIMARY KEY (tbl, row_id, folder_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE team_peers (
+            folder_id INTEGER NOT NULL REFERENCES team_folders(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            journal TEXT NOT NULL,
+            label TEXT NOT NULL,
+            offset INTEGER NOT NULL CHECK (offset >= 0),
+            lines INTEGER NOT NULL CHECK (lines >= 0),
+            PRIMARY KEY (folder_id, name)
+        ) WITHOUT ROWID;
+        CREATE TABLE team_waiting (
+            folder_id INTEGER NOT NULL REFERENCES team_folders(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            line INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            PRIMARY KEY (folder_id, name, line)
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 # <0029 team folder sync above>

@@ -10,23 +10,18 @@ def add_actions(action) -> None:
         "sync",
         "append this workspace's new records to its journal in FOLDER and import every other journal there",
         cmd_sync,
-        "vlmdesk team sync /mnt/share/study\nvlmdesk team sync ~/Sync/study --skip-bad --json",
+        "vlmdesk team sync /mnt/share/study\nvlmdesk team sync ~/Sync/study --json",
     )
     q.description = (
         "A team folder is any folder that a file-sync tool or a share carries between machines (Syncthing, Dropbox, "
         "an SMB/NFS share, a git repository). Each workspace appends the records made in it (verdicts, notes, "
         "labels, QC decisions, arena votes, open verdicts, plans) to its own journal file there, "
         "vlmdesk-<id>.jsonl, whole lines only, and imports every other journal up to its last complete line, "
-        "so a half-synced file is never misread. Importing is idempotent by record id; a workspace never opens "
+        "so a half-synced file is never misread. Importing is idempotent by record id; a bad line in another's "
+        "journal (another benchmark, a damaged line) is skipped and counted, never fatal; a workspace never opens "
         "another's SQLite file. Run it again at any time (the app does, every minute)."
     )
     q.add_argument("folder", metavar="FOLDER", help="the team folder (it must exist)")
-    q.add_argument(
-        "--skip-bad",
-        action="store_true",
-        help="import the good lines of other journals and count the bad ones (default: a bad line stops the sync "
-        "with nothing imported)",
-    )
     q.add_argument("--from-start", action="store_true", help="read every other journal again from its first line")
     q.add_argument("--json", action="store_true", help="print what was appended and imported as JSON")
 
@@ -36,7 +31,7 @@ def cmd_sync(args) -> int:
     from vlmdesk.cli import open_from_args
 
     with open_from_args(args) as ws:
-        report = team_sync.sync(ws, args.folder, skip_bad=args.skip_bad, from_start=args.from_start)
+        report = team_sync.sync(ws, args.folder, from_start=args.from_start)
     if args.json:
         print(json.dumps(report.to_json(), ensure_ascii=False))
     else:
