@@ -1,7 +1,9 @@
 """The Alignment tab. Extractors: an adjudication set's study (annotation.alignment.alignment_report — `vlmdesk
 align report`): per extractor the alignment with the final human labels and its Wilson interval, a confusion
 matrix, and inter-annotator agreement. Open metrics: each open metric against people's verdicts on the chosen open
-benchmark's answers (gui/verdicts_view.OpenMetricsPanel — `vlmdesk align open`)."""
+benchmark's answers (gui/verdicts_view.OpenMetricsPanel — `vlmdesk align open`). Pairs: a judge's verdicts on the
+arena's pairs against people's votes (gui/pairs_alignment_view.PairsPanel — `vlmdesk align pairs`). In blind mode the
+whole tab is covered and computes nothing: every page mixes everyone's labels or votes."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from evaluator.analysis.plots import alignment_figure
 from gui.charts import BlindCover, ChartView, message_figure
 from gui.empty_states import BUILD_SET, EmptyState
 from gui.fitting import compact_combo
+from gui.pairs_alignment_view import PairsPanel
 from gui.tables import RowsModel, export_table, table_view
 from gui.verdicts_view import OpenMetricsPanel
 
@@ -95,6 +98,8 @@ class AlignmentView(QWidget):
         self.inner = QTabWidget()
         self.inner.addTab(self.page, "Extractors")
         self.inner.addTab(self.open_metrics, "Open metrics")
+        self.pairs = PairsPanel(ctx)
+        self.inner.addTab(self.pairs, "Pairs")
         self.inner.currentChanged.connect(lambda _: self.redraw())
         ctx.benchmarkChanged.connect(lambda: self.redraw() if self.isVisible() else None)
         self.cover = BlindCover(self.inner, "Alignment figures")
@@ -129,6 +134,9 @@ class AlignmentView(QWidget):
             return
         if self.inner.currentWidget() is self.open_metrics:
             self.open_metrics.refresh()
+            return
+        if self.inner.currentWidget() is self.pairs:
+            self.pairs.refresh()
             return
         name = self.set_combo.currentData()
         self.report = alignment.alignment_report(self.ctx.ws, name) if name else None

@@ -74,6 +74,7 @@ COMMANDS: dict[str, str] = {
     "align export-labels": "menu:Export labels…",
     "align import-labels": "menu:Import labels…",
     "align open": "tab:alignment",  # its Open metrics page
+    "align pairs": "tab:alignment",  # its Pairs page
     "align open-verdict": "tab:queues",  # Queues › Open answers (keys 1-3, Ctrl+Z)
     "align export-open": "menu:Export open verdicts…",
     "align import-open": "menu:Import open verdicts…",
@@ -95,6 +96,7 @@ COMMANDS: dict[str, str] = {
     # Workspace › Judge the language of a run…; `desiderata ece --input` reads a file and writes nothing.
     "desiderata": "tab:results",
     "judge": "menu:Judge open answers…",
+    "judge-pairs": "menu:Judge arena pairs…",
     "official": "menu:Score by the official judge…",
     "arena pairs": "menu:Draw arena pairs…",
     "arena ratings": "tab:arena",  # its Leaderboard page (a file of battles from elsewhere: the command only)
@@ -341,6 +343,12 @@ class WorkspaceCommands(QObject):
                 self.judge_open_dialog,
                 "vlmdesk judge: a judge model gives each answer of an open run a verdict (right / partly / wrong) "
                 "against the reference answers, under a rubric; verdicts are stored, never asked twice",
+            ),
+            (
+                "Judge arena pairs…",
+                self.judge_pairs_dialog,
+                "vlmdesk judge-pairs: a judge model says which answer of each arena pair is better (both orders, "
+                "with or without the image); held against people's votes in Alignment › Pairs",
             ),
             (
                 "Draw arena pairs…",
@@ -600,13 +608,44 @@ class WorkspaceCommands(QObject):
                     "open",
                     tip="optional: the judge's instructions (vlmdesk judge --print-rubric shows the built-in one)",
                 ),
+                Field("with_image", "Show the judge the image (a vision judge)", "flag"),
             ],
             intro="The judge reads each answer with the question and its reference answers and says right, partly "
             "or wrong with a reason; a reply it cannot be held to is stored as undecided. Results show the score "
             "(right 1, partly 0.5, wrong 0) as metric judge.",
         )
         if v and v["run"] is not None and v["judge"]:
-            self.judge_open(int(v["run"]), str(v["judge"]), str(v.get("rubric") or "") or None)
+            rubric = str(v.get("rubric") or "") or None
+            self.judge_open(int(v["run"]), str(v["judge"]), rubric, with_image=bool(v.get("with_image")))
+
+    def judge_pairs_dialog(self) -> None:
+        if not self._check_ready():
+            return
+        ws = self.window.ws
+        offered = [b.name for b in catalog.list_benchmarks(ws) if b.kind == "open" and arena.pair_count(ws, b.id)]
+        current = self.window.ctx.benchmark.name if self.window.ctx and self.window.ctx.benchmark else None
+        bench = Field("bench", "Benchmark", "choice", tuple((n, n) for n in offered), current)
+        if not offered:
+            self.window.show_error("No arena pairs in this workspace: Workspace › Draw arena pairs… first")
+            return
+        v = self._ask(
+            "judge-pairs",
+            "Judge arena pairs",
+            [
+                bench,
+                self._model_field("judge", "Judge model", "a saved model's name, or openai:…@…, hf:…"),
+                Field("with_image", "Show the judge the image (a vision judge)", "flag"),
+                Field("both_orders", "Ask both orders (exposes position bias)", "flag", default=True),
+            ],
+            intro="The judge reads each pair's question and its two answers and says which is better, a tie, or "
+            "both bad. Its verdicts are stored; Alignment › Pairs holds them against people's votes.",
+        )
+        if v and v["bench"] and v["judge"]:
+            self.judge_pairs(str(v["bench"]), str(v["judge"]), bool(v["with_image"]), bool(v["both_orders"]))
+
+    def judge_pairs(self, bench: str, judge: str, with_image: bool, both_orders: bool) -> CommandProcess | None:
+        flags = [*(["--with-image"] if with_image else []), *(["--both-orders"] if both_orders else [])]
+        return self.start(["judge-pairs", "--bench", bench, "--judge", judge, *flags], f"Judging the pairs of {bench}")
 
     def pope_build_dialog(self) -> None:
         v = self._ask(
@@ -718,8 +757,11 @@ class WorkspaceCommands(QObject):
             ["desiderata", "language", str(run_id), "--judge", judge], f"Judging the language of run {run_id}"
         )
 
-    def judge_open(self, run_id: int, judge: str, rubric: str | None = None) -> CommandProcess | None:
+    def judge_open(
+        self, run_id: int, judge: str, rubric: str | None = None, *, with_image: bool = False
+    ) -> CommandProcess | None:
         args = ["judge", str(run_id), "--judge", judge, *(["--rubric", rubric] if rubric else [])]
+        args += ["--with-image"] if with_image else []
         return self.start(args, f"Judging the open answers of run {run_id}")
 
     def pope_build(
