@@ -10,6 +10,9 @@ item is judged (by someone, by an annotator) only by a standing verdict other th
 - items per hour: judged items over the time spent on every standing record (the seconds stored with each; a skip's
   time was spent too, judging nothing);
 - disagreements to discuss: the benchmark's conflicts (annotation.reviews.conflicts) the annotator is part of.
+While an assignment plan stands for the benchmark (annotation/team_plans.py), agreement (κ per pair, α) is reported on
+the planned overlap: only the verdicts the plan asked for count — a pair's κ over the items the plan gave both, not
+whatever overlap happened (a lead's own check of an item, say).
 Both statistics come from annotation/agreement.py (scikit-learn and the krippendorff package).
 """
 
@@ -19,7 +22,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotation import agreement, reviews
+from annotation import agreement, reviews, team_plans
 from db.workspace import Workspace
 
 SKIP = "skip"
@@ -59,9 +62,16 @@ class BenchmarkAgreement:
     alpha: float | None  # Krippendorff's α over every annotator (None: undefined — fewer than 2 raters, …)
     conflicts: int
     annotators: tuple[AnnotatorStats, ...]
+    plan: str | None = None  # the uuid of the standing plan: agreement is then on its planned overlap
+
+    @property
+    def planned(self) -> bool:
+        return self.plan is not None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "agreement_on": "planned overlap" if self.planned else "items both judged",
+            "plan": self.plan,
             "total_items": self.total_items,
             "reviewed_items": self.reviewed_items,
             "alpha": self.alpha,
@@ -78,11 +88,16 @@ def category(review: reviews.Review) -> str:
 def benchmark_stats(ws: Workspace, benchmark_id: int) -> BenchmarkAgreement:
     standing = reviews.standing_reviews(ws, benchmark_id=benchmark_id)
     total = ws.conn.execute("SELECT count(*) FROM items WHERE benchmark_id = ?", (benchmark_id,)).fetchone()[0]
+    plan = team_plans.standing_plan(ws, benchmark_id)
+    assigned = team_plans.planned_pairs(ws, plan.id) if plan is not None else None
     mine: dict[str, list[reviews.Review]] = defaultdict(list)
     opinions: dict[int, dict[str, str]] = defaultdict(dict)  # item → annotator → category (skips left out)
+    judged_items: set[int] = set()  # items judged by someone (planned or not)
     for r in standing:
         mine[r.annotator].append(r)
         if r.verdict != SKIP:
+            judged_items.add(r.item_id)
+        if r.verdict != SKIP and (assigned is None or (r.item_id, r.annotator) in assigned):
             opinions[r.item_id][r.annotator] = category(r)
     conflicts = reviews.conflicts(ws, benchmark_id)
     in_conflict = Counter(a for rs in conflicts.values() for a in {r.annotator for r in rs})
@@ -105,7 +120,7 @@ def benchmark_stats(ws: Workspace, benchmark_id: int) -> BenchmarkAgreement:
             AnnotatorStats(
                 person,
                 dict(Counter(r.verdict for r in rs)),
-                len(judged),
+                len(judged_items),
                 seconds,
                 3600 * timed / seconds if seconds > 0 else None,
                 kappa,
@@ -117,8 +132,9 @@ def benchmark_stats(ws: Workspace, benchmark_id: int) -> BenchmarkAgreement:
     return BenchmarkAgreement(
         benchmark_id,
         total,
-        len(opinions),
+        len(judged_items),
         agreement.krippendorff_alpha(list(opinions.values())),
         len(conflicts),
         tuple(out),
+        plan.uuid if plan is not None else None,
     )

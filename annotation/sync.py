@@ -1193,9 +1193,9 @@ def _import_plans(
         stored = {r["id"]: r for r in _plan_records(ws, "p.uuid = ?", [uid])}
         if stored:  # a plan here already: every line of the file must be one of its lines (a part of it, or all)
             mine = {head["id"]: head, **{p[1]["id"]: p[1] for p in parts}}
-            differs = next((k for k in mine if stored.get(k) != mine[k]), None)
-            if differs is not None:
-                bad.add(head_line, "id", f"plan {uid} is in this workspace with other content (line id {differs})")
+            unlike = next((k for k in mine if stored.get(k) != mine[k]), None)
+            if unlike is not None:
+                bad.add(head_line, "id", f"plan {uid} is in this workspace with other content (line id {unlike})")
             else:
                 present += len(mine)
             continue

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from annotation import reviews
+from annotation import reviews, team_plans
 from annotation.correction import names_the_key, wrong_key_problem
 from annotation.item_kinds import (
     INCOMPLETE,
@@ -167,6 +167,12 @@ class ReviewView(QWidget):
         self.filter_label.setObjectName("activeFilter")
         self.filter_label.setToolTip("Review goes through the items of Browse's filters (change them in Browse)")
         bar.addWidget(self.filter_label)
+        # An item of the benchmark that the standing plan does not give me (reached by Browse or search): said here,
+        # in the one-line image bar, so nothing moves.
+        self.plan_label = QLabel("")
+        self.plan_label.setObjectName("activeFilter")
+        self.plan_label.setToolTip("The standing assignment plan does not give you this item: N and → walk your own")
+        bar.addWidget(self.plan_label)
         bar.addStretch(1)
         bar.addWidget(self.zoom_label)
         bar.addWidget(fit)
@@ -280,6 +286,16 @@ class ReviewView(QWidget):
         status.addWidget(self.saved, 1)
         status.addWidget(self.change)
         vb.addLayout(status)
+        # After a verdict on a gold item of my plan: whether it matched the confirmed key (never before the verdict).
+        # One line, shown while a plan names me on this benchmark (empty until then), so a message never moves the
+        # buttons above it.
+        self.gold_line = ElidedLabel()
+        self.gold_line.setObjectName("saved")
+        self.gold_line.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.gold_line.hide()
+        vb.addWidget(self.gold_line)
+        self.plan: team_plans.Plan | None = None  # the standing plan of the benchmark, when it names me
+        self.plan_length = 0
         self.progress = QLabel()
         self.progress.setObjectName("muted")
         self.progress.setWordWrap(True)  # "Reviewed 4 / 30 · mine 0" on two lines rather than a wider window (_OF)
@@ -322,6 +338,7 @@ class ReviewView(QWidget):
         self._enable_verdicts(False)  # until an item shows
         ctx.model.modelReset.connect(self._on_model_reset)
         ctx.prefsChanged.connect(self._apply_prefs)
+        ctx.workspaceChanged.connect(self._load_plan)  # a plan made or merged by another process
 
     # -- keyboard
     def _make_shortcuts(self) -> None:
@@ -390,7 +407,75 @@ class ReviewView(QWidget):
     # -- moving
     def _on_benchmark(self) -> None:
         self.empty.setVisible(self.ctx.benchmark is None)
-        self.show_row(0)
+        self._load_plan()
+        first = self._plan_first()
+        self.show_row(first if first is not None else 0)
+
+    # -- the standing assignment plan (annotation/team_plans.py): "next" walks my queue
+    def _load_plan(self) -> None:
+        bench, me = self.ctx.benchmark, self.ctx.annotator
+        plan = team_plans.standing_plan(self.ctx.ws, bench.id) if bench is not None and me else None
+        if plan is not None and me not in plan.annotators:
+            plan = None
+        if (plan and plan.id) != (self.plan and self.plan.id):
+            self.gold_line.setText("")
+        self.plan = plan
+        self.plan_length = team_plans.queue_length(self.ctx.ws, plan.id, me) if plan else 0
+        self.gold_line.setVisible(plan is not None and bench is not None and bench.kind != "open")
+        self._show_place()
+
+    def _my_slot(self) -> team_plans.Slot | None:
+        if self.plan is None or self.item is None:
+            return None
+        return team_plans.slot_of(self.ctx.ws, self.plan.id, self.ctx.annotator, self.item.id)
+
+    def _plan_row(self, slot: team_plans.Slot | None, forward: bool = True) -> int | None:
+        """The listing's row of `slot`'s item, or of the next (previous) one of my queue that Browse's filters list."""
+        while slot is not None and self.plan is not None:
+            row = self.ctx.model.row_of_item(slot.item_id)
+            if row is not None:
+                return row
+            slot = team_plans.step(self.ctx.ws, self.plan.id, self.ctx.annotator, slot.position, forward)
+        return None
+
+    def _plan_first(self) -> int | None:
+        """Where Review starts under a plan: my first item without my verdict (else my first)."""
+        if self.plan is None:
+            return None
+        ws, me = self.ctx.ws, self.ctx.annotator
+        slot = team_plans.next_unjudged(ws, self.plan.id, me, -1) or team_plans.step(ws, self.plan.id, me, -1)
+        return self._plan_row(slot)
+
+    def _show_place(self) -> None:
+        """Where the item is: in my queue ("4 of 22 in your plan"), or in the listing and outside my plan."""
+        model, slot = self.ctx.model, self._my_slot()
+        if self.row is None or self.item is None:
+            self.position_label.setText("")
+            self.plan_label.setText("")
+        elif slot is not None:
+            self.position_label.setText(f"{slot.position + 1} of {self.plan_length} in your plan")
+            self.plan_label.setText("")
+        else:
+            self.position_label.setText(f"{self.row + 1} of {model.total}")
+            self.plan_label.setText("· outside your plan" if self.plan is not None else "")
+
+    def _gold_feedback(self, item: Item, review: reviews.Review) -> None:
+        """After my verdict: on a gold item of my plan, whether it matched the confirmed key — with the key where the
+        blind rule now lets me see it. Nothing on any other item, and nothing before the verdict."""
+        if self.plan is None or not self.gold_line.isVisible():
+            return
+        key = team_plans.gold_key(self.ctx.ws, self.plan.id, item.id)
+        matched = (
+            None if key is None else team_plans.gold_match(review.verdict, review.corrected_answer, item.answer, key)
+        )
+        if key is None or matched is None:
+            self.gold_line.setText("")
+        elif matched:
+            self.gold_line.setText(f"✓ Gold item #{item.index}: your verdict matched the confirmed key")
+        else:
+            shown = self.ctx.sight(item_ids=[item.id]).reveals(item.id)
+            said = f"the key is {key}" if shown else "the key stays hidden in blind mode"
+            self.gold_line.setText(f"✗ Gold item #{item.index}: your verdict did not match ({said})")
 
     def _on_model_reset(self) -> None:
         if self.item is not None and (r := self.ctx.model.row_of(self.item.id)) is not None:
@@ -414,6 +499,7 @@ class ReviewView(QWidget):
             self.predictions.show_predictions(None, [])
             self.history.show_history([])
             self.position_label.setText("")
+            self.plan_label.setText("")
             self._update_progress()
             self._enable_verdicts(False)
             return
@@ -427,7 +513,7 @@ class ReviewView(QWidget):
         self.hint_label.hide()
         self._show_image()
         self._show_text()
-        self.position_label.setText(f"{row + 1} of {model.total}")
+        self._show_place()
         self._prefetch()
         self.itemShown.emit(item.id)
 
@@ -537,14 +623,44 @@ class ReviewView(QWidget):
         self.ctx.loader.prefetch(shas)
 
     def next(self) -> None:
+        if self.plan is not None and (slot := self._my_slot()) is not None:
+            row = self._plan_row(team_plans.step(self.ctx.ws, self.plan.id, self.ctx.annotator, slot.position))
+            if row is None:
+                self._ignored("This is the last item of your plan (→ walks your plan; Browse reaches the others)")
+            else:
+                self.show_row(row)
+            return
+        if self.plan is not None:  # from an item outside my plan: back to my first item without my verdict
+            row = self._plan_first()
+            if row is not None:
+                self.show_row(row)
+                return
         if self.row is not None and self.ctx.model.ensure_row(self.row + 1):
             self.show_row(self.row + 1)
 
     def previous(self) -> None:
+        if self.plan is not None and (slot := self._my_slot()) is not None:
+            back = team_plans.step(self.ctx.ws, self.plan.id, self.ctx.annotator, slot.position, forward=False)
+            row = self._plan_row(back, forward=False)
+            if row is None:
+                self._ignored("This is the first item of your plan")
+            else:
+                self.show_row(row)
+            return
         if self.row:
             self.show_row(self.row - 1)
 
     def next_unreviewed(self) -> None:
+        if self.plan is not None:
+            ws, me, slot = self.ctx.ws, self.ctx.annotator, self._my_slot()
+            found = team_plans.next_unjudged(ws, self.plan.id, me, slot.position if slot else -1)
+            found = found or team_plans.next_unjudged(ws, self.plan.id, me, -1)
+            row = self._plan_row(found)
+            if row is None:
+                self.ctx.info.emit("Every item of your plan has your verdict.")
+            else:
+                self.show_row(row)
+            return
         model = self.ctx.model
         start = 0 if self.row is None else self.row + 1
         found = model.next_unreviewed_row(start)
@@ -683,13 +799,22 @@ class ReviewView(QWidget):
         label = verdict_label(verdict, self.kind) + (f" → {corrected}" if review.corrected_answer else "")
         self.saved.setText(f"✓ Saved #{item.index}: {label}  ({review.created_at[11:19]} UTC)")
         self.saved.setProperty("fresh", True)
+        self._gold_feedback(item, review)
         self.verdictSaved.emit(review)
         self.ctx.reviewsChanged.emit(item.id)
         row = self.row if self.row is not None else -1
         # A verdict that the revealed key contradicts stays in sight, its correction one key away.
         contradicted = verdict == "wrong_answer" and names_the_key(item.answer, corrected)
         revealed = contradicted and self.ctx.sight(item_ids=[item.id]).reveals(item.id)
-        if self.ctx.prefs.advance and not revealed and self.ctx.model.ensure_row(row + 1):
+        slot = self._my_slot()
+        if self.ctx.prefs.advance and not revealed and slot is not None and self.plan is not None:
+            # Under a plan: my next item in plan order (gold items among them, unmarked).
+            target = self._plan_row(team_plans.step(self.ctx.ws, self.plan.id, self.ctx.annotator, slot.position))
+            if target is not None:
+                self.show_row(target)
+            else:
+                self._show_text()
+        elif self.ctx.prefs.advance and not revealed and self.ctx.model.ensure_row(row + 1):
             self.show_row(row + 1)
         else:
             self._show_text()
@@ -761,6 +886,8 @@ class ReviewView(QWidget):
             self.progress.setText(f"Reviewed {p['reviewed']}{_OF}{p['total']}  ·  mine {p['mine']}")
 
     def _apply_prefs(self) -> None:
+        if self.ctx.benchmark is not None:
+            self._load_plan()  # the annotator's name may have changed: their plan with it
         if self.item is not None:
             self._show_text()
 
