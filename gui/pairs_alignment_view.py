@@ -60,16 +60,18 @@ class PairsPanel(QWidget):
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.figures = RowsModel(FIGURE_COLUMNS, self)
-        self.figures.align_right = {1, 3}
+        self.figures.align_right = {1, 2, 3}
         self.models = RowsModel(MODEL_COLUMNS, self)
         self.models.align_right = {1, 2, 3, 4}
-        self.figures_view = table_view(self.figures)
+        # Stacked, each the page's width: the figures' titles and the models' specs (a URL, often) need it.
+        self.figures_view = table_view(self.figures, stretch=0)
         self.models_view = table_view(self.models, stretch=0)
-        split = QSplitter(Qt.Orientation.Horizontal)
+        self.models_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a spec's model name and its URL's end
+        split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.figures_view)
         split.addWidget(self.models_view)
         split.setChildrenCollapsible(False)
-        split.setSizes([560, 440])
+        split.setSizes([330, 170])
         export = QPushButton("Export ratings CSV…")
         export.clicked.connect(lambda: export_table(self, self.models, "pair-ratings.csv"))
         layout = QVBoxLayout(self)
@@ -167,13 +169,17 @@ class PairsPanel(QWidget):
         )
         s, hl = r.judge_set, r.human_labels
         self.summary.setText(
-            f"{r.benchmark}: {r.pairs} pairs, {r.voted} voted ({r.votes} votes; {r.human_ties} with tied votes left "
-            f"out), {r.judged} judged ({r.judge_undecided} undecided), {r.n} compared. People: left {hl['left']}, "
-            f"right {hl['right']}, tie {hl['tie']}, both bad {hl['bothbad']}. Judge {s.judge}"
-            f"{', shown the image' if s.with_image else ', without the image'}, "
-            f"{'both orders' if r.both_orders else 'one order'}. A pair's people label is its votes' majority; with "
-            f"both orders the judge names a side only when both orders chose it. κ intervals: percentile bootstrap, "
-            f"{APP_BOOTSTRAP} resamples, seed {r.seed}. Ratings: Bradley–Terry; {r.spearman_note}."
+            f"{r.pairs} pairs · {r.voted} voted ({r.votes} votes; {r.human_ties} tied, left out) · {r.judged} judged "
+            f"({r.judge_undecided} undecided) · {r.n} compared · people: left {hl['left']}, right {hl['right']}, "
+            f"tie {hl['tie']}, both bad {hl['bothbad']} · judge {'shown' if s.with_image else 'without'} the image, "
+            f"{'both orders' if r.both_orders else 'one order'}"
+        )
+        self.summary.setToolTip(
+            f"Judge {s.judge}, prompt {s.prompt_version}, set {s.key}. A pair's people label is the majority of its "
+            "votes (tied votes: none); with both orders the judge names a side only when both orders chose it, "
+            f"else a tie. κ intervals: percentile bootstrap over pairs, {APP_BOOTSTRAP} resamples, seed {r.seed}; "
+            f"shares: Wilson 95 %. Ratings: Bradley–Terry of the judge's judgements and of the votes; "
+            f"{r.spearman_note}. The same as: vlmdesk align pairs --bench {r.benchmark} --set {s.key}"
         )
 
     @staticmethod
