@@ -87,6 +87,10 @@ COMMANDS: dict[str, str] = {
     "reviews add": "tab:review",  # a verdict key on the item shown (Ctrl+Z undoes)
     "reviews export": "menu:Export reviews…",
     "reviews import": "menu:Import reviews…",
+    "team plan": "menu:Plan the team's work…",
+    "team progress": "tab:annotators",  # its Plan table: planned, done, left, gold accuracy per person
+    "team export-plans": "menu:Export assignment plans…",
+    "team import-plans": "menu:Import assignment plans…",
     "check": "menu:Check and repair the workspace…",
     "guidelines show": "tab:review",  # the Guidelines tab beside the item (and the Queues' Guidelines panel)
     "guidelines set": "tab:review",  # its Edit… button
@@ -322,6 +326,12 @@ class WorkspaceCommands(QObject):
                 "vlmdesk align sample: responses for blind human labelling (undecided, disagreeing, a seeded sample)",
             ),
             (
+                "Plan the team's work…",
+                self.team_plan_dialog,
+                "vlmdesk team plan: each item to OVERLAP annotators, balanced and seeded, with gold items whose key "
+                "the lead confirmed mixed into every queue; Review's next item then walks each person's own",
+            ),
+            (
                 "Re-score a run…",
                 self.rescore_dialog,
                 "vlmdesk rescore: read a run's stored responses again with another extractor or the human labels",
@@ -506,6 +516,39 @@ class WorkspaceCommands(QObject):
                 seed=int(v["seed"]),
                 extractor=str(v["extractor"]) or None,
             )
+
+    def team_plan_dialog(self) -> None:
+        if not self._check_ready():
+            return
+        v = self._ask(
+            "team plan",
+            "Plan the team's work",
+            [
+                self._bench_field(),
+                Field("annotators", "Annotators", tip="names, comma-separated, in order: ana,ben,cara"),
+                Field("overlap", "Annotators per item", "int", default=2, maximum=50),
+                Field(
+                    "gold",
+                    "Gold items (0: none)",
+                    "int",
+                    default=0,
+                    minimum=0,
+                    tip="drawn by the seed from the items whose key quality control confirmed",
+                ),
+                Field("seed", "Seed", "int", default=0, minimum=0, maximum=2**31 - 1),
+            ],
+            intro="Each item goes to that many annotators, loads balanced; gold items go to everyone, spread through "
+            "each queue, unmarked. The same inputs give the same plan; a new plan supersedes the old one.",
+        )
+        if v:
+            self.team_plan(str(v["bench"]), str(v["annotators"]), int(v["overlap"]), int(v["gold"]), int(v["seed"]))
+
+    def team_plan(self, bench: str, annotators: str, overlap: int, gold: int, seed: int) -> CommandProcess | None:
+        args = ["team", "plan", "--bench", bench, "--annotators", annotators, "--overlap", str(overlap)]
+        args += [*(["--gold", str(gold)] if gold else []), "--seed", str(seed)]
+        if self.window.ctx is not None and self.window.ctx.annotator:
+            args += ["--author", self.window.ctx.annotator]
+        return self.start(args, f"Planning the team's work on {bench}")
 
     def rescore_dialog(self) -> None:
         if not self._check_ready():

@@ -58,6 +58,7 @@ SYNC_COMMANDS = {  # kind: (menu title, export command, import command)
     "decisions": ("QC decisions", ["qc", "export-decisions"], ["qc", "import-decisions"]),
     "votes": ("arena votes", ["arena", "export-votes"], ["arena", "import-votes"]),
     "open": ("open verdicts", ["align", "export-open"], ["align", "import-open"]),
+    "plans": ("assignment plans", ["team", "export-plans"], ["team", "import-plans"]),
 }
 
 

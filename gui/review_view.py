@@ -471,11 +471,16 @@ class ReviewView(QWidget):
         if key is None or matched is None:
             self.gold_line.setText("")
         elif matched:
-            self.gold_line.setText(f"✓ Gold item #{item.index}: your verdict matched the confirmed key")
+            self.gold_line.setText(f"✓ Gold item #{item.index}: matched the key")
+            self.gold_line.setToolTip(f"Gold item #{item.index}: your verdict matched the key the lead confirmed")
         else:
             shown = self.ctx.sight(item_ids=[item.id]).reveals(item.id)
-            said = f"the key is {key}" if shown else "the key stays hidden in blind mode"
-            self.gold_line.setText(f"✗ Gold item #{item.index}: your verdict did not match ({said})")
+            said = f"the key is {key}" if shown else "not matched (key hidden)"
+            self.gold_line.setText(f"✗ Gold item #{item.index}: {said}")
+            self.gold_line.setToolTip(
+                f"Gold item #{item.index}: your verdict did not match the key the lead confirmed"
+                + (f" ({key})" if shown else " (blind mode keeps the key hidden)")
+            )
 
     def _on_model_reset(self) -> None:
         if self.item is not None and (r := self.ctx.model.row_of(self.item.id)) is not None:
