@@ -265,3 +265,35 @@ def test_bad_input_is_one_line(tmp_path, serve, capsys):
         except SystemExit as exc:  # argparse's own usage errors
             code, out, err = exc.code, *capsys.readouterr()
         assert code == 2 and out == "" and message in err and len(err.strip().splitlines()) == 1, (args, err)
+
+
+def test_reading_a_judgement_set_costs_the_same_whatever_other_sets_are_stored(tmp_path, serve, capsys):
+    from db import pair_judgements as store
+    from tests.sqlite_steps import counting_steps
+
+    ws_path = make_pairs_ws(tmp_path, serve, capsys, items=2, per_item=2)
+    judge = serve(respond=first_judge)
+    key = json.loads(
+        cli(capsys, ws_path, "judge-pairs", "--bench", "o", "--judge", f"openai:j@{judge.url}", "--json")[1]
+    )["set"]
+    steps = []
+    with open_workspace(ws_path) as ws:
+        pair_ids = [p.id for p in arena.pairs(ws)]
+        for total in (10, 400):
+            have = len(store.sets_of(ws, 1)) - 1
+            store.store(
+                ws,
+                [
+                    store.PairJudgement(
+                        p, store.set_key(f"other:{n}", "v", False), f"other:{n}", "v", False, False, "left", 1, ""
+                    )
+                    for n in range(have, total)
+                    for p in pair_ids
+                ],
+            )
+            with counting_steps(ws.conn, every=10) as counted:
+                found = store.judgements_of(ws, key, 1)
+            assert len(found) == len(pair_ids)
+            steps.append(counted.count)
+    # Index seeks by the set's key: 40× the other sets adds at most a b-tree level, never a scan of them.
+    assert steps[1] <= steps[0] + 2, steps
