@@ -15,7 +15,6 @@ import pytest
 from annotation import arena
 from db.workspace import open_workspace
 from tests.factories import png_bytes
-from tests.servers import FaultServer
 from vlmdesk.cli import main
 
 QUALITY = {"m1": 4, "m2": 3, "m3": 2, "m4": 1}  # hidden: the answer's quality, said in its text
