@@ -72,7 +72,8 @@ def register_annotators(add) -> None:
         description="For each annotator of the benchmark, from the standing verdicts: verdicts by kind, items "
         "judged, items per hour (from the time stored with each verdict), Cohen's κ with each other annotator "
         "over the items both judged (skips left out) and its mean, and the conflicts they are part of; for the "
-        "benchmark, Krippendorff's α over every annotator.",
+        "benchmark, Krippendorff's α over every annotator. While an assignment plan stands (vlmdesk team plan), "
+        "agreement counts only the verdicts it asked for: each pair's κ over the items the plan gave both.",
         examples="""
                 vlmdesk annotators demo
                 vlmdesk annotators demo --json""",
@@ -139,6 +140,7 @@ def cmd_annotators(args) -> int:
     print(
         f"{stats.reviewed_items} of {stats.total_items} items judged · {stats.conflicts} conflict(s) · "
         f"Krippendorff's α {num(stats.alpha)}"
+        + (" · agreement on the planned overlap (vlmdesk team progress)" if stats.planned else "")
     )
     for a in stats.annotators:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(a.verdicts.items()))
