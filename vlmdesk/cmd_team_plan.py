@@ -5,7 +5,6 @@ workspace. The work is annotation/team_plans.py (the rule) and annotation/sync.p
 from __future__ import annotations
 
 import json
-import sys
 
 from vlmdesk.args import annotator, float_in, int_in
 
@@ -58,7 +57,7 @@ def add_actions(action) -> None:
     gold.add_argument(
         "--gold-file",
         metavar="FILE",
-        help="gold items and their keys: JSON Lines of {\"index\": …, \"answer\": …}, or a .csv with the header "
+        help='gold items and their keys: JSON Lines of {"index": …, "answer": …}, or a .csv with the header '
         "index,answer (at most 16 MB)",
     )
     q.add_argument("--seed", required=True, type=int_in(0, 2**63 - 1, "a seed"), help="the seed of every draw")
