@@ -189,7 +189,7 @@ class CompareView(QWidget):
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(upper)
         split.addWidget(lower)
-        split.setSizes([300, 400])
+        split.setSizes([600, 400])  # room for an open run's five metrics at text x1.25; the lists scroll
         split.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontDatabase
+from PySide6.QtGui import QFontDatabase, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
@@ -71,7 +71,13 @@ class PlanDialog(QDialog):
         self.save_as_button = QPushButton("Save As…")
         self.run_button = QPushButton("Run plan")
         self.run_button.setObjectName("primary")
-        self.run_button.setToolTip("Save, then queue each run of the plan that is not finished (vlmdesk run --plan)")
+        self.run_button.setToolTip(
+            "Save, then queue each run of the plan that is not finished (vlmdesk run --plan) · Ctrl+Enter"
+        )
+        # Keyboard-first: the editor keeps its own keys; these are the dialog's, as in any editor.
+        self.open_button.setShortcut(QKeySequence(QKeySequence.StandardKey.Open))
+        self.save_button.setShortcut(QKeySequence(QKeySequence.StandardKey.Save))
+        self.run_button.setShortcut(QKeySequence("Ctrl+Return"))
         self.editor = QPlainTextEdit()
         self.editor.setObjectName("planText")
         self.editor.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
@@ -118,7 +124,7 @@ class PlanDialog(QDialog):
 
     # -- the file
     def choose_file(self) -> None:
-        start = str(self.path.parent) if self.path else str(Path.home())
+        start = str(self.path.parent if self.path else self.ctx.ws.path.parent)  # beside the workspace, at first
         path = file_dialogs.open_file(self, "Open a suite plan", start, FILTERS)
         if path:
             self.open_path(path)
@@ -145,7 +151,7 @@ class PlanDialog(QDialog):
         return self._write(self.path)
 
     def save_as(self) -> bool:
-        start = str(self.path) if self.path else str(Path.home() / "suite.toml")
+        start = str(self.path) if self.path else str(self.ctx.ws.path.parent / "suite.toml")
         path = file_dialogs.save_file(self, "Save the suite plan", start, FILTERS)
         if not path:
             return False

@@ -127,3 +127,22 @@ def test_screenshot_of_a_finished_2x3_suite(make_window, demo_ws, finished_suite
         if out:
             dialog.grab().save(os.path.join(out, f"plan_dialog_{theme}.png"))
         window.close()
+
+
+def test_the_dialogs_buttons_have_the_editors_keys(make_window, demo_ws, tmp_path, qtbot):
+    """Keyboard-first: Ctrl+S saves the plan being edited, Ctrl+O opens one, Ctrl+Enter runs it (the keys are the
+    buttons' own; walked in a real window, where the offscreen platform cannot make the dialog the active one)."""
+    from PySide6.QtGui import QKeySequence
+
+    plan = tmp_path / "suite.toml"
+    plan.write_text(PLAN)
+    window = make_window(demo_ws)
+    dialog = window.view("runs").open_plan()
+    dialog.open_path(plan)
+    assert dialog.save_button.shortcut() == QKeySequence("Ctrl+S")
+    assert dialog.open_button.shortcut() == QKeySequence("Ctrl+O")
+    assert dialog.run_button.shortcut() == QKeySequence("Ctrl+Return")
+    dialog.editor.appendPlainText("# edited")
+    assert dialog.dirty
+    dialog.save_button.click()
+    assert not dialog.dirty and plan.read_text().rstrip().endswith("# edited")
