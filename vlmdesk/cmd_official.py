@@ -55,7 +55,9 @@ def cmd_official(args) -> int:
         if args.json:
             print(json.dumps(dataclasses.asdict(result), ensure_ascii=False))
         else:
-            assert entry.official is not None
-            figure = entry.official.format(entry.compute(ws, run.id, None))
-            print(f"run {run.id}  {bench.name}  {entry.official.label} (official) {figure}")
+            from evaluator.analysis.report import official_figure
+
+            figure = official_figure(ws, run, bench)  # as the report prints it: with its 95 % interval
+            assert figure is not None  # the metric applies: it was just judged
+            print(f"run {run.id}  {figure.line()}")
     return 0

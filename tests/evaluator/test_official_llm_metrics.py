@@ -599,7 +599,8 @@ def test_the_official_command_scores_with_the_judge_once_and_the_report_shows_it
         run_id = runs.list_runs(ws)[0].id
     args = ["--workspace", str(mathvista_run), "official", str(run_id), "--judge", _judge(server)]
     assert main(args) == 0
-    assert capsys.readouterr().out.strip().endswith("(official) 80.0") and len(server.requests) == 4
+    out = capsys.readouterr().out.strip()
+    assert "(official) 80.0 [" in out and len(server.requests) == 4  # with its 95 % interval, as the report says
     assert main(args) == 0 and len(server.requests) == 4  # stored: nothing asked again
     capsys.readouterr()
     assert main(["--workspace", str(mathvista_run), "report", str(run_id)]) == 0
