@@ -91,6 +91,7 @@ COMMANDS: dict[str, str] = {
     "team progress": "tab:annotators",  # its Plan table: planned, done, left, gold accuracy per person
     "team export-plans": "menu:Export assignment plans…",
     "team import-plans": "menu:Import assignment plans…",
+    "team sync": "menu:Sync with a team folder…",  # then every minute while the window is open (gui/team_sync.py)
     "check": "menu:Check and repair the workspace…",
     "guidelines show": "tab:review",  # the Guidelines tab beside the item (and the Queues' Guidelines panel)
     "guidelines set": "tab:review",  # its Edit… button
@@ -330,6 +331,12 @@ class WorkspaceCommands(QObject):
                 self.team_plan_dialog,
                 "vlmdesk team plan: each item to OVERLAP annotators, balanced and seeded, with gold items whose key "
                 "the lead confirmed mixed into every queue; Review's next item then walks each person's own",
+            ),
+            (
+                "Sync with a team folder…",
+                lambda: self.window.team_folder.choose(),
+                "vlmdesk team sync: this workspace's records go to its journal in a folder a sync tool or a share "
+                "carries (Syncthing, Dropbox, SMB/NFS, git), the others' come in; again every minute",
             ),
             (
                 "Re-score a run…",

@@ -50,6 +50,7 @@ from gui.queues_view import QueuesView
 from gui.review_view import ReviewView
 from gui.runs_view import RunsView
 from gui.screen_fit import FRAME_GUESS, dock_width, fit_geometry
+from gui.team_sync import TeamFolderSync
 
 GROUPS_ACTION = "Capability &groups of the benchmark…"  # File menu and the Benchmarks list's context menu
 SYNC_COMMANDS = {  # kind: (menu title, export command, import command)
@@ -225,6 +226,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.blind_label)
         self.statusBar().addPermanentWidget(self.annotator_label)
         self.commands = WorkspaceCommands(self)
+        self.team_folder = TeamFolderSync(self)  # Workspace › Sync with a team folder…, then every minute
         self._make_menus()
 
         self.add_dock("benchmarks", "Benchmarks", BenchmarksDock, Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -298,6 +300,7 @@ class MainWindow(QMainWindow):
     def _shutdown_views(self) -> None:
         """Views that own child processes (runs, model tests) stop them before they go; so do Workspace commands."""
         self.commands.shutdown()
+        self.team_folder.shutdown()
         for view in self.views.values():
             if hasattr(view, "shutdown"):
                 view.shutdown()
@@ -340,6 +343,7 @@ class MainWindow(QMainWindow):
         self.workspace_label.setText(f"Workspace: {ws.path}")
         self.setWindowTitle(f"vlmdesk — {Path(ws.path).name}")
         self._update_recent_menu()
+        self.team_folder.workspace_opened()
         self.docks["benchmarks"].widget().reload(benches)
         if benches:
             self.select_benchmark(benches[0].name)

@@ -13,7 +13,8 @@ ZOOMS = ("fit", "100")
 MAX_RECENT = 8
 THEMES = ("system", "light", "dark")  # gui/appearance.py's
 SCALE_RANGE = (0.8, 1.75)
-CHECKED = ("recent_workspaces", "zoom", "theme", "font_scale")  # fields with their own check
+CHECKED = ("recent_workspaces", "zoom", "theme", "font_scale", "team_folders")  # fields with their own check
+MAX_TEAM_FOLDERS = 64  # workspaces that remember a team folder
 
 
 def config_dir() -> Path:
@@ -37,6 +38,7 @@ class Preferences:
     recent_workspaces: tuple[str, ...] = ()
     theme: str = "system"  # system | light | dark (gui/appearance.py)
     font_scale: float = 1.0  # text size, 0.8–1.75
+    team_folders: tuple[tuple[str, str], ...] = ()  # (workspace, its team folder): synced each minute (gui/team_sync)
 
     def with_recent(self, path: str) -> Preferences:
         recent = (path, *(p for p in self.recent_workspaces if p != path))[:MAX_RECENT]
@@ -45,7 +47,14 @@ class Preferences:
     def to_json(self) -> dict:
         d = asdict(self)
         d["recent_workspaces"] = list(self.recent_workspaces)
+        d["team_folders"] = [list(pair) for pair in self.team_folders]
         return d
+
+
+def _pairs_of_text(value: object) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(v, str) for v in p) for p in value
+    )
 
 
 class PreferencesFile:
@@ -78,6 +87,8 @@ class PreferencesFile:
                 values[f.name] = tuple(value)[:MAX_RECENT]
             elif f.name == "zoom" and value in ZOOMS:
                 values[f.name] = value
+            elif f.name == "team_folders" and _pairs_of_text(value):
+                values[f.name] = tuple((str(w), str(t)) for w, t in value)[:MAX_TEAM_FOLDERS]
             elif f.name == "theme" and value in THEMES:
                 values[f.name] = value
             elif f.name == "font_scale" and type(value) in (int, float) and SCALE_RANGE[0] <= value <= SCALE_RANGE[1]:
