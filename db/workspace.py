@@ -869,6 +869,8 @@ _MARKED = (
     "guidelines",
     "saved_filters",
     "models",
+    "pair_judgements",
+    "team_plans",
 )
 _COUNTED = ("benchmarks", "runs", "models", "saved_filters", "adjudication_sets")  # small tables rows leave
 
