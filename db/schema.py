@@ -1888,7 +1888,6 @@ def _m0026(db: Database) -> None:
     _script(db, f"CREATE INDEX runs_sample_of ON runs {sample_of} WHERE {sample_of} IS NOT NULL;")
 
 
-# Issue 39's migrations go right above their marker, in this order (the markers go when they have landed).
 @migrations(name="0027_team_plans")
 def _m0027(db: Database) -> None:
     # Issue 39: an assignment plan says who judges which items of a benchmark (annotation/team_plans.py). A plan is
@@ -1936,7 +1935,6 @@ def _m0027(db: Database) -> None:
     )
 
 
-# <0027 team plans and gold items above>
 @migrations(name="0028_pair_judgements")
 def _m0028(db: Database) -> None:
     # Issue 39: a judge model's verdict on an arena pair (annotation/pair_judge.py): one row per (pair, judgement
@@ -1965,7 +1963,6 @@ def _m0028(db: Database) -> None:
     )
 
 
-# <0028 pair judgements above>
 @migrations(name="0029_team_folder")
 def _m0029(db: Database) -> None:
     # Issue 39: a team folder (annotation/team_sync.py). Per folder: this copy's journal there (named by a uuid made at
@@ -2013,6 +2010,3 @@ def _m0029(db: Database) -> None:
         ) WITHOUT ROWID;
         """,
     )
-
-
-# <0029 team folder sync above>
