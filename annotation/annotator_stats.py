@@ -120,7 +120,7 @@ def benchmark_stats(ws: Workspace, benchmark_id: int) -> BenchmarkAgreement:
             AnnotatorStats(
                 person,
                 dict(Counter(r.verdict for r in rs)),
-                len(judged_items),
+                len(judged),  # this person's items judged (the benchmark's count is the report's)
                 seconds,
                 3600 * timed / seconds if seconds > 0 else None,
                 kappa,
