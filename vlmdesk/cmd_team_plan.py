@@ -128,6 +128,7 @@ def cmd_plan(args) -> int:
         elif args.gold:
             confirmed = team_plans.confirmed_keys(ws, bench.id)
             gold_from, gold = "qc", team_plans.draw_gold(confirmed, args.gold, args.seed, bench=bench.name)
+        before = team_plans.standing_plan(ws, bench.id)
         plan = team_plans.make_plan(
             ws,
             bench,
@@ -142,8 +143,10 @@ def cmd_plan(args) -> int:
             print(json.dumps(team_plans.plan_json(ws, plan), ensure_ascii=False))
             return 0
         lengths = {name: team_plans.queue_length(ws, plan.id, name) for name in names}
+    stood = before is not None and before.uuid == plan.uuid
     print(
-        f"{bench.name}: plan {plan.uuid} stored — {len(names)} annotator(s), overlap {plan.overlap}, "
+        f"{bench.name}: plan {plan.uuid} {'already stands' if stood else 'stored'} — {len(names)} annotator(s), "
+        f"overlap {plan.overlap}, "
         f"{len(gold)} gold item(s); queues: " + ", ".join(f"{n} {k}" for n, k in lengths.items())
     )
     return 0

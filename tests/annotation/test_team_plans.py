@@ -81,7 +81,7 @@ def test_three_annotators_overlap_two_five_gold_on_the_demo(demo, capsys):
         assert max(gaps) <= stride and at[0] > 0 and at[-1] >= len(q) - stride
     # Deterministic by seed: the same inputs give the same queues; another seed others.
     again = plan_of(demo, capsys, "--annotators", "ana,ben,cara", "--overlap", "2", "--gold", "5", "--seed", "1")
-    assert again["queues"] == queues and again["gold"] == plan["gold"] and again["plan"] != plan["plan"]
+    assert again["queues"] == queues and again["gold"] == plan["gold"] and again["plan"] == plan["plan"]  # stands
     other = plan_of(demo, capsys, "--annotators", "ana,ben,cara", "--overlap", "2", "--gold", "5", "--seed", "2")
     assert other["queues"] != queues
 
@@ -160,6 +160,25 @@ def test_a_new_plan_supersedes_and_progress_follows_it(demo):
         assert found is not None and found.plan == second
         assert [p.annotator for p in found.people] == ["ana", "ben", "cara"]
         assert len(team_plans.plans(ws, bench.id)) == 2  # the old plan is kept
+
+
+def test_the_same_command_again_stores_nothing_and_says_the_plan_stands(demo, capsys):
+    args = ("team", "plan", "--bench", "demo", "--annotators", "ana,ben,cara", "--overlap", "2", "--seed", "4")
+    assert cli(demo, *args) == 0
+    first = capsys.readouterr().out
+    assert cli(demo, *args, "--json") == 0  # listing it is asking for it again: the same plan, not a second one
+    listed = json.loads(capsys.readouterr().out)
+    assert cli(demo, *args) == 0
+    again = capsys.readouterr().out
+    with open_workspace(demo) as ws:
+        bench = catalog.benchmark_by_name(ws, "demo")
+        assert len(team_plans.plans(ws, bench.id)) == 1
+        stood = team_plans.standing_plan(ws, bench.id)
+    assert f"plan {stood.uuid} stored" in first and f"plan {stood.uuid} already stands" in again
+    assert listed["plan"] == stood.uuid
+    assert cli(demo, *args[:-1], "5") == 0  # another seed: another plan, which supersedes
+    with open_workspace(demo) as ws:
+        assert len(team_plans.plans(ws, bench.id)) == 2
 
 
 def test_progress_and_gold_accuracy_with_wilson_equal_to_scipy(demo):
