@@ -151,7 +151,9 @@ class ReviewView(QWidget):
         bar_widget.setObjectName("imageBar")
         bar = QHBoxLayout(bar_widget)
         bar.setContentsMargins(10, 4, 10, 4)
-        self.position_label = QLabel()
+        # Elided, not widening: "4 of 22 in your plan" beside the zoom buttons made the window 1064 px at text x1.25;
+        # "plan 4/22" says it in the room there is.
+        self.position_label = ElidedLabel()
         self.position_label.setObjectName("imageBarText")
         fit = QPushButton("Fit")
         actual = QPushButton("100 %")
@@ -169,9 +171,8 @@ class ReviewView(QWidget):
         bar.addWidget(self.filter_label)
         # An item of the benchmark that the standing plan does not give me (reached by Browse or search): said here,
         # in the one-line image bar, so nothing moves.
-        self.plan_label = QLabel("")
+        self.plan_label = ElidedLabel("")
         self.plan_label.setObjectName("activeFilter")
-        self.plan_label.setToolTip("The standing assignment plan does not give you this item: N and → walk your own")
         bar.addWidget(self.plan_label)
         bar.addStretch(1)
         bar.addWidget(self.zoom_label)
@@ -447,13 +448,13 @@ class ReviewView(QWidget):
         return self._plan_row(slot)
 
     def _show_place(self) -> None:
-        """Where the item is: in my queue ("4 of 22 in your plan"), or in the listing and outside my plan."""
+        """Where the item is: in my queue ("plan 4/22"), or in the listing and outside my plan."""
         model, slot = self.ctx.model, self._my_slot()
         if self.row is None or self.item is None:
             self.position_label.setText("")
             self.plan_label.setText("")
         elif slot is not None:
-            self.position_label.setText(f"{slot.position + 1} of {self.plan_length} in your plan")
+            self.position_label.setText(f"plan {slot.position + 1}/{self.plan_length}")
             self.plan_label.setText("")
         else:
             self.position_label.setText(f"{self.row + 1} of {model.total}")

@@ -61,7 +61,7 @@ def test_review_walks_only_my_items_and_tells_gold_after_the_verdict(qtbot, plan
     assert window.tabs.currentWidget() is review
     review.setFocus()
     assert review.item.id == mine[0].item_id  # Review starts at my first item
-    assert review.position_label.text() == f"1 of {len(mine)} in your plan"
+    assert review.position_label.text() == f"plan 1/{len(mine)}"
     bar_before = review.verdict_bar.geometry()
 
     said_before: list[str] = []
