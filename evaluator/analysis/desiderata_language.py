@@ -18,8 +18,8 @@ from typing import Any
 from db import catalog, judgements, runs
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
-from evaluator.backends import Backend, BackendError, Query
-from evaluator.backends.base import texts_of
+from evaluator.backends import Backend, Query
+from evaluator.scoring.asking import ask_until_read
 from evaluator.scoring.choices import shown_options
 
 ATTEMPTS = 3
@@ -173,28 +173,16 @@ def _ask(
     attempts: int,
     max_new_tokens: int,
 ) -> tuple[list[judgements.Judgement], int]:
-    replies: list[str] = ["" for _ in passes]
-    scores: dict[int, float] = {}
-    tries = [0] * len(passes)
-    open_ = list(range(len(passes)))
-    calls = 0
-    for attempt in range(attempts):
-        if not open_:
-            break
-        queries = [Query(prompt=judge_prompt(*passes[i], reminder=attempt > 0)) for i in open_]
-        texts = texts_of(backend.generate(queries, max_new_tokens))
-        if len(texts) != len(queries):
-            raise BackendError(f"{backend.spec}: {len(texts)} replies to {len(queries)} prompts")
-        calls += len(queries)
-        still = []
-        for i, text in zip(open_, texts):
-            replies[i], tries[i] = text, tries[i] + 1
-            score = parse_judgement(text)
-            if score is None:
-                still.append(i)
-            else:
-                scores[i] = score
-        open_ = still
+    got = ask_until_read(
+        backend,
+        len(passes),
+        lambda i, reminder: Query(prompt=judge_prompt(*passes[i], reminder=reminder)),
+        parse_judgement,
+        attempts=attempts,
+        max_new_tokens=max_new_tokens,
+    )
+    replies, tries, calls = got.last, got.tries, got.calls
+    scores = {i: v for i, v in enumerate(got.read) if v is not None}
     return [
         judgements.Judgement(p.run_id, p.item_id, p.pass_, judge, scores.get(i), tries[i], replies[i])
         for i, (_, p) in enumerate(passes)

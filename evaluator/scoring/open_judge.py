@@ -27,8 +27,8 @@ from db import catalog, runs
 from db import open_judgements as store
 from db.errors import InvalidInput, NotFound
 from db.workspace import ReadOnlyWorkspace, Workspace
-from evaluator.backends import Backend, BackendError, Query, run_identity
-from evaluator.backends.base import texts_of
+from evaluator.backends import Backend, Query, run_identity
+from evaluator.scoring.asking import ask_until_read
 
 if TYPE_CHECKING:
     from evaluator.scoring.open_metrics import OpenAnswer
@@ -393,34 +393,19 @@ def _ask(
     max_new_tokens: int,
     images: Sequence[tuple[bytes, ...]] | None = None,
 ) -> tuple[list[Found], int]:
-    replies = ["" for _ in answers]
-    verdicts: dict[int, str] = {}
-    tries = [0] * len(answers)
-    open_ = list(range(len(answers)))
-    calls = 0
-    for attempt in range(attempts):
-        if not open_:
-            break
-        queries = [
-            Query(
-                prompt=judge_prompt(rubric, answers[i][0], answers[i][1].response, reminder=attempt > 0),
-                images=images[i] if images is not None else (),
-            )
-            for i in open_
-        ]
-        texts = texts_of(backend.generate(queries, max_new_tokens))
-        if len(texts) != len(queries):
-            raise BackendError(f"{backend.spec}: {len(texts)} replies to {len(queries)} prompts")
-        calls += len(queries)
-        still = []
-        for i, text in zip(open_, texts):
-            replies[i], tries[i] = text or "", tries[i] + 1
-            verdict = parse_verdict(replies[i])
-            if verdict is None:
-                still.append(i)
-            else:
-                verdicts[i] = verdict
-        open_ = still
+    got = ask_until_read(
+        backend,
+        len(answers),
+        lambda i, reminder: Query(
+            prompt=judge_prompt(rubric, answers[i][0], answers[i][1].response, reminder=reminder),
+            images=images[i] if images is not None else (),
+        ),
+        parse_verdict,
+        attempts=attempts,
+        max_new_tokens=max_new_tokens,
+    )
+    replies, tries, calls = got.last, got.tries, got.calls
+    verdicts = {i: v for i, v in enumerate(got.read) if v is not None}
     out: list[Found] = []
     for i, raw in enumerate(replies):
         if i in verdicts:

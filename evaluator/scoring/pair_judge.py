@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from evaluator.backends import Backend, BackendError, Query
-from evaluator.backends.base import texts_of
+from evaluator.backends import Backend, Query
+from evaluator.scoring.asking import Replies, ask_until_read
 from evaluator.scoring.open_judge import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, _bounded
 
 PROMPT_VERSION = "pairs-1"  # part of a judgement set's identity: a new prompt wording is a new version
@@ -144,34 +144,17 @@ def ask(
 ) -> tuple[list[Heard], int]:
     """The judge's verdict on each ask (one batch, then the unreadable ones again with the reminder), and the calls
     made. Without `with_image` no image is sent, whatever the asks hold."""
-    replies = ["" for _ in asks]
-    said: dict[int, Said] = {}
-    tries = [0] * len(asks)
-    open_ = list(range(len(asks)))
-    calls = 0
-    for attempt in range(attempts):
-        if not open_:
-            break
-        queries = [
-            Query(
-                prompt=judge_prompt(
-                    asks[i].question, asks[i].first, asks[i].second, with_image=with_image, reminder=attempt > 0
-                ),
-                images=asks[i].images if with_image else (),
-            )
-            for i in open_
-        ]
-        texts = texts_of(backend.generate(queries, max_new_tokens))
-        if len(texts) != len(queries):
-            raise BackendError(f"{backend.spec}: {len(texts)} replies to {len(queries)} prompts")
-        calls += len(queries)
-        still = []
-        for i, text in zip(open_, texts):
-            replies[i], tries[i] = text or "", tries[i] + 1
-            verdict = parse_verdict(replies[i])
-            if verdict is None:
-                still.append(i)
-            else:
-                said[i] = verdict
-        open_ = still
-    return [Heard(said.get(i), tries[i], replies[i]) for i in range(len(asks))], calls
+    got: Replies[Said] = ask_until_read(
+        backend,
+        len(asks),
+        lambda i, reminder: Query(
+            prompt=judge_prompt(
+                asks[i].question, asks[i].first, asks[i].second, with_image=with_image, reminder=reminder
+            ),
+            images=asks[i].images if with_image else (),
+        ),
+        parse_verdict,
+        attempts=attempts,
+        max_new_tokens=max_new_tokens,
+    )
+    return [Heard(got.read[i], got.tries[i], got.last[i]) for i in range(len(asks))], got.calls
