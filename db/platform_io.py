@@ -121,38 +121,9 @@ def current_umask() -> int:
 @contextmanager
 def exclusive_lock(path: Path) -> Iterator[bool]:
     """An exclusive lock on the file `path` (created if missing, left there) while the block runs; yields False at
-    once when another process holds it. POSIX: flock. Windows: msvcrt.locking on its first byte (mandatory there,
-    but nothing reads the lock file). Neither (never met): True, nothing is held."""
-    with open(path, "a+b") as f:
-        if WINDOWS:
-            import msvcrt
-
-            f.seek(0)
-            try:
-                msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
-            except OSError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                f.seek(0)
-                msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
-            return
-        try:
-            import fcntl
-        except ImportError:
-            yield True
-            return
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    once when another process holds it (try_lock_fd: flock, or msvcrt.locking on Windows)."""
+    with open(path, "a+b") as f, try_lock_fd(f.fileno()) as held:
+        yield held
 
 
 def description_lock(fd: int, start: int, length: int, *, shared: bool = True) -> bool:
