@@ -1,6 +1,6 @@
 """The base install has no torch, transformers or accelerate (the hf extra, docs/adr/0041): what needs them says so in
 one line, exit 2, and what does not works as before. A child process made unable to import them (a sitecustomize
-setting sys.modules[name] = None) stands for that install here; .ci/base-install runs the tests marked `base` in a
+whose import finder refuses them) stands for that install here; .ci/base-install runs the tests marked `base` in a
 real one."""
 
 from __future__ import annotations
@@ -18,7 +18,21 @@ from vlmdesk.demo import ensure_demo
 
 pytestmark = pytest.mark.base
 
-NO_HF = 'import sys\nfor name in ("torch", "transformers", "accelerate"):\n    sys.modules[name] = None\n'
+# As an install without them: importing one raises ModuleNotFoundError and leaves no entry in sys.modules (a None
+# entry there, the older way, crashed scipy's array-type checks, which look torch up in sys.modules).
+NO_HF = """\
+import sys
+
+
+class _NoHF:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in ("torch", "transformers", "accelerate"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NoHF())
+"""
 INSTALL = "pip install 'vlmdesk[hf]'"
 
 

@@ -142,7 +142,7 @@ def _merge_steps(ws, path: Path, kind: str) -> int:
     return steps.count
 
 
-@pytest.mark.parametrize("kind", sync.KINDS)
+@pytest.mark.parametrize("kind", [k for k in sync.KINDS if k != "plans"])  # plans: whole, never undone (below)
 def test_a_merge_costs_the_same_whatever_the_workspace_holds_on_the_same_items(kind, tmp_path, capsys):
     world = tmp_path / "world.sqlite"
     if kind in ("reviews", "qc"):
@@ -184,3 +184,30 @@ def test_a_person_undoing_on_one_item_again_and_again_costs_the_same_per_record(
             steps[held] = _merge_steps(ws, _write(tmp_path / f"merge{held}.jsonl", log.records(N - N // 10)), "reviews")
             assert kept(ws) == recount(ws)
     assert steps[LARGE] <= 1.3 * steps[SMALL], steps
+
+
+def test_merging_a_plan_costs_the_same_whatever_plans_the_workspace_holds(tmp_path):
+    """Assignment plans travel whole (annotation/team_plans.py): merging one made on another copy costs the same with
+    2 or 20 other plans of the benchmark already held."""
+    from annotation import team_plans
+
+    world = tmp_path / "world.sqlite"
+    _reviews_and_qc(world, 12)
+    elsewhere = tmp_path / "elsewhere.sqlite"
+    shutil.copy(world, elsewhere)
+    with open_workspace(elsewhere) as ws:
+        team_plans.make_plan(ws, catalog.benchmark_by_name(ws, "b"), ["ana", "ben", "cara"], 2, 99, author="lead")
+        exported = list(sync.export_records(ws, "plans", benchmark="b"))
+    steps = {}
+    for held in (2, 20):
+        path = tmp_path / f"held{held}.sqlite"
+        shutil.copy(world, path)
+        with open_workspace(path) as ws:
+            bench = catalog.benchmark_by_name(ws, "b")
+            for seed in range(held):
+                team_plans.make_plan(ws, bench, ["ana", "ben", "cara", "dan"], 2, seed, author="lead")
+            with counting_steps(ws.conn) as counted:
+                report = sync.import_records(ws, _write(tmp_path / f"plan{held}.jsonl", exported), "plans")
+            assert sum(report.added.values()) == len(exported) and report.skipped_count == 0, report
+            steps[held] = counted.count
+    assert steps[20] <= 1.3 * steps[2], steps

@@ -72,5 +72,6 @@ def test_an_open_question_of_a_multiple_choice_file_imports_runs_and_is_scored_b
     report = json.loads(out)
     # vlmdesk's own figures are over the keyed (multiple-choice) questions; the official one over all three.
     assert (report["questions"], report["scored_questions"], report["unscored_questions"]) == (3, 2, 1)
-    assert report["overall"] == {"questions": 2, "vanilla": 0.5, "circular": 0.0}
+    overall = {k: v for k, v in report["overall"].items() if not k.endswith("_ci")}  # intervals: their own tests
+    assert overall == {"questions": 2, "vanilla": 0.5, "circular": 0.0}
     assert report["official"]["metric"] == "mmmu_accuracy" and report["official"]["shown"] == "66.7"
