@@ -79,7 +79,15 @@ class PairsPanel(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.summary)
         layout.addWidget(split, 1)
-        layout.addWidget(export, 0, Qt.AlignmentFlag.AlignRight)
+        # Judging is a command of its own (Workspace › Judge arena pairs…); offered here too, where its figures are.
+        judge = QPushButton("Judge pairs…")
+        judge.setToolTip("Ask a judge model which answer of each pair is better (vlmdesk judge-pairs)")
+        judge.clicked.connect(lambda: self.window().trigger("Judge arena pairs…"))
+        bottom = QHBoxLayout()
+        bottom.addWidget(judge)
+        bottom.addStretch(1)
+        bottom.addWidget(export)
+        layout.addLayout(bottom)
 
     # ----------------------------------------------------------------------------------------------- choosing
     def refresh(self) -> None:

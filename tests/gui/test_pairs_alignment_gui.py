@@ -73,6 +73,15 @@ def test_the_pairs_page_shows_align_pairs_and_each_models_two_ratings(qtbot, tmp
     ]
     assert [m[0].split("@")[0] for m in models] == [f"openai:m{i}" for i in range(1, 5)]  # by the votes' rating
     assert "both orders" in panel.summary.text() and "6 undecided" not in panel.summary.text()
+    # Judging is offered where its figures are: the page's button is Workspace › Judge arena pairs… itself.
+    from PySide6.QtWidgets import QPushButton
+
+    action = window.menu_action("Judge arena pairs…")
+    action.triggered.disconnect()  # its dialog is modal: here only that the button reaches the action
+    asked = []
+    action.triggered.connect(lambda *_: asked.append(True))
+    next(b for b in panel.findChildren(QPushButton) if b.text() == "Judge pairs…").click()
+    assert asked == [True]
 
     # Fits 1024×700 with text two steps larger; every figure's title and value whole. Looked at: the PNGs.
     try:
