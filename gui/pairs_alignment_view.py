@@ -82,7 +82,7 @@ class PairsPanel(QWidget):
         # Judging is a command of its own (Workspace › Judge arena pairs…); offered here too, where its figures are.
         judge = QPushButton("Judge pairs…")
         judge.setToolTip("Ask a judge model which answer of each pair is better (vlmdesk judge-pairs)")
-        judge.clicked.connect(lambda: self.window().trigger("Judge arena pairs…"))
+        judge.clicked.connect(lambda: self.ctx.actionRequested.emit("Judge arena pairs…"))
         bottom = QHBoxLayout()
         bottom.addWidget(judge)
         bottom.addStretch(1)
