@@ -139,8 +139,6 @@ class ElidedLabel(QLabel):
     def minimumSizeHint(self) -> QSize:  # noqa: N802 — Qt's name
         metrics = self.fontMetrics()
         margins = self.contentsMargins()
-        if not self.text():  # an empty one (a mark not shown now) takes no room from its neighbours
-            return QSize(0, self.sizeHint().height())
         return QSize(metrics.horizontalAdvance("x" * 6) + margins.left() + margins.right(), self.sizeHint().height())
 
     def sizeHint(self) -> QSize:  # noqa: N802
