@@ -151,8 +151,9 @@ class ReviewView(QWidget):
         bar_widget.setObjectName("imageBar")
         bar = QHBoxLayout(bar_widget)
         bar.setContentsMargins(10, 4, 10, 4)
-        # Elided, not widening: "4 of 22 in your plan" beside the zoom buttons made the window 1064 px at text x1.25;
-        # "plan 4/22" says it in the room there is.
+        # Where the item is — "plan 4/22" in my queue, "12 of 30 · outside your plan" reached by Browse — in one eliding
+        # label: a longer text beside the zoom buttons made the window 1064 px at text x1.25, a mark of its own moved
+        # the splitter as it came and went.
         self.position_label = ElidedLabel()
         self.position_label.setObjectName("imageBarText")
         fit = QPushButton("Fit")
@@ -169,11 +170,6 @@ class ReviewView(QWidget):
         self.filter_label.setObjectName("activeFilter")
         self.filter_label.setToolTip("Review goes through the items of Browse's filters (change them in Browse)")
         bar.addWidget(self.filter_label)
-        # An item of the benchmark that the standing plan does not give me (reached by Browse or search): said here,
-        # in the one-line image bar, so nothing moves.
-        self.plan_label = ElidedLabel("")
-        self.plan_label.setObjectName("activeFilter")
-        bar.addWidget(self.plan_label)
         bar.addStretch(1)
         bar.addWidget(self.zoom_label)
         bar.addWidget(fit)
@@ -452,13 +448,11 @@ class ReviewView(QWidget):
         model, slot = self.ctx.model, self._my_slot()
         if self.row is None or self.item is None:
             self.position_label.setText("")
-            self.plan_label.setText("")
         elif slot is not None:
             self.position_label.setText(f"plan {slot.position + 1}/{self.plan_length}")
-            self.plan_label.setText("")
-        else:
-            self.position_label.setText(f"{self.row + 1} of {model.total}")
-            self.plan_label.setText("· outside your plan" if self.plan is not None else "")
+        else:  # reached by Browse or search; one label, so the mark appearing moves nothing
+            outside = " · outside your plan" if self.plan is not None else ""
+            self.position_label.setText(f"{self.row + 1} of {model.total}{outside}")
 
     def _gold_feedback(self, item: Item, review: reviews.Review) -> None:
         """After my verdict: on a gold item of my plan, whether it matched the confirmed key — with the key where the
@@ -505,7 +499,6 @@ class ReviewView(QWidget):
             self.predictions.show_predictions(None, [])
             self.history.show_history([])
             self.position_label.setText("")
-            self.plan_label.setText("")
             self._update_progress()
             self._enable_verdicts(False)
             return
