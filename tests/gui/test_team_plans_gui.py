@@ -108,12 +108,21 @@ def test_review_walks_only_my_items_and_tells_gold_after_the_verdict(qtbot, plan
     # (Measured once the window has settled: its first resizes move the splitter on their own.)
     others = [i for i in items if i not in {s.item_id for s in mine}]
     assert others
+
+    def settled():  # the layout once no event moves it any more (a window's first resizes arrive late)
+        seen = None
+        for _ in range(40):
+            qtbot.wait(25)
+            now = (review.verdict_bar.geometry(), review.splitter.sizes(), window.size())
+            if now == seen:
+                return now
+            seen = now
+        return seen
+
     places = []
     for item_id in (others[1], mine[0].item_id, others[0]):
         review.show_item_id(item_id)
-        for _ in range(3):
-            QApplication.processEvents()
-        places.append((review.verdict_bar.geometry(), review.splitter.sizes()))
+        places.append(settled())
         outside = review.position_label.text().endswith(" · outside your plan")
         assert outside == (item_id != mine[0].item_id)
     assert places[0] == places[1] == places[2]
