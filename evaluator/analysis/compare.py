@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, Literal
 
-from db import catalog, extractions, runs
+from db import catalog, runs
 from db.errors import InvalidInput, NotFound
 from db.workspace import Workspace
 from evaluator.analysis.intervals import (
@@ -35,7 +35,7 @@ from evaluator.analysis.intervals import (
     paired_difference,
 )
 from evaluator.analysis.labels import short_model
-from evaluator.analysis.report import _scored_passes, _scoring, open_group_items
+from evaluator.analysis.report import open_group_items, passes_under
 from evaluator.scoring.choices import item_result, marks_of, pope_reading, vanilla_result
 
 VANILLA: Final = "VanillaEval"
@@ -185,9 +185,7 @@ def _outcomes(
     """(scoring name, the items the run asked (pass 0 stored) by id, item id -> figure -> right) — a figure only
     where the run decided it: keyed, and (CircularEval) every rotation right or one wrong. The run result is
     choices.py's, over the passes as the report reads them under this scoring."""
-    stored = {s.name: s for s in extractions.scorings_of(ws, run.id)}
-    name, source, _ = _scoring(run, stored, scoring)
-    by_item = _scored_passes(ws, run, stored[name] if source == "rescore" else None)
+    name, by_item = passes_under(ws, run, scoring)
     asked: dict[int, catalog.Item] = {}
     decided: dict[int, dict[str, bool]] = {}
     for item in runs.items_of(ws, run):

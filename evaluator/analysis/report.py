@@ -592,6 +592,14 @@ def _scoring(run: runs.Run, stored: dict[str, Any], scoring: str | None) -> tupl
     )
 
 
+def passes_under(ws: Workspace, run: runs.Run, scoring: str | None) -> tuple[str, ByItem]:
+    """(the scoring's name, item id -> pass -> prediction as it reads them) for a scoring named as the report names
+    it (None: the run's own); NotFound for a scoring the run does not have."""
+    stored = {s.name: s for s in extractions.scorings_of(ws, run.id)}
+    name, source, _ = _scoring(run, stored, scoring)
+    return name, _scored_passes(ws, run, stored[name] if source == "rescore" else None)
+
+
 def _scored_passes(ws: Workspace, run: runs.Run, rescoring: extractions.Scoring | None) -> ByItem:
     """item id -> pass -> prediction as a scoring reads it: the run's own (`rescoring` None), or a re-scoring's."""
     predictions = runs.predictions_of(ws, run.id)
@@ -806,9 +814,7 @@ def group_items(
     if run is None:
         raise NotFound(f"no run {run_id}")
     items = runs.items_of(ws, run)
-    stored = {s.name: s for s in extractions.scorings_of(ws, run_id)}
-    name, source, _ = _scoring(run, stored, scoring)
-    by_item = _scored_passes(ws, run, stored[name] if source == "rescore" else None)
+    _, by_item = passes_under(ws, run, scoring)
     column = GROUP_LEVELS[level]
     if column is not None:
         known = sorted({getattr(item, column) or NONE for item in items})
