@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
 
 from db.errors import UserError
 from evaluator.formats import plan_file
-from evaluator.formats.importers.common import read_input_text
 from evaluator.formats.outfiles import AtomicOutput
 from gui import file_dialogs
 from gui.fitting import ElidedLabel
@@ -132,7 +131,7 @@ class PlanDialog(QDialog):
     def open_path(self, path: str | Path) -> bool:
         """Read a plan file (through the bounded door) into the editor, and check it."""
         try:
-            text = read_input_text(path, plan_file.MAX_BYTES, "limit for a plan file", "plan")
+            text = plan_file.read_plan_text(path)
         except (UserError, OSError) as exc:
             self._show_problem(str(exc))
             return False

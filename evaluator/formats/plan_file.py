@@ -109,12 +109,18 @@ def plan_format(name: str | Path) -> str | None:
     return SUFFIXES.get(Path(name).suffix.lower())
 
 
-def read_plan(path: str | Path) -> Plan:
-    """The plan in the file `path`, read through the bounded door (MAX_BYTES, UTF-8) and checked for its shape."""
+def read_plan_text(path: str | Path) -> str:
+    """The text of the plan file `path`, read through the bounded door (MAX_BYTES, UTF-8). A file of another suffix
+    is refused before it is opened: in a process that holds a workspace, reading the workspace file itself would
+    close a descriptor of it (docs/adr/0023)."""
     if plan_format(path) is None:
         raise InputError(path, 0, "plan", "a plan file is .toml, .yaml or .yml")
-    text = read_input_text(path, MAX_BYTES, "limit for a plan file", "plan")
-    return parse_plan(text, str(path))
+    return read_input_text(path, MAX_BYTES, "limit for a plan file", "plan")
+
+
+def read_plan(path: str | Path) -> Plan:
+    """The plan in the file `path` (read_plan_text), checked for its shape."""
+    return parse_plan(read_plan_text(path), str(path))
 
 
 def parse_plan(text: str, file: str) -> Plan:

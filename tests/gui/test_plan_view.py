@@ -146,3 +146,18 @@ def test_the_dialogs_buttons_have_the_editors_keys(make_window, demo_ws, tmp_pat
     assert dialog.dirty
     dialog.save_button.click()
     assert not dialog.dirty and plan.read_text().rstrip().endswith("# edited")
+
+
+def test_the_dialog_refuses_a_file_that_is_no_plan_before_opening_it(make_window, demo_ws, monkeypatch):
+    """The workspace file itself chosen as a plan: refused by its suffix, never opened in the app's process (closing a
+    descriptor of it would drop SQLite's locks)."""
+    import evaluator.formats.plan_file as plan_file
+
+    opened = []
+    real = plan_file.read_input_text
+    monkeypatch.setattr(plan_file, "read_input_text", lambda path, *a, **k: opened.append(path) or real(path, *a, **k))
+    window = make_window(demo_ws)
+    dialog = window.view("runs").open_plan()
+    assert not dialog.open_path(demo_ws)
+    assert opened == [] and dialog.problem.text().endswith("a plan file is .toml, .yaml or .yml")
+    assert dialog.path is None
